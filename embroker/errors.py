@@ -1,0 +1,245 @@
+"""AMQP errors as exceptions that carry their reply code.
+
+The AMQP 0-9-1 specification (section 2.3.6) splits errors into *channel exceptions*, which close
+the channel they happened on, and *connection exceptions*, which close the whole connection. Each
+reply code is a class here; the model raises only these (anything else is a bug), and the protocol
+layer is the one place that turns them into ``channel.close`` / ``connection.close`` frames, filling
+in the class and method that caused them. The in-process client raises them straight into the test.
+
+Reply texts follow RabbitMQ's format, ``"NOT_FOUND - no queue 'q' in vhost '/'"``: the reply name,
+a dash, then the text RabbitMQ's ``rabbit_channel.erl`` would give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar, final
+
+__all__ = [
+    "REPLY_CODES",
+    "AMQPError",
+    "AccessRefused",
+    "ChannelError",
+    "ChannelException",
+    "CommandInvalid",
+    "ConnectionException",
+    "ConnectionForced",
+    "ContentTooLarge",
+    "FrameError",
+    "InternalError",
+    "InvalidPath",
+    "NoConsumers",
+    "NoRoute",
+    "NotAllowed",
+    "NotFound",
+    "NotImplementedAMQP",
+    "PreconditionFailed",
+    "ResourceError",
+    "ResourceLocked",
+    "SyntaxErrorAMQP",
+    "UnexpectedFrame",
+    "error_for_code",
+]
+
+
+class AMQPError(Exception):
+    """An AMQP error: a reply code, a reply text and the method that caused it.
+
+    Args:
+        text: what went wrong, without the reply name (``"no queue 'q' in vhost '/'"``).
+        class_id: the AMQP class of the method that failed (0 when not caused by a method).
+        method_id: the AMQP method id within that class.
+    """
+
+    reply_code: ClassVar[int]
+    reply_name: ClassVar[str]
+    #: True for connection exceptions ("hard errors"), False for channel exceptions.
+    hard: ClassVar[bool]
+
+    def __init__(self, text: str, *, class_id: int = 0, method_id: int = 0) -> None:
+        super().__init__(text)
+        self.text = text
+        self.class_id = class_id
+        self.method_id = method_id
+
+    @property
+    def reply_text(self) -> str:
+        """The reply text as RabbitMQ sends it: ``"NOT_FOUND - no queue 'q' in vhost '/'"``."""
+        return f"{self.reply_name} - {self.text}"
+
+    def with_method(self, class_id: int, method_id: int) -> AMQPError:
+        """Record the method that caused this error, unless one is already recorded."""
+        if not self.class_id:
+            self.class_id, self.method_id = class_id, method_id
+        return self
+
+    def __str__(self) -> str:
+        return f"{self.reply_code} {self.reply_text}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.text!r})"
+
+
+class ChannelException(AMQPError):
+    """A soft error: the server closes the channel with ``channel.close``."""
+
+    hard = False
+
+
+class ConnectionException(AMQPError):
+    """A hard error: the server closes the connection with ``connection.close``."""
+
+    hard = True
+
+
+@final
+class ContentTooLarge(ChannelException):
+    #: "The client attempted to transfer content larger than the server could accept at the
+    #: present time."
+    reply_code = 311
+    reply_name = "CONTENT_TOO_LARGE"
+
+
+@final
+class NoRoute(ChannelException):
+    #: RabbitMQ: a mandatory message could not be routed to any queue (sent in basic.return).
+    reply_code = 312
+    reply_name = "NO_ROUTE"
+
+
+@final
+class NoConsumers(ChannelException):
+    #: "When the exchange cannot deliver to a consumer when the immediate flag is set."
+    reply_code = 313
+    reply_name = "NO_CONSUMERS"
+
+
+@final
+class AccessRefused(ChannelException):
+    #: "The client attempted to work with a server entity to which it has no access due to
+    #: security settings."
+    reply_code = 403
+    reply_name = "ACCESS_REFUSED"
+
+
+@final
+class NotFound(ChannelException):
+    #: "The client attempted to work with a server entity that does not exist."
+    reply_code = 404
+    reply_name = "NOT_FOUND"
+
+
+@final
+class ResourceLocked(ChannelException):
+    #: "The client attempted to work with a server entity to which it has no access because
+    #: another client is working with it."
+    reply_code = 405
+    reply_name = "RESOURCE_LOCKED"
+
+
+@final
+class PreconditionFailed(ChannelException):
+    #: "The client requested a method that was not allowed because some precondition failed."
+    reply_code = 406
+    reply_name = "PRECONDITION_FAILED"
+
+
+@final
+class ConnectionForced(ConnectionException):
+    #: "An operator intervened to close the connection for some reason."
+    reply_code = 320
+    reply_name = "CONNECTION_FORCED"
+
+
+@final
+class InvalidPath(ConnectionException):
+    #: "The client tried to work with an unknown virtual host."
+    reply_code = 402
+    reply_name = "INVALID_PATH"
+
+
+@final
+class FrameError(ConnectionException):
+    #: "The sender sent a malformed frame that the recipient could not decode."
+    reply_code = 501
+    reply_name = "FRAME_ERROR"
+
+
+@final
+class SyntaxErrorAMQP(ConnectionException):
+    #: "The sender sent a frame that contained illegal values for one or more fields."
+    reply_code = 502
+    reply_name = "SYNTAX_ERROR"
+
+
+@final
+class CommandInvalid(ConnectionException):
+    #: "The client sent an invalid sequence of frames, attempting to perform an operation that
+    #: was considered invalid by the server."
+    reply_code = 503
+    reply_name = "COMMAND_INVALID"
+
+
+@final
+class ChannelError(ConnectionException):
+    #: "The client attempted to work with a channel that had not been correctly opened."
+    reply_code = 504
+    reply_name = "CHANNEL_ERROR"
+
+
+@final
+class UnexpectedFrame(ConnectionException):
+    #: "The peer sent a frame that was not expected, usually in the context of a content header
+    #: and body."
+    reply_code = 505
+    reply_name = "UNEXPECTED_FRAME"
+
+
+@final
+class ResourceError(ConnectionException):
+    #: "The server could not complete the method because it lacked sufficient resources."
+    reply_code = 506
+    reply_name = "RESOURCE_ERROR"
+
+
+@final
+class NotAllowed(ConnectionException):
+    #: "The client tried to work with some entity in a manner that is prohibited by the server,
+    #: due to security settings or by some other criteria."
+    reply_code = 530
+    reply_name = "NOT_ALLOWED"
+
+
+@final
+class NotImplementedAMQP(ConnectionException):
+    #: "The client tried to use functionality that is not implemented in the server."
+    reply_code = 540
+    reply_name = "NOT_IMPLEMENTED"
+
+
+@final
+class InternalError(ConnectionException):
+    #: "The server could not complete the method because of an internal error."
+    reply_code = 541
+    reply_name = "INTERNAL_ERROR"
+
+
+#: Every reply code that names an error, mapped to its exception class.
+REPLY_CODES: Mapping[int, type[AMQPError]] = {
+    cls.reply_code: cls
+    for cls in (
+        ContentTooLarge, NoRoute, NoConsumers, AccessRefused, NotFound, ResourceLocked,
+        PreconditionFailed, ConnectionForced, InvalidPath, FrameError, SyntaxErrorAMQP,
+        CommandInvalid, ChannelError, UnexpectedFrame, ResourceError, NotAllowed,
+        NotImplementedAMQP, InternalError,
+    )
+}
+
+
+def error_for_code(reply_code: int, text: str, *, class_id: int = 0, method_id: int = 0) -> AMQPError:
+    """Build the exception for a reply code received from a peer.
+
+    Raises:
+        KeyError: ``reply_code`` is not an AMQP error code.
+    """
+    return REPLY_CODES[reply_code](text, class_id=class_id, method_id=method_id)
