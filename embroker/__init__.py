@@ -2,4 +2,20 @@
 
 from __future__ import annotations
 
+from ._broker import Broker as Broker
+from .client import Channel as Channel
+from .client import Connection as Connection
+from .errors import AMQPError as AMQPError
+from .errors import ChannelException as ChannelException
+from .errors import ConnectionException as ConnectionException
+from .model import ManualClock as ManualClock
+from .model import Message as Message
+from .model import RoutingDecision as RoutingDecision
+from .model import SystemClock as SystemClock
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "AMQPError", "Broker", "Channel", "ChannelException", "Connection", "ConnectionException",
+    "ManualClock", "Message", "RoutingDecision", "SystemClock", "__version__",
+]

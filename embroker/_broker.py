@@ -1,0 +1,37 @@
+"""The public :class:`Broker`: the model's broker plus the ways in (in-process client, listener)."""
+
+from __future__ import annotations
+
+from typing import Any, final
+
+from . import model
+from .client import Connection
+
+__all__ = ["Broker"]
+
+
+@final
+class Broker(model.Broker):
+    """An embedded AMQP 0-9-1 broker with RabbitMQ's semantics.
+
+    >>> broker = Broker()
+    >>> ch = broker.connect().channel()
+    >>> ch.exchange_declare("events", "topic")
+    >>> ch.queue_declare("audit").queue
+    'audit'
+    >>> ch.queue_bind("audit", "events", "order.*")
+    >>> ch.basic_publish("events", "order.created", b"{}")
+    >>> broker.trace[-1].queues
+    ('audit',)
+    >>> broker.queues["audit"].messages[0].body
+    b'{}'
+    """
+
+    def connect(self, vhost: str = "/", *, user: str = "guest",
+                client_properties: dict[str, Any] | None = None) -> Connection:
+        """Open an in-process connection (no socket) to ``vhost``.
+
+        Raises:
+            NotAllowed: (530) no such virtual host.
+        """
+        return Connection(self, vhost, user=user, client_properties=client_properties)

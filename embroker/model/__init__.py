@@ -1,0 +1,32 @@
+"""The broker model: vhosts, exchanges, queues, bindings, channels and consumers.
+
+Pure Python objects with no sockets, threads or wall-clock reads; time comes from a
+:class:`Clock`. Both the wire protocol and the in-process client drive :class:`Channel`.
+"""
+
+from __future__ import annotations
+
+from ._broker import Broker as Broker
+from ._channel import Channel as Channel
+from ._channel import Consumer as Consumer
+from ._channel import Delivery as Delivery
+from ._clock import Clock as Clock
+from ._clock import ManualClock as ManualClock
+from ._clock import SystemClock as SystemClock
+from ._clock import Timer as Timer
+from ._connection import Connection as Connection
+from ._exchange import Binding as Binding
+from ._exchange import Exchange as Exchange
+from ._message import PROPERTY_NAMES as PROPERTY_NAMES
+from ._message import Message as Message
+from ._message import QueuedMessage as QueuedMessage
+from ._queue import Queue as Queue
+from ._trace import RoutingDecision as RoutingDecision
+from ._vhost import DeclareOk as DeclareOk
+from ._vhost import VirtualHost as VirtualHost
+
+__all__ = [
+    "PROPERTY_NAMES", "Binding", "Broker", "Channel", "Clock", "Connection", "Consumer",
+    "DeclareOk", "Delivery", "Exchange", "ManualClock", "Message", "Queue", "QueuedMessage",
+    "RoutingDecision", "SystemClock", "Timer", "VirtualHost",
+]

@@ -1,0 +1,115 @@
+"""The broker: virtual hosts, users, the clock and the routing trace."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import NotAllowed
+from ._clock import Clock, SystemClock
+from ._connection import Connection
+from ._exchange import Exchange
+from ._queue import Queue
+from ._trace import RoutingDecision
+from ._vhost import VirtualHost
+
+__all__ = ["Broker"]
+
+
+class Broker:
+    """An AMQP broker with RabbitMQ's semantics, as plain objects.
+
+    Args:
+        clock: where time comes from; a :class:`~embroker.ManualClock` makes expiry exact.
+        vhosts: the virtual hosts to create (``"/"`` by default).
+        users: user names and passwords the listener accepts (``guest``/``guest`` by default).
+        trace_limit: how many routing decisions :attr:`trace` keeps (oldest dropped first).
+
+    Every call into the model, from the listener's thread or a test's, runs under :attr:`lock`.
+    """
+
+    def __init__(self, *, clock: Clock | None = None, vhosts: tuple[str, ...] = ("/",),
+                 users: Mapping[str, str] | None = None, trace_limit: int = 10_000) -> None:
+        self.lock = threading.RLock()
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.users: dict[str, str] = dict(users) if users is not None else {"guest": "guest"}
+        self.vhosts: dict[str, VirtualHost] = {}
+        self.connections: dict[int, Connection] = {}
+        #: The most recent routing decisions, oldest first.
+        self.trace: deque[RoutingDecision] = deque(maxlen=trace_limit)
+        for name in vhosts:
+            self.add_vhost(name)
+
+    def __repr__(self) -> str:
+        return (f"<{type(self).__name__} vhosts={list(self.vhosts)} "
+                f"connections={len(self.connections)}>")
+
+    # -- virtual hosts -------------------------------------------------------------------------
+
+    def add_vhost(self, name: str) -> VirtualHost:
+        """Create a virtual host (with its standard exchanges); returns the existing one if any."""
+        with self.lock:
+            vhost = self.vhosts.get(name)
+            if vhost is None:
+                vhost = self.vhosts[name] = VirtualHost(self, name)
+            return vhost
+
+    def vhost(self, name: str = "/") -> VirtualHost:
+        try:
+            return self.vhosts[name]
+        except KeyError:
+            raise NotAllowed(f"vhost {name} not found") from None
+
+    @property
+    def queues(self) -> dict[str, Queue]:
+        """The queues of the default virtual host ``/``, by name."""
+        return self.vhosts["/"].queues
+
+    @property
+    def exchanges(self) -> dict[str, Exchange]:
+        """The exchanges of the default virtual host ``/``, by name."""
+        return self.vhosts["/"].exchanges
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def open_connection(self, vhost: str = "/", *, user: str = "guest",
+                        client_properties: dict[str, Any] | None = None,
+                        name: str | None = None) -> Connection:
+        """Open a model-level connection to ``vhost`` (the protocol layer and the in-process
+        client build on this). Raises NotAllowed (530) for an unknown virtual host."""
+        with self.lock:
+            return Connection(self.vhost(vhost), user=user, client_properties=client_properties,
+                              name=name)
+
+    # -- time ----------------------------------------------------------------------------------
+
+    def tick(self) -> int:
+        """Run the work that has fallen due (expiries...); returns how many timers ran."""
+        with self.lock:
+            return self.clock.run_due()
+
+    # -- the trace -----------------------------------------------------------------------------
+
+    def _record(self, decision: RoutingDecision) -> None:
+        self.trace.append(decision)
+
+    def _check(self) -> None:
+        """Assert every internal invariant (for tests)."""
+        with self.lock:
+            for vhost in self.vhosts.values():
+                vhost._check()
+            for connection in self.connections.values():
+                for channel in connection.channels.values():
+                    channel._check()
+            per_queue: dict[int, int] = {}
+            for connection in self.connections.values():
+                for channel in connection.channels.values():
+                    for queue, _entry, _consumer in channel._unacked.values():
+                        per_queue[id(queue)] = per_queue.get(id(queue), 0) + 1
+            for vhost in self.vhosts.values():
+                for queue in vhost.queues.values():
+                    assert queue.unacked == per_queue.get(id(queue), 0), (
+                        f"{queue!r}: unacked count {queue.unacked} but channels hold "
+                        f"{per_queue.get(id(queue), 0)}")

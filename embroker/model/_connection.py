@@ -1,0 +1,77 @@
+"""A client connection to a virtual host: its channels and the exclusive queues it owns."""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any, final
+
+from ..errors import ChannelError
+from ._channel import Channel
+
+if TYPE_CHECKING:
+    from ._queue import Queue
+    from ._vhost import VirtualHost
+
+__all__ = ["Connection"]
+
+_connection_ids = itertools.count(1)
+
+
+@final
+class Connection:
+    """The model's side of one client connection (the wire's or the in-process client's).
+
+    Attributes:
+        vhost: the virtual host it opened.
+        user: the user name it authenticated as.
+        client_properties: what the client said of itself in connection.start-ok.
+        channels: its open channels by number.
+        exclusive_queues: the exclusive queues it owns; they go when it closes.
+    """
+
+    def __init__(self, vhost: VirtualHost, *, user: str = "guest",
+                 client_properties: dict[str, Any] | None = None, name: str | None = None) -> None:
+        self.id = next(_connection_ids)
+        self.vhost = vhost
+        self.user = user
+        self.client_properties = dict(client_properties or {})
+        self.name = name or f"connection {self.id}"
+        self.channels: dict[int, Channel] = {}
+        self.exclusive_queues: dict[str, Queue] = {}
+        self.is_open = True
+        vhost.broker.connections[self.id] = self
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        caps = self.client_properties.get("capabilities")
+        return caps if isinstance(caps, dict) else {}
+
+    def open_channel(self, number: int) -> Channel:
+        """Open channel ``number``.
+
+        Raises:
+            ChannelError: (504) that channel is open already.
+        """
+        if number in self.channels:
+            raise ChannelError(f"second 'channel.open' seen on channel {number}")
+        channel = self.channels[number] = Channel(self, number)
+        return channel
+
+    def close(self) -> None:
+        """Close every channel (requeueing what they had not acknowledged) and delete the
+        exclusive queues this connection owns. Closing twice does nothing."""
+        if not self.is_open:
+            return
+        self.is_open = False
+        for channel in list(self.channels.values()):
+            channel.close()
+        for queue in list(self.exclusive_queues.values()):
+            if not queue.deleted:
+                self.vhost.delete_queue_object(queue)
+        self.exclusive_queues.clear()
+        self.vhost.broker.connections.pop(self.id, None)
+
+    def __repr__(self) -> str:
+        state = "open" if self.is_open else "closed"
+        return (f"<{self.name} to vhost '{self.vhost.name}' as '{self.user}', {state}, "
+                f"{len(self.channels)} channels>")

@@ -1,0 +1,454 @@
+"""Exchanges and bindings, one class per exchange type.
+
+Every type implements the same small interface, as RabbitMQ's ``rabbit_exchange_type`` does:
+``validate_binding`` refuses a binding the type cannot use, ``route`` returns the bindings a
+message matches (possibly with duplicates: the caller de-duplicates destinations), and
+``mismatch`` says in words why one binding did not match (for routing explanations).
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Union, final
+
+from typing_extensions import override
+
+from ..errors import PreconditionFailed
+
+if TYPE_CHECKING:
+    from ._queue import Queue
+    from ._vhost import VirtualHost
+
+__all__ = [
+    "Binding",
+    "DirectExchange",
+    "Exchange",
+    "FanoutExchange",
+    "HeadersExchange",
+    "TopicExchange",
+    "freeze_table",
+]
+
+Destination = Union["Queue", "Exchange"]
+
+
+def _freeze(value: Any) -> Any:
+    # Hashable form of a field value; keeps bool apart from int and str apart from bytes.
+    if isinstance(value, dict):
+        return ("F", tuple(sorted((k, _freeze(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return ("A", tuple(_freeze(v) for v in value))
+    if isinstance(value, bool):
+        return ("t", value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return ("x", bytes(value))
+    return (type(value).__name__, value)
+
+
+def freeze_table(table: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    """A hashable, order-independent form of a field table, for binding identity."""
+    if not table:
+        return ()
+    return tuple(sorted((k, _freeze(v)) for k, v in table.items()))
+
+
+@final
+class Binding:
+    """A binding from ``source`` to a queue or exchange ``destination``.
+
+    Bindings are identified, as in RabbitMQ, by source, destination, routing key *and* arguments.
+    """
+
+    __slots__ = ("arguments", "destination", "key", "routing_key", "source")
+
+    def __init__(self, source: Exchange, destination: Destination, routing_key: str,
+                 arguments: dict[str, Any]) -> None:
+        self.source = source
+        self.destination = destination
+        self.routing_key = routing_key
+        self.arguments = arguments
+        self.key = (destination.kind, destination.name, routing_key, freeze_table(arguments))
+
+    def describe(self) -> str:
+        """``"exchange 'x' -> queue 'q' with key 'a.b'"``, and the arguments when there are any."""
+        dest = f"{self.destination.kind} '{self.destination.name}'"
+        args = f" arguments {self.arguments!r}" if self.arguments else ""
+        return f"exchange '{self.source.name}' -> {dest} with key '{self.routing_key}'{args}"
+
+    def __repr__(self) -> str:
+        return f"<Binding {self.describe()}>"
+
+
+class Exchange:
+    """An exchange of some type; the subclasses implement routing.
+
+    Attributes:
+        name, type, durable, auto_delete, internal, arguments: as declared.
+        bindings: the bindings whose source is this exchange, in the order they were made.
+    """
+
+    type: ClassVar[str]
+    kind: ClassVar[str] = "exchange"
+
+    def __init__(self, vhost: VirtualHost, name: str, *, durable: bool = False,
+                 auto_delete: bool = False, internal: bool = False,
+                 arguments: dict[str, Any] | None = None) -> None:
+        self.vhost = vhost
+        self.name = name
+        self.durable = durable
+        self.auto_delete = auto_delete
+        self.internal = internal
+        self.arguments: dict[str, Any] = dict(arguments or {})
+        self.bindings: dict[tuple[Any, ...], Binding] = {}
+        #: Bindings whose destination is this exchange (exchange-to-exchange).
+        self.incoming: dict[tuple[Any, ...], Binding] = {}
+        self._snapshot: tuple[Binding, ...] | None = None
+        ae = self.arguments.get("alternate-exchange")
+        self.alternate_exchange: str | None = ae if isinstance(ae, str) else None
+
+    # -- the type interface --------------------------------------------------------------------
+
+    def validate_binding(self, routing_key: str, arguments: Mapping[str, Any]) -> None:
+        """Raise :class:`PreconditionFailed` for a binding this type cannot use."""
+
+    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Iterable[Binding]:
+        """The bindings a message with this key and headers matches; may repeat a binding."""
+        raise NotImplementedError
+
+    def mismatch(self, binding: Binding, routing_key: str,
+                 headers: Mapping[str, Any] | None) -> str | None:
+        """Why ``binding`` does not match, in words; ``None`` when it matches."""
+        raise NotImplementedError
+
+    def _bound(self, binding: Binding) -> None:
+        """Index a new binding (types with an index override this)."""
+
+    def _unbound(self, binding: Binding) -> None:
+        """Remove a binding from the index."""
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+
+    def add_binding(self, binding: Binding) -> bool:
+        """Add ``binding``; returns False when an identical binding exists already."""
+        if binding.key in self.bindings:
+            return False
+        self.bindings[binding.key] = binding
+        self._snapshot = None
+        self._bound(binding)
+        return True
+
+    def remove_binding(self, key: tuple[Any, ...]) -> Binding | None:
+        binding = self.bindings.pop(key, None)
+        if binding is not None:
+            self._snapshot = None
+            self._unbound(binding)
+        return binding
+
+    def snapshot(self) -> tuple[Binding, ...]:
+        """The current bindings as a tuple, shared until they change (cheap to keep in a trace)."""
+        if self._snapshot is None:
+            self._snapshot = tuple(self.bindings.values())
+        return self._snapshot
+
+    def __repr__(self) -> str:
+        flags = [f for f, on in (("durable", self.durable), ("auto_delete", self.auto_delete),
+                                 ("internal", self.internal)) if on]
+        extra = f" {' '.join(flags)}" if flags else ""
+        return (f"<{self.type} exchange '{self.name}' in vhost '{self.vhost.name}'{extra}, "
+                f"{len(self.bindings)} bindings>")
+
+
+@final
+class DirectExchange(Exchange):
+    """Routes to the bindings whose key equals the routing key. The default exchange is one."""
+
+    type = "direct"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._by_key: dict[str, list[Binding]] = {}
+
+    @override
+    def _bound(self, binding: Binding) -> None:
+        self._by_key.setdefault(binding.routing_key, []).append(binding)
+
+    @override
+    def _unbound(self, binding: Binding) -> None:
+        same = self._by_key[binding.routing_key]
+        same.remove(binding)
+        if not same:
+            del self._by_key[binding.routing_key]
+
+    @override
+    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Iterable[Binding]:
+        return self._by_key.get(routing_key, ())
+
+    @override
+    def mismatch(self, binding: Binding, routing_key: str,
+                 headers: Mapping[str, Any] | None) -> str | None:
+        if binding.routing_key == routing_key:
+            return None
+        return f"binding key '{binding.routing_key}' is not the routing key '{routing_key}'"
+
+
+@final
+class FanoutExchange(Exchange):
+    """Routes to every binding, whatever the key."""
+
+    type = "fanout"
+
+    @override
+    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Iterable[Binding]:
+        return self.snapshot()
+
+    @override
+    def mismatch(self, binding: Binding, routing_key: str,
+                 headers: Mapping[str, Any] | None) -> str | None:
+        return None
+
+
+def split_topic(key: str) -> list[str]:
+    """Split a routing or binding key into words as RabbitMQ does: ``""`` has no words at all,
+    while ``"a."`` has two, the second one empty."""
+    return key.split(".") if key else []
+
+
+class _TrieNode:
+    __slots__ = ("bindings", "children")
+
+    def __init__(self) -> None:
+        self.children: dict[str, _TrieNode] = {}
+        self.bindings: list[Binding] = []
+
+
+@final
+class TopicExchange(Exchange):
+    """Routes by pattern: ``*`` is exactly one word, ``#`` zero or more words.
+
+    Bindings are kept in a trie of words (as RabbitMQ's ``rabbit_db_topic_exchange``), so the
+    cost of routing grows with the bindings that could match, not with all of them.
+    """
+
+    type = "topic"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._root = _TrieNode()
+
+    @override
+    def _bound(self, binding: Binding) -> None:
+        node = self._root
+        for word in split_topic(binding.routing_key):
+            nxt = node.children.get(word)
+            if nxt is None:
+                nxt = node.children[word] = _TrieNode()
+            node = nxt
+        node.bindings.append(binding)
+
+    @override
+    def _unbound(self, binding: Binding) -> None:
+        path = [self._root]
+        words = split_topic(binding.routing_key)
+        for word in words:
+            path.append(path[-1].children[word])
+        path[-1].bindings.remove(binding)
+        for depth in range(len(words), 0, -1):  # prune empty branches
+            node = path[depth]
+            if node.bindings or node.children:
+                break
+            del path[depth - 1].children[words[depth - 1]]
+
+    @override
+    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Iterable[Binding]:
+        words = split_topic(routing_key)
+        out: list[Binding] = []
+        _trie_match(self._root, words, 0, len(words), out, set())
+        return out
+
+    @override
+    def mismatch(self, binding: Binding, routing_key: str,
+                 headers: Mapping[str, Any] | None) -> str | None:
+        pattern = split_topic(binding.routing_key)
+        words = split_topic(routing_key)
+        if topic_matches(pattern, words):
+            return None
+        return (f"pattern '{binding.routing_key}' does not match '{routing_key}' "
+                f"({_topic_reason(pattern, words)})")
+
+
+def _trie_match(node: _TrieNode, words: list[str], i: int, n: int, out: list[Binding],
+                seen: set[tuple[int, int]]) -> None:
+    children = node.children
+    hash_node = children.get("#")
+    if hash_node is not None:
+        # '#' swallows zero or more words: continue below it from every later position.
+        for j in range(i, n + 1):
+            mark = (id(hash_node), j)
+            if mark not in seen:
+                seen.add(mark)
+                _trie_match(hash_node, words, j, n, out, seen)
+    if i == n:
+        out.extend(node.bindings)
+        return
+    child = children.get(words[i])
+    if child is not None:
+        _trie_match(child, words, i + 1, n, out, seen)
+    star = children.get("*")
+    if star is not None:
+        _trie_match(star, words, i + 1, n, out, seen)
+
+
+def topic_matches(pattern: list[str], words: list[str]) -> bool:
+    """Whether a topic pattern (split into words) matches a routing key (split into words)."""
+    # Dynamic programming over (pattern position, word position); no exponential '#' cases.
+    reachable = {0}
+    for p in pattern:
+        if p == "#":
+            lowest = min(reachable, default=None)
+            reachable = set(range(lowest, len(words) + 1)) if lowest is not None else set()
+        else:
+            reachable = {i + 1 for i in reachable if i < len(words) and p in ("*", words[i])}
+        if not reachable:
+            return False
+    return len(words) in reachable
+
+
+def _topic_reason(pattern: list[str], words: list[str]) -> str:
+    if "#" not in pattern and len(pattern) != len(words):
+        return f"the pattern has {len(pattern)} words, the key {len(words)}"
+    for i, (p, w) in enumerate(zip(pattern, words, strict=False)):
+        if p == "#":
+            break
+        if p not in ("*", w):
+            return f"word {i + 1} is '{w}', the pattern wants '{p}'"
+    return "no way to place the '#' wildcards"
+
+
+# -- headers ---------------------------------------------------------------------------------
+
+_X_MATCH_KINDS = ("all", "any", "all-with-x", "any-with-x")
+
+
+def _erlang_value(value: Any) -> Any:
+    """A header value as RabbitMQ compares it (Erlang ``==``): numbers by value whatever their
+    wire type, strings and byte arrays both as binaries, timestamps as integers, booleans apart
+    from numbers, decimals by scale and digits."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape")
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, datetime.datetime):
+        return int(value.timestamp())
+    if isinstance(value, decimal.Decimal):
+        sign, digits, exponent = value.as_tuple()
+        unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
+        return ("decimal", -int(exponent), unscaled)
+    if isinstance(value, dict):
+        return ("table", tuple((k, _erlang_typed(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return ("array", tuple(_erlang_typed(v) for v in value))
+    return value
+
+
+def _erlang_typed(value: Any) -> Any:
+    # Inside tables and arrays Erlang compares the type tags too.
+    return (type(value).__name__, _erlang_value(value))
+
+
+@final
+class HeadersExchange(Exchange):
+    """Routes on the ``headers`` property against each binding's arguments (``x-match``)."""
+
+    type = "headers"
+
+    @override
+    def validate_binding(self, routing_key: str, arguments: Mapping[str, Any]) -> None:
+        if "x-match" not in arguments:
+            return
+        kind = arguments["x-match"]
+        if isinstance(kind, str):
+            if kind not in _X_MATCH_KINDS:
+                raise PreconditionFailed(
+                    f'Invalid x-match field value <<"{kind}">>; '
+                    "expected all, any, all-with-x, or any-with-x")
+            return
+        raise PreconditionFailed(
+            f"Invalid x-match field type {_erlang_type_name(kind)} (value {kind!r}); "
+            "expected longstr")
+
+    @override
+    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Iterable[Binding]:
+        data = headers or {}
+        return [b for b in self.snapshot() if headers_match(b.arguments, data)]
+
+    @override
+    def mismatch(self, binding: Binding, routing_key: str,
+                 headers: Mapping[str, Any] | None) -> str | None:
+        data = headers or {}
+        if headers_match(binding.arguments, data):
+            return None
+        kind, patterns = _header_patterns(binding.arguments)
+        if not patterns:
+            return "x-match 'any' with no header to match never matches"
+        reasons = []
+        for key, want in patterns.items():
+            if key not in data:
+                reasons.append(f"header '{key}' is missing")
+            elif want is not None and _erlang_value(want) != _erlang_value(data[key]):
+                reasons.append(f"header '{key}' is {data[key]!r}, the binding wants {want!r}")
+        return f"x-match {kind}: " + "; ".join(reasons)
+
+
+def _erlang_type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "signedint" if -(2**31) <= value < 2**31 else "long"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, (bytes, bytearray)):
+        return "binary"
+    if isinstance(value, dict):
+        return "table"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if value is None:
+        return "void"
+    return type(value).__name__
+
+
+def _header_patterns(arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    kind = arguments.get("x-match", "all")
+    if kind not in _X_MATCH_KINDS:
+        kind = "all"  # RabbitMQ treats an unknown value as "all" (legacy bindings)
+    with_x = kind.endswith("-with-x")
+    patterns = {k: v for k, v in arguments.items()
+                if k != "x-match" and (with_x or not k.startswith("x-"))}
+    return kind, patterns
+
+
+def headers_match(arguments: Mapping[str, Any], headers: Mapping[str, Any]) -> bool:
+    """RabbitMQ's header matching: a binding argument with no value (``None``, AMQP void) asks
+    only for the header to be present; any other value must equal the header's value."""
+    kind, patterns = _header_patterns(arguments)
+    if kind.startswith("all"):
+        for key, want in patterns.items():
+            if key not in headers:
+                return False
+            if want is not None and _erlang_value(want) != _erlang_value(headers[key]):
+                return False
+        return True
+    for key, want in patterns.items():
+        if key in headers and (want is None or _erlang_value(want) == _erlang_value(headers[key])):
+            return True
+    return False
+
+
+EXCHANGE_TYPES: dict[str, type[Exchange]] = {
+    cls.type: cls for cls in (DirectExchange, FanoutExchange, TopicExchange, HeadersExchange)
+}
+

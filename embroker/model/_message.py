@@ -1,0 +1,72 @@
+"""Messages, and a message's place in a queue."""
+
+from __future__ import annotations
+
+from typing import Any, final
+
+__all__ = ["PROPERTY_NAMES", "Message", "QueuedMessage"]
+
+#: The 14 properties of the basic class, in the order of their property flags.
+PROPERTY_NAMES = (
+    "content_type", "content_encoding", "headers", "delivery_mode", "priority", "correlation_id",
+    "reply_to", "expiration", "message_id", "timestamp", "type", "user_id", "app_id", "cluster_id",
+)
+
+
+@final
+class Message:
+    """A published message: where it was published, its properties and its body.
+
+    One ``Message`` is shared by every queue it was routed to and is never changed after routing;
+    what differs per queue (redelivered, position) lives in :class:`QueuedMessage`.
+
+    Attributes:
+        exchange: the exchange it was published to (``""`` for the default exchange).
+        routing_key: the routing key it was published with.
+        properties: the basic properties that were set, keyed by their spec names
+            (``content_type``, ``headers``, ``delivery_mode`` ...).
+        body: the content body.
+    """
+
+    __slots__ = ("body", "exchange", "properties", "routing_key")
+
+    def __init__(self, exchange: str, routing_key: str, properties: dict[str, Any], body: bytes) -> None:
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.properties = properties
+        self.body = body
+
+    @property
+    def headers(self) -> dict[str, Any]:
+        """The ``headers`` property, or an empty dict."""
+        return self.properties.get("headers") or {}
+
+    def __repr__(self) -> str:
+        body = self.body if len(self.body) <= 40 else self.body[:37] + b"..."
+        return (
+            f"<Message exchange={self.exchange!r} routing_key={self.routing_key!r} "
+            f"properties={self.properties!r} body={body!r}>"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return (self.exchange, self.routing_key, self.properties, self.body) == (
+            other.exchange, other.routing_key, other.properties, other.body)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@final
+class QueuedMessage:
+    """A message in one queue: its position (``seq``) and whether it was delivered before."""
+
+    __slots__ = ("message", "redelivered", "seq")
+
+    def __init__(self, message: Message, seq: int) -> None:
+        self.message = message
+        self.seq = seq
+        self.redelivered = False
+
+    def __repr__(self) -> str:
+        return f"<QueuedMessage #{self.seq}{' redelivered' if self.redelivered else ''} {self.message!r}>"

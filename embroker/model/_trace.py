@@ -1,0 +1,138 @@
+"""Routing decisions: what every publish did, and why."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, final
+
+if TYPE_CHECKING:
+    from ..errors import AMQPError
+    from ._exchange import Binding, Exchange
+    from ._message import Message
+
+__all__ = ["RoutingDecision"]
+
+
+@final
+class RoutingDecision:
+    """The outcome of one publish, kept on ``broker.trace``.
+
+    Attributes:
+        vhost: the virtual host.
+        exchange: the exchange name published to (``""`` for the default exchange).
+        message: the message as routed (``BCC`` already removed).
+        keys: the routing keys used: the routing key, then those of ``CC`` and ``BCC``.
+        queues: the names of the queues the message reached, in delivery order.
+        matched: every binding that matched, along the whole path through exchange-to-exchange
+            bindings and alternate exchanges.
+        mandatory: whether the publish was mandatory.
+        error: the error that refused the publish (no such exchange, internal exchange...).
+    """
+
+    __slots__ = ("_visited", "error", "exchange", "keys", "mandatory", "matched", "message",
+                 "queues", "vhost")
+
+    def __init__(self, vhost: str, exchange: str, message: Message, *,
+                 keys: tuple[str, ...], queues: tuple[str, ...] = (),
+                 matched: tuple[Binding, ...] = (),
+                 visited: tuple[tuple[Exchange, bool], ...] = (), mandatory: bool = False,
+                 error: AMQPError | None = None) -> None:
+        self.vhost = vhost
+        self.exchange = exchange
+        self.message = message
+        self.keys = keys
+        self.queues = queues
+        self.matched = matched
+        self.mandatory = mandatory
+        self.error = error
+        # The exchanges visited, each with the bindings it had then (an immutable snapshot)
+        # and whether it passed the message to its alternate exchange.
+        self._visited = tuple((x, x.snapshot(), to_ae) for x, to_ae in visited) if visited else ()
+
+    @property
+    def routing_key(self) -> str:
+        return self.message.routing_key
+
+    @property
+    def headers(self) -> dict[str, Any]:
+        return self.message.headers
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        return self.message.properties
+
+    @property
+    def body(self) -> bytes:
+        return self.message.body
+
+    @property
+    def outcome(self) -> str:
+        """``"routed"``, ``"returned"`` (mandatory and unroutable), ``"unroutable"`` (dropped)
+        or ``"refused"`` (the publish failed with :attr:`error`)."""
+        if self.error is not None:
+            return "refused"
+        if self.queues:
+            return "routed"
+        return "returned" if self.mandatory else "unroutable"
+
+    @property
+    def routed(self) -> bool:
+        return bool(self.queues)
+
+    @property
+    def alternate_exchanges(self) -> tuple[str, ...]:
+        """Names of the exchanges that passed the message on to their alternate exchange."""
+        return tuple(x.name for x, _snap, to_ae in self._visited if to_ae)
+
+    def __repr__(self) -> str:
+        target = f"queues {list(self.queues)}" if self.queues else self.outcome
+        return (f"<RoutingDecision exchange={self.exchange!r} routing_key={self.routing_key!r}"
+                f" -> {target}>")
+
+    def explain(self) -> str:
+        """Say in words where the message went and why, or why it went nowhere."""
+        name = f"'{self.exchange}'" if self.exchange else "'' (the default exchange)"
+        lines = [f"Published to exchange {name} in vhost '{self.vhost}' with routing key "
+                 f"'{self.routing_key}'" + (f", headers {self.headers!r}" if self.headers else "")]
+        if len(self.keys) > 1:
+            lines.append(f"  routing keys with CC/BCC: {list(self.keys)}")
+        if self.error is not None:
+            lines.append(f"  refused: {self.error.reply_code} {self.error.reply_text}")
+            return "\n".join(lines)
+        if self.queues:
+            lines.append(f"  routed to {len(self.queues)} queue(s): "
+                         + ", ".join(f"'{q}'" for q in self.queues))
+        else:
+            lines.append("  reached no queue: " + (
+                "returned to the publisher (mandatory)" if self.mandatory else "dropped"))
+        matched = {id(b) for b in self.matched}
+        for exchange, bindings, to_ae in self._visited:
+            lines.extend(self._explain_exchange(exchange, bindings, matched))
+            if to_ae:
+                lines.append(f"    nothing matched: passed on to its alternate exchange "
+                             f"'{exchange.alternate_exchange}'")
+            elif exchange.alternate_exchange and not any(
+                    b.source is exchange for b in self.matched):
+                lines.append(f"    alternate exchange '{exchange.alternate_exchange}' "
+                             "does not exist")
+        return "\n".join(lines)
+
+    def _explain_exchange(self, exchange: Exchange, bindings: tuple[Binding, ...],
+                          matched: set[int]) -> list[str]:
+        if exchange.name == "":
+            hit = [b for b in self.matched if b.source is exchange]
+            if hit:
+                return [f"  the default exchange routes to the queue named by the key: "
+                        f"{', '.join(repr(b.routing_key) for b in hit)}"]
+            return [f"  the default exchange routes to the queue named by the key, and there is "
+                    f"no queue {' or '.join(repr(k) for k in self.keys)}"]
+        lines = [f"  exchange '{exchange.name}' ({exchange.type}) has {len(bindings)} binding(s)"]
+        headers = self.headers
+        for binding in bindings:
+            target = f"{binding.destination.kind} '{binding.destination.name}'"
+            if id(binding) in matched:
+                lines.append(f"    matched  -> {target} (key '{binding.routing_key}')")
+                continue
+            reasons = [exchange.mismatch(binding, key, headers) for key in self.keys]
+            reason = next((r for r in reasons if r is not None), "no match")
+            lines.append(f"    no match -> {target}: {reason}")
+        return lines

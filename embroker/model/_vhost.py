@@ -1,0 +1,464 @@
+"""A virtual host: its exchanges, queues and bindings, and routing between them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, final
+
+from typing_extensions import override
+
+from ..errors import (
+    AccessRefused,
+    CommandInvalid,
+    NotFound,
+    PreconditionFailed,
+    ResourceLocked,
+)
+from ._channel import random_name
+from ._exchange import EXCHANGE_TYPES, Binding, Exchange, freeze_table
+from ._message import Message
+from ._queue import Queue
+from ._trace import RoutingDecision
+
+if TYPE_CHECKING:
+    from ._broker import Broker
+    from ._connection import Connection
+
+__all__ = ["STANDARD_EXCHANGES", "DeclareOk", "DefaultExchange", "VirtualHost"]
+
+#: Exchanges every virtual host has, as in RabbitMQ.
+STANDARD_EXCHANGES = (
+    ("amq.direct", "direct"), ("amq.fanout", "fanout"), ("amq.topic", "topic"),
+    ("amq.headers", "headers"), ("amq.match", "headers"),
+)
+
+#: Queue arguments compared when a queue is declared again (RabbitMQ's declare_args()).
+QUEUE_EQUIVALENCE_ARGS = (
+    "x-expires", "x-message-ttl", "x-dead-letter-exchange", "x-dead-letter-routing-key",
+    "x-max-length", "x-max-length-bytes", "x-max-in-memory-length", "x-max-in-memory-bytes",
+    "x-max-priority", "x-overflow", "x-queue-mode", "x-single-active-consumer", "x-queue-type",
+    "x-quorum-initial-group-size", "x-max-age", "x-stream-max-segment-size-bytes",
+    "x-initial-cluster-size", "x-queue-leader-locator",
+)
+
+
+class DeclareOk(NamedTuple):
+    """The answer to queue.declare."""
+
+    queue: str
+    message_count: int
+    consumer_count: int
+
+
+@final
+class DefaultExchange(Exchange):
+    """The nameless exchange: every queue is bound to it by its own name."""
+
+    type = "direct"
+
+    @override
+    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Iterable[Binding]:
+        queue = self.vhost.queues.get(routing_key)
+        return (queue.default_binding,) if queue is not None else ()
+
+    @override
+    def mismatch(self, binding: Binding, routing_key: str,
+                 headers: Mapping[str, Any] | None) -> str | None:
+        return None if binding.routing_key == routing_key else "another queue's name"
+
+
+def _show(value: Any) -> str:
+    # How RabbitMQ's rabbit_misc:val/1 prints a value in "inequivalent arg" errors.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _field_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "long" if not -(2**31) <= value < 2**31 else "signedint"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "longstr"
+    if isinstance(value, (bytes, bytearray)):
+        return "binary"
+    if isinstance(value, dict):
+        return "table"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return "void" if value is None else type(value).__name__
+
+
+def _type_class(value: Any) -> str:
+    t = _field_type(value)
+    return {"signedint": "int", "long": "int", "double": "float", "binary": "longstr"}.get(t, t)
+
+
+def _described_arg(value: Any) -> str:
+    if value is None:
+        return "none"
+    return f"the value '{_show(value)}' of type '{_field_type(value)}'"
+
+
+def _assert_field(kind: str, name: str, vhost: str, key: str, current: Any, received: Any) -> None:
+    if current != received or type(current) is not type(received):
+        raise PreconditionFailed(
+            f"inequivalent arg '{key}' for {kind} '{name}' in vhost '{vhost}': "
+            f"received '{_show(received)}' but current is '{_show(current)}'")
+
+
+def _assert_args(kind: str, name: str, vhost: str, current: Mapping[str, Any],
+                 received: Mapping[str, Any], keys: Iterable[str]) -> None:
+    for key in keys:
+        have, want = current.get(key), received.get(key)
+        if key not in current and key not in received:
+            continue
+        if key in current and key in received:
+            if _type_class(have) == _type_class(want) and have == want:
+                continue
+            _assert_field(kind, name, vhost, key, have, want)
+        else:
+            raise PreconditionFailed(
+                f"inequivalent arg '{key}' for {kind} '{name}' in vhost '{vhost}': "
+                f"received {_described_arg(want if key in received else None)} "
+                f"but current is {_described_arg(have if key in current else None)}")
+
+
+def _routing_headers(headers: Mapping[str, Any], key: str) -> list[str]:
+    value = headers.get(key)
+    if value is None and key not in headers:
+        return []
+    if not isinstance(value, list):
+        raise PreconditionFailed(
+            f'invalid message: {{unacceptable_type_in_header,"{key}",{_field_type(value)}}}')
+    return [v for v in value if isinstance(v, str)]
+
+
+@final
+class VirtualHost:
+    """A virtual host. Names in errors follow RabbitMQ: ``"queue 'q' in vhost '/'"``."""
+
+    def __init__(self, broker: Broker, name: str) -> None:
+        self.broker = broker
+        self.name = name
+        self.exchanges: dict[str, Exchange] = {}
+        self.queues: dict[str, Queue] = {}
+        self.default_exchange = self.exchanges[""] = DefaultExchange(self, "", durable=True)
+        for xname, xtype in STANDARD_EXCHANGES:
+            self.exchanges[xname] = EXCHANGE_TYPES[xtype](self, xname, durable=True)
+
+    def __repr__(self) -> str:
+        return (f"<vhost '{self.name}': {len(self.exchanges)} exchanges, "
+                f"{len(self.queues)} queues>")
+
+    def _rs(self, kind: str, name: str) -> str:
+        return f"{kind} '{name}' in vhost '{self.name}'"
+
+    # -- lookups -------------------------------------------------------------------------------
+
+    def lookup_exchange(self, name: str) -> Exchange:
+        """The exchange ``name``; raises NotFound (404) "no exchange 'x' in vhost '/'"."""
+        try:
+            return self.exchanges[name]
+        except KeyError:
+            raise NotFound(f"no {self._rs('exchange', name)}") from None
+
+    def lookup_queue(self, name: str) -> Queue:
+        """The queue ``name``; raises NotFound (404) "no queue 'q' in vhost '/'"."""
+        try:
+            return self.queues[name]
+        except KeyError:
+            raise NotFound(f"no {self._rs('queue', name)}") from None
+
+    def check_exclusive_access(self, queue: Queue, connection: Connection | None) -> None:
+        """Raise ResourceLocked (405) when ``queue`` is exclusive to another connection."""
+        if queue.exclusive_owner is not None and queue.exclusive_owner is not connection:
+            raise self._locked(queue)
+
+    def _locked(self, queue: Queue) -> ResourceLocked:
+        return ResourceLocked(
+            f"cannot obtain exclusive access to locked {self._rs('queue', queue.name)}. "
+            "It could be originally declared on another connection or the exclusive "
+            "property value does not match that of the original declaration.")
+
+    def _check_not_default(self, name: str) -> None:
+        if name == "":
+            raise AccessRefused("operation not permitted on the default exchange")
+
+    # -- exchanges -----------------------------------------------------------------------------
+
+    def declare_exchange(self, name: str, type_: str = "direct", *, passive: bool = False,
+                         durable: bool = False, auto_delete: bool = False,
+                         internal: bool = False, arguments: Mapping[str, Any] | None = None,
+                         ) -> Exchange:
+        """exchange.declare with RabbitMQ's checks, in RabbitMQ's order."""
+        arguments = dict(arguments or {})
+        if passive:
+            self._check_not_default(name)
+            return self.lookup_exchange(name)
+        cls = EXCHANGE_TYPES.get(type_)
+        if cls is None:
+            raise CommandInvalid(f"unknown exchange type '{type_}'")
+        self._check_not_default(name)
+        exchange = self.exchanges.get(name)
+        if exchange is None:
+            if name.startswith("amq."):
+                raise AccessRefused(
+                    f"exchange name '{name}' contains reserved prefix 'amq.*'")
+            ae = arguments.get("alternate-exchange")
+            if ae is not None and not isinstance(ae, str):
+                raise PreconditionFailed(
+                    f"invalid type '{_field_type(ae)}' for arg 'alternate-exchange' in "
+                    f"{self._rs('exchange', name)}")
+            exchange = cls(self, name, durable=durable, auto_delete=auto_delete,
+                           internal=internal, arguments=arguments)
+            self.exchanges[name] = exchange
+            return exchange
+        where = ("exchange", name, self.name)
+        _assert_field(*where, "type", exchange.type, type_)
+        _assert_field(*where, "durable", exchange.durable, durable)
+        _assert_field(*where, "auto_delete", exchange.auto_delete, auto_delete)
+        _assert_field(*where, "internal", exchange.internal, internal)
+        _assert_args(*where, exchange.arguments, arguments, ("alternate-exchange",))
+        return exchange
+
+    def delete_exchange(self, name: str, *, if_unused: bool = False) -> None:
+        """exchange.delete; a missing exchange is not an error (as RabbitMQ 3.10)."""
+        self._check_not_default(name)
+        if name.startswith("amq."):
+            raise AccessRefused(f"deletion of system {self._rs('exchange', name)} not allowed")
+        exchange = self.exchanges.get(name)
+        if exchange is None:
+            return
+        if if_unused and exchange.bindings:
+            raise PreconditionFailed(f"{self._rs('exchange', name)} in use")
+        self._delete_exchange(exchange)
+
+    def _delete_exchange(self, exchange: Exchange) -> None:
+        del self.exchanges[exchange.name]
+        for binding in list(exchange.bindings.values()):
+            self._remove_binding(binding)
+        for binding in list(exchange.incoming.values()):
+            self._remove_binding(binding)
+
+    # -- queues --------------------------------------------------------------------------------
+
+    def declare_queue(self, name: str, connection: Connection | None, *, passive: bool = False,
+                      durable: bool = False, exclusive: bool = False, auto_delete: bool = False,
+                      arguments: Mapping[str, Any] | None = None) -> DeclareOk:
+        """queue.declare with RabbitMQ's checks, in RabbitMQ's order."""
+        arguments = dict(arguments or {})
+        if passive:
+            queue = self.lookup_queue(name)
+            self.check_exclusive_access(queue, connection)
+            return DeclareOk(queue.name, queue.message_count, queue.consumer_count)
+        if not name:
+            name = random_name("amq.gen-")
+        elif name.startswith("amq."):
+            raise AccessRefused(f"queue name '{name}' contains reserved prefix 'amq.*'")
+        owner = connection if exclusive else None
+        durable = durable and not exclusive
+        queue = self.queues.get(name)
+        if queue is not None:
+            if queue.exclusive_owner is not owner:  # RabbitMQ's strict exclusive check
+                raise self._locked(queue)
+            where = ("queue", name, self.name)
+            _assert_field(*where, "durable", queue.durable, durable)
+            _assert_field(*where, "auto_delete", queue.auto_delete, auto_delete)
+            _assert_args(*where, queue.arguments, arguments, QUEUE_EQUIVALENCE_ARGS)
+            return DeclareOk(name, queue.message_count, queue.consumer_count)
+        queue = Queue(self, name, durable=durable, exclusive_owner=owner,
+                      auto_delete=auto_delete, arguments=arguments)
+        queue.default_binding = Binding(self.default_exchange, queue, name, {})
+        self.queues[name] = queue
+        if owner is not None:
+            owner.exclusive_queues[name] = queue
+        return DeclareOk(name, 0, 0)
+
+    def delete_queue(self, name: str, connection: Connection | None, *,
+                     if_unused: bool = False, if_empty: bool = False) -> int:
+        """queue.delete; returns the number of ready messages deleted. A missing queue is not an
+        error (as RabbitMQ 3.10)."""
+        queue = self.queues.get(name)
+        if queue is None:
+            return 0
+        self.check_exclusive_access(queue, connection)
+        if if_unused and queue.consumers:
+            raise PreconditionFailed(f"{self._rs('queue', name)} in use")
+        if if_empty and queue.message_count:
+            raise PreconditionFailed(f"{self._rs('queue', name)} not empty")
+        return self.delete_queue_object(queue)
+
+    def delete_queue_object(self, queue: Queue) -> int:
+        """Delete a queue: its bindings go, its consumers are cancelled; returns how many ready
+        messages it held."""
+        count = queue.message_count
+        queue.purge()
+        queue.deleted = True
+        self.queues.pop(queue.name, None)
+        if queue.exclusive_owner is not None:
+            queue.exclusive_owner.exclusive_queues.pop(queue.name, None)
+        for binding in list(queue.bindings.values()):
+            self._remove_binding(binding)
+        consumers = list(queue.consumers)
+        queue.consumers.clear()
+        for consumer in consumers:
+            consumer.channel.cancel_by_broker(consumer)
+        return count
+
+    # -- bindings ------------------------------------------------------------------------------
+
+    def _destination(self, kind: str, name: str) -> Queue | Exchange:
+        return self.lookup_queue(name) if kind == "queue" else self.lookup_exchange(name)
+
+    def _binding_ends(self, source: str, kind: str, destination: str,
+                      connection: Connection | None) -> tuple[Exchange, Queue | Exchange]:
+        if kind == "exchange":
+            self._check_not_default(destination)
+        self._check_not_default(source)
+        exchange = self.exchanges.get(source)
+        dest = self.queues.get(destination) if kind == "queue" else self.exchanges.get(
+            destination)
+        if exchange is None:
+            raise NotFound(f"no {self._rs('exchange', source)}")
+        if dest is None:
+            raise NotFound(f"no {self._rs(kind, destination)}")
+        if isinstance(dest, Queue):
+            self.check_exclusive_access(dest, connection)
+        return exchange, dest
+
+    def bind(self, source: str, kind: str, destination: str, routing_key: str,
+             arguments: Mapping[str, Any], connection: Connection | None) -> None:
+        """queue.bind / exchange.bind (``kind`` is "queue" or "exchange")."""
+        exchange, dest = self._binding_ends(source, kind, destination, connection)
+        exchange.validate_binding(routing_key, arguments)
+        binding = Binding(exchange, dest, routing_key, dict(arguments))
+        if exchange.add_binding(binding):
+            if isinstance(dest, Queue):
+                dest.bindings[binding.key] = binding
+            else:
+                dest.incoming[binding.key] = binding
+
+    def unbind(self, source: str, kind: str, destination: str, routing_key: str,
+               arguments: Mapping[str, Any], connection: Connection | None) -> None:
+        """queue.unbind / exchange.unbind; a binding that does not exist is not an error."""
+        exchange, dest = self._binding_ends(source, kind, destination, connection)
+        key = (dest.kind, dest.name, routing_key, freeze_table(arguments))
+        binding = exchange.bindings.get(key)
+        if binding is not None:
+            self._remove_binding(binding)
+
+    def _remove_binding(self, binding: Binding) -> None:
+        source, dest = binding.source, binding.destination
+        source.remove_binding(binding.key)
+        if isinstance(dest, Queue):
+            dest.bindings.pop(binding.key, None)
+        else:
+            dest.incoming.pop(binding.key, None)
+        if source.auto_delete and not source.bindings and self.exchanges.get(
+                source.name) is source:
+            self._delete_exchange(source)
+
+    # -- routing -------------------------------------------------------------------------------
+
+    def route(self, exchange_name: str, message: Message,
+              mandatory: bool = False) -> tuple[list[Queue], RoutingDecision]:
+        """Route a message published to ``exchange_name`` as RabbitMQ does; the caller
+        enqueues it. Every call leaves a :class:`RoutingDecision` on the broker's trace.
+
+        Raises:
+            NotFound: (404) no such exchange.
+            AccessRefused: (403) the exchange is internal.
+            PreconditionFailed: (406) a CC or BCC header that is not an array of strings.
+        """
+        exchange = self.exchanges.get(exchange_name)
+        try:
+            if exchange is None:
+                raise NotFound(f"no {self._rs('exchange', exchange_name)}")
+            if exchange.internal:
+                raise AccessRefused(
+                    f"cannot publish to internal {self._rs('exchange', exchange_name)}")
+            properties = message.properties
+            headers = properties.get("headers")
+            keys = [message.routing_key]
+            if headers and ("CC" in headers or "BCC" in headers):
+                keys += _routing_headers(headers, "CC")
+                keys += _routing_headers(headers, "BCC")
+                if "BCC" in headers:
+                    headers = {k: v for k, v in headers.items() if k != "BCC"}
+                    message.properties = {**properties, "headers": headers}
+        except (NotFound, AccessRefused, PreconditionFailed) as exc:
+            self.broker._record(RoutingDecision(
+                self.name, exchange_name, message, keys=(message.routing_key,), error=exc))
+            raise
+        queues, matched, visited = self._route(exchange, keys, headers)
+        decision = RoutingDecision(self.name, exchange_name, message, keys=tuple(keys),
+                                   queues=tuple(q.name for q in queues), matched=matched,
+                                   visited=visited, mandatory=mandatory)
+        self.broker._record(decision)
+        return queues, decision
+
+    def _route(self, exchange: Exchange, keys: list[str], headers: Mapping[str, Any] | None,
+               ) -> tuple[list[Queue], tuple[Binding, ...], tuple[tuple[Exchange, bool], ...]]:
+        # RabbitMQ's rabbit_exchange:route/2: a work list of exchanges, each visited once; an
+        # exchange that matches nothing at all passes the message to its alternate exchange.
+        if len(keys) == 1 and exchange.alternate_exchange is None:
+            # Fast path: one exchange whose bindings all lead to queues.
+            found = exchange.route(keys[0], headers)
+            queues: dict[Queue, None] = {}
+            for binding in found:
+                dest = binding.destination
+                if not isinstance(dest, Queue):
+                    break
+                queues[dest] = None
+            else:
+                return (_sorted_queues(queues), tuple(found), ((exchange, False),))
+        queues = {}
+        matched: list[Binding] = []
+        visited: list[tuple[Exchange, bool]] = []
+        seen = {exchange.name}
+        work = [exchange]
+        while work:
+            current = work.pop()
+            found_bindings: dict[tuple[Any, ...], Binding] = {}
+            for key in keys:
+                for binding in current.route(key, headers):
+                    found_bindings[binding.key] = binding
+            alternate = None
+            if not found_bindings and current.alternate_exchange is not None:
+                alternate = self.exchanges.get(current.alternate_exchange)
+            visited.append((current, alternate is not None))
+            if alternate is not None and alternate.name not in seen:
+                seen.add(alternate.name)
+                work.append(alternate)
+            for binding in found_bindings.values():
+                matched.append(binding)
+                dest = binding.destination
+                if isinstance(dest, Queue):
+                    queues[dest] = None
+                elif dest.name not in seen:
+                    seen.add(dest.name)
+                    work.append(dest)
+        return _sorted_queues(queues), tuple(matched), tuple(visited)
+
+    def _check(self) -> None:
+        for queue in self.queues.values():
+            queue._check()
+            for key, binding in queue.bindings.items():
+                assert binding.source.bindings.get(key) is binding, f"{binding!r} dangling"
+        for exchange in self.exchanges.values():
+            for key, binding in exchange.bindings.items():
+                dest = binding.destination
+                back = dest.bindings if isinstance(dest, Queue) else dest.incoming
+                assert back.get(key) is binding, f"{binding!r} not known to its destination"
+
+
+def _sorted_queues(queues: dict[Queue, None]) -> list[Queue]:
+    # RabbitMQ delivers to the routed queues in the order of their names (lists:usort).
+    if len(queues) <= 1:
+        return list(queues)
+    return sorted(queues, key=lambda q: q.name)
+
