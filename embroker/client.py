@@ -78,7 +78,7 @@ def _model_call(method: Callable[Concatenate[Channel, P], R]) -> Callable[Concat
     """Run a channel method under the broker lock, with AMQP's error rules, then run the
     consumer callbacks it caused."""
 
-    def wrapper(self: Channel, *args: P.args, **kwargs: P.kwargs) -> R:
+    def wrapper(self: Channel, /, *args: P.args, **kwargs: P.kwargs) -> R:
         connection = self.connection
         with connection.broker.lock:
             self._check_open()

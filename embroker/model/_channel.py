@@ -386,10 +386,10 @@ class Channel:
                 taken.append(item)
                 if tag == delivery_tag:
                     return taken
-        item = unacked.pop(delivery_tag, None)
-        if item is None:
-            raise PreconditionFailed(f"unknown delivery tag {delivery_tag}")
-        return [item]
+        try:
+            return [unacked.pop(delivery_tag)]
+        except KeyError:
+            raise PreconditionFailed(f"unknown delivery tag {delivery_tag}") from None
 
     def _release(self, taken: list[_Unacked]) -> None:
         freed = 0

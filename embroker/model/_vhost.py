@@ -252,9 +252,9 @@ class VirtualHost:
         """queue.declare with RabbitMQ's checks, in RabbitMQ's order."""
         arguments = dict(arguments or {})
         if passive:
-            queue = self.lookup_queue(name)
-            self.check_exclusive_access(queue, connection)
-            return DeclareOk(queue.name, queue.message_count, queue.consumer_count)
+            found = self.lookup_queue(name)
+            self.check_exclusive_access(found, connection)
+            return DeclareOk(found.name, found.message_count, found.consumer_count)
         if not name:
             name = random_name("amq.gen-")
         elif name.startswith("amq."):
