@@ -309,6 +309,8 @@ def scenario_route_headers_types(s: Session) -> None:
         "bytes": [{"v": b"1"}],
         "list": [{"v": ["1"]}],
         "table": [{"v": {"k": "1"}}],
+        "false": [{"v": False}],
+        "zero": [{"v": 0}],
     }, [
         {"v": 1},  # 0
         {"v": "1"},  # 1
@@ -327,7 +329,8 @@ def scenario_route_headers_types(s: Session) -> None:
     # equals a byte array with the same bytes, but true is not 1.
     s.expect(got, {"int1": [0, 2], "str1": [1, 6], "float1": [0, 2], "true": [3],
                    "void": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11], "long": [5], "bytes": [1, 6],
-                   "list": [7], "table": [8]}, "void binding value: presence")
+                   "list": [7], "table": [8], "false": [11], "zero": [9]},
+             "void binding value: presence")
 
 
 def scenario_route_headers_int_widths(s: Session) -> None:
