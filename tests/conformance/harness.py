@@ -397,6 +397,8 @@ class Session:
         if kwargs.get("passive"):
             return
         if method == "queue_declare":
+            if kwargs.get("exclusive") and isinstance(result, QueueDeclareOk):
+                return  # goes with its connection
             name = result.queue if isinstance(result, QueueDeclareOk) else args[0]
             if name and name not in self.declared_queues:
                 self.declared_queues.append(name)
