@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, final
 
-from .errors import AMQPError, ChannelException, ConnectionException
+from .errors import AMQPError, ChannelException
 from .model import PROPERTY_NAMES, DeclareOk, Delivery, Message
 
 if TYPE_CHECKING:
@@ -79,18 +79,16 @@ def _model_call(method: Callable[Concatenate[Channel, P], R]) -> Callable[Concat
     consumer callbacks it caused."""
 
     def wrapper(self: Channel, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        connection = self.connection
-        with connection.broker.lock:
-            self._check_open()
+        with self._lock:
+            if not self._model.is_open:
+                self._check_open()
             try:
                 result = method(self, *args, **kwargs)
-            except ChannelException as exc:
-                self._closed_by_broker(exc)
+            except AMQPError as exc:
+                self._failed(exc)
                 raise
-            except ConnectionException as exc:
-                connection._closed_by_broker(exc)
-                raise
-        connection.process_data_events()
+        if self._pending:
+            self.connection.process_data_events()
         return result
 
     wrapper.__name__ = method.__name__
@@ -194,6 +192,8 @@ class Channel:
     def __init__(self, connection: Connection, model: ModelChannel) -> None:
         self.connection = connection
         self._model = model
+        self._lock = connection.broker.lock
+        self._pending = connection._pending
         self.closed_by: AMQPError | None = None
         #: Mandatory messages that came back unroutable, oldest first.
         self.returned: list[ReturnedMessage] = []
@@ -234,9 +234,15 @@ class Channel:
         if not self._model.is_open:
             raise ChannelClosed(self.closed_by)
 
-    def _closed_by_broker(self, exc: AMQPError) -> None:
-        self.closed_by = exc
-        self._model.close()
+
+    def _failed(self, exc: AMQPError) -> None:
+        # As on the wire: a channel exception closes the channel, a connection exception the
+        # connection.
+        if isinstance(exc, ChannelException):
+            self.closed_by = exc
+            self._model.close()
+        else:
+            self.connection._closed_by_broker(exc)
 
     def close(self) -> None:
         """Close the channel; its unacknowledged messages are requeued."""
@@ -340,23 +346,49 @@ class Channel:
 
     # -- basic class ---------------------------------------------------------------------------
 
-    @_model_call
+    # basic.publish, basic.get and basic.ack are the hot path: they do what @_model_call does,
+    # written out to save a call layer per message.
+
     def basic_publish(self, exchange: str, routing_key: str, body: bytes | str,
                       properties: dict[str, Any] | None = None, mandatory: bool = False) -> None:
         """Publish a message; ``properties`` is a dict of basic property names."""
-        if isinstance(body, str):
-            body = body.encode("utf-8")
-        self._model.basic_publish(exchange, routing_key, bytes(body), _properties(properties),
-                                  mandatory=mandatory)
+        if type(body) is not bytes:
+            body = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+        props = _properties(properties) if properties else {}
+        with self._lock:
+            if not self._model.is_open:
+                self._check_open()
+            try:
+                self._model.basic_publish(exchange, routing_key, body, props, mandatory=mandatory)
+            except AMQPError as exc:
+                self._failed(exc)
+                raise
+        if self._pending:
+            self.connection.process_data_events()
 
-    @_model_call
     def basic_get(self, queue: str = "", auto_ack: bool = False) -> Delivery | None:
         """Take one message (basic.get); ``None`` when the queue is empty."""
-        return self._model.basic_get(queue, no_ack=auto_ack)
+        with self._lock:
+            if not self._model.is_open:
+                self._check_open()
+            try:
+                return self._model.basic_get(queue, no_ack=auto_ack)
+            except AMQPError as exc:
+                self._failed(exc)
+                raise
 
-    @_model_call
     def basic_ack(self, delivery_tag: int = 0, multiple: bool = False) -> None:
-        self._model.basic_ack(delivery_tag, multiple)
+        """Acknowledge one delivery, or all up to ``delivery_tag`` with ``multiple``."""
+        with self._lock:
+            if not self._model.is_open:
+                self._check_open()
+            try:
+                self._model.basic_ack(delivery_tag, multiple)
+            except AMQPError as exc:
+                self._failed(exc)
+                raise
+        if self._pending:
+            self.connection.process_data_events()
 
     @_model_call
     def basic_nack(self, delivery_tag: int = 0, multiple: bool = False,

@@ -92,9 +92,6 @@ class Broker:
 
     # -- the trace -----------------------------------------------------------------------------
 
-    def _record(self, decision: RoutingDecision) -> None:
-        self.trace.append(decision)
-
     def _check(self) -> None:
         """Assert every internal invariant (for tests)."""
         with self.lock:

@@ -57,7 +57,7 @@ class Delivery:
                  "redelivered", "routing_key")
 
     def __init__(self, delivery_tag: int, redelivered: bool, exchange: str, routing_key: str,
-                 message: Message, *, message_count: int = 0, consumer_tag: str = "") -> None:
+                 message: Message, message_count: int = 0, consumer_tag: str = "") -> None:
         self.delivery_tag = delivery_tag
         self.redelivered = redelivered
         self.exchange = exchange
@@ -243,14 +243,14 @@ class Channel:
         """
         if immediate:
             raise NotImplementedAMQP("immediate=true")
-        vhost = self.vhost
         message = Message(exchange, routing_key, properties if properties is not None else {},
                           body)
-        queues, decision = vhost.route(exchange, message, mandatory)
-        for queue in queues:
-            queue.publish(message)
-        if not queues and mandatory and self.on_return is not None:
-            self.on_return(312, "NO_ROUTE", exchange, routing_key, decision.message)
+        queues = self.vhost.route(exchange, message, mandatory)
+        if queues:
+            for queue in queues:
+                queue.publish(message)
+        elif mandatory and self.on_return is not None:
+            self.on_return(312, "NO_ROUTE", exchange, routing_key, message)
         if self.confirm_mode:
             self._publish_seq += 1
             if self.on_confirm is not None:
@@ -271,7 +271,9 @@ class Channel:
 
     def basic_get(self, queue: str = "", *, no_ack: bool = False) -> Delivery | None:
         """basic.get; ``None`` when the queue is empty (basic.get-empty)."""
-        q = self._queue(queue)
+        q = self.vhost.queues.get(queue) if queue else None
+        if q is None or (q.exclusive_owner is not None and q.exclusive_owner is not self.connection):
+            q = self._queue(queue)  # raises, or resolves the empty name
         entry = q.get()
         if entry is None:
             return None
@@ -282,7 +284,7 @@ class Channel:
             self._unacked[tag] = (q, entry, None)
         message = entry.message
         return Delivery(tag, entry.redelivered, message.exchange, message.routing_key, message,
-                        message_count=q.message_count)
+                        len(q._ready))
 
     def _deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
         tag = self._next_tag

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Union, final
 
 from typing_extensions import override
@@ -54,6 +54,12 @@ def freeze_table(table: Mapping[str, Any] | None) -> tuple[Any, ...]:
     return tuple(sorted((k, _freeze(v)) for k, v in table.items()))
 
 
+def binding_key(source: str, kind: str, destination: str, routing_key: str,
+                arguments: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    """What identifies a binding: both ends, the routing key and the arguments."""
+    return (source, kind, destination, routing_key, freeze_table(arguments))
+
+
 @final
 class Binding:
     """A binding from ``source`` to a queue or exchange ``destination``.
@@ -69,7 +75,8 @@ class Binding:
         self.destination = destination
         self.routing_key = routing_key
         self.arguments = arguments
-        self.key = (destination.kind, destination.name, routing_key, freeze_table(arguments))
+        self.key = binding_key(source.name, destination.kind, destination.name, routing_key,
+                               arguments)
 
     def describe(self) -> str:
         """``"exchange 'x' -> queue 'q' with key 'a.b'"``, and the arguments when there are any."""
@@ -113,7 +120,7 @@ class Exchange:
     def validate_binding(self, routing_key: str, arguments: Mapping[str, Any]) -> None:
         """Raise :class:`PreconditionFailed` for a binding this type cannot use."""
 
-    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Iterable[Binding]:
+    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Sequence[Binding]:
         """The bindings a message with this key and headers matches; may repeat a binding."""
         raise NotImplementedError
 
@@ -182,7 +189,7 @@ class DirectExchange(Exchange):
             del self._by_key[binding.routing_key]
 
     @override
-    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Iterable[Binding]:
+    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Sequence[Binding]:
         return self._by_key.get(routing_key, ())
 
     @override
@@ -200,7 +207,7 @@ class FanoutExchange(Exchange):
     type = "fanout"
 
     @override
-    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Iterable[Binding]:
+    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Sequence[Binding]:
         return self.snapshot()
 
     @override
@@ -261,7 +268,7 @@ class TopicExchange(Exchange):
             del path[depth - 1].children[words[depth - 1]]
 
     @override
-    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Iterable[Binding]:
+    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Sequence[Binding]:
         words = split_topic(routing_key)
         out: list[Binding] = []
         _trie_match(self._root, words, 0, len(words), out, set())
@@ -329,6 +336,7 @@ def _topic_reason(pattern: list[str], words: list[str]) -> str:
 # -- headers ---------------------------------------------------------------------------------
 
 _X_MATCH_KINDS = ("all", "any", "all-with-x", "any-with-x")
+_PRESENT = object()  # a binding argument without a value (void): the header need only be there
 
 
 def _erlang_value(value: Any) -> Any:
@@ -380,10 +388,46 @@ class HeadersExchange(Exchange):
             f"Invalid x-match field type {_erlang_type_name(kind)} (value {kind!r}); "
             "expected longstr")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Each binding's match kind and its patterns, normalised once at bind time.
+        self._compiled: dict[tuple[Any, ...], tuple[Binding, bool, tuple[tuple[str, Any], ...]]] = {}
+
     @override
-    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Iterable[Binding]:
+    def _bound(self, binding: Binding) -> None:
+        kind, patterns = _header_patterns(binding.arguments)
+        self._compiled[binding.key] = (binding, kind.startswith("all"), tuple(
+            (k, _PRESENT if v is None else _erlang_value(v)) for k, v in patterns.items()))
+
+    @override
+    def _unbound(self, binding: Binding) -> None:
+        del self._compiled[binding.key]
+
+    @override
+    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Sequence[Binding]:
         data = headers or {}
-        return [b for b in self.snapshot() if headers_match(b.arguments, data)]
+        normalised: dict[str, Any] = {}
+        out = []
+        for binding, match_all, patterns in self._compiled.values():
+            for key, want in patterns:
+                if key in data:
+                    if want is _PRESENT:
+                        hit = True
+                    else:
+                        have = normalised.get(key, _PRESENT)
+                        if have is _PRESENT:
+                            have = normalised[key] = _erlang_value(data[key])
+                        hit = have == want
+                else:
+                    hit = False
+                if hit != match_all:  # all: the first miss decides; any: the first hit
+                    if hit:
+                        out.append(binding)
+                    break
+            else:
+                if match_all:
+                    out.append(binding)
+        return out
 
     @override
     def mismatch(self, binding: Binding, routing_key: str,

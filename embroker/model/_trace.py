@@ -9,7 +9,11 @@ if TYPE_CHECKING:
     from ._exchange import Binding, Exchange
     from ._message import Message
 
-__all__ = ["RoutingDecision"]
+__all__ = ["RoutingDecision", "Visit"]
+
+#: An exchange a message passed through, the bindings it had then (an immutable snapshot), and
+#: whether it handed the message to its alternate exchange.
+Visit = tuple["Exchange", tuple["Binding", ...], bool]
 
 
 @final
@@ -31,10 +35,9 @@ class RoutingDecision:
     __slots__ = ("_visited", "error", "exchange", "keys", "mandatory", "matched", "message",
                  "queues", "vhost")
 
-    def __init__(self, vhost: str, exchange: str, message: Message, *,
-                 keys: tuple[str, ...], queues: tuple[str, ...] = (),
-                 matched: tuple[Binding, ...] = (),
-                 visited: tuple[tuple[Exchange, bool], ...] = (), mandatory: bool = False,
+    def __init__(self, vhost: str, exchange: str, message: Message, keys: tuple[str, ...],
+                 queues: tuple[str, ...] = (), matched: tuple[Binding, ...] = (),
+                 visited: tuple[Visit, ...] = (), mandatory: bool = False,
                  error: AMQPError | None = None) -> None:
         self.vhost = vhost
         self.exchange = exchange
@@ -44,9 +47,7 @@ class RoutingDecision:
         self.matched = matched
         self.mandatory = mandatory
         self.error = error
-        # The exchanges visited, each with the bindings it had then (an immutable snapshot)
-        # and whether it passed the message to its alternate exchange.
-        self._visited = tuple((x, x.snapshot(), to_ae) for x, to_ae in visited) if visited else ()
+        self._visited = visited
 
     @property
     def routing_key(self) -> str:

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, final
 
 from typing_extensions import override
 
 from ..errors import (
     AccessRefused,
+    AMQPError,
     CommandInvalid,
     NotFound,
     PreconditionFailed,
     ResourceLocked,
 )
 from ._channel import random_name
-from ._exchange import EXCHANGE_TYPES, Binding, Exchange, freeze_table
+from ._exchange import EXCHANGE_TYPES, Binding, Exchange, binding_key
 from ._message import Message
 from ._queue import Queue
-from ._trace import RoutingDecision
+from ._trace import RoutingDecision, Visit
 
 if TYPE_CHECKING:
     from ._broker import Broker
@@ -57,7 +58,7 @@ class DefaultExchange(Exchange):
     type = "direct"
 
     @override
-    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Iterable[Binding]:
+    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Sequence[Binding]:
         queue = self.vhost.queues.get(routing_key)
         return (queue.default_binding,) if queue is not None else ()
 
@@ -146,6 +147,7 @@ class VirtualHost:
         self.name = name
         self.exchanges: dict[str, Exchange] = {}
         self.queues: dict[str, Queue] = {}
+        self._trace = broker.trace
         self.default_exchange = self.exchanges[""] = DefaultExchange(self, "", durable=True)
         for xname, xtype in STANDARD_EXCHANGES:
             self.exchanges[xname] = EXCHANGE_TYPES[xtype](self, xname, durable=True)
@@ -346,7 +348,7 @@ class VirtualHost:
                arguments: Mapping[str, Any], connection: Connection | None) -> None:
         """queue.unbind / exchange.unbind; a binding that does not exist is not an error."""
         exchange, dest = self._binding_ends(source, kind, destination, connection)
-        key = (dest.kind, dest.name, routing_key, freeze_table(arguments))
+        key = binding_key(source, dest.kind, dest.name, routing_key, arguments)
         binding = exchange.bindings.get(key)
         if binding is not None:
             self._remove_binding(binding)
@@ -364,77 +366,96 @@ class VirtualHost:
 
     # -- routing -------------------------------------------------------------------------------
 
-    def route(self, exchange_name: str, message: Message,
-              mandatory: bool = False) -> tuple[list[Queue], RoutingDecision]:
-        """Route a message published to ``exchange_name`` as RabbitMQ does; the caller
-        enqueues it. Every call leaves a :class:`RoutingDecision` on the broker's trace.
+    def route(self, exchange_name: str, message: Message, mandatory: bool = False) -> list[Queue]:
+        """Route a message published to ``exchange_name`` as RabbitMQ does and return the queues
+        it reaches, in delivery order; the caller enqueues it. Every call leaves a
+        :class:`RoutingDecision` on the broker's trace, refused publishes included.
 
         Raises:
             NotFound: (404) no such exchange.
             AccessRefused: (403) the exchange is internal.
-            PreconditionFailed: (406) a CC or BCC header that is not an array of strings.
+            PreconditionFailed: (406) a CC or BCC header that is not an array.
         """
         exchange = self.exchanges.get(exchange_name)
-        try:
-            if exchange is None:
-                raise NotFound(f"no {self._rs('exchange', exchange_name)}")
-            if exchange.internal:
-                raise AccessRefused(
-                    f"cannot publish to internal {self._rs('exchange', exchange_name)}")
-            properties = message.properties
-            headers = properties.get("headers")
+        if exchange is None or exchange.internal:
+            self._refuse(exchange_name, message, NotFound(
+                f"no {self._rs('exchange', exchange_name)}") if exchange is None else AccessRefused(
+                f"cannot publish to internal {self._rs('exchange', exchange_name)}"))
+        headers = message.properties.get("headers")
+        if headers and ("CC" in headers or "BCC" in headers):
+            keys = self._sender_selected_keys(exchange_name, message, headers)
+            headers = message.properties.get("headers")
+        elif exchange.alternate_exchange is None:
+            result: list[Queue] | None = None
+            # Fast path: one routing key, no alternate exchange, every binding to a queue.
+            found = exchange.route(message.routing_key, headers)
+            if len(found) == 1 and found[0].destination.kind == "queue":
+                result = [found[0].destination]  # type: ignore[list-item]
+            else:
+                queues: dict[Queue, None] = {}
+                for binding in found:
+                    if binding.destination.kind != "queue":
+                        break
+                    queues[binding.destination] = None  # type: ignore[index]
+                else:
+                    result = _sorted_queues(queues)
+            if result is not None:
+                self._trace.append(RoutingDecision(
+                    self.name, exchange_name, message, (message.routing_key,),
+                    tuple([q.name for q in result]), tuple(found),
+                    ((exchange, exchange._snapshot or exchange.snapshot(), False),), mandatory))
+                return result
             keys = [message.routing_key]
-            if headers and ("CC" in headers or "BCC" in headers):
-                keys += _routing_headers(headers, "CC")
-                keys += _routing_headers(headers, "BCC")
-                if "BCC" in headers:
-                    headers = {k: v for k, v in headers.items() if k != "BCC"}
-                    message.properties = {**properties, "headers": headers}
-        except (NotFound, AccessRefused, PreconditionFailed) as exc:
-            self.broker._record(RoutingDecision(
-                self.name, exchange_name, message, keys=(message.routing_key,), error=exc))
-            raise
-        queues, matched, visited = self._route(exchange, keys, headers)
-        decision = RoutingDecision(self.name, exchange_name, message, keys=tuple(keys),
-                                   queues=tuple(q.name for q in queues), matched=matched,
-                                   visited=visited, mandatory=mandatory)
-        self.broker._record(decision)
-        return queues, decision
+        else:
+            keys = [message.routing_key]
+        routed, matched, path = self._route(exchange, keys, headers)
+        self._trace.append(RoutingDecision(
+            self.name, exchange_name, message, tuple(keys), tuple([q.name for q in routed]),
+            matched, path, mandatory))
+        return routed
+
+    def _refuse(self, exchange_name: str, message: Message, error: AMQPError) -> NoReturn:
+        self._trace.append(RoutingDecision(self.name, exchange_name, message,
+                                           (message.routing_key,), error=error))
+        raise error
+
+    def _sender_selected_keys(self, exchange_name: str, message: Message,
+                              headers: Mapping[str, Any]) -> list[str]:
+        # Sender-selected distribution: CC and BCC add routing keys; BCC is removed from the
+        # message before anyone sees it.
+        try:
+            keys = [message.routing_key, *_routing_headers(headers, "CC"),
+                    *_routing_headers(headers, "BCC")]
+        except PreconditionFailed as exc:
+            self._refuse(exchange_name, message, exc)
+        if "BCC" in headers:
+            stripped = {k: v for k, v in headers.items() if k != "BCC"}
+            message.properties = {**message.properties, "headers": stripped}
+        return keys
 
     def _route(self, exchange: Exchange, keys: list[str], headers: Mapping[str, Any] | None,
-               ) -> tuple[list[Queue], tuple[Binding, ...], tuple[tuple[Exchange, bool], ...]]:
+               ) -> tuple[list[Queue], tuple[Binding, ...], tuple[Visit, ...]]:
         # RabbitMQ's rabbit_exchange:route/2: a work list of exchanges, each visited once; an
         # exchange that matches nothing at all passes the message to its alternate exchange.
-        if len(keys) == 1 and exchange.alternate_exchange is None:
-            # Fast path: one exchange whose bindings all lead to queues.
-            found = exchange.route(keys[0], headers)
-            queues: dict[Queue, None] = {}
-            for binding in found:
-                dest = binding.destination
-                if not isinstance(dest, Queue):
-                    break
-                queues[dest] = None
-            else:
-                return (_sorted_queues(queues), tuple(found), ((exchange, False),))
-        queues = {}
+        queues: dict[Queue, None] = {}
         matched: list[Binding] = []
-        visited: list[tuple[Exchange, bool]] = []
+        visited: list[Visit] = []
         seen = {exchange.name}
         work = [exchange]
         while work:
             current = work.pop()
-            found_bindings: dict[tuple[Any, ...], Binding] = {}
+            found: dict[tuple[Any, ...], Binding] = {}
             for key in keys:
                 for binding in current.route(key, headers):
-                    found_bindings[binding.key] = binding
+                    found[binding.key] = binding
             alternate = None
-            if not found_bindings and current.alternate_exchange is not None:
+            if not found and current.alternate_exchange is not None:
                 alternate = self.exchanges.get(current.alternate_exchange)
-            visited.append((current, alternate is not None))
+            visited.append((current, current.snapshot(), alternate is not None))
             if alternate is not None and alternate.name not in seen:
                 seen.add(alternate.name)
                 work.append(alternate)
-            for binding in found_bindings.values():
+            for binding in found.values():
                 matched.append(binding)
                 dest = binding.destination
                 if isinstance(dest, Queue):
@@ -458,7 +479,9 @@ class VirtualHost:
 
 def _sorted_queues(queues: dict[Queue, None]) -> list[Queue]:
     # RabbitMQ delivers to the routed queues in the order of their names (lists:usort).
-    if len(queues) <= 1:
-        return list(queues)
-    return sorted(queues, key=lambda q: q.name)
+    return sorted(queues, key=_queue_name)
+
+
+def _queue_name(queue: Queue) -> str:
+    return queue.name
 

@@ -1,0 +1,112 @@
+"""In-process publish -> route -> get throughput, next to kombu's memory:// transport.
+
+Run: python benchmarks/routing.py [--messages N]
+
+Each line is one round trip per message: publish through an exchange, route, basic.get with
+auto-ack. Printed as messages/s (best of 3 runs). Nothing here is asserted: see the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import deque
+from collections.abc import Callable
+
+from embroker import Broker
+
+
+def best_rate(run: Callable[[int], None], n: int, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run(n)
+        best = min(best, time.perf_counter() - start)
+    return n / best
+
+
+def embroker_direct(n: int) -> None:
+    ch = Broker(trace_limit=1000).connect().channel()
+    ch.exchange_declare("x", "direct")
+    ch.queue_declare("q")
+    ch.queue_bind("q", "x", "k")
+    publish, get = ch.basic_publish, ch.basic_get
+    for _ in range(n):
+        publish("x", "k", b"m" * 100)
+        get("q", auto_ack=True)
+
+
+def embroker_topic(n: int, bindings: int = 100) -> None:
+    ch = Broker(trace_limit=1000).connect().channel()
+    ch.exchange_declare("x", "topic")
+    ch.queue_declare("q")
+    ch.queue_declare("other")
+    for i in range(bindings - 1):
+        ch.queue_bind("other", "x", f"region{i}.*.created")
+    ch.queue_bind("q", "x", "order.*.created")
+    publish, get = ch.basic_publish, ch.basic_get
+    for _ in range(n):
+        publish("x", "order.eu.created", b"m" * 100)
+        get("q", auto_ack=True)
+
+
+def embroker_headers(n: int, bindings: int = 10) -> None:
+    ch = Broker(trace_limit=1000).connect().channel()
+    ch.exchange_declare("x", "headers")
+    ch.queue_declare("q")
+    ch.queue_declare("other")
+    for i in range(bindings - 1):
+        ch.queue_bind("other", "x", "", {"x-match": "all", "region": f"r{i}", "kind": "order"})
+    ch.queue_bind("q", "x", "", {"x-match": "all", "region": "eu", "kind": "order"})
+    publish, get = ch.basic_publish, ch.basic_get
+    props = {"headers": {"region": "eu", "kind": "order"}}
+    for _ in range(n):
+        publish("x", "", b"m" * 100, props)
+        get("q", auto_ack=True)
+
+
+def kombu_direct(n: int) -> None:
+    from kombu import Connection, Exchange, Queue
+
+    with Connection("memory://") as conn:
+        exchange = Exchange("x", "direct")
+        queue = Queue("q", exchange, "k")
+        producer = conn.Producer(serializer="raw")
+        simple = conn.SimpleQueue(queue)
+        body = "m" * 100
+        for _ in range(n):
+            producer.publish(body, exchange=exchange, routing_key="k", declare=[queue])
+            simple.get_nowait().ack()
+
+
+def bare_loop(n: int) -> None:
+    queues: dict[str, deque[bytes]] = {"q": deque()}
+    bindings = {"k": ["q"]}
+    for _ in range(n):
+        for name in bindings["k"]:
+            queues[name].append(b"m" * 100)
+        queues["q"].popleft()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--messages", type=int, default=50_000)
+    n = parser.parse_args().messages
+    rows = [
+        ("embroker direct", embroker_direct, n),
+        ("embroker topic (100 bindings)", embroker_topic, n),
+        ("embroker headers (10 bindings)", embroker_headers, n),
+        ("kombu memory:// direct", kombu_direct, max(n // 10, 1000)),
+        ("bare dict+deque loop", bare_loop, n),
+    ]
+    print(f"{'publish -> route -> get round trip':40} {'messages/s':>12}")
+    rates = {}
+    for name, run, count in rows:
+        rates[name] = best_rate(run, count)
+        print(f"{name:40} {rates[name]:12,.0f}")
+    ratio = rates["embroker direct"] / rates["kombu memory:// direct"]
+    print(f"\nembroker direct / kombu memory:// = {ratio:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""Routing decisions and their explanations."""
+
+from __future__ import annotations
+
+from embroker import Broker
+from embroker.client import Channel
+
+
+def test_explain_names_the_binding_that_differs_by_one_word(broker: Broker, ch: Channel) -> None:
+    ch.exchange_declare("events", "topic")
+    ch.queue_declare("audit")
+    ch.queue_bind("audit", "events", "order.*.created")
+    ch.basic_publish("events", "order.eu.create", b"{}")
+    decision = broker.trace[-1]
+    assert decision.outcome == "unroutable"
+    text = decision.explain()
+    assert "reached no queue: dropped" in text
+    assert "no match -> queue 'audit'" in text
+    assert "word 3 is 'create', the pattern wants 'created'" in text
+
+
+def test_explain_headers_mismatch(broker: Broker, ch: Channel) -> None:
+    ch.exchange_declare("h", "headers")
+    ch.queue_declare("q")
+    ch.queue_bind("q", "h", "", {"x-match": "all", "kind": "order", "region": "eu"})
+    ch.basic_publish("h", "", b"", {"headers": {"kind": "order", "region": "us"}})
+    assert "header 'region' is 'us', the binding wants 'eu'" in broker.trace[-1].explain()
+
+
+def test_explain_default_exchange_and_missing_queue(broker: Broker, ch: Channel) -> None:
+    ch.basic_publish("", "jobs", b"", mandatory=True)
+    text = broker.trace[-1].explain()
+    assert "returned to the publisher" in text
+    assert "there is no queue 'jobs'" in text
+
+
+def test_explain_alternate_exchange_path(broker: Broker, ch: Channel) -> None:
+    ch.exchange_declare("ae", "fanout")
+    ch.exchange_declare("x", "direct", arguments={"alternate-exchange": "ae"})
+    ch.queue_declare("lost")
+    ch.queue_bind("lost", "ae")
+    ch.basic_publish("x", "k", b"")
+    text = broker.trace[-1].explain()
+    assert "passed on to its alternate exchange 'ae'" in text
+    assert "routed to 1 queue(s): 'lost'" in text
+
+
+def test_explanation_keeps_the_bindings_of_the_moment(broker: Broker, ch: Channel) -> None:
+    ch.queue_declare("q")
+    ch.queue_bind("q", "amq.direct", "k")
+    ch.basic_publish("amq.direct", "k", b"")
+    ch.queue_unbind("q", "amq.direct", "k")
+    assert "matched  -> queue 'q'" in broker.trace[-1].explain()
+
+
+def test_refused_publish_is_traced(broker: Broker, ch: Channel) -> None:
+    try:
+        ch.basic_publish("missing", "k", b"")
+    except Exception:
+        pass
+    assert broker.trace[-1].outcome == "refused"
+    assert "NOT_FOUND - no exchange 'missing'" in broker.trace[-1].explain()
+
+
+def test_trace_is_bounded() -> None:
+    broker = Broker(trace_limit=3)
+    ch = broker.connect().channel()
+    for i in range(5):
+        ch.basic_publish("", f"k{i}", b"")
+    assert [d.routing_key for d in broker.trace] == ["k2", "k3", "k4"]
+
+
+def test_reprs_are_readable(broker: Broker, ch: Channel) -> None:
+    ch.queue_declare("q", durable=True)
+    ch.queue_bind("q", "amq.topic", "a.*")
+    ch.basic_publish("amq.topic", "a.b", b"x")
+    assert repr(broker.queues["q"]) == "<queue 'q' in vhost '/' durable: 1 ready, 0 unacked, 0 consumers>"
+    assert repr(broker.trace[-1]) == "<RoutingDecision exchange='amq.topic' routing_key='a.b' -> queues ['q']>"
+    (binding,) = broker.exchanges["amq.topic"].bindings.values()
+    assert repr(binding) == "<Binding exchange 'amq.topic' -> queue 'q' with key 'a.*'>"
