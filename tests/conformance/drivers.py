@@ -185,7 +185,7 @@ class PikaDriver:
         try:
             conn = PikaDriver(url).connect()
         except Exception as exc:
-            return f"{type(exc).__name__}: {exc}"
+            return repr(exc)  # pika's str() of a connection error is often empty
         conn.close()
         return None
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .harness import Session
+from .harness import QueueDeclareOk, Session
 
 EXCHANGE_TYPES = ("direct", "fanout", "topic", "headers")
 
@@ -350,11 +350,12 @@ def scenario_exchange_unbind_missing(s: Session) -> None:
     s.expect(ch.queue_unbind(q, x, "never-bound"), None, "unbinding a missing binding is ok")
     s.expect(ch.exchange_unbind(y, x, "never-bound"), None)
     # RabbitMQ 3.10 answers unbind-ok even when the exchange or the queue does not exist.
-    s.expect(ch.queue_unbind(q, s.name("mx"), "k"), None, "unbind from a missing exchange")
-    s.expect(ch.queue_unbind(s.name("mq"), x, "k"), None, "unbind of a missing queue")
-    s.expect(ch.exchange_unbind(s.name("md"), x, "k"), None, "missing destination")
-    s.expect(ch.exchange_unbind(x, s.name("ms"), "k"), None, "missing source")
-    s.expect(ch.is_open, True)
+    # (A fresh channel for each, so that one difference does not hide the next.)
+    s.expect(s.channel().queue_unbind(q, s.name("mx"), "k"), None, "from a missing exchange")
+    s.expect(s.channel().queue_unbind(s.name("mq"), x, "k"), None, "of a missing queue")
+    s.expect(s.channel().exchange_unbind(s.name("md"), x, "k"), None, "missing destination")
+    s.expect(s.channel().exchange_unbind(x, s.name("ms"), "k"), None, "missing source")
+    s.expect(s.channel().exchange_unbind(s.name("md"), s.name("ms"), "k"), None, "both missing")
 
 
 def scenario_exchange_to_exchange(s: Session) -> None:
@@ -582,3 +583,42 @@ def scenario_alternate_exchange_internal_and_non_string(s: Session) -> None:
     s.expect_error(r, 406, "PRECONDITION_FAILED - invalid type 'signedint' for arg"
                    " 'alternate-exchange' in exchange 'x2' in vhost '/'")
     s.expect(s.exchange_exists(s.name("x2")), False)
+
+
+def scenario_exchange_declare_empty_type(s: Session) -> None:
+    c = s.connection()
+    r = c.channel().exchange_declare(s.name("x"), "")
+    s.expect_error(r, 503, "COMMAND_INVALID - invalid exchange type ''", scope="connection",
+                   what="'' is 'invalid', not 'unknown'")
+
+
+def scenario_channel_error_is_isolated(s: Session) -> None:
+    """A channel error closes that channel only; the connection and its other channels go on."""
+    ch1, ch2 = s.channel(), s.channel()
+    q = s.name("q")
+    ch2.queue_declare(q)
+    s.expect_error(ch1.queue_declare(s.name("missing"), passive=True), 404)
+    s.expect((ch1.is_open, ch2.is_open, s.conn.is_open), (False, True, True))
+    s.expect(ch2.basic_publish("", q, b"m"), None)
+    s.expect_bodies(ch2, q, [b"m"])
+    ch3 = s.channel()
+    s.expect(ch3.queue_declare(q, passive=True), QueueDeclareOk("q", 0, 0))
+
+
+def scenario_connection_error_is_isolated(s: Session) -> None:
+    """A connection error closes every channel of that connection, and its exclusive queues."""
+    c1, c2 = s.connection(), s.connection()
+    a, b = c1.channel(), c1.channel()
+    q, qx = s.name("q"), s.name("qx")
+    a.queue_declare(q)
+    a.queue_declare(qx, exclusive=True)
+    a.basic_publish("", q, b"m0")
+    a.basic_publish("", q, b"m1")
+    a.basic_get(q)
+    s.expect_error(b.exchange_declare(s.name("x"), "no-such-type"), 503, scope="connection")
+    s.expect((a.is_open, b.is_open, c1.is_open), (False, False, False))
+    ch = c2.channel()
+    s.expect(ch.queue_declare(q, passive=True), QueueDeclareOk("q", 2, 0),
+             "the unacked message was requeued")
+    s.expect(getattr(ch.basic_get(q), "redelivered", None), True)
+    s.expect_error(ch.queue_declare(qx, passive=True), 404, what="exclusive queue gone")
