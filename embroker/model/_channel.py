@@ -243,6 +243,10 @@ class Channel:
         """
         if immediate:
             raise NotImplementedAMQP("immediate=true")
+        if properties and "user_id" in properties and properties["user_id"] != self.connection.user:
+            raise PreconditionFailed(
+                f"user_id property set to '{properties['user_id']}' but authenticated user was "
+                f"'{self.connection.user}'")
         message = Message(exchange, routing_key, properties if properties is not None else {},
                           body)
         queues = self.vhost.route(exchange, message, mandatory)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union, final
 from typing_extensions import override
 
 from ..errors import PreconditionFailed
+from ._arguments import field_type
 
 if TYPE_CHECKING:
     from ._queue import Queue
@@ -385,7 +386,7 @@ class HeadersExchange(Exchange):
                     "expected all, any, all-with-x, or any-with-x")
             return
         raise PreconditionFailed(
-            f"Invalid x-match field type {_erlang_type_name(kind)} (value {kind!r}); "
+            f"Invalid x-match field type {field_type(kind)} (value {kind!r}); "
             "expected longstr")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -445,24 +446,6 @@ class HeadersExchange(Exchange):
             elif want is not None and _erlang_value(want) != _erlang_value(data[key]):
                 reasons.append(f"header '{key}' is {data[key]!r}, the binding wants {want!r}")
         return f"x-match {kind}: " + "; ".join(reasons)
-
-
-def _erlang_type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "signedint" if -(2**31) <= value < 2**31 else "long"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, (bytes, bytearray)):
-        return "binary"
-    if isinstance(value, dict):
-        return "table"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if value is None:
-        return "void"
-    return type(value).__name__
 
 
 def _header_patterns(arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

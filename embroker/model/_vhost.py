@@ -15,6 +15,7 @@ from ..errors import (
     PreconditionFailed,
     ResourceLocked,
 )
+from ._arguments import field_type, validate_queue_arguments
 from ._channel import random_name
 from ._exchange import EXCHANGE_TYPES, Binding, Exchange, binding_key
 from ._message import Message
@@ -75,33 +76,15 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def _field_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "long" if not -(2**31) <= value < 2**31 else "signedint"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "longstr"
-    if isinstance(value, (bytes, bytearray)):
-        return "binary"
-    if isinstance(value, dict):
-        return "table"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return "void" if value is None else type(value).__name__
-
-
 def _type_class(value: Any) -> str:
-    t = _field_type(value)
+    t = field_type(value)
     return {"signedint": "int", "long": "int", "double": "float", "binary": "longstr"}.get(t, t)
 
 
 def _described_arg(value: Any) -> str:
     if value is None:
         return "none"
-    return f"the value '{_show(value)}' of type '{_field_type(value)}'"
+    return f"the value '{_show(value)}' of type '{field_type(value)}'"
 
 
 def _assert_field(kind: str, name: str, vhost: str, key: str, current: Any, received: Any) -> None:
@@ -134,7 +117,7 @@ def _routing_headers(headers: Mapping[str, Any], key: str) -> list[str]:
         return []
     if not isinstance(value, list):
         raise PreconditionFailed(
-            f'invalid message: {{unacceptable_type_in_header,"{key}",{_field_type(value)}}}')
+            f'invalid message: {{unacceptable_type_in_header,"{key}",{field_type(value)}}}')
     return [v for v in value if isinstance(v, str)]
 
 
@@ -151,6 +134,9 @@ class VirtualHost:
         self.default_exchange = self.exchanges[""] = DefaultExchange(self, "", durable=True)
         for xname, xtype in STANDARD_EXCHANGES:
             self.exchanges[xname] = EXCHANGE_TYPES[xtype](self, xname, durable=True)
+        # RabbitMQ's firehose tracer publishes here; clients may not (it is internal).
+        self.exchanges["amq.rabbitmq.trace"] = EXCHANGE_TYPES["topic"](
+            self, "amq.rabbitmq.trace", durable=True, internal=True)
 
     def __repr__(self) -> str:
         return (f"<vhost '{self.name}': {len(self.exchanges)} exchanges, "
@@ -203,7 +189,9 @@ class VirtualHost:
             return self.lookup_exchange(name)
         cls = EXCHANGE_TYPES.get(type_)
         if cls is None:
-            raise CommandInvalid(f"unknown exchange type '{type_}'")
+            # RabbitMQ looks the name up as an Erlang atom: '' exists as one, and is no type.
+            adjective = "invalid" if type_ == "" else "unknown"
+            raise CommandInvalid(f"{adjective} exchange type '{type_}'")
         self._check_not_default(name)
         exchange = self.exchanges.get(name)
         if exchange is None:
@@ -213,7 +201,7 @@ class VirtualHost:
             ae = arguments.get("alternate-exchange")
             if ae is not None and not isinstance(ae, str):
                 raise PreconditionFailed(
-                    f"invalid type '{_field_type(ae)}' for arg 'alternate-exchange' in "
+                    f"invalid type '{field_type(ae)}' for arg 'alternate-exchange' in "
                     f"{self._rs('exchange', name)}")
             exchange = cls(self, name, durable=durable, auto_delete=auto_delete,
                            internal=internal, arguments=arguments)
@@ -272,6 +260,7 @@ class VirtualHost:
             _assert_field(*where, "auto_delete", queue.auto_delete, auto_delete)
             _assert_args(*where, queue.arguments, arguments, QUEUE_EQUIVALENCE_ARGS)
             return DeclareOk(name, queue.message_count, queue.consumer_count)
+        validate_queue_arguments(self._rs("queue", name), arguments)
         queue = Queue(self, name, durable=durable, exclusive_owner=owner,
                       auto_delete=auto_delete, arguments=arguments)
         queue.default_binding = Binding(self.default_exchange, queue, name, {})
@@ -346,12 +335,21 @@ class VirtualHost:
 
     def unbind(self, source: str, kind: str, destination: str, routing_key: str,
                arguments: Mapping[str, Any], connection: Connection | None) -> None:
-        """queue.unbind / exchange.unbind; a binding that does not exist is not an error."""
-        exchange, dest = self._binding_ends(source, kind, destination, connection)
-        key = binding_key(source, dest.kind, dest.name, routing_key, arguments)
-        binding = exchange.bindings.get(key)
-        if binding is not None:
-            self._remove_binding(binding)
+        """queue.unbind / exchange.unbind. As in RabbitMQ, unbinding never fails for missing
+        things (binding, exchange or destination); only the default exchange (403) and an
+        existing binding of another connection's exclusive queue (405) are refused."""
+        if kind == "exchange":
+            self._check_not_default(destination)
+        self._check_not_default(source)
+        exchange = self.exchanges.get(source)
+        if exchange is None:
+            return
+        binding = exchange.bindings.get(binding_key(source, kind, destination, routing_key, arguments))
+        if binding is None:
+            return
+        if isinstance(binding.destination, Queue):
+            self.check_exclusive_access(binding.destination, connection)
+        self._remove_binding(binding)
 
     def _remove_binding(self, binding: Binding) -> None:
         source, dest = binding.source, binding.destination

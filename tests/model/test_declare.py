@@ -18,7 +18,7 @@ from embroker.errors import (
 def test_vhost_has_the_standard_exchanges(broker: Broker) -> None:
     assert {name: x.type for name, x in broker.exchanges.items()} == {
         "": "direct", "amq.direct": "direct", "amq.fanout": "fanout", "amq.topic": "topic",
-        "amq.headers": "headers", "amq.match": "headers"}
+        "amq.headers": "headers", "amq.match": "headers", "amq.rabbitmq.trace": "topic"}
 
 
 def test_exchange_redeclare_with_same_arguments_is_ok(ch: Channel) -> None:
@@ -246,3 +246,21 @@ def test_binding_twice_is_one_binding(ch: Channel, broker: Broker) -> None:
     ch.queue_bind("q", "amq.direct", "k")
     ch.queue_bind("q", "amq.direct", "k")
     assert len(broker.exchanges["amq.direct"].bindings) == 1
+
+
+def test_unbind_never_fails_for_missing_things(ch: Channel) -> None:
+    """RabbitMQ 3.10 answers unbind-ok for a missing binding, exchange or queue."""
+    ch.queue_unbind("no-queue", "amq.direct", "k")
+    ch.queue_unbind("no-queue", "no-exchange", "k")
+    ch.exchange_unbind("no-dest", "no-source", "k")
+    assert ch.is_open
+
+
+def test_unbinding_another_connections_exclusive_queue(broker: Broker) -> None:
+    owner = broker.connect().channel()
+    owner.queue_declare("ex", exclusive=True)
+    owner.queue_bind("ex", "amq.direct", "k")
+    other = broker.connect().channel()
+    other.queue_unbind("ex", "amq.direct", "not-bound")  # nothing to unbind: ok
+    with pytest.raises(ResourceLocked):
+        other.queue_unbind("ex", "amq.direct", "k")

@@ -21,12 +21,14 @@ def fill(ch: Channel, queue: str, n: int) -> None:
 def test_basic_get_reports_messages_left_and_tags_per_channel(ch: Channel, broker: Broker) -> None:
     fill(ch, "q", 3)
     first, second = ch.basic_get("q"), ch.basic_get("q")
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     assert (first.delivery_tag, first.message_count, first.redelivered) == (1, 2, False)
     assert (second.delivery_tag, second.message_count) == (2, 1)
     other = broker.connect().channel()
     third = other.basic_get("q")
-    assert third is not None and third.delivery_tag == 1  # tags are per channel
+    assert third is not None
+    assert third.delivery_tag == 1
     assert other.basic_get("q") is None
 
 
@@ -219,3 +221,13 @@ def test_confirms_number_publishes_from_one(broker: Broker) -> None:
     ch.basic_publish("", "q", b"1")
     ch.basic_publish("", "nowhere", b"2")
     assert ch.confirms == [(1, False, True), (2, False, True)]
+
+
+def test_user_id_must_be_the_authenticated_user(broker: Broker) -> None:
+    ch = broker.connect().channel()
+    ch.queue_declare("q")
+    ch.basic_publish("", "q", b"", {"user_id": "guest"})
+    with pytest.raises(PreconditionFailed) as err:
+        ch.basic_publish("", "q", b"", {"user_id": "somebody-else"})
+    assert err.value.reply_text == ("PRECONDITION_FAILED - user_id property set to 'somebody-else' "
+                                    "but authenticated user was 'guest'")

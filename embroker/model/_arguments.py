@@ -1,0 +1,130 @@
+"""Validation of queue arguments (``x-message-ttl`` ...), with RabbitMQ's checks and texts.
+
+RabbitMQ checks the arguments of a queue when it creates it (``rabbit_amqqueue:declare_args/0``)
+and prints the reason with Erlang's ``~p``: ``invalid arg 'x-max-length' for queue 'q' in vhost
+'/': {value_negative,-1}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..errors import PreconditionFailed
+
+__all__ = ["field_type", "validate_queue_arguments"]
+
+#: RabbitMQ's largest expiry or TTL, in milliseconds.
+MAX_EXPIRY = 2**32 - 1
+MAX_PRIORITY = 255
+
+
+def field_type(value: Any) -> str:
+    """The AMQP field type RabbitMQ names for a value that arrived as ``value``."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "signedint" if -(2**31) <= value < 2**31 else "long"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "longstr"
+    if isinstance(value, (bytes, bytearray)):
+        return "binary"
+    if isinstance(value, dict):
+        return "table"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return "void" if value is None else type(value).__name__
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int(value: Any, _args: Mapping[str, Any]) -> str | None:
+    return None if _is_int(value) else f'"expected integer, got {field_type(value)}"'
+
+
+def _non_negative(value: Any, args: Mapping[str, Any]) -> str | None:
+    return _int(value, args) or (f"{{value_negative,{value}}}" if value < 0 else None)
+
+
+def _expiry(value: Any) -> str | None:
+    if value < 0:
+        return f"{{value_negative,{value}}}"
+    if value > MAX_EXPIRY:
+        return f"{{value_too_large,{value}}}"
+    return None
+
+
+def _message_ttl(value: Any, args: Mapping[str, Any]) -> str | None:
+    return _int(value, args) or _expiry(value)
+
+
+def _expires(value: Any, args: Mapping[str, Any]) -> str | None:
+    return _int(value, args) or (f"{{value_zero,{value}}}" if value == 0 else _expiry(value))
+
+
+def _max_priority(value: Any, args: Mapping[str, Any]) -> str | None:
+    return _non_negative(value, args) or (
+        f"{{max_value_exceeded,{value}}}" if value > MAX_PRIORITY else None)
+
+
+def _string_in(choices: tuple[str, ...], error: str) -> Callable[[Any, Mapping[str, Any]], str | None]:
+    def check(value: Any, _args: Mapping[str, Any]) -> str | None:
+        if not isinstance(value, str):
+            return f"{{unacceptable_type,{field_type(value)}}}"
+        return None if value in choices else error
+    return check
+
+
+def _longstr(value: Any, _args: Mapping[str, Any]) -> str | None:
+    return None if isinstance(value, str) else f"{{unacceptable_type,{field_type(value)}}}"
+
+
+def _dead_letter_routing_key(value: Any, args: Mapping[str, Any]) -> str | None:
+    if not isinstance(value, str):
+        return f"{{unacceptable_type,{field_type(value)}}}"
+    return None if "x-dead-letter-exchange" in args else "routing_key_but_no_dlx_defined"
+
+
+def _bool(value: Any, _args: Mapping[str, Any]) -> str | None:
+    return None if isinstance(value, bool) else f"{{unacceptable_type,{field_type(value)}}}"
+
+
+_VALIDATORS: dict[str, Callable[[Any, Mapping[str, Any]], str | None]] = {
+    "x-expires": _expires,
+    "x-message-ttl": _message_ttl,
+    "x-dead-letter-exchange": _longstr,
+    "x-dead-letter-routing-key": _dead_letter_routing_key,
+    "x-max-length": _non_negative,
+    "x-max-length-bytes": _non_negative,
+    "x-max-in-memory-length": _non_negative,
+    "x-max-in-memory-bytes": _non_negative,
+    "x-max-priority": _max_priority,
+    "x-overflow": _string_in(("drop-head", "reject-publish", "reject-publish-dlx"),
+                             "invalid_overflow"),
+    "x-queue-mode": _string_in(("default", "lazy"), "invalid_queue_mode"),
+    "x-single-active-consumer": _bool,
+    "x-queue-type": _string_in(("classic", "quorum", "stream"), "invalid_queue_type"),
+    "x-delivery-limit": _non_negative,
+}
+
+
+def validate_queue_arguments(resource: str, arguments: Mapping[str, Any]) -> None:
+    """Raise PreconditionFailed (406) for an argument RabbitMQ would refuse at declare time.
+
+    Args:
+        resource: how RabbitMQ names the queue, ``"queue 'q' in vhost '/'"``.
+        arguments: the queue.declare arguments.
+    """
+    dlx = arguments.get("x-dead-letter-exchange")
+    if dlx is not None and not isinstance(dlx, str):
+        raise PreconditionFailed(
+            f"invalid type '{field_type(dlx)}' for arg 'x-dead-letter-exchange' in {resource}")
+    for key, check in _VALIDATORS.items():
+        if key in arguments:
+            error = check(arguments[key], arguments)
+            if error is not None:
+                raise PreconditionFailed(f"invalid arg '{key}' for {resource}: {error}")
