@@ -427,6 +427,19 @@ class Channel:
         self._callbacks.pop(consumer_tag, None)
 
     @_model_call
+    def tx_select(self) -> None:
+        """Make the channel transactional: publishes and acks wait for :meth:`tx_commit`."""
+        self._model.tx_select()
+
+    @_model_call
+    def tx_commit(self) -> None:
+        self._model.tx_commit()
+
+    @_model_call
+    def tx_rollback(self) -> None:
+        self._model.tx_rollback()
+
+    @_model_call
     def confirm_delivery(self) -> None:
         """Put the channel in confirm mode (confirm.select); confirms go to :attr:`confirms`."""
         self._model.confirm_select()

@@ -103,7 +103,7 @@ class Broker:
             per_queue: dict[int, int] = {}
             for connection in self.connections.values():
                 for channel in connection.channels.values():
-                    for queue, _entry, _consumer in channel._unacked.values():
+                    for queue, _entry, _consumer in channel.outstanding():
                         per_queue[id(queue)] = per_queue.get(id(queue), 0) + 1
             for vhost in self.vhosts.values():
                 for queue in vhost.queues.values():

@@ -119,6 +119,10 @@ class Consumer:
 _Unacked = tuple["Queue", QueuedMessage, "Consumer | None"]
 
 
+def _by_tag(pair: tuple[int, _Unacked]) -> int:
+    return pair[0]
+
+
 @final
 class Channel:
     """The server side of one AMQP channel."""
@@ -139,6 +143,10 @@ class Channel:
         self.most_recent_queue: str | None = None
         self.confirm_mode = False
         self._publish_seq = 0
+        self.tx_mode = False
+        #: What a transaction holds until commit, in order: ("publish", args) or
+        #: ("settle", (taken, requeue or None for an ack)).
+        self._tx: list[tuple[str, Any]] = []
         self.on_deliver: DeliverCallback | None = None
         self.on_return: ReturnCallback | None = None
         self.on_confirm: ConfirmCallback | None = None
@@ -232,13 +240,15 @@ class Channel:
 
     def basic_publish(self, exchange: str, routing_key: str, body: bytes,
                       properties: dict[str, Any] | None = None, *, mandatory: bool = False,
-                      immediate: bool = False) -> int:
+                      immediate: bool = False, encoded_properties: bytes | None = None) -> int:
         """basic.publish; returns the publish sequence number in confirm mode, else 0.
+        In a transaction the message is held until commit.
 
         Raises:
             NotFound: (404) no such exchange.
             AccessRefused: (403) the exchange is internal.
-            PreconditionFailed: (406) a ``CC``/``BCC`` header that is not an array.
+            PreconditionFailed: (406) a ``CC``/``BCC`` header that is not an array, or a
+                ``user_id`` that is not the connection's user.
             NotImplementedAMQP: (540) ``immediate`` is set, as in RabbitMQ 3.
         """
         if immediate:
@@ -248,13 +258,12 @@ class Channel:
                 f"user_id property set to '{properties['user_id']}' but authenticated user was "
                 f"'{self.connection.user}'")
         message = Message(exchange, routing_key, properties if properties is not None else {},
-                          body)
-        queues = self.vhost.route(exchange, message, mandatory)
-        if queues:
-            for queue in queues:
-                queue.publish(message)
-        elif mandatory and self.on_return is not None:
-            self.on_return(312, "NO_ROUTE", exchange, routing_key, message)
+                          body, encoded_properties)
+        if self.tx_mode:
+            self.vhost.check_publishable(exchange, message)
+            self._tx.append(("publish", (message, mandatory)))
+            return 0
+        self._publish(message, mandatory)
         if self.confirm_mode:
             self._publish_seq += 1
             if self.on_confirm is not None:
@@ -262,9 +271,59 @@ class Channel:
             return self._publish_seq
         return 0
 
+    def _publish(self, message: Message, mandatory: bool) -> None:
+        queues = self.vhost.route(message.exchange, message, mandatory)
+        if queues:
+            for queue in queues:
+                queue.publish(message)
+        elif mandatory and self.on_return is not None:
+            self.on_return(312, "NO_ROUTE", message.exchange, message.routing_key, message)
+
     def confirm_select(self) -> None:
-        """confirm.select: from now on every publish is confirmed with a sequence number."""
+        """confirm.select: from now on every publish is confirmed with a sequence number.
+
+        Raises:
+            PreconditionFailed: (406) the channel is transactional.
+        """
+        if self.tx_mode:
+            raise PreconditionFailed("cannot switch from tx to confirm mode")
         self.confirm_mode = True
+
+    # -- tx class ------------------------------------------------------------------------------
+
+    def tx_select(self) -> None:
+        """tx.select. Raises PreconditionFailed (406) on a channel in confirm mode."""
+        if self.confirm_mode:
+            raise PreconditionFailed("cannot switch from confirm to tx mode")
+        self.tx_mode = True
+
+    def _check_tx(self) -> None:
+        if not self.tx_mode:
+            raise PreconditionFailed("channel is not transactional")
+
+    def tx_commit(self) -> None:
+        """tx.commit: apply the held publishes and acknowledgements, in order; mandatory
+        messages that reach no queue are returned now. Raises PreconditionFailed (406) when the
+        channel is not transactional."""
+        self._check_tx()
+        held, self._tx = self._tx, []
+        for kind, args in held:
+            if kind == "publish":
+                message, mandatory = args
+                self._publish(message, mandatory)
+            else:
+                self._settle(*args)
+
+    def tx_rollback(self) -> None:
+        """tx.rollback: forget the held publishes; acknowledged messages become unacknowledged
+        again (as in RabbitMQ). Raises PreconditionFailed (406) when not transactional."""
+        self._check_tx()
+        held, self._tx = self._tx, []
+        restored = [(tag, item) for kind, (taken, _requeue) in held if kind == "settle"
+                    for tag, item in taken]
+        if restored:
+            merged = sorted([*self._unacked.items(), *restored], key=_by_tag)
+            self._unacked = OrderedDict(merged)
 
     # -- basic class: delivering ---------------------------------------------------------------
 
@@ -377,11 +436,11 @@ class Channel:
 
     # -- acknowledgements ----------------------------------------------------------------------
 
-    def _take_unacked(self, delivery_tag: int, multiple: bool) -> list[_Unacked]:
+    def _take_unacked(self, delivery_tag: int, multiple: bool) -> list[tuple[int, _Unacked]]:
         unacked = self._unacked
         if multiple:
             if delivery_tag == 0:
-                taken = list(unacked.values())
+                taken = list(unacked.items())
                 unacked.clear()
                 return taken
             if delivery_tag not in unacked:
@@ -389,46 +448,56 @@ class Channel:
             taken = []
             while True:
                 tag, item = unacked.popitem(last=False)
-                taken.append(item)
+                taken.append((tag, item))
                 if tag == delivery_tag:
                     return taken
         try:
-            return [unacked.pop(delivery_tag)]
+            return [(delivery_tag, unacked.pop(delivery_tag))]
         except KeyError:
             raise PreconditionFailed(f"unknown delivery tag {delivery_tag}") from None
 
-    def _release(self, taken: list[_Unacked]) -> None:
+    def _release(self, taken: list[tuple[int, _Unacked]]) -> None:
         freed = 0
-        for _queue, _entry, consumer in taken:
+        for _tag, (_queue, _entry, consumer) in taken:
             if consumer is not None:
                 consumer.unacked -= 1
                 freed += 1
         self.consumer_unacked -= freed
 
+    def _settle(self, taken: list[tuple[int, _Unacked]], requeue: bool | None) -> None:
+        # requeue None: acknowledged; True: back to the queue; False: dropped.
+        self._release(taken)
+        if requeue is None:
+            for _tag, (queue, _entry, _consumer) in taken:
+                queue.settle()
+        else:
+            self._settle_rejected(taken, requeue)
+        if self.consumers:
+            self._dispatch_own_queues()
+
     def basic_ack(self, delivery_tag: int = 0, multiple: bool = False) -> None:
         """basic.ack. Raises PreconditionFailed (406) "unknown delivery tag N"."""
         taken = self._take_unacked(delivery_tag, multiple)
-        for queue, _entry, _consumer in taken:
-            queue.settle()
-        self._release(taken)
-        if self.consumers:
-            self._dispatch_own_queues()
+        if self.tx_mode:
+            self._tx.append(("settle", (taken, None)))
+        else:
+            self._settle(taken, None)
 
     def basic_nack(self, delivery_tag: int = 0, multiple: bool = False,
                    requeue: bool = True) -> None:
         """basic.nack: requeue the messages to their original positions, or drop them."""
         taken = self._take_unacked(delivery_tag, multiple)
-        self._release(taken)
-        self._settle_rejected(taken, requeue)
-        if self.consumers:
-            self._dispatch_own_queues()
+        if self.tx_mode:
+            self._tx.append(("settle", (taken, requeue)))
+        else:
+            self._settle(taken, requeue)
 
     def basic_reject(self, delivery_tag: int, requeue: bool = True) -> None:
         self.basic_nack(delivery_tag, False, requeue)
 
-    def _settle_rejected(self, taken: list[_Unacked], requeue: bool) -> None:
+    def _settle_rejected(self, taken: list[tuple[int, _Unacked]], requeue: bool) -> None:
         by_queue: dict[int, tuple[Queue, list[QueuedMessage]]] = {}
-        for queue, entry, _consumer in taken:
+        for _tag, (queue, entry, _consumer) in taken:
             by_queue.setdefault(id(queue), (queue, []))[1].append(entry)
         for queue, entries in by_queue.values():
             if queue.deleted:
@@ -443,10 +512,9 @@ class Channel:
         implement ``requeue=false`` (540 NOT_IMPLEMENTED)."""
         if not requeue:
             raise NotImplementedAMQP("requeue=false")
-        taken = list(self._unacked.values())
+        taken = list(self._unacked.items())
         self._unacked.clear()
-        self._release(taken)
-        self._settle_rejected(taken, True)
+        self._settle(taken, True)
 
     # -- closing -------------------------------------------------------------------------------
 
@@ -462,7 +530,10 @@ class Channel:
         for consumer in consumers:  # no redelivery to this channel while it closes
             if consumer in consumer.queue.consumers:
                 consumer.queue.consumers.remove(consumer)
-        taken = list(self._unacked.values())
+        # What an open transaction held goes back too: held acks were never applied.
+        taken = [pair for kind, (pairs, _r) in self._tx if kind == "settle" for pair in pairs]
+        self._tx = []
+        taken = sorted([*taken, *self._unacked.items()], key=_by_tag)
         self._unacked.clear()
         self._release(taken)
         self._settle_rejected(taken, True)
@@ -471,8 +542,14 @@ class Channel:
             if queue.auto_delete and not queue.consumers and not queue.deleted:
                 self.vhost.delete_queue_object(queue)
 
+    def outstanding(self) -> list[_Unacked]:
+        """Every delivery not yet settled: unacknowledged, or acknowledged in an open
+        transaction."""
+        held = [item for kind, (pairs, _r) in self._tx if kind == "settle" for _t, item in pairs]
+        return [*self._unacked.values(), *held]
+
     def _check(self) -> None:
-        by_consumers = sum(1 for _q, _e, c in self._unacked.values() if c is not None)
+        by_consumers = sum(1 for _q, _e, c in self.outstanding() if c is not None)
         assert self.consumer_unacked == by_consumers, f"{self!r}: consumer unacked counts disagree"
         tags = list(self._unacked)
         assert tags == sorted(tags), f"{self!r}: unacked tags out of order"

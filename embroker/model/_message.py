@@ -28,13 +28,18 @@ class Message:
         body: the content body.
     """
 
-    __slots__ = ("body", "exchange", "properties", "routing_key")
+    __slots__ = ("body", "encoded_properties", "exchange", "properties", "routing_key")
 
-    def __init__(self, exchange: str, routing_key: str, properties: dict[str, Any], body: bytes) -> None:
+    def __init__(self, exchange: str, routing_key: str, properties: dict[str, Any], body: bytes,
+                 encoded_properties: bytes | None = None) -> None:
         self.exchange = exchange
         self.routing_key = routing_key
         self.properties = properties
         self.body = body
+        #: The properties as they came off the wire (flag words and values), kept by the
+        #: protocol layer so a delivery can send them on without encoding them again; ``None``
+        #: when unknown or when the broker changed the properties.
+        self.encoded_properties = encoded_properties
 
     @property
     def headers(self) -> dict[str, Any]:

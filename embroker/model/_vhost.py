@@ -412,6 +412,19 @@ class VirtualHost:
             matched, path, mandatory))
         return routed
 
+    def check_publishable(self, exchange_name: str, message: Message) -> None:
+        """Raise what :meth:`route` would for a publish to ``exchange_name`` that can never
+        route (missing or internal exchange, bad CC/BCC): a transaction checks at publish."""
+        exchange = self.exchanges.get(exchange_name)
+        if exchange is None or exchange.internal:
+            self._refuse(exchange_name, message, NotFound(
+                f"no {self._rs('exchange', exchange_name)}") if exchange is None else AccessRefused(
+                f"cannot publish to internal {self._rs('exchange', exchange_name)}"))
+        headers = message.properties.get("headers")
+        if headers and ("CC" in headers or "BCC" in headers):
+            _routing_headers(headers, "CC")
+            _routing_headers(headers, "BCC")
+
     def _refuse(self, exchange_name: str, message: Message, error: AMQPError) -> NoReturn:
         self._trace.append(RoutingDecision(self.name, exchange_name, message,
                                            (message.routing_key,), error=error))
@@ -429,6 +442,7 @@ class VirtualHost:
         if "BCC" in headers:
             stripped = {k: v for k, v in headers.items() if k != "BCC"}
             message.properties = {**message.properties, "headers": stripped}
+            message.encoded_properties = None
         return keys
 
     def _route(self, exchange: Exchange, keys: list[str], headers: Mapping[str, Any] | None,
