@@ -1,0 +1,547 @@
+"""Frames: the protocol header, the incremental frame parser, and the frame encoders.
+
+Theory of operation
+-------------------
+
+An AMQP 0-9-1 connection starts with an 8-byte protocol header from the client
+(:func:`parse_protocol_header` says what it is), then carries frames both ways (section 4.2.3)::
+
+    type (octet) | channel (short) | size (long) | payload (size bytes) | frame-end 0xCE
+
+:class:`FrameParser` is fed whatever bytes arrive, in chunks of any size (one byte at a time
+works), and yields each complete frame as soon as its frame-end byte is in: a
+:class:`MethodFrame` (the method decoded), a :class:`HeaderFrame` (content header, properties
+decoded and also kept encoded), a :class:`BodyFrame` or a :class:`HeartbeatFrame`. Incomplete
+bytes stay buffered until the next :meth:`FrameParser.feed`. A frame is checked as soon as its
+7-byte header is in (type, size, channel), so a bad frame is refused before its payload arrives
+and a huge size never makes the parser wait for it.
+
+Turning frames into commands (a method, or a method with its content) is the job of
+``ContentAssembler`` in ``_assembly.py``.
+
+Errors
+------
+
+The parser raises only :class:`~embroker.errors.ConnectionException` subclasses; any other
+exception is a bug. Once it has raised, the connection is unusable and every later call raises the
+same error. The rules, with the spec section each one comes from:
+
+* frame-end byte not 0xCE (4.2.3), unknown frame type (4.2.3), frame larger than the negotiated
+  frame-max (4.2.3), a heartbeat on a channel other than 0 or with a payload (4.2.7):
+  :class:`~embroker.errors.FrameError` (501). Like RabbitMQ, the size check tolerates 8 bytes
+  over frame-max, because "quite a few clients get it wrong - off-by 1 or 8" (``rabbit_reader``).
+* a method of the connection class on a channel other than 0 (4.2.3):
+  :class:`~embroker.errors.CommandInvalid` (503).
+* any other method on channel 0, and content header or body frames on channel 0 (4.2.6.1):
+  :class:`~embroker.errors.ChannelError` (504).
+* a method id that no class defines: :class:`~embroker.errors.CommandInvalid` (503).
+* malformed method arguments or content header properties (truncated, extra bytes, a string or
+  table running past the frame, an unknown field type):
+  :class:`~embroker.errors.SyntaxErrorAMQP` (502), carrying the method's class and method ids.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias, final
+
+from embroker.amqp091._method import Method
+from embroker.amqp091._methods import DECODERS
+from embroker.amqp091._properties import encode_properties, read_properties
+from embroker.errors import (
+    ChannelError,
+    CommandInvalid,
+    ConnectionException,
+    FrameError,
+    SyntaxErrorAMQP,
+)
+
+__all__ = [
+    "FRAME_BODY",
+    "FRAME_END",
+    "FRAME_HEADER",
+    "FRAME_HEARTBEAT",
+    "FRAME_METHOD",
+    "FRAME_MIN_SIZE",
+    "FRAME_OVERHEAD",
+    "FRAME_SIZE_FUDGE",
+    "HEARTBEAT_FRAME",
+    "PROTOCOL_HEADER",
+    "BodyFrame",
+    "Frame",
+    "FrameParser",
+    "HeaderFrame",
+    "HeartbeatFrame",
+    "MethodFrame",
+    "ProtocolHeader",
+    "ProtocolHeaderKind",
+    "decode_method",
+    "encode_body_frames",
+    "encode_frame",
+    "encode_header_frame",
+    "encode_header_frame_raw",
+    "encode_message",
+    "encode_method_frame",
+    "parse_protocol_header",
+]
+
+#: "Type = 1, METHOD: method frame."
+FRAME_METHOD: Final = 1
+#: "Type = 2, HEADER: content header frame."
+FRAME_HEADER: Final = 2
+#: "Type = 3, BODY: content body frame."
+FRAME_BODY: Final = 3
+#: Heartbeat frame type: 8 (the spec's constant table; section 4.2.3's "4" is a typo).
+FRAME_HEARTBEAT: Final = 8
+#: "The frame-end octet MUST always be the hexadecimal value %xCE."
+FRAME_END: Final = 0xCE
+#: "Until the frame-max has been negotiated, both peers MUST accept frames of up to
+#: frame-min-size octets large" (4096).
+FRAME_MIN_SIZE: Final = 4096
+#: Header (7 bytes) plus frame-end (1 byte): frame-max minus this is the largest payload.
+FRAME_OVERHEAD: Final = 8
+#: RabbitMQ accepts payloads this many bytes over the limit (``?FRAME_SIZE_FUDGE``).
+FRAME_SIZE_FUDGE: Final = 8
+#: The AMQP 0-9-1 protocol header a client sends first, and a server sends back to refuse.
+PROTOCOL_HEADER: Final = b"AMQP\x00\x00\x09\x01"
+#: A heartbeat frame: "type=8, channel=0, size=0, frame-end=0xCE".
+HEARTBEAT_FRAME: Final = b"\x08\x00\x00\x00\x00\x00\x00\xce"
+
+_FRAME_HEADER = struct.Struct(">BHI")
+_END_AND_FRAME_HEADER = struct.Struct(">BBHI")
+_END_AND_CONTENT_HEADER = struct.Struct(">BBHIHHQ")
+_CONTENT_HEADER = struct.Struct(">HHQ")
+_CONTENT_HEADER_FRAME = struct.Struct(">BHIHHQ")
+_U32 = struct.Struct(">I")
+_NO_LIMIT = 0xFFFFFFFF
+
+
+# -- the protocol header ---------------------------------------------------------------------
+
+
+class ProtocolHeaderKind(enum.Enum):
+    """What the first 8 bytes of a connection announce."""
+
+    #: ``AMQP 0 0 9 1``: this protocol.
+    AMQP_0_9_1 = "amqp-0-9-1"
+    #: ``AMQP`` then a version this codec does not speak (0-8, 0-9, 0-10...): the server answers
+    #: with :data:`PROTOCOL_HEADER` and closes (section 4.2.2). RabbitMQ accepts ``AMQP 1 1 0 9``
+    #: (0-9) as 0-9-1; that choice is the server's.
+    OTHER_AMQP_VERSION = "other-amqp-version"
+    #: ``AMQP id 1 0 0`` with protocol id 0 (AMQP), 2 (TLS) or 3 (SASL): AMQP 1.0, for an AMQP 1.0
+    #: listener to take over.
+    AMQP_1_0 = "amqp-1-0"
+    #: Not ``AMQP`` at all (an HTTP request, a TLS client hello...).
+    NOT_AMQP = "not-amqp"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ProtocolHeader:
+    """A parsed protocol header.
+
+    Attributes:
+        kind: what it announces.
+        protocol_id: the byte after ``AMQP`` (0 for 0-9-1 and AMQP 1.0, 2 TLS, 3 SASL, 1 in the
+            legacy 0-8/0-9 headers); 0 when not AMQP.
+        version: the three bytes after the protocol id (``(0, 9, 1)``, ``(1, 0, 0)``...);
+            ``(0, 0, 0)`` when not AMQP.
+        data: the 8 bytes received (fewer when refused early as not AMQP).
+    """
+
+    kind: ProtocolHeaderKind
+    protocol_id: int
+    version: tuple[int, int, int]
+    data: bytes
+
+
+def parse_protocol_header(data: bytes | bytearray | memoryview) -> ProtocolHeader | None:
+    """Classify the first bytes a client sent.
+
+    Args:
+        data: the bytes received so far; only the first 8 are looked at.
+
+    Returns:
+        ``None`` while fewer than 8 bytes have arrived and they still begin like ``AMQP``;
+        otherwise the :class:`ProtocolHeader`. A prefix that cannot become ``AMQP`` is
+        ``NOT_AMQP`` at once, so a client speaking another protocol is answered without waiting.
+        The caller consumes 8 bytes (or closes, for anything but ``AMQP_0_9_1``).
+
+    >>> parse_protocol_header(b"AMQP\\x00\\x00\\x09\\x01").kind
+    <ProtocolHeaderKind.AMQP_0_9_1: 'amqp-0-9-1'>
+    >>> parse_protocol_header(b"AMQP\\x03\\x01\\x00\\x00").protocol_id
+    3
+    >>> parse_protocol_header(b"AMQ") is None
+    True
+    """
+    head = bytes(data[:8])
+    if not b"AMQP".startswith(head[:4]):
+        return ProtocolHeader(ProtocolHeaderKind.NOT_AMQP, 0, (0, 0, 0), head)
+    if len(head) < 8:
+        return None
+    protocol_id, major, minor, revision = head[4:8]
+    version = (major, minor, revision)
+    if head == PROTOCOL_HEADER:
+        kind = ProtocolHeaderKind.AMQP_0_9_1
+    elif protocol_id in (0, 2, 3) and version == (1, 0, 0):
+        kind = ProtocolHeaderKind.AMQP_1_0
+    else:
+        kind = ProtocolHeaderKind.OTHER_AMQP_VERSION
+    return ProtocolHeader(kind, protocol_id, version, head)
+
+
+# -- frames ---------------------------------------------------------------------------------------
+
+
+@final
+@dataclass(slots=True)
+class MethodFrame:
+    """A method frame (type 1): a decoded method on a channel."""
+
+    channel: int
+    method: Method
+
+
+@final
+@dataclass(slots=True)
+class HeaderFrame:
+    """A content header frame (type 2).
+
+    Attributes:
+        channel: the channel (never 0).
+        class_id: the class of the content (60, basic).
+        weight: unused, "must be zero" (the assembler checks it).
+        body_size: the total size of the body frames that follow.
+        properties: the properties present, decoded (see ``_properties``).
+        raw_properties: the same properties as received (flag words and values), to send on
+            unchanged with :func:`encode_header_frame_raw`.
+    """
+
+    channel: int
+    class_id: int
+    weight: int
+    body_size: int
+    properties: dict[str, Any]
+    raw_properties: bytes
+
+
+@final
+@dataclass(slots=True)
+class BodyFrame:
+    """A content body frame (type 3): one slice of a message body."""
+
+    channel: int
+    data: bytes
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class HeartbeatFrame:
+    """A heartbeat frame (type 8): always on channel 0, with no payload."""
+
+    channel: int = 0
+
+
+_HEARTBEAT = HeartbeatFrame()
+
+Frame: TypeAlias = MethodFrame | HeaderFrame | BodyFrame | HeartbeatFrame
+
+
+def decode_method(payload: bytes | bytearray | memoryview) -> Method:
+    """Decode a method frame payload (class id, method id, arguments) to its method object.
+
+    Raises:
+        FrameError: the payload is shorter than the class and method ids.
+        CommandInvalid: no method has these ids.
+        SyntaxErrorAMQP: the arguments are malformed.
+
+    >>> decode_method(b"\\x00\\x3c\\x00\\x50" + bytes(8) + b"\\x01")
+    BasicAck(delivery_tag=0, multiple=True)
+    """
+    p = payload if type(payload) is bytes else bytes(payload)
+    if len(p) < 4:
+        raise FrameError(f"method frame payload of {len(p)} bytes has no class and method id")
+    (index,) = _U32.unpack_from(p)
+    decoder = DECODERS.get(index)
+    if decoder is None:
+        raise CommandInvalid(f"unknown method: class {index >> 16}, method {index & 0xFFFF}",
+                             class_id=index >> 16, method_id=index & 0xFFFF)
+    return decoder(p)
+
+
+def _decode_header(channel: int, p: bytes) -> HeaderFrame:
+    if len(p) < 14:
+        raise SyntaxErrorAMQP(f"content header payload of {len(p)} bytes is shorter than its "
+                              "14 fixed bytes")
+    class_id, weight, body_size = _CONTENT_HEADER.unpack_from(p)
+    raw = p[12:]
+    if raw == b"\x00\x00":
+        return HeaderFrame(channel, class_id, weight, body_size, {}, raw)
+    return HeaderFrame(channel, class_id, weight, body_size, read_properties(raw, 0), raw)
+
+
+@final
+class FrameParser:
+    """Incremental frame parser: feed it bytes, get complete frames back.
+
+    Args:
+        max_frame_size: the largest frame accepted, frame header and end included (the
+            connection's frame-max; 0 means no limit). Starts at :data:`FRAME_MIN_SIZE`, as the
+            spec requires before tuning; set :attr:`frame_max` after ``connection.tune-ok``.
+
+    >>> parser = FrameParser()
+    >>> list(parser.feed(HEARTBEAT_FRAME[:5]))
+    []
+    >>> list(parser.feed(HEARTBEAT_FRAME[5:]))
+    [HeartbeatFrame(channel=0)]
+    """
+
+    __slots__ = ("_buf", "_chunks", "_error", "_frame_max", "_max_payload", "_need", "_pending",
+                 "_pos")
+
+    def __init__(self, max_frame_size: int = FRAME_MIN_SIZE) -> None:
+        self._buf = b""  # bytes not yet parsed start at self._pos
+        self._pos = 0
+        self._chunks: list[bytes] = []  # bytes fed since, not yet joined to _buf
+        self._pending = 0  # their total length
+        self._need = 7  # bytes needed after _pos before another frame can be parsed
+        self._error: ConnectionException | None = None
+        self._frame_max = 0
+        self._max_payload = _NO_LIMIT
+        self.frame_max = max_frame_size
+
+    @property
+    def frame_max(self) -> int:
+        """The negotiated frame-max (0: no limit). Settable, e.g. after ``tune-ok``."""
+        return self._frame_max
+
+    @frame_max.setter
+    def frame_max(self, value: int) -> None:
+        if value < 0:
+            raise ValueError(f"frame_max must be positive or 0, not {value}")
+        self._frame_max = value
+        self._max_payload = (value - FRAME_OVERHEAD + FRAME_SIZE_FUDGE) if value else _NO_LIMIT
+
+    @property
+    def buffered(self) -> int:
+        """How many bytes are waiting for the rest of their frame."""
+        return len(self._buf) - self._pos + self._pending
+
+    def feed(self, data: bytes | bytearray | memoryview) -> Iterator[Frame]:
+        """Add received bytes; iterate over the frames they complete.
+
+        The bytes are buffered at once; the frames are parsed as the iterator is consumed, in
+        order, so that frames before a bad one are still handed out before the error is raised.
+        Frames left unconsumed stay buffered for the next call.
+
+        Raises:
+            ConnectionException: (from the iterator) see the module docstring. The parser is
+                then dead: every later call raises the same error.
+        """
+        if data:
+            chunk = data if type(data) is bytes else bytes(data)
+            self._chunks.append(chunk)
+            self._pending += len(chunk)
+        return self._frames()
+
+    def _frames(self) -> Iterator[Frame]:
+        if self._error is not None:
+            raise self._error
+        try:
+            while True:
+                buf = self._buf
+                pos = self._pos
+                if self._chunks:
+                    if len(buf) - pos + self._pending < self._need:
+                        return
+                    if pos < len(buf):
+                        buf = b"".join([buf[pos:], *self._chunks])
+                    elif len(self._chunks) == 1:
+                        buf = self._chunks[0]
+                    else:
+                        buf = b"".join(self._chunks)
+                    self._chunks = []
+                    self._pending = 0
+                    self._buf = buf
+                    self._pos = pos = 0
+                size_of_buf = len(buf)
+                if size_of_buf - pos < 7:
+                    self._need = 7
+                    self._compact(buf, pos)
+                    return
+                frame_type, channel, size = _FRAME_HEADER.unpack_from(buf, pos)
+                if frame_type == 1:
+                    if size > self._max_payload:
+                        raise self._oversized(frame_type, channel, size)
+                elif frame_type in (2, 3):
+                    if size > self._max_payload:
+                        raise self._oversized(frame_type, channel, size)
+                    if not channel:
+                        raise ChannelError(f"content {'header' if frame_type == 2 else 'body'} "
+                                           "frame on channel 0")
+                elif frame_type == 8:
+                    if channel:
+                        raise FrameError(f"heartbeat frame on channel {channel}")
+                    if size:
+                        raise FrameError(f"heartbeat frame with a {size}-byte payload")
+                else:
+                    raise FrameError(f"unknown frame type {frame_type}")
+                end = pos + 7 + size
+                if end >= size_of_buf:
+                    self._need = size + 8
+                    self._compact(buf, pos)
+                    return
+                if buf[end] != 0xCE:
+                    raise FrameError(f"frame end 0x{buf[end]:02x}, expected 0xce "
+                                     f"(type {frame_type}, channel {channel}, size {size})")
+                self._pos = end + 1
+                self._need = 7
+                if frame_type == 1:
+                    if size < 4:
+                        raise FrameError(f"method frame payload of {size} bytes has no class "
+                                         "and method id")
+                    payload = buf[pos + 7:end]
+                    class_id = payload[0] << 8 | payload[1]
+                    if channel:
+                        if class_id == 10:
+                            raise CommandInvalid(f"connection method on channel {channel}",
+                                                 class_id=10, method_id=payload[3])
+                    elif class_id != 10:
+                        raise ChannelError("unexpected method on channel 0",
+                                           class_id=class_id,
+                                           method_id=payload[2] << 8 | payload[3])
+                    decoder = DECODERS.get(_U32.unpack_from(payload)[0])
+                    if decoder is None:
+                        raise CommandInvalid(
+                            f"unknown method: class {class_id}, "
+                            f"method {payload[2] << 8 | payload[3]}",
+                            class_id=class_id, method_id=payload[2] << 8 | payload[3])
+                    yield MethodFrame(channel, decoder(payload))
+                elif frame_type == 3:
+                    yield BodyFrame(channel, buf[pos + 7:end])
+                elif frame_type == 2:
+                    yield _decode_header(channel, buf[pos + 7:end])
+                else:
+                    yield _HEARTBEAT
+        except ConnectionException as exc:
+            self._error = exc
+            raise
+
+    def _compact(self, buf: bytes, pos: int) -> None:
+        # Drop the parsed frames, so that a big buffer is not kept alive for a few bytes.
+        if pos:
+            self._buf = buf[pos:]
+            self._pos = 0
+
+    def _oversized(self, frame_type: int, channel: int, size: int) -> FrameError:
+        return FrameError(f"frame size {size} larger than negotiated maximum "
+                          f"{self._frame_max - FRAME_OVERHEAD} (type {frame_type}, "
+                          f"channel {channel})")
+
+
+# -- encoding -------------------------------------------------------------------------------------
+
+
+def encode_frame(frame_type: int, channel: int, payload: bytes) -> bytes:
+    """One frame: the 7-byte header, ``payload`` and the frame-end byte.
+
+    >>> encode_frame(FRAME_HEARTBEAT, 0, b"") == HEARTBEAT_FRAME
+    True
+    """
+    return _FRAME_HEADER.pack(frame_type, channel, len(payload)) + payload + b"\xce"
+
+
+def encode_method_frame(channel: int, method: Method) -> bytes:
+    """The method frame for ``method`` on ``channel``.
+
+    Raises:
+        TypeError, ValueError: an argument cannot be encoded (see ``Method.encode``).
+    """
+    payload = method.encode()
+    return _FRAME_HEADER.pack(1, channel, len(payload)) + payload + b"\xce"
+
+
+def encode_header_frame(channel: int, class_id: int, body_size: int,
+                        properties: Mapping[str, Any] | None) -> bytes:
+    """A content header frame from a properties mapping (see ``_properties``).
+
+    Raises:
+        TypeError, ValueError: a property cannot be encoded.
+    """
+    return encode_header_frame_raw(channel, class_id, body_size, encode_properties(properties))
+
+
+def encode_header_frame_raw(channel: int, class_id: int, body_size: int,
+                            raw_properties: bytes) -> bytes:
+    """A content header frame from already encoded properties (flag words and values).
+
+    ``raw_properties`` is what :attr:`HeaderFrame.raw_properties` holds: forwarding a message
+    with its properties unchanged needs no re-encoding, as in RabbitMQ.
+    """
+    return (_CONTENT_HEADER_FRAME.pack(2, channel, 12 + len(raw_properties), class_id, 0,
+                                       body_size) + raw_properties + b"\xce")
+
+
+def _body_chunk(frame_max: int) -> int:
+    if not frame_max:
+        return _NO_LIMIT
+    if frame_max <= FRAME_OVERHEAD:
+        raise ValueError(f"frame_max {frame_max} leaves no room for a body")
+    return frame_max - FRAME_OVERHEAD
+
+
+def encode_body_frames(channel: int, body: bytes | bytearray | memoryview,
+                       frame_max: int) -> list[bytes]:
+    """The body frames for ``body``, each payload at most ``frame_max - 8`` bytes.
+
+    An empty body has no body frame. ``frame_max`` 0 means no limit (one frame).
+
+    >>> [len(f) - 8 for f in encode_body_frames(1, bytes(500_000), 131072)]
+    [131064, 131064, 131064, 106808]
+    """
+    chunk = _body_chunk(frame_max)
+    view = memoryview(body)
+    return [_FRAME_HEADER.pack(3, channel, len(view[i:i + chunk])) + view[i:i + chunk] + b"\xce"
+            for i in range(0, len(view), chunk)]
+
+
+def encode_message(channel: int, method: Method, body: bytes | bytearray | memoryview,
+                   frame_max: int, properties: Mapping[str, Any] | None = None,
+                   raw_properties: bytes | None = None) -> bytes:
+    """All the frames of a content method: method frame, content header, body frames.
+
+    Args:
+        channel: the channel number.
+        method: a method with ``HAS_CONTENT`` (``basic.deliver``, ``basic.get-ok``,
+            ``basic.return``, ``basic.publish``).
+        body: the message body; split in frames of at most ``frame_max - 8`` bytes.
+        frame_max: the connection's negotiated frame-max (0: no limit).
+        properties: the properties, as a mapping; ignored when ``raw_properties`` is given.
+        raw_properties: the properties already encoded (``HeaderFrame.raw_properties``).
+
+    Raises:
+        TypeError, ValueError: the method or the properties cannot be encoded.
+    """
+    payload = method.encode()
+    props = raw_properties if raw_properties is not None else encode_properties(properties)
+    size = len(body)
+    parts = [_FRAME_HEADER.pack(1, channel, len(payload)), payload,
+             _END_AND_CONTENT_HEADER.pack(0xCE, 2, channel, 12 + len(props), method.CLASS_ID, 0,
+                                          size),
+             props]
+    if size:
+        chunk = _body_chunk(frame_max)
+        if size <= chunk:
+            parts.append(_END_AND_FRAME_HEADER.pack(0xCE, 3, channel, size))
+            parts.append(body)  # type: ignore[arg-type]  # join takes any bytes-like
+        else:
+            view = memoryview(body)
+            for i in range(0, size, chunk):
+                piece = view[i:i + chunk]
+                parts.append(_END_AND_FRAME_HEADER.pack(0xCE, 3, channel, len(piece)))
+                parts.append(piece)  # type: ignore[arg-type]
+    parts.append(b"\xce")
+    return b"".join(parts)
