@@ -1,4 +1,4 @@
-"""Print scenario transcripts: ``cd tests && python -m conformance.show [-d DRIVER] [NAME...]``.
+"""Print scenario transcripts: ``python -m tests.conformance.show [-d DRIVER] [NAME...]``.
 
 DRIVER is ``reference`` (EMBROKER_REFERENCE_URL, the default), ``in-process``, or an AMQP URL.
 NAMEs are scenario names or substrings of them (all scenarios when none is given).
