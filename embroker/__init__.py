@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._broker import Broker as Broker
+from ._version import __version__ as __version__
 from .client import Channel as Channel
 from .client import Connection as Connection
 from .errors import AMQPError as AMQPError
@@ -12,10 +13,9 @@ from .model import ManualClock as ManualClock
 from .model import Message as Message
 from .model import RoutingDecision as RoutingDecision
 from .model import SystemClock as SystemClock
-
-__version__ = "0.1.0"
+from .server import Server as Server
 
 __all__ = [
     "AMQPError", "Broker", "Channel", "ChannelException", "Connection", "ConnectionException",
-    "ManualClock", "Message", "RoutingDecision", "SystemClock", "__version__",
+    "ManualClock", "Message", "RoutingDecision", "Server", "SystemClock", "__version__",
 ]

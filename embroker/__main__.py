@@ -3,9 +3,50 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import signal
 import sys
+import threading
 
 from . import Broker, __version__
+from .server import PortInUse, Server
+
+
+def _user(text: str) -> tuple[str, str]:
+    name, sep, password = text.partition(":")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME:PASSWORD, got {text!r}")
+    return name, password
+
+
+def _serve(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    users = dict(args.user) if args.user else None
+    broker = Broker(vhosts=tuple(args.vhost or ["/"]), users=users)
+    try:
+        server = Server(broker, args.host, args.port, heartbeat=args.heartbeat)
+    except PortInUse as exc:
+        print(f"embroker: {exc} (another broker, perhaps RabbitMQ, is listening there); "
+              "choose another with --port N, or --port 0 for any free port", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"embroker: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    print(f"embroker {__version__} listening on {server.url} (vhosts: "
+          f"{', '.join(broker.vhosts)}; Ctrl-C stops)", flush=True)
+
+    def stop(*_: object) -> None:
+        threading.Thread(target=server.stop, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        server.stop()
+    print("embroker stopped", flush=True)
+    return 0
 
 
 def _demo(_args: argparse.Namespace) -> int:
@@ -28,6 +69,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m embroker", description=__doc__)
     parser.add_argument("--version", action="version", version=f"embroker {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run a broker that AMQP 0-9-1 clients connect to")
+    serve.add_argument("--host", default="localhost",
+                       help="address to listen on; localhost (the default) means 127.0.0.1 and ::1")
+    serve.add_argument("--port", type=int, default=5672,
+                       help="port to listen on (default 5672, as RabbitMQ; 0 for any free port)")
+    serve.add_argument("--vhost", action="append", metavar="NAME",
+                       help="a virtual host to create (repeatable; default /)")
+    serve.add_argument("--user", action="append", type=_user, metavar="NAME:PASSWORD",
+                       help="a user to accept (repeatable; default guest:guest)")
+    serve.add_argument("--heartbeat", type=int, default=60,
+                       help="heartbeat interval offered to clients, seconds (0 for none)")
+    serve.add_argument("--quiet", action="store_true", help="log only warnings and errors")
+    serve.set_defaults(run=_serve)
     demo = commands.add_parser("demo", help="route a few messages in-process and explain each")
     demo.set_defaults(run=_demo)
     args = parser.parse_args(argv)

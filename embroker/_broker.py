@@ -6,6 +6,7 @@ from typing import Any, final
 
 from . import model
 from .client import Connection
+from .server import Server
 
 __all__ = ["Broker"]
 
@@ -35,3 +36,21 @@ class Broker(model.Broker):
             NotAllowed: (530) no such virtual host.
         """
         return Connection(self, vhost, user=user, client_properties=client_properties)
+
+    def serve(self, host: str = "127.0.0.1", port: int = 0, *, heartbeat: int = 60) -> Server:
+        """Start a listener that real AMQP 0-9-1 clients can connect to.
+
+        Use it as a context manager, or call ``.stop()``::
+
+            with broker.serve() as server:
+                pika.BlockingConnection(pika.URLParameters(server.url))
+
+        Args:
+            host: the address to listen on; ``"localhost"`` listens on 127.0.0.1 and ::1.
+            port: the port; 0 takes any free one (see ``server.port`` / ``server.url``).
+            heartbeat: the heartbeat interval offered to clients, in seconds (0: none).
+
+        Raises:
+            PortInUse: the port is taken.
+        """
+        return Server(self, host, port, heartbeat=heartbeat).start()

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar, final
 
+from typing_extensions import Self
+
 __all__ = [
     "REPLY_CODES",
     "AMQPError",
@@ -67,7 +69,7 @@ class AMQPError(Exception):
         """The reply text as RabbitMQ sends it: ``"NOT_FOUND - no queue 'q' in vhost '/'"``."""
         return f"{self.reply_name} - {self.text}"
 
-    def with_method(self, class_id: int, method_id: int) -> AMQPError:
+    def with_method(self, class_id: int, method_id: int) -> Self:
         """Record the method that caused this error, unless one is already recorded."""
         if not self.class_id:
             self.class_id, self.method_id = class_id, method_id

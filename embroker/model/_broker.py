@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import NotAllowed
@@ -39,6 +39,11 @@ class Broker:
         self.connections: dict[int, Connection] = {}
         #: The most recent routing decisions, oldest first.
         self.trace: deque[RoutingDecision] = deque(maxlen=trace_limit)
+        self.publishers_blocked = False
+        self.blocked_reason = ""
+        #: Called with (blocked, reason) when publishers are blocked or unblocked; the listener
+        #: subscribes to tell its clients (connection.blocked / unblocked).
+        self.on_blocked: list[Callable[[bool, str], None]] = []
         for name in vhosts:
             self.add_vhost(name)
 
@@ -82,6 +87,28 @@ class Broker:
         with self.lock:
             return Connection(self.vhost(vhost), user=user, client_properties=client_properties,
                               name=name)
+
+    # -- resource alarms ------------------------------------------------------------------------
+
+    def block_publishers(self, reason: str = "low on memory") -> None:
+        """Act as RabbitMQ under a resource alarm: clients that announced the
+        ``connection.blocked`` capability are told so, and connections that publish stop being
+        read from until :meth:`unblock_publishers`."""
+        with self.lock:
+            if self.publishers_blocked:
+                return
+            self.publishers_blocked, self.blocked_reason = True, reason
+            for callback in list(self.on_blocked):
+                callback(True, reason)
+
+    def unblock_publishers(self) -> None:
+        """End :meth:`block_publishers`: clients get connection.unblocked."""
+        with self.lock:
+            if not self.publishers_blocked:
+                return
+            self.publishers_blocked, self.blocked_reason = False, ""
+            for callback in list(self.on_blocked):
+                callback(False, "")
 
     # -- time ----------------------------------------------------------------------------------
 

@@ -1,0 +1,260 @@
+"""The sans-IO server connection, driven with bytes only (no sockets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from embroker import Broker, ManualClock
+from embroker import amqp091 as a
+from embroker.amqp091._connection import ConnectionState, ServerConnection
+
+CLIENT_PROPERTIES = {"capabilities": {"authentication_failure_close": True,
+                                      "consumer_cancel_notify": True,
+                                      "connection.blocked": True}}
+
+
+class Client:
+    """The client end: encodes methods and messages, decodes what the server sent."""
+
+    def __init__(self, broker: Broker, **kwargs: Any) -> None:
+        self.server = ServerConnection(broker, peer="test", **kwargs)
+        self.parser = a.FrameParser(max_frame_size=131072)
+        self.assembler = a.ContentAssembler()
+
+    def send(self, data: bytes) -> list[a.Command]:
+        self.server.receive_data(data)
+        commands = []
+        for frame in self.parser.feed(self.server.data_to_send()):
+            if isinstance(frame, a.HeartbeatFrame):
+                commands.append(frame)
+                continue
+            command = self.assembler.add(frame)
+            if command is not None:
+                commands.append(command)
+        return commands
+
+    def call(self, channel: int, method: a.Method) -> list[Any]:
+        return [c.method if isinstance(c, a.Command) else c
+                for c in self.send(a.encode_method_frame(channel, method))]
+
+    def handshake(self, *, heartbeat: int = 0, properties: dict[str, Any] | None = None,
+                  password: str = "guest") -> None:
+        (start,) = self.send(a.PROTOCOL_HEADER)
+        assert isinstance(start.method, a.ConnectionStart)
+        (tune,) = self.call(0, a.ConnectionStartOk(
+            client_properties=CLIENT_PROPERTIES if properties is None else properties,
+            mechanism="PLAIN", response=f"\0guest\0{password}", locale="en_US"))
+        assert isinstance(tune, a.ConnectionTune)
+        assert self.call(0, a.ConnectionTuneOk(channel_max=tune.channel_max,
+                                               frame_max=tune.frame_max, heartbeat=heartbeat)) == []
+        (open_ok,) = self.call(0, a.ConnectionOpen(virtual_host="/"))
+        assert isinstance(open_ok, a.ConnectionOpenOk)
+
+    def open_channel(self, number: int = 1) -> None:
+        assert self.call(number, a.ChannelOpen()) == [a.ChannelOpenOk()]
+
+
+@pytest.fixture
+def broker() -> Broker:
+    return Broker(clock=ManualClock())
+
+
+def test_handshake_offers_rabbitmq_capabilities(broker: Broker) -> None:
+    client = Client(broker)
+    (start,) = client.send(a.PROTOCOL_HEADER)
+    caps = start.method.server_properties["capabilities"]
+    for name in ("publisher_confirms", "exchange_exchange_bindings", "basic.nack",
+                 "consumer_cancel_notify", "connection.blocked", "consumer_priorities",
+                 "authentication_failure_close", "per_consumer_qos", "direct_reply_to"):
+        assert caps[name] is True
+    assert "PLAIN" in start.method.mechanisms.split()
+    assert "AMQPLAIN" in start.method.mechanisms.split()
+
+
+def test_handshake_fed_one_byte_at_a_time(broker: Broker) -> None:
+    client = Client(broker)
+    for byte in a.PROTOCOL_HEADER:
+        client.server.receive_data(bytes([byte]))
+    assert client.server.state is ConnectionState.START_OK
+
+
+@pytest.mark.parametrize("header", [b"AMQP\x00\x00\x08\x00", b"AMQP\x01\x01\x00\x09",
+                                    b"AMQP\x00\x01\x00\x00", b"HTTP/1.1"])
+def test_other_protocol_header_gets_ours_and_a_close(broker: Broker, header: bytes) -> None:
+    conn = ServerConnection(broker)
+    conn.receive_data(header)
+    assert conn.data_to_send() == a.PROTOCOL_HEADER
+    assert conn.should_close
+
+
+def test_amqplain_login(broker: Broker) -> None:
+    client = Client(broker)
+    client.send(a.PROTOCOL_HEADER)
+    table = a.encode_table({"LOGIN": "guest", "PASSWORD": "guest"})[4:]
+    (tune,) = client.call(0, a.ConnectionStartOk(client_properties={}, mechanism="AMQPLAIN",
+                                                 response=table.decode("latin-1"),
+                                                 locale="en_US"))
+    assert isinstance(tune, a.ConnectionTune)
+
+
+def test_wrong_password_is_refused_with_a_close_when_the_client_asks(broker: Broker) -> None:
+    client = Client(broker)
+    client.send(a.PROTOCOL_HEADER)
+    (close,) = client.call(0, a.ConnectionStartOk(
+        client_properties=CLIENT_PROPERTIES, mechanism="PLAIN", response="\0guest\0bad",
+        locale="en_US"))
+    assert close.reply_code == 403
+    assert close.reply_text.startswith("ACCESS_REFUSED - Login was refused using authentication "
+                                       "mechanism PLAIN")
+    assert client.server.should_close
+
+
+def test_wrong_password_without_the_capability_just_closes(broker: Broker) -> None:
+    client = Client(broker)
+    client.send(a.PROTOCOL_HEADER)
+    assert client.call(0, a.ConnectionStartOk(client_properties={}, mechanism="PLAIN",
+                                              response="\0guest\0bad", locale="en_US")) == []
+    assert client.server.should_close
+
+
+def test_method_out_of_order_in_the_handshake_is_command_invalid(broker: Broker) -> None:
+    client = Client(broker)
+    client.send(a.PROTOCOL_HEADER)
+    (close,) = client.call(0, a.ConnectionOpen(virtual_host="/"))
+    assert close.reply_code == 503
+
+
+def test_channel_exception_closes_only_the_channel(broker: Broker) -> None:
+    client = Client(broker)
+    client.handshake()
+    client.open_channel(1)
+    client.open_channel(2)
+    (close,) = client.call(1, a.QueueDeclare(queue="missing", passive=True))
+    assert (close.reply_code, close.reply_text, close.class_id, close.method_id) == (
+        404, "NOT_FOUND - no queue 'missing' in vhost '/'", 50, 10)
+    # Until close-ok, the closed channel ignores everything else (section 2.3.7).
+    assert client.call(1, a.QueueDeclare(queue="q")) == []
+    assert client.call(1, a.ChannelCloseOk()) == []
+    assert client.call(2, a.QueueDeclare(queue="q"))[0].queue == "q"
+    client.open_channel(1)  # the number can be used again
+
+
+def test_connection_exception_closes_the_connection_and_waits_for_close_ok(
+        broker: Broker) -> None:
+    client = Client(broker)
+    client.handshake()
+    client.open_channel()
+    (close,) = client.call(1, a.ExchangeDeclare(exchange="x", type="nonsense"))
+    assert (close.reply_code, close.class_id, close.method_id) == (503, 40, 10)
+    assert client.server.state is ConnectionState.CLOSING
+    assert client.call(1, a.QueueDeclare(queue="q")) == []
+    assert client.call(0, a.ConnectionCloseOk()) == []
+    assert client.server.should_close
+    assert broker.connections == {}
+
+
+def test_close_ok_that_never_comes_times_out(broker: Broker) -> None:
+    client = Client(broker)
+    client.handshake()
+    client.open_channel()
+    client.call(1, a.ExchangeDeclare(exchange="x", type="nonsense"))
+    broker.clock.advance(1.0)  # type: ignore[attr-defined]
+    client.server.tick()
+    assert client.server.should_close
+
+
+def test_method_on_unopened_channel_is_channel_error(broker: Broker) -> None:
+    client = Client(broker)
+    client.handshake()
+    (close,) = client.call(3, a.QueueDeclare(queue="q"))
+    assert (close.reply_code, close.reply_text) == (504, "CHANNEL_ERROR - expected 'channel.open'")
+
+
+def test_channel_above_channel_max_is_not_allowed(broker: Broker) -> None:
+    client = Client(broker, channel_max=2)
+    client.handshake()
+    (close,) = client.call(3, a.ChannelOpen())
+    assert close.reply_code == 530
+
+
+def test_client_close_handshake(broker: Broker) -> None:
+    client = Client(broker)
+    client.handshake()
+    client.open_channel()
+    assert client.call(1, a.ChannelClose(reply_code=200, reply_text="bye", class_id=0,
+                                         method_id=0)) == [a.ChannelCloseOk()]
+    assert client.call(0, a.ConnectionClose(reply_code=200, reply_text="bye", class_id=0,
+                                            method_id=0)) == [a.ConnectionCloseOk()]
+    assert client.server.should_close
+    assert broker.connections == {}
+
+
+def test_publish_and_deliver_keep_the_encoded_properties(broker: Broker) -> None:
+    client = Client(broker)
+    client.handshake()
+    client.open_channel()
+    client.call(1, a.QueueDeclare(queue="q"))
+    assert client.call(1, a.BasicConsume(queue="q", consumer_tag="c", no_ack=True))[0] == \
+        a.BasicConsumeOk(consumer_tag="c")
+    props = {"content_type": "text/plain", "headers": {"n": 1}}
+    (deliver,) = client.send(a.encode_message(1, a.BasicPublish(exchange="", routing_key="q"),
+                                              b"body", 131072, props))
+    assert deliver.method == a.BasicDeliver(consumer_tag="c", delivery_tag=1, redelivered=False,
+                                            exchange="", routing_key="q")
+    assert (deliver.properties, deliver.body) == (props, b"body")
+    assert deliver.raw_properties == a.encode_properties(props)
+
+
+def test_heartbeats_are_sent_and_a_silent_client_is_dropped(broker: Broker) -> None:
+    clock: ManualClock = broker.clock  # type: ignore[assignment]
+    client = Client(broker)
+    client.handshake(heartbeat=10)
+    clock.advance(5)
+    client.server.tick()
+    assert client.server.data_to_send() == a.HEARTBEAT_FRAME
+    clock.advance(10)
+    client.server.receive_data(a.HEARTBEAT_FRAME)  # the client is alive
+    clock.advance(19)
+    client.server.tick()
+    assert not client.server.should_close
+    clock.advance(2)
+    client.server.tick()
+    assert client.server.should_close
+    assert broker.connections == {}
+
+
+def test_blocked_publishers_are_told(broker: Broker) -> None:
+    client = Client(broker)
+    client.handshake()
+    client.server.publishers_blocked("low on memory")
+    frames = list(client.parser.feed(client.server.data_to_send()))
+    assert frames[0].method == a.ConnectionBlocked(reason="low on memory")
+    client.server.publishers_unblocked()
+    frames = list(client.parser.feed(client.server.data_to_send()))
+    assert frames[0].method == a.ConnectionUnblocked()
+
+
+def test_deleting_a_consumed_queue_sends_basic_cancel(broker: Broker) -> None:
+    client = Client(broker)
+    client.handshake()
+    client.open_channel()
+    client.call(1, a.QueueDeclare(queue="q"))
+    client.call(1, a.BasicConsume(queue="q", consumer_tag="c"))
+    broker.connect().channel().queue_delete("q")
+    frames = list(client.parser.feed(client.server.data_to_send()))
+    assert frames[0].method == a.BasicCancel(consumer_tag="c", no_wait=True)
+
+
+def test_confirms_and_returns_over_the_wire(broker: Broker) -> None:
+    client = Client(broker)
+    client.handshake()
+    client.open_channel()
+    assert client.call(1, a.ConfirmSelect()) == [a.ConfirmSelectOk()]
+    publish = a.encode_message(1, a.BasicPublish(exchange="", routing_key="nowhere",
+                                                 mandatory=True), b"x", 131072, {})
+    returned, ack = client.send(publish)
+    assert returned.method == a.BasicReturn(reply_code=312, reply_text="NO_ROUTE", exchange="",
+                                            routing_key="nowhere")
+    assert ack.method == a.BasicAck(delivery_tag=1, multiple=False)
