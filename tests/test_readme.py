@@ -13,6 +13,6 @@ def test_readme_python_examples_run() -> None:
     assert blocks
     namespace: dict[str, object] = {}
     for block in blocks:
-        exec(compile(block, str(README), "exec"), namespace)  # noqa: S102
+        exec(compile(block, str(README), "exec"), namespace)
     broker = namespace["broker"]
     assert broker.trace[-1].queues == ("audit",)  # type: ignore[attr-defined]
