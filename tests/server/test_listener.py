@@ -1,0 +1,102 @@
+"""The listener: start, stop, addresses, and the command line."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pika
+import pytest
+from pika.exceptions import ConnectionClosedByBroker
+
+from embroker import Broker
+from embroker.server import PortInUse, Server
+
+
+def test_stop_closes_clients_with_connection_forced_and_frees_the_port(broker: Broker) -> None:
+    server = broker.serve()
+    conn = pika.BlockingConnection(pika.URLParameters(server.url))
+    port = server.port
+    server.stop()
+    with pytest.raises(ConnectionClosedByBroker) as err:
+        conn.process_data_events(1)
+    assert err.value.reply_code == 320
+    assert err.value.reply_text == (
+        "CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'")
+    assert broker.connections == {}
+    with socket.socket() as sock:  # the port is free again
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+    assert server.errors == []
+
+
+def test_servers_can_start_and_stop_many_times(broker: Broker) -> None:
+    for _ in range(20):
+        with broker.serve() as server:
+            assert server.port > 0
+    assert broker.on_blocked == []
+
+
+def test_port_in_use_is_reported(broker: Broker) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(PortInUse) as err:
+            Server(broker, "127.0.0.1", port)
+    assert str(err.value) == f"port {port} on 127.0.0.1 is in use"
+
+
+@pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6 on this machine")
+def test_localhost_listens_on_ipv4_and_ipv6(broker: Broker) -> None:
+    try:
+        server = broker.serve("localhost")
+    except OSError as exc:  # pragma: no cover - a machine without ::1
+        pytest.skip(f"cannot listen on localhost: {exc}")
+    with server:
+        families = {s.family for s in server._listeners}
+        if socket.AF_INET6 not in families:
+            pytest.skip("::1 is not available here")
+        for host in ("127.0.0.1", "::1"):
+            with socket.create_connection((host, server.port), timeout=2) as sock:
+                sock.sendall(b"AMQP\x00\x00\x09\x01")
+                assert sock.recv(7)[:1] == b"\x01"  # connection.start, a method frame
+        assert server.url.startswith("amqp://guest:guest@localhost:")
+
+
+def test_cli_says_in_one_line_that_the_port_is_taken() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "embroker", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            capture_output=True, text=True, timeout=30, check=False)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"port {port} on 127.0.0.1 is in use" in lines[0]
+    assert "--port 0" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_serves_until_interrupted() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "embroker", "serve", "--port", "0", "--host", "127.0.0.1",
+         "--vhost", "/", "--vhost", "other", "--user", "app:secret", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        url = line.split("listening on ")[1].split(" ")[0]
+        assert url.startswith("amqp://app:secret@127.0.0.1:")
+        conn = pika.BlockingConnection(pika.URLParameters(url + "other"))
+        conn.channel().queue_declare("q")
+        conn.close()
+    finally:
+        proc.send_signal(2)  # SIGINT, as Ctrl-C
+        out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert "embroker stopped" in out
+    assert "Traceback" not in err
