@@ -3,8 +3,11 @@
 - :class:`InProcessDriver`: a fresh ``embroker.Broker()`` per scenario, driven through the
   in-process client (no bytes at all).
 - :class:`PikaDriver`: pika's ``BlockingConnection`` to any AMQP URL. The reference RabbitMQ uses
-  it (``EMBROKER_REFERENCE_URL``); so will embroker's own socket listener. All pika-specific code
-  lives in this class and its connection/channel helpers.
+  it (``EMBROKER_REFERENCE_URL``). All pika-specific code lives in this class and its
+  connection/channel helpers.
+- :class:`WireDriver`: the same :class:`PikaDriver` against embroker's own listener: a fresh
+  ``Broker()`` and ``broker.serve()`` per scenario, so the very pika code that talks to RabbitMQ
+  talks to embroker over a socket.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import contextlib
 import logging
 import os
 import struct
+import time
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -20,6 +24,9 @@ from urllib.parse import urlsplit, urlunsplit
 from .harness import (
     PROPERTY_NAMES,
     BrokerError,
+    Confirm,
+    Delivered,
+    Event,
     Msg,
     QueueDeclareOk,
     Returned,
@@ -58,13 +65,24 @@ class _InProcessConnection:
 
 
 class _InProcessChannel:
+    """Deliveries, returns and broker cancels reach the in-process client synchronously: they
+    are there when the call that caused them returns (or after ``process_data_events`` for
+    those another connection caused)."""
+
     def __init__(self, ch: Any) -> None:
         self.ch = ch
         self._seen_returns = 0
+        self._seen_confirms = 0
+        self._seen_cancels = 0
+        self._deliveries: list[Delivered] = []
 
     def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         from embroker.errors import AMQPError
 
+        if method == "flow":
+            raise NotImplementedError("the in-process client has no channel.flow")
+        if method == "basic_consume":
+            args = (args[0], self._on_message)
         try:
             result = getattr(self.ch, method)(*args, **kwargs)
         except AMQPError as e:
@@ -78,15 +96,38 @@ class _InProcessChannel:
             return Msg(result.exchange, result.routing_key, result.redelivered,
                        result.delivery_tag, result.message_count, dict(result.properties),
                        result.body)
-        if method in ("queue_purge", "queue_delete"):
+        if method in ("queue_purge", "queue_delete", "basic_consume"):
             return result
         return None
 
-    def take_returned(self) -> list[Returned]:
-        new = self.ch.returned[self._seen_returns:]
-        self._seen_returns += len(new)
-        return [Returned(r.reply_code, r.reply_text, r.exchange, r.routing_key,
-                         dict(r.properties), r.body) for r in new]
+    def _on_message(self, _ch: Any, delivery: Any, properties: dict[str, Any],
+                    body: bytes) -> None:
+        self._deliveries.append(Delivered(delivery.consumer_tag, delivery.delivery_tag,
+                                          delivery.redelivered, delivery.exchange,
+                                          delivery.routing_key, dict(properties), body))
+
+    def take_events(self) -> list[Event]:
+        """Returns, then confirms: the in-process client keeps them in two lists, so their
+        relative order is not observable here (it is on the wire)."""
+        returned = self.ch.returned[self._seen_returns:]
+        self._seen_returns += len(returned)
+        confirms = self.ch.confirms[self._seen_confirms:]
+        self._seen_confirms += len(confirms)
+        events: list[Event] = [Returned(r.reply_code, r.reply_text, r.exchange, r.routing_key,
+                                        dict(r.properties), r.body) for r in returned]
+        events += [Confirm(tag, multiple, ack) for tag, multiple, ack in confirms]
+        return events
+
+    def wait_deliveries(self, n: int, timeout: float) -> list[Delivered]:
+        self.ch.connection.process_data_events()  # what other connections caused
+        out, self._deliveries = self._deliveries[:n], self._deliveries[n:]
+        return out
+
+    def wait_cancels(self, n: int, timeout: float) -> list[str]:
+        self.ch.connection.process_data_events()
+        new = self.ch.cancelled[self._seen_cancels:self._seen_cancels + n]
+        self._seen_cancels += len(new)
+        return list(new)
 
     def close(self) -> None:
         self.ch.close()
@@ -190,6 +231,28 @@ class PikaDriver:
         return None
 
 
+class WireDriver(PikaDriver):
+    """pika against embroker's own listener: a fresh ``Broker()`` and ``serve()`` per driver.
+
+    Call :meth:`stop` when the scenario is over; it returns the listener's unexpected errors
+    (``server.errors``), which a test should find empty.
+    """
+
+    def __init__(self) -> None:
+        from embroker import Broker
+
+        self.broker = Broker()
+        self.server = self.broker.serve()  # 127.0.0.1, a free port: never 5672
+        super().__init__(self.server.url, label="embroker wire")
+
+    def finish(self, queues: Iterable[str], exchanges: Iterable[str]) -> None:
+        pass  # the broker is thrown away
+
+    def stop(self) -> list[BaseException]:
+        self.server.stop()
+        return list(self.server.errors)
+
+
 class _PikaConnection:
     def __init__(self, conn: Any) -> None:
         self.conn = conn
@@ -209,33 +272,120 @@ def _properties_to_dict(props: Any) -> dict[str, Any]:
 
 
 class _PikaChannel:
+    """A pika ``BlockingChannel``, with what the harness needs that pika's blocking API hides.
+
+    - Returned messages, publisher confirms (with the broker's delivery tag and ``multiple``),
+      consumer deliveries and broker cancels are captured on pika's underlying
+      ``pika.channel.Channel`` as their frames are read, in arrival order.
+    - pika makes up consumer tags itself (``ctag1.<uuid>``) and refuses, before sending anything,
+      a tag it already has on the channel, and a cancel of a tag it does not know. The broker is
+      what is under test, so basic.consume and basic.cancel are sent as they are (an empty tag
+      asks the broker for one) and the consumer is registered with pika on consume-ok, before
+      the deliveries that follow it are read. These use pika 1.x internals (``_rpc``,
+      ``_consumer_infos``...), in :meth:`_consume` and :meth:`_cancel` only.
+    """
+
     #: Methods pika sends without waiting for a reply: errors (and basic.return) arrive later.
     ASYNC_METHODS = frozenset({"basic_publish", "basic_ack", "basic_nack", "basic_reject"})
 
     def __init__(self, conn: Any, ch: Any) -> None:
         self.conn = conn
         self.ch = ch
-        self._returned: list[Returned] = []
-        ch.add_on_return_callback(self._on_return)
+        self._events: list[Event] = []
+        self._deliveries: list[Delivered] = []
+        self._cancels: list[str] = []
+        self._confirming = False
+        ch._impl.add_on_return_callback(self._on_return)
 
+    # -- frames as they are read -------------------------------------------------------------
     def _on_return(self, _ch: Any, method: Any, props: Any, body: bytes) -> None:
-        self._returned.append(Returned(method.reply_code, method.reply_text, method.exchange,
-                                       method.routing_key, _properties_to_dict(props), body))
+        self._events.append(Returned(method.reply_code, method.reply_text, method.exchange,
+                                     method.routing_key, _properties_to_dict(props), body))
 
+    def _on_confirm(self, frame: Any) -> None:
+        import pika.spec
+
+        m = frame.method
+        self._events.append(Confirm(m.delivery_tag, m.multiple, isinstance(m, pika.spec.Basic.Ack)))
+
+    def _on_consumer_event(self, evt: Any) -> None:
+        if hasattr(evt, "method_frame"):  # _ConsumerCancellationEvt: the broker cancelled
+            tag = evt.method_frame.method.consumer_tag
+            self.ch._consumer_infos.pop(tag, None)
+            self._cancels.append(tag)
+            return
+        m = evt.method  # _ConsumerDeliveryEvt
+        self._deliveries.append(Delivered(m.consumer_tag, m.delivery_tag, m.redelivered,
+                                          m.exchange, m.routing_key,
+                                          _properties_to_dict(evt.properties), evt.body))
+
+    # -- calls --------------------------------------------------------------------------------
     def _sync(self) -> None:
         """A harmless round trip: every earlier method has been handled when it returns."""
         self.ch.exchange_declare("amq.direct", passive=True)
-        self.conn.process_data_events(time_limit=0)  # dispatch basic.return callbacks
+
+    def _consume(self, queue: str, auto_ack: bool = False, exclusive: bool = False,
+                 consumer_tag: str | None = None, arguments: dict[str, Any] | None = None) -> str:
+        import pika.spec
+        from pika.adapters.blocking_connection import _ConsumerInfo
+
+        impl, tags = self.ch._impl, []
+
+        def on_consume_ok(frame: Any) -> None:
+            tag = frame.method.consumer_tag
+            info = _ConsumerInfo(tag, auto_ack=auto_ack,
+                                 alternate_event_sink=self._on_consumer_event)
+            info.state = _ConsumerInfo.ACTIVE
+            self.ch._consumer_infos[tag] = info
+            impl._consumers[tag] = self.ch._on_consumer_message_delivery
+            if auto_ack:
+                impl._consumers_with_noack.add(tag)
+            tags.append(tag)
+
+        # BlockingChannel signals this result on every consume-ok; the with-block resets it.
+        with self.ch._basic_consume_ok_result:
+            impl._rpc(pika.spec.Basic.Consume(queue=queue, consumer_tag=consumer_tag or "",
+                                              no_ack=auto_ack, exclusive=exclusive,
+                                              arguments=arguments or {}),
+                      on_consume_ok, [pika.spec.Basic.ConsumeOk])
+            self.ch._flush_output(lambda: bool(tags))
+        return str(tags[0])
+
+    def _cancel(self, consumer_tag: str) -> None:
+        import pika.spec
+
+        impl, done = self.ch._impl, []
+
+        def on_cancel_ok(_frame: Any) -> None:
+            impl._cleanup_consumer_ref(consumer_tag)
+            self.ch._consumer_infos.pop(consumer_tag, None)
+            done.append(True)
+
+        impl._rpc(pika.spec.Basic.Cancel(consumer_tag=consumer_tag), on_cancel_ok,
+                  [pika.spec.Basic.CancelOk])
+        self.ch._flush_output(lambda: bool(done))
 
     def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         import pika
         import pika.exceptions as px
 
         try:
+            if method == "basic_consume":
+                return self._consume(*args, **kwargs)
+            if method == "basic_cancel":
+                return self._cancel(*args, **kwargs)
             if method == "basic_publish":
                 props = kwargs.pop("properties", None)
                 kwargs["properties"] = pika.BasicProperties(**props) if props else None
-            result = getattr(self.ch, method)(*args, **kwargs)
+            try:
+                # In confirm mode BlockingChannel.basic_publish waits for the ack or nack.
+                result = getattr(self.ch, method)(*args, **kwargs)
+            except (px.UnroutableError, px.NackError):
+                result = None  # the return and the confirm are in self._events
+            if method == "confirm_delivery":
+                impl = self.ch._impl
+                for reply in (pika.spec.Basic.Ack, pika.spec.Basic.Nack):
+                    impl.callbacks.add(impl.channel_number, reply, self._on_confirm, False)
             if method in self.ASYNC_METHODS:
                 self._sync()
         except px.ChannelClosedByBroker as e:
@@ -254,10 +404,39 @@ class _PikaChannel:
                        m.message_count, _properties_to_dict(props), body)
         if method in ("queue_purge", "queue_delete"):
             return result.method.message_count
+        if method == "flow":
+            return result
         return None
 
-    def take_returned(self) -> list[Returned]:
-        out, self._returned = self._returned, []
+    def take_events(self) -> list[Event]:
+        out, self._events = self._events, []
+        return out
+
+    def _wait(self, ready: Any, timeout: float) -> None:
+        """Read frames until ``ready()`` or ``timeout`` seconds passed (never a fixed sleep)."""
+        import pika.exceptions as px
+
+        deadline = time.monotonic() + timeout
+        try:
+            while not ready() and self.ch.is_open:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.conn.process_data_events(time_limit=min(left, 0.01))
+        except px.ConnectionClosedByBroker as e:
+            raise BrokerError("connection", e.reply_code, e.reply_text) from e
+        reason = self.ch._closing_reason
+        if self.ch.is_closed and isinstance(reason, px.ChannelClosedByBroker):
+            raise BrokerError("channel", reason.reply_code, reason.reply_text)
+
+    def wait_deliveries(self, n: int, timeout: float) -> list[Delivered]:
+        self._wait(lambda: len(self._deliveries) >= n, timeout)
+        out, self._deliveries = self._deliveries[:n], self._deliveries[n:]
+        return out
+
+    def wait_cancels(self, n: int, timeout: float) -> list[str]:
+        self._wait(lambda: len(self._cancels) >= n, timeout)
+        out, self._cancels = self._cancels[:n], self._cancels[n:]
         return out
 
     def close(self) -> None:

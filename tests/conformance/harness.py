@@ -8,10 +8,15 @@ the session records every call together with its outcome in ``s.transcript``:
 - the error it raised, as :class:`Err` (``scope`` "channel"/"connection", reply code, reply text);
   the call does not raise, so the scenario goes on (on another channel) after an error.
 
-Messages returned to a publisher (``basic.return``) are recorded right after the publish that
-caused them. Names go through ``s.name("q1")``, which makes them unique per run; the transcript
-replaces the unique prefix by nothing, and server-named queues by ``amq.gen-1``, ``amq.gen-2``...,
-so transcripts from RabbitMQ and from embroker compare equal.
+Messages returned to a publisher (``basic.return``) and publisher confirms (``basic.ack``/``nack``
+in confirm mode) are recorded right after the call that caused them, in the order they arrived.
+Consumer deliveries and broker-initiated consumer cancels arrive asynchronously on the wire (and
+synchronously in-process), so they are only recorded where the scenario asks for them:
+``ch.wait_deliveries(n)`` / ``ch.wait_cancels(n)`` wait (boundedly) until ``n`` have arrived and
+record them. Names go through ``s.name("q1")``, which makes them unique per run; the transcript
+replaces the unique prefix by nothing, server-named queues by ``amq.gen-1``, ``amq.gen-2``... and
+server-generated consumer tags by ``amq.ctag-1``..., so transcripts from RabbitMQ and from embroker
+compare equal.
 
 A scenario may also state what it expects (``s.expect(...)``, ``s.expect_error(...)``): the
 in-process run alone then checks embroker without RabbitMQ, and the reference run checks that the
@@ -73,6 +78,33 @@ class Returned(NamedTuple):
     body: bytes
 
 
+class Delivered(NamedTuple):
+    """A message delivered to a consumer (basic.deliver)."""
+
+    consumer_tag: str
+    delivery_tag: int
+    redelivered: bool
+    exchange: str
+    routing_key: str
+    properties: dict[str, Any]
+    body: bytes
+
+
+class Confirm(NamedTuple):
+    """A publisher confirm: basic.ack (``ack=True``) or basic.nack from the broker."""
+
+    delivery_tag: int
+    multiple: bool
+    ack: bool
+
+
+#: What a channel reports right after a call: returned messages and publisher confirms.
+Event = Returned | Confirm
+
+#: How long ``wait_deliveries`` / ``wait_cancels`` wait at most, in seconds.
+WAIT_SECONDS = 3.0
+
+
 class BrokerError(Exception):
     """Raised by drivers for an error the broker reported; carries the :class:`Err`."""
 
@@ -99,8 +131,20 @@ class DriverChannel(Protocol):
             BrokerError: the broker closed the channel or the connection.
         """
 
-    def take_returned(self) -> list[Returned]:
-        """The messages returned since the last call (publishes are synchronous: see drivers)."""
+    def take_events(self) -> list[Event]:
+        """The messages returned and the confirms received since the last call, in the order
+        they arrived (publishes are synchronous: see drivers)."""
+
+    def wait_deliveries(self, n: int, timeout: float) -> list[Delivered]:
+        """Wait until ``n`` deliveries not yet taken have arrived (at most ``timeout`` seconds);
+        return the first ``n`` of them (fewer on timeout), oldest first.
+
+        Raises:
+            BrokerError: the broker closed the channel or the connection meanwhile.
+        """
+
+    def wait_cancels(self, n: int, timeout: float) -> list[str]:
+        """The same for basic.cancel sent by the broker: the consumer tags, oldest first."""
 
     def close(self) -> None: ...
 
@@ -124,7 +168,8 @@ class Driver(Protocol):
 # --------------------------------------------------------------------------------------------
 # Normalization
 
-_SERVER_NAMED = re.compile(r"amq\.gen-[A-Za-z0-9_\-]+")
+#: Server-generated names: queues (``amq.gen-``) and consumer tags (``amq.ctag-``).
+_SERVER_NAMED = re.compile(r"(amq\.(?:gen|ctag)-)[A-Za-z0-9_\-]+")
 
 
 class Normalizer:
@@ -135,9 +180,10 @@ class Normalizer:
         self.server_names: dict[str, str] = {}
 
     def _server_name(self, match: re.Match[str]) -> str:
-        raw = match.group(0)
+        raw, prefix = match.group(0), match.group(1)
         if raw not in self.server_names:
-            self.server_names[raw] = f"amq.gen-{len(self.server_names) + 1}"
+            n = sum(1 for v in self.server_names.values() if v.startswith(prefix)) + 1
+            self.server_names[raw] = f"{prefix}{n}"
         return self.server_names[raw]
 
     def text(self, value: str) -> str:
@@ -204,6 +250,8 @@ class ChannelProxy:
         self.is_open = True
         #: Every message returned to this channel (raw, not normalized).
         self.returned: list[Returned] = []
+        #: Every publisher confirm received on this channel (raw).
+        self.confirms: list[Confirm] = []
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         s = self._s
@@ -222,11 +270,49 @@ class ChannelProxy:
                 self.is_open = False
         s._track(method, args, kwargs, result)
         s._record(self.label, what, s.normalize(result))
-        if method == "basic_publish" and self.is_open:
-            for ret in self._impl.take_returned():
-                self.returned.append(ret)
-                s._record(self.label, "  <- basic.return", s.normalize(ret))
+        if self.is_open:
+            self._record_events()
         return result
+
+    def _record_events(self) -> None:
+        for event in self._impl.take_events():
+            if isinstance(event, Returned):
+                self.returned.append(event)
+                self._s._record(self.label, "  <- basic.return", self._s.normalize(event))
+            else:
+                self.confirms.append(event)
+                self._s._record(self.label, f"  <- basic.{'ack' if event.ack else 'nack'}",
+                                self._s.normalize(event))
+
+    def _wait(self, what: str, n: int) -> Any:
+        s = self._s
+        if not self.is_open:
+            outcome: Any = Err("usage", 0, "channel is closed")
+            s._record(self.label, what, outcome)
+            return outcome
+        take = self._impl.wait_deliveries if what.startswith("wait_deliveries") \
+            else self._impl.wait_cancels
+        result: Any
+        try:
+            result = take(n, WAIT_SECONDS)
+        except BrokerError as e:
+            result = e.err
+            if e.err.scope == "connection":
+                self._conn._closed_by_broker()
+            else:
+                self.is_open = False
+        s._record(self.label, what, s.normalize(result))
+        return result
+
+    def wait_deliveries(self, n: int) -> Any:
+        """Wait until ``n`` more messages were delivered to this channel's consumers; record and
+        return them (a list of :class:`Delivered`; shorter when they do not come in time)."""
+        return self._wait(f"wait_deliveries({n})", n)
+
+    def wait_cancels(self, n: int) -> Any:
+        """Wait until the broker cancelled ``n`` more of this channel's consumers (basic.cancel
+        from the broker: its queue was deleted); record and return their tags."""
+        return self._wait(f"wait_cancels({n})", n)
 
     # The in-process client's contract (and pika's BlockingChannel's names).
     def exchange_declare(self, exchange: str, exchange_type: str = "direct", *, passive: bool = False,
@@ -294,6 +380,44 @@ class ChannelProxy:
 
     def basic_reject(self, delivery_tag: int, *, requeue: bool = True) -> Any:
         return self._call("basic_reject", delivery_tag, **({} if requeue else {"requeue": False}))
+
+    def basic_consume(self, queue: str, *, auto_ack: bool = False, exclusive: bool = False,
+                      consumer_tag: str | None = None,
+                      arguments: dict[str, Any] | None = None) -> Any:
+        """Start a consumer (``consumer_tag`` None or ``""``: the broker makes one up); returns
+        the consumer tag. Its deliveries are collected: see :meth:`wait_deliveries`."""
+        return self._call("basic_consume", queue, **_non_default(
+            auto_ack=auto_ack, exclusive=exclusive, consumer_tag=consumer_tag,
+            arguments=arguments))
+
+    def basic_cancel(self, consumer_tag: str) -> Any:
+        return self._call("basic_cancel", consumer_tag)
+
+    def basic_qos(self, *, prefetch_size: int = 0, prefetch_count: int = 0,
+                  global_qos: bool = False) -> Any:
+        kw = {"prefetch_size": prefetch_size, "prefetch_count": prefetch_count,
+              "global_qos": global_qos}
+        return self._call("basic_qos", **{k: v for k, v in kw.items() if v})
+
+    def basic_recover(self, *, requeue: bool = True) -> Any:
+        return self._call("basic_recover", requeue=requeue)
+
+    def tx_select(self) -> Any:
+        return self._call("tx_select")
+
+    def tx_commit(self) -> Any:
+        return self._call("tx_commit")
+
+    def tx_rollback(self) -> Any:
+        return self._call("tx_rollback")
+
+    def confirm_delivery(self) -> Any:
+        """confirm.select; then every publish waits for its basic.ack/nack, recorded after it."""
+        return self._call("confirm_delivery")
+
+    def flow(self, active: bool) -> Any:
+        """channel.flow; returns the ``active`` of flow-ok (wire drivers only: see wire_only)."""
+        return self._call("flow", active)
 
     def close(self) -> None:
         if self.is_open:
@@ -456,6 +580,21 @@ class Session:
 
 
 Scenario = Callable[[Session], None]
+
+
+def wire_only(reason: str) -> Callable[[Scenario], Scenario]:
+    """Mark a scenario that only a wire driver can run: the in-process client has no such call.
+
+    The in-process tests skip it with ``reason``; the wire and reference runs still compare.
+    """
+    def mark(scenario: Scenario) -> Scenario:
+        scenario.wire_only = reason  # type: ignore[attr-defined]
+        return scenario
+    return mark
+
+
+def wire_only_reason(scenario: Scenario) -> str | None:
+    return getattr(scenario, "wire_only", None)
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Print scenario transcripts: ``python -m tests.conformance.show [-d DRIVER] [NAME...]``.
 
-DRIVER is ``reference`` (EMBROKER_REFERENCE_URL, the default), ``in-process``, or an AMQP URL.
+DRIVER is ``reference`` (EMBROKER_REFERENCE_URL, the default), ``in-process``, ``wire`` (pika
+against a fresh embroker listener), or an AMQP URL.
 NAMEs are scenario names or substrings of them (all scenarios when none is given).
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from .drivers import REFERENCE_ENV, InProcessDriver, PikaDriver
+from .drivers import REFERENCE_ENV, InProcessDriver, PikaDriver, WireDriver
 from .harness import Driver, problems, run_scenario
 from .scenarios import all_scenarios
 
@@ -23,13 +24,20 @@ def main() -> None:
     def make() -> Driver:
         if args.driver == "in-process":
             return InProcessDriver()
+        if args.driver == "wire":
+            return WireDriver()
         url = os.environ[REFERENCE_ENV] if args.driver == "reference" else args.driver
         return PikaDriver(url, label="RabbitMQ" if args.driver == "reference" else None)
 
     for name, scenario in all_scenarios().items():
         if args.names and not any(n in name for n in args.names):
             continue
-        run = run_scenario(scenario, make())
+        driver = make()
+        try:
+            run = run_scenario(scenario, driver)
+        finally:
+            if isinstance(driver, WireDriver) and (errors := driver.stop()):
+                print(f"listener errors: {errors!r}")
         print(f"== {name}")
         print(run.text())
         if msg := problems(run):

@@ -35,9 +35,15 @@ class FakeChannel:
             self.pending.append(Returned(312, "NO_ROUTE", args[0], args[1], {}, args[2]))
         return None
 
-    def take_returned(self) -> list[Returned]:
+    def take_events(self) -> list[Any]:
         out, self.pending = self.pending, []
         return out
+
+    def wait_deliveries(self, n: int, timeout: float) -> list[Any]:
+        return []
+
+    def wait_cancels(self, n: int, timeout: float) -> list[str]:
+        return []
 
     def close(self) -> None:
         pass
@@ -74,6 +80,13 @@ def test_normalizer_removes_the_token_and_numbers_server_names() -> None:
         "amq.gen-1", "amq.gen-2", "amq.gen-1"]
     assert n(Err("channel", 404, "cf123-x")) == Err("channel", 404, "x")
     assert n({"cf123-k": b"cf123-v"}) == {"k": b"v"}
+
+
+def test_normalizer_numbers_consumer_tags_apart_from_queue_names() -> None:
+    n = Normalizer("cf123-")
+    assert n(["amq.ctag-Ffc3WbDrOf_l3h_G0ZbFsw", "amq.gen-Q1", "amq.ctag-other",
+              "attempt to reuse consumer tag 'amq.ctag-Ffc3WbDrOf_l3h_G0ZbFsw'"]) == [
+        "amq.ctag-1", "amq.gen-1", "amq.ctag-2", "attempt to reuse consumer tag 'amq.ctag-1'"]
 
 
 def test_session_records_results_errors_returns_and_declared_names() -> None:
