@@ -1,0 +1,388 @@
+"""The same pika workload against embroker's loopback listener and against a reference RabbitMQ.
+
+Run: python benchmarks/loopback.py [--messages N] [--profile DIR]
+
+The reference is ``EMBROKER_REFERENCE_URL`` (default ``amqp://guest:guest@127.0.0.1:5672/``); if
+it does not answer, its column is skipped with a note. Each line uses a fresh embroker
+``Broker().serve()`` (port 0) and, on RabbitMQ, a uniquely named queue that is deleted after.
+The client is pika's ``BlockingConnection`` in this thread on both sides; 100-byte bodies:
+
+- publish: N ``basic_publish`` to the default exchange, no confirms, then one round trip
+  (``queue_declare(passive=True)``) so that the broker has read them all;
+- publish, confirms: N ``basic_publish`` on a ``confirm_delivery()`` channel (pika waits for
+  each basic.ack: one by one);
+- consume: N messages published beforehand (not timed), then ``basic_qos(prefetch_count=100)``,
+  ``basic_consume`` and a ``basic_ack`` per message, then one round trip (acks handled);
+- basic.get: N/4 messages published beforehand, then ``basic_get(auto_ack=True)`` each;
+- connect+declare+close: ``BlockingConnection``, ``channel()``, an exclusive server-named
+  ``queue_declare``, ``close()``; the median of 50, in milliseconds;
+- embroker start+stop: ``broker.serve()`` then ``.stop()``, the median of 100, in milliseconds.
+
+Server CPU per message (embroker only): the listener runs in this process, in its own thread
+(named ``embroker:<port>``). Its CPU time is read before and after a timed section from that
+thread's own CPU clock, ``time.clock_gettime(time.pthread_getcpuclockid(thread.ident))`` (the
+per-thread clock behind ``time.thread_time()``, read for another thread; Linux and most Unixes).
+Where that clock is missing, the fallback is the process's CPU time (``time.process_time()``)
+minus this thread's (``time.thread_time()``): pika's ``BlockingConnection`` has no threads of
+its own, so the difference is the listener's. Divided by N it is the server's CPU cost per
+message, including its socket reads and writes. The client's CPU per message (``thread_time`` of
+this thread) is shown too: pika, not the server, is often the bottleneck on both sides. Both
+share one GIL here, as they do in a test suite; RabbitMQ runs in its own process on other cores.
+
+``--profile DIR`` also runs the embroker listener thread under cProfile during the publish and
+consume lines and writes ``DIR/publish.prof`` / ``DIR/consume.prof`` (view with
+``python -m pstats``); the timings of a profiled run are not meaningful.
+
+Nothing here is asserted: it prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import os
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pika
+from pika.adapters.blocking_connection import BlockingChannel
+
+from embroker import Broker
+from embroker.server import Server
+
+BODY = b"m" * 100
+DEFAULT_REFERENCE = "amqp://guest:guest@127.0.0.1:5672/"
+
+
+# -- measuring --------------------------------------------------------------------------------
+
+
+def _thread_cpu_clock(thread: threading.Thread) -> Callable[[], float]:
+    """A function returning ``thread``'s CPU seconds (see the module docstring)."""
+    try:
+        clock_id = time.pthread_getcpuclockid(thread.ident)  # type: ignore[arg-type]
+        time.clock_gettime(clock_id)
+    except (AttributeError, OSError):
+        return lambda: time.process_time() - time.thread_time()
+    return lambda: time.clock_gettime(clock_id)
+
+
+def _server_thread(server: Server) -> threading.Thread:
+    name = f"embroker:{server.port}"
+    return next(t for t in threading.enumerate() if t.name == name)
+
+
+@dataclass
+class Sample:
+    seconds: float
+    count: int
+    server_cpu: float | None = None  # seconds, embroker only
+    client_cpu: float | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds
+
+
+class Target:
+    """Where a workload runs: embroker (fresh per workload) or the reference RabbitMQ."""
+
+    name = ""
+
+    @contextlib.contextmanager
+    def session(self, label: str) -> Iterator[tuple[pika.URLParameters, Callable[[], float]]]:
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def queue_name(self, label: str) -> str:
+        return f"embroker-bench-{label}-{uuid.uuid4().hex[:8]}"
+
+
+class EmbrokerTarget(Target):
+    name = "embroker"
+
+    def __init__(self, profile_dir: str | None = None) -> None:
+        self.profile_dir = profile_dir
+
+    @contextlib.contextmanager
+    def session(self, label: str) -> Iterator[tuple[pika.URLParameters, Callable[[], float]]]:
+        broker = Broker()
+        profiler = None
+        if self.profile_dir and label in ("publish", "consume"):
+            profiler = cProfile.Profile()
+        with _profiled(profiler), broker.serve() as server:
+            yield pika.URLParameters(server.url), _thread_cpu_clock(_server_thread(server))
+        if server.errors:
+            print(f"  !! embroker server errors during {label}: {server.errors!r}")
+        if profiler is not None:
+            path = os.path.join(self.profile_dir or ".", f"{label}.prof")
+            profiler.dump_stats(path)
+            print(f"  (profile of the listener thread during {label}: {path})")
+
+
+@contextlib.contextmanager
+def _profiled(profiler: cProfile.Profile | None) -> Iterator[None]:
+    """Run the listener's loop (``Server._run``) under ``profiler`` for servers started here."""
+    if profiler is None:
+        yield
+        return
+    original = Server._run
+
+    def run(self: Server) -> None:
+        profiler.enable()
+        try:
+            original(self)
+        finally:
+            profiler.disable()
+
+    Server._run = run  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Server._run = original  # type: ignore[method-assign]
+
+
+class RabbitTarget(Target):
+    name = "RabbitMQ"
+
+    def __init__(self, url: str) -> None:
+        self.params = pika.URLParameters(url)
+        self.created: list[str] = []
+
+    def available(self) -> str | None:
+        """None when the reference answers, else why not."""
+        try:
+            conn = pika.BlockingConnection(self.params)
+        except pika.exceptions.AMQPError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        conn.close()
+        return None
+
+    @contextlib.contextmanager
+    def session(self, label: str) -> Iterator[tuple[pika.URLParameters, Callable[[], float]]]:
+        try:
+            yield self.params, lambda: 0.0
+        finally:
+            self.cleanup()
+
+    def queue_name(self, label: str) -> str:
+        name = super().queue_name(label)
+        self.created.append(name)
+        return name
+
+    def cleanup(self) -> None:
+        if not self.created:
+            return
+        conn = pika.BlockingConnection(self.params)
+        for name in self.created:
+            ch = conn.channel()
+            ch.queue_delete(name)
+            ch.close()
+        conn.close()
+        self.created.clear()
+
+
+# -- the workloads ------------------------------------------------------------------------------
+
+
+def _timed(work: Callable[[], None], server_cpu: Callable[[], float], count: int,
+           measure_server: bool) -> Sample:
+    server_before, client_before = server_cpu(), time.thread_time()
+    start = time.perf_counter()
+    work()
+    seconds = time.perf_counter() - start
+    return Sample(seconds, count,
+                  server_cpu() - server_before if measure_server else None,
+                  time.thread_time() - client_before)
+
+
+def _fill(ch: BlockingChannel, queue: str, n: int) -> None:
+    for _ in range(n):
+        ch.basic_publish("", queue, BODY)
+    ch.queue_declare(queue, passive=True)
+
+
+def _wait_ready(ch: BlockingChannel, queue: str, n: int, timeout: float = 30.0) -> None:
+    """RabbitMQ's queues count asynchronously: wait until all ``n`` are there (not timed)."""
+    deadline = time.monotonic() + timeout
+    while ch.queue_declare(queue, passive=True).method.message_count < n:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{queue}: fewer than {n} messages after {timeout}s")
+        time.sleep(0.01)
+
+
+def publish(target: Target, n: int) -> Sample:
+    with target.session("publish") as (params, server_cpu):
+        conn = pika.BlockingConnection(params)
+        ch = conn.channel()
+        queue = target.queue_name("publish")
+        ch.queue_declare(queue)
+
+        def work() -> None:
+            for _ in range(n):
+                ch.basic_publish("", queue, BODY)
+            ch.queue_declare(queue, passive=True)
+
+        sample = _timed(work, server_cpu, n, isinstance(target, EmbrokerTarget))
+        conn.close()
+        return sample
+
+
+def publish_confirms(target: Target, n: int) -> Sample:
+    with target.session("confirms") as (params, server_cpu):
+        conn = pika.BlockingConnection(params)
+        ch = conn.channel()
+        queue = target.queue_name("confirms")
+        ch.queue_declare(queue)
+        ch.confirm_delivery()
+
+        def work() -> None:
+            for _ in range(n):
+                ch.basic_publish("", queue, BODY)
+
+        sample = _timed(work, server_cpu, n, isinstance(target, EmbrokerTarget))
+        conn.close()
+        return sample
+
+
+def consume(target: Target, n: int) -> Sample:
+    with target.session("consume") as (params, server_cpu):
+        conn = pika.BlockingConnection(params)
+        ch = conn.channel()
+        queue = target.queue_name("consume")
+        ch.queue_declare(queue)
+        _fill(ch, queue, n)
+        _wait_ready(ch, queue, n)
+        ch.basic_qos(prefetch_count=100)
+        received = 0
+
+        def on_message(channel: BlockingChannel, method: pika.spec.Basic.Deliver,
+                       _properties: pika.BasicProperties, _body: bytes) -> None:
+            nonlocal received
+            channel.basic_ack(method.delivery_tag)
+            received += 1
+
+        def work() -> None:
+            tag = ch.basic_consume(queue, on_message)
+            deadline = time.monotonic() + 120
+            while received < n and time.monotonic() < deadline:
+                conn.process_data_events(time_limit=1)
+            ch.basic_cancel(tag)  # a round trip: every ack has been handled
+            if received < n:
+                print(f"  !! {target.name}: consumed only {received} of {n}")
+
+        sample = _timed(work, server_cpu, n, isinstance(target, EmbrokerTarget))
+        conn.close()
+        return sample
+
+
+def basic_get(target: Target, n: int) -> Sample:
+    with target.session("get") as (params, server_cpu):
+        conn = pika.BlockingConnection(params)
+        ch = conn.channel()
+        queue = target.queue_name("get")
+        ch.queue_declare(queue)
+        _fill(ch, queue, n)
+        _wait_ready(ch, queue, n)
+
+        def work() -> None:
+            for _ in range(n):
+                ch.basic_get(queue, auto_ack=True)
+
+        sample = _timed(work, server_cpu, n, isinstance(target, EmbrokerTarget))
+        conn.close()
+        return sample
+
+
+def connect_declare_close(target: Target, times: int) -> float:
+    """The median milliseconds of a connect + channel + queue.declare + close."""
+    with target.session("connect") as (params, _server_cpu):
+        samples = []
+        for _ in range(times):
+            start = time.perf_counter()
+            conn = pika.BlockingConnection(params)
+            conn.channel().queue_declare("", exclusive=True)
+            conn.close()
+            samples.append(time.perf_counter() - start)
+        return statistics.median(samples) * 1000
+
+
+def start_stop(times: int) -> float:
+    """The median milliseconds of ``broker.serve()`` + ``.stop()``."""
+    broker = Broker()
+    samples = []
+    for _ in range(times):
+        start = time.perf_counter()
+        broker.serve().stop()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1000
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+
+def _us_per(cpu: float | None, count: int) -> str:
+    return "" if cpu is None else f"{cpu / count * 1e6:.1f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--messages", type=int, default=20_000,
+                        help="messages per publish/consume line (basic.get uses a quarter)")
+    parser.add_argument("--connects", type=int, default=50)
+    parser.add_argument("--starts", type=int, default=100)
+    parser.add_argument("--profile", metavar="DIR",
+                        help="cProfile the listener thread during publish and consume")
+    args = parser.parse_args()
+    n, n_get = args.messages, max(args.messages // 4, 1)
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+
+    embroker = EmbrokerTarget(args.profile)
+    reference_url = os.environ.get("EMBROKER_REFERENCE_URL", DEFAULT_REFERENCE)
+    rabbit: RabbitTarget | None = RabbitTarget(reference_url)
+    why_not = rabbit.available()
+    if why_not is not None:
+        print(f"note: the reference RabbitMQ at {reference_url} did not answer ({why_not}); "
+              "its column is skipped")
+        rabbit = None
+    targets: list[Target] = [embroker] + ([rabbit] if rabbit else [])
+
+    rate_lines: list[tuple[str, Callable[[Target, int], Sample], int]] = [
+        (f"publish {n:,} x 100 B, no confirms", publish, n),
+        (f"publish {n:,}, confirms one by one", publish_confirms, n),
+        (f"consume {n:,}, prefetch 100, acks", consume, n),
+        (f"basic.get {n_get:,}, auto-ack", basic_get, n_get),
+    ]
+    header = (f"{'workload':40} {'embroker':>11} {'RabbitMQ':>11} {'ratio':>7} "
+              f"{'srv CPU':>8} {'cli CPU':>8} {'cli CPU':>8}")
+    print(header)
+    print(f"{'':40} {'msg/s':>11} {'msg/s':>11} {'e/R':>7} {'us/msg':>8} "
+          f"{'us/msg e':>8} {'us/msg R':>8}")
+    print("-" * len(header))
+    for label, workload, count in rate_lines:
+        results = {t.name: workload(t, count) for t in targets}
+        e, r = results["embroker"], results.get("RabbitMQ")
+        print(f"{label:40} {e.rate:11,.0f} {(f'{r.rate:11,.0f}' if r else 'skipped'):>11} "
+              f"{(f'{e.rate / r.rate:6.2f}x' if r else ''):>7} {_us_per(e.server_cpu, count):>8} "
+              f"{_us_per(e.client_cpu, count):>8} "
+              f"{(_us_per(r.client_cpu, count) if r else ''):>8}")
+    ms = {t.name: connect_declare_close(t, args.connects) for t in targets}
+    e_ms, r_ms = ms["embroker"], ms.get("RabbitMQ")
+    print(f"{'connect+declare+close, median ms':40} {e_ms:11.2f} "
+          f"{(f'{r_ms:11.2f}' if r_ms else 'skipped'):>11} "
+          f"{(f'{r_ms / e_ms:6.2f}x' if r_ms else ''):>7}")
+    print(f"{'embroker serve()+stop(), median ms':40} {start_stop(args.starts):11.2f}")
+    print("\nratio e/R: how many times faster embroker is (rates: embroker/RabbitMQ; "
+          "the ms line: RabbitMQ/embroker).")
+    print("srv CPU: the embroker listener thread's CPU time per message; cli CPU: pika's "
+          "(this thread) against embroker (e) and RabbitMQ (R).")
+
+
+if __name__ == "__main__":
+    main()
