@@ -283,7 +283,7 @@ def decode_table(data: bytes | bytearray | memoryview) -> FieldTable:
     Raises:
         SyntaxErrorAMQP: malformed, or ``data`` holds more than the table.
 
-    >>> decode_table(b"\\x00\\x00\\x00\\x08\\x01aS\\x00\\x00\\x00\\x00")
+    >>> decode_table(b"\\x00\\x00\\x00\\x07\\x01aS\\x00\\x00\\x00\\x00")
     {'a': ''}
     """
     p = bytes(data)
