@@ -3,12 +3,12 @@
 The codec, from bytes to commands::
 
     header = parse_protocol_header(first_bytes)          # AMQP 0-9-1? another version? 1.0?
-    parser = FrameParser(max_frame_size=FRAME_MIN_SIZE)  # then parser.frame_max = tuned value
-    assembler = ContentAssembler()
-    for frame in parser.feed(data):
-        command = assembler.add(frame)                   # Command(channel, method, properties,
-        if command is not None:                          #         raw_properties, body)
-            ...
+    reader = CommandReader(max_frame_size=FRAME_MIN_SIZE)  # then reader.frame_max = tuned value
+    for command in reader.feed(data):                    # Command(channel, method, properties,
+        ...                                              #         raw_properties, body)
+
+``CommandReader`` is ``FrameParser`` (bytes to frames) and ``ContentAssembler`` (frames to
+commands) fused into one loop for speed; the two layers stay available on their own.
 
 and back::
 
@@ -23,7 +23,7 @@ Method classes (``BasicPublish``, ``QueueDeclare``...) are generated from the ta
 
 from __future__ import annotations
 
-from embroker.amqp091._assembly import MAX_BODY_SIZE, Command, ContentAssembler
+from embroker.amqp091._assembly import MAX_BODY_SIZE, Command, CommandReader, ContentAssembler
 from embroker.amqp091._fields import (
     MAX_NESTING,
     FieldTable,
@@ -184,6 +184,7 @@ __all__ = [
     "ChannelOpen",
     "ChannelOpenOk",
     "Command",
+    "CommandReader",
     "ConfirmSelect",
     "ConfirmSelectOk",
     "ConnectionBlocked",

@@ -29,14 +29,36 @@ Reply texts follow ``rabbit_command_assembler``.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, final
 
-from embroker.amqp091._frames import BodyFrame, Frame, HeaderFrame, MethodFrame
+from embroker.amqp091._frames import (
+    _CONTENT_HEADER,
+    _FRAME_HEADER,
+    _U32,
+    FRAME_MIN_SIZE,
+    BodyFrame,
+    Frame,
+    HeaderFrame,
+    MethodFrame,
+    _FrameBuffer,
+    bad_frame_end,
+    bad_method,
+    read_content_header,
+)
 from embroker.amqp091._method import Method
-from embroker.errors import ChannelError, FrameError, UnexpectedFrame
+from embroker.amqp091._methods import DECODERS
+from embroker.amqp091._properties import PROPERTY_READERS
+from embroker.errors import (
+    ChannelError,
+    ConnectionException,
+    FrameError,
+    SyntaxErrorAMQP,
+    UnexpectedFrame,
+)
 
-__all__ = ["MAX_BODY_SIZE", "Command", "ContentAssembler"]
+__all__ = ["MAX_BODY_SIZE", "Command", "CommandReader", "ContentAssembler"]
 
 #: RabbitMQ's ``?MAX_MSG_SIZE``: no message body may be larger (512 MiB).
 MAX_BODY_SIZE: Final = 536_870_912
@@ -85,16 +107,59 @@ class Command:
                 f"body={self.body[:60]!r}{'...' if len(self.body) > 60 else ''})")
 
 
-class _Partial:
-    """A content method waiting for its header (``header is None``) or bodies."""
+# The state of a channel between a content method and the end of its body, as a list for speed:
+# [method, (properties, raw properties) once the header is in, body bytes still expected,
+#  body chunks so far (None until a second chunk is needed)].
+_METHOD, _HEADER, _REMAINING, _CHUNKS = 0, 1, 2, 3
 
-    __slots__ = ("chunks", "header", "method", "remaining")
 
-    def __init__(self, method: Method) -> None:
-        self.method = method
-        self.header: HeaderFrame | None = None
-        self.remaining = 0
-        self.chunks: list[bytes] = []
+def _interrupted(state: list[Any]) -> UnexpectedFrame:
+    """A method frame arrived where the content of ``state`` was due."""
+    method: Method = state[_METHOD]
+    if state[_HEADER] is None:
+        text = (f"expected content header for class {method.CLASS_ID}, "
+                "got non content header frame instead")
+    else:
+        text = "expected content body, got non content body frame instead"
+    return UnexpectedFrame(text, class_id=method.CLASS_ID, method_id=method.METHOD_ID)
+
+
+def _stray(kind: str, channel: int, state: list[Any] | None) -> ConnectionException:
+    """A content header or body frame that is not the one expected on ``channel``."""
+    if state is None:
+        if not channel:
+            return ChannelError(f"content {kind} frame on channel 0")
+        return UnexpectedFrame("expected method frame, got non method frame instead")
+    method: Method = state[_METHOD]
+    if state[_HEADER] is None:
+        text = (f"expected content header for class {method.CLASS_ID}, "
+                "got non content header frame instead")
+    else:
+        text = "expected content body, got non content body frame instead"
+    return UnexpectedFrame(text, class_id=method.CLASS_ID, method_id=method.METHOD_ID)
+
+
+def _bad_header(method: Method, class_id: int, weight: int, body_size: int,
+                max_body_size: int) -> ConnectionException | None:
+    """What is wrong with a content header for ``method``, if anything."""
+    if class_id != method.CLASS_ID:
+        return UnexpectedFrame(f"expected content header for class {method.CLASS_ID}, "
+                               f"got one for class {class_id} instead",
+                               class_id=method.CLASS_ID, method_id=method.METHOD_ID)
+    if weight:
+        return UnexpectedFrame(f"content header weight must be 0, got {weight}",
+                               class_id=method.CLASS_ID, method_id=method.METHOD_ID)
+    if body_size > max_body_size:
+        return FrameError(f"content body size {body_size} exceeds maximum allowed size "
+                          f"{max_body_size}", class_id=method.CLASS_ID,
+                          method_id=method.METHOD_ID)
+    return None
+
+
+def _too_long(state: list[Any]) -> UnexpectedFrame:
+    method: Method = state[_METHOD]
+    return UnexpectedFrame("content body frame exceeds remaining content size",
+                           class_id=method.CLASS_ID, method_id=method.METHOD_ID)
 
 
 @final
@@ -117,7 +182,7 @@ class ContentAssembler:
     __slots__ = ("_max_body_size", "_partial")
 
     def __init__(self, max_body_size: int = MAX_BODY_SIZE) -> None:
-        self._partial: dict[int, _Partial] = {}
+        self._partial: dict[int, list[Any]] = {}
         self._max_body_size = max_body_size
 
     def add(self, frame: Frame) -> Command | None:
@@ -130,19 +195,22 @@ class ContentAssembler:
         Raises:
             UnexpectedFrame, ChannelError, FrameError: see the module docstring.
         """
+        if isinstance(frame, BodyFrame):
+            return self._body(frame)
         if isinstance(frame, MethodFrame):
             channel = frame.channel
-            if channel in self._partial:
-                raise self._interrupted(self._partial[channel])
             method = frame.method
+            if channel in self._partial:
+                raise _interrupted(self._partial[channel])
             if method.HAS_CONTENT:
-                self._partial[channel] = _Partial(method)
+                if not channel:
+                    raise ChannelError("content method on channel 0", class_id=method.CLASS_ID,
+                                       method_id=method.METHOD_ID)
+                self._partial[channel] = [method, None, 0, None]
                 return None
             return Command(channel, method)
         if isinstance(frame, HeaderFrame):
             return self._header(frame)
-        if isinstance(frame, BodyFrame):
-            return self._body(frame)
         return None
 
     def feed(self, frames: Iterable[Frame]) -> Iterator[Command]:
@@ -155,8 +223,8 @@ class ContentAssembler:
 
     def pending(self, channel: int) -> Method | None:
         """The content method on ``channel`` still waiting for its content, if any."""
-        partial = self._partial.get(channel)
-        return partial.method if partial is not None else None
+        state = self._partial.get(channel)
+        return state[_METHOD] if state is not None else None
 
     def forget(self, channel: int) -> None:
         """Drop any half-received content on ``channel`` (when the channel closes)."""
@@ -164,68 +232,263 @@ class ContentAssembler:
 
     def _header(self, frame: HeaderFrame) -> Command | None:
         channel = frame.channel
-        if not channel:
-            raise ChannelError("content header frame on channel 0")
-        partial = self._partial.get(channel)
-        if partial is None:
-            raise UnexpectedFrame("expected method frame, got non method frame instead")
-        method = partial.method
-        if partial.header is not None:
-            raise UnexpectedFrame("expected content body, got non content body frame instead",
-                                  class_id=method.CLASS_ID, method_id=method.METHOD_ID)
-        if frame.class_id != method.CLASS_ID:
-            raise UnexpectedFrame(f"expected content header for class {method.CLASS_ID}, "
-                                  f"got one for class {frame.class_id} instead",
-                                  class_id=method.CLASS_ID, method_id=method.METHOD_ID)
-        if frame.weight:
-            raise UnexpectedFrame(f"content header weight must be 0, got {frame.weight}",
-                                  class_id=method.CLASS_ID, method_id=method.METHOD_ID)
+        state = self._partial.get(channel)
+        if state is None or state[_HEADER] is not None:
+            raise _stray("header", channel, state)
+        method: Method = state[_METHOD]
         size = frame.body_size
-        if size > self._max_body_size:
-            raise FrameError(f"content body size {size} exceeds maximum allowed size "
-                             f"{self._max_body_size}",
-                             class_id=method.CLASS_ID, method_id=method.METHOD_ID)
+        error = _bad_header(method, frame.class_id, frame.weight, size, self._max_body_size)
+        if error is not None:
+            raise error
         if not size:
             del self._partial[channel]
             return Command(channel, method, frame.properties, frame.raw_properties, b"")
-        partial.header = frame
-        partial.remaining = size
+        state[_HEADER] = (frame.properties, frame.raw_properties)
+        state[_REMAINING] = size
         return None
 
     def _body(self, frame: BodyFrame) -> Command | None:
         channel = frame.channel
-        if not channel:
-            raise ChannelError("content body frame on channel 0")
-        partial = self._partial.get(channel)
-        if partial is None:
-            raise UnexpectedFrame("expected method frame, got non method frame instead")
-        header = partial.header
-        method = partial.method
-        if header is None:
-            raise UnexpectedFrame(f"expected content header for class {method.CLASS_ID}, "
-                                  "got non content header frame instead",
-                                  class_id=method.CLASS_ID, method_id=method.METHOD_ID)
+        state = self._partial.get(channel)
+        if state is None or state[_HEADER] is None:
+            raise _stray("body", channel, state)
         data = frame.data
-        remaining = partial.remaining - len(data)
+        remaining = state[_REMAINING] - len(data)
+        chunks: list[bytes] | None = state[_CHUNKS]
         if remaining > 0:
-            partial.remaining = remaining
-            partial.chunks.append(data)
+            state[_REMAINING] = remaining
+            if chunks is None:
+                state[_CHUNKS] = [data]
+            else:
+                chunks.append(data)
             return None
         if remaining < 0:
-            raise UnexpectedFrame("content body frame exceeds remaining content size",
-                                  class_id=method.CLASS_ID, method_id=method.METHOD_ID)
+            raise _too_long(state)
         del self._partial[channel]
-        if partial.chunks:
-            partial.chunks.append(data)
-            data = b"".join(partial.chunks)
-        return Command(channel, method, header.properties, header.raw_properties, data)
+        if chunks is not None:
+            chunks.append(data)
+            data = b"".join(chunks)
+        properties, raw = state[_HEADER]
+        return Command(channel, state[_METHOD], properties, raw, data)
 
-    @staticmethod
-    def _interrupted(partial: _Partial) -> UnexpectedFrame:
-        method = partial.method
-        if partial.header is None:
-            text = (f"expected content header for class {method.CLASS_ID}, "
-                    "got non content header frame instead")
-        else:
-            text = "expected content body, got non content body frame instead"
-        return UnexpectedFrame(text, class_id=method.CLASS_ID, method_id=method.METHOD_ID)
+
+@final
+class CommandReader(_FrameBuffer):
+    """Bytes in, commands out: :class:`FrameParser` and :class:`ContentAssembler` in one loop.
+
+    The same rules and errors, in the same order, as ``ContentAssembler().feed(
+    FrameParser().feed(data))`` (a test holds them equal on random and mutated input), without
+    the intermediate frame objects: the server's hot path. Heartbeats are consumed silently.
+
+    Args:
+        max_frame_size: as :class:`FrameParser`; set :attr:`frame_max` after tuning.
+        max_body_size: as :class:`ContentAssembler`.
+
+    >>> from embroker.amqp091 import BasicPublish, encode_message
+    >>> reader = CommandReader()
+    >>> [c.body for c in reader.feed(encode_message(1, BasicPublish(), b"hi", 4096))]
+    [b'hi']
+    """
+
+    __slots__ = ("_max_body_size", "_partial")
+
+    def __init__(self, max_frame_size: int = FRAME_MIN_SIZE,
+                 max_body_size: int = MAX_BODY_SIZE) -> None:
+        super().__init__(max_frame_size)
+        self._partial: dict[int, list[Any]] = {}
+        self._max_body_size = max_body_size
+
+    def feed(self, data: bytes | bytearray | memoryview) -> Iterator[Command]:
+        """Add received bytes; iterate over the commands they complete.
+
+        As :meth:`FrameParser.feed`: lazy, in order, commands before a bad frame first, errors
+        sticky.
+
+        Raises:
+            ConnectionException: (from the iterator) the errors of both :class:`FrameParser`
+                and :class:`ContentAssembler`.
+        """
+        if data:  # _FrameBuffer._store, inlined: this is the hot path
+            chunk = data if type(data) is bytes else bytes(data)
+            if self._pos == len(self._buf) and not self._chunks:
+                self._buf = chunk
+                self._pos = 0
+            else:
+                self._chunks.append(chunk)
+                self._pending += len(chunk)
+        return self._commands()
+
+    def pending(self, channel: int) -> Method | None:
+        """The content method on ``channel`` still waiting for its content, if any."""
+        state = self._partial.get(channel)
+        return state[_METHOD] if state is not None else None
+
+    def forget(self, channel: int) -> None:
+        """Drop any half-received content on ``channel`` (when the channel closes)."""
+        self._partial.pop(channel, None)
+
+    def _whole_message(self, buf: bytes, pos: int, channel: int,
+                       method: Method) -> Command | None:
+        """The fast path of a content method: its header and single body frame already here.
+
+        ``pos`` is where the frame after the method starts. Returns the command and moves past
+        its frames when the header and one body frame follow on the same channel, complete and
+        valid, with properties of a known shape; returns ``None`` (nothing consumed) otherwise,
+        for the general loop to take them one by one. Raises what the general loop would raise
+        on the same frames.
+        """
+        available = len(buf)
+        if available - pos < 22:  # a header frame is at least 7 + 14 + 1 bytes
+            return None
+        frame_type, header_channel, size = _FRAME_HEADER.unpack_from(buf, pos)
+        if (frame_type != 2 or header_channel != channel or size < 14
+                or size > self._max_payload):
+            return None
+        end = pos + 7 + size
+        if end >= available or buf[end] != 0xCE:
+            return None
+        class_id, weight, body_size, flags = _CONTENT_HEADER.unpack_from(buf, pos + 7)
+        reader = PROPERTY_READERS.get(flags)
+        if (reader is None or class_id != method.CLASS_ID or weight
+                or body_size > self._max_body_size):
+            return None
+        raw = buf[pos + 19:end]
+        try:
+            properties = reader(raw, 2)
+        except (struct.error, IndexError):
+            raise SyntaxErrorAMQP("content header properties truncated") from None
+        if not body_size:
+            self._pos = end + 1
+            return Command(channel, method, properties, raw, b"")
+        pos = end + 1
+        end = pos + 7 + body_size
+        if end >= available:
+            return None
+        frame_type, body_channel, size = _FRAME_HEADER.unpack_from(buf, pos)
+        if (frame_type != 3 or body_channel != channel or size != body_size
+                or size > self._max_payload or buf[end] != 0xCE):
+            return None
+        self._pos = end + 1
+        return Command(channel, method, properties, raw, buf[pos + 7:end])
+
+    def _commands(self) -> Iterator[Command]:  # one hot loop, kept in one piece
+        if self._error is not None:
+            raise self._error
+        partial = self._partial
+        try:
+            while True:
+                if self._chunks and not self._merge():
+                    return
+                buf = self._buf
+                pos = self._pos
+                available = len(buf)
+                max_payload = self._max_payload
+                while True:
+                    if available - pos < 7:
+                        need = 7
+                        break
+                    frame_type, channel, size = _FRAME_HEADER.unpack_from(buf, pos)
+                    if frame_type == 3 or frame_type == 2:  # noqa: PLR1714 - hot path
+                        if not channel or size > max_payload:
+                            raise self._bad_header(frame_type, channel, size)
+                    elif frame_type == 1:
+                        if size > max_payload:
+                            raise self._bad_header(frame_type, channel, size)
+                    elif frame_type != 8 or channel or size:
+                        raise self._bad_header(frame_type, channel, size)
+                    end = pos + 7 + size
+                    if end >= available:
+                        need = size + 8
+                        break
+                    if buf[end] != 0xCE:
+                        raise bad_frame_end(buf[end], frame_type, channel, size)
+                    start = pos + 7
+                    pos = self._pos = end + 1
+                    command = None
+                    if frame_type == 1:
+                        payload = buf[start:end]
+                        decoder = DECODERS.get(_U32.unpack_from(payload)[0]) if size >= 4 else None
+                        if decoder is None or (not channel) != (payload[1] == 10 and not payload[0]):
+                            raise bad_method(channel, payload)
+                        method = decoder(payload)
+                        if channel in partial:
+                            raise _interrupted(partial[channel])
+                        if not method.HAS_CONTENT:
+                            command = Command(channel, method)
+                        else:
+                            command = self._whole_message(buf, pos, channel, method)
+                            if command is None:
+                                partial[channel] = [method, None, 0, None]
+                            else:
+                                pos = self._pos
+                    elif frame_type == 3:
+                        state = partial.get(channel)
+                        if state is None or state[_HEADER] is None:
+                            raise _stray("body", channel, state)
+                        remaining = state[_REMAINING] - size
+                        chunks = state[_CHUNKS]
+                        if remaining > 0:
+                            state[_REMAINING] = remaining
+                            if chunks is None:
+                                state[_CHUNKS] = [buf[start:end]]
+                            else:
+                                chunks.append(buf[start:end])
+                        elif remaining < 0:
+                            raise _too_long(state)
+                        else:
+                            del partial[channel]
+                            if chunks is None:
+                                body = buf[start:end]
+                            else:
+                                chunks.append(buf[start:end])
+                                body = b"".join(chunks)
+                            properties, raw = state[_HEADER]
+                            command = Command(channel, state[_METHOD], properties, raw, body)
+                    elif frame_type == 2:
+                        # read_content_header, inlined for the common case
+                        if size >= 14:
+                            class_id, weight, body_size, flags = _CONTENT_HEADER.unpack_from(
+                                buf, start)
+                            raw = buf[start + 12:end]
+                            reader = PROPERTY_READERS.get(flags)
+                        else:
+                            reader = None
+                        if reader is None:
+                            class_id, weight, body_size, properties, raw = read_content_header(
+                                buf, start, end)
+                        else:
+                            try:
+                                properties = reader(raw, 2)
+                            except (struct.error, IndexError):
+                                raise SyntaxErrorAMQP("content header properties "
+                                                      "truncated") from None
+                        state = partial.get(channel)
+                        if state is None or state[_HEADER] is not None:
+                            raise _stray("header", channel, state)
+                        method = state[_METHOD]
+                        error = _bad_header(method, class_id, weight, body_size,
+                                            self._max_body_size)
+                        if error is not None:
+                            raise error
+                        if body_size:
+                            state[_HEADER] = (properties, raw)
+                            state[_REMAINING] = body_size
+                        else:
+                            del partial[channel]
+                            command = Command(channel, method, properties, raw, b"")
+                    if command is not None:
+                        yield command
+                        if self._buf is not buf:  # another iterator from feed() moved on
+                            need = 0
+                            break
+                        pos = self._pos
+                if need:  # _FrameBuffer._wait, inlined
+                    self._need = need
+                    if pos:
+                        self._buf = buf[pos:]
+                        self._pos = 0
+                    if not self._chunks:
+                        return
+        except ConnectionException as exc:
+            self._error = exc
+            raise

@@ -235,7 +235,8 @@ class _Writer:
         bit_lines: list[str] = []
         bit_groups = 0
         offset = "4"
-        for segment in segments:
+        length_known = False  # the next shortstr's length octet was unpacked into ``n``
+        for index, segment in enumerate(segments):
             if isinstance(segment, _Fixed):
                 targets: list[str] = []
                 for _, item in segment.items:
@@ -244,18 +245,23 @@ class _Writer:
                         bit_groups += 1
                         targets.append(var)
                         for bit_no, bit in enumerate(item):
-                            bit_lines.append(f"{bit.attribute} = ({var} & {1 << bit_no}) != 0")
+                            bit_lines.append(f"m.{bit.attribute} = ({var} & {1 << bit_no}) != 0")
                     else:
-                        targets.append(item.attribute)
-                unpack = f"{self.struct(segment.format)}.unpack_from(p, {offset})"
-                if segment.format == "B":
+                        targets.append(f"m.{item.attribute}")
+                fmt, size = segment.format, segment.size
+                following = segments[index + 1] if index + 1 < len(segments) else None
+                if isinstance(following, ArgumentSpec) and following.type == "shortstr":
+                    fmt, size = fmt + "B", size + 1
+                    targets.append("n")
+                    length_known = True
+                unpack = f"{self.struct(fmt)}.unpack_from(p, {offset})"
+                if fmt == "B":
                     body.append(f"{targets[0]} = p[{offset}]")
                 elif len(targets) == 1:
                     body.append(f"({targets[0]},) = {unpack}")
                 else:
                     body.append(f"{', '.join(targets)} = {unpack}")
-                body.append(f"o = {offset} + {segment.size}" if offset != "o"
-                            else f"o += {segment.size}")
+                body.append(f"o = {offset} + {size}" if offset != "o" else f"o += {size}")
                 offset = "o"
                 continue
             if offset != "o":
@@ -263,19 +269,25 @@ class _Writer:
                 offset = "o"
             attr = segment.attribute
             if segment.type == "shortstr":
-                body += ["e = o + 1 + p[o]",
-                         f'{attr} = p[o + 1:e].decode("utf-8", "surrogateescape")', "o = e"]
+                if length_known:
+                    body.append("e = o + n")
+                    length_known = False
+                    start = "o"
+                else:
+                    body.append("e = o + 1 + p[o]")
+                    start = "o + 1"
+                body += [f'm.{attr} = p[{start}:e].decode("utf-8", "surrogateescape")', "o = e"]
             elif segment.type == "longstr":
                 body += ["e = o + 4 + _U32.unpack_from(p, o)[0]",
-                         f'{attr} = p[o + 4:e].decode("utf-8", "surrogateescape")', "o = e"]
+                         f'm.{attr} = p[o + 4:e].decode("utf-8", "surrogateescape")', "o = e"]
             else:
-                body.append(f"{attr}, o = read_table(p, o)")
+                body.append(f"m.{attr}, o = read_table(p, o)")
         self.emit("", "", f"def {function}(p: bytes) -> {name}:")
         if not segments:
             self.emit("    if len(p) != 4:", f"        raise bad_length({name}, 4, len(p))",
-                      f"    return {name}()")
+                      f"    return _new({name})")
             return
-        self.emit("    try:")
+        self.emit(f"    m = _new({name})", "    try:")
         for line in body:
             self.emit(f"        {line}")
         self.emit("    except (IndexError, struct.error):",
@@ -286,8 +298,7 @@ class _Writer:
         self.emit("    if o != len(p):", f"        raise bad_length({name}, o, len(p))")
         for line in bit_lines:
             self.emit(f"    {line}")
-        self.emit(*_wrap_call(f"return {name}(",
-                              [a.attribute for a in spec.arguments], ")", "    "))
+        self.emit("    return m")
 
 
 _HEADER = '''\
@@ -306,6 +317,8 @@ from embroker.amqp091._fields import _LEN8, FieldTable, encode_table, read_table
 from embroker.amqp091._method import Method, bad_length, encode_error, truncated
 from embroker.amqp091._spec import METHODS as _SPECS
 from embroker.errors import SyntaxErrorAMQP
+
+_new = object.__new__  # decoders fill the slots directly: cheaper than calling __init__
 '''
 
 

@@ -50,7 +50,7 @@ from typing import Any, Final, TypeAlias, final
 
 from embroker.amqp091._method import Method
 from embroker.amqp091._methods import DECODERS
-from embroker.amqp091._properties import encode_properties, read_properties
+from embroker.amqp091._properties import PROPERTY_READERS, encode_properties, read_properties
 from embroker.errors import (
     ChannelError,
     CommandInvalid,
@@ -113,7 +113,7 @@ HEARTBEAT_FRAME: Final = b"\x08\x00\x00\x00\x00\x00\x00\xce"
 _FRAME_HEADER = struct.Struct(">BHI")
 _END_AND_FRAME_HEADER = struct.Struct(">BBHI")
 _END_AND_CONTENT_HEADER = struct.Struct(">BBHIHHQ")
-_CONTENT_HEADER = struct.Struct(">HHQ")
+_CONTENT_HEADER = struct.Struct(">HHQH")
 _CONTENT_HEADER_FRAME = struct.Struct(">BHIHHQ")
 _U32 = struct.Struct(">I")
 _NO_LIMIT = 0xFFFFFFFF
@@ -272,37 +272,37 @@ def decode_method(payload: bytes | bytearray | memoryview) -> Method:
     return decoder(p)
 
 
-def _decode_header(channel: int, p: bytes) -> HeaderFrame:
-    if len(p) < 14:
-        raise SyntaxErrorAMQP(f"content header payload of {len(p)} bytes is shorter than its "
-                              "14 fixed bytes")
-    class_id, weight, body_size = _CONTENT_HEADER.unpack_from(p)
-    raw = p[12:]
-    if raw == b"\x00\x00":
-        return HeaderFrame(channel, class_id, weight, body_size, {}, raw)
-    return HeaderFrame(channel, class_id, weight, body_size, read_properties(raw, 0), raw)
+def read_content_header(buf: bytes, start: int,
+                        end: int) -> tuple[int, int, int, dict[str, Any], bytes]:
+    """Decode the content header payload ``buf[start:end]``.
 
+    Returns:
+        ``(class_id, weight, body_size, properties, raw_properties)``.
 
-@final
-class FrameParser:
-    """Incremental frame parser: feed it bytes, get complete frames back.
-
-    Args:
-        max_frame_size: the largest frame accepted, frame header and end included (the
-            connection's frame-max; 0 means no limit). Starts at :data:`FRAME_MIN_SIZE`, as the
-            spec requires before tuning; set :attr:`frame_max` after ``connection.tune-ok``.
-
-    >>> parser = FrameParser()
-    >>> list(parser.feed(HEARTBEAT_FRAME[:5]))
-    []
-    >>> list(parser.feed(HEARTBEAT_FRAME[5:]))
-    [HeartbeatFrame(channel=0)]
+    Raises:
+        SyntaxErrorAMQP: shorter than its 14 fixed bytes, or malformed properties.
     """
+    if end - start < 14:
+        raise SyntaxErrorAMQP(f"content header payload of {end - start} bytes is shorter than "
+                              "its 14 fixed bytes")
+    class_id, weight, body_size, flags = _CONTENT_HEADER.unpack_from(buf, start)
+    raw = buf[start + 12:end]
+    reader = PROPERTY_READERS.get(flags)  # the common case: a flags word seen before
+    if reader is None:
+        return class_id, weight, body_size, read_properties(raw, 0), raw
+    try:
+        return class_id, weight, body_size, reader(raw, 2), raw
+    except (struct.error, IndexError):
+        raise SyntaxErrorAMQP("content header properties truncated") from None
+
+
+class _FrameBuffer:
+    """The received bytes not parsed yet, and the frame-max they are checked against."""
 
     __slots__ = ("_buf", "_chunks", "_error", "_frame_max", "_max_payload", "_need", "_pending",
                  "_pos")
 
-    def __init__(self, max_frame_size: int = FRAME_MIN_SIZE) -> None:
+    def __init__(self, max_frame_size: int) -> None:
         self._buf = b""  # bytes not yet parsed start at self._pos
         self._pos = 0
         self._chunks: list[bytes] = []  # bytes fed since, not yet joined to _buf
@@ -330,6 +330,79 @@ class FrameParser:
         """How many bytes are waiting for the rest of their frame."""
         return len(self._buf) - self._pos + self._pending
 
+    def _store(self, data: bytes | bytearray | memoryview) -> None:
+        if data:
+            chunk = data if type(data) is bytes else bytes(data)
+            if self._pos == len(self._buf) and not self._chunks:
+                self._buf = chunk
+                self._pos = 0
+            else:
+                self._chunks.append(chunk)
+                self._pending += len(chunk)
+
+    def _merge(self) -> bool:
+        """Join the chunks fed since to the buffer, once they can complete what is needed."""
+        buf = self._buf
+        pos = self._pos
+        if len(buf) - pos + self._pending < self._need:
+            return False
+        chunks = self._chunks
+        if pos < len(buf):
+            buf = b"".join([buf[pos:], *chunks])
+        elif len(chunks) == 1:
+            buf = chunks[0]
+        else:
+            buf = b"".join(chunks)
+        self._chunks = []
+        self._pending = 0
+        self._buf = buf
+        self._pos = 0
+        return True
+
+    def _wait(self, buf: bytes, pos: int, need: int) -> bool:
+        """Record that ``need`` bytes from ``pos`` are needed; True if fed chunks may have them."""
+        self._need = need
+        if pos:  # drop what was parsed: a big buffer is not kept alive for a few bytes
+            self._buf = buf[pos:]
+            self._pos = 0
+        return bool(self._chunks)
+
+    def _bad_header(self, frame_type: int, channel: int, size: int) -> ConnectionException:
+        if frame_type == 8:
+            if channel:
+                return FrameError(f"heartbeat frame on channel {channel}")
+            return FrameError(f"heartbeat frame with a {size}-byte payload")
+        if frame_type not in (1, 2, 3):
+            return FrameError(f"unknown frame type {frame_type}")
+        if size > self._max_payload:
+            return FrameError(f"frame size {size} larger than negotiated maximum "
+                              f"{self._frame_max - FRAME_OVERHEAD} (type {frame_type}, "
+                              f"channel {channel})")
+        return ChannelError(f"content {'header' if frame_type == 2 else 'body'} frame on "
+                            "channel 0")
+
+
+@final
+class FrameParser(_FrameBuffer):
+    """Incremental frame parser: feed it bytes, get complete frames back.
+
+    Args:
+        max_frame_size: the largest frame accepted, frame header and end included (the
+            connection's frame-max; 0 means no limit). Starts at :data:`FRAME_MIN_SIZE`, as the
+            spec requires before tuning; set :attr:`frame_max` after ``connection.tune-ok``.
+
+    >>> parser = FrameParser()
+    >>> list(parser.feed(HEARTBEAT_FRAME[:5]))
+    []
+    >>> list(parser.feed(HEARTBEAT_FRAME[5:]))
+    [HeartbeatFrame(channel=0)]
+    """
+
+    __slots__ = ()
+
+    def __init__(self, max_frame_size: int = FRAME_MIN_SIZE) -> None:
+        super().__init__(max_frame_size)
+
     def feed(self, data: bytes | bytearray | memoryview) -> Iterator[Frame]:
         """Add received bytes; iterate over the frames they complete.
 
@@ -337,14 +410,13 @@ class FrameParser:
         order, so that frames before a bad one are still handed out before the error is raised.
         Frames left unconsumed stay buffered for the next call.
 
+        Runtime: O(len(data)) over the whole stream, however it is chunked.
+
         Raises:
             ConnectionException: (from the iterator) see the module docstring. The parser is
                 then dead: every later call raises the same error.
         """
-        if data:
-            chunk = data if type(data) is bytes else bytes(data)
-            self._chunks.append(chunk)
-            self._pending += len(chunk)
+        self._store(data)
         return self._frames()
 
     def _frames(self) -> Iterator[Frame]:
@@ -352,94 +424,78 @@ class FrameParser:
             raise self._error
         try:
             while True:
+                if self._chunks and not self._merge():
+                    return
                 buf = self._buf
                 pos = self._pos
-                if self._chunks:
-                    if len(buf) - pos + self._pending < self._need:
-                        return
-                    if pos < len(buf):
-                        buf = b"".join([buf[pos:], *self._chunks])
-                    elif len(self._chunks) == 1:
-                        buf = self._chunks[0]
+                available = len(buf)
+                max_payload = self._max_payload
+                while True:
+                    if available - pos < 7:
+                        need = 7
+                        break
+                    frame_type, channel, size = _FRAME_HEADER.unpack_from(buf, pos)
+                    if frame_type == 3 or frame_type == 2:  # noqa: PLR1714 - hot path
+                        if not channel or size > max_payload:
+                            raise self._bad_header(frame_type, channel, size)
+                    elif frame_type == 1:
+                        if size > max_payload:
+                            raise self._bad_header(frame_type, channel, size)
+                    elif frame_type != 8 or channel or size:
+                        raise self._bad_header(frame_type, channel, size)
+                    end = pos + 7 + size
+                    if end >= available:
+                        need = size + 8
+                        break
+                    if buf[end] != 0xCE:
+                        raise bad_frame_end(buf[end], frame_type, channel, size)
+                    start = pos + 7
+                    self._pos = end + 1
+                    if frame_type == 3:
+                        yield BodyFrame(channel, buf[start:end])
+                    elif frame_type == 1:
+                        payload = buf[start:end]
+                        decoder = DECODERS.get(_U32.unpack_from(payload)[0]) if size >= 4 else None
+                        # connection methods on channel 0, all the others elsewhere (4.2.3)
+                        if decoder is None or (not channel) != (payload[1] == 10 and not payload[0]):
+                            raise bad_method(channel, payload)
+                        yield MethodFrame(channel, decoder(payload))
+                    elif frame_type == 2:
+                        yield HeaderFrame(channel, *read_content_header(buf, start, end))
                     else:
-                        buf = b"".join(self._chunks)
-                    self._chunks = []
-                    self._pending = 0
-                    self._buf = buf
-                    self._pos = pos = 0
-                size_of_buf = len(buf)
-                if size_of_buf - pos < 7:
-                    self._need = 7
-                    self._compact(buf, pos)
+                        yield _HEARTBEAT
+                    if self._buf is not buf:  # another iterator from feed() moved on
+                        need = 0
+                        break
+                    pos = self._pos
+                if need and not self._wait(buf, pos, need):
                     return
-                frame_type, channel, size = _FRAME_HEADER.unpack_from(buf, pos)
-                if frame_type == 1:
-                    if size > self._max_payload:
-                        raise self._oversized(frame_type, channel, size)
-                elif frame_type in (2, 3):
-                    if size > self._max_payload:
-                        raise self._oversized(frame_type, channel, size)
-                    if not channel:
-                        raise ChannelError(f"content {'header' if frame_type == 2 else 'body'} "
-                                           "frame on channel 0")
-                elif frame_type == 8:
-                    if channel:
-                        raise FrameError(f"heartbeat frame on channel {channel}")
-                    if size:
-                        raise FrameError(f"heartbeat frame with a {size}-byte payload")
-                else:
-                    raise FrameError(f"unknown frame type {frame_type}")
-                end = pos + 7 + size
-                if end >= size_of_buf:
-                    self._need = size + 8
-                    self._compact(buf, pos)
-                    return
-                if buf[end] != 0xCE:
-                    raise FrameError(f"frame end 0x{buf[end]:02x}, expected 0xce "
-                                     f"(type {frame_type}, channel {channel}, size {size})")
-                self._pos = end + 1
-                self._need = 7
-                if frame_type == 1:
-                    if size < 4:
-                        raise FrameError(f"method frame payload of {size} bytes has no class "
-                                         "and method id")
-                    payload = buf[pos + 7:end]
-                    class_id = payload[0] << 8 | payload[1]
-                    if channel:
-                        if class_id == 10:
-                            raise CommandInvalid(f"connection method on channel {channel}",
-                                                 class_id=10, method_id=payload[3])
-                    elif class_id != 10:
-                        raise ChannelError("unexpected method on channel 0",
-                                           class_id=class_id,
-                                           method_id=payload[2] << 8 | payload[3])
-                    decoder = DECODERS.get(_U32.unpack_from(payload)[0])
-                    if decoder is None:
-                        raise CommandInvalid(
-                            f"unknown method: class {class_id}, "
-                            f"method {payload[2] << 8 | payload[3]}",
-                            class_id=class_id, method_id=payload[2] << 8 | payload[3])
-                    yield MethodFrame(channel, decoder(payload))
-                elif frame_type == 3:
-                    yield BodyFrame(channel, buf[pos + 7:end])
-                elif frame_type == 2:
-                    yield _decode_header(channel, buf[pos + 7:end])
-                else:
-                    yield _HEARTBEAT
         except ConnectionException as exc:
             self._error = exc
             raise
 
-    def _compact(self, buf: bytes, pos: int) -> None:
-        # Drop the parsed frames, so that a big buffer is not kept alive for a few bytes.
-        if pos:
-            self._buf = buf[pos:]
-            self._pos = 0
 
-    def _oversized(self, frame_type: int, channel: int, size: int) -> FrameError:
-        return FrameError(f"frame size {size} larger than negotiated maximum "
-                          f"{self._frame_max - FRAME_OVERHEAD} (type {frame_type}, "
-                          f"channel {channel})")
+def bad_frame_end(byte: int, frame_type: int, channel: int, size: int) -> FrameError:
+    """The error for a frame whose last byte is not 0xCE."""
+    return FrameError(f"frame end 0x{byte:02x}, expected 0xce (type {frame_type}, "
+                      f"channel {channel}, size {size})")
+
+
+def bad_method(channel: int, payload: bytes) -> ConnectionException:
+    """The error for a method frame that cannot be decoded on this channel (see the module doc)."""
+    if len(payload) < 4:
+        return FrameError(f"method frame payload of {len(payload)} bytes has no class and "
+                          "method id")
+    class_id, method_id = struct.unpack_from(">HH", payload)
+    if channel and class_id == 10:
+        return CommandInvalid(f"connection method on channel {channel}", class_id=class_id,
+                              method_id=method_id)
+    if not channel and class_id != 10:
+        # RabbitMQ: "CHANNEL_ERROR - unexpected method in connection state running"
+        return ChannelError("unexpected method on channel 0", class_id=class_id,
+                            method_id=method_id)
+    return CommandInvalid(f"unknown method: class {class_id}, method {method_id}",
+                          class_id=class_id, method_id=method_id)
 
 
 # -- encoding -------------------------------------------------------------------------------------
@@ -528,20 +584,23 @@ def encode_message(channel: int, method: Method, body: bytes | bytearray | memor
     payload = method.encode()
     props = raw_properties if raw_properties is not None else encode_properties(properties)
     size = len(body)
+    if size and (size <= frame_max - FRAME_OVERHEAD or not frame_max):  # one body frame
+        return b"".join((
+            _FRAME_HEADER.pack(1, channel, len(payload)), payload,
+            _END_AND_CONTENT_HEADER.pack(0xCE, 2, channel, 12 + len(props), method.CLASS_ID, 0,
+                                         size), props,
+            _END_AND_FRAME_HEADER.pack(0xCE, 3, channel, size), body, b"\xce",
+        ))
     parts = [_FRAME_HEADER.pack(1, channel, len(payload)), payload,
              _END_AND_CONTENT_HEADER.pack(0xCE, 2, channel, 12 + len(props), method.CLASS_ID, 0,
                                           size),
              props]
     if size:
         chunk = _body_chunk(frame_max)
-        if size <= chunk:
-            parts.append(_END_AND_FRAME_HEADER.pack(0xCE, 3, channel, size))
-            parts.append(body)  # type: ignore[arg-type]  # join takes any bytes-like
-        else:
-            view = memoryview(body)
-            for i in range(0, size, chunk):
-                piece = view[i:i + chunk]
-                parts.append(_END_AND_FRAME_HEADER.pack(0xCE, 3, channel, len(piece)))
-                parts.append(piece)  # type: ignore[arg-type]
+        view = memoryview(body)
+        for i in range(0, size, chunk):
+            piece = view[i:i + chunk]
+            parts.append(_END_AND_FRAME_HEADER.pack(0xCE, 3, channel, len(piece)))
+            parts.append(piece)  # type: ignore[arg-type]  # join takes any bytes-like
     parts.append(b"\xce")
     return b"".join(parts)

@@ -14,6 +14,8 @@ from embroker.amqp091._method import Method, bad_length, encode_error, truncated
 from embroker.amqp091._spec import METHODS as _SPECS
 from embroker.errors import SyntaxErrorAMQP
 
+_new = object.__new__  # decoders fill the slots directly: cheaper than calling __init__
+
 __all__ = [
     'DECODERS',
     'METHOD_CLASSES',
@@ -86,7 +88,7 @@ __all__ = [
 _U32 = struct.Struct(">I")
 _S_B = struct.Struct(">B")
 _S_BB = struct.Struct(">BB")
-_S_H = struct.Struct(">H")
+_S_HB = struct.Struct(">HB")
 _S_HH = struct.Struct(">HH")
 _S_HHB = struct.Struct(">HHB")
 _S_HHBB = struct.Struct(">HHBB")
@@ -100,6 +102,7 @@ _S_I = struct.Struct(">I")
 _S_IHB = struct.Struct(">IHB")
 _S_II = struct.Struct(">II")
 _S_QB = struct.Struct(">QB")
+_S_QBB = struct.Struct(">QBB")
 
 
 @final
@@ -169,15 +172,16 @@ class ConnectionStart(Method):
 
 
 def _decode_connection_start(p: bytes) -> ConnectionStart:
+    m = _new(ConnectionStart)
     try:
-        version_major, version_minor = _S_BB.unpack_from(p, 4)
+        m.version_major, m.version_minor = _S_BB.unpack_from(p, 4)
         o = 4 + 2
-        server_properties, o = read_table(p, o)
+        m.server_properties, o = read_table(p, o)
         e = o + 4 + _U32.unpack_from(p, o)[0]
-        mechanisms = p[o + 4:e].decode("utf-8", "surrogateescape")
+        m.mechanisms = p[o + 4:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 4 + _U32.unpack_from(p, o)[0]
-        locales = p[o + 4:e].decode("utf-8", "surrogateescape")
+        m.locales = p[o + 4:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(ConnectionStart) from None
@@ -185,7 +189,7 @@ def _decode_connection_start(p: bytes) -> ConnectionStart:
         raise exc.with_method(10, 10) from None
     if o != len(p):
         raise bad_length(ConnectionStart, o, len(p))
-    return ConnectionStart(version_major, version_minor, server_properties, mechanisms, locales)
+    return m
 
 
 @final
@@ -249,17 +253,18 @@ class ConnectionStartOk(Method):
 
 
 def _decode_connection_start_ok(p: bytes) -> ConnectionStartOk:
+    m = _new(ConnectionStartOk)
     try:
         o = 4
-        client_properties, o = read_table(p, o)
+        m.client_properties, o = read_table(p, o)
         e = o + 1 + p[o]
-        mechanism = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.mechanism = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 4 + _U32.unpack_from(p, o)[0]
-        response = p[o + 4:e].decode("utf-8", "surrogateescape")
+        m.response = p[o + 4:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        locale = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.locale = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(ConnectionStartOk) from None
@@ -267,7 +272,7 @@ def _decode_connection_start_ok(p: bytes) -> ConnectionStartOk:
         raise exc.with_method(10, 11) from None
     if o != len(p):
         raise bad_length(ConnectionStartOk, o, len(p))
-    return ConnectionStartOk(client_properties, mechanism, response, locale)
+    return m
 
 
 @final
@@ -304,16 +309,17 @@ class ConnectionSecure(Method):
 
 
 def _decode_connection_secure(p: bytes) -> ConnectionSecure:
+    m = _new(ConnectionSecure)
     try:
         o = 4
         e = o + 4 + _U32.unpack_from(p, o)[0]
-        challenge = p[o + 4:e].decode("utf-8", "surrogateescape")
+        m.challenge = p[o + 4:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(ConnectionSecure) from None
     if o != len(p):
         raise bad_length(ConnectionSecure, o, len(p))
-    return ConnectionSecure(challenge)
+    return m
 
 
 @final
@@ -351,16 +357,17 @@ class ConnectionSecureOk(Method):
 
 
 def _decode_connection_secure_ok(p: bytes) -> ConnectionSecureOk:
+    m = _new(ConnectionSecureOk)
     try:
         o = 4
         e = o + 4 + _U32.unpack_from(p, o)[0]
-        response = p[o + 4:e].decode("utf-8", "surrogateescape")
+        m.response = p[o + 4:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(ConnectionSecureOk) from None
     if o != len(p):
         raise bad_length(ConnectionSecureOk, o, len(p))
-    return ConnectionSecureOk(response)
+    return m
 
 
 @final
@@ -402,14 +409,15 @@ class ConnectionTune(Method):
 
 
 def _decode_connection_tune(p: bytes) -> ConnectionTune:
+    m = _new(ConnectionTune)
     try:
-        channel_max, frame_max, heartbeat = _S_HIH.unpack_from(p, 4)
+        m.channel_max, m.frame_max, m.heartbeat = _S_HIH.unpack_from(p, 4)
         o = 4 + 8
     except (IndexError, struct.error):
         raise truncated(ConnectionTune) from None
     if o != len(p):
         raise bad_length(ConnectionTune, o, len(p))
-    return ConnectionTune(channel_max, frame_max, heartbeat)
+    return m
 
 
 @final
@@ -452,14 +460,15 @@ class ConnectionTuneOk(Method):
 
 
 def _decode_connection_tune_ok(p: bytes) -> ConnectionTuneOk:
+    m = _new(ConnectionTuneOk)
     try:
-        channel_max, frame_max, heartbeat = _S_HIH.unpack_from(p, 4)
+        m.channel_max, m.frame_max, m.heartbeat = _S_HIH.unpack_from(p, 4)
         o = 4 + 8
     except (IndexError, struct.error):
         raise truncated(ConnectionTuneOk) from None
     if o != len(p):
         raise bad_length(ConnectionTuneOk, o, len(p))
-    return ConnectionTuneOk(channel_max, frame_max, heartbeat)
+    return m
 
 
 @final
@@ -515,13 +524,14 @@ class ConnectionOpen(Method):
 
 
 def _decode_connection_open(p: bytes) -> ConnectionOpen:
+    m = _new(ConnectionOpen)
     try:
         o = 4
         e = o + 1 + p[o]
-        virtual_host = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.virtual_host = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        reserved_1 = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1 = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         bits0 = p[o]
         o += 1
@@ -529,8 +539,8 @@ def _decode_connection_open(p: bytes) -> ConnectionOpen:
         raise truncated(ConnectionOpen) from None
     if o != len(p):
         raise bad_length(ConnectionOpen, o, len(p))
-    reserved_2 = (bits0 & 1) != 0
-    return ConnectionOpen(virtual_host, reserved_1, reserved_2)
+    m.reserved_2 = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -568,16 +578,17 @@ class ConnectionOpenOk(Method):
 
 
 def _decode_connection_open_ok(p: bytes) -> ConnectionOpenOk:
+    m = _new(ConnectionOpenOk)
     try:
         o = 4
         e = o + 1 + p[o]
-        reserved_1 = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1 = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(ConnectionOpenOk) from None
     if o != len(p):
         raise bad_length(ConnectionOpenOk, o, len(p))
-    return ConnectionOpenOk(reserved_1)
+    return m
 
 
 @final
@@ -634,19 +645,20 @@ class ConnectionClose(Method):
 
 
 def _decode_connection_close(p: bytes) -> ConnectionClose:
+    m = _new(ConnectionClose)
     try:
-        (reply_code,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        reply_text = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reply_code, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.reply_text = p[o:e].decode("utf-8", "surrogateescape")
         o = e
-        class_id, method_id = _S_HH.unpack_from(p, o)
+        m.class_id, m.method_id = _S_HH.unpack_from(p, o)
         o += 4
     except (IndexError, struct.error):
         raise truncated(ConnectionClose) from None
     if o != len(p):
         raise bad_length(ConnectionClose, o, len(p))
-    return ConnectionClose(reply_code, reply_text, class_id, method_id)
+    return m
 
 
 @final
@@ -674,7 +686,7 @@ class ConnectionCloseOk(Method):
 def _decode_connection_close_ok(p: bytes) -> ConnectionCloseOk:
     if len(p) != 4:
         raise bad_length(ConnectionCloseOk, 4, len(p))
-    return ConnectionCloseOk()
+    return _new(ConnectionCloseOk)
 
 
 @final
@@ -712,16 +724,17 @@ class ConnectionBlocked(Method):
 
 
 def _decode_connection_blocked(p: bytes) -> ConnectionBlocked:
+    m = _new(ConnectionBlocked)
     try:
         o = 4
         e = o + 1 + p[o]
-        reason = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reason = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(ConnectionBlocked) from None
     if o != len(p):
         raise bad_length(ConnectionBlocked, o, len(p))
-    return ConnectionBlocked(reason)
+    return m
 
 
 @final
@@ -749,7 +762,7 @@ class ConnectionUnblocked(Method):
 def _decode_connection_unblocked(p: bytes) -> ConnectionUnblocked:
     if len(p) != 4:
         raise bad_length(ConnectionUnblocked, 4, len(p))
-    return ConnectionUnblocked()
+    return _new(ConnectionUnblocked)
 
 
 @final
@@ -796,19 +809,20 @@ class ConnectionUpdateSecret(Method):
 
 
 def _decode_connection_update_secret(p: bytes) -> ConnectionUpdateSecret:
+    m = _new(ConnectionUpdateSecret)
     try:
         o = 4
         e = o + 4 + _U32.unpack_from(p, o)[0]
-        new_secret = p[o + 4:e].decode("utf-8", "surrogateescape")
+        m.new_secret = p[o + 4:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        reason = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reason = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(ConnectionUpdateSecret) from None
     if o != len(p):
         raise bad_length(ConnectionUpdateSecret, o, len(p))
-    return ConnectionUpdateSecret(new_secret, reason)
+    return m
 
 
 @final
@@ -836,7 +850,7 @@ class ConnectionUpdateSecretOk(Method):
 def _decode_connection_update_secret_ok(p: bytes) -> ConnectionUpdateSecretOk:
     if len(p) != 4:
         raise bad_length(ConnectionUpdateSecretOk, 4, len(p))
-    return ConnectionUpdateSecretOk()
+    return _new(ConnectionUpdateSecretOk)
 
 
 @final
@@ -873,16 +887,17 @@ class ChannelOpen(Method):
 
 
 def _decode_channel_open(p: bytes) -> ChannelOpen:
+    m = _new(ChannelOpen)
     try:
         o = 4
         e = o + 1 + p[o]
-        reserved_1 = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1 = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(ChannelOpen) from None
     if o != len(p):
         raise bad_length(ChannelOpen, o, len(p))
-    return ChannelOpen(reserved_1)
+    return m
 
 
 @final
@@ -920,16 +935,17 @@ class ChannelOpenOk(Method):
 
 
 def _decode_channel_open_ok(p: bytes) -> ChannelOpenOk:
+    m = _new(ChannelOpenOk)
     try:
         o = 4
         e = o + 4 + _U32.unpack_from(p, o)[0]
-        reserved_1 = p[o + 4:e].decode("utf-8", "surrogateescape")
+        m.reserved_1 = p[o + 4:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(ChannelOpenOk) from None
     if o != len(p):
         raise bad_length(ChannelOpenOk, o, len(p))
-    return ChannelOpenOk(reserved_1)
+    return m
 
 
 @final
@@ -965,6 +981,7 @@ class ChannelFlow(Method):
 
 
 def _decode_channel_flow(p: bytes) -> ChannelFlow:
+    m = _new(ChannelFlow)
     try:
         bits0 = p[4]
         o = 4 + 1
@@ -972,8 +989,8 @@ def _decode_channel_flow(p: bytes) -> ChannelFlow:
         raise truncated(ChannelFlow) from None
     if o != len(p):
         raise bad_length(ChannelFlow, o, len(p))
-    active = (bits0 & 1) != 0
-    return ChannelFlow(active)
+    m.active = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -1010,6 +1027,7 @@ class ChannelFlowOk(Method):
 
 
 def _decode_channel_flow_ok(p: bytes) -> ChannelFlowOk:
+    m = _new(ChannelFlowOk)
     try:
         bits0 = p[4]
         o = 4 + 1
@@ -1017,8 +1035,8 @@ def _decode_channel_flow_ok(p: bytes) -> ChannelFlowOk:
         raise truncated(ChannelFlowOk) from None
     if o != len(p):
         raise bad_length(ChannelFlowOk, o, len(p))
-    active = (bits0 & 1) != 0
-    return ChannelFlowOk(active)
+    m.active = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -1075,19 +1093,20 @@ class ChannelClose(Method):
 
 
 def _decode_channel_close(p: bytes) -> ChannelClose:
+    m = _new(ChannelClose)
     try:
-        (reply_code,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        reply_text = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reply_code, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.reply_text = p[o:e].decode("utf-8", "surrogateescape")
         o = e
-        class_id, method_id = _S_HH.unpack_from(p, o)
+        m.class_id, m.method_id = _S_HH.unpack_from(p, o)
         o += 4
     except (IndexError, struct.error):
         raise truncated(ChannelClose) from None
     if o != len(p):
         raise bad_length(ChannelClose, o, len(p))
-    return ChannelClose(reply_code, reply_text, class_id, method_id)
+    return m
 
 
 @final
@@ -1115,7 +1134,7 @@ class ChannelCloseOk(Method):
 def _decode_channel_close_ok(p: bytes) -> ChannelCloseOk:
     if len(p) != 4:
         raise bad_length(ChannelCloseOk, 4, len(p))
-    return ChannelCloseOk()
+    return _new(ChannelCloseOk)
 
 
 @final
@@ -1223,40 +1242,31 @@ class ExchangeDeclare(Method):
 
 
 def _decode_exchange_declare(p: bytes) -> ExchangeDeclare:
+    m = _new(ExchangeDeclare)
     try:
-        (reserved_1,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        exchange = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.exchange = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        type = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.type = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         bits0 = p[o]
         o += 1
-        arguments, o = read_table(p, o)
+        m.arguments, o = read_table(p, o)
     except (IndexError, struct.error):
         raise truncated(ExchangeDeclare) from None
     except SyntaxErrorAMQP as exc:
         raise exc.with_method(40, 10) from None
     if o != len(p):
         raise bad_length(ExchangeDeclare, o, len(p))
-    passive = (bits0 & 1) != 0
-    durable = (bits0 & 2) != 0
-    auto_delete = (bits0 & 4) != 0
-    internal = (bits0 & 8) != 0
-    no_wait = (bits0 & 16) != 0
-    return ExchangeDeclare(
-        reserved_1,
-        exchange,
-        type,
-        passive,
-        durable,
-        auto_delete,
-        internal,
-        no_wait,
-        arguments,
-    )
+    m.passive = (bits0 & 1) != 0
+    m.durable = (bits0 & 2) != 0
+    m.auto_delete = (bits0 & 4) != 0
+    m.internal = (bits0 & 8) != 0
+    m.no_wait = (bits0 & 16) != 0
+    return m
 
 
 @final
@@ -1284,7 +1294,7 @@ class ExchangeDeclareOk(Method):
 def _decode_exchange_declare_ok(p: bytes) -> ExchangeDeclareOk:
     if len(p) != 4:
         raise bad_length(ExchangeDeclareOk, 4, len(p))
-    return ExchangeDeclareOk()
+    return _new(ExchangeDeclareOk)
 
 
 @final
@@ -1342,11 +1352,12 @@ class ExchangeDelete(Method):
 
 
 def _decode_exchange_delete(p: bytes) -> ExchangeDelete:
+    m = _new(ExchangeDelete)
     try:
-        (reserved_1,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        exchange = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.exchange = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         bits0 = p[o]
         o += 1
@@ -1354,9 +1365,9 @@ def _decode_exchange_delete(p: bytes) -> ExchangeDelete:
         raise truncated(ExchangeDelete) from None
     if o != len(p):
         raise bad_length(ExchangeDelete, o, len(p))
-    if_unused = (bits0 & 1) != 0
-    no_wait = (bits0 & 2) != 0
-    return ExchangeDelete(reserved_1, exchange, if_unused, no_wait)
+    m.if_unused = (bits0 & 1) != 0
+    m.no_wait = (bits0 & 2) != 0
+    return m
 
 
 @final
@@ -1384,7 +1395,7 @@ class ExchangeDeleteOk(Method):
 def _decode_exchange_delete_ok(p: bytes) -> ExchangeDeleteOk:
     if len(p) != 4:
         raise bad_length(ExchangeDeleteOk, 4, len(p))
-    return ExchangeDeleteOk()
+    return _new(ExchangeDeleteOk)
 
 
 @final
@@ -1456,29 +1467,30 @@ class ExchangeBind(Method):
 
 
 def _decode_exchange_bind(p: bytes) -> ExchangeBind:
+    m = _new(ExchangeBind)
     try:
-        (reserved_1,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        destination = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.destination = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        source = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.source = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         bits0 = p[o]
         o += 1
-        arguments, o = read_table(p, o)
+        m.arguments, o = read_table(p, o)
     except (IndexError, struct.error):
         raise truncated(ExchangeBind) from None
     except SyntaxErrorAMQP as exc:
         raise exc.with_method(40, 30) from None
     if o != len(p):
         raise bad_length(ExchangeBind, o, len(p))
-    no_wait = (bits0 & 1) != 0
-    return ExchangeBind(reserved_1, destination, source, routing_key, no_wait, arguments)
+    m.no_wait = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -1506,7 +1518,7 @@ class ExchangeBindOk(Method):
 def _decode_exchange_bind_ok(p: bytes) -> ExchangeBindOk:
     if len(p) != 4:
         raise bad_length(ExchangeBindOk, 4, len(p))
-    return ExchangeBindOk()
+    return _new(ExchangeBindOk)
 
 
 @final
@@ -1578,29 +1590,30 @@ class ExchangeUnbind(Method):
 
 
 def _decode_exchange_unbind(p: bytes) -> ExchangeUnbind:
+    m = _new(ExchangeUnbind)
     try:
-        (reserved_1,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        destination = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.destination = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        source = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.source = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         bits0 = p[o]
         o += 1
-        arguments, o = read_table(p, o)
+        m.arguments, o = read_table(p, o)
     except (IndexError, struct.error):
         raise truncated(ExchangeUnbind) from None
     except SyntaxErrorAMQP as exc:
         raise exc.with_method(40, 40) from None
     if o != len(p):
         raise bad_length(ExchangeUnbind, o, len(p))
-    no_wait = (bits0 & 1) != 0
-    return ExchangeUnbind(reserved_1, destination, source, routing_key, no_wait, arguments)
+    m.no_wait = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -1628,7 +1641,7 @@ class ExchangeUnbindOk(Method):
 def _decode_exchange_unbind_ok(p: bytes) -> ExchangeUnbindOk:
     if len(p) != 4:
         raise bad_length(ExchangeUnbindOk, 4, len(p))
-    return ExchangeUnbindOk()
+    return _new(ExchangeUnbindOk)
 
 
 @final
@@ -1727,36 +1740,28 @@ class QueueDeclare(Method):
 
 
 def _decode_queue_declare(p: bytes) -> QueueDeclare:
+    m = _new(QueueDeclare)
     try:
-        (reserved_1,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        queue = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.queue = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         bits0 = p[o]
         o += 1
-        arguments, o = read_table(p, o)
+        m.arguments, o = read_table(p, o)
     except (IndexError, struct.error):
         raise truncated(QueueDeclare) from None
     except SyntaxErrorAMQP as exc:
         raise exc.with_method(50, 10) from None
     if o != len(p):
         raise bad_length(QueueDeclare, o, len(p))
-    passive = (bits0 & 1) != 0
-    durable = (bits0 & 2) != 0
-    exclusive = (bits0 & 4) != 0
-    auto_delete = (bits0 & 8) != 0
-    no_wait = (bits0 & 16) != 0
-    return QueueDeclare(
-        reserved_1,
-        queue,
-        passive,
-        durable,
-        exclusive,
-        auto_delete,
-        no_wait,
-        arguments,
-    )
+    m.passive = (bits0 & 1) != 0
+    m.durable = (bits0 & 2) != 0
+    m.exclusive = (bits0 & 4) != 0
+    m.auto_delete = (bits0 & 8) != 0
+    m.no_wait = (bits0 & 16) != 0
+    return m
 
 
 @final
@@ -1805,18 +1810,19 @@ class QueueDeclareOk(Method):
 
 
 def _decode_queue_declare_ok(p: bytes) -> QueueDeclareOk:
+    m = _new(QueueDeclareOk)
     try:
         o = 4
         e = o + 1 + p[o]
-        queue = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.queue = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
-        message_count, consumer_count = _S_II.unpack_from(p, o)
+        m.message_count, m.consumer_count = _S_II.unpack_from(p, o)
         o += 8
     except (IndexError, struct.error):
         raise truncated(QueueDeclareOk) from None
     if o != len(p):
         raise bad_length(QueueDeclareOk, o, len(p))
-    return QueueDeclareOk(queue, message_count, consumer_count)
+    return m
 
 
 @final
@@ -1888,29 +1894,30 @@ class QueueBind(Method):
 
 
 def _decode_queue_bind(p: bytes) -> QueueBind:
+    m = _new(QueueBind)
     try:
-        (reserved_1,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        queue = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.queue = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        exchange = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.exchange = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         bits0 = p[o]
         o += 1
-        arguments, o = read_table(p, o)
+        m.arguments, o = read_table(p, o)
     except (IndexError, struct.error):
         raise truncated(QueueBind) from None
     except SyntaxErrorAMQP as exc:
         raise exc.with_method(50, 20) from None
     if o != len(p):
         raise bad_length(QueueBind, o, len(p))
-    no_wait = (bits0 & 1) != 0
-    return QueueBind(reserved_1, queue, exchange, routing_key, no_wait, arguments)
+    m.no_wait = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -1938,7 +1945,7 @@ class QueueBindOk(Method):
 def _decode_queue_bind_ok(p: bytes) -> QueueBindOk:
     if len(p) != 4:
         raise bad_length(QueueBindOk, 4, len(p))
-    return QueueBindOk()
+    return _new(QueueBindOk)
 
 
 @final
@@ -1986,11 +1993,12 @@ class QueuePurge(Method):
 
 
 def _decode_queue_purge(p: bytes) -> QueuePurge:
+    m = _new(QueuePurge)
     try:
-        (reserved_1,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        queue = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.queue = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         bits0 = p[o]
         o += 1
@@ -1998,8 +2006,8 @@ def _decode_queue_purge(p: bytes) -> QueuePurge:
         raise truncated(QueuePurge) from None
     if o != len(p):
         raise bad_length(QueuePurge, o, len(p))
-    no_wait = (bits0 & 1) != 0
-    return QueuePurge(reserved_1, queue, no_wait)
+    m.no_wait = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -2036,14 +2044,15 @@ class QueuePurgeOk(Method):
 
 
 def _decode_queue_purge_ok(p: bytes) -> QueuePurgeOk:
+    m = _new(QueuePurgeOk)
     try:
-        (message_count,) = _S_I.unpack_from(p, 4)
+        (m.message_count,) = _S_I.unpack_from(p, 4)
         o = 4 + 4
     except (IndexError, struct.error):
         raise truncated(QueuePurgeOk) from None
     if o != len(p):
         raise bad_length(QueuePurgeOk, o, len(p))
-    return QueuePurgeOk(message_count)
+    return m
 
 
 @final
@@ -2109,11 +2118,12 @@ class QueueDelete(Method):
 
 
 def _decode_queue_delete(p: bytes) -> QueueDelete:
+    m = _new(QueueDelete)
     try:
-        (reserved_1,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        queue = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.queue = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         bits0 = p[o]
         o += 1
@@ -2121,10 +2131,10 @@ def _decode_queue_delete(p: bytes) -> QueueDelete:
         raise truncated(QueueDelete) from None
     if o != len(p):
         raise bad_length(QueueDelete, o, len(p))
-    if_unused = (bits0 & 1) != 0
-    if_empty = (bits0 & 2) != 0
-    no_wait = (bits0 & 4) != 0
-    return QueueDelete(reserved_1, queue, if_unused, if_empty, no_wait)
+    m.if_unused = (bits0 & 1) != 0
+    m.if_empty = (bits0 & 2) != 0
+    m.no_wait = (bits0 & 4) != 0
+    return m
 
 
 @final
@@ -2161,14 +2171,15 @@ class QueueDeleteOk(Method):
 
 
 def _decode_queue_delete_ok(p: bytes) -> QueueDeleteOk:
+    m = _new(QueueDeleteOk)
     try:
-        (message_count,) = _S_I.unpack_from(p, 4)
+        (m.message_count,) = _S_I.unpack_from(p, 4)
         o = 4 + 4
     except (IndexError, struct.error):
         raise truncated(QueueDeleteOk) from None
     if o != len(p):
         raise bad_length(QueueDeleteOk, o, len(p))
-    return QueueDeleteOk(message_count)
+    return m
 
 
 @final
@@ -2235,26 +2246,27 @@ class QueueUnbind(Method):
 
 
 def _decode_queue_unbind(p: bytes) -> QueueUnbind:
+    m = _new(QueueUnbind)
     try:
-        (reserved_1,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        queue = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.queue = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        exchange = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.exchange = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
-        arguments, o = read_table(p, o)
+        m.arguments, o = read_table(p, o)
     except (IndexError, struct.error):
         raise truncated(QueueUnbind) from None
     except SyntaxErrorAMQP as exc:
         raise exc.with_method(50, 50) from None
     if o != len(p):
         raise bad_length(QueueUnbind, o, len(p))
-    return QueueUnbind(reserved_1, queue, exchange, routing_key, arguments)
+    return m
 
 
 @final
@@ -2282,7 +2294,7 @@ class QueueUnbindOk(Method):
 def _decode_queue_unbind_ok(p: bytes) -> QueueUnbindOk:
     if len(p) != 4:
         raise bad_length(QueueUnbindOk, 4, len(p))
-    return QueueUnbindOk()
+    return _new(QueueUnbindOk)
 
 
 @final
@@ -2335,15 +2347,16 @@ class BasicQos(Method):
 
 
 def _decode_basic_qos(p: bytes) -> BasicQos:
+    m = _new(BasicQos)
     try:
-        prefetch_size, prefetch_count, bits0 = _S_IHB.unpack_from(p, 4)
+        m.prefetch_size, m.prefetch_count, bits0 = _S_IHB.unpack_from(p, 4)
         o = 4 + 7
     except (IndexError, struct.error):
         raise truncated(BasicQos) from None
     if o != len(p):
         raise bad_length(BasicQos, o, len(p))
-    global_ = (bits0 & 1) != 0
-    return BasicQos(prefetch_size, prefetch_count, global_)
+    m.global_ = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -2371,7 +2384,7 @@ class BasicQosOk(Method):
 def _decode_basic_qos_ok(p: bytes) -> BasicQosOk:
     if len(p) != 4:
         raise bad_length(BasicQosOk, 4, len(p))
-    return BasicQosOk()
+    return _new(BasicQosOk)
 
 
 @final
@@ -2472,38 +2485,30 @@ class BasicConsume(Method):
 
 
 def _decode_basic_consume(p: bytes) -> BasicConsume:
+    m = _new(BasicConsume)
     try:
-        (reserved_1,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        queue = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.queue = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         bits0 = p[o]
         o += 1
-        arguments, o = read_table(p, o)
+        m.arguments, o = read_table(p, o)
     except (IndexError, struct.error):
         raise truncated(BasicConsume) from None
     except SyntaxErrorAMQP as exc:
         raise exc.with_method(60, 20) from None
     if o != len(p):
         raise bad_length(BasicConsume, o, len(p))
-    no_local = (bits0 & 1) != 0
-    no_ack = (bits0 & 2) != 0
-    exclusive = (bits0 & 4) != 0
-    no_wait = (bits0 & 8) != 0
-    return BasicConsume(
-        reserved_1,
-        queue,
-        consumer_tag,
-        no_local,
-        no_ack,
-        exclusive,
-        no_wait,
-        arguments,
-    )
+    m.no_local = (bits0 & 1) != 0
+    m.no_ack = (bits0 & 2) != 0
+    m.exclusive = (bits0 & 4) != 0
+    m.no_wait = (bits0 & 8) != 0
+    return m
 
 
 @final
@@ -2541,16 +2546,17 @@ class BasicConsumeOk(Method):
 
 
 def _decode_basic_consume_ok(p: bytes) -> BasicConsumeOk:
+    m = _new(BasicConsumeOk)
     try:
         o = 4
         e = o + 1 + p[o]
-        consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(BasicConsumeOk) from None
     if o != len(p):
         raise bad_length(BasicConsumeOk, o, len(p))
-    return BasicConsumeOk(consumer_tag)
+    return m
 
 
 @final
@@ -2595,10 +2601,11 @@ class BasicCancel(Method):
 
 
 def _decode_basic_cancel(p: bytes) -> BasicCancel:
+    m = _new(BasicCancel)
     try:
         o = 4
         e = o + 1 + p[o]
-        consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         bits0 = p[o]
         o += 1
@@ -2606,8 +2613,8 @@ def _decode_basic_cancel(p: bytes) -> BasicCancel:
         raise truncated(BasicCancel) from None
     if o != len(p):
         raise bad_length(BasicCancel, o, len(p))
-    no_wait = (bits0 & 1) != 0
-    return BasicCancel(consumer_tag, no_wait)
+    m.no_wait = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -2645,16 +2652,17 @@ class BasicCancelOk(Method):
 
 
 def _decode_basic_cancel_ok(p: bytes) -> BasicCancelOk:
+    m = _new(BasicCancelOk)
     try:
         o = 4
         e = o + 1 + p[o]
-        consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(BasicCancelOk) from None
     if o != len(p):
         raise bad_length(BasicCancelOk, o, len(p))
-    return BasicCancelOk(consumer_tag)
+    return m
 
 
 @final
@@ -2720,14 +2728,15 @@ class BasicPublish(Method):
 
 
 def _decode_basic_publish(p: bytes) -> BasicPublish:
+    m = _new(BasicPublish)
     try:
-        (reserved_1,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        exchange = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.exchange = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         bits0 = p[o]
         o += 1
@@ -2735,9 +2744,9 @@ def _decode_basic_publish(p: bytes) -> BasicPublish:
         raise truncated(BasicPublish) from None
     if o != len(p):
         raise bad_length(BasicPublish, o, len(p))
-    mandatory = (bits0 & 1) != 0
-    immediate = (bits0 & 2) != 0
-    return BasicPublish(reserved_1, exchange, routing_key, mandatory, immediate)
+    m.mandatory = (bits0 & 1) != 0
+    m.immediate = (bits0 & 2) != 0
+    return m
 
 
 @final
@@ -2800,23 +2809,24 @@ class BasicReturn(Method):
 
 
 def _decode_basic_return(p: bytes) -> BasicReturn:
+    m = _new(BasicReturn)
     try:
-        (reply_code,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        reply_text = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reply_code, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.reply_text = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        exchange = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.exchange = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(BasicReturn) from None
     if o != len(p):
         raise bad_length(BasicReturn, o, len(p))
-    return BasicReturn(reply_code, reply_text, exchange, routing_key)
+    return m
 
 
 @final
@@ -2884,25 +2894,26 @@ class BasicDeliver(Method):
 
 
 def _decode_basic_deliver(p: bytes) -> BasicDeliver:
+    m = _new(BasicDeliver)
     try:
         o = 4
         e = o + 1 + p[o]
-        consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
-        delivery_tag, bits0 = _S_QB.unpack_from(p, o)
-        o += 9
-        e = o + 1 + p[o]
-        exchange = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.delivery_tag, bits0, n = _S_QBB.unpack_from(p, o)
+        o += 10
+        e = o + n
+        m.exchange = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(BasicDeliver) from None
     if o != len(p):
         raise bad_length(BasicDeliver, o, len(p))
-    redelivered = (bits0 & 1) != 0
-    return BasicDeliver(consumer_tag, delivery_tag, redelivered, exchange, routing_key)
+    m.redelivered = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -2950,11 +2961,12 @@ class BasicGet(Method):
 
 
 def _decode_basic_get(p: bytes) -> BasicGet:
+    m = _new(BasicGet)
     try:
-        (reserved_1,) = _S_H.unpack_from(p, 4)
-        o = 4 + 2
-        e = o + 1 + p[o]
-        queue = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1, n = _S_HB.unpack_from(p, 4)
+        o = 4 + 3
+        e = o + n
+        m.queue = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         bits0 = p[o]
         o += 1
@@ -2962,8 +2974,8 @@ def _decode_basic_get(p: bytes) -> BasicGet:
         raise truncated(BasicGet) from None
     if o != len(p):
         raise bad_length(BasicGet, o, len(p))
-    no_ack = (bits0 & 1) != 0
-    return BasicGet(reserved_1, queue, no_ack)
+    m.no_ack = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -3028,23 +3040,24 @@ class BasicGetOk(Method):
 
 
 def _decode_basic_get_ok(p: bytes) -> BasicGetOk:
+    m = _new(BasicGetOk)
     try:
-        delivery_tag, bits0 = _S_QB.unpack_from(p, 4)
-        o = 4 + 9
-        e = o + 1 + p[o]
-        exchange = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.delivery_tag, bits0, n = _S_QBB.unpack_from(p, 4)
+        o = 4 + 10
+        e = o + n
+        m.exchange = p[o:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
-        (message_count,) = _S_I.unpack_from(p, o)
+        (m.message_count,) = _S_I.unpack_from(p, o)
         o += 4
     except (IndexError, struct.error):
         raise truncated(BasicGetOk) from None
     if o != len(p):
         raise bad_length(BasicGetOk, o, len(p))
-    redelivered = (bits0 & 1) != 0
-    return BasicGetOk(delivery_tag, redelivered, exchange, routing_key, message_count)
+    m.redelivered = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -3082,16 +3095,17 @@ class BasicGetEmpty(Method):
 
 
 def _decode_basic_get_empty(p: bytes) -> BasicGetEmpty:
+    m = _new(BasicGetEmpty)
     try:
         o = 4
         e = o + 1 + p[o]
-        reserved_1 = p[o + 1:e].decode("utf-8", "surrogateescape")
+        m.reserved_1 = p[o + 1:e].decode("utf-8", "surrogateescape")
         o = e
     except (IndexError, struct.error):
         raise truncated(BasicGetEmpty) from None
     if o != len(p):
         raise bad_length(BasicGetEmpty, o, len(p))
-    return BasicGetEmpty(reserved_1)
+    return m
 
 
 @final
@@ -3131,15 +3145,16 @@ class BasicAck(Method):
 
 
 def _decode_basic_ack(p: bytes) -> BasicAck:
+    m = _new(BasicAck)
     try:
-        delivery_tag, bits0 = _S_QB.unpack_from(p, 4)
+        m.delivery_tag, bits0 = _S_QB.unpack_from(p, 4)
         o = 4 + 9
     except (IndexError, struct.error):
         raise truncated(BasicAck) from None
     if o != len(p):
         raise bad_length(BasicAck, o, len(p))
-    multiple = (bits0 & 1) != 0
-    return BasicAck(delivery_tag, multiple)
+    m.multiple = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -3179,15 +3194,16 @@ class BasicReject(Method):
 
 
 def _decode_basic_reject(p: bytes) -> BasicReject:
+    m = _new(BasicReject)
     try:
-        delivery_tag, bits0 = _S_QB.unpack_from(p, 4)
+        m.delivery_tag, bits0 = _S_QB.unpack_from(p, 4)
         o = 4 + 9
     except (IndexError, struct.error):
         raise truncated(BasicReject) from None
     if o != len(p):
         raise bad_length(BasicReject, o, len(p))
-    requeue = (bits0 & 1) != 0
-    return BasicReject(delivery_tag, requeue)
+    m.requeue = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -3224,6 +3240,7 @@ class BasicRecoverAsync(Method):
 
 
 def _decode_basic_recover_async(p: bytes) -> BasicRecoverAsync:
+    m = _new(BasicRecoverAsync)
     try:
         bits0 = p[4]
         o = 4 + 1
@@ -3231,8 +3248,8 @@ def _decode_basic_recover_async(p: bytes) -> BasicRecoverAsync:
         raise truncated(BasicRecoverAsync) from None
     if o != len(p):
         raise bad_length(BasicRecoverAsync, o, len(p))
-    requeue = (bits0 & 1) != 0
-    return BasicRecoverAsync(requeue)
+    m.requeue = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -3268,6 +3285,7 @@ class BasicRecover(Method):
 
 
 def _decode_basic_recover(p: bytes) -> BasicRecover:
+    m = _new(BasicRecover)
     try:
         bits0 = p[4]
         o = 4 + 1
@@ -3275,8 +3293,8 @@ def _decode_basic_recover(p: bytes) -> BasicRecover:
         raise truncated(BasicRecover) from None
     if o != len(p):
         raise bad_length(BasicRecover, o, len(p))
-    requeue = (bits0 & 1) != 0
-    return BasicRecover(requeue)
+    m.requeue = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -3304,7 +3322,7 @@ class BasicRecoverOk(Method):
 def _decode_basic_recover_ok(p: bytes) -> BasicRecoverOk:
     if len(p) != 4:
         raise bad_length(BasicRecoverOk, 4, len(p))
-    return BasicRecoverOk()
+    return _new(BasicRecoverOk)
 
 
 @final
@@ -3348,16 +3366,17 @@ class BasicNack(Method):
 
 
 def _decode_basic_nack(p: bytes) -> BasicNack:
+    m = _new(BasicNack)
     try:
-        delivery_tag, bits0 = _S_QB.unpack_from(p, 4)
+        m.delivery_tag, bits0 = _S_QB.unpack_from(p, 4)
         o = 4 + 9
     except (IndexError, struct.error):
         raise truncated(BasicNack) from None
     if o != len(p):
         raise bad_length(BasicNack, o, len(p))
-    multiple = (bits0 & 1) != 0
-    requeue = (bits0 & 2) != 0
-    return BasicNack(delivery_tag, multiple, requeue)
+    m.multiple = (bits0 & 1) != 0
+    m.requeue = (bits0 & 2) != 0
+    return m
 
 
 @final
@@ -3393,6 +3412,7 @@ class ConfirmSelect(Method):
 
 
 def _decode_confirm_select(p: bytes) -> ConfirmSelect:
+    m = _new(ConfirmSelect)
     try:
         bits0 = p[4]
         o = 4 + 1
@@ -3400,8 +3420,8 @@ def _decode_confirm_select(p: bytes) -> ConfirmSelect:
         raise truncated(ConfirmSelect) from None
     if o != len(p):
         raise bad_length(ConfirmSelect, o, len(p))
-    no_wait = (bits0 & 1) != 0
-    return ConfirmSelect(no_wait)
+    m.no_wait = (bits0 & 1) != 0
+    return m
 
 
 @final
@@ -3429,7 +3449,7 @@ class ConfirmSelectOk(Method):
 def _decode_confirm_select_ok(p: bytes) -> ConfirmSelectOk:
     if len(p) != 4:
         raise bad_length(ConfirmSelectOk, 4, len(p))
-    return ConfirmSelectOk()
+    return _new(ConfirmSelectOk)
 
 
 @final
@@ -3456,7 +3476,7 @@ class TxSelect(Method):
 def _decode_tx_select(p: bytes) -> TxSelect:
     if len(p) != 4:
         raise bad_length(TxSelect, 4, len(p))
-    return TxSelect()
+    return _new(TxSelect)
 
 
 @final
@@ -3484,7 +3504,7 @@ class TxSelectOk(Method):
 def _decode_tx_select_ok(p: bytes) -> TxSelectOk:
     if len(p) != 4:
         raise bad_length(TxSelectOk, 4, len(p))
-    return TxSelectOk()
+    return _new(TxSelectOk)
 
 
 @final
@@ -3511,7 +3531,7 @@ class TxCommit(Method):
 def _decode_tx_commit(p: bytes) -> TxCommit:
     if len(p) != 4:
         raise bad_length(TxCommit, 4, len(p))
-    return TxCommit()
+    return _new(TxCommit)
 
 
 @final
@@ -3539,7 +3559,7 @@ class TxCommitOk(Method):
 def _decode_tx_commit_ok(p: bytes) -> TxCommitOk:
     if len(p) != 4:
         raise bad_length(TxCommitOk, 4, len(p))
-    return TxCommitOk()
+    return _new(TxCommitOk)
 
 
 @final
@@ -3566,7 +3586,7 @@ class TxRollback(Method):
 def _decode_tx_rollback(p: bytes) -> TxRollback:
     if len(p) != 4:
         raise bad_length(TxRollback, 4, len(p))
-    return TxRollback()
+    return _new(TxRollback)
 
 
 @final
@@ -3594,7 +3614,7 @@ class TxRollbackOk(Method):
 def _decode_tx_rollback_ok(p: bytes) -> TxRollbackOk:
     if len(p) != 4:
         raise bad_length(TxRollbackOk, 4, len(p))
-    return TxRollbackOk()
+    return _new(TxRollbackOk)
 
 
 ConnectionStart.REPLIES = (ConnectionStartOk,)

@@ -35,8 +35,9 @@ is present, and sent). ``timestamp`` also accepts a ``datetime`` (naive means UT
 from __future__ import annotations
 
 import datetime
+import functools
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from embroker.amqp091._fields import _LEN8, FieldTable, encode_table, read_table
@@ -45,6 +46,7 @@ from embroker.errors import SyntaxErrorAMQP
 __all__ = [
     "PROPERTY_FLAGS",
     "PROPERTY_NAMES",
+    "PROPERTY_READERS",
     "PROPERTY_TYPES",
     "decode_properties",
     "encode_properties",
@@ -85,14 +87,75 @@ _U64 = struct.Struct(">Q")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _ONE_SECOND = datetime.timedelta(seconds=1)
 
-# flags word -> the (name, kind) pairs present, in wire order; filled on first use.
-_PLANS: dict[int, tuple[tuple[str, int], ...]] = {}
+# Decoding. Each flags word gets its own reader function, generated on first use from the
+# property table (as ``collections.namedtuple`` does): no loop and no type dispatch per message.
+# A few flag words cover nearly all traffic; past _MAX_READERS distinct words, the generic loop
+# serves the rest, so a peer cannot make the cache grow without bound.
+_Reader = Callable[[bytes, int], dict[str, Any]]
+_READERS: dict[int, _Reader] = {}
+#: The reader of each flags word seen so far (the frame parser's fast path looks here first).
+PROPERTY_READERS: Final = _READERS
+_MAX_READERS: Final = 256
 
 
-def _plan(flags: int) -> tuple[tuple[str, int], ...]:
-    plan = tuple((name, kind) for name, (bit, kind) in _BY_NAME.items() if flags & bit)
-    _PLANS[flags] = plan
-    return plan
+def _reader_source(flags: int) -> str:
+    lines = ["def read(p, o):"]
+    names = []
+    for name, (bit, kind) in _BY_NAME.items():
+        if not flags & bit:
+            continue
+        names.append(name)
+        if kind == _SHORTSTR:
+            lines += ["    e = o + 1 + p[o]",
+                      f'    {name} = p[o + 1:e].decode("utf-8", "surrogateescape")', "    o = e"]
+        elif kind == _OCTET:
+            lines += [f"    {name} = p[o]", "    o += 1"]
+        elif kind == _TABLE:
+            lines += [f"    {name}, o = read_table(p, o)"]
+        else:
+            lines += [f"    ({name},) = _U64.unpack_from(p, o)", "    o += 8"]
+    lines += ["    if o != len(p):", "        raise _bad_end(p, o)",
+              f"    return {{{', '.join(f'{n!r}: {n}' for n in names)}}}"]
+    return "\n".join(lines)
+
+
+def _reader(flags: int) -> _Reader:
+    """The reader of the property values announced by ``flags`` (continuation bits cleared)."""
+    if len(_READERS) >= _MAX_READERS:
+        return functools.partial(_read_generic, flags)
+    namespace: dict[str, Any] = {"read_table": read_table, "_U64": _U64, "_bad_end": _bad_end}
+    exec(_reader_source(flags), namespace)  # the source is built from the table above
+    reader: _Reader = namespace["read"]
+    _READERS[flags] = reader
+    return reader
+
+
+def _bad_end(p: bytes, o: int) -> SyntaxErrorAMQP:
+    if o > len(p):
+        return SyntaxErrorAMQP("content header properties truncated")
+    return SyntaxErrorAMQP(f"{len(p) - o} unexpected bytes after the content header properties")
+
+
+def _read_generic(flags: int, p: bytes, o: int) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    for name, (bit, kind) in _BY_NAME.items():
+        if not flags & bit:
+            continue
+        if kind == _SHORTSTR:
+            e = o + 1 + p[o]
+            props[name] = p[o + 1:e].decode("utf-8", "surrogateescape")
+            o = e
+        elif kind == _OCTET:
+            props[name] = p[o]
+            o += 1
+        elif kind == _TABLE:
+            props[name], o = read_table(p, o)
+        else:
+            props[name] = _U64.unpack_from(p, o)[0]
+            o += 8
+    if o != len(p):
+        raise _bad_end(p, o)
+    return props
 
 
 def read_properties(p: bytes, o: int) -> dict[str, Any]:
@@ -116,31 +179,12 @@ def read_properties(p: bytes, o: int) -> dict[str, Any]:
                     raise SyntaxErrorAMQP(f"content header property flags 0x{more:04x} "
                                           "announce properties the basic class does not have")
             flags &= 0xFFFC
-        if not flags:
-            props: dict[str, Any] = {}
-        else:
-            props = {}
-            for name, kind in _PLANS.get(flags) or _plan(flags):
-                if kind == _SHORTSTR:
-                    e = o + 1 + p[o]
-                    props[name] = p[o + 1:e].decode("utf-8", "surrogateescape")
-                    o = e
-                elif kind == _OCTET:
-                    props[name] = p[o]
-                    o += 1
-                elif kind == _TABLE:
-                    props[name], o = read_table(p, o)
-                else:
-                    props[name] = _U64.unpack_from(p, o)[0]
-                    o += 8
+        reader = _READERS.get(flags)
+        if reader is None:
+            reader = _reader(flags)
+        return reader(p, o)
     except (struct.error, IndexError):
         raise SyntaxErrorAMQP("content header properties truncated") from None
-    if o != len(p):
-        if o > len(p):
-            raise SyntaxErrorAMQP("content header properties truncated")
-        raise SyntaxErrorAMQP(f"{len(p) - o} unexpected bytes after the content header "
-                              "properties")
-    return props
 
 
 def decode_properties(data: bytes | bytearray | memoryview) -> dict[str, Any]:
@@ -190,6 +234,61 @@ def _encode_value(name: str, kind: int, value: Any) -> bytes:
     return _U64.pack(value)
 
 
+# Encoding. Each set of keys (in the caller's order) gets its own writer, generated on first use
+# like the readers: it takes the values in wire order and checks their types inline; anything
+# unusual (None values, subclasses, out-of-range or unknown values) goes to the generic encoder,
+# which gives the exact error.
+_Writer = Callable[[Mapping[str, Any]], bytes]
+_WRITERS: dict[tuple[str, ...], _Writer] = {}
+_MAX_WRITERS: Final = 256
+
+
+def _writer_source(keys: tuple[str, ...]) -> str:
+    ordered = sorted(keys, key=lambda name: -PROPERTY_FLAGS[name])
+    flags = sum(PROPERTY_FLAGS[name] for name in keys)
+    lines = ["def write(d):"]
+    checks = []
+    parts = [repr(_U16.pack(flags))]
+    for i, name in enumerate(ordered):
+        kind = _BY_NAME[name][1]
+        lines.append(f"    v{i} = d[{name!r}]")
+        if kind == _SHORTSTR:
+            checks.append(f"type(v{i}) is not str")
+        elif kind == _OCTET:
+            checks.append(f"type(v{i}) is not int or not 0 <= v{i} <= 255")
+        elif kind == _TABLE:
+            checks.append(f"type(v{i}) is not dict")
+        else:
+            checks.append(f"type(v{i}) is not int or not 0 <= v{i} <= 0xFFFFFFFFFFFFFFFF")
+    lines.append(f"    if {' or '.join(f'({c})' for c in checks)}:")
+    lines.append("        return _generic(d)")
+    for i, name in enumerate(ordered):
+        kind = _BY_NAME[name][1]
+        if kind == _SHORTSTR:
+            lines += [f'    b{i} = v{i}.encode("utf-8", "surrogateescape")',
+                      f"    if len(b{i}) > 255:", "        return _generic(d)"]
+            parts += [f"_LEN8[len(b{i})]", f"b{i}"]
+        elif kind == _OCTET:
+            parts.append(f"_LEN8[v{i}]")
+        elif kind == _TABLE:
+            parts.append(f"encode_table(v{i})")
+        else:
+            parts.append(f"_U64.pack(v{i})")
+    lines.append(f"    return b''.join(({', '.join(parts)},))")
+    return "\n".join(lines)
+
+
+def _writer(keys: tuple[str, ...]) -> _Writer:
+    if len(_WRITERS) >= _MAX_WRITERS or not all(key in _BY_NAME for key in keys):
+        return _encode_generic
+    namespace: dict[str, Any] = {"_generic": _encode_generic, "_LEN8": _LEN8, "_U64": _U64,
+                                 "encode_table": encode_table}
+    exec(_writer_source(keys), namespace)  # the source is built from the table above
+    writer: _Writer = namespace["write"]
+    _WRITERS[keys] = writer
+    return writer
+
+
 def encode_properties(properties: Mapping[str, Any] | None) -> bytes:
     """Encode properties to the property flags and the values present, in wire order.
 
@@ -204,9 +303,15 @@ def encode_properties(properties: Mapping[str, Any] | None) -> bytes:
     """
     if not properties:
         return b"\x00\x00"
+    keys = tuple(properties)
+    writer = _WRITERS.get(keys)
+    if writer is None:
+        writer = _writer(keys)
+    return writer(properties)
+
+
+def _encode_generic(properties: Mapping[str, Any]) -> bytes:
     flags = 0
-    last = 0x10000
-    in_order = True
     parts: list[tuple[int, bytes]] = []
     for name, value in properties.items():
         if value is None:
@@ -216,20 +321,7 @@ def encode_properties(properties: Mapping[str, Any] | None) -> bytes:
         except KeyError:
             raise ValueError(f"unknown basic property {name!r}; the properties are "
                              f"{', '.join(PROPERTY_NAMES)}") from None
-        if bit > last:
-            in_order = False
-        last = bit
         flags |= bit
-        if kind == _SHORTSTR and type(value) is str:
-            data = value.encode("utf-8", "surrogateescape")
-            if len(data) > 255:
-                raise ValueError(f"property {name} is {len(data)} bytes long, over the "
-                                 "255-byte shortstr limit")
-            parts.append((bit, _LEN8[len(data)] + data))
-        elif kind == _OCTET and type(value) is int and 0 <= value <= 255:
-            parts.append((bit, _LEN8[value]))
-        else:
-            parts.append((bit, _encode_value(name, kind, value)))
-    if not in_order:
-        parts.sort(reverse=True)
+        parts.append((bit, _encode_value(name, kind, value)))
+    parts.sort(reverse=True)
     return _U16.pack(flags) + b"".join([data for _, data in parts])

@@ -17,11 +17,13 @@ from embroker.amqp091 import (
     BasicQos,
     BodyFrame,
     Command,
+    CommandReader,
     ContentAssembler,
     FrameParser,
     HeaderFrame,
     HeartbeatFrame,
     MethodFrame,
+    encode_message,
     encode_properties,
 )
 from embroker.errors import ChannelError, FrameError, UnexpectedFrame
@@ -208,3 +210,36 @@ def test_parser_and_assembler_give_back_what_was_encoded(stream: tuple[bytes, li
             _, channel, method, props, body = command
             expected.append(Command(channel, method, props, encode_properties(props), body))
     assert got == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(stream=frame_streams(), cuts=st.lists(st.integers(0, 50_000), max_size=10))
+def test_command_reader_equals_parser_and_assembler(stream: tuple[bytes, list[Any]],
+                                                    cuts: list[int]) -> None:
+    data, _ = stream
+    layered = list(ContentAssembler().feed(FrameParser(4096).feed(data)))
+    reader = CommandReader(4096)
+    fused: list[Command] = []
+    start = 0
+    for cut in [*sorted({c % (len(data) + 1) for c in cuts}), len(data)]:
+        fused += reader.feed(data[start:cut])
+        start = cut
+    assert fused == layered
+    assert reader.buffered == 0
+
+
+def test_command_reader_pending_and_forget() -> None:
+    reader = CommandReader()
+    assert not list(reader.feed(PUBLISH.encode_frame(1)))
+    assert reader.pending(1) == PUBLISH
+    reader.forget(1)
+    assert reader.pending(1) is None
+    assert list(reader.feed(BasicAck(1).encode_frame(1))) == [Command(1, BasicAck(1))]
+
+
+def test_command_reader_frame_max_is_settable() -> None:
+    reader = CommandReader()
+    body = bytes(10_000)
+    data = encode_message(1, PUBLISH, body, 131072)
+    reader.frame_max = 131072
+    assert [c.body for c in reader.feed(data)] == [body]

@@ -1,6 +1,7 @@
 """Fuzzing the parser (h11's invariant): any input either parses, or raises the codec's own
 errors (``ConnectionException`` subclasses), never anything else, and never hangs; fed in one
-chunk or one byte at a time, the outcome is the same.
+chunk or one byte at a time, the outcome is the same. The fused ``CommandReader`` gives the same
+commands and the same error as ``FrameParser`` + ``ContentAssembler`` on every input.
 
 CI runs a few thousand examples; ``EMBROKER_FUZZ_EXAMPLES`` raises the count for a longer run.
 """
@@ -17,6 +18,7 @@ from strategies import frame_streams
 from embroker.amqp091 import (
     PROTOCOL_HEADER,
     Command,
+    CommandReader,
     ContentAssembler,
     Frame,
     FrameParser,
@@ -48,10 +50,25 @@ def outcome(data: bytes, *, bytewise: bool) -> tuple[list[Frame], list[Command],
     return frames, commands, None
 
 
+def reader_outcome(data: bytes, *, bytewise: bool) -> tuple[list[Command], str | None]:
+    """The same with the fused ``CommandReader``."""
+    reader = CommandReader(4096, max_body_size=1 << 16)
+    commands: list[Command] = []
+    chunks = [data[i:i + 1] for i in range(len(data))] if bytewise else [data]
+    try:
+        for chunk in chunks:
+            commands.extend(reader.feed(chunk))
+    except ConnectionException as exc:
+        return commands, f"{type(exc).__name__}: {exc.text}"
+    return commands, None
+
+
 def check(data: bytes) -> None:
     whole = outcome(data, bytewise=False)  # anything but ConnectionException fails the test
+    assert reader_outcome(data, bytewise=False) == whole[1:]
     if len(data) <= 2048:
         assert outcome(data, bytewise=True) == whole
+        assert reader_outcome(data, bytewise=True) == whole[1:]
 
 
 @settings(FUZZ, max_examples=2 * EXAMPLES)
