@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import frame_streams
 
 from embroker.amqp091 import (
     BasicAck,
@@ -27,6 +26,7 @@ from embroker.amqp091 import (
     encode_properties,
 )
 from embroker.errors import ChannelError, FrameError, UnexpectedFrame
+from tests.strategies import frame_streams
 
 PUBLISH = BasicPublish(exchange="x", routing_key="k")
 NO_PROPS = b"\x00\x00"

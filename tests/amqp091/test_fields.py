@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from strategies import field_tables, field_values
 
 from embroker.amqp091 import (
     MAX_NESTING,
@@ -22,6 +21,7 @@ from embroker.amqp091 import (
     encode_table,
 )
 from embroker.errors import SyntaxErrorAMQP
+from tests.strategies import field_tables, field_values
 
 _UTC = datetime.timezone.utc
 

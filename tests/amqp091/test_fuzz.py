@@ -13,7 +13,6 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import frame_streams
 
 from embroker.amqp091 import (
     PROTOCOL_HEADER,
@@ -25,6 +24,7 @@ from embroker.amqp091 import (
     parse_protocol_header,
 )
 from embroker.errors import ConnectionException
+from tests.strategies import frame_streams
 
 EXAMPLES = int(os.environ.get("EMBROKER_FUZZ_EXAMPLES", "1000"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,

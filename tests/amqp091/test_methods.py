@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from strategies import methods
 
 import embroker.amqp091 as amqp091
 from embroker.amqp091 import (
@@ -41,6 +40,7 @@ from embroker.amqp091 import (
     decode_method,
     encode_method_frame,
 )
+from tests.strategies import methods
 
 
 def test_generated_module_is_up_to_date() -> None:

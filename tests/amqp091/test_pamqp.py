@@ -29,7 +29,6 @@ import pamqp.header
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import field_tables, method_for, properties
 
 from embroker.amqp091 import (
     METHOD_CLASSES,
@@ -53,6 +52,7 @@ from embroker.amqp091 import (
     encode_table,
 )
 from embroker.errors import SyntaxErrorAMQP
+from tests.strategies import field_tables, method_for, properties
 
 # pamqp warns on every basic.recover-async it builds
 pytestmark = pytest.mark.filterwarnings("ignore:This command is deprecated:DeprecationWarning")

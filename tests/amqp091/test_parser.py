@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import frame_streams
 
 from embroker.amqp091 import (
     FRAME_MIN_SIZE,
@@ -38,6 +37,7 @@ from embroker.errors import (
     FrameError,
     SyntaxErrorAMQP,
 )
+from tests.strategies import frame_streams
 
 
 def frame(frame_type: int, channel: int, payload: bytes) -> bytes:

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from strategies import properties
 
 from embroker.amqp091 import (
     PROPERTY_FLAGS,
@@ -17,6 +16,7 @@ from embroker.amqp091 import (
     encode_properties,
 )
 from embroker.errors import SyntaxErrorAMQP
+from tests.strategies import properties
 
 ALL = {
     "content_type": "text/plain",
