@@ -482,6 +482,7 @@ class CommandReader(_FrameBuffer):
                             need = 0
                             break
                         pos = self._pos
+                        max_payload = self._max_payload  # the caller may have tuned frame_max
                 if need:  # _FrameBuffer._wait, inlined
                     self._need = need
                     if pos:

@@ -468,6 +468,7 @@ class FrameParser(_FrameBuffer):
                         need = 0
                         break
                     pos = self._pos
+                    max_payload = self._max_payload  # the caller may have tuned frame_max
                 if need and not self._wait(buf, pos, need):
                     return
         except ConnectionException as exc:

@@ -243,3 +243,12 @@ def test_command_reader_frame_max_is_settable() -> None:
     data = encode_message(1, PUBLISH, body, 131072)
     reader.frame_max = 131072
     assert [c.body for c in reader.feed(data)] == [body]
+
+
+def test_command_reader_frame_max_set_between_commands_of_one_chunk() -> None:
+    reader = CommandReader()
+    body = bytes(10_000)
+    commands = reader.feed(BasicQos().encode_frame(1) + encode_message(1, PUBLISH, body, 0))
+    assert next(commands) == Command(1, BasicQos())
+    reader.frame_max = 131072
+    assert next(commands).body == body

@@ -335,3 +335,14 @@ def test_header_frame_keeps_the_raw_properties() -> None:
 
 def test_encode_frame_builds_any_frame() -> None:
     assert encode_frame(3, 2, b"abc") == b"\x03\x00\x02\x00\x00\x00\x03abc\xce"
+
+
+def test_frame_max_set_between_two_frames_of_one_chunk_applies_to_the_next() -> None:
+    """A client may send tune-ok and the next frames in one segment: the new frame-max counts
+    from the frame after tune-ok."""
+    parser = FrameParser()
+    frames = parser.feed(encode_method_frame(0, ConnectionTune(frame_max=131072))
+                         + frame(3, 1, bytes(10_000)))
+    assert isinstance(next(frames), MethodFrame)
+    parser.frame_max = 131072
+    assert next(frames) == BodyFrame(1, bytes(10_000))
