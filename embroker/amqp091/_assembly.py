@@ -8,6 +8,11 @@ channels may come in between; frames of the same channel may not. A :class:`Cont
 complete: a method without content at once, a content method once its header and all its bodies
 are in (at the header itself when the body is empty).
 
+:class:`CommandReader` is the frame parser and the assembler in one loop, bytes to commands, for
+the server's hot path: same rules, same errors in the same order (tests hold the two paths equal
+on random and mutated input), no intermediate frame objects, and a whole ``basic.publish`` taken
+in one step when its header and single body frame are already buffered.
+
 Errors (all connection exceptions; the spec text is section 4.2.6: "A peer that receives an
 incomplete or badly-formatted content MUST raise a connection exception with reply code 505
 (unexpected frame). This includes missing content headers, wrong class IDs in content headers,

@@ -17,7 +17,7 @@ bytes stay buffered until the next :meth:`FrameParser.feed`. A frame is checked 
 and a huge size never makes the parser wait for it.
 
 Turning frames into commands (a method, or a method with its content) is the job of
-``ContentAssembler`` in ``_assembly.py``.
+``ContentAssembler`` in ``_assembly.py``; ``CommandReader`` there does both in one loop.
 
 Errors
 ------
@@ -38,6 +38,12 @@ same error. The rules, with the spec section each one comes from:
 * malformed method arguments or content header properties (truncated, extra bytes, a string or
   table running past the frame, an unknown field type):
   :class:`~embroker.errors.SyntaxErrorAMQP` (502), carrying the method's class and method ids.
+
+These codes are the specification's. RabbitMQ 3.10 (tried on the reference broker) answers some
+of these cases differently: malformed method arguments with 501 ``FRAME_ERROR - cannot decode
+<<...>>``, a heartbeat on channel 1 and a content header on channel 0 with 505
+``UNEXPECTED_FRAME - type 8, all octets = <<>>``; an unknown method id or an unknown field type
+in a table makes it drop the socket without a ``connection.close``.
 """
 
 from __future__ import annotations
