@@ -275,8 +275,8 @@ class _PikaChannel:
     """A pika ``BlockingChannel``, with what the harness needs that pika's blocking API hides.
 
     - Returned messages, publisher confirms (with the broker's delivery tag and ``multiple``),
-      consumer deliveries and broker cancels are captured on pika's underlying
-      ``pika.channel.Channel`` as their frames are read, in arrival order.
+      consumer deliveries and broker cancels (``add_on_cancel_callback``) are captured on pika's
+      underlying ``pika.channel.Channel`` as their frames are read, in arrival order.
     - pika makes up consumer tags itself (``ctag1.<uuid>``) and refuses, before sending anything,
       a tag it already has on the channel, and a cancel of a tag it does not know. The broker is
       what is under test, so basic.consume and basic.cancel are sent as they are (an empty tag
@@ -296,6 +296,7 @@ class _PikaChannel:
         self._cancels: list[str] = []
         self._confirming = False
         ch._impl.add_on_return_callback(self._on_return)
+        ch._impl.add_on_cancel_callback(self._on_cancel)
 
     # -- frames as they are read -------------------------------------------------------------
     def _on_return(self, _ch: Any, method: Any, props: Any, body: bytes) -> None:
@@ -308,11 +309,13 @@ class _PikaChannel:
         m = frame.method
         self._events.append(Confirm(m.delivery_tag, m.multiple, isinstance(m, pika.spec.Basic.Ack)))
 
+    def _on_cancel(self, frame: Any) -> None:
+        """basic.cancel from the broker (pika's add_on_cancel_callback)."""
+        self._cancels.append(frame.method.consumer_tag)
+
     def _on_consumer_event(self, evt: Any) -> None:
-        if hasattr(evt, "method_frame"):  # _ConsumerCancellationEvt: the broker cancelled
-            tag = evt.method_frame.method.consumer_tag
-            self.ch._consumer_infos.pop(tag, None)
-            self._cancels.append(tag)
+        if hasattr(evt, "method_frame"):  # _ConsumerCancellationEvt: see _on_cancel
+            self.ch._consumer_infos.pop(evt.method_frame.method.consumer_tag, None)
             return
         m = evt.method  # _ConsumerDeliveryEvt
         self._deliveries.append(Delivered(m.consumer_tag, m.delivery_tag, m.redelivered,
