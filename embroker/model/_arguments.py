@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import PreconditionFailed
 
-__all__ = ["field_type", "validate_queue_arguments"]
+__all__ = ["field_type", "validate_consumer_arguments", "validate_queue_arguments"]
 
 #: RabbitMQ's largest expiry or TTL, in milliseconds.
 MAX_EXPIRY = 2**32 - 1
@@ -128,3 +128,12 @@ def validate_queue_arguments(resource: str, arguments: Mapping[str, Any]) -> Non
             error = check(arguments[key], arguments)
             if error is not None:
                 raise PreconditionFailed(f"invalid arg '{key}' for {resource}: {error}")
+
+
+def validate_consumer_arguments(resource: str, arguments: Mapping[str, Any]) -> None:
+    """Raise PreconditionFailed (406) for a basic.consume argument RabbitMQ refuses
+    (``x-priority`` must be an integer)."""
+    if "x-priority" in arguments:
+        error = _int(arguments["x-priority"], arguments)
+        if error is not None:
+            raise PreconditionFailed(f"invalid arg 'x-priority' for {resource}: {error}")

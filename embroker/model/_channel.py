@@ -25,6 +25,7 @@ from ..errors import (
     NotImplementedAMQP,
     PreconditionFailed,
 )
+from ._arguments import validate_consumer_arguments
 from ._message import Message, QueuedMessage
 
 if TYPE_CHECKING:
@@ -84,8 +85,8 @@ class Delivery:
 class Consumer:
     """A subscription of a channel to a queue (basic.consume)."""
 
-    __slots__ = ("arguments", "channel", "exclusive", "no_ack", "prefetch", "queue", "tag",
-                 "unacked")
+    __slots__ = ("arguments", "channel", "exclusive", "no_ack", "prefetch", "priority", "queue",
+                 "tag", "unacked")
 
     def __init__(self, channel: Channel, queue: Queue, tag: str, *, no_ack: bool,
                  exclusive: bool, arguments: dict[str, Any], prefetch: int) -> None:
@@ -97,6 +98,8 @@ class Consumer:
         self.arguments = arguments
         self.prefetch = prefetch
         self.unacked = 0
+        priority = arguments.get("x-priority", 0)
+        self.priority: int = priority if isinstance(priority, int) else 0
 
     def has_capacity(self) -> bool:
         """Whether qos lets this consumer take one more message now."""
@@ -379,13 +382,14 @@ class Channel:
             consumer_tag = random_name("amq.ctag-")
         elif consumer_tag in self.consumers:
             raise NotAllowed(f"attempt to reuse consumer tag '{consumer_tag}'")
-        if q.consumers and (exclusive or any(c.exclusive for c in q.consumers)):
+        if q.consumer_count and (exclusive or any(c.exclusive for c in q.consumers)):
             raise AccessRefused(f"queue '{q.name}' in vhost '{self.vhost.name}' in exclusive use")
+        arguments = dict(arguments or {})
+        validate_consumer_arguments(f"queue '{q.name}' in vhost '{self.vhost.name}'", arguments)
         consumer = Consumer(self, q, consumer_tag, no_ack=no_ack, exclusive=exclusive,
-                            arguments=dict(arguments or {}), prefetch=self.prefetch_count)
+                            arguments=arguments, prefetch=self.prefetch_count)
         self.consumers[consumer_tag] = consumer
-        q.consumers.append(consumer)
-        q.had_consumers = True
+        q.add_consumer(consumer)
         return consumer_tag
 
     def start_consumer(self, consumer_tag: str) -> None:
@@ -402,11 +406,9 @@ class Channel:
 
     def _remove_consumer(self, consumer: Consumer) -> None:
         queue = consumer.queue
-        try:
-            queue.consumers.remove(consumer)
-        except ValueError:  # the queue is gone already
+        if not queue.remove_consumer(consumer):  # the queue is gone already
             return
-        if queue.auto_delete and not queue.consumers and not queue.deleted:
+        if queue.auto_delete and not queue.consumer_count and not queue.deleted:
             self.vhost.delete_queue_object(queue)
 
     def cancel_by_broker(self, consumer: Consumer) -> None:
@@ -528,8 +530,7 @@ class Channel:
         consumers = list(self.consumers.values())
         self.consumers.clear()
         for consumer in consumers:  # no redelivery to this channel while it closes
-            if consumer in consumer.queue.consumers:
-                consumer.queue.consumers.remove(consumer)
+            consumer.queue.remove_consumer(consumer)
         # What an open transaction held goes back too: held acks were never applied.
         taken = [pair for kind, (pairs, _r) in self._tx if kind == "settle" for pair in pairs]
         self._tx = []
@@ -539,7 +540,7 @@ class Channel:
         self._settle_rejected(taken, True)
         for consumer in consumers:
             queue = consumer.queue
-            if queue.auto_delete and not queue.consumers and not queue.deleted:
+            if queue.auto_delete and not queue.consumer_count and not queue.deleted:
                 self.vhost.delete_queue_object(queue)
 
     def outstanding(self) -> list[_Unacked]:

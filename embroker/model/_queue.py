@@ -27,7 +27,8 @@ class Queue:
     Attributes:
         name, durable, auto_delete, arguments: as declared.
         exclusive_owner: the connection that owns an exclusive queue, else ``None``.
-        consumers: the consumers, in the order they next get a turn.
+        consumers: the consumers, highest ``x-priority`` first, each priority in the order its
+            consumers next get a turn.
         unacked: how many of its messages are delivered and not yet acknowledged.
         bindings: the bindings whose destination is this queue (not counting the default
             exchange's implicit one).
@@ -36,9 +37,9 @@ class Queue:
     kind: ClassVar[str] = "queue"
 
     __slots__ = (
-        "_next_seq", "_ready", "arguments", "auto_delete", "bindings", "consumers",
-        "default_binding", "deleted", "durable", "exclusive_owner", "had_consumers", "name",
-        "unacked", "vhost",
+        "_consumer_count", "_groups", "_next_seq", "_priorities", "_ready", "arguments",
+        "auto_delete", "bindings", "default_binding", "deleted", "durable", "exclusive_owner",
+        "had_consumers", "name", "unacked", "vhost",
     )
 
     def __init__(self, vhost: VirtualHost, name: str, *, durable: bool = False,
@@ -50,7 +51,10 @@ class Queue:
         self.exclusive_owner = exclusive_owner
         self.auto_delete = auto_delete
         self.arguments: dict[str, Any] = dict(arguments or {})
-        self.consumers: deque[Consumer] = deque()
+        # Consumers by priority, each group taking turns; priorities highest first.
+        self._groups: dict[int, deque[Consumer]] = {}
+        self._priorities: list[int] = []
+        self._consumer_count = 0
         self.bindings: dict[tuple[Any, ...], Binding] = {}
         self.unacked = 0
         self.had_consumers = False
@@ -72,7 +76,41 @@ class Queue:
 
     @property
     def consumer_count(self) -> int:
-        return len(self.consumers)
+        return self._consumer_count
+
+    @property
+    def consumers(self) -> list[Consumer]:
+        return [c for priority in self._priorities for c in self._groups[priority]]
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        """Add a consumer; it takes its turn after those of its priority already there."""
+        group = self._groups.get(consumer.priority)
+        if group is None:
+            group = self._groups[consumer.priority] = deque()
+            self._priorities = sorted(self._groups, reverse=True)
+        group.append(consumer)
+        self._consumer_count += 1
+        self.had_consumers = True
+
+    def remove_consumer(self, consumer: Consumer) -> bool:
+        """Remove a consumer; False when it was not there."""
+        group = self._groups.get(consumer.priority)
+        if group is None or consumer not in group:
+            return False
+        group.remove(consumer)
+        self._consumer_count -= 1
+        if not group:
+            del self._groups[consumer.priority]
+            self._priorities.remove(consumer.priority)
+        return True
+
+    def clear_consumers(self) -> list[Consumer]:
+        """Remove every consumer (the queue is going); returns them."""
+        consumers = self.consumers
+        self._groups.clear()
+        self._priorities = []
+        self._consumer_count = 0
+        return consumers
 
     @property
     def messages(self) -> list[Message]:
@@ -93,7 +131,7 @@ class Queue:
         extra = f" {' '.join(flags)}" if flags else ""
         return (f"<queue '{self.name}' in vhost '{self.vhost.name}'{extra}: "
                 f"{len(self._ready)} ready, {self.unacked} unacked, "
-                f"{len(self.consumers)} consumers>")
+                f"{self._consumer_count} consumers>")
 
     # -- messages in ---------------------------------------------------------------------------
 
@@ -105,7 +143,7 @@ class Queue:
         entry = QueuedMessage(message, self._next_seq)
         self._next_seq += 1
         self._ready.append(entry)
-        if self.consumers:
+        if self._consumer_count:
             self.dispatch()
 
     def requeue(self, entries: Iterable[QueuedMessage]) -> None:
@@ -123,7 +161,7 @@ class Queue:
                 ready.appendleft(entry)
             else:
                 ready.insert(_insertion_point(ready, entry.seq), entry)
-        if self.consumers:
+        if self._consumer_count:
             self.dispatch()
 
     # -- messages out --------------------------------------------------------------------------
@@ -146,18 +184,22 @@ class Queue:
         return count
 
     def dispatch(self) -> None:
-        """Hand ready messages to consumers with room, in turn, until one side runs out."""
-        consumers = self.consumers
+        """Hand ready messages to consumers with room until one side runs out: the highest
+        priority consumers that have room first, taking turns within a priority."""
         ready = self._ready
-        while ready and consumers:
-            for _ in range(len(consumers)):
-                consumer = consumers[0]
-                consumers.rotate(-1)
-                if consumer.has_capacity():
-                    self.unacked += 1
-                    consumer.deliver(self, ready.popleft())
-                    break
-            else:
+        for priority in self._priorities:
+            group = self._groups[priority]
+            while ready:
+                for _ in range(len(group)):
+                    consumer = group[0]
+                    group.rotate(-1)
+                    if consumer.has_capacity():
+                        self.unacked += 1
+                        consumer.deliver(self, ready.popleft())
+                        break
+                else:
+                    break  # nobody at this priority has room: try the next one down
+            if not ready:
                 return
 
     # -- invariants ----------------------------------------------------------------------------
@@ -167,6 +209,8 @@ class Queue:
         assert seqs == sorted(seqs), f"{self!r}: ready messages out of order"
         assert self.unacked >= 0, f"{self!r}: negative unacked count"
         assert not self.deleted, f"{self!r}: deleted but still in its vhost"
+        assert self._consumer_count == sum(len(g) for g in self._groups.values())
+        assert self._priorities == sorted(self._groups, reverse=True)
 
 
 def _by_seq(entry: QueuedMessage) -> int:

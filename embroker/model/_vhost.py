@@ -277,7 +277,7 @@ class VirtualHost:
         if queue is None:
             return 0
         self.check_exclusive_access(queue, connection)
-        if if_unused and queue.consumers:
+        if if_unused and queue.consumer_count:
             raise PreconditionFailed(f"{self._rs('queue', name)} in use")
         if if_empty and queue.message_count:
             raise PreconditionFailed(f"{self._rs('queue', name)} not empty")
@@ -294,9 +294,7 @@ class VirtualHost:
             queue.exclusive_owner.exclusive_queues.pop(queue.name, None)
         for binding in list(queue.bindings.values()):
             self._remove_binding(binding)
-        consumers = list(queue.consumers)
-        queue.consumers.clear()
-        for consumer in consumers:
+        for consumer in queue.clear_consumers():
             consumer.channel.cancel_by_broker(consumer)
         return count
 

@@ -231,3 +231,28 @@ def test_user_id_must_be_the_authenticated_user(broker: Broker) -> None:
         ch.basic_publish("", "q", b"", {"user_id": "somebody-else"})
     assert err.value.reply_text == ("PRECONDITION_FAILED - user_id property set to 'somebody-else' "
                                     "but authenticated user was 'guest'")
+
+
+def test_higher_priority_consumers_get_messages_while_they_have_room(broker: Broker) -> None:
+    ch = broker.connect().channel()
+    ch.queue_declare("q")
+    ch.basic_qos(prefetch_count=2)
+    high: list[Delivery] = []
+    low: list[Delivery] = []
+    ch.basic_consume("q", collect(low), arguments={"x-priority": 0})
+    ch.basic_consume("q", collect(high), arguments={"x-priority": 10})
+    for i in range(5):
+        ch.basic_publish("", "q", b"%d" % i)
+    assert [d.body for d in high] == [b"0", b"1"]
+    assert [d.body for d in low] == [b"2", b"3"]
+    ch.basic_ack(high[0].delivery_tag)
+    assert [d.body for d in high] == [b"0", b"1", b"4"]
+
+
+def test_consumer_priority_must_be_an_integer(broker: Broker) -> None:
+    ch = broker.connect().channel()
+    ch.queue_declare("q")
+    with pytest.raises(PreconditionFailed) as err:
+        ch.basic_consume("q", lambda *a: None, arguments={"x-priority": "high"})
+    assert err.value.reply_text == ("PRECONDITION_FAILED - invalid arg 'x-priority' for queue 'q' in "
+                                    "vhost '/': \"expected integer, got longstr\"")
