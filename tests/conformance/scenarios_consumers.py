@@ -347,3 +347,110 @@ def scenario_consume_auto_delete_queue_goes_with_last_consumer(s: Session) -> No
     s.expect(_ready(s, ch, q), (0, 1), "one consumer left")
     ch.basic_cancel(t2)
     s.expect_error(ch.queue_declare(q, passive=True), 404, "NOT_FOUND - no queue 'q' in vhost '/'")
+
+
+def scenario_consume_empty_queue_name_is_last_declared(s: Session) -> None:
+    ch = s.channel()
+    q = _queue_with(s, ch, 1)
+    s.expect(ch.basic_consume(""), C1, "'' is the queue last declared on this channel")
+    s.expect(_seen(ch.wait_deliveries(1)), [(C1, 1, b"m0", False)])
+    s.expect_error(s.channel().basic_consume(""), 404, "NOT_FOUND - no previously declared queue",
+                   scope="channel", what="a channel that declared nothing")
+    s.expect(_ready(s, ch, q), (0, 1))
+
+
+def scenario_consume_redeclare_counts_consumers(s: Session) -> None:
+    ch = s.channel()
+    q = _queue_with(s, ch, 3)
+    ch.basic_qos(prefetch_count=1)
+    ch.basic_consume(q)
+    ch.basic_consume(q)
+    ch.wait_deliveries(2)
+    s.expect(ch.queue_declare(q), QueueDeclareOk("q", 1, 2),
+             "declare-ok counts ready messages and consumers")
+
+
+def scenario_consume_qos_change_applies_to_new_consumers(s: Session) -> None:
+    """global=false: a later basic.qos does not change the limit of existing consumers."""
+    ch = s.channel()
+    q1, q2 = _queue_with(s, ch, 3, "q1"), _queue_with(s, ch, 3, "q2")
+    ch.basic_qos(prefetch_count=1)
+    ch.basic_consume(q1)
+    s.expect(_seen(ch.wait_deliveries(1)), [(C1, 1, b"m0", False)])
+    ch.basic_qos(prefetch_count=2)
+    ch.basic_consume(q2)
+    s.expect(_seen(ch.wait_deliveries(2)), [(C2, 2, b"m0", False), (C2, 3, b"m1", False)])
+    s.expect((_ready(s, ch, q1), _ready(s, ch, q2)), ((2, 1), (1, 1)),
+             "the first consumer keeps its limit of 1")
+
+
+def scenario_consume_global_qos_raised_releases_deliveries(s: Session) -> None:
+    ch = s.channel()
+    q = _queue_with(s, ch, 3)
+    ch.basic_qos(prefetch_count=1, global_qos=True)
+    ch.basic_consume(q)
+    s.expect(_seen(ch.wait_deliveries(1)), [(C1, 1, b"m0", False)])
+    ch.basic_qos(prefetch_count=3, global_qos=True)
+    s.expect(_seen(ch.wait_deliveries(2)), [(C1, 2, b"m1", False), (C1, 3, b"m2", False)],
+             "raising the channel-wide limit lets the waiting messages through")
+
+
+def scenario_consume_prefetch_two_ack_multiple(s: Session) -> None:
+    ch = s.channel()
+    q = _queue_with(s, ch, 5)
+    ch.basic_qos(prefetch_count=2)
+    ch.basic_consume(q)
+    s.expect(_seen(ch.wait_deliveries(2)), [(C1, 1, b"m0", False), (C1, 2, b"m1", False)])
+    ch.basic_ack(2, multiple=True)
+    s.expect(_seen(ch.wait_deliveries(2)), [(C1, 3, b"m2", False), (C1, 4, b"m3", False)])
+    ch.basic_nack(4, multiple=True, requeue=False)
+    s.expect(_seen(ch.wait_deliveries(1)), [(C1, 5, b"m4", False)])
+    s.expect(_ready(s, ch, q), (0, 1), "m2 and m3 were dropped")
+
+
+def scenario_consume_auto_delete_queue_goes_with_channel(s: Session) -> None:
+    ch1 = s.channel()
+    q = s.name("q")
+    ch1.queue_declare(q, auto_delete=True)
+    ch1.basic_publish("", q, b"m0")
+    ch1.basic_consume(q)
+    ch1.wait_deliveries(1)
+    ch1.close()
+    s.expect_error(s.channel().queue_declare(q, passive=True), 404,
+                   "NOT_FOUND - no queue 'q' in vhost '/'",
+                   what="closing the last consumer's channel deleted it, unacked message and all")
+
+
+def scenario_consume_tx_publish_delivered_at_commit(s: Session) -> None:
+    ch1, ch2 = s.channel(), s.channel()
+    q = _queue_with(s, ch1, 0)
+    ch2.basic_consume(q)
+    ch1.tx_select()
+    ch1.basic_publish("", q, b"m0")
+    s.expect(_ready(s, ch1, q), (0, 1), "not routed before the commit")
+    ch1.tx_commit()
+    s.expect(_seen(ch2.wait_deliveries(1)), [(C1, 1, b"m0", False)])
+
+
+def scenario_consume_exclusive_same_channel_twice(s: Session) -> None:
+    ch = s.channel()
+    q = _queue_with(s, ch, 0)
+    ch.basic_consume(q)
+    s.expect_error(ch.basic_consume(q, exclusive=True), 403,
+                   "ACCESS_REFUSED - queue 'q' in vhost '/' in exclusive use", scope="channel",
+                   what="its own channel's consumer counts too")
+    s.expect(_ready(s, s.channel(), q), (0, 0), "and the channel error cancelled that consumer")
+
+
+def scenario_consume_priority(s: Session) -> None:
+    """Consumer priorities (x-priority): the higher one gets the messages while it can take them."""
+    ch1, ch2 = s.channel(), s.channel()
+    q = _queue_with(s, ch1, 0)
+    ch2.basic_qos(prefetch_count=2)
+    ch1.basic_consume(q, consumer_tag=s.name("low"))
+    ch2.basic_consume(q, consumer_tag=s.name("high"), arguments={"x-priority": 10})
+    for i in range(3):
+        ch1.basic_publish("", q, f"m{i}".encode())
+    s.expect(_seen(ch2.wait_deliveries(2)), [("high", 1, b"m0", False), ("high", 2, b"m1", False)])
+    s.expect(_seen(ch1.wait_deliveries(1)), [("low", 1, b"m2", False)],
+             "the high-priority consumer is full: the next one goes to the low one")
