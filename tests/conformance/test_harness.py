@@ -6,6 +6,8 @@ from typing import Any
 
 from .harness import (
     BrokerError,
+    Confirm,
+    Delivered,
     Err,
     Normalizer,
     QueueDeclareOk,
@@ -169,3 +171,66 @@ def test_long_bodies_are_shortened_in_lines_but_compared_in_full() -> None:
     b = run_scenario(scenario(b"x" * 999 + b"y"), FakeDriver("b"))
     assert len(a.lines()[0]) < 200
     assert diff_runs(a, b), "the digest shows the bodies differ"
+
+
+class ConsumingChannel(FakeChannel):
+    """basic_consume answers a server-generated tag and delivers 'm0', 'm1' at once; confirm
+    mode acks every publish."""
+
+    def __init__(self) -> None:
+        super().__init__("amq.gen-AAAA")
+        self.deliveries: list[Delivered] = []
+        self.seq: int | None = None
+
+    def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if method == "basic_consume":
+            tag = kwargs.get("consumer_tag") or "amq.ctag-Zz_9"
+            self.deliveries += [Delivered(tag, i + 1, False, "", args[0], {}, b"m%d" % i)
+                                for i in range(2)]
+            return tag
+        if method == "confirm_delivery":
+            self.seq = 0
+            return None
+        result = super().call(method, args, kwargs)
+        if method == "basic_publish" and self.seq is not None:
+            self.seq += 1
+            self.pending.append(Confirm(self.seq, False, True))  # type: ignore[arg-type]
+        return result
+
+    def wait_deliveries(self, n: int, timeout: float) -> list[Any]:
+        out, self.deliveries = self.deliveries[:n], self.deliveries[n:]
+        return out
+
+
+class ConsumingDriver(FakeDriver):
+    def connect(self) -> Any:
+        conn = FakeConnection(self.generated)
+        conn.channel = ConsumingChannel  # type: ignore[method-assign]
+        return conn
+
+
+def test_deliveries_are_recorded_where_the_scenario_waits_and_confirms_after_the_publish() -> None:
+    def scenario(s: Session) -> None:
+        ch = s.channel()
+        tag = ch.basic_consume(s.name("q"))
+        s.expect(tag, "amq.ctag-1")
+        s.expect([d.body for d in ch.wait_deliveries(1)], [b"m0"])
+        s.expect(len(ch.wait_deliveries(5)), 1, "fewer than asked: what arrived")
+        ch.confirm_delivery()
+        ch.basic_publish("", s.name("nowhere"), b"x", mandatory=True)
+        s.expect([tuple(c) for c in ch.confirms], [(1, False, True)])
+
+    run = run_scenario(scenario, ConsumingDriver())
+    assert not problems(run), problems(run)
+    assert run.lines() == [
+        "c1.ch1  basic_consume('q') -> 'amq.ctag-1'",
+        "c1.ch1  wait_deliveries(1) -> [Delivered(consumer_tag='amq.ctag-1', delivery_tag=1, "
+        "redelivered=False, exchange='', routing_key='q', properties={}, body=b'm0')]",
+        "c1.ch1  wait_deliveries(5) -> [Delivered(consumer_tag='amq.ctag-1', delivery_tag=2, "
+        "redelivered=False, exchange='', routing_key='q', properties={}, body=b'm1')]",
+        "c1.ch1  confirm_delivery() -> None",
+        "c1.ch1  basic_publish('', 'nowhere', b'x', mandatory=True) -> None",
+        "c1.ch1    <- basic.return -> Returned(reply_code=312, reply_text='NO_ROUTE', exchange='',"
+        " routing_key='nowhere', properties={}, body=b'x')",
+        "c1.ch1    <- basic.ack -> Confirm(delivery_tag=1, multiple=False, ack=True)",
+    ]
