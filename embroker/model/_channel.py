@@ -266,21 +266,28 @@ class Channel:
             self.vhost.check_publishable(exchange, message)
             self._tx.append(("publish", (message, mandatory)))
             return 0
-        self._publish(message, mandatory)
+        accepted = self._publish(message, mandatory)
         if self.confirm_mode:
             self._publish_seq += 1
             if self.on_confirm is not None:
-                self.on_confirm(self._publish_seq, False, True)
+                # RabbitMQ coalesces a nack with everything unconfirmed before it: with nothing
+                # else outstanding, that is multiple=true for this one message.
+                self.on_confirm(self._publish_seq, not accepted, accepted)
             return self._publish_seq
         return 0
 
-    def _publish(self, message: Message, mandatory: bool) -> None:
+    def _publish(self, message: Message, mandatory: bool) -> bool:
+        """Route and enqueue; False when a queue refused the message (overflow)."""
         queues = self.vhost.route(message.exchange, message, mandatory)
         if queues:
+            accepted = True
             for queue in queues:
-                queue.publish(message)
-        elif mandatory and self.on_return is not None:
+                if not queue.publish(message):
+                    accepted = False
+            return accepted
+        if mandatory and self.on_return is not None:
             self.on_return(312, "NO_ROUTE", message.exchange, message.routing_key, message)
+        return True
 
     def confirm_select(self) -> None:
         """confirm.select: from now on every publish is confirmed with a sequence number.

@@ -37,7 +37,8 @@ class Queue:
     kind: ClassVar[str] = "queue"
 
     __slots__ = (
-        "_consumer_count", "_groups", "_next_seq", "_priorities", "_ready", "arguments",
+        "_consumer_count", "_groups", "_max_bytes", "_max_length", "_next_seq", "_overflow",
+        "_priorities", "_ready", "_ready_bytes", "arguments",
         "auto_delete", "bindings", "default_binding", "deleted", "durable", "exclusive_owner",
         "had_consumers", "name", "unacked", "vhost",
     )
@@ -60,7 +61,12 @@ class Queue:
         self.had_consumers = False
         self.deleted = False
         self._ready: deque[QueuedMessage] = deque()
+        self._ready_bytes = 0  # body bytes of the ready messages (x-max-length-bytes)
         self._next_seq = 0
+        # Length limits count ready messages only, as RabbitMQ's.
+        self._max_length: int | None = self.arguments.get("x-max-length")
+        self._max_bytes: int | None = self.arguments.get("x-max-length-bytes")
+        self._overflow: str = self.arguments.get("x-overflow", "drop-head")
         self.default_binding: Binding  # set by the vhost
 
     # -- inspection ----------------------------------------------------------------------------
@@ -135,16 +141,47 @@ class Queue:
 
     # -- messages in ---------------------------------------------------------------------------
 
-    def publish(self, message: Message) -> None:
+    @property
+    def message_bytes(self) -> int:
+        """Body bytes of the ready messages (what ``x-max-length-bytes`` limits)."""
+        return self._ready_bytes
+
+    def publish(self, message: Message) -> bool:
         """Enqueue a routed message and hand it to a consumer if one can take it.
+
+        Returns:
+            False when the queue refused it (``x-overflow`` reject-publish or
+            reject-publish-dlx and the queue full): the publisher's confirm is then a nack.
 
         Runtime complexity: ``O(1)`` amortised.
         """
+        limited = self._max_length is not None or self._max_bytes is not None
+        if limited and self._overflow != "drop-head" and self._over_limit(1, len(message.body)):
+            return False
         entry = QueuedMessage(message, self._next_seq)
         self._next_seq += 1
         self._ready.append(entry)
+        self._ready_bytes += len(message.body)
         if self._consumer_count:
             self.dispatch()
+        if limited:
+            self._drop_head()
+        return True
+
+    def _over_limit(self, extra_messages: int = 0, extra_bytes: int = 0) -> bool:
+        return ((self._max_length is not None
+                 and len(self._ready) + extra_messages > self._max_length)
+                or (self._max_bytes is not None
+                    and self._ready_bytes + extra_bytes > self._max_bytes))
+
+    def _drop_head(self) -> None:
+        # drop-head overflow: the oldest ready messages go until the queue is within limits.
+        if self._overflow != "drop-head":
+            return
+        ready = self._ready
+        while ready and self._over_limit():
+            entry = ready.popleft()
+            self._ready_bytes -= len(entry.message.body)
 
     def requeue(self, entries: Iterable[QueuedMessage]) -> None:
         """Put delivered messages back at their original positions, marked redelivered.
@@ -157,12 +194,15 @@ class Queue:
         for entry in ordered:  # from the latest to the earliest
             entry.redelivered = True
             self.unacked -= 1
+            self._ready_bytes += len(entry.message.body)
             if not ready or entry.seq < ready[0].seq:
                 ready.appendleft(entry)
             else:
                 ready.insert(_insertion_point(ready, entry.seq), entry)
         if self._consumer_count:
             self.dispatch()
+        if self._max_length is not None or self._max_bytes is not None:
+            self._drop_head()
 
     # -- messages out --------------------------------------------------------------------------
 
@@ -171,7 +211,9 @@ class Queue:
         if not self._ready:
             return None
         self.unacked += 1
-        return self._ready.popleft()
+        entry = self._ready.popleft()
+        self._ready_bytes -= len(entry.message.body)
+        return entry
 
     def settle(self, count: int = 1) -> None:
         """Forget ``count`` delivered messages: acknowledged, or dropped by a reject/nack."""
@@ -181,6 +223,7 @@ class Queue:
         """Drop every ready message; returns how many."""
         count = len(self._ready)
         self._ready.clear()
+        self._ready_bytes = 0
         return count
 
     def dispatch(self) -> None:
@@ -195,7 +238,9 @@ class Queue:
                     group.rotate(-1)
                     if consumer.has_capacity():
                         self.unacked += 1
-                        consumer.deliver(self, ready.popleft())
+                        entry = ready.popleft()
+                        self._ready_bytes -= len(entry.message.body)
+                        consumer.deliver(self, entry)
                         break
                 else:
                     break  # nobody at this priority has room: try the next one down
@@ -208,6 +253,8 @@ class Queue:
         seqs = [entry.seq for entry in self._ready]
         assert seqs == sorted(seqs), f"{self!r}: ready messages out of order"
         assert self.unacked >= 0, f"{self!r}: negative unacked count"
+        assert self._ready_bytes == sum(len(e.message.body) for e in self._ready)
+        assert not self._over_limit() or self._overflow != "drop-head" or not self._ready
         assert not self.deleted, f"{self!r}: deleted but still in its vhost"
         assert self._consumer_count == sum(len(g) for g in self._groups.values())
         assert self._priorities == sorted(self._groups, reverse=True)
