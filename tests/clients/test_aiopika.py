@@ -356,3 +356,30 @@ def test_server_cancels_consumer_when_its_queue_is_deleted(server: Server,
 
     run(scenario())
     assert "doomed" not in broker.queues
+
+
+@pytest.mark.xfail(strict=True, reason="embroker bug: the expiration property is kept but never "
+                   "applied: an expired message is still delivered")
+def test_expired_message_at_the_head_is_not_delivered() -> None:
+    from embroker import ManualClock
+
+    clock = ManualClock()
+    broker = Broker(clock=clock)
+
+    async def scenario(server: Server) -> list[bytes]:
+        conn = await connect(server)
+        ch = await conn.channel()
+        queue = await ch.declare_queue("ttl")
+        await ch.default_exchange.publish(aio_pika.Message(b"short", expiration=0.05), "ttl")
+        await ch.default_exchange.publish(aio_pika.Message(b"long"), "ttl")
+        assert broker.queues["ttl"].messages[0].properties["expiration"] == "50"
+        clock.advance(1)  # "short" has expired; "long" has no expiration
+        broker.tick()
+        got = [(await bounded(queue.get(no_ack=True))).body]
+        got.append(b"" if await bounded(queue.get(no_ack=True, fail=False)) is None else b"more")
+        await conn.close()
+        return got
+
+    with broker.serve() as server:
+        assert run(scenario(server)) == [b"long", b""]
+    assert server.errors == []

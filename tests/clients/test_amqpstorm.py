@@ -220,3 +220,13 @@ def test_server_cancel_notification_removes_the_consumer(conn: amqpstorm.Connect
     wait_until(lambda: channel.consumer_tags == [])
     assert channel.is_open
     assert "doomed" not in broker.queues
+
+
+def test_publish_to_a_full_reject_publish_queue_is_nacked(conn: amqpstorm.Connection,
+                                                          broker: Broker) -> None:
+    channel = conn.channel(rpc_timeout=TIMEOUT)
+    channel.queue.declare("capped", arguments={"x-max-length": 1, "x-overflow": "reject-publish"})
+    channel.confirm_deliveries()
+    assert channel.basic.publish(b"kept", "capped") is True
+    assert channel.basic.publish(b"refused", "capped") is False  # basic.nack, as RabbitMQ
+    assert [m.body for m in broker.queues["capped"].messages] == [b"kept"]

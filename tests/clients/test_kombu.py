@@ -240,3 +240,34 @@ def test_server_cancel_notification_reaches_the_consumer(conn: Connection,
     drain_until(conn, lambda: cancelled == ["ctag"])
     assert "ctag" not in channel.callbacks
     assert "doomed" not in broker.queues
+
+
+@pytest.mark.xfail(strict=True, reason="embroker bug: x-dead-letter-exchange is validated, then "
+                   "ignored: a message rejected with requeue=false is dropped")
+def test_rejected_message_is_dead_lettered_with_x_death(conn: Connection, broker: Broker) -> None:
+    channel = conn.channel()
+    dlx = Exchange("dlx", type="fanout", durable=False, channel=channel)
+    dlx.declare()
+    dead = Queue("dead", dlx, durable=False, channel=channel)
+    dead.declare()
+    work = Queue("work", durable=False, channel=channel,
+                 queue_arguments={"x-dead-letter-exchange": "dlx"})
+    work.declare()
+    Producer(channel).publish(b"bad", routing_key="work", headers={"h": 1})
+    work.get(no_ack=False).reject(requeue=False)
+    # RabbitMQ dead-letters asynchronously (its queue process republishes, within
+    # milliseconds): poll, for at most a second.
+    deadline = time.monotonic() + 1.0
+    while (got := dead.get(no_ack=True)) is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert got is not None, "the rejected message did not reach the dead-letter queue"
+    assert got.body == b"bad"
+    assert got.delivery_info["exchange"] == "dlx"
+    assert got.delivery_info["routing_key"] == "work"
+    death = got.headers["x-death"][0]
+    assert {k: death[k] for k in ("count", "reason", "queue", "exchange", "routing-keys")} == {
+        "count": 1, "reason": "rejected", "queue": "work", "exchange": "", "routing-keys": ["work"]}
+    assert got.headers["h"] == 1
+    assert (got.headers["x-first-death-reason"], got.headers["x-first-death-queue"],
+            got.headers["x-first-death-exchange"]) == ("rejected", "work", "")
+    assert broker.queues["work"].message_count == 0
