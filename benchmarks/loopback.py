@@ -29,8 +29,8 @@ message, including its socket reads and writes. The client's CPU per message (``
 this thread) is shown too: pika, not the server, is often the bottleneck on both sides. Both
 share one GIL here, as they do in a test suite; RabbitMQ runs in its own process on other cores.
 
-``--profile DIR`` also runs the embroker listener thread under cProfile during the publish and
-consume lines and writes ``DIR/publish.prof`` / ``DIR/consume.prof`` (view with
+``--profile DIR`` also runs the embroker listener thread under cProfile during the timed part of
+the publish and consume lines and writes ``DIR/publish.prof`` / ``DIR/consume.prof`` (view with
 ``python -m pstats``); the timings of a profiled run are not meaningful.
 
 Nothing here is asserted: it prints a table.
@@ -53,6 +53,7 @@ import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
 from embroker import Broker
+from embroker.amqp091._connection import ServerConnection
 from embroker.server import Server
 
 BODY = b"m" * 100
@@ -89,13 +90,24 @@ class Sample:
         return self.count / self.seconds
 
 
+class Probe:
+    """What a workload can observe of the server: its CPU clock, and a profiler switch."""
+
+    def __init__(self, cpu: Callable[[], float] | None = None) -> None:
+        self.cpu = cpu
+        self.profiling = False  # read by the listener thread (see _profiled)
+
+    def server_cpu(self) -> float:
+        return self.cpu() if self.cpu is not None else 0.0
+
+
 class Target:
     """Where a workload runs: embroker (fresh per workload) or the reference RabbitMQ."""
 
     name = ""
 
     @contextlib.contextmanager
-    def session(self, label: str) -> Iterator[tuple[pika.URLParameters, Callable[[], float]]]:
+    def session(self, label: str) -> Iterator[tuple[pika.URLParameters, Probe]]:
         raise NotImplementedError
         yield  # pragma: no cover
 
@@ -110,41 +122,49 @@ class EmbrokerTarget(Target):
         self.profile_dir = profile_dir
 
     @contextlib.contextmanager
-    def session(self, label: str) -> Iterator[tuple[pika.URLParameters, Callable[[], float]]]:
+    def session(self, label: str) -> Iterator[tuple[pika.URLParameters, Probe]]:
         broker = Broker()
+        probe = Probe()
         profiler = None
         if self.profile_dir and label in ("publish", "consume"):
             profiler = cProfile.Profile()
-        with _profiled(profiler), broker.serve() as server:
-            yield pika.URLParameters(server.url), _thread_cpu_clock(_server_thread(server))
+        with _profiled(profiler, probe), broker.serve() as server:
+            probe.cpu = _thread_cpu_clock(_server_thread(server))
+            yield pika.URLParameters(server.url), probe
         if server.errors:
             print(f"  !! embroker server errors during {label}: {server.errors!r}")
         if profiler is not None:
             path = os.path.join(self.profile_dir or ".", f"{label}.prof")
             profiler.dump_stats(path)
-            print(f"  (profile of the listener thread during {label}: {path})")
+            print(f"  (profile of the listener thread during the timed {label}: {path})")
 
 
 @contextlib.contextmanager
-def _profiled(profiler: cProfile.Profile | None) -> Iterator[None]:
-    """Run the listener's loop (``Server._run``) under ``profiler`` for servers started here."""
+def _profiled(profiler: cProfile.Profile | None, probe: Probe) -> Iterator[None]:
+    """Profile the listener thread while ``probe.profiling`` is set.
+
+    A profiler can only be switched on and off from the thread it profiles, so the switch is
+    made at the top of ``ServerConnection.receive_data`` (the loop thread calls it for every
+    read): the profile covers the timed section from its first read to the first read after it.
+    """
     if profiler is None:
         yield
         return
-    original = Server._run
+    original = ServerConnection.receive_data
+    enabled = False
 
-    def run(self: Server) -> None:
-        profiler.enable()
-        try:
-            original(self)
-        finally:
-            profiler.disable()
+    def receive_data(self: ServerConnection, data: bytes) -> None:
+        nonlocal enabled
+        if probe.profiling != enabled:
+            enabled = probe.profiling
+            profiler.enable() if enabled else profiler.disable()
+        original(self, data)
 
-    Server._run = run  # type: ignore[method-assign]
+    ServerConnection.receive_data = receive_data  # type: ignore[method-assign]
     try:
         yield
     finally:
-        Server._run = original  # type: ignore[method-assign]
+        ServerConnection.receive_data = original  # type: ignore[method-assign]
 
 
 class RabbitTarget(Target):
@@ -164,9 +184,9 @@ class RabbitTarget(Target):
         return None
 
     @contextlib.contextmanager
-    def session(self, label: str) -> Iterator[tuple[pika.URLParameters, Callable[[], float]]]:
+    def session(self, label: str) -> Iterator[tuple[pika.URLParameters, Probe]]:
         try:
-            yield self.params, lambda: 0.0
+            yield self.params, Probe()
         finally:
             self.cleanup()
 
@@ -190,15 +210,17 @@ class RabbitTarget(Target):
 # -- the workloads ------------------------------------------------------------------------------
 
 
-def _timed(work: Callable[[], None], server_cpu: Callable[[], float], count: int,
-           measure_server: bool) -> Sample:
-    server_before, client_before = server_cpu(), time.thread_time()
+def _timed(work: Callable[[], None], probe: Probe, count: int) -> Sample:
+    probe.profiling = True
+    server_before, client_before = probe.server_cpu(), time.thread_time()
     start = time.perf_counter()
     work()
     seconds = time.perf_counter() - start
+    server_after, client_after = probe.server_cpu(), time.thread_time()
+    probe.profiling = False
     return Sample(seconds, count,
-                  server_cpu() - server_before if measure_server else None,
-                  time.thread_time() - client_before)
+                  server_after - server_before if probe.cpu is not None else None,
+                  client_after - client_before)
 
 
 def _fill(ch: BlockingChannel, queue: str, n: int) -> None:
@@ -217,7 +239,7 @@ def _wait_ready(ch: BlockingChannel, queue: str, n: int, timeout: float = 30.0) 
 
 
 def publish(target: Target, n: int) -> Sample:
-    with target.session("publish") as (params, server_cpu):
+    with target.session("publish") as (params, probe):
         conn = pika.BlockingConnection(params)
         ch = conn.channel()
         queue = target.queue_name("publish")
@@ -228,13 +250,13 @@ def publish(target: Target, n: int) -> Sample:
                 ch.basic_publish("", queue, BODY)
             ch.queue_declare(queue, passive=True)
 
-        sample = _timed(work, server_cpu, n, isinstance(target, EmbrokerTarget))
+        sample = _timed(work, probe, n)
         conn.close()
         return sample
 
 
 def publish_confirms(target: Target, n: int) -> Sample:
-    with target.session("confirms") as (params, server_cpu):
+    with target.session("confirms") as (params, probe):
         conn = pika.BlockingConnection(params)
         ch = conn.channel()
         queue = target.queue_name("confirms")
@@ -245,13 +267,13 @@ def publish_confirms(target: Target, n: int) -> Sample:
             for _ in range(n):
                 ch.basic_publish("", queue, BODY)
 
-        sample = _timed(work, server_cpu, n, isinstance(target, EmbrokerTarget))
+        sample = _timed(work, probe, n)
         conn.close()
         return sample
 
 
 def consume(target: Target, n: int) -> Sample:
-    with target.session("consume") as (params, server_cpu):
+    with target.session("consume") as (params, probe):
         conn = pika.BlockingConnection(params)
         ch = conn.channel()
         queue = target.queue_name("consume")
@@ -276,13 +298,13 @@ def consume(target: Target, n: int) -> Sample:
             if received < n:
                 print(f"  !! {target.name}: consumed only {received} of {n}")
 
-        sample = _timed(work, server_cpu, n, isinstance(target, EmbrokerTarget))
+        sample = _timed(work, probe, n)
         conn.close()
         return sample
 
 
 def basic_get(target: Target, n: int) -> Sample:
-    with target.session("get") as (params, server_cpu):
+    with target.session("get") as (params, probe):
         conn = pika.BlockingConnection(params)
         ch = conn.channel()
         queue = target.queue_name("get")
@@ -294,14 +316,14 @@ def basic_get(target: Target, n: int) -> Sample:
             for _ in range(n):
                 ch.basic_get(queue, auto_ack=True)
 
-        sample = _timed(work, server_cpu, n, isinstance(target, EmbrokerTarget))
+        sample = _timed(work, probe, n)
         conn.close()
         return sample
 
 
 def connect_declare_close(target: Target, times: int) -> float:
     """The median milliseconds of a connect + channel + queue.declare + close."""
-    with target.session("connect") as (params, _server_cpu):
+    with target.session("connect") as (params, _probe):
         samples = []
         for _ in range(times):
             start = time.perf_counter()
