@@ -150,7 +150,7 @@ def test_decimal_keeps_its_scale_and_ignores_the_decimal_context() -> None:
     assert encode_field_value(decimal.Decimal("1E+3")) == b"D\x00\x00\x00\x03\xe8"
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(table=field_tables())
 def test_tables_round_trip(table: dict[str, Any]) -> None:
     assert decode_table(encode_table(table)) == table

@@ -66,7 +66,7 @@ def reader_outcome(data: bytes, *, bytewise: bool) -> tuple[list[Command], str |
 def check(data: bytes) -> None:
     whole = outcome(data, bytewise=False)  # anything but ConnectionException fails the test
     assert reader_outcome(data, bytewise=False) == whole[1:]
-    if len(data) <= 2048:
+    if len(data) <= 1024:
         assert outcome(data, bytewise=True) == whole
         assert reader_outcome(data, bytewise=True) == whole[1:]
 

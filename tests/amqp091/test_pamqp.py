@@ -190,7 +190,7 @@ def test_pamqp_encodes_what_embroker_decodes(spec: MethodSpec, data: st.DataObje
 # -- tables and properties ---------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(table=field_tables(pamqp_compatible=True))
 def test_tables_both_directions(table: dict[str, Any]) -> None:
     ours = encode_table(table)
@@ -199,7 +199,7 @@ def test_tables_both_directions(table: dict[str, Any]) -> None:
     assert decode_table(theirs) == table
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(props=properties(pamqp_compatible=True))
 def test_properties_both_directions(props: dict[str, Any]) -> None:
     theirs = _only(encode_header_frame(1, 60, 0, props))

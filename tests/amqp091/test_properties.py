@@ -54,7 +54,7 @@ def test_each_property_alone_sets_only_its_flag(name: str) -> None:
     assert decode_properties(encoded) == {name: ALL[name]}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(props=properties())
 def test_properties_round_trip(props: dict[str, Any]) -> None:
     assert decode_properties(encode_properties(props)) == props
