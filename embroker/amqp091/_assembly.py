@@ -65,6 +65,10 @@ from embroker.errors import (
 
 __all__ = ["MAX_BODY_SIZE", "Command", "CommandReader", "ContentAssembler"]
 
+#: A content header frame's header and fixed fields: type, channel, size, class id, weight,
+#: body size, first property flags word.
+_HEADER_FRAME_START = struct.Struct(">BHIHHQH")
+
 #: RabbitMQ's ``?MAX_MSG_SIZE``: no message body may be larger (512 MiB).
 MAX_BODY_SIZE: Final = 536_870_912
 
@@ -345,17 +349,15 @@ class CommandReader(_FrameBuffer):
         available = len(buf)
         if available - pos < 22:  # a header frame is at least 7 + 14 + 1 bytes
             return None
-        frame_type, header_channel, size = _FRAME_HEADER.unpack_from(buf, pos)
-        if (frame_type != 2 or header_channel != channel or size < 14
-                or size > self._max_payload):
-            return None
+        (frame_type, header_channel, size, class_id, weight, body_size,
+         flags) = _HEADER_FRAME_START.unpack_from(buf, pos)
         end = pos + 7 + size
-        if end >= available or buf[end] != 0xCE:
+        if (frame_type != 2 or header_channel != channel or size < 14 or end >= available
+                or buf[end] != 0xCE or size > self._max_payload or class_id != method.CLASS_ID
+                or weight or body_size > self._max_body_size):
             return None
-        class_id, weight, body_size, flags = _CONTENT_HEADER.unpack_from(buf, pos + 7)
         reader = PROPERTY_READERS.get(flags)
-        if (reader is None or class_id != method.CLASS_ID or weight
-                or body_size > self._max_body_size):
+        if reader is None:
             return None
         raw = buf[pos + 19:end]
         try:
@@ -365,16 +367,14 @@ class CommandReader(_FrameBuffer):
         if not body_size:
             self._pos = end + 1
             return Command(channel, method, properties, raw, b"")
-        pos = end + 1
-        end = pos + 7 + body_size
-        if end >= available:
-            return None
-        frame_type, body_channel, size = _FRAME_HEADER.unpack_from(buf, pos)
-        if (frame_type != 3 or body_channel != channel or size != body_size
-                or size > self._max_payload or buf[end] != 0xCE):
+        start = end + 8
+        end = start + body_size
+        if (end >= available or buf[end] != 0xCE
+                or _FRAME_HEADER.unpack_from(buf, start - 7) != (3, channel, body_size)
+                or body_size > self._max_payload):
             return None
         self._pos = end + 1
-        return Command(channel, method, properties, raw, buf[pos + 7:end])
+        return Command(channel, method, properties, raw, buf[start:end])
 
     def _commands(self) -> Iterator[Command]:  # one hot loop, kept in one piece
         if self._error is not None:
