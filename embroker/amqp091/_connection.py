@@ -42,15 +42,12 @@ from ..errors import (
     NotAllowed,
     NotImplementedAMQP,
 )
-from ._assembly import Command, ContentAssembler
+from ._assembly import Command, CommandReader
 from ._fields import decode_table
 from ._frames import (
     FRAME_MIN_SIZE,
     HEARTBEAT_FRAME,
     PROTOCOL_HEADER,
-    FrameParser,
-    HeartbeatFrame,
-    MethodFrame,
     ProtocolHeaderKind,
     encode_message,
     encode_method_frame,
@@ -205,8 +202,7 @@ class ServerConnection:
         self.state = ConnectionState.HEADER
         self._out: list[bytes] = []
         self._on_output = on_output
-        self._parser = FrameParser(max_frame_size=FRAME_MIN_SIZE)
-        self._assembler = ContentAssembler()
+        self._reader = CommandReader(max_frame_size=FRAME_MIN_SIZE)
         self._inbox = bytearray()  # bytes before the protocol header is complete
         self.offer_heartbeat = heartbeat
         self.offer_frame_max = frame_max
@@ -270,21 +266,16 @@ class ServerConnection:
                 if not self._protocol_header():
                     return
                 data, self._inbox = bytes(self._inbox[8:]), bytearray()
-            for frame in self._parser.feed(data):
+            for command in self._reader.feed(data):  # heartbeats count as received, nothing more
                 if self.should_close:
                     return
-                if type(frame) is HeartbeatFrame:
-                    continue  # the parser checked it; receiving it is what counts
-                channel = frame.channel
-                if channel in self._closing_channels:
-                    self._while_channel_closing(frame)
+                if command.channel in self._closing_channels:
+                    self._while_channel_closing(command)
                     continue
-                command = self._assembler.add(frame)
-                if command is not None:
-                    try:
-                        self._dispatch(command)
-                    except ConnectionException as exc:
-                        self._fail_connection(exc)  # and wait for the client's close-ok
+                try:
+                    self._dispatch(command)
+                except ConnectionException as exc:
+                    self._fail_connection(exc)  # and wait for the client's close-ok
         except ConnectionException as exc:
             # The byte stream itself is broken (framing, syntax, content order): nothing after
             # it can be trusted, so close right after saying why (section 4.2.3).
@@ -348,7 +339,7 @@ class ServerConnection:
             if frame_max > self.offer_frame_max:
                 raise NotAllowed(f"frame_max={frame_max} > {self.offer_frame_max} max size")
             self.frame_max = frame_max
-            self._parser.frame_max = frame_max
+            self._reader.frame_max = frame_max
             self.channel_max = method.channel_max or self.offer_channel_max
             self.heartbeat = method.heartbeat
             self.state = ConnectionState.OPEN_VHOST
@@ -453,24 +444,20 @@ class ServerConnection:
         channel.on_cancel = self._canceller(number)
         self._send_method(number, ChannelOpenOk())
 
-    def _while_channel_closing(self, frame: Any) -> None:
+    def _while_channel_closing(self, command: Command) -> None:
         # After channel.close was sent, only channel.close and close-ok count (section 2.3.7).
-        if type(frame) is not MethodFrame:
-            return
-        method = frame.method
-        if isinstance(method, ChannelCloseOk):
-            self._closing_channels.discard(frame.channel)
-            self._assembler.forget(frame.channel)
-        elif isinstance(method, ChannelClose):
-            self._send_method(frame.channel, ChannelCloseOk())
-            self._closing_channels.discard(frame.channel)
-            self._assembler.forget(frame.channel)
+        method = command.method
+        if isinstance(method, (ChannelClose, ChannelCloseOk)):
+            if isinstance(method, ChannelClose):
+                self._send_method(command.channel, ChannelCloseOk())
+            self._closing_channels.discard(command.channel)
+            self._reader.forget(command.channel)
 
     def _fail_channel(self, number: int, error: ChannelException) -> None:
         channel = self.channels.pop(number, None)
         if channel is not None:
             channel.close()
-        self._assembler.forget(number)
+        self._reader.forget(number)
         self._closing_channels.add(number)
         self._send_method(number, ChannelClose(reply_code=error.reply_code,
                                                reply_text=error.reply_text[:255],
@@ -588,7 +575,7 @@ class ServerConnection:
     def _handle_channel_close(self, channel: ModelChannel, command: Command) -> None:
         channel.close()
         del self.channels[command.channel]
-        self._assembler.forget(command.channel)
+        self._reader.forget(command.channel)
         self._send_method(command.channel, ChannelCloseOk())
 
     def _handle_channel_close_ok(self, channel: ModelChannel, command: Command) -> None:
