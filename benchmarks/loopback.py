@@ -18,8 +18,9 @@ The client is pika's ``BlockingConnection`` in this thread on both sides; 100-by
   ``queue_declare``, ``close()``; the median of 50, in milliseconds;
 - embroker start+stop: ``broker.serve()`` then ``.stop()``, the median of 100, in milliseconds.
 
-Each msg/s line runs ``--repeat`` times (3) on each side and shows the fastest run, with the
-smallest CPU per message seen over the runs (other load on the machine only adds to either).
+Each msg/s line runs ``--repeat`` times (3) on each side, alternating, and shows the fastest
+run, with the smallest CPU per message seen over the runs (other load on the machine only adds to
+either). On a shared machine the absolute figures drift a lot; the ratio is the sturdier figure.
 
 Server CPU per message (embroker only): the listener runs in this process, in its own thread
 (named ``embroker:<port>``). Its CPU time is read before and after a timed section from that
@@ -402,8 +403,11 @@ def main() -> None:
           f"{'us/msg e':>8} {'us/msg R':>8}")
     print("-" * len(header))
     for label, workload, count in rate_lines:
-        results = {t.name: _best([workload(t, count) for _ in range(args.repeat)])
-                   for t in targets}
+        runs: dict[str, list[Sample]] = {t.name: [] for t in targets}
+        for _ in range(args.repeat):  # interleaved, so that drifting load hits both sides
+            for t in targets:
+                runs[t.name].append(workload(t, count))
+        results = {name: _best(samples) for name, samples in runs.items()}
         e, r = results["embroker"], results.get("RabbitMQ")
         print(f"{label:40} {e.rate:11,.0f} {(f'{r.rate:11,.0f}' if r else 'skipped'):>11} "
               f"{(f'{e.rate / r.rate:6.2f}x' if r else ''):>7} {_us_per(e.server_cpu, count):>8} "
