@@ -175,15 +175,18 @@ class RabbitTarget(Target):
     name = "RabbitMQ"
 
     def __init__(self, url: str) -> None:
+        self.url = url
         self.params = pika.URLParameters(url)
         self.created: list[str] = []
 
     def available(self) -> str | None:
         """None when the reference answers, else why not."""
+        probe = pika.URLParameters(self.url)
+        probe.connection_attempts, probe.socket_timeout = 1, 3
         try:
-            conn = pika.BlockingConnection(self.params)
+            conn = pika.BlockingConnection(probe)
         except pika.exceptions.AMQPError as exc:
-            return f"{type(exc).__name__}: {exc}"
+            return repr(exc)
         conn.close()
         return None
 
