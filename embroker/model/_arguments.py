@@ -7,12 +7,15 @@ and prints the reason with Erlang's ``~p``: ``invalid arg 'x-max-length' for que
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import PreconditionFailed
 
-__all__ = ["field_type", "validate_consumer_arguments", "validate_queue_arguments"]
+__all__ = [
+    "field_type", "parse_expiration", "validate_consumer_arguments", "validate_queue_arguments",
+]
 
 #: RabbitMQ's largest expiry or TTL, in milliseconds.
 MAX_EXPIRY = 2**32 - 1
@@ -137,3 +140,28 @@ def validate_consumer_arguments(resource: str, arguments: Mapping[str, Any]) -> 
         error = _int(arguments["x-priority"], arguments)
         if error is not None:
             raise PreconditionFailed(f"invalid arg 'x-priority' for {resource}: {error}")
+
+
+def parse_expiration(value: Any) -> float:
+    """The ``expiration`` property (a string of milliseconds) in seconds.
+
+    Raises:
+        PreconditionFailed: (406) not a non-negative integer, with RabbitMQ's text
+            (``invalid expiration 'soon': no_integer``).
+    """
+    text = value if isinstance(value, str) else str(value)
+    # Erlang's string:to_integer: an optional sign and digits, then whatever is left over.
+    match = re.match(r"[+-]?[0-9]+", text)
+    if match is None:
+        reason = "no_integer"
+    else:
+        number = int(match.group())
+        rest = text[match.end():]
+        if rest:
+            reason = f'{{leftover_string,"{rest}"}}'
+        else:
+            error = _expiry(number)
+            if error is None:
+                return number / 1000
+            reason = error
+    raise PreconditionFailed(f"invalid expiration '{text}': {reason}")

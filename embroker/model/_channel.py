@@ -25,7 +25,7 @@ from ..errors import (
     NotImplementedAMQP,
     PreconditionFailed,
 )
-from ._arguments import validate_consumer_arguments
+from ._arguments import parse_expiration, validate_consumer_arguments
 from ._message import Message, QueuedMessage
 
 if TYPE_CHECKING:
@@ -260,13 +260,16 @@ class Channel:
             raise PreconditionFailed(
                 f"user_id property set to '{properties['user_id']}' but authenticated user was "
                 f"'{self.connection.user}'")
+        expiration = None
+        if properties and "expiration" in properties:
+            expiration = parse_expiration(properties["expiration"])
         message = Message(exchange, routing_key, properties if properties is not None else {},
                           body, encoded_properties)
         if self.tx_mode:
             self.vhost.check_publishable(exchange, message)
-            self._tx.append(("publish", (message, mandatory)))
+            self._tx.append(("publish", (message, mandatory, expiration)))
             return 0
-        accepted = self._publish(message, mandatory)
+        accepted = self._publish(message, mandatory, expiration)
         if self.confirm_mode:
             self._publish_seq += 1
             if self.on_confirm is not None:
@@ -276,13 +279,13 @@ class Channel:
             return self._publish_seq
         return 0
 
-    def _publish(self, message: Message, mandatory: bool) -> bool:
+    def _publish(self, message: Message, mandatory: bool, expiration: float | None) -> bool:
         """Route and enqueue; False when a queue refused the message (overflow)."""
         queues = self.vhost.route(message.exchange, message, mandatory)
         if queues:
             accepted = True
             for queue in queues:
-                if not queue.publish(message):
+                if not queue.publish(message, expiration):
                     accepted = False
             return accepted
         if mandatory and self.on_return is not None:
@@ -319,8 +322,7 @@ class Channel:
         held, self._tx = self._tx, []
         for kind, args in held:
             if kind == "publish":
-                message, mandatory = args
-                self._publish(message, mandatory)
+                self._publish(*args)
             else:
                 self._settle(*args)
 
@@ -329,8 +331,7 @@ class Channel:
         again (as in RabbitMQ). Raises PreconditionFailed (406) when not transactional."""
         self._check_tx()
         held, self._tx = self._tx, []
-        restored = [(tag, item) for kind, (taken, _requeue) in held if kind == "settle"
-                    for tag, item in taken]
+        restored = [pair for kind, args in held if kind == "settle" for pair in args[0]]
         if restored:
             merged = sorted([*self._unacked.items(), *restored], key=_by_tag)
             self._unacked = OrderedDict(merged)
@@ -514,7 +515,7 @@ class Channel:
             if requeue:
                 queue.requeue(entries)
             else:
-                queue.settle(len(entries))
+                queue.reject(entries)
 
     def basic_recover(self, requeue: bool = True) -> None:
         """basic.recover / recover-async: requeue everything unacknowledged. RabbitMQ does not
@@ -539,7 +540,7 @@ class Channel:
         for consumer in consumers:  # no redelivery to this channel while it closes
             consumer.queue.remove_consumer(consumer)
         # What an open transaction held goes back too: held acks were never applied.
-        taken = [pair for kind, (pairs, _r) in self._tx if kind == "settle" for pair in pairs]
+        taken = [pair for kind, args in self._tx if kind == "settle" for pair in args[0]]
         self._tx = []
         taken = sorted([*taken, *self._unacked.items()], key=_by_tag)
         self._unacked.clear()
@@ -553,7 +554,7 @@ class Channel:
     def outstanding(self) -> list[_Unacked]:
         """Every delivery not yet settled: unacknowledged, or acknowledged in an open
         transaction."""
-        held = [item for kind, (pairs, _r) in self._tx if kind == "settle" for _t, item in pairs]
+        held = [item for kind, args in self._tx if kind == "settle" for _tag, item in args[0]]
         return [*self._unacked.values(), *held]
 
     def _check(self) -> None:

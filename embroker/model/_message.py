@@ -28,18 +28,28 @@ class Message:
         body: the content body.
     """
 
-    __slots__ = ("body", "encoded_properties", "exchange", "properties", "routing_key")
+    __slots__ = ("body", "encoded_properties", "exchange", "properties", "routing_key",
+                 "routing_keys")
 
     def __init__(self, exchange: str, routing_key: str, properties: dict[str, Any], body: bytes,
-                 encoded_properties: bytes | None = None) -> None:
+                 encoded_properties: bytes | None = None,
+                 routing_keys: tuple[str, ...] | None = None) -> None:
         self.exchange = exchange
         self.routing_key = routing_key
         self.properties = properties
         self.body = body
+        #: Every key it was routed with: the routing key, then those of ``CC`` and ``BCC``;
+        #: ``None`` when that is the routing key alone.
+        self.routing_keys = routing_keys
         #: The properties as they came off the wire (flag words and values), kept by the
         #: protocol layer so a delivery can send them on without encoding them again; ``None``
         #: when unknown or when the broker changed the properties.
         self.encoded_properties = encoded_properties
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key it was routed with (the routing key, then CC and BCC keys)."""
+        return self.routing_keys if self.routing_keys is not None else (self.routing_key,)
 
     @property
     def headers(self) -> dict[str, Any]:
@@ -66,12 +76,14 @@ class Message:
 class QueuedMessage:
     """A message in one queue: its position (``seq``) and whether it was delivered before."""
 
-    __slots__ = ("message", "redelivered", "seq")
+    __slots__ = ("expires_at", "message", "redelivered", "seq")
 
     def __init__(self, message: Message, seq: int) -> None:
         self.message = message
         self.seq = seq
         self.redelivered = False
+        #: When it expires (broker clock, monotonic seconds), or ``None``.
+        self.expires_at: float | None = None
 
     def __repr__(self) -> str:
         return f"<QueuedMessage #{self.seq}{' redelivered' if self.redelivered else ''} {self.message!r}>"

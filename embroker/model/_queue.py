@@ -1,15 +1,37 @@
-"""Queues: ready messages in order, consumers taking turns."""
+"""Queues: ready messages in order, consumers taking turns, and RabbitMQ's queue features.
+
+Theory of operation
+-------------------
+A queue holds its *ready* messages (published, not yet delivered) in delivery order; a message
+delivered to a consumer or taken by basic.get is *unacked* until its channel settles it. Each
+message keeps the position number (``seq``) it got on entering, so a requeued message goes back
+where it was, ahead of those published after it, as in RabbitMQ's classic queues.
+
+The features RabbitMQ configures with queue arguments all act on the ready messages:
+
+- ``x-max-priority``: the ready messages are kept per priority, highest first (``_PriorityReady``);
+- ``x-message-ttl`` and the ``expiration`` property: a message has a deadline; as in RabbitMQ it
+  is removed when it is at the head of the queue and its deadline has passed, so a message with
+  a long TTL holds back shorter-lived ones behind it. A timer on the broker clock fires at the
+  head's deadline; a basic.get or a delivery also drops an expired head first;
+- ``x-max-length`` / ``x-max-length-bytes`` with ``x-overflow``: limits on the ready messages;
+- ``x-dead-letter-exchange`` / ``x-dead-letter-routing-key``: where messages go when they are
+  rejected, expire or are pushed out by a length limit (see ``_deadletter``);
+- ``x-expires``: the queue deletes itself after that long unused (no consumer, no basic.get, no
+  declare).
+"""
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, final
 
 from ._message import Message, QueuedMessage
 
 if TYPE_CHECKING:
     from ._channel import Consumer
+    from ._clock import Timer
     from ._connection import Connection
     from ._exchange import Binding
     from ._vhost import VirtualHost
@@ -17,12 +39,90 @@ if TYPE_CHECKING:
 __all__ = ["Queue"]
 
 
+class _FifoReady(deque[QueuedMessage]):
+    """The ready messages of a queue without priorities: a deque in position order."""
+
+    __slots__ = ()
+
+    def put_back(self, entry: QueuedMessage) -> None:
+        """Insert a requeued message at its original position."""
+        if not self or entry.seq < self[0].seq:
+            self.appendleft(entry)
+            return
+        lo, hi = 0, len(self)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self[mid].seq < entry.seq:
+                lo = mid + 1
+            else:
+                hi = mid
+        self.insert(lo, entry)
+
+
+class _PriorityReady:
+    """The ready messages of a priority queue (``x-max-priority``): one FIFO per priority,
+    delivered highest priority first. Implements the part of the deque API queues use."""
+
+    __slots__ = ("_levels", "_max", "_size")
+
+    def __init__(self, max_priority: int) -> None:
+        self._max = max_priority
+        self._levels: dict[int, _FifoReady] = {}
+        self._size = 0
+
+    def _level(self, entry: QueuedMessage) -> _FifoReady:
+        priority = entry.message.properties.get("priority") or 0
+        priority = min(priority, self._max) if isinstance(priority, int) else 0
+        level = self._levels.get(priority)
+        if level is None:
+            level = self._levels[priority] = _FifoReady()
+            self._levels = dict(sorted(self._levels.items(), reverse=True))
+        return level
+
+    def append(self, entry: QueuedMessage) -> None:
+        self._level(entry).append(entry)
+        self._size += 1
+
+    def put_back(self, entry: QueuedMessage) -> None:
+        self._level(entry).put_back(entry)
+        self._size += 1
+
+    def popleft(self) -> QueuedMessage:
+        for level in self._levels.values():
+            if level:
+                self._size -= 1
+                return level.popleft()
+        raise IndexError("pop from an empty queue")
+
+    def __getitem__(self, index: int) -> QueuedMessage:
+        if index != 0:
+            raise IndexError("only the head of a priority queue can be read")
+        for level in self._levels.values():
+            if level:
+                return level[0]
+        raise IndexError("empty queue")
+
+    def clear(self) -> None:
+        self._levels.clear()
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __bool__(self) -> bool:
+        return self._size > 0
+
+    def __iter__(self) -> Iterator[QueuedMessage]:
+        for level in self._levels.values():
+            yield from level
+
+    def in_order(self) -> bool:
+        return all(list(level) == sorted(level, key=_by_seq) for level in self._levels.values())
+
+
 @final
 class Queue:
     """A queue: its ready messages in order and the consumers that take them in turn.
-
-    Messages keep a position number (``seq``) from the moment they enter, so a requeued message
-    goes back to where it was, ahead of the ones published after it, as in RabbitMQ.
 
     Attributes:
         name, durable, auto_delete, arguments: as declared.
@@ -37,21 +137,24 @@ class Queue:
     kind: ClassVar[str] = "queue"
 
     __slots__ = (
-        "_consumer_count", "_groups", "_max_bytes", "_max_length", "_next_seq", "_overflow",
-        "_priorities", "_ready", "_ready_bytes", "arguments",
-        "auto_delete", "bindings", "default_binding", "deleted", "durable", "exclusive_owner",
-        "had_consumers", "name", "unacked", "vhost",
+        "_clock", "_consumer_count", "_expires", "_expiring", "_expiry_timer", "_groups",
+        "_idle_timer", "_max_bytes", "_max_length", "_next_seq", "_overflow", "_priorities",
+        "_ready", "_ready_bytes", "_ttl", "arguments", "auto_delete", "bindings",
+        "dead_letter_exchange", "dead_letter_routing_key", "default_binding", "deleted",
+        "durable", "exclusive_owner", "had_consumers", "name", "unacked", "vhost",
     )
 
     def __init__(self, vhost: VirtualHost, name: str, *, durable: bool = False,
                  exclusive_owner: Connection | None = None, auto_delete: bool = False,
                  arguments: dict[str, Any] | None = None) -> None:
         self.vhost = vhost
+        self._clock = vhost.broker.clock
         self.name = name
         self.durable = durable
         self.exclusive_owner = exclusive_owner
         self.auto_delete = auto_delete
-        self.arguments: dict[str, Any] = dict(arguments or {})
+        args = dict(arguments or {})
+        self.arguments: dict[str, Any] = args
         # Consumers by priority, each group taking turns; priorities highest first.
         self._groups: dict[int, deque[Consumer]] = {}
         self._priorities: list[int] = []
@@ -60,14 +163,26 @@ class Queue:
         self.unacked = 0
         self.had_consumers = False
         self.deleted = False
-        self._ready: deque[QueuedMessage] = deque()
+        max_priority = args.get("x-max-priority")
+        self._ready: _FifoReady | _PriorityReady = (
+            _PriorityReady(max_priority) if max_priority else _FifoReady())
         self._ready_bytes = 0  # body bytes of the ready messages (x-max-length-bytes)
         self._next_seq = 0
         # Length limits count ready messages only, as RabbitMQ's.
-        self._max_length: int | None = self.arguments.get("x-max-length")
-        self._max_bytes: int | None = self.arguments.get("x-max-length-bytes")
-        self._overflow: str = self.arguments.get("x-overflow", "drop-head")
+        self._max_length: int | None = args.get("x-max-length")
+        self._max_bytes: int | None = args.get("x-max-length-bytes")
+        self._overflow: str = args.get("x-overflow", "drop-head")
+        ttl = args.get("x-message-ttl")
+        self._ttl: float | None = ttl / 1000 if ttl is not None else None
+        self._expiring = self._ttl is not None  # may any ready message have a deadline?
+        self._expiry_timer: Timer | None = None
+        expires = args.get("x-expires")
+        self._expires: float | None = expires / 1000 if expires is not None else None
+        self._idle_timer: Timer | None = None
+        self.dead_letter_exchange: str | None = args.get("x-dead-letter-exchange")
+        self.dead_letter_routing_key: str | None = args.get("x-dead-letter-routing-key")
         self.default_binding: Binding  # set by the vhost
+        self.touch()
 
     # -- inspection ----------------------------------------------------------------------------
 
@@ -81,42 +196,17 @@ class Queue:
         return len(self._ready)
 
     @property
+    def message_bytes(self) -> int:
+        """Body bytes of the ready messages (what ``x-max-length-bytes`` limits)."""
+        return self._ready_bytes
+
+    @property
     def consumer_count(self) -> int:
         return self._consumer_count
 
     @property
     def consumers(self) -> list[Consumer]:
         return [c for priority in self._priorities for c in self._groups[priority]]
-
-    def add_consumer(self, consumer: Consumer) -> None:
-        """Add a consumer; it takes its turn after those of its priority already there."""
-        group = self._groups.get(consumer.priority)
-        if group is None:
-            group = self._groups[consumer.priority] = deque()
-            self._priorities = sorted(self._groups, reverse=True)
-        group.append(consumer)
-        self._consumer_count += 1
-        self.had_consumers = True
-
-    def remove_consumer(self, consumer: Consumer) -> bool:
-        """Remove a consumer; False when it was not there."""
-        group = self._groups.get(consumer.priority)
-        if group is None or consumer not in group:
-            return False
-        group.remove(consumer)
-        self._consumer_count -= 1
-        if not group:
-            del self._groups[consumer.priority]
-            self._priorities.remove(consumer.priority)
-        return True
-
-    def clear_consumers(self) -> list[Consumer]:
-        """Remove every consumer (the queue is going); returns them."""
-        consumers = self.consumers
-        self._groups.clear()
-        self._priorities = []
-        self._consumer_count = 0
-        return consumers
 
     @property
     def messages(self) -> list[Message]:
@@ -125,7 +215,7 @@ class Queue:
 
     @property
     def entries(self) -> list[QueuedMessage]:
-        """The ready messages with their per-queue state (``redelivered``)."""
+        """The ready messages with their per-queue state (``redelivered``, deadline)."""
         return list(self._ready)
 
     def __len__(self) -> int:
@@ -139,15 +229,48 @@ class Queue:
                 f"{len(self._ready)} ready, {self.unacked} unacked, "
                 f"{self._consumer_count} consumers>")
 
+    # -- consumers -----------------------------------------------------------------------------
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        """Add a consumer; it takes its turn after those of its priority already there."""
+        group = self._groups.get(consumer.priority)
+        if group is None:
+            group = self._groups[consumer.priority] = deque()
+            self._priorities = sorted(self._groups, reverse=True)
+        group.append(consumer)
+        self._consumer_count += 1
+        self.had_consumers = True
+        self.touch()
+
+    def remove_consumer(self, consumer: Consumer) -> bool:
+        """Remove a consumer; False when it was not there."""
+        group = self._groups.get(consumer.priority)
+        if group is None or consumer not in group:
+            return False
+        group.remove(consumer)
+        self._consumer_count -= 1
+        if not group:
+            del self._groups[consumer.priority]
+            self._priorities.remove(consumer.priority)
+        self.touch()
+        return True
+
+    def clear_consumers(self) -> list[Consumer]:
+        """Remove every consumer (the queue is going); returns them."""
+        consumers = self.consumers
+        self._groups.clear()
+        self._priorities = []
+        self._consumer_count = 0
+        return consumers
+
     # -- messages in ---------------------------------------------------------------------------
 
-    @property
-    def message_bytes(self) -> int:
-        """Body bytes of the ready messages (what ``x-max-length-bytes`` limits)."""
-        return self._ready_bytes
-
-    def publish(self, message: Message) -> bool:
+    def publish(self, message: Message, expiration: float | None = None) -> bool:
         """Enqueue a routed message and hand it to a consumer if one can take it.
+
+        Args:
+            message: the message.
+            expiration: its per-message TTL in seconds (the ``expiration`` property), if any.
 
         Returns:
             False when the queue refused it (``x-overflow`` reject-publish or
@@ -157,16 +280,120 @@ class Queue:
         """
         limited = self._max_length is not None or self._max_bytes is not None
         if limited and self._overflow != "drop-head" and self._over_limit(1, len(message.body)):
+            if self._overflow == "reject-publish-dlx":
+                self._dead_letter([message], "maxlen")
             return False
         entry = QueuedMessage(message, self._next_seq)
         self._next_seq += 1
+        ttl = self._ttl
+        if expiration is not None and (ttl is None or expiration < ttl):
+            ttl = expiration
+        if ttl is not None:
+            entry.expires_at = self._clock.monotonic() + ttl
+            self._expiring = True
+        if self._consumer_count and not self._ready:
+            # Straight to a consumer with room, as RabbitMQ's attempt_delivery: a message that
+            # is delivered at once neither waits nor expires (even with a TTL of 0).
+            consumer = self._next_consumer()
+            if consumer is not None:
+                self.unacked += 1
+                consumer.deliver(self, entry)
+                return True
         self._ready.append(entry)
         self._ready_bytes += len(message.body)
         if self._consumer_count:
             self.dispatch()
         if limited:
             self._drop_head()
+        if self._expiring:
+            self._expire_head()
         return True
+
+    def requeue(self, entries: Iterable[QueuedMessage]) -> None:
+        """Put delivered messages back at their original positions, marked redelivered.
+
+        Runtime complexity: ``O(k)`` when they go back to the head (the usual case), ``O(k * n)``
+        at worst.
+        """
+        ready = self._ready
+        for entry in sorted(entries, key=_by_seq, reverse=True):  # latest to earliest
+            entry.redelivered = True
+            self.unacked -= 1
+            self._ready_bytes += len(entry.message.body)
+            ready.put_back(entry)
+        if self._consumer_count:
+            self.dispatch()
+        if self._max_length is not None or self._max_bytes is not None:
+            self._drop_head()
+        if self._expiring:
+            self._expire_head()
+
+    # -- messages out --------------------------------------------------------------------------
+
+    def _take(self) -> QueuedMessage:
+        entry = self._ready.popleft()
+        self._ready_bytes -= len(entry.message.body)
+        return entry
+
+    def get(self) -> QueuedMessage | None:
+        """Take the next ready message for basic.get (the caller settles or tracks it)."""
+        self.touch()
+        if self._expiring:
+            self._expire_head()
+        if not self._ready:
+            return None
+        self.unacked += 1
+        entry = self._take()
+        if self._expiring:
+            self._arm_expiry()
+        return entry
+
+    def settle(self, count: int = 1) -> None:
+        """Forget ``count`` delivered messages that were acknowledged."""
+        self.unacked -= count
+
+    def reject(self, entries: list[QueuedMessage]) -> None:
+        """Forget delivered messages that were rejected without requeue: they are dead-lettered
+        (reason ``rejected``) when the queue has a dead-letter exchange."""
+        self.unacked -= len(entries)
+        self._dead_letter([e.message for e in entries], "rejected")
+
+    def purge(self) -> int:
+        """Drop every ready message; returns how many."""
+        count = len(self._ready)
+        self._ready.clear()
+        self._ready_bytes = 0
+        self._arm_expiry()
+        return count
+
+    def dispatch(self) -> None:
+        """Hand ready messages to consumers with room until one side runs out: the highest
+        priority consumers that have room first, taking turns within a priority."""
+        ready = self._ready
+        if self._expiring:
+            self._expire_head()
+        while ready:
+            consumer = self._next_consumer()
+            if consumer is None:
+                return
+            self.unacked += 1
+            consumer.deliver(self, self._take())
+            if self._expiring:
+                self._expire_head()
+
+    def _next_consumer(self) -> Consumer | None:
+        """The consumer whose turn it is among the highest priority ones with room; it goes
+        to the back of its priority's line. ``None`` when nobody has room."""
+        for priority in self._priorities:
+            group = self._groups[priority]
+            for _ in range(len(group)):
+                consumer = group[0]
+                group.rotate(-1)
+                if consumer.has_capacity():
+                    return consumer
+        return None
+
+    # -- limits, expiry, dead-lettering ---------------------------------------------------------
 
     def _over_limit(self, extra_messages: int = 0, extra_bytes: int = 0) -> bool:
         return ((self._max_length is not None
@@ -175,86 +402,82 @@ class Queue:
                     and self._ready_bytes + extra_bytes > self._max_bytes))
 
     def _drop_head(self) -> None:
-        # drop-head overflow: the oldest ready messages go until the queue is within limits.
+        # drop-head overflow: the oldest ready messages go (dead-lettered, reason maxlen) until
+        # the queue is within its limits.
         if self._overflow != "drop-head":
             return
+        dropped = []
+        while self._ready and self._over_limit():
+            dropped.append(self._take().message)
+        if dropped:
+            self._dead_letter(dropped, "maxlen")
+
+    def _expire_head(self) -> None:
+        """Drop the expired messages at the head (dead-lettered, reason expired) and set the
+        timer for the next deadline there."""
         ready = self._ready
-        while ready and self._over_limit():
-            entry = ready.popleft()
-            self._ready_bytes -= len(entry.message.body)
+        now = self._clock.monotonic()
+        expired = []
+        while ready:
+            deadline = ready[0].expires_at
+            if deadline is None or deadline > now:
+                break
+            expired.append(self._take().message)
+        if expired:
+            self._dead_letter(expired, "expired")
+        self._arm_expiry()
 
-    def requeue(self, entries: Iterable[QueuedMessage]) -> None:
-        """Put delivered messages back at their original positions, marked redelivered.
-
-        Runtime complexity: ``O(k)`` when they go back to the head (the usual case), ``O(k * n)``
-        at worst.
-        """
-        ordered = sorted(entries, key=_by_seq, reverse=True)
-        ready = self._ready
-        for entry in ordered:  # from the latest to the earliest
-            entry.redelivered = True
-            self.unacked -= 1
-            self._ready_bytes += len(entry.message.body)
-            if not ready or entry.seq < ready[0].seq:
-                ready.appendleft(entry)
-            else:
-                ready.insert(_insertion_point(ready, entry.seq), entry)
-        if self._consumer_count:
-            self.dispatch()
-        if self._max_length is not None or self._max_bytes is not None:
-            self._drop_head()
-
-    # -- messages out --------------------------------------------------------------------------
-
-    def get(self) -> QueuedMessage | None:
-        """Take the next ready message for basic.get (the caller settles or tracks it)."""
-        if not self._ready:
-            return None
-        self.unacked += 1
-        entry = self._ready.popleft()
-        self._ready_bytes -= len(entry.message.body)
-        return entry
-
-    def settle(self, count: int = 1) -> None:
-        """Forget ``count`` delivered messages: acknowledged, or dropped by a reject/nack."""
-        self.unacked -= count
-
-    def purge(self) -> int:
-        """Drop every ready message; returns how many."""
-        count = len(self._ready)
-        self._ready.clear()
-        self._ready_bytes = 0
-        return count
-
-    def dispatch(self) -> None:
-        """Hand ready messages to consumers with room until one side runs out: the highest
-        priority consumers that have room first, taking turns within a priority."""
-        ready = self._ready
-        for priority in self._priorities:
-            group = self._groups[priority]
-            while ready:
-                for _ in range(len(group)):
-                    consumer = group[0]
-                    group.rotate(-1)
-                    if consumer.has_capacity():
-                        self.unacked += 1
-                        entry = ready.popleft()
-                        self._ready_bytes -= len(entry.message.body)
-                        consumer.deliver(self, entry)
-                        break
-                else:
-                    break  # nobody at this priority has room: try the next one down
-            if not ready:
+    def _arm_expiry(self) -> None:
+        deadline = self._ready[0].expires_at if self._ready else None
+        timer = self._expiry_timer
+        if timer is not None:
+            if deadline is not None and timer.deadline == deadline and not timer.cancelled:
                 return
+            timer.cancel()
+            self._expiry_timer = None
+        if deadline is not None and not self.deleted:
+            self._expiry_timer = self._clock.call_at(deadline, self._expire_head)
+
+    def _dead_letter(self, messages: list[Message], reason: str) -> None:
+        if self.dead_letter_exchange is not None and messages:
+            self.vhost.dead_letter(self, messages, reason)
+
+    def touch(self) -> None:
+        """The queue was used (declare, basic.get, a consumer came or went): with ``x-expires``
+        the countdown to its deletion starts again while it has no consumers."""
+        if self._expires is None:
+            return
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        if not self._consumer_count and not self.deleted:
+            self._idle_timer = self._clock.call_at(self._clock.monotonic() + self._expires,
+                                                   self._expired)
+
+    def _expired(self) -> None:
+        self._idle_timer = None
+        if not self.deleted and not self._consumer_count:
+            self.vhost.delete_queue_object(self)
+
+    def stop_timers(self) -> None:
+        """The queue is deleted: its expiry timers must not fire."""
+        for timer in (self._expiry_timer, self._idle_timer):
+            if timer is not None:
+                timer.cancel()
+        self._expiry_timer = self._idle_timer = None
 
     # -- invariants ----------------------------------------------------------------------------
 
     def _check(self) -> None:
-        seqs = [entry.seq for entry in self._ready]
-        assert seqs == sorted(seqs), f"{self!r}: ready messages out of order"
+        ready = self._ready
+        if isinstance(ready, _PriorityReady):
+            assert ready.in_order(), f"{self!r}: ready messages out of order"
+        else:
+            seqs = [entry.seq for entry in ready]
+            assert seqs == sorted(seqs), f"{self!r}: ready messages out of order"
         assert self.unacked >= 0, f"{self!r}: negative unacked count"
-        assert self._ready_bytes == sum(len(e.message.body) for e in self._ready)
-        assert not self._over_limit() or self._overflow != "drop-head" or not self._ready
+        assert self._ready_bytes == sum(len(e.message.body) for e in ready)
+        assert not self._over_limit() or self._overflow != "drop-head" or not ready
         assert not self.deleted, f"{self!r}: deleted but still in its vhost"
         assert self._consumer_count == sum(len(g) for g in self._groups.values())
         assert self._priorities == sorted(self._groups, reverse=True)
@@ -263,13 +486,3 @@ class Queue:
 def _by_seq(entry: QueuedMessage) -> int:
     return entry.seq
 
-
-def _insertion_point(ready: deque[QueuedMessage], seq: int) -> int:
-    lo, hi = 0, len(ready)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ready[mid].seq < seq:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo

@@ -30,15 +30,17 @@ class RoutingDecision:
             bindings and alternate exchanges.
         mandatory: whether the publish was mandatory.
         error: the error that refused the publish (no such exchange, internal exchange...).
+        dead_letter: for a message a queue dead-lettered, ``(queue, reason)``; else ``None``.
     """
 
-    __slots__ = ("_visited", "error", "exchange", "keys", "mandatory", "matched", "message",
-                 "queues", "vhost")
+    __slots__ = ("_visited", "dead_letter", "error", "exchange", "keys", "mandatory", "matched",
+                 "message", "queues", "vhost")
 
     def __init__(self, vhost: str, exchange: str, message: Message, keys: tuple[str, ...],
                  queues: tuple[str, ...] = (), matched: tuple[Binding, ...] = (),
                  visited: tuple[Visit, ...] = (), mandatory: bool = False,
-                 error: AMQPError | None = None) -> None:
+                 error: AMQPError | None = None,
+                 dead_letter: tuple[str, str] | None = None) -> None:
         self.vhost = vhost
         self.exchange = exchange
         self.message = message
@@ -47,6 +49,7 @@ class RoutingDecision:
         self.matched = matched
         self.mandatory = mandatory
         self.error = error
+        self.dead_letter = dead_letter
         self._visited = visited
 
     @property
@@ -92,7 +95,11 @@ class RoutingDecision:
     def explain(self) -> str:
         """Say in words where the message went and why, or why it went nowhere."""
         name = f"'{self.exchange}'" if self.exchange else "'' (the default exchange)"
-        lines = [f"Published to exchange {name} in vhost '{self.vhost}' with routing key "
+        how = "Published"
+        if self.dead_letter is not None:
+            how = (f"Dead-lettered from queue '{self.dead_letter[0]}' "
+                   f"({self.dead_letter[1]}) and republished")
+        lines = [f"{how} to exchange {name} in vhost '{self.vhost}' with routing key "
                  f"'{self.routing_key}'" + (f", headers {self.headers!r}" if self.headers else "")]
         if len(self.keys) > 1:
             lines.append(f"  routing keys with CC/BCC: {list(self.keys)}")
@@ -102,6 +109,8 @@ class RoutingDecision:
         if self.queues:
             lines.append(f"  routed to {len(self.queues)} queue(s): "
                          + ", ".join(f"'{q}'" for q in self.queues))
+        elif self.dead_letter is not None and not self._visited:
+            lines.append("  dropped: the dead-letter exchange does not exist")
         else:
             lines.append("  reached no queue: " + (
                 "returned to the publisher (mandatory)" if self.mandatory else "dropped"))

@@ -17,6 +17,7 @@ from ..errors import (
 )
 from ._arguments import field_type, validate_queue_arguments
 from ._channel import random_name
+from ._deadletter import dead_letter_message, is_dead_letter_cycle
 from ._exchange import EXCHANGE_TYPES, Binding, Exchange, binding_key
 from ._message import Message
 from ._queue import Queue
@@ -244,6 +245,7 @@ class VirtualHost:
         if passive:
             found = self.lookup_queue(name)
             self.check_exclusive_access(found, connection)
+            found.touch()  # a declare renews an x-expires lease
             return DeclareOk(found.name, found.message_count, found.consumer_count)
         if not name:
             name = random_name("amq.gen-")
@@ -259,6 +261,7 @@ class VirtualHost:
             _assert_field(*where, "durable", queue.durable, durable)
             _assert_field(*where, "auto_delete", queue.auto_delete, auto_delete)
             _assert_args(*where, queue.arguments, arguments, QUEUE_EQUIVALENCE_ARGS)
+            queue.touch()
             return DeclareOk(name, queue.message_count, queue.consumer_count)
         validate_queue_arguments(self._rs("queue", name), arguments)
         queue = Queue(self, name, durable=durable, exclusive_owner=owner,
@@ -290,6 +293,7 @@ class VirtualHost:
         queue.purge()
         queue.deleted = True
         self.queues.pop(queue.name, None)
+        queue.stop_timers()
         if queue.exclusive_owner is not None:
             queue.exclusive_owner.exclusive_queues.pop(queue.name, None)
         for binding in list(queue.bindings.values()):
@@ -410,6 +414,33 @@ class VirtualHost:
             matched, path, mandatory))
         return routed
 
+    def dead_letter(self, source: Queue, messages: list[Message], reason: str) -> None:
+        """Republish messages that leave ``source`` for ``reason`` to its dead-letter exchange,
+        as RabbitMQ does: a missing exchange drops them, an internal one is fine, and a queue
+        the message already died in for reasons other than a rejection is skipped (a cycle)."""
+        exchange_name = source.dead_letter_exchange
+        assert exchange_name is not None
+        exchange = self.exchanges.get(exchange_name)
+        now = self.broker.clock.time()
+        for message in messages:
+            dead = dead_letter_message(message, reason, source.name, exchange_name,
+                                       source.dead_letter_routing_key, now)
+            origin = (source.name, reason)
+            if exchange is None:
+                self._trace.append(RoutingDecision(
+                    self.name, exchange_name, dead, dead.keys, dead_letter=origin))
+                continue
+            queues, matched, path = self._route(exchange, list(dead.keys),
+                                                dead.properties.get("headers"))
+            if reason != "rejected":
+                headers = dead.headers
+                queues = [q for q in queues if not is_dead_letter_cycle(q.name, headers)]
+            self._trace.append(RoutingDecision(
+                self.name, exchange_name, dead, dead.keys, tuple([q.name for q in queues]),
+                matched, path, dead_letter=origin))
+            for queue in queues:
+                queue.publish(dead)
+
     def check_publishable(self, exchange_name: str, message: Message) -> None:
         """Raise what :meth:`route` would for a publish to ``exchange_name`` that can never
         route (missing or internal exchange, bad CC/BCC): a transaction checks at publish."""
@@ -441,6 +472,7 @@ class VirtualHost:
             stripped = {k: v for k, v in headers.items() if k != "BCC"}
             message.properties = {**message.properties, "headers": stripped}
             message.encoded_properties = None
+        message.routing_keys = tuple(keys)
         return keys
 
     def _route(self, exchange: Exchange, keys: list[str], headers: Mapping[str, Any] | None,

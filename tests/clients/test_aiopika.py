@@ -358,8 +358,6 @@ def test_server_cancels_consumer_when_its_queue_is_deleted(server: Server,
     assert "doomed" not in broker.queues
 
 
-@pytest.mark.xfail(strict=True, reason="embroker bug: the expiration property is kept but never "
-                   "applied: an expired message is still delivered")
 def test_expired_message_at_the_head_is_not_delivered() -> None:
     from embroker import ManualClock
 

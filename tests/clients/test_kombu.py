@@ -242,8 +242,6 @@ def test_server_cancel_notification_reaches_the_consumer(conn: Connection,
     assert "doomed" not in broker.queues
 
 
-@pytest.mark.xfail(strict=True, reason="embroker bug: x-dead-letter-exchange is validated, then "
-                   "ignored: a message rejected with requeue=false is dropped")
 def test_rejected_message_is_dead_lettered_with_x_death(conn: Connection, broker: Broker) -> None:
     channel = conn.channel()
     dlx = Exchange("dlx", type="fanout", durable=False, channel=channel)

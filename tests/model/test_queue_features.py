@@ -1,0 +1,278 @@
+"""TTL, dead-lettering, queue expiry and priorities, with time from a ManualClock."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from embroker import Broker, ManualClock
+from embroker.client import Channel
+from embroker.errors import PreconditionFailed
+
+from .conftest import bodies
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(start=1_700_000_000.0)
+
+
+@pytest.fixture
+def broker(clock: ManualClock) -> Broker:  # overrides the plain one: time under control
+    return Broker(clock=clock)
+
+
+def declare_dead_letter_queue(ch: Channel, name: str = "dead") -> None:
+    ch.exchange_declare("dlx", "fanout")
+    ch.queue_declare(name)
+    ch.queue_bind(name, "dlx", "")
+
+
+# -- message TTL ---------------------------------------------------------------------------
+
+
+def test_queue_ttl_expires_messages_at_their_time(ch: Channel, broker: Broker,
+                                                  clock: ManualClock) -> None:
+    ch.queue_declare("q", arguments={"x-message-ttl": 1000})
+    ch.basic_publish("", "q", b"early")
+    clock.advance(0.5)
+    ch.basic_publish("", "q", b"late")
+    clock.advance(0.5)
+    assert [m.body for m in broker.queues["q"].messages] == [b"late"]
+    clock.advance(0.5)
+    assert broker.queues["q"].message_count == 0
+
+
+def test_per_message_ttl_expires_only_at_the_head(ch: Channel, broker: Broker,
+                                                  clock: ManualClock) -> None:
+    """As RabbitMQ: a longer-lived message at the head holds back shorter-lived ones."""
+    ch.queue_declare("q")
+    ch.basic_publish("", "q", b"long", {"expiration": "10000"})
+    ch.basic_publish("", "q", b"short", {"expiration": "100"})
+    clock.advance(1)
+    assert broker.queues["q"].message_count == 2
+    got = ch.basic_get("q", auto_ack=True)
+    assert got is not None
+    assert got.body == b"long"
+    assert ch.basic_get("q") is None  # 'short' expired as soon as it reached the head
+
+
+def test_message_ttl_is_the_smaller_of_queue_and_message(ch: Channel, broker: Broker,
+                                                         clock: ManualClock) -> None:
+    ch.queue_declare("q", arguments={"x-message-ttl": 5000})
+    ch.basic_publish("", "q", b"m", {"expiration": "1000"})
+    clock.advance(1)
+    assert broker.queues["q"].message_count == 0
+
+
+def test_ttl_zero_reaches_a_waiting_consumer_and_otherwise_expires(
+        ch: Channel, broker: Broker) -> None:
+    ch.queue_declare("q", arguments={"x-message-ttl": 0})
+    ch.basic_publish("", "q", b"nobody waiting")
+    assert broker.queues["q"].message_count == 0
+    got: list[bytes] = []
+    ch.basic_consume("q", lambda c, d, p, body: got.append(body), auto_ack=True)
+    ch.basic_publish("", "q", b"delivered")
+    assert got == [b"delivered"]
+
+
+def test_expiration_property_is_kept_on_delivery(ch: Channel) -> None:
+    ch.queue_declare("q")
+    ch.basic_publish("", "q", b"m", {"expiration": "60000"})
+    got = ch.basic_get("q", auto_ack=True)
+    assert got is not None
+    assert got.properties["expiration"] == "60000"
+
+
+@pytest.mark.parametrize(("expiration", "reason"), [
+    ("soon", "no_integer"),
+    ("10x", '{leftover_string,"x"}'),
+    ("-1", "{value_negative,-1}"),
+])
+def test_invalid_expiration_is_refused(ch: Channel, expiration: str, reason: str) -> None:
+    ch.queue_declare("q")
+    with pytest.raises(PreconditionFailed) as err:
+        ch.basic_publish("", "q", b"m", {"expiration": expiration})
+    assert err.value.reply_text == f"PRECONDITION_FAILED - invalid expiration '{expiration}': {reason}"
+
+
+def test_requeued_message_keeps_its_deadline(ch: Channel, broker: Broker,
+                                             clock: ManualClock) -> None:
+    ch.queue_declare("q", arguments={"x-message-ttl": 1000})
+    ch.basic_publish("", "q", b"m")
+    got = ch.basic_get("q")
+    assert got is not None
+    clock.advance(2)
+    ch.basic_nack(got.delivery_tag)
+    assert broker.queues["q"].message_count == 0
+
+
+# -- dead-lettering ------------------------------------------------------------------------
+
+
+def test_rejected_message_is_dead_lettered_with_x_death(ch: Channel, broker: Broker) -> None:
+    declare_dead_letter_queue(ch)
+    ch.queue_declare("work", arguments={"x-dead-letter-exchange": "dlx"})
+    ch.basic_publish("", "work", b"bad", {"headers": {"h": 1}, "expiration": "60000"})
+    got = ch.basic_get("work")
+    assert got is not None
+    ch.basic_reject(got.delivery_tag, requeue=False)
+    dead = ch.basic_get("dead", auto_ack=True)
+    assert dead is not None
+    assert (dead.exchange, dead.routing_key) == ("dlx", "work")
+    headers = dead.properties["headers"]
+    assert headers["x-death"] == [{
+        "count": 1, "reason": "rejected", "queue": "work",
+        "time": datetime.datetime.fromtimestamp(1_700_000_000, datetime.timezone.utc),
+        "exchange": "", "routing-keys": ["work"], "original-expiration": "60000"}]
+    assert (headers["x-first-death-reason"], headers["x-first-death-queue"],
+            headers["x-first-death-exchange"]) == ("rejected", "work", "")
+    assert headers["h"] == 1
+    assert "expiration" not in dead.properties
+    assert broker.trace[-1].dead_letter == ("work", "rejected")
+    assert "Dead-lettered from queue 'work' (rejected)" in broker.trace[-1].explain()
+
+
+def test_expired_messages_are_dead_lettered(ch: Channel, broker: Broker,
+                                            clock: ManualClock) -> None:
+    declare_dead_letter_queue(ch)
+    ch.queue_declare("work", arguments={"x-dead-letter-exchange": "dlx", "x-message-ttl": 100})
+    ch.basic_publish("", "work", b"m")
+    clock.advance(0.1)
+    dead = ch.basic_get("dead", auto_ack=True)
+    assert dead is not None
+    assert dead.properties["headers"]["x-death"][0]["reason"] == "expired"
+
+
+def test_dropped_head_is_dead_lettered_as_maxlen(ch: Channel) -> None:
+    declare_dead_letter_queue(ch)
+    ch.queue_declare("work", arguments={"x-dead-letter-exchange": "dlx", "x-max-length": 1})
+    ch.basic_publish("", "work", b"old")
+    ch.basic_publish("", "work", b"new")
+    dead = ch.basic_get("dead", auto_ack=True)
+    assert dead is not None
+    assert dead.body == b"old"
+    assert dead.properties["headers"]["x-death"][0]["reason"] == "maxlen"
+
+
+def test_reject_publish_dlx_dead_letters_the_refused_message(ch: Channel) -> None:
+    declare_dead_letter_queue(ch)
+    ch.queue_declare("work", arguments={"x-dead-letter-exchange": "dlx", "x-max-length": 1,
+                                        "x-overflow": "reject-publish-dlx"})
+    ch.basic_publish("", "work", b"kept")
+    ch.basic_publish("", "work", b"refused")
+    assert bodies(ch, "work") == [b"kept"]
+    assert bodies(ch, "dead") == [b"refused"]
+
+
+def test_dead_letter_routing_key_replaces_the_keys_and_drops_cc(ch: Channel) -> None:
+    ch.exchange_declare("dlx", "direct")
+    ch.queue_declare("dead")
+    ch.queue_bind("dead", "dlx", "failed")
+    ch.queue_declare("work", arguments={"x-dead-letter-exchange": "dlx",
+                                        "x-dead-letter-routing-key": "failed"})
+    ch.queue_bind("work", "amq.direct", "a")
+    ch.basic_publish("amq.direct", "a", b"m", {"headers": {"CC": ["b"]}})
+    got = ch.basic_get("work")
+    assert got is not None
+    ch.basic_nack(got.delivery_tag, requeue=False)
+    dead = ch.basic_get("dead", auto_ack=True)
+    assert dead is not None
+    assert dead.routing_key == "failed"
+    headers = dead.properties["headers"]
+    assert "CC" not in headers
+    assert headers["x-death"][0]["routing-keys"] == ["a", "b"]
+    assert headers["x-death"][0]["exchange"] == "amq.direct"
+
+
+def test_repeated_deaths_count_up_in_one_entry(ch: Channel, broker: Broker) -> None:
+    # work -> (rejected) -> retry (ttl) -> (expired) -> work -> (rejected) ...
+    ch.exchange_declare("to-retry", "fanout")
+    ch.exchange_declare("to-work", "fanout")
+    ch.queue_declare("work", arguments={"x-dead-letter-exchange": "to-retry"})
+    ch.queue_bind("work", "to-work", "")
+    ch.queue_declare("retry", arguments={"x-dead-letter-exchange": "to-work",
+                                         "x-message-ttl": 10})
+    ch.queue_bind("retry", "to-retry", "")
+    ch.basic_publish("", "work", b"m")
+    for _ in range(3):
+        got = ch.basic_get("work")
+        assert got is not None
+        ch.basic_reject(got.delivery_tag, requeue=False)
+        broker.clock.advance(0.01)  # type: ignore[attr-defined]
+    got = ch.basic_get("work", auto_ack=True)
+    assert got is not None
+    deaths = got.properties["headers"]["x-death"]
+    assert [(d["queue"], d["reason"], d["count"]) for d in deaths] == [
+        ("retry", "expired", 3), ("work", "rejected", 3)]
+    assert got.properties["headers"]["x-first-death-reason"] == "rejected"
+
+
+def test_dead_letter_cycle_without_rejection_is_dropped(ch: Channel, broker: Broker,
+                                                        clock: ManualClock) -> None:
+    ch.exchange_declare("self", "fanout")
+    ch.queue_declare("loop", arguments={"x-dead-letter-exchange": "self", "x-message-ttl": 10})
+    ch.queue_bind("loop", "self", "")
+    ch.basic_publish("", "loop", b"m")
+    clock.advance(0.01)
+    assert broker.queues["loop"].message_count == 0
+    assert broker.trace[-1].dead_letter == ("loop", "expired")
+    assert broker.trace[-1].queues == ()
+
+
+def test_missing_dead_letter_exchange_drops(ch: Channel, broker: Broker) -> None:
+    ch.queue_declare("work", arguments={"x-dead-letter-exchange": "nowhere"})
+    ch.basic_publish("", "work", b"m")
+    got = ch.basic_get("work")
+    assert got is not None
+    ch.basic_reject(got.delivery_tag, requeue=False)
+    assert "the dead-letter exchange does not exist" in broker.trace[-1].explain()
+
+
+# -- queue expiry --------------------------------------------------------------------------
+
+
+def test_unused_queue_expires(ch: Channel, broker: Broker, clock: ManualClock) -> None:
+    ch.queue_declare("q", arguments={"x-expires": 1000})
+    clock.advance(0.9)
+    ch.queue_declare("q", passive=True)  # a declare counts as use
+    clock.advance(0.9)
+    assert "q" in broker.queues
+    ch.basic_get("q")  # so does a basic.get, even an empty one
+    clock.advance(0.9)
+    assert "q" in broker.queues
+    clock.advance(0.1)
+    assert "q" not in broker.queues
+
+
+def test_queue_with_a_consumer_does_not_expire(ch: Channel, broker: Broker,
+                                               clock: ManualClock) -> None:
+    ch.queue_declare("q", arguments={"x-expires": 1000})
+    tag = ch.basic_consume("q", lambda *a: None)
+    clock.advance(5)
+    assert "q" in broker.queues
+    ch.basic_cancel(tag)
+    clock.advance(1)
+    assert "q" not in broker.queues
+
+
+# -- priorities ----------------------------------------------------------------------------
+
+
+def test_priority_queue_delivers_highest_first_and_fifo_within(ch: Channel) -> None:
+    ch.queue_declare("q", arguments={"x-max-priority": 5})
+    for body, priority in ((b"low", 1), (b"none", None), (b"high-1", 5), (b"above-max", 9),
+                           (b"high-2", 5)):
+        ch.basic_publish("", "q", body, {"priority": priority} if priority is not None else None)
+    assert bodies(ch, "q") == [b"high-1", b"above-max", b"high-2", b"low", b"none"]
+
+
+def test_priority_queue_requeue_keeps_the_place(ch: Channel) -> None:
+    ch.queue_declare("q", arguments={"x-max-priority": 2})
+    for body, priority in ((b"a", 2), (b"b", 2), (b"c", 1)):
+        ch.basic_publish("", "q", body, {"priority": priority})
+    got = ch.basic_get("q")
+    assert got is not None
+    ch.basic_nack(got.delivery_tag)
+    assert bodies(ch, "q") == [b"a", b"b", b"c"]
