@@ -97,6 +97,7 @@ class Server:
         self._thread: threading.Thread | None = None
         self.port = self._listen(host, port)
         broker.on_blocked.append(self._on_blocked)
+        broker.on_restart.append(self._on_restart)
 
     def _listen(self, host: str, port: int) -> int:
         for family, address in _addresses(host):
@@ -164,6 +165,8 @@ class Server:
             self._thread.join(timeout)
         with contextlib.suppress(ValueError):
             self.broker.on_blocked.remove(self._on_blocked)
+        with contextlib.suppress(ValueError):
+            self.broker.on_restart.remove(self._on_restart)
 
     def __enter__(self) -> Server:
         return self.start()
@@ -327,6 +330,15 @@ class Server:
             else:
                 client.conn.publishers_unblocked()
                 self._dirty.add(client)
+        self._wake()
+
+    def _on_restart(self) -> None:
+        # Called under the broker lock, from any thread: every client is told the broker is
+        # going down, as a RabbitMQ node that stops does.
+        for client in list(self._clients.values()):
+            client.conn.close(ConnectionForced(
+                "broker forced connection closure with reason 'shutdown'"))
+            self._dirty.add(client)
         self._wake()
 
     def _shutdown(self) -> None:

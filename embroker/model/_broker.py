@@ -44,6 +44,8 @@ class Broker:
         #: Called with (blocked, reason) when publishers are blocked or unblocked; the listener
         #: subscribes to tell its clients (connection.blocked / unblocked).
         self.on_blocked: list[Callable[[bool, str], None]] = []
+        #: Called when :meth:`restart` begins; the listener subscribes to drop its clients.
+        self.on_restart: list[Callable[[], None]] = []
         for name in vhosts:
             self.add_vhost(name)
 
@@ -109,6 +111,21 @@ class Broker:
             self.publishers_blocked, self.blocked_reason = False, ""
             for callback in list(self.on_blocked):
                 callback(False, "")
+
+    # -- restarts -------------------------------------------------------------------------------
+
+    def restart(self) -> None:
+        """Act as a RabbitMQ node that restarts: every connection is closed (clients over the
+        wire get 320 CONNECTION_FORCED), non-durable exchanges and queues vanish, and durable
+        queues keep only their persistent messages (``delivery_mode`` 2), unacknowledged ones
+        included. Application tests use it to check their reconnection logic."""
+        with self.lock:
+            for callback in list(self.on_restart):
+                callback()
+            for connection in list(self.connections.values()):
+                connection.close()
+            for vhost in self.vhosts.values():
+                vhost.restart()
 
     # -- time ----------------------------------------------------------------------------------
 

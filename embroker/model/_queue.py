@@ -366,6 +366,17 @@ class Queue:
         self._arm_expiry()
         return count
 
+    def drop_transient(self) -> None:
+        """Keep only the persistent messages (``delivery_mode`` 2): a broker restart."""
+        kept = [e for e in self._ready if e.message.properties.get("delivery_mode") == 2]
+        self._ready.clear()
+        self._ready_bytes = 0
+        for entry in kept:
+            self._ready.append(entry)
+            self._ready_bytes += len(entry.message.body)
+        self._arm_expiry()
+        self.touch()
+
     def dispatch(self) -> None:
         """Hand ready messages to consumers with room until one side runs out: the highest
         priority consumers that have room first, taking turns within a priority."""

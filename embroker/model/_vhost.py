@@ -302,6 +302,18 @@ class VirtualHost:
             consumer.channel.cancel_by_broker(consumer)
         return count
 
+    def restart(self) -> None:
+        """What survives a broker restart: durable exchanges and queues, the bindings between
+        them, and the persistent messages of durable queues."""
+        for queue in list(self.queues.values()):
+            if queue.durable:
+                queue.drop_transient()
+            else:
+                self.delete_queue_object(queue)
+        for exchange in list(self.exchanges.values()):
+            if not exchange.durable and self.exchanges.get(exchange.name) is exchange:
+                self._delete_exchange(exchange)
+
     # -- bindings ------------------------------------------------------------------------------
 
     def _destination(self, kind: str, name: str) -> Queue | Exchange:

@@ -276,3 +276,28 @@ def test_priority_queue_requeue_keeps_the_place(ch: Channel) -> None:
     assert got is not None
     ch.basic_nack(got.delivery_tag)
     assert bodies(ch, "q") == [b"a", b"b", b"c"]
+
+
+# -- restart -------------------------------------------------------------------------------
+
+
+def test_restart_keeps_durable_things_and_persistent_messages(broker: Broker) -> None:
+    ch = broker.connect().channel()
+    ch.exchange_declare("durable-x", "direct", durable=True)
+    ch.exchange_declare("transient-x", "direct")
+    ch.queue_declare("durable-q", durable=True)
+    ch.queue_declare("transient-q")
+    ch.queue_bind("durable-q", "durable-x", "k")
+    ch.queue_bind("durable-q", "transient-x", "k")
+    ch.basic_publish("", "durable-q", b"unacked persistent", {"delivery_mode": 2})
+    assert ch.basic_get("durable-q") is not None  # held unacked over the restart
+    ch.basic_publish("", "durable-q", b"transient")
+    ch.basic_publish("", "durable-q", b"persistent 2", {"delivery_mode": 2})
+    broker.restart()
+    assert not ch.is_open
+    assert broker.connections == {}
+    assert "transient-q" not in broker.queues
+    assert "transient-x" not in broker.exchanges
+    assert [(e.message.body, e.redelivered) for e in broker.queues["durable-q"].entries] == [
+        (b"unacked persistent", True), (b"persistent 2", False)]
+    assert [b.source.name for b in broker.queues["durable-q"].bindings.values()] == ["durable-x"]

@@ -100,3 +100,17 @@ def test_cli_serves_until_interrupted() -> None:
     assert proc.returncode == 0, err
     assert "embroker stopped" in out
     assert "Traceback" not in err
+
+
+def test_restart_drops_wire_clients_and_they_can_reconnect(broker: Broker) -> None:
+    with broker.serve() as server:
+        conn = pika.BlockingConnection(pika.URLParameters(server.url))
+        conn.channel().queue_declare("jobs", durable=True)
+        broker.restart()
+        with pytest.raises(ConnectionClosedByBroker) as err:
+            conn.process_data_events(1)
+        assert err.value.reply_code == 320
+        again = pika.BlockingConnection(pika.URLParameters(server.url))
+        again.channel().queue_declare("jobs", durable=True, passive=True)
+        again.close()
+    assert server.errors == []
