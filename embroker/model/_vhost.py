@@ -388,11 +388,7 @@ class VirtualHost:
             AccessRefused: (403) the exchange is internal.
             PreconditionFailed: (406) a CC or BCC header that is not an array.
         """
-        exchange = self.exchanges.get(exchange_name)
-        if exchange is None or exchange.internal:
-            self._refuse(exchange_name, message, NotFound(
-                f"no {self._rs('exchange', exchange_name)}") if exchange is None else AccessRefused(
-                f"cannot publish to internal {self._rs('exchange', exchange_name)}"))
+        exchange = self._publish_target(exchange_name, message)
         headers = message.properties.get("headers")
         if headers and ("CC" in headers or "BCC" in headers):
             keys = self._sender_selected_keys(exchange_name, message, headers)
@@ -456,15 +452,22 @@ class VirtualHost:
     def check_publishable(self, exchange_name: str, message: Message) -> None:
         """Raise what :meth:`route` would for a publish to ``exchange_name`` that can never
         route (missing or internal exchange, bad CC/BCC): a transaction checks at publish."""
-        exchange = self.exchanges.get(exchange_name)
-        if exchange is None or exchange.internal:
-            self._refuse(exchange_name, message, NotFound(
-                f"no {self._rs('exchange', exchange_name)}") if exchange is None else AccessRefused(
-                f"cannot publish to internal {self._rs('exchange', exchange_name)}"))
+        self._publish_target(exchange_name, message)
         headers = message.properties.get("headers")
         if headers and ("CC" in headers or "BCC" in headers):
             _routing_headers(headers, "CC")
             _routing_headers(headers, "BCC")
+
+    def _publish_target(self, exchange_name: str, message: Message) -> Exchange:
+        # The exchange a client publishes to: it must exist and not be internal.
+        exchange = self.exchanges.get(exchange_name)
+        if exchange is None:
+            self._refuse(exchange_name, message,
+                         NotFound(f"no {self._rs('exchange', exchange_name)}"))
+        if exchange.internal:
+            self._refuse(exchange_name, message, AccessRefused(
+                f"cannot publish to internal {self._rs('exchange', exchange_name)}"))
+        return exchange
 
     def _refuse(self, exchange_name: str, message: Message, error: AMQPError) -> NoReturn:
         self._trace.append(RoutingDecision(self.name, exchange_name, message,

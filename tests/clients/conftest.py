@@ -1,24 +1,6 @@
+"""Helpers for the real-client tests (the broker and server fixtures are in tests/conftest.py)."""
+
 from __future__ import annotations
-
-from collections.abc import Iterator
-
-import pytest
-
-from embroker import Broker
-from embroker.server import Server
-
-
-@pytest.fixture
-def broker() -> Broker:
-    return Broker()
-
-
-@pytest.fixture
-def server(broker: Broker) -> Iterator[Server]:
-    with broker.serve() as server:
-        yield server
-    assert server.errors == []
-    broker._check()
 
 
 def wait_until(predicate, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]

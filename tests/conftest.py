@@ -1,4 +1,4 @@
-from __future__ import annotations
+"""Fixtures shared by the test folders: a broker, and a listener on it."""
 
 from collections.abc import Iterator
 
@@ -19,3 +19,4 @@ def server(broker: Broker) -> Iterator[Server]:
         yield server
     assert server.errors == []
     broker._check()
+
