@@ -95,6 +95,7 @@ class Server:
         self._wake_w.setblocking(False)
         self._running = False
         self._thread: threading.Thread | None = None
+        self._loop_ident: int | None = None
         self.port = self._listen(host, port)
         broker.on_blocked.append(self._on_blocked)
         broker.on_restart.append(self._on_restart)
@@ -190,6 +191,7 @@ class Server:
             self._wake_w.send(b"\0")
 
     def _run(self) -> None:
+        self._loop_ident = threading.get_ident()
         next_tick = 0.0
         try:
             while self._running:
@@ -248,7 +250,7 @@ class Server:
         # Called by a connection (under the broker lock) when it has something to send that its
         # own input did not cause: a delivery, a confirm, a cancel...
         self._dirty.add(client)
-        if threading.current_thread() is not self._thread:
+        if threading.get_ident() != self._loop_ident:
             self._wake()
 
     def _read(self, client: _Client) -> None:
@@ -269,14 +271,15 @@ class Server:
                 conn.close(InternalError(f"internal error: {type(exc).__name__}: {exc}"))
         if not data:
             log.info("connection from %s closed by the client", client.peer)
-        self._dirty.add(client)
+        if conn.has_output or conn.blocked:
+            self._dirty.add(client)
 
     def _tick(self) -> None:
         with self.broker.lock:
             self.broker.clock.run_due()
             for client in list(self._clients.values()):
                 client.conn.tick()
-                if client.conn.should_close or client.conn._out:
+                if client.conn.has_output:
                     self._dirty.add(client)
 
     def _flush(self) -> None:

@@ -236,13 +236,18 @@ class ServerConnection:
         """Everything queued for the socket since the last call (may be empty)."""
         if not self._out:
             return b""
+        self._last_sent = self.broker.clock.monotonic()  # what heartbeats go by
         data = b"".join(self._out)
         self._out.clear()
         return data
 
+    @property
+    def has_output(self) -> bool:
+        """Whether :meth:`data_to_send` has something, or the socket should close."""
+        return bool(self._out) or self.should_close
+
     def _send(self, data: bytes) -> None:
         self._out.append(data)
-        self._last_sent = self.broker.clock.monotonic()
 
     def _send_method(self, channel: int, method: Method) -> None:
         self._send(encode_method_frame(channel, method))

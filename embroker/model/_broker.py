@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,7 +11,7 @@ from ._clock import Clock, SystemClock
 from ._connection import Connection
 from ._exchange import Exchange
 from ._queue import Queue
-from ._trace import RoutingDecision
+from ._trace import Trace
 from ._vhost import VirtualHost
 
 __all__ = ["Broker"]
@@ -26,19 +25,21 @@ class Broker:
         vhosts: the virtual hosts to create (``"/"`` by default).
         users: user names and passwords the listener accepts (``guest``/``guest`` by default).
         trace_limit: how many routing decisions :attr:`trace` keeps (oldest dropped first).
+        trace_bytes: how many message body bytes :attr:`trace` may keep alive.
 
     Every call into the model, from the listener's thread or a test's, runs under :attr:`lock`.
     """
 
     def __init__(self, *, clock: Clock | None = None, vhosts: tuple[str, ...] = ("/",),
-                 users: Mapping[str, str] | None = None, trace_limit: int = 10_000) -> None:
+                 users: Mapping[str, str] | None = None, trace_limit: int = 10_000,
+                 trace_bytes: int = 64 * 1024 * 1024) -> None:
         self.lock = threading.RLock()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.users: dict[str, str] = dict(users) if users is not None else {"guest": "guest"}
         self.vhosts: dict[str, VirtualHost] = {}
         self.connections: dict[int, Connection] = {}
         #: The most recent routing decisions, oldest first.
-        self.trace: deque[RoutingDecision] = deque(maxlen=trace_limit)
+        self.trace = Trace(trace_limit, trace_bytes)
         self.publishers_blocked = False
         self.blocked_reason = ""
         #: Called with (blocked, reason) when publishers are blocked or unblocked; the listener

@@ -482,8 +482,21 @@ class Channel:
                 queue.settle()
         else:
             self._settle_rejected(taken, requeue)
-        if self.consumers:
-            self._dispatch_own_queues()
+        if not self.consumers:
+            return
+        if self.global_prefetch:
+            self._dispatch_own_queues()  # room on the channel: any of its consumers may take more
+            return
+        # Only the consumers whose deliveries were settled have gained room.
+        if len(taken) == 1:
+            consumer = taken[0][1][2]
+            if consumer is not None and not consumer.queue.deleted:
+                consumer.queue.dispatch()
+            return
+        queues = {id(c.queue): c.queue for _tag, (_q, _e, c) in taken if c is not None}
+        for queue in queues.values():
+            if not queue.deleted:
+                queue.dispatch()
 
     def basic_ack(self, delivery_tag: int = 0, multiple: bool = False) -> None:
         """basic.ack. Raises PreconditionFailed (406) "unknown delivery tag N"."""

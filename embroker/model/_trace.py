@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING, Any, final
 
 if TYPE_CHECKING:
@@ -9,7 +10,7 @@ if TYPE_CHECKING:
     from ._exchange import Binding, Exchange
     from ._message import Message
 
-__all__ = ["RoutingDecision", "Visit"]
+__all__ = ["RoutingDecision", "Trace", "Visit"]
 
 #: An exchange a message passed through, the bindings it had then (an immutable snapshot), and
 #: whether it handed the message to its alternate exchange.
@@ -146,3 +147,37 @@ class RoutingDecision:
             reason = next((r for r in reasons if r is not None), "no match")
             lines.append(f"    no match -> {target}: {reason}")
         return lines
+
+
+@final
+class Trace(deque[RoutingDecision]):
+    """The most recent routing decisions, oldest first, bounded in number and in the body
+    bytes they keep alive (a decision holds its message, so a long run of large messages
+    would otherwise keep every body in memory).
+
+    Args:
+        maxlen: how many decisions to keep.
+        max_bytes: how many body bytes the kept decisions may hold (the newest is always kept).
+    """
+
+    def __init__(self, maxlen: int = 10_000, max_bytes: int = 64 * 1024 * 1024) -> None:
+        super().__init__(maxlen=maxlen)
+        self.max_bytes = max_bytes
+        self._bytes = 0
+
+    def append(self, decision: RoutingDecision) -> None:
+        if len(self) == self.maxlen:
+            self._bytes -= len(self[0].message.body)
+        super().append(decision)
+        self._bytes += len(decision.message.body)
+        while self._bytes > self.max_bytes and len(self) > 1:
+            self._bytes -= len(self.popleft().message.body)
+
+    def clear(self) -> None:
+        super().clear()
+        self._bytes = 0
+
+    @property
+    def body_bytes(self) -> int:
+        """Body bytes held by the kept decisions."""
+        return self._bytes

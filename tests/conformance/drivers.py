@@ -1,7 +1,9 @@
 """Drivers: how the harness talks to a broker.
 
 - :class:`InProcessDriver`: a fresh ``embroker.Broker()`` per scenario, driven through the
-  in-process client (no bytes at all).
+  in-process client (no bytes at all). Its clock is the real one, as RabbitMQ's; the work that
+  falls due with time (TTL expiry, queue expiry) runs when the driver calls ``broker.tick()``,
+  before every call and wait, as the listener's loop would have run it meanwhile.
 - :class:`PikaDriver`: pika's ``BlockingConnection`` to any AMQP URL. The reference RabbitMQ uses
   it (``EMBROKER_REFERENCE_URL``). All pika-specific code lives in this class and its
   connection/channel helpers.
@@ -47,18 +49,19 @@ class InProcessDriver:
         self.broker = Broker()
 
     def connect(self) -> _InProcessConnection:
-        return _InProcessConnection(self.broker.connect())
+        return _InProcessConnection(self.broker.connect(), self.broker)
 
     def finish(self, queues: Iterable[str], exchanges: Iterable[str]) -> None:
         pass  # the broker is thrown away
 
 
 class _InProcessConnection:
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, broker: Any) -> None:
         self.conn = conn
+        self.broker = broker
 
     def channel(self) -> _InProcessChannel:
-        return _InProcessChannel(self.conn.channel())
+        return _InProcessChannel(self.conn.channel(), self.broker)
 
     def close(self) -> None:
         self.conn.close()
@@ -69,8 +72,9 @@ class _InProcessChannel:
     are there when the call that caused them returns (or after ``process_data_events`` for
     those another connection caused)."""
 
-    def __init__(self, ch: Any) -> None:
+    def __init__(self, ch: Any, broker: Any) -> None:
         self.ch = ch
+        self.broker = broker
         self._seen_returns = 0
         self._seen_confirms = 0
         self._seen_cancels = 0
@@ -81,6 +85,7 @@ class _InProcessChannel:
 
         if method == "flow":
             raise NotImplementedError("the in-process client has no channel.flow")
+        self.broker.tick()  # what the listener's loop would have run by now
         if method == "basic_consume":
             args = (args[0], self._on_message)
         try:
@@ -118,13 +123,29 @@ class _InProcessChannel:
         events += [Confirm(tag, multiple, ack) for tag, multiple, ack in confirms]
         return events
 
+    def _settle(self, ready: Any, timeout: float) -> None:
+        """Run what is due and the pending callbacks; while ``ready()`` is false and a timer of
+        the broker falls due within ``timeout`` (a message expiring into a dead-letter queue
+        with a consumer...), wait for it. Without pending timers nothing more can come."""
+        clock, deadline = self.broker.clock, time.monotonic() + timeout
+        while True:
+            self.broker.tick()
+            self.ch.connection.process_data_events()  # what other connections caused
+            due = clock.next_deadline()
+            if ready() or due is None:
+                return
+            pause = due - clock.monotonic()
+            if time.monotonic() + pause > deadline:
+                return
+            time.sleep(max(pause, 0.0) + 0.001)
+
     def wait_deliveries(self, n: int, timeout: float) -> list[Delivered]:
-        self.ch.connection.process_data_events()  # what other connections caused
+        self._settle(lambda: len(self._deliveries) >= n, timeout)
         out, self._deliveries = self._deliveries[:n], self._deliveries[n:]
         return out
 
     def wait_cancels(self, n: int, timeout: float) -> list[str]:
-        self.ch.connection.process_data_events()
+        self._settle(lambda: len(self.ch.cancelled) >= self._seen_cancels + n, timeout)
         new = self.ch.cancelled[self._seen_cancels:self._seen_cancels + n]
         self._seen_cancels += len(new)
         return list(new)

@@ -28,12 +28,14 @@ Drivers (``drivers.py``) hide how a client talks to a broker; this module knows 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import difflib
 import hashlib
 import re
 import secrets
+import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -103,6 +105,9 @@ Event = Returned | Confirm
 
 #: How long ``wait_deliveries`` / ``wait_cancels`` wait at most, in seconds.
 WAIT_SECONDS = 3.0
+#: How long ``Session.wait_until`` polls at most, and the pause between two probes.
+WAIT_UNTIL_SECONDS = 2.0
+POLL_SECONDS = 0.005
 
 
 class BrokerError(Exception):
@@ -171,6 +176,17 @@ class Driver(Protocol):
 #: Server-generated names: queues (``amq.gen-``) and consumer tags (``amq.ctag-``).
 _SERVER_NAMED = re.compile(r"(amq\.(?:gen|ctag)-)[A-Za-z0-9_\-]+")
 
+#: What the ``time`` of an ``x-death`` entry becomes in a transcript (a broker's wall clock).
+DEATH_TIME = "<time>"
+#: How far from this process's clock an ``x-death`` time may be and still count as "now".
+DEATH_TIME_TOLERANCE = datetime.timedelta(minutes=10)
+
+
+def _is_death_entry(value: dict[Any, Any]) -> bool:
+    """An ``x-death`` entry: a table with a ``reason``, a ``queue`` and a timestamp ``time``."""
+    return "reason" in value and "queue" in value and isinstance(value.get("time"),
+                                                                  datetime.datetime)
+
 
 class Normalizer:
     """Rewrites recorded values so that runs against different brokers compare equal."""
@@ -204,8 +220,19 @@ class Normalizer:
         if isinstance(value, list):
             return [self(v) for v in value]
         if isinstance(value, dict):
+            if _is_death_entry(value):
+                return {self(k): self._death_time(v) if k == "time" else self(v)
+                        for k, v in value.items()}
             return {self(k): self(v) for k, v in value.items()}
         return value
+
+    @staticmethod
+    def _death_time(value: datetime.datetime) -> Any:
+        """An ``x-death`` time close to now becomes :data:`DEATH_TIME`; any other stays as it
+        is (so a wrong one shows in the diff)."""
+        now = datetime.datetime.now(datetime.timezone.utc)
+        when = value if value.tzinfo is not None else value.replace(tzinfo=datetime.timezone.utc)
+        return DEATH_TIME if abs(now - when) <= DEATH_TIME_TOLERANCE else value
 
 
 def _call_repr(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
@@ -486,6 +513,7 @@ class Session:
     def __post_init__(self) -> None:
         self.normalize = Normalizer(self.token)
         self._default: ConnectionProxy | None = None
+        self._quiet = 0
 
     # Names ------------------------------------------------------------------------------------
     def name(self, base: str) -> str:
@@ -511,7 +539,36 @@ class Session:
 
     # Recording --------------------------------------------------------------------------------
     def _record(self, who: str, what: str, outcome: Any) -> None:
-        self.transcript.append(Entry(who, what, outcome))
+        if not self._quiet:
+            self.transcript.append(Entry(who, what, outcome))
+
+    @contextlib.contextmanager
+    def quietly(self) -> Iterator[None]:
+        """Calls made inside are performed but not recorded (see :meth:`wait_until`)."""
+        self._quiet += 1
+        try:
+            yield
+        finally:
+            self._quiet -= 1
+
+    def wait_until(self, what: str, probe: Callable[[], Any], done: Callable[[Any], bool],
+                   timeout: float = WAIT_UNTIL_SECONDS) -> Any:
+        """Call ``probe()`` (unrecorded) until ``done(result)`` holds or ``timeout`` seconds
+        passed; record the last result once, as ``wait_until(what)``, and return it.
+
+        For states that come with time (a TTL ran out, a queue expired): how many probes it
+        took differs from broker to broker and run to run, the final state must not. The probe
+        should not change what it observes (a passive queue.declare, not a basic.get).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.quietly():
+                result = probe()
+            if done(result) or time.monotonic() >= deadline:
+                break
+            time.sleep(POLL_SECONDS)
+        self._record("wait", f"until {what}", self.normalize(result))
+        return result
 
     def note(self, what: str, value: Any) -> None:
         """Record an observation that is not the result of one call."""

@@ -80,3 +80,14 @@ def test_reprs_are_readable(broker: Broker, ch: Channel) -> None:
         "<RoutingDecision exchange='amq.topic' routing_key='a.b' -> queues ['q']>")
     (binding,) = broker.exchanges["amq.topic"].bindings.values()
     assert repr(binding) == "<Binding exchange 'amq.topic' -> queue 'q' with key 'a.*'>"
+
+
+def test_trace_keeps_bounded_body_bytes() -> None:
+    broker = Broker(trace_bytes=1000)
+    ch = broker.connect().channel()
+    for _ in range(5):
+        ch.basic_publish("", "nowhere", b"x" * 400)
+    assert len(broker.trace) == 2
+    assert broker.trace.body_bytes == 800
+    ch.basic_publish("", "nowhere", b"x" * 5000)  # the newest is always kept
+    assert len(broker.trace) == 1
