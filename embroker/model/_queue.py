@@ -337,13 +337,15 @@ class Queue:
 
     def get(self) -> QueuedMessage | None:
         """Take the next ready message for basic.get (the caller settles or tracks it)."""
-        self.touch()
+        if self._expires is not None:
+            self.touch()
         if self._expiring:
             self._expire_head()
         if not self._ready:
             return None
         self.unacked += 1
-        entry = self._take()
+        entry = self._ready.popleft()
+        self._ready_bytes -= len(entry.message.body)
         if self._expiring:
             self._arm_expiry()
         return entry

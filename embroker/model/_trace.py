@@ -163,15 +163,17 @@ class Trace(deque[RoutingDecision]):
     def __init__(self, maxlen: int = 10_000, max_bytes: int = 64 * 1024 * 1024) -> None:
         super().__init__(maxlen=maxlen)
         self.max_bytes = max_bytes
+        self._limit = maxlen
         self._bytes = 0
 
     def append(self, decision: RoutingDecision) -> None:
-        if len(self) == self.maxlen:
+        if len(self) == self._limit:
             self._bytes -= len(self[0].message.body)
-        super().append(decision)
+        _append(self, decision)
         self._bytes += len(decision.message.body)
-        while self._bytes > self.max_bytes and len(self) > 1:
-            self._bytes -= len(self.popleft().message.body)
+        if self._bytes > self.max_bytes:
+            while self._bytes > self.max_bytes and len(self) > 1:
+                self._bytes -= len(self.popleft().message.body)
 
     def clear(self) -> None:
         super().clear()
@@ -181,3 +183,6 @@ class Trace(deque[RoutingDecision]):
     def body_bytes(self) -> int:
         """Body bytes held by the kept decisions."""
         return self._bytes
+
+
+_append = deque.append
