@@ -305,8 +305,8 @@ class Queue:
             self.dispatch()
         if limited:
             self._drop_head()
-        if self._expiring:
-            self._expire_head()
+        if self._expiring and self._ready and self._ready[0] is entry:
+            self._expire_head()  # the new message is the head: set (or run) its expiry timer
         return True
 
     def requeue(self, entries: Iterable[QueuedMessage]) -> None:
