@@ -13,9 +13,10 @@ from .model import ManualClock as ManualClock
 from .model import Message as Message
 from .model import RoutingDecision as RoutingDecision
 from .model import SystemClock as SystemClock
+from .model._definitions import DefinitionsError as DefinitionsError
 from .server import Server as Server
 
 __all__ = [
     "AMQPError", "Broker", "Channel", "ChannelException", "Connection", "ConnectionException",
-    "ManualClock", "Message", "RoutingDecision", "Server", "SystemClock", "__version__",
+    "DefinitionsError", "ManualClock", "Message", "RoutingDecision", "Server", "SystemClock", "__version__",
 ]

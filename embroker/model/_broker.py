@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import NotAllowed
+from . import _definitions
 from ._clock import Clock, SystemClock
 from ._connection import Connection
 from ._exchange import Exchange
@@ -155,3 +157,21 @@ class Broker:
                     assert queue.unacked == per_queue.get(id(queue), 0), (
                         f"{queue!r}: unacked count {queue.unacked} but channels hold "
                         f"{per_queue.get(id(queue), 0)}")
+
+    # -- definitions ---------------------------------------------------------------------------
+
+    def load_definitions(self, source: str | os.PathLike[str] | Mapping[str, Any], *,
+                         vhost: str = "/") -> None:
+        """Load a RabbitMQ definitions document (``rabbitmqctl export_definitions``): vhosts,
+        users, permissions, exchanges, queues and bindings, from a JSON file or a dict.
+
+        Raises:
+            DefinitionsError: malformed, or uses policies/runtime parameters.
+            AMQPError: a declaration RabbitMQ would refuse too (406 for a conflicting one).
+        """
+        _definitions.load_definitions(self, source, vhost=vhost)
+
+    def definitions(self) -> dict[str, Any]:
+        """This broker as a RabbitMQ definitions document (loads with
+        ``rabbitmqctl import_definitions``)."""
+        return _definitions.export_definitions(self)
