@@ -1,0 +1,501 @@
+"""Assertions for tests of applications that use RabbitMQ, over an embroker :class:`~embroker.Broker`.
+
+Plain functions over a broker, usable with any test runner (the pytest plugin ``pytest-embroker``
+only adds fixtures around them)::
+
+    from embroker import Broker
+    from embroker.testing import assert_published, assert_routed, published, queue_messages
+
+    broker = Broker()
+    ...                                            # the application publishes
+    assert_published(broker, exchange="events", routing_key="order.*", count=1)
+    assert_routed(broker, routing_key="order.created", queues=["audit"])
+    published(broker, exchange="events").last.body # b'{"id": 1}'
+    queue_messages(broker, "audit")                # what the queue holds, without consuming it
+
+Every ``assert_*`` helper raises :class:`AssertionError` saying how many routing decisions
+matched, and lists the *similar* ones (same exchange, a routing key that differs by a word...) with
+their :meth:`~embroker.RoutingDecision.explain`, so a failing test shows which bindings existed
+and why none matched: ``0 matching, 2 similar: ...``.
+
+Routing-key patterns use AMQP topic syntax: ``*`` stands for one word, ``#`` for zero or more
+(``"order.*"``, ``"audit.#"``); a compiled :class:`re.Pattern` must match the whole key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, final
+
+from .model import Clock, ManualClock, Message, RoutingDecision
+
+if TYPE_CHECKING:
+    from . import _broker
+    from .model import Broker
+    from .server import Server
+
+__all__ = [
+    "CallList", "assert_dead_lettered", "assert_published", "assert_returned", "assert_routed",
+    "assert_routes", "assert_unroutable", "async_wait_until", "check_server", "key_matches",
+    "make_broker", "published", "queue_messages", "route", "wait_until",
+]
+
+T = TypeVar("T")
+
+#: How many similar decisions a failure message shows (the most recent ones).
+SHOWN = 5
+
+KeyPattern = str | re.Pattern[str]
+
+
+@final
+class CallList(list[RoutingDecision]):
+    """The routing decisions that matched a query, oldest first (a list, like respx's CallList).
+
+    >>> from embroker import Broker
+    >>> broker = Broker()
+    >>> broker.connect().channel().basic_publish("amq.topic", "a.b", b"x")
+    >>> calls = published(broker, exchange="amq.topic")
+    >>> calls.called, calls.call_count, calls.last.routing_key
+    (True, 1, 'a.b')
+    """
+
+    @property
+    def called(self) -> bool:
+        """Whether anything matched."""
+        return bool(self)
+
+    @property
+    def call_count(self) -> int:
+        """How many decisions matched."""
+        return len(self)
+
+    @property
+    def last(self) -> RoutingDecision:
+        """The most recent matching decision.
+
+        Raises:
+            IndexError: nothing matched.
+        """
+        if not self:
+            raise IndexError("no routing decision matched")
+        return self[-1]
+
+    @property
+    def messages(self) -> list[Message]:
+        """The matching messages (as routed)."""
+        return [d.message for d in self]
+
+    @property
+    def bodies(self) -> list[bytes]:
+        return [d.body for d in self]
+
+    def __repr__(self) -> str:
+        return f"<CallList {len(self)} decision(s){': ' if self else ''}{list.__repr__(self)}>"
+
+
+# -- matching -----------------------------------------------------------------------------------
+
+def key_matches(pattern: KeyPattern, key: str) -> bool:
+    """Whether ``key`` matches ``pattern`` (topic syntax: ``*`` one word, ``#`` zero or more;
+    or a compiled regular expression matching the whole key).
+
+    >>> key_matches("order.*", "order.created"), key_matches("order.*", "order.a.b")
+    (True, False)
+    >>> key_matches("#.created", "created"), key_matches("a.#.b", "a.x.y.b")
+    (True, True)
+    """
+    if isinstance(pattern, re.Pattern):
+        return pattern.fullmatch(key) is not None
+    if "*" not in pattern and "#" not in pattern:
+        return pattern == key
+    return _topic_words(pattern.split("."), key.split("."))
+
+
+def _topic_words(pattern: list[str], words: list[str]) -> bool:
+    # RabbitMQ's topic matching: "#" matches zero or more words, "*" exactly one.
+    if not pattern:
+        return not words
+    head, rest = pattern[0], pattern[1:]
+    if head == "#":
+        return any(_topic_words(rest, words[i:]) for i in range(len(words) + 1))
+    if not words:
+        return False
+    return (head in ("*", words[0])) and _topic_words(rest, words[1:])
+
+
+def _criteria(exchange: str | None, routing_key: KeyPattern | None, vhost: str | None,
+              body: bytes | str | None, headers: Mapping[str, Any] | None,
+              ) -> dict[str, Callable[[RoutingDecision], bool]]:
+    checks: dict[str, Callable[[RoutingDecision], bool]] = {}
+    if exchange is not None:
+        checks[f"exchange={exchange!r}"] = lambda d: d.exchange == exchange
+    if routing_key is not None:
+        shown = routing_key.pattern if isinstance(routing_key, re.Pattern) else routing_key
+        checks[f"routing_key={shown!r}"] = lambda d: any(key_matches(routing_key, k)
+                                                         for k in d.keys)
+    if vhost is not None:
+        checks[f"vhost={vhost!r}"] = lambda d: d.vhost == vhost
+    if body is not None:
+        raw = body.encode() if isinstance(body, str) else body
+        checks[f"body={raw!r}"] = lambda d: d.body == raw
+    if headers is not None:
+        checks[f"headers⊇{dict(headers)!r}"] = lambda d: all(
+            k in d.headers and d.headers[k] == v for k, v in headers.items())
+    return checks
+
+
+def _decisions(broker: Broker, dead_letters: bool | None = False) -> list[RoutingDecision]:
+    with broker.lock:
+        found = list(broker.trace)
+    if dead_letters is None:
+        return found
+    return [d for d in found if (d.dead_letter is not None) == dead_letters]
+
+
+def _similar(decision: RoutingDecision, checks: Mapping[str, Callable[[RoutingDecision], bool]],
+             exchange: str | None, routing_key: KeyPattern | None) -> bool:
+    if not checks:
+        return True
+    if any(check(decision) for check in checks.values()):
+        return True
+    if isinstance(routing_key, str):
+        return difflib.SequenceMatcher(None, routing_key, decision.routing_key).ratio() >= 0.6
+    return exchange is not None and decision.exchange.startswith(exchange[:3])
+
+
+def _report(headline: str, broker: Broker, candidates: list[RoutingDecision],
+            checks: Mapping[str, Callable[[RoutingDecision], bool]], exchange: str | None,
+            routing_key: KeyPattern | None, dead_letters: bool | None = False) -> str:
+    """The failure message: the headline, then similar decisions (or the most recent ones)
+    with what differs and their explanation."""
+    pool = _decisions(broker, dead_letters)
+    similar = [d for d in pool if _similar(d, checks, exchange, routing_key)]
+    lines = [headline]
+    matching = len(candidates)
+    if similar:
+        lines[0] += f" ({matching} matching, {len(similar)} similar"
+        lines[0] += f"; the last {SHOWN} shown)" if len(similar) > SHOWN else ")"
+        shown = similar[-SHOWN:]
+    else:
+        lines[0] += f" ({matching} matching, 0 similar among {len(pool)} routing decision(s))"
+        shown = pool[-SHOWN:]
+        if shown:
+            lines.append(f"The most recent of {len(pool)} routing decision(s):")
+    if not pool:
+        lines.append("No message was published to this broker.")
+    for decision in shown:
+        differs = [name for name, check in checks.items() if not check(decision)]
+        lines.append("")
+        lines.append(f"- {decision!r}" + (f"  (differs in {', '.join(differs)})"
+                                          if differs else ""))
+        lines.extend("  " + line for line in decision.explain().splitlines())
+    return "\n".join(lines)
+
+
+def _describe(checks: Mapping[str, Any]) -> str:
+    return " ".join(checks) if checks else "(any)"
+
+
+# -- queries ------------------------------------------------------------------------------------
+
+def published(broker: Broker, *, exchange: str | None = None,
+              routing_key: KeyPattern | None = None, vhost: str | None = None,
+              body: bytes | str | None = None, headers: Mapping[str, Any] | None = None,
+              outcome: str | None = None, dead_letters: bool | None = False) -> CallList:
+    """The publishes that match, oldest first, from ``broker.trace``.
+
+    Args:
+        exchange: the exchange published to (``""`` is the default exchange).
+        routing_key: a routing key or topic pattern (``"order.*"``), or a compiled regex;
+            CC/BCC keys count too.
+        vhost: the virtual host.
+        body: the exact body (a str is taken as UTF-8).
+        headers: headers the message must have (with these values; others may be there too).
+        outcome: ``"routed"``, ``"unroutable"``, ``"returned"`` or ``"refused"``.
+        dead_letters: ``False`` (default) for publishes by clients, ``True`` for the broker's
+            dead-letter republishes only, ``None`` for both.
+    """
+    checks = _criteria(exchange, routing_key, vhost, body, headers)
+    if outcome is not None:
+        checks[f"outcome={outcome!r}"] = lambda d: d.outcome == outcome
+    return CallList(d for d in _decisions(broker, dead_letters)
+                    if all(check(d) for check in checks.values()))
+
+
+def queue_messages(broker: Broker, queue: str, *, vhost: str = "/") -> list[Message]:
+    """The ready messages of ``queue`` in delivery order, without consuming them.
+
+    Raises:
+        AssertionError: there is no such queue (the message lists the queues there are).
+    """
+    __tracebackhide__ = True
+    with broker.lock:
+        host = broker.vhosts.get(vhost)
+        if host is None:
+            raise AssertionError(f"no vhost {vhost!r}; the vhosts are {sorted(broker.vhosts)}")
+        found = host.queues.get(queue)
+        if found is None:
+            raise AssertionError(f"no queue {queue!r} in vhost {vhost!r}; the queues are "
+                                 f"{sorted(host.queues)}")
+        return found.messages
+
+
+def route(broker: Broker, exchange: str, routing_key: str, *,
+          headers: Mapping[str, Any] | None = None, vhost: str = "/") -> RoutingDecision:
+    """Where a message published now to ``exchange`` with ``routing_key`` would go, without
+    publishing it (nothing is enqueued and the trace is unchanged). For topology checks.
+
+    Raises:
+        NotFound: (404) no such exchange; AccessRefused: (403) it is internal.
+    """
+    properties: dict[str, Any] = {"headers": dict(headers)} if headers else {}
+    with broker.lock:
+        trace = broker.trace
+        host = broker.vhost(vhost)
+        try:
+            host.route(exchange, Message(exchange, routing_key, properties, b""))
+        finally:
+            decision = trace.pop()  # holds no body bytes: the trace's accounting is unchanged
+    return decision
+
+
+# -- assertions ---------------------------------------------------------------------------------
+
+def assert_published(broker: Broker, *, exchange: str | None = None,
+                     routing_key: KeyPattern | None = None, count: int | None = None,
+                     vhost: str | None = None, body: bytes | str | None = None,
+                     headers: Mapping[str, Any] | None = None) -> CallList:
+    """Assert that messages matching the arguments were published: ``count`` of them, or at
+    least one when ``count`` is ``None``. Returns the matching decisions.
+
+    Raises:
+        AssertionError: with the similar publishes and their routing explanations.
+    """
+    __tracebackhide__ = True
+    found = published(broker, exchange=exchange, routing_key=routing_key, vhost=vhost,
+                      body=body, headers=headers)
+    if (count is None and found) or len(found) == count:
+        return found
+    checks = _criteria(exchange, routing_key, vhost, body, headers)
+    want = "at least one" if count is None else str(count)
+    raise AssertionError(_report(
+        f"expected {want} publish(es) with {_describe(checks)}, found {len(found)}",
+        broker, found, checks, exchange, routing_key))
+
+
+def assert_routed(broker: Broker, *, queues: Iterable[str], exchange: str | None = None,
+                  routing_key: KeyPattern | None = None, vhost: str | None = None,
+                  exact: bool = True) -> RoutingDecision:
+    """Assert that a matching publish reached exactly ``queues`` (any order), or at least those
+    when ``exact`` is false. Returns the most recent such decision.
+
+    Raises:
+        AssertionError: with the matching and similar publishes and why they went elsewhere.
+    """
+    __tracebackhide__ = True
+    wanted = set(queues)
+    candidates = published(broker, exchange=exchange, routing_key=routing_key, vhost=vhost)
+    for decision in reversed(candidates):
+        reached = set(decision.queues)
+        if reached == wanted or (not exact and wanted <= reached):
+            return decision
+    checks = _criteria(exchange, routing_key, vhost, None, None)
+    how = "exactly" if exact else "at least"
+    raise AssertionError(_report(
+        f"expected a publish with {_describe(checks)} routed to {how} "
+        f"{sorted(wanted)}, but none was", broker, candidates, checks, exchange, routing_key))
+
+
+def _assert_outcome(broker: Broker, outcomes: tuple[str, ...], what: str, exchange: str | None,
+                    routing_key: KeyPattern | None, vhost: str | None) -> RoutingDecision:
+    __tracebackhide__ = True
+    candidates = published(broker, exchange=exchange, routing_key=routing_key, vhost=vhost)
+    for decision in reversed(candidates):
+        if decision.outcome in outcomes:
+            return decision
+    checks = _criteria(exchange, routing_key, vhost, None, None)
+    raise AssertionError(_report(f"expected a publish with {_describe(checks)} to be {what}",
+                                 broker, candidates, checks, exchange, routing_key))
+
+
+def assert_unroutable(broker: Broker, *, exchange: str | None = None,
+                      routing_key: KeyPattern | None = None,
+                      vhost: str | None = None) -> RoutingDecision:
+    """Assert that a matching publish reached no queue (dropped, or returned if mandatory)."""
+    __tracebackhide__ = True
+    return _assert_outcome(broker, ("unroutable", "returned"), "unroutable (reach no queue)",
+                           exchange, routing_key, vhost)
+
+
+def assert_returned(broker: Broker, *, exchange: str | None = None,
+                    routing_key: KeyPattern | None = None,
+                    vhost: str | None = None) -> RoutingDecision:
+    """Assert that a matching mandatory publish reached no queue and went back to its
+    publisher (basic.return)."""
+    __tracebackhide__ = True
+    return _assert_outcome(broker, ("returned",), "returned to its publisher (mandatory, "
+                           "reached no queue)", exchange, routing_key, vhost)
+
+
+def assert_dead_lettered(broker: Broker, *, queue: str | None = None, reason: str | None = None,
+                         routing_key: KeyPattern | None = None, to: Iterable[str] | None = None,
+                         vhost: str | None = None) -> RoutingDecision:
+    """Assert that a message was dead-lettered: from ``queue``, for ``reason`` (``"rejected"``,
+    ``"expired"``, ``"maxlen"``), with ``routing_key`` (the original message's key, or the
+    queue's ``x-dead-letter-routing-key``), reaching exactly the queues ``to``.
+    Returns the most recent such dead-letter decision."""
+    __tracebackhide__ = True
+    checks = _criteria(None, routing_key, vhost, None, None)
+    if queue is not None:
+        checks[f"queue={queue!r}"] = lambda d: d.dead_letter is not None and d.dead_letter[0] == queue
+    if reason is not None:
+        checks[f"reason={reason!r}"] = lambda d: d.dead_letter is not None and d.dead_letter[1] == reason
+    if to is not None:
+        wanted = set(to)
+        checks[f"to={sorted(wanted)!r}"] = lambda d: set(d.queues) == wanted
+    candidates = [d for d in _decisions(broker, dead_letters=True)
+                  if all(check(d) for check in checks.values())]
+    if candidates:
+        return candidates[-1]
+    raise AssertionError(_report(f"expected a message dead-lettered with {_describe(checks)}",
+                                 broker, candidates, checks, None, routing_key,
+                                 dead_letters=None))
+
+
+def assert_routes(broker: Broker, exchange: str, expected: Mapping[str, Iterable[str]], *,
+                  vhost: str = "/") -> None:
+    """Assert that each routing key in ``expected`` would reach exactly its queues when published
+    to ``exchange`` now (see :func:`route`; nothing is published). For topology checks::
+
+        assert_routes(broker, "events", {"order.created": ["audit", "billing"],
+                                         "user.deleted": []})
+
+    Raises:
+        AssertionError: listing every key that goes elsewhere, with the explanation.
+    """
+    __tracebackhide__ = True
+    wrong: list[str] = []
+    for key, queues in expected.items():
+        decision = route(broker, exchange, key, vhost=vhost)
+        if set(decision.queues) != set(queues):
+            wrong.append(f"- routing key {key!r}: expected {sorted(set(queues))}, "
+                         f"reaches {sorted(decision.queues)}")
+            wrong.extend("  " + line for line in decision.explain().splitlines())
+    if wrong:
+        raise AssertionError(f"{sum(1 for w in wrong if w.startswith('- '))} of {len(expected)} "
+                             f"routing key(s) of exchange {exchange!r} go elsewhere:\n"
+                             + "\n".join(wrong))
+
+
+# -- waiting ------------------------------------------------------------------------------------
+
+def wait_until(predicate: Callable[[], T], timeout: float = 5.0, *, interval: float = 0.001,
+               message: str | None = None) -> T:
+    """Call ``predicate`` until it returns something true or stops raising AssertionError, and
+    return that (for applications that consume in other threads). No fixed sleeps: it polls,
+    backing off from ``interval`` to 50 ms.
+
+    ``predicate`` may be an assertion helper: ``wait_until(lambda: assert_routed(...))``.
+
+    Raises:
+        AssertionError: ``timeout`` seconds passed; says what the predicate last said.
+    """
+    __tracebackhide__ = True
+    deadline = time.monotonic() + timeout
+    delay = interval
+    while True:
+        last_error: AssertionError | None = None
+        try:
+            result = predicate()
+        except AssertionError as exc:
+            last_error, result = exc, None
+        if last_error is None and result:
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(_timeout_text(predicate, timeout, message, last_error, result))
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+async def async_wait_until(predicate: Callable[[], T | Awaitable[T]], timeout: float = 5.0, *,
+                           interval: float = 0.001, message: str | None = None) -> T:
+    """:func:`wait_until` for asyncio tests: yields to the event loop between tries, so the
+    application's tasks run. ``predicate`` may be a coroutine function."""
+    __tracebackhide__ = True
+    deadline = time.monotonic() + timeout
+    delay = interval
+    while True:
+        last_error: AssertionError | None = None
+        result: Any = None
+        try:
+            result = predicate()
+            if isinstance(result, Awaitable):
+                result = await result
+        except AssertionError as exc:
+            last_error = exc
+        if last_error is None and result:
+            return result  # type: ignore[no-any-return]
+        if time.monotonic() >= deadline:
+            raise AssertionError(_timeout_text(predicate, timeout, message, last_error, result))
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+def _timeout_text(predicate: Callable[..., Any], timeout: float, message: str | None,
+                  error: AssertionError | None, result: object) -> str:
+    name = message or getattr(predicate, "__qualname__", repr(predicate))
+    last = f"it last failed with:\n{error}" if error is not None else f"it last returned {result!r}"
+    return f"condition {name} not met within {timeout}s; {last}"
+
+
+# -- brokers for tests --------------------------------------------------------------------------
+
+def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+                clock: bool | Clock | None = None, vhosts: Iterable[str] = (),
+                users: Mapping[str, str] | None = None,
+                base: str | os.PathLike[str] | None = None) -> _broker.Broker:
+    """A fresh broker configured as ``@pytest.mark.embroker(...)`` says.
+
+    Args:
+        topology: a RabbitMQ definitions file (``rabbitmqctl export_definitions``) or dict to
+            load; a relative path is looked up under ``base`` first.
+        clock: ``True`` for a :class:`~embroker.ManualClock` (``broker.clock.advance(s)``), or a
+            clock to use.
+        vhosts: virtual hosts to add to ``/``.
+        users: users (name: password) to add to guest/guest.
+        base: the folder relative topology paths start from (the test file's folder).
+
+    Raises:
+        DefinitionsError, AMQPError: the topology cannot be loaded.
+    """
+    from . import Broker as PublicBroker
+
+    chosen: Clock | None = ManualClock() if clock is True else (clock or None)
+    broker = PublicBroker(clock=chosen, vhosts=("/", *[v for v in vhosts if v != "/"]),
+                          users={"guest": "guest", **(users or {})})
+    if topology is not None:
+        if not isinstance(topology, Mapping) and base is not None:
+            candidate = Path(base) / topology
+            topology = candidate if candidate.exists() else topology
+        broker.load_definitions(topology)
+    return broker
+
+
+def check_server(server: Server) -> None:
+    """Raise the first unexpected error the listener's thread met (a bug in embroker), so a test
+    sees it instead of a hung client.
+
+    Raises:
+        AssertionError: chained to the server thread's exception.
+    """
+    __tracebackhide__ = True
+    if server.errors:
+        raise AssertionError(f"the embroker listener met {len(server.errors)} unexpected "
+                             f"error(s): {server.errors!r}") from server.errors[0]

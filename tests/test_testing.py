@@ -1,0 +1,175 @@
+"""embroker.testing: queries, assertions and their failure messages, waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import doctest
+import re
+import threading
+
+import pytest
+
+import embroker.testing
+from embroker import Broker, ManualClock
+from embroker.client import Channel
+from embroker.testing import (
+    assert_dead_lettered,
+    assert_published,
+    assert_returned,
+    assert_routed,
+    assert_routes,
+    assert_unroutable,
+    async_wait_until,
+    key_matches,
+    published,
+    queue_messages,
+    route,
+    wait_until,
+)
+
+
+@pytest.fixture
+def ch(broker: Broker) -> Channel:
+    ch = broker.connect().channel()
+    ch.exchange_declare("events", "topic")
+    for queue, key in (("audit", "order.*"), ("billing", "order.paid"), ("users", "user.#")):
+        ch.queue_declare(queue)
+        ch.queue_bind(queue, "events", key)
+    return ch
+
+
+def test_doctests() -> None:
+    assert doctest.testmod(embroker.testing).failed == 0
+
+
+@pytest.mark.parametrize(("pattern", "key", "hit"), [
+    ("a.b", "a.b", True), ("a.b", "a.c", False), ("a.*", "a.b", True), ("a.*", "a", False),
+    ("#", "", True), ("#", "a.b.c", True), ("a.#", "a", True), ("a.#.z", "a.z", True),
+    ("*.b.#", "x.b", True), ("*", "a.b", False), (re.compile(r"a\.\d+"), "a.12", True),
+])
+def test_key_patterns_follow_topic_matching(pattern: str, key: str, hit: bool) -> None:
+    assert key_matches(pattern, key) is hit
+
+
+def test_published_filters_and_call_list(broker: Broker, ch: Channel) -> None:
+    ch.basic_publish("events", "order.created", b"1", properties={"headers": {"v": 1}})
+    ch.basic_publish("events", "order.paid", "2")
+    ch.basic_publish("events", "nobody", b"3")
+    assert published(broker, exchange="events").call_count == 3
+    calls = published(broker, routing_key="order.*")
+    assert calls.bodies == [b"1", b"2"]
+    assert calls.last.queues == ("audit", "billing")
+    assert published(broker, headers={"v": 1}).call_count == 1
+    assert published(broker, outcome="unroutable").last.body == b"3"
+    assert not published(broker, exchange="other").called
+    with pytest.raises(IndexError):
+        _ = published(broker, exchange="other").last
+    assert_published(broker, exchange="events", routing_key="order.#", count=2, body=None)
+
+
+def test_assert_published_failure_lists_similar_decisions(broker: Broker, ch: Channel) -> None:
+    ch.basic_publish("events", "order.create", b"{}")
+    ch.basic_publish("amq.topic", "order.created", b"{}")
+    with pytest.raises(AssertionError) as failure:
+        assert_published(broker, exchange="events", routing_key="order.created.v1")
+    text = str(failure.value)
+    assert text.startswith("expected at least one publish(es) with exchange='events' "
+                           "routing_key='order.created.v1', found 0 (0 matching, 2 similar)")
+    # each similar decision is explained: the bindings there were and why none matched
+    assert "no match -> queue 'billing'" in text
+    assert "differs in routing_key='order.created.v1'" in text
+
+
+def test_assert_published_count(broker: Broker, ch: Channel) -> None:
+    ch.basic_publish("events", "order.paid", b"")
+    with pytest.raises(AssertionError, match="expected 2 publish"):
+        assert_published(broker, routing_key="order.paid", count=2)
+    with pytest.raises(AssertionError, match="No message was published"):
+        assert_published(Broker(), exchange="x")
+
+
+def test_assert_routed(broker: Broker, ch: Channel) -> None:
+    ch.basic_publish("events", "order.paid", b"")
+    assert assert_routed(broker, routing_key="order.paid", queues=["billing", "audit"]).routed
+    assert_routed(broker, routing_key="order.paid", queues=["audit"], exact=False)
+    with pytest.raises(AssertionError, match=r"routed to exactly \['audit'\], but none was"):
+        assert_routed(broker, routing_key="order.paid", queues=["audit"])
+
+
+def test_unroutable_returned(broker: Broker, ch: Channel) -> None:
+    ch.basic_publish("events", "user", b"")  # "user.#" matches "user"
+    with pytest.raises(AssertionError, match="to be unroutable"):
+        assert_unroutable(broker, exchange="events")
+    ch.basic_publish("events", "nothing.here", b"")
+    assert assert_unroutable(broker, exchange="events").routing_key == "nothing.here"
+    with pytest.raises(AssertionError, match="returned to its publisher"):
+        assert_returned(broker, routing_key="nothing.here")
+    ch.basic_publish("events", "nothing.here", b"", mandatory=True)
+    assert_returned(broker, routing_key="nothing.here")
+
+
+def test_dead_lettered(broker: Broker) -> None:
+    clock = ManualClock()
+    broker = Broker(clock=clock)
+    ch = broker.connect().channel()
+    ch.exchange_declare("dlx", "fanout")
+    ch.queue_declare("dead")
+    ch.queue_bind("dead", "dlx")
+    ch.queue_declare("work", arguments={"x-dead-letter-exchange": "dlx", "x-message-ttl": 100})
+    ch.basic_publish("", "work", b"job")
+    with pytest.raises(AssertionError, match="expected a message dead-lettered"):
+        assert_dead_lettered(broker, queue="work")
+    clock.advance(0.2)
+    decision = assert_dead_lettered(broker, queue="work", reason="expired", to=["dead"])
+    assert decision.body == b"job"
+    assert [m.body for m in queue_messages(broker, "dead")] == [b"job"]
+    assert not published(broker, exchange="dlx").called  # broker republishes are apart
+    assert published(broker, exchange="dlx", dead_letters=True).called
+
+
+def test_queue_messages_does_not_consume(broker: Broker, ch: Channel) -> None:
+    ch.basic_publish("events", "order.paid", b"x")
+    assert [m.body for m in queue_messages(broker, "billing")] == [b"x"]
+    assert broker.queues["billing"].message_count == 1
+    with pytest.raises(AssertionError, match=r"no queue 'bill' in vhost '/'; the queues are"):
+        queue_messages(broker, "bill")
+
+
+def test_route_and_assert_routes_publish_nothing(broker: Broker, ch: Channel) -> None:
+    assert route(broker, "events", "order.paid").queues == ("audit", "billing")
+    assert len(broker.trace) == 0
+    assert broker.queues["audit"].message_count == 0
+    assert_routes(broker, "events", {"order.paid": ["audit", "billing"], "x": []})
+    with pytest.raises(AssertionError) as failure:
+        assert_routes(broker, "events", {"user.created": ["audit"], "order.new": ["audit"]})
+    text = str(failure.value)
+    assert "1 of 2 routing key(s) of exchange 'events' go elsewhere" in text
+    assert "no match -> queue 'audit': " in text
+
+
+def test_wait_until_across_threads(broker: Broker, ch: Channel) -> None:
+    def later() -> None:
+        broker.connect().channel().basic_publish("events", "order.paid", b"")
+
+    timer = threading.Timer(0.02, later)
+    timer.start()
+    decision = wait_until(lambda: assert_routed(broker, routing_key="order.paid",
+                                                queues=["audit", "billing"]), timeout=2)
+    assert decision.routed
+    with pytest.raises(AssertionError, match=r"not met within 0\.05s; it last failed with:\nexpected"):
+        wait_until(lambda: assert_published(broker, exchange="nope"), timeout=0.05)
+    with pytest.raises(AssertionError, match="it last returned 0"):
+        wait_until(lambda: 0, timeout=0.01)
+
+
+def test_async_wait_until() -> None:
+    async def main() -> None:
+        box: list[int] = []
+        asyncio.get_running_loop().call_later(0.01, box.append, 1)
+        assert await async_wait_until(lambda: box, timeout=1) == [1]
+
+        async def check() -> bool:
+            return bool(box)
+        assert await async_wait_until(check) is True
+
+    asyncio.run(main())
