@@ -311,7 +311,7 @@ class ChannelProxy:
                 self._s._record(self.label, f"  <- basic.{'ack' if event.ack else 'nack'}",
                                 self._s.normalize(event))
 
-    def _wait(self, what: str, n: int) -> Any:
+    def _wait(self, what: str, n: int, timeout: float = WAIT_SECONDS) -> Any:
         s = self._s
         if not self.is_open:
             outcome: Any = Err("usage", 0, "channel is closed")
@@ -321,7 +321,7 @@ class ChannelProxy:
             else self._impl.wait_cancels
         result: Any
         try:
-            result = take(n, WAIT_SECONDS)
+            result = take(n, timeout)
         except BrokerError as e:
             result = e.err
             if e.err.scope == "connection":
@@ -331,10 +331,11 @@ class ChannelProxy:
         s._record(self.label, what, s.normalize(result))
         return result
 
-    def wait_deliveries(self, n: int) -> Any:
+    def wait_deliveries(self, n: int, *, timeout: float = WAIT_SECONDS) -> Any:
         """Wait until ``n`` more messages were delivered to this channel's consumers; record and
-        return them (a list of :class:`Delivered`; shorter when they do not come in time)."""
-        return self._wait(f"wait_deliveries({n})", n)
+        return them (a list of :class:`Delivered`; shorter when they do not come in time).
+        ``timeout=0`` takes only what has already arrived."""
+        return self._wait(f"wait_deliveries({n})", n, timeout)
 
     def wait_cancels(self, n: int) -> Any:
         """Wait until the broker cancelled ``n`` more of this channel's consumers (basic.cancel

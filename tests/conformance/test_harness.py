@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from .harness import (
+    DEATH_TIME,
     BrokerError,
     Confirm,
     Delivered,
@@ -89,6 +91,39 @@ def test_normalizer_numbers_consumer_tags_apart_from_queue_names() -> None:
     assert n(["amq.ctag-Ffc3WbDrOf_l3h_G0ZbFsw", "amq.gen-Q1", "amq.ctag-other",
               "attempt to reuse consumer tag 'amq.ctag-Ffc3WbDrOf_l3h_G0ZbFsw'"]) == [
         "amq.ctag-1", "amq.gen-1", "amq.ctag-2", "attempt to reuse consumer tag 'amq.ctag-1'"]
+
+
+def test_normalizer_replaces_the_time_of_x_death_entries_close_to_now() -> None:
+    n = Normalizer("cf123-")
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    long_ago = datetime.datetime(2001, 1, 1, tzinfo=datetime.timezone.utc)
+    death = {"count": 1, "reason": "expired", "queue": "cf123-q", "time": now}
+    assert n({"x-death": [death]}) == {"x-death": [{**death, "queue": "q", "time": DEATH_TIME}]}
+    assert n({**death, "time": long_ago})["time"] == long_ago, "a wrong time stays visible"
+    assert n({"time": now}) == {"time": now}, "only in x-death entries"
+
+
+def test_wait_until_records_only_the_last_probe() -> None:
+    def scenario(s: Session) -> None:
+        ch = s.channel()
+        seen: list[int] = []
+
+        def probe() -> Any:
+            seen.append(1)
+            return ch.queue_declare(s.name("q"), passive=True)
+
+        r = s.wait_until("q is there", probe, lambda r: len(seen) == 3)
+        s.expect(r, QueueDeclareOk("q", 0, 0))
+        s.expect(len(seen), 3)
+        r = s.wait_until("never", lambda: ch.basic_get(s.name("q")), lambda r: False, timeout=0.02)
+        s.expect(r, None, "the last result, on timeout")
+
+    run = run_scenario(scenario, FakeDriver())
+    assert not problems(run), problems(run)
+    assert [e.line() for e in run.transcript] == [
+        "wait    until q is there -> QueueDeclareOk(queue='q', message_count=0, consumer_count=0)",
+        "wait    until never -> None",
+    ]
 
 
 def test_session_records_results_errors_returns_and_declared_names() -> None:
