@@ -110,17 +110,27 @@ _VALIDATORS: dict[str, Callable[[Any, Mapping[str, Any]], str | None]] = {
                              "invalid_overflow"),
     "x-queue-mode": _string_in(("default", "lazy"), "invalid_queue_mode"),
     "x-single-active-consumer": _bool,
-    "x-queue-type": _string_in(("classic", "quorum", "stream"), "invalid_queue_type"),
-    "x-delivery-limit": _non_negative,
+    "x-queue-type": lambda value, _args: (
+        None if value in ("classic", "quorum", "stream")
+        else f'"unsupported queue type \'{value}\'"' if isinstance(value, str)
+        else f"{{unacceptable_type,{field_type(value)}}}"),
 }
 
+#: Arguments a quorum queue refuses (RabbitMQ 3.10).
+_NOT_FOR_QUORUM = ("x-max-priority", "x-queue-mode")
 
-def validate_queue_arguments(resource: str, arguments: Mapping[str, Any]) -> None:
-    """Raise PreconditionFailed (406) for an argument RabbitMQ would refuse at declare time.
+
+def validate_queue_arguments(resource: str, arguments: Mapping[str, Any], *,
+                             durable: bool = False, exclusive: bool = False,
+                             auto_delete: bool = False) -> None:
+    """Raise PreconditionFailed (406) for an argument RabbitMQ would refuse at declare time,
+    and for the queue types embroker does not implement.
 
     Args:
         resource: how RabbitMQ names the queue, ``"queue 'q' in vhost '/'"``.
         arguments: the queue.declare arguments.
+        durable, exclusive, auto_delete: the declared properties (quorum and stream queues
+            must be durable, and may be neither exclusive nor auto-delete).
     """
     dlx = arguments.get("x-dead-letter-exchange")
     if dlx is not None and not isinstance(dlx, str):
@@ -131,6 +141,22 @@ def validate_queue_arguments(resource: str, arguments: Mapping[str, Any]) -> Non
             error = check(arguments[key], arguments)
             if error is not None:
                 raise PreconditionFailed(f"invalid arg '{key}' for {resource}: {error}")
+    queue_type = arguments.get("x-queue-type", "classic")
+    if queue_type == "classic":
+        return
+    if queue_type == "quorum":
+        for key in _NOT_FOR_QUORUM:
+            if key in arguments:
+                raise PreconditionFailed(
+                    f"invalid arg '{key}' for {resource} of queue type rabbit_quorum_queue")
+    for refused, prop in ((auto_delete, "auto-delete"), (exclusive, "exclusive-owner"),
+                          (not durable, "non-durable")):
+        if refused:
+            raise PreconditionFailed(f"invalid property '{prop}' for {resource}")
+    if queue_type == "stream":
+        raise PreconditionFailed(
+            f"embroker does not implement stream queues (x-queue-type 'stream'), {resource}: "
+            "use a classic or quorum queue in tests")
 
 
 def validate_consumer_arguments(resource: str, arguments: Mapping[str, Any]) -> None:

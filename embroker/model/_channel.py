@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ._queue import Queue
     from ._vhost import DeclareOk
 
-__all__ = ["Channel", "Consumer", "Delivery"]
+__all__ = ["REPLY_TO", "Channel", "Consumer", "Delivery"]
 
 #: on_deliver(consumer_tag, delivery_tag, redelivered, exchange, routing_key, message)
 DeliverCallback = Callable[[str, int, bool, str, str, Message], None]
@@ -43,6 +43,10 @@ ReturnCallback = Callable[[int, str, str, str, Message], None]
 ConfirmCallback = Callable[[int, bool, bool], None]
 #: on_cancel(consumer_tag): the broker cancelled a consumer (its queue went away)
 CancelCallback = Callable[[str], None]
+
+
+#: The pseudo-queue of direct reply-to.
+REPLY_TO = "amq.rabbitmq.reply-to"
 
 
 def random_name(prefix: str) -> str:
@@ -150,6 +154,9 @@ class Channel:
         #: What a transaction holds until commit, in order: ("publish", args) or
         #: ("settle", (taken, requeue or None for an ack)).
         self._tx: list[tuple[str, Any]] = []
+        #: Direct reply-to: the consumer tag and address of this channel's reply consumer.
+        self.reply_consumer_tag: str | None = None
+        self.reply_address: str | None = None
         self.on_deliver: DeliverCallback | None = None
         self.on_return: ReturnCallback | None = None
         self.on_confirm: ConfirmCallback | None = None
@@ -261,8 +268,14 @@ class Channel:
                 f"user_id property set to '{properties['user_id']}' but authenticated user was "
                 f"'{self.connection.user}'")
         expiration = None
-        if properties and "expiration" in properties:
-            expiration = parse_expiration(properties["expiration"])
+        if properties:
+            if "expiration" in properties:
+                expiration = parse_expiration(properties["expiration"])
+            if properties.get("reply_to") == REPLY_TO:
+                if self.reply_address is None:
+                    raise PreconditionFailed("fast reply consumer does not exist")
+                properties = {**properties, "reply_to": self.reply_address}
+                encoded_properties = None
         message = Message(exchange, routing_key, properties if properties is not None else {},
                           body, encoded_properties)
         if self.tx_mode:
@@ -282,6 +295,8 @@ class Channel:
     def _publish(self, message: Message, mandatory: bool, expiration: float | None) -> bool:
         """Route and enqueue; False when a queue refused the message (overflow)."""
         queues = self.vhost.route(message.exchange, message, mandatory)
+        if not message.exchange and message.routing_key.startswith(REPLY_TO):
+            self.vhost.deliver_replies(message)  # (not counted as routed: see deliver_replies)
         if queues:
             accepted = True
             for queue in queues:
@@ -356,7 +371,7 @@ class Channel:
             q.settle()
         else:
             self._unacked[tag] = (q, entry, None)
-        message = entry.message
+        message = q.outgoing(entry) if q.quorum else entry.message
         return Delivery(tag, entry.redelivered, message.exchange, message.routing_key, message,
                         len(q._ready))
 
@@ -369,7 +384,7 @@ class Channel:
             self._unacked[tag] = (queue, entry, consumer)
             consumer.unacked += 1
             self.consumer_unacked += 1
-        message = entry.message
+        message = queue.outgoing(entry) if queue.quorum else entry.message
         if self.on_deliver is not None:
             self.on_deliver(consumer.tag, tag, entry.redelivered, message.exchange,
                             message.routing_key, message)
@@ -385,12 +400,16 @@ class Channel:
                 one asks to be exclusive.
             NotAllowed: (530, closes the connection) the tag is in use on this channel.
         """
+        if queue == REPLY_TO:
+            return self._consume_replies(consumer_tag, no_ack)
         q = self._queue(queue)
         if not consumer_tag:
             consumer_tag = random_name("amq.ctag-")
         elif consumer_tag in self.consumers:
             raise NotAllowed(f"attempt to reuse consumer tag '{consumer_tag}'")
-        if q.consumer_count and (exclusive or any(c.exclusive for c in q.consumers)):
+        if (q.consumer_count or q.single_active) and (
+                exclusive or any(c.exclusive for c in q.consumers)):
+            # RabbitMQ refuses an exclusive consumer on a single-active-consumer queue too.
             raise AccessRefused(f"queue '{q.name}' in vhost '{self.vhost.name}' in exclusive use")
         arguments = dict(arguments or {})
         validate_consumer_arguments(f"queue '{q.name}' in vhost '{self.vhost.name}'", arguments)
@@ -400,6 +419,30 @@ class Channel:
         q.add_consumer(consumer)
         return consumer_tag
 
+    def _consume_replies(self, consumer_tag: str, no_ack: bool) -> str:
+        # Direct reply-to: the pseudo-queue amq.rabbitmq.reply-to delivers replies straight to
+        # this channel, without a queue and without acknowledgements.
+        if not no_ack:
+            raise PreconditionFailed("reply consumer cannot acknowledge")
+        if self.reply_address is not None:
+            raise PreconditionFailed("reply consumer already set")
+        self.reply_consumer_tag = consumer_tag or random_name("amq.ctag-")
+        self.reply_address = f"{REPLY_TO}.{random_name('')}.{random_name('')}"
+        self.vhost.reply_channels[self.reply_address] = self
+        return self.reply_consumer_tag
+
+    def _stop_replies(self) -> None:
+        if self.reply_address is not None:
+            self.vhost.reply_channels.pop(self.reply_address, None)
+        self.reply_address = self.reply_consumer_tag = None
+
+    def deliver_reply(self, message: Message) -> None:
+        """Deliver a reply published to this channel's reply-to address. As RabbitMQ, it does
+        not take a delivery tag of its own (the channel's next one is shown, unused)."""
+        if self.on_deliver is not None and self.reply_consumer_tag is not None:
+            self.on_deliver(self.reply_consumer_tag, self._next_tag, False, message.exchange,
+                            message.routing_key, message)
+
     def start_consumer(self, consumer_tag: str) -> None:
         """Begin deliveries to a consumer once its consume-ok is on its way to the client."""
         consumer = self.consumers.get(consumer_tag)
@@ -408,6 +451,9 @@ class Channel:
 
     def basic_cancel(self, consumer_tag: str) -> None:
         """basic.cancel; an unknown tag is not an error (RabbitMQ answers cancel-ok)."""
+        if consumer_tag == self.reply_consumer_tag:
+            self._stop_replies()
+            return
         consumer = self.consumers.pop(consumer_tag, None)
         if consumer is not None:
             self._remove_consumer(consumer)
@@ -548,21 +594,25 @@ class Channel:
             return
         self.is_open = False
         self.connection.channels.pop(self.number, None)
+        self._stop_replies()
         consumers = list(self.consumers.values())
         self.consumers.clear()
         for consumer in consumers:  # no redelivery to this channel while it closes
-            consumer.queue.remove_consumer(consumer)
+            consumer.queue.remove_consumer(consumer, dispatch=False)
         # What an open transaction held goes back too: held acks were never applied.
         taken = [pair for kind, args in self._tx if kind == "settle" for pair in args[0]]
         self._tx = []
         taken = sorted([*taken, *self._unacked.items()], key=_by_tag)
         self._unacked.clear()
         self._release(taken)
-        self._settle_rejected(taken, True)
-        for consumer in consumers:
-            queue = consumer.queue
-            if queue.auto_delete and not queue.consumer_count and not queue.deleted:
+        self._settle_rejected(taken, True)  # requeued first, then the others take over
+        for queue in {id(c.queue): c.queue for c in consumers}.values():
+            if queue.deleted:
+                continue
+            if queue.auto_delete and not queue.consumer_count:
                 self.vhost.delete_queue_object(queue)
+            elif queue.consumer_count:
+                queue.dispatch()
 
     def outstanding(self) -> list[_Unacked]:
         """Every delivery not yet settled: unacknowledged, or acknowledged in an open

@@ -76,7 +76,7 @@ class Message:
 class QueuedMessage:
     """A message in one queue: its position (``seq``) and whether it was delivered before."""
 
-    __slots__ = ("expires_at", "message", "redelivered", "seq")
+    __slots__ = ("delivery_count", "expires_at", "message", "redelivered", "seq")
 
     def __init__(self, message: Message, seq: int) -> None:
         self.message = message
@@ -84,6 +84,8 @@ class QueuedMessage:
         self.redelivered = False
         #: When it expires (broker clock, monotonic seconds), or ``None``.
         self.expires_at: float | None = None
+        #: How many times it came back to the queue (quorum queues' ``x-delivery-count``).
+        self.delivery_count = 0
 
     def __repr__(self) -> str:
         return f"<QueuedMessage #{self.seq}{' redelivered' if self.redelivered else ''} {self.message!r}>"

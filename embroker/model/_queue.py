@@ -137,11 +137,12 @@ class Queue:
     kind: ClassVar[str] = "queue"
 
     __slots__ = (
-        "_clock", "_consumer_count", "_expires", "_expiring", "_expiry_timer", "_groups",
-        "_idle_timer", "_max_bytes", "_max_length", "_next_seq", "_overflow", "_priorities",
-        "_ready", "_ready_bytes", "_ttl", "arguments", "auto_delete", "bindings",
-        "dead_letter_exchange", "dead_letter_routing_key", "default_binding", "deleted",
-        "durable", "exclusive_owner", "had_consumers", "name", "unacked", "vhost",
+        "_active", "_clock", "_consumer_count", "_delivery_limit", "_expires", "_expiring",
+        "_expiry_timer", "_groups", "_idle_timer", "_max_bytes", "_max_length", "_next_seq",
+        "_overflow", "_priorities", "_ready", "_ready_bytes", "_registered", "_ttl",
+        "arguments", "auto_delete", "bindings", "dead_letter_exchange",
+        "dead_letter_routing_key", "default_binding", "deleted", "durable", "exclusive_owner",
+        "had_consumers", "name", "quorum", "single_active", "unacked", "vhost",
     )
 
     def __init__(self, vhost: VirtualHost, name: str, *, durable: bool = False,
@@ -179,6 +180,16 @@ class Queue:
         expires = args.get("x-expires")
         self._expires: float | None = expires / 1000 if expires is not None else None
         self._idle_timer: Timer | None = None
+        #: ``x-single-active-consumer``: one consumer at a time gets messages.
+        self.single_active = args.get("x-single-active-consumer") is True
+        self._registered: list[Consumer] = []  # in the order they came (single active)
+        self._active: Consumer | None = None
+        #: ``x-queue-type`` quorum: deliveries carry ``x-delivery-count``, ``x-delivery-limit``.
+        self.quorum = args.get("x-queue-type") == "quorum"
+        limit = args.get("x-delivery-limit")
+        self._delivery_limit: int | None = (
+            limit if self.quorum and isinstance(limit, int) and not isinstance(limit, bool)
+            else None)
         self.dead_letter_exchange: str | None = args.get("x-dead-letter-exchange")
         self.dead_letter_routing_key: str | None = args.get("x-dead-letter-routing-key")
         self.default_binding: Binding  # set by the vhost
@@ -240,10 +251,15 @@ class Queue:
         group.append(consumer)
         self._consumer_count += 1
         self.had_consumers = True
+        if self.single_active:
+            self._registered.append(consumer)
+            if self._active is None:
+                self._active = consumer
         self.touch()
 
-    def remove_consumer(self, consumer: Consumer) -> bool:
-        """Remove a consumer; False when it was not there."""
+    def remove_consumer(self, consumer: Consumer, *, dispatch: bool = True) -> bool:
+        """Remove a consumer; False when it was not there. With a single active consumer, the
+        next one takes over (and gets messages at once unless ``dispatch`` is false)."""
         group = self._groups.get(consumer.priority)
         if group is None or consumer not in group:
             return False
@@ -252,6 +268,13 @@ class Queue:
         if not group:
             del self._groups[consumer.priority]
             self._priorities.remove(consumer.priority)
+        if self.single_active:
+            self._registered.remove(consumer)
+            if self._active is consumer:
+                # The next active consumer: the highest priority, then the earliest to come.
+                self._active = max(self._registered, key=_priority, default=None)
+                if self._active is not None and dispatch:
+                    self.dispatch()
         self.touch()
         return True
 
@@ -261,6 +284,8 @@ class Queue:
         self._groups.clear()
         self._priorities = []
         self._consumer_count = 0
+        self._registered.clear()
+        self._active = None
         return consumers
 
     # -- messages in ---------------------------------------------------------------------------
@@ -316,11 +341,20 @@ class Queue:
         at worst.
         """
         ready = self._ready
+        limit = self._delivery_limit
+        over_limit = []
         for entry in sorted(entries, key=_by_seq, reverse=True):  # latest to earliest
             entry.redelivered = True
             self.unacked -= 1
+            if self.quorum:
+                entry.delivery_count += 1
+                if limit is not None and entry.delivery_count > limit:
+                    over_limit.append(entry.message)
+                    continue
             self._ready_bytes += len(entry.message.body)
             ready.put_back(entry)
+        if over_limit:
+            self._dead_letter(over_limit[::-1], "delivery_limit")
         if self._consumer_count:
             self.dispatch()
         if self._max_length is not None or self._max_bytes is not None:
@@ -349,6 +383,16 @@ class Queue:
         if self._expiring:
             self._arm_expiry()
         return entry
+
+    def outgoing(self, entry: QueuedMessage) -> Message:
+        """The message as a quorum queue delivers it: with ``x-delivery-count`` (how many times
+        it came back before) in its headers."""
+        message = entry.message
+        headers = {**(message.properties.get("headers") or {}),
+                   "x-delivery-count": entry.delivery_count}
+        return Message(message.exchange, message.routing_key,
+                       {**message.properties, "headers": headers}, message.body,
+                       routing_keys=message.routing_keys)
 
     def settle(self, count: int = 1) -> None:
         """Forget ``count`` delivered messages that were acknowledged."""
@@ -397,6 +441,9 @@ class Queue:
     def _next_consumer(self) -> Consumer | None:
         """The consumer whose turn it is among the highest priority ones with room; it goes
         to the back of its priority's line. ``None`` when nobody has room."""
+        if self.single_active:
+            active = self._active
+            return active if active is not None and active.has_capacity() else None
         for priority in self._priorities:
             group = self._groups[priority]
             for _ in range(len(group)):
@@ -498,4 +545,8 @@ class Queue:
 
 def _by_seq(entry: QueuedMessage) -> int:
     return entry.seq
+
+
+def _priority(consumer: Consumer) -> int:
+    return consumer.priority
 

@@ -16,7 +16,7 @@ from ..errors import (
     ResourceLocked,
 )
 from ._arguments import field_type, validate_queue_arguments
-from ._channel import random_name
+from ._channel import REPLY_TO, random_name
 from ._deadletter import dead_letter_message, is_dead_letter_cycle
 from ._exchange import EXCHANGE_TYPES, Binding, Exchange, binding_key
 from ._message import Message
@@ -25,6 +25,7 @@ from ._trace import RoutingDecision, Visit
 
 if TYPE_CHECKING:
     from ._broker import Broker
+    from ._channel import Channel
     from ._connection import Connection
 
 __all__ = ["STANDARD_EXCHANGES", "DeclareOk", "DefaultExchange", "VirtualHost"]
@@ -112,6 +113,13 @@ def _assert_args(kind: str, name: str, vhost: str, current: Mapping[str, Any],
                 f"but current is {_described_arg(have if key in current else None)}")
 
 
+def _with_classic_default(arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+    # A classic queue declared without x-queue-type may be declared again with "classic".
+    if arguments.get("x-queue-type") == "classic":
+        return {k: v for k, v in arguments.items() if k != "x-queue-type"}
+    return arguments
+
+
 def _routing_headers(headers: Mapping[str, Any], key: str) -> list[str]:
     value = headers.get(key)
     if value is None and key not in headers:
@@ -132,6 +140,8 @@ class VirtualHost:
         self.exchanges: dict[str, Exchange] = {}
         self.queues: dict[str, Queue] = {}
         self._trace = broker.trace
+        #: Direct reply-to addresses and the channels they lead to.
+        self.reply_channels: dict[str, Channel] = {}
         self.default_exchange = self.exchanges[""] = DefaultExchange(self, "", durable=True)
         for xname, xtype in STANDARD_EXCHANGES:
             self.exchanges[xname] = EXCHANGE_TYPES[xtype](self, xname, durable=True)
@@ -242,12 +252,19 @@ class VirtualHost:
                       arguments: Mapping[str, Any] | None = None) -> DeclareOk:
         """queue.declare with RabbitMQ's checks, in RabbitMQ's order."""
         arguments = dict(arguments or {})
+        if name == REPLY_TO or (name.startswith(REPLY_TO + ".") and name in self.reply_channels):
+            return DeclareOk(name, 0, 1)  # the direct reply-to pseudo-queue, as RabbitMQ answers
         if passive:
             found = self.lookup_queue(name)
             self.check_exclusive_access(found, connection)
             found.touch()  # a declare renews an x-expires lease
             return DeclareOk(found.name, found.message_count, found.consumer_count)
         if not name:
+            if arguments.get("x-queue-type", "classic") != "classic":
+                raise PreconditionFailed(
+                    "Cannot declare a server-named queue for type rabbit_quorum_queue"
+                    if arguments["x-queue-type"] == "quorum" else
+                    f"Cannot declare a server-named queue for type {arguments['x-queue-type']}")
             name = random_name("amq.gen-")
         elif name.startswith("amq."):
             raise AccessRefused(f"queue name '{name}' contains reserved prefix 'amq.*'")
@@ -260,10 +277,12 @@ class VirtualHost:
             where = ("queue", name, self.name)
             _assert_field(*where, "durable", queue.durable, durable)
             _assert_field(*where, "auto_delete", queue.auto_delete, auto_delete)
-            _assert_args(*where, queue.arguments, arguments, QUEUE_EQUIVALENCE_ARGS)
+            _assert_args(*where, _with_classic_default(queue.arguments),
+                         _with_classic_default(arguments), QUEUE_EQUIVALENCE_ARGS)
             queue.touch()
             return DeclareOk(name, queue.message_count, queue.consumer_count)
-        validate_queue_arguments(self._rs("queue", name), arguments)
+        validate_queue_arguments(self._rs("queue", name), arguments, durable=durable,
+                                 exclusive=exclusive, auto_delete=auto_delete)
         queue = Queue(self, name, durable=durable, exclusive_owner=owner,
                       auto_delete=auto_delete, arguments=arguments)
         queue.default_binding = Binding(self.default_exchange, queue, name, {})
@@ -421,6 +440,16 @@ class VirtualHost:
             self.name, exchange_name, message, tuple(keys), tuple([q.name for q in routed]),
             matched, path, mandatory))
         return routed
+
+    def deliver_replies(self, message: Message) -> None:
+        """Direct reply-to: a message published to the default exchange with a reply-to
+        address as a key goes straight to the requesting channel. As in RabbitMQ it does not
+        count as routed (a mandatory reply is also returned), and it goes nowhere when the
+        requester has gone."""
+        for key in message.keys:
+            channel = self.reply_channels.get(key)
+            if channel is not None:
+                channel.deliver_reply(message)
 
     def dead_letter(self, source: Queue, messages: list[Message], reason: str) -> None:
         """Republish messages that leave ``source`` for ``reason`` to its dead-letter exchange,

@@ -238,3 +238,26 @@ def test_two_hundred_connections_at_once(server: Server, broker: Broker) -> None
         conn.close()
     wait_until(lambda: not broker.connections)
     assert not [q for q in broker.queues if q.startswith("q")]
+
+
+def test_direct_reply_to_rpc_over_the_wire(server: Server) -> None:
+    client = connect(server)
+    replies: list[bytes] = []
+    ch = client.channel()
+    ch.basic_consume("amq.rabbitmq.reply-to", lambda c, m, p, body: replies.append(body),
+                     auto_ack=True)
+    worker = connect(server)
+    wch = worker.channel()
+    wch.queue_declare("rpc")
+    ch.basic_publish("", "rpc", b"2+2", pika.BasicProperties(reply_to="amq.rabbitmq.reply-to",
+                                                             correlation_id="c1"))
+    wait_until(lambda: wch.queue_declare("rpc", passive=True).method.message_count == 1)
+    _, props, body = wch.basic_get("rpc", auto_ack=True)
+    assert body == b"2+2"
+    wch.basic_publish("", props.reply_to, b"4", pika.BasicProperties(correlation_id="c1"))
+    deadline = time.monotonic() + 5
+    while not replies and time.monotonic() < deadline:
+        client.process_data_events(0.01)
+    assert replies == [b"4"]
+    client.close()
+    worker.close()

@@ -8,7 +8,7 @@ import pytest
 
 from embroker import Broker, ManualClock
 from embroker.client import Channel
-from embroker.errors import PreconditionFailed
+from embroker.errors import AccessRefused, PreconditionFailed
 
 from .conftest import bodies
 
@@ -301,3 +301,163 @@ def test_restart_keeps_durable_things_and_persistent_messages(broker: Broker) ->
     assert [(e.message.body, e.redelivered) for e in broker.queues["durable-q"].entries] == [
         (b"unacked persistent", True), (b"persistent 2", False)]
     assert [b.source.name for b in broker.queues["durable-q"].bindings.values()] == ["durable-x"]
+
+
+# -- single active consumer ----------------------------------------------------------------
+
+
+def _collector(tag: str, into: list[tuple[str, bytes, bool]]):  # type: ignore[no-untyped-def]
+    def callback(channel, delivery, properties, body):  # type: ignore[no-untyped-def]
+        into.append((tag, body, delivery.redelivered))
+    return callback
+
+
+def test_single_active_consumer_takes_everything_until_it_goes(broker: Broker) -> None:
+    """Checked against RabbitMQ 3.10: on the active consumer's channel closing, its unacked
+    messages come back first and the next consumer (highest priority, then earliest) gets
+    them."""
+    admin = broker.connect().channel()
+    admin.queue_declare("q", arguments={"x-single-active-consumer": True})
+    got: list[tuple[str, bytes, bool]] = []
+    a = broker.connect().channel()
+    a.basic_qos(prefetch_count=1)
+    a.basic_consume("q", _collector("A", got), consumer_tag="A")
+    b = broker.connect().channel()
+    b.basic_consume("q", _collector("B", got), consumer_tag="B", arguments={"x-priority": 1})
+    c = broker.connect().channel()
+    c.basic_consume("q", _collector("C", got), consumer_tag="C", arguments={"x-priority": 5})
+    for i in range(3):
+        admin.basic_publish("", "q", b"m%d" % i)
+    for channel in (a, b, c):  # each in-process client runs its callbacks on its own calls
+        channel.connection.process_data_events()
+    assert got == [("A", b"m0", False)]
+    assert admin.queue_declare("q", passive=True).consumer_count == 3
+    a.close()
+    for channel in (b, c):
+        channel.connection.process_data_events()
+    assert got[1:] == [("C", b"m0", True), ("C", b"m1", False), ("C", b"m2", False)]
+
+
+def test_single_active_consumer_queue_refuses_exclusive_consumers(ch: Channel) -> None:
+    ch.queue_declare("q", arguments={"x-single-active-consumer": True})
+    with pytest.raises(AccessRefused) as err:
+        ch.basic_consume("q", lambda *a: None, exclusive=True)
+    assert err.value.reply_text == "ACCESS_REFUSED - queue 'q' in vhost '/' in exclusive use"
+
+
+# -- queue types ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kwargs", "text"), [
+    ({"arguments": {"x-queue-type": "quorum"}},
+     "invalid property 'non-durable' for queue 'q' in vhost '/'"),
+    ({"durable": True, "auto_delete": True, "arguments": {"x-queue-type": "quorum"}},
+     "invalid property 'auto-delete' for queue 'q' in vhost '/'"),
+    ({"durable": True, "exclusive": True, "arguments": {"x-queue-type": "quorum"}},
+     "invalid property 'exclusive-owner' for queue 'q' in vhost '/'"),
+    ({"durable": True, "arguments": {"x-queue-type": "quorum", "x-max-priority": 5}},
+     "invalid arg 'x-max-priority' for queue 'q' in vhost '/' of queue type rabbit_quorum_queue"),
+    ({"arguments": {"x-queue-type": "foo"}},
+     "invalid arg 'x-queue-type' for queue 'q' in vhost '/': \"unsupported queue type 'foo'\""),
+    ({"arguments": {"x-queue-type": "stream"}},
+     "invalid property 'non-durable' for queue 'q' in vhost '/'"),
+])
+def test_queue_type_rules(ch: Channel, kwargs: dict[str, object], text: str) -> None:
+    with pytest.raises(PreconditionFailed) as err:
+        ch.queue_declare("q", **kwargs)  # type: ignore[arg-type]
+    assert err.value.reply_text == f"PRECONDITION_FAILED - {text}"
+
+
+def test_stream_queues_are_refused_clearly(ch: Channel) -> None:
+    """RabbitMQ has stream queues; embroker does not, and says so rather than act classic."""
+    with pytest.raises(PreconditionFailed, match="does not implement stream queues"):
+        ch.queue_declare("s", durable=True, arguments={"x-queue-type": "stream"})
+
+
+def test_classic_queue_redeclared_with_explicit_classic_type(ch: Channel) -> None:
+    ch.queue_declare("q")
+    ch.queue_declare("q", arguments={"x-queue-type": "classic"})
+    with pytest.raises(PreconditionFailed, match="inequivalent arg 'x-queue-type'"):
+        ch.queue_declare("q", arguments={"x-queue-type": "quorum"})
+
+
+def test_quorum_delivery_count_and_limit(ch: Channel) -> None:
+    """As RabbitMQ 3.10: every delivery carries x-delivery-count; past the limit the message
+    is dead-lettered with reason delivery_limit."""
+    declare_dead_letter_queue(ch)
+    ch.queue_declare("qq", durable=True, arguments={
+        "x-queue-type": "quorum", "x-delivery-limit": 2, "x-dead-letter-exchange": "dlx"})
+    ch.basic_publish("", "qq", b"m0", {"headers": {"h": 1}})
+    counts = []
+    for _ in range(3):
+        got = ch.basic_get("qq")
+        assert got is not None
+        counts.append((got.redelivered, got.properties["headers"]["x-delivery-count"]))
+        ch.basic_nack(got.delivery_tag)
+    assert counts == [(False, 0), (True, 1), (True, 2)]
+    assert ch.basic_get("qq") is None
+    dead = ch.basic_get("dead", auto_ack=True)
+    assert dead is not None
+    headers = dead.properties["headers"]
+    assert headers["x-death"][0]["reason"] == "delivery_limit"
+    assert "x-delivery-count" not in headers
+    assert headers["h"] == 1
+
+
+def test_server_named_quorum_queue_is_refused(ch: Channel) -> None:
+    with pytest.raises(PreconditionFailed, match="Cannot declare a server-named queue for type "
+                                                 "rabbit_quorum_queue"):
+        ch.queue_declare("", durable=True, arguments={"x-queue-type": "quorum"})
+
+
+# -- direct reply-to -----------------------------------------------------------------------
+
+
+def test_direct_reply_to_round_trip(broker: Broker) -> None:
+    client = broker.connect().channel()
+    replies: list[tuple[str, int, str, bytes]] = []
+    tag = client.basic_consume(
+        "amq.rabbitmq.reply-to",
+        lambda c, d, p, body: replies.append((d.consumer_tag, d.delivery_tag, d.routing_key, body)),
+        auto_ack=True)
+    server = broker.connect().channel()
+    server.queue_declare("rpc")
+    client.basic_publish("", "rpc", b"request",
+                         {"reply_to": "amq.rabbitmq.reply-to", "correlation_id": "c1"})
+    request = server.basic_get("rpc", auto_ack=True)
+    assert request is not None
+    address = request.properties["reply_to"]
+    assert address.startswith("amq.rabbitmq.reply-to.")
+    assert server.queue_declare(address, passive=True).consumer_count == 1
+    server.basic_publish("", address, b"reply", {"correlation_id": "c1"}, mandatory=True)
+    client.connection.process_data_events()  # the client's callbacks run on its own calls
+    assert replies == [(tag, 1, address, b"reply")]
+    assert [r.reply_text for r in server.returned] == ["NO_ROUTE"]  # RabbitMQ returns it too
+    client.close()
+    server.basic_publish("", address, b"too late")  # the requester is gone: dropped
+    client.connection.process_data_events()
+    assert replies == [(tag, 1, address, b"reply")]
+
+
+def _consume_replies_with_acks(ch: Channel) -> None:
+    ch.basic_consume("amq.rabbitmq.reply-to", lambda *a: None)
+
+
+def _publish_reply_to_without_consumer(ch: Channel) -> None:
+    ch.basic_publish("", "x", b"", {"reply_to": "amq.rabbitmq.reply-to"})
+
+
+def _consume_replies_twice(ch: Channel) -> None:
+    ch.basic_consume("amq.rabbitmq.reply-to", lambda *a: None, auto_ack=True)
+    ch.basic_consume("amq.rabbitmq.reply-to", lambda *a: None, auto_ack=True)
+
+
+@pytest.mark.parametrize(("action", "text"), [
+    (_consume_replies_with_acks, "reply consumer cannot acknowledge"),
+    (_publish_reply_to_without_consumer, "fast reply consumer does not exist"),
+    (_consume_replies_twice, "reply consumer already set"),
+])
+def test_direct_reply_to_misuse(ch: Channel, action, text: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(PreconditionFailed) as err:
+        action(ch)
+    assert err.value.reply_text == f"PRECONDITION_FAILED - {text}"
