@@ -5,18 +5,41 @@ Run: python benchmarks/loopback.py [--messages N] [--repeat R] [--profile DIR]
 The reference is ``EMBROKER_REFERENCE_URL`` (default ``amqp://guest:guest@127.0.0.1:5672/``); if
 it does not answer, its column is skipped with a note. Each line uses a fresh embroker
 ``Broker().serve()`` (port 0) and, on RabbitMQ, a uniquely named queue that is deleted after.
-The client is pika's ``BlockingConnection`` in this thread on both sides; 100-byte bodies:
+The client is pika's ``BlockingConnection`` in this thread on both sides (the batched-confirms
+line: its ``SelectConnection``, also in this thread); 100-byte bodies:
 
 - publish: N ``basic_publish`` to the default exchange, no confirms, then one round trip
   (``queue_declare(passive=True)``) so that the broker has read them all;
 - publish, confirms: N ``basic_publish`` on a ``confirm_delivery()`` channel (pika waits for
   each basic.ack: one by one);
-- consume: N messages published beforehand (not timed), then ``basic_qos(prefetch_count=100)``,
-  ``basic_consume`` and a ``basic_ack`` per message, then one round trip (acks handled);
+- publish, confirms in windows of 100: N publishes, 100 at a time, each window waiting for all
+  its basic.ack (or nack) before the next is published (see below for why this line uses pika's
+  ``SelectConnection``);
+- tx: N/100 transactions on a ``tx_select()`` channel, each 100 ``basic_publish`` then
+  ``tx_commit()`` (one round trip per commit); shown as messages/s and, on the line under it,
+  commits/s (the same runs);
+- consume, prefetch P: N messages published beforehand (not timed), then
+  ``basic_qos(prefetch_count=P)``, ``basic_consume`` and a ``basic_ack`` per message (from the
+  delivery callback), then one round trip (acks handled); P = 1, 10, 100, 1000. Prefetch 1 is a
+  round trip per message (the next delivery waits for the ack) and prefetch 10 close to one per
+  few, so these two use N/4 messages, as basic.get does (to keep the default run short);
 - basic.get: N/4 messages published beforehand, then ``basic_get(auto_ack=True)`` each;
 - connect+declare+close: ``BlockingConnection``, ``channel()``, an exclusive server-named
   ``queue_declare``, ``close()``; the median of 50, in milliseconds;
 - embroker start+stop: ``broker.serve()`` then ``.stop()``, the median of 100, in milliseconds.
+
+Why batched confirms use ``SelectConnection``: on a ``BlockingConnection``,
+``BlockingChannel.basic_publish`` on a confirming channel sends one message and then blocks until
+its basic.ack arrives; pika has no public way to have several confirms outstanding there. With the
+asynchronous ``SelectConnection`` (the engine ``BlockingConnection`` wraps: same frame codec,
+same ioloop, minus the per-call waiting), ``basic_publish`` only queues the frames: a window's 100
+publishes leave in one pass of the ioloop, and the confirm callback that empties the window
+publishes the next. The broker thus sees 100 messages in flight and pays one round trip per 100,
+as a real batching publisher would, and the line measures how fast it routes, enqueues and
+confirms rather than pika's per-message wait (the one-by-one line measures that: a round trip,
+a poll and a dispatch per message). Confirms are counted by delivery tag, honouring
+``multiple=true`` (RabbitMQ coalesces acks; embroker sends one per publish). Connecting, the
+queue declare and ``confirm.select`` happen before the clock starts, the close after it stops.
 
 Each msg/s line runs ``--repeat`` times (3) on each side, alternating, and shows the fastest
 run, with the smallest CPU per message seen over the runs (other load on the machine only adds to
@@ -34,8 +57,8 @@ this thread) is shown too: pika, not the server, is often the bottleneck on both
 share one GIL here, as they do in a test suite; RabbitMQ runs in its own process on other cores.
 
 ``--profile DIR`` also runs the embroker listener thread under cProfile during the timed part of
-the publish and consume lines and writes ``DIR/publish.prof`` / ``DIR/consume.prof`` (view with
-``python -m pstats``); the timings of a profiled run are not meaningful.
+the publish and consume (prefetch 100) lines and writes ``DIR/publish.prof`` / ``DIR/consume.prof``
+(view with ``python -m pstats``); the timings of a profiled run are not meaningful.
 
 Nothing here is asserted: it prints a table.
 """
@@ -45,6 +68,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import functools
 import os
 import statistics
 import threading
@@ -62,6 +86,9 @@ from embroker.server import Server
 
 BODY = b"m" * 100
 DEFAULT_REFERENCE = "amqp://guest:guest@127.0.0.1:5672/"
+CONFIRM_WINDOW = 100  # publishes in flight on the batched-confirms line
+TX_BATCH = 100  # publishes per tx.commit
+PREFETCHES = (1, 10, 100, 1000)
 
 
 # -- measuring --------------------------------------------------------------------------------
@@ -279,15 +306,145 @@ def publish_confirms(target: Target, n: int) -> Sample:
         return sample
 
 
-def consume(target: Target, n: int) -> Sample:
-    with target.session("consume") as (params, probe):
+class _WindowedPublisher:
+    """A ``SelectConnection`` publisher with confirms: ``window`` publishes, then all their acks.
+
+    :meth:`open` and :meth:`close` and :meth:`publish` each run the ioloop until their step is
+    done (the callbacks stop it), so that only :meth:`publish` is timed.
+    """
+
+    def __init__(self, params: pika.URLParameters, queue: str) -> None:
+        self.queue = queue
+        self.error: str | None = None
+        self.closing = False
+        self.channel: pika.channel.Channel | None = None
+        self.outstanding: set[int] = set()  # delivery tags of the window not yet confirmed
+        self.last_tag = 0
+        self.remaining = 0
+        self.window = CONFIRM_WINDOW
+        self.nacked = 0
+        self.conn = pika.SelectConnection(params, on_open_callback=self._on_open,
+                                          on_open_error_callback=self._on_open_error,
+                                          on_close_callback=self._on_closed)
+
+    def _run(self, step: str, timeout: float = 120.0) -> None:
+        ioloop = self.conn.ioloop
+        timer = ioloop.call_later(timeout, lambda: self._fail(f"{step}: no end after {timeout}s"))
+        ioloop.start()
+        ioloop.remove_timeout(timer)
+        if self.error is not None:
+            raise RuntimeError(f"{self.queue}: {self.error}")
+
+    def _fail(self, why: str) -> None:
+        if self.error is None:
+            self.error = why
+        self.conn.ioloop.stop()
+
+    def _on_open(self, conn: pika.SelectConnection) -> None:
+        conn.channel(on_open_callback=self._on_channel)
+
+    def _on_open_error(self, _conn: pika.SelectConnection, exc: BaseException | str) -> None:
+        self._fail(f"connection failed: {exc!r}")
+
+    def _on_closed(self, _conn: pika.SelectConnection, reason: BaseException) -> None:
+        if self.closing:
+            self.conn.ioloop.stop()
+        else:
+            self._fail(f"connection closed: {reason!r}")
+
+    def _on_channel(self, ch: pika.channel.Channel) -> None:
+        self.channel = ch
+        ch.add_on_close_callback(
+            lambda _ch, reason: None if self.closing else self._fail(f"channel closed: {reason!r}"))
+        ch.queue_declare(self.queue, callback=lambda _frame: ch.confirm_delivery(
+            self._on_confirm, callback=lambda _frame: self.conn.ioloop.stop()))
+
+    def open(self) -> None:
+        self._run("open")
+
+    def publish(self, n: int, window: int = CONFIRM_WINDOW) -> None:
+        self.remaining, self.window = n, window
+        self._publish_window()
+        self._run("publish")
+
+    def _publish_window(self) -> None:
+        ch, queue = self.channel, self.queue
+        assert ch is not None
+        count = min(self.window, self.remaining)
+        self.remaining -= count
+        first = self.last_tag + 1
+        self.last_tag += count
+        self.outstanding.update(range(first, self.last_tag + 1))
+        for _ in range(count):
+            ch.basic_publish("", queue, BODY)
+
+    def _on_confirm(self, frame: pika.frame.Method) -> None:
+        method = frame.method
+        if isinstance(method, pika.spec.Basic.Nack):
+            self.nacked += 1
+        tag = method.delivery_tag
+        if method.multiple:
+            self.outstanding = {t for t in self.outstanding if t > tag}
+        else:
+            self.outstanding.discard(tag)
+        if not self.outstanding:
+            if self.remaining:
+                self._publish_window()
+            else:
+                self.conn.ioloop.stop()
+
+    def close(self) -> None:
+        self.closing = True
+        if self.conn.is_open:
+            self.conn.close()
+            self._run("close")
+        self.conn.ioloop.close()
+
+
+def publish_confirms_batched(target: Target, n: int) -> Sample:
+    with target.session("confirms-batched") as (params, probe):
+        publisher = _WindowedPublisher(params, target.queue_name("confirms-batched"))
+        try:
+            publisher.open()
+            sample = _timed(lambda: publisher.publish(n, CONFIRM_WINDOW), probe, n)
+        finally:
+            publisher.close()
+        if publisher.nacked:
+            print(f"  !! {target.name}: {publisher.nacked} basic.nack on the batched confirms")
+        return sample
+
+
+def publish_tx(target: Target, n: int) -> Sample:
+    """``n // TX_BATCH`` transactions of ``TX_BATCH`` publishes each (the count is rounded down)."""
+    commits = max(n // TX_BATCH, 1)
+    with target.session("tx") as (params, probe):
         conn = pika.BlockingConnection(params)
         ch = conn.channel()
-        queue = target.queue_name("consume")
+        queue = target.queue_name("tx")
+        ch.queue_declare(queue)
+        ch.tx_select()
+
+        def work() -> None:
+            for _ in range(commits):
+                for _ in range(TX_BATCH):
+                    ch.basic_publish("", queue, BODY)
+                ch.tx_commit()
+
+        sample = _timed(work, probe, commits * TX_BATCH)
+        conn.close()
+        return sample
+
+
+def consume(target: Target, n: int, prefetch: int = 100) -> Sample:
+    label = "consume" if prefetch == 100 else f"consume-p{prefetch}"
+    with target.session(label) as (params, probe):
+        conn = pika.BlockingConnection(params)
+        ch = conn.channel()
+        queue = target.queue_name(label)
         ch.queue_declare(queue)
         _fill(ch, queue, n)
         _wait_ready(ch, queue, n)
-        ch.basic_qos(prefetch_count=100)
+        ch.basic_qos(prefetch_count=prefetch)
         received = 0
 
         def on_message(channel: BlockingChannel, method: pika.spec.Basic.Deliver,
@@ -303,7 +460,7 @@ def consume(target: Target, n: int) -> Sample:
                 conn.process_data_events(time_limit=1)
             ch.basic_cancel(tag)  # a round trip: every ack has been handled
             if received < n:
-                print(f"  !! {target.name}: consumed only {received} of {n}")
+                print(f"  !! {target.name}: consumed only {received} of {n} (prefetch {prefetch})")
 
         sample = _timed(work, probe, n)
         conn.close()
@@ -371,7 +528,8 @@ def _us_per(cpu: float | None, count: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--messages", type=int, default=20_000,
-                        help="messages per publish/consume line (basic.get uses a quarter)")
+                        help="messages per publish/tx/consume line (basic.get and consume at "
+                             "prefetch 1 and 10 use a quarter)")
     parser.add_argument("--connects", type=int, default=50)
     parser.add_argument("--starts", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3,
@@ -393,12 +551,18 @@ def main() -> None:
         rabbit = None
     targets: list[Target] = [embroker] + ([rabbit] if rabbit else [])
 
+    n_tx = max(n // TX_BATCH, 1) * TX_BATCH
     rate_lines: list[tuple[str, Callable[[Target, int], Sample], int]] = [
         (f"publish {n:,} x 100 B, no confirms", publish, n),
         (f"publish {n:,}, confirms one by one", publish_confirms, n),
-        (f"consume {n:,}, prefetch 100, acks", consume, n),
-        (f"basic.get {n_get:,}, auto-ack", basic_get, n_get),
+        (f"publish {n:,}, confirms, window {CONFIRM_WINDOW}", publish_confirms_batched, n),
+        (f"tx {n_tx // TX_BATCH:,} x ({TX_BATCH} publishes + commit)", publish_tx, n_tx),
     ]
+    for prefetch in PREFETCHES:
+        count = n_get if prefetch <= 10 else n  # round-trip bound: a quarter, as basic.get
+        rate_lines.append((f"consume {count:,}, prefetch {prefetch}, acks",
+                           functools.partial(consume, prefetch=prefetch), count))
+    rate_lines.append((f"basic.get {n_get:,}, auto-ack", basic_get, n_get))
     header = (f"{'workload':40} {'embroker':>11} {'RabbitMQ':>11} {'ratio':>7} "
               f"{'srv CPU':>8} {'cli CPU':>8} {'cli CPU':>8}")
     print(header)
@@ -416,6 +580,14 @@ def main() -> None:
               f"{(f'{e.rate / r.rate:6.2f}x' if r else ''):>7} {_us_per(e.server_cpu, count):>8} "
               f"{_us_per(e.client_cpu, count):>8} "
               f"{(_us_per(r.client_cpu, count) if r else ''):>8}")
+        if workload is publish_tx:  # the same runs, counted in commits
+            e_c, r_c = e.rate / TX_BATCH, (r.rate / TX_BATCH if r else None)
+            print(f"{'  the same, commits/s':40} {e_c:11,.0f} "
+                  f"{(f'{r_c:11,.0f}' if r_c else 'skipped'):>11} "
+                  f"{(f'{e_c / r_c:6.2f}x' if r_c else ''):>7} "
+                  f"{_us_per(e.server_cpu, count // TX_BATCH):>8} "
+                  f"{_us_per(e.client_cpu, count // TX_BATCH):>8} "
+                  f"{(_us_per(r.client_cpu, count // TX_BATCH) if r else ''):>8}")
     ms = {t.name: connect_declare_close(t, args.connects) for t in targets}
     e_ms, r_ms = ms["embroker"], ms.get("RabbitMQ")
     print(f"{'connect+declare+close, median ms':40} {e_ms:11.2f} "
@@ -426,6 +598,8 @@ def main() -> None:
           "the ms line: RabbitMQ/embroker).")
     print("srv CPU: the embroker listener thread's CPU time per message; cli CPU: pika's "
           "(this thread) against embroker (e) and RabbitMQ (R).")
+    print("The commits/s line shows CPU per commit (per message x 100); the batched-confirms "
+          "line runs pika's SelectConnection, all others its BlockingConnection.")
 
 
 if __name__ == "__main__":
