@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .server import Server
 
 __all__ = [
-    "CallList", "assert_dead_lettered", "assert_published", "assert_returned", "assert_routed",
+    "CallList", "advance", "assert_dead_lettered", "assert_published", "assert_returned", "assert_routed",
     "assert_routes", "assert_unroutable", "async_wait_until", "check_server", "key_matches",
     "make_broker", "published", "queue_messages", "route", "wait_until",
 ]
@@ -499,3 +499,18 @@ def check_server(server: Server) -> None:
     if server.errors:
         raise AssertionError(f"the embroker listener met {len(server.errors)} unexpected "
                              f"error(s): {server.errors!r}") from server.errors[0]
+
+
+def advance(broker: Broker, seconds: float) -> None:
+    """Move a broker's :class:`~embroker.ManualClock` forward under the broker's lock (safe while
+    a listener serves clients), running the expiries and dead-lettering that fall due.
+
+    Raises:
+        TypeError: the broker's clock is not a ManualClock (``@pytest.mark.embroker(clock=True)``).
+    """
+    clock = broker.clock
+    if not isinstance(clock, ManualClock):
+        raise TypeError(f"advance() needs a ManualClock, and this broker's clock is {clock!r}: "
+                        "make the broker with clock=True (@pytest.mark.embroker(clock=True))")
+    with broker.lock:
+        clock.advance(seconds)
