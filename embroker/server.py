@@ -216,6 +216,8 @@ class Server:
                 if time.monotonic() >= next_tick:
                     self._tick()
                     next_tick = time.monotonic() + _TICK
+                elif deadline is not None and self.broker.clock.monotonic() >= deadline:
+                    self._run_timers()  # expiries fall due between heartbeat ticks
                 self._flush()
         except KeyboardInterrupt:  # Ctrl-C in serve_forever: a clean stop
             self._running = False
@@ -273,6 +275,13 @@ class Server:
             log.info("connection from %s closed by the client", client.peer)
         if conn.has_output or conn.blocked:
             self._dirty.add(client)
+
+    def _run_timers(self) -> None:
+        with self.broker.lock:
+            self.broker.clock.run_due()
+            for client in self._clients.values():
+                if client.conn.has_output:
+                    self._dirty.add(client)
 
     def _tick(self) -> None:
         with self.broker.lock:

@@ -17,8 +17,8 @@ __all__ = [
     "field_type", "parse_expiration", "validate_consumer_arguments", "validate_queue_arguments",
 ]
 
-#: RabbitMQ's largest expiry or TTL, in milliseconds.
-MAX_EXPIRY = 2**32 - 1
+#: RabbitMQ's largest expiry or TTL, in milliseconds (ten years).
+MAX_EXPIRY = 315_360_000_000
 MAX_PRIORITY = 255
 
 

@@ -381,7 +381,7 @@ class Queue:
         entry = self._ready.popleft()
         self._ready_bytes -= len(entry.message.body)
         if self._expiring:
-            self._arm_expiry()
+            self._expire_head()  # as RabbitMQ: a newly exposed expired head goes at once
         return entry
 
     def outgoing(self, entry: QueuedMessage) -> Message:
@@ -501,6 +501,11 @@ class Queue:
     def _dead_letter(self, messages: list[Message], reason: str) -> None:
         if self.dead_letter_exchange is not None and messages:
             self.vhost.dead_letter(self, messages, reason)
+
+    def drop_expired(self) -> None:
+        """Remove an expired head now (RabbitMQ does before it answers a declare)."""
+        if self._expiring:
+            self._expire_head()
 
     def touch(self) -> None:
         """The queue was used (declare, basic.get, a consumer came or went): with ``x-expires``

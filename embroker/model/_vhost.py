@@ -258,6 +258,7 @@ class VirtualHost:
             found = self.lookup_queue(name)
             self.check_exclusive_access(found, connection)
             found.touch()  # a declare renews an x-expires lease
+            found.drop_expired()
             return DeclareOk(found.name, found.message_count, found.consumer_count)
         if not name:
             if arguments.get("x-queue-type", "classic") != "classic":
@@ -280,6 +281,7 @@ class VirtualHost:
             _assert_args(*where, _with_classic_default(queue.arguments),
                          _with_classic_default(arguments), QUEUE_EQUIVALENCE_ARGS)
             queue.touch()
+            queue.drop_expired()
             return DeclareOk(name, queue.message_count, queue.consumer_count)
         validate_queue_arguments(self._rs("queue", name), arguments, durable=durable,
                                  exclusive=exclusive, auto_delete=auto_delete)
