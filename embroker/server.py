@@ -317,12 +317,12 @@ class Server:
             if client.wbuf:
                 events |= selectors.EVENT_WRITE
             if events != client.events:
-                if events:
-                    self._selector.modify(client.sock, events, client)
-                else:
-                    self._selector.unregister(client.sock)
                 if not client.events:
                     self._selector.register(client.sock, events, client)
+                elif not events:
+                    self._selector.unregister(client.sock)
+                else:
+                    self._selector.modify(client.sock, events, client)
                 client.events = events
 
     def _drop(self, client: _Client) -> None:
