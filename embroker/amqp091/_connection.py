@@ -252,6 +252,12 @@ class ServerConnection:
     def _send_method(self, channel: int, method: Method) -> None:
         self._send(encode_method_frame(channel, method))
 
+    def _send_content(self, channel: int, method: Method, message: Message) -> None:
+        # A message leaves with the properties it came in with when the broker did not change
+        # them (no re-encoding), split into body frames by the negotiated frame-max.
+        self._send(encode_message(channel, method, message.body, self.frame_max,
+                                  message.properties, message.encoded_properties))
+
     def receive_data(self, data: bytes) -> None:
         """Feed bytes received from the client; replies queue up for :meth:`data_to_send`.
 
@@ -542,21 +548,18 @@ class ServerConnection:
     def _deliverer(self, number: int) -> Callable[[str, int, bool, str, str, Message], None]:
         def deliver(consumer_tag: str, delivery_tag: int, redelivered: bool, exchange: str,
                     routing_key: str, message: Message) -> None:
-            self._send(encode_message(
-                number, BasicDeliver(consumer_tag=consumer_tag, delivery_tag=delivery_tag,
-                                     redelivered=redelivered, exchange=exchange,
-                                     routing_key=routing_key),
-                message.body, self.frame_max, message.properties, message.encoded_properties))
+            self._send_content(number, BasicDeliver(
+                consumer_tag=consumer_tag, delivery_tag=delivery_tag, redelivered=redelivered,
+                exchange=exchange, routing_key=routing_key), message)
             self._output_ready()
         return deliver
 
     def _returner(self, number: int) -> Callable[[int, str, str, str, Message], None]:
         def returned(reply_code: int, reply_text: str, exchange: str, routing_key: str,
                      message: Message) -> None:
-            self._send(encode_message(
-                number, BasicReturn(reply_code=reply_code, reply_text=reply_text,
-                                    exchange=exchange, routing_key=routing_key),
-                message.body, self.frame_max, message.properties, message.encoded_properties))
+            self._send_content(number, BasicReturn(
+                reply_code=reply_code, reply_text=reply_text, exchange=exchange,
+                routing_key=routing_key), message)
             self._output_ready()
         return returned
 
@@ -689,13 +692,9 @@ class ServerConnection:
         if got is None:
             self._send_method(command.channel, BasicGetEmpty())
             return
-        message = got.message
-        self._send(encode_message(
-            command.channel,
-            BasicGetOk(delivery_tag=got.delivery_tag, redelivered=got.redelivered,
-                       exchange=got.exchange, routing_key=got.routing_key,
-                       message_count=got.message_count),
-            message.body, self.frame_max, message.properties, message.encoded_properties))
+        self._send_content(command.channel, BasicGetOk(
+            delivery_tag=got.delivery_tag, redelivered=got.redelivered, exchange=got.exchange,
+            routing_key=got.routing_key, message_count=got.message_count), got.message)
 
     def _handle_basic_ack(self, channel: ModelChannel, command: Command) -> None:
         m: BasicAck = command.method  # type: ignore[assignment]
