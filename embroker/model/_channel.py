@@ -371,7 +371,7 @@ class Channel:
             q.settle()
         else:
             self._unacked[tag] = (q, entry, None)
-        message = q.outgoing(entry) if q.quorum else entry.message
+        message = q.outgoing(entry, get=True) if q.quorum else entry.message
         return Delivery(tag, entry.redelivered, message.exchange, message.routing_key, message,
                         len(q._ready))
 

@@ -351,6 +351,14 @@ class Queue:
                 if limit is not None and entry.delivery_count > limit:
                     over_limit.append(entry.message)
                     continue
+                if limit is None:
+                    # RabbitMQ 3.10's quorum queue without a delivery limit returns a message
+                    # to the back of the queue (with one, it comes back first, as below).
+                    entry.seq = self._next_seq
+                    self._next_seq += 1
+                    self._ready_bytes += len(entry.message.body)
+                    ready.append(entry)
+                    continue
             self._ready_bytes += len(entry.message.body)
             ready.put_back(entry)
         if over_limit:
@@ -384,10 +392,13 @@ class Queue:
             self._expire_head()  # as RabbitMQ: a newly exposed expired head goes at once
         return entry
 
-    def outgoing(self, entry: QueuedMessage) -> Message:
+    def outgoing(self, entry: QueuedMessage, *, get: bool = False) -> Message:
         """The message as a quorum queue delivers it: with ``x-delivery-count`` (how many times
-        it came back before) in its headers."""
+        it came back before) in its headers. As RabbitMQ 3.10, a consumer's first delivery has
+        no such header, while basic.get always shows it."""
         message = entry.message
+        if not get and not entry.delivery_count:
+            return message
         headers = {**(message.properties.get("headers") or {}),
                    "x-delivery-count": entry.delivery_count}
         return Message(message.exchange, message.routing_key,

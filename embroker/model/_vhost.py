@@ -113,13 +113,6 @@ def _assert_args(kind: str, name: str, vhost: str, current: Mapping[str, Any],
                 f"but current is {_described_arg(have if key in current else None)}")
 
 
-def _with_classic_default(arguments: Mapping[str, Any]) -> Mapping[str, Any]:
-    # A classic queue declared without x-queue-type may be declared again with "classic".
-    if arguments.get("x-queue-type") == "classic":
-        return {k: v for k, v in arguments.items() if k != "x-queue-type"}
-    return arguments
-
-
 def _routing_headers(headers: Mapping[str, Any], key: str) -> list[str]:
     value = headers.get(key)
     if value is None and key not in headers:
@@ -278,8 +271,12 @@ class VirtualHost:
             where = ("queue", name, self.name)
             _assert_field(*where, "durable", queue.durable, durable)
             _assert_field(*where, "auto_delete", queue.auto_delete, auto_delete)
-            _assert_args(*where, _with_classic_default(queue.arguments),
-                         _with_classic_default(arguments), QUEUE_EQUIVALENCE_ARGS)
+            current, received = queue.arguments, arguments
+            if {current.get("x-queue-type"), received.get("x-queue-type")} == {None, "classic"}:
+                # RabbitMQ takes an explicit "classic" and no type at all as the same.
+                current = {k: v for k, v in current.items() if k != "x-queue-type"}
+                received = {k: v for k, v in received.items() if k != "x-queue-type"}
+            _assert_args(*where, current, received, QUEUE_EQUIVALENCE_ARGS)
             queue.touch()
             queue.drop_expired()
             return DeclareOk(name, queue.message_count, queue.consumer_count)

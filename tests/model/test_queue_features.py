@@ -461,3 +461,20 @@ def test_direct_reply_to_misuse(ch: Channel, action, text: str) -> None:  # type
     with pytest.raises(PreconditionFailed) as err:
         action(ch)
     assert err.value.reply_text == f"PRECONDITION_FAILED - {text}"
+
+
+def test_quorum_without_limit_returns_to_the_back_and_consumers_first_see_no_count(
+        broker: Broker) -> None:
+    """Checked against RabbitMQ 3.10 (tests/conformance/scenarios_queue_types.py)."""
+    ch = broker.connect().channel()
+    ch.queue_declare("qq", durable=True, arguments={"x-queue-type": "quorum"})
+    for i in range(3):
+        ch.basic_publish("", "qq", b"m%d" % i)
+    first = [ch.basic_get("qq"), ch.basic_get("qq")]
+    for got in first:
+        assert got is not None
+        ch.basic_nack(got.delivery_tag)
+    seen: list[tuple[bytes, object]] = []
+    ch.basic_consume("qq", lambda c, d, p, body: seen.append(
+        (body, (p.get("headers") or {}).get("x-delivery-count"))), auto_ack=True)
+    assert seen == [(b"m2", None), (b"m0", 1), (b"m1", 1)]
