@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any, final
 
+from ._message import Message
+
 if TYPE_CHECKING:
     from ..errors import AMQPError
     from ._exchange import Binding, Exchange
-    from ._message import Message
 
 __all__ = ["RoutingDecision", "Trace", "Visit"]
 
@@ -34,8 +35,8 @@ class RoutingDecision:
         dead_letter: for a message a queue dead-lettered, ``(queue, reason)``; else ``None``.
     """
 
-    __slots__ = ("_visited", "dead_letter", "error", "exchange", "keys", "mandatory", "matched",
-                 "message", "queues", "vhost")
+    __slots__ = ("_visited", "body_dropped", "dead_letter", "error", "exchange", "keys",
+                 "mandatory", "matched", "message", "queues", "vhost")
 
     def __init__(self, vhost: str, exchange: str, message: Message, keys: tuple[str, ...],
                  queues: tuple[str, ...] = (), matched: tuple[Binding, ...] = (),
@@ -52,6 +53,15 @@ class RoutingDecision:
         self.error = error
         self.dead_letter = dead_letter
         self._visited = visited
+        #: True when the trace let the body go to stay within its byte budget.
+        self.body_dropped = False
+
+    def drop_body(self) -> None:
+        """Let the message body go (the trace's byte budget); the rest stays."""
+        m = self.message
+        self.message = Message(m.exchange, m.routing_key, m.properties, b"",
+                               routing_keys=m.routing_keys)
+        self.body_dropped = True
 
     @property
     def routing_key(self) -> str:
@@ -152,37 +162,41 @@ class RoutingDecision:
 @final
 class Trace(deque[RoutingDecision]):
     """The most recent routing decisions, oldest first, bounded in number and in the body
-    bytes they keep alive (a decision holds its message, so a long run of large messages
-    would otherwise keep every body in memory).
+    bytes they keep alive: a decision holds its message, so a long run of large messages would
+    otherwise keep every body in memory. Past the byte budget, the oldest large bodies are let
+    go (their decisions stay, with an empty body and ``body_dropped`` set).
 
     Args:
         maxlen: how many decisions to keep.
-        max_bytes: how many body bytes the kept decisions may hold (the newest is always kept).
+        max_bytes: how many bytes of large bodies (from ``LARGE_BODY`` bytes) they may hold.
     """
+
+    #: Bodies from this size on count against the byte budget (smaller ones are bounded by
+    #: ``maxlen`` alone, and cost nothing extra to trace).
+    LARGE_BODY = 4096
 
     def __init__(self, maxlen: int = 10_000, max_bytes: int = 64 * 1024 * 1024) -> None:
         super().__init__(maxlen=maxlen)
         self.max_bytes = max_bytes
-        self._limit = maxlen
+        self._large: deque[RoutingDecision] = deque()
         self._bytes = 0
 
-    def append(self, decision: RoutingDecision) -> None:
-        if len(self) == self._limit:
-            self._bytes -= len(self[0].message.body)
-        _append(self, decision)
+    def hold(self, decision: RoutingDecision) -> None:
+        """Count a decision with a large body against the byte budget (the caller appended
+        it already)."""
+        self._large.append(decision)
         self._bytes += len(decision.message.body)
-        if self._bytes > self.max_bytes:
-            while self._bytes > self.max_bytes and len(self) > 1:
-                self._bytes -= len(self.popleft().message.body)
+        while self._bytes > self.max_bytes and len(self._large) > 1:
+            oldest = self._large.popleft()
+            self._bytes -= len(oldest.message.body)
+            oldest.drop_body()
 
     def clear(self) -> None:
         super().clear()
+        self._large.clear()
         self._bytes = 0
 
     @property
     def body_bytes(self) -> int:
-        """Body bytes held by the kept decisions."""
+        """Bytes of large bodies the kept decisions hold."""
         return self._bytes
-
-
-_append = deque.append

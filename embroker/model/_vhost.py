@@ -406,7 +406,9 @@ class VirtualHost:
             AccessRefused: (403) the exchange is internal.
             PreconditionFailed: (406) a CC or BCC header that is not an array.
         """
-        exchange = self._publish_target(exchange_name, message)
+        exchange = self.exchanges.get(exchange_name)
+        if exchange is None or exchange.internal:
+            exchange = self._publish_target(exchange_name, message)  # raises
         headers = message.properties.get("headers")
         if headers and ("CC" in headers or "BCC" in headers):
             keys = self._sender_selected_keys(exchange_name, message, headers)
@@ -426,7 +428,7 @@ class VirtualHost:
                 else:
                     result = _sorted_queues(queues)
             if result is not None:
-                self._trace.append(RoutingDecision(
+                self._record(RoutingDecision(
                     self.name, exchange_name, message, (message.routing_key,),
                     tuple([q.name for q in result]), tuple(found),
                     ((exchange, exchange._snapshot or exchange.snapshot(), False),), mandatory))
@@ -435,10 +437,16 @@ class VirtualHost:
         else:
             keys = [message.routing_key]
         routed, matched, path = self._route(exchange, keys, headers)
-        self._trace.append(RoutingDecision(
+        self._record(RoutingDecision(
             self.name, exchange_name, message, tuple(keys), tuple([q.name for q in routed]),
             matched, path, mandatory))
         return routed
+
+    def _record(self, decision: RoutingDecision) -> None:
+        trace = self._trace
+        trace.append(decision)
+        if len(decision.message.body) >= trace.LARGE_BODY:
+            trace.hold(decision)
 
     def deliver_replies(self, message: Message) -> None:
         """Direct reply-to: a message published to the default exchange with a reply-to
@@ -463,7 +471,7 @@ class VirtualHost:
                                        source.dead_letter_routing_key, now)
             origin = (source.name, reason)
             if exchange is None:
-                self._trace.append(RoutingDecision(
+                self._record(RoutingDecision(
                     self.name, exchange_name, dead, dead.keys, dead_letter=origin))
                 continue
             queues, matched, path = self._route(exchange, list(dead.keys),
@@ -471,7 +479,7 @@ class VirtualHost:
             if reason != "rejected":
                 headers = dead.headers
                 queues = [q for q in queues if not is_dead_letter_cycle(q.name, headers)]
-            self._trace.append(RoutingDecision(
+            self._record(RoutingDecision(
                 self.name, exchange_name, dead, dead.keys, tuple([q.name for q in queues]),
                 matched, path, dead_letter=origin))
             for queue in queues:
@@ -498,7 +506,7 @@ class VirtualHost:
         return exchange
 
     def _refuse(self, exchange_name: str, message: Message, error: AMQPError) -> NoReturn:
-        self._trace.append(RoutingDecision(self.name, exchange_name, message,
+        self._record(RoutingDecision(self.name, exchange_name, message,
                                            (message.routing_key,), error=error))
         raise error
 

@@ -82,12 +82,15 @@ def test_reprs_are_readable(broker: Broker, ch: Channel) -> None:
     assert repr(binding) == "<Binding exchange 'amq.topic' -> queue 'q' with key 'a.*'>"
 
 
-def test_trace_keeps_bounded_body_bytes() -> None:
-    broker = Broker(trace_bytes=1000)
+def test_trace_lets_old_large_bodies_go_past_its_byte_budget() -> None:
+    broker = Broker(trace_bytes=10_000)
     ch = broker.connect().channel()
-    for _ in range(5):
-        ch.basic_publish("", "nowhere", b"x" * 400)
-    assert len(broker.trace) == 2
-    assert broker.trace.body_bytes == 800
-    ch.basic_publish("", "nowhere", b"x" * 5000)  # the newest is always kept
-    assert len(broker.trace) == 1
+    for i in range(5):
+        ch.basic_publish("", f"k{i}", b"x" * 4096)
+    assert len(broker.trace) == 5  # every decision stays...
+    assert broker.trace.body_bytes == 8192
+    assert [d.body_dropped for d in broker.trace] == [True, True, True, False, False]
+    assert broker.trace[0].body == b""  # ...but the oldest large bodies went
+    assert broker.trace[0].routing_key == "k0"
+    ch.basic_publish("", "nowhere", b"x" * 50_000)  # the newest is always kept
+    assert broker.trace[-1].body == b"x" * 50_000
