@@ -89,8 +89,8 @@ class Delivery:
 class Consumer:
     """A subscription of a channel to a queue (basic.consume)."""
 
-    __slots__ = ("arguments", "channel", "exclusive", "no_ack", "prefetch", "priority", "queue",
-                 "tag", "unacked")
+    __slots__ = ("arguments", "blocked", "channel", "exclusive", "no_ack", "prefetch", "priority",
+                 "queue", "tag", "unacked")
 
     def __init__(self, channel: Channel, queue: Queue, tag: str, *, no_ack: bool,
                  exclusive: bool, arguments: dict[str, Any], prefetch: int) -> None:
@@ -102,6 +102,8 @@ class Consumer:
         self.arguments = arguments
         self.prefetch = prefetch
         self.unacked = 0
+        #: Passed over for lack of room (its queue puts it at the back when it has room again).
+        self.blocked = False
         priority = arguments.get("x-priority", 0)
         self.priority: int = priority if isinstance(priority, int) else 0
 
@@ -518,7 +520,13 @@ class Channel:
             if consumer is not None:
                 consumer.unacked -= 1
                 freed += 1
+                if consumer.blocked and consumer.has_capacity():
+                    consumer.queue.unblocked(consumer)
         self.consumer_unacked -= freed
+        if freed and self.global_prefetch:
+            for consumer in self.consumers.values():
+                if consumer.blocked and consumer.has_capacity():
+                    consumer.queue.unblocked(consumer)
 
     def _settle(self, taken: list[tuple[int, _Unacked]], requeue: bool | None) -> None:
         # requeue None: acknowledged; True: back to the queue; False: dropped.

@@ -462,7 +462,17 @@ class Queue:
                 group.rotate(-1)
                 if consumer.has_capacity():
                     return consumer
+                consumer.blocked = True  # see unblocked()
         return None
+
+    def unblocked(self, consumer: Consumer) -> None:
+        """A consumer passed over for lack of room has room again: as in RabbitMQ, it takes
+        its place behind the consumers that kept getting messages meanwhile."""
+        consumer.blocked = False
+        group = self._groups.get(consumer.priority)
+        if group is not None and consumer in group:
+            group.remove(consumer)
+            group.append(consumer)
 
     # -- limits, expiry, dead-lettering ---------------------------------------------------------
 

@@ -256,3 +256,24 @@ def test_consumer_priority_must_be_an_integer(broker: Broker) -> None:
         ch.basic_consume("q", lambda *a: None, arguments={"x-priority": "high"})
     assert err.value.reply_text == ("PRECONDITION_FAILED - invalid arg 'x-priority' for queue 'q' in "
                                     "vhost '/': \"expected integer, got longstr\"")
+
+
+def test_a_consumer_that_regains_room_queues_up_behind_the_others(broker: Broker) -> None:
+    """Found by the stateful differential test against RabbitMQ 3.10: a consumer passed over
+    for lack of room rejoins at the back of the line when it has room again."""
+    a_ch = broker.connect().channel()
+    a_ch.queue_declare("q")
+    a: list[Delivery] = []
+    b: list[Delivery] = []
+    a_ch.basic_consume("q", collect(a), consumer_tag="a")
+    b_ch = broker.connect().channel()
+    b_ch.basic_qos(prefetch_count=1)
+    b_ch.basic_consume("q", collect(b), consumer_tag="b")
+    for i in range(4):
+        a_ch.basic_publish("", "q", b"m%d" % i)
+    b_ch.connection.process_data_events()
+    assert [d.body for d in a] == [b"m0", b"m2", b"m3"]
+    assert [d.body for d in b] == [b"m1"]
+    b_ch.basic_reject(b[0].delivery_tag)  # b has room again, but goes behind a
+    a_ch.connection.process_data_events()
+    assert [d.body for d in a] == [b"m0", b"m2", b"m3", b"m1"]
