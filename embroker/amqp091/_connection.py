@@ -443,7 +443,7 @@ class ServerConnection:
     def _open_channel(self, number: int, method: Method) -> None:
         if not isinstance(method, ChannelOpen):
             raise ChannelError("expected 'channel.open'")
-        if number > self.channel_max:
+        if len(self.channels) >= self.channel_max:  # RabbitMQ counts channels, not numbers
             raise NotAllowed(f"number of channels opened ({len(self.channels)}) has reached "
                              f"the negotiated channel_max ({self.channel_max})")
         assert self.model is not None
@@ -590,7 +590,7 @@ class ServerConnection:
         pass  # only meaningful while closing, which _while_channel_closing handles
 
     def _handle_channel_open(self, channel: ModelChannel, command: Command) -> None:
-        raise ChannelError(f"second 'channel.open' seen on channel {command.channel}")
+        raise ChannelError("second 'channel.open' seen")
 
     def _handle_channel_flow(self, channel: ModelChannel, command: Command) -> None:
         method: ChannelFlow = command.method  # type: ignore[assignment]

@@ -53,7 +53,7 @@ class Connection:
             ChannelError: (504) that channel is open already.
         """
         if number in self.channels:
-            raise ChannelError(f"second 'channel.open' seen on channel {number}")
+            raise ChannelError("second 'channel.open' seen")
         channel = self.channels[number] = Channel(self, number)
         return channel
 

@@ -172,11 +172,24 @@ def test_method_on_unopened_channel_is_channel_error(broker: Broker) -> None:
     assert (close.reply_code, close.reply_text) == (504, "CHANNEL_ERROR - expected 'channel.open'")
 
 
-def test_channel_above_channel_max_is_not_allowed(broker: Broker) -> None:
+def test_more_channels_than_channel_max_is_not_allowed(broker: Broker) -> None:
+    """As RabbitMQ 3.10: the count of open channels is limited, not the channel numbers."""
     client = Client(broker, channel_max=2)
     client.handshake()
+    client.open_channel(7)
+    client.open_channel(9)
     (close,) = client.call(3, a.ChannelOpen())
-    assert close.reply_code == 530
+    assert (close.reply_code, close.reply_text) == (
+        530, "NOT_ALLOWED - number of channels opened (2) has reached the negotiated "
+             "channel_max (2)")
+
+
+def test_second_channel_open_is_a_channel_error(broker: Broker) -> None:
+    client = Client(broker)
+    client.handshake()
+    client.open_channel(1)
+    (close,) = client.call(1, a.ChannelOpen())
+    assert (close.reply_code, close.reply_text) == (504, "CHANNEL_ERROR - second 'channel.open' seen")
 
 
 def test_client_close_handshake(broker: Broker) -> None:
