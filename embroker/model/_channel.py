@@ -108,13 +108,12 @@ class Consumer:
         self.priority: int = priority if isinstance(priority, int) else 0
 
     def has_capacity(self) -> bool:
-        """Whether qos lets this consumer take one more message now."""
-        if self.no_ack:
-            return True
-        if self.prefetch and self.unacked >= self.prefetch:
-            return False
+        """Whether qos lets this consumer take one more message now. As in RabbitMQ, a reached
+        channel-wide (global) limit holds back auto-ack consumers too."""
         channel = self.channel
-        return not channel.global_prefetch or channel.consumer_unacked < channel.global_prefetch
+        if channel.global_prefetch and channel.consumer_unacked >= channel.global_prefetch:
+            return False
+        return self.no_ack or not self.prefetch or self.unacked < self.prefetch
 
     def deliver(self, queue: Queue, entry: QueuedMessage) -> None:
         self.channel._deliver(self, queue, entry)
@@ -482,6 +481,7 @@ class Channel:
             self.global_prefetch = prefetch_count
         else:
             self.prefetch_count = prefetch_count
+            self.global_prefetch = 0  # RabbitMQ 3.10: a per-consumer qos lifts the channel's
         self._dispatch_own_queues()
 
     def _dispatch_own_queues(self) -> None:
