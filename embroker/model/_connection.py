@@ -41,11 +41,6 @@ class Connection:
         self.is_open = True
         vhost.broker.connections[self.id] = self
 
-    @property
-    def capabilities(self) -> dict[str, Any]:
-        caps = self.client_properties.get("capabilities")
-        return caps if isinstance(caps, dict) else {}
-
     def open_channel(self, number: int) -> Channel:
         """Open channel ``number``.
 

@@ -271,3 +271,11 @@ def test_confirms_and_returns_over_the_wire(broker: Broker) -> None:
     assert returned.method == a.BasicReturn(reply_code=312, reply_text="NO_ROUTE", exchange="",
                                             routing_key="nowhere")
     assert ack.method == a.BasicAck(delivery_tag=1, multiple=False)
+
+
+def test_update_secret_is_answered(broker: Broker) -> None:
+    client = Client(broker)
+    client.handshake()
+    assert client.call(0, a.ConnectionUpdateSecret(new_secret="token", reason="refresh")) == [
+        a.ConnectionUpdateSecretOk()]
+    assert client.server.state is ConnectionState.OPEN
