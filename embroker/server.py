@@ -21,8 +21,8 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, final
 
-from .amqp091._connection import ServerConnection
-from .errors import ConnectionForced, InternalError
+from .amqp091 import ServerConnection
+from .errors import ConnectionForced, InternalError, PortInUse
 
 if TYPE_CHECKING:
     from .model import Broker
@@ -33,18 +33,6 @@ log = logging.getLogger("embroker.server")
 
 _READ_SIZE = 262_144
 _TICK = 0.5  # at most this long between looks at heartbeats and timers
-
-
-class PortInUse(OSError):
-    """The port asked for is taken (another broker, perhaps RabbitMQ, holds it)."""
-
-    def __init__(self, host: str, port: int) -> None:
-        super().__init__(errno.EADDRINUSE, f"port {port} on {host} is in use")
-        self.host = host
-        self.port = port
-
-    def __str__(self) -> str:
-        return f"port {self.port} on {self.host} is in use"
 
 
 class _Client:
@@ -97,8 +85,8 @@ class Server:
         self._thread: threading.Thread | None = None
         self._loop_ident: int | None = None
         self.port = self._listen(host, port)
-        broker.on_blocked.append(self._on_blocked)
-        broker.on_restart.append(self._on_restart)
+        broker._on_blocked.append(self._on_blocked)
+        broker._on_restart.append(self._on_restart)
 
     def _listen(self, host: str, port: int) -> int:
         for family, address in _addresses(host):
@@ -165,9 +153,9 @@ class Server:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
         with contextlib.suppress(ValueError):
-            self.broker.on_blocked.remove(self._on_blocked)
+            self.broker._on_blocked.remove(self._on_blocked)
         with contextlib.suppress(ValueError):
-            self.broker.on_restart.remove(self._on_restart)
+            self.broker._on_restart.remove(self._on_restart)
 
     def __enter__(self) -> Server:
         return self.start()
@@ -264,12 +252,12 @@ class Server:
             data = b""
         conn = client.conn
         try:
-            with self.broker.lock:
+            with self.broker._lock:
                 conn.receive_data(data)
         except Exception as exc:  # a bug: keep it for the test, close only this connection
             self.errors.append(exc)
             log.exception("error while handling data from %s", client.peer)
-            with self.broker.lock:
+            with self.broker._lock:
                 conn.close(InternalError(f"internal error: {type(exc).__name__}: {exc}"))
         if not data:
             log.info("connection from %s closed by the client", client.peer)
@@ -277,14 +265,14 @@ class Server:
             self._dirty.add(client)
 
     def _run_timers(self) -> None:
-        with self.broker.lock:
+        with self.broker._lock:
             self.broker.clock.run_due()
             for client in self._clients.values():
                 if client.conn.has_output:
                     self._dirty.add(client)
 
     def _tick(self) -> None:
-        with self.broker.lock:
+        with self.broker._lock:
             self.broker.clock.run_due()
             for client in list(self._clients.values()):
                 client.conn.tick()
@@ -297,7 +285,7 @@ class Server:
             if client.sock.fileno() < 0:
                 continue
             conn = client.conn
-            with self.broker.lock:
+            with self.broker._lock:
                 data = conn.data_to_send()
             if data:
                 client.wbuf += data
@@ -330,7 +318,7 @@ class Server:
         if client.events:
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(client.sock)
-        with self.broker.lock:
+        with self.broker._lock:
             client.conn.connection_lost()
         client.sock.close()
         log.info("connection from %s closed", client.peer)
@@ -355,12 +343,12 @@ class Server:
 
     def _shutdown(self) -> None:
         clients = list(self._clients.values())
-        with self.broker.lock:
+        with self.broker._lock:
             for client in clients:
                 client.conn.close(ConnectionForced(
                     "broker forced connection closure with reason 'shutdown'"))
         for client in clients:
-            with self.broker.lock:
+            with self.broker._lock:
                 client.wbuf += client.conn.data_to_send()
             with contextlib.suppress(OSError):
                 client.sock.setblocking(True)

@@ -178,7 +178,8 @@ class ContentAssembler:
     Args:
         max_body_size: the largest ``body_size`` a content header may announce.
 
-    >>> from embroker.amqp091 import BasicPublish, BodyFrame, HeaderFrame, MethodFrame
+    >>> from embroker.amqp091 import BodyFrame, HeaderFrame, MethodFrame
+    >>> from embroker.amqp091.methods import BasicPublish
     >>> assembler = ContentAssembler()
     >>> assembler.add(MethodFrame(1, BasicPublish(routing_key="k"))) is None
     True
@@ -293,7 +294,8 @@ class CommandReader(_FrameBuffer):
         max_frame_size: as :class:`FrameParser`; set :attr:`frame_max` after tuning.
         max_body_size: as :class:`ContentAssembler`.
 
-    >>> from embroker.amqp091 import BasicPublish, encode_message
+    >>> from embroker.amqp091 import encode_message
+    >>> from embroker.amqp091.methods import BasicPublish
     >>> reader = CommandReader()
     >>> [c.body for c in reader.feed(encode_message(1, BasicPublish(), b"hi", 4096))]
     [b'hi']

@@ -29,13 +29,15 @@ class Broker:
         trace_limit: how many routing decisions :attr:`trace` keeps (oldest dropped first).
         trace_bytes: how many message body bytes :attr:`trace` may keep alive.
 
-    Every call into the model, from the listener's thread or a test's, runs under :attr:`lock`.
+    Every call into the model, from the listener's thread or a test's, runs under the broker's
+    one lock (held by the in-process client, the listener and the testing helpers, never by the
+    caller).
     """
 
     def __init__(self, *, clock: Clock | None = None, vhosts: tuple[str, ...] = ("/",),
                  users: Mapping[str, str] | None = None, trace_limit: int = 10_000,
                  trace_bytes: int = 64 * 1024 * 1024) -> None:
-        self.lock = threading.RLock()
+        self._lock = threading.RLock()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.users: dict[str, str] = dict(users) if users is not None else {"guest": "guest"}
         self.vhosts: dict[str, VirtualHost] = {}
@@ -44,11 +46,11 @@ class Broker:
         self.trace = Trace(trace_limit, trace_bytes)
         self.publishers_blocked = False
         self.blocked_reason = ""
-        #: Called with (blocked, reason) when publishers are blocked or unblocked; the listener
-        #: subscribes to tell its clients (connection.blocked / unblocked).
-        self.on_blocked: list[Callable[[bool, str], None]] = []
-        #: Called when :meth:`restart` begins; the listener subscribes to drop its clients.
-        self.on_restart: list[Callable[[], None]] = []
+        # Called with (blocked, reason) when publishers are blocked or unblocked; a listener
+        # subscribes to tell its clients (connection.blocked / unblocked).
+        self._on_blocked: list[Callable[[bool, str], None]] = []
+        # Called when restart() begins; a listener subscribes to drop its clients.
+        self._on_restart: list[Callable[[], None]] = []
         for name in vhosts:
             self.add_vhost(name)
 
@@ -60,7 +62,7 @@ class Broker:
 
     def add_vhost(self, name: str) -> VirtualHost:
         """Create a virtual host (with its standard exchanges); returns the existing one if any."""
-        with self.lock:
+        with self._lock:
             vhost = self.vhosts.get(name)
             if vhost is None:
                 vhost = self.vhosts[name] = VirtualHost(self, name)
@@ -87,9 +89,13 @@ class Broker:
     def open_connection(self, vhost: str = "/", *, user: str = "guest",
                         client_properties: dict[str, Any] | None = None,
                         name: str | None = None) -> Connection:
-        """Open a model-level connection to ``vhost`` (the protocol layer and the in-process
-        client build on this). Raises NotAllowed (530) for an unknown virtual host."""
-        with self.lock:
+        """Open a model-level connection to ``vhost``: what the protocol layers and the
+        in-process client build on (a test wants :meth:`embroker.Broker.connect`).
+
+        Raises:
+            NotAllowed: (530) no such virtual host.
+        """
+        with self._lock:
             return Connection(self.vhost(vhost), user=user, client_properties=client_properties,
                               name=name)
 
@@ -99,20 +105,20 @@ class Broker:
         """Act as RabbitMQ under a resource alarm: clients that announced the
         ``connection.blocked`` capability are told so, and connections that publish stop being
         read from until :meth:`unblock_publishers`."""
-        with self.lock:
+        with self._lock:
             if self.publishers_blocked:
                 return
             self.publishers_blocked, self.blocked_reason = True, reason
-            for callback in list(self.on_blocked):
+            for callback in list(self._on_blocked):
                 callback(True, reason)
 
     def unblock_publishers(self) -> None:
         """End :meth:`block_publishers`: clients get connection.unblocked."""
-        with self.lock:
+        with self._lock:
             if not self.publishers_blocked:
                 return
             self.publishers_blocked, self.blocked_reason = False, ""
-            for callback in list(self.on_blocked):
+            for callback in list(self._on_blocked):
                 callback(False, "")
 
     # -- restarts -------------------------------------------------------------------------------
@@ -122,8 +128,8 @@ class Broker:
         wire get 320 CONNECTION_FORCED), non-durable exchanges and queues vanish, and durable
         queues keep only their persistent messages (``delivery_mode`` 2), unacknowledged ones
         included. Application tests use it to check their reconnection logic."""
-        with self.lock:
-            for callback in list(self.on_restart):
+        with self._lock:
+            for callback in list(self._on_restart):
                 callback()
             for connection in list(self.connections.values()):
                 connection.close()
@@ -134,14 +140,14 @@ class Broker:
 
     def tick(self) -> int:
         """Run the work that has fallen due (expiries...); returns how many timers ran."""
-        with self.lock:
+        with self._lock:
             return self.clock.run_due()
 
     # -- the trace -----------------------------------------------------------------------------
 
     def _check(self) -> None:
         """Assert every internal invariant (for tests)."""
-        with self.lock:
+        with self._lock:
             for vhost in self.vhosts.values():
                 vhost._check()
             for connection in self.connections.values():

@@ -9,21 +9,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from embroker.amqp091 import (
-    BasicAck,
-    BasicDeliver,
-    BasicGetOk,
-    BasicPublish,
-    BasicQos,
     BodyFrame,
     Command,
     CommandReader,
-    ContentAssembler,
+    Frame,
     FrameParser,
     HeaderFrame,
     HeartbeatFrame,
     MethodFrame,
     encode_message,
-    encode_properties,
+)
+from embroker.amqp091._assembly import ContentAssembler
+from embroker.amqp091._properties import encode_properties
+from embroker.amqp091.methods import (
+    BasicAck,
+    BasicDeliver,
+    BasicGetOk,
+    BasicPublish,
+    BasicQos,
 )
 from embroker.errors import ChannelError, FrameError, UnexpectedFrame
 from tests.strategies import frame_streams
@@ -68,7 +71,7 @@ def test_channels_interleave() -> None:
     assembler = ContentAssembler()
     deliver = BasicDeliver(consumer_tag="c", delivery_tag=1)
     get_ok = BasicGetOk(delivery_tag=2)
-    frames = [MethodFrame(1, deliver), MethodFrame(2, get_ok), header(2, 1), header(1, 2),
+    frames: list[Frame] = [MethodFrame(1, deliver), MethodFrame(2, get_ok), header(2, 1), header(1, 2),
               MethodFrame(3, BasicAck(1)), BodyFrame(1, b"a"), HeartbeatFrame(),
               BodyFrame(2, b"b"), BodyFrame(1, b"c")]
     assert list(assembler.feed(frames)) == [

@@ -11,25 +11,29 @@ from hypothesis import strategies as st
 
 from embroker.amqp091 import (
     FRAME_MIN_SIZE,
-    HEARTBEAT_FRAME,
-    BasicAck,
-    BasicPublish,
-    BasicQos,
     BodyFrame,
-    ChannelOpen,
-    ConnectionBlocked,
-    ConnectionStartOk,
-    ConnectionTune,
     Frame,
     FrameParser,
     HeaderFrame,
     HeartbeatFrame,
     MethodFrame,
-    QueueDeclare,
+    encode_method_frame,
+)
+from embroker.amqp091._frames import (
+    HEARTBEAT_FRAME,
     decode_method,
     encode_frame,
     encode_header_frame,
-    encode_method_frame,
+)
+from embroker.amqp091.methods import (
+    BasicAck,
+    BasicPublish,
+    BasicQos,
+    ChannelOpen,
+    ConnectionBlocked,
+    ConnectionStartOk,
+    ConnectionTune,
+    QueueDeclare,
 )
 from embroker.errors import (
     ChannelError,
