@@ -28,12 +28,17 @@ class Broker(model.Broker):
     b'{}'
     """
 
-    def connect(self, vhost: str = "/", *, user: str = "guest",
+    def connect(self, vhost: str = "/", *, user: str | None = None,
                 client_properties: dict[str, Any] | None = None) -> Connection:
         """Open an in-process connection (no socket) to ``vhost``.
 
+        Args:
+            vhost: the virtual host.
+            user: a user whose permissions every call is checked against, as on the wire (no
+                password: the test vouches for it). Without one, nothing is checked.
+
         Raises:
-            NotAllowed: (530) no such virtual host.
+            NotAllowed: (530) no such virtual host, or ``user`` has no access to it.
         """
         return Connection(self, vhost, user=user, client_properties=client_properties)
 

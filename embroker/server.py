@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import ipaddress
 import logging
 import selectors
 import socket
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, final
 
 from .amqp091 import ServerConnection
 from .errors import ConnectionForced, InternalError, PortInUse
+from .model._access import is_loopback
 
 if TYPE_CHECKING:
     from .model import Broker
@@ -54,6 +56,15 @@ def _addresses(host: str) -> list[tuple[socket.AddressFamily, str]]:
         return families
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     return [(family, host)]
+
+
+def _over_loopback(sock: socket.socket) -> bool:
+    """Whether a client came in over a loopback interface. RabbitMQ asks the socket's own
+    address (``rabbit_net:is_loopback/1``), which is loopback exactly when the peer's is."""
+    try:
+        return is_loopback(ipaddress.ip_address(sock.getsockname()[0]))
+    except (OSError, ValueError):
+        return False
 
 
 @final
@@ -231,7 +242,7 @@ class Server:
             client = _Client(sock, None, peer)  # type: ignore[arg-type]
             client.conn = ServerConnection(self.broker, peer=peer,
                                            on_output=functools.partial(self._output, client),
-                                           heartbeat=self.heartbeat)
+                                           heartbeat=self.heartbeat, loopback=_over_loopback(sock))
             self._clients[sock.fileno()] = client
             self._selector.register(sock, selectors.EVENT_READ, client)
             log.info("accepted connection from %s", peer)

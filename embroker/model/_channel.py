@@ -141,20 +141,25 @@ class Channel:
         """exchange.declare. Raises NotFound (passive, missing), AccessRefused (``amq.`` names,
         the default exchange), PreconditionFailed (not equivalent), CommandInvalid (unknown type).
         """
+        if not passive:
+            self.connection.access.exchange_declare(self.vhost, exchange, exchange_type, arguments)
         self.vhost.declare_exchange(exchange, exchange_type, passive=passive, durable=durable,
                                     auto_delete=auto_delete, internal=internal,
                                     arguments=arguments or {})
 
     def exchange_delete(self, exchange: str, *, if_unused: bool = False) -> None:
+        self.connection.access.exchange_delete(exchange)
         self.vhost.delete_exchange(exchange, if_unused=if_unused)
 
     def exchange_bind(self, destination: str, source: str, routing_key: str = "",
                       arguments: dict[str, Any] | None = None) -> None:
+        self.connection.access.bind(self.vhost, source, "exchange", destination, routing_key)
         self.vhost.bind(source, "exchange", destination, routing_key, arguments or {},
                         self.connection)
 
     def exchange_unbind(self, destination: str, source: str, routing_key: str = "",
                         arguments: dict[str, Any] | None = None) -> None:
+        self.connection.access.bind(self.vhost, source, "exchange", destination, routing_key)
         self.vhost.unbind(source, "exchange", destination, routing_key, arguments or {},
                           self.connection)
 
@@ -179,20 +184,26 @@ class Channel:
     def queue_bind(self, queue: str, exchange: str, routing_key: str = "",
                    arguments: dict[str, Any] | None = None) -> None:
         routing_key = self._binding_key(queue, routing_key)
+        self.connection.access.bind(self.vhost, exchange, "queue", self._queue_name(queue),
+                                    routing_key)
         self.vhost.bind(exchange, "queue", self._queue_name(queue), routing_key,
                         arguments or {}, self.connection)
 
     def queue_unbind(self, queue: str, exchange: str, routing_key: str = "",
                      arguments: dict[str, Any] | None = None) -> None:
         routing_key = self._binding_key(queue, routing_key)
+        self.connection.access.bind(self.vhost, exchange, "queue", self._queue_name(queue),
+                                    routing_key)
         self.vhost.unbind(exchange, "queue", self._queue_name(queue), routing_key,
                           arguments or {}, self.connection)
 
     def queue_purge(self, queue: str = "") -> int:
+        self.connection.access.read_queue(self._queue_name(queue))
         return self._queue(queue).purge()
 
     def queue_delete(self, queue: str = "", *, if_unused: bool = False,
                      if_empty: bool = False) -> int:
+        self.connection.access.queue_delete(self._queue_name(queue))
         return self.vhost.delete_queue(self._queue_name(queue), self.connection,
                                        if_unused=if_unused, if_empty=if_empty)
 
@@ -221,6 +232,7 @@ class Channel:
         """
         if immediate:
             raise NotImplementedAMQP("immediate=true")
+        self.connection.access.publish(self.vhost, exchange, routing_key)
         expiration = None
         if properties:
             user_id = properties.get("user_id")
@@ -319,6 +331,7 @@ class Channel:
 
     def basic_get(self, queue: str = "", *, no_ack: bool = False) -> Delivery | None:
         """basic.get; ``None`` when the queue is empty (basic.get-empty)."""
+        self.connection.access.read_queue(self._queue_name(queue))
         q = self.vhost.queues.get(queue) if queue else None
         if q is None or (q.exclusive_owner is not None and q.exclusive_owner is not self.connection):
             q = self._queue(queue)  # raises, or resolves the empty name
@@ -362,6 +375,7 @@ class Channel:
         """
         if queue == REPLY_TO:
             return self._consume_replies(consumer_tag, no_ack)
+        self.connection.access.read_queue(self._queue_name(queue))
         q = self._queue(queue)
         if not consumer_tag:
             consumer_tag = random_name("amq.ctag-")
