@@ -37,7 +37,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, cast
 
 # --------------------------------------------------------------------------------------------
 # Observations
@@ -166,6 +166,13 @@ class Driver(Protocol):
 
     def connect(self) -> DriverConnection: ...
 
+    def finish(self, queues: Iterable[str], exchanges: Iterable[str]) -> None:
+        """Delete what a scenario declared (after its connections are closed); never raises."""
+
+
+class UserDriver(Driver, Protocol):
+    """A driver that can also manage users (:meth:`Session.admin`, :meth:`Session.connect_as`)."""
+
     def connect_as(self, user: str, password: str, vhost: str) -> DriverConnection:
         """Connect as another user.
 
@@ -177,8 +184,11 @@ class Driver(Protocol):
         """Run a ``rabbitmqctl`` command on the broker (``add_user``, ``set_permissions``...);
         raises when it fails (a scenario's own mistake)."""
 
-    def finish(self, queues: Iterable[str], exchanges: Iterable[str]) -> None:
-        """Delete what a scenario declared (after its connections are closed); never raises."""
+
+def _user_driver(driver: Driver) -> UserDriver:
+    if not (hasattr(driver, "connect_as") and hasattr(driver, "admin")):
+        raise TypeError(f"the driver {driver.label} cannot manage users")
+    return cast(UserDriver, driver)
 
 
 # --------------------------------------------------------------------------------------------
@@ -545,7 +555,7 @@ class Session:
         label = f"c{len(self.connections) + 1}"
         what = self.normalize(_call_repr("connect", (user,), {"vhost": vhost} if vhost != "/" else {}))
         try:
-            impl = self.driver.connect_as(user, password, vhost)
+            impl = _user_driver(self.driver).connect_as(user, password, vhost)
         except BrokerError as e:
             self._record(label, what, self.normalize(e.err))
             return e.err
@@ -557,7 +567,7 @@ class Session:
     def admin(self, command: str, *args: str, vhost: str | None = None) -> None:
         """Run ``rabbitmqctl command [-p vhost] args...`` (RabbitMQ), or the Broker method of that
         name (embroker); recorded. Users added are deleted when the scenario ends."""
-        self.driver.admin(command, args, vhost)
+        _user_driver(self.driver).admin(command, args, vhost)
         if command == "add_user":
             self.added_users.append(args[0])
         elif command == "delete_user" and args[0] in self.added_users:
@@ -673,7 +683,7 @@ class Session:
             conn.close()
         for user in self.added_users:
             with contextlib.suppress(Exception):
-                self.driver.admin("delete_user", (user,), None)
+                _user_driver(self.driver).admin("delete_user", (user,), None)
         self.driver.finish(self.declared_queues, self.declared_exchanges)
 
 
