@@ -12,8 +12,8 @@ Nothing a client sends, and no bug, stops the loop:
   traceback and kept in :attr:`Server.errors` for the test to see;
 - an unexpected error in a timer (a queue's expiry...) is logged and kept the same way, and the
   other timers still run;
-- sockets that do not finish the handshake in time are closed (RabbitMQ's 10 s, and 3 s after
-  tune-ok), and when ``accept`` fails (too many open files) the listener backs off instead of
+- sockets that do not finish the handshake in time are closed (RabbitMQ's 10 s), and when
+  ``accept`` fails (too many open files) the listener backs off instead of
   spinning, saying so once per interval.
 """
 
@@ -92,9 +92,8 @@ class Server:
         broker: the broker to serve.
         host, port: where to listen.
         heartbeat: the heartbeat interval offered to clients, in seconds (0: none).
-        handshake_timeout: how long a socket may take from connecting to connection.tune-ok
-            (RabbitMQ's ``handshake_timeout``, 10 s); after tune-ok, connection.open must follow
-            within 3 s, as in RabbitMQ.
+        handshake_timeout: how long a socket may take from connecting to connection.open
+            (RabbitMQ's ``handshake_timeout``, 10 s).
 
     Raises:
         PortInUse: the port is taken.

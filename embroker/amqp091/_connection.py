@@ -94,10 +94,9 @@ FRAME_MAX: Final = 131072
 HEARTBEAT: Final = 60
 #: How long to wait for connection.close-ok after sending connection.close (seconds).
 CLOSE_OK_TIMEOUT: Final = 1.0
-#: How long a client may take from connecting to tune-ok (RabbitMQ's handshake_timeout)...
+#: How long a client may take from connecting to connection.open (RabbitMQ's
+#: handshake_timeout); a slower one is disconnected, with no frame, as RabbitMQ does.
 HANDSHAKE_TIMEOUT: Final = 10.0
-#: ...and from tune-ok to connection.open (RabbitMQ 3.10 closes such sockets after ~3 s).
-OPEN_TIMEOUT: Final = 3.0
 
 
 class ConnectionState(enum.Enum):
@@ -132,9 +131,8 @@ class ServerConnection:
             :meth:`receive_data` being the cause, e.g. a delivery caused by another connection;
             the listener uses it to wake its loop.
         heartbeat, frame_max, channel_max: what connection.tune offers.
-        handshake_timeout: how long the client may take from connecting to tune-ok; then it
-            has :data:`OPEN_TIMEOUT` for connection.open. A client too slow is disconnected
-            (the socket closes, as RabbitMQ's does).
+        handshake_timeout: how long the client may take from connecting to connection.open; a
+            client too slow is disconnected (the socket closes, as RabbitMQ's does).
     """
 
     def __init__(self, broker: Broker, *, peer: str = "", on_output: Callable[[], None] | None = None,
@@ -273,11 +271,14 @@ class ServerConnection:
                                                 frame_max=self._offer.frame_max,
                                                 heartbeat=self._offer.heartbeat))
         elif isinstance(method, ConnectionTuneOk):
-            tuned = _handshake.tune(self._offer, method)
+            try:
+                tuned = _handshake.tune(self._offer, method)
+            except NotAllowed as exc:
+                self._fail(exc, drop=True)  # nothing was agreed: no close-ok to wait for
+                return
             self.channel_max, self.frame_max, self.heartbeat = tuned
             self._reader.frame_max = tuned.frame_max
             self.state = ConnectionState.OPEN_VHOST
-            self._handshake_deadline = self.broker.clock.monotonic() + OPEN_TIMEOUT
         elif isinstance(method, ConnectionOpen):
             self.model = self.broker.open_connection(
                 method.virtual_host, user=self.user, client_properties=self.client_properties,

@@ -68,7 +68,7 @@ def _reset_mid_frame(port: int, rng: random.Random) -> None:
         sock.sendall(encode_method_frame(0, ConnectionStartOk(
             client_properties={}, mechanism="PLAIN", response="\0guest\0guest", locale="en_US")))
         sock.recv(65536)
-        sock.sendall(encode_method_frame(0, ConnectionTuneOk(frame_max=131072))
+        sock.sendall(encode_method_frame(0, ConnectionTuneOk(channel_max=2047, frame_max=131072))
                      + encode_method_frame(0, ConnectionOpen(virtual_host="/"))
                      + encode_method_frame(1, ChannelOpen()))
         frame = encode_method_frame(1, BasicPublish(routing_key=QUEUE))
