@@ -204,8 +204,26 @@ def test_client_close_handshake(broker: Broker) -> None:
                                          method_id=0)) == [a.methods.ChannelCloseOk()]
     assert client.call(0, a.methods.ConnectionClose(reply_code=200, reply_text="bye", class_id=0,
                                             method_id=0)) == [a.methods.ConnectionCloseOk()]
-    assert client.server.should_close
     assert broker.connections == {}
+    # As RabbitMQ: the socket is left for the client to close; what it still sends is dropped.
+    assert not client.server.should_close
+    assert client.call(1, a.methods.ChannelOpen()) == []
+    client.server.receive_data(b"")
+    assert client.server.should_close
+
+
+def test_after_its_close_ok_a_client_that_keeps_the_socket_is_dropped_after_30_s(
+        broker: Broker) -> None:
+    assert isinstance(broker.clock, ManualClock)
+    client = Client(broker)
+    client.handshake()
+    client.call(0, a.methods.ConnectionClose(reply_code=200, reply_text="bye"))
+    broker.clock.advance(29.9)
+    client.server.tick()
+    assert not client.server.should_close
+    broker.clock.advance(0.1)
+    client.server.tick()
+    assert client.server.should_close
 
 
 def test_publish_and_deliver_keep_the_encoded_properties(broker: Broker) -> None:
