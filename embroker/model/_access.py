@@ -91,6 +91,7 @@ from ._exchange import EXCHANGE_TYPES
 if TYPE_CHECKING:
     from ._broker import Broker
     from ._connection import Connection
+    from ._message import Message
     from ._vhost import VirtualHost
 
 __all__ = [
@@ -465,15 +466,21 @@ class Grant:
         if exchange is not None and exchange.type == "topic":
             self._access.check_topic(self.user, self.vhost, source, routing_key, "read")
 
-    def publish(self, vhost: VirtualHost, exchange_name: str, routing_key: str) -> None:
+    def publish(self, vhost: VirtualHost, message: Message) -> None:
+        """basic.publish (after the size check); a refusal is recorded on the trace, as the
+        model's own refusals of a publish are."""
         if self._access is None:
             return
-        self._check("exchange", exchange_name, "write")
-        exchange = vhost.exchanges.get(exchange_name)
-        if exchange is None or exchange.internal:
-            return  # 404 / 403 internal come first
-        if exchange.type == "topic":
-            self._access.check_topic(self.user, self.vhost, exchange_name, routing_key, "write")
+        try:
+            self._check("exchange", message.exchange, "write")
+            exchange = vhost.exchanges.get(message.exchange)
+            if exchange is None or exchange.internal:
+                return  # 404 / 403 internal come first
+            if exchange.type == "topic":
+                self._access.check_topic(self.user, self.vhost, message.exchange,
+                                         message.routing_key, "write")
+        except AccessRefused as error:
+            vhost.refuse(message, error)
 
 
 #: The grant of connections that are not checked.

@@ -223,7 +223,7 @@ OPERATIONS: list[tuple[str, Callable[[Channel], object], tuple[str, str, str], C
     ("queue.unbind", lambda ch: ch.queue_unbind("old-q", "amq.direct", "bound"),
      ("write", "queue", "old-q"), lambda b: bool(b.queues["old-q"].bindings)),
     ("basic.publish", lambda ch: ch.basic_publish("old-x", "k", b"m"),
-     ("write", "exchange", "old-x"), lambda b: not b.trace),
+     ("write", "exchange", "old-x"), lambda b: b.trace[-1].error is not None),
     ("basic.publish (default exchange)", lambda ch: ch.basic_publish("", "old-q", b"m"),
      ("write", "exchange", "amq.default"), lambda b: b.queues["old-q"].message_count == 1),
     ("basic.get", lambda ch: ch.basic_get("old-q"),
