@@ -9,6 +9,7 @@ import sys
 import threading
 
 from . import Broker, __version__
+from .errors import AMQPError, DefinitionsError
 from .server import PortInUse, Server
 
 
@@ -24,6 +25,12 @@ def _serve(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     users = dict(args.user) if args.user else None
     broker = Broker(vhosts=tuple(args.vhost or ["/"]), users=users)
+    for path in args.definitions or []:
+        try:
+            broker.load_definitions(path)
+        except (OSError, DefinitionsError, AMQPError) as exc:
+            print(f"embroker: cannot load the definitions {path}: {exc}", file=sys.stderr)
+            return 1
     try:
         server = Server(broker, args.host, args.port, heartbeat=args.heartbeat)
     except PortInUse as exc:
@@ -77,7 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--vhost", action="append", metavar="NAME",
                        help="a virtual host to create (repeatable; default /)")
     serve.add_argument("--user", action="append", type=_user, metavar="NAME:PASSWORD",
-                       help="a user to accept (repeatable; default guest:guest)")
+                       help="a user with full permissions on every vhost (repeatable; default "
+                            "guest:guest, which may only connect from this machine)")
+    serve.add_argument("--definitions", action="append", metavar="FILE",
+                       help="a RabbitMQ definitions file to load: vhosts, users, permissions, "
+                            "topology (repeatable)")
     serve.add_argument("--heartbeat", type=int, default=60,
                        help="heartbeat interval offered to clients, seconds (0 for none)")
     serve.add_argument("--quiet", action="store_true", help="log only warnings and errors")
