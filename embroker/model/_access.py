@@ -393,13 +393,18 @@ class Grant:
     :data:`UNRESTRICTED` checks nothing (the in-process client's ``broker.connect()``).
     """
 
-    __slots__ = ("_access", "user", "vhost")
+    __slots__ = ("_access", "impersonator", "user", "vhost")
 
     def __init__(self, access: AccessControl | None, user: str, vhost: str) -> None:
         self._access = access
         #: The user checked (``""`` for :data:`UNRESTRICTED`).
         self.user = user
         self.vhost = vhost
+        known = access.users.get(user) if access is not None else None
+        #: Whether the user had the ``impersonator`` tag when it logged in (tags are read at
+        #: login, as RabbitMQ's): it may publish with another user's ``user_id``
+        #: (``rabbit_channel:check_user_id_header/2``).
+        self.impersonator = known is not None and "impersonator" in known.tags
 
     @property
     def restricted(self) -> bool:

@@ -266,7 +266,8 @@ class Channel:
         properties = message.properties
         try:
             user_id = properties.get("user_id")
-            if user_id is not None and user_id != self.connection.user:
+            if user_id is not None and user_id != self.connection.user and \
+                    not self.connection.access.impersonator:
                 raise PreconditionFailed(
                     f"user_id property set to '{user_id}' but authenticated user was "
                     f"'{self.connection.user}'")

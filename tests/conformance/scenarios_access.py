@@ -228,3 +228,26 @@ def scenario_access_login_refused(s: Session) -> None:
     s.admin("clear_password", alice)
     s.expect_error(s.connect_as(alice, PASSWORD), 403, refused, scope="connection",
                    what="a user without a password cannot log in with one")
+
+
+def scenario_access_expressions_match_utf8_bytes(s: Session) -> None:
+    alice = _user(s, f"^{s.name('')}(.|..)$", "", "")
+    ch = _connect(s, alice).channel()
+    s.expect(ch.queue_declare(s.name("é")), QueueDeclareOk("é", 0, 0), "é is two bytes: '..'")
+    s.expect_error(ch.queue_declare(s.name("€")), 403, _refused("queue", "€"), what="€ is three")
+
+
+def scenario_access_impersonators_may_publish_as_another_user(s: Session) -> None:
+    s.channel().queue_declare(s.name("q"))
+    alice = _user(s, ".*", ".*", ".*")
+    conn = _connect(s, alice)
+    ch = conn.channel()
+    s.expect_error(ch.basic_publish("", s.name("q"), b"a", properties={"user_id": "bob"}), 406,
+                   "PRECONDITION_FAILED - user_id property set to 'bob' but authenticated user "
+                   "was 'alice'")
+    s.admin("set_user_tags", alice, "impersonator")
+    conn = _connect(s, alice)  # tags are read at login
+    ch = conn.channel()
+    ch.basic_publish("", s.name("q"), b"b", properties={"user_id": "bob"})
+    got = ch.basic_get(s.name("q"), auto_ack=True)
+    s.expect(getattr(got, "properties", None), {"user_id": "bob"})

@@ -467,3 +467,16 @@ def test_an_unknown_exchange_type_is_still_503_for_a_user_with_no_rights(broker:
         ch.exchange_declare("x", "")
     with pytest.raises(AccessRefused):
         broker.connect(user="alice").channel().exchange_declare("x", "topic")
+
+
+def test_only_impersonators_publish_with_another_user_id(broker: Broker) -> None:
+    broker.connect().channel().queue_declare("q")
+    ch = as_user(broker, ".*", ".*", ".*")
+    earlier = ch.connection
+    assert error_of(lambda: ch.basic_publish("", "q", b"", properties={"user_id": "bob"})) == (
+        "406 PRECONDITION_FAILED - user_id property set to 'bob' but authenticated user was 'alice'")
+    broker.set_user_tags("alice", "impersonator")
+    with pytest.raises(AMQPError, match="user_id property set to 'bob'"):  # tags are read at login
+        earlier.channel().basic_publish("", "q", b"", properties={"user_id": "bob"})
+    broker.connect(user="alice").channel().basic_publish("", "q", b"", properties={"user_id": "bob"})
+    assert broker.queues["q"].messages[0].properties["user_id"] == "bob"
