@@ -82,7 +82,8 @@ import ipaddress
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
 
 from ..errors import AccessControlError, AccessRefused, ConnectionForced, DefinitionsError, NotAllowed
@@ -511,8 +512,11 @@ class UserAdministration:
     @property
     def users(self) -> Mapping[str, str]:
         """The users by name, with their passwords (plain, or a :class:`HashedPassword` that
-        compares equal to the passwords it matches); read-only: see :meth:`add_user`."""
-        return _PasswordView(self.access.users)
+        compares equal to the passwords it matches): a read-only snapshot, safe to read while
+        the listener serves (change users with :meth:`add_user`...)."""
+        with self._lock:
+            return MappingProxyType({name: user.password
+                                     for name, user in self.access.users.items()})
 
     def _user(self, name: str) -> User:
         try:
@@ -608,26 +612,6 @@ class UserAdministration:
             found = {name: self.access.topic_permissions(name, vhost)
                      for name in self.access.users}
             return {name: entries for name, entries in found.items() if entries}
-
-
-@final
-class _PasswordView(Mapping[str, str]):
-    __slots__ = ("_users",)
-
-    def __init__(self, users: dict[str, User]) -> None:
-        self._users = users
-
-    def __getitem__(self, name: str) -> str:
-        return self._users[name].password
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._users)
-
-    def __len__(self) -> int:
-        return len(self._users)
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
 
 
 # -- definitions: users, permissions, topic permissions ------------------------------------------

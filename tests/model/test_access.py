@@ -115,7 +115,7 @@ def test_the_user_api_refuses_what_rabbitmqctl_refuses(broker: Broker) -> None:
     assert "bob" not in broker.list_permissions()
 
 
-def test_users_is_a_read_only_view_of_names_and_passwords(broker: Broker) -> None:
+def test_users_is_a_read_only_snapshot_of_names_and_passwords(broker: Broker) -> None:
     broker.add_user("bob", "pw")
     assert broker.users == {"guest": "guest", "bob": "pw"}
     with pytest.raises(TypeError):
