@@ -15,35 +15,17 @@ from typing import Any
 
 from .. import _erlang
 from ..errors import PreconditionFailed
+from ..fieldtypes import field_type
 
 __all__ = [
     "QUEUE_EQUIVALENCE_ARGS", "check_equivalent_arguments", "check_equivalent_field",
-    "check_equivalent_queue_arguments", "field_type", "parse_expiration",
+    "check_equivalent_queue_arguments", "parse_expiration",
     "validate_consumer_arguments", "validate_queue_arguments",
 ]
 
 #: RabbitMQ's largest expiry or TTL, in milliseconds (ten years).
 MAX_EXPIRY = 315_360_000_000
 MAX_PRIORITY = 255
-
-
-def field_type(value: Any) -> str:
-    """The AMQP field type RabbitMQ names for a value that arrived as ``value``."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "signedint" if -(2**31) <= value < 2**31 else "long"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "longstr"
-    if isinstance(value, (bytes, bytearray)):
-        return "binary"
-    if isinstance(value, dict):
-        return "table"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return "void" if value is None else type(value).__name__
 
 
 # -- equivalence of a new declaration with an existing one ----------------------------------------
@@ -65,9 +47,17 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+#: rabbit_misc:type_class/1: integers of any width are alike, floats alike, strings alike.
+_TYPE_CLASSES = {
+    "byte": "int", "short": "int", "signedint": "int", "long": "int", "unsignedbyte": "int",
+    "unsignedshort": "int", "unsignedint": "int", "float": "float", "double": "float",
+    "binary": "longstr",
+}
+
+
 def _type_class(value: Any) -> str:
     t = field_type(value)
-    return {"signedint": "int", "long": "int", "double": "float", "binary": "longstr"}.get(t, t)
+    return _TYPE_CLASSES.get(t, t)
 
 
 def _described_arg(value: Any) -> str:

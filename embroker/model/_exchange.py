@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, final
 from typing_extensions import override
 
 from ..errors import PreconditionFailed
-from ._arguments import field_type
+from ..fieldtypes import field_type
 
 if TYPE_CHECKING:
     from ._queue import Queue
@@ -395,8 +395,9 @@ def _erlang_value(value: Any) -> Any:
 
 
 def _erlang_typed(value: Any) -> Any:
-    # Inside tables and arrays Erlang compares the type tags too.
-    return (type(value).__name__, _erlang_value(value))
+    # Inside tables and arrays Erlang compares the AMQP type tags too: a signedint 1 is not a
+    # long 1 there.
+    return (field_type(value), _erlang_value(value))
 
 
 @final
