@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, final
 
 from typing_extensions import override
 
+from .. import _erlang
 from ..errors import PreconditionFailed
 from ..fieldtypes import field_type
 
@@ -418,7 +419,7 @@ class HeadersExchange(Exchange):
                     "expected all, any, all-with-x, or any-with-x")
             return
         raise PreconditionFailed(
-            f"Invalid x-match field type {field_type(kind)} (value {kind!r}); "
+            f"Invalid x-match field type {field_type(kind)} (value {_erlang.field_value(kind)}); "
             "expected longstr")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
