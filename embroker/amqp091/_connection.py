@@ -226,9 +226,10 @@ class ServerConnection:
 
     def _send_confirms(self, channel: int) -> None:
         for tag, multiple, ack in coalesce(self._confirms.pop(channel)):
+            # (RabbitMQ's publisher nacks carry requeue=true, the record's default.)
             self._out.append(encode_method_frame(channel, BasicAck(
                 delivery_tag=tag, multiple=multiple) if ack else BasicNack(
-                delivery_tag=tag, multiple=multiple, requeue=False)))
+                delivery_tag=tag, multiple=multiple, requeue=True)))
 
     def receive_data(self, data: bytes) -> None:
         """Feed bytes received from the client; replies queue up for :meth:`data_to_send`.
@@ -295,7 +296,7 @@ class ServerConnection:
             self.should_close = True
             return False
         self.state = ConnectionState.START_OK
-        self._send_method(0, _handshake.start())
+        self._send_method(0, _handshake.start(self.broker))
         return True
 
     def _handshake(self, method: Method) -> None:
