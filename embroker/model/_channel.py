@@ -399,12 +399,13 @@ class Channel:
         """
         if queue == REPLY_TO:
             return self._consume_replies(consumer_tag, no_ack)
-        self.connection.access.read_queue(self._queue_name(queue))
+        name = self._queue_name(queue)
+        if consumer_tag in self.consumers:  # RabbitMQ's order: the tag, read, the queue
+            raise NotAllowed(f"attempt to reuse consumer tag '{consumer_tag}'")
+        self.connection.access.read_queue(name)
         q = self._queue(queue)
         if not consumer_tag:
             consumer_tag = random_name("amq.ctag-")
-        elif consumer_tag in self.consumers:
-            raise NotAllowed(f"attempt to reuse consumer tag '{consumer_tag}'")
         if (q.consumer_count or q.single_active) and (
                 exclusive or any(c.exclusive for c in q.consumers)):
             # RabbitMQ refuses an exclusive consumer on a single-active-consumer queue too.

@@ -251,3 +251,12 @@ def scenario_access_impersonators_may_publish_as_another_user(s: Session) -> Non
     ch.basic_publish("", s.name("q"), b"b", properties={"user_id": "bob"})
     got = ch.basic_get(s.name("q"), auto_ack=True)
     s.expect(getattr(got, "properties", None), {"user_id": "bob"})
+
+
+def scenario_access_reused_consumer_tag_comes_first(s: Session) -> None:
+    """basic.consume checks the tag, then read permission, then the queue."""
+    ch = s.channel()
+    ch.queue_declare(s.name("q"))
+    ch.basic_consume(s.name("q"), consumer_tag="t")
+    s.expect_error(ch.basic_consume(s.name("missing"), consumer_tag="t"), 530,
+                   "NOT_ALLOWED - attempt to reuse consumer tag 't'", scope="connection")

@@ -480,3 +480,13 @@ def test_only_impersonators_publish_with_another_user_id(broker: Broker) -> None
         earlier.channel().basic_publish("", "q", b"", properties={"user_id": "bob"})
     broker.connect(user="alice").channel().basic_publish("", "q", b"", properties={"user_id": "bob"})
     assert broker.queues["q"].messages[0].properties["user_id"] == "bob"
+
+
+def test_a_reused_consumer_tag_is_refused_before_read_permission_and_the_queue(broker: Broker) -> None:
+    broker.connect().channel().queue_declare("q")
+    broker.add_user("alice", "pw")
+    broker.set_permissions("alice", ".*", ".*", "^q$")
+    ch = broker.connect(user="alice").channel()
+    ch.basic_consume("q", lambda *a: None, consumer_tag="t")
+    assert error_of(lambda: ch.basic_consume("other", lambda *a: None, consumer_tag="t")) == \
+        "530 NOT_ALLOWED - attempt to reuse consumer tag 't'"
