@@ -56,6 +56,11 @@ expressions may use ``{username}`` and ``{vhost}``, replaced before matching.
 in-process connection a test opens with plain ``broker.connect()``, nor the broker's own work
 (definitions, dead-lettering, alternate exchanges).
 
+**Changes while connected.** Permissions count from the next check; clearing them leaves the
+connection open. Deleting a user closes its connections (320 CONNECTION_FORCED "user 'bob' is
+deleted"). Tags are read at login: the ``impersonator`` tag lets a user publish with another
+user's ``user_id``.
+
 **Default users.** The users a broker is made with (``Broker(users=...)``, guest/guest by
 default; ``serve --user``) act as the administrators who create its virtual hosts: each gets
 full permissions (``.*``, ``.*``, ``.*``) on every virtual host when it is created (``/`` and the
