@@ -85,7 +85,8 @@ def measure(label: str, port: int, pid: int, n: int) -> None:
 
 
 def rabbitmq_pid() -> int | None:
-    out = subprocess.run(["pgrep", "-f", "beam.smp.*rabbit"], capture_output=True, text=True)
+    out = subprocess.run(["pgrep", "-f", "beam.smp.*rabbit"], capture_output=True, text=True,
+                         check=False)
     pids = [int(p) for p in out.stdout.split()]
     return pids[0] if pids else None
 
