@@ -1,6 +1,8 @@
 """The loopback listener: sockets and one selector loop thread, the only I/O in embroker.
 
-Each accepted socket gets a sans-IO :class:`~embroker.amqp091.ServerConnection`. The loop reads
+Each accepted socket gets a sans-IO connection: :class:`~embroker.amqp091.ServerConnection` or,
+when the client's protocol header says AMQP 1.0, :class:`~embroker.amqp10.ServerConnection`
+(one port serves both, as RabbitMQ's; ``amqp10_port`` adds a port for AMQP 1.0 alone). The loop reads
 what arrives, feeds it to the connection under the broker's lock, and writes what the
 connections have to send: its own replies, and deliveries that another connection (or a test's
 in-process client, from another thread) caused. Nothing a client sends can stop the loop: an
@@ -21,7 +23,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, final
 
-from .amqp091._connection import ServerConnection
+from ._sniff import SniffingConnection
 from .errors import ConnectionForced, InternalError
 
 if TYPE_CHECKING:
@@ -50,7 +52,7 @@ class PortInUse(OSError):
 class _Client:
     __slots__ = ("conn", "events", "peer", "sock", "wbuf")
 
-    def __init__(self, sock: socket.socket, conn: ServerConnection, peer: str) -> None:
+    def __init__(self, sock: socket.socket, conn: SniffingConnection, peer: str) -> None:
         self.sock = sock
         self.conn = conn
         self.peer = peer
@@ -80,7 +82,7 @@ class Server:
     """
 
     def __init__(self, broker: Broker, host: str = "127.0.0.1", port: int = 0, *,
-                 heartbeat: int = 60) -> None:
+                 heartbeat: int = 60, amqp10_port: int | None = None) -> None:
         self.broker = broker
         self.host = host
         self.heartbeat = heartbeat
@@ -97,6 +99,10 @@ class Server:
         self._thread: threading.Thread | None = None
         self._loop_ident: int | None = None
         self.port = self._listen(host, port)
+        shared = len(self._listeners)
+        #: The port that serves AMQP 1.0 alone (``None`` unless asked for).
+        self.amqp10_port = self._listen(host, amqp10_port) if amqp10_port is not None else None
+        self._amqp10_only = set(self._listeners[shared:])
         broker.on_blocked.append(self._on_blocked)
         broker.on_restart.append(self._on_restart)
 
@@ -128,13 +134,22 @@ class Server:
             sock.close()
         self._listeners.clear()
 
-    @property
-    def url(self) -> str:
-        """``amqp://USER:PASSWORD@HOST:PORT/`` for a user of the broker (guest if there is one)."""
+    def _url(self, port: int) -> str:
         user = "guest" if "guest" in self.broker.users else next(iter(self.broker.users), "guest")
         password = self.broker.users.get(user, "guest")
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"amqp://{user}:{password}@{host}:{self.port}/"
+        return f"amqp://{user}:{password}@{host}:{port}"
+
+    @property
+    def url(self) -> str:
+        """``amqp://USER:PASSWORD@HOST:PORT/`` for a user of the broker (guest if there is one)."""
+        return self._url(self.port) + "/"
+
+    @property
+    def amqp10_url(self) -> str:
+        """``amqp://USER:PASSWORD@HOST:PORT`` for AMQP 1.0 clients such as proton: the 1.0 port
+        if there is one, else the shared port (which serves both protocols)."""
+        return self._url(self.amqp10_port or self.port)
 
     def __repr__(self) -> str:
         state = "running" if self._running else "stopped"
@@ -241,9 +256,10 @@ class Server:
             peer = f"{address[0]}:{address[1]}" if sock.family == socket.AF_INET else \
                 f"[{address[0]}]:{address[1]}"
             client = _Client(sock, None, peer)  # type: ignore[arg-type]
-            client.conn = ServerConnection(self.broker, peer=peer,
-                                           on_output=functools.partial(self._output, client),
-                                           heartbeat=self.heartbeat)
+            client.conn = SniffingConnection(self.broker, peer=peer,
+                                             on_output=functools.partial(self._output, client),
+                                             heartbeat=self.heartbeat,
+                                             amqp10_only=listener in self._amqp10_only)
             self._clients[sock.fileno()] = client
             self._selector.register(sock, selectors.EVENT_READ, client)
             log.info("accepted connection from %s", peer)
@@ -372,6 +388,6 @@ class Server:
         self._wake_r.close()
         self._wake_w.close()
 
-    def connections(self) -> Iterator[ServerConnection]:
-        """The sans-IO connections being served (for inspection)."""
-        return iter([c.conn for c in self._clients.values()])
+    def connections(self) -> Iterator[object]:
+        """The sans-IO connections being served (for inspection): 0-9-1 and 1.0 ones."""
+        return iter([c.conn.inner for c in self._clients.values() if c.conn.inner is not None])

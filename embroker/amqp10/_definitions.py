@@ -623,11 +623,11 @@ class SaslOutcome(Composite):
 class Header(Composite):
     CODE = 0x70
     NAME = "header"
-    FIELDS = (Field("durable", "boolean", default=False), Field("priority", "ubyte", default=4),
+    FIELDS = (Field("durable", "boolean", default=False), Field("priority", "ubyte"),
               Field("ttl", "uint"), Field("first_acquirer", "boolean", default=False),
               Field("delivery_count", "uint", default=0))
     durable: bool = False
-    priority: int = 4
+    priority: int | None = None
     ttl: int | None = None
     first_acquirer: bool = False
     delivery_count: int = 0

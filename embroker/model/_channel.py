@@ -89,8 +89,8 @@ class Delivery:
 class Consumer:
     """A subscription of a channel to a queue (basic.consume)."""
 
-    __slots__ = ("arguments", "blocked", "channel", "exclusive", "no_ack", "prefetch", "priority",
-                 "queue", "tag", "unacked")
+    __slots__ = ("arguments", "blocked", "channel", "credit", "exclusive", "no_ack", "prefetch",
+                 "priority", "queue", "tag", "unacked")
 
     def __init__(self, channel: Channel, queue: Queue, tag: str, *, no_ack: bool,
                  exclusive: bool, arguments: dict[str, Any], prefetch: int) -> None:
@@ -106,17 +106,34 @@ class Consumer:
         self.blocked = False
         priority = arguments.get("x-priority", 0)
         self.priority: int = priority if isinstance(priority, int) else 0
+        #: An AMQP 1.0 receiving link's credit: how many more messages it may be sent. ``None``
+        #: (0-9-1 and the in-process client) leaves the capacity to qos.
+        self.credit: int | None = None
 
     def has_capacity(self) -> bool:
         """Whether qos lets this consumer take one more message now. As in RabbitMQ, a reached
-        channel-wide (global) limit holds back auto-ack consumers too."""
+        channel-wide (global) limit holds back auto-ack consumers too. A consumer with link
+        credit (AMQP 1.0) has room while it has credit, whatever it holds unacknowledged."""
+        if self.credit is not None:
+            return self.credit > 0
         channel = self.channel
         if channel.global_prefetch and channel.consumer_unacked >= channel.global_prefetch:
             return False
         return self.no_ack or not self.prefetch or self.unacked < self.prefetch
 
     def deliver(self, queue: Queue, entry: QueuedMessage) -> None:
+        if self.credit is not None:
+            self.credit -= 1
         self.channel._deliver(self, queue, entry)
+
+    def set_credit(self, credit: int) -> None:
+        """Give the consumer link credit (AMQP 1.0 flow): it takes up to ``credit`` messages,
+        at once if its queue has them ready."""
+        self.credit = credit
+        if credit > 0 and not self.queue.deleted:
+            if self.blocked:
+                self.queue.unblocked(self)
+            self.queue.dispatch()
 
     def __repr__(self) -> str:
         return (f"<Consumer '{self.tag}' on queue '{self.queue.name}' "
@@ -251,9 +268,11 @@ class Channel:
 
     def basic_publish(self, exchange: str, routing_key: str, body: bytes,
                       properties: dict[str, Any] | None = None, *, mandatory: bool = False,
-                      immediate: bool = False, encoded_properties: bytes | None = None) -> int:
+                      immediate: bool = False, encoded_properties: bytes | None = None,
+                      amqp10: object | None = None, origin: str | None = None) -> int:
         """basic.publish; returns the publish sequence number in confirm mode, else 0.
-        In a transaction the message is held until commit.
+        In a transaction the message is held until commit. ``amqp10`` and ``origin`` are what
+        the AMQP 1.0 layer keeps on the message (see :class:`Message`).
 
         Raises:
             NotFound: (404) no such exchange.
@@ -279,6 +298,8 @@ class Channel:
                 encoded_properties = None
         message = Message(exchange, routing_key, properties if properties is not None else {},
                           body, encoded_properties)
+        if amqp10 is not None or origin is not None:
+            message.amqp10, message.origin = amqp10, origin
         if self.tx_mode:
             self.vhost.check_publishable(exchange, message)
             self._tx.append(("publish", (message, mandatory, expiration)))
