@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
-from .amqp10._connection import ServerConnection as Amqp10Connection
 from .amqp091._connection import ServerConnection as Amqp091Connection
 from .amqp091._frames import ProtocolHeaderKind, parse_protocol_header
+from .amqp10._connection import ServerConnection as Amqp10Connection
 
 if TYPE_CHECKING:
     from .model import Broker

@@ -34,6 +34,7 @@ take yet waits in its session until a ``flow`` opens the window.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import itertools
 import struct
@@ -67,6 +68,7 @@ from ._definitions import (
     SaslMechanisms,
     SaslOutcome,
     Source,
+    Target,
     TransactionalState,
     Transfer,
 )
@@ -74,7 +76,6 @@ from ._errors import ConnectionError10, DecodeError, FramingError, LinkError, Pr
 from ._frames import (
     AMQP_HEADER,
     EMPTY_FRAME,
-    FRAME_AMQP,
     FRAME_SASL,
     MIN_MAX_FRAME_SIZE,
     SASL_HEADER,
@@ -170,7 +171,8 @@ class _Incoming(_Link):
     def __init__(self, session: _Session, attach: Attach, node: Node | None) -> None:
         super().__init__(session, attach)
         self.node = node
-        self.address = attach.target.address if attach.target is not None else None
+        target = attach.target
+        self.address = target.address if isinstance(target, Target) else None
         self.presettled = attach.snd_settle_mode == 1
         self.delivery_count = int(attach.initial_delivery_count or 0)
         self.max_credit = session.connection.link_credit
@@ -233,6 +235,9 @@ class _Session:
         self.remote_outgoing_window = int(begin.outgoing_window)
         self.handle_max = min(int(begin.handle_max), 0xFFFFFFFF)
         self.links: dict[int, _Link] = {}
+        #: Handles we detached (refused or closed with an error) whose detach the client has
+        #: not yet answered: what it sends on them meanwhile crossed ours and is dropped.
+        self.detaching: set[int] = set()
         self.by_tag: dict[str, _Outgoing] = {}
         self.next_delivery_id = 0
         #: Deliveries sent and not settled: delivery-id -> (link, model delivery tag).
@@ -351,7 +356,7 @@ class ServerConnection:
         reader = self._reader
         reader.feed(data)
         try:
-            while not self.should_close and self.state is not ConnectionState.CLOSED:
+            while not self.should_close:
                 if self.state in (ConnectionState.HEADER, ConnectionState.AMQP_HEADER):
                     header = reader.next_header()
                     if header is None:
@@ -654,7 +659,7 @@ class ServerConnection:
         if handle > session.handle_max:
             raise ConnectionError10("amqp:connection:framing-error",
                                     f"handle {handle} is over handle-max {session.handle_max}")
-        if handle in session.links:
+        if handle in session.links or handle in session.detaching:
             raise SessionError("amqp:session:handle-in-use", f"handle {handle} is in use")
         if attach.role:
             self._attach_outgoing(session, attach)
@@ -672,6 +677,7 @@ class ServerConnection:
                            snd_settle_mode=attach.snd_settle_mode, source=attach.source,
                            target=None)
         self._frame(session.channel, reply)
+        session.detaching.add(int(attach.handle))
         self._frame(session.channel, Detach(handle=attach.handle, closed=True, error=Error(
             Symbol(error.condition), error.description[:1024])))
 
@@ -797,7 +803,11 @@ class ServerConnection:
         return link, reply
 
     def _on_detach(self, session: _Session, detach: Detach, payload: bytes) -> None:
-        link = session.links.pop(int(detach.handle), None)
+        handle = int(detach.handle)
+        if handle in session.detaching:
+            session.detaching.discard(handle)  # the answer to our detach
+            return
+        link = session.links.pop(handle, None)
         if link is None:
             raise SessionError("amqp:session:unattached-handle",
                                f"detach of handle {int(detach.handle)}, which is not attached")
@@ -808,6 +818,7 @@ class ServerConnection:
     def _detach_with_error(self, link: _Link, error: ProtocolError) -> None:
         session = link.session
         session.links.pop(link.handle, None)
+        session.detaching.add(link.handle)
         self._drop_link(link)
         self._frame(session.channel, Detach(handle=UInt(link.handle), closed=True, error=Error(
             Symbol(error.condition), error.description[:1024])))
@@ -828,10 +839,8 @@ class ServerConnection:
                 for delivery_id in sorted(link.unsettled):
                     entry = session.unsettled.pop(delivery_id, None)
                     if entry is not None:
-                        try:
+                        with contextlib.suppress(AMQPError):  # its queue is gone
                             channel.basic_reject(entry[1], requeue=True)
-                        except AMQPError:
-                            pass
                 link.unsettled.clear()
         if link in self._browsers:
             self._browsers.remove(link)
@@ -872,6 +881,8 @@ class ServerConnection:
             return
         link = session.links.get(int(flow.handle))
         if link is None:
+            if int(flow.handle) in session.detaching:
+                return
             raise SessionError("amqp:session:unattached-handle",
                                f"flow for handle {int(flow.handle)}, which is not attached")
         if isinstance(link, _Outgoing):
@@ -918,6 +929,8 @@ class ServerConnection:
         session.next_incoming_id = serial_add(session.next_incoming_id, 1)
         link = session.links.get(int(transfer.handle))
         if link is None:
+            if int(transfer.handle) in session.detaching:
+                return
             raise SessionError("amqp:session:unattached-handle",
                                f"transfer on handle {int(transfer.handle)}, which is not "
                                "attached")
@@ -1126,7 +1139,7 @@ class ServerConnection:
             ids = sorted((i for i in unsettled if 0 <= serial_diff(i, first) <= span),
                          key=lambda i: serial_diff(i, first))
         state = disposition.state
-        if state is None and not disposition.settled or isinstance(state, Received):
+        if (state is None and not disposition.settled) or isinstance(state, Received):
             return  # not an outcome yet
         answer = []
         for delivery_id in ids:
@@ -1154,9 +1167,7 @@ class ServerConnection:
         try:
             if isinstance(state, Accepted):
                 channel.basic_ack(tag)
-            elif isinstance(state, Rejected):
-                channel.basic_reject(tag, requeue=False)
-            elif isinstance(state, Modified) and state.undeliverable_here:
+            elif isinstance(state, Rejected) or (isinstance(state, Modified) and state.undeliverable_here):
                 channel.basic_reject(tag, requeue=False)
             else:  # released, modified (delivery failed or not): back to the queue
                 channel.basic_reject(tag, requeue=True)

@@ -99,14 +99,14 @@ class Composite:
         fields = self.FIELDS
         values = [getattr(self, f.name) for f in fields]
         last = len(values)
-        while last and (values[last - 1] is None or values[last - 1] == fields[last - 1].default
-                        and not fields[last - 1].mandatory):
+        while last and (values[last - 1] is None or (values[last - 1] == fields[last - 1].default
+                        and not fields[last - 1].mandatory)):
             last -= 1
         if not last:
             out.append(0x45)
             return
         body = bytearray()
-        for f, value in zip(fields[:last], values[:last]):
+        for f, value in zip(fields[:last], values[:last], strict=True):
             if value is None:
                 body.append(0x40)
             elif f.multiple:
@@ -668,14 +668,13 @@ _ALL: Final[tuple[type[Composite], ...]] = (
 )
 
 #: The composite class for each descriptor: the ulong code and the symbolic name
-#: (``amqp:open:list``; ``amqp:sasl-init:list``; ``amqp:txn:declare:list`` for Part 4's).
+#: (``amqp:open:list``, ``amqp:sasl-init:list``, ``amqp:declare:list``...).
 COMPOSITES: Final[dict[Any, type[Composite]]] = {}
 COMPOSITES_BY_NAME: Final[dict[str, type[Composite]]] = {}
 _DESCRIPTORS: Final[dict[int, bytes]] = {}
 for _cls in _ALL:
     COMPOSITES[ULong(_cls.CODE)] = _cls
-    _prefix = "amqp:txn:" if 0x30 <= _cls.CODE <= 0x34 else "amqp:"
-    COMPOSITES[Symbol(f"{_prefix}{_cls.NAME}:list")] = _cls
+    COMPOSITES[Symbol(f"amqp:{_cls.NAME}:list")] = _cls
     COMPOSITES_BY_NAME[_cls.NAME] = _cls
     _DESCRIPTORS[_cls.CODE] = b"\x00\x53" + bytes((_cls.CODE,))
 

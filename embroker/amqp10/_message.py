@@ -155,7 +155,7 @@ def parse_message(payload: bytes) -> ParsedMessage:
         if order >= 5 and body_start < 0:
             body_start = pos
         last = order
-        if code == SECTION_HEADER or code == SECTION_PROPERTIES:
+        if code in (SECTION_HEADER, SECTION_PROPERTIES):
             value, pos = decode_value(payload, pos)
             if code == SECTION_HEADER:
                 message.header = value

@@ -209,8 +209,13 @@ _F64 = struct.Struct(">d")
 _Buffer = bytes | bytearray | memoryview
 _Reader = Callable[[_Buffer, int, int], tuple[Any, int]]
 
-#: Resolves a described value (descriptor, value) to a composite object; set by _definitions.
-_describe: Callable[[Any, Any], Any] = Described
+#: Resolves a described value (descriptor, value) to a composite object; _definitions sets
+#: the one that knows the composite types.
+_DESCRIBER: list[Callable[[Any, Any], Any]] = [Described]
+
+
+def _describe(descriptor: Any, value: Any) -> Any:
+    return _DESCRIBER[0](descriptor, value)
 
 
 def _need(data: _Buffer, end: int) -> None:
@@ -329,7 +334,7 @@ def _compound(prefix: struct.Struct, is_map: bool) -> _Reader:
 
 
 def _read_items(data: _Buffer, pos: int, count: int, depth: int) -> tuple[list[Any], int]:
-    items = []
+    items: list[Any] = []
     append = items.append
     readers = _READERS
     for _ in range(count):
@@ -369,7 +374,7 @@ def _array(prefix: struct.Struct) -> _Reader:
         reader = _READERS[code]
         if reader is _invalid or code in _ARRAY_INVALID:
             raise DecodeError(f"invalid array element constructor 0x{code:02x}")
-        if count > end - pos and (code in _ZERO_WIDTH and count > MAX_EMPTY_ELEMENTS
+        if count > end - pos and ((code in _ZERO_WIDTH and count > MAX_EMPTY_ELEMENTS)
                                   or code not in _ZERO_WIDTH):
             raise DecodeError(f"array claims {count} elements in {end - pos} bytes")
         items = []
@@ -487,9 +492,9 @@ def skip_value(data: _Buffer, pos: int) -> int:
     prefix = _PREFIX.get(code)
     if prefix is not None:
         _need(data, pos + 1 + prefix.size)
-        end = pos + 1 + prefix.size + prefix.unpack_from(data, pos + 1)[0]
-        _need(data, end)
-        return end
+        stop: int = pos + 1 + prefix.size + prefix.unpack_from(data, pos + 1)[0]
+        _need(data, stop)
+        return stop
     if code == 0x00:
         return skip_value(data, skip_value(data, pos + 1))
     return decode_value(data, pos)[1]
@@ -680,13 +685,12 @@ def _w_array(value: Array, out: bytearray) -> None:
         items = [getattr(item, "value", item) for item in value]
     else:
         items = list(value)
-    kind = type(items[0]) if items else Symbol
+    kind: type[Any] = type(items[0]) if items else Symbol
     if kind in (Symbol, str, bytes):
-        code = {Symbol: 0xB3, str: 0xB1, bytes: 0xB0}[kind]
-        body.append(code)
+        body.append(0xB3 if kind is Symbol else 0xB1 if kind is str else 0xB0)
         for item in items:
-            raw = item.encode("ascii" if kind is Symbol else "utf-8") if kind is not bytes \
-                else item
+            raw = item if isinstance(item, bytes) else item.encode(
+                "ascii" if kind is Symbol else "utf-8")
             body += _U32.pack(len(raw)) + raw
     elif kind in _ARRAY_ELEMENT:
         code, pack = _ARRAY_ELEMENT[kind]
@@ -695,8 +699,7 @@ def _w_array(value: Array, out: bytearray) -> None:
             body += pack(item)
     elif kind in (list, dict, Array):
         # Lists, maps and arrays take their 32-bit forms inside an array (one constructor).
-        code = {list: 0xD0, dict: 0xD1, Array: 0xF0}[kind]
-        body.append(code)
+        body.append(0xD0 if kind is list else 0xD1 if kind is dict else 0xF0)
         for item in items:
             body += _widen(encode_value(item))
     elif items and all(item is None for item in items):
@@ -766,5 +769,4 @@ def encode_value(value: Any, out: bytearray | None = None) -> bytearray:
 
 def set_describer(describe: Callable[[Any, Any], Any]) -> None:
     """Let ``_definitions`` turn known described values into composite objects."""
-    global _describe
-    _describe = describe
+    _DESCRIBER[0] = describe
