@@ -312,6 +312,7 @@ class ServerConnection:
         # Per publish: what the model told us (a return, a nack).
         self._returned = False
         self._nacked = False
+        self._unflushed = False
 
     def __repr__(self) -> str:
         return f"<amqp10.ServerConnection {self.peer or id(self)} {self.state.name}>"
@@ -467,6 +468,8 @@ class ServerConnection:
         performative = frame.performative
         if performative is None:
             return  # an empty frame: it only keeps the connection alive
+        if self._unflushed and type(performative) is not Transfer:
+            self._flush_dispositions()  # outcomes go out before what follows the transfers
         if state is ConnectionState.CLOSE_SENT:
             if isinstance(performative, Close):
                 self._finish()
@@ -986,6 +989,7 @@ class ServerConnection:
             outcome = self._publish(link, data, link.partial_state)
         if not settled:
             link.session.dispositions.append((delivery_id, outcome))
+            self._unflushed = True
         self._replenish(link)
 
     def _replenish(self, link: _Incoming) -> None:
@@ -995,6 +999,7 @@ class ServerConnection:
 
     def _flush_dispositions(self) -> None:
         # Outcomes of the deliveries received in one read, in ranges where they agree.
+        self._unflushed = False
         for session in self.sessions.values():
             pending = session.dispositions
             if not pending:

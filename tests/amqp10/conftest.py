@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import pytest
@@ -33,7 +34,5 @@ def proton_connect(server: Server):  # type: ignore[no-untyped-def]
 
     yield connect
     for connection in opened:
-        try:
+        with contextlib.suppress(Exception):
             connection.close()
-        except Exception:  # noqa: BLE001 - a test may have broken it on purpose
-            pass

@@ -179,17 +179,20 @@ def test_the_reference_session_decodes_frame_by_frame() -> None:
             reader = FrameReader(1 << 20)
             reader.feed(data)
             frame = reader.next_frame()
-            assert frame is not None and frame.performative is not None
-            assert COMPOSITES[ULong(frame.performative.CODE)].NAME == what
+            assert frame is not None
+            assert frame.performative is not None
+            assert what == COMPOSITES[ULong(frame.performative.CODE)].NAME
             assert reader.buffered == 0
     attach = _frame(session["S->C"], "attach", 1).performative
-    assert isinstance(attach, Attach) and isinstance(attach.source, Source)
+    assert isinstance(attach, Attach)
+    assert isinstance(attach.source, Source)
     assert attach.source.outcomes == ("amqp:accepted:list", "amqp:rejected:list",
                                       "amqp:released:list")
     open_ = _frame(session["S->C"], "open", 0).performative
     assert open_.properties[Symbol("product")] == "RabbitMQ"
     flow = _frame(session["C->S"], "flow", 2).performative
-    assert isinstance(flow, Flow) and (flow.delivery_count, flow.link_credit) == (3, 9)
+    assert isinstance(flow, Flow)
+    assert (flow.delivery_count, flow.link_credit) == (3, 9)
 
 
 def test_our_encoding_of_the_reference_performatives_decodes_the_same() -> None:
@@ -244,9 +247,10 @@ def _scalars() -> st.SearchStrategy[Any]:
 
 _values = st.recursive(
     _scalars(),
-    lambda inner: st.one_of(st.lists(inner, max_size=8),
-                            st.dictionaries(st.text(st.characters(max_codepoint=127), max_size=10).map(Symbol),
-                                            inner, max_size=6)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=8),
+        st.dictionaries(st.text(st.characters(max_codepoint=127), max_size=10).map(Symbol),
+                        inner, max_size=6)),
     max_leaves=30)
 
 
@@ -303,8 +307,11 @@ def test_proton_messages_decode_into_sections() -> None:
     m = proton.Message(body="hello", id="m-1", subject="s", durable=True, priority=7,
                        properties={"a": 1}, annotations={"x-opt-k": "v"})
     parsed = parse_message(bytes(m.encode()))
-    assert parsed.header is not None and parsed.header.durable and parsed.header.priority == 7
-    assert parsed.properties is not None and parsed.properties.message_id == "m-1"
+    assert parsed.header is not None
+    assert parsed.header.durable
+    assert parsed.header.priority == 7
+    assert parsed.properties is not None
+    assert parsed.properties.message_id == "m-1"
     assert parsed.application_properties == {"a": 1}
     assert parsed.message_annotations == {"x-opt-k": "v"}
     assert parsed.bare.startswith(b"\x00Ss")

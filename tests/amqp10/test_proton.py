@@ -151,11 +151,11 @@ def test_publish_outcomes_accepted_released_rejected(proton_connect, broker: Bro
 
 def test_link_refusal_attach_then_closed_detach_with_not_found(proton_connect) -> None:
     c = proton_connect()
-    with pytest.raises(LinkDetached, match="amqp:not-found.*no queue 'missing'"):
+    with pytest.raises(LinkDetached, match=r"amqp:not-found.*no queue 'missing'"):
         c.create_sender("/queues/missing")
-    with pytest.raises(LinkDetached, match="amqp:not-found.*no queue 'missing'"):
+    with pytest.raises(LinkDetached, match=r"amqp:not-found.*no queue 'missing'"):
         c.create_receiver("/queues/missing")
-    with pytest.raises(LinkDetached, match="amqp:not-found.*no exchange 'nope'"):
+    with pytest.raises(LinkDetached, match=r"amqp:not-found.*no exchange 'nope'"):
         c.create_sender("/exchanges/nope/k")
     with pytest.raises(LinkDetached, match="amqp:invalid-field"):
         c.create_sender("no-slash")
@@ -223,7 +223,7 @@ def test_a_killed_client_has_its_unsettled_deliveries_requeued(server: Server, b
         os._exit(0)
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=60)
+                         timeout=60, check=False)
     assert out.stdout.strip() == "work", out.stderr
     wait_until(lambda: broker.queues["q"].message_count == 1)
     receiver = proton_connect().create_receiver("/queues/q", credit=1)
@@ -266,7 +266,7 @@ def test_amqp091_and_amqp10_meet_in_one_exchange(server: Server, broker: Broker,
     pika_conn = pika.BlockingConnection(pika.URLParameters(server.url))
     try:
         pch = pika_conn.channel()
-        method, props, body = pch.basic_get("from10", auto_ack=True)
+        _method, props, body = pch.basic_get("from10", auto_ack=True)
         assert body == b"raw bytes"  # a single data section is the 0-9-1 body
         assert props.message_id == "urn:uuid:00000000-0000-0000-0000-000000000007"
         assert props.correlation_id == "42"
