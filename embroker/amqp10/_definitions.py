@@ -132,8 +132,15 @@ def _symbolize(f: Field, value: Any) -> Any:
     return Symbol(value) if f.wire == "symbol" else value
 
 
+def composite_for(descriptor: Any) -> type[Composite] | None:
+    """The composite class a descriptor names (a ulong code or a symbol), if any."""
+    if isinstance(descriptor, (ULong, Symbol)):
+        return COMPOSITES.get(descriptor)
+    return None
+
+
 def _describe(descriptor: Any, value: Any) -> Any:
-    cls = COMPOSITES.get(descriptor)
+    cls = composite_for(descriptor)
     if cls is None:
         return Described(descriptor, value)
     if not isinstance(value, list):

@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Final, final
 
-from ._definitions import COMPOSITES, Composite, Transfer
+from ._definitions import COMPOSITES, Composite, Transfer, composite_for
 from ._errors import DecodeError, FramingError
 from ._types import ULong, decode_value
 
@@ -139,7 +139,7 @@ def _decode_body(kind: int, channel: int, body: bytes) -> Frame:
         pos = 3
     else:
         descriptor, pos = decode_value(body, 1)
-        cls = COMPOSITES.get(descriptor)
+        cls = composite_for(descriptor)
         code = cls.CODE if cls is not None else -1
     allowed = _PERFORMATIVES if kind == FRAME_AMQP else _SASL_FRAMES
     if cls is None or code not in allowed:
