@@ -102,8 +102,9 @@ CHANNEL_MAX: Final = 65535
 IDLE_TIME_OUT: Final = 60000
 #: The session incoming window we keep open (frames); refilled when half is used.
 INCOMING_WINDOW: Final = 65536
-#: The credit a sending client gets on each link; refilled when half is used.
-LINK_CREDIT: Final = 1000
+#: The credit a sending client gets on each link (as RabbitMQ 3.10 grants); refilled when
+#: half is used.
+LINK_CREDIT: Final = 65536
 #: The largest message accepted (bytes), as RabbitMQ 4's default ``max_message_size``.
 MAX_MESSAGE_SIZE: Final = 128 * 1024 * 1024
 #: How long to wait for the client's ``close`` after ours (seconds).

@@ -73,43 +73,55 @@ class Composite:
             DecodeError: a field of the wrong type.
             ConnectionError10: ``amqp:invalid-field``, a mandatory field is missing.
         """
+        plan = _PLANS.get(cls) or _plan(cls)
         values = []
         count = len(items)
-        for i, f in enumerate(cls.FIELDS):
-            value = items[i] if i < count else None
-            if value is None:
+        if count < len(plan):
+            # Fields left out take their defaults (the dataclass's), unless mandatory.
+            for f, *_rest in plan[count:_MANDATORY[cls]]:
                 if f.mandatory:
                     raise ConnectionError10(
                         "amqp:invalid-field",
                         f"{cls.NAME}: mandatory field '{f.name.replace('_', '-')}' is missing")
-                values.append(f.default)
-                continue
-            check = _CHECKS[f.wire]
-            if f.multiple:
-                value = tuple(check(cls, f, v) for v in value) if isinstance(value, list) \
-                    else (check(cls, f, value),)
+            plan = plan[:count]
+        for value, (f, check, mandatory, multiple, default) in zip(items, plan, strict=False):
+            if value is None:
+                if mandatory:
+                    raise ConnectionError10(
+                        "amqp:invalid-field",
+                        f"{cls.NAME}: mandatory field '{f.name.replace('_', '-')}' is missing")
+                values.append(default)
+            elif multiple:
+                values.append(tuple(check(cls, f, v) for v in value)
+                              if isinstance(value, list) else (check(cls, f, value),))
             else:
-                value = check(cls, f, value)
-            values.append(value)
+                values.append(check(cls, f, value))
         return cls(*values)
 
     def encode_into(self, out: bytearray) -> None:
         """Append the described list to ``out``."""
         out += _DESCRIPTORS[self.CODE]
-        fields = self.FIELDS
-        values = [getattr(self, f.name) for f in fields]
+        plan = _PLANS.get(type(self)) or _plan(type(self))
+        values = [getattr(self, f.name) for f, *_rest in plan]
         last = len(values)
-        while last and (values[last - 1] is None or (values[last - 1] == fields[last - 1].default
-                        and not fields[last - 1].mandatory)):
-            last -= 1
+        while last:
+            value = values[last - 1]
+            f, _check, mandatory, _multiple, default = plan[last - 1]
+            if value is None or (not mandatory and value == default):
+                last -= 1
+            else:
+                break
         if not last:
             out.append(0x45)
             return
         body = bytearray()
-        for f, value in zip(fields[:last], values[:last], strict=True):
+        for i in range(last):
+            value = values[i]
             if value is None:
                 body.append(0x40)
-            elif f.multiple:
+                continue
+            f = plan[i][0]
+            if plan[i][3]:  # multiple
                 if len(value) == 1:
                     _WRITE[f.wire](value[0], body)
                 else:
@@ -126,6 +138,22 @@ class Composite:
         out = bytearray()
         self.encode_into(out)
         return bytes(out)
+
+
+_Plan = tuple[tuple[Field, Any, bool, bool, Any], ...]
+#: Each class's fields with their check function, looked up once.
+_PLANS: dict[type[Composite], _Plan] = {}
+
+
+#: How many leading fields of each class hold all its mandatory ones.
+_MANDATORY: dict[type[Composite], int] = {}
+
+
+def _plan(cls: type[Composite]) -> _Plan:
+    plan = tuple((f, _CHECKS[f.wire], f.mandatory, f.multiple, f.default) for f in cls.FIELDS)
+    _MANDATORY[cls] = max((i + 1 for i, f in enumerate(cls.FIELDS) if f.mandatory), default=0)
+    _PLANS[cls] = plan
+    return plan
 
 
 def _symbolize(f: Field, value: Any) -> Any:
@@ -159,6 +187,8 @@ def _unsigned(bits: int, kind: type[int]) -> Any:
     limit = 1 << bits
 
     def check(cls: type[Composite], f: Field, value: Any) -> int:
+        if type(value) is kind:
+            return value  # type: ignore[no-any-return]
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < limit:
             raise _bad(cls, f, value, f"a {bits}-bit unsigned integer")
         return kind(value)

@@ -139,8 +139,12 @@ def parse_message(payload: bytes) -> ParsedMessage:
     while pos < end:
         if payload[pos] != 0x00:
             raise DecodeError("a message section must be a described value")
-        descriptor, value_pos = decode_value(payload, pos + 1)
-        code = _section_code(descriptor)
+        if payload[pos + 1:pos + 2] == b"\x53" and pos + 3 <= end:
+            descriptor = code = payload[pos + 2]  # the usual smallulong descriptor
+            value_pos = pos + 3
+        else:
+            descriptor, value_pos = decode_value(payload, pos + 1)
+            code = _section_code(descriptor)
         order = _ORDER.get(code)
         if order is None:
             raise DecodeError(f"unknown message section {descriptor!r}")
@@ -156,7 +160,10 @@ def parse_message(payload: bytes) -> ParsedMessage:
             body_start = pos
         last = order
         if code in (SECTION_HEADER, SECTION_PROPERTIES):
-            value, pos = decode_value(payload, pos)
+            if payload[value_pos:value_pos + 1] == b"\x45":  # empty, as proton often sends
+                value, pos = (Header() if code == SECTION_HEADER else Properties()), value_pos + 1
+            else:
+                value, pos = decode_value(payload, pos)
             if code == SECTION_HEADER:
                 message.header = value
             else:
@@ -352,22 +359,28 @@ def to_amqp10(message: Message, *, first_acquirer: bool, delivery_count: int,
         annotations: message annotations the broker adds (``x-exchange``, ``x-routing-key``).
     """
     props = message.properties
-    out = bytearray()
     priority = props.get("priority")
     expiration = props.get("expiration")
-    ttl = None
-    if isinstance(expiration, str) and expiration.isdigit():
-        ttl = UInt(min(int(expiration), 0xFFFFFFFF))
-    Header(durable=props.get("delivery_mode") == 2,
-           priority=UByte(priority) if isinstance(priority, int) and 0 <= priority < 256 else None,
-           ttl=ttl, first_acquirer=first_acquirer,
-           delivery_count=UInt(delivery_count)).encode_into(out)
+    durable = props.get("delivery_mode") == 2
+    if priority is None and expiration is None and not delivery_count:
+        # The usual header, without the tables: durable, priority, ttl, first-acquirer.
+        out = bytearray(_SHORT_HEADERS[durable, first_acquirer])
+    else:
+        out = bytearray()
+        ttl = None
+        if isinstance(expiration, str) and expiration.isdigit():
+            ttl = UInt(min(int(expiration), 0xFFFFFFFF))
+        Header(durable=durable,
+               priority=UByte(priority) if isinstance(priority, int) and 0 <= priority < 256
+               else None, ttl=ttl, first_acquirer=first_acquirer,
+               delivery_count=UInt(delivery_count)).encode_into(out)
     kept = message.amqp10
     if isinstance(kept, Kept) and kept.properties is props:
-        merged = {**kept.message_annotations, **annotations}
-        if merged:
+        if kept.message_annotations:
             out += b"\x00\x53\x72"
-            encode_value(_annotation_keys(merged), out)
+            encode_value(_annotation_keys({**kept.message_annotations, **annotations}), out)
+        elif annotations:
+            out += _encode_annotations(annotations)
         out += kept.bare
         return bytes(out)
     headers = props.get("headers") or {}
@@ -414,6 +427,28 @@ def to_amqp10(message: Message, *, first_acquirer: bool, delivery_count: int,
         out += b"\x00\x53\x75"
         encode_value(message.body, out)
     return bytes(out)
+
+
+_SHORT_HEADERS: Final = {(durable, first): Header(durable=durable, first_acquirer=first).encode()
+                         for durable in (False, True) for first in (False, True)}
+
+
+def _encode_annotations(annotations: dict[Any, Any]) -> bytes:
+    # A map of symbols to strings (x-exchange, x-routing-key), built directly.
+    body = bytearray()
+    for key, value in annotations.items():
+        if not isinstance(value, str) or not isinstance(key, str):
+            return b"\x00\x53\x72" + bytes(encode_value(_annotation_keys(annotations)))
+        raw_key = key.encode("ascii")
+        raw = value.encode("utf-8")
+        body += b"\xa3" + bytes((len(raw_key),)) + raw_key
+        body += (b"\xa1" + bytes((len(raw),)) if len(raw) < 256
+                 else b"\xb1" + len(raw).to_bytes(4, "big")) + raw
+    count = 2 * len(annotations)
+    if len(body) + 1 < 256:
+        return b"\x00\x53\x72\xc1" + bytes((len(body) + 1, count)) + body
+    return (b"\x00\x53\x72\xd1" + (len(body) + 4).to_bytes(4, "big")
+            + count.to_bytes(4, "big") + bytes(body))
 
 
 def _annotation_keys(annotations: dict[Any, Any]) -> dict[Any, Any]:

@@ -238,6 +238,7 @@ def test_a_sending_link_gets_credit_and_dispositions_in_ranges(client: Client,
 
 
 def test_credit_is_replenished_before_it_runs_out(client: Client) -> None:
+    client.connection.link_credit = 1000
     client.attach_sender("/queues/q")
     flows = []
     for i in range(501):
