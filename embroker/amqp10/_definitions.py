@@ -188,7 +188,7 @@ def _unsigned(bits: int, kind: type[int]) -> Any:
 
     def check(cls: type[Composite], f: Field, value: Any) -> int:
         if type(value) is kind:
-            return value  # type: ignore[no-any-return]
+            return value
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < limit:
             raise _bad(cls, f, value, f"a {bits}-bit unsigned integer")
         return kind(value)

@@ -225,7 +225,8 @@ def _transfer_performative(transfer: Transfer, out: bytearray) -> None:
     # handle, delivery-id, delivery-tag, message-format, settled: what Transfer.encode_into
     # gives for a delivery's first frame, built directly (this is the hot path of deliveries).
     tag = transfer.delivery_tag
-    assert tag is not None and transfer.delivery_id is not None
+    assert tag is not None
+    assert transfer.delivery_id is not None
     body = (_uint(transfer.handle) + _uint(transfer.delivery_id) + b"\xa0" + bytes((len(tag),))
             + tag + _uint(transfer.message_format or 0))
     count = 4

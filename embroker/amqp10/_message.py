@@ -160,6 +160,7 @@ def parse_message(payload: bytes) -> ParsedMessage:
             body_start = pos
         last = order
         if code in (SECTION_HEADER, SECTION_PROPERTIES):
+            value: Any
             if payload[value_pos:value_pos + 1] == b"\x45":  # empty, as proton often sends
                 value, pos = (Header() if code == SECTION_HEADER else Properties()), value_pos + 1
             else:

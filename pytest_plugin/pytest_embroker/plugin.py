@@ -2,7 +2,8 @@
 
 Fixtures: ``broker`` (a fresh in-memory broker per test, configured by the marker),
 ``amqp_server`` / ``amqp_url`` (a loopback listener on it, started when asked for and stopped
-after the test; ``amqp10_url`` is the same listener's URL for AMQP 1.0 clients), ``amqp_channel`` (an in-process channel). With ``--embroker-reference URL`` (or
+after the test; ``amqp10_url`` is the same listener's URL for AMQP 1.0 clients),
+``amqp_channel`` (an in-process channel). With ``--embroker-reference URL`` (or
 the ``embroker_reference`` ini option) ``amqp_url`` is that URL and the fixtures that need
 embroker's internals skip.
 """

@@ -225,7 +225,7 @@ def test_a_sending_link_gets_credit_and_dispositions_in_ranges(client: Client,
     assert isinstance(attach, Attach)
     assert attach.role is True
     assert isinstance(flow, Flow)
-    assert flow.link_credit == 1000
+    assert flow.link_credit == 65536
     assert flow.delivery_count == 0
     frames = b"".join(encode_frame(0, Transfer(
         handle=UInt(0), delivery_id=UInt(i), delivery_tag=b"%d" % i, message_format=UInt(0)),

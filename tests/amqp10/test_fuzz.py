@@ -7,6 +7,7 @@ CI runs a few hundred examples; ``EMBROKER_FUZZ_EXAMPLES`` raises the count for 
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any
 
@@ -28,7 +29,7 @@ _AFTER_HEADERS = b"".join(data for what, data in _SESSION if what != "header")
 
 def _chunks(data: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
-    return [data[a:b] for a, b in zip(points, points[1:], strict=False)]
+    return [data[a:b] for a, b in itertools.pairwise(points)]
 
 
 def reader_outcome(chunks: list[bytes]) -> tuple[list[Any], str | None]:
