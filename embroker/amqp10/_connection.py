@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 from .._version import __version__
 from ..errors import AccessRefused, AMQPError, NotFound, PreconditionFailed, ResourceLocked
+from ..model._events import Cancelled, ChannelEvent, Confirmed, Delivered, Returned
 from ._address import Node, parse_address, queue_address
 from ._definitions import (
     Accepted,
@@ -272,7 +273,7 @@ class ServerConnection:
                  on_output: Callable[[], None] | None = None, idle_time_out: float = 60,
                  anonymous_user: str | None = "guest", max_frame_size: int = MAX_FRAME_SIZE,
                  channel_max: int = CHANNEL_MAX, link_credit: int = LINK_CREDIT,
-                 heartbeat: int | None = None) -> None:
+                 heartbeat: int | None = None, handshake_timeout: float = 10.0) -> None:
         self.broker = broker
         self.peer = peer
         self.state = ConnectionState.HEADER
@@ -282,6 +283,9 @@ class ServerConnection:
         if heartbeat is not None:  # the listener's 0-9-1 setting, in seconds
             idle_time_out = heartbeat
         self.idle_time_out = idle_time_out
+        #: How long a client may take from connecting to ``open`` (seconds), as RabbitMQ's
+        #: ``handshake_timeout``; then the socket is closed.
+        self.handshake_timeout = handshake_timeout
         self.anonymous_user = anonymous_user
         self.offer_max_frame_size = max_frame_size
         self.offer_channel_max = channel_max
@@ -303,7 +307,11 @@ class ServerConnection:
         now = broker.clock.monotonic()
         self._last_received = now
         self._last_sent = now
+        self._started = now
         self._closing_since = 0.0
+        #: A bug met while the model told this connection something (set by the event
+        #: listener); the listener closes the connection with it.
+        self.failure: Exception | None = None
         #: The error that closed the connection, if one did.
         self.close_reason: ProtocolError | None = None
         #: True once the socket should close (after what is queued is sent).
@@ -398,6 +406,15 @@ class ServerConnection:
             self._fail_connection(ConnectionError10(condition, error.text))
         else:
             self._fail_connection(ConnectionError10("amqp:internal-error", str(error)))
+
+    def internal_error(self, error: object) -> None:
+        """A bug met while serving this connection: tell the client (``amqp:internal-error``,
+        when it can still read a close) and close the socket without waiting."""
+        if self.state is ConnectionState.CLOSED:
+            return
+        text = getattr(error, "text", None) or str(error)
+        self._fail_connection(ConnectionError10("amqp:internal-error", text))
+        self._finish()
 
     def publishers_blocked(self, reason: str) -> None:
         """The broker blocks publishers: a connection that publishes stops being read."""
@@ -592,6 +609,15 @@ class ServerConnection:
             return self._closing_since + CLOSE_TIMEOUT
         if self.state is ConnectionState.CLOSED:
             return None
+        if self.state is not ConnectionState.OPENED:
+            # The handshake (header, SASL, open) must be done within the handshake time-out.
+            if now - self._started >= self.handshake_timeout:
+                self.close_reason = ConnectionError10(
+                    "amqp:resource-limit-exceeded",
+                    f"handshake not done within {self.handshake_timeout:g}s")
+                self._finish()
+                return None
+            return self._started + self.handshake_timeout
         deadlines = []
         if self.idle_time_out and self.state is ConnectionState.OPENED:
             if now - self._last_received >= self.idle_time_out:
@@ -615,7 +641,7 @@ class ServerConnection:
         assert self.model is not None
         channel = self.model.open_channel(number)
         channel.confirm_select()
-        _ModelEvents(self, session).attach(channel)
+        channel.listener = _ModelEvents(self, session)
         return channel
 
     def _begin(self, channel: int, begin: Begin) -> None:
@@ -1098,7 +1124,7 @@ class ServerConnection:
             txn_id = struct.pack(">I", next(self._txn_ids))
             channel = self.model.open_channel(next(self._model_channels))
             channel.tx_select()
-            channel.on_return = _ignore_return
+            channel.listener = _ignore_events
             self._txns[txn_id] = _Txn(channel)
             return Declared(txn_id)
         if isinstance(value, Discharge):
@@ -1267,14 +1293,14 @@ class ServerConnection:
         self._output_ready()
 
 
-def _ignore_return(*args: object) -> None:
-    pass
+def _ignore_events(event: ChannelEvent) -> None:
+    pass  # a transaction's channel: its publishes are settled at the discharge
 
 
 @final
 class _ModelEvents:
-    """The one place that listens to the model's channel for a session: deliveries, returns,
-    confirms and cancels (the adapter to switch when the model's event API changes)."""
+    """The one place that hears a session's model channel: deliveries, returns, confirms and
+    cancels (the model's events), turned into this connection's calls."""
 
     __slots__ = ("connection", "session")
 
@@ -1282,27 +1308,25 @@ class _ModelEvents:
         self.connection = connection
         self.session = session
 
-    def attach(self, channel: ModelChannel) -> None:
-        channel.on_deliver = self.deliver
-        channel.on_return = self.returned
-        channel.on_confirm = self.confirmed
-        channel.on_cancel = self.cancelled
-
-    def deliver(self, consumer_tag: str, delivery_tag: int, redelivered: bool, exchange: str,
-                routing_key: str, message: Message) -> None:
-        self.connection._deliver(self.session, consumer_tag, delivery_tag, redelivered,
-                                 exchange, routing_key, message)
-
-    def returned(self, reply_code: int, reply_text: str, exchange: str, routing_key: str,
-                 message: Message) -> None:
-        self.connection._returned = True
-
-    def confirmed(self, delivery_tag: int, multiple: bool, ack: bool) -> None:
-        if not ack:
-            self.connection._nacked = True
-
-    def cancelled(self, consumer_tag: str) -> None:
-        self.connection._cancelled(self.session, consumer_tag)
+    def __call__(self, event: ChannelEvent) -> None:
+        # Events come in the middle of the model's work (another connection's publish, a timer):
+        # a failure here is this connection's alone and must not unwind the model.
+        connection = self.connection
+        try:
+            if isinstance(event, Delivered):
+                connection._deliver(self.session, event.consumer_tag, event.delivery_tag,
+                                    event.redelivered, event.exchange, event.routing_key,
+                                    event.message)
+            elif isinstance(event, Returned):
+                connection._returned = True
+            elif isinstance(event, Confirmed):
+                if not event.ack:
+                    connection._nacked = True
+            elif isinstance(event, Cancelled):
+                connection._cancelled(self.session, event.consumer_tag)
+        except Exception as exc:  # a bug: the listener closes this connection
+            connection.failure = exc
+            connection._output_ready()
 
 
 _Handler = Callable[[ServerConnection, _Session, Any, bytes], None]

@@ -20,12 +20,12 @@ def server(broker: Broker) -> Iterator[Server]:
 
 
 @pytest.fixture
-def proton_connect(server: Server):  # type: ignore[no-untyped-def]
+def proton_connect(server: Server):
     """Open proton BlockingConnections to the listener (closed after the test)."""
     utils = pytest.importorskip("proton.utils")
     opened = []
 
-    def connect(url: str | None = None, **kwargs):  # type: ignore[no-untyped-def]
+    def connect(url: str | None = None, **kwargs):
         kwargs.setdefault("timeout", 5)
         kwargs.setdefault("allowed_mechs", "PLAIN ANONYMOUS")
         connection = utils.BlockingConnection(url or server.amqp10_url, **kwargs)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import uuid
+from typing import Any
 
 import pika
 import pytest
@@ -364,6 +365,7 @@ def test_browsing_reads_without_consuming(proton_connect, broker: Broker, queue:
         proton.reactor.Copy(), proton.reactor.Selector("color = 'red'")])
     assert [selective.receive(timeout=5).body for _ in range(2)] == ["red", "red"]
     echoed = _filters(selective.link.remote_source)
+    assert echoed is not None
     assert echoed["selector"].descriptor == "apache.org:selector-filter:string"
 
 
@@ -373,7 +375,7 @@ def test_selector_on_a_consuming_link_is_not_echoed(proton_connect, queue: str) 
     assert _filters(receiver.link.remote_source) is None
 
 
-def _filters(terminus: proton.Terminus) -> dict | None:
+def _filters(terminus: Any) -> dict | None:
     data = terminus.filter
     data.rewind()
     return data.get_object() if data.next() is not None else None
@@ -384,7 +386,7 @@ def test_local_transactions_commit_and_rollback(server: Server, broker: Broker,
     from proton.handlers import MessagingHandler, TransactionHandler
     from proton.reactor import Container
 
-    class Transact(MessagingHandler, TransactionHandler):  # type: ignore[misc]
+    class Transact(MessagingHandler, TransactionHandler):
         """Declare a transaction, send two messages in it and roll back; then again, commit."""
 
         def __init__(self) -> None:
@@ -393,13 +395,13 @@ def test_local_transactions_commit_and_rollback(server: Server, broker: Broker,
             self.counts: list[int] = []
             self.round = 0
 
-        def on_start(self, event):  # type: ignore[no-untyped-def]
+        def on_start(self, event):
             self.conn = event.container.connect(server.amqp10_url, allowed_mechs="PLAIN")
             self.sender = event.container.create_sender(self.conn, "/queues/q")
             self.container = event.container
             event.container.declare_transaction(self.conn, handler=self)
 
-        def on_transaction_declared(self, event):  # type: ignore[no-untyped-def]
+        def on_transaction_declared(self, event):
             for i in range(2):
                 event.transaction.send(self.sender, Message(body=f"t{self.round}-{i}"))
             self.counts.append(broker.queues["q"].message_count)  # held until the discharge
@@ -408,13 +410,13 @@ def test_local_transactions_commit_and_rollback(server: Server, broker: Broker,
             else:
                 event.transaction.commit()
 
-        def on_transaction_aborted(self, event):  # type: ignore[no-untyped-def]
+        def on_transaction_aborted(self, event):
             self.outcomes.append("aborted")
             self.counts.append(broker.queues["q"].message_count)
             self.round = 1
             self.container.declare_transaction(self.conn, handler=self)
 
-        def on_transaction_committed(self, event):  # type: ignore[no-untyped-def]
+        def on_transaction_committed(self, event):
             self.outcomes.append("committed")
             self.counts.append(broker.queues["q"].message_count)
             self.conn.close()
@@ -431,7 +433,7 @@ def test_any_body_shape_passes_through_intact(proton_connect, broker: Broker,
                                               queue: str) -> None:
     c = proton_connect()
     sender = c.create_sender("/queues/q")
-    bodies = [{"k": [1, 2, {"deep": True}], "n": None}, list(range(300)), "x" * 70000,
+    bodies: list[Any] = [{"k": [1, 2, {"deep": True}], "n": None}, list(range(300)), "x" * 70000,
               uuid.UUID(int=5), 3.5, None]
     for body in bodies:
         sender.send(Message(body=body))
@@ -471,23 +473,23 @@ def test_container_event_driven_client(server: Server, broker: Broker, queue: st
     from proton.handlers import MessagingHandler
     from proton.reactor import Container
 
-    class SendThenReceive(MessagingHandler):  # type: ignore[misc]
+    class SendThenReceive(MessagingHandler):
         def __init__(self) -> None:
             super().__init__()
             self.received: list[str] = []
 
-        def on_start(self, event):  # type: ignore[no-untyped-def]
+        def on_start(self, event):
             conn = event.container.connect(server.amqp10_url, allowed_mechs="PLAIN")
             event.container.create_sender(conn, "/queues/q")
             event.container.create_receiver(conn, "/queues/q")
 
-        def on_sendable(self, event):  # type: ignore[no-untyped-def]
+        def on_sendable(self, event):
             if event.sender.credit and not getattr(self, "sent", False):
                 for i in range(3):
                     event.sender.send(Message(body=f"c{i}"))
                 self.sent = True
 
-        def on_message(self, event):  # type: ignore[no-untyped-def]
+        def on_message(self, event):
             self.received.append(event.message.body)
             if len(self.received) == 3:
                 event.connection.close()
