@@ -6,13 +6,14 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+from typing import Any
 
 import pika
 import pytest
 
 from embroker import Broker
-from embroker.amqp10 import AMQP_HEADER, SASL_HEADER
 from embroker.amqp091 import PROTOCOL_HEADER
+from embroker.amqp10 import AMQP_HEADER, SASL_HEADER
 from embroker.server import Server
 
 
@@ -43,7 +44,7 @@ def test_one_port_serves_both_protocols(server: Server) -> None:
     pika_conn.close()
 
 
-def proton_message(body: str):  # type: ignore[no-untyped-def]
+def proton_message(body: str) -> Any:
     from proton import Message
     return Message(body=body)
 
