@@ -87,7 +87,7 @@ from ._frames import (
 )
 from ._message import Kept, parse_message, to_amqp10, to_model
 from ._selector import Selector, SelectorError
-from ._types import Symbol, UInt, decode_value
+from ._types import Symbol, UInt, ULong, decode_value
 
 if TYPE_CHECKING:
     from ..model import Broker, Message, Queue
@@ -106,8 +106,6 @@ INCOMING_WINDOW: Final = 65536
 #: The credit a sending client gets on each link (as RabbitMQ 3.10 grants); refilled when
 #: half is used.
 LINK_CREDIT: Final = 65536
-#: The largest message accepted (bytes), as RabbitMQ 4's default ``max_message_size``.
-MAX_MESSAGE_SIZE: Final = 128 * 1024 * 1024
 #: How long to wait for the client's ``close`` after ours (seconds).
 CLOSE_TIMEOUT: Final = 1.0
 _SERIAL: Final = 1 << 32
@@ -736,7 +734,7 @@ class ServerConnection:
         self._frame(session.channel, Attach(
             name=attach.name, handle=attach.handle, role=True,
             snd_settle_mode=attach.snd_settle_mode, rcv_settle_mode=0, source=attach.source,
-            target=reply_target, max_message_size=MAX_MESSAGE_SIZE))
+            target=reply_target, max_message_size=ULong(self.broker.max_message_size)))
         link.credit = link.max_credit
         self._link_flow(link)
 
@@ -1002,10 +1000,11 @@ class ServerConnection:
             self._replenish(link)
             return
         link.partial += payload
-        if len(link.partial) > MAX_MESSAGE_SIZE:
+        limit = self.broker.max_message_size
+        if len(link.partial) > limit:
             link.partial = None
             raise LinkError("amqp:link:message-size-exceeded",
-                            f"message larger than {MAX_MESSAGE_SIZE} bytes")
+                            f"message larger than the broker's max_message_size ({limit} bytes)")
         if transfer.more:
             return
         data, link.partial = bytes(link.partial), None

@@ -478,3 +478,15 @@ def test_transactional_acknowledgements_wait_for_the_commit(client: Client,
              handle=1)
     assert broker.queues["q"].unacked == 0
     assert broker.queues["q"].message_count == 0
+
+
+def test_a_message_over_the_brokers_max_size_detaches_the_link(broker: Broker) -> None:
+    broker.max_message_size = 1000
+    client = Client(ServerConnection(broker))
+    client.open()
+    client.begin()
+    attach, _flow = client.attach_sender("/queues/q")
+    assert attach.max_message_size == 1000
+    transfer(client, 0, b"\x00\x53\x75\xb0\x00\x00\x02\x00" + b"a" * 512, more=True)
+    (detach,) = transfer(client, 0, b"a" * 600)
+    assert detach.error.condition == "amqp:link:message-size-exceeded"
