@@ -18,7 +18,7 @@ from typing import Any, Final, final
 
 from ._definitions import COMPOSITES, Composite, Transfer, composite_for
 from ._errors import DecodeError, FramingError
-from ._types import ULong, decode_value
+from ._types import UInt, ULong, decode_value
 
 __all__ = [
     "AMQP_HEADER",
@@ -130,7 +130,69 @@ class FrameReader:
         return _decode_body(kind, channel, bytes(buffer[start:pos + size]))
 
 
+#: The fields of a transfer the fast path reads, by position, with the type each must have.
+_TRANSFER_KINDS: Final = (int, int, bytes, int, bool, bool)
+
+
+def _fast_transfer(body: bytes) -> tuple[Transfer, int] | None:
+    """The usual transfer (a list8 of uint, uint, vbin8, uint and booleans), read without the
+    generic decoder; ``None`` for anything else (the generic path then decides)."""
+    if body[3] != 0xC0:
+        return None
+    end = 5 + body[4]
+    count = body[5]
+    if not 1 <= count <= 6 or end > len(body):
+        return None
+    pos = 6
+    values: list[object] = []
+    try:
+        for i in range(count):
+            code = body[pos]
+            if code == 0x43:
+                value: object = 0
+                pos += 1
+            elif code == 0x52:
+                value = body[pos + 1]
+                pos += 2
+            elif code == 0x70:
+                value = int.from_bytes(body[pos + 1:pos + 5], "big")
+                pos += 5
+            elif code == 0xA0:
+                size = body[pos + 1]
+                value = body[pos + 2:pos + 2 + size]
+                pos += 2 + size
+            elif code in (0x41, 0x42):
+                value = code == 0x41
+                pos += 1
+            elif code == 0x40 and i >= 1:
+                value = None
+                pos += 1
+            else:
+                return None
+            if value is not None and type(value) is not _TRANSFER_KINDS[i]:
+                return None
+            values.append(value)
+    except IndexError:
+        return None
+    if pos != end:
+        return None
+    handle, delivery_id, tag, message_format, settled, more = (values + [None] * 6)[:6]
+    if not isinstance(handle, int):
+        return None
+    transfer = Transfer(
+        UInt(handle), UInt(delivery_id) if isinstance(delivery_id, int) else None,
+        tag if isinstance(tag, bytes) else None,
+        UInt(message_format) if isinstance(message_format, int) else None,
+        settled if isinstance(settled, bool) else None, more is True)
+    return transfer, end
+
+
 def _decode_body(kind: int, channel: int, body: bytes) -> Frame:
+    if kind == FRAME_AMQP and body[:3] == b"\x00\x53\x14" and len(body) > 6:
+        fast = _fast_transfer(body)
+        if fast is not None:
+            transfer, end = fast
+            return Frame(kind, channel, transfer, body[end:])
     if len(body) < 3 or body[0] != 0x00:
         raise DecodeError("a frame body must begin with a described performative")
     if body[1] == 0x53:  # smallulong descriptor: the usual form

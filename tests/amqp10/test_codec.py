@@ -316,3 +316,28 @@ def test_proton_messages_decode_into_sections() -> None:
     assert parsed.message_annotations == {"x-opt-k": "v"}
     assert parsed.bare.startswith(b"\x00Ss")
     assert parsed.body == b"\x00Sw\xa1\x05hello"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.one_of(st.none(), st.integers(0, 2**32 - 1)),
+       st.one_of(st.none(), st.binary(max_size=32)), st.one_of(st.none(), st.integers(0, 9)),
+       st.one_of(st.none(), st.booleans()), st.booleans(), st.binary(max_size=20))
+def test_the_transfer_fast_path_reads_what_the_tables_read(
+        handle: int, delivery_id: int | None, tag: bytes | None, message_format: int | None,
+        settled: bool | None, more: bool, payload: bytes) -> None:
+    from embroker.amqp10 import encode_frame
+    from embroker.amqp10._frames import _fast_transfer
+    transfer = Transfer(handle=UInt(handle),
+                        delivery_id=None if delivery_id is None else UInt(delivery_id),
+                        delivery_tag=tag, message_format=None if message_format is None
+                        else UInt(message_format), settled=settled, more=more)
+    frame = encode_frame(0, transfer, payload)
+    reader = FrameReader(1 << 20)
+    reader.feed(frame)
+    got = reader.next_frame()
+    assert got is not None
+    assert (got.performative, got.payload) == (transfer, payload)
+    generic, end = decode_value(frame[8:])
+    assert generic == transfer
+    fast = _fast_transfer(frame[8:])
+    assert fast is None or fast == (transfer, end)
