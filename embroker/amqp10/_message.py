@@ -43,6 +43,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from .. import fieldtypes
 from ._definitions import (
     SECTION_AMQP_SEQUENCE,
     SECTION_AMQP_VALUE,
@@ -60,10 +61,6 @@ from ._definitions import (
 from ._errors import DecodeError
 from ._types import (
     Byte,
-    Char,
-    Decimal32,
-    Decimal64,
-    Decimal128,
     Described,
     Float,
     Int,
@@ -200,20 +197,25 @@ def parse_message(payload: bytes) -> ParsedMessage:
 # -- 1.0 -> model -------------------------------------------------------------------------------
 
 def _value_to_091(value: Any) -> Any:
-    """An AMQP 1.0 value as a 0-9-1 header value (RabbitMQ's ``to_091``)."""
-    if isinstance(value, Timestamp):
-        return datetime.datetime.fromtimestamp(value // 1000, _UTC) \
-            if -62135596800 <= value // 1000 <= 253402300799 else int(value)
-    if isinstance(value, (bool, int, float, str, bytes)) or value is None:
-        if isinstance(value, (Decimal32, Decimal64, Decimal128)):
-            return bytes(value)
-        if isinstance(value, (Symbol, Char)):
-            return str(value)
-        if isinstance(value, (UByte, UShort, UInt, ULong, Byte, Short, Int)):
-            return int(value)
-        if isinstance(value, Float):
-            return float(value)
+    """An AMQP 1.0 value as a 0-9-1 header value, typed as RabbitMQ's ``to_091`` types it
+    (a long stays a long, a uint an unsignedint...)."""
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, Timestamp):
+        seconds = value // 1000
+        return datetime.datetime.fromtimestamp(seconds, _UTC) \
+            if -62135596800 <= seconds <= 253402300799 else fieldtypes.Timestamp(seconds)
+    if isinstance(value, int):
+        kind = _TO_091_INTS.get(type(value))
+        if kind is not None:
+            return kind(value)
+        return fieldtypes.Long(value) if -(2**63) <= value < 2**63 else str(value)
+    if isinstance(value, Float):
+        return fieldtypes.Float32(value)
+    if isinstance(value, (float, bytes)):
+        return float(value) if isinstance(value, float) else bytes(value)
+    if isinstance(value, str):
+        return str(value)
     if isinstance(value, uuid.UUID):
         return f"urn:uuid:{value}"
     if isinstance(value, list):
@@ -223,6 +225,14 @@ def _value_to_091(value: Any) -> Any:
     if isinstance(value, Described):
         return _value_to_091(value.value)
     return str(value)  # pragma: no cover - every decoded type is handled above
+
+
+#: RabbitMQ's ``to_091`` for the integer types (a ulong travels as a long).
+_TO_091_INTS: Final[dict[type[int], type[int]]] = {
+    Byte: fieldtypes.Byte, UByte: fieldtypes.UnsignedByte, Short: fieldtypes.Short,
+    UShort: fieldtypes.UnsignedShort, Int: int, UInt: fieldtypes.UnsignedInt,
+    ULong: fieldtypes.Long,
+}
 
 
 def _id_to_091(value: Any, header: str, headers: dict[str, Any]) -> str | None:
@@ -310,11 +320,18 @@ def to_model(message: ParsedMessage) -> tuple[dict[str, Any], bytes]:
 
 def _value_from_091(value: Any) -> Any:
     """A 0-9-1 header value as an AMQP 1.0 value (RabbitMQ's ``from_091``)."""
-    if isinstance(value, bool) or value is None or isinstance(value, (bytes, float)):
+    if isinstance(value, bool) or value is None or isinstance(value, bytes):
         return value
+    if isinstance(value, fieldtypes.Timestamp):
+        return Timestamp(int(value) * 1000)
     if isinstance(value, int):
-        return value
-    if isinstance(value, str):
+        kind = _FROM_091_INTS.get(type(value))
+        if kind is not None:
+            return kind(value)
+        return Int(value) if -(2**31) <= value < 2**31 else int(value)
+    if isinstance(value, fieldtypes.Float32):
+        return Float(value)
+    if isinstance(value, (float, str)):
         return value
     if isinstance(value, datetime.datetime):
         if value.tzinfo is None:
@@ -326,6 +343,12 @@ def _value_from_091(value: Any) -> Any:
         return {Symbol(k) if isinstance(k, str) and k.isascii() else str(k): _value_from_091(v)
                 for k, v in value.items()}
     return str(value)
+
+
+_FROM_091_INTS: Final[dict[type[int], type[int]]] = {
+    fieldtypes.Byte: Byte, fieldtypes.UnsignedByte: UByte, fieldtypes.Short: Short,
+    fieldtypes.UnsignedShort: UShort, fieldtypes.UnsignedInt: UInt, fieldtypes.Long: int,
+}
 
 
 def _id_from_091(value: str | None) -> Any:

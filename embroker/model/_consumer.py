@@ -60,7 +60,8 @@ class Consumer:
         self.arguments = arguments
         self.prefetch = prefetch
         self.unacked = 0
-        #: Passed over for lack of room (its queue puts it at the back when it has room again).
+        #: Passed over for lack of room: out of its queue's rotation until its channel has room
+        #: (then it rejoins at the back, see Queue.unblock).
         self.blocked = False
         priority = arguments.get("x-priority", 0)
         self.priority: int = priority if isinstance(priority, int) else 0
@@ -68,16 +69,19 @@ class Consumer:
         #: (0-9-1 and the in-process client) leaves the capacity to qos.
         self.credit: int | None = None
 
-    def has_capacity(self) -> bool:
-        """Whether qos lets this consumer take one more message now. As in RabbitMQ, a reached
-        channel-wide (global) limit holds back auto-ack consumers too. A consumer with link
-        credit (AMQP 1.0) has room while it has credit, whatever it holds unacknowledged."""
+    def has_credit(self) -> bool:
+        """Whether its own limit lets it take one more message: its prefetch (basic.qos
+        global=false), or for an AMQP 1.0 receiving link its link credit (whatever it holds
+        unacknowledged)."""
         if self.credit is not None:
             return self.credit > 0
-        channel = self.channel
-        if channel.global_prefetch and channel.consumer_unacked >= channel.global_prefetch:
-            return False
         return self.no_ack or not self.prefetch or self.unacked < self.prefetch
+
+    def has_capacity(self) -> bool:
+        """Whether qos lets this consumer take one more message now: its own prefetch, and its
+        channel's global limit. As in RabbitMQ, a reached global limit holds back auto-ack
+        consumers too."""
+        return self.has_credit() and not self.channel.global_limit_reached()
 
     def deliver(self, queue: Queue, entry: QueuedMessage) -> None:
         if self.credit is not None:
@@ -90,7 +94,7 @@ class Consumer:
         self.credit = credit
         if credit > 0 and not self.queue.deleted:
             if self.blocked:
-                self.queue.unblocked(self)
+                self.queue.unblock(self.channel)  # back in the rotation
             self.queue.dispatch()
 
     def __repr__(self) -> str:
