@@ -36,12 +36,13 @@ class SniffingConnection:
         amqp10_only: a 1.0-only port: every client is served AMQP 1.0.
     """
 
-    __slots__ = ("_args", "_inbox", "amqp10_only", "inner", "sniffed")
+    __slots__ = ("_args", "_connected_at", "_inbox", "amqp10_only", "inner", "sniffed")
 
     def __init__(self, broker: Broker, *, peer: str = "",
                  on_output: Callable[[], None] | None = None, heartbeat: int = 60,
                  handshake_timeout: float = 10.0, amqp10_only: bool = False) -> None:
         self._args = (broker, peer, on_output, heartbeat, handshake_timeout)
+        self._connected_at = broker.clock.monotonic()
         self._inbox = b""
         self.amqp10_only = amqp10_only
         self.sniffed = False
@@ -64,7 +65,8 @@ class SniffingConnection:
             broker, peer, on_output, heartbeat, handshake_timeout = self._args
             self.inner = Amqp10Connection(broker, peer=peer, on_output=on_output,
                                           idle_time_out=heartbeat,
-                                          handshake_timeout=handshake_timeout)
+                                          handshake_timeout=handshake_timeout,
+                                          connected_at=self._connected_at)
         self.inner.receive_data(inbox)
 
     # -- what the listener asks of every connection ---------------------------------------------

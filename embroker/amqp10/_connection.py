@@ -265,13 +265,16 @@ class ServerConnection:
             ``amqp:resource-limit-exceeded`` after that long without a frame.
         anonymous_user: the user SASL ANONYMOUS logs in as; ``None`` switches ANONYMOUS off.
         max_frame_size, channel_max, link_credit: what we offer.
+        handshake_timeout: how long from ``connected_at`` (the broker clock's monotonic time
+            when the socket connected; now by default) until ``open`` (seconds).
     """
 
     def __init__(self, broker: Broker, *, peer: str = "",
                  on_output: Callable[[], None] | None = None, idle_time_out: float = 60,
                  anonymous_user: str | None = "guest", max_frame_size: int = MAX_FRAME_SIZE,
                  channel_max: int = CHANNEL_MAX, link_credit: int = LINK_CREDIT,
-                 heartbeat: int | None = None, handshake_timeout: float = 10.0) -> None:
+                 heartbeat: int | None = None, handshake_timeout: float = 10.0,
+                 connected_at: float | None = None) -> None:
         self.broker = broker
         self.peer = peer
         self.state = ConnectionState.HEADER
@@ -305,7 +308,7 @@ class ServerConnection:
         now = broker.clock.monotonic()
         self._last_received = now
         self._last_sent = now
-        self._started = now
+        self._started = now if connected_at is None else connected_at
         self._closing_since = 0.0
         #: A bug met while the model told this connection something (set by the event
         #: listener); the listener closes the connection with it.

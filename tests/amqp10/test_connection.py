@@ -490,3 +490,19 @@ def test_a_message_over_the_brokers_max_size_detaches_the_link(broker: Broker) -
     transfer(client, 0, b"\x00\x53\x75\xb0\x00\x00\x02\x00" + b"a" * 512, more=True)
     (detach,) = transfer(client, 0, b"a" * 600)
     assert detach.error.condition == "amqp:link:message-size-exceeded"
+
+
+def test_the_handshake_must_end_within_the_handshake_timeout(broker: Broker) -> None:
+    from embroker._sniff import SniffingConnection
+
+    clock = broker.clock
+    assert isinstance(clock, ManualClock)
+    sniffer = SniffingConnection(broker, handshake_timeout=10)
+    clock.advance(6)
+    sniffer.receive_data(SASL_HEADER)  # the 1.0 connection takes over: the clock runs on
+    assert isinstance(sniffer.inner, ServerConnection)
+    assert sniffer.tick() == pytest.approx(clock.monotonic() + 4)
+    clock.advance(4)
+    sniffer.tick()
+    assert sniffer.should_close
+    assert sniffer.close_reason is not None
