@@ -42,7 +42,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
-from .._version import __version__
 from ..errors import AccessRefused, AMQPError, NotFound, PreconditionFailed, ResourceLocked
 from ..model._events import Cancelled, ChannelEvent, Confirmed, Delivered, Returned
 from ._address import Node, parse_address, queue_address
@@ -542,13 +541,21 @@ class ServerConnection:
         if open_.idle_time_out:
             self.peer_idle_time_out = int(open_.idle_time_out) / 1000
         self._reader.max_frame_size = self.offer_max_frame_size
-        self._frame(0, Open(
+        opened = Open(
             container_id="embroker", max_frame_size=UInt(self.offer_max_frame_size),
             channel_max=self.channel_max,
             idle_time_out=UInt(int(self.idle_time_out * 1000)) if self.idle_time_out else None,
             offered_capabilities=(Symbol("ANONYMOUS-RELAY"),),
-            properties={Symbol("product"): "embroker", Symbol("version"): __version__,
-                        Symbol("platform"): "Python"}))
+            properties=self._server_properties())
+        frame = encode_frame(0, opened)
+        while len(frame) > MIN_MAX_FRAME_SIZE and opened.properties:
+            # Our open must fit the 512 bytes allowed before negotiation: the longest of the
+            # broker's properties give way first.
+            properties = dict(opened.properties)
+            del properties[max(properties, key=lambda k: len(str(properties[k])))]
+            opened.properties = properties
+            frame = encode_frame(0, opened)
+        self._out.append(frame)
         self.state = ConnectionState.OPENED
         if vhost not in self.broker.vhosts:
             raise ConnectionError10("amqp:not-found", f"vhost '{vhost}' not found")
@@ -557,6 +564,12 @@ class ServerConnection:
             vhost, user=self.user, client_properties={"container_id": self.container_id,
                                                       "protocol": "AMQP 1.0"},
             name=f"amqp 1.0 connection {self.peer}" if self.peer else None)
+
+    def _server_properties(self) -> dict[Any, Any]:
+        """The broker's server properties (``product``, ``version``... as for 0-9-1, so
+        ``Broker(as_rabbitmq=...)`` shows here too), the string-valued ones."""
+        return {Symbol(k): v for k, v in self.broker.server_properties.items()
+                if isinstance(v, str) and k.isascii()}
 
     def _finish(self) -> None:
         self.state = ConnectionState.CLOSED

@@ -506,3 +506,12 @@ def test_the_handshake_must_end_within_the_handshake_timeout(broker: Broker) -> 
     sniffer.tick()
     assert sniffer.should_close
     assert sniffer.close_reason is not None
+
+
+def test_open_presents_the_brokers_server_properties() -> None:
+    broker = Broker(as_rabbitmq="4.0.5", server_properties={"information": "x" * 600})
+    client = Client(ServerConnection(broker))
+    opened = client.open()[-1].performative
+    assert opened.properties[Symbol("product")] == "RabbitMQ"
+    assert opened.properties[Symbol("version")] == "4.0.5"
+    assert Symbol("information") not in opened.properties  # too long for the first 512 bytes
