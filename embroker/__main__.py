@@ -45,7 +45,8 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"embroker: cannot load the definitions {path}: {exc}", file=sys.stderr)
             return 1
     try:
-        server = Server(broker, args.host, args.port, heartbeat=args.heartbeat)
+        server = Server(broker, args.host, args.port, heartbeat=args.heartbeat,
+                        amqp10_port=args.amqp10_port)
     except PortInUse as exc:
         print(f"embroker: {exc} (another broker, perhaps RabbitMQ, is listening there); "
               "choose another with --port N, or --port 0 for any free port", file=sys.stderr)
@@ -54,7 +55,8 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"embroker: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
               file=sys.stderr)
         return 1
-    print(f"embroker {__version__} listening on {server.url} (vhosts: "
+    also = f", AMQP 1.0 alone on {server.amqp10_url}" if server.amqp10_port is not None else ""
+    print(f"embroker {__version__} listening on {server.url} (AMQP 0-9-1 and 1.0{also}; vhosts: "
           f"{', '.join(broker.vhosts)}; Ctrl-C stops)", flush=True)
 
     def stop(*_: object) -> None:
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m embroker", description=__doc__)
     parser.add_argument("--version", action="version", version=f"embroker {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run a broker that AMQP 0-9-1 clients connect to")
+    serve = commands.add_parser("serve", help="run a broker that AMQP 0-9-1 and 1.0 clients connect to")
     serve.add_argument("--host", default="localhost",
                        help="address to listen on; localhost (the default) means 127.0.0.1 and ::1")
     serve.add_argument("--port", type=int, default=5672,
@@ -102,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--definitions", action="append", metavar="FILE",
                        help="a RabbitMQ definitions file to load: vhosts, users, permissions, "
                             "topology (repeatable)")
+    serve.add_argument("--amqp10-port", type=int, default=None, metavar="N",
+                       help="also listen on port N for AMQP 1.0 alone (the main port serves "
+                            "AMQP 1.0 too)")
     serve.add_argument("--heartbeat", type=int, default=60,
                        help="heartbeat interval offered to clients, seconds (0 for none)")
     serve.add_argument("--as-rabbitmq", metavar="VERSION",

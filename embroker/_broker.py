@@ -42,8 +42,10 @@ class Broker(model.Broker):
         """
         return Connection(self, vhost, user=user, client_properties=client_properties)
 
-    def serve(self, host: str = "127.0.0.1", port: int = 0, *, heartbeat: int = 60) -> Server:
-        """Start a listener that real AMQP 0-9-1 clients can connect to.
+    def serve(self, host: str = "127.0.0.1", port: int = 0, *, heartbeat: int = 60,
+              amqp10_port: int | None = None) -> Server:
+        """Start a listener that real AMQP 0-9-1 and AMQP 1.0 clients can connect to (one port
+        serves both, told apart by the protocol header, as RabbitMQ's).
 
         Use it as a context manager, or call ``.stop()``::
 
@@ -54,8 +56,10 @@ class Broker(model.Broker):
             host: the address to listen on; ``"localhost"`` listens on 127.0.0.1 and ::1.
             port: the port; 0 takes any free one (see ``server.port`` / ``server.url``).
             heartbeat: the heartbeat interval offered to clients, in seconds (0: none).
+            amqp10_port: also listen on this port for AMQP 1.0 alone (0: any free port; see
+                ``server.amqp10_port`` / ``server.amqp10_url``).
 
         Raises:
             PortInUse: the port is taken.
         """
-        return Server(self, host, port, heartbeat=heartbeat).start()
+        return Server(self, host, port, heartbeat=heartbeat, amqp10_port=amqp10_port).start()

@@ -222,9 +222,11 @@ class Channel:
 
     def basic_publish(self, exchange: str, routing_key: str, body: bytes,
                       properties: dict[str, Any] | None = None, *, mandatory: bool = False,
-                      immediate: bool = False, encoded_properties: bytes | None = None) -> int:
+                      immediate: bool = False, encoded_properties: bytes | None = None,
+                      amqp10: object | None = None, origin: str | None = None) -> int:
         """basic.publish; returns the publish sequence number in confirm mode, else 0.
-        In a transaction the message is held until commit.
+        In a transaction the message is held until commit. ``amqp10`` and ``origin`` are what
+        the AMQP 1.0 layer keeps on the message (see :class:`Message`).
 
         Raises:
             NotFound: (404) no such exchange.
@@ -240,6 +242,8 @@ class Channel:
             raise NotImplementedAMQP("immediate=true")
         message = Message(exchange, routing_key, properties if properties is not None else {},
                           body, encoded_properties)
+        if amqp10 is not None or origin is not None:
+            message.amqp10, message.origin = amqp10, origin
         vhost = self.vhost
         # RabbitMQ's order of checks: size, the exchange, user_id, expiration, CC/BCC.
         max_size = vhost.broker.max_message_size
