@@ -78,11 +78,11 @@ def missing_message(path: Path, record_args: str) -> str:
             f"{RECORD_COMMAND} {record_args}\nand commit it")
 
 
-def diff(golden: Sequence[str], run: Run, path: Path) -> str:
+def diff(golden: Sequence[str], run: Run, path: Path, label: str | None = None) -> str:
     """A unified diff of a golden file and a run ('' when they are equal)."""
     lines = run.lines()
     if list(golden) == lines:
         return ""
     return "\n".join(difflib.unified_diff(
-        list(golden), lines, fromfile=f"RabbitMQ ({relative(path)})", tofile=run.driver_label,
-        lineterm="", n=3))
+        list(golden), lines, fromfile=f"RabbitMQ, recorded ({relative(path)})",
+        tofile=label or run.driver_label, lineterm="", n=3))

@@ -189,7 +189,17 @@ def _is_death_entry(value: dict[Any, Any]) -> bool:
 
 
 class Normalizer:
-    """Rewrites recorded values so that runs against different brokers compare equal."""
+    """Rewrites recorded values so that runs against different brokers compare equal.
+
+    - the run's unique name prefix goes, server-generated names are numbered in order of
+      appearance (``amq.gen-1``, ``amq.ctag-1``);
+    - an ``x-death`` time close to now becomes ``<time>``;
+    - 64-bit integers that pika decodes as its own ``long`` become ``int``;
+    - a dict's keys are sorted: transcripts compare tables (headers, arguments, properties) as
+      sets of fields, as dict equality does. The order of a table's fields is on the wire, but
+      no client we know of depends on it; a scenario that pins an order records the keys as a
+      list (``dlx_header_field_order``).
+    """
 
     def __init__(self, token: str) -> None:
         self.token = token
@@ -220,10 +230,10 @@ class Normalizer:
         if isinstance(value, list):
             return [self(v) for v in value]
         if isinstance(value, dict):
-            if _is_death_entry(value):
-                return {self(k): self._death_time(v) if k == "time" else self(v)
-                        for k, v in value.items()}
-            return {self(k): self(v) for k, v in value.items()}
+            death = _is_death_entry(value)
+            items = [(self(k), self._death_time(v) if death and k == "time" else self(v))
+                     for k, v in value.items()]
+            return dict(sorted(items, key=lambda kv: str(kv[0])))  # see Normalizer's docstring
         return value
 
     @staticmethod
