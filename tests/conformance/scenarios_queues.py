@@ -317,6 +317,25 @@ def scenario_queue_purge_then_requeue(s: Session) -> None:
     s.expect_bodies(ch, q, [b"a"])
 
 
+def scenario_queue_methods_no_wait(s: Session) -> None:
+    """queue.declare, bind, purge and delete with no-wait: done, and no reply sent; an error
+    still closes the channel."""
+    ch = s.channel()
+    q, x = s.name("q"), s.name("x")
+    ch.exchange_declare(x, "fanout")
+    s.expect(ch.queue_declare(q, no_wait=True), None, "no declare-ok")
+    s.expect(ch.queue_bind(q, x, no_wait=True), None, "no bind-ok")
+    ch.basic_publish(x, "", b"m1")
+    ch.basic_publish(x, "", b"m2")
+    s.expect(ch.queue_declare(q, passive=True), QueueDeclareOk("q", 2, 0), "declared and bound")
+    s.expect(ch.queue_purge(q, no_wait=True), None, "no purge-ok")
+    s.expect(ch.queue_declare(q, passive=True), QueueDeclareOk("q", 0, 0), "purged")
+    s.expect(ch.queue_delete(q, no_wait=True), None, "no delete-ok")
+    s.expect(s.queue_exists(q), False)
+    s.expect_error(ch.queue_purge(s.name("missing"), no_wait=True), 404,
+                   "NOT_FOUND - no queue 'missing' in vhost '/'", scope="channel")
+
+
 def scenario_queue_delete(s: Session) -> None:
     ch = s.channel()
     q = s.name("q")
