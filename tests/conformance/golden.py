@@ -17,6 +17,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from .harness import Run
 
@@ -86,3 +89,18 @@ def diff(golden: Sequence[str], run: Run, path: Path, label: str | None = None) 
     return "\n".join(difflib.unified_diff(
         list(golden), lines, fromfile=f"RabbitMQ, recorded ({relative(path)})",
         tofile=label or run.driver_label, lineterm="", n=3))
+
+
+class Divergence(AssertionError):
+    """embroker's transcript differs from RabbitMQ's: what a known divergence's strict xfail
+    expects. Any other failure of such a test (a stale golden file, an internal error) is not
+    one, and fails it."""
+
+
+def param(name: str, known_divergences: dict[str, str]) -> Any:
+    """``name`` as a test parameter: a strict xfail (raising :class:`Divergence` only) when it
+    is a known divergence, so that it fails the suite the day embroker agrees with RabbitMQ."""
+    if name in known_divergences:
+        return pytest.param(name, marks=pytest.mark.xfail(
+            strict=True, raises=Divergence, reason=known_divergences[name]))
+    return name

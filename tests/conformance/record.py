@@ -5,6 +5,8 @@
     python -m tests.conformance.record --stateful --generate 120
                                                  add generated sequences up to 120 of them
     python -m tests.conformance.record --check [...]       write nothing, show what would change
+    python -m tests.conformance.record --stateful --shrink gen_017
+                     print a shrunk sequence where RabbitMQ and embroker differ (for SEQUENCES)
 
 NAMEs are scenario (or sequence) names, or shell patterns (``'queue_*'``). Each one runs
 ``--runs`` times (2 by default) on the reference (``EMBROKER_REFERENCE_URL``, or ``--url``); it
@@ -25,8 +27,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import golden
-from .drivers import REFERENCE_ENV, PikaDriver, safe_url
+from . import golden, stateful
+from .drivers import REFERENCE_ENV, InProcessDriver, PikaDriver, safe_url
 from .harness import Run, diff_runs, problems, run_scenario
 from .scenarios import all_scenarios
 
@@ -89,6 +91,74 @@ def record_scenarios(names: Sequence[str], url: str, runs: int, check: bool) -> 
     return summary(failed, changed, check)
 
 
+def sequence_comments(name: str, version: str) -> list[str]:
+    kind = "generated" if stateful.GENERATED.match(name) else "shrunk: stateful.SEQUENCES"
+    return [f"{version}'s transcript of the stateful test's sequence {name} ({kind}).",
+            "Its operations are the 'step' notes. embroker is compared with it offline",
+            "(tests/conformance/test_stateful_differential.py).",
+            f"Re-record: {golden.RECORD_COMMAND} --stateful {name}"]
+
+
+def new_sequences(corpus: dict[str, list[stateful.Op]], total: int) -> dict[str, list[stateful.Op]]:
+    """Generated sequences not in ``corpus`` yet, named ``gen_NNN`` after the last, so that
+    there are ``total`` generated ones (derandomized: the same ones on every machine for a
+    given Hypothesis version and corpus)."""
+    have = [name for name in corpus if stateful.GENERATED.match(name)]
+    need = total - len(have)
+    if need <= 0:
+        return {}
+    known = list(corpus.values())
+    examples = total
+    while True:
+        fresh = [ops for ops in stateful.generate(examples) if ops not in known]
+        if len(fresh) >= need or examples > 16 * total:
+            break
+        examples *= 2
+    last = max((int(name.removeprefix("gen_")) for name in have), default=0)
+    return {f"gen_{last + i:03d}": ops for i, ops in enumerate(fresh[:need], 1)}
+
+
+def record_sequences(names: Sequence[str], url: str, runs: int, check: bool,
+                     generate_to: int) -> int:
+    corpus = stateful.corpus()
+    selected = select(names, list(corpus), "sequence") if names or not generate_to else []
+    if generate_to:
+        added = new_sequences(corpus, generate_to)
+        print(f"{len(added)} new generated sequence(s)", file=sys.stderr)
+        corpus.update(added)
+        selected += list(added)
+    version = rabbitmq_version(url)
+    failed = changed = 0
+    for name in selected:
+        run, why = record_one(name, functools.partial(
+            run_scenario, stateful.scenario(corpus[name]), PikaDriver(url, label="RabbitMQ")),
+            runs)
+        if run is None:
+            print(f"{why}\n\noperations:\n{stateful.show(corpus[name])}", file=sys.stderr)
+            failed += 1
+            continue
+        changed += report(golden.sequence_path(name), run.lines(),
+                          sequence_comments(name, version), check)
+    return summary(failed, changed, check)
+
+
+def shrink_sequences(names: Sequence[str], url: str) -> int:
+    """Print, for each sequence, a shrunk one on which RabbitMQ and in-process embroker differ."""
+    corpus = stateful.corpus()
+    for name in select(names, list(corpus), "sequence"):
+        def differ(ops: list[stateful.Op]) -> str:
+            ref = run_scenario(stateful.scenario(ops), PikaDriver(url, label="RabbitMQ"))
+            return diff_runs(ref, run_scenario(stateful.scenario(ops), InProcessDriver()))
+
+        if not differ(corpus[name]):
+            print(f"{name}: RabbitMQ and embroker agree")
+            continue
+        ops = stateful.shrink(corpus[name], lambda ops: bool(differ(ops)),
+                              log=lambda line, n=name: print(f"{n}: {line}", file=sys.stderr))
+        print(f"{name} shrunk to {len(ops)} steps:\n    {ops!r}\n{differ(ops)}\n")
+    return 0
+
+
 def report(path: Path, lines: list[str], comments: list[str], check: bool) -> int:
     """Write (or, with ``check``, compare) one golden file; print its diff; 1 when it changed."""
     if check:
@@ -122,6 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--generate", type=int, metavar="N", default=0,
                         help="with --stateful: add derandomized generated sequences until "
                              "there are N generated ones")
+    parser.add_argument("--shrink", action="store_true",
+                        help="with --stateful: write nothing; print a shrunk sequence where "
+                             "RabbitMQ and embroker (in-process) differ, for each NAME")
     parser.add_argument("--runs", type=int, default=2,
                         help="runs on RabbitMQ that must agree before a file is written")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 on a diff")
@@ -132,11 +205,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"recording needs the reference RabbitMQ: set {REFERENCE_ENV} or --url")
     if why := PikaDriver.check_reachable(args.url):
         parser.error(f"the reference {safe_url(args.url)} does not answer: {why}")
+    if (args.generate or args.shrink) and not args.stateful:
+        parser.error("--generate and --shrink go with --stateful")
+    if args.generate and args.check:
+        parser.error("--generate writes files: not with --check")
+    if args.shrink:
+        return shrink_sequences(args.names, args.url)
     if args.stateful:
-        from .stateful_record import record_sequences
         return record_sequences(args.names, args.url, args.runs, args.check, args.generate)
-    if args.generate:
-        parser.error("--generate goes with --stateful")
     return record_scenarios(args.names, args.url, args.runs, args.check)
 
 

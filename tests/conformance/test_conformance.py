@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -76,11 +75,6 @@ def test_wire(scenario: Scenario) -> None:
         pytest.fail("\n\n".join(out) + f"\n\nwire transcript:\n{run.text()}", pytrace=False)
 
 
-class Divergence(AssertionError):
-    """embroker's transcript differs from RabbitMQ's (what a known divergence's xfail expects;
-    any other failure of such a test, such as a stale golden file, still fails it)."""
-
-
 #: Scenarios where embroker does not do what RabbitMQ 3.10 does yet: name -> what differs.
 #: Each is a strict xfail (on both drivers): it fails the suite the day embroker agrees, so the
 #: entry must then go.
@@ -90,13 +84,6 @@ KNOWN_DIVERGENCES = {
         "(x-death, x-first-death-* in place among the message's own fields); embroker keeps "
         "the message's order and appends x-first-death-reason, -queue, -exchange, then x-death",
 }
-
-
-def _differential_param(name: str) -> Any:
-    if name in KNOWN_DIVERGENCES:
-        return pytest.param(name, marks=pytest.mark.xfail(
-            strict=True, raises=Divergence, reason=KNOWN_DIVERGENCES[name]))
-    return name
 
 
 #: Reference runs by scenario name: each scenario runs once on RabbitMQ for both candidates.
@@ -125,7 +112,7 @@ def check_golden_against_reference(name: str, expected: list[str], url: str) -> 
 
 @pytest.mark.differential
 @pytest.mark.parametrize("candidate", list(CANDIDATES))
-@pytest.mark.parametrize("name", [_differential_param(name) for name in SCENARIOS])
+@pytest.mark.parametrize("name", [golden.param(name, KNOWN_DIVERGENCES) for name in SCENARIOS])
 def test_differential(name: str, candidate: str, reference: str | None) -> None:
     path = golden.scenario_path(name)
     expected = golden.read(path)
@@ -137,7 +124,7 @@ def test_differential(name: str, candidate: str, reference: str | None) -> None:
     if msg := problems(run):
         pytest.fail(msg, pytrace=False)
     if diff := golden.diff(expected, run, path):
-        raise Divergence(f"transcripts differ (- RabbitMQ, + {run.driver_label}):\n{diff}")
+        raise golden.Divergence(f"transcripts differ (- RabbitMQ, + {run.driver_label}):\n{diff}")
 
 
 def test_every_golden_file_belongs_to_a_scenario() -> None:
