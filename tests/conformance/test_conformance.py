@@ -83,6 +83,11 @@ KNOWN_DIVERGENCES = {
         "RabbitMQ sorts the whole header table by field name when it dead-letters a message "
         "(x-death, x-first-death-* in place among the message's own fields); embroker keeps "
         "the message's order and appends x-first-death-reason, -queue, -exchange, then x-death",
+    "queue_declare_classic_refuses_other_types_arguments":
+        "RabbitMQ 3.10 refuses a classic queue declared with a quorum or stream argument "
+        "(x-delivery-limit, x-max-in-memory-length, x-max-age...: 406 \"invalid arg 'K' for "
+        "queue 'q' in vhost '/' of queue type rabbit_classic_queue\"); embroker accepts them "
+        "(issue #11 item 11)",
 }
 
 
