@@ -28,6 +28,7 @@ import fnmatch
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -391,6 +392,12 @@ class Outcome:
     detail: str  # the first failing test, or why stale
 
 
+def _default_sigint() -> None:
+    """Started in the background from a shell, this script inherits SIGINT ignored, and so would
+    the tests' subprocesses (a test that stops ``embroker serve`` with SIGINT would hang)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_tests(copy: Path, tests: list[str]) -> tuple[int | None, str, float]:
     """(pytest's exit status or None on timeout, its output, seconds) in ``copy``, offline."""
     env = {k: v for k, v in os.environ.items() if k != "EMBROKER_REFERENCE_URL"}
@@ -402,7 +409,7 @@ def run_tests(copy: Path, tests: list[str]) -> tuple[int | None, str, float]:
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-x", "-q", "--no-header", "-p", "no:cacheprovider",
              *tests], check=False, cwd=copy, env=env, capture_output=True, text=True,
-            timeout=TIMEOUT_SECONDS)
+            timeout=TIMEOUT_SECONDS, preexec_fn=_default_sigint)
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         return None, out, time.monotonic() - start
