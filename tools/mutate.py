@@ -272,10 +272,18 @@ MUTATIONS: list[Mutation] = [
     M("expired_dead_lettered_as_maxlen", QUEUE,
       "self._dead_letter(expired, \"expired\")", "self._dead_letter(expired, \"maxlen\")",
       "an expired message is dead-lettered with reason expired"),
-    M("queue_expires_while_consumed", QUEUE,
-      "if not self.deleted and not self._consumer_count:\n            self.vhost",
-      "if not self.deleted:\n            self.vhost",
-      "x-expires does not delete a queue that has consumers"),
+    M("queue_expires_while_consumed", QUEUE,  # both guards: either one keeps the rule
+      "        if not self._consumer_count and not self.deleted:\n            self._idle_timer"
+      " = self._clock.call_at(self._clock.monotonic() + self._expires,\n"
+      "                                                   self._expired)\n\n"
+      "    def _expired(self) -> None:\n        self._idle_timer = None\n"
+      "        if not self.deleted and not self._consumer_count:",
+      "        if not self.deleted:\n            self._idle_timer"
+      " = self._clock.call_at(self._clock.monotonic() + self._expires,\n"
+      "                                                   self._expired)\n\n"
+      "    def _expired(self) -> None:\n        self._idle_timer = None\n"
+      "        if not self.deleted:",
+      "x-expires does not count down while the queue has consumers"),
     M("get_does_not_renew_x_expires", QUEUE,
       "        if self._expires is not None:\n            self.touch()\n",
       "",
