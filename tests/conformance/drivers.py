@@ -246,14 +246,21 @@ class PikaDriver:
                     conn.close()
 
     @staticmethod
-    def check_reachable(url: str) -> str | None:
-        """None when ``url`` answers; else why not."""
-        try:
-            conn = PikaDriver(url).connect()
-        except Exception as exc:
-            return repr(exc)  # pika's str() of a connection error is often empty
-        conn.close()
-        return None
+    def check_reachable(url: str, attempts: int = 2, pause: float = 2.0) -> str | None:
+        """None when ``url`` answers (within ``attempts`` tries, ``pause`` seconds apart: a
+        busy machine may miss one handshake); else why not."""
+        why = ""
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(pause)
+            try:
+                conn = PikaDriver(url).connect()
+            except Exception as exc:
+                why = repr(exc)  # pika's str() of a connection error is often empty
+                continue
+            conn.close()
+            return None
+        return why
 
 
 class WireDriver(PikaDriver):
