@@ -134,7 +134,7 @@ def test_anonymous_can_be_switched_off(broker: Broker) -> None:
     assert client.connection.should_close
 
 
-@pytest.mark.parametrize("mechanism, response", [("PLAIN", b"\0guest\0guest"),
+@pytest.mark.parametrize(("mechanism", "response"), [("PLAIN", b"\0guest\0guest"),
                                                  ("ANONYMOUS", b"")])
 def test_guest_is_refused_from_elsewhere_than_loopback(broker: Broker, mechanism: str,
                                                        response: bytes) -> None:

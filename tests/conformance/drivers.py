@@ -23,7 +23,7 @@ import struct
 import subprocess
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from .harness import (
@@ -108,6 +108,8 @@ class _InProcessChannel:
         self.broker.tick()  # what the listener's loop would have run by now
         if method == "basic_consume":
             args = (args[0], self._on_message)
+        kwargs = dict(kwargs)
+        no_wait = kwargs.pop("no_wait", False)  # no replies in-process: only the result goes
         try:
             result = getattr(self.ch, method)(*args, **kwargs)
         except AMQPError as e:
@@ -117,6 +119,8 @@ class _InProcessChannel:
             if e.reason is None:
                 raise
             raise BrokerError("connection", e.reason.reply_code, e.reason.wire_reply_text) from e
+        if no_wait:
+            return None
         if method == "queue_declare":
             return QueueDeclareOk(result.queue, result.message_count, result.consumer_count)
         if method == "basic_get":
@@ -300,14 +304,21 @@ class PikaDriver:
                     conn.close()
 
     @staticmethod
-    def check_reachable(url: str) -> str | None:
-        """None when ``url`` answers; else why not."""
-        try:
-            conn = PikaDriver(url).connect()
-        except Exception as exc:
-            return repr(exc)  # pika's str() of a connection error is often empty
-        conn.close()
-        return None
+    def check_reachable(url: str, attempts: int = 2, pause: float = 2.0) -> str | None:
+        """None when ``url`` answers (within ``attempts`` tries, ``pause`` seconds apart: a
+        busy machine may miss one handshake); else why not."""
+        why = ""
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(pause)
+            try:
+                conn = PikaDriver(url).connect()
+            except Exception as exc:
+                why = repr(exc)  # pika's str() of a connection error is often empty
+                continue
+            conn.close()
+            return None
+        return why
 
 
 class WireDriver(PikaDriver):
@@ -450,11 +461,63 @@ class _PikaChannel:
                   [pika.spec.Basic.CancelOk])
         self.ch._flush_output(lambda: bool(done))
 
+    #: The methods with a no-wait flag: harness method -> (pika.spec request, its reply, the
+    #: names of the harness method's positional arguments).
+    NO_WAIT: ClassVar[dict[str, tuple[str, str, tuple[str, ...]]]] = {
+        "exchange_declare": ("Exchange.Declare", "Exchange.DeclareOk", ("exchange",)),
+        "exchange_delete": ("Exchange.Delete", "Exchange.DeleteOk", ("exchange",)),
+        "exchange_bind": ("Exchange.Bind", "Exchange.BindOk",
+                          ("destination", "source", "routing_key")),
+        "exchange_unbind": ("Exchange.Unbind", "Exchange.UnbindOk",
+                            ("destination", "source", "routing_key")),
+        "queue_declare": ("Queue.Declare", "Queue.DeclareOk", ("queue",)),
+        "queue_bind": ("Queue.Bind", "Queue.BindOk", ("queue", "exchange", "routing_key")),
+        "queue_purge": ("Queue.Purge", "Queue.PurgeOk", ("queue",)),
+        "queue_delete": ("Queue.Delete", "Queue.DeleteOk", ("queue",)),
+        "basic_cancel": ("Basic.Cancel", "Basic.CancelOk", ("consumer_tag",)),
+        "confirm_delivery": ("Confirm.Select", "Confirm.SelectOk", ()),
+    }
+
+    def _no_wait(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Send ``method`` with no-wait (pika's blocking API cannot), then channel.flow(true) as
+        a round trip: a reply to the method would have come before flow-ok. None, or the names
+        of the replies that came all the same."""
+        import functools
+
+        import pika.spec
+
+        request_name, reply_name, positional = self.NO_WAIT[method]
+        request, reply = (functools.reduce(getattr, name.split("."), pika.spec)
+                          for name in (request_name, reply_name))
+        fields = dict(zip(positional, args, strict=False)) | kwargs
+        if "exchange_type" in fields:
+            fields["type"] = fields.pop("exchange_type")
+        if method == "queue_bind" and fields.get("routing_key") is None:
+            fields["routing_key"] = fields["queue"]  # as pika's queue_bind
+        impl, replies = self.ch._impl, []
+
+        def on_reply(frame: Any) -> None:
+            replies.append(frame.method.NAME)
+
+        impl.callbacks.add(impl.channel_number, reply, on_reply, one_shot=False)
+        try:
+            impl._send_method(request(nowait=True, **fields))
+            self.ch.flow(True)
+        finally:
+            impl.callbacks.remove(impl.channel_number, reply, on_reply)
+        if method == "basic_cancel":  # what pika does on cancel-ok
+            impl._cleanup_consumer_ref(fields["consumer_tag"])
+            self.ch._consumer_infos.pop(fields["consumer_tag"], None)
+        return replies or None
+
     def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         import pika
         import pika.exceptions as px
 
         try:
+            if kwargs.get("no_wait"):
+                return self._no_wait(method, args,
+                                     {k: v for k, v in kwargs.items() if k != "no_wait"})
             if method == "basic_consume":
                 return self._consume(*args, **kwargs)
             if method == "basic_cancel":
@@ -535,15 +598,17 @@ class _PikaChannel:
 _reachability: dict[str, str | None] = {}
 
 
-def reference_url_or_skip_reason() -> tuple[str | None, str | None]:
-    """(url, None) when the reference RabbitMQ is configured and answers; else (None, reason)."""
+def reference_url_or_problem() -> tuple[str | None, str | None]:
+    """The reference RabbitMQ: ``(url, None)`` when ``EMBROKER_REFERENCE_URL`` is set and
+    answers, ``(None, None)`` when it is not set, ``(None, why)`` when it is set and does not
+    answer (a broken setup: the tests that use it fail rather than skip)."""
     url = os.environ.get(REFERENCE_ENV)
     if not url:
-        return None, (f"{REFERENCE_ENV} is not set: differential tests need a reference RabbitMQ,"
-                      f" e.g. {REFERENCE_ENV}=amqp://guest:guest@127.0.0.1:5672/")
+        return None, None
     if url not in _reachability:
         _reachability[url] = PikaDriver.check_reachable(url)
     why = _reachability[url]
     if why is not None:
-        return None, f"{REFERENCE_ENV}={safe_url(url)} is set but RabbitMQ does not answer: {why}"
+        return None, (f"{REFERENCE_ENV}={safe_url(url)} is set but RabbitMQ does not answer: "
+                      f"{why}\n(unset {REFERENCE_ENV} to run the golden-file checks alone)")
     return url, None

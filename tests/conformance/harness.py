@@ -8,6 +8,10 @@ the session records every call together with its outcome in ``s.transcript``:
 - the error it raised, as :class:`Err` (``scope`` "channel"/"connection", reply code, reply text);
   the call does not raise, so the scenario goes on (on another channel) after an error.
 
+Methods that have a no-wait flag take ``no_wait=True``: the broker must then send no reply;
+the result is None, or the names of the replies it sent all the same (the wire drivers follow
+the method with a round trip and collect them; an error still closes the channel).
+
 Messages returned to a publisher (``basic.return``) and publisher confirms (``basic.ack``/``nack``
 in confirm mode) are recorded right after the call that caused them, in the order they arrived.
 Consumer deliveries and broker-initiated consumer cancels arrive asynchronously on the wire (and
@@ -210,7 +214,17 @@ def _is_death_entry(value: dict[Any, Any]) -> bool:
 
 
 class Normalizer:
-    """Rewrites recorded values so that runs against different brokers compare equal."""
+    """Rewrites recorded values so that runs against different brokers compare equal.
+
+    - the run's unique name prefix goes, server-generated names are numbered in order of
+      appearance (``amq.gen-1``, ``amq.ctag-1``);
+    - an ``x-death`` time close to now becomes ``<time>``;
+    - 64-bit integers that pika decodes as its own ``long`` become ``int``;
+    - a dict's keys are sorted: transcripts compare tables (headers, arguments, properties) as
+      sets of fields, as dict equality does. The order of a table's fields is on the wire, but
+      no client we know of depends on it; a scenario that pins an order records the keys as a
+      list (``dlx_header_field_order``).
+    """
 
     def __init__(self, token: str) -> None:
         self.token = token
@@ -241,10 +255,10 @@ class Normalizer:
         if isinstance(value, list):
             return [self(v) for v in value]
         if isinstance(value, dict):
-            if _is_death_entry(value):
-                return {self(k): self._death_time(v) if k == "time" else self(v)
-                        for k, v in value.items()}
-            return {self(k): self(v) for k, v in value.items()}
+            death = _is_death_entry(value)
+            items = [(self(k), self._death_time(v) if death and k == "time" else self(v))
+                     for k, v in value.items()]
+            return dict(sorted(items, key=lambda kv: str(kv[0])))  # see Normalizer's docstring
         return value
 
     @staticmethod
@@ -366,48 +380,51 @@ class ChannelProxy:
     # The in-process client's contract (and pika's BlockingChannel's names).
     def exchange_declare(self, exchange: str, exchange_type: str = "direct", *, passive: bool = False,
                          durable: bool = False, auto_delete: bool = False, internal: bool = False,
-                         arguments: dict[str, Any] | None = None) -> Any:
+                         arguments: dict[str, Any] | None = None, no_wait: bool = False) -> Any:
         kw: dict[str, Any] = {"exchange_type": exchange_type}
         kw.update(_non_default(passive=passive, durable=durable, auto_delete=auto_delete,
-                               internal=internal, arguments=arguments))
+                               internal=internal, arguments=arguments, no_wait=no_wait))
         return self._call("exchange_declare", exchange, **kw)
 
-    def exchange_delete(self, exchange: str, *, if_unused: bool = False) -> Any:
-        return self._call("exchange_delete", exchange, **_non_default(if_unused=if_unused))
+    def exchange_delete(self, exchange: str, *, if_unused: bool = False,
+                        no_wait: bool = False) -> Any:
+        return self._call("exchange_delete", exchange,
+                          **_non_default(if_unused=if_unused, no_wait=no_wait))
 
     def exchange_bind(self, destination: str, source: str, routing_key: str = "",
-                      arguments: dict[str, Any] | None = None) -> Any:
+                      arguments: dict[str, Any] | None = None, *, no_wait: bool = False) -> Any:
         return self._call("exchange_bind", destination, source, routing_key,
-                          **_non_default(arguments=arguments))
+                          **_non_default(arguments=arguments, no_wait=no_wait))
 
     def exchange_unbind(self, destination: str, source: str, routing_key: str = "",
-                        arguments: dict[str, Any] | None = None) -> Any:
+                        arguments: dict[str, Any] | None = None, *, no_wait: bool = False) -> Any:
         return self._call("exchange_unbind", destination, source, routing_key,
-                          **_non_default(arguments=arguments))
+                          **_non_default(arguments=arguments, no_wait=no_wait))
 
     def queue_declare(self, queue: str = "", *, passive: bool = False, durable: bool = False,
                       exclusive: bool = False, auto_delete: bool = False,
-                      arguments: dict[str, Any] | None = None) -> Any:
+                      arguments: dict[str, Any] | None = None, no_wait: bool = False) -> Any:
         return self._call("queue_declare", queue, **_non_default(
             passive=passive, durable=durable, exclusive=exclusive, auto_delete=auto_delete,
-            arguments=arguments))
+            arguments=arguments, no_wait=no_wait))
 
     def queue_bind(self, queue: str, exchange: str, routing_key: str | None = None,
-                   arguments: dict[str, Any] | None = None) -> Any:
+                   arguments: dict[str, Any] | None = None, *, no_wait: bool = False) -> Any:
         return self._call("queue_bind", queue, exchange, routing_key,
-                          **_non_default(arguments=arguments))
+                          **_non_default(arguments=arguments, no_wait=no_wait))
 
     def queue_unbind(self, queue: str, exchange: str, routing_key: str | None = None,
                      arguments: dict[str, Any] | None = None) -> Any:
         return self._call("queue_unbind", queue, exchange, routing_key,
                           **_non_default(arguments=arguments))
 
-    def queue_purge(self, queue: str) -> Any:
-        return self._call("queue_purge", queue)
+    def queue_purge(self, queue: str, *, no_wait: bool = False) -> Any:
+        return self._call("queue_purge", queue, **_non_default(no_wait=no_wait))
 
-    def queue_delete(self, queue: str, *, if_unused: bool = False, if_empty: bool = False) -> Any:
-        return self._call("queue_delete", queue,
-                          **_non_default(if_unused=if_unused, if_empty=if_empty))
+    def queue_delete(self, queue: str, *, if_unused: bool = False, if_empty: bool = False,
+                     no_wait: bool = False) -> Any:
+        return self._call("queue_delete", queue, **_non_default(
+            if_unused=if_unused, if_empty=if_empty, no_wait=no_wait))
 
     def basic_publish(self, exchange: str, routing_key: str, body: bytes,
                       properties: dict[str, Any] | None = None, *, mandatory: bool = False) -> Any:
@@ -439,8 +456,8 @@ class ChannelProxy:
             auto_ack=auto_ack, exclusive=exclusive, consumer_tag=consumer_tag,
             arguments=arguments))
 
-    def basic_cancel(self, consumer_tag: str) -> Any:
-        return self._call("basic_cancel", consumer_tag)
+    def basic_cancel(self, consumer_tag: str, *, no_wait: bool = False) -> Any:
+        return self._call("basic_cancel", consumer_tag, **_non_default(no_wait=no_wait))
 
     def basic_qos(self, *, prefetch_size: int = 0, prefetch_count: int = 0,
                   global_qos: bool = False) -> Any:
@@ -460,9 +477,10 @@ class ChannelProxy:
     def tx_rollback(self) -> Any:
         return self._call("tx_rollback")
 
-    def confirm_delivery(self) -> Any:
-        """confirm.select; then every publish waits for its basic.ack/nack, recorded after it."""
-        return self._call("confirm_delivery")
+    def confirm_delivery(self, *, no_wait: bool = False) -> Any:
+        """confirm.select; then every publish waits for its basic.ack/nack, recorded after it
+        (not after a no-wait select: the wire drivers do not know the channel confirms)."""
+        return self._call("confirm_delivery", **_non_default(no_wait=no_wait))
 
     def flow(self, active: bool) -> Any:
         """channel.flow; returns the ``active`` of flow-ok (wire drivers only: see wire_only)."""

@@ -301,6 +301,17 @@ def scenario_consume_cancel_keeps_unacked(s: Session) -> None:
               getattr(m, "redelivered", None)), (3, b"m0", True))
 
 
+def scenario_consume_cancel_no_wait(s: Session) -> None:
+    """basic.cancel with no-wait: the consumer goes, no cancel-ok comes."""
+    ch = s.channel()
+    q = _queue_with(s, ch, 0)
+    tag = ch.basic_consume(q, consumer_tag="k")
+    s.expect(ch.basic_cancel(tag, no_wait=True), None, "no cancel-ok")
+    ch.basic_publish("", q, b"m0")
+    s.expect(_ready(s, ch, q), (1, 0), "no consumer left")
+    s.expect(ch.basic_cancel("unknown", no_wait=True), None, "an unknown tag: no reply either")
+
+
 def scenario_basic_recover_requeue(s: Session) -> None:
     ch = s.channel()
     q = _queue_with(s, ch, 3)

@@ -21,6 +21,25 @@ def scenario_exchange_declare_each_type(s: Session) -> None:
                                      arguments={"x-foo": "bar"}), None)
 
 
+def scenario_exchange_methods_no_wait(s: Session) -> None:
+    """exchange.declare, bind, unbind and delete with no-wait: done, and no reply sent; an
+    error still closes the channel."""
+    ch = s.channel()
+    x, y, q = s.name("x"), s.name("y"), s.name("q")
+    s.expect(ch.exchange_declare(x, "fanout", no_wait=True), None, "no declare-ok")
+    ch.exchange_declare(y, "fanout", no_wait=True)
+    s.expect(ch.exchange_bind(y, x, no_wait=True), None, "no bind-ok")
+    ch.queue_declare(q)
+    ch.queue_bind(q, y)
+    ch.basic_publish(x, "", b"through x")
+    s.expect(ch.exchange_unbind(y, x, no_wait=True), None, "no unbind-ok")
+    ch.basic_publish(x, "", b"lost")
+    s.expect_bodies(ch, q, [b"through x"])
+    s.expect(ch.exchange_delete(y, no_wait=True), None, "no delete-ok")
+    s.expect(s.exchange_exists(y), False)
+    s.expect_error(ch.exchange_declare(x, "direct", no_wait=True), 406, scope="channel")
+
+
 def _inequivalent(s: Session, first: dict, second: dict, text: str) -> None:
     ch = s.channel()
     x = s.name("x")

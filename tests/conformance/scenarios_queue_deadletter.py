@@ -74,6 +74,28 @@ def scenario_dlx_rejected(s: Session) -> None:
     s.expect(ready(ch, q), 0)
 
 
+def scenario_dlx_header_field_order(s: Session) -> None:
+    """The order of the header fields, which transcripts otherwise ignore (``Normalizer`` sorts a
+    table's fields), recorded as lists: a published message keeps its order; a dead-lettered
+    one's table is the one RabbitMQ writes (with x-death and x-first-death-*), and so is an
+    x-death entry's."""
+    ch = s.channel()
+    dlx, dead = _dead_letter_queue(s, ch)
+    q = s.name("q")
+    ch.queue_declare(q, arguments={"x-dead-letter-exchange": dlx})
+    ch.basic_publish("", q, b"m0", {"headers": {"zz": 1, "aa": "v", "mm": 2}})
+    m = ch.basic_get(q)
+    if isinstance(m, Msg):
+        s.note("header fields as published", list(m.properties["headers"]))
+    ch.basic_reject(1, requeue=False)
+    wait_ready(s, dead, 1)
+    m = ch.basic_get(dead, auto_ack=True)
+    if isinstance(m, Msg):
+        headers = m.properties["headers"]
+        s.note("header fields once dead-lettered", list(headers))
+        s.note("fields of the x-death entry", list(headers["x-death"][0]))
+
+
 def scenario_dlx_nack_multiple_from_consumer(s: Session) -> None:
     """A consumer's nack(multiple, requeue=false): each message dead-lettered, in order, to a
     consumer of the dead-letter queue."""

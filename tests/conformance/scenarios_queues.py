@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .harness import QueueDeclareOk, Session
 
 LOCKED = ("RESOURCE_LOCKED - cannot obtain exclusive access to locked queue 'q' in vhost '/'."
@@ -118,6 +120,50 @@ def scenario_queue_redeclare_unchecked_arguments(s: Session) -> None:
     ch.queue_declare(q, arguments={"x-foo": "a", "bar": 1})
     s.expect(ch.queue_declare(q, arguments={"x-foo": "b"}), QueueDeclareOk("q", 0, 0))
     s.expect(ch.queue_declare(q), QueueDeclareOk("q", 0, 0))
+
+
+#: The arguments RabbitMQ compares when a classic queue is declared again, each with two values.
+COMPARED_ARGUMENTS: tuple[tuple[str, Any, Any], ...] = (
+    ("x-expires", 10_000, 20_000), ("x-message-ttl", 1000, 2000),
+    ("x-dead-letter-exchange", "a", "b"), ("x-max-length", 10, 20),
+    ("x-max-length-bytes", 1000, 2000), ("x-max-priority", 5, 10),
+    ("x-overflow", "drop-head", "reject-publish"), ("x-queue-mode", "default", "lazy"),
+    ("x-single-active-consumer", True, False), ("x-queue-type", "classic", "quorum"),
+)
+
+
+def scenario_queue_redeclare_each_compared_argument(s: Session) -> None:
+    """Every argument RabbitMQ compares on a classic queue's re-declare: another value is a 406
+    (the same value is fine)."""
+    for i, (key, first, second) in enumerate(COMPARED_ARGUMENTS):
+        ch = s.channel()
+        q = s.name(f"q{i}")
+        ch.queue_declare(q, arguments={key: first})
+        s.expect(ch.queue_declare(q, arguments={key: first}), QueueDeclareOk(f"q{i}", 0, 0))
+        s.expect_error(ch.queue_declare(q, arguments={key: second}), 406, scope="channel",
+                       what=f"{key} {first!r} then {second!r}")
+    ch = s.channel()
+    q = s.name("dl")
+    ch.queue_declare(q, arguments={"x-dead-letter-exchange": "x", "x-dead-letter-routing-key": "k1"})
+    s.expect_error(ch.queue_declare(q, arguments={"x-dead-letter-exchange": "x",
+                                                  "x-dead-letter-routing-key": "k2"}), 406)
+
+
+#: Arguments of quorum queues and streams only.
+OTHER_TYPES_ARGUMENTS: tuple[tuple[str, Any], ...] = (
+    ("x-max-in-memory-length", 10), ("x-max-in-memory-bytes", 1000),
+    ("x-quorum-initial-group-size", 1), ("x-delivery-limit", 1), ("x-max-age", "1D"),
+    ("x-stream-max-segment-size-bytes", 1000), ("x-initial-cluster-size", 1),
+    ("x-queue-leader-locator", "client-local"),
+)
+
+
+def scenario_queue_declare_classic_refuses_other_types_arguments(s: Session) -> None:
+    """A classic queue refuses the arguments of quorum queues and streams: 406 "invalid arg
+    'x-delivery-limit' for queue 'q3' in vhost '/' of queue type rabbit_classic_queue". (No
+    expectations: embroker accepts them, a known divergence, see test_conformance.py.)"""
+    for i, (key, value) in enumerate(OTHER_TYPES_ARGUMENTS):
+        s.channel().queue_declare(s.name(f"q{i}"), arguments={key: value})
 
 
 def scenario_queue_declare_invalid_argument(s: Session) -> None:
@@ -315,6 +361,25 @@ def scenario_queue_purge_then_requeue(s: Session) -> None:
     ch.queue_purge(q)
     ch.basic_reject(m.delivery_tag)
     s.expect_bodies(ch, q, [b"a"])
+
+
+def scenario_queue_methods_no_wait(s: Session) -> None:
+    """queue.declare, bind, purge and delete with no-wait: done, and no reply sent; an error
+    still closes the channel."""
+    ch = s.channel()
+    q, x = s.name("q"), s.name("x")
+    ch.exchange_declare(x, "fanout")
+    s.expect(ch.queue_declare(q, no_wait=True), None, "no declare-ok")
+    s.expect(ch.queue_bind(q, x, no_wait=True), None, "no bind-ok")
+    ch.basic_publish(x, "", b"m1")
+    ch.basic_publish(x, "", b"m2")
+    s.expect(ch.queue_declare(q, passive=True), QueueDeclareOk("q", 2, 0), "declared and bound")
+    s.expect(ch.queue_purge(q, no_wait=True), None, "no purge-ok")
+    s.expect(ch.queue_declare(q, passive=True), QueueDeclareOk("q", 0, 0), "purged")
+    s.expect(ch.queue_delete(q, no_wait=True), None, "no delete-ok")
+    s.expect(s.queue_exists(q), False)
+    s.expect_error(ch.queue_purge(s.name("missing"), no_wait=True), 404,
+                   "NOT_FOUND - no queue 'missing' in vhost '/'", scope="channel")
 
 
 def scenario_queue_delete(s: Session) -> None:

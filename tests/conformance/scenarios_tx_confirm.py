@@ -172,6 +172,13 @@ def scenario_tx_and_confirm_exclude_each_other(s: Session) -> None:
                    "PRECONDITION_FAILED - cannot switch from confirm to tx mode", scope="channel")
 
 
+def scenario_confirm_select_no_wait(s: Session) -> None:
+    """confirm.select with no-wait: the channel confirms (tx.select is refused), no select-ok."""
+    ch = s.channel()
+    s.expect(ch.confirm_delivery(no_wait=True), None, "no select-ok")
+    s.expect_error(ch.tx_select(), 406, "PRECONDITION_FAILED - cannot switch from confirm to tx mode")
+
+
 def scenario_tx_channel_close_discards_uncommitted(s: Session) -> None:
     ch = s.channel()
     q = s.name("q")

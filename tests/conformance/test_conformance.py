@@ -1,12 +1,15 @@
-"""Every scenario on three brokers: in-process embroker, embroker over the wire, RabbitMQ.
+"""Every scenario on embroker (in-process and over the wire), against RabbitMQ's transcript.
 
 - ``test_in_process``: the scenario's expectations (``s.expect...``) hold on the in-process client.
 - ``test_wire``: pika against embroker's own listener (a fresh broker and port per scenario): the
   expectations hold, the listener recorded no internal error, and the transcript equals the
-  in-process one. Needs no RabbitMQ, so CI without the reference still checks the wire path.
-- ``test_differential``: against the reference RabbitMQ (``EMBROKER_REFERENCE_URL``), each embroker
-  driver's transcript (every call's result or error, every message received, returned or
-  confirmed) must equal RabbitMQ's, and the expectations must hold on RabbitMQ too.
+  in-process one.
+- ``test_differential``: each embroker driver's transcript (every call's result or error, every
+  message received, returned or confirmed) equals RabbitMQ's, as recorded in the scenario's
+  golden file (``golden/<scenario>.txt``; see ``README.md``). Runs without RabbitMQ; a scenario
+  without a golden file fails. With the reference (``EMBROKER_REFERENCE_URL``) each golden file
+  is also checked against a fresh RabbitMQ run (once per scenario), and the scenario's
+  expectations must hold on RabbitMQ.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Callable
 
 import pytest
 
+from . import golden
 from .drivers import InProcessDriver, PikaDriver, WireDriver
 from .harness import Run, Scenario, diff_runs, problems, run_scenario, wire_only_reason
 from .scenarios import all_scenarios
@@ -43,7 +47,7 @@ def run_on_wire(scenario: Scenario) -> Run:
     return run
 
 
-#: The embroker drivers compared with the reference.
+#: The embroker drivers compared with RabbitMQ.
 CANDIDATES: dict[str, Callable[[Scenario], Run]] = {
     "in-process": run_in_process,
     "wire": run_on_wire,
@@ -71,30 +75,55 @@ def test_wire(scenario: Scenario) -> None:
         pytest.fail("\n\n".join(out) + f"\n\nwire transcript:\n{run.text()}", pytrace=False)
 
 
+#: Scenarios where embroker does not do what RabbitMQ 3.10 does yet: name -> what differs.
+#: Each is a strict xfail (on both drivers): it fails the suite the day embroker agrees, so the
+#: entry must then go.
+KNOWN_DIVERGENCES: dict[str, str] = {}
+
+
 #: Reference runs by scenario name: each scenario runs once on RabbitMQ for both candidates.
 _reference_runs: dict[str, Run] = {}
 
 
-def reference_run(scenario: Scenario, url: str) -> Run:
-    name = scenario.__name__
+def reference_run(name: str, url: str) -> Run:
     if name not in _reference_runs:
-        _reference_runs[name] = run_scenario(scenario, PikaDriver(url, label="RabbitMQ"))
+        _reference_runs[name] = run_scenario(SCENARIOS[name], PikaDriver(url, label="RabbitMQ"))
     return _reference_runs[name]
+
+
+def check_golden_against_reference(name: str, expected: list[str], url: str) -> None:
+    """Fail when RabbitMQ, now, does not produce the golden file (or the scenario's
+    expectations do not hold on it)."""
+    ref = reference_run(name, url)
+    path = golden.scenario_path(name)
+    if msg := problems(ref):
+        pytest.fail(f"the scenario itself is wrong about RabbitMQ:\n{msg}\n\n"
+                    f"RabbitMQ transcript:\n{ref.text()}", pytrace=False)
+    if diff := golden.diff(expected, ref, path, "RabbitMQ now"):
+        pytest.fail(f"the golden file disagrees with RabbitMQ (- golden file, + RabbitMQ now):\n"
+                    f"{diff}\n\nif the scenario changed, re-record it and review the diff:\n"
+                    f"  {golden.RECORD_COMMAND} {name}", pytrace=False)
 
 
 @pytest.mark.differential
 @pytest.mark.parametrize("candidate", list(CANDIDATES))
-@scenario_param
-def test_differential(scenario: Scenario, candidate: str, reference_url: str) -> None:
-    ref = reference_run(scenario, reference_url)
-    if msg := problems(ref):
-        pytest.fail(f"the scenario itself is wrong about RabbitMQ:\n{msg}\n\n"
-                    f"RabbitMQ transcript:\n{ref.text()}", pytrace=False)
-    run = CANDIDATES[candidate](scenario)
-    out = []
-    if diff := diff_runs(ref, run):
-        out.append(f"transcripts differ (- RabbitMQ, + {run.driver_label}):\n{diff}")
+@pytest.mark.parametrize("name", [golden.param(name, KNOWN_DIVERGENCES) for name in SCENARIOS])
+def test_differential(name: str, candidate: str, reference: str | None) -> None:
+    path = golden.scenario_path(name)
+    expected = golden.read(path)
+    if expected is None:
+        pytest.fail(golden.missing_message(path, name), pytrace=False)
+    if reference is not None:
+        check_golden_against_reference(name, expected, reference)
+    run = CANDIDATES[candidate](SCENARIOS[name])
     if msg := problems(run):
-        out.append(msg)
-    if out:
-        pytest.fail("\n\n".join(out), pytrace=False)
+        pytest.fail(msg, pytrace=False)
+    if diff := golden.diff(expected, run, path):
+        raise golden.Divergence(f"transcripts differ (- RabbitMQ, + {run.driver_label}):\n{diff}")
+
+
+def test_every_golden_file_belongs_to_a_scenario() -> None:
+    """A scenario renamed or removed leaves no golden file behind."""
+    orphans = sorted(p.name for p in golden.GOLDEN_DIR.glob(f"*{golden.SUFFIX}")
+                     if p.stem not in SCENARIOS)
+    assert not orphans, f"golden files without a scenario (delete them): {orphans}"

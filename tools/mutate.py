@@ -1,0 +1,535 @@
+"""Targeted mutations of embroker's rules: does the offline suite notice when a rule breaks?
+
+    python tools/mutate.py                  every mutation, the default tests
+    python tools/mutate.py --list           the mutations, and whether each still applies
+    python tools/mutate.py 'qos_*' tx_commit_without_select     some (names or shell patterns)
+    python tools/mutate.py --tests-from 382f4f5                 the suite as it was at a commit
+    python tools/mutate.py --tests tests/model tests/conformance  other tests
+
+Each mutation is a rule of RabbitMQ's that embroker models, broken on purpose: a file, an exact
+snippet of its source (it must occur exactly once) and what replaces it. The script copies the
+checkout (tracked and untracked files, as they are on disk) to a temporary directory, runs the
+tests there once unmutated (they must pass), then once per mutation with that one change
+applied to the copy, and reports each mutant *killed* (a test failed: the suite knows the rule)
+or *survived* (nothing failed: no test pins the rule). The checkout itself is never modified.
+Tests run offline (``EMBROKER_REFERENCE_URL`` removed), stopping at the first failure.
+
+When the code changes, a snippet may no longer be found: the mutation is then reported *stale*
+(with the file and snippet) and the exit status is 2; update it to the new code. Exit status 1
+when a mutant survived, 0 when all were killed.
+
+Not run in CI: a full run takes about ten minutes (a survivor runs the whole subset).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The offline tests each mutant runs by default, fastest to fail first.
+DEFAULT_TESTS = ("tests/model", "tests/conformance", "tests/server", "tests/clients")
+#: A mutant that runs longer than this (an endless loop, say) counts as killed.
+TIMEOUT_SECONDS = 900
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    file: str  # relative to the repository root
+    find: str  # an exact snippet of the file, found exactly once
+    replace: str
+    rule: str  # the rule the mutant breaks
+
+    def apply(self, source: str) -> str:
+        count = source.count(self.find)
+        if count != 1:
+            where = "not found" if count == 0 else f"found {count} times"
+            raise StaleMutation(f"{self.name}: snippet {where} in {self.file} (the code "
+                                f"changed: update the mutation in tools/mutate.py)\n"
+                                f"  snippet: {self.find!r}")
+        return source.replace(self.find, self.replace)
+
+
+class StaleMutation(Exception):
+    pass
+
+
+CHANNEL = "embroker/model/_channel.py"
+QUEUE = "embroker/model/_queue.py"
+VHOST = "embroker/model/_vhost.py"
+EXCHANGE = "embroker/model/_exchange.py"
+DEADLETTER = "embroker/model/_deadletter.py"
+ARGUMENTS = "embroker/model/_arguments.py"
+CONSUMER = "embroker/model/_consumer.py"
+DISPATCH = "embroker/amqp091/_dispatch.py"
+
+M = Mutation
+MUTATIONS: list[Mutation] = [
+    # -- qos and prefetch ----------------------------------------------------------------------
+    M("qos_not_global_keeps_the_channel_limit", CHANNEL,
+      '            self.prefetch_count = prefetch_count\n            self.global_prefetch = 0\n',
+      '            self.prefetch_count = prefetch_count\n',
+      "basic.qos(global=false) lifts the channel's global limit"),
+    M("global_limit_lets_auto_ack_consumers_through", QUEUE,
+      '                    if not consumer.channel.global_limit_reached():',
+      '                    if consumer.no_ack or not consumer.channel.global_limit_reached():',
+      "a reached global limit holds back auto-ack consumers too"),
+    M("global_limit_off_by_one", CHANNEL,
+      'self._volume >= self.global_prefetch',
+      'self._volume > self.global_prefetch',
+      "a global limit of N allows N unacked deliveries"),
+    M("prefetch_off_by_one", CONSUMER,
+      'self.unacked < self.prefetch',
+      'self.unacked <= self.prefetch',
+      "a prefetch of N allows N unacked deliveries per consumer"),
+    M("passed_over_consumer_keeps_its_place", QUEUE,
+      '                self._groups[consumer.priority].append(consumer)',
+      '                self._groups[consumer.priority].appendleft(consumer)',
+      "a consumer passed over for lack of room rejoins behind the others"),
+    M("no_round_robin", QUEUE,
+      "                group.rotate(-1)\n", "",
+      "consumers of a queue take turns"),
+    M("consumer_priority_lowest_first", QUEUE,
+      "self._priorities = sorted(self._groups, reverse=True)",
+      "self._priorities = sorted(self._groups)",
+      "higher x-priority consumers get messages first"),
+    # -- acknowledgements ----------------------------------------------------------------------
+    M("auto_ack_get_takes_no_delivery_tag", CHANNEL,
+      '        self._next_tag = tag + 1\n        if no_ack:',
+      '        self._next_tag = tag + (0 if no_ack else 1)\n        if no_ack:',
+      "every basic.get-ok takes a delivery tag, auto-ack or not"),
+    M("ack_multiple_zero_is_unknown", CHANNEL,
+      "            if delivery_tag == 0:\n                taken = list(unacked.items())",
+      "            if delivery_tag == 0 and False:\n                taken = list(unacked.items())",
+      "ack(0, multiple=true) acknowledges everything outstanding"),
+    M("ack_multiple_excludes_the_tag", CHANNEL,
+      "                taken.append((tag, item))\n                if tag == delivery_tag:\n"
+      "                    return taken",
+      "                if tag == delivery_tag:\n                    unacked[tag] = item\n"
+      "                    unacked.move_to_end(tag, last=False)\n                    return taken\n"
+      "                taken.append((tag, item))",
+      "ack(N, multiple=true) includes N"),
+    M("unknown_delivery_tag_ignored", CHANNEL,
+      "        except KeyError:\n            raise PreconditionFailed(f\"unknown delivery tag "
+      "{delivery_tag}\") from None",
+      "        except KeyError:\n            return []",
+      "an unknown delivery tag is a 406 channel error"),
+    M("nack_always_requeues", CHANNEL,
+      'Settlement.REQUEUE if requeue else Settlement.REJECT',
+      'Settlement.REQUEUE',
+      "nack(requeue=false) drops (or dead-letters) the message"),
+    M("reject_always_requeues", CHANNEL,
+      "self.basic_nack(delivery_tag, False, requeue)", "self.basic_nack(delivery_tag, False, True)",
+      "reject(requeue=false) drops (or dead-letters) the message"),
+    M("requeued_not_redelivered", QUEUE,
+      "            entry.redelivered = True\n", "            entry.redelivered = False\n",
+      "a requeued message comes back with redelivered=true"),
+    M("requeue_to_the_back", QUEUE,
+      "            ready.put_back(entry)", "            ready.append(entry)",
+      "a requeued message goes back to its original position"),
+    M("channel_close_drops_unacked", CHANNEL,
+      'self._return_to_queues(taken)  # requeued first',
+      'self._return_to_queues([])  # requeued first',
+      "closing a channel requeues its unacked messages"),
+    M("get_ok_counts_unacked_too", CHANNEL,
+      '                        q.message_count)',
+      '                        q.message_count + q.unacked)',
+      "get-ok's message-count counts ready messages only"),
+    # -- confirms and transactions -------------------------------------------------------------
+    M("confirm_acks_a_refused_publish", CHANNEL,
+      'Confirmed(self.number, self._publish_seq, not accepted, accepted)',
+      'Confirmed(self.number, self._publish_seq, False, True)',
+      "a publish a queue refused (overflow reject-publish) is nacked"),
+    M("confirm_sequence_does_not_grow", CHANNEL,
+      '        self._publish_seq += 1\n',
+      '        self._publish_seq = 1\n',
+      "confirms count publishes from 1 on the channel"),
+    M("confirm_after_tx_allowed", CHANNEL,
+      "        if self.tx_mode:\n            raise PreconditionFailed(\"cannot switch from tx",
+      "        if False:\n            raise PreconditionFailed(\"cannot switch from tx",
+      "confirm.select on a transactional channel is a 406"),
+    M("tx_publish_not_held", CHANNEL,
+      '        if self.tx_mode:\n            vhost.check_routing_headers(message)',
+      '        if False:\n            vhost.check_routing_headers(message)',
+      "a publish in a transaction waits for tx.commit"),
+    M("tx_ack_not_held", CHANNEL,
+      '        if self.tx_mode:\n            self._tx.append(HeldSettlement(taken, settlement))',
+      '        if False:\n            self._tx.append(HeldSettlement(taken, settlement))',
+      "an ack in a transaction waits for tx.commit"),
+    M("tx_rollback_forgets_acks", CHANNEL,
+      "        if restored:\n", "        if False:\n",
+      "tx.rollback makes the transaction's acked messages unacked again"),
+    M("tx_commit_without_select", CHANNEL,
+      "        if not self.tx_mode:\n            raise PreconditionFailed(\"channel is not "
+      "transactional\")",
+      "        if False:\n            raise PreconditionFailed(\"channel is not transactional\")",
+      "tx.commit / rollback without tx.select is a 406"),
+    # -- publishing and consumers --------------------------------------------------------------
+    M("mandatory_unroutable_not_returned", CHANNEL,
+      '        if mandatory and self.listener is not None:',
+      '        if False and self.listener is not None:',
+      "a mandatory message that reaches no queue is returned (312 NO_ROUTE)"),
+    M("user_id_not_checked", CHANNEL,
+      'if user_id is not None and user_id != self.connection.user and \\',
+      'if False and \\',
+      "a user_id property other than the connection's user is a 406"),
+    M("consumer_tag_reuse_allowed", CHANNEL,
+      "        if consumer_tag in self.consumers:  # RabbitMQ's order",
+      "        if False:  # RabbitMQ's order",
+      "reusing a consumer tag on a channel is a 530 connection error"),
+    M("exclusive_consumer_not_enforced", CHANNEL,
+      "exclusive or any(c.exclusive for c in q.consumers)", "False",
+      "an exclusive consumer keeps others off its queue"),
+    M("auto_delete_queue_kept_after_last_consumer", CHANNEL,
+      "if queue.auto_delete and not queue.consumer_count and not queue.deleted:",
+      "if False:",
+      "an auto-delete queue goes with its last consumer"),
+    # -- queue declaration and deletion ----------------------------------------------------------
+    M("equivalence_ignores_x_max_priority", ARGUMENTS,
+      '"x-max-priority", "x-overflow"',
+      '"x-overflow"',
+      "redeclaring a queue with another x-max-priority is a 406"),
+    M("equivalence_ignores_durable", VHOST,
+      'check_equivalent_field(where, "durable", queue.durable, durable)',
+      'pass',
+      "redeclaring a queue with another durable flag is a 406"),
+    M("exchange_equivalence_ignores_alternate_exchange", VHOST,
+      'check_equivalent_arguments(where, exchange.arguments, arguments, ("alternate-exchange",))',
+      'pass',
+      "redeclaring an exchange with another alternate-exchange is a 406"),
+    M("amq_queue_names_allowed", VHOST,
+      "        elif name.startswith(\"amq.\"):\n            raise AccessRefused(f\"queue name",
+      "        elif False:\n            raise AccessRefused(f\"queue name",
+      "queue names starting with amq. are refused (403)"),
+    M("exclusive_queue_open_to_all", VHOST,
+      "if queue.exclusive_owner is not None and queue.exclusive_owner is not connection:",
+      "if False:",
+      "another connection may not use an exclusive queue (405)"),
+    M("delete_if_unused_ignored", VHOST,
+      "if if_unused and queue.consumer_count:", "if False:",
+      "queue.delete(if_unused) of a queue with consumers is a 406"),
+    M("delete_if_empty_ignored", VHOST,
+      "if if_empty and queue.message_count:", "if False:",
+      "queue.delete(if_empty) of a queue with messages is a 406"),
+    M("purge_counts_unacked", QUEUE,
+      "        count = len(self._ready)\n        self._ready.clear()",
+      "        count = len(self._ready) + self.unacked\n        self._ready.clear()",
+      "purge-ok counts the ready messages it dropped"),
+    # -- exchanges and routing -----------------------------------------------------------------
+    M("exchange_delete_if_unused_ignored", VHOST,
+      "if if_unused and exchange.bindings:", "if False:",
+      "exchange.delete(if_unused) of an exchange with bindings is a 406"),
+    M("auto_delete_exchange_kept", VHOST,
+      "if source.auto_delete and not source.bindings and self.exchanges.get(",
+      "if False and self.exchanges.get(",
+      "an auto-delete exchange goes with its last binding"),
+    M("routed_queues_in_binding_order", VHOST,
+      "return sorted(queues, key=_queue_name)", "return list(queues)",
+      "a message reaches its queues in the order of their names"),
+    M("alternate_exchange_even_when_routed", VHOST,
+      "if not found and current.alternate_exchange is not None:",
+      "if current.alternate_exchange is not None:",
+      "the alternate exchange gets only what the exchange could not route"),
+    M("publish_to_internal_exchange_allowed", VHOST,
+      "if exchange is None or exchange.internal:", "if exchange is None:",
+      "publishing to an internal exchange is a 403"),
+    M("bcc_header_kept", VHOST,
+      "        if \"BCC\" in headers:\n            stripped",
+      "        if False:\n            stripped",
+      "the BCC header is removed before delivery"),
+    M("topic_hash_needs_a_word", EXCHANGE,
+      "for j in range(i, n + 1):", "for j in range(i + 1, n + 1):",
+      "# matches zero or more words"),
+    M("topic_star_matches_no_word", EXCHANGE,
+      "        _trie_match(star, words, i + 1, n, out, seen)",
+      "        _trie_match(star, words, i + 1, n, out, seen)\n"
+      "        _trie_match(star, words, i, n, out, seen)",
+      "* matches exactly one word"),
+    M("topic_empty_key_is_one_word", EXCHANGE,
+      "return key.split(\".\") if key else []", "return key.split(\".\")",
+      "an empty routing key has no words"),
+    M("headers_all_and_any_swapped", EXCHANGE,
+      'return kind.startswith("all"), tuple(',
+      'return kind.startswith("any"), tuple(',
+      "x-match all needs every header, any one of them"),
+    M("headers_x_arguments_always_matched", EXCHANGE,
+      "(with_x or not k.startswith(\"x-\"))", "True",
+      "x-match all/any ignore x- binding arguments (only -with-x match them)"),
+    M("headers_bool_equals_number", EXCHANGE,
+      "    if isinstance(value, bool):\n        return (\"bool\", value)\n",
+      "",
+      "a boolean header does not match a number"),
+    # -- TTL, expiry, length limits, priorities ----------------------------------------------------
+    M("ttl0_not_delivered_to_a_waiting_consumer", QUEUE,
+      "if self._consumer_count and not self._ready:", "if False:",
+      "a message a consumer can take at once is delivered, even with a TTL of 0"),
+    M("shorter_message_ttl_ignored", QUEUE,
+      "if expiration is not None and (ttl is None or expiration < ttl):",
+      "if expiration is not None and ttl is None:",
+      "the shorter of the queue's and the message's TTL applies"),
+    M("expired_dead_lettered_as_maxlen", QUEUE,
+      "self._dead_letter(expired, \"expired\")", "self._dead_letter(expired, \"maxlen\")",
+      "an expired message is dead-lettered with reason expired"),
+    M("queue_expires_while_consumed", QUEUE,  # both guards: either one keeps the rule
+      "        if not self._consumer_count and not self.deleted:\n            self._idle_timer"
+      " = self._clock.call_at(self._clock.monotonic() + self._expires,\n"
+      "                                                   self._expired)\n\n"
+      "    def _expired(self) -> None:\n        self._idle_timer = None\n"
+      "        if not self.deleted and not self._consumer_count:",
+      "        if not self.deleted:\n            self._idle_timer"
+      " = self._clock.call_at(self._clock.monotonic() + self._expires,\n"
+      "                                                   self._expired)\n\n"
+      "    def _expired(self) -> None:\n        self._idle_timer = None\n"
+      "        if not self.deleted:",
+      "x-expires does not count down while the queue has consumers"),
+    M("get_does_not_renew_x_expires", QUEUE,
+      "        if self._expires is not None:\n            self.touch()\n",
+      "",
+      "basic.get restarts the x-expires countdown"),
+    M("reject_publish_ignored", QUEUE,
+      "if limited and self._overflow != \"drop-head\" and self._over_limit(1, "
+      "len(message.body)):",
+      "if False:",
+      "x-overflow reject-publish refuses a publish to a full queue"),
+    M("max_length_off_by_one", QUEUE,
+      "len(self._ready) + extra_messages > self._max_length",
+      "len(self._ready) + extra_messages >= self._max_length",
+      "x-max-length N keeps N ready messages"),
+    M("drop_head_dead_lettered_as_expired", QUEUE,
+      "self._dead_letter(dropped, \"maxlen\")", "self._dead_letter(dropped, \"expired\")",
+      "a message pushed out by a length limit is dead-lettered with reason maxlen"),
+    M("reject_publish_dlx_not_dead_lettered", QUEUE,
+      "            if self._overflow == \"reject-publish-dlx\":\n",
+      "            if False:\n",
+      "x-overflow reject-publish-dlx dead-letters the refused message"),
+    M("priority_queue_is_fifo", QUEUE,
+      "_PriorityReady(max_priority) if max_priority else _FifoReady())", "_FifoReady())",
+      "x-max-priority delivers higher priorities first"),
+    M("priority_not_capped", QUEUE,
+      "priority = min(priority, self._max) if isinstance(priority, int) else 0",
+      "priority = priority if isinstance(priority, int) else 0",
+      "a priority above x-max-priority counts as x-max-priority"),
+    M("quorum_delivery_limit_off_by_one", QUEUE,
+      "entry.delivery_count > limit", "entry.delivery_count >= limit",
+      "x-delivery-limit N allows N redeliveries"),
+    # -- dead-lettering ------------------------------------------------------------------------
+    M("x_death_count_not_incremented", DEADLETTER,
+      'updated = {**entry, "count": _wrap_int64(count + 1)}',
+      'updated = {**entry, "count": _wrap_int64(count)}',
+      "a repeated death at the same queue for the same reason increments its count"),
+    M("expiration_kept_when_dead_lettered", DEADLETTER,
+      "expiration = properties.pop(\"expiration\", None)",
+      "expiration = properties.get(\"expiration\")",
+      "a dead-lettered message loses its expiration (kept as original-expiration)"),
+    M("no_x_first_death_headers", DEADLETTER,
+      '        headers["x-first-death-reason"] = reason\n',
+      '',
+      "the first death sets x-first-death-reason"),
+    M("dead_letter_routing_key_ignored", DEADLETTER,
+      "    if routing_key is not None:\n        headers.pop(\"CC\", None)",
+      "    if False:\n        headers.pop(\"CC\", None)",
+      "x-dead-letter-routing-key replaces the routing key"),
+    M("x_death_routing_keys_without_cc", DEADLETTER,
+      "\"routing-keys\": [message.keys[0], *_header_routes(headers)],",
+      "\"routing-keys\": [message.keys[0]],",
+      "x-death routing-keys lists the CC and BCC keys too"),
+    M("dead_letter_cycles_not_detected", VHOST,
+      "            if reason != \"rejected\":\n                headers = dead.headers",
+      "            if False:\n                headers = dead.headers",
+      "a dead-letter cycle without a rejection drops the message"),
+    # -- argument validation -------------------------------------------------------------------
+    M("negative_ttl_accepted", ARGUMENTS,
+      "    if value < 0:\n        return f\"{{value_negative,{value}}}\"\n    if value > MAX_EXPIRY:",
+      "    if value > MAX_EXPIRY:",
+      "a negative TTL or expiry is a 406"),
+    M("max_priority_limit_off_by_one", ARGUMENTS,
+      "if value > MAX_PRIORITY", "if value > MAX_PRIORITY + 1",
+      "x-max-priority above 255 is a 406"),
+    M("expiration_leftover_accepted", ARGUMENTS,
+      "        if rest:\n", "        if False:\n",
+      "an expiration with trailing characters is a 406"),
+    # -- the protocol layer: no-wait -------------------------------------------------------------
+    M("queue_purge_ignores_no_wait", DISPATCH,
+      'QueuePurgeOk(message_count=count), no_wait=True)',
+      'QueuePurgeOk(message_count=count), no_wait=False)',
+      "queue.purge with no-wait gets no purge-ok"),
+    M("queue_declare_ignores_no_wait", DISPATCH,
+      'consumer_count=ok.consumer_count), no_wait=True)',
+      'consumer_count=ok.consumer_count), no_wait=False)',
+      "queue.declare with no-wait gets no declare-ok"),
+    M("exchange_bind_ignores_no_wait", DISPATCH,
+      'ExchangeBindOk(), no_wait=True)',
+      'ExchangeBindOk(), no_wait=False)',
+      "exchange.bind with no-wait gets no bind-ok"),
+    M("basic_cancel_ignores_no_wait", DISPATCH,
+      'BasicCancelOk(consumer_tag=m.consumer_tag), no_wait=True)',
+      'BasicCancelOk(consumer_tag=m.consumer_tag), no_wait=False)',
+      "basic.cancel with no-wait gets no cancel-ok"),
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Running them
+
+
+def copy_checkout(dest: Path, tests_from: str | None) -> None:
+    """The checkout's files as they are on disk (tracked and untracked, not ignored) into
+    ``dest``; with ``tests_from``, ``tests/`` as it was at that commit instead."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, check=True, capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        src = ROOT / name
+        if tests_from and name.startswith("tests/"):
+            continue
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    if tests_from:
+        archive = subprocess.run(["git", "archive", tests_from, "tests"], cwd=ROOT, check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+
+
+@dataclass
+class Outcome:
+    status: str  # "killed", "survived", "stale"
+    seconds: float
+    detail: str  # the first failing test, or why stale
+
+
+def _default_sigint() -> None:
+    """Started in the background from a shell, this script inherits SIGINT ignored, and so would
+    the tests' subprocesses (a test that stops ``embroker serve`` with SIGINT would hang)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def run_tests(copy: Path, tests: list[str]) -> tuple[int | None, str, float]:
+    """(pytest's exit status or None on timeout, its output, seconds) in ``copy``, offline."""
+    env = {k: v for k, v in os.environ.items() if k != "EMBROKER_REFERENCE_URL"}
+    env["PYTHONPATH"] = os.pathsep.join([str(copy), str(copy / "pytest_plugin")])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    shutil.rmtree(copy / ".hypothesis", ignore_errors=True)  # no examples saved by a mutant
+    start = time.monotonic()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "--no-header", "-p", "no:cacheprovider",
+             *tests], check=False, cwd=copy, env=env, capture_output=True, text=True,
+            timeout=TIMEOUT_SECONDS, preexec_fn=_default_sigint)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        return None, out, time.monotonic() - start
+    return done.returncode, done.stdout + done.stderr, time.monotonic() - start
+
+
+_FIRST_FAILURE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
+
+
+def first_failure(output: str) -> str:
+    m = _FIRST_FAILURE.search(output)
+    if m:
+        return m.group(1)
+    tail = [line for line in output.splitlines() if line.strip()]
+    return tail[-1] if tail else "(no output)"
+
+
+def run_mutant(copy: Path, mutation: Mutation, tests: list[str]) -> Outcome:
+    path = copy / mutation.file
+    original = path.read_text(encoding="utf-8")
+    try:
+        mutated = mutation.apply(original)
+    except StaleMutation as exc:
+        return Outcome("stale", 0.0, str(exc))
+    path.write_text(mutated, encoding="utf-8")
+    try:
+        status, output, seconds = run_tests(copy, tests)
+    finally:
+        path.write_text(original, encoding="utf-8")
+    if status is None:
+        return Outcome("killed", seconds, f"timeout after {TIMEOUT_SECONDS} s")
+    if status == 0:
+        return Outcome("survived", seconds, "")
+    return Outcome("killed", seconds, first_failure(output))
+
+
+def selected(patterns: list[str]) -> list[Mutation]:
+    if not patterns:
+        return list(MUTATIONS)
+    names = [m.name for m in MUTATIONS]
+    unknown = [p for p in patterns if not fnmatch.filter(names, p)]
+    if unknown:
+        raise SystemExit(f"no mutation called {', '.join(unknown)} (see --list)")
+    return [m for m in MUTATIONS if any(fnmatch.fnmatchcase(m.name, p) for p in patterns)]
+
+
+def list_mutations(mutations: list[Mutation]) -> int:
+    stale = 0
+    for m in mutations:
+        try:
+            m.apply((ROOT / m.file).read_text(encoding="utf-8"))
+            state = "ok   "
+        except StaleMutation:
+            state = "STALE"
+            stale += 1
+        print(f"{state} {m.name:<48} {m.file:<34} {m.rule}")
+    print(f"{len(mutations)} mutations, {stale} stale")
+    return 2 if stale else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python tools/mutate.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", help="mutations (names or shell patterns)")
+    parser.add_argument("--list", action="store_true", help="list the mutations and stop")
+    parser.add_argument("--tests", nargs="+", default=list(DEFAULT_TESTS), metavar="PATH",
+                        help=f"what each mutant runs (default: {' '.join(DEFAULT_TESTS)})")
+    parser.add_argument("--tests-from", metavar="COMMIT",
+                        help="run the tests/ folder as it was at COMMIT (the code as it is)")
+    args = parser.parse_args(argv)
+    mutations = selected(args.names)
+    if args.list:
+        return list_mutations(mutations)
+
+    with tempfile.TemporaryDirectory(prefix="embroker-mutate-") as tmp:
+        copy = Path(tmp)
+        copy_checkout(copy, args.tests_from)
+        suite = f"{' '.join(args.tests)}" + (f" (tests/ of {args.tests_from})"
+                                              if args.tests_from else "")
+        print(f"suite: {suite}; the unmutated copy first", flush=True)
+        status, output, seconds = run_tests(copy, args.tests)
+        if status != 0:
+            print(output[-3000:])
+            print(f"the unmutated suite does not pass (status {status}): fix that first")
+            return 2
+        print(f"unmutated: passes in {seconds:.0f} s", flush=True)
+        outcomes: dict[str, Outcome] = {}
+        for m in mutations:
+            outcome = outcomes[m.name] = run_mutant(copy, m, args.tests)
+            print(f"{outcome.status:<8} {m.name:<48} {outcome.seconds:5.0f} s  {outcome.detail}",
+                  flush=True)
+
+    counts = {s: sum(1 for o in outcomes.values() if o.status == s)
+              for s in ("killed", "survived", "stale")}
+    print(f"\n{len(mutations)} mutants: {counts['killed']} killed, {counts['survived']} survived,"
+          f" {counts['stale']} stale")
+    for m in mutations:
+        if outcomes[m.name].status == "survived":
+            print(f"  survived: {m.name} ({m.file}): {m.rule}")
+    if counts["stale"]:
+        return 2
+    return 1 if counts["survived"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
