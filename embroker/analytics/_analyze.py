@@ -1,0 +1,304 @@
+"""The analyses over replayed traffic, and the files ``embroker analyze`` writes.
+
+Everything here aggregates the grouped, routed table of :func:`._spark.replay` (one row per
+routing input, recorded queues and time window) in Spark; the results are small (bounded by the
+topology's size or the number of distinct inputs) and come back to the driver, which writes each
+as one Parquet file and feeds the report. Only ``routes.jsonl`` is per message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import _headers
+from ._route import KEY_COLUMNS
+from ._topology import Router, mismatch_details
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+    from ._spark import Replay
+
+__all__ = ["analyze_replay", "write_routes"]
+
+#: How many disagreeing or changed routing inputs are explained one by one.
+MAX_EXPLAINED = 2000
+
+
+def _arrow(df: DataFrame) -> pa.Table:
+    return df.toArrow()
+
+
+def _write(table: pa.Table, path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, str(path))
+
+
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = table.to_pylist()
+    return rows
+
+
+def analyze_replay(spark: SparkSession, rep: Replay, out: Path, *,
+                   progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+    """Compute every analysis, write its Parquet file under ``out``, and return the summary
+    the report is made from (also written as ``summary.json``)."""
+    import pyspark.sql.functions as F
+
+    routed = rep.routed
+    before = rep.routers[0]
+    after = rep.routers[1] if len(rep.routers) > 1 else None
+    summary: dict[str, Any] = {"inputs": rep.inputs, "window_seconds": rep.window,
+                               "topology": before.topology.name,
+                               "notes": list(before.topology.notes)}
+    if after is not None:
+        summary["against"] = after.topology.name
+        summary["against_notes"] = list(after.topology.notes)
+
+    progress("totals and agreement with the recorded queues")
+    recorded = F.col("routed_queues").isNotNull()
+    totals = routed.agg(
+        F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
+        F.sum(F.when(recorded, F.col("messages")).otherwise(0)).alias("recorded"),
+        F.sum(F.when(F.col("agrees"), F.col("messages")).otherwise(0)).alias("agreeing"),
+        F.sum(F.when(~F.col("agrees"), F.col("messages")).otherwise(0)).alias("disagreeing"),
+        F.sum(F.when(F.size("phantom") > 0, F.col("messages")).otherwise(0)).alias("phantom"),
+        F.sum(F.when(F.col("error0").isNotNull(), F.col("messages")).otherwise(0)).alias("refused"),
+        F.sum(F.when(F.col("error0").isNull() & (F.size("queues0") == 0), F.col("messages"))
+              .otherwise(0)).alias("unroutable"),
+        F.sum(F.when(F.size("alternates0") > 0, F.col("messages")).otherwise(0)).alias("via_alternate"),
+        F.min("window_start").alias("first"), F.max("window_start").alias("last"),
+    ).first()
+    assert totals is not None
+    summary.update({k: totals[k] or 0 for k in ("messages", "bytes", "recorded", "agreeing",
+                                                "disagreeing", "phantom", "refused",
+                                                "unroutable", "via_alternate")})
+
+    # -- queues, before and after -------------------------------------------------------------
+    progress("traffic per queue, binding, exchange, routing key and time window")
+    queues = _per_queue(spark, routed, before, 0)
+    if after is not None:
+        q_after = _per_queue(spark, routed, after, 1).withColumnRenamed(
+            "messages", "messages_after").withColumnRenamed("bytes", "bytes_after")
+        queues = queues.join(q_after, ["vhost", "queue"], "full").fillna(0)
+    queues_t = _arrow(queues.orderBy(F.desc("messages"), "vhost", "queue"))
+    _write(queues_t, out / "queues.parquet")
+    summary["queues"] = _rows(queues_t)
+
+    bindings_t = _arrow(_per_binding(spark, routed, before, 0))
+    _write(bindings_t, out / "bindings.parquet")
+    summary["unused_bindings"] = [r for r in _rows(bindings_t)
+                                  if r["messages"] == 0 and not r["implicit"]]
+    summary["bindings"] = len([r for r in _rows(bindings_t) if not r["implicit"]])
+    if after is not None:
+        b_after = _arrow(_per_binding(spark, routed, after, 1))
+        _write(b_after, out / "bindings_after.parquet")
+        summary["unused_bindings_after"] = [r for r in _rows(b_after)
+                                            if r["messages"] == 0 and not r["implicit"]]
+
+    exchanges_t = _arrow(_per_exchange(spark, routed, before))
+    _write(exchanges_t, out / "exchanges.parquet")
+    summary["unused_exchanges"] = [r for r in _rows(exchanges_t) if r["messages"] == 0
+                                   and r["exchange"] != "" and not r["exchange"].startswith("amq.")]
+    summary["unused_queues"] = [r for r in summary["queues"] if r["messages"] == 0]
+
+    keys_t = _arrow(routed.groupBy("vhost", "exchange", "routing_key")
+                    .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"))
+                    .orderBy(F.desc("messages"), "vhost", "exchange", "routing_key"))
+    _write(keys_t, out / "routing_keys.parquet")
+    summary["hot_keys"] = _rows(keys_t.slice(0, 20))
+    summary["distinct_keys"] = keys_t.num_rows
+
+    if rep.window:
+        windows_t = _arrow(routed.filter(F.col("window_start").isNotNull())
+                           .select("window_start", "vhost", F.explode("queues0").alias("queue"),
+                                         "messages", "bytes")
+                           .groupBy("window_start", "vhost", "queue")
+                           .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"))
+                           .orderBy("window_start", "vhost", "queue"))
+        _write(windows_t, out / "windows.parquet")
+        summary["windows"] = [{**r, "window_start": r["window_start"].isoformat()}
+                              for r in _rows(windows_t)]
+
+    # -- disagreements with the recording -------------------------------------------------------
+    progress("explaining disagreements with the recorded queues")
+    summary["disagreements"] = _disagreements(routed, before, out)
+
+    # -- what-if --------------------------------------------------------------------------------
+    if after is not None:
+        progress("comparing the two topologies")
+        summary.update(_what_if(routed, out))
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n",
+                                      encoding="utf-8")
+    return summary
+
+
+def _per_queue(spark: SparkSession, routed: DataFrame, router: Router, i: int) -> DataFrame:
+    import pyspark.sql.functions as F
+
+    known = spark.createDataFrame(router.queues(), "vhost string, queue string")
+    used = (routed.select("vhost", F.explode(f"queues{i}").alias("queue"), "messages", "bytes")
+            .groupBy("vhost", "queue").agg(F.sum("messages").alias("messages"),
+                                          F.sum("bytes").alias("bytes")))
+    return known.join(used, ["vhost", "queue"], "left").fillna(0, ["messages", "bytes"])
+
+
+def _per_binding(spark: SparkSession, routed: DataFrame, router: Router, i: int) -> DataFrame:
+    import pyspark.sql.functions as F
+
+    table = spark.createDataFrame(
+        [tuple(r) for r in router.bindings()],
+        "id int, vhost string, source string, destination string, destination_type string, "
+        "routing_key string, arguments string, implicit boolean")
+    used = (routed.select(F.explode(f"bindings{i}").alias("id"), "messages", "bytes")
+            .groupBy("id").agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes")))
+    return (table.join(used, "id", "left").fillna(0, ["messages", "bytes"]).orderBy("id"))
+
+
+def _per_exchange(spark: SparkSession, routed: DataFrame, router: Router) -> DataFrame:
+    import pyspark.sql.functions as F
+
+    table = spark.createDataFrame(router.exchanges(), "vhost string, exchange string, type string")
+    passed = (routed.select("vhost", F.explode("exchanges0").alias("exchange"), "messages", "bytes")
+              .groupBy("vhost", "exchange").agg(F.sum("messages").alias("messages"),
+                                                F.sum("bytes").alias("bytes")))
+    to_ae = (routed.select("vhost", F.explode("alternates0").alias("exchange"), "messages")
+             .groupBy("vhost", "exchange").agg(F.sum("messages").alias("to_alternate")))
+    return (table.join(passed, ["vhost", "exchange"], "left").join(to_ae, ["vhost", "exchange"], "left")
+            .fillna(0, ["messages", "bytes", "to_alternate"])
+            .orderBy(F.desc("messages"), "vhost", "exchange"))
+
+
+def _example(row: dict[str, Any]) -> dict[str, Any]:
+    return {"line": row["example_line"], "vhost": row["vhost"], "exchange": row["exchange"],
+            "routing_keys": row["routing_keys"], "headers": row["headers"]}
+
+
+def _disagreements(routed: DataFrame, router: Router, out: Path) -> list[dict[str, Any]]:
+    import pyarrow as pa
+    import pyspark.sql.functions as F
+
+    rows = _rows(_arrow(
+        routed.filter(~F.col("agrees"))
+        .groupBy(*KEY_COLUMNS, "routed_queues", "queues0")
+        .agg(F.sum("messages").alias("messages"), F.min("example_line").alias("example_line"),
+             F.first("headers").alias("headers"))
+        .orderBy(F.desc("messages")).limit(MAX_EXPLAINED)))
+    causes: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        headers = _headers.loads(row["headers"])
+        cause = router.explain_difference(row["vhost"], row["exchange"], row["routing_keys"],
+                                          headers, row["routed_queues"])
+        entry = causes.get(cause)
+        if entry is None:
+            missing = sorted(set(row["routed_queues"]) - set(row["queues0"]))
+            details = [d for q in missing for d in mismatch_details(
+                router, row["vhost"], row["exchange"], row["routing_keys"], headers, q)]
+            entry = causes[cause] = {
+                "cause": cause, "messages": 0, "inputs": 0, **_example(row),
+                "recorded_queues": row["routed_queues"], "model_queues": row["queues0"],
+                "details": details}
+        entry["messages"] += row["messages"]
+        entry["inputs"] += 1
+    result = sorted(causes.values(), key=lambda e: -e["messages"])
+    schema = pa.schema([("cause", pa.string()), ("messages", pa.int64()), ("inputs", pa.int64()),
+                        ("line", pa.int64()), ("vhost", pa.string()), ("exchange", pa.string()),
+                        ("routing_keys", pa.list_(pa.string())), ("headers", pa.string()),
+                        ("recorded_queues", pa.list_(pa.string())),
+                        ("model_queues", pa.list_(pa.string())), ("details", pa.list_(pa.string()))])
+    _write(pa.Table.from_pylist(result, schema=schema), out / "disagreements.parquet")
+    return result
+
+
+def _what_if(routed: DataFrame, out: Path) -> dict[str, Any]:
+    import pyspark.sql.functions as F
+
+    changed = routed.filter((F.col("queues0") != F.col("queues1"))
+                            | (F.coalesce("error0", F.lit("")) != F.coalesce("error1", F.lit(""))))
+    totals = changed.agg(
+        F.sum("messages").alias("changed"),
+        F.sum(F.when((F.size("queues0") > 0) & (F.size("queues1") == 0), F.col("messages"))
+              .otherwise(0)).alias("new_unroutable"),
+        F.sum(F.when((F.size("queues0") == 0) & (F.size("queues1") > 0), F.col("messages"))
+              .otherwise(0)).alias("now_routed")).first()
+    assert totals is not None
+    gained = (changed.select("vhost", F.explode(F.array_except("queues1", "queues0")).alias("queue"),
+                             "messages", "bytes")
+              .groupBy("vhost", "queue").agg(F.sum("messages").alias("gained"),
+                                            F.sum("bytes").alias("gained_bytes")))
+    lost = (changed.select("vhost", F.explode(F.array_except("queues0", "queues1")).alias("queue"),
+                           "messages", "bytes")
+            .groupBy("vhost", "queue").agg(F.sum("messages").alias("lost"),
+                                          F.sum("bytes").alias("lost_bytes")))
+    per_queue = _arrow(gained.join(lost, ["vhost", "queue"], "full").fillna(0)
+                       .orderBy(F.desc(F.col("gained") + F.col("lost")), "vhost", "queue"))
+    _write(per_queue, out / "changes.parquet")
+    routes = _arrow(changed.groupBy(*KEY_COLUMNS, "queues0", "queues1", "error0", "error1")
+                    .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
+                         F.min("example_line").alias("example_line"),
+                         F.first("headers").alias("headers"), F.first("routing_key").alias("routing_key"))
+                    .withColumnRenamed("queues0", "queues_before").withColumnRenamed("queues1", "queues_after")
+                    .withColumnRenamed("error0", "error_before").withColumnRenamed("error1", "error_after")
+                    .drop("hkey").orderBy(F.desc("messages")))
+    _write(routes, out / "changed_routes.parquet")
+    return {"changed": totals["changed"] or 0, "new_unroutable": totals["new_unroutable"] or 0,
+            "now_routed": totals["now_routed"] or 0, "queue_changes": _rows(per_queue),
+            "changed_routes": _rows(routes.slice(0, 20)), "changed_inputs": routes.num_rows}
+
+
+def write_routes(traffic: DataFrame, rep: Replay, out: Path) -> int:
+    """Write ``out/routes.jsonl``: per message, in line order, ``line``, ``queues``, and when the
+    input recorded them ``recorded_queues`` and ``agrees`` (and with a second topology
+    ``queues_after``/``changed``; ``error`` when the model refuses the publish). Returns the
+    number of lines."""
+    import pyspark.sql.functions as F
+
+    from ._spark import _hkey
+
+    names: set[str] = set()
+    for router in rep.routers:
+        names |= router.header_names()
+    routes = rep.routed.select(*KEY_COLUMNS, "phantom", "queues0", "error0",
+                               *(["queues1", "error1"] if len(rep.routers) > 1 else [])).distinct()
+    joined = (traffic.withColumn("hkey", _hkey(sorted(names)))
+              .join(F.broadcast(routes) if rep.inputs <= 500_000 else routes, list(KEY_COLUMNS)))
+    recorded = F.array_sort(F.array_except(F.col("routed_queues"), F.col("phantom")))
+    fields = [F.col("line"), F.col("queues0").alias("queues")]
+    fields += [F.col("routed_queues").alias("recorded_queues"),
+               F.when(F.col("routed_queues").isNull(), F.lit(None))
+               .otherwise(recorded == F.col("queues0")).alias("agrees")]
+    if len(rep.routers) > 1:
+        fields += [F.col("queues1").alias("queues_after"),
+                   (F.col("queues0") != F.col("queues1")).alias("changed")]
+    fields.append(F.col("error0").alias("error"))
+    text = joined.select(F.col("line").alias("_line"),
+                         F.to_json(F.struct(*fields), {"ignoreNullFields": "true"}).alias("value"))
+    parts = out / "_routes"
+    if parts.exists():
+        shutil.rmtree(parts)
+    text.orderBy("_line").select("value").write.text(str(parts.resolve()))
+    count = 0
+    with (out / "routes.jsonl").open("wb") as target:
+        for part in sorted(parts.glob("part-*")):
+            with part.open("rb") as source:
+                for chunk in iter(lambda s=source: s.read(1 << 20), b""):  # type: ignore[misc]
+                    target.write(chunk)
+                    count += chunk.count(b"\n")
+    shutil.rmtree(parts)
+    return count
+
+
+def clean_dir(out: Path) -> None:
+    """Create ``out``, removing what an earlier run left in it."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in os.listdir(out):
+        if name.endswith((".parquet", ".jsonl", ".json", ".html")) or name == "_routes":
+            target = out / name
+            shutil.rmtree(target) if target.is_dir() else target.unlink()

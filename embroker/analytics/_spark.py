@@ -1,0 +1,295 @@
+"""The Spark side: a session, traffic as a DataFrame, routing and the analyses.
+
+Theory of operation
+-------------------
+Real traffic has few distinct routing inputs, so routing is done per distinct input, never per
+message:
+
+1. messages are grouped in the JVM by what can change a route — vhost, exchange, every routing
+   key, and only those headers some headers-exchange binding looks at (``hkey``: their typed
+   JSON, so ``3`` and ``"3"`` stay apart) — together with the recorded queues and a time
+   window (:func:`group_traffic`);
+2. the distinct routing inputs go through ``mapInArrow`` to the Python workers, where
+   embroker's model routes each once with every topology (:class:`._route.RouteBatches`);
+3. the routes are joined back to the groups, and every analysis (agreement, what-if, traffic per
+   binding, queue, exchange, routing key and window) is a Spark aggregation of that table;
+4. ``routes.jsonl`` alone goes back to messages: the input joined with the (small, broadcast)
+   routes, sorted by line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._route import KEY_COLUMNS, RouteBatches, output_ddl
+from ._topology import Router
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["AnalyticsError", "Replay", "group_traffic", "read_traffic", "replay", "session"]
+
+#: JVM options for short jobs: C1 only starts a session markedly faster (tests use them).
+FAST_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+_WINDOWS = (1, 10, 60, 600, 3600, 6 * 3600, 86400, 7 * 86400)
+
+
+class AnalyticsError(RuntimeError):
+    """The analysis cannot run (no Java, no pyspark, bad input), with what to do."""
+
+
+def require_spark() -> None:
+    """Raise :class:`AnalyticsError` when pyspark, pyarrow, pandas or Java is missing."""
+    missing = []
+    for module in ("pyspark", "pyarrow", "pandas"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise AnalyticsError(f"{', '.join(missing)} not installed: pip install 'embroker[spark]' "
+                             "(Python 3.11 or later)")
+
+
+def require_java() -> None:
+    java_home = os.environ.get("JAVA_HOME")
+    if not (java_home and Path(java_home, "bin", "java").exists()) and shutil.which("java") is None:
+        raise AnalyticsError("Spark needs Java 17 or 21, and none was found (no java on PATH, "
+                             "no JAVA_HOME): install one, e.g. apt-get install "
+                             "openjdk-17-jre-headless")
+
+
+def session(*, master: str | None = None, remote: str | None = None,
+            conf: dict[str, str] | None = None, app_name: str = "embroker analyze",
+            progress: bool = True) -> SparkSession:
+    """A Spark session: embedded ``local[*]`` by default, a cluster with ``master``, or Spark
+    Connect with ``remote`` (``sc://host:port``, or ``local[N]`` to start a local Connect
+    server).
+
+    Raises:
+        AnalyticsError: pyspark or Java missing.
+    """
+    require_spark()
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    settings = {"spark.ui.showConsoleProgress": "true" if progress else "false",
+                "spark.sql.session.timeZone": "UTC"}
+    if remote is not None:
+        if remote.startswith("local"):
+            require_java()
+        builder = builder.remote(remote)
+    else:
+        require_java()
+        builder = builder.master(master or "local[*]")
+        settings.update({"spark.ui.enabled": "false", "spark.driver.memory": "2g",
+                         "spark.sql.shuffle.partitions": "8"})
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if remote is None and master is not None and not master.startswith("local"):
+        _ship_package(spark)
+    return spark
+
+
+def _ship_package(spark: SparkSession) -> None:
+    # Executors on other machines need embroker (and its two dependencies) to route: send them
+    # as a zip of pure-Python packages.
+    import tempfile
+    import zipfile
+
+    import sortedcontainers
+    import typing_extensions
+
+    import embroker
+
+    target = Path(tempfile.mkdtemp(prefix="embroker-py-")) / "embroker-deps.zip"
+    with zipfile.ZipFile(target, "w") as archive:
+        for module in (embroker, sortedcontainers):
+            root = Path(module.__file__ or "").parent
+            for path in root.rglob("*.py"):
+                archive.write(path, path.relative_to(root.parent))
+        te = Path(typing_extensions.__file__ or "")
+        archive.write(te, te.name)
+    spark.sparkContext.addPyFile(str(target))
+
+
+# -- reading traffic -----------------------------------------------------------------------------
+
+
+def _is_parquet(path: Path) -> bool:
+    if path.is_dir():
+        return any(path.glob("*.parquet"))
+    return path.suffix in (".parquet", ".pq")
+
+
+def read_traffic(spark: SparkSession, path: str | os.PathLike[str], *, vhost: str = "/",
+                 work_dir: str | os.PathLike[str] | None = None) -> DataFrame:
+    """Traffic as a DataFrame of the canonical columns (see ``_inputs``).
+
+    JSON-lines files are parsed here (errors name the line) into Parquet under ``work_dir``;
+    Parquet files and folders are read by Spark directly, with ``line`` the 1-based row number
+    (counted across a folder's files in name order).
+
+    Raises:
+        TrafficError: missing file or a bad line.
+    """
+    import pyspark.sql.functions as F
+
+    from ._inputs import TrafficError, read_json_lines, write_parquet
+
+    source = Path(path)
+    if not source.exists():
+        raise TrafficError(f"{source}: no such traffic file")
+    if not _is_parquet(source):
+        work = Path(work_dir) if work_dir is not None else Path(f"{source}.embroker")
+        work.mkdir(parents=True, exist_ok=True)
+        target = work / "traffic.parquet"
+        write_parquet(read_json_lines(source, vhost=vhost), target)
+        return spark.read.parquet(str(target.resolve()))
+    import pyarrow.parquet as pq
+
+    files = sorted(source.glob("*.parquet")) if source.is_dir() else [source]
+    offsets, total = [], 0
+    for file in files:
+        offsets.append((file.resolve().as_uri(), total))
+        total += pq.read_metadata(file).num_rows
+    raw = spark.read.parquet(*[str(f.resolve()) for f in files])
+    names = set(raw.columns)
+    if "exchange" not in names:
+        raise TrafficError(f"{source}: no 'exchange' column (columns: {', '.join(sorted(names))})")
+    if "routing_key" not in names and "routing_keys" not in names:
+        raise TrafficError(f"{source}: no 'routing_key' or 'routing_keys' column")
+    base = raw.select("*", F.col("_metadata.row_index").alias("_row"),
+                      F.col("_metadata.file_path").alias("_file"))
+    if len(files) > 1:
+        starts = spark.createDataFrame(offsets, "_file string, _start long")
+        base = base.join(F.broadcast(starts), "_file", "left")
+        line = F.col("_row") + F.coalesce(F.col("_start"), F.lit(0)) + 1
+    else:
+        line = F.col("_row") + 1
+    types = dict(raw.dtypes)
+    keys = (F.coalesce(F.col("routing_keys"), F.array(F.col("routing_key")))
+            if "routing_keys" in names and "routing_key" in names
+            else F.col("routing_keys") if "routing_keys" in names else F.array(F.col("routing_key")))
+    key = F.col("routing_key") if "routing_key" in names else F.element_at(F.col("routing_keys"), 1)
+    if "headers" not in names:
+        headers: Column = F.lit(None).cast("string")
+    elif types["headers"] == "string":
+        headers = F.col("headers")
+    else:
+        headers = F.to_json(F.col("headers"))
+    size_col = next((c for c in ("size", "body_size") if c in names), None)
+    when_col = next((c for c in ("published_at", "timestamp") if c in names), None)
+    when: Column = F.lit(None).cast("timestamp")
+    if when_col is not None:
+        when = (F.timestamp_seconds(F.col(when_col)) if types[when_col] in ("bigint", "int", "double")
+                else F.col(when_col).cast("timestamp"))
+    return base.select(
+        line.cast("long").alias("line"),
+        (F.coalesce(F.col("vhost"), F.lit(vhost)) if "vhost" in names else F.lit(vhost)).alias("vhost"),
+        F.coalesce(F.col("exchange"), F.lit("")).alias("exchange"),
+        key.alias("routing_key"), keys.alias("routing_keys"), headers.alias("headers"),
+        (F.col(size_col).cast("long") if size_col else F.lit(None).cast("long")).alias("size"),
+        when.alias("published_at"),
+        (F.col("routed_queues") if "routed_queues" in names
+         else F.lit(None).cast("array<string>")).alias("routed_queues"))
+
+
+# -- grouping and routing ----------------------------------------------------------------------
+
+
+def _hkey(names: Sequence[str]) -> Column:
+    """The typed JSON of the headers that can change a route, missing ones marked apart."""
+    import pyspark.sql.functions as F
+
+    if not names:
+        return F.lit("")
+    parsed = F.try_parse_json(F.col("headers"))
+    parts = []
+    for name in sorted(names):
+        path = "$['" + name.replace("\\", "\\\\").replace("'", "\\'") + "']"
+        parts.append(F.coalesce(F.to_json(F.try_variant_get(parsed, path, "variant")), F.lit("-")))
+    return F.concat_ws("\u0001", *parts)
+
+
+def window_seconds(spark_df: DataFrame) -> int | None:
+    """A time window that cuts the traffic's span into at most ~48 windows (``None`` when the
+    traffic has no times)."""
+    import pyspark.sql.functions as F
+
+    row = spark_df.agg(F.min("published_at").alias("a"), F.max("published_at").alias("b")).first()
+    if row is None or row["a"] is None:
+        return None
+    span = (row["b"] - row["a"]).total_seconds()
+    for seconds in _WINDOWS:
+        if span / seconds <= 48:
+            return seconds
+    return _WINDOWS[-1]
+
+
+def group_traffic(traffic: DataFrame, routers: Sequence[Router], window: int | None) -> DataFrame:
+    """Messages grouped by routing input, recorded queues and time window."""
+    import pyspark.sql.functions as F
+
+    names: set[str] = set()
+    for router in routers:
+        names |= router.header_names()
+    start = (F.timestamp_seconds(F.floor(F.unix_timestamp("published_at") / window) * window)
+             if window else F.lit(None).cast("timestamp"))
+    return (traffic.withColumn("hkey", _hkey(sorted(names)))
+            .withColumn("window_start", start)
+            .groupBy(*KEY_COLUMNS, "routed_queues", "window_start")
+            .agg(F.count(F.lit(1)).alias("messages"),
+                 F.sum(F.coalesce("size", F.lit(0))).alias("bytes"),
+                 F.min("line").alias("example_line"), F.first("headers").alias("headers"),
+                 F.first("routing_key").alias("routing_key")))
+
+
+def route_inputs(groups: DataFrame, routers: Sequence[Router]) -> DataFrame:
+    """Each distinct routing input of ``groups`` routed with every router (``queues0``...)."""
+    import pyspark.sql.functions as F
+
+    distinct = groups.groupBy(*KEY_COLUMNS).agg(F.first("headers").alias("headers"))
+    return distinct.mapInArrow(RouteBatches(routers), output_ddl(len(routers)))
+
+
+# -- the replay ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Replay:
+    """Grouped, routed traffic and the facts the report shows."""
+
+    routed: DataFrame  # groups joined with their routes
+    inputs: int  # distinct routing inputs
+    window: int | None
+    routers: list[Router]
+
+
+def replay(spark: SparkSession, traffic: DataFrame, routers: Sequence[Router], *,
+           progress: Callable[[str], None] = lambda _m: None) -> Replay:
+    """Group, route and join back (see the module docstring); the result is cached."""
+    import pyspark.sql.functions as F
+
+    progress("finding the time span")
+    window = window_seconds(traffic)
+    groups = group_traffic(traffic, routers, window).cache()
+    progress("grouping messages by routing input")
+    groups.count()
+    routes = route_inputs(groups, routers).cache()
+    progress("routing each distinct input with embroker's model")
+    inputs = routes.count()
+    routed = groups.join(F.broadcast(routes) if inputs <= 500_000 else routes, list(KEY_COLUMNS))
+    recorded = F.array_sort(F.array_except(F.col("routed_queues"), F.col("phantom")))
+    routed = routed.withColumn(
+        "agrees", F.when(F.col("routed_queues").isNull(), F.lit(None))
+        .otherwise(recorded == F.array_sort(F.col("queues0")))).cache()
+    return Replay(routed, inputs, window, list(routers))
