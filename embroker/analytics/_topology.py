@@ -18,6 +18,11 @@ it, because RabbitMQ 3.10's export is lossy and often carries what embroker does
   definition; the exchange's own argument wins, then the matching policy of highest priority);
   that is folded into the exchange's arguments, and every other policy key, and runtime
   parameters, which change no routing, are set aside (listed in :attr:`Topology.notes`);
+* a void binding argument (a headers binding that asks only for a header to be present) is
+  exported as the string ``"undefined"``; it is read back as void;
+* queue arguments and types are set aside (routing does not depend on them; dead-lettering and
+  expiry are not replayed);
+* bindings to exclusive queues are exported, the queues are not: such bindings are set aside;
 * items of a single-vhost export name no vhost: they get the one given.
 
 A :class:`Router` pickles as the prepared document (plain data) and compiles itself on first
@@ -148,6 +153,25 @@ class Topology:
                               "arguments": {}})
             self.notes.append(f"exchange '{name}' in vhost '{vhost}' is bound but not exported; "
                               f"taken as an internal {exchange_types[name]} exchange")
+        queue_names = {(q["vhost"], q.get("name")) for q in queues}
+        orphans = [b for b in bindings if b.get("destination_type", "queue") == "queue"
+                   and (b["vhost"], b.get("destination")) not in queue_names]
+        if orphans:
+            bindings = [b for b in bindings if not any(b is o for o in orphans)]
+            self.notes.append(f"{len(orphans)} binding(s) to queues the export leaves out (exclusive "
+                              "queues: " + ", ".join(sorted({f"'{b.get('destination')}'" for b in orphans}))
+                              + ") set aside")
+        voids = 0
+        for item in bindings:
+            arguments = item.get("arguments") or {}
+            if any(v == "undefined" for k, v in arguments.items() if k != "x-match"):
+                item["arguments"] = {k: None if v == "undefined" and k != "x-match" else v
+                                     for k, v in arguments.items()}
+                voids += 1
+        if voids:
+            self.notes.append(f"{voids} binding(s) have an argument exported as \"undefined\": "
+                              "RabbitMQ's export of a void value, read back as void (the header "
+                              "need only be present)")
         for item in exchanges:
             self._apply_policies(item, policies)
             arguments = item.get("arguments") or {}
