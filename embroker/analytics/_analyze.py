@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from ._spark import Replay
 
-__all__ = ["analyze_replay", "write_routes"]
+__all__ = ["analyze", "analyze_replay", "write_routes"]
 
 #: How many disagreeing or changed routing inputs are explained one by one.
 MAX_EXPLAINED = 2000
@@ -44,6 +44,70 @@ def _write(table: pa.Table, path: Path) -> None:
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = table.to_pylist()
     return rows
+
+
+def analyze(definitions: str | os.PathLike[str], traffic: str | os.PathLike[str],
+            out: str | os.PathLike[str], *, against: str | os.PathLike[str] | None = None,
+            vhost: str = "/", exchange_types: dict[str, str] | None = None,
+            spark: SparkSession | None = None, master: str | None = None,
+            remote: str | None = None, conf: dict[str, str] | None = None,
+            progress: Callable[[str], None] = lambda _m: None,
+            spark_progress: bool = False) -> dict[str, Any]:
+    """What ``embroker analyze`` does: replay ``traffic`` through ``definitions`` (and
+    ``against``), write ``out/report.html``, ``out/routes.jsonl``, the Parquet tables and
+    ``out/summary.json``, and return the summary.
+
+    Args:
+        spark: a session to use (kept open); without one, a session is started (``master``,
+            ``remote``, ``conf``; local[*] by default) and stopped at the end.
+
+    Raises:
+        TopologyError: a definitions file that cannot be read or loaded.
+        TrafficError: missing traffic, a bad line (with its number), vhosts the definitions
+            do not define.
+        AnalyticsError: no pyspark or no Java.
+    """
+    from ._inputs import TrafficError
+    from ._report import render_report
+    from ._spark import prepare_traffic, read_traffic, replay, session
+    from ._topology import Topology
+
+    types = dict(exchange_types or {})
+    routers = [Router(Topology.load(definitions, vhost=vhost, exchange_types=types))]
+    if against is not None:
+        routers.append(Router(Topology.load(against, vhost=vhost, exchange_types=types)))
+    for router in routers:
+        router.bindings()  # compile now: a topology the model refuses fails before Spark starts
+    target = Path(out)
+    clean_dir(target)
+    progress(f"reading {traffic}")
+    traffic_path = prepare_traffic(traffic, vhost=vhost, work_dir=target / "_input")
+    own = spark is None
+    if spark is None:
+        progress(f"starting Spark ({'Spark Connect ' + remote if remote else master or 'local[*]'})")
+        spark = session(master=master, remote=remote, conf=conf, progress=spark_progress)
+    try:
+        df = read_traffic(spark, traffic_path, vhost=vhost)
+        known = set(routers[0].topology.vhosts)
+        seen = {r["vhost"]: r["count"] for r in df.groupBy("vhost").count().collect()}
+        unknown = {v: n for v, n in seen.items() if v not in known}
+        if unknown:
+            listed = ", ".join(f"'{v}' ({n:,} messages)" for v, n in sorted(unknown.items()))
+            raise TrafficError(
+                f"{traffic}: the traffic has vhost(s) the definitions do not define: {listed}; "
+                f"the definitions define {', '.join(repr(v) for v in sorted(known))} "
+                "(--vhost names the vhost of a single-vhost export)")
+        rep = replay(spark, df, routers, progress=progress)
+        summary = analyze_replay(spark, rep, target, progress=progress)
+        progress("writing routes.jsonl")
+        write_routes(df, rep, target)
+        (target / "report.html").write_text(render_report(summary, traffic=str(traffic)),
+                                            encoding="utf-8")
+        rep.release()
+    finally:
+        if own:
+            spark.stop()
+    return summary
 
 
 def analyze_replay(spark: SparkSession, rep: Replay, out: Path, *,

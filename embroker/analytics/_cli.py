@@ -78,80 +78,39 @@ def _fail(message: str) -> int:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    from ._analyze import analyze_replay, clean_dir, write_routes
+    from ._analyze import analyze
     from ._inputs import TrafficError
-    from ._report import render_report
-    from ._topology import Router, Topology, TopologyError
+    from ._spark import AnalyticsError
+    from ._topology import TopologyError
 
     start = time.monotonic()
-    steps = 0
 
     def progress(message: str) -> None:
-        nonlocal steps
-        steps += 1
         if not args.quiet:
             print(f"[{time.monotonic() - start:6.1f}s] {message}", file=sys.stderr, flush=True)
 
-    types = dict(args.exchange_type)
-    try:
-        routers = [Router(Topology.load(args.definitions, vhost=args.vhost, exchange_types=types))]
-        if args.against:
-            routers.append(Router(Topology.load(args.against, vhost=args.vhost,
-                                                exchange_types=types)))
-        for router in routers:
-            router.bindings()  # compile now: a topology the model refuses fails before Spark
-    except TopologyError as exc:
-        return _fail(str(exc))
-    if not Path(args.traffic).exists():
-        return _fail(f"{args.traffic}: no such traffic file")
     conf = {}
     for item in args.conf:
         key, sep, value = item.partition("=")
         if not sep:
             return _fail(f"--conf expects KEY=VALUE, got {item!r}")
         conf[key] = value
-    from ._spark import AnalyticsError, replay, session
-
-    out = Path(args.out)
-    clean_dir(out)
     try:
-        progress(f"starting Spark ({args.remote and 'Spark Connect ' + args.remote or args.master or 'local[*]'})")
-        spark = session(master=args.master, remote=args.remote, conf=conf, progress=not args.quiet)
-    except AnalyticsError as exc:
+        summary = analyze(args.definitions, args.traffic, args.out, against=args.against,
+                          vhost=args.vhost, exchange_types=dict(args.exchange_type),
+                          master=args.master, remote=args.remote, conf=conf,
+                          progress=progress, spark_progress=not args.quiet)
+    except (TopologyError, TrafficError, AnalyticsError) as exc:
         return _fail(str(exc))
-    try:
-        from ._spark import read_traffic
-
-        progress(f"reading {args.traffic}")
-        traffic = read_traffic(spark, args.traffic, vhost=args.vhost, work_dir=out / "_input")
-        known = set(routers[0].topology.vhosts)
-        seen = {r["vhost"]: r["n"] for r in traffic.groupBy("vhost").count()
-                .withColumnRenamed("count", "n").collect()}
-        unknown = {v: n for v, n in seen.items() if v not in known}
-        if unknown:
-            listed = ", ".join(f"'{v}' ({n:,} messages)" for v, n in sorted(unknown.items()))
-            return _fail(f"the traffic has vhost(s) the definitions do not define: {listed}; the "
-                         f"definitions define {', '.join(repr(v) for v in sorted(known))} "
-                         "(use --vhost for a single-vhost export)")
-        rep = replay(spark, traffic, routers, progress=progress)
-        summary = analyze_replay(spark, rep, out, progress=progress)
-        progress("writing routes.jsonl")
-        write_routes(traffic, rep, out)
-        (out / "report.html").write_text(render_report(summary, traffic=str(args.traffic)),
-                                         encoding="utf-8")
-    except TrafficError as exc:
-        return _fail(str(exc))
-    finally:
-        spark.stop()
     recorded = summary["recorded"]
-    line = (f"{summary['messages']:,} messages, {summary['inputs']:,} distinct routing inputs")
+    line = f"{summary['messages']:,} messages, {summary['inputs']:,} distinct routing inputs"
     if recorded:
         line += (f"; {summary['agreeing']:,} of {recorded:,} recorded routes agree"
                  f" ({100.0 * summary['agreeing'] / recorded:.1f} %)")
     if args.against:
         line += f"; {summary['changed']:,} change destination with {args.against}"
     print(line)
-    print(f"report: {out / 'report.html'} ({time.monotonic() - start:.1f} s)")
+    print(f"report: {Path(args.out) / 'report.html'} ({time.monotonic() - start:.1f} s)")
     return 0
 
 

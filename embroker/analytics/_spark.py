@@ -20,6 +20,7 @@ message:
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -94,7 +95,7 @@ def session(*, master: str | None = None, remote: str | None = None,
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    if remote is None and master is not None and not master.startswith("local"):
+    if remote is None and master is not None and not re.fullmatch(r"local(\[[0-9*]+\])?", master):
         _ship_package(spark)
     return spark
 
@@ -130,6 +131,28 @@ def _is_parquet(path: Path) -> bool:
     return path.suffix in (".parquet", ".pq")
 
 
+def prepare_traffic(path: str | os.PathLike[str], *, vhost: str = "/",
+                    work_dir: str | os.PathLike[str] | None = None) -> Path:
+    """A JSON-lines file parsed (errors name the line) into canonical Parquet under
+    ``work_dir``; Parquet is returned as it is. Needs no Spark.
+
+    Raises:
+        TrafficError: missing file or a bad line.
+    """
+    from ._inputs import TrafficError, read_json_lines, write_parquet
+
+    source = Path(path)
+    if not source.exists():
+        raise TrafficError(f"{source}: no such traffic file")
+    if _is_parquet(source):
+        return source
+    work = Path(work_dir) if work_dir is not None else Path(f"{source}.embroker")
+    work.mkdir(parents=True, exist_ok=True)
+    target = work / "traffic.parquet"
+    write_parquet(read_json_lines(source, vhost=vhost), target)
+    return target
+
+
 def read_traffic(spark: SparkSession, path: str | os.PathLike[str], *, vhost: str = "/",
                  work_dir: str | os.PathLike[str] | None = None) -> DataFrame:
     """Traffic as a DataFrame of the canonical columns (see ``_inputs``).
@@ -141,40 +164,34 @@ def read_traffic(spark: SparkSession, path: str | os.PathLike[str], *, vhost: st
     Raises:
         TrafficError: missing file or a bad line.
     """
+    import pyarrow.parquet as pq
     import pyspark.sql.functions as F
 
-    from ._inputs import TrafficError, read_json_lines, write_parquet
+    from ._inputs import TrafficError
 
-    source = Path(path)
-    if not source.exists():
-        raise TrafficError(f"{source}: no such traffic file")
-    if not _is_parquet(source):
-        work = Path(work_dir) if work_dir is not None else Path(f"{source}.embroker")
-        work.mkdir(parents=True, exist_ok=True)
-        target = work / "traffic.parquet"
-        write_parquet(read_json_lines(source, vhost=vhost), target)
-        return spark.read.parquet(str(target.resolve()))
-    import pyarrow.parquet as pq
+    source = prepare_traffic(path, vhost=vhost, work_dir=work_dir)
 
     files = sorted(source.glob("*.parquet")) if source.is_dir() else [source]
     offsets, total = [], 0
     for file in files:
-        offsets.append((file.resolve().as_uri(), total))
+        offsets.append((file.name, total))
         total += pq.read_metadata(file).num_rows
-    raw = spark.read.parquet(*[str(f.resolve()) for f in files])
+    raw = spark.read.option("mergeSchema", "true").parquet(*[str(f.resolve()) for f in files])
     names = set(raw.columns)
     if "exchange" not in names:
         raise TrafficError(f"{source}: no 'exchange' column (columns: {', '.join(sorted(names))})")
     if "routing_key" not in names and "routing_keys" not in names:
         raise TrafficError(f"{source}: no 'routing_key' or 'routing_keys' column")
     base = raw.select("*", F.col("_metadata.row_index").alias("_row"),
-                      F.col("_metadata.file_path").alias("_file"))
+                      F.regexp_extract(F.col("_metadata.file_path"), "[^/]+$", 0).alias("_file"))
     if len(files) > 1:
         starts = spark.createDataFrame(offsets, "_file string, _start long")
         base = base.join(F.broadcast(starts), "_file", "left")
         line = F.col("_row") + F.coalesce(F.col("_start"), F.lit(0)) + 1
     else:
         line = F.col("_row") + 1
+    if "line" in names:  # canonical files (JSON lines read here, captures) carry their own
+        line = F.col("line")
     types = dict(raw.dtypes)
     keys = (F.coalesce(F.col("routing_keys"), F.array(F.col("routing_key")))
             if "routing_keys" in names and "routing_key" in names
@@ -272,6 +289,12 @@ class Replay:
     inputs: int  # distinct routing inputs
     window: int | None
     routers: list[Router]
+    cached: list[DataFrame]
+
+    def release(self) -> None:
+        """Let Spark drop the cached tables."""
+        for df in self.cached:
+            df.unpersist()
 
 
 def replay(spark: SparkSession, traffic: DataFrame, routers: Sequence[Router], *,
@@ -292,4 +315,4 @@ def replay(spark: SparkSession, traffic: DataFrame, routers: Sequence[Router], *
     routed = routed.withColumn(
         "agrees", F.when(F.col("routed_queues").isNull(), F.lit(None))
         .otherwise(recorded == F.array_sort(F.col("queues0")))).cache()
-    return Replay(routed, inputs, window, list(routers))
+    return Replay(routed, inputs, window, list(routers), [groups, routes, routed])
