@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -345,18 +346,50 @@ def write_routes(traffic: DataFrame, rep: Replay, out: Path) -> int:
     text = joined.select(F.col("line").alias("_line"),
                          F.to_json(F.struct(*fields), {"ignoreNullFields": "true"}).alias("value"))
     parts = out / "_routes"
-    if parts.exists():
-        shutil.rmtree(parts)
-    text.orderBy("_line").select("value").write.text(str(parts.resolve()))
+    # Each input partition holds a run of consecutive lines and a broadcast join keeps their
+    # order, so sorting within partitions and ordering the files by their first line gives
+    # the whole file in line order without a shuffle; if the runs overlap (the routes were not
+    # broadcast), sort globally.
+    ordered = _write_parts(text.sortWithinPartitions("_line").select("value"), parts)
+    if ordered is None:
+        ordered = _write_parts(text.orderBy("_line").select("value"), parts)
+        assert ordered is not None
     count = 0
     with (out / "routes.jsonl").open("wb") as target:
-        for part in sorted(parts.glob("part-*")):
+        for part in ordered:
             with part.open("rb") as source:
                 for chunk in iter(lambda s=source: s.read(1 << 20), b""):  # type: ignore[misc]
                     target.write(chunk)
                     count += chunk.count(b"\n")
     shutil.rmtree(parts)
     return count
+
+
+_LINE = re.compile(rb'^\{"line":(-?\d+)')
+
+
+def _write_parts(df: DataFrame, parts: Path) -> list[Path] | None:
+    """Write ``df`` as text parts; return them ordered by line when their line ranges do not
+    overlap, else ``None``."""
+    if parts.exists():
+        shutil.rmtree(parts)
+    df.write.text(str(parts.resolve()))
+    ranges = []
+    for part in parts.glob("part-*"):
+        if part.stat().st_size == 0:
+            continue
+        with part.open("rb") as handle:
+            first = _LINE.match(handle.readline())
+            handle.seek(max(0, part.stat().st_size - 65536))
+            last = _LINE.match(handle.read().rstrip(b"\n").rsplit(b"\n", 1)[-1])
+        if first is None or last is None:
+            return None
+        ranges.append((int(first[1]), int(last[1]), part))
+    ranges.sort()
+    for (_a, end, _p), (begin, _b, _q) in zip(ranges, ranges[1:]):
+        if begin <= end:
+            return None
+    return [part for _a, _b, part in ranges]
 
 
 def clean_dir(out: Path) -> None:

@@ -80,16 +80,19 @@ def session(*, master: str | None = None, remote: str | None = None,
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
-    settings = {"spark.ui.showConsoleProgress": "true" if progress else "false",
-                "spark.sql.session.timeZone": "UTC"}
+    # Cached tables may be re-partitioned by adaptive execution (else 200 shuffle partitions
+    # stay 200 tasks however little data there is).
+    settings = {"spark.sql.session.timeZone": "UTC",
+                "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true"}
     if remote is not None:
         if remote.startswith("local"):
             require_java()
+            settings["spark.sql.shuffle.partitions"] = "8"
         builder = builder.remote(remote)
     else:
         require_java()
         builder = builder.master(master or "local[*]")
-        settings.update({"spark.ui.enabled": "false", "spark.driver.memory": "2g",
+        settings.update({"spark.ui.showConsoleProgress": "true" if progress else "false","spark.ui.enabled": "false", "spark.driver.memory": "2g",
                          "spark.sql.shuffle.partitions": "8"})
     settings.update(conf or {})
     for key, value in settings.items():
