@@ -38,7 +38,7 @@ def topology(rng: object) -> dict[str, object]:
         if roll < 0.36:
             words[int(rng.integers(len(words)))] = "*"
         elif roll < 0.55:
-            words = words[:2] + ["#"] if rng.random() < 0.5 else [words[0], "#", words[-1]]
+            words = [*words[:2], "#"] if rng.random() < 0.5 else [words[0], "#", words[-1]]
         bindings.add(".".join(words))
     patterns = sorted(bindings)
     queues = [f"q{n:03d}" for n in range(200)]
@@ -146,10 +146,8 @@ def main() -> int:
           f"{elapsed:.1f} s, {routed / elapsed:,.0f} messages/s"
           + (f" (10M would take ~{10_000_000 / routed * elapsed:.0f} s)" if routed < 10_000_000 else ""))
     if routed == args.messages:
-        import pyarrow.parquet as pq2
-
-        spark_queues = {r["queue"]: r["messages"] for r in pq2.read_table(work / "out" / "queues.parquet").to_pylist()
-                        if r["messages"]}
+        table = pq.read_table(work / "out" / "queues.parquet").to_pylist()
+        spark_queues = {r["queue"]: r["messages"] for r in table if r["messages"]}
         print("per-queue counts equal between Spark and plain Python:", spark_queues == per_queue)
     if not args.keep:
         import shutil

@@ -8,6 +8,7 @@ as one Parquet file and feeds the report. Only ``routes.jsonl`` is per message.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -68,6 +69,9 @@ def analyze(definitions: str | os.PathLike[str], traffic: str | os.PathLike[str]
             do not define.
         AnalyticsError: no pyspark or no Java.
     """
+    from ._spark import require_spark
+
+    require_spark()
     from ._inputs import TrafficError
     from ._report import render_report
     from ._spark import prepare_traffic, read_traffic, replay, session
@@ -309,7 +313,8 @@ def _what_if(routed: DataFrame, out: Path) -> dict[str, Any]:
                     .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
                          F.min("example_line").alias("example_line"),
                          F.first("headers").alias("headers"), F.first("routing_key").alias("routing_key"))
-                    .withColumnRenamed("queues0", "queues_before").withColumnRenamed("queues1", "queues_after")
+                    .withColumnRenamed("queues0", "queues_before")
+                    .withColumnRenamed("queues1", "queues_after")
                     .withColumnRenamed("error0", "error_before").withColumnRenamed("error1", "error_after")
                     .drop("hkey").orderBy(F.desc("messages")))
     _write(routes, out / "changed_routes.parquet")
@@ -386,7 +391,7 @@ def _write_parts(df: DataFrame, parts: Path) -> list[Path] | None:
             return None
         ranges.append((int(first[1]), int(last[1]), part))
     ranges.sort()
-    for (_a, end, _p), (begin, _b, _q) in zip(ranges, ranges[1:]):
+    for (_a, end, _p), (begin, _b, _q) in itertools.pairwise(ranges):
         if begin <= end:
             return None
     return [part for _a, _b, part in ranges]

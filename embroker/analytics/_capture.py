@@ -96,7 +96,7 @@ class FirehoseClient:
             self._sock.settimeout(remaining)
             try:
                 data = self._sock.recv(1 << 16)
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 return None
             if not data:
                 raise CaptureError("the broker closed the connection")
@@ -116,7 +116,7 @@ class FirehoseClient:
         command = self._next(time.monotonic() + self.timeout)
         if command is None:
             raise CaptureError(f"no {name} from {self.host}:{self.port} within {self.timeout} s")
-        if command.method.NAME != name:
+        if name != command.method.NAME:
             raise CaptureError(f"expected {name}, got {command.method.NAME}")
         return command.method
 
@@ -185,7 +185,7 @@ def firehose_row(command: Any, number: int, received: datetime.datetime) -> dict
     keys = [_text(k) or "" for k in trace.get("routing_keys") or [method.routing_key[8:]]]
     headers = properties.pop("headers", None)
     routed = trace.get("routed_queues")
-    row = {"line": number, "vhost": _text(trace.get("vhost")),
+    return {"line": number, "vhost": _text(trace.get("vhost")),
            "exchange": _text(trace.get("exchange_name")) or "", "routing_key": keys[0],
            "routing_keys": keys, "headers": _headers.dumps(headers) if headers is not None else None,
            "size": len(command.body or b""), "published_at": received,
@@ -193,7 +193,6 @@ def firehose_row(command: Any, number: int, received: datetime.datetime) -> dict
            "properties": _headers.dumps(properties) if properties else None,
            "connection": _text(trace.get("connection")), "channel": trace.get("channel"),
            "user": _text(trace.get("user")), "node": _text(trace.get("node"))}
-    return row
 
 
 def capture_schema() -> Any:

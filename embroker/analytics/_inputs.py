@@ -37,8 +37,15 @@ if TYPE_CHECKING:
 
     from ..model import RoutingDecision
 
-__all__ = ["TRAFFIC_COLUMNS", "TrafficError", "export_trace", "parse_line", "read_json_lines",
-           "traffic_schema", "tracing_headers"]
+__all__ = [
+    "TRAFFIC_COLUMNS",
+    "TrafficError",
+    "export_trace",
+    "parse_line",
+    "read_json_lines",
+    "tracing_headers",
+    "traffic_schema",
+]
 
 #: The canonical columns, in order.
 TRAFFIC_COLUMNS = ("line", "vhost", "exchange", "routing_key", "routing_keys", "headers", "size",

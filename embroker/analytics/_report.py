@@ -186,7 +186,8 @@ def render_report(summary: dict[str, Any], *, traffic: str, generated: datetime.
     if against:
         cards.append(("Change destination", _n(s["changed"]), f"with {_e(against)}",
                       "warn" if s["changed"] else "good"))
-        cards.append(("Newly unroutable", _n(s["new_unroutable"]), "", "bad" if s["new_unroutable"] else "good"))
+        cards.append(("Newly unroutable", _n(s["new_unroutable"]), "",
+                      "bad" if s["new_unroutable"] else "good"))
     parts.append('<div class="cards">' + "".join(
         f'<div class="card {cls}"><span>{_e(title)}</span><b>{value}</b><span>{sub}</span></div>'
         for title, value, sub, cls in cards) + "</div>")
@@ -225,7 +226,7 @@ def render_report(summary: dict[str, Any], *, traffic: str, generated: datetime.
             parts.append(hbar_chart([_queue_label(r, vhosts) for r in top],
                                     [("messages gained", [r["gained"] for r in top]),
                                      ("messages lost", [r["lost"] for r in top])]))
-            rows = [(_exchange(r["exchange"]), _keys(r["routing_keys"]), _queues(r["queues_before"]),
+            changed_rows = [(_exchange(r["exchange"]), _keys(r["routing_keys"]), _queues(r["queues_before"]),
                      _queues(r["queues_after"]) + (f' <span class="no">{_e(r["error_after"])}</span>'
                                                    if r.get("error_after") else ""),
                      _n(r["messages"]), str(r["example_line"]))
@@ -233,7 +234,7 @@ def render_report(summary: dict[str, Any], *, traffic: str, generated: datetime.
             parts.append(f"<p>{_n(s['changed'])} messages change destination "
                          f"({_n(s['changed_inputs'])} distinct routing inputs; the most frequent):</p>")
             parts.append(_table(("Exchange", "Routing keys", "Before", "After", "Messages", "Line"),
-                                rows, numeric=(4, 5)))
+                                changed_rows, numeric=(4, 5)))
 
     parts.append("<h2>Traffic per queue</h2>")
     busy = [q for q in s["queues"] if q["messages"] or q.get("messages_after")][:20]

@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._route import KEY_COLUMNS, RouteBatches, output_ddl
 from ._topology import Router
@@ -92,8 +92,10 @@ def session(*, master: str | None = None, remote: str | None = None,
     else:
         require_java()
         builder = builder.master(master or "local[*]")
-        settings.update({"spark.ui.showConsoleProgress": "true" if progress else "false","spark.ui.enabled": "false", "spark.driver.memory": "2g",
-                         "spark.sql.shuffle.partitions": "8"})
+        settings.update({"spark.ui.showConsoleProgress": "true" if progress else "false",
+                         "spark.ui.enabled": "false"})
+        if (master or "local").startswith("local"):  # one machine: a bigger driver, fewer tasks
+            settings.update({"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "8"})
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)

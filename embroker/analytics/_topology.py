@@ -190,11 +190,11 @@ class Topology:
         if policies:
             self.notes.append(f"{len(policies)} polic{'y' if len(policies) == 1 else 'ies'} read for "
                               "alternate exchanges; other policy keys change no routing")
-        for section in ("parameters", "global_parameters"):
-            if document.get(section):
-                self.notes.append(f"{len(document[section])} {section} set aside "
+        for aside in ("parameters", "global_parameters"):
+            if document.get(aside):
+                self.notes.append(f"{len(document[aside])} {aside} set aside "
                                   "(they change no routing)")
-        return {"vhosts": [{"name": v} for v in sorted(vhosts)], "exchanges": exchanges,
+        return {"vhosts": [{"name": v} for v in sorted(v for v in vhosts if isinstance(v, str))], "exchanges": exchanges,
                 "queues": queues, "bindings": bindings}
 
     def _apply_policies(self, exchange: dict[str, Any], policies: list[dict[str, Any]]) -> None:
@@ -298,7 +298,7 @@ class Router:
         return {"topology": self.topology}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["topology"])  # type: ignore[misc]
+        self.__init__(state["topology"])
 
     def _compiled(self) -> Broker:
         if self._broker is None:

@@ -7,7 +7,8 @@ It needs, on the local node, the ``rabbitmq_management`` and ``rabbitmq_tracing`
 ``rabbitmqctl`` (run as root), and works in a fresh vhost of its own, deleted at the end.
 
 What the topology exercises: topic bindings that overlap (one queue reached twice), an
-alternate exchange on the exchange published to (and one given by a policy), an exchange-to-exchange binding into an
+alternate exchange on the exchange published to (and one given by a policy), an
+exchange-to-exchange binding into an
 *internal* headers exchange, headers bindings on typed values (int, float, bool, string, byte
 string, timestamp, void, ``any``/``all``/``any-with-x``), an alternate exchange that fires
 mid-path (on an exchange reached through an exchange-to-exchange binding), a fanout and topic
@@ -18,6 +19,7 @@ names no queue), and mandatory and unroutable messages.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import decimal
 import json
@@ -175,10 +177,8 @@ def _publish(channel: Any) -> None:
         if headers is not None:
             properties["headers"] = headers
         message = amqpstorm.Message.create(channel, b"body of " + key.encode(), properties=properties)
-        try:
+        with contextlib.suppress(amqpstorm.AMQPMessageError):  # returned: recorded all the same
             message.publish(key, exchange, mandatory=mandatory)
-        except amqpstorm.AMQPMessageError:
-            pass  # returned (mandatory, unroutable): recorded all the same
 
 
 def record(out: Path, *, amqp_host: str = "127.0.0.1", amqp_port: int = 5672) -> dict[str, Path]:
@@ -242,10 +242,8 @@ def record(out: Path, *, amqp_host: str = "127.0.0.1", amqp_port: int = 5672) ->
             raise RuntimeError(f"the capture got {counted} messages, {len(MESSAGES)} were published")
     finally:
         for path in (f"/traces/{quoted}/{trace}", f"/trace-files/{trace}.log", f"/vhosts/{quoted}"):
-            try:
+            with contextlib.suppress(urllib.error.HTTPError):
                 api("DELETE", path)
-            except urllib.error.HTTPError:
-                pass
     return {name: out / name for name in ("definitions.json", "definitions-api.json",
                                           "tracing.log", "capture.parquet", "vhost.txt")}
 

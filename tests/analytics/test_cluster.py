@@ -31,7 +31,7 @@ def _analyze(tmp_path: Path, *where: str) -> tuple[subprocess.CompletedProcess[s
          "--exchange-type", "audit=headers", "--traffic", str(DATA / "capture.parquet"),
          "--out", str(out), *where, "--conf",
          "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"],
-        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+        check=False, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     return result, out
 
 
@@ -39,8 +39,9 @@ def _check(result: subprocess.CompletedProcess[str], out: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert "35 of 35 recorded routes agree (100.0 %)" in result.stdout
     routes = [json.loads(line) for line in (out / "routes.jsonl").read_text().splitlines()]
-    assert len(routes) == 35 and all(r["agrees"] for r in routes)
-    assert "[" in result.stderr and "routing each distinct input" in result.stderr  # progress shown
+    assert len(routes) == 35
+    assert all(r["agrees"] for r in routes)
+    assert "routing each distinct input" in result.stderr  # progress shown
     assert (out / "report.html").exists()
 
 
@@ -66,7 +67,7 @@ def test_a_bad_line_fails_before_spark_starts(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "embroker", "analyze", "--definitions", str(DATA / "definitions-api.json"),
          "--vhost", RECORDED_VHOST, "--traffic", str(bad), "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=120,
+        check=False, capture_output=True, text=True, timeout=120,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 2
     assert f"embroker: {bad}:2: not JSON" in result.stderr

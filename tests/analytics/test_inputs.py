@@ -6,7 +6,7 @@ import datetime
 import decimal
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given, settings
@@ -145,7 +145,7 @@ class _Deliver:
 class _Command:
     method = _Deliver()
     body = b"hello"
-    properties = {"headers": {
+    properties: ClassVar[dict[str, Any]] = {"headers": {
         "exchange_name": "events", "routing_keys": ["a.b", "cc"], "routed_queues": ["q1", "q2"],
         "vhost": "v", "connection": "c", "channel": 1, "user": "guest", "node": "rabbit@n",
         "properties": {"headers": {"n": 300, "d": decimal.Decimal("1.5"), "raw": b"\xff"},
