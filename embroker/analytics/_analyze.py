@@ -72,7 +72,6 @@ def analyze(definitions: str | os.PathLike[str], traffic: str | os.PathLike[str]
     from ._spark import require_spark
 
     require_spark()
-    from ._inputs import TrafficError
     from ._report import render_report
     from ._spark import prepare_traffic, read_traffic, replay, session
     from ._topology import Topology
@@ -93,15 +92,6 @@ def analyze(definitions: str | os.PathLike[str], traffic: str | os.PathLike[str]
         spark = session(master=master, remote=remote, conf=conf, progress=spark_progress)
     try:
         df = read_traffic(spark, traffic_path, vhost=vhost)
-        known = set(routers[0].topology.vhosts)
-        seen = {r["vhost"]: r["count"] for r in df.groupBy("vhost").count().collect()}
-        unknown = {v: n for v, n in seen.items() if v not in known}
-        if unknown:
-            listed = ", ".join(f"'{v}' ({n:,} messages)" for v, n in sorted(unknown.items()))
-            raise TrafficError(
-                f"{traffic}: the traffic has vhost(s) the definitions do not define: {listed}; "
-                f"the definitions define {', '.join(repr(v) for v in sorted(known))} "
-                "(--vhost names the vhost of a single-vhost export)")
         rep = replay(spark, df, routers, progress=progress)
         summary = analyze_replay(spark, rep, target, progress=progress)
         progress("writing routes.jsonl")
@@ -121,7 +111,7 @@ def analyze_replay(spark: SparkSession, rep: Replay, out: Path, *,
     the report is made from (also written as ``summary.json``)."""
     import pyspark.sql.functions as F
 
-    routed = rep.routed
+    routed = rep.totals
     before = rep.routers[0]
     after = rep.routers[1] if len(rep.routers) > 1 else None
     summary: dict[str, Any] = {"inputs": rep.inputs, "window_seconds": rep.window,
@@ -143,7 +133,6 @@ def analyze_replay(spark: SparkSession, rep: Replay, out: Path, *,
         F.sum(F.when(F.col("error0").isNull() & (F.size("queues0") == 0), F.col("messages"))
               .otherwise(0)).alias("unroutable"),
         F.sum(F.when(F.size("alternates0") > 0, F.col("messages")).otherwise(0)).alias("via_alternate"),
-        F.min("window_start").alias("first"), F.max("window_start").alias("last"),
     ).first()
     assert totals is not None
     summary.update({k: totals[k] or 0 for k in ("messages", "bytes", "recorded", "agreeing",
@@ -186,7 +175,7 @@ def analyze_replay(spark: SparkSession, rep: Replay, out: Path, *,
     summary["distinct_keys"] = keys_t.num_rows
 
     if rep.window:
-        windows_t = _arrow(routed.filter(F.col("window_start").isNotNull())
+        windows_t = _arrow(rep.routed.filter(F.col("window_start").isNotNull())
                            .select("window_start", "vhost", F.explode("queues0").alias("queue"),
                                          "messages", "bytes")
                            .groupBy("window_start", "vhost", "queue")
@@ -335,21 +324,25 @@ def write_routes(traffic: DataFrame, rep: Replay, out: Path) -> int:
     names: set[str] = set()
     for router in rep.routers:
         names |= router.header_names()
-    routes = rep.routed.select(*KEY_COLUMNS, "phantom", "queues0", "error0",
-                               *(["queues1", "error1"] if len(rep.routers) > 1 else [])).distinct()
-    joined = (traffic.withColumn("hkey", _hkey(sorted(names)))
-              .join(F.broadcast(routes) if rep.inputs <= 500_000 else routes, list(KEY_COLUMNS)))
-    recorded = F.array_sort(F.array_except(F.col("routed_queues"), F.col("phantom")))
-    fields = [F.col("line"), F.col("queues0").alias("queues")]
-    fields += [F.col("routed_queues").alias("recorded_queues"),
-               F.when(F.col("routed_queues").isNull(), F.lit(None))
-               .otherwise(recorded == F.col("queues0")).alias("agrees")]
+    # Everything but the line number is the same for every message of a group: write it once
+    # per group as JSON text, and per message only join it back and put the line in front.
+    fields = [F.col("queues0").alias("queues"), F.col("routed_queues").alias("recorded_queues"),
+              F.col("agrees")]
     if len(rep.routers) > 1:
         fields += [F.col("queues1").alias("queues_after"),
                    (F.col("queues0") != F.col("queues1")).alias("changed")]
     fields.append(F.col("error0").alias("error"))
-    text = joined.select(F.col("line").alias("_line"),
-                         F.to_json(F.struct(*fields), {"ignoreNullFields": "true"}).alias("value"))
+    rest = F.expr("substr(rest, 2)")
+    fragments = (rep.totals.select(*KEY_COLUMNS, "routed_queues",
+                                   F.to_json(F.struct(*fields), {"ignoreNullFields": "true"}).alias("rest"))
+                 .withColumn("rest", rest).alias("f"))
+    messages = traffic.withColumn("hkey", _hkey(sorted(names))).alias("m")
+    on = [F.col(f"m.{c}") == F.col(f"f.{c}") for c in KEY_COLUMNS]
+    on.append(F.col("m.routed_queues").eqNullSafe(F.col("f.routed_queues")))
+    joined = messages.join(F.broadcast(fragments) if rep.inputs <= 500_000 else fragments, on)
+    text = joined.select(F.col("m.line").alias("_line"),
+                         F.concat(F.lit('{"line":'), F.col("m.line").cast("string"), F.lit(","),
+                                  F.col("f.rest")).alias("value"))
     parts = out / "_routes"
     # Each input partition holds a run of consecutive lines and a broadcast join keeps their
     # order, so sorting within partitions and ordering the files by their first line gives

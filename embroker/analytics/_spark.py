@@ -96,6 +96,10 @@ def session(*, master: str | None = None, remote: str | None = None,
                          "spark.ui.enabled": "false"})
         if (master or "local").startswith("local"):  # one machine: a bigger driver, fewer tasks
             settings.update({"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "8"})
+            # The Python workers import this embroker, wherever the driver found it.
+            here = str(Path(__file__).resolve().parents[2])
+            settings["spark.executorEnv.PYTHONPATH"] = os.pathsep.join(
+                filter(None, [here, os.environ.get("PYTHONPATH")]))
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -290,7 +294,8 @@ def route_inputs(groups: DataFrame, routers: Sequence[Router]) -> DataFrame:
 class Replay:
     """Grouped, routed traffic and the facts the report shows."""
 
-    routed: DataFrame  # groups joined with their routes
+    routed: DataFrame  # groups joined with their routes, per time window
+    totals: DataFrame  # the same without the time windows (what most analyses read)
     inputs: int  # distinct routing inputs
     window: int | None
     routers: list[Router]
@@ -304,14 +309,29 @@ class Replay:
 
 def replay(spark: SparkSession, traffic: DataFrame, routers: Sequence[Router], *,
            progress: Callable[[str], None] = lambda _m: None) -> Replay:
-    """Group, route and join back (see the module docstring); the result is cached."""
+    """Group, route and join back (see the module docstring); the results are cached.
+
+    Raises:
+        TrafficError: the traffic has vhosts the first topology does not define.
+    """
     import pyspark.sql.functions as F
+
+    from ._inputs import TrafficError
 
     progress("finding the time span")
     window = window_seconds(traffic)
     groups = group_traffic(traffic, routers, window).cache()
     progress("grouping messages by routing input")
-    groups.count()
+    seen = {r["vhost"]: r["n"] for r in groups.groupBy("vhost").agg(F.sum("messages").alias("n")).collect()}
+    known = set(routers[0].topology.vhosts)
+    unknown = {v: n for v, n in seen.items() if v not in known}
+    if unknown:
+        groups.unpersist()
+        listed = ", ".join(f"'{v}' ({n:,} messages)" for v, n in sorted(unknown.items()))
+        raise TrafficError(
+            f"the traffic has vhost(s) the definitions do not define: {listed}; the definitions "
+            f"define {', '.join(repr(v) for v in sorted(known))} (--vhost names the vhost of a "
+            "single-vhost export)")
     routes = route_inputs(groups, routers).cache()
     progress("routing each distinct input with embroker's model")
     inputs = routes.count()
@@ -320,4 +340,11 @@ def replay(spark: SparkSession, traffic: DataFrame, routers: Sequence[Router], *
     routed = routed.withColumn(
         "agrees", F.when(F.col("routed_queues").isNull(), F.lit(None))
         .otherwise(recorded == F.array_sort(F.col("queues0")))).cache()
-    return Replay(routed, inputs, window, list(routers), [groups, routes, routed])
+    keep = [c for c in routed.columns
+            if c not in ("window_start", "messages", "bytes", "example_line", "headers", "routing_key")]
+    totals = (routed.groupBy(*keep)
+              .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
+                   F.min("example_line").alias("example_line"), F.first("headers").alias("headers"),
+                   F.first("routing_key").alias("routing_key"))
+              .cache()) if window else routed
+    return Replay(routed, totals, inputs, window, list(routers), [groups, routes, routed, totals])

@@ -194,7 +194,8 @@ class Topology:
             if document.get(aside):
                 self.notes.append(f"{len(document[aside])} {aside} set aside "
                                   "(they change no routing)")
-        return {"vhosts": [{"name": v} for v in sorted(v for v in vhosts if isinstance(v, str))], "exchanges": exchanges,
+        names = sorted(v for v in vhosts if isinstance(v, str))
+        return {"vhosts": [{"name": v} for v in names], "exchanges": exchanges,
                 "queues": queues, "bindings": bindings}
 
     def _apply_policies(self, exchange: dict[str, Any], policies: list[dict[str, Any]]) -> None:
