@@ -7,10 +7,11 @@ when called. The router (:class:`Router`, :class:`Topology`) is pure Python over
 
 from __future__ import annotations
 
+from ._analyze import analyze
 from ._headers import dumps as dump_headers
 from ._headers import loads as load_headers
 from ._inputs import TrafficError, export_trace
 from ._topology import Route, Router, Topology, TopologyError
 
-__all__ = ["Route", "Router", "Topology", "TopologyError", "TrafficError", "dump_headers",
-           "export_trace", "load_headers"]
+__all__ = ["Route", "Router", "Topology", "TopologyError", "TrafficError", "analyze",
+           "dump_headers", "export_trace", "load_headers"]

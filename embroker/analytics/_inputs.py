@@ -262,7 +262,7 @@ def export_trace(decisions: Sequence[RoutingDecision] | Any, path: str | os.Path
         rows.append({"line": number, "vhost": decision.vhost, "exchange": decision.exchange,
                      "routing_key": decision.routing_key, "routing_keys": list(decision.keys),
                      "headers": _headers.dumps(headers) if headers is not None else None,
-                     "size": len(decision.message.body),
+                     "size": None if decision.body_dropped else len(decision.message.body),
                      "published_at": (published_at or {}).get(number),
                      "routed_queues": list(decision.queues)})
     batch = pa.RecordBatch.from_pylist(rows, schema=traffic_schema())

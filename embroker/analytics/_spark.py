@@ -104,14 +104,16 @@ def session(*, master: str | None = None, remote: str | None = None,
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    if remote is None and master is not None and not re.fullmatch(r"local(\[[0-9*]+\])?", master):
-        _ship_package(spark)
+    # Python workers elsewhere (a cluster's executors, a Connect server) need embroker to
+    # route: send it, with its two dependencies, as a zip of pure-Python packages.
+    if remote is not None:
+        spark.addArtifacts(str(_package_zip()), pyfile=True)
+    elif master is not None and not re.fullmatch(r"local(\[[0-9*]+\])?", master):
+        spark.sparkContext.addPyFile(str(_package_zip()))
     return spark
 
 
-def _ship_package(spark: SparkSession) -> None:
-    # Executors on other machines need embroker (and its two dependencies) to route: send them
-    # as a zip of pure-Python packages.
+def _package_zip() -> Path:
     import tempfile
     import zipfile
 
@@ -120,15 +122,17 @@ def _ship_package(spark: SparkSession) -> None:
 
     import embroker
 
-    target = Path(tempfile.mkdtemp(prefix="embroker-py-")) / "embroker-deps.zip"
+    target = Path(tempfile.mkdtemp(prefix="embroker-py-")) / "embroker_for_spark.zip"
     with zipfile.ZipFile(target, "w") as archive:
         for module in (embroker, sortedcontainers):
             root = Path(module.__file__ or "").parent
             for path in root.rglob("*.py"):
                 archive.write(path, path.relative_to(root.parent))
+            for path in root.rglob("py.typed"):
+                archive.write(path, path.relative_to(root.parent))
         te = Path(typing_extensions.__file__ or "")
         archive.write(te, te.name)
-    spark.sparkContext.addPyFile(str(target))
+    return target
 
 
 # -- reading traffic -----------------------------------------------------------------------------
