@@ -175,15 +175,32 @@ def analyze_replay(spark: SparkSession, rep: Replay, out: Path, *,
     summary["distinct_keys"] = keys_t.num_rows
 
     if rep.window:
-        windows_t = _arrow(rep.routed.filter(F.col("window_start").isNotNull())
-                           .select("window_start", "vhost", F.explode("queues0").alias("queue"),
-                                         "messages", "bytes")
-                           .groupBy("window_start", "vhost", "queue")
+        timed = rep.routed.filter(F.col("window_start").isNotNull())
+        per_kind = [timed.select("window_start", "vhost", F.lit(kind).alias("kind"),
+                                 F.explode(F.col(column).cast("array<string>")).alias("name"),
+                                 "messages", "bytes")
+                    for kind, column in (("queue", "queues0"), ("exchange", "exchanges0"),
+                                         ("binding", "bindings0"))]
+        windows_t = _arrow(per_kind[0].unionByName(per_kind[1]).unionByName(per_kind[2])
+                           .groupBy("window_start", "vhost", "kind", "name")
                            .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"))
-                           .orderBy("window_start", "vhost", "queue"))
+                           .orderBy("window_start", "vhost", "kind", "name"))
         _write(windows_t, out / "windows.parquet")
-        summary["windows"] = [{**r, "window_start": r["window_start"].isoformat()}
-                              for r in _rows(windows_t)]
+        summary["windows"] = [{"window_start": r["window_start"].isoformat(), "vhost": r["vhost"],
+                               "queue": r["name"], "messages": r["messages"], "bytes": r["bytes"]}
+                              for r in _rows(windows_t) if r["kind"] == "queue"]
+
+    inputs_t = _arrow(routed.groupBy(*KEY_COLUMNS, "queues0", "bindings0", "exchanges0", "alternates0",
+                                     "error0")
+                      .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
+                           F.min("example_line").alias("example_line"),
+                           F.first("headers").alias("headers"))
+                      .drop("hkey")
+                      .withColumnsRenamed({"queues0": "queues", "bindings0": "bindings",
+                                           "exchanges0": "path", "alternates0": "alternates",
+                                           "error0": "error"})
+                      .orderBy(F.desc("messages")))
+    _write(inputs_t, out / "inputs.parquet")
 
     # -- disagreements with the recording -------------------------------------------------------
     progress("explaining disagreements with the recorded queues")

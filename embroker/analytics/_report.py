@@ -293,7 +293,7 @@ def render_report(summary: dict[str, Any], *, traffic: str, generated: datetime.
         parts.append("<h2>How the definitions were read</h2><ul class=notes>"
                      + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
     parts.append('<p class="muted">Files next to this page: routes.jsonl (per message), '
-                 "queues, bindings, exchanges, routing_keys, windows, disagreements"
+                 "inputs, queues, bindings, exchanges, routing_keys, windows, disagreements"
                  + (", changes, changed_routes" if against else "") + " (.parquet), summary.json.</p>")
     parts.append("</main></body></html>\n")
     return "".join(parts)

@@ -52,6 +52,14 @@ def test_the_tracing_log_replays_in_agreement_with_every_recorded_route(spark: A
     assert exchanges["regional"]["to_alternate"] == 1  # the AE that fires mid-path
     assert exchanges["policy-x"]["to_alternate"] == 1  # the AE a policy gives
     assert (out / "report.html").read_text().count("<svg") >= 1
+    inputs = _table(out / "inputs.parquet")
+    assert sum(i["messages"] for i in inputs) == 35
+    shipped = [i for i in inputs if i["routing_keys"] == ["orders.us.shipped"]]
+    assert [(i["queues"], i["path"], i["alternates"]) for i in shipped] == [
+        (["orders", "shipping-fallback"], ["events", "regional", "regional-ae"], ["regional"])]
+    windows = _table(out / "windows.parquet")
+    assert {w["kind"] for w in windows} == {"queue", "exchange", "binding"}
+    assert sum(w["messages"] for w in windows if w["kind"] == "queue" and w["name"] == "orders") == 6
 
 
 def test_the_firehose_capture_replays_in_agreement(spark: Any, tmp_path: Path) -> None:
