@@ -34,15 +34,10 @@ import pamqp.commands
 import pamqp.frame
 import pamqp.header
 
-from embroker.amqp091 import (
-    BasicDeliver,
-    BasicPublish,
-    CommandReader,
-    ContentAssembler,
-    FrameParser,
-    encode_message,
-    encode_properties,
-)
+from embroker.amqp091 import CommandReader, FrameParser, encode_message
+from embroker.amqp091._assembly import ContentAssembler
+from embroker.amqp091._properties import encode_properties
+from embroker.amqp091.methods import BasicDeliver, BasicPublish
 
 FRAMES_PER_MESSAGE = 3
 BODY = bytes(range(100))

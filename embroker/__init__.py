@@ -9,11 +9,11 @@ from .client import Connection as Connection
 from .errors import AMQPError as AMQPError
 from .errors import ChannelException as ChannelException
 from .errors import ConnectionException as ConnectionException
+from .errors import DefinitionsError as DefinitionsError
 from .model import ManualClock as ManualClock
 from .model import Message as Message
 from .model import RoutingDecision as RoutingDecision
 from .model import SystemClock as SystemClock
-from .model._definitions import DefinitionsError as DefinitionsError
 from .server import Server as Server
 
 __all__ = [

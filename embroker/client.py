@@ -21,8 +21,19 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, final
 
-from .errors import AMQPError, ChannelException
-from .model import PROPERTY_NAMES, DeclareOk, Delivery, Message
+from .amqp091._properties import encode_properties
+from .errors import AMQPError, ChannelClosed, ChannelException, ConnectionClosed
+from .model import (
+    PROPERTY_NAMES,
+    Cancelled,
+    ChannelEvent,
+    Confirmed,
+    DeclareOk,
+    Delivered,
+    Delivery,
+    Message,
+    Returned,
+)
 
 if TYPE_CHECKING:
     from .model import Broker
@@ -37,21 +48,6 @@ R = TypeVar("R")
 #: on_message_callback(channel, delivery, properties, body), as pika's.
 MessageCallback = Callable[["Channel", Delivery, dict[str, Any], bytes], None]
 
-
-class ChannelClosed(RuntimeError):
-    """The channel is closed; ``reason`` is the error that closed it, if one did."""
-
-    def __init__(self, reason: AMQPError | None) -> None:
-        super().__init__(f"channel is closed{f': {reason}' if reason else ''}")
-        self.reason = reason
-
-
-class ConnectionClosed(RuntimeError):
-    """The connection is closed; ``reason`` is the error that closed it, if one did."""
-
-    def __init__(self, reason: AMQPError | None) -> None:
-        super().__init__(f"connection is closed{f': {reason}' if reason else ''}")
-        self.reason = reason
 
 
 @final
@@ -97,9 +93,10 @@ def _model_call(method: Callable[Concatenate[Channel, P], R]) -> Callable[Concat
     return wrapper
 
 
-def _properties(properties: dict[str, Any] | None) -> dict[str, Any]:
-    if not properties:
-        return {}
+def _properties(properties: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    """The properties the broker keeps, and their wire encoding: what cannot be sent over AMQP
+    0-9-1 (a header of 2**70, a priority of 300...) is refused here, at publish, rather than
+    poisoning the queue for every consumer that comes later."""
     unknown = set(properties) - set(PROPERTY_NAMES)
     if unknown:
         raise TypeError(f"unknown message properties {sorted(unknown)}; "
@@ -108,7 +105,11 @@ def _properties(properties: dict[str, Any] | None) -> dict[str, Any]:
     headers = props.get("headers")
     if headers is not None:
         props["headers"] = dict(headers)  # the broker keeps its own copy
-    return props
+    try:
+        encoded = encode_properties(props)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"these properties cannot be sent over AMQP 0-9-1: {exc}") from None
+    return props, encoded
 
 
 @final
@@ -122,12 +123,12 @@ class Connection:
                  "capabilities": {"consumer_cancel_notify": True, "basic.nack": True,
                                   "publisher_confirms": True}}
         props.update(client_properties or {})
-        with broker.lock:
+        with broker._lock:
             self._model: ModelConnection = broker.open_connection(
                 vhost, user=user, client_properties=props)
         self._channel_numbers = itertools.count(1)
         self._channels: dict[int, Channel] = {}
-        self._pending: deque[Callable[[], None]] = deque()
+        self._pending: deque[tuple[Channel, ChannelEvent]] = deque()
         self._dispatching = False
         self.closed_by: AMQPError | None = None
 
@@ -152,7 +153,7 @@ class Connection:
     def channel(self) -> Channel:
         """Open a new channel."""
         self._check_open()
-        with self.broker.lock:
+        with self.broker._lock:
             number = next(self._channel_numbers)
             channel = Channel(self, self._model.open_channel(number))
         self._channels[number] = channel
@@ -161,7 +162,7 @@ class Connection:
     def close(self) -> None:
         """Close the connection: channels close, unacknowledged messages are requeued and
         exclusive queues deleted."""
-        with self.broker.lock:
+        with self.broker._lock:
             self._model.close()
 
     def _closed_by_broker(self, exc: AMQPError) -> None:
@@ -180,7 +181,8 @@ class Connection:
         try:
             pending = self._pending
             while pending:
-                pending.popleft()()
+                channel, event = pending.popleft()
+                channel._handle(event)
         finally:
             self._dispatching = False
 
@@ -192,7 +194,7 @@ class Channel:
     def __init__(self, connection: Connection, model: ModelChannel) -> None:
         self.connection = connection
         self._model = model
-        self._lock = connection.broker.lock
+        self._lock = connection.broker._lock
         self._pending = connection._pending
         self.closed_by: AMQPError | None = None
         #: Mandatory messages that came back unroutable, oldest first.
@@ -203,11 +205,7 @@ class Channel:
         self.cancelled: list[str] = []
         self._callbacks: dict[str, MessageCallback] = {}
         self._on_return: list[Callable[[Channel, ReturnedMessage], None]] = []
-        pending = connection._pending
-        model.on_deliver = lambda *args: pending.append(lambda: self._on_deliver(*args))
-        model.on_return = lambda *args: pending.append(lambda: self._on_returned(*args))
-        model.on_confirm = lambda *args: self.confirms.append(args)
-        model.on_cancel = lambda tag: pending.append(lambda: self._on_cancelled(tag))
+        model.listener = self._on_event
 
     def __repr__(self) -> str:
         return f"<in-process {self._model!r}>"
@@ -246,7 +244,7 @@ class Channel:
 
     def close(self) -> None:
         """Close the channel; its unacknowledged messages are requeued."""
-        with self.connection.broker.lock:
+        with self.connection.broker._lock:
             self._model.close()
 
     def __enter__(self) -> Channel:
@@ -257,24 +255,31 @@ class Channel:
 
     # -- callbacks -----------------------------------------------------------------------------
 
-    def _on_deliver(self, consumer_tag: str, delivery_tag: int, redelivered: bool,
-                    exchange: str, routing_key: str, message: Message) -> None:
-        callback = self._callbacks.get(consumer_tag)
-        if callback is not None:
-            delivery = Delivery(delivery_tag, redelivered, exchange, routing_key, message,
-                                consumer_tag=consumer_tag)
-            callback(self, delivery, message.properties, message.body)
+    def _on_event(self, event: ChannelEvent) -> None:
+        # From the model, under the broker lock: confirms are recorded at once, the rest runs
+        # the client's callbacks once the call that caused them has returned.
+        if isinstance(event, Confirmed):
+            self.confirms.append((event.delivery_tag, event.multiple, event.ack))
+        else:
+            self._pending.append((self, event))
 
-    def _on_returned(self, reply_code: int, reply_text: str, exchange: str, routing_key: str,
-                     message: Message) -> None:
-        returned = ReturnedMessage(reply_code, reply_text, exchange, routing_key, message)
-        self.returned.append(returned)
-        for callback in self._on_return:
-            callback(self, returned)
-
-    def _on_cancelled(self, consumer_tag: str) -> None:
-        self._callbacks.pop(consumer_tag, None)
-        self.cancelled.append(consumer_tag)
+    def _handle(self, event: ChannelEvent) -> None:
+        if isinstance(event, Delivered):
+            callback = self._callbacks.get(event.consumer_tag)
+            if callback is not None:
+                message = event.message
+                delivery = Delivery(event.delivery_tag, event.redelivered, event.exchange,
+                                    event.routing_key, message, consumer_tag=event.consumer_tag)
+                callback(self, delivery, message.properties, message.body)
+        elif isinstance(event, Returned):
+            returned = ReturnedMessage(event.reply_code, event.reply_text, event.exchange,
+                                       event.routing_key, event.message)
+            self.returned.append(returned)
+            for on_return in self._on_return:
+                on_return(self, returned)
+        elif isinstance(event, Cancelled):
+            self._callbacks.pop(event.consumer_tag, None)
+            self.cancelled.append(event.consumer_tag)
 
     def add_on_return_callback(self, callback: Callable[[Channel, ReturnedMessage], None]) -> None:
         """Call ``callback(channel, returned)`` for every mandatory message that comes back."""
@@ -354,12 +359,13 @@ class Channel:
         """Publish a message; ``properties`` is a dict of basic property names."""
         if type(body) is not bytes:
             body = body.encode("utf-8") if isinstance(body, str) else bytes(body)
-        props = _properties(properties) if properties else {}
+        props, encoded = _properties(properties) if properties else ({}, None)
         with self._lock:
             if not self._model.is_open:
                 self._check_open()
             try:
-                self._model.basic_publish(exchange, routing_key, body, props, mandatory=mandatory)
+                self._model.basic_publish(exchange, routing_key, body, props, mandatory=mandatory,
+                                          encoded_properties=encoded)
             except AMQPError as exc:
                 self._failed(exc)
                 raise

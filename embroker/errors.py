@@ -8,10 +8,16 @@ in the class and method that caused them. The in-process client raises them stra
 
 Reply texts follow RabbitMQ's format, ``"NOT_FOUND - no queue 'q' in vhost '/'"``: the reply name,
 a dash, then the text RabbitMQ's ``rabbit_channel.erl`` would give.
+
+The other errors embroker raises live here too, so there is one place to import them from:
+:class:`ChannelClosed` / :class:`ConnectionClosed` (the in-process client used after a close),
+:class:`DefinitionsError` (a definitions document that cannot be loaded) and :class:`PortInUse`
+(the listener's port is taken).
 """
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 from typing import ClassVar, final
 
@@ -21,12 +27,15 @@ __all__ = [
     "REPLY_CODES",
     "AMQPError",
     "AccessRefused",
+    "ChannelClosed",
     "ChannelError",
     "ChannelException",
     "CommandInvalid",
+    "ConnectionClosed",
     "ConnectionException",
     "ConnectionForced",
     "ContentTooLarge",
+    "DefinitionsError",
     "FrameError",
     "InternalError",
     "InvalidPath",
@@ -35,6 +44,7 @@ __all__ = [
     "NotAllowed",
     "NotFound",
     "NotImplementedAMQP",
+    "PortInUse",
     "PreconditionFailed",
     "ResourceError",
     "ResourceLocked",
@@ -66,8 +76,20 @@ class AMQPError(Exception):
 
     @property
     def reply_text(self) -> str:
-        """The reply text as RabbitMQ sends it: ``"NOT_FOUND - no queue 'q' in vhost '/'"``."""
-        return f"{self.reply_name} - {self.text}"
+        """The reply text as RabbitMQ sends it: ``"NOT_FOUND - no queue 'q' in vhost '/'"``, or
+        the reply name alone when there is no text (basic.return's ``"NO_ROUTE"``)."""
+        return f"{self.reply_name} - {self.text}" if self.text else self.reply_name
+
+    @property
+    def wire_reply_text(self) -> str:
+        """The reply text as a close frame carries it: a shortstr, at most 255 bytes. As
+        RabbitMQ does, a longer text is cut to its first 252 bytes (even inside a UTF-8
+        sequence, which then stays as escaped bytes) and ``...``."""
+        text = self.reply_text
+        data = text.encode("utf-8", "surrogateescape")
+        if len(data) <= 255:
+            return text
+        return data[:252].decode("utf-8", "surrogateescape") + "..."
 
     def with_method(self, class_id: int, method_id: int) -> Self:
         """Record the method that caused this error, unless one is already recorded."""
@@ -245,3 +267,40 @@ def error_for_code(reply_code: int, text: str, *, class_id: int = 0, method_id: 
         KeyError: ``reply_code`` is not an AMQP error code.
     """
     return REPLY_CODES[reply_code](text, class_id=class_id, method_id=method_id)
+
+
+# -- errors that are not AMQP replies --------------------------------------------------------------
+
+
+class ChannelClosed(RuntimeError):
+    """An in-process channel was used after it closed; ``reason`` is the error that closed it,
+    if one did."""
+
+    def __init__(self, reason: AMQPError | None) -> None:
+        super().__init__(f"channel is closed{f': {reason}' if reason else ''}")
+        self.reason = reason
+
+
+class ConnectionClosed(RuntimeError):
+    """An in-process connection was used after it closed; ``reason`` is the error that closed
+    it, if one did."""
+
+    def __init__(self, reason: AMQPError | None) -> None:
+        super().__init__(f"connection is closed{f': {reason}' if reason else ''}")
+        self.reason = reason
+
+
+class DefinitionsError(ValueError):
+    """A definitions document embroker cannot load (malformed, or uses what it does not model)."""
+
+
+class PortInUse(OSError):
+    """The port asked for is taken (another broker, perhaps RabbitMQ, holds it)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(errno.EADDRINUSE, f"port {port} on {host} is in use")
+        self.host = host
+        self.port = port
+
+    def __str__(self) -> str:
+        return f"port {self.port} on {self.host} is in use"

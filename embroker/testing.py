@@ -31,9 +31,10 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, final
+from typing import TYPE_CHECKING, Any, TypeVar, final, overload
 
 from .model import Clock, ManualClock, Message, RoutingDecision
+from .model._exchange import topic_matches
 
 if TYPE_CHECKING:
     from . import _broker
@@ -103,8 +104,8 @@ class CallList(list[RoutingDecision]):
 # -- matching -----------------------------------------------------------------------------------
 
 def key_matches(pattern: KeyPattern, key: str) -> bool:
-    """Whether ``key`` matches ``pattern`` (topic syntax: ``*`` one word, ``#`` zero or more;
-    or a compiled regular expression matching the whole key).
+    """Whether ``key`` matches ``pattern``: topic syntax as a topic exchange matches it (``*``
+    one word, ``#`` zero or more), or a compiled regular expression matching the whole key.
 
     >>> key_matches("order.*", "order.created"), key_matches("order.*", "order.a.b")
     (True, False)
@@ -113,21 +114,7 @@ def key_matches(pattern: KeyPattern, key: str) -> bool:
     """
     if isinstance(pattern, re.Pattern):
         return pattern.fullmatch(key) is not None
-    if "*" not in pattern and "#" not in pattern:
-        return pattern == key
-    return _topic_words(pattern.split("."), key.split("."))
-
-
-def _topic_words(pattern: list[str], words: list[str]) -> bool:
-    # RabbitMQ's topic matching: "#" matches zero or more words, "*" exactly one.
-    if not pattern:
-        return not words
-    head, rest = pattern[0], pattern[1:]
-    if head == "#":
-        return any(_topic_words(rest, words[i:]) for i in range(len(words) + 1))
-    if not words:
-        return False
-    return (head in ("*", words[0])) and _topic_words(rest, words[1:])
+    return topic_matches(pattern, key)
 
 
 def _criteria(exchange: str | None, routing_key: KeyPattern | None, vhost: str | None,
@@ -152,7 +139,7 @@ def _criteria(exchange: str | None, routing_key: KeyPattern | None, vhost: str |
 
 
 def _decisions(broker: Broker, dead_letters: bool | None = False) -> list[RoutingDecision]:
-    with broker.lock:
+    with broker._lock:
         found = list(broker.trace)
     if dead_letters is None:
         return found
@@ -236,7 +223,7 @@ def queue_messages(broker: Broker, queue: str, *, vhost: str = "/") -> list[Mess
         AssertionError: there is no such queue (the message lists the queues there are).
     """
     __tracebackhide__ = True
-    with broker.lock:
+    with broker._lock:
         host = broker.vhosts.get(vhost)
         if host is None:
             raise AssertionError(f"no vhost {vhost!r}; the vhosts are {sorted(broker.vhosts)}")
@@ -256,7 +243,7 @@ def route(broker: Broker, exchange: str, routing_key: str, *,
         NotFound: (404) no such exchange; AccessRefused: (403) it is internal.
     """
     properties: dict[str, Any] = {"headers": dict(headers)} if headers else {}
-    with broker.lock:
+    with broker._lock:
         trace = broker.trace
         host = broker.vhost(vhost)
         try:
@@ -424,8 +411,18 @@ def wait_until(predicate: Callable[[], T], timeout: float = 5.0, *, interval: fl
         delay = min(delay * 2, 0.05)
 
 
-async def async_wait_until(predicate: Callable[[], T | Awaitable[T]], timeout: float = 5.0, *,
-                           interval: float = 0.001, message: str | None = None) -> T:
+@overload
+async def async_wait_until(predicate: Callable[[], Awaitable[T]], timeout: float = 5.0, *,
+                           interval: float = 0.001, message: str | None = None) -> T: ...
+
+
+@overload
+async def async_wait_until(predicate: Callable[[], T], timeout: float = 5.0, *,
+                           interval: float = 0.001, message: str | None = None) -> T: ...
+
+
+async def async_wait_until(predicate: Callable[[], Any], timeout: float = 5.0, *,
+                           interval: float = 0.001, message: str | None = None) -> Any:
     """:func:`wait_until` for asyncio tests: yields to the event loop between tries, so the
     application's tasks run. ``predicate`` may be a coroutine function."""
     __tracebackhide__ = True
@@ -441,7 +438,7 @@ async def async_wait_until(predicate: Callable[[], T | Awaitable[T]], timeout: f
         except AssertionError as exc:
             last_error = exc
         if last_error is None and result:
-            return result  # type: ignore[no-any-return]
+            return result
         if time.monotonic() >= deadline:
             raise AssertionError(_timeout_text(predicate, timeout, message, last_error, result))
         await asyncio.sleep(delay)
@@ -512,5 +509,5 @@ def advance(broker: Broker, seconds: float) -> None:
     if not isinstance(clock, ManualClock):
         raise TypeError(f"advance() needs a ManualClock, and this broker's clock is {clock!r}: "
                         "make the broker with clock=True (@pytest.mark.embroker(clock=True))")
-    with broker.lock:
+    with broker._lock:
         clock.advance(seconds)

@@ -18,15 +18,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from embroker.amqp091 import (
-    FRAME_MIN_SIZE,
-    METHOD_CLASSES,
-    METHOD_SPECS,
-    PROPERTY_NAMES,
-    Method,
-    MethodSpec,
-    Timestamp,
-)
+from embroker.amqp091 import FRAME_MIN_SIZE, Method, Timestamp
+from embroker.amqp091._methods import METHOD_CLASSES
+from embroker.amqp091._properties import PROPERTY_NAMES
+from embroker.amqp091._spec import METHODS as METHOD_SPECS
+from embroker.amqp091._spec import MethodSpec
 
 __all__ = [
     "decimals",
@@ -49,7 +45,7 @@ _PAMQP_MAX_SECONDS = 0xFFFFFFFF  # pamqp reads larger T values as milliseconds
 @functools.cache
 def texts(*, max_size: int = 40, pamqp_compatible: bool = False) -> st.SearchStrategy[str]:
     """Strings as embroker decodes them: any text, or any bytes through surrogateescape."""
-    text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=max_size)
+    text = st.text(st.characters(exclude_categories=["Cs"]), max_size=max_size)
     if pamqp_compatible:
         return text
     raw = st.binary(max_size=max_size).map(lambda b: b.decode("utf-8", "surrogateescape"))
@@ -206,12 +202,8 @@ def frame_streams(draw: st.DrawFn, *, frame_max: int = FRAME_MIN_SIZE,
     order. Connection methods go on channel 0, the others on channels 1..3; bodies are split at
     ``frame_max``.
     """
-    from embroker.amqp091 import (
-        HEARTBEAT_FRAME,
-        encode_header_frame,
-        encode_message,
-        encode_method_frame,
-    )
+    from embroker.amqp091 import encode_message, encode_method_frame
+    from embroker.amqp091._frames import HEARTBEAT_FRAME, encode_header_frame
 
     parts: list[bytes] = []
     commands: list[tuple[Any, ...]] = []

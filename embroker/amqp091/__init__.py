@@ -15,241 +15,61 @@ and back::
     sock.send(encode_method_frame(channel, QueueDeclareOk(queue="q")))
     sock.send(encode_message(channel, BasicDeliver(...), body, frame_max, properties={...}))
 
-Method classes (``BasicPublish``, ``QueueDeclare``...) are generated from the table in
-``_spec.py``; field tables and properties decode to plain ``dict`` values (see ``_fields`` and
-``_properties`` for the type rules). Errors are the connection exceptions of
+and the server side of a connection, sans-IO::
+
+    conn = ServerConnection(broker)                      # fed bytes, hands back bytes
+    conn.receive_data(data); sock.send(conn.data_to_send())
+
+Method classes (``BasicPublish``, ``QueueDeclare``...) are in :mod:`embroker.amqp091.methods`,
+generated from the table in ``_spec.py``; field tables and properties decode to plain ``dict``
+values (see ``_fields`` and ``_properties`` for the type rules). Errors are the connection exceptions of
 :mod:`embroker.errors` (501, 502, 503, 504, 505), never anything else.
 """
 
 from __future__ import annotations
 
-from embroker.amqp091._assembly import MAX_BODY_SIZE, Command, CommandReader, ContentAssembler
-from embroker.amqp091._fields import (
-    MAX_NESTING,
-    FieldTable,
-    Timestamp,
-    decode_array,
-    decode_table,
-    encode_array,
-    encode_field_value,
-    encode_table,
-)
-from embroker.amqp091._frames import (
-    FRAME_BODY,
-    FRAME_END,
-    FRAME_HEADER,
-    FRAME_HEARTBEAT,
-    FRAME_METHOD,
-    FRAME_MIN_SIZE,
-    FRAME_OVERHEAD,
-    FRAME_SIZE_FUDGE,
-    HEARTBEAT_FRAME,
-    PROTOCOL_HEADER,
-    BodyFrame,
-    Frame,
-    FrameParser,
-    HeaderFrame,
-    HeartbeatFrame,
-    MethodFrame,
-    ProtocolHeader,
-    ProtocolHeaderKind,
-    decode_method,
-    encode_body_frames,
-    encode_frame,
-    encode_header_frame,
-    encode_header_frame_raw,
-    encode_message,
-    encode_method_frame,
-    parse_protocol_header,
-)
-from embroker.amqp091._method import Method
-from embroker.amqp091._methods import (
-    METHOD_CLASSES,
-    BasicAck,
-    BasicCancel,
-    BasicCancelOk,
-    BasicConsume,
-    BasicConsumeOk,
-    BasicDeliver,
-    BasicGet,
-    BasicGetEmpty,
-    BasicGetOk,
-    BasicNack,
-    BasicPublish,
-    BasicQos,
-    BasicQosOk,
-    BasicRecover,
-    BasicRecoverAsync,
-    BasicRecoverOk,
-    BasicReject,
-    BasicReturn,
-    ChannelClose,
-    ChannelCloseOk,
-    ChannelFlow,
-    ChannelFlowOk,
-    ChannelOpen,
-    ChannelOpenOk,
-    ConfirmSelect,
-    ConfirmSelectOk,
-    ConnectionBlocked,
-    ConnectionClose,
-    ConnectionCloseOk,
-    ConnectionOpen,
-    ConnectionOpenOk,
-    ConnectionSecure,
-    ConnectionSecureOk,
-    ConnectionStart,
-    ConnectionStartOk,
-    ConnectionTune,
-    ConnectionTuneOk,
-    ConnectionUnblocked,
-    ConnectionUpdateSecret,
-    ConnectionUpdateSecretOk,
-    ExchangeBind,
-    ExchangeBindOk,
-    ExchangeDeclare,
-    ExchangeDeclareOk,
-    ExchangeDelete,
-    ExchangeDeleteOk,
-    ExchangeUnbind,
-    ExchangeUnbindOk,
-    QueueBind,
-    QueueBindOk,
-    QueueDeclare,
-    QueueDeclareOk,
-    QueueDelete,
-    QueueDeleteOk,
-    QueuePurge,
-    QueuePurgeOk,
-    QueueUnbind,
-    QueueUnbindOk,
-    TxCommit,
-    TxCommitOk,
-    TxRollback,
-    TxRollbackOk,
-    TxSelect,
-    TxSelectOk,
-)
-from embroker.amqp091._properties import (
-    PROPERTY_FLAGS,
-    PROPERTY_NAMES,
-    decode_properties,
-    encode_properties,
-)
-from embroker.amqp091._spec import METHODS as METHOD_SPECS
-from embroker.amqp091._spec import ArgumentSpec, MethodSpec
+from . import methods as methods
+from ._assembly import Command as Command
+from ._assembly import CommandReader as CommandReader
+from ._connection import ConnectionState as ConnectionState
+from ._connection import ServerConnection as ServerConnection
+from ._fields import Timestamp as Timestamp
+from ._fields import decode_table as decode_table
+from ._fields import encode_table as encode_table
+from ._frames import FRAME_MIN_SIZE as FRAME_MIN_SIZE
+from ._frames import PROTOCOL_HEADER as PROTOCOL_HEADER
+from ._frames import BodyFrame as BodyFrame
+from ._frames import Frame as Frame
+from ._frames import FrameParser as FrameParser
+from ._frames import HeaderFrame as HeaderFrame
+from ._frames import HeartbeatFrame as HeartbeatFrame
+from ._frames import MethodFrame as MethodFrame
+from ._frames import ProtocolHeaderKind as ProtocolHeaderKind
+from ._frames import encode_message as encode_message
+from ._frames import encode_method_frame as encode_method_frame
+from ._frames import parse_protocol_header as parse_protocol_header
+from ._method import Method as Method
 
 __all__ = [
-    "FRAME_BODY",
-    "FRAME_END",
-    "FRAME_HEADER",
-    "FRAME_HEARTBEAT",
-    "FRAME_METHOD",
     "FRAME_MIN_SIZE",
-    "FRAME_OVERHEAD",
-    "FRAME_SIZE_FUDGE",
-    "HEARTBEAT_FRAME",
-    "MAX_BODY_SIZE",
-    "MAX_NESTING",
-    "METHOD_CLASSES",
-    "METHOD_SPECS",
-    "PROPERTY_FLAGS",
-    "PROPERTY_NAMES",
     "PROTOCOL_HEADER",
-    "ArgumentSpec",
-    # the method classes
-    "BasicAck",
-    "BasicCancel",
-    "BasicCancelOk",
-    "BasicConsume",
-    "BasicConsumeOk",
-    "BasicDeliver",
-    "BasicGet",
-    "BasicGetEmpty",
-    "BasicGetOk",
-    "BasicNack",
-    "BasicPublish",
-    "BasicQos",
-    "BasicQosOk",
-    "BasicRecover",
-    "BasicRecoverAsync",
-    "BasicRecoverOk",
-    "BasicReject",
-    "BasicReturn",
     "BodyFrame",
-    "ChannelClose",
-    "ChannelCloseOk",
-    "ChannelFlow",
-    "ChannelFlowOk",
-    "ChannelOpen",
-    "ChannelOpenOk",
     "Command",
     "CommandReader",
-    "ConfirmSelect",
-    "ConfirmSelectOk",
-    "ConnectionBlocked",
-    "ConnectionClose",
-    "ConnectionCloseOk",
-    "ConnectionOpen",
-    "ConnectionOpenOk",
-    "ConnectionSecure",
-    "ConnectionSecureOk",
-    "ConnectionStart",
-    "ConnectionStartOk",
-    "ConnectionTune",
-    "ConnectionTuneOk",
-    "ConnectionUnblocked",
-    "ConnectionUpdateSecret",
-    "ConnectionUpdateSecretOk",
-    "ContentAssembler",
-    "ExchangeBind",
-    "ExchangeBindOk",
-    "ExchangeDeclare",
-    "ExchangeDeclareOk",
-    "ExchangeDelete",
-    "ExchangeDeleteOk",
-    "ExchangeUnbind",
-    "ExchangeUnbindOk",
-    "FieldTable",
+    "ConnectionState",
     "Frame",
     "FrameParser",
     "HeaderFrame",
     "HeartbeatFrame",
     "Method",
     "MethodFrame",
-    "MethodSpec",
-    "ProtocolHeader",
     "ProtocolHeaderKind",
-    "QueueBind",
-    "QueueBindOk",
-    "QueueDeclare",
-    "QueueDeclareOk",
-    "QueueDelete",
-    "QueueDeleteOk",
-    "QueuePurge",
-    "QueuePurgeOk",
-    "QueueUnbind",
-    "QueueUnbindOk",
+    "ServerConnection",
     "Timestamp",
-    "TxCommit",
-    "TxCommitOk",
-    "TxRollback",
-    "TxRollbackOk",
-    "TxSelect",
-    "TxSelectOk",
-    "decode_array",
-    "decode_method",
-    "decode_properties",
     "decode_table",
-    "encode_array",
-    "encode_body_frames",
-    "encode_field_value",
-    "encode_frame",
-    "encode_header_frame",
-    "encode_header_frame_raw",
     "encode_message",
     "encode_method_frame",
-    "encode_properties",
     "encode_table",
-    "parse_protocol_header",
+    "methods",
+    "parse_protocol_header"
 ]

@@ -12,10 +12,13 @@ The connection goes through the states of the handshake (section 2.2.4 of the sp
     HEADER --protocol header--> START_OK --start-ok--> TUNE_OK --tune-ok--> OPEN_VHOST
         --connection.open--> OPEN --connection.close (either side)--> CLOSING --> CLOSED
 
-Each state accepts only the methods named in ``_EXPECTED``; anything else is a connection
-exception. In ``OPEN`` every channel method goes through the dispatch table ``_HANDLERS`` to a
-``_handle_*`` method, which calls the model's :class:`~embroker.model.Channel` (one path for the
-wire and the in-process client) and answers with the synchronous reply.
+Each handshake state accepts only the method named in ``_EXPECTED`` (the checks themselves are in
+``_handshake``); anything else is a connection exception. In ``OPEN`` the connection handles the
+channel lifecycle (channel.open, channel.close, close-ok) itself and every other channel method
+through the table ``ROUTES`` of ``_dispatch``, which calls the model's
+:class:`~embroker.model.Channel` (one path for the wire and the in-process client) and answers.
+What the model says unasked (deliveries, returns, confirms, cancels) arrives as events
+(:meth:`_on_event`) and leaves as frames.
 
 Errors are exceptions (:mod:`embroker.errors`) and become frames in exactly one place,
 :meth:`_fail`: a channel exception closes its channel with ``channel.close`` (the channel then
@@ -30,7 +33,6 @@ import enum
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
-from .._version import __version__
 from ..errors import (
     AccessRefused,
     AMQPError,
@@ -40,10 +42,13 @@ from ..errors import (
     ConnectionException,
     FrameError,
     NotAllowed,
-    NotImplementedAMQP,
 )
+from ..model import Cancelled, ChannelEvent, Confirmed, Delivered, Returned
+from ..model._connection import channel_already_open
+from . import _handshake
 from ._assembly import Command, CommandReader
-from ._fields import decode_table
+from ._confirms import coalesce
+from ._dispatch import ROUTES, WithContent
 from ._frames import (
     FRAME_MIN_SIZE,
     HEARTBEAT_FRAME,
@@ -57,66 +62,24 @@ from ._method import Method
 from ._methods import (
     BasicAck,
     BasicCancel,
-    BasicCancelOk,
-    BasicConsume,
-    BasicConsumeOk,
     BasicDeliver,
-    BasicGet,
-    BasicGetEmpty,
-    BasicGetOk,
     BasicNack,
-    BasicPublish,
-    BasicQos,
-    BasicQosOk,
-    BasicRecover,
-    BasicRecoverAsync,
-    BasicRecoverOk,
-    BasicReject,
     BasicReturn,
     ChannelClose,
     ChannelCloseOk,
-    ChannelFlow,
-    ChannelFlowOk,
     ChannelOpen,
     ChannelOpenOk,
-    ConfirmSelect,
-    ConfirmSelectOk,
     ConnectionBlocked,
     ConnectionClose,
     ConnectionCloseOk,
     ConnectionOpen,
     ConnectionOpenOk,
-    ConnectionStart,
     ConnectionStartOk,
     ConnectionTune,
     ConnectionTuneOk,
     ConnectionUnblocked,
     ConnectionUpdateSecret,
     ConnectionUpdateSecretOk,
-    ExchangeBind,
-    ExchangeBindOk,
-    ExchangeDeclare,
-    ExchangeDeclareOk,
-    ExchangeDelete,
-    ExchangeDeleteOk,
-    ExchangeUnbind,
-    ExchangeUnbindOk,
-    QueueBind,
-    QueueBindOk,
-    QueueDeclare,
-    QueueDeclareOk,
-    QueueDelete,
-    QueueDeleteOk,
-    QueuePurge,
-    QueuePurgeOk,
-    QueueUnbind,
-    QueueUnbindOk,
-    TxCommit,
-    TxCommitOk,
-    TxRollback,
-    TxRollbackOk,
-    TxSelect,
-    TxSelectOk,
 )
 
 if TYPE_CHECKING:
@@ -132,18 +95,13 @@ FRAME_MAX: Final = 131072
 HEARTBEAT: Final = 60
 #: How long to wait for connection.close-ok after sending connection.close (seconds).
 CLOSE_OK_TIMEOUT: Final = 1.0
-
-SERVER_CAPABILITIES: Final = {
-    "publisher_confirms": True,
-    "exchange_exchange_bindings": True,
-    "basic.nack": True,
-    "consumer_cancel_notify": True,
-    "connection.blocked": True,
-    "consumer_priorities": True,
-    "authentication_failure_close": True,
-    "per_consumer_qos": True,
-    "direct_reply_to": True,
-}
+#: After answering a client's connection.close, how long to leave the socket for the client to
+#: close (what it still writes is discarded), as RabbitMQ 3.10 does: a client may have
+#: publishes queued behind its close, and closing first would fail its writes.
+CLOSE_LINGER: Final = 30.0
+#: How long a client may take from connecting to connection.open (RabbitMQ's
+#: handshake_timeout); a slower one is disconnected, with no frame, as RabbitMQ does.
+HANDSHAKE_TIMEOUT: Final = 10.0
 
 
 class ConnectionState(enum.Enum):
@@ -156,29 +114,15 @@ class ConnectionState(enum.Enum):
     CLOSED = "closed"
 
 
-#: The methods each handshake state accepts (section 2.2.4); anything else there is an error.
-_EXPECTED: Final[dict[ConnectionState, tuple[type[Method], ...]]] = {
-    ConnectionState.START_OK: (ConnectionStartOk,),
-    ConnectionState.TUNE_OK: (ConnectionTuneOk,),
-    ConnectionState.OPEN_VHOST: (ConnectionOpen,),
+#: The method each handshake state accepts (section 2.2.4); anything else there is an error.
+_EXPECTED: Final[dict[ConnectionState, type[Method]]] = {
+    ConnectionState.START_OK: ConnectionStartOk,
+    ConnectionState.TUNE_OK: ConnectionTuneOk,
+    ConnectionState.OPEN_VHOST: ConnectionOpen,
 }
 
-
-def _parse_credentials(mechanism: str, response: bytes) -> tuple[str, str] | None:
-    if mechanism == "PLAIN":
-        parts = response.split(b"\x00")
-        if len(parts) != 3:
-            return None
-        return parts[1].decode("utf-8", "replace"), parts[2].decode("utf-8", "replace")
-    if mechanism == "AMQPLAIN":
-        try:
-            table = decode_table(len(response).to_bytes(4, "big") + response)
-        except AMQPError:
-            return None
-        login, password = table.get("LOGIN"), table.get("PASSWORD")
-        if isinstance(login, str) and isinstance(password, str):
-            return login, password
-    return None
+#: The states in which the client can still read a connection.close we send.
+_CAN_CLOSE: Final = frozenset(_EXPECTED) | {ConnectionState.OPEN}
 
 
 @final
@@ -191,12 +135,15 @@ class ServerConnection:
         on_output: called (with no arguments) whenever output becomes ready without
             :meth:`receive_data` being the cause, e.g. a delivery caused by another connection;
             the listener uses it to wake its loop.
-        heartbeat: the heartbeat interval offered in connection.tune (seconds, 0 for none).
+        heartbeat, frame_max, channel_max: what connection.tune offers.
+        handshake_timeout: how long the client may take from connecting to connection.open; a
+            client too slow is disconnected (the socket closes, as RabbitMQ's does).
     """
 
     def __init__(self, broker: Broker, *, peer: str = "", on_output: Callable[[], None] | None = None,
                  heartbeat: int = HEARTBEAT, frame_max: int = FRAME_MAX,
-                 channel_max: int = CHANNEL_MAX) -> None:
+                 channel_max: int = CHANNEL_MAX,
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT) -> None:
         self.broker = broker
         self.peer = peer
         self.state = ConnectionState.HEADER
@@ -204,9 +151,7 @@ class ServerConnection:
         self._on_output = on_output
         self._reader = CommandReader(max_frame_size=FRAME_MIN_SIZE)
         self._inbox = bytearray()  # bytes before the protocol header is complete
-        self.offer_heartbeat = heartbeat
-        self.offer_frame_max = frame_max
-        self.offer_channel_max = channel_max
+        self._offer = _handshake.Tuning(channel_max, frame_max, heartbeat)
         self.heartbeat = 0
         self.frame_max = FRAME_MIN_SIZE
         self.channel_max = channel_max
@@ -215,9 +160,16 @@ class ServerConnection:
         self.model: ModelConnection | None = None
         self.channels: dict[int, ModelChannel] = {}
         self._closing_channels: set[int] = set()
+        # Publish outcomes (delivery tag, accepted) not yet confirmed on the wire, per channel:
+        # sent together at the end of each read (see _confirms), or before the channel's next
+        # frame.
+        self._confirms: dict[int, list[tuple[int, bool]]] = {}
+        self._reading = False
         now = broker.clock.monotonic()
         self._last_received = now
         self._last_sent = now
+        self._handshake_deadline = now + handshake_timeout
+        self._linger_until = now
         #: The reason the connection closed, when an error closed it.
         self.close_reason: AMQPError | None = None
         #: True once everything there is to send has been queued and the socket should close.
@@ -226,6 +178,9 @@ class ServerConnection:
         #: Set when this connection published while the broker blocks publishers: the owner
         #: stops reading from it until the broker unblocks.
         self.blocked = False
+        #: An unexpected error met while sending it what the model said (a delivery caused by
+        #: another connection, say): the owner reports it and calls :meth:`internal_error`.
+        self.failure: Exception | None = None
 
     def __repr__(self) -> str:
         return f"<ServerConnection {self.peer or id(self)} {self.state.name}>"
@@ -242,21 +197,36 @@ class ServerConnection:
         return data
 
     @property
+    def closed(self) -> bool:
+        """Whether the connection is closed (the socket may still be open for a while)."""
+        return self.state is ConnectionState.CLOSED
+
+    @property
     def has_output(self) -> bool:
         """Whether :meth:`data_to_send` has something, or the socket should close."""
         return bool(self._out) or self.should_close
 
-    def _send(self, data: bytes) -> None:
-        self._out.append(data)
-
     def _send_method(self, channel: int, method: Method) -> None:
-        self._send(encode_method_frame(channel, method))
+        if self._confirms:  # what was confirmed goes first: before the channel's next frame,
+            for pending in [channel] if channel else list(self._confirms):  # or a close
+                if pending in self._confirms:
+                    self._send_confirms(pending)
+        self._out.append(encode_method_frame(channel, method))
 
     def _send_content(self, channel: int, method: Method, message: Message) -> None:
         # A message leaves with the properties it came in with when the broker did not change
         # them (no re-encoding), split into body frames by the negotiated frame-max.
-        self._send(encode_message(channel, method, message.body, self.frame_max,
-                                  message.properties, message.encoded_properties))
+        if channel in self._confirms:
+            self._send_confirms(channel)
+        self._out.append(encode_message(channel, method, message.body, self.frame_max,
+                                        message.properties, message.encoded_properties))
+
+    def _send_confirms(self, channel: int) -> None:
+        for tag, multiple, ack in coalesce(self._confirms.pop(channel)):
+            # (RabbitMQ's publisher nacks carry requeue=true, the record's default.)
+            self._out.append(encode_method_frame(channel, BasicAck(
+                delivery_tag=tag, multiple=multiple) if ack else BasicNack(
+                delivery_tag=tag, multiple=multiple, requeue=True)))
 
     def receive_data(self, data: bytes) -> None:
         """Feed bytes received from the client; replies queue up for :meth:`data_to_send`.
@@ -266,11 +236,14 @@ class ServerConnection:
         Never raises for anything the client sends.
         """
         if self.state is ConnectionState.CLOSED:
+            if not data:
+                self.connection_lost()  # the client closed its side after our close-ok
             return
         if not data:
             self.connection_lost()
             return
         self._last_received = self.broker.clock.monotonic()
+        self._reading = True
         try:
             if self.state is ConnectionState.HEADER:
                 self._inbox += data
@@ -278,26 +251,32 @@ class ServerConnection:
                     return
                 data, self._inbox = bytes(self._inbox[8:]), bytearray()
             for command in self._reader.feed(data):  # heartbeats count as received, nothing more
-                if self.should_close:
-                    return
-                if command.channel in self._closing_channels:
-                    self._while_channel_closing(command)
-                    continue
+                if self.closed:
+                    return  # what a client sends after its close (or ours) is discarded
                 try:
-                    self._dispatch(command)
-                except ConnectionException as exc:
-                    self._fail_connection(exc)  # and wait for the client's close-ok
+                    if command.channel in self._closing_channels:
+                        self._while_channel_closing(command)
+                    else:
+                        self._dispatch(command)
+                except AMQPError as exc:
+                    self._fail(exc)  # a connection exception: wait for the client's close-ok
         except ConnectionException as exc:
             # The byte stream itself is broken (framing, syntax, content order): nothing after
             # it can be trusted, so close right after saying why (section 4.2.3).
-            self._fail_connection(exc)
-            self.state = ConnectionState.CLOSED
-            self.should_close = True
+            self._fail(exc, drop=True)
+        finally:
+            self._reading = False
+            for channel in list(self._confirms):
+                self._send_confirms(channel)
 
     def connection_lost(self) -> None:
         """The socket is gone: release everything the connection held."""
-        self.state = ConnectionState.CLOSED
+        self._release()
         self.should_close = True
+
+    def _release(self) -> None:
+        # Closed: channels closed (unacknowledged messages requeued), exclusive queues gone.
+        self.state = ConnectionState.CLOSED
         if self.model is not None:
             self.model.close()
 
@@ -309,122 +288,114 @@ class ServerConnection:
             return False
         if header.kind is not ProtocolHeaderKind.AMQP_0_9_1:
             # Section 4.2.2: answer with the protocol header we speak, then close.
-            self._send(PROTOCOL_HEADER)
+            self._out.append(PROTOCOL_HEADER)
             self.state = ConnectionState.CLOSED
             self.should_close = True
             return False
         self.state = ConnectionState.START_OK
-        self._send_method(0, ConnectionStart(
-            version_major=0, version_minor=9,
-            server_properties={
-                "product": "embroker", "version": __version__, "platform": "Python",
-                "copyright": "embroker contributors",
-                "information": "An embedded AMQP 0-9-1 broker with RabbitMQ's semantics",
-                "cluster_name": "embroker",
-                "capabilities": dict(SERVER_CAPABILITIES),
-            },
-            mechanisms="PLAIN AMQPLAIN", locales="en_US"))
+        self._send_method(0, _handshake.start())
         return True
 
     def _handshake(self, method: Method) -> None:
         if isinstance(method, ConnectionStartOk):
             self.client_properties = dict(method.client_properties or {})
-            mechanism = method.mechanism
-            if mechanism not in ("PLAIN", "AMQPLAIN"):
-                raise CommandInvalid(f"unknown authentication mechanism '{mechanism}'")
-            response = method.response if isinstance(method.response, bytes) else \
-                str(method.response).encode("utf-8", "surrogateescape")
-            credentials = _parse_credentials(mechanism, response)
-            if credentials is None or self.broker.users.get(credentials[0]) != credentials[1]:
-                self._refuse_login(mechanism, credentials[0] if credentials else "")
+            try:
+                self.user = _handshake.authenticate(self.broker, method)
+            except AccessRefused as exc:
+                # RabbitMQ tells only the clients that can take it, then closes the socket.
+                self._fail(exc, drop=True,
+                           tell=self._has_capability("authentication_failure_close"))
                 return
-            self.user = credentials[0]
             self.state = ConnectionState.TUNE_OK
-            self._send_method(0, ConnectionTune(channel_max=self.offer_channel_max,
-                                                frame_max=self.offer_frame_max,
-                                                heartbeat=self.offer_heartbeat))
+            self._send_method(0, ConnectionTune(channel_max=self._offer.channel_max,
+                                                frame_max=self._offer.frame_max,
+                                                heartbeat=self._offer.heartbeat))
         elif isinstance(method, ConnectionTuneOk):
-            frame_max = method.frame_max or self.offer_frame_max
-            if frame_max < FRAME_MIN_SIZE:
-                raise NotAllowed(f"frame_max={frame_max} < {FRAME_MIN_SIZE} min size")
-            if frame_max > self.offer_frame_max:
-                raise NotAllowed(f"frame_max={frame_max} > {self.offer_frame_max} max size")
-            self.frame_max = frame_max
-            self._reader.frame_max = frame_max
-            self.channel_max = method.channel_max or self.offer_channel_max
-            self.heartbeat = method.heartbeat
+            try:
+                tuned = _handshake.tune(self._offer, method)
+            except NotAllowed as exc:
+                self._fail(exc, drop=True)  # nothing was agreed: no close-ok to wait for
+                return
+            self.channel_max, self.frame_max, self.heartbeat = tuned
+            self._reader.frame_max = tuned.frame_max
             self.state = ConnectionState.OPEN_VHOST
         elif isinstance(method, ConnectionOpen):
-            vhost = method.virtual_host
-            if vhost not in self.broker.vhosts:
-                raise NotAllowed(f"vhost {vhost} not found")
             self.model = self.broker.open_connection(
-                vhost, user=self.user, client_properties=self.client_properties,
+                method.virtual_host, user=self.user, client_properties=self.client_properties,
                 name=f"connection {self.peer}" if self.peer else None)
             self.state = ConnectionState.OPEN
             self._send_method(0, ConnectionOpenOk())
             if self.broker.publishers_blocked and self._has_capability("connection.blocked"):
                 self._send_method(0, ConnectionBlocked(reason=self.broker.blocked_reason))
 
-    def _refuse_login(self, mechanism: str, user: str) -> None:
-        error = AccessRefused(f"Login was refused using authentication mechanism {mechanism}. "
-                              "For details see the broker logfile.")
-        self.close_reason = error
-        if self._has_capability("authentication_failure_close"):
-            self._send_method(0, ConnectionClose(reply_code=error.reply_code,
-                                                 reply_text=error.reply_text, class_id=0,
-                                                 method_id=0))
-        self.state = ConnectionState.CLOSED
-        self.should_close = True
-
     def _has_capability(self, name: str) -> bool:
-        capabilities = self.client_properties.get("capabilities")
-        return isinstance(capabilities, dict) and capabilities.get(name) is True
+        return _handshake.has_capability(self.client_properties, name)
 
     # -- dispatch ------------------------------------------------------------------------------
 
     def _dispatch(self, command: Command) -> None:
         method = command.method
-        channel = command.channel
+        number = command.channel
         state = self.state
         if state is not ConnectionState.OPEN:
             if state is ConnectionState.CLOSING:
-                if isinstance(method, (ConnectionCloseOk, ConnectionClose)):
-                    if isinstance(method, ConnectionClose):
-                        self._send_method(0, ConnectionCloseOk())
-                    self.state = ConnectionState.CLOSED
-                    self.should_close = True
-                return  # section 2.3.7: ignore everything else while closing
+                self._while_closing(method)
+                return
             expected = _EXPECTED[state]
-            if channel != 0 or not isinstance(method, expected):
-                raise CommandInvalid(f"expected '{expected[0].NAME}', got '{method.NAME}'")
+            if number != 0 or not isinstance(method, expected):
+                raise CommandInvalid(f"expected '{expected.NAME}', got '{method.NAME}'")
             self._handshake(method)
             return
-        if channel == 0:
+        if number == 0:
             self._connection_method(method)
             return
         if method.CLASS_ID == 10:
-            raise CommandInvalid(f"connection method '{method.NAME}' on channel {channel}")
-        model_channel = self.channels.get(channel)
+            raise CommandInvalid(f"connection method '{method.NAME}' on channel {number}")
         try:
-            if model_channel is None:
-                self._open_channel(channel, method)
-                return
-            handler = _HANDLERS.get(type(method))
-            if handler is None:
-                raise CommandInvalid(f"unexpected method '{method.NAME}' from the client")
-            handler(self, model_channel, command)
+            self._channel_method(number, command)
         except ChannelException as exc:
-            self._fail_channel(channel, exc.with_method(method.CLASS_ID, method.METHOD_ID))
+            self._fail(exc.with_method(method.CLASS_ID, method.METHOD_ID), channel=number)
         except ConnectionException as exc:
             raise exc.with_method(method.CLASS_ID, method.METHOD_ID) from None
+
+    def _channel_method(self, number: int, command: Command) -> None:
+        method = command.method
+        channel = self.channels.get(number)
+        if channel is None:
+            self._open_channel(number, method)
+            return
+        if isinstance(method, ChannelClose):
+            channel.close()
+            del self.channels[number]
+            self._reader.forget(number)
+            self._send_method(number, ChannelCloseOk())
+            return
+        if isinstance(method, ChannelOpen):
+            raise channel_already_open()
+        if isinstance(method, ChannelCloseOk):
+            return  # only meaningful while closing, which _while_channel_closing handles
+        route = ROUTES.get(type(method))
+        if route is None:
+            raise CommandInvalid(f"unexpected method '{method.NAME}' from the client")
+        if route.publishes and self.broker.publishers_blocked:
+            self.blocked = True
+        result = route.call(channel, method, command)
+        if route.reply is not None and not (route.no_wait and getattr(method, "no_wait", False)):
+            reply = route.reply(method, result)
+            if isinstance(reply, WithContent):
+                self._send_content(number, reply.method, reply.message)
+            elif reply is not None:
+                self._send_method(number, reply)
+        if route.then is not None:
+            route.then(channel, result)
 
     def _connection_method(self, method: Method) -> None:
         if isinstance(method, ConnectionClose):
             self._send_method(0, ConnectionCloseOk())
-            self._shutdown()
+            self._release()
+            self._linger_until = self.broker.clock.monotonic() + CLOSE_LINGER
         elif isinstance(method, ConnectionCloseOk):
-            self._shutdown()  # the client answered a close it did not see coming
+            self.connection_lost()  # the client answered a close it did not see coming
         elif isinstance(method, ConnectionUpdateSecret):
             self._send_method(0, ConnectionUpdateSecretOk())
         elif isinstance(method, (ConnectionBlocked, ConnectionUnblocked)):
@@ -432,11 +403,13 @@ class ServerConnection:
         else:
             raise CommandInvalid(f"unexpected method '{method.NAME}' on channel 0")
 
-    def _shutdown(self) -> None:
-        self.state = ConnectionState.CLOSED
-        self.should_close = True
-        if self.model is not None:
-            self.model.close()
+    def _while_closing(self, method: Method) -> None:
+        # Section 2.3.7: once connection.close is sent, only close and close-ok count.
+        if isinstance(method, (ConnectionCloseOk, ConnectionClose)):
+            if isinstance(method, ConnectionClose):
+                self._send_method(0, ConnectionCloseOk())
+            self.state = ConnectionState.CLOSED
+            self.should_close = True
 
     # -- channels ------------------------------------------------------------------------------
 
@@ -449,48 +422,58 @@ class ServerConnection:
         assert self.model is not None
         channel = self.model.open_channel(number)
         self.channels[number] = channel
-        channel.on_deliver = self._deliverer(number)
-        channel.on_return = self._returner(number)
-        channel.on_confirm = self._confirmer(number)
-        channel.on_cancel = self._canceller(number)
+        channel.listener = self._on_event
         self._send_method(number, ChannelOpenOk())
 
     def _while_channel_closing(self, command: Command) -> None:
-        # After channel.close was sent, only channel.close and close-ok count (section 2.3.7).
+        # After channel.close was sent, the channel waits for close-ok and ignores the rest
+        # (section 2.3.7). A close that crossed ours is answered, and the wait goes on; a
+        # channel.open before the close-ok is refused, as RabbitMQ does.
         method = command.method
-        if isinstance(method, (ChannelClose, ChannelCloseOk)):
-            if isinstance(method, ChannelClose):
-                self._send_method(command.channel, ChannelCloseOk())
+        if isinstance(method, ChannelCloseOk):
             self._closing_channels.discard(command.channel)
             self._reader.forget(command.channel)
+        elif isinstance(method, ChannelClose):
+            self._send_method(command.channel, ChannelCloseOk())
+            self._reader.forget(command.channel)
+        elif isinstance(method, ChannelOpen):
+            raise channel_already_open().with_method(method.CLASS_ID, method.METHOD_ID)
 
-    def _fail_channel(self, number: int, error: ChannelException) -> None:
-        channel = self.channels.pop(number, None)
-        if channel is not None:
-            channel.close()
-        self._reader.forget(number)
-        self._closing_channels.add(number)
-        self._send_method(number, ChannelClose(reply_code=error.reply_code,
-                                               reply_text=error.reply_text[:255],
-                                               class_id=error.class_id,
-                                               method_id=error.method_id))
+    # -- errors: the one place that closes -----------------------------------------------------
 
-    def _fail_connection(self, error: ConnectionException) -> None:
-        """Close the connection with ``error`` (connection.close) and wait for close-ok."""
+    def _fail(self, error: AMQPError, *, channel: int = 0, drop: bool = False,
+              tell: bool = True) -> None:
+        """Close a channel (a channel exception on ``channel``) or the connection because of
+        ``error``, telling the client why.
+
+        Args:
+            error: the reason, sent as the close's reply code and text.
+            channel: the channel a channel exception happened on; 0 closes the connection.
+            drop: close the socket right after the connection.close instead of waiting for the
+                client's close-ok (the byte stream cannot be trusted, or the login failed).
+            tell: whether to send the connection.close at all.
+        """
+        reason = (error.reply_code, error.wire_reply_text, error.class_id, error.method_id)
+        if channel and isinstance(error, ChannelException):
+            self._confirms.pop(channel, None)  # as RabbitMQ: a closing channel confirms nothing
+            model = self.channels.pop(channel, None)
+            if model is not None:
+                model.close()
+            self._reader.forget(channel)
+            self._closing_channels.add(channel)
+            self._send_method(channel, ChannelClose(*reason))
+            return
         self.close_reason = error
-        if self.state in (ConnectionState.START_OK, ConnectionState.TUNE_OK,
-                          ConnectionState.OPEN_VHOST, ConnectionState.OPEN):
-            self._send_method(0, ConnectionClose(reply_code=error.reply_code,
-                                                 reply_text=error.reply_text[:255],
-                                                 class_id=error.class_id,
-                                                 method_id=error.method_id))
-            self.state = ConnectionState.CLOSING
-            self._closing_since = self.broker.clock.monotonic()
-        else:
+        if tell and self.state in _CAN_CLOSE:
+            self._send_method(0, ConnectionClose(*reason))
+            if not drop:
+                self.state = ConnectionState.CLOSING
+                self._closing_since = self.broker.clock.monotonic()
+        if drop or self.state is not ConnectionState.CLOSING:
             self.state = ConnectionState.CLOSED
             self.should_close = True
-        for channel in list(self.channels.values()):
-            channel.close()
+        for model in list(self.channels.values()):
+            model.close()
         self.channels.clear()
         if self.model is not None:
             self.model.close()
@@ -498,7 +481,13 @@ class ServerConnection:
     def close(self, error: ConnectionException) -> None:
         """Close the connection from the broker's side (e.g. 320 CONNECTION_FORCED at stop)."""
         if self.state not in (ConnectionState.CLOSED, ConnectionState.CLOSING):
-            self._fail_connection(error)
+            self._fail(error)
+
+    def internal_error(self, error: ConnectionException) -> None:
+        """A bug met while serving this connection: tell the client (541, when it can still
+        read a close) and close the socket without waiting, releasing what it held."""
+        if self.state is not ConnectionState.CLOSED:
+            self._fail(error, drop=True)
 
     # -- time ----------------------------------------------------------------------------------
 
@@ -509,12 +498,27 @@ class ServerConnection:
             when to call again (on the broker clock's monotonic time), or ``None``.
         """
         now = self.broker.clock.monotonic()
+        if self.state in _EXPECTED or self.state is ConnectionState.HEADER:
+            if now >= self._handshake_deadline:
+                self.close_reason = FrameError(  # (the socket closes with no frame)
+                    f"handshake timeout: the client did not finish the handshake in time "
+                    f"(stopped {self.state.value})")
+                self.connection_lost()
+                return None
+            return self._handshake_deadline
         if self.state is ConnectionState.CLOSING:
             if now - self._closing_since >= CLOSE_OK_TIMEOUT:
                 self.connection_lost()  # the client never answered our connection.close
                 return None
             return self._closing_since + CLOSE_OK_TIMEOUT
-        if self.heartbeat <= 0 or self.state is ConnectionState.CLOSED:
+        if self.state is ConnectionState.CLOSED:
+            if self.should_close:
+                return None
+            if now >= self._linger_until:
+                self.should_close = True  # the client never closed its side
+                return None
+            return self._linger_until
+        if self.heartbeat <= 0:
             return None
         if now - self._last_received > 2 * self.heartbeat:
             self.close_reason = FrameError("missed heartbeats from client, timeout: "
@@ -523,7 +527,7 @@ class ServerConnection:
             return None
         interval = self.heartbeat / 2
         if now - self._last_sent >= interval:
-            self._send(HEARTBEAT_FRAME)
+            self._out.append(HEARTBEAT_FRAME)
         return min(self._last_sent + interval, self._last_received + 2 * self.heartbeat)
 
     # -- blocking ------------------------------------------------------------------------------
@@ -545,228 +549,31 @@ class ServerConnection:
         if self._on_output is not None:
             self._on_output()
 
-    def _deliverer(self, number: int) -> Callable[[str, int, bool, str, str, Message], None]:
-        def deliver(consumer_tag: str, delivery_tag: int, redelivered: bool, exchange: str,
-                    routing_key: str, message: Message) -> None:
-            self._send_content(number, BasicDeliver(
-                consumer_tag=consumer_tag, delivery_tag=delivery_tag, redelivered=redelivered,
-                exchange=exchange, routing_key=routing_key), message)
-            self._output_ready()
-        return deliver
+    def _on_event(self, event: ChannelEvent) -> None:
+        # The model's events come in the middle of its work (another connection's publish, a
+        # timer): a failure here is this connection's alone and must not unwind the model.
+        try:
+            self._send_event(event)
+        except Exception as exc:
+            self.failure = exc
+        self._output_ready()
 
-    def _returner(self, number: int) -> Callable[[int, str, str, str, Message], None]:
-        def returned(reply_code: int, reply_text: str, exchange: str, routing_key: str,
-                     message: Message) -> None:
-            self._send_content(number, BasicReturn(
-                reply_code=reply_code, reply_text=reply_text, exchange=exchange,
-                routing_key=routing_key), message)
-            self._output_ready()
-        return returned
-
-    def _confirmer(self, number: int) -> Callable[[int, bool, bool], None]:
-        def confirm(delivery_tag: int, multiple: bool, ack: bool) -> None:
-            self._send_method(number, BasicAck(delivery_tag=delivery_tag, multiple=multiple)
-                              if ack else BasicNack(delivery_tag=delivery_tag, multiple=multiple,
-                                                    requeue=False))
-            self._output_ready()
-        return confirm
-
-    def _canceller(self, number: int) -> Callable[[str], None]:
-        def cancel(consumer_tag: str) -> None:
-            if self._has_capability("consumer_cancel_notify"):
-                self._send_method(number, BasicCancel(consumer_tag=consumer_tag, no_wait=True))
-                self._output_ready()
-        return cancel
-
-    # -- channel method handlers (one per method, reached through _HANDLERS) --------------------
-
-    def _handle_channel_close(self, channel: ModelChannel, command: Command) -> None:
-        channel.close()
-        del self.channels[command.channel]
-        self._reader.forget(command.channel)
-        self._send_method(command.channel, ChannelCloseOk())
-
-    def _handle_channel_close_ok(self, channel: ModelChannel, command: Command) -> None:
-        pass  # only meaningful while closing, which _while_channel_closing handles
-
-    def _handle_channel_open(self, channel: ModelChannel, command: Command) -> None:
-        raise ChannelError("second 'channel.open' seen")
-
-    def _handle_channel_flow(self, channel: ModelChannel, command: Command) -> None:
-        method: ChannelFlow = command.method  # type: ignore[assignment]
-        if not method.active:
-            raise NotImplementedAMQP("active=false")
-        self._send_method(command.channel, ChannelFlowOk(active=True))
-
-    def _handle_channel_flow_ok(self, channel: ModelChannel, command: Command) -> None:
-        pass
-
-    def _handle_exchange_declare(self, channel: ModelChannel, command: Command) -> None:
-        m: ExchangeDeclare = command.method  # type: ignore[assignment]
-        channel.exchange_declare(m.exchange, m.type, passive=m.passive, durable=m.durable,
-                                 auto_delete=m.auto_delete, internal=m.internal,
-                                 arguments=m.arguments)
-        if not m.no_wait:
-            self._send_method(command.channel, ExchangeDeclareOk())
-
-    def _handle_exchange_delete(self, channel: ModelChannel, command: Command) -> None:
-        m: ExchangeDelete = command.method  # type: ignore[assignment]
-        channel.exchange_delete(m.exchange, if_unused=m.if_unused)
-        if not m.no_wait:
-            self._send_method(command.channel, ExchangeDeleteOk())
-
-    def _handle_exchange_bind(self, channel: ModelChannel, command: Command) -> None:
-        m: ExchangeBind = command.method  # type: ignore[assignment]
-        channel.exchange_bind(m.destination, m.source, m.routing_key, m.arguments)
-        if not m.no_wait:
-            self._send_method(command.channel, ExchangeBindOk())
-
-    def _handle_exchange_unbind(self, channel: ModelChannel, command: Command) -> None:
-        m: ExchangeUnbind = command.method  # type: ignore[assignment]
-        channel.exchange_unbind(m.destination, m.source, m.routing_key, m.arguments)
-        if not m.no_wait:
-            self._send_method(command.channel, ExchangeUnbindOk())
-
-    def _handle_queue_declare(self, channel: ModelChannel, command: Command) -> None:
-        m: QueueDeclare = command.method  # type: ignore[assignment]
-        ok = channel.queue_declare(m.queue, passive=m.passive, durable=m.durable,
-                                   exclusive=m.exclusive, auto_delete=m.auto_delete,
-                                   arguments=m.arguments)
-        if not m.no_wait:
-            self._send_method(command.channel, QueueDeclareOk(
-                queue=ok.queue, message_count=ok.message_count, consumer_count=ok.consumer_count))
-
-    def _handle_queue_bind(self, channel: ModelChannel, command: Command) -> None:
-        m: QueueBind = command.method  # type: ignore[assignment]
-        channel.queue_bind(m.queue, m.exchange, m.routing_key, m.arguments)
-        if not m.no_wait:
-            self._send_method(command.channel, QueueBindOk())
-
-    def _handle_queue_unbind(self, channel: ModelChannel, command: Command) -> None:
-        m: QueueUnbind = command.method  # type: ignore[assignment]
-        channel.queue_unbind(m.queue, m.exchange, m.routing_key, m.arguments)
-        self._send_method(command.channel, QueueUnbindOk())
-
-    def _handle_queue_purge(self, channel: ModelChannel, command: Command) -> None:
-        m: QueuePurge = command.method  # type: ignore[assignment]
-        count = channel.queue_purge(m.queue)
-        if not m.no_wait:
-            self._send_method(command.channel, QueuePurgeOk(message_count=count))
-
-    def _handle_queue_delete(self, channel: ModelChannel, command: Command) -> None:
-        m: QueueDelete = command.method  # type: ignore[assignment]
-        count = channel.queue_delete(m.queue, if_unused=m.if_unused, if_empty=m.if_empty)
-        if not m.no_wait:
-            self._send_method(command.channel, QueueDeleteOk(message_count=count))
-
-    def _handle_basic_qos(self, channel: ModelChannel, command: Command) -> None:
-        m: BasicQos = command.method  # type: ignore[assignment]
-        channel.basic_qos(m.prefetch_size, m.prefetch_count, m.global_)
-        self._send_method(command.channel, BasicQosOk())
-
-    def _handle_basic_consume(self, channel: ModelChannel, command: Command) -> None:
-        m: BasicConsume = command.method  # type: ignore[assignment]
-        tag = channel.basic_consume(m.queue, m.consumer_tag, no_ack=m.no_ack,
-                                    exclusive=m.exclusive, arguments=m.arguments)
-        if not m.no_wait:
-            self._send_method(command.channel, BasicConsumeOk(consumer_tag=tag))
-        channel.start_consumer(tag)  # deliveries follow consume-ok
-
-    def _handle_basic_cancel(self, channel: ModelChannel, command: Command) -> None:
-        m: BasicCancel = command.method  # type: ignore[assignment]
-        channel.basic_cancel(m.consumer_tag)
-        if not m.no_wait:
-            self._send_method(command.channel, BasicCancelOk(consumer_tag=m.consumer_tag))
-
-    def _handle_basic_publish(self, channel: ModelChannel, command: Command) -> None:
-        m: BasicPublish = command.method  # type: ignore[assignment]
-        if self.broker.publishers_blocked:
-            self.blocked = True
-        channel.basic_publish(m.exchange, m.routing_key, command.body or b"",
-                              command.properties, mandatory=m.mandatory, immediate=m.immediate,
-                              encoded_properties=command.raw_properties)
-
-    def _handle_basic_get(self, channel: ModelChannel, command: Command) -> None:
-        m: BasicGet = command.method  # type: ignore[assignment]
-        got = channel.basic_get(m.queue, no_ack=m.no_ack)
-        if got is None:
-            self._send_method(command.channel, BasicGetEmpty())
-            return
-        self._send_content(command.channel, BasicGetOk(
-            delivery_tag=got.delivery_tag, redelivered=got.redelivered, exchange=got.exchange,
-            routing_key=got.routing_key, message_count=got.message_count), got.message)
-
-    def _handle_basic_ack(self, channel: ModelChannel, command: Command) -> None:
-        m: BasicAck = command.method  # type: ignore[assignment]
-        channel.basic_ack(m.delivery_tag, m.multiple)
-
-    def _handle_basic_nack(self, channel: ModelChannel, command: Command) -> None:
-        m: BasicNack = command.method  # type: ignore[assignment]
-        channel.basic_nack(m.delivery_tag, m.multiple, m.requeue)
-
-    def _handle_basic_reject(self, channel: ModelChannel, command: Command) -> None:
-        m: BasicReject = command.method  # type: ignore[assignment]
-        channel.basic_reject(m.delivery_tag, m.requeue)
-
-    def _handle_basic_recover_async(self, channel: ModelChannel, command: Command) -> None:
-        m: BasicRecoverAsync = command.method  # type: ignore[assignment]
-        channel.basic_recover(m.requeue)
-
-    def _handle_basic_recover(self, channel: ModelChannel, command: Command) -> None:
-        m: BasicRecover = command.method  # type: ignore[assignment]
-        channel.basic_recover(m.requeue)
-        self._send_method(command.channel, BasicRecoverOk())
-
-    def _handle_confirm_select(self, channel: ModelChannel, command: Command) -> None:
-        m: ConfirmSelect = command.method  # type: ignore[assignment]
-        channel.confirm_select()
-        if not m.no_wait:
-            self._send_method(command.channel, ConfirmSelectOk())
-
-    def _handle_tx_select(self, channel: ModelChannel, command: Command) -> None:
-        channel.tx_select()
-        self._send_method(command.channel, TxSelectOk())
-
-    def _handle_tx_commit(self, channel: ModelChannel, command: Command) -> None:
-        channel.tx_commit()
-        self._send_method(command.channel, TxCommitOk())
-
-    def _handle_tx_rollback(self, channel: ModelChannel, command: Command) -> None:
-        channel.tx_rollback()
-        self._send_method(command.channel, TxRollbackOk())
-
-
-_Handler = Callable[[ServerConnection, "ModelChannel", Command], None]
-
-#: The channel methods a client may send, each with its handler. A method that is not here
-#: (a server-to-client method such as basic.deliver) is a 503 COMMAND_INVALID.
-_HANDLERS: Final[dict[type[Method], _Handler]] = {
-    ChannelClose: ServerConnection._handle_channel_close,
-    ChannelCloseOk: ServerConnection._handle_channel_close_ok,
-    ChannelOpen: ServerConnection._handle_channel_open,
-    ChannelFlow: ServerConnection._handle_channel_flow,
-    ChannelFlowOk: ServerConnection._handle_channel_flow_ok,
-    ExchangeDeclare: ServerConnection._handle_exchange_declare,
-    ExchangeDelete: ServerConnection._handle_exchange_delete,
-    ExchangeBind: ServerConnection._handle_exchange_bind,
-    ExchangeUnbind: ServerConnection._handle_exchange_unbind,
-    QueueDeclare: ServerConnection._handle_queue_declare,
-    QueueBind: ServerConnection._handle_queue_bind,
-    QueueUnbind: ServerConnection._handle_queue_unbind,
-    QueuePurge: ServerConnection._handle_queue_purge,
-    QueueDelete: ServerConnection._handle_queue_delete,
-    BasicQos: ServerConnection._handle_basic_qos,
-    BasicConsume: ServerConnection._handle_basic_consume,
-    BasicCancel: ServerConnection._handle_basic_cancel,
-    BasicPublish: ServerConnection._handle_basic_publish,
-    BasicGet: ServerConnection._handle_basic_get,
-    BasicAck: ServerConnection._handle_basic_ack,
-    BasicNack: ServerConnection._handle_basic_nack,
-    BasicReject: ServerConnection._handle_basic_reject,
-    BasicRecoverAsync: ServerConnection._handle_basic_recover_async,
-    BasicRecover: ServerConnection._handle_basic_recover,
-    ConfirmSelect: ServerConnection._handle_confirm_select,
-    TxSelect: ServerConnection._handle_tx_select,
-    TxCommit: ServerConnection._handle_tx_commit,
-    TxRollback: ServerConnection._handle_tx_rollback,
-}
+    def _send_event(self, event: ChannelEvent) -> None:
+        if isinstance(event, Delivered):
+            self._send_content(event.channel, BasicDeliver(
+                consumer_tag=event.consumer_tag, delivery_tag=event.delivery_tag,
+                redelivered=event.redelivered, exchange=event.exchange,
+                routing_key=event.routing_key), event.message)
+        elif isinstance(event, Confirmed):
+            self._confirms.setdefault(event.channel, []).append((event.delivery_tag, event.ack))
+            if not self._reading:
+                self._send_confirms(event.channel)
+        elif isinstance(event, Returned):
+            self._send_content(event.channel, BasicReturn(
+                reply_code=event.reply_code, reply_text=event.reply_text,
+                exchange=event.exchange, routing_key=event.routing_key), event.message)
+        elif isinstance(event, Cancelled):
+            if not self._has_capability("consumer_cancel_notify"):
+                return
+            self._send_method(event.channel, BasicCancel(consumer_tag=event.consumer_tag,
+                                                         no_wait=True))

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 from ._broker import Broker as Broker
 from ._channel import Channel as Channel
-from ._channel import Consumer as Consumer
-from ._channel import Delivery as Delivery
 from ._clock import Clock as Clock
 from ._clock import ManualClock as ManualClock
 from ._clock import SystemClock as SystemClock
 from ._clock import Timer as Timer
 from ._connection import Connection as Connection
+from ._consumer import Consumer as Consumer
+from ._consumer import Delivery as Delivery
+from ._events import Cancelled as Cancelled
+from ._events import ChannelEvent as ChannelEvent
+from ._events import Confirmed as Confirmed
+from ._events import Delivered as Delivered
+from ._events import Returned as Returned
 from ._exchange import Binding as Binding
 from ._exchange import Exchange as Exchange
 from ._message import PROPERTY_NAMES as PROPERTY_NAMES
@@ -26,7 +31,8 @@ from ._vhost import DeclareOk as DeclareOk
 from ._vhost import VirtualHost as VirtualHost
 
 __all__ = [
-    "PROPERTY_NAMES", "Binding", "Broker", "Channel", "Clock", "Connection", "Consumer",
-    "DeclareOk", "Delivery", "Exchange", "ManualClock", "Message", "Queue", "QueuedMessage",
-    "RoutingDecision", "SystemClock", "Timer", "VirtualHost",
+    "PROPERTY_NAMES", "Binding", "Broker", "Cancelled", "Channel", "ChannelEvent", "Clock",
+    "Confirmed", "Connection", "Consumer", "DeclareOk", "Delivered", "Delivery", "Exchange",
+    "ManualClock", "Message", "Queue", "QueuedMessage", "Returned", "RoutingDecision",
+    "SystemClock", "Timer", "VirtualHost",
 ]

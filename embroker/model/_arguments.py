@@ -1,20 +1,25 @@
-"""Validation of queue arguments (``x-message-ttl`` ...), with RabbitMQ's checks and texts.
+"""Queue and consumer arguments (``x-message-ttl`` ...), with RabbitMQ's checks and texts.
 
 RabbitMQ checks the arguments of a queue when it creates it (``rabbit_amqqueue:declare_args/0``)
 and prints the reason with Erlang's ``~p``: ``invalid arg 'x-max-length' for queue 'q' in vhost
-'/': {value_negative,-1}``.
+'/': {value_negative,-1}``. When a queue or exchange is declared again, the new declaration must
+be *equivalent* to the existing one (``rabbit_misc:assert_args_equivalence``): the same flags and
+the same value, of the same type class, for each argument RabbitMQ compares.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .. import _erlang
 from ..errors import PreconditionFailed
 
 __all__ = [
-    "field_type", "parse_expiration", "validate_consumer_arguments", "validate_queue_arguments",
+    "QUEUE_EQUIVALENCE_ARGS", "check_equivalent_arguments", "check_equivalent_field",
+    "check_equivalent_queue_arguments", "field_type", "parse_expiration",
+    "validate_consumer_arguments", "validate_queue_arguments",
 ]
 
 #: RabbitMQ's largest expiry or TTL, in milliseconds (ten years).
@@ -40,6 +45,82 @@ def field_type(value: Any) -> str:
         return "array"
     return "void" if value is None else type(value).__name__
 
+
+# -- equivalence of a new declaration with an existing one ----------------------------------------
+
+#: Queue arguments compared when a queue is declared again (RabbitMQ's declare_args()).
+QUEUE_EQUIVALENCE_ARGS = (
+    "x-expires", "x-message-ttl", "x-dead-letter-exchange", "x-dead-letter-routing-key",
+    "x-max-length", "x-max-length-bytes", "x-max-in-memory-length", "x-max-in-memory-bytes",
+    "x-max-priority", "x-overflow", "x-queue-mode", "x-single-active-consumer", "x-queue-type",
+    "x-quorum-initial-group-size", "x-max-age", "x-stream-max-segment-size-bytes",
+    "x-initial-cluster-size", "x-queue-leader-locator",
+)
+
+
+def _show(value: Any) -> str:
+    # How RabbitMQ's rabbit_misc:val/1 prints a value in "inequivalent arg" errors.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _type_class(value: Any) -> str:
+    t = field_type(value)
+    return {"signedint": "int", "long": "int", "double": "float", "binary": "longstr"}.get(t, t)
+
+
+def _described_arg(value: Any) -> str:
+    if value is None:
+        return "none"
+    return f"the value '{_show(value)}' of type '{field_type(value)}'"
+
+
+def check_equivalent_field(resource: str, key: str, current: Any, received: Any) -> None:
+    """Raise PreconditionFailed (406) ``inequivalent arg`` when a declared flag differs.
+
+    Args:
+        resource: how RabbitMQ names the queue or exchange, ``"queue 'q' in vhost '/'"``.
+        key: the flag (``durable``, ``auto_delete``, ``type``...).
+        current, received: its value in the existing and in the new declaration.
+    """
+    if current != received or type(current) is not type(received):
+        raise PreconditionFailed(
+            f"inequivalent arg '{key}' for {resource}: "
+            f"received '{_show(received)}' but current is '{_show(current)}'")
+
+
+def check_equivalent_arguments(resource: str, current: Mapping[str, Any],
+                               received: Mapping[str, Any], keys: Iterable[str]) -> None:
+    """Raise PreconditionFailed (406) ``inequivalent arg`` for the first of ``keys`` whose
+    value (or type class: an int is an int whatever its width) differs between the existing
+    declaration's arguments and the new one's, or is in one and not the other."""
+    for key in keys:
+        if key not in current and key not in received:
+            continue
+        have, want = current.get(key), received.get(key)
+        if key in current and key in received:
+            if _type_class(have) == _type_class(want) and have == want:
+                continue
+            check_equivalent_field(resource, key, have, want)
+        else:
+            raise PreconditionFailed(
+                f"inequivalent arg '{key}' for {resource}: "
+                f"received {_described_arg(want if key in received else None)} "
+                f"but current is {_described_arg(have if key in current else None)}")
+
+
+def check_equivalent_queue_arguments(resource: str, current: Mapping[str, Any],
+                                     received: Mapping[str, Any]) -> None:
+    """:func:`check_equivalent_arguments` over :data:`QUEUE_EQUIVALENCE_ARGS`. As RabbitMQ, an
+    explicit ``x-queue-type`` of "classic" and no type at all are the same."""
+    if {current.get("x-queue-type"), received.get("x-queue-type")} == {None, "classic"}:
+        current = {k: v for k, v in current.items() if k != "x-queue-type"}
+        received = {k: v for k, v in received.items() if k != "x-queue-type"}
+    check_equivalent_arguments(resource, current, received, QUEUE_EQUIVALENCE_ARGS)
+
+
+# -- validation of new declarations ----------------------------------------------------------------
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
@@ -173,10 +254,13 @@ def parse_expiration(value: Any) -> float:
 
     Raises:
         PreconditionFailed: (406) not a non-negative integer, with RabbitMQ's text
-            (``invalid expiration 'soon': no_integer``).
+            (``invalid expiration 'soon': no_integer``), its Erlang term printed as RabbitMQ's
+            ``~p`` prints it (long ones broken over two lines).
     """
     text = value if isinstance(value, str) else str(value)
-    # Erlang's string:to_integer: an optional sign and digits, then whatever is left over.
+    prefix = f"invalid expiration '{text}': "
+    column = len(prefix.encode("utf-8", "surrogateescape"))
+    # Erlang's string:to_integer over the bytes: an optional sign and digits, then the rest.
     match = re.match(r"[+-]?[0-9]+", text)
     if match is None:
         reason = "no_integer"
@@ -184,10 +268,12 @@ def parse_expiration(value: Any) -> float:
         number = int(match.group())
         rest = text[match.end():]
         if rest:
-            reason = f'{{leftover_string,"{rest}"}}'
+            reason = _erlang.pair("leftover_string",
+                                  _erlang.string(rest.encode("utf-8", "surrogateescape")), column)
+        elif number < 0:
+            reason = _erlang.pair("value_negative", str(number), column)
+        elif number > MAX_EXPIRY:
+            reason = _erlang.pair("value_too_large", str(number), column)
         else:
-            error = _expiry(number)
-            if error is None:
-                return number / 1000
-            reason = error
-    raise PreconditionFailed(f"invalid expiration '{text}': {reason}")
+            return number / 1000
+    raise PreconditionFailed(prefix + reason)

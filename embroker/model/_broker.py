@@ -16,7 +16,10 @@ from ._queue import Queue
 from ._trace import Trace
 from ._vhost import VirtualHost
 
-__all__ = ["Broker"]
+__all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "Broker"]
+
+#: RabbitMQ's default ``max_message_size``: 128 MiB.
+DEFAULT_MAX_MESSAGE_SIZE = 128 * 1024 * 1024
 
 
 class Broker:
@@ -28,27 +31,40 @@ class Broker:
         users: user names and passwords the listener accepts (``guest``/``guest`` by default).
         trace_limit: how many routing decisions :attr:`trace` keeps (oldest dropped first).
         trace_bytes: how many message body bytes :attr:`trace` may keep alive.
+        max_message_size: the largest message body a client may publish, in bytes (RabbitMQ's
+            ``max_message_size``, 128 MiB by default); a larger one is refused with 406.
+        memory_high_watermark: when the message bodies held in queues pass this many bytes,
+            publishers are blocked as by RabbitMQ's memory alarm (connection.blocked, and the
+            listener stops reading from connections that publish) until they drop below it
+            again; checked by :meth:`tick` and by the listener. ``None``: no limit.
 
-    Every call into the model, from the listener's thread or a test's, runs under :attr:`lock`.
+    Every call into the model, from the listener's thread or a test's, runs under the broker's
+    one lock (held by the in-process client, the listener and the testing helpers, never by the
+    caller).
     """
 
     def __init__(self, *, clock: Clock | None = None, vhosts: tuple[str, ...] = ("/",),
                  users: Mapping[str, str] | None = None, trace_limit: int = 10_000,
-                 trace_bytes: int = 64 * 1024 * 1024) -> None:
-        self.lock = threading.RLock()
+                 trace_bytes: int = 64 * 1024 * 1024,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 memory_high_watermark: int | None = None) -> None:
+        self._lock = threading.RLock()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.users: dict[str, str] = dict(users) if users is not None else {"guest": "guest"}
         self.vhosts: dict[str, VirtualHost] = {}
         self.connections: dict[int, Connection] = {}
         #: The most recent routing decisions, oldest first.
         self.trace = Trace(trace_limit, trace_bytes)
+        self.max_message_size = max_message_size
+        self.memory_high_watermark = memory_high_watermark
+        self._memory_alarm = False
         self.publishers_blocked = False
         self.blocked_reason = ""
-        #: Called with (blocked, reason) when publishers are blocked or unblocked; the listener
-        #: subscribes to tell its clients (connection.blocked / unblocked).
-        self.on_blocked: list[Callable[[bool, str], None]] = []
-        #: Called when :meth:`restart` begins; the listener subscribes to drop its clients.
-        self.on_restart: list[Callable[[], None]] = []
+        # Called with (blocked, reason) when publishers are blocked or unblocked; a listener
+        # subscribes to tell its clients (connection.blocked / unblocked).
+        self._on_blocked: list[Callable[[bool, str], None]] = []
+        # Called when restart() begins; a listener subscribes to drop its clients.
+        self._on_restart: list[Callable[[], None]] = []
         for name in vhosts:
             self.add_vhost(name)
 
@@ -60,7 +76,7 @@ class Broker:
 
     def add_vhost(self, name: str) -> VirtualHost:
         """Create a virtual host (with its standard exchanges); returns the existing one if any."""
-        with self.lock:
+        with self._lock:
             vhost = self.vhosts.get(name)
             if vhost is None:
                 vhost = self.vhosts[name] = VirtualHost(self, name)
@@ -87,9 +103,13 @@ class Broker:
     def open_connection(self, vhost: str = "/", *, user: str = "guest",
                         client_properties: dict[str, Any] | None = None,
                         name: str | None = None) -> Connection:
-        """Open a model-level connection to ``vhost`` (the protocol layer and the in-process
-        client build on this). Raises NotAllowed (530) for an unknown virtual host."""
-        with self.lock:
+        """Open a model-level connection to ``vhost``: what the protocol layers and the
+        in-process client build on (a test wants :meth:`embroker.Broker.connect`).
+
+        Raises:
+            NotAllowed: (530) no such virtual host.
+        """
+        with self._lock:
             return Connection(self.vhost(vhost), user=user, client_properties=client_properties,
                               name=name)
 
@@ -99,20 +119,20 @@ class Broker:
         """Act as RabbitMQ under a resource alarm: clients that announced the
         ``connection.blocked`` capability are told so, and connections that publish stop being
         read from until :meth:`unblock_publishers`."""
-        with self.lock:
+        with self._lock:
             if self.publishers_blocked:
                 return
             self.publishers_blocked, self.blocked_reason = True, reason
-            for callback in list(self.on_blocked):
+            for callback in list(self._on_blocked):
                 callback(True, reason)
 
     def unblock_publishers(self) -> None:
         """End :meth:`block_publishers`: clients get connection.unblocked."""
-        with self.lock:
+        with self._lock:
             if not self.publishers_blocked:
                 return
             self.publishers_blocked, self.blocked_reason = False, ""
-            for callback in list(self.on_blocked):
+            for callback in list(self._on_blocked):
                 callback(False, "")
 
     # -- restarts -------------------------------------------------------------------------------
@@ -122,8 +142,8 @@ class Broker:
         wire get 320 CONNECTION_FORCED), non-durable exchanges and queues vanish, and durable
         queues keep only their persistent messages (``delivery_mode`` 2), unacknowledged ones
         included. Application tests use it to check their reconnection logic."""
-        with self.lock:
-            for callback in list(self.on_restart):
+        with self._lock:
+            for callback in list(self._on_restart):
                 callback()
             for connection in list(self.connections.values()):
                 connection.close()
@@ -133,15 +153,44 @@ class Broker:
     # -- time ----------------------------------------------------------------------------------
 
     def tick(self) -> int:
-        """Run the work that has fallen due (expiries...); returns how many timers ran."""
-        with self.lock:
-            return self.clock.run_due()
+        """Run the work that has fallen due (expiries...) and check the memory watermark;
+        returns how many timers ran."""
+        with self._lock:
+            ran = self.clock.run_due()
+            self.check_resources()
+            return ran
+
+    def held_bytes(self) -> int:
+        """Bytes of message bodies ready in queues, in every vhost (what the memory watermark
+        measures).
+
+        Runtime complexity: ``O(queues)``.
+        """
+        with self._lock:
+            return sum(q.message_bytes for vhost in self.vhosts.values()
+                       for q in vhost.queues.values())
+
+    def check_resources(self) -> None:
+        """Raise or clear the memory alarm against :attr:`memory_high_watermark`, as RabbitMQ
+        does (publishers blocked while the alarm lasts). An alarm does not clear publishers
+        blocked by :meth:`block_publishers` for another reason."""
+        limit = self.memory_high_watermark
+        if limit is None and not self._memory_alarm:
+            return
+        with self._lock:
+            over = limit is not None and self.held_bytes() > limit
+            if over and not self._memory_alarm and not self.publishers_blocked:
+                self._memory_alarm = True
+                self.block_publishers("low on memory")
+            elif not over and self._memory_alarm:
+                self._memory_alarm = False
+                self.unblock_publishers()
 
     # -- the trace -----------------------------------------------------------------------------
 
     def _check(self) -> None:
         """Assert every internal invariant (for tests)."""
-        with self.lock:
+        with self._lock:
             for vhost in self.vhosts.values():
                 vhost._check()
             for connection in self.connections.values():

@@ -1,167 +1,113 @@
-"""Channels and consumers: the methods of the exchange, queue, basic, confirm and tx classes.
+"""Channels: the methods of the exchange, queue, basic, confirm and tx classes.
 
 A :class:`Channel` is what both the wire protocol and the in-process client drive: one method per
 AMQP method, RabbitMQ's rules and errors. It never writes to anyone directly; what a client must be
-sent without asking (deliveries, returns, confirms, cancels) goes through the callables the owner
-sets (``on_deliver``, ``on_return``, ``on_confirm``, ``on_cancel``).
+sent without asking (deliveries, returns, confirms, cancels) goes to its owner's
+:attr:`Channel.listener` as an event (:mod:`._events`).
 
 A channel exception raised here leaves the channel as it was; the owner closes it (the protocol
 layer with channel.close, the in-process client by marking it closed) and calls :meth:`close`,
 which requeues what it had not acknowledged.
+
+What a channel keeps:
+
+- its consumers (:mod:`._consumer`) and the deliveries not yet settled, by delivery tag;
+- qos: ``prefetch_count`` for consumers created from now on and ``global_prefetch`` for all of
+  them together (RabbitMQ's meaning of basic.qos ``global``);
+- in confirm mode, the publish sequence number; in tx mode, the held records (:mod:`._tx`);
+- for direct reply-to, its reply consumer (:class:`ReplyConsumer`).
 """
 
 from __future__ import annotations
 
-import base64
-import os
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import (
     AccessRefused,
+    NoRoute,
     NotAllowed,
     NotFound,
     NotImplementedAMQP,
     PreconditionFailed,
 )
 from ._arguments import parse_expiration, validate_consumer_arguments
+from ._consumer import Consumer, Delivery, Unacked
+from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
 from ._message import Message, QueuedMessage
+from ._names import REPLY_TO, random_name
+from ._tx import HeldPublish, HeldSettlement, Settlement, TxRecord
 
 if TYPE_CHECKING:
     from ._connection import Connection
     from ._queue import Queue
     from ._vhost import DeclareOk
 
-__all__ = ["REPLY_TO", "Channel", "Consumer", "Delivery"]
+__all__ = ["Channel", "ReplyConsumer"]
 
-#: on_deliver(consumer_tag, delivery_tag, redelivered, exchange, routing_key, message)
-DeliverCallback = Callable[[str, int, bool, str, str, Message], None]
-#: on_return(reply_code, reply_text, exchange, routing_key, message)
-ReturnCallback = Callable[[int, str, str, str, Message], None]
-#: on_confirm(delivery_tag, multiple, ack)
-ConfirmCallback = Callable[[int, bool, bool], None]
-#: on_cancel(consumer_tag): the broker cancelled a consumer (its queue went away)
-CancelCallback = Callable[[str], None]
+#: What basic.return says of a mandatory message that reached no queue.
+_NO_ROUTE = NoRoute("")
 
 
-#: The pseudo-queue of direct reply-to.
-REPLY_TO = "amq.rabbitmq.reply-to"
-
-
-def random_name(prefix: str) -> str:
-    """A name like RabbitMQ's server-generated ones: ``amq.gen-`` and 22 URL-safe characters."""
-    return prefix + base64.urlsafe_b64encode(os.urandom(16)).decode("ascii").rstrip("=")
-
-
-@final
-class Delivery:
-    """A message handed to a client by basic.get (or to an in-process consumer)."""
-
-    __slots__ = ("consumer_tag", "delivery_tag", "exchange", "message", "message_count",
-                 "redelivered", "routing_key")
-
-    def __init__(self, delivery_tag: int, redelivered: bool, exchange: str, routing_key: str,
-                 message: Message, message_count: int = 0, consumer_tag: str = "") -> None:
-        self.delivery_tag = delivery_tag
-        self.redelivered = redelivered
-        self.exchange = exchange
-        self.routing_key = routing_key
-        self.message = message
-        self.message_count = message_count
-        self.consumer_tag = consumer_tag
-
-    @property
-    def properties(self) -> dict[str, Any]:
-        return self.message.properties
-
-    @property
-    def body(self) -> bytes:
-        return self.message.body
-
-    def __repr__(self) -> str:
-        return (f"<Delivery tag={self.delivery_tag} redelivered={self.redelivered} "
-                f"exchange={self.exchange!r} routing_key={self.routing_key!r} "
-                f"body={self.message.body[:40]!r}>")
-
-
-@final
-class Consumer:
-    """A subscription of a channel to a queue (basic.consume)."""
-
-    __slots__ = ("arguments", "blocked", "channel", "exclusive", "no_ack", "prefetch", "priority",
-                 "queue", "tag", "unacked")
-
-    def __init__(self, channel: Channel, queue: Queue, tag: str, *, no_ack: bool,
-                 exclusive: bool, arguments: dict[str, Any], prefetch: int) -> None:
-        self.channel = channel
-        self.queue = queue
-        self.tag = tag
-        self.no_ack = no_ack
-        self.exclusive = exclusive
-        self.arguments = arguments
-        self.prefetch = prefetch
-        self.unacked = 0
-        #: Passed over for lack of room (its queue puts it at the back when it has room again).
-        self.blocked = False
-        priority = arguments.get("x-priority", 0)
-        self.priority: int = priority if isinstance(priority, int) else 0
-
-    def has_capacity(self) -> bool:
-        """Whether qos lets this consumer take one more message now. As in RabbitMQ, a reached
-        channel-wide (global) limit holds back auto-ack consumers too."""
-        channel = self.channel
-        if channel.global_prefetch and channel.consumer_unacked >= channel.global_prefetch:
-            return False
-        return self.no_ack or not self.prefetch or self.unacked < self.prefetch
-
-    def deliver(self, queue: Queue, entry: QueuedMessage) -> None:
-        self.channel._deliver(self, queue, entry)
-
-    def __repr__(self) -> str:
-        return (f"<Consumer '{self.tag}' on queue '{self.queue.name}' "
-                f"(channel {self.channel.number}, {self.unacked} unacked)>")
-
-
-# An unacknowledged delivery: the queue it came from, its entry, the consumer (None for get).
-_Unacked = tuple["Queue", QueuedMessage, "Consumer | None"]
-
-
-def _by_tag(pair: tuple[int, _Unacked]) -> int:
+def _by_tag(pair: tuple[int, Unacked]) -> int:
     return pair[0]
 
 
 @final
+class ReplyConsumer:
+    """Direct reply-to: a channel's consumer on the pseudo-queue ``amq.rabbitmq.reply-to``.
+    Replies published to its ``address`` go straight to it, with no queue and no acks."""
+
+    __slots__ = ("address", "channel", "tag")
+
+    def __init__(self, channel: Channel, tag: str) -> None:
+        self.channel = channel
+        self.tag = tag
+        self.address = f"{REPLY_TO}.{random_name('')}.{random_name('')}"
+
+    def deliver(self, message: Message) -> None:
+        """Deliver a reply. As RabbitMQ, it does not take a delivery tag of its own (the
+        channel's next one is shown, unused)."""
+        channel = self.channel
+        if channel.listener is not None:
+            channel.listener(Delivered(channel.number, self.tag, channel._next_tag, False,
+                                       message.exchange, message.routing_key, message))
+
+
+@final
 class Channel:
-    """The server side of one AMQP channel."""
+    """The server side of one AMQP channel.
+
+    Attributes:
+        number: the channel number on its connection.
+        listener: where the channel's events go (set by its owner); ``None`` drops them.
+        consumers: its consumers by tag.
+        prefetch_count: basic.qos for consumers created from now on (``global=false``).
+        global_prefetch: basic.qos for all its consumers together (``global=true``).
+        confirm_mode, tx_mode: whether confirm.select / tx.select was called.
+    """
 
     def __init__(self, connection: Connection, number: int) -> None:
         self.connection = connection
         self.vhost = connection.vhost
         self.number = number
         self.is_open = True
+        self.listener: Listener | None = None
         self.consumers: dict[str, Consumer] = {}
         #: Delivery tags are handed out in increasing order, so insertion order is tag order:
         #: ``multiple`` acks pop from the front.
-        self._unacked: OrderedDict[int, _Unacked] = OrderedDict()
+        self._unacked: OrderedDict[int, Unacked] = OrderedDict()
         self._next_tag = 1
-        self.prefetch_count = 0  # for consumers created from now on (basic.qos global=false)
-        self.global_prefetch = 0  # for all consumers of the channel together (global=true)
+        self.prefetch_count = 0
+        self.global_prefetch = 0
+        #: Deliveries to consumers (not basic.get) not yet settled: what a global limit counts.
         self.consumer_unacked = 0
         self.most_recent_queue: str | None = None
         self.confirm_mode = False
         self._publish_seq = 0
         self.tx_mode = False
-        #: What a transaction holds until commit, in order: ("publish", args) or
-        #: ("settle", (taken, requeue or None for an ack)).
-        self._tx: list[tuple[str, Any]] = []
-        #: Direct reply-to: the consumer tag and address of this channel's reply consumer.
-        self.reply_consumer_tag: str | None = None
-        self.reply_address: str | None = None
-        self.on_deliver: DeliverCallback | None = None
-        self.on_return: ReturnCallback | None = None
-        self.on_confirm: ConfirmCallback | None = None
-        self.on_cancel: CancelCallback | None = None
+        self._tx: list[TxRecord] = []
+        self.reply_consumer: ReplyConsumer | None = None
 
     def __repr__(self) -> str:
         state = "open" if self.is_open else "closed"
@@ -182,10 +128,9 @@ class Channel:
             raise NotFound("no previously declared queue")
         return self.most_recent_queue
 
-    def _queue(self, name: str, *, exclusive_check: bool = True) -> Queue:
+    def _queue(self, name: str) -> Queue:
         queue = self.vhost.lookup_queue(self._queue_name(name))
-        if exclusive_check:
-            self.vhost.check_exclusive_access(queue, self.connection)
+        self.vhost.check_exclusive_access(queue, self.connection)
         return queue
 
     # -- exchange class ------------------------------------------------------------------------
@@ -225,17 +170,21 @@ class Channel:
         self.most_recent_queue = result.queue
         return result
 
+    def _binding_key(self, queue: str, routing_key: str) -> str:
+        # queue.bind/unbind with neither a queue nor a key: the most recent queue's name.
+        if not queue and not routing_key and self.most_recent_queue is not None:
+            return self.most_recent_queue
+        return routing_key
+
     def queue_bind(self, queue: str, exchange: str, routing_key: str = "",
                    arguments: dict[str, Any] | None = None) -> None:
-        if not queue and not routing_key and self.most_recent_queue is not None:
-            routing_key = self.most_recent_queue
+        routing_key = self._binding_key(queue, routing_key)
         self.vhost.bind(exchange, "queue", self._queue_name(queue), routing_key,
                         arguments or {}, self.connection)
 
     def queue_unbind(self, queue: str, exchange: str, routing_key: str = "",
                      arguments: dict[str, Any] | None = None) -> None:
-        if not queue and not routing_key and self.most_recent_queue is not None:
-            routing_key = self.most_recent_queue
+        routing_key = self._binding_key(queue, routing_key)
         self.vhost.unbind(exchange, "queue", self._queue_name(queue), routing_key,
                           arguments or {}, self.connection)
 
@@ -246,6 +195,14 @@ class Channel:
                      if_empty: bool = False) -> int:
         return self.vhost.delete_queue(self._queue_name(queue), self.connection,
                                        if_unused=if_unused, if_empty=if_empty)
+
+    # -- channel class -------------------------------------------------------------------------
+
+    def flow(self, active: bool) -> None:
+        """channel.flow from the client. RabbitMQ 3.10 does not implement ``active=false``
+        (540 NOT_IMPLEMENTED); ``active=true`` changes nothing."""
+        if not active:
+            raise NotImplementedAMQP("active=false")
 
     # -- basic class: publishing ---------------------------------------------------------------
 
@@ -258,40 +215,59 @@ class Channel:
         Raises:
             NotFound: (404) no such exchange.
             AccessRefused: (403) the exchange is internal.
-            PreconditionFailed: (406) a ``CC``/``BCC`` header that is not an array, or a
-                ``user_id`` that is not the connection's user.
+            PreconditionFailed: (406) a body over the broker's ``max_message_size``, a
+                ``user_id`` that is not the connection's user, an ``expiration`` that is no
+                number of milliseconds, or a ``CC``/``BCC`` header that is not an array.
             NotImplementedAMQP: (540) ``immediate`` is set, as in RabbitMQ 3.
+
+        Every refusal is recorded on the trace too.
         """
         if immediate:
             raise NotImplementedAMQP("immediate=true")
-        if properties and "user_id" in properties and properties["user_id"] != self.connection.user:
-            raise PreconditionFailed(
-                f"user_id property set to '{properties['user_id']}' but authenticated user was "
-                f"'{self.connection.user}'")
-        expiration = None
-        if properties:
-            if "expiration" in properties:
-                expiration = parse_expiration(properties["expiration"])
-            if properties.get("reply_to") == REPLY_TO:
-                if self.reply_address is None:
-                    raise PreconditionFailed("fast reply consumer does not exist")
-                properties = {**properties, "reply_to": self.reply_address}
-                encoded_properties = None
         message = Message(exchange, routing_key, properties if properties is not None else {},
                           body, encoded_properties)
+        vhost = self.vhost
+        # RabbitMQ's order of checks: size, the exchange, user_id, expiration, CC/BCC.
+        max_size = vhost.broker.max_message_size
+        if len(body) > max_size:
+            vhost.refuse(message, PreconditionFailed(
+                f"message size {len(body)} is larger than configured max size {max_size}"))
+        vhost.publish_target(message)
+        expiration = self._check_properties(message) if properties else None
         if self.tx_mode:
-            self.vhost.check_publishable(exchange, message)
-            self._tx.append(("publish", (message, mandatory, expiration)))
+            vhost.check_routing_headers(message)
+            self._tx.append(HeldPublish(message, mandatory, expiration))
             return 0
         accepted = self._publish(message, mandatory, expiration)
-        if self.confirm_mode:
-            self._publish_seq += 1
-            if self.on_confirm is not None:
-                # RabbitMQ coalesces a nack with everything unconfirmed before it: with nothing
-                # else outstanding, that is multiple=true for this one message.
-                self.on_confirm(self._publish_seq, not accepted, accepted)
-            return self._publish_seq
-        return 0
+        if not self.confirm_mode:
+            return 0
+        self._publish_seq += 1
+        if self.listener is not None:
+            # RabbitMQ coalesces a nack with everything unconfirmed before it: with nothing else
+            # outstanding, that is multiple=true for this one message.
+            self.listener(Confirmed(self.number, self._publish_seq, not accepted, accepted))
+        return self._publish_seq
+
+    def _check_properties(self, message: Message) -> float | None:
+        # user_id must be the connection's user; expiration must parse (returned, in seconds);
+        # a reply-to of the direct reply-to pseudo-queue becomes this channel's address.
+        properties = message.properties
+        try:
+            user_id = properties.get("user_id")
+            if user_id is not None and user_id != self.connection.user:
+                raise PreconditionFailed(
+                    f"user_id property set to '{user_id}' but authenticated user was "
+                    f"'{self.connection.user}'")
+            expiration = (parse_expiration(properties["expiration"])
+                          if "expiration" in properties else None)
+            if properties.get("reply_to") == REPLY_TO:
+                if self.reply_consumer is None:
+                    raise PreconditionFailed("fast reply consumer does not exist")
+                message.properties = {**properties, "reply_to": self.reply_consumer.address}
+                message.encoded_properties = None
+        except PreconditionFailed as exc:
+            self.vhost.refuse(message, exc)
+        return expiration
 
     def _publish(self, message: Message, mandatory: bool, expiration: float | None) -> bool:
         """Route and enqueue; False when a queue refused the message (overflow)."""
@@ -304,8 +280,9 @@ class Channel:
                 if not queue.publish(message, expiration):
                     accepted = False
             return accepted
-        if mandatory and self.on_return is not None:
-            self.on_return(312, "NO_ROUTE", message.exchange, message.routing_key, message)
+        if mandatory and self.listener is not None:
+            self.listener(Returned(self.number, _NO_ROUTE.reply_code, _NO_ROUTE.reply_text,
+                                   message.exchange, message.routing_key, message))
         return True
 
     def confirm_select(self) -> None:
@@ -336,28 +313,27 @@ class Channel:
         channel is not transactional."""
         self._check_tx()
         held, self._tx = self._tx, []
-        for kind, args in held:
-            if kind == "publish":
-                self._publish(*args)
+        for record in held:
+            if isinstance(record, HeldPublish):
+                self._publish(record.message, record.mandatory, record.expiration)
             else:
-                self._settle(*args)
+                self._settle(record.taken, record.settlement)
 
     def tx_rollback(self) -> None:
         """tx.rollback: forget the held publishes; acknowledged messages become unacknowledged
         again (as in RabbitMQ). Raises PreconditionFailed (406) when not transactional."""
         self._check_tx()
-        held, self._tx = self._tx, []
-        restored = [pair for kind, args in held if kind == "settle" for pair in args[0]]
+        restored = self._take_held_settlements()
         if restored:
-            merged = sorted([*self._unacked.items(), *restored], key=_by_tag)
-            self._unacked = OrderedDict(merged)
+            self._unacked = OrderedDict(sorted([*self._unacked.items(), *restored], key=_by_tag))
+
+    def _take_held_settlements(self) -> list[tuple[int, Unacked]]:
+        # Empty the transaction; returns the deliveries its held acknowledgements covered.
+        held, self._tx = self._tx, []
+        return [pair for record in held if isinstance(record, HeldSettlement)
+                for pair in record.taken]
 
     # -- basic class: delivering ---------------------------------------------------------------
-
-    def _next_delivery_tag(self) -> int:
-        tag = self._next_tag
-        self._next_tag = tag + 1
-        return tag
 
     def basic_get(self, queue: str = "", *, no_ack: bool = False) -> Delivery | None:
         """basic.get; ``None`` when the queue is empty (basic.get-empty)."""
@@ -367,14 +343,15 @@ class Channel:
         entry = q.get()
         if entry is None:
             return None
-        tag = self._next_delivery_tag()
+        tag = self._next_tag
+        self._next_tag = tag + 1
         if no_ack:
             q.settle()
         else:
-            self._unacked[tag] = (q, entry, None)
+            self._unacked[tag] = Unacked(q, entry, None)
         message = q.outgoing(entry, get=True) if q.quorum else entry.message
         return Delivery(tag, entry.redelivered, message.exchange, message.routing_key, message,
-                        len(q._ready))
+                        q.message_count)
 
     def _deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
         tag = self._next_tag
@@ -382,13 +359,13 @@ class Channel:
         if consumer.no_ack:
             queue.settle()
         else:
-            self._unacked[tag] = (queue, entry, consumer)
+            self._unacked[tag] = Unacked(queue, entry, consumer)
             consumer.unacked += 1
             self.consumer_unacked += 1
         message = queue.outgoing(entry) if queue.quorum else entry.message
-        if self.on_deliver is not None:
-            self.on_deliver(consumer.tag, tag, entry.redelivered, message.exchange,
-                            message.routing_key, message)
+        if self.listener is not None:
+            self.listener(Delivered(self.number, consumer.tag, tag, entry.redelivered,
+                                    message.exchange, message.routing_key, message))
 
     def basic_consume(self, queue: str = "", consumer_tag: str = "", *, no_ack: bool = False,
                       exclusive: bool = False, arguments: dict[str, Any] | None = None) -> str:
@@ -411,9 +388,9 @@ class Channel:
         if (q.consumer_count or q.single_active) and (
                 exclusive or any(c.exclusive for c in q.consumers)):
             # RabbitMQ refuses an exclusive consumer on a single-active-consumer queue too.
-            raise AccessRefused(f"queue '{q.name}' in vhost '{self.vhost.name}' in exclusive use")
+            raise AccessRefused(f"{q.resource} in exclusive use")
         arguments = dict(arguments or {})
-        validate_consumer_arguments(f"queue '{q.name}' in vhost '{self.vhost.name}'", arguments)
+        validate_consumer_arguments(q.resource, arguments)
         consumer = Consumer(self, q, consumer_tag, no_ack=no_ack, exclusive=exclusive,
                             arguments=arguments, prefetch=self.prefetch_count)
         self.consumers[consumer_tag] = consumer
@@ -425,24 +402,16 @@ class Channel:
         # this channel, without a queue and without acknowledgements.
         if not no_ack:
             raise PreconditionFailed("reply consumer cannot acknowledge")
-        if self.reply_address is not None:
+        if self.reply_consumer is not None:
             raise PreconditionFailed("reply consumer already set")
-        self.reply_consumer_tag = consumer_tag or random_name("amq.ctag-")
-        self.reply_address = f"{REPLY_TO}.{random_name('')}.{random_name('')}"
-        self.vhost.reply_channels[self.reply_address] = self
-        return self.reply_consumer_tag
+        reply = self.reply_consumer = ReplyConsumer(self, consumer_tag or random_name("amq.ctag-"))
+        self.vhost.reply_consumers[reply.address] = reply
+        return reply.tag
 
     def _stop_replies(self) -> None:
-        if self.reply_address is not None:
-            self.vhost.reply_channels.pop(self.reply_address, None)
-        self.reply_address = self.reply_consumer_tag = None
-
-    def deliver_reply(self, message: Message) -> None:
-        """Deliver a reply published to this channel's reply-to address. As RabbitMQ, it does
-        not take a delivery tag of its own (the channel's next one is shown, unused)."""
-        if self.on_deliver is not None and self.reply_consumer_tag is not None:
-            self.on_deliver(self.reply_consumer_tag, self._next_tag, False, message.exchange,
-                            message.routing_key, message)
+        if self.reply_consumer is not None:
+            self.vhost.reply_consumers.pop(self.reply_consumer.address, None)
+            self.reply_consumer = None
 
     def start_consumer(self, consumer_tag: str) -> None:
         """Begin deliveries to a consumer once its consume-ok is on its way to the client."""
@@ -452,14 +421,12 @@ class Channel:
 
     def basic_cancel(self, consumer_tag: str) -> None:
         """basic.cancel; an unknown tag is not an error (RabbitMQ answers cancel-ok)."""
-        if consumer_tag == self.reply_consumer_tag:
+        if self.reply_consumer is not None and consumer_tag == self.reply_consumer.tag:
             self._stop_replies()
             return
         consumer = self.consumers.pop(consumer_tag, None)
-        if consumer is not None:
-            self._remove_consumer(consumer)
-
-    def _remove_consumer(self, consumer: Consumer) -> None:
+        if consumer is None:
+            return
         queue = consumer.queue
         if not queue.remove_consumer(consumer):  # the queue is gone already
             return
@@ -468,8 +435,8 @@ class Channel:
 
     def cancel_by_broker(self, consumer: Consumer) -> None:
         """The consumer's queue was deleted: forget it and tell the client if it listens."""
-        if self.consumers.pop(consumer.tag, None) is not None and self.on_cancel is not None:
-            self.on_cancel(consumer.tag)
+        if self.consumers.pop(consumer.tag, None) is not None and self.listener is not None:
+            self.listener(Cancelled(self.number, consumer.tag))
 
     def basic_qos(self, prefetch_size: int = 0, prefetch_count: int = 0,
                   global_: bool = False) -> None:
@@ -494,7 +461,7 @@ class Channel:
 
     # -- acknowledgements ----------------------------------------------------------------------
 
-    def _take_unacked(self, delivery_tag: int, multiple: bool) -> list[tuple[int, _Unacked]]:
+    def _take_unacked(self, delivery_tag: int, multiple: bool) -> list[tuple[int, Unacked]]:
         unacked = self._unacked
         if multiple:
             if delivery_tag == 0:
@@ -514,7 +481,8 @@ class Channel:
         except KeyError:
             raise PreconditionFailed(f"unknown delivery tag {delivery_tag}") from None
 
-    def _release(self, taken: list[tuple[int, _Unacked]]) -> None:
+    def _release(self, taken: list[tuple[int, Unacked]]) -> None:
+        # The consumers of settled deliveries have room again (qos).
         freed = 0
         for _tag, (_queue, _entry, consumer) in taken:
             if consumer is not None:
@@ -528,14 +496,13 @@ class Channel:
                 if consumer.blocked and consumer.has_capacity():
                     consumer.queue.unblocked(consumer)
 
-    def _settle(self, taken: list[tuple[int, _Unacked]], requeue: bool | None) -> None:
-        # requeue None: acknowledged; True: back to the queue; False: dropped.
+    def _settle(self, taken: list[tuple[int, Unacked]], settlement: Settlement) -> None:
         self._release(taken)
-        if requeue is None:
+        if settlement is Settlement.ACK:
             for _tag, (queue, _entry, _consumer) in taken:
                 queue.settle()
         else:
-            self._settle_rejected(taken, requeue)
+            self._return_to_queues(taken, requeue=settlement is Settlement.REQUEUE)
         if not self.consumers:
             return
         if self.global_prefetch:
@@ -543,7 +510,7 @@ class Channel:
             return
         # Only the consumers whose deliveries were settled have gained room.
         if len(taken) == 1:
-            consumer = taken[0][1][2]
+            consumer = taken[0][1].consumer
             if consumer is not None and not consumer.queue.deleted:
                 consumer.queue.dispatch()
             return
@@ -552,27 +519,27 @@ class Channel:
             if not queue.deleted:
                 queue.dispatch()
 
+    def _settle_or_hold(self, taken: list[tuple[int, Unacked]], settlement: Settlement) -> None:
+        if self.tx_mode:
+            self._tx.append(HeldSettlement(taken, settlement))
+        else:
+            self._settle(taken, settlement)
+
     def basic_ack(self, delivery_tag: int = 0, multiple: bool = False) -> None:
         """basic.ack. Raises PreconditionFailed (406) "unknown delivery tag N"."""
-        taken = self._take_unacked(delivery_tag, multiple)
-        if self.tx_mode:
-            self._tx.append(("settle", (taken, None)))
-        else:
-            self._settle(taken, None)
+        self._settle_or_hold(self._take_unacked(delivery_tag, multiple), Settlement.ACK)
 
     def basic_nack(self, delivery_tag: int = 0, multiple: bool = False,
                    requeue: bool = True) -> None:
         """basic.nack: requeue the messages to their original positions, or drop them."""
-        taken = self._take_unacked(delivery_tag, multiple)
-        if self.tx_mode:
-            self._tx.append(("settle", (taken, requeue)))
-        else:
-            self._settle(taken, requeue)
+        self._settle_or_hold(self._take_unacked(delivery_tag, multiple),
+                             Settlement.REQUEUE if requeue else Settlement.REJECT)
 
     def basic_reject(self, delivery_tag: int, requeue: bool = True) -> None:
         self.basic_nack(delivery_tag, False, requeue)
 
-    def _settle_rejected(self, taken: list[tuple[int, _Unacked]], requeue: bool) -> None:
+    def _return_to_queues(self, taken: list[tuple[int, Unacked]], *, requeue: bool) -> None:
+        # Requeue (or reject) settled deliveries, queue by queue.
         by_queue: dict[int, tuple[Queue, list[QueuedMessage]]] = {}
         for _tag, (queue, entry, _consumer) in taken:
             by_queue.setdefault(id(queue), (queue, []))[1].append(entry)
@@ -591,7 +558,7 @@ class Channel:
             raise NotImplementedAMQP("requeue=false")
         taken = list(self._unacked.items())
         self._unacked.clear()
-        self._settle(taken, True)
+        self._settle(taken, Settlement.REQUEUE)
 
     # -- closing -------------------------------------------------------------------------------
 
@@ -608,12 +575,10 @@ class Channel:
         for consumer in consumers:  # no redelivery to this channel while it closes
             consumer.queue.remove_consumer(consumer, dispatch=False)
         # What an open transaction held goes back too: held acks were never applied.
-        taken = [pair for kind, args in self._tx if kind == "settle" for pair in args[0]]
-        self._tx = []
-        taken = sorted([*taken, *self._unacked.items()], key=_by_tag)
+        taken = sorted([*self._take_held_settlements(), *self._unacked.items()], key=_by_tag)
         self._unacked.clear()
         self._release(taken)
-        self._settle_rejected(taken, True)  # requeued first, then the others take over
+        self._return_to_queues(taken, requeue=True)  # requeued first, then the others take over
         for queue in {id(c.queue): c.queue for c in consumers}.values():
             if queue.deleted:
                 continue
@@ -622,14 +587,15 @@ class Channel:
             elif queue.consumer_count:
                 queue.dispatch()
 
-    def outstanding(self) -> list[_Unacked]:
+    def outstanding(self) -> list[Unacked]:
         """Every delivery not yet settled: unacknowledged, or acknowledged in an open
         transaction."""
-        held = [item for kind, args in self._tx if kind == "settle" for _tag, item in args[0]]
+        held = [item for record in self._tx if isinstance(record, HeldSettlement)
+                for _tag, item in record.taken]
         return [*self._unacked.values(), *held]
 
     def _check(self) -> None:
-        by_consumers = sum(1 for _q, _e, c in self.outstanding() if c is not None)
+        by_consumers = sum(1 for unacked in self.outstanding() if unacked.consumer is not None)
         assert self.consumer_unacked == by_consumers, f"{self!r}: consumer unacked counts disagree"
         tags = list(self._unacked)
         assert tags == sorted(tags), f"{self!r}: unacked tags out of order"

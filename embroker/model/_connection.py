@@ -12,9 +12,14 @@ if TYPE_CHECKING:
     from ._queue import Queue
     from ._vhost import VirtualHost
 
-__all__ = ["Connection"]
+__all__ = ["Connection", "channel_already_open"]
 
 _connection_ids = itertools.count(1)
+
+
+def channel_already_open() -> ChannelError:
+    """channel.open on a channel that is open: 504, a connection exception (RabbitMQ's text)."""
+    return ChannelError("second 'channel.open' seen")
 
 
 @final
@@ -48,7 +53,7 @@ class Connection:
             ChannelError: (504) that channel is open already.
         """
         if number in self.channels:
-            raise ChannelError("second 'channel.open' seen")
+            raise channel_already_open()
         channel = self.channels[number] = Channel(self, number)
         return channel
 

@@ -34,6 +34,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
+from ..errors import DefinitionsError
+
 if TYPE_CHECKING:
     from ._broker import Broker
 
@@ -51,10 +53,6 @@ _UNSUPPORTED = ("policies", "parameters")
 RABBITMQ_VERSION = "3.10.8"
 
 _FULL_ACCESS = {"configure": ".*", "write": ".*", "read": ".*"}
-
-
-class DefinitionsError(ValueError):
-    """A definitions document embroker cannot load (malformed, or uses what it does not model)."""
 
 
 @final
@@ -173,7 +171,7 @@ def load_definitions(broker: Broker, source: str | os.PathLike[str] | Mapping[st
             f"embroker does not model {' or '.join(used)}; remove them from the definitions "
             f"(found {', '.join(f'{len(document[s])} {s}' for s in used)})")
     extra = _extra(broker)
-    with broker.lock:
+    with broker._lock:
         for item in _items(document, "vhosts"):
             name = _field(item, "name", "vhosts")
             broker.add_vhost(name)
@@ -235,7 +233,7 @@ def export_definitions(broker: Broker) -> dict[str, Any]:
     embroker enforces: it does not check permissions).
     """
     extra = _extra(broker)
-    with broker.lock:
+    with broker._lock:
         users = []
         for name, password in broker.users.items():
             if isinstance(password, HashedPassword):

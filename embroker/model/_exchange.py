@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Union, final
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, final
 
 from typing_extensions import override
 
@@ -29,7 +30,9 @@ __all__ = [
     "FanoutExchange",
     "HeadersExchange",
     "TopicExchange",
+    "TopicTrie",
     "freeze_table",
+    "topic_matches",
 ]
 
 Destination = Union["Queue", "Exchange"]
@@ -223,82 +226,77 @@ def split_topic(key: str) -> list[str]:
     return key.split(".") if key else []
 
 
-class _TrieNode:
-    __slots__ = ("bindings", "children")
+T = TypeVar("T")
+
+
+class _TrieNode(Generic[T]):
+    __slots__ = ("children", "values")
 
     def __init__(self) -> None:
-        self.children: dict[str, _TrieNode] = {}
-        self.bindings: list[Binding] = []
+        self.children: dict[str, _TrieNode[T]] = {}
+        self.values: list[T] = []
 
 
 @final
-class TopicExchange(Exchange):
-    """Routes by pattern: ``*`` is exactly one word, ``#`` zero or more words.
+class TopicTrie(Generic[T]):
+    """Topic patterns (``*`` is exactly one word, ``#`` zero or more) in a trie of words, as
+    RabbitMQ's ``rabbit_db_topic_exchange`` keeps them: matching a key costs what the patterns
+    that could match cost, not what all of them do. The one topic matcher of embroker.
 
-    Bindings are kept in a trie of words (as RabbitMQ's ``rabbit_db_topic_exchange``), so the
-    cost of routing grows with the bindings that could match, not with all of them.
+    >>> trie = TopicTrie[str]()
+    >>> trie.add("order.*", "any order"); trie.add("#.eu", "europe")
+    >>> sorted(trie.match("order.eu")), trie.match("order.created.us")
+    (['any order', 'europe'], [])
     """
 
-    type = "topic"
+    __slots__ = ("_root",)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._root = _TrieNode()
+    def __init__(self) -> None:
+        self._root: _TrieNode[T] = _TrieNode()
 
-    @override
-    def _bound(self, binding: Binding) -> None:
+    def add(self, pattern: str, value: T) -> None:
         node = self._root
-        for word in split_topic(binding.routing_key):
+        for word in split_topic(pattern):
             nxt = node.children.get(word)
             if nxt is None:
                 nxt = node.children[word] = _TrieNode()
             node = nxt
-        node.bindings.append(binding)
+        node.values.append(value)
 
-    @override
-    def _unbound(self, binding: Binding) -> None:
+    def remove(self, pattern: str, value: T) -> None:
         path = [self._root]
-        words = split_topic(binding.routing_key)
+        words = split_topic(pattern)
         for word in words:
             path.append(path[-1].children[word])
-        path[-1].bindings.remove(binding)
+        path[-1].values.remove(value)
         for depth in range(len(words), 0, -1):  # prune empty branches
             node = path[depth]
-            if node.bindings or node.children:
+            if node.values or node.children:
                 break
             del path[depth - 1].children[words[depth - 1]]
 
-    @override
-    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Sequence[Binding]:
-        words = split_topic(routing_key)
-        out: list[Binding] = []
+    def match(self, key: str) -> list[T]:
+        """The values of every pattern ``key`` matches (a value twice if two patterns match)."""
+        words = split_topic(key)
+        out: list[T] = []
         _trie_match(self._root, words, 0, len(words), out, set())
         return out
 
-    @override
-    def mismatch(self, binding: Binding, routing_key: str,
-                 headers: Mapping[str, Any] | None) -> str | None:
-        pattern = split_topic(binding.routing_key)
-        words = split_topic(routing_key)
-        if topic_matches(pattern, words):
-            return None
-        return (f"pattern '{binding.routing_key}' does not match '{routing_key}' "
-                f"({_topic_reason(pattern, words)})")
 
-
-def _trie_match(node: _TrieNode, words: list[str], i: int, n: int, out: list[Binding],
+def _trie_match(node: _TrieNode[T], words: list[str], i: int, n: int, out: list[T],
                 seen: set[tuple[int, int]]) -> None:
     children = node.children
     hash_node = children.get("#")
     if hash_node is not None:
-        # '#' swallows zero or more words: continue below it from every later position.
+        # '#' swallows zero or more words: continue below it from every later position (once
+        # per node and position, so runs of '#' stay polynomial).
         for j in range(i, n + 1):
             mark = (id(hash_node), j)
             if mark not in seen:
                 seen.add(mark)
                 _trie_match(hash_node, words, j, n, out, seen)
     if i == n:
-        out.extend(node.bindings)
+        out.extend(node.values)
         return
     child = children.get(words[i])
     if child is not None:
@@ -308,19 +306,52 @@ def _trie_match(node: _TrieNode, words: list[str], i: int, n: int, out: list[Bin
         _trie_match(star, words, i + 1, n, out, seen)
 
 
-def topic_matches(pattern: list[str], words: list[str]) -> bool:
-    """Whether a topic pattern (split into words) matches a routing key (split into words)."""
-    # Dynamic programming over (pattern position, word position); no exponential '#' cases.
-    reachable = {0}
-    for p in pattern:
-        if p == "#":
-            lowest = min(reachable, default=None)
-            reachable = set(range(lowest, len(words) + 1)) if lowest is not None else set()
-        else:
-            reachable = {i + 1 for i in reachable if i < len(words) and p in ("*", words[i])}
-        if not reachable:
-            return False
-    return len(words) in reachable
+@functools.lru_cache(maxsize=1024)
+def _single_pattern(pattern: str) -> TopicTrie[bool]:
+    trie = TopicTrie[bool]()
+    trie.add(pattern, True)
+    return trie
+
+
+def topic_matches(pattern: str, key: str) -> bool:
+    """Whether the topic ``pattern`` matches the routing ``key``, as a topic exchange decides.
+
+    >>> topic_matches("order.#", "order"), topic_matches("*", "")
+    (True, False)
+    """
+    return bool(_single_pattern(pattern).match(key))
+
+
+@final
+class TopicExchange(Exchange):
+    """Routes by pattern: ``*`` is exactly one word, ``#`` zero or more words (a
+    :class:`TopicTrie` of its bindings)."""
+
+    type = "topic"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._trie = TopicTrie[Binding]()
+
+    @override
+    def _bound(self, binding: Binding) -> None:
+        self._trie.add(binding.routing_key, binding)
+
+    @override
+    def _unbound(self, binding: Binding) -> None:
+        self._trie.remove(binding.routing_key, binding)
+
+    @override
+    def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Sequence[Binding]:
+        return self._trie.match(routing_key)
+
+    @override
+    def mismatch(self, binding: Binding, routing_key: str,
+                 headers: Mapping[str, Any] | None) -> str | None:
+        if topic_matches(binding.routing_key, routing_key):
+            return None
+        reason = _topic_reason(split_topic(binding.routing_key), split_topic(routing_key))
+        return f"pattern '{binding.routing_key}' does not match '{routing_key}' ({reason})"
 
 
 def _topic_reason(pattern: list[str], words: list[str]) -> str:
@@ -392,13 +423,11 @@ class HeadersExchange(Exchange):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Each binding's match kind and its patterns, normalised once at bind time.
-        self._compiled: dict[tuple[Any, ...], tuple[Binding, bool, tuple[tuple[str, Any], ...]]] = {}
+        self._compiled: dict[tuple[Any, ...], tuple[Binding, _CompiledMatch]] = {}
 
     @override
     def _bound(self, binding: Binding) -> None:
-        kind, patterns = _header_patterns(binding.arguments)
-        self._compiled[binding.key] = (binding, kind.startswith("all"), tuple(
-            (k, _PRESENT if v is None else _erlang_value(v)) for k, v in patterns.items()))
+        self._compiled[binding.key] = (binding, _compile_match(binding.arguments))
 
     @override
     def _unbound(self, binding: Binding) -> None:
@@ -407,28 +436,9 @@ class HeadersExchange(Exchange):
     @override
     def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Sequence[Binding]:
         data = headers or {}
-        normalised: dict[str, Any] = {}
-        out = []
-        for binding, match_all, patterns in self._compiled.values():
-            for key, want in patterns:
-                if key in data:
-                    if want is _PRESENT:
-                        hit = True
-                    else:
-                        have = normalised.get(key, _PRESENT)
-                        if have is _PRESENT:
-                            have = normalised[key] = _erlang_value(data[key])
-                        hit = have == want
-                else:
-                    hit = False
-                if hit != match_all:  # all: the first miss decides; any: the first hit
-                    if hit:
-                        out.append(binding)
-                    break
-            else:
-                if match_all:
-                    out.append(binding)
-        return out
+        normalised: dict[str, Any] = {}  # each header converted once for all bindings
+        return [binding for binding, compiled in self._compiled.values()
+                if _compiled_matches(compiled, data, normalised)]
 
     @override
     def mismatch(self, binding: Binding, routing_key: str,
@@ -458,21 +468,40 @@ def _header_patterns(arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]
     return kind, patterns
 
 
+#: A binding's arguments ready for matching: whether all patterns must match (else any), and
+#: each header name with the value it wants (as Erlang compares it) or ``_PRESENT``.
+_CompiledMatch = tuple[bool, tuple[tuple[str, Any], ...]]
+
+
+def _compile_match(arguments: Mapping[str, Any]) -> _CompiledMatch:
+    kind, patterns = _header_patterns(arguments)
+    return kind.startswith("all"), tuple(
+        (k, _PRESENT if v is None else _erlang_value(v)) for k, v in patterns.items())
+
+
+def _compiled_matches(compiled: _CompiledMatch, headers: Mapping[str, Any],
+                      normalised: dict[str, Any]) -> bool:
+    match_all, patterns = compiled
+    for key, want in patterns:
+        if key in headers:
+            if want is _PRESENT:
+                hit = True
+            else:
+                have = normalised.get(key, _PRESENT)
+                if have is _PRESENT:
+                    have = normalised[key] = _erlang_value(headers[key])
+                hit = have == want
+        else:
+            hit = False
+        if hit != match_all:  # all: the first miss decides; any: the first hit
+            return hit
+    return match_all
+
+
 def headers_match(arguments: Mapping[str, Any], headers: Mapping[str, Any]) -> bool:
     """RabbitMQ's header matching: a binding argument with no value (``None``, AMQP void) asks
     only for the header to be present; any other value must equal the header's value."""
-    kind, patterns = _header_patterns(arguments)
-    if kind.startswith("all"):
-        for key, want in patterns.items():
-            if key not in headers:
-                return False
-            if want is not None and _erlang_value(want) != _erlang_value(headers[key]):
-                return False
-        return True
-    for key, want in patterns.items():
-        if key in headers and (want is None or _erlang_value(want) == _erlang_value(headers[key])):
-            return True
-    return False
+    return _compiled_matches(_compile_match(arguments), headers, {})
 
 
 EXCHANGE_TYPES: dict[str, type[Exchange]] = {

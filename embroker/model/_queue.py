@@ -28,11 +28,12 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, final
 
 from ._message import Message, QueuedMessage
+from ._names import resource
 
 if TYPE_CHECKING:
-    from ._channel import Consumer
     from ._clock import Timer
     from ._connection import Connection
+    from ._consumer import Consumer
     from ._exchange import Binding
     from ._vhost import VirtualHost
 
@@ -196,6 +197,11 @@ class Queue:
         self.touch()
 
     # -- inspection ----------------------------------------------------------------------------
+
+    @property
+    def resource(self) -> str:
+        """How RabbitMQ names it in texts: ``"queue 'q' in vhost '/'"``."""
+        return resource("queue", self.name, self.vhost.name)
 
     @property
     def exclusive(self) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, final
 
 from typing_extensions import override
@@ -15,17 +15,23 @@ from ..errors import (
     PreconditionFailed,
     ResourceLocked,
 )
-from ._arguments import field_type, validate_queue_arguments
-from ._channel import REPLY_TO, random_name
+from ._arguments import (
+    check_equivalent_arguments,
+    check_equivalent_field,
+    check_equivalent_queue_arguments,
+    field_type,
+    validate_queue_arguments,
+)
 from ._deadletter import dead_letter_message, is_dead_letter_cycle
 from ._exchange import EXCHANGE_TYPES, Binding, Exchange, binding_key
 from ._message import Message
+from ._names import REPLY_TO, random_name, resource
 from ._queue import Queue
 from ._trace import RoutingDecision, Visit
 
 if TYPE_CHECKING:
     from ._broker import Broker
-    from ._channel import Channel
+    from ._channel import ReplyConsumer
     from ._connection import Connection
 
 __all__ = ["STANDARD_EXCHANGES", "DeclareOk", "DefaultExchange", "VirtualHost"]
@@ -35,16 +41,6 @@ STANDARD_EXCHANGES = (
     ("amq.direct", "direct"), ("amq.fanout", "fanout"), ("amq.topic", "topic"),
     ("amq.headers", "headers"), ("amq.match", "headers"),
 )
-
-#: Queue arguments compared when a queue is declared again (RabbitMQ's declare_args()).
-QUEUE_EQUIVALENCE_ARGS = (
-    "x-expires", "x-message-ttl", "x-dead-letter-exchange", "x-dead-letter-routing-key",
-    "x-max-length", "x-max-length-bytes", "x-max-in-memory-length", "x-max-in-memory-bytes",
-    "x-max-priority", "x-overflow", "x-queue-mode", "x-single-active-consumer", "x-queue-type",
-    "x-quorum-initial-group-size", "x-max-age", "x-stream-max-segment-size-bytes",
-    "x-initial-cluster-size", "x-queue-leader-locator",
-)
-
 
 class DeclareOk(NamedTuple):
     """The answer to queue.declare."""
@@ -71,48 +67,6 @@ class DefaultExchange(Exchange):
         return None if binding.routing_key == routing_key else "another queue's name"
 
 
-def _show(value: Any) -> str:
-    # How RabbitMQ's rabbit_misc:val/1 prints a value in "inequivalent arg" errors.
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _type_class(value: Any) -> str:
-    t = field_type(value)
-    return {"signedint": "int", "long": "int", "double": "float", "binary": "longstr"}.get(t, t)
-
-
-def _described_arg(value: Any) -> str:
-    if value is None:
-        return "none"
-    return f"the value '{_show(value)}' of type '{field_type(value)}'"
-
-
-def _assert_field(kind: str, name: str, vhost: str, key: str, current: Any, received: Any) -> None:
-    if current != received or type(current) is not type(received):
-        raise PreconditionFailed(
-            f"inequivalent arg '{key}' for {kind} '{name}' in vhost '{vhost}': "
-            f"received '{_show(received)}' but current is '{_show(current)}'")
-
-
-def _assert_args(kind: str, name: str, vhost: str, current: Mapping[str, Any],
-                 received: Mapping[str, Any], keys: Iterable[str]) -> None:
-    for key in keys:
-        have, want = current.get(key), received.get(key)
-        if key not in current and key not in received:
-            continue
-        if key in current and key in received:
-            if _type_class(have) == _type_class(want) and have == want:
-                continue
-            _assert_field(kind, name, vhost, key, have, want)
-        else:
-            raise PreconditionFailed(
-                f"inequivalent arg '{key}' for {kind} '{name}' in vhost '{vhost}': "
-                f"received {_described_arg(want if key in received else None)} "
-                f"but current is {_described_arg(have if key in current else None)}")
-
-
 def _routing_headers(headers: Mapping[str, Any], key: str) -> list[str]:
     value = headers.get(key)
     if value is None and key not in headers:
@@ -133,8 +87,8 @@ class VirtualHost:
         self.exchanges: dict[str, Exchange] = {}
         self.queues: dict[str, Queue] = {}
         self._trace = broker.trace
-        #: Direct reply-to addresses and the channels they lead to.
-        self.reply_channels: dict[str, Channel] = {}
+        #: Direct reply-to addresses and the reply consumers they lead to.
+        self.reply_consumers: dict[str, ReplyConsumer] = {}
         self.default_exchange = self.exchanges[""] = DefaultExchange(self, "", durable=True)
         for xname, xtype in STANDARD_EXCHANGES:
             self.exchanges[xname] = EXCHANGE_TYPES[xtype](self, xname, durable=True)
@@ -146,8 +100,9 @@ class VirtualHost:
         return (f"<vhost '{self.name}': {len(self.exchanges)} exchanges, "
                 f"{len(self.queues)} queues>")
 
-    def _rs(self, kind: str, name: str) -> str:
-        return f"{kind} '{name}' in vhost '{self.name}'"
+    def resource(self, kind: str, name: str) -> str:
+        """How RabbitMQ names a resource of this vhost in texts: ``"queue 'q' in vhost '/'"``."""
+        return resource(kind, name, self.name)
 
     # -- lookups -------------------------------------------------------------------------------
 
@@ -156,14 +111,14 @@ class VirtualHost:
         try:
             return self.exchanges[name]
         except KeyError:
-            raise NotFound(f"no {self._rs('exchange', name)}") from None
+            raise NotFound(f"no {self.resource('exchange', name)}") from None
 
     def lookup_queue(self, name: str) -> Queue:
         """The queue ``name``; raises NotFound (404) "no queue 'q' in vhost '/'"."""
         try:
             return self.queues[name]
         except KeyError:
-            raise NotFound(f"no {self._rs('queue', name)}") from None
+            raise NotFound(f"no {self.resource('queue', name)}") from None
 
     def check_exclusive_access(self, queue: Queue, connection: Connection | None) -> None:
         """Raise ResourceLocked (405) when ``queue`` is exclusive to another connection."""
@@ -172,7 +127,7 @@ class VirtualHost:
 
     def _locked(self, queue: Queue) -> ResourceLocked:
         return ResourceLocked(
-            f"cannot obtain exclusive access to locked {self._rs('queue', queue.name)}. "
+            f"cannot obtain exclusive access to locked {self.resource('queue', queue.name)}. "
             "It could be originally declared on another connection or the exclusive "
             "property value does not match that of the original declaration.")
 
@@ -206,29 +161,29 @@ class VirtualHost:
             if ae is not None and not isinstance(ae, str):
                 raise PreconditionFailed(
                     f"invalid type '{field_type(ae)}' for arg 'alternate-exchange' in "
-                    f"{self._rs('exchange', name)}")
+                    f"{self.resource('exchange', name)}")
             exchange = cls(self, name, durable=durable, auto_delete=auto_delete,
                            internal=internal, arguments=arguments)
             self.exchanges[name] = exchange
             return exchange
-        where = ("exchange", name, self.name)
-        _assert_field(*where, "type", exchange.type, type_)
-        _assert_field(*where, "durable", exchange.durable, durable)
-        _assert_field(*where, "auto_delete", exchange.auto_delete, auto_delete)
-        _assert_field(*where, "internal", exchange.internal, internal)
-        _assert_args(*where, exchange.arguments, arguments, ("alternate-exchange",))
+        where = self.resource("exchange", name)
+        check_equivalent_field(where, "type", exchange.type, type_)
+        check_equivalent_field(where, "durable", exchange.durable, durable)
+        check_equivalent_field(where, "auto_delete", exchange.auto_delete, auto_delete)
+        check_equivalent_field(where, "internal", exchange.internal, internal)
+        check_equivalent_arguments(where, exchange.arguments, arguments, ("alternate-exchange",))
         return exchange
 
     def delete_exchange(self, name: str, *, if_unused: bool = False) -> None:
         """exchange.delete; a missing exchange is not an error (as RabbitMQ 3.10)."""
         self._check_not_default(name)
         if name.startswith("amq."):
-            raise AccessRefused(f"deletion of system {self._rs('exchange', name)} not allowed")
+            raise AccessRefused(f"deletion of system {self.resource('exchange', name)} not allowed")
         exchange = self.exchanges.get(name)
         if exchange is None:
             return
         if if_unused and exchange.bindings:
-            raise PreconditionFailed(f"{self._rs('exchange', name)} in use")
+            raise PreconditionFailed(f"{self.resource('exchange', name)} in use")
         self._delete_exchange(exchange)
 
     def _delete_exchange(self, exchange: Exchange) -> None:
@@ -245,7 +200,7 @@ class VirtualHost:
                       arguments: Mapping[str, Any] | None = None) -> DeclareOk:
         """queue.declare with RabbitMQ's checks, in RabbitMQ's order."""
         arguments = dict(arguments or {})
-        if name == REPLY_TO or (name.startswith(REPLY_TO + ".") and name in self.reply_channels):
+        if name == REPLY_TO or (name.startswith(REPLY_TO + ".") and name in self.reply_consumers):
             return DeclareOk(name, 0, 1)  # the direct reply-to pseudo-queue, as RabbitMQ answers
         if passive:
             found = self.lookup_queue(name)
@@ -268,19 +223,14 @@ class VirtualHost:
         if queue is not None:
             if queue.exclusive_owner is not owner:  # RabbitMQ's strict exclusive check
                 raise self._locked(queue)
-            where = ("queue", name, self.name)
-            _assert_field(*where, "durable", queue.durable, durable)
-            _assert_field(*where, "auto_delete", queue.auto_delete, auto_delete)
-            current, received = queue.arguments, arguments
-            if {current.get("x-queue-type"), received.get("x-queue-type")} == {None, "classic"}:
-                # RabbitMQ takes an explicit "classic" and no type at all as the same.
-                current = {k: v for k, v in current.items() if k != "x-queue-type"}
-                received = {k: v for k, v in received.items() if k != "x-queue-type"}
-            _assert_args(*where, current, received, QUEUE_EQUIVALENCE_ARGS)
+            where = self.resource("queue", name)
+            check_equivalent_field(where, "durable", queue.durable, durable)
+            check_equivalent_field(where, "auto_delete", queue.auto_delete, auto_delete)
+            check_equivalent_queue_arguments(where, queue.arguments, arguments)
             queue.touch()
             queue.drop_expired()
             return DeclareOk(name, queue.message_count, queue.consumer_count)
-        validate_queue_arguments(self._rs("queue", name), arguments, durable=durable,
+        validate_queue_arguments(self.resource("queue", name), arguments, durable=durable,
                                  exclusive=exclusive, auto_delete=auto_delete)
         queue = Queue(self, name, durable=durable, exclusive_owner=owner,
                       auto_delete=auto_delete, arguments=arguments)
@@ -299,9 +249,9 @@ class VirtualHost:
             return 0
         self.check_exclusive_access(queue, connection)
         if if_unused and queue.consumer_count:
-            raise PreconditionFailed(f"{self._rs('queue', name)} in use")
+            raise PreconditionFailed(f"{self.resource('queue', name)} in use")
         if if_empty and queue.message_count:
-            raise PreconditionFailed(f"{self._rs('queue', name)} not empty")
+            raise PreconditionFailed(f"{self.resource('queue', name)} not empty")
         return self.delete_queue_object(queue)
 
     def delete_queue_object(self, queue: Queue) -> int:
@@ -346,9 +296,9 @@ class VirtualHost:
         dest = self.queues.get(destination) if kind == "queue" else self.exchanges.get(
             destination)
         if exchange is None:
-            raise NotFound(f"no {self._rs('exchange', source)}")
+            raise NotFound(f"no {self.resource('exchange', source)}")
         if dest is None:
-            raise NotFound(f"no {self._rs(kind, destination)}")
+            raise NotFound(f"no {self.resource(kind, destination)}")
         if isinstance(dest, Queue):
             self.check_exclusive_access(dest, connection)
         return exchange, dest
@@ -408,7 +358,7 @@ class VirtualHost:
         """
         exchange = self.exchanges.get(exchange_name)
         if exchange is None or exchange.internal:
-            exchange = self._publish_target(exchange_name, message)  # raises
+            exchange = self.publish_target(message)  # raises
         headers = message.properties.get("headers")
         if headers and ("CC" in headers or "BCC" in headers):
             keys = self._sender_selected_keys(exchange_name, message, headers)
@@ -479,9 +429,9 @@ class VirtualHost:
         count as routed (a mandatory reply is also returned), and it goes nowhere when the
         requester has gone."""
         for key in message.keys:
-            channel = self.reply_channels.get(key)
-            if channel is not None:
-                channel.deliver_reply(message)
+            reply = self.reply_consumers.get(key)
+            if reply is not None:
+                reply.deliver(message)
 
     def dead_letter(self, source: Queue, messages: list[Message], reason: str) -> None:
         """Republish messages that leave ``source`` for ``reason`` to its dead-letter exchange,
@@ -510,29 +460,32 @@ class VirtualHost:
             for queue in queues:
                 queue.publish(dead)
 
-    def check_publishable(self, exchange_name: str, message: Message) -> None:
-        """Raise what :meth:`route` would for a publish to ``exchange_name`` that can never
-        route (missing or internal exchange, bad CC/BCC): a transaction checks at publish."""
-        self._publish_target(exchange_name, message)
+    def check_routing_headers(self, message: Message) -> None:
+        """Raise what :meth:`route` would for ``CC``/``BCC`` headers that are not arrays: a
+        transaction checks at publish (the refusal is recorded on the trace)."""
         headers = message.properties.get("headers")
         if headers and ("CC" in headers or "BCC" in headers):
-            _routing_headers(headers, "CC")
-            _routing_headers(headers, "BCC")
+            try:
+                _routing_headers(headers, "CC")
+                _routing_headers(headers, "BCC")
+            except PreconditionFailed as exc:
+                self.refuse(message, exc)
 
-    def _publish_target(self, exchange_name: str, message: Message) -> Exchange:
-        # The exchange a client publishes to: it must exist and not be internal.
-        exchange = self.exchanges.get(exchange_name)
+    def publish_target(self, message: Message) -> Exchange:
+        """The exchange a client publishes ``message`` to: it must exist (404) and not be
+        internal (403); a refusal is recorded on the trace."""
+        exchange = self.exchanges.get(message.exchange)
         if exchange is None:
-            self._refuse(exchange_name, message,
-                         NotFound(f"no {self._rs('exchange', exchange_name)}"))
+            self.refuse(message, NotFound(f"no {self.resource('exchange', message.exchange)}"))
         if exchange.internal:
-            self._refuse(exchange_name, message, AccessRefused(
-                f"cannot publish to internal {self._rs('exchange', exchange_name)}"))
+            self.refuse(message, AccessRefused(
+                f"cannot publish to internal {self.resource('exchange', message.exchange)}"))
         return exchange
 
-    def _refuse(self, exchange_name: str, message: Message, error: AMQPError) -> NoReturn:
-        self._record(RoutingDecision(self.name, exchange_name, message,
-                                           (message.routing_key,), error=error))
+    def refuse(self, message: Message, error: AMQPError) -> NoReturn:
+        """Record a refused publish on the trace, and raise ``error``."""
+        self._record(RoutingDecision(self.name, message.exchange, message,
+                                     (message.routing_key,), error=error))
         raise error
 
     def _sender_selected_keys(self, exchange_name: str, message: Message,
@@ -543,7 +496,7 @@ class VirtualHost:
             keys = [message.routing_key, *_routing_headers(headers, "CC"),
                     *_routing_headers(headers, "BCC")]
         except PreconditionFailed as exc:
-            self._refuse(exchange_name, message, exc)
+            self.refuse(message, exc)
         if "BCC" in headers:
             stripped = {k: v for k, v in headers.items() if k != "BCC"}
             message.properties = {**message.properties, "headers": stripped}

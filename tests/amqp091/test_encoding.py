@@ -9,22 +9,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from embroker.amqp091 import (
-    BasicDeliver,
-    BasicGetOk,
-    BasicReturn,
     BodyFrame,
     Command,
     CommandReader,
     FrameParser,
     HeaderFrame,
     MethodFrame,
-    encode_body_frames,
-    encode_header_frame,
-    encode_header_frame_raw,
     encode_message,
     encode_method_frame,
-    encode_properties,
 )
+from embroker.amqp091._frames import encode_body_frames, encode_header_frame, encode_header_frame_raw
+from embroker.amqp091._properties import encode_properties
+from embroker.amqp091.methods import BasicDeliver, BasicGetOk, BasicReturn
 from tests.strategies import frame_max_values, properties
 
 DELIVER = BasicDeliver(consumer_tag="c", delivery_tag=1, exchange="x", routing_key="k")

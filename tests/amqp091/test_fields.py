@@ -11,14 +11,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from embroker.amqp091 import (
+from embroker.amqp091 import Timestamp, decode_table, encode_table
+from embroker.amqp091._fields import (
     MAX_NESTING,
-    Timestamp,
     decode_array,
-    decode_table,
     encode_array,
     encode_field_value,
-    encode_table,
 )
 from embroker.errors import SyntaxErrorAMQP
 from tests.strategies import field_tables, field_values

@@ -18,11 +18,11 @@ from embroker.amqp091 import (
     PROTOCOL_HEADER,
     Command,
     CommandReader,
-    ContentAssembler,
     Frame,
     FrameParser,
     parse_protocol_header,
 )
+from embroker.amqp091._assembly import ContentAssembler
 from embroker.errors import ConnectionException
 from tests.strategies import frame_streams
 
@@ -101,8 +101,8 @@ def test_random_payloads_parse_or_raise_connection_exceptions(frames: list[bytes
 
 @st.composite
 def mutated(draw: st.DrawFn) -> bytes:
-    data, _ = draw(frame_streams(max_commands=3))
-    data = bytearray(data)
+    stream, _ = draw(frame_streams(max_commands=3))
+    data = bytearray(stream)
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(["flip", "set", "insert", "delete", "truncate"]))
         if not data:

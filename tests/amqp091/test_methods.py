@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import inspect
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,15 @@ from hypothesis import given, settings
 
 import embroker.amqp091 as amqp091
 from embroker.amqp091 import (
-    METHOD_CLASSES,
-    METHOD_SPECS,
+    Method,
+    _codegen,
+    _methods,
+    encode_method_frame,
+)
+from embroker.amqp091._frames import decode_method
+from embroker.amqp091._methods import METHOD_CLASSES
+from embroker.amqp091._spec import METHODS as METHOD_SPECS
+from embroker.amqp091.methods import (
     BasicAck,
     BasicConsume,
     BasicDeliver,
@@ -32,13 +40,8 @@ from embroker.amqp091 import (
     ConnectionUpdateSecret,
     ExchangeDeclare,
     ExchangeUnbindOk,
-    Method,
     QueueDeclare,
     TxSelect,
-    _codegen,
-    _methods,
-    decode_method,
-    encode_method_frame,
 )
 from tests.strategies import methods
 
@@ -173,19 +176,27 @@ def test_truthy_values_make_bits() -> None:
 # -- the public API -------------------------------------------------------------------------------
 
 
-def test_all_names_exist_and_cover_every_method_class() -> None:
-    for name in amqp091.__all__:
-        assert hasattr(amqp091, name), name
-    assert len(set(amqp091.__all__)) == len(amqp091.__all__)
-    assert {cls.__name__ for cls in METHOD_CLASSES.values()} <= set(amqp091.__all__)
+def test_all_names_exist_and_methods_cover_every_method_class() -> None:
+    for module in (amqp091, amqp091.methods):
+        for name in module.__all__:
+            assert hasattr(module, name), name
+        assert len(set(module.__all__)) == len(module.__all__)
+    assert {cls.__name__ for cls in METHOD_CLASSES.values()} == set(amqp091.methods.__all__)
 
 
-def test_public_classes_are_final() -> None:
-    for name in amqp091.__all__:
-        value: Any = getattr(amqp091, name)
+def test_the_package_exports_only_what_other_layers_use() -> None:
+    # As h11: the connection, the codec's entry points and the method classes' namespace.
+    assert len(amqp091.__all__) <= 25
+    assert all(not name.startswith("_") for name in amqp091.__all__)
+
+
+@pytest.mark.parametrize("module", [amqp091, amqp091.methods], ids=["amqp091", "methods"])
+def test_public_classes_are_final(module: Any) -> None:
+    for name in module.__all__:
+        value: Any = getattr(module, name)
         if inspect.isclass(value) and value.__module__.startswith("embroker.amqp091."):
             if value in (Method,) or issubclass(value, Exception):
                 continue
-            if value.__name__ in ("ProtocolHeaderKind", "ArgumentSpec", "MethodSpec"):
-                continue
+            if issubclass(value, enum.Enum) or value.__name__ in ("ArgumentSpec", "MethodSpec"):
+                continue  # an enum with members cannot be subclassed anyway
             assert getattr(value, "__final__", False), name

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from embroker.amqp091 import (
+from embroker.amqp091._properties import (
     PROPERTY_FLAGS,
     PROPERTY_NAMES,
     decode_properties,

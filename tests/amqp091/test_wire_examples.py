@@ -5,29 +5,28 @@ from __future__ import annotations
 import pytest
 
 from embroker.amqp091 import (
-    HEARTBEAT_FRAME,
     PROTOCOL_HEADER,
-    BasicDeliver,
-    BasicPublish,
     BodyFrame,
     Command,
-    ContentAssembler,
     FrameParser,
     HeaderFrame,
     HeartbeatFrame,
     MethodFrame,
     ProtocolHeaderKind,
-    QueueDeclare,
+    encode_message,
+    encode_method_frame,
+    parse_protocol_header,
+)
+from embroker.amqp091._assembly import ContentAssembler
+from embroker.amqp091._frames import (
+    HEARTBEAT_FRAME,
     decode_method,
-    decode_properties,
     encode_body_frames,
     encode_header_frame,
     encode_header_frame_raw,
-    encode_message,
-    encode_method_frame,
-    encode_properties,
-    parse_protocol_header,
 )
+from embroker.amqp091._properties import decode_properties, encode_properties
+from embroker.amqp091.methods import BasicDeliver, BasicPublish, QueueDeclare
 
 #: "Publishing a message to exchange events with routing key order.created, mandatory=False,
 #: immediate=False" -- "Total frame: 7 (header) + 28 (payload) + 1 (frame-end) = 36 bytes."

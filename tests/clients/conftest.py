@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-def wait_until(predicate, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+def wait_until(predicate, timeout: float = 5.0) -> None:
     """Poll ``predicate`` until it holds (for effects that cross the listener's thread)."""
     import time
 
@@ -14,7 +14,7 @@ def wait_until(predicate, timeout: float = 5.0) -> None:  # type: ignore[no-unty
         time.sleep(0.001)
 
 
-def raw_amqp_socket(port: int):  # type: ignore[no-untyped-def]
+def raw_amqp_socket(port: int):
     """A socket that has done the AMQP handshake by hand and opened channel 1."""
     import socket
 
@@ -30,14 +30,14 @@ def raw_amqp_socket(port: int):  # type: ignore[no-untyped-def]
                 return
 
     sock.sendall(a.PROTOCOL_HEADER)
-    expect(a.ConnectionStart)
-    sock.sendall(a.encode_method_frame(0, a.ConnectionStartOk(
+    expect(a.methods.ConnectionStart)
+    sock.sendall(a.encode_method_frame(0, a.methods.ConnectionStartOk(
         client_properties={}, mechanism="PLAIN", response="\0guest\0guest", locale="en_US")))
-    expect(a.ConnectionTune)
-    sock.sendall(a.encode_method_frame(0, a.ConnectionTuneOk(channel_max=10, frame_max=131072,
+    expect(a.methods.ConnectionTune)
+    sock.sendall(a.encode_method_frame(0, a.methods.ConnectionTuneOk(channel_max=10, frame_max=131072,
                                                              heartbeat=0)))
-    sock.sendall(a.encode_method_frame(0, a.ConnectionOpen(virtual_host="/")))
-    expect(a.ConnectionOpenOk)
-    sock.sendall(a.encode_method_frame(1, a.ChannelOpen()))
-    expect(a.ChannelOpenOk)
+    sock.sendall(a.encode_method_frame(0, a.methods.ConnectionOpen(virtual_host="/")))
+    expect(a.methods.ConnectionOpenOk)
+    sock.sendall(a.encode_method_frame(1, a.methods.ChannelOpen()))
+    expect(a.methods.ChannelOpenOk)
     return sock

@@ -256,7 +256,7 @@ def test_all_properties_and_header_types_round_trip(server: Server, broker: Brok
     import datetime
     import decimal
 
-    headers = {"str": "s", "int": -7, "big": 2**40, "bool": True, "float": 1.5,
+    headers: dict[str, Any] = {"str": "s", "int": -7, "big": 2**40, "bool": True, "float": 1.5,
                "decimal": decimal.Decimal("3.14"), "bytes": bytearray(b"\x00\xff"), "none": None,
                "list": [1, "two", [3]], "table": {"nested": {"deep": 1}},
                "time": datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)}

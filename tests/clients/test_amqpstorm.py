@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import amqpstorm
 import pytest
@@ -26,7 +27,7 @@ def conn(server: Server, broker: Broker) -> Iterator[amqpstorm.Connection]:
     wait_until(lambda: not broker.connections)
 
 
-def consume_until(channel: amqpstorm.Channel, predicate, timeout: float = TIMEOUT) -> None:  # type: ignore[no-untyped-def]
+def consume_until(channel: amqpstorm.Channel, predicate, timeout: float = TIMEOUT) -> None:
     """Run the channel's consumer callbacks until ``predicate`` holds, failing after ``timeout``."""
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -59,7 +60,7 @@ def test_topic_routing_and_consume_with_manual_acks(conn: amqpstorm.Connection,
     Message.create(channel, b"x").publish("invoice.created", "events")
     channel.basic.qos(prefetch_count=1)
 
-    seen: list[tuple[bytes, int, bool]] = []
+    seen: list[tuple[Any, Any, Any]] = []
 
     def on_message(message: Message) -> None:
         seen.append((message.body, message.delivery_tag, message.redelivered))

@@ -26,7 +26,7 @@ def conn(server: Server) -> Iterator[Connection]:
     connection.release()
 
 
-def drain_until(conn: Connection, predicate, timeout: float = TIMEOUT) -> None:  # type: ignore[no-untyped-def]
+def drain_until(conn: Connection, predicate, timeout: float = TIMEOUT) -> None:
     """Read frames (deliveries, returns...) until ``predicate`` holds, failing after ``timeout``."""
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -62,7 +62,7 @@ def test_topic_routing_and_consume_with_manual_acks(conn: Connection, broker: Br
 
     seen: list[tuple[object, int, bool]] = []
 
-    def on_message(body, message) -> None:  # type: ignore[no-untyped-def]
+    def on_message(body, message) -> None:
         seen.append((body, message.delivery_tag, message.delivery_info["redelivered"]))
         assert message.headers == {"seq": len(seen) - 1}
         assert message.content_type == "application/json"
@@ -125,7 +125,7 @@ def test_publisher_confirms_and_mandatory_return(server: Server, broker: Broker)
         Queue("confirmed", durable=False, channel=channel).declare()
         returned: list[tuple[int, str, str]] = []
 
-        def on_return(exc, exchange, routing_key, message) -> None:  # type: ignore[no-untyped-def]
+        def on_return(exc, exchange, routing_key, message) -> None:
             returned.append((exc.reply_code, exc.reply_text, routing_key))
 
         producer = Producer(channel, on_return=on_return)

@@ -47,7 +47,7 @@ def test_declare_publish_get_consume_ack(server: Server, broker: Broker) -> None
     ch.basic_ack(method.delivery_tag)
     seen: list[bytes] = []
 
-    def on_message(channel, deliver, properties, body):  # type: ignore[no-untyped-def]
+    def on_message(channel, deliver, properties, body):
         seen.append(body)
         channel.basic_ack(deliver.delivery_tag)
         if len(seen) == 2:
@@ -140,15 +140,15 @@ def test_large_message_is_split_by_frame_max(server: Server) -> None:
 def test_select_connection(server: Server) -> None:
     received: list[bytes] = []
 
-    def on_open(connection):  # type: ignore[no-untyped-def]
+    def on_open(connection):
         connection.channel(on_open_callback=on_channel)
 
-    def on_channel(channel):  # type: ignore[no-untyped-def]
-        def on_declared(_frame):  # type: ignore[no-untyped-def]
+    def on_channel(channel):
+        def on_declared(_frame):
             channel.basic_consume("sq", on_message)
             channel.basic_publish("", "sq", b"async")
 
-        def on_message(ch, deliver, props, body):  # type: ignore[no-untyped-def]
+        def on_message(ch, deliver, props, body):
             received.append(body)
             ch.basic_ack(deliver.delivery_tag)
             ch.connection.close()
@@ -174,7 +174,7 @@ def test_wire_and_in_process_share_the_model(server: Server, broker: Broker) -> 
     ch.basic_publish("", "shared", b"from pika")
     conn.process_data_events(0)
     ch.queue_declare("shared", passive=True)  # a round trip: the publish has been handled
-    assert local.basic_get("shared", auto_ack=True).body == b"from pika"  # type: ignore[union-attr]
+    assert local.basic_get("shared", auto_ack=True).body == b"from pika"
     got: list[bytes] = []
     ch.basic_consume("shared", lambda c, m, p, b: got.append(b), auto_ack=True)
     local.basic_publish("", "shared", b"from the test")
@@ -220,7 +220,7 @@ def test_client_killed_mid_message_loses_only_that_message(server: Server, broke
 
     with raw_amqp_socket(server.port) as sock:
         wait_until(lambda: len(broker.connections) == 2)
-        whole = a.encode_message(1, a.BasicPublish(exchange="", routing_key="q"), b"0123456789",
+        whole = a.encode_message(1, a.methods.BasicPublish(exchange="", routing_key="q"), b"0123456789",
                                  131072)
         sock.sendall(whole[:-5])
     wait_until(lambda: len(broker.connections) == 1)

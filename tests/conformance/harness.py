@@ -456,7 +456,7 @@ class ChannelProxy:
     # Conveniences built on the recorded methods.
     def drain(self, queue: str, *, ack: bool = True) -> list[bytes]:
         """basic.get until the queue is empty (each get recorded); return the bodies."""
-        bodies = []
+        bodies: list[bytes] = []
         for _ in range(10_000):
             m = self.basic_get(queue, auto_ack=ack)
             if not isinstance(m, Msg):

@@ -199,7 +199,7 @@ def test_a_crash_is_recorded_and_reported() -> None:
 
 
 def test_long_bodies_are_shortened_in_lines_but_compared_in_full() -> None:
-    def scenario(body: bytes):  # type: ignore[no-untyped-def]
+    def scenario(body: bytes):
         return lambda s: s.channel().basic_publish("", "q", body)
 
     a = run_scenario(scenario(b"x" * 1000), FakeDriver("a"))

@@ -9,36 +9,13 @@ against RabbitMQ, so the oracle itself stays honest.
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ..oracles import topic_matches
 from .drivers import InProcessDriver, PikaDriver
 from .harness import Session, diff_runs, problems, run_scenario
-
-
-def _words(key: str) -> tuple[str, ...]:
-    """RabbitMQ's split: ``""`` is no words at all, ``"a."`` is ``("a", "")``."""
-    return tuple(key.split(".")) if key else ()
-
-
-@cache
-def _match(pattern: tuple[str, ...], key: tuple[str, ...]) -> bool:
-    if not pattern:
-        return not key
-    head, rest = pattern[0], pattern[1:]
-    if head == "#":
-        return _match(rest, key) or (bool(key) and _match(pattern, key[1:]))
-    if not key:
-        return False
-    return (head in ("*", key[0])) and _match(rest, key[1:])
-
-
-def topic_matches(pattern: str, key: str) -> bool:
-    """Whether a topic binding key matches a routing key, as RabbitMQ 3.10 decides."""
-    return _match(_words(pattern), _words(key))
 
 
 def _join(words: list[str]) -> str:
@@ -51,7 +28,7 @@ keys = st.lists(st.lists(st.sampled_from(["a", "b", "", "a", "b", "*"]), max_siz
                 min_size=1, max_size=12, unique=True)
 
 
-def topic_scenario(pattern_list: list[str], key_list: list[str]):  # type: ignore[no-untyped-def]
+def topic_scenario(pattern_list: list[str], key_list: list[str]):
     def scenario_topic_generated(s: Session) -> None:
         ch = s.channel()
         x = s.name("x")

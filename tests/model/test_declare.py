@@ -230,9 +230,9 @@ def test_bind_errors(ch: Channel, broker: Broker) -> None:
         ch.queue_bind("nope", "amq.direct", "k")
     assert err.value.reply_text == "NOT_FOUND - no queue 'nope' in vhost '/'"
     ch = broker.connect().channel()
-    with pytest.raises(AccessRefused) as err:
+    with pytest.raises(AccessRefused) as refused:
         ch.queue_bind("q", "", "k")
-    assert err.value.reply_text == "ACCESS_REFUSED - operation not permitted on the default exchange"
+    assert refused.value.reply_text == "ACCESS_REFUSED - operation not permitted on the default exchange"
 
 
 def test_unbinding_a_missing_binding_is_ok(ch: Channel) -> None:

@@ -35,8 +35,8 @@ def test_basic_get_reports_messages_left_and_tags_per_channel(ch: Channel, broke
 def test_requeued_message_goes_back_to_its_place_marked_redelivered(ch: Channel) -> None:
     fill(ch, "q", 4)
     got = [ch.basic_get("q") for _ in range(3)]
-    ch.basic_reject(got[1].delivery_tag)  # type: ignore[union-attr]
-    ch.basic_nack(got[0].delivery_tag)  # type: ignore[union-attr]
+    ch.basic_reject(got[1].delivery_tag)
+    ch.basic_nack(got[0].delivery_tag)
     entries = [(d.body, d.redelivered) for d in iter(lambda: ch.basic_get("q", auto_ack=True), None)]
     assert entries == [(b"0", True), (b"1", True), (b"3", False)]
 
@@ -51,7 +51,7 @@ def test_nack_without_requeue_drops(ch: Channel, broker: Broker) -> None:
 
 def test_ack_multiple_settles_up_to_the_tag(ch: Channel, broker: Broker) -> None:
     fill(ch, "q", 4)
-    tags = [ch.basic_get("q").delivery_tag for _ in range(4)]  # type: ignore[union-attr]
+    tags = [ch.basic_get("q").delivery_tag for _ in range(4)]
     ch.basic_ack(tags[2], multiple=True)
     assert ch.model.unacked_tags == [tags[3]]
     ch.basic_ack(0, multiple=True)  # zero with multiple: everything
@@ -92,7 +92,7 @@ def test_closing_a_channel_requeues_in_order_as_redelivered(ch: Channel, broker:
     ch.close()
     other = broker.connect().channel()
     got = [other.basic_get("q", auto_ack=True) for _ in range(3)]
-    assert [(d.body, d.redelivered) for d in got] == [  # type: ignore[union-attr]
+    assert [(d.body, d.redelivered) for d in got] == [
         (b"0", True), (b"1", True), (b"2", True)]
 
 
@@ -104,7 +104,7 @@ def test_channel_error_requeues_its_unacked_messages(ch: Channel, broker: Broker
     assert broker.queues["q"].message_count == 1
 
 
-def collect(into: list[Delivery]):  # type: ignore[no-untyped-def]
+def collect(into: list[Delivery]):
     def callback(channel: Channel, delivery: Delivery, properties: object, body: bytes) -> None:
         into.append(delivery)
     return callback

@@ -306,8 +306,8 @@ def test_restart_keeps_durable_things_and_persistent_messages(broker: Broker) ->
 # -- single active consumer ----------------------------------------------------------------
 
 
-def _collector(tag: str, into: list[tuple[str, bytes, bool]]):  # type: ignore[no-untyped-def]
-    def callback(channel, delivery, properties, body):  # type: ignore[no-untyped-def]
+def _collector(tag: str, into: list[tuple[str, bytes, bool]]):
+    def callback(channel, delivery, properties, body):
         into.append((tag, body, delivery.redelivered))
     return callback
 
@@ -457,7 +457,7 @@ def _consume_replies_twice(ch: Channel) -> None:
     (_publish_reply_to_without_consumer, "fast reply consumer does not exist"),
     (_consume_replies_twice, "reply consumer already set"),
 ])
-def test_direct_reply_to_misuse(ch: Channel, action, text: str) -> None:  # type: ignore[no-untyped-def]
+def test_direct_reply_to_misuse(ch: Channel, action, text: str) -> None:
     with pytest.raises(PreconditionFailed) as err:
         action(ch)
     assert err.value.reply_text == f"PRECONDITION_FAILED - {text}"

@@ -35,7 +35,7 @@ def test_servers_can_start_and_stop_many_times(broker: Broker) -> None:
     for _ in range(20):
         with broker.serve() as server:
             assert server.port > 0
-    assert broker.on_blocked == []
+    assert broker._on_blocked == []
 
 
 def test_port_in_use_is_reported(broker: Broker) -> None:

@@ -1,0 +1,131 @@
+"""Opening a connection: what the server offers, login and tuning (section 2.2.4).
+
+Pure functions over the handshake's methods; :class:`~embroker.amqp091._connection.ServerConnection`
+keeps the state (which method it waits for) and sends the frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+from .._version import __version__
+from ..errors import AccessRefused, AMQPError, CommandInvalid, NotAllowed
+from ._fields import decode_table
+from ._frames import FRAME_MIN_SIZE
+from ._methods import ConnectionStart, ConnectionStartOk, ConnectionTuneOk
+
+if TYPE_CHECKING:
+    from ..model import Broker
+
+__all__ = ["MECHANISMS", "SERVER_CAPABILITIES", "Tuning", "authenticate", "start", "tune"]
+
+#: The capabilities announced in connection.start (RabbitMQ 3.10's list).
+SERVER_CAPABILITIES: Final = {
+    "publisher_confirms": True,
+    "exchange_exchange_bindings": True,
+    "basic.nack": True,
+    "consumer_cancel_notify": True,
+    "connection.blocked": True,
+    "consumer_priorities": True,
+    "authentication_failure_close": True,
+    "per_consumer_qos": True,
+    "direct_reply_to": True,
+}
+
+#: The SASL mechanisms offered, in the order of connection.start.
+MECHANISMS: Final = ("PLAIN", "AMQPLAIN")
+
+
+class Tuning(NamedTuple):
+    """What connection.tune offers, or what tune-ok settled on."""
+
+    channel_max: int
+    frame_max: int
+    heartbeat: int
+
+
+def start() -> ConnectionStart:
+    """The connection.start the server opens with."""
+    return ConnectionStart(
+        version_major=0, version_minor=9,
+        server_properties={
+            "product": "embroker", "version": __version__, "platform": "Python",
+            "copyright": "embroker contributors",
+            "information": "An embedded AMQP 0-9-1 broker with RabbitMQ's semantics",
+            "cluster_name": "embroker",
+            "capabilities": dict(SERVER_CAPABILITIES),
+        },
+        mechanisms=" ".join(MECHANISMS), locales="en_US")
+
+
+def parse_credentials(mechanism: str, response: bytes) -> tuple[str, str] | None:
+    """The user name and password of a PLAIN (``\\0user\\0password``) or AMQPLAIN (a field
+    table with ``LOGIN`` and ``PASSWORD``) response; ``None`` when malformed."""
+    if mechanism == "PLAIN":
+        parts = response.split(b"\x00")
+        if len(parts) != 3:
+            return None
+        return parts[1].decode("utf-8", "replace"), parts[2].decode("utf-8", "replace")
+    if mechanism == "AMQPLAIN":
+        try:
+            table = decode_table(len(response).to_bytes(4, "big") + response)
+        except AMQPError:
+            return None
+        login, password = table.get("LOGIN"), table.get("PASSWORD")
+        if isinstance(login, str) and isinstance(password, str):
+            return login, password
+    return None
+
+
+def login_refused(mechanism: str) -> AccessRefused:
+    """RabbitMQ's error for bad credentials (sent only to clients that announced the
+    ``authentication_failure_close`` capability; the others see the socket close)."""
+    return AccessRefused(f"Login was refused using authentication mechanism {mechanism}. "
+                         "For details see the broker logfile.")
+
+
+def authenticate(broker: Broker, method: ConnectionStartOk) -> str:
+    """Check the credentials of connection.start-ok; returns the user name.
+
+    Raises:
+        CommandInvalid: (503) a mechanism that was not offered.
+        AccessRefused: (403) unknown user or wrong password (see :func:`login_refused`).
+    """
+    mechanism = method.mechanism
+    if mechanism not in MECHANISMS:
+        raise CommandInvalid(f"unknown authentication mechanism '{mechanism}'")
+    response = method.response if isinstance(method.response, bytes) else \
+        str(method.response).encode("utf-8", "surrogateescape")
+    credentials = parse_credentials(mechanism, response)
+    if credentials is None or broker.users.get(credentials[0]) != credentials[1]:
+        raise login_refused(mechanism)
+    return credentials[0]
+
+
+def tune(offer: Tuning, method: ConnectionTuneOk) -> Tuning:
+    """What connection.tune-ok settles on, checked as RabbitMQ 3.10 checks it: a channel_max or
+    frame_max of 0 ("no limit") is above what was offered, as is anything larger; a frame_max
+    below 4096 is too small.
+
+    Raises:
+        NotAllowed: (530) with RabbitMQ's reason. (RabbitMQ only logs it and closes the socket
+            3 s later; embroker tells the client why.)
+    """
+    for name, value, allowed in (("channel_max", method.channel_max, offer.channel_max),
+                                 ("frame_max", method.frame_max, offer.frame_max)):
+        shown = f"{value} (no limit)" if value == 0 and name == "channel_max" else str(value)
+        if allowed and (value == 0 or value > allowed):
+            raise NotAllowed(f"failed to negotiate connection parameters: negotiated {name} = "
+                             f"{shown} is higher than the maximum allowed value ({allowed})")
+    if method.frame_max < FRAME_MIN_SIZE:
+        raise NotAllowed(f"failed to negotiate connection parameters: negotiated frame_max = "
+                         f"{method.frame_max} is lower than the minimum allowed value "
+                         f"({FRAME_MIN_SIZE})")
+    return Tuning(method.channel_max, method.frame_max, method.heartbeat)
+
+
+def has_capability(client_properties: Mapping[str, Any], name: str) -> bool:
+    """Whether a client announced ``name`` in its start-ok capabilities."""
+    capabilities = client_properties.get("capabilities")
+    return isinstance(capabilities, dict) and capabilities.get(name) is True

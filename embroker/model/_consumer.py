@@ -1,0 +1,90 @@
+"""Consumers (basic.consume) and the deliveries a client holds unacknowledged."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple, final
+
+if TYPE_CHECKING:
+    from ._channel import Channel
+    from ._message import Message, QueuedMessage
+    from ._queue import Queue
+
+__all__ = ["Consumer", "Delivery", "Unacked"]
+
+
+@final
+class Delivery:
+    """A message handed to a client by basic.get (or to an in-process consumer)."""
+
+    __slots__ = ("consumer_tag", "delivery_tag", "exchange", "message", "message_count",
+                 "redelivered", "routing_key")
+
+    def __init__(self, delivery_tag: int, redelivered: bool, exchange: str, routing_key: str,
+                 message: Message, message_count: int = 0, consumer_tag: str = "") -> None:
+        self.delivery_tag = delivery_tag
+        self.redelivered = redelivered
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.message = message
+        self.message_count = message_count
+        self.consumer_tag = consumer_tag
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        return self.message.properties
+
+    @property
+    def body(self) -> bytes:
+        return self.message.body
+
+    def __repr__(self) -> str:
+        return (f"<Delivery tag={self.delivery_tag} redelivered={self.redelivered} "
+                f"exchange={self.exchange!r} routing_key={self.routing_key!r} "
+                f"body={self.message.body[:40]!r}>")
+
+
+@final
+class Consumer:
+    """A subscription of a channel to a queue (basic.consume)."""
+
+    __slots__ = ("arguments", "blocked", "channel", "exclusive", "no_ack", "prefetch", "priority",
+                 "queue", "tag", "unacked")
+
+    def __init__(self, channel: Channel, queue: Queue, tag: str, *, no_ack: bool,
+                 exclusive: bool, arguments: dict[str, Any], prefetch: int) -> None:
+        self.channel = channel
+        self.queue = queue
+        self.tag = tag
+        self.no_ack = no_ack
+        self.exclusive = exclusive
+        self.arguments = arguments
+        self.prefetch = prefetch
+        self.unacked = 0
+        #: Passed over for lack of room (its queue puts it at the back when it has room again).
+        self.blocked = False
+        priority = arguments.get("x-priority", 0)
+        self.priority: int = priority if isinstance(priority, int) else 0
+
+    def has_capacity(self) -> bool:
+        """Whether qos lets this consumer take one more message now. As in RabbitMQ, a reached
+        channel-wide (global) limit holds back auto-ack consumers too."""
+        channel = self.channel
+        if channel.global_prefetch and channel.consumer_unacked >= channel.global_prefetch:
+            return False
+        return self.no_ack or not self.prefetch or self.unacked < self.prefetch
+
+    def deliver(self, queue: Queue, entry: QueuedMessage) -> None:
+        self.channel._deliver(self, queue, entry)
+
+    def __repr__(self) -> str:
+        return (f"<Consumer '{self.tag}' on queue '{self.queue.name}' "
+                f"(channel {self.channel.number}, {self.unacked} unacked)>")
+
+
+class Unacked(NamedTuple):
+    """A delivery its channel has not settled yet."""
+
+    queue: Queue
+    entry: QueuedMessage
+    #: The consumer it went to; ``None`` for basic.get.
+    consumer: Consumer | None

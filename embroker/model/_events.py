@@ -1,0 +1,69 @@
+"""What a channel tells its owner without being asked: events.
+
+The model never writes to anyone. A channel hands each thing its client must be sent unasked
+(a delivery to a consumer, a returned message, a publisher confirm, a consumer the broker
+cancelled) to its owner's :attr:`~embroker.model.Channel.listener` as one of these small
+immutable records; the AMQP 0-9-1 connection turns them into frames, the AMQP 1.0 connection
+into transfers and dispositions, the in-process client into callbacks.
+
+They are named tuples: immutable, typed, and cheap to make on the delivery path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from ._message import Message
+
+__all__ = ["Cancelled", "ChannelEvent", "Confirmed", "Delivered", "Listener", "Returned"]
+
+
+class Delivered(NamedTuple):
+    """A message for a consumer (basic.deliver)."""
+
+    #: The channel's number.
+    channel: int
+    consumer_tag: str
+    #: The channel's delivery tag for it; what the client acknowledges.
+    delivery_tag: int
+    #: Whether it was delivered before (and came back to its queue).
+    redelivered: bool
+    exchange: str
+    routing_key: str
+    message: Message
+
+
+class Returned(NamedTuple):
+    """A mandatory message that reached no queue, sent back to its publisher (basic.return)."""
+
+    channel: int
+    reply_code: int
+    reply_text: str
+    exchange: str
+    routing_key: str
+    message: Message
+
+
+class Confirmed(NamedTuple):
+    """A publisher confirm: the broker took responsibility for a publish (``ack``) or refused
+    it (a nack). ``multiple`` covers every publish up to ``delivery_tag``."""
+
+    channel: int
+    delivery_tag: int
+    multiple: bool
+    ack: bool
+
+
+class Cancelled(NamedTuple):
+    """The broker cancelled a consumer (its queue was deleted, or a fault injected)."""
+
+    channel: int
+    consumer_tag: str
+
+
+#: Everything a channel may tell its owner.
+ChannelEvent = Delivered | Returned | Confirmed | Cancelled
+#: The callable a channel's owner sets to hear its events.
+Listener = Callable[[ChannelEvent], None]
