@@ -411,10 +411,10 @@ class VirtualHost:
         """
         exchange = self.exchanges.get(exchange_name)
         if exchange is None:
-            raise NotFound(f"no {self._rs('exchange', exchange_name)}")
+            raise NotFound(f"no {self.resource('exchange', exchange_name)}")
         if exchange.internal:
             raise AccessRefused(
-                f"cannot publish to internal {self._rs('exchange', exchange_name)}")
+                f"cannot publish to internal {self.resource('exchange', exchange_name)}")
         return self._route(exchange, list(keys), headers)
 
     def _record(self, decision: RoutingDecision) -> None:

@@ -115,6 +115,7 @@ def test_typed_json_spells_the_types_json_lacks() -> None:
     text = dump_headers({"d": decimal.Decimal("1.25"), "raw": b"\x00",
                          "ts": datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc),
                          "n": 3, "f": 3.0, "s": "3"})
+    assert text is not None
     assert json.loads(text) == {"d": {"$decimal": "1.25"}, "raw": {"$bytes": "AA=="},
                                 "ts": {"$timestamp": 1704067200}, "n": 3, "f": 3.0, "s": "3"}
     assert '"f":3.0' in text
