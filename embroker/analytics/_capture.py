@@ -83,10 +83,15 @@ class FirehoseClient:
             raise CaptureError(f"cannot connect to {self.host}:{self.port}: "
                                f"{exc.strerror or exc}") from None
         self._pending: list[Any] = []
+        self._open = False
         self._handshake()
 
     def _send(self, channel: int, method: Any) -> None:
-        self._sock.sendall(encode_method_frame(channel, method))
+        try:
+            self._sock.sendall(encode_method_frame(channel, method))
+        except OSError as exc:
+            raise CaptureError(f"the connection to {self.host}:{self.port} was lost: "
+                               f"{exc.strerror or exc}") from None
 
     def _next(self, deadline: float | None) -> Any:
         while not self._pending:
@@ -98,8 +103,12 @@ class FirehoseClient:
                 data = self._sock.recv(1 << 16)
             except TimeoutError:
                 return None
+            except OSError:
+                data = b""  # reset: RabbitMQ drops a connection whose login fails
             if not data:
-                raise CaptureError("the broker closed the connection")
+                raise CaptureError("the broker closed the connection" + (
+                    "" if self._open else f" while logging in as '{self.user}': wrong user or "
+                    "password?"))
             self._pending.extend(self._reader.feed(data))
         command = self._pending.pop(0)
         method = command.method
@@ -134,6 +143,7 @@ class FirehoseClient:
         self._reader.frame_max = frame_max
         self._send(0, ConnectionTuneOk(channel_max=1, frame_max=frame_max, heartbeat=0))
         self._send(0, ConnectionOpen(virtual_host=self.vhost))
+        self._open = True  # past the login: a close now is about the vhost or later
         self._expect("connection.open-ok")
         self._send(1, ChannelOpen())
         self._expect("channel.open-ok")
