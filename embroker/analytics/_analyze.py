@@ -190,11 +190,10 @@ def analyze_replay(spark: SparkSession, rep: Replay, out: Path, *,
                                "queue": r["name"], "messages": r["messages"], "bytes": r["bytes"]}
                               for r in _rows(windows_t) if r["kind"] == "queue"]
 
-    inputs_t = _arrow(routed.groupBy(*KEY_COLUMNS, "queues0", "bindings0", "exchanges0", "alternates0",
-                                     "error0")
+    inputs_t = _arrow(routed.groupBy(*KEY_COLUMNS, "headers", "queues0", "bindings0", "exchanges0",
+                                     "alternates0", "error0")
                       .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
-                           F.min("example_line").alias("example_line"),
-                           F.first("headers").alias("headers"))
+                           F.min("example_line").alias("example_line"))
                       .drop("hkey")
                       .withColumnsRenamed({"queues0": "queues", "bindings0": "bindings",
                                            "exchanges0": "path", "alternates0": "alternates",
@@ -262,9 +261,8 @@ def _disagreements(routed: DataFrame, router: Router, out: Path) -> list[dict[st
 
     rows = _rows(_arrow(
         routed.filter(~F.col("agrees"))
-        .groupBy(*KEY_COLUMNS, "routed_queues", "queues0")
-        .agg(F.sum("messages").alias("messages"), F.min("example_line").alias("example_line"),
-             F.first("headers").alias("headers"))
+        .groupBy(*KEY_COLUMNS, "headers", "routed_queues", "queues0")
+        .agg(F.sum("messages").alias("messages"), F.min("example_line").alias("example_line"))
         .orderBy(F.desc("messages")).limit(MAX_EXPLAINED)))
     causes: dict[str, dict[str, Any]] = {}
     for row in rows:
@@ -318,7 +316,8 @@ def _what_if(routed: DataFrame, out: Path) -> dict[str, Any]:
     routes = _arrow(changed.groupBy(*KEY_COLUMNS, "queues0", "queues1", "error0", "error1")
                     .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
                          F.min("example_line").alias("example_line"),
-                         F.first("headers").alias("headers"), F.first("routing_key").alias("routing_key"))
+                         F.first("headers").alias("headers"),
+                         F.first("routing_key").alias("routing_key"))
                     .withColumnRenamed("queues0", "queues_before")
                     .withColumnRenamed("queues1", "queues_after")
                     .withColumnRenamed("error0", "error_before").withColumnRenamed("error1", "error_after")

@@ -6,9 +6,9 @@ Real traffic has few distinct routing inputs, so routing is done per distinct in
 message:
 
 1. messages are grouped in the JVM by what can change a route — vhost, exchange, every routing
-   key, and only those headers some headers-exchange binding looks at (``hkey``: their typed
-   JSON, so ``3`` and ``"3"`` stay apart) — together with the recorded queues and a time
-   window (:func:`group_traffic`);
+   key, and only those headers some headers-exchange binding looks at (``hkey``: a typed JSON
+   object of just those, so ``3`` and ``"3"`` stay apart) — together with the recorded queues
+   and a time window (:func:`group_traffic`);
 2. the distinct routing inputs go through ``mapInArrow`` to the Python workers, where
    embroker's model routes each once with every topology (:class:`._route.RouteBatches`);
 3. the routes are joined back to the groups, and every analysis (agreement, what-if, traffic per
@@ -237,17 +237,23 @@ def read_traffic(spark: SparkSession, path: str | os.PathLike[str], *, vhost: st
 
 
 def _hkey(names: Sequence[str]) -> Column:
-    """The typed JSON of the headers that can change a route, missing ones marked apart."""
+    """The headers that can change a route, as a typed JSON object of just those (members in
+    name order; ``""`` when no binding looks at any header). It is both the grouping key and
+    the headers the router gets: the headers exchange looks at nothing else."""
+    import json
+
     import pyspark.sql.functions as F
 
     if not names:
         return F.lit("")
     parsed = F.try_parse_json(F.col("headers"))
-    parts = []
+    members = []
     for name in sorted(names):
         path = "$['" + name.replace("\\", "\\\\").replace("'", "\\'") + "']"
-        parts.append(F.coalesce(F.to_json(F.try_variant_get(parsed, path, "variant")), F.lit("-")))
-    return F.concat_ws("\u0001", *parts)
+        value = F.to_json(F.try_variant_get(parsed, path, "variant"))
+        members.append(F.when(value.isNotNull(),
+                              F.concat(F.lit(json.dumps(name, ensure_ascii=False) + ":"), value)))
+    return F.concat(F.lit("{"), F.concat_ws(",", *members), F.lit("}"))
 
 
 def window_seconds(spark_df: DataFrame) -> int | None:
@@ -276,18 +282,19 @@ def group_traffic(traffic: DataFrame, routers: Sequence[Router], window: int | N
              if window else F.lit(None).cast("timestamp"))
     return (traffic.withColumn("hkey", _hkey(sorted(names)))
             .withColumn("window_start", start)
-            .groupBy(*KEY_COLUMNS, "routed_queues", "window_start")
+            # Only fixed-width aggregates here (a first() of a string would turn the hash
+            # aggregation into a sort of every message); routing_key depends on routing_keys.
+            .groupBy(*KEY_COLUMNS, "routing_key", "routed_queues", "window_start")
             .agg(F.count(F.lit(1)).alias("messages"),
                  F.sum(F.coalesce("size", F.lit(0))).alias("bytes"),
-                 F.min("line").alias("example_line"), F.first("headers").alias("headers"),
-                 F.first("routing_key").alias("routing_key")))
+                 F.min("line").alias("example_line"))
+            .withColumn("headers", F.when(F.col("hkey") != "", F.col("hkey"))))
 
 
 def route_inputs(groups: DataFrame, routers: Sequence[Router]) -> DataFrame:
     """Each distinct routing input of ``groups`` routed with every router (``queues0``...)."""
-    import pyspark.sql.functions as F
 
-    distinct = groups.groupBy(*KEY_COLUMNS).agg(F.first("headers").alias("headers"))
+    distinct = groups.select(*KEY_COLUMNS, "headers").distinct()
     return distinct.mapInArrow(RouteBatches(routers), output_ddl(len(routers)))
 
 
@@ -345,10 +352,9 @@ def replay(spark: SparkSession, traffic: DataFrame, routers: Sequence[Router], *
         "agrees", F.when(F.col("routed_queues").isNull(), F.lit(None))
         .otherwise(recorded == F.array_sort(F.col("queues0")))).cache()
     keep = [c for c in routed.columns
-            if c not in ("window_start", "messages", "bytes", "example_line", "headers", "routing_key")]
+            if c not in ("window_start", "messages", "bytes", "example_line")]
     totals = (routed.groupBy(*keep)
               .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
-                   F.min("example_line").alias("example_line"), F.first("headers").alias("headers"),
-                   F.first("routing_key").alias("routing_key"))
+                   F.min("example_line").alias("example_line"))
               .cache()) if window else routed
     return Replay(routed, totals, inputs, window, list(routers), [groups, routes, routed, totals])
