@@ -293,7 +293,6 @@ def group_traffic(traffic: DataFrame, routers: Sequence[Router], window: int | N
 
 def route_inputs(groups: DataFrame, routers: Sequence[Router]) -> DataFrame:
     """Each distinct routing input of ``groups`` routed with every router (``queues0``...)."""
-
     distinct = groups.select(*KEY_COLUMNS, "headers").distinct()
     return distinct.mapInArrow(RouteBatches(routers), output_ddl(len(routers)))
 
