@@ -139,29 +139,25 @@ def analyze_replay(spark: SparkSession, rep: Replay, out: Path, *,
                                                 "disagreeing", "phantom", "refused",
                                                 "unroutable", "via_alternate")})
 
-    # -- queues, before and after -------------------------------------------------------------
+    # -- queues, bindings and exchanges: one aggregation, joined with the topology here ----------
     progress("traffic per queue, binding, exchange, routing key and time window")
-    queues = _per_queue(spark, routed, before, 0)
-    if after is not None:
-        q_after = _per_queue(spark, routed, after, 1).withColumnRenamed(
-            "messages", "messages_after").withColumnRenamed("bytes", "bytes_after")
-        queues = queues.join(q_after, ["vhost", "queue"], "full").fillna(0)
-    queues_t = _arrow(queues.orderBy(F.desc("messages"), "vhost", "queue"))
+    usage = _usage(routed, len(rep.routers))
+    queues_t = _queue_table(before, usage, after)
     _write(queues_t, out / "queues.parquet")
     summary["queues"] = _rows(queues_t)
 
-    bindings_t = _arrow(_per_binding(spark, routed, before, 0))
+    bindings_t = _binding_table(before, usage, 0)
     _write(bindings_t, out / "bindings.parquet")
     summary["unused_bindings"] = [r for r in _rows(bindings_t)
                                   if r["messages"] == 0 and not r["implicit"]]
     summary["bindings"] = len([r for r in _rows(bindings_t) if not r["implicit"]])
     if after is not None:
-        b_after = _arrow(_per_binding(spark, routed, after, 1))
+        b_after = _binding_table(after, usage, 1)
         _write(b_after, out / "bindings_after.parquet")
         summary["unused_bindings_after"] = [r for r in _rows(b_after)
                                             if r["messages"] == 0 and not r["implicit"]]
 
-    exchanges_t = _arrow(_per_exchange(spark, routed, before))
+    exchanges_t = _exchange_table(before, usage)
     _write(exchanges_t, out / "exchanges.parquet")
     summary["unused_exchanges"] = [r for r in _rows(exchanges_t) if r["messages"] == 0
                                    and r["exchange"] != "" and not r["exchange"].startswith("amq.")]
@@ -214,40 +210,81 @@ def analyze_replay(spark: SparkSession, rep: Replay, out: Path, *,
     return summary
 
 
-def _per_queue(spark: SparkSession, routed: DataFrame, router: Router, i: int) -> DataFrame:
+#: What :func:`_usage` counts: (kind, column of the routed table).
+_USAGE = (("queue", "queues"), ("binding", "bindings"), ("exchange", "exchanges"),
+          ("alternate", "alternates"))
+
+Usage = dict[tuple[str, str, str], tuple[int, int]]
+
+
+def _usage(routed: DataFrame, routers: int) -> Usage:
+    """Messages and bytes per (kind + router index, vhost, name) for queues, bindings,
+    exchanges passed through and exchanges that handed on to their alternate exchange, in one
+    Spark job."""
     import pyspark.sql.functions as F
 
-    known = spark.createDataFrame(router.queues(), "vhost string, queue string")
-    used = (routed.select("vhost", F.explode(f"queues{i}").alias("queue"), "messages", "bytes")
-            .groupBy("vhost", "queue").agg(F.sum("messages").alias("messages"),
-                                          F.sum("bytes").alias("bytes")))
-    return known.join(used, ["vhost", "queue"], "left").fillna(0, ["messages", "bytes"])
+    parts = []
+    for i in range(routers):
+        for kind, column in _USAGE:
+            if i and kind in ("exchange", "alternate"):
+                continue
+            parts.append(routed.select(F.lit(f"{kind}{i}").alias("kind"), "vhost",
+                                       F.explode(F.col(f"{column}{i}").cast("array<string>"))
+                                       .alias("name"), "messages", "bytes"))
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part)
+    table = _arrow(union.groupBy("kind", "vhost", "name")
+                   .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes")))
+    return {(r["kind"], r["vhost"], r["name"]): (r["messages"], r["bytes"]) for r in _rows(table)}
 
 
-def _per_binding(spark: SparkSession, routed: DataFrame, router: Router, i: int) -> DataFrame:
-    import pyspark.sql.functions as F
+def _queue_table(before: Router, usage: Usage, after: Router | None) -> pa.Table:
+    import pyarrow as pa
 
-    table = spark.createDataFrame(
-        [tuple(r) for r in router.bindings()],
-        "id int, vhost string, source string, destination string, destination_type string, "
-        "routing_key string, arguments string, implicit boolean")
-    used = (routed.select(F.explode(f"bindings{i}").alias("id"), "messages", "bytes")
-            .groupBy("id").agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes")))
-    return (table.join(used, "id", "left").fillna(0, ["messages", "bytes"]).orderBy("id"))
+    names = sorted(set(before.queues()) | set(after.queues() if after else ()))
+    rows = []
+    for vhost, queue in names:
+        m, b = usage.get(("queue0", vhost, queue), (0, 0))
+        row: dict[str, Any] = {"vhost": vhost, "queue": queue, "messages": m, "bytes": b}
+        if after is not None:
+            m1, b1 = usage.get(("queue1", vhost, queue), (0, 0))
+            row.update(messages_after=m1, bytes_after=b1)
+        rows.append(row)
+    rows.sort(key=lambda r: (-r["messages"], r["vhost"], r["queue"]))
+    fields = [("vhost", pa.string()), ("queue", pa.string()), ("messages", pa.int64()),
+              ("bytes", pa.int64())]
+    if after is not None:
+        fields += [("messages_after", pa.int64()), ("bytes_after", pa.int64())]
+    return pa.Table.from_pylist(rows, schema=pa.schema(fields))
 
 
-def _per_exchange(spark: SparkSession, routed: DataFrame, router: Router) -> DataFrame:
-    import pyspark.sql.functions as F
+def _binding_table(router: Router, usage: Usage, i: int) -> pa.Table:
+    import pyarrow as pa
 
-    table = spark.createDataFrame(router.exchanges(), "vhost string, exchange string, type string")
-    passed = (routed.select("vhost", F.explode("exchanges0").alias("exchange"), "messages", "bytes")
-              .groupBy("vhost", "exchange").agg(F.sum("messages").alias("messages"),
-                                                F.sum("bytes").alias("bytes")))
-    to_ae = (routed.select("vhost", F.explode("alternates0").alias("exchange"), "messages")
-             .groupBy("vhost", "exchange").agg(F.sum("messages").alias("to_alternate")))
-    return (table.join(passed, ["vhost", "exchange"], "left").join(to_ae, ["vhost", "exchange"], "left")
-            .fillna(0, ["messages", "bytes", "to_alternate"])
-            .orderBy(F.desc("messages"), "vhost", "exchange"))
+    rows = []
+    for b in router.bindings():
+        m, n = usage.get((f"binding{i}", b.vhost, str(b.id)), (0, 0))
+        rows.append({**b._asdict(), "messages": m, "bytes": n})
+    return pa.Table.from_pylist(rows, schema=pa.schema([
+        ("id", pa.int32()), ("vhost", pa.string()), ("source", pa.string()),
+        ("destination", pa.string()), ("destination_type", pa.string()),
+        ("routing_key", pa.string()), ("arguments", pa.string()), ("implicit", pa.bool_()),
+        ("messages", pa.int64()), ("bytes", pa.int64())]))
+
+
+def _exchange_table(router: Router, usage: Usage) -> pa.Table:
+    import pyarrow as pa
+
+    rows: list[dict[str, Any]] = []
+    for vhost, name, xtype in router.exchanges():
+        m, b = usage.get(("exchange0", vhost, name), (0, 0))
+        rows.append({"vhost": vhost, "exchange": name, "type": xtype, "messages": m, "bytes": b,
+                     "to_alternate": usage.get(("alternate0", vhost, name), (0, 0))[0]})
+    rows.sort(key=lambda r: (-r["messages"], r["vhost"], r["exchange"]))
+    return pa.Table.from_pylist(rows, schema=pa.schema([
+        ("vhost", pa.string()), ("exchange", pa.string()), ("type", pa.string()),
+        ("messages", pa.int64()), ("bytes", pa.int64()), ("to_alternate", pa.int64())]))
 
 
 def _example(row: dict[str, Any]) -> dict[str, Any]:
