@@ -132,12 +132,14 @@ def analyze_replay(spark: SparkSession, rep: Replay, out: Path, *,
         F.sum(F.when(F.col("error0").isNotNull(), F.col("messages")).otherwise(0)).alias("refused"),
         F.sum(F.when(F.col("error0").isNull() & (F.size("queues0") == 0), F.col("messages"))
               .otherwise(0)).alias("unroutable"),
+        F.sum(F.when(F.col("error0").isNull() & (F.size("queues0") == 0) & F.col("mandatory"),
+                     F.col("messages")).otherwise(0)).alias("returned"),
         F.sum(F.when(F.size("alternates0") > 0, F.col("messages")).otherwise(0)).alias("via_alternate"),
     ).first()
     assert totals is not None
     summary.update({k: totals[k] or 0 for k in ("messages", "bytes", "recorded", "agreeing",
                                                 "disagreeing", "phantom", "refused",
-                                                "unroutable", "via_alternate")})
+                                                "unroutable", "returned", "via_alternate")})
 
     # -- queues, bindings and exchanges: one aggregation, joined with the topology here ----------
     progress("traffic per queue, binding, exchange, routing key and time window")
@@ -368,8 +370,9 @@ def _what_if(routed: DataFrame, out: Path) -> dict[str, Any]:
 def write_routes(traffic: DataFrame, rep: Replay, out: Path) -> int:
     """Write ``out/routes.jsonl``: per message, in line order, ``line``, ``queues``, and when the
     input recorded them ``recorded_queues`` and ``agrees`` (and with a second topology
-    ``queues_after``/``changed``; ``error`` when the model refuses the publish). Returns the
-    number of lines."""
+    ``queues_after``/``changed``; ``error`` when the model refuses the publish; ``returned``
+    for a mandatory message that reaches no queue, when the input says it was mandatory).
+    Returns the number of lines."""
     import pyspark.sql.functions as F
 
     from ._spark import _hkey
@@ -385,13 +388,16 @@ def write_routes(traffic: DataFrame, rep: Replay, out: Path) -> int:
         fields += [F.col("queues1").alias("queues_after"),
                    (F.col("queues0") != F.col("queues1")).alias("changed")]
     fields.append(F.col("error0").alias("error"))
+    fields.append(F.when(F.col("error0").isNull() & (F.size("queues0") == 0) & F.col("mandatory"),
+                         F.lit(True)).alias("returned"))
     rest = F.expr("substr(rest, 2)")
-    fragments = (rep.totals.select(*KEY_COLUMNS, "routed_queues",
+    fragments = (rep.totals.select(*KEY_COLUMNS, "routed_queues", "mandatory",
                                    F.to_json(F.struct(*fields), {"ignoreNullFields": "true"}).alias("rest"))
                  .withColumn("rest", rest).alias("f"))
     messages = traffic.withColumn("hkey", _hkey(sorted(names))).alias("m")
     on = [F.col(f"m.{c}") == F.col(f"f.{c}") for c in KEY_COLUMNS]
     on.append(F.col("m.routed_queues").eqNullSafe(F.col("f.routed_queues")))
+    on.append(F.col("m.mandatory").eqNullSafe(F.col("f.mandatory")))
     joined = messages.join(F.broadcast(fragments) if rep.inputs <= 500_000 else fragments, on)
     text = joined.select(F.col("m.line").alias("_line"),
                          F.concat(F.lit('{"line":'), F.col("m.line").cast("string"), F.lit(","),

@@ -200,6 +200,7 @@ def firehose_row(command: Any, number: int, received: datetime.datetime) -> dict
            "routing_keys": keys, "headers": _headers.dumps(headers) if headers is not None else None,
            "size": len(command.body or b""), "published_at": received,
            "routed_queues": [_text(q) or "" for q in routed] if isinstance(routed, list) else None,
+           "mandatory": None,
            "properties": _headers.dumps(properties) if properties else None,
            "connection": _text(trace.get("connection")), "channel": trace.get("channel"),
            "user": _text(trace.get("user")), "node": _text(trace.get("node"))}

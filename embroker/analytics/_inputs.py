@@ -17,7 +17,11 @@ read by Spark directly (see ``_spark.read_traffic``). One JSON-lines file may mi
   is the logged payload's.
 * **plain lines** with ``exchange``, ``routing_key`` (or ``routing_keys``), optional
   ``headers`` (a JSON object, typed or not), ``vhost``, ``size``, ``published_at`` (ISO 8601 or
-  seconds), ``routed_queues``; ``CC``/``BCC`` headers add routing keys as a publish does.
+  seconds), ``routed_queues``, ``mandatory``; ``CC``/``BCC`` headers add routing keys as a
+  publish does.
+
+Whether a publish was mandatory (so that reaching no queue means *returned* rather than
+*dropped*) is in neither of RabbitMQ's traces; embroker's own trace and plain inputs may say.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ __all__ = [
 
 #: The canonical columns, in order.
 TRAFFIC_COLUMNS = ("line", "vhost", "exchange", "routing_key", "routing_keys", "headers", "size",
-                   "published_at", "routed_queues")
+                   "published_at", "routed_queues", "mandatory")
 
 _NOT_UTF8 = "Not UTF-8, base64 is: "
 _BATCH = 65_536
@@ -68,7 +72,7 @@ def traffic_schema() -> pa.Schema:
         ("routing_key", pa.string()), ("routing_keys", pa.list_(pa.string())),
         ("headers", pa.string()), ("size", pa.int64()),
         ("published_at", pa.timestamp("us", tz="UTC")),
-        ("routed_queues", pa.list_(pa.string())),
+        ("routed_queues", pa.list_(pa.string())), ("mandatory", pa.bool_()),
     ])
 
 
@@ -151,7 +155,7 @@ def parse_line(obj: Any, line: int, default_vhost: str, where: str) -> dict[str,
                 "headers": _headers.dumps(tracing_headers(headers)) if headers is not None else None,
                 "size": size, "published_at": _timestamp(obj.get("timestamp"), where),
                 "routed_queues": _strings(recorded, "routed_queues", where)
-                if isinstance(recorded, list) else None}
+                if isinstance(recorded, list) else None, "mandatory": None}
     if "exchange" not in obj:
         raise TrafficError(f"{where}: no 'exchange' (expected a rabbitmq_tracing log line or a "
                            "line with exchange, routing_key and headers)")
@@ -175,6 +179,9 @@ def parse_line(obj: Any, line: int, default_vhost: str, where: str) -> dict[str,
     size = obj.get("size")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool)):
         raise TrafficError(f"{where}: 'size' must be an integer, not {size!r}")
+    mandatory = obj.get("mandatory")
+    if mandatory is not None and not isinstance(mandatory, bool):
+        raise TrafficError(f"{where}: 'mandatory' must be true or false, not {mandatory!r}")
     recorded = obj.get("routed_queues")
     return {"line": line, "vhost": obj.get("vhost") or default_vhost,
             "exchange": _exchange(obj["exchange"], where), "routing_key": obj.get("routing_key", keys[0]),
@@ -182,7 +189,8 @@ def parse_line(obj: Any, line: int, default_vhost: str, where: str) -> dict[str,
             "headers": json.dumps(headers, separators=(",", ":"), ensure_ascii=False)
             if headers is not None else None,
             "size": size, "published_at": _timestamp(obj.get("published_at"), where),
-            "routed_queues": None if recorded is None else _strings(recorded, "routed_queues", where)}
+            "routed_queues": None if recorded is None else _strings(recorded, "routed_queues", where),
+            "mandatory": mandatory}
 
 
 def _exchange(value: Any, where: str) -> str:
@@ -264,6 +272,6 @@ def export_trace(decisions: Sequence[RoutingDecision] | Any, path: str | os.Path
                      "headers": _headers.dumps(headers) if headers is not None else None,
                      "size": None if decision.body_dropped else len(decision.message.body),
                      "published_at": (published_at or {}).get(number),
-                     "routed_queues": list(decision.queues)})
+                     "routed_queues": list(decision.queues), "mandatory": decision.mandatory})
     batch = pa.RecordBatch.from_pylist(rows, schema=traffic_schema())
     return write_parquet(iter([batch]), path)

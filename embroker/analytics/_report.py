@@ -177,7 +177,9 @@ def render_report(summary: dict[str, Any], *, traffic: str, generated: datetime.
         good = s["disagreeing"] == 0
         cards.append(("Agree with production", _pct(s["agreeing"], recorded),
                       f"{_n(s['agreeing'])} of {_n(recorded)} recorded", "good" if good else "bad"))
-    cards.append(("Reach no queue", _n(s["unroutable"]), _pct(s["unroutable"], s["messages"]),
+    cards.append(("Reach no queue", _n(s["unroutable"]),
+                  _pct(s["unroutable"], s["messages"])
+                  + (f", {_n(s['returned'])} returned (mandatory)" if s.get("returned") else ""),
                   "warn" if s["unroutable"] else ""))
     cards.append(("Via an alternate exchange", _n(s["via_alternate"]),
                   _pct(s["via_alternate"], s["messages"]), ""))

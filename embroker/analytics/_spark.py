@@ -230,7 +230,9 @@ def read_traffic(spark: SparkSession, path: str | os.PathLike[str], *, vhost: st
         (F.col(size_col).cast("long") if size_col else F.lit(None).cast("long")).alias("size"),
         when.alias("published_at"),
         (F.col("routed_queues") if "routed_queues" in names
-         else F.lit(None).cast("array<string>")).alias("routed_queues"))
+         else F.lit(None).cast("array<string>")).alias("routed_queues"),
+        (F.col("mandatory").cast("boolean") if "mandatory" in names
+         else F.lit(None).cast("boolean")).alias("mandatory"))
 
 
 # -- grouping and routing ----------------------------------------------------------------------
@@ -284,7 +286,7 @@ def group_traffic(traffic: DataFrame, routers: Sequence[Router], window: int | N
             .withColumn("window_start", start)
             # Only fixed-width aggregates here (a first() of a string would turn the hash
             # aggregation into a sort of every message); routing_key depends on routing_keys.
-            .groupBy(*KEY_COLUMNS, "routing_key", "routed_queues", "window_start")
+            .groupBy(*KEY_COLUMNS, "routing_key", "routed_queues", "mandatory", "window_start")
             .agg(F.count(F.lit(1)).alias("messages"),
                  F.sum(F.coalesce("size", F.lit(0))).alias("bytes"),
                  F.min("line").alias("example_line"))

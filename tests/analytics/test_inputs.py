@@ -130,12 +130,12 @@ def test_embroker_trace_exports_as_traffic(tmp_path: Path) -> None:
     ch.queue_declare("q")
     ch.queue_bind("q", "x", "a.*")
     ch.basic_publish("x", "a.b", b"12345", properties={"headers": {"BCC": ["a.c"], "n": 3}})
-    ch.basic_publish("x", "zzz", b"")
+    ch.basic_publish("x", "zzz", b"", mandatory=True)
     count = export_trace(broker.trace, tmp_path / "t.parquet")
     rows = pq.read_table(tmp_path / "t.parquet").to_pylist()
     assert count == 2
-    assert [(r["exchange"], r["routing_keys"], r["routed_queues"], r["size"]) for r in rows] == [
-        ("x", ["a.b", "a.c"], ["q"], 5), ("x", ["zzz"], [], 0)]
+    assert [(r["exchange"], r["routing_keys"], r["routed_queues"], r["size"], r["mandatory"])
+            for r in rows] == [("x", ["a.b", "a.c"], ["q"], 5, False), ("x", ["zzz"], [], 0, True)]
     assert load_headers(rows[0]["headers"]) == {"n": 3}  # BCC removed, as routed
 
 

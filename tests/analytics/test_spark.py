@@ -169,12 +169,15 @@ def test_plain_parquet_without_line_numbers_counts_rows(spark: Any, tmp_path: Pa
     folder.mkdir()
     pq.write_table(pa.table({"exchange": ["events"] * 2, "routing_key": ["orders.eu.created", "x.y"]}),
                    folder / "a.parquet")
-    pq.write_table(pa.table({"exchange": ["hx"], "routing_key": [""],
-                             "headers": [json.dumps({"n": 300})]}), folder / "b.parquet")
+    pq.write_table(pa.table({"exchange": ["hx", "dead-end", "dead-end"], "routing_key": ["", "k", "k"],
+                             "headers": [json.dumps({"n": 300}), None, None],
+                             "mandatory": [False, True, False]}), folder / "b.parquet")
     out = tmp_path / "out"
-    analyze(DATA / "definitions-api.json", folder, out, spark=spark)
+    summary = analyze(DATA / "definitions-api.json", folder, out, spark=spark)
     assert _routes(out) == [{"line": 1, "queues": ["eu", "orders"]}, {"line": 2, "queues": ["unrouted-q"]},
-                            {"line": 3, "queues": ["typed-int"]}]
+                            {"line": 3, "queues": ["typed-int"]},
+                            {"line": 4, "queues": [], "returned": True}, {"line": 5, "queues": []}]
+    assert (summary["unroutable"], summary["returned"]) == (2, 1)
 
 
 def test_traffic_in_a_vhost_the_definitions_lack_is_refused_by_name(spark: Any, tmp_path: Path) -> None:
