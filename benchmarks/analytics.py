@@ -83,6 +83,33 @@ def traffic(path: Path, count: int, rng: object) -> None:
             done += n
 
 
+def tree_cpu_seconds() -> float:
+    """CPU seconds used so far by this process and every process under it (the Spark JVM and
+    its Python workers, counting finished ones): on a shared machine, wall time measures the
+    neighbours too, CPU time much less so."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(entry)] = fields
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        fields = stats.get(pid)
+        if fields is not None:  # utime stime cutime cstime
+            total += sum(int(fields[i]) for i in (11, 12, 13, 14)) / ticks
+        todo.extend(children.get(pid, []))
+    return total
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=10_000_000)
@@ -110,6 +137,8 @@ def main() -> int:
           f"({data.stat().st_size / 1e6:.0f} MB Parquet), 1,000 bindings, 200 queues")
 
     phases: list[tuple[str, float]] = []
+    cpu0 = tree_cpu_seconds()
+    load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
 
     def progress(message: str) -> None:
@@ -118,6 +147,9 @@ def main() -> int:
     summary = analyze(defs, data, work / "out", master=args.master, progress=progress,
                       conf={"spark.driver.memory": "4g"})
     wall = time.perf_counter() - t0
+    cpu = tree_cpu_seconds() - cpu0
+    print(f"load average before/after: {load0:.1f} / {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores;"
+          f" CPU used by the run (driver, JVM, Python workers): {cpu:.1f} s")
     print(f"Spark {args.master}, end to end (start, read, route, analyses, routes.jsonl, report): "
           f"{wall:.1f} s, {args.messages / wall:,.0f} messages/s; "
           f"{summary['inputs']:,} distinct routing inputs, "
@@ -130,6 +162,7 @@ def main() -> int:
     router = Router(Topology.load(defs))
     limit = args.python_messages or args.messages
     t0 = time.perf_counter()
+    c0 = time.process_time()
     routed = 0
     per_queue: dict[str, int] = {}
     for batch in pq.ParquetFile(data).iter_batches(batch_size=100_000, columns=["exchange", "routing_key"]):
@@ -142,8 +175,9 @@ def main() -> int:
         if routed >= limit:
             break
     elapsed = time.perf_counter() - t0
+    used = time.process_time() - c0
     print(f"plain Python, one process, the same model message by message: {routed:,} messages in "
-          f"{elapsed:.1f} s, {routed / elapsed:,.0f} messages/s"
+          f"{elapsed:.1f} s ({used:.1f} s CPU), {routed / elapsed:,.0f} messages/s"
           + (f" (10M would take ~{10_000_000 / routed * elapsed:.0f} s)" if routed < 10_000_000 else ""))
     if routed == args.messages:
         table = pq.read_table(work / "out" / "queues.parquet").to_pylist()
