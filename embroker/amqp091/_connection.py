@@ -293,7 +293,7 @@ class ServerConnection:
             self.should_close = True
             return False
         self.state = ConnectionState.START_OK
-        self._send_method(0, _handshake.start())
+        self._send_method(0, _handshake.start(self.broker))
         return True
 
     def _handshake(self, method: Method) -> None:

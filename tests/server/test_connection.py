@@ -326,3 +326,27 @@ def test_tune_ok_beyond_the_offer_is_refused_with_rabbitmqs_reason(
         reply_code=530, reply_text=f"NOT_ALLOWED - failed to negotiate connection parameters: "
                                    f"{reason}")
     assert client.server.should_close
+
+
+def test_server_properties_say_embroker_by_default() -> None:
+    (start,) = Client(Broker()).send(a.PROTOCOL_HEADER)
+    props = start.method.server_properties
+    assert props["product"] == "embroker"
+    assert "RabbitMQ's semantics" in props["information"]
+    assert props["capabilities"]["publisher_confirms"] is True
+
+
+def test_as_rabbitmq_presents_the_broker_as_that_version_and_still_says_what_it_is() -> None:
+    broker = Broker(as_rabbitmq="3.10.8", server_properties={"cluster_name": "ci"})
+    (start,) = Client(broker).send(a.PROTOCOL_HEADER)
+    props = start.method.server_properties
+    assert (props["product"], props["version"], props["cluster_name"]) == (
+        "RabbitMQ", "3.10.8", "ci")
+    assert props["platform"].startswith("Erlang/OTP")
+    assert "embroker" in props["information"]
+    assert props["capabilities"]["direct_reply_to"] is True
+
+
+def test_server_properties_cannot_replace_the_capabilities() -> None:
+    with pytest.raises(ValueError, match="capabilities"):
+        Broker(server_properties={"capabilities": {}})
