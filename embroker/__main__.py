@@ -9,6 +9,7 @@ import sys
 import threading
 
 from . import Broker, __version__
+from .analytics._cli import add_commands as add_analytics_commands
 from .errors import AMQPError, DefinitionsError
 from .server import PortInUse, Server
 
@@ -119,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.set_defaults(run=_serve)
     demo = commands.add_parser("demo", help="route a few messages in-process and explain each")
     demo.set_defaults(run=_demo)
+    add_analytics_commands(commands)  # analyze, capture (embroker.analytics; Spark when run)
     args = parser.parse_args(argv)
     result: int = args.run(args)
     return result

@@ -394,6 +394,31 @@ class VirtualHost:
             matched, path, mandatory))
         return routed
 
+    def route_keys(self, exchange_name: str, keys: Sequence[str],
+                   headers: Mapping[str, Any] | None,
+                   ) -> tuple[list[Queue], tuple[Binding, ...], tuple[Visit, ...]]:
+        """Where a message published to ``exchange_name`` would go, without publishing it:
+        nothing is enqueued and nothing is traced. ``keys`` are every routing key (the routing
+        key, then the ``CC`` and ``BCC`` values); ``headers`` are matched as they are (a
+        ``BCC`` header is not removed). For routing recorded traffic (``embroker.analytics``).
+
+        Returns:
+            the queues reached in delivery order, every binding matched along the path, and the
+            exchanges visited (each with its bindings and whether it passed the message on to
+            its alternate exchange).
+
+        Raises:
+            NotFound: (404) no such exchange.
+            AccessRefused: (403) the exchange is internal.
+        """
+        exchange = self.exchanges.get(exchange_name)
+        if exchange is None:
+            raise NotFound(f"no {self.resource('exchange', exchange_name)}")
+        if exchange.internal:
+            raise AccessRefused(
+                f"cannot publish to internal {self.resource('exchange', exchange_name)}")
+        return self._route(exchange, list(keys), headers)
+
     def _record(self, decision: RoutingDecision) -> None:
         trace = self._trace
         trace.append(decision)

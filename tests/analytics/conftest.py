@@ -1,0 +1,62 @@
+"""Fixtures for the analytics tests: the recorded ground truth, and one local Spark session
+shared by every test marked ``spark`` (a session costs ~10 s to start)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+#: The vhost the committed recording was made in (the management API's export names none).
+RECORDED_VHOST = (DATA / "vhost.txt").read_text().strip()
+
+
+def spark_missing() -> str | None:
+    """Why Spark tests cannot run here, or None."""
+    for module in ("pyspark", "pyarrow", "pandas"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed (pip install -e '.[spark]')"
+    from embroker.analytics._spark import AnalyticsError, require_java
+
+    try:
+        require_java()
+    except AnalyticsError as exc:
+        return str(exc)
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    reason = None
+    for item in items:
+        if item.get_closest_marker("spark") is not None:
+            reason = reason or spark_missing() or ""
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local Spark session for the whole run: local[1] (tests are small), C1 JIT only
+    (starts faster), no UI, one shuffle partition."""
+    from embroker.analytics._spark import FAST_START_JAVA_OPTIONS, session
+
+    spark = session(master="local[1]", progress=False, app_name="embroker tests", conf={
+        "spark.driver.extraJavaOptions": FAST_START_JAVA_OPTIONS,
+        "spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1",
+        "spark.driver.memory": "1g"})
+    yield spark
+    spark.stop()
+
+
+@pytest.fixture
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    return found
