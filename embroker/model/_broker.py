@@ -12,6 +12,7 @@ from . import _definitions
 from ._clock import Clock, SystemClock
 from ._connection import Connection
 from ._exchange import Exchange
+from ._policy import PolicyCommands
 from ._queue import Queue
 from ._trace import Trace
 from ._vhost import VirtualHost
@@ -19,7 +20,7 @@ from ._vhost import VirtualHost
 __all__ = ["Broker"]
 
 
-class Broker:
+class Broker(PolicyCommands):
     """An AMQP broker with RabbitMQ's semantics, as plain objects.
 
     Args:
@@ -32,6 +33,10 @@ class Broker:
     Every call into the model, from the listener's thread or a test's, runs under the broker's
     one lock (held by the in-process client, the listener and the testing helpers, never by the
     caller).
+
+    Policies, operator policies and vhost limits are set with ``rabbitmqctl``'s commands
+    (:meth:`set_policy`, :meth:`clear_policy`, :meth:`set_operator_policy`,
+    :meth:`set_vhost_limits`...).
     """
 
     def __init__(self, *, clock: Clock | None = None, vhosts: tuple[str, ...] = ("/",),
@@ -93,10 +98,12 @@ class Broker:
         in-process client build on (a test wants :meth:`embroker.Broker.connect`).
 
         Raises:
-            NotAllowed: (530) no such virtual host.
+            NotAllowed: (530) no such virtual host, or its ``max-connections`` is reached.
         """
         with self._lock:
-            return Connection(self.vhost(vhost), user=user, client_properties=client_properties,
+            target = self.vhost(vhost)
+            target.policies.check_connection_limit(user)
+            return Connection(target, user=user, client_properties=client_properties,
                               name=name)
 
     # -- resource alarms ------------------------------------------------------------------------
@@ -167,15 +174,27 @@ class Broker:
     # -- definitions ---------------------------------------------------------------------------
 
     def load_definitions(self, source: str | os.PathLike[str] | Mapping[str, Any], *,
-                         vhost: str = "/") -> None:
+                         vhost: str = "/", ignore_unsupported: bool = False) -> list[str]:
         """Load a RabbitMQ definitions document (``rabbitmqctl export_definitions``): vhosts,
-        users, permissions, exchanges, queues and bindings, from a JSON file or a dict.
+        users, permissions, exchanges, queues, bindings, policies, operator policies and vhost
+        limits, from a JSON file or a dict.
+
+        Args:
+            source: a path to a JSON file, or the parsed document.
+            vhost: the virtual host of items that name none.
+            ignore_unsupported: load the rest of a document with runtime parameters embroker
+                cannot honour (shovels, federation upstreams), which are refused by default.
+
+        Returns:
+            What was left out (``["shovel 'move' in vhost '/'"]``; empty by default).
 
         Raises:
-            DefinitionsError: malformed, or uses policies/runtime parameters.
+            DefinitionsError: malformed, a policy RabbitMQ would refuse, or runtime parameters
+                embroker cannot honour.
             AMQPError: a declaration RabbitMQ would refuse too (406 for a conflicting one).
         """
-        _definitions.load_definitions(self, source, vhost=vhost)
+        return _definitions.load_definitions(self, source, vhost=vhost,
+                                             ignore_unsupported=ignore_unsupported)
 
     def definitions(self) -> dict[str, Any]:
         """This broker as a RabbitMQ definitions document (loads with
