@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from .admin import ReferenceAdmin, model_admin
 from .harness import (
     PROPERTY_NAMES,
     BrokerError,
@@ -53,6 +54,10 @@ class InProcessDriver:
 
     def finish(self, queues: Iterable[str], exchanges: Iterable[str]) -> None:
         pass  # the broker is thrown away
+
+    def admin(self, command: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """A policy command (``set_policy``...: see ``admin.py``) on the broker."""
+        model_admin(self.broker, command, args, kwargs)
 
 
 class _InProcessConnection:
@@ -209,6 +214,7 @@ class PikaDriver:
         logging.getLogger("pika").setLevel(logging.ERROR)
         self.url = url
         self.label = label or f"pika {safe_url(url)}"
+        self._admin: ReferenceAdmin | None = None
 
     def _parameters(self) -> Any:
         import pika
@@ -241,6 +247,13 @@ class PikaDriver:
                 with contextlib.suppress(Exception):
                     conn.close()
 
+    def admin(self, command: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """A policy command (``set_policy``...) on the broker behind the URL (see
+        ``admin.py``)."""
+        if self._admin is None:
+            self._admin = ReferenceAdmin(self.url)
+        self._admin.call(command, args, kwargs)
+
     @staticmethod
     def check_reachable(url: str) -> str | None:
         """None when ``url`` answers; else why not."""
@@ -268,6 +281,9 @@ class WireDriver(PikaDriver):
 
     def finish(self, queues: Iterable[str], exchanges: Iterable[str]) -> None:
         pass  # the broker is thrown away
+
+    def admin(self, command: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        model_admin(self.broker, command, args, kwargs)
 
     def stop(self) -> list[BaseException]:
         self.server.stop()
