@@ -18,6 +18,7 @@ suits, a policy changed on a queue that holds messages, and RabbitMQ's validatio
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -89,10 +90,8 @@ class Admin:
         """Clear what is still set (not recorded; never raises)."""
         for name, operator in reversed(self._set):
             command = "clear_operator_policy" if operator else "clear_policy"
-            try:
+            with contextlib.suppress(Exception):  # cleaning up is not an observation
                 self.s.driver.admin(command, (name,), {})  # type: ignore[attr-defined]
-            except Exception:  # noqa: BLE001, S110 - cleaning up is not an observation
-                pass
         self._set.clear()
 
 
@@ -214,11 +213,11 @@ def scenario_policy_overflow_precedence(s: Session, admin: Admin) -> None:
     ch = confirming(s)
     admin.set_policy("reject", "^reject-", {"overflow": "reject-publish"}, apply_to="queues")
     admin.set_policy("drop", "^drop-", {"overflow": "drop-head"}, apply_to="queues")
-    for base, arguments in {"reject-policy": {"x-max-length": 1},
-                            "reject-policy-drop-arg": {"x-max-length": 1,
-                                                       "x-overflow": "drop-head"},
-                            "drop-policy-reject-arg": {"x-max-length": 1,
-                                                       "x-overflow": "reject-publish"}}.items():
+    queues: dict[str, dict[str, Any]] = {
+        "reject-policy": {"x-max-length": 1},
+        "reject-policy-drop-arg": {"x-max-length": 1, "x-overflow": "drop-head"},
+        "drop-policy-reject-arg": {"x-max-length": 1, "x-overflow": "reject-publish"}}
+    for base, arguments in queues.items():
         ch.queue_declare(s.name(base), arguments=arguments)
         publish(ch, s.name(base), 2)
         s.expect(bodies(s, ch, s.name(base)),
