@@ -278,7 +278,9 @@ def export_definitions(broker: Broker) -> dict[str, Any]:
                 if queue.exclusive:
                     continue
                 arguments = dict(queue.arguments)
-                qtype = arguments.pop("x-queue-type", "classic")
+                # As RabbitMQ writes it: the type, and x-queue-type kept in the arguments
+                # (its import reads the type from there).
+                qtype = arguments.get("x-queue-type", "classic")
                 queues.append({"name": queue.name, "vhost": vname, "durable": queue.durable,
                                "auto_delete": queue.auto_delete, "type": qtype,
                                "arguments": arguments})

@@ -112,7 +112,7 @@ def _chars(codes: Iterable[int]) -> str:
 def _float(value: float) -> str:
     # io_lib_format:fwrite_g/1: the shortest digits that read back as the same float (Python's
     # repr finds the same ones), written plainly or with an exponent, whichever is shorter
-    # (plainly on a tie).
+    # (plainly on a tie), and always with an exponent from 2**53 on.
     sign = "-" if value < 0 else ""
     head, _, exp = repr(abs(value)).partition("e")
     whole, _, frac = head.partition(".")
@@ -129,7 +129,8 @@ def _float(value: float) -> str:
     else:
         plain = digits[:place] + "." + digits[place:]
     scientific = f"{digits[0]}.{digits[1:] or '0'}e{place - 1}"
-    return sign + (scientific if len(scientific) < len(plain) else plain)
+    shorter = len(scientific) < len(plain) or abs(value) >= 2.0 ** 53
+    return sign + (scientific if shorter else plain)
 
 
 def _flat(value: Any) -> str:
