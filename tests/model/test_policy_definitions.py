@@ -110,8 +110,8 @@ def test_the_export_loads_with_rabbitmqs_policies() -> None:
                    q.effective_policy_definition) for name, q in vhost.queues.items()}
     assert seen == RABBITMQ_POLICIES
     # RabbitMQ lists ha-all on every exchange, the default and amq.* ones included.
-    assert {name: x.policy.name for name, x in vhost.exchanges.items()  # type: ignore[union-attr]
-            } == {**{name: "ha-all" for name in vhost.exchanges}, "orders": "ae"}
+    assert {name: x.policy.name for name, x in vhost.exchanges.items()
+            } == {**dict.fromkeys(vhost.exchanges, "ha-all"), "orders": "ae"}
     assert vhost.exchanges["orders"].alternate_exchange == "unrouted"
     assert broker.list_vhost_limits(VHOST) == {"max-connections": 100, "max-queues": 50}
     assert vhost.queues["orders.paid"].effective_arguments == {
