@@ -9,6 +9,7 @@ import sys
 import threading
 
 from . import Broker, __version__
+from .errors import AMQPError, DefinitionsError
 from .server import PortInUse, Server
 
 
@@ -24,6 +25,16 @@ def _serve(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     users = dict(args.user) if args.user else None
     broker = Broker(vhosts=tuple(args.vhost or ["/"]), users=users)
+    if args.definitions is not None:
+        # As RabbitMQ's load_definitions setting: the file is loaded before clients connect.
+        try:
+            ignored = broker.load_definitions(args.definitions,
+                                              ignore_unsupported=args.ignore_unsupported)
+        except (OSError, DefinitionsError, AMQPError) as exc:
+            print(f"embroker: cannot load {args.definitions}: {exc}", file=sys.stderr)
+            return 1
+        for item in ignored:
+            print(f"embroker: ignored from {args.definitions}: {item}", file=sys.stderr)
     try:
         server = Server(broker, args.host, args.port, heartbeat=args.heartbeat)
     except PortInUse as exc:
@@ -78,6 +89,14 @@ def main(argv: list[str] | None = None) -> int:
                        help="a virtual host to create (repeatable; default /)")
     serve.add_argument("--user", action="append", type=_user, metavar="NAME:PASSWORD",
                        help="a user to accept (repeatable; default guest:guest)")
+    serve.add_argument("--definitions", metavar="FILE",
+                       help="a RabbitMQ definitions file to load at start (rabbitmqctl "
+                            "export_definitions): exchanges, queues, bindings, policies, "
+                            "operator policies, limits, users...")
+    serve.add_argument("--ignore-unsupported", action="store_true",
+                       help="with --definitions: leave out the runtime parameters embroker "
+                            "cannot honour (shovels, federation upstreams) and list them, "
+                            "instead of refusing the file")
     serve.add_argument("--heartbeat", type=int, default=60,
                        help="heartbeat interval offered to clients, seconds (0 for none)")
     serve.add_argument("--quiet", action="store_true", help="log only warnings and errors")
