@@ -25,6 +25,8 @@ from ._exchange import Exchange as Exchange
 from ._message import PROPERTY_NAMES as PROPERTY_NAMES
 from ._message import Message as Message
 from ._message import QueuedMessage as QueuedMessage
+from ._policy import Policy as Policy
+from ._policy import QueueSettings as QueueSettings
 from ._queue import Queue as Queue
 from ._trace import RoutingDecision as RoutingDecision
 from ._vhost import DeclareOk as DeclareOk
@@ -33,6 +35,6 @@ from ._vhost import VirtualHost as VirtualHost
 __all__ = [
     "PROPERTY_NAMES", "Binding", "Broker", "Cancelled", "Channel", "ChannelEvent", "Clock",
     "Confirmed", "Connection", "Consumer", "DeclareOk", "Delivered", "Delivery", "Exchange",
-    "ManualClock", "Message", "Queue", "QueuedMessage", "Returned", "RoutingDecision",
-    "SystemClock", "Timer", "VirtualHost",
+    "ManualClock", "Message", "Policy", "Queue", "QueueSettings", "QueuedMessage", "Returned",
+    "RoutingDecision", "SystemClock", "Timer", "VirtualHost",
 ]

@@ -208,6 +208,19 @@ def test_expires_from_a_policy_counts_from_when_it_was_set(clocked: Broker) -> N
     assert "q" not in clocked.queues
 
 
+def test_any_policy_change_restarts_the_expires_countdown(clocked: Broker) -> None:
+    """As RabbitMQ's queue re-reads every setting when its policy changes (measured: a queue
+    with x-expires 1.5 s given a max-length policy after 1 s went at 2.5 s)."""
+    ch = clocked.connect().channel()
+    ch.queue_declare("q", arguments={"x-expires": 1500})
+    clocked.clock.advance(1)  # type: ignore[attr-defined]
+    clocked.set_policy("cap", "^q$", {"max-length": 100})
+    clocked.clock.advance(1)  # type: ignore[attr-defined]
+    assert "q" in clocked.queues
+    clocked.clock.advance(0.6)  # type: ignore[attr-defined]
+    assert "q" not in clocked.queues
+
+
 def test_clearing_an_expires_policy_stops_the_countdown(clocked: Broker) -> None:
     ch = clocked.connect().channel()
     clocked.set_policy("exp", "^q$", {"expires": 1000})
