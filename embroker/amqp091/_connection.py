@@ -47,6 +47,7 @@ from ..model import Cancelled, ChannelEvent, Confirmed, Delivered, Returned
 from ..model._connection import channel_already_open
 from . import _handshake
 from ._assembly import Command, CommandReader
+from ._confirms import coalesce
 from ._dispatch import ROUTES, WithContent
 from ._frames import (
     FRAME_MIN_SIZE,
@@ -94,6 +95,13 @@ FRAME_MAX: Final = 131072
 HEARTBEAT: Final = 60
 #: How long to wait for connection.close-ok after sending connection.close (seconds).
 CLOSE_OK_TIMEOUT: Final = 1.0
+#: After answering a client's connection.close, how long to leave the socket for the client to
+#: close (what it still writes is discarded), as RabbitMQ 3.10 does: a client may have
+#: publishes queued behind its close, and closing first would fail its writes.
+CLOSE_LINGER: Final = 30.0
+#: How long a client may take from connecting to connection.open (RabbitMQ's
+#: handshake_timeout); a slower one is disconnected, with no frame, as RabbitMQ does.
+HANDSHAKE_TIMEOUT: Final = 10.0
 
 
 class ConnectionState(enum.Enum):
@@ -128,11 +136,14 @@ class ServerConnection:
             :meth:`receive_data` being the cause, e.g. a delivery caused by another connection;
             the listener uses it to wake its loop.
         heartbeat, frame_max, channel_max: what connection.tune offers.
+        handshake_timeout: how long the client may take from connecting to connection.open; a
+            client too slow is disconnected (the socket closes, as RabbitMQ's does).
     """
 
     def __init__(self, broker: Broker, *, peer: str = "", on_output: Callable[[], None] | None = None,
                  heartbeat: int = HEARTBEAT, frame_max: int = FRAME_MAX,
-                 channel_max: int = CHANNEL_MAX) -> None:
+                 channel_max: int = CHANNEL_MAX,
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT) -> None:
         self.broker = broker
         self.peer = peer
         self.state = ConnectionState.HEADER
@@ -149,9 +160,16 @@ class ServerConnection:
         self.model: ModelConnection | None = None
         self.channels: dict[int, ModelChannel] = {}
         self._closing_channels: set[int] = set()
+        # Publish outcomes (delivery tag, accepted) not yet confirmed on the wire, per channel:
+        # sent together at the end of each read (see _confirms), or before the channel's next
+        # frame.
+        self._confirms: dict[int, list[tuple[int, bool]]] = {}
+        self._reading = False
         now = broker.clock.monotonic()
         self._last_received = now
         self._last_sent = now
+        self._handshake_deadline = now + handshake_timeout
+        self._linger_until = now
         #: The reason the connection closed, when an error closed it.
         self.close_reason: AMQPError | None = None
         #: True once everything there is to send has been queued and the socket should close.
@@ -160,6 +178,9 @@ class ServerConnection:
         #: Set when this connection published while the broker blocks publishers: the owner
         #: stops reading from it until the broker unblocks.
         self.blocked = False
+        #: An unexpected error met while sending it what the model said (a delivery caused by
+        #: another connection, say): the owner reports it and calls :meth:`internal_error`.
+        self.failure: Exception | None = None
 
     def __repr__(self) -> str:
         return f"<ServerConnection {self.peer or id(self)} {self.state.name}>"
@@ -176,18 +197,36 @@ class ServerConnection:
         return data
 
     @property
+    def closed(self) -> bool:
+        """Whether the connection is closed (the socket may still be open for a while)."""
+        return self.state is ConnectionState.CLOSED
+
+    @property
     def has_output(self) -> bool:
         """Whether :meth:`data_to_send` has something, or the socket should close."""
         return bool(self._out) or self.should_close
 
     def _send_method(self, channel: int, method: Method) -> None:
+        if self._confirms:  # what was confirmed goes first: before the channel's next frame,
+            for pending in [channel] if channel else list(self._confirms):  # or a close
+                if pending in self._confirms:
+                    self._send_confirms(pending)
         self._out.append(encode_method_frame(channel, method))
 
     def _send_content(self, channel: int, method: Method, message: Message) -> None:
         # A message leaves with the properties it came in with when the broker did not change
         # them (no re-encoding), split into body frames by the negotiated frame-max.
+        if channel in self._confirms:
+            self._send_confirms(channel)
         self._out.append(encode_message(channel, method, message.body, self.frame_max,
                                         message.properties, message.encoded_properties))
+
+    def _send_confirms(self, channel: int) -> None:
+        for tag, multiple, ack in coalesce(self._confirms.pop(channel)):
+            # (RabbitMQ's publisher nacks carry requeue=true, the record's default.)
+            self._out.append(encode_method_frame(channel, BasicAck(
+                delivery_tag=tag, multiple=multiple) if ack else BasicNack(
+                delivery_tag=tag, multiple=multiple, requeue=True)))
 
     def receive_data(self, data: bytes) -> None:
         """Feed bytes received from the client; replies queue up for :meth:`data_to_send`.
@@ -197,11 +236,14 @@ class ServerConnection:
         Never raises for anything the client sends.
         """
         if self.state is ConnectionState.CLOSED:
+            if not data:
+                self.connection_lost()  # the client closed its side after our close-ok
             return
         if not data:
             self.connection_lost()
             return
         self._last_received = self.broker.clock.monotonic()
+        self._reading = True
         try:
             if self.state is ConnectionState.HEADER:
                 self._inbox += data
@@ -209,24 +251,32 @@ class ServerConnection:
                     return
                 data, self._inbox = bytes(self._inbox[8:]), bytearray()
             for command in self._reader.feed(data):  # heartbeats count as received, nothing more
-                if self.should_close:
-                    return
-                if command.channel in self._closing_channels:
-                    self._while_channel_closing(command)
-                    continue
+                if self.closed:
+                    return  # what a client sends after its close (or ours) is discarded
                 try:
-                    self._dispatch(command)
+                    if command.channel in self._closing_channels:
+                        self._while_channel_closing(command)
+                    else:
+                        self._dispatch(command)
                 except AMQPError as exc:
                     self._fail(exc)  # a connection exception: wait for the client's close-ok
         except ConnectionException as exc:
             # The byte stream itself is broken (framing, syntax, content order): nothing after
             # it can be trusted, so close right after saying why (section 4.2.3).
             self._fail(exc, drop=True)
+        finally:
+            self._reading = False
+            for channel in list(self._confirms):
+                self._send_confirms(channel)
 
     def connection_lost(self) -> None:
         """The socket is gone: release everything the connection held."""
-        self.state = ConnectionState.CLOSED
+        self._release()
         self.should_close = True
+
+    def _release(self) -> None:
+        # Closed: channels closed (unacknowledged messages requeued), exclusive queues gone.
+        self.state = ConnectionState.CLOSED
         if self.model is not None:
             self.model.close()
 
@@ -243,7 +293,7 @@ class ServerConnection:
             self.should_close = True
             return False
         self.state = ConnectionState.START_OK
-        self._send_method(0, _handshake.start())
+        self._send_method(0, _handshake.start(self.broker))
         return True
 
     def _handshake(self, method: Method) -> None:
@@ -261,7 +311,11 @@ class ServerConnection:
                                                 frame_max=self._offer.frame_max,
                                                 heartbeat=self._offer.heartbeat))
         elif isinstance(method, ConnectionTuneOk):
-            tuned = _handshake.tune(self._offer, method)
+            try:
+                tuned = _handshake.tune(self._offer, method)
+            except NotAllowed as exc:
+                self._fail(exc, drop=True)  # nothing was agreed: no close-ok to wait for
+                return
             self.channel_max, self.frame_max, self.heartbeat = tuned
             self._reader.frame_max = tuned.frame_max
             self.state = ConnectionState.OPEN_VHOST
@@ -338,7 +392,8 @@ class ServerConnection:
     def _connection_method(self, method: Method) -> None:
         if isinstance(method, ConnectionClose):
             self._send_method(0, ConnectionCloseOk())
-            self.connection_lost()
+            self._release()
+            self._linger_until = self.broker.clock.monotonic() + CLOSE_LINGER
         elif isinstance(method, ConnectionCloseOk):
             self.connection_lost()  # the client answered a close it did not see coming
         elif isinstance(method, ConnectionUpdateSecret):
@@ -371,13 +426,18 @@ class ServerConnection:
         self._send_method(number, ChannelOpenOk())
 
     def _while_channel_closing(self, command: Command) -> None:
-        # After channel.close was sent, only channel.close and close-ok count (section 2.3.7).
+        # After channel.close was sent, the channel waits for close-ok and ignores the rest
+        # (section 2.3.7). A close that crossed ours is answered, and the wait goes on; a
+        # channel.open before the close-ok is refused, as RabbitMQ does.
         method = command.method
-        if isinstance(method, (ChannelClose, ChannelCloseOk)):
-            if isinstance(method, ChannelClose):
-                self._send_method(command.channel, ChannelCloseOk())
+        if isinstance(method, ChannelCloseOk):
             self._closing_channels.discard(command.channel)
             self._reader.forget(command.channel)
+        elif isinstance(method, ChannelClose):
+            self._send_method(command.channel, ChannelCloseOk())
+            self._reader.forget(command.channel)
+        elif isinstance(method, ChannelOpen):
+            raise channel_already_open().with_method(method.CLASS_ID, method.METHOD_ID)
 
     # -- errors: the one place that closes -----------------------------------------------------
 
@@ -393,8 +453,9 @@ class ServerConnection:
                 client's close-ok (the byte stream cannot be trusted, or the login failed).
             tell: whether to send the connection.close at all.
         """
-        reason = (error.reply_code, error.reply_text[:255], error.class_id, error.method_id)
+        reason = (error.reply_code, error.wire_reply_text, error.class_id, error.method_id)
         if channel and isinstance(error, ChannelException):
+            self._confirms.pop(channel, None)  # as RabbitMQ: a closing channel confirms nothing
             model = self.channels.pop(channel, None)
             if model is not None:
                 model.close()
@@ -422,6 +483,12 @@ class ServerConnection:
         if self.state not in (ConnectionState.CLOSED, ConnectionState.CLOSING):
             self._fail(error)
 
+    def internal_error(self, error: ConnectionException) -> None:
+        """A bug met while serving this connection: tell the client (541, when it can still
+        read a close) and close the socket without waiting, releasing what it held."""
+        if self.state is not ConnectionState.CLOSED:
+            self._fail(error, drop=True)
+
     # -- time ----------------------------------------------------------------------------------
 
     def tick(self) -> float | None:
@@ -431,12 +498,27 @@ class ServerConnection:
             when to call again (on the broker clock's monotonic time), or ``None``.
         """
         now = self.broker.clock.monotonic()
+        if self.state in _EXPECTED or self.state is ConnectionState.HEADER:
+            if now >= self._handshake_deadline:
+                self.close_reason = FrameError(  # (the socket closes with no frame)
+                    f"handshake timeout: the client did not finish the handshake in time "
+                    f"(stopped {self.state.value})")
+                self.connection_lost()
+                return None
+            return self._handshake_deadline
         if self.state is ConnectionState.CLOSING:
             if now - self._closing_since >= CLOSE_OK_TIMEOUT:
                 self.connection_lost()  # the client never answered our connection.close
                 return None
             return self._closing_since + CLOSE_OK_TIMEOUT
-        if self.heartbeat <= 0 or self.state is ConnectionState.CLOSED:
+        if self.state is ConnectionState.CLOSED:
+            if self.should_close:
+                return None
+            if now >= self._linger_until:
+                self.should_close = True  # the client never closed its side
+                return None
+            return self._linger_until
+        if self.heartbeat <= 0:
             return None
         if now - self._last_received > 2 * self.heartbeat:
             self.close_reason = FrameError("missed heartbeats from client, timeout: "
@@ -468,15 +550,24 @@ class ServerConnection:
             self._on_output()
 
     def _on_event(self, event: ChannelEvent) -> None:
+        # The model's events come in the middle of its work (another connection's publish, a
+        # timer): a failure here is this connection's alone and must not unwind the model.
+        try:
+            self._send_event(event)
+        except Exception as exc:
+            self.failure = exc
+        self._output_ready()
+
+    def _send_event(self, event: ChannelEvent) -> None:
         if isinstance(event, Delivered):
             self._send_content(event.channel, BasicDeliver(
                 consumer_tag=event.consumer_tag, delivery_tag=event.delivery_tag,
                 redelivered=event.redelivered, exchange=event.exchange,
                 routing_key=event.routing_key), event.message)
         elif isinstance(event, Confirmed):
-            self._send_method(event.channel, BasicAck(
-                delivery_tag=event.delivery_tag, multiple=event.multiple) if event.ack else
-                BasicNack(delivery_tag=event.delivery_tag, multiple=event.multiple, requeue=False))
+            self._confirms.setdefault(event.channel, []).append((event.delivery_tag, event.ack))
+            if not self._reading:
+                self._send_confirms(event.channel)
         elif isinstance(event, Returned):
             self._send_content(event.channel, BasicReturn(
                 reply_code=event.reply_code, reply_text=event.reply_text,
@@ -486,4 +577,3 @@ class ServerConnection:
                 return
             self._send_method(event.channel, BasicCancel(consumer_tag=event.consumer_tag,
                                                          no_wait=True))
-        self._output_ready()

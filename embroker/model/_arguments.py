@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .. import _erlang
 from ..errors import PreconditionFailed
 
 __all__ = [
@@ -253,10 +254,13 @@ def parse_expiration(value: Any) -> float:
 
     Raises:
         PreconditionFailed: (406) not a non-negative integer, with RabbitMQ's text
-            (``invalid expiration 'soon': no_integer``).
+            (``invalid expiration 'soon': no_integer``), its Erlang term printed as RabbitMQ's
+            ``~p`` prints it (long ones broken over two lines).
     """
     text = value if isinstance(value, str) else str(value)
-    # Erlang's string:to_integer: an optional sign and digits, then whatever is left over.
+    prefix = f"invalid expiration '{text}': "
+    column = len(prefix.encode("utf-8", "surrogateescape"))
+    # Erlang's string:to_integer over the bytes: an optional sign and digits, then the rest.
     match = re.match(r"[+-]?[0-9]+", text)
     if match is None:
         reason = "no_integer"
@@ -264,10 +268,12 @@ def parse_expiration(value: Any) -> float:
         number = int(match.group())
         rest = text[match.end():]
         if rest:
-            reason = f'{{leftover_string,"{rest}"}}'
+            reason = _erlang.pair("leftover_string",
+                                  _erlang.string(rest.encode("utf-8", "surrogateescape")), column)
+        elif number < 0:
+            reason = _erlang.pair("value_negative", str(number), column)
+        elif number > MAX_EXPIRY:
+            reason = _erlang.pair("value_too_large", str(number), column)
         else:
-            error = _expiry(number)
-            if error is None:
-                return number / 1000
-            reason = error
-    raise PreconditionFailed(f"invalid expiration '{text}': {reason}")
+            return number / 1000
+    raise PreconditionFailed(prefix + reason)

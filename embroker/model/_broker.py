@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._version import __version__
 from ..errors import NotAllowed
 from . import _definitions
 from ._clock import Clock, SystemClock
@@ -17,7 +18,35 @@ from ._queue import Queue
 from ._trace import Trace
 from ._vhost import VirtualHost
 
-__all__ = ["Broker"]
+__all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "Broker"]
+
+#: RabbitMQ's default ``max_message_size``: 128 MiB.
+DEFAULT_MAX_MESSAGE_SIZE = 128 * 1024 * 1024
+
+
+def _server_properties(as_rabbitmq: str | None,
+                       overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    if as_rabbitmq is None:
+        properties: dict[str, Any] = {
+            "product": "embroker", "version": __version__, "platform": "Python",
+            "copyright": "embroker contributors", "cluster_name": "embroker",
+            "information": "embroker: an embedded AMQP broker with RabbitMQ's semantics, for "
+                           "tests",
+        }
+    else:
+        properties = {
+            "product": "RabbitMQ", "version": as_rabbitmq, "platform": "Erlang/OTP 25.2.3",
+            "copyright": "Copyright (c) 2007-2022 VMware, Inc. or its affiliates.",
+            "cluster_name": "rabbit@embroker",
+            "information": f"embroker {__version__} presenting itself as RabbitMQ {as_rabbitmq}: "
+                           "an embedded AMQP broker with RabbitMQ's semantics, for tests",
+        }
+    if overrides:
+        if "capabilities" in overrides:
+            raise ValueError("server_properties cannot set 'capabilities': they are what the "
+                             "protocol layer implements")
+        properties.update(overrides)
+    return properties
 
 
 class Broker(PolicyCommands):
@@ -29,6 +58,21 @@ class Broker(PolicyCommands):
         users: user names and passwords the listener accepts (``guest``/``guest`` by default).
         trace_limit: how many routing decisions :attr:`trace` keeps (oldest dropped first).
         trace_bytes: how many message body bytes :attr:`trace` may keep alive.
+        max_message_size: the largest message body a client may publish, in bytes (RabbitMQ's
+            ``max_message_size``, 128 MiB by default); a larger one is refused with 406.
+        server_properties: what the broker says of itself to clients (AMQP 0-9-1
+            ``connection.start``'s server-properties; ``product``, ``version``, ``platform``,
+            ``cluster_name``, ``information``...), over the defaults; ``capabilities`` are the
+            protocol layer's and cannot be set here.
+        as_rabbitmq: present the broker as that RabbitMQ version (``"3.10.8"``): product
+            ``RabbitMQ``, that version, RabbitMQ's platform and cluster-name style, and an
+            ``information`` that still says it is embroker. For clients and tools that branch
+            on the product (RabbitMQ's AMQP 1.0 client, amqplib's tests). ``server_properties``
+            still apply on top.
+        memory_high_watermark: when the message bodies held in queues pass this many bytes,
+            publishers are blocked as by RabbitMQ's memory alarm (connection.blocked, and the
+            listener stops reading from connections that publish) until they drop below it
+            again; checked by :meth:`tick` and by the listener. ``None``: no limit.
 
     Every call into the model, from the listener's thread or a test's, runs under the broker's
     one lock (held by the in-process client, the listener and the testing helpers, never by the
@@ -41,7 +85,11 @@ class Broker(PolicyCommands):
 
     def __init__(self, *, clock: Clock | None = None, vhosts: tuple[str, ...] = ("/",),
                  users: Mapping[str, str] | None = None, trace_limit: int = 10_000,
-                 trace_bytes: int = 64 * 1024 * 1024) -> None:
+                 trace_bytes: int = 64 * 1024 * 1024,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 memory_high_watermark: int | None = None,
+                 server_properties: Mapping[str, Any] | None = None,
+                 as_rabbitmq: str | None = None) -> None:
         self._lock = threading.RLock()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.users: dict[str, str] = dict(users) if users is not None else {"guest": "guest"}
@@ -49,6 +97,11 @@ class Broker(PolicyCommands):
         self.connections: dict[int, Connection] = {}
         #: The most recent routing decisions, oldest first.
         self.trace = Trace(trace_limit, trace_bytes)
+        #: What the broker says of itself to clients (see ``server_properties`` above).
+        self.server_properties = _server_properties(as_rabbitmq, server_properties)
+        self.max_message_size = max_message_size
+        self.memory_high_watermark = memory_high_watermark
+        self._memory_alarm = False
         self.publishers_blocked = False
         self.blocked_reason = ""
         # Called with (blocked, reason) when publishers are blocked or unblocked; a listener
@@ -146,9 +199,38 @@ class Broker(PolicyCommands):
     # -- time ----------------------------------------------------------------------------------
 
     def tick(self) -> int:
-        """Run the work that has fallen due (expiries...); returns how many timers ran."""
+        """Run the work that has fallen due (expiries...) and check the memory watermark;
+        returns how many timers ran."""
         with self._lock:
-            return self.clock.run_due()
+            ran = self.clock.run_due()
+            self.check_resources()
+            return ran
+
+    def held_bytes(self) -> int:
+        """Bytes of message bodies ready in queues, in every vhost (what the memory watermark
+        measures).
+
+        Runtime complexity: ``O(queues)``.
+        """
+        with self._lock:
+            return sum(q.message_bytes for vhost in self.vhosts.values()
+                       for q in vhost.queues.values())
+
+    def check_resources(self) -> None:
+        """Raise or clear the memory alarm against :attr:`memory_high_watermark`, as RabbitMQ
+        does (publishers blocked while the alarm lasts). An alarm does not clear publishers
+        blocked by :meth:`block_publishers` for another reason."""
+        limit = self.memory_high_watermark
+        if limit is None and not self._memory_alarm:
+            return
+        with self._lock:
+            over = limit is not None and self.held_bytes() > limit
+            if over and not self._memory_alarm and not self.publishers_blocked:
+                self._memory_alarm = True
+                self.block_publishers("low on memory")
+            elif not over and self._memory_alarm:
+                self._memory_alarm = False
+                self.unblock_publishers()
 
     # -- the trace -----------------------------------------------------------------------------
 

@@ -84,7 +84,8 @@ def test_cli_says_in_one_line_that_the_port_is_taken() -> None:
 def test_cli_serves_until_interrupted() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "embroker", "serve", "--port", "0", "--host", "127.0.0.1",
-         "--vhost", "/", "--vhost", "other", "--user", "app:secret", "--quiet"],
+         "--vhost", "/", "--vhost", "other", "--user", "app:secret", "--quiet",
+         "--as-rabbitmq", "3.10.8", "--server-property", "cluster_name=ci"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -93,6 +94,9 @@ def test_cli_serves_until_interrupted() -> None:
         assert url.startswith("amqp://app:secret@127.0.0.1:")
         conn = pika.BlockingConnection(pika.URLParameters(url + "other"))
         conn.channel().queue_declare("q")
+        properties = conn._impl.server_properties
+        assert (properties["product"], properties["version"], properties["cluster_name"]) == (
+            "RabbitMQ", "3.10.8", "ci")
         conn.close()
     finally:
         proc.send_signal(2)  # SIGINT, as Ctrl-C
