@@ -55,7 +55,8 @@ Keys that have no effect in one in-memory node are accepted and kept: ``queue-mo
 warns (:class:`~embroker.errors.PolicyWarning`).
 
 Validation follows RabbitMQ's validators, in their order, with their texts: Erlang prints the
-values (``<<"x">> is not a valid overflow value``), which :func:`erlang_term` reproduces.
+values (``<<"x">> is not a valid overflow value``), which :func:`embroker._erlang.term`
+reproduces.
 
 Virtual host limits (``rabbitmqctl set_vhost_limits``): ``max-queues`` refuses a new queue
 (406 ``cannot declare queue 'q': queue limit in vhost '/' (5) is reached``), ``max-connections``
@@ -69,11 +70,12 @@ import json
 import re
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Union, cast, final
 
+from .. import _erlang
 from ..errors import DefinitionsError, NotAllowed, PolicyError, PolicyWarning, PreconditionFailed
 
 if TYPE_CHECKING:
@@ -85,103 +87,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APPLY_TO", "OPERATOR_KEYS", "Policies", "Policy", "PolicyCommands", "QueueSettings",
-    "alternate_exchange", "effective_definition", "erlang_term", "queue_settings",
+    "alternate_exchange", "effective_definition", "queue_settings",
     "validate_policy",
 ]
 
 #: What a policy may apply to.
 APPLY_TO: Final = ("all", "exchanges", "queues")
-
-# -- Erlang's ~p, for RabbitMQ's messages ----------------------------------------------------------
-
-#: The widest term Erlang's ``~p`` prints on one line (measured: 78 characters fit, 79 wrap).
-_LINE = 78
-_ESCAPES = {ord('"'): '\\"', ord("\\"): "\\\\", 10: "\\n", 13: "\\r", 9: "\\t", 11: "\\v",
-            8: "\\b", 12: "\\f", 27: "\\e"}
-
-
-def _printable(code: int) -> bool:
-    # io_lib:printable_latin1_list/1
-    return 32 <= code <= 126 or 160 <= code <= 255 or code in (8, 9, 10, 11, 12, 13, 27)
-
-
-def _chars(codes: Iterable[int]) -> str:
-    return "".join(_ESCAPES.get(c, chr(c)) for c in codes)
-
-
-def _float(value: float) -> str:
-    # io_lib_format:fwrite_g/1: the shortest digits that read back as the same float (Python's
-    # repr finds the same ones), written plainly or with an exponent, whichever is shorter
-    # (plainly on a tie), and always with an exponent from 2**53 on.
-    sign = "-" if value < 0 else ""
-    head, _, exp = repr(abs(value)).partition("e")
-    whole, _, frac = head.partition(".")
-    place = len(whole) + (int(exp) if exp else 0)  # the value is 0.DIGITS * 10**place
-    digits = (whole + frac).lstrip("0")
-    place -= len(whole + frac) - len(digits)
-    digits = digits.rstrip("0")
-    if not digits:
-        return f"{sign}0.0"
-    if place <= 0:
-        plain = "0." + "0" * -place + digits
-    elif place >= len(digits):
-        plain = digits + "0" * (place - len(digits)) + ".0"
-    else:
-        plain = digits[:place] + "." + digits[place:]
-    scientific = f"{digits[0]}.{digits[1:] or '0'}e{place - 1}"
-    shorter = len(scientific) < len(plain) or abs(value) >= 2.0 ** 53
-    return sign + (scientific if shorter else plain)
-
-
-def _flat(value: Any) -> str:
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _float(value)
-    if isinstance(value, str):
-        raw = value.encode()
-        if all(_printable(b) for b in raw):
-            return f'<<"{_chars(raw)}">>'
-        return "<<" + ",".join(str(b) for b in raw) + ">>"
-    if isinstance(value, tuple):
-        return "{" + ",".join(_flat(v) for v in value) + "}"
-    if isinstance(value, list):
-        if value and all(isinstance(v, int) and not isinstance(v, bool) and _printable(v)
-                         for v in value):
-            return f'"{_chars(value)}"'
-        return "[" + ",".join(_flat(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        items = sorted(value.items(), key=lambda kv: _term_order(kv[0]))
-        return "#{" + ",".join(f"{_flat(k)} => {_flat(v)}" for k, v in items) + "}"
-    return repr(value)
-
-
-def _term_order(key: Any) -> tuple[int, Any]:
-    # Erlang's term order for what JSON can hold as keys: numbers < atoms < binaries.
-    if isinstance(key, str):
-        return (2, key.encode())
-    return (0, key) if isinstance(key, (int, float)) else (1, str(key))
-
-
-def erlang_term(value: Any) -> str:
-    """A JSON value as RabbitMQ prints it in its messages (Erlang's ``~p``): strings are
-    binaries, ``null`` and booleans atoms, floats in Erlang's shortest form, and a list too wide
-    for one line has one element per line (deeper wrapping is not reproduced).
-
-    >>> erlang_term("x"), erlang_term(1000.0), erlang_term([("a", 1)]), erlang_term({"a": None})
-    ('<<"x">>', '1.0e3', '[{<<"a">>,1}]', '#{<<"a">> => null}')
-    """
-    flat = _flat(value)
-    if isinstance(value, list) and len(flat) > _LINE and not flat.startswith('"'):
-        return "[" + ",\n ".join(_flat(v) for v in value) + "]"
-    return flat
-
 
 # -- the keys and their validators (rabbit_policies, rabbit_mirror_queue_misc...) -----------------
 
@@ -196,20 +107,20 @@ def _integer(minimum: int, what: str, maximum: int | None = None) -> _Check:
     def check(value: Any) -> str | None:
         if _is_int(value) and value >= minimum and (maximum is None or value <= maximum):
             return None
-        return f"{erlang_term(value)} is not a valid {what}"
+        return f"{_erlang.term(value)} is not a valid {what}"
     return check
 
 
 def _string(what: str) -> _Check:
     def check(value: Any) -> str | None:
-        return None if isinstance(value, str) else f"{erlang_term(value)} is not a valid {what}"
+        return None if isinstance(value, str) else f"{_erlang.term(value)} is not a valid {what}"
     return check
 
 
 def _one_of(choices: tuple[Any, ...], what: str) -> _Check:
     def check(value: Any) -> str | None:
         ok = any(type(value) is type(c) and value == c for c in choices)
-        return None if ok else f"{erlang_term(value)} is not a valid {what}"
+        return None if ok else f"{_erlang.term(value)} is not a valid {what}"
     return check
 
 
@@ -221,7 +132,7 @@ def _max_age(value: Any) -> str | None:
     match = _MAX_AGE.fullmatch(value) if isinstance(value, str) else None
     if match is not None and int(match.group(1)) > 0:
         return None
-    return f"{erlang_term(value)} is not a valid max age"
+    return f"{_erlang.term(value)} is not a valid max age"
 
 
 #: rabbit_policies: the keys RabbitMQ itself validates, with their checks (in policies).
@@ -268,7 +179,7 @@ def _validate_locator(terms: list[tuple[str, Any]]) -> str | None:
     value = terms[0][1]
     if isinstance(value, str) and value in _MASTER_LOCATORS:
         return None
-    return f"{erlang_term(value)} invalid queue-master-locator value"
+    return f"{_erlang.term(value)} invalid queue-master-locator value"
 
 
 def _validate_builtin(terms: list[tuple[str, Any]]) -> str | None:
@@ -287,9 +198,9 @@ def _validate_mirroring(terms: list[tuple[str, Any]]) -> str | None:
                 "ha-promote-on-shutdown")
     mode = given["ha-mode"]
     if not isinstance(mode, str) or mode not in ("all", "exactly", "nodes"):
-        return f"{erlang_term(mode)} is not a valid ha-mode value"
+        return f"{_erlang.term(mode)} is not a valid ha-mode value"
     params = given.get("ha-params")
-    shown = "none" if "ha-params" not in given else erlang_term(params)
+    shown = "none" if "ha-params" not in given else _erlang.term(params)
     if mode == "all" and "ha-params" in given:
         return 'ha-mode="all" does not take parameters'
     if mode == "exactly" and not (isinstance(params, int) and _is_int(params) and params > 0):
@@ -301,18 +212,18 @@ def _validate_mirroring(terms: list[tuple[str, Any]]) -> str | None:
             return 'ha-mode="nodes" list must be non-empty'
         invalid = [p for p in params if not isinstance(p, str)]
         if invalid:
-            return f'ha-mode="nodes" takes a list of strings, {erlang_term(invalid)} was not a string'
+            return f'ha-mode="nodes" takes a list of strings, {_erlang.term(invalid)} was not a string'
     sync = given.get("ha-sync-mode", "manual")
     if sync not in ("manual", "automatic") or not isinstance(sync, str):
-        return f'ha-sync-mode must be "manual" or "automatic", got {erlang_term(sync)}'
+        return f'ha-sync-mode must be "manual" or "automatic", got {_erlang.term(sync)}'
     if "ha-sync-batch-size" in given:
         size = given["ha-sync-batch-size"]
         if not (_is_int(size) and size > 0):
-            return f"ha-sync-batch-size takes an integer greater than 0, {erlang_term(size)} given"
+            return f"ha-sync-batch-size takes an integer greater than 0, {_erlang.term(size)} given"
     for key in ("ha-promote-on-shutdown", "ha-promote-on-failure"):
         value = given.get(key, "always")
         if not isinstance(value, str) or value not in ("always", "when-synced"):
-            return f'{key} must be "always" or "when-synced", got {erlang_term(value)}'
+            return f'{key} must be "always" or "when-synced", got {_erlang.term(value)}'
     return None
 
 
@@ -325,7 +236,7 @@ def _validate_federation(terms: list[tuple[str, Any]]) -> str | None:
     what = {"federation-upstream": "upstream name", "federation-upstream-set": "upstream set name",
             "federation-upstream-pattern": "upstream pattern name"}[key]
     if not isinstance(value, str):
-        return f"{erlang_term(value)} is not a valid federation {what}"
+        return f"{_erlang.term(value)} is not a valid federation {what}"
     if key == "federation-upstream-pattern":
         try:
             re.compile(value)
@@ -364,13 +275,14 @@ _NO_EFFECT_WARNED: Final = {
 
 
 def _sorted_terms(definition: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    return sorted(definition.items(), key=lambda kv: _term_order(kv[0]))
+    # as RabbitMQ's map of the JSON object lists them: by key, bytewise
+    return sorted(definition.items(), key=lambda kv: str(kv[0]).encode())
 
 
 def _validate_definition(definition: Any, operator: bool) -> str | None:
     # rabbit_policy:validation/3
     if not isinstance(definition, Mapping):
-        return f"definition must be a dictionary: {erlang_term(definition)}"
+        return f"definition must be a dictionary: {_erlang.term(definition)}"
     if not definition:
         return "no policy provided"
     left = _sorted_terms(definition)
@@ -382,7 +294,7 @@ def _validate_definition(definition: Any, operator: bool) -> str | None:
                 return error
             left = [t for t in left if t[0] not in keys]
     if left:
-        return f"{erlang_term(left)} are not recognised policy settings"
+        return f"{_erlang.term(left)} are not recognised policy settings"
     return None
 
 
@@ -400,7 +312,7 @@ def validate_policy(pattern: Any, definition: Any, priority: Any = 0, apply_to: 
                  "or 'all'")
     if error is None:
         if not isinstance(pattern, str):
-            error = f"pattern should be a binary but was {erlang_term(pattern)}"
+            error = f"pattern should be a binary but was {_erlang.term(pattern)}"
         else:
             try:
                 re.compile(pattern)
@@ -409,7 +321,7 @@ def validate_policy(pattern: Any, definition: Any, priority: Any = 0, apply_to: 
                 error = ("pattern should be regular expression but is invalid: "
                          f'{{"{exc.msg}",{exc.pos or 0}}}')
     if error is None and (not isinstance(priority, (int, float)) or isinstance(priority, bool)):
-        error = f"priority should be a number, actually was {erlang_term(priority)}"
+        error = f"priority should be a number, actually was {_erlang.term(priority)}"
     if error is not None:
         raise PolicyError.validation(error)
 
@@ -808,15 +720,15 @@ class Policies:
             PolicyError: as RabbitMQ's validation (a non-integer, an unknown key).
         """
         if not isinstance(definition, Mapping):
-            raise PolicyError.validation(f"limits not a list {erlang_term(definition)}")
+            raise PolicyError.validation(f"limits not a list {_erlang.term(definition)}")
         known = ("max-queues", "max-connections")  # RabbitMQ reports in this order
         unknown = [t for t in _sorted_terms(definition) if t[0] not in known]
         if unknown:
-            raise PolicyError.validation(f"Unrecognised terms {erlang_term(unknown)} in limits")
+            raise PolicyError.validation(f"Unrecognised terms {_erlang.term(unknown)} in limits")
         for key in known:
             if key in definition and not _is_int(definition[key]):
                 raise PolicyError.validation(
-                    f"{key} should be a number, actually was {erlang_term(definition[key])}")
+                    f"{key} should be a number, actually was {_erlang.term(definition[key])}")
         self.limits = dict(definition)
 
     def _limit(self, key: str) -> int | None:

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from embroker import Broker, ManualClock
+from embroker._erlang import term as erlang_term
 from embroker.client import Channel
 from embroker.errors import NotAllowed, PolicyError, PolicyWarning, PreconditionFailed
-from embroker.model._policy import Policy, erlang_term, queue_settings
+from embroker.model._policy import Policy, queue_settings
 
 from .conftest import bodies
 
@@ -424,3 +425,13 @@ def test_policy_warnings_can_be_silenced(broker: Broker) -> None:
         warnings.simplefilter("error")
         warnings.simplefilter("ignore", PolicyWarning)
         broker.set_policy("ha", ".*", {"ha-mode": "all"})
+
+
+@pytest.mark.parametrize("module", ["embroker.model._policy", "embroker._erlang"])
+def test_docstring_examples(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0
+    assert result.failed == 0
