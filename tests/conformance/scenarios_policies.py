@@ -162,11 +162,11 @@ def scenario_policy_max_length_bytes_precedence(s: Session, admin: Admin) -> Non
     ch = confirming(s)
     admin.set_policy("cap", "^mlb-", {"max-length-bytes": 6}, apply_to="queues")
     queues = {"mlb-policy": {}, "mlb-arg-lower": {"x-max-length-bytes": 4},
-              "mlb-arg-higher": {"x-max-length-bytes": 10}}
+              "mlb-arg-higher": {"x-max-length-bytes": 10}, "solo-arg": {"x-max-length-bytes": 4}}
     for base, arguments in queues.items():
         ch.queue_declare(s.name(base), arguments=arguments)
         publish(ch, s.name(base), 6)
-    s.expect([ready(ch, s.name(b)) for b in queues], [3, 2, 3])
+    s.expect([ready(ch, s.name(b)) for b in queues], [3, 2, 3, 2])
     admin.set_operator_policy("op", "^mlb-policy$", {"max-length-bytes": 2})
     s.expect(wait_ready(s, s.name("mlb-policy"), 1), QueueDeclareOk("mlb-policy", 1, 0))
     s.expect(bodies(s, ch, s.name("mlb-policy")), [b"m5"])
@@ -181,12 +181,12 @@ def scenario_policy_message_ttl_precedence(s: Session, admin: Admin) -> None:
     admin.set_operator_policy("op", "^long-op$", {"message-ttl": SHORT})
     queues = {"short-policy": {}, "short-policy-long-arg": {"x-message-ttl": LONG},
               "long-policy": {}, "long-policy-short-arg": {"x-message-ttl": SHORT},
-              "long-op": {}}
+              "long-op": {}, "solo-arg": {"x-message-ttl": SHORT}}
     for base, arguments in queues.items():
         ch.queue_declare(s.name(base), arguments=arguments)
         publish(ch, s.name(base), 1)
     elapse(s, SHORT)
-    s.expect([ready(ch, s.name(b)) for b in queues], [0, 0, 1, 0, 0])
+    s.expect([ready(ch, s.name(b)) for b in queues], [0, 0, 1, 0, 0, 0])
 
 
 @with_admin
@@ -197,10 +197,11 @@ def scenario_policy_expires_precedence(s: Session, admin: Admin) -> None:
     admin.set_policy("short", "^short-", {"expires": 30}, apply_to="queues")
     admin.set_policy("long", "^long-", {"expires": LONG}, apply_to="queues")
     admin.set_operator_policy("op", "^long-op$", {"expires": 30})
-    for base, arguments in {"short-policy-long-arg": {"x-expires": LONG},
+    for base, arguments in {"short-policy": {}, "short-policy-long-arg": {"x-expires": LONG},
                             "long-policy-short-arg": {"x-expires": 30}, "long-op": {},
                             "long-policy": {}}.items():
         ch.queue_declare(s.name(base), arguments=arguments)
+    s.expect(wait_gone(s, s.name("short-policy")), True)
     s.expect(wait_gone(s, s.name("short-policy-long-arg")), True)
     s.expect(wait_gone(s, s.name("long-policy-short-arg")), True)
     s.expect(wait_gone(s, s.name("long-op")), True)
@@ -332,6 +333,55 @@ def scenario_policy_quorum_precedence(s: Session, admin: Admin) -> None:
             ch.basic_nack(m.delivery_tag, requeue=True)
     s.expect(wait_ready(s, dead, 2), QueueDeclareOk("dead", 2, 0))
     s.expect(bodies(s, ch, dead), [b"m0", b"m1"])
+
+
+def returns_until_gone(ch: ChannelProxy, q: str) -> int:
+    """basic.get and nack (requeue) the one message of ``q`` until it is gone: how many times
+    it was got (a delivery limit L lets it be got L + 1 times)."""
+    for count in range(8):
+        m = ch.basic_get(q)
+        if not isinstance(m, Msg):
+            return count
+        ch.basic_nack(m.delivery_tag, requeue=True)
+    return 8
+
+
+@with_admin
+def scenario_policy_delivery_limit_precedence(s: Session, admin: Admin) -> None:
+    """delivery-limit (quorum queues): the lower of policy and argument, either way round; an
+    operator policy's too."""
+    ch = confirming(s)
+    admin.set_policy("three", "^three-", {"delivery-limit": 3}, apply_to="queues")
+    admin.set_policy("one", "^one-", {"delivery-limit": 1}, apply_to="queues")
+    admin.set_operator_policy("op", "^three-op$", {"delivery-limit": 1})
+    queues = {"three-policy": {}, "three-policy-arg-1": {"x-delivery-limit": 1},
+              "one-policy-arg-3": {"x-delivery-limit": 3}, "three-op": {},
+              "solo-arg": {"x-delivery-limit": 2}}
+    for base, arguments in queues.items():
+        ch.queue_declare(s.name(base), durable=True, arguments={**QUORUM, **arguments})
+        publish(ch, s.name(base), 1)
+    s.expect([returns_until_gone(ch, s.name(b)) for b in queues], [4, 2, 2, 2, 3])
+
+
+@with_admin
+def scenario_policy_quorum_expires_policy_wins(s: Session, admin: Admin) -> None:
+    """expires on a quorum queue: the policy's value wins over the argument even when it is
+    the longer (a classic queue takes the shorter)."""
+    ch = s.channel()
+    admin.set_policy("short", "^short$", {"expires": 30}, apply_to="queues")
+    admin.set_policy("long", "^long$", {"expires": LONG}, apply_to="queues")
+    ch.queue_declare(s.name("long"), durable=True, arguments={**QUORUM, "x-expires": 30})
+    ch.queue_declare(s.name("short"), durable=True, arguments={**QUORUM, "x-expires": LONG})
+    # RabbitMQ's quorum queue looks at its expiry on its 5 s tick (embroker at once).
+    probe = s.channel()
+
+    def gone() -> bool:
+        before = len(probe.returned)
+        probe.basic_publish("", s.name("short"), b"probe", mandatory=True)
+        return len(probe.returned) > before
+
+    s.expect(s.wait_until("short is gone", gone, bool, timeout=10), True)
+    s.expect(s.queue_exists(s.name("long")), True, "the policy's long expiry applies")
 
 
 # --------------------------------------------------------------------------------------------
