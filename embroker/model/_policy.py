@@ -403,7 +403,7 @@ def effective_definition(policy: Policy | None, operator_policy: Policy | None) 
                 merged[key] = min(mine, value)
             elif isinstance(mine, bool) and isinstance(value, bool):
                 merged[key] = value
-    return merged
+    return dict(sorted(merged.items()))  # RabbitMQ merges the sorted keys
 
 
 # -- what a queue ends up with -------------------------------------------------------------------
