@@ -363,7 +363,7 @@ def test_a_wide_list_prints_one_element_per_line() -> None:
 
 
 @pytest.mark.skipif(shutil.which("erl") is None, reason="needs Erlang (erl) as the oracle")
-def test_floats_print_as_erlang_itself_prints_them() -> None:
+def test_floats_print_as_erlang_itself_prints_them(tmp_path: Any) -> None:
     import random
 
     rng = random.Random(16)
@@ -374,7 +374,7 @@ def test_floats_print_as_erlang_itself_prints_them() -> None:
         return (mantissa if "." in mantissa else mantissa + ".0") + e + exponent
     script = "io:format(\"~p~n\", [[" + ",".join(literal(v) for v in values) + "]]), halt()."
     out = subprocess.run(["erl", "-noshell", "-eval", script], capture_output=True, text=True,
-                         timeout=60, check=True).stdout
+                         timeout=60, check=True, cwd=tmp_path).stdout  # a crash dump goes there
     erlang = [x.strip() for x in out.replace("\n", "").strip("[]").split(",")]
     assert erlang == [erlang_term(v) for v in values]
 
