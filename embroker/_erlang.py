@@ -21,10 +21,14 @@ policy validation errors.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["binary", "binary_w", "pair", "string", "term"]
+from .fieldtypes import field_type
+
+__all__ = ["binary", "binary_w", "field_value", "pair", "string", "term"]
 
 #: How ``~p`` escapes the control characters it still counts as printable.
 _ESCAPES = {0x22: '\\"', 0x5C: "\\\\", 0x0A: "\\n", 0x09: "\\t", 0x0D: "\\r", 0x0C: "\\f",
@@ -90,6 +94,36 @@ def binary(data: bytes, column: int) -> str:
         parts.append(item + (">>" if last else ","))
         col += len(item) + (2 if last else 1)
     return "".join(parts)
+
+
+def field_value(value: Any) -> str:
+    """``~p`` of an AMQP field value as RabbitMQ holds it (flat): strings and byte arrays are
+    binaries, arrays lists of ``{type,Value}``, tables lists of ``{<<"key">>,type,Value}``.
+
+    >>> field_value(["a", 1]), field_value({"k": True}), field_value(None)
+    ('[{longstr,<<"a">>},{signedint,1}]', '[{<<"k">>,bool,true}]', 'undefined')
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "undefined"
+    if isinstance(value, str):
+        return binary(value.encode("utf-8", "surrogateescape"), 0)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return binary(bytes(value), 0)
+    if isinstance(value, dict):
+        return "[" + ",".join(
+            f"{{{binary(str(k).encode('utf-8', 'surrogateescape'), 0)},{field_type(v)},"
+            f"{field_value(v)}}}" for k, v in value.items()) + "]"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(f"{{{field_type(v)},{field_value(v)}}}" for v in value) + "]"
+    if isinstance(value, datetime.datetime):
+        return str(int(value.timestamp()))
+    if isinstance(value, decimal.Decimal):
+        sign, digits, exponent = value.as_tuple()
+        unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
+        return f"{{{-int(exponent)},{unscaled}}}"
+    return repr(int(value)) if isinstance(value, int) else repr(float(value))
 
 
 def pair(atom: str, value: str, column: int) -> str:

@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, final
 
+from ..fieldtypes import Long
 from ._message import Message, QueuedMessage
 from ._names import resource
 from ._policy import Policy, effective_definition, queue_settings
@@ -512,7 +513,7 @@ class Queue:
         if not get and not entry.delivery_count:
             return message
         headers = {**(message.properties.get("headers") or {}),
-                   "x-delivery-count": entry.delivery_count}
+                   "x-delivery-count": Long(entry.delivery_count)}
         return Message(message.exchange, message.routing_key,
                        {**message.properties, "headers": headers}, message.body,
                        routing_keys=message.routing_keys)

@@ -21,7 +21,9 @@ import pytest
 from embroker import Broker
 from embroker.amqp091 import (
     PROTOCOL_HEADER,
+    BodyFrame,
     FrameParser,
+    HeaderFrame,
     Method,
     MethodFrame,
     encode_message,
@@ -29,9 +31,12 @@ from embroker.amqp091 import (
 )
 from embroker.amqp091.methods import (
     BasicAck,
+    BasicGet,
+    BasicGetEmpty,
     BasicNack,
     BasicPublish,
     BasicQos,
+    BasicReject,
     ChannelClose,
     ChannelCloseOk,
     ChannelOpen,
@@ -45,11 +50,14 @@ from embroker.amqp091.methods import (
     ConnectionUpdateSecretOk,
     ExchangeDeclare,
     ExchangeDeclareOk,
+    QueueBind,
+    QueueBindOk,
     QueueDeclare,
     QueueDeclareOk,
     QueueDelete,
     QueueDeleteOk,
 )
+from embroker.fieldtypes import Long, Short, field_type
 
 from .drivers import reference_url_or_skip_reason
 
@@ -308,4 +316,80 @@ def test_malformed_frames_get_rabbitmqs_code_and_text(target: Target, case: str)
     got = c.read_until(lambda _c, m: isinstance(m, ConnectionClose))
     assert got[-1] == (0, ConnectionClose(reply_code=code, reply_text=text, class_id=class_id,
                                           method_id=method_id))
+    c.close()
+
+
+# -- field types ------------------------------------------------------------------------------------
+
+def _get(c: RawClient, queue: str, *, no_ack: bool = True,
+         ) -> tuple[Method, dict[str, Any] | None]:
+    """basic.get on channel 1: the get-ok (or get-empty) and the message's properties."""
+    c.send(encode_method_frame(1, BasicGet(queue=queue, no_ack=no_ack)))
+    properties = None
+    method: Method | None = None
+    deadline = time.monotonic() + READ_SECONDS
+    while time.monotonic() < deadline:
+        for frame in c.parser.feed(c.sock.recv(65536)):
+            if isinstance(frame, MethodFrame):
+                method = frame.method
+                if isinstance(method, BasicGetEmpty):
+                    return method, None
+            elif isinstance(frame, HeaderFrame):
+                properties = frame.properties
+                if not frame.body_size:
+                    assert method is not None
+                    return method, properties
+            elif isinstance(frame, BodyFrame) and method is not None:
+                return method, properties
+    raise AssertionError("no answer to basic.get")
+
+
+def test_nested_tables_in_headers_matching_tell_signedint_from_long(target: Target) -> None:
+    """At the top level a header matches by value whatever its integer type; inside a nested
+    table (or array) RabbitMQ compares the types too."""
+    c = RawClient(target.port)
+    x, top, nested = _name("hx"), _name("top"), _name("nested")
+    c.send(encode_method_frame(1, ExchangeDeclare(exchange=x, type="headers", auto_delete=True))
+           + encode_method_frame(1, QueueDeclare(queue=top, auto_delete=True))
+           + encode_method_frame(1, QueueDeclare(queue=nested, auto_delete=True))
+           + encode_method_frame(1, QueueBind(queue=top, exchange=x,
+                                              arguments={"x-match": "all", "n": 1}))
+           + encode_method_frame(1, QueueBind(queue=nested, exchange=x,
+                                              arguments={"x-match": "all", "t": {"n": 1}})))
+    binds = []
+    c.read_until(lambda _c, m: isinstance(m, QueueBindOk) and len(binds.append(m) or binds) == 2)
+    for headers in ({"n": Long(1)}, {"t": {"n": Long(1)}}, {"t": {"n": 1}}):
+        c.send(encode_message(1, BasicPublish(exchange=x), b"m", 131072, {"headers": headers}))
+    got = [_get(c, top)[0], _get(c, top)[0], _get(c, nested)[0], _get(c, nested)[0]]
+    assert [type(m).__name__ for m in got] == ["BasicGetOk", "BasicGetEmpty", "BasicGetOk",
+                                               "BasicGetEmpty"]
+    c.close()
+
+
+def test_headers_the_broker_writes_have_rabbitmqs_types(target: Target) -> None:
+    """x-death counts are longs, its times timestamps, and the dead-lettered message's headers
+    table comes out sorted by name; a client's own header types are kept."""
+    c = RawClient(target.port)
+    source, dead = _name("source"), _name("dead")
+    c.send(encode_method_frame(1, QueueDeclare(queue=dead, auto_delete=True))
+           + encode_method_frame(1, QueueDeclare(queue=source, arguments={
+               "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dead}))
+           + encode_message(1, BasicPublish(routing_key=source), b"m", 131072, {
+               "headers": {"z": Short(1), "a": Long(2)}}))
+    c.read_until(lambda _c, m: isinstance(m, QueueDeclareOk) and m.queue == source)
+    get_ok, _ = _get(c, source, no_ack=False)
+    c.send(encode_method_frame(1, BasicReject(delivery_tag=get_ok.delivery_tag,
+                                              requeue=False)))
+    deadline = time.monotonic() + READ_SECONDS
+    while True:
+        _, properties = _get(c, dead)
+        if properties is not None or time.monotonic() > deadline:
+            break
+    assert properties is not None
+    headers = properties["headers"]
+    assert list(headers) == sorted(headers)
+    (death,) = headers["x-death"]
+    assert (field_type(death["count"]), field_type(death["time"])) == ("long", "timestamp")
+    assert (field_type(headers["z"]), field_type(headers["a"])) == ("short", "long")
+    c.send(encode_method_frame(1, QueueDelete(queue=source)))
     c.close()
