@@ -178,24 +178,6 @@ def _ctl(*args: str) -> str:
                           text=True, timeout=120).stdout
 
 
-def _renamed(document: dict[str, Any], vhost: str) -> dict[str, Any]:
-    """The document with every item of VHOST moved to ``vhost``."""
-    out: dict[str, Any] = {}
-    for section, items in document.items():
-        if not isinstance(items, list):
-            out[section] = items
-            continue
-        out[section] = []
-        for item in items:
-            item = dict(item)
-            if item.get("vhost") == VHOST:
-                item["vhost"] = vhost
-            if section == "vhosts" and item.get("name") == VHOST:
-                item["name"] = vhost
-            out[section].append(item)
-    return out
-
-
 def _on(url: str, vhost: str) -> str:
     """``url`` with its vhost replaced."""
     return urlunsplit(urlsplit(url)._replace(path="/" + quote(vhost, safe="")))
@@ -211,7 +193,8 @@ def _import(document: dict[str, Any], vhost: str) -> None:
         _ctl("import_definitions", path)
         deadline = time.monotonic() + 60  # the import finishes asynchronously
         while ("payments" not in _ctl("list_queues", "-p", vhost, "name")
-               or "orders.lost" not in _ctl("list_bindings", "-p", vhost, "destination_name")):
+               or "unrouted\torders.lost" not in _ctl("list_bindings", "-p", vhost,
+                                                        "source_name", "destination_name")):
             assert time.monotonic() < deadline, "the import did not finish"
             time.sleep(0.2)
     finally:
@@ -223,10 +206,16 @@ def test_rabbitmq_imports_what_embroker_exports_and_behaves_the_same() -> None:
     """embroker loads RabbitMQ's export; its own export imports into RabbitMQ (RabbitMQ 3.10.8
     cannot import its own: it writes an operator policy's definition as pairs, then refuses
     them), and then RabbitMQ and embroker agree on what each queue's policies are and on what
-    clients see."""
-    vhost = f"embroker-policies-{uuid.uuid4().hex[:8]}"
-    document = _renamed(json.loads(EXPORTED.read_text()), vhost)
-    broker = load(document)
+    clients see.
+
+    The vhost keeps the export's name: two of its policies (``ae`` and ``ha-all``, priority 0)
+    both match the exchange ``orders``, and which one RabbitMQ applies depends on a hash of the
+    vhost's and the policies' names (under another vhost name it is sometimes ``ha-all``, and
+    unroutable messages are then dropped instead of going to ``unrouted``)."""
+    vhost = VHOST
+    if vhost in _ctl("list_vhosts", "--no-table-headers").split():
+        pytest.skip(f"vhost {vhost!r} exists on the reference RabbitMQ (another run?)")
+    broker = load()
     exported = broker.definitions()
     mine = {k: [i for i in v if i.get("vhost", i.get("name")) == vhost]
             for k, v in exported.items() if k in ("vhosts", "policies", "parameters", "queues",
