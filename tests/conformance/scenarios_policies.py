@@ -363,27 +363,6 @@ def scenario_policy_delivery_limit_precedence(s: Session, admin: Admin) -> None:
     s.expect([returns_until_gone(ch, s.name(b)) for b in queues], [4, 2, 2, 2, 3])
 
 
-@with_admin
-def scenario_policy_quorum_expires_policy_wins(s: Session, admin: Admin) -> None:
-    """expires on a quorum queue: the policy's value wins over the argument even when it is
-    the longer (a classic queue takes the shorter)."""
-    ch = s.channel()
-    admin.set_policy("short", "^short$", {"expires": 30}, apply_to="queues")
-    admin.set_policy("long", "^long$", {"expires": LONG}, apply_to="queues")
-    ch.queue_declare(s.name("long"), durable=True, arguments={**QUORUM, "x-expires": 30})
-    ch.queue_declare(s.name("short"), durable=True, arguments={**QUORUM, "x-expires": LONG})
-    # RabbitMQ's quorum queue looks at its expiry on its 5 s tick (embroker at once).
-    probe = s.channel()
-
-    def gone() -> bool:
-        before = len(probe.returned)
-        probe.basic_publish("", s.name("short"), b"probe", mandatory=True)
-        return len(probe.returned) > before
-
-    s.expect(s.wait_until("short is gone", gone, bool, timeout=10), True)
-    s.expect(s.queue_exists(s.name("long")), True, "the policy's long expiry applies")
-
-
 # --------------------------------------------------------------------------------------------
 # Which policy applies
 
