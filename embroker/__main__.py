@@ -38,18 +38,20 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"embroker: {exc}", file=sys.stderr)
         return 2
-    if args.definitions is not None:
-        # As RabbitMQ's load_definitions setting: the file is loaded before clients connect.
+    ignored: list[str] = []
+    for path in args.definitions or []:
+        # As RabbitMQ's load_definitions setting: loaded before clients can connect.
         try:
-            ignored = broker.load_definitions(args.definitions,
-                                              ignore_unsupported=args.ignore_unsupported)
+            ignored += [f"{path}: {item}" for item in broker.load_definitions(
+                path, ignore_unsupported=args.ignore_unsupported)]
         except (OSError, DefinitionsError, AMQPError) as exc:
-            print(f"embroker: cannot load {args.definitions}: {exc}", file=sys.stderr)
+            print(f"embroker: cannot load the definitions {path}: {exc}", file=sys.stderr)
             return 1
-        for item in ignored:
-            print(f"embroker: ignored from {args.definitions}: {item}", file=sys.stderr)
+    for item in ignored:
+        print(f"embroker: ignored from {item}", file=sys.stderr)
     try:
-        server = Server(broker, args.host, args.port, heartbeat=args.heartbeat)
+        server = Server(broker, args.host, args.port, heartbeat=args.heartbeat,
+                        amqp10_port=args.amqp10_port)
     except PortInUse as exc:
         print(f"embroker: {exc} (another broker, perhaps RabbitMQ, is listening there); "
               "choose another with --port N, or --port 0 for any free port", file=sys.stderr)
@@ -58,7 +60,8 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"embroker: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
               file=sys.stderr)
         return 1
-    print(f"embroker {__version__} listening on {server.url} (vhosts: "
+    also = f", AMQP 1.0 alone on {server.amqp10_url}" if server.amqp10_port is not None else ""
+    print(f"embroker {__version__} listening on {server.url} (AMQP 0-9-1 and 1.0{also}; vhosts: "
           f"{', '.join(broker.vhosts)}; Ctrl-C stops)", flush=True)
 
     def stop(*_: object) -> None:
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m embroker", description=__doc__)
     parser.add_argument("--version", action="version", version=f"embroker {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run a broker that AMQP 0-9-1 clients connect to")
+    serve = commands.add_parser("serve", help="run a broker that AMQP 0-9-1 and 1.0 clients connect to")
     serve.add_argument("--host", default="localhost",
                        help="address to listen on; localhost (the default) means 127.0.0.1 and ::1")
     serve.add_argument("--port", type=int, default=5672,
@@ -101,15 +104,19 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--vhost", action="append", metavar="NAME",
                        help="a virtual host to create (repeatable; default /)")
     serve.add_argument("--user", action="append", type=_user, metavar="NAME:PASSWORD",
-                       help="a user to accept (repeatable; default guest:guest)")
-    serve.add_argument("--definitions", metavar="FILE",
+                       help="a user with full permissions on every vhost (repeatable; default "
+                            "guest:guest, which may only connect from this machine)")
+    serve.add_argument("--definitions", action="append", metavar="FILE",
                        help="a RabbitMQ definitions file to load at start (rabbitmqctl "
-                            "export_definitions): exchanges, queues, bindings, policies, "
-                            "operator policies, limits, users...")
+                            "export_definitions): vhosts, users, permissions, topology, "
+                            "policies, operator policies, limits (repeatable)")
     serve.add_argument("--ignore-unsupported", action="store_true",
                        help="with --definitions: leave out the runtime parameters embroker "
                             "cannot honour (shovels, federation upstreams) and list them, "
                             "instead of refusing the file")
+    serve.add_argument("--amqp10-port", type=int, default=None, metavar="N",
+                       help="also listen on port N for AMQP 1.0 alone (the main port serves "
+                            "AMQP 1.0 too)")
     serve.add_argument("--heartbeat", type=int, default=60,
                        help="heartbeat interval offered to clients, seconds (0 for none)")
     serve.add_argument("--as-rabbitmq", metavar="VERSION",

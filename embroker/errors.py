@@ -11,9 +11,10 @@ a dash, then the text RabbitMQ's ``rabbit_channel.erl`` would give.
 
 The other errors embroker raises live here too, so there is one place to import them from:
 :class:`ChannelClosed` / :class:`ConnectionClosed` (the in-process client used after a close),
-:class:`DefinitionsError` (a definitions document that cannot be loaded), :class:`PolicyError`
-(a policy or vhost limit RabbitMQ would refuse) and :class:`PortInUse` (the listener's port is
-taken); and one warning, :class:`PolicyWarning`.
+:class:`DefinitionsError` (a definitions document that cannot be loaded), :class:`AccessControlError`
+(a refused change of users or permissions), :class:`PolicyError` (a policy or vhost limit
+RabbitMQ would refuse) and :class:`PortInUse` (the listener's port is taken); and one warning,
+:class:`PolicyWarning`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing_extensions import Self
 __all__ = [
     "REPLY_CODES",
     "AMQPError",
+    "AccessControlError",
     "AccessRefused",
     "ChannelClosed",
     "ChannelError",
@@ -316,6 +318,11 @@ class PolicyError(ValueError):
 class PolicyWarning(UserWarning):
     """A policy that does not do in embroker all it would in RabbitMQ: keys kept with no effect
     (mirroring, federation), or equal-priority policies whose choice RabbitMQ leaves to chance."""
+
+
+class AccessControlError(ValueError):
+    """A change of users or permissions the broker refuses, as ``rabbitmqctl`` would: no such
+    user or vhost, a user that exists already, an invalid regular expression."""
 
 
 class PortInUse(OSError):

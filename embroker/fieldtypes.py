@@ -12,8 +12,8 @@ Plain values encode as before: ``int`` as ``I`` when it fits 32 bits, else ``l``
 
     ch.basic_publish("", "q", b"", {"headers": {"count": Long(5)}})
 
->>> Long(5) == 5, field_type(Long(5)), field_type(5), field_type(2**40)
-(True, 'long', 'signedint', 'long')
+>>> Long(5) == 5, f"{Long(5)}", field_type(Long(5)), field_type(5), field_type(2**40)
+(True, '5', 'long', 'signedint', 'long')
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ class _TypedInt(int):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({int(self)})"
+
+    def __str__(self) -> str:  # the number, as a plain int prints
+        return int.__repr__(self)
 
 
 @final
@@ -105,6 +108,9 @@ class Float32(float):
 
     def __repr__(self) -> str:
         return f"Float32({float(self)!r})"
+
+    def __str__(self) -> str:
+        return float.__repr__(self)
 
 
 _INT32 = range(-(2**31), 2**31)

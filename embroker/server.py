@@ -1,6 +1,8 @@
 """The loopback listener: sockets and one selector loop thread, the only I/O in embroker.
 
-Each accepted socket gets a sans-IO :class:`~embroker.amqp091.ServerConnection`. The loop reads
+Each accepted socket gets a sans-IO connection: :class:`~embroker.amqp091.ServerConnection`, or
+:class:`~embroker.amqp10.ServerConnection` when the client's protocol header says AMQP 1.0 (one
+port serves both, as RabbitMQ's; ``amqp10_port`` adds a port for AMQP 1.0 alone). The loop reads
 what arrives, feeds it to the connection under the broker's lock, and writes what the
 connections have to send: its own replies, and deliveries that another connection (or a test's
 in-process client, from another thread) caused.
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
+import ipaddress
 import logging
 import selectors
 import socket
@@ -29,8 +33,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, final
 
-from .amqp091 import ServerConnection
+from ._sniff import SniffingConnection
+from .amqp091 import ServerConnection as Amqp091Connection
+from .amqp10 import ServerConnection as Amqp10Connection
 from .errors import ConnectionForced, InternalError, PortInUse
+from .model._access import is_loopback
 
 if TYPE_CHECKING:
     from .model import Broker
@@ -58,7 +65,7 @@ class _Client:
     __slots__ = ("conn", "events", "peer", "sock", "wbuf")
 
     def __init__(self, sock: socket.socket, peer: str,
-                 connection: Callable[[_Client], ServerConnection]) -> None:
+                 connection: Callable[[_Client], SniffingConnection]) -> None:
         self.sock = sock
         self.peer = peer
         self.wbuf = bytearray()
@@ -74,6 +81,15 @@ def _addresses(host: str) -> list[tuple[socket.AddressFamily, str]]:
         return families
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     return [(family, host)]
+
+
+def _over_loopback(sock: socket.socket) -> bool:
+    """Whether a client came in over a loopback interface. RabbitMQ asks the socket's own
+    address (``rabbit_net:is_loopback/1``), which is loopback exactly when the peer's is."""
+    try:
+        return is_loopback(ipaddress.ip_address(sock.getsockname()[0]))
+    except (OSError, ValueError):
+        return False
 
 
 def _peer_name(sock: socket.socket, address: tuple[str, int] | tuple[str, int, int, int]) -> str:
@@ -94,13 +110,15 @@ class Server:
         heartbeat: the heartbeat interval offered to clients, in seconds (0: none).
         handshake_timeout: how long a socket may take from connecting to connection.open
             (RabbitMQ's ``handshake_timeout``, 10 s).
+        amqp10_port: also listen on this port for AMQP 1.0 alone (0: any free port).
 
     Raises:
         PortInUse: the port is taken.
     """
 
     def __init__(self, broker: Broker, host: str = "127.0.0.1", port: int = 0, *,
-                 heartbeat: int = 60, handshake_timeout: float = 10.0) -> None:
+                 heartbeat: int = 60, handshake_timeout: float = 10.0,
+                 amqp10_port: int | None = None) -> None:
         self.broker = broker
         self.host = host
         self.heartbeat = heartbeat
@@ -123,6 +141,10 @@ class Server:
         self._thread: threading.Thread | None = None
         self._loop_ident: int | None = None
         self.port = self._listen(host, port)
+        shared = len(self._listeners)
+        #: The port that serves AMQP 1.0 alone (``None`` unless asked for).
+        self.amqp10_port = self._listen(host, amqp10_port) if amqp10_port is not None else None
+        self._amqp10_only = set(self._listeners[shared:])
         broker._on_blocked.append(self._on_blocked)
         broker._on_restart.append(self._on_restart)
 
@@ -154,13 +176,22 @@ class Server:
             sock.close()
         self._listeners.clear()
 
-    @property
-    def url(self) -> str:
-        """``amqp://USER:PASSWORD@HOST:PORT/`` for a user of the broker (guest if there is one)."""
+    def _url(self, port: int) -> str:
         user = "guest" if "guest" in self.broker.users else next(iter(self.broker.users), "guest")
         password = self.broker.users.get(user, "guest")
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"amqp://{user}:{password}@{host}:{self.port}/"
+        return f"amqp://{user}:{password}@{host}:{port}"
+
+    @property
+    def url(self) -> str:
+        """``amqp://USER:PASSWORD@HOST:PORT/`` for a user of the broker (guest if there is one)."""
+        return self._url(self.port) + "/"
+
+    @property
+    def amqp10_url(self) -> str:
+        """``amqp://USER:PASSWORD@HOST:PORT`` for AMQP 1.0 clients such as proton: the 1.0 port
+        if there is one, else the shared port (which serves both protocols)."""
+        return self._url(self.amqp10_port or self.port)
 
     def __repr__(self) -> str:
         state = "running" if self._running else "stopped"
@@ -318,7 +349,8 @@ class Server:
                 sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 peer = _peer_name(sock, address)
-                client = _Client(sock, peer, self._connection)
+                client = _Client(sock, peer, functools.partial(
+                    self._connection, amqp10_only=listener in self._amqp10_only))
                 self._clients[sock.fileno()] = client
                 self._selector.register(sock, selectors.EVENT_READ, client)
             except Exception as exc:  # a socket that died at once, or a bug: this one only
@@ -327,7 +359,7 @@ class Server:
                 continue
             log.info("accepted connection from %s", peer)
 
-    def _connection(self, client: _Client) -> ServerConnection:
+    def _connection(self, client: _Client, *, amqp10_only: bool = False) -> SniffingConnection:
         def output_ready() -> None:
             # Called by the connection (under the broker lock) when it has something to send
             # that its own input did not cause: a delivery, a confirm, a cancel...
@@ -336,9 +368,11 @@ class Server:
                 self._wake()
 
         with self.broker._lock:
-            return ServerConnection(self.broker, peer=client.peer, on_output=output_ready,
-                                    heartbeat=self.heartbeat,
-                                    handshake_timeout=self.handshake_timeout)
+            return SniffingConnection(self.broker, peer=client.peer, on_output=output_ready,
+                                      heartbeat=self.heartbeat,
+                                      handshake_timeout=self.handshake_timeout,
+                                      loopback=_over_loopback(client.sock),
+                                      amqp10_only=amqp10_only)
 
     def _accept_failed(self, exc: OSError) -> None:
         if exc.errno not in _RESOURCE_ERRNOS:
@@ -499,6 +533,6 @@ class Server:
         self._wake_r.close()
         self._wake_w.close()
 
-    def connections(self) -> Iterator[ServerConnection]:
-        """The sans-IO connections being served (for inspection)."""
-        return iter([c.conn for c in self._clients.values()])
+    def connections(self) -> Iterator[Amqp091Connection | Amqp10Connection]:
+        """The sans-IO connections being served (for inspection): 0-9-1 and 1.0 ones."""
+        return iter([c.conn.inner for c in self._clients.values()])

@@ -127,7 +127,7 @@ _METHOD, _HEADER, _REMAINING, _CHUNKS = 0, 1, 2, 3
 
 
 def _interrupted(state: list[Any]) -> UnexpectedFrame:
-    """A method frame arrived where the content of ``state`` was due."""
+    """Another frame arrived where the content of ``state`` was due."""
     method: Method = state[_METHOD]
     if state[_HEADER] is None:
         text = (f"expected content header for class {method.CLASS_ID}, "
@@ -143,13 +143,7 @@ def _stray(kind: str, channel: int, state: list[Any] | None) -> ConnectionExcept
         if not channel:  # (the frame parser reports these, with their bytes)
             return UnexpectedFrame(f"content {kind} frame on channel 0")
         return UnexpectedFrame("expected method frame, got non method frame instead")
-    method: Method = state[_METHOD]
-    if state[_HEADER] is None:
-        text = (f"expected content header for class {method.CLASS_ID}, "
-                "got non content header frame instead")
-    else:
-        text = "expected content body, got non content body frame instead"
-    return UnexpectedFrame(text, class_id=method.CLASS_ID, method_id=method.METHOD_ID)
+    return _interrupted(state)
 
 
 def _bad_header(method: Method, class_id: int, weight: int, body_size: int,

@@ -65,7 +65,14 @@ class RoutingDecision:
         m = self.message
         self.message = Message(m.exchange, m.routing_key, m.properties, b"",
                                routing_keys=m.routing_keys)
+        self.message.origin = m.origin
         self.body_dropped = True
+
+    @property
+    def origin(self) -> str | None:
+        """How the message was published when not over AMQP 0-9-1 or in-process: the AMQP 1.0
+        link and its address (``"AMQP 1.0 link 'sender' to '/queues/q'"``)."""
+        return self.message.origin
 
     @property
     def routing_key(self) -> str:
@@ -116,6 +123,8 @@ class RoutingDecision:
             how = f"Dead-lettered from queue '{self.dead_letter[0]}' ({why}) and republished"
         lines = [f"{how} to exchange {name} in vhost '{self.vhost}' with routing key "
                  f"'{self.routing_key}'" + (f", headers {self.headers!r}" if self.headers else "")]
+        if self.message.origin is not None and self.dead_letter is None:
+            lines.append(f"  through {self.message.origin}")
         if len(self.keys) > 1:
             lines.append(f"  routing keys with CC/BCC: {list(self.keys)}")
         if self.error is not None:

@@ -2,7 +2,8 @@
 
 Fixtures: ``broker`` (a fresh in-memory broker per test, configured by the marker),
 ``amqp_server`` / ``amqp_url`` (a loopback listener on it, started when asked for and stopped
-after the test), ``amqp_channel`` (an in-process channel). With ``--embroker-reference URL`` (or
+after the test; ``amqp10_url`` is the same listener's URL for AMQP 1.0 clients),
+``amqp_channel`` (an in-process channel). With ``--embroker-reference URL`` (or
 the ``embroker_reference`` ini option) ``amqp_url`` is that URL and the fixtures that need
 embroker's internals skip.
 """
@@ -19,7 +20,7 @@ pytest.register_assert_rewrite("embroker.testing")
 from embroker import Broker, Channel, Server  # noqa: E402
 from embroker.testing import check_server, make_broker  # noqa: E402
 
-__all__ = ["amqp_channel", "amqp_server", "amqp_url", "broker", "embroker_config",
+__all__ = ["amqp10_url", "amqp_channel", "amqp_server", "amqp_url", "broker", "embroker_config",
            "embroker_reference"]
 
 _MARKER_HELP = (
@@ -101,6 +102,17 @@ def amqp_url(request: pytest.FixtureRequest) -> str:
         return url
     server: Server = request.getfixturevalue("amqp_server")
     return server.url
+
+
+@pytest.fixture
+def amqp10_url(request: pytest.FixtureRequest) -> str:
+    """An AMQP URL for AMQP 1.0 clients (proton: ``amqp://USER:PASSWORD@HOST:PORT``): this
+    test's listener, which serves 0-9-1 and 1.0 on one port, or the reference RabbitMQ."""
+    url = _reference(request.config)
+    if url:
+        return url.rstrip("/")
+    server: Server = request.getfixturevalue("amqp_server")
+    return server.amqp10_url
 
 
 @pytest.fixture

@@ -49,7 +49,7 @@ class Admin:
         shown = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
         what = s.normalize(f"{command}({', '.join(shown)})")
         try:
-            s.driver.admin(command, args, kwargs)  # type: ignore[attr-defined]
+            s.driver.policy_command(command, args, kwargs)  # type: ignore[attr-defined]
             outcome = None
         except BrokerError as e:
             outcome = e.err
@@ -91,7 +91,7 @@ class Admin:
         for name, operator in reversed(self._set):
             command = "clear_operator_policy" if operator else "clear_policy"
             with contextlib.suppress(Exception):  # cleaning up is not an observation
-                self.s.driver.admin(command, (name,), {})  # type: ignore[attr-defined]
+                self.s.driver.policy_command(command, (name,), {})  # type: ignore[attr-defined]
         self._set.clear()
 
 

@@ -200,3 +200,29 @@ def test_plugin_is_registered_by_entry_point() -> None:
     assert entry.value == "pytest_embroker.plugin"
     assert Path(entry.load().__file__).parent.name == "pytest_embroker"
     assert Broker.__module__.startswith("embroker")  # the plugin depends on embroker
+
+
+def test_amqp10_url_serves_proton(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("proton")
+    pytester.makepyfile("""
+        from proton import Message
+        from proton.utils import BlockingConnection
+
+        def test_amqp10(broker, amqp10_url, amqp_url):
+            broker.connect().channel().queue_declare("jobs")
+            assert amqp10_url == amqp_url.rstrip("/")  # one listener serves both protocols
+            conn = BlockingConnection(amqp10_url, allowed_mechs="PLAIN")
+            conn.create_sender("/queues/jobs").send(Message(body="hi"))
+            conn.close()
+            assert broker.queues["jobs"].message_count == 1
+    """)
+    run(pytester).assert_outcomes(passed=1)
+
+
+def test_amqp10_url_with_the_reference(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        def test_url(amqp10_url):
+            assert amqp10_url == "amqp://guest:guest@rabbit.example:5672"
+    """)
+    run(pytester, "--embroker-reference",
+        "amqp://guest:guest@rabbit.example:5672/").assert_outcomes(passed=1)
