@@ -4,10 +4,11 @@ A scenario that needs policies calls ``set_policy``, ``clear_policy``, ``set_ope
 or ``clear_operator_policy`` with rabbitmqctl's names and arguments (see
 ``scenarios_policies.Admin``), which the drivers run in ``policy_command`` (apart from
 ``Session.admin``, whose rabbitmqctl commands take strings and fail the scenario when refused).
-On embroker the driver calls the broker's methods of the same names; on RabbitMQ, :class:`ReferenceAdmin` does what rabbitmqctl does, through the management
-HTTP API when ``rabbitmq_management`` answers on port 15672 of the AMQP URL's host (a request
-takes milliseconds, ``rabbitmqctl`` about two seconds), else by running ``rabbitmqctl``. Both end
-in ``rabbit_policy:set/7`` and give the same reasons for a refusal (the HTTP API escapes them as
+On embroker the driver calls the broker's methods of the same names; on RabbitMQ,
+:class:`ReferenceAdmin` does what rabbitmqctl does, through the management HTTP API when
+``rabbitmq_management`` answers on port 15672 of the AMQP URL's host (a request takes
+milliseconds, ``rabbitmqctl`` about two seconds), else by running ``rabbitmqctl``. Both end in
+``rabbit_policy:set/7`` and give the same reasons for a refusal (the HTTP API escapes them as
 HTML: they are unescaped here); a refusal raises :class:`~.harness.BrokerError` with scope
 ``"admin"`` and the reason alone (``-1 is not a valid message TTL``).
 """

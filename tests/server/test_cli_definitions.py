@@ -65,5 +65,5 @@ def test_an_unreadable_file_is_one_line(tmp_path: Path) -> None:
     proc = serve(tmp_path / "missing.json")
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 1
-    assert err.startswith(f"embroker: cannot load {tmp_path / 'missing.json'}: ")
+    assert err.startswith(f"embroker: cannot load the definitions {tmp_path / 'missing.json'}: ")
     assert len(err.strip().splitlines()) == 1
