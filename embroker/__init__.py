@@ -10,6 +10,8 @@ from .errors import AMQPError as AMQPError
 from .errors import ChannelException as ChannelException
 from .errors import ConnectionException as ConnectionException
 from .errors import DefinitionsError as DefinitionsError
+from .errors import PolicyError as PolicyError
+from .errors import PolicyWarning as PolicyWarning
 from .model import ManualClock as ManualClock
 from .model import Message as Message
 from .model import RoutingDecision as RoutingDecision
@@ -18,5 +20,6 @@ from .server import Server as Server
 
 __all__ = [
     "AMQPError", "Broker", "Channel", "ChannelException", "Connection", "ConnectionException",
-    "DefinitionsError", "ManualClock", "Message", "RoutingDecision", "Server", "SystemClock", "__version__",
+    "DefinitionsError", "ManualClock", "Message", "PolicyError", "PolicyWarning", "RoutingDecision",
+    "Server", "SystemClock", "__version__",
 ]

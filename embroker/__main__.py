@@ -39,12 +39,17 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"embroker: {exc}", file=sys.stderr)
         return 2
+    ignored: list[str] = []
     for path in args.definitions or []:
+        # As RabbitMQ's load_definitions setting: loaded before clients can connect.
         try:
-            broker.load_definitions(path)
+            ignored += [f"{path}: {item}" for item in broker.load_definitions(
+                path, ignore_unsupported=args.ignore_unsupported)]
         except (OSError, DefinitionsError, AMQPError) as exc:
             print(f"embroker: cannot load the definitions {path}: {exc}", file=sys.stderr)
             return 1
+    for item in ignored:
+        print(f"embroker: ignored from {item}", file=sys.stderr)
     try:
         server = Server(broker, args.host, args.port, heartbeat=args.heartbeat,
                         amqp10_port=args.amqp10_port)
@@ -103,8 +108,13 @@ def main(argv: list[str] | None = None) -> int:
                        help="a user with full permissions on every vhost (repeatable; default "
                             "guest:guest, which may only connect from this machine)")
     serve.add_argument("--definitions", action="append", metavar="FILE",
-                       help="a RabbitMQ definitions file to load: vhosts, users, permissions, "
-                            "topology (repeatable)")
+                       help="a RabbitMQ definitions file to load at start (rabbitmqctl "
+                            "export_definitions): vhosts, users, permissions, topology, "
+                            "policies, operator policies, limits (repeatable)")
+    serve.add_argument("--ignore-unsupported", action="store_true",
+                       help="with --definitions: leave out the runtime parameters embroker "
+                            "cannot honour (shovels, federation upstreams) and list them, "
+                            "instead of refusing the file")
     serve.add_argument("--amqp10-port", type=int, default=None, metavar="N",
                        help="also listen on port N for AMQP 1.0 alone (the main port serves "
                             "AMQP 1.0 too)")

@@ -13,17 +13,22 @@ the same text byte for byte:
   comma with the value under the first element.
 
 Used by the model (argument and expiration errors) and the protocol layer (frame errors).
+
+:func:`term` prints a JSON value as ``~p`` does once RabbitMQ has decoded it (strings are
+binaries, ``null`` and booleans atoms, objects maps): ``rabbitmqctl`` shows such terms in
+policy validation errors.
 """
 
 from __future__ import annotations
 
 import datetime
 import decimal
+from collections.abc import Mapping
 from typing import Any
 
 from .fieldtypes import field_type
 
-__all__ = ["binary", "binary_w", "field_value", "pair", "string"]
+__all__ = ["binary", "binary_w", "field_value", "pair", "string", "term"]
 
 #: How ``~p`` escapes the control characters it still counts as printable.
 _ESCAPES = {0x22: '\\"', 0x5C: "\\\\", 0x0A: "\\n", 0x09: "\\t", 0x0D: "\\r", 0x0C: "\\f",
@@ -118,7 +123,7 @@ def field_value(value: Any) -> str:
         sign, digits, exponent = value.as_tuple()
         unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
         return f"{{{-int(exponent)},{unscaled}}}"
-    return repr(int(value)) if isinstance(value, int) else repr(float(value))
+    return repr(int(value)) if isinstance(value, int) else _float(float(value))
 
 
 def pair(atom: str, value: str, column: int) -> str:
@@ -136,3 +141,87 @@ def pair(atom: str, value: str, column: int) -> str:
     if column + len(flat) <= 78:
         return flat
     return f"{{{atom},\n{' ' * (column + 1)}{value}}}"
+
+
+# -- JSON values, as rabbitmqctl shows them -----------------------------------------------------------
+
+#: The widest term ``~p`` prints on one line from column 0 (measured: 78 fit, 79 wrap).
+_LINE = 78
+
+
+def _chars(codes: Any) -> str:
+    # rabbitmqctl prints Erlang's latin-1 characters as the characters they are.
+    return "".join(_ESCAPES.get(c, chr(c)) for c in codes)
+
+
+def _float(value: float) -> str:
+    # io_lib_format:fwrite_g/1: the shortest digits that read back as the same float (Python's
+    # repr finds the same ones), written plainly or with an exponent, whichever is shorter
+    # (plainly on a tie), and always with an exponent from 2**53 on.
+    sign = "-" if value < 0 else ""
+    head, _, exp = repr(abs(value)).partition("e")
+    whole, _, frac = head.partition(".")
+    place = len(whole) + (int(exp) if exp else 0)  # the value is 0.DIGITS * 10**place
+    digits = (whole + frac).lstrip("0")
+    place -= len(whole + frac) - len(digits)
+    digits = digits.rstrip("0")
+    if not digits:
+        return f"{sign}0.0"
+    if place <= 0:
+        plain = "0." + "0" * -place + digits
+    elif place >= len(digits):
+        plain = digits + "0" * (place - len(digits)) + ".0"
+    else:
+        plain = digits[:place] + "." + digits[place:]
+    scientific = f"{digits[0]}.{digits[1:] or '0'}e{place - 1}"
+    shorter = len(scientific) < len(plain) or abs(value) >= 2.0 ** 53
+    return sign + (scientific if shorter else plain)
+
+
+def _term_order(key: Any) -> tuple[int, Any]:
+    # Erlang's term order for what JSON can hold as keys: numbers < atoms < binaries.
+    if isinstance(key, str):
+        return (2, key.encode())
+    return (0, key) if isinstance(key, (int, float)) else (1, str(key))
+
+
+def _flat(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _float(value)
+    if isinstance(value, str):
+        raw = value.encode()
+        if not raw:
+            return "<<>>"
+        return f'<<"{_chars(raw)}">>' if _printable(raw) else binary_w(raw)
+    if isinstance(value, tuple):
+        return "{" + ",".join(_flat(v) for v in value) + "}"
+    if isinstance(value, list):
+        if value and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 255
+                         for v in value) and _printable(bytes(value)):
+            return f'"{_chars(value)}"'
+        return "[" + ",".join(_flat(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        items = sorted(value.items(), key=lambda kv: _term_order(kv[0]))
+        return "#{" + ",".join(f"{_flat(k)} => {_flat(v)}" for k, v in items) + "}"
+    return repr(value)
+
+
+def term(value: Any) -> str:
+    """``~p`` of a decoded JSON value (tuples stand for Erlang tuples), from column 0: a list
+    too wide for one line has one element per line (deeper wrapping is not reproduced).
+
+    >>> term("x"), term(1000.0), term([("a", 1)]), term({"a": None}), term([65, 66])
+    ('<<"x">>', '1.0e3', '[{<<"a">>,1}]', '#{<<"a">> => null}', '"AB"')
+    """
+    flat = _flat(value)
+    if isinstance(value, list) and len(flat) > _LINE and not flat.startswith('"'):
+        return "[" + ",\n ".join(_flat(v) for v in value) + "]"
+    return flat

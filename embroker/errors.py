@@ -12,7 +12,9 @@ a dash, then the text RabbitMQ's ``rabbit_channel.erl`` would give.
 The other errors embroker raises live here too, so there is one place to import them from:
 :class:`ChannelClosed` / :class:`ConnectionClosed` (the in-process client used after a close),
 :class:`DefinitionsError` (a definitions document that cannot be loaded), :class:`AccessControlError`
-(a refused change of users or permissions) and :class:`PortInUse` (the listener's port is taken).
+(a refused change of users or permissions), :class:`PolicyError` (a policy or vhost limit
+RabbitMQ would refuse) and :class:`PortInUse` (the listener's port is taken); and one warning,
+:class:`PolicyWarning`.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ __all__ = [
     "NotAllowed",
     "NotFound",
     "NotImplementedAMQP",
+    "PolicyError",
+    "PolicyWarning",
     "PortInUse",
     "PreconditionFailed",
     "ResourceError",
@@ -293,6 +297,27 @@ class ConnectionClosed(RuntimeError):
 
 class DefinitionsError(ValueError):
     """A definitions document embroker cannot load (malformed, or uses what it does not model)."""
+
+
+class PolicyError(ValueError):
+    """A policy, operator policy or vhost limit RabbitMQ would refuse, or a policy command on
+    something missing; the text is what ``rabbitmqctl`` prints (``Validation failed``, a blank
+    line, then RabbitMQ's reason), and :attr:`reason` the reason alone."""
+
+    def __init__(self, text: str, reason: str | None = None) -> None:
+        super().__init__(text)
+        #: RabbitMQ's reason (``-1 is not a valid message TTL``), or the whole text.
+        self.reason = reason if reason is not None else text
+
+    @classmethod
+    def validation(cls, reason: str) -> Self:
+        """``Validation failed`` for ``reason``, as ``rabbitmqctl`` prints it."""
+        return cls(f"Validation failed\n\n{reason}", reason)
+
+
+class PolicyWarning(UserWarning):
+    """A policy that does not do in embroker all it would in RabbitMQ: keys kept with no effect
+    (mirroring, federation), or equal-priority policies whose choice RabbitMQ leaves to chance."""
 
 
 class AccessControlError(ValueError):

@@ -457,6 +457,9 @@ def _timeout_text(predicate: Callable[..., Any], timeout: float, message: str | 
 def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None = None,
                 clock: bool | Clock | None = None, vhosts: Iterable[str] = (),
                 users: Mapping[str, str] | None = None,
+                policies: Iterable[Mapping[str, Any]] = (),
+                operator_policies: Iterable[Mapping[str, Any]] = (),
+                ignore_unsupported: bool = False,
                 base: str | os.PathLike[str] | None = None) -> _broker.Broker:
     """A fresh broker configured as ``@pytest.mark.embroker(...)`` says.
 
@@ -467,10 +470,17 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
             clock to use.
         vhosts: virtual hosts to add to ``/``.
         users: users (name: password) to add to guest/guest.
+        policies: policies to set, each as a definitions file lists them (``{"name": "dlx",
+            "pattern": "^orders", "definition": {...}, "priority": 1, "apply-to": "queues",
+            "vhost": "/"}``; ``apply_to`` is accepted for ``apply-to``), after the topology.
+        operator_policies: operator policies, in the same form.
+        ignore_unsupported: load a topology whose runtime parameters embroker cannot honour
+            (shovels, federation upstreams) without them, instead of refusing it.
         base: the folder relative topology paths start from (the test file's folder).
 
     Raises:
         DefinitionsError, AMQPError: the topology cannot be loaded.
+        PolicyError: a policy RabbitMQ would refuse.
     """
     from . import Broker as PublicBroker
 
@@ -481,7 +491,18 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
         if not isinstance(topology, Mapping) and base is not None:
             candidate = Path(base) / topology
             topology = candidate if candidate.exists() else topology
-        broker.load_definitions(topology)
+        broker.load_definitions(topology, ignore_unsupported=ignore_unsupported)
+    for items, setter in ((policies, broker.set_policy),
+                          (operator_policies, broker.set_operator_policy)):
+        for item in items:
+            known = {"name", "pattern", "definition", "priority", "apply-to", "apply_to", "vhost"}
+            if set(item) - known or not {"name", "pattern", "definition"} <= set(item):
+                raise TypeError(f"a policy is {{name, pattern, definition[, priority, apply-to, "
+                                f"vhost]}}, not {dict(item)!r}")
+            setter(item["name"], item["pattern"], item["definition"],
+                   priority=item.get("priority", 0),
+                   apply_to=item.get("apply-to", item.get("apply_to", "all")),
+                   vhost=item.get("vhost", "/"))
     return broker
 
 

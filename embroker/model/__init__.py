@@ -28,6 +28,8 @@ from ._exchange import Exchange as Exchange
 from ._message import PROPERTY_NAMES as PROPERTY_NAMES
 from ._message import Message as Message
 from ._message import QueuedMessage as QueuedMessage
+from ._policy import Policy as Policy
+from ._policy import QueueSettings as QueueSettings
 from ._queue import Queue as Queue
 from ._trace import RoutingDecision as RoutingDecision
 from ._vhost import DeclareOk as DeclareOk
@@ -36,6 +38,7 @@ from ._vhost import VirtualHost as VirtualHost
 __all__ = [
     "PROPERTY_NAMES", "Binding", "Broker", "Cancelled", "Channel", "ChannelEvent", "Clock",
     "Confirmed", "Connection", "Consumer", "DeclareOk", "Delivered", "Delivery", "Exchange",
-    "HashedPassword", "ManualClock", "Message", "Permissions", "Queue", "QueuedMessage",
-    "Returned", "RoutingDecision", "SystemClock", "Timer", "TopicPermissions", "VirtualHost",
+    "HashedPassword", "ManualClock", "Message", "Permissions", "Policy", "Queue",
+    "QueueSettings", "QueuedMessage", "Returned", "RoutingDecision", "SystemClock", "Timer",
+    "TopicPermissions", "VirtualHost",
 ]

@@ -14,6 +14,7 @@ from ._access import UNRESTRICTED, AccessControl, UserAdministration
 from ._clock import Clock, SystemClock
 from ._connection import Connection
 from ._exchange import Exchange
+from ._policy import PolicyCommands
 from ._queue import Queue
 from ._trace import Trace
 from ._vhost import VirtualHost
@@ -49,7 +50,7 @@ def _server_properties(as_rabbitmq: str | None,
     return properties
 
 
-class Broker(UserAdministration):
+class Broker(UserAdministration, PolicyCommands):
     """An AMQP broker with RabbitMQ's semantics, as plain objects.
 
     Args:
@@ -80,6 +81,10 @@ class Broker(UserAdministration):
     Every call into the model, from the listener's thread or a test's, runs under the broker's
     one lock (held by the in-process client, the listener and the testing helpers, never by the
     caller).
+
+    Policies, operator policies and vhost limits are set with ``rabbitmqctl``'s commands
+    (:meth:`set_policy`, :meth:`clear_policy`, :meth:`set_operator_policy`,
+    :meth:`set_vhost_limits`...).
     """
 
     def __init__(self, *, clock: Clock | None = None, vhosts: tuple[str, ...] = ("/",),
@@ -159,13 +164,16 @@ class Broker(UserAdministration):
                 (it acts as ``guest``).
 
         Raises:
-            NotAllowed: (530) no such virtual host, or ``user`` has no access to it.
+            NotAllowed: (530) no such virtual host, ``user`` has no access to it, or its
+                ``max-connections`` is reached.
         """
         with self._lock:
             host = self.vhost(vhost)
             if user is None:
+                host.policies.check_connection_limit("guest")
                 return Connection(host, user="guest", client_properties=client_properties,
                                   name=name, access=UNRESTRICTED)
+            host.policies.check_connection_limit(user)
             self.access.check_vhost(user, vhost)
             return Connection(host, user=user, client_properties=client_properties, name=name,
                               access=self.access.grant(user, vhost))
@@ -267,15 +275,27 @@ class Broker(UserAdministration):
     # -- definitions ---------------------------------------------------------------------------
 
     def load_definitions(self, source: str | os.PathLike[str] | Mapping[str, Any], *,
-                         vhost: str = "/") -> None:
+                         vhost: str = "/", ignore_unsupported: bool = False) -> list[str]:
         """Load a RabbitMQ definitions document (``rabbitmqctl export_definitions``): vhosts,
-        users, permissions, exchanges, queues and bindings, from a JSON file or a dict.
+        users, permissions, exchanges, queues, bindings, policies, operator policies and vhost
+        limits, from a JSON file or a dict.
+
+        Args:
+            source: a path to a JSON file, or the parsed document.
+            vhost: the virtual host of items that name none.
+            ignore_unsupported: load the rest of a document with runtime parameters embroker
+                cannot honour (shovels, federation upstreams), which are refused by default.
+
+        Returns:
+            What was left out (``["shovel 'move' in vhost '/'"]``; empty by default).
 
         Raises:
-            DefinitionsError: malformed, or uses policies/runtime parameters.
+            DefinitionsError: malformed, a policy RabbitMQ would refuse, or runtime parameters
+                embroker cannot honour.
             AMQPError: a declaration RabbitMQ would refuse too (406 for a conflicting one).
         """
-        _definitions.load_definitions(self, source, vhost=vhost)
+        return _definitions.load_definitions(self, source, vhost=vhost,
+                                             ignore_unsupported=ignore_unsupported)
 
     def definitions(self) -> dict[str, Any]:
         """This broker as a RabbitMQ definitions document (loads with

@@ -11,10 +11,12 @@ the broker's state back in the same shape, so what it writes loads into RabbitMQ
 
 Users, permissions and topic permissions go to the broker's access control (:mod:`._access`,
 which also says how passwords and their hashes are checked); users' tags and limits and vhost
-metadata, which embroker does not enforce, are kept and exported again. Policies and runtime
-parameters (federation, shovels...) change how queues behave, so a document that has any is
-refused with a clear error rather than loaded with different behaviour. ``global_parameters``
-(the cluster name) are ignored.
+metadata, which embroker does not enforce, are kept and exported again. Policies, operator
+policies (the ``operator_policy`` runtime parameters) and vhost limits (``vhost-limits``) load
+and apply as in RabbitMQ (``_policy``). Other runtime parameters (federation upstreams,
+shovels...) need links to other brokers that a test broker does not have, so a document that
+has any is refused with an error that names each, unless the caller asks to load the rest
+(``ignore_unsupported``). ``global_parameters`` (the cluster name) are ignored.
 
 As RabbitMQ does, system exchanges (the default exchange and ``amq.*``) are neither imported nor
 exported, and exclusive queues are not exported.
@@ -31,15 +33,13 @@ from typing import TYPE_CHECKING, Any, final
 
 from ..errors import DefinitionsError
 from ._access import SHA256, HashedPassword, export_users, hash_password, load_users
+from ._policy import DefinitionsPlan, export_parameters, export_policies, export_vhost_limits
 
 if TYPE_CHECKING:
     from ._broker import Broker
 
 __all__ = ["SHA256", "DefinitionsError", "HashedPassword", "export_definitions", "hash_password",
            "load_definitions"]
-
-#: Sections that change behaviour embroker does not model: refused when not empty.
-_UNSUPPORTED = ("policies", "parameters")
 
 #: The RabbitMQ version whose semantics embroker follows, written as the exporter's version.
 RABBITMQ_VERSION = "3.10.8"
@@ -89,7 +89,7 @@ def _field(item: Mapping[str, Any], name: str, section: str) -> Any:
 
 
 def load_definitions(broker: Broker, source: str | os.PathLike[str] | Mapping[str, Any], *,
-                     vhost: str = "/") -> None:
+                     vhost: str = "/", ignore_unsupported: bool = False) -> list[str]:
     """Apply a RabbitMQ definitions document to ``broker``.
 
     Args:
@@ -97,20 +97,23 @@ def load_definitions(broker: Broker, source: str | os.PathLike[str] | Mapping[st
         source: a path to a JSON file, or the parsed document.
         vhost: the virtual host for items that name none (a single-vhost export from the
             management API leaves ``vhost`` out).
+        ignore_unsupported: load the rest when runtime parameters embroker cannot honour
+            (shovels, federation upstreams) are there, instead of refusing the document.
+
+    Returns:
+        The runtime parameters left out, in words (empty unless ``ignore_unsupported``).
 
     Raises:
-        DefinitionsError: the document is malformed, or has policies or runtime parameters.
+        DefinitionsError: the document is malformed, has a policy RabbitMQ would refuse, or
+            runtime parameters embroker cannot honour.
         AMQPError: a declaration RabbitMQ would refuse too (e.g. ``PreconditionFailed`` (406)
             for an exchange that exists with another type).
     """
     document = _read(source)
-    used = [s for s in _UNSUPPORTED if document.get(s)]
-    if used:
-        raise DefinitionsError(
-            f"embroker does not model {' or '.join(used)}; remove them from the definitions "
-            f"(found {', '.join(f'{len(document[s])} {s}' for s in used)})")
+    plan = DefinitionsPlan(document, vhost, ignore_unsupported)
     extra = _extra(broker)
     with broker._lock:
+        plan.check_queue_limits(broker)
         for item in _items(document, "vhosts"):
             name = _field(item, "name", "vhosts")
             broker.add_vhost(name)
@@ -125,6 +128,7 @@ def load_definitions(broker: Broker, source: str | os.PathLike[str] | Mapping[st
                 name, _field(item, "type", "exchanges"), durable=bool(item.get("durable", True)),
                 auto_delete=bool(item.get("auto_delete", False)),
                 internal=bool(item.get("internal", False)), arguments=item.get("arguments") or {})
+        plan.apply_policies(broker)
         for item in _items(document, "queues"):
             arguments = dict(item.get("arguments") or {})
             qtype = item.get("type")
@@ -140,17 +144,20 @@ def load_definitions(broker: Broker, source: str | os.PathLike[str] | Mapping[st
             broker.add_vhost(item.get("vhost", vhost)).bind(
                 _field(item, "source", "bindings"), kind, _field(item, "destination", "bindings"),
                 item.get("routing_key", ""), item.get("arguments") or {}, None)
+        plan.apply_limits(broker)
+    return plan.ignored
 
 
 def export_definitions(broker: Broker) -> dict[str, Any]:
-    """The broker's vhosts, users, permissions, exchanges, queues and bindings as a RabbitMQ
-    definitions document (what ``rabbitmqctl export_definitions`` writes)."""
+    """The broker's vhosts, users, permissions, exchanges, queues, bindings, policies,
+    operator policies and vhost limits as a RabbitMQ definitions document (what ``rabbitmqctl
+    export_definitions`` writes)."""
     extra = _extra(broker)
     with broker._lock:
         users, permissions, topic_permissions = export_users(broker)
-        vhosts = [{"name": name, "limits": [],
+        vhosts = [{"name": name, "limits": export_vhost_limits(vh),
                    "metadata": extra.vhost_metadata.get(name, {"description": "", "tags": []})}
-                  for name in broker.vhosts]
+                  for name, vh in broker.vhosts.items()]
         exchanges, queues, bindings = [], [], []
         for vname, vh in broker.vhosts.items():
             for exchange in vh.exchanges.values():
@@ -171,15 +178,19 @@ def export_definitions(broker: Broker) -> dict[str, Any]:
                 if queue.exclusive:
                     continue
                 arguments = dict(queue.arguments)
-                qtype = arguments.pop("x-queue-type", "classic")
+                # As RabbitMQ writes it: the type, and x-queue-type kept in the arguments
+                # (its import reads the type from there).
+                qtype = arguments.get("x-queue-type", "classic")
                 queues.append({"name": queue.name, "vhost": vname, "durable": queue.durable,
                                "auto_delete": queue.auto_delete, "type": qtype,
                                "arguments": arguments})
+        policies, parameters = export_policies(broker), export_parameters(broker)
     return {"rabbit_version": RABBITMQ_VERSION, "rabbitmq_version": RABBITMQ_VERSION,
             "product_name": "embroker", "product_version": _embroker_version(),
             "users": users, "vhosts": vhosts, "permissions": permissions,
-            "topic_permissions": topic_permissions, "parameters": [],
-            "global_parameters": [], "policies": [], "queues": queues, "exchanges": exchanges,
+            "topic_permissions": topic_permissions,
+            "parameters": parameters, "global_parameters": [],
+            "policies": policies, "queues": queues, "exchanges": exchanges,
             "bindings": bindings}
 
 

@@ -19,6 +19,7 @@ from typing_extensions import override
 from .. import _erlang
 from ..errors import PreconditionFailed
 from ..fieldtypes import field_type
+from ._policy import Policy, alternate_exchange
 
 if TYPE_CHECKING:
     from ._queue import Queue
@@ -117,8 +118,17 @@ class Exchange:
         #: Bindings whose destination is this exchange (exchange-to-exchange).
         self.incoming: dict[tuple[Any, ...], Binding] = {}
         self._snapshot: tuple[Binding, ...] | None = None
-        ae = self.arguments.get("alternate-exchange")
-        self.alternate_exchange: str | None = ae if isinstance(ae, str) else None
+        #: The policy and operator policy that apply to it (set by its vhost's policies).
+        self.policy: Policy | None = None
+        self.operator_policy: Policy | None = None
+        #: Where unroutable messages go: its ``alternate-exchange`` argument, else its policy's.
+        self.alternate_exchange: str | None = alternate_exchange(name, self.arguments, None)
+
+    def apply_policies(self, policy: Policy | None, operator_policy: Policy | None) -> None:
+        """Take the policy and operator policy that now apply (its alternate exchange may
+        change)."""
+        self.policy, self.operator_policy = policy, operator_policy
+        self.alternate_exchange = alternate_exchange(self.name, self.arguments, policy)
 
     # -- the type interface --------------------------------------------------------------------
 

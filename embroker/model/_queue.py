@@ -19,6 +19,10 @@ The features RabbitMQ configures with queue arguments all act on the ready messa
   rejected, expire or are pushed out by a length limit (see ``_deadletter``);
 - ``x-expires``: the queue deletes itself after that long unused (no consumer, no basic.get, no
   declare).
+
+A policy can set each of these too: :attr:`Queue.settings` holds what applies, the queue's own
+arguments and its policies combined as RabbitMQ does (``_policy``), and
+:meth:`Queue.apply_policies` takes new ones when its policies change.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, final
 from ..fieldtypes import Long
 from ._message import Message, QueuedMessage
 from ._names import resource
+from ._policy import Policy, effective_definition, queue_settings
 
 if TYPE_CHECKING:
     from ._channel import Channel
@@ -171,7 +176,10 @@ class Queue:
         "exclusive_owner",
         "had_consumers",
         "name",
+        "operator_policy",
+        "policy",
         "quorum",
+        "settings",
         "single_active",
         "unacked",
         "vhost",
@@ -207,16 +215,8 @@ class Queue:
             _PriorityReady(max_priority) if max_priority else _FifoReady())
         self._ready_bytes = 0  # body bytes of the ready messages (x-max-length-bytes)
         self._next_seq = 0
-        # Length limits count ready messages only, as RabbitMQ's.
-        self._max_length: int | None = args.get("x-max-length")
-        self._max_bytes: int | None = args.get("x-max-length-bytes")
-        self._overflow: str = args.get("x-overflow", "drop-head")
-        ttl = args.get("x-message-ttl")
-        self._ttl: float | None = ttl / 1000 if ttl is not None else None
-        self._expiring = self._ttl is not None  # may any ready message have a deadline?
+        self._expiring = False  # may any ready message have a deadline?
         self._expiry_timer: Timer | None = None
-        expires = args.get("x-expires")
-        self._expires: float | None = expires / 1000 if expires is not None else None
         self._idle_timer: Timer | None = None
         #: ``x-single-active-consumer``: one consumer at a time gets messages.
         self.single_active = args.get("x-single-active-consumer") is True
@@ -224,14 +224,66 @@ class Queue:
         self._active: Consumer | None = None
         #: ``x-queue-type`` quorum: deliveries carry ``x-delivery-count``, ``x-delivery-limit``.
         self.quorum = args.get("x-queue-type") == "quorum"
-        limit = args.get("x-delivery-limit")
-        self._delivery_limit: int | None = (
-            limit if self.quorum and isinstance(limit, int) and not isinstance(limit, bool)
-            else None)
-        self.dead_letter_exchange: str | None = args.get("x-dead-letter-exchange")
-        self.dead_letter_routing_key: str | None = args.get("x-dead-letter-routing-key")
+        #: The policy and operator policy that apply to it (set by its vhost's policies).
+        self.policy: Policy | None = None
+        self.operator_policy: Policy | None = None
+        #: Its effective settings: its arguments and policies combined as RabbitMQ does.
+        self.settings = queue_settings(args, quorum=self.quorum)
+        self._use_settings()
         self.default_binding: Binding  # set by the vhost
         self.touch()
+
+    def _use_settings(self) -> None:
+        settings = self.settings
+        # Length limits count ready messages only, as RabbitMQ's.
+        self._max_length: int | None = settings.max_length
+        self._max_bytes: int | None = settings.max_length_bytes
+        self._overflow: str = settings.overflow
+        ttl = settings.message_ttl
+        self._ttl: float | None = ttl / 1000 if ttl is not None else None
+        self._expiring = self._expiring or ttl is not None
+        expires = settings.expires
+        self._expires: float | None = expires / 1000 if expires is not None else None
+        self._delivery_limit: int | None = settings.delivery_limit if self.quorum else None
+        self.dead_letter_exchange: str | None = settings.dead_letter_exchange
+        self.dead_letter_routing_key: str | None = settings.dead_letter_routing_key
+
+    def apply_policies(self, policy: Policy | None, operator_policy: Policy | None) -> None:
+        """Take the policy and operator policy that now apply (set, changed or cleared) as
+        RabbitMQ's queue does (``process_args_policy``): the ``x-expires`` countdown starts
+        again, the new dead-letter target and message TTL apply from now on (queued messages
+        keep their deadline), and with ``drop-head`` overflow (before or after the change, for a
+        classic queue; after it, for a quorum queue) the oldest messages over a lowered length
+        limit go at once, dead-lettered as ``maxlen``; expired messages at the head go too.
+        """
+        overflow = self._overflow
+        self.policy, self.operator_policy = policy, operator_policy
+        self.settings = queue_settings(self.arguments, policy, operator_policy,
+                                       quorum=self.quorum)
+        self._use_settings()
+        if self.deleted:
+            return
+        if self._expires is None and self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        self.touch()
+        if self._overflow == "drop-head" or (overflow == "drop-head" and not self.quorum):
+            self._drop_over_limit()
+        if self._expiring:
+            self._expire_head()
+
+    @property
+    def effective_arguments(self) -> dict[str, Any]:
+        """What applies, as ``x-`` arguments: its own arguments and its policies combined
+        (``{"x-message-ttl": 60000, "x-dead-letter-exchange": "dlx"}``); see
+        :attr:`settings` for where each value came from."""
+        return self.settings.arguments()
+
+    @property
+    def effective_policy_definition(self) -> dict[str, Any]:
+        """Its policy's definition merged with its operator policy's (as ``rabbitmqctl
+        list_queues effective_policy_definition`` shows it)."""
+        return effective_definition(self.policy, self.operator_policy)
 
     # -- inspection ----------------------------------------------------------------------------
 
@@ -565,8 +617,10 @@ class Queue:
     def _drop_head(self) -> None:
         # drop-head overflow: the oldest ready messages go (dead-lettered, reason maxlen) until
         # the queue is within its limits.
-        if self._overflow != "drop-head":
-            return
+        if self._overflow == "drop-head":
+            self._drop_over_limit()
+
+    def _drop_over_limit(self) -> None:
         dropped = []
         while self._ready and self._over_limit():
             dropped.append(self._take().message)

@@ -6,6 +6,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, final
 
 from ._message import Message
+from ._policy import alternate_exchange_origin
 
 if TYPE_CHECKING:
     from ..errors import AMQPError
@@ -33,16 +34,18 @@ class RoutingDecision:
         mandatory: whether the publish was mandatory.
         error: the error that refused the publish (no such exchange, internal exchange...).
         dead_letter: for a message a queue dead-lettered, ``(queue, reason)``; else ``None``.
+        cause: for a dead-lettered message, the policies behind it in words (``"through
+            policy 'dlx-all'"``); ``None`` when the queue's own arguments decided.
     """
 
-    __slots__ = ("_visited", "body_dropped", "dead_letter", "error", "exchange", "keys",
+    __slots__ = ("_visited", "body_dropped", "cause", "dead_letter", "error", "exchange", "keys",
                  "mandatory", "matched", "message", "queues", "vhost")
 
     def __init__(self, vhost: str, exchange: str, message: Message, keys: tuple[str, ...],
                  queues: tuple[str, ...] = (), matched: tuple[Binding, ...] = (),
                  visited: tuple[Visit, ...] = (), mandatory: bool = False,
                  error: AMQPError | None = None,
-                 dead_letter: tuple[str, str] | None = None) -> None:
+                 dead_letter: tuple[str, str] | None = None, cause: str | None = None) -> None:
         self.vhost = vhost
         self.exchange = exchange
         self.message = message
@@ -52,6 +55,7 @@ class RoutingDecision:
         self.mandatory = mandatory
         self.error = error
         self.dead_letter = dead_letter
+        self.cause = cause
         self._visited = visited
         #: True when the trace let the body go to stay within its byte budget.
         self.body_dropped = False
@@ -115,8 +119,8 @@ class RoutingDecision:
         name = f"'{self.exchange}'" if self.exchange else "'' (the default exchange)"
         how = "Published"
         if self.dead_letter is not None:
-            how = (f"Dead-lettered from queue '{self.dead_letter[0]}' "
-                   f"({self.dead_letter[1]}) and republished")
+            why = self.dead_letter[1] + (f", {self.cause}" if self.cause else "")
+            how = f"Dead-lettered from queue '{self.dead_letter[0]}' ({why}) and republished"
         lines = [f"{how} to exchange {name} in vhost '{self.vhost}' with routing key "
                  f"'{self.routing_key}'" + (f", headers {self.headers!r}" if self.headers else "")]
         if self.message.origin is not None and self.dead_letter is None:
@@ -139,7 +143,8 @@ class RoutingDecision:
             lines.extend(self._explain_exchange(exchange, bindings, matched))
             if to_ae:
                 lines.append(f"    nothing matched: passed on to its alternate exchange "
-                             f"'{exchange.alternate_exchange}'")
+                             f"'{exchange.alternate_exchange}'"
+                             + alternate_exchange_origin(exchange))
             elif exchange.alternate_exchange and not any(
                     b.source is exchange for b in self.matched):
                 lines.append(f"    alternate exchange '{exchange.alternate_exchange}' "

@@ -26,6 +26,7 @@ from ._deadletter import dead_letter_message, is_dead_letter_cycle
 from ._exchange import EXCHANGE_TYPES, Binding, Exchange, binding_key
 from ._message import Message
 from ._names import REPLY_TO, random_name, resource
+from ._policy import Policies, dead_letter_cause
 from ._queue import Queue
 from ._trace import RoutingDecision, Visit
 
@@ -89,6 +90,8 @@ class VirtualHost:
         self._trace = broker.trace
         #: Direct reply-to addresses and the reply consumers they lead to.
         self.reply_consumers: dict[str, ReplyConsumer] = {}
+        #: Its policies, operator policies and limits.
+        self.policies = Policies(self)
         self.default_exchange = self.exchanges[""] = DefaultExchange(self, "", durable=True)
         for xname, xtype in STANDARD_EXCHANGES:
             self.exchanges[xname] = EXCHANGE_TYPES[xtype](self, xname, durable=True)
@@ -165,6 +168,7 @@ class VirtualHost:
             exchange = cls(self, name, durable=durable, auto_delete=auto_delete,
                            internal=internal, arguments=arguments)
             self.exchanges[name] = exchange
+            self.policies.attach(exchange)
             return exchange
         where = self.resource("exchange", name)
         check_equivalent_field(where, "type", exchange.type, type_)
@@ -232,6 +236,7 @@ class VirtualHost:
             queue.touch()
             queue.drop_expired()
             return DeclareOk(name, queue.message_count, queue.consumer_count)
+        self.policies.check_queue_limit(name)
         validate_queue_arguments(self.resource("queue", name), arguments, durable=durable,
                                  exclusive=exclusive, auto_delete=auto_delete)
         queue = Queue(self, name, durable=durable, exclusive_owner=owner,
@@ -240,6 +245,7 @@ class VirtualHost:
         self.queues[name] = queue
         if owner is not None:
             owner.exclusive_queues[name] = queue
+        self.policies.attach(queue)
         return DeclareOk(name, 0, 0)
 
     def delete_queue(self, name: str, connection: Connection | None, *,
@@ -447,9 +453,10 @@ class VirtualHost:
             dead = dead_letter_message(message, reason, source.name, exchange_name,
                                        source.dead_letter_routing_key, now)
             origin = (source.name, reason)
+            cause = dead_letter_cause(source, reason, message)
             if exchange is None:
                 self._record(RoutingDecision(
-                    self.name, exchange_name, dead, dead.keys, dead_letter=origin))
+                    self.name, exchange_name, dead, dead.keys, dead_letter=origin, cause=cause))
                 continue
             queues, matched, path = self._route(exchange, list(dead.keys),
                                                 dead.properties.get("headers"))
@@ -458,7 +465,7 @@ class VirtualHost:
                 queues = [q for q in queues if not is_dead_letter_cycle(q.name, headers)]
             self._record(RoutingDecision(
                 self.name, exchange_name, dead, dead.keys, tuple([q.name for q in queues]),
-                matched, path, dead_letter=origin))
+                matched, path, dead_letter=origin, cause=cause))
             for queue in queues:
                 queue.publish(dead)
 

@@ -24,9 +24,12 @@ __all__ = ["amqp10_url", "amqp_channel", "amqp_server", "amqp_url", "broker", "e
            "embroker_reference"]
 
 _MARKER_HELP = (
-    "embroker(topology=None, clock=None, vhosts=(), users=None): configure this test's broker: "
+    "embroker(topology=None, clock=None, vhosts=(), users=None, policies=(), "
+    "operator_policies=(), ignore_unsupported=False): configure this test's broker: "
     "a RabbitMQ definitions file to load (relative to the test file), clock=True for a "
-    "ManualClock, extra vhosts, extra users {name: password}")
+    "ManualClock, extra vhosts, extra users {name: password}, policies and operator policies "
+    "to set ({name, pattern, definition, priority, apply-to, vhost}), and whether to load a "
+    "topology without the runtime parameters embroker cannot honour")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

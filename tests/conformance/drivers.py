@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from .admin import ReferenceAdmin, model_admin
 from .harness import (
     PROPERTY_NAMES,
     BrokerError,
@@ -68,6 +69,10 @@ class InProcessDriver:
 
     def finish(self, queues: Iterable[str], exchanges: Iterable[str]) -> None:
         pass  # the broker is thrown away
+
+    def policy_command(self, command: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """A policy command (``set_policy``...: see ``admin.py``) on the broker."""
+        model_admin(self.broker, command, args, kwargs)
 
 
 def _broker_admin(broker: Any, command: str, args: tuple[str, ...], vhost: str | None) -> None:
@@ -237,6 +242,7 @@ class PikaDriver:
         logging.getLogger("pika").setLevel(logging.ERROR)
         self.url = url
         self.label = label or f"pika {safe_url(url)}"
+        self._admin: ReferenceAdmin | None = None
 
     def _parameters(self) -> Any:
         import pika
@@ -303,6 +309,13 @@ class PikaDriver:
                 with contextlib.suppress(Exception):
                     conn.close()
 
+    def policy_command(self, command: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """A policy command (``set_policy``...) on the broker behind the URL (see
+        ``admin.py``)."""
+        if self._admin is None:
+            self._admin = ReferenceAdmin(self.url)
+        self._admin.call(command, args, kwargs)
+
     @staticmethod
     def check_reachable(url: str, attempts: int = 2, pause: float = 2.0) -> str | None:
         """None when ``url`` answers (within ``attempts`` tries, ``pause`` seconds apart: a
@@ -340,6 +353,9 @@ class WireDriver(PikaDriver):
 
     def admin(self, command: str, args: tuple[str, ...], vhost: str | None) -> None:
         _broker_admin(self.broker, command, args, vhost)
+
+    def policy_command(self, command: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        model_admin(self.broker, command, args, kwargs)
 
     def stop(self) -> list[BaseException]:
         self.server.stop()

@@ -67,9 +67,20 @@ def test_hashed_passwords_follow_rabbitmq() -> None:
     assert HashedPassword("not base64!") != "x"
 
 
-def test_policies_are_refused_not_ignored() -> None:
-    with pytest.raises(DefinitionsError, match="does not model policies"):
-        Broker().load_definitions({"policies": [{"name": "p", "pattern": ".*"}]})
+def test_runtime_parameters_embroker_cannot_honour_are_refused_by_name() -> None:
+    document = {"parameters": [
+        {"vhost": "/", "component": "shovel", "name": "move", "value": {"src-uri": "amqp://"}},
+        {"vhost": "/", "component": "federation-upstream", "name": "dc2",
+         "value": {"uri": "amqp://dc2"}}],
+        "queues": [{"name": "q", "vhost": "/", "durable": True}]}
+    broker = Broker()
+    with pytest.raises(DefinitionsError, match="shovel 'move' in vhost '/', "
+                                               "federation-upstream 'dc2' in vhost '/'"):
+        broker.load_definitions(document)
+    assert "q" not in broker.queues  # nothing loaded
+    ignored = broker.load_definitions(document, ignore_unsupported=True)
+    assert ignored == ["shovel 'move' in vhost '/'", "federation-upstream 'dc2' in vhost '/'"]
+    assert "q" in broker.queues
 
 
 def test_a_conflicting_declaration_fails_as_in_rabbitmq() -> None:

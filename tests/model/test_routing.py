@@ -193,6 +193,22 @@ def test_headers_binding_with_bad_x_match_is_refused(ch: Channel) -> None:
     assert ch.is_closed
 
 
+@pytest.mark.parametrize(("x_match", "shown"), [
+    (1000.0, "double (value 1.0e3)"),
+    (0.5, "double (value 0.5)"),
+    ([1.5, 2e20], "array (value [{double,1.5},{double,2.0e20}])"),
+])
+def test_bad_x_match_type_prints_floats_as_erlang(
+        ch: Channel, x_match: object, shown: str) -> None:
+    # Measured on RabbitMQ 3.10.8 with py-amqp (pika cannot send doubles).
+    ch.exchange_declare("h", "headers")
+    ch.queue_declare("q")
+    with pytest.raises(PreconditionFailed) as refused:
+        ch.queue_bind("q", "h", "", {"x-match": x_match})
+    assert refused.value.reply_text == (
+        f"PRECONDITION_FAILED - Invalid x-match field type {shown}; expected longstr")
+
+
 # -- exchange-to-exchange and alternate exchanges ----------------------------------------------
 
 

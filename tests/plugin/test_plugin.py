@@ -77,6 +77,37 @@ def test_marker_configures_the_broker(pytester: pytest.Pytester) -> None:
     run(pytester).assert_outcomes(passed=2)
 
 
+def test_marker_sets_policies(pytester: pytest.Pytester) -> None:
+    topology = {"queues": [{"name": "orders.new", "vhost": "/", "durable": True}],
+                "policies": [{"vhost": "/", "name": "ttl", "pattern": "^orders\\.",
+                              "apply-to": "queues", "priority": 0,
+                              "definition": {"message-ttl": 60000}}],
+                "parameters": [{"vhost": "/", "component": "shovel", "name": "move",
+                                "value": {"src-uri": "amqp://"}}]}
+    (pytester.path / "defs.json").write_text(json.dumps(topology))
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.embroker(
+            topology="defs.json", ignore_unsupported=True,
+            policies=[{"name": "dlx", "pattern": "^orders", "definition":
+                       {"dead-letter-exchange": "dlx"}, "priority": 1, "apply_to": "queues"}],
+            operator_policies=[{"name": "cap", "pattern": ".*", "definition": {"max-length": 9}}])
+        def test_policies(broker):
+            q = broker.queues["orders.new"]
+            assert (q.policy.name, q.operator_policy.name) == ("dlx", "cap")
+            assert q.effective_arguments == {"x-dead-letter-exchange": "dlx", "x-max-length": 9}
+
+        @pytest.mark.embroker(topology="defs.json")
+        def test_refused(broker):
+            pass
+    """)
+    result = run(pytester)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*embroker cannot honour these runtime parameters: shovel "
+                                 "'move' in vhost '/'*"])
+
+
 def test_a_failing_helper_explains_the_routing(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
         from embroker.testing import assert_routed
