@@ -12,11 +12,13 @@ from .errors import ConnectionException as ConnectionException
 from .errors import DefinitionsError as DefinitionsError
 from .model import ManualClock as ManualClock
 from .model import Message as Message
+from .model import MessageEvent as MessageEvent
 from .model import RoutingDecision as RoutingDecision
 from .model import SystemClock as SystemClock
 from .server import Server as Server
 
 __all__ = [
     "AMQPError", "Broker", "Channel", "ChannelException", "Connection", "ConnectionException",
-    "DefinitionsError", "ManualClock", "Message", "RoutingDecision", "Server", "SystemClock", "__version__",
+    "DefinitionsError", "ManualClock", "Message", "MessageEvent", "RoutingDecision", "Server",
+    "SystemClock", "__version__",
 ]

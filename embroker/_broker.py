@@ -6,6 +6,8 @@ from typing import Any, final
 
 from . import model
 from .client import Connection
+from .model import Message, MessageEvent, RoutingDecision
+from .model._history import events_of
 from .server import Server
 
 __all__ = ["Broker"]
@@ -36,6 +38,20 @@ class Broker(model.Broker):
             NotAllowed: (530) no such virtual host.
         """
         return Connection(self, vhost, user=user, client_properties=client_properties)
+
+    def history(self, message: Message) -> list[MessageEvent]:
+        """What happened to ``message`` (one found in a queue, or a delivery's ``.message``)
+        since it was routed: deliveries, acks, requeues, expiry, dead-lettering..., oldest first.
+        Empty for a message that was never routed, or when the broker records no events."""
+        return events_of(message.history)
+
+    def decision_of(self, message: Message) -> RoutingDecision | None:
+        """The routing decision that put ``message`` where it is, if the trace still has it."""
+        events = message.history
+        for decision in reversed(self.trace):
+            if decision.message is message or (events is not None and decision._events is events):
+                return decision
+        return None
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, *, heartbeat: int = 60) -> Server:
         """Start a listener that real AMQP 0-9-1 clients can connect to.

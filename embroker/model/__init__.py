@@ -22,10 +22,14 @@ from ._events import Delivered as Delivered
 from ._events import Returned as Returned
 from ._exchange import Binding as Binding
 from ._exchange import Exchange as Exchange
+from ._history import Fate as Fate
+from ._history import MessageEvent as MessageEvent
 from ._message import PROPERTY_NAMES as PROPERTY_NAMES
 from ._message import Message as Message
 from ._message import QueuedMessage as QueuedMessage
 from ._queue import Queue as Queue
+from ._trace import Explanation as Explanation
+from ._trace import Outcome as Outcome
 from ._trace import RoutingDecision as RoutingDecision
 from ._vhost import DeclareOk as DeclareOk
 from ._vhost import VirtualHost as VirtualHost
@@ -33,6 +37,6 @@ from ._vhost import VirtualHost as VirtualHost
 __all__ = [
     "PROPERTY_NAMES", "Binding", "Broker", "Cancelled", "Channel", "ChannelEvent", "Clock",
     "Confirmed", "Connection", "Consumer", "DeclareOk", "Delivered", "Delivery", "Exchange",
-    "ManualClock", "Message", "Queue", "QueuedMessage", "Returned", "RoutingDecision",
-    "SystemClock", "Timer", "VirtualHost",
+    "Explanation", "Fate", "ManualClock", "Message", "MessageEvent", "Outcome", "Queue",
+    "QueuedMessage", "Returned", "RoutingDecision", "SystemClock", "Timer", "VirtualHost",
 ]

@@ -27,7 +27,10 @@ class Broker:
         vhosts: the virtual hosts to create (``"/"`` by default).
         users: user names and passwords the listener accepts (``guest``/``guest`` by default).
         trace_limit: how many routing decisions :attr:`trace` keeps (oldest dropped first).
-        trace_bytes: how many message body bytes :attr:`trace` may keep alive.
+        trace_bytes: how many bytes of large messages (bodies and header tables)
+            :attr:`trace` may keep alive.
+        trace_events: whether to record what happens to each message after routing
+            (deliveries, acks, expiry...: ``broker.trace[-1].history()``).
 
     Every call into the model, from the listener's thread or a test's, runs under the broker's
     one lock (held by the in-process client, the listener and the testing helpers, never by the
@@ -36,14 +39,14 @@ class Broker:
 
     def __init__(self, *, clock: Clock | None = None, vhosts: tuple[str, ...] = ("/",),
                  users: Mapping[str, str] | None = None, trace_limit: int = 10_000,
-                 trace_bytes: int = 64 * 1024 * 1024) -> None:
+                 trace_bytes: int = 64 * 1024 * 1024, trace_events: bool = True) -> None:
         self._lock = threading.RLock()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.users: dict[str, str] = dict(users) if users is not None else {"guest": "guest"}
         self.vhosts: dict[str, VirtualHost] = {}
         self.connections: dict[int, Connection] = {}
         #: The most recent routing decisions, oldest first.
-        self.trace = Trace(trace_limit, trace_bytes)
+        self.trace = Trace(trace_limit, trace_bytes, events=trace_events, lock=self._lock)
         self.publishers_blocked = False
         self.blocked_reason = ""
         # Called with (blocked, reason) when publishers are blocked or unblocked; a listener
@@ -76,13 +79,16 @@ class Broker:
 
     @property
     def queues(self) -> dict[str, Queue]:
-        """The queues of the default virtual host ``/``, by name."""
-        return self.vhosts["/"].queues
+        """The queues of the default virtual host ``/``, by name (a snapshot: safe to iterate
+        while a listener serves clients)."""
+        with self._lock:
+            return dict(self.vhosts["/"].queues)
 
     @property
     def exchanges(self) -> dict[str, Exchange]:
-        """The exchanges of the default virtual host ``/``, by name."""
-        return self.vhosts["/"].exchanges
+        """The exchanges of the default virtual host ``/``, by name (a snapshot)."""
+        with self._lock:
+            return dict(self.vhosts["/"].exchanges)
 
     # -- connections ---------------------------------------------------------------------------
 

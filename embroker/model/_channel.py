@@ -31,6 +31,7 @@ from ..errors import (
     NotImplementedAMQP,
     PreconditionFailed,
 )
+from . import _history
 from ._arguments import parse_expiration, validate_consumer_arguments
 from ._consumer import Consumer, Delivery, Unacked
 from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
@@ -69,6 +70,7 @@ class ReplyConsumer:
         """Deliver a reply. As RabbitMQ, it does not take a delivery tag of its own (the
         channel's next one is shown, unused)."""
         channel = self.channel
+        _history.delivered(channel, REPLY_TO, message, self.tag, channel._next_tag, False, True)
         if channel.listener is not None:
             channel.listener(Delivered(channel.number, self.tag, channel._next_tag, False,
                                        message.exchange, message.routing_key, message))
@@ -189,7 +191,9 @@ class Channel:
                           arguments or {}, self.connection)
 
     def queue_purge(self, queue: str = "") -> int:
-        return self._queue(queue).purge()
+        q = self._queue(queue)
+        _history.left(self.vhost.broker.clock, q, q.messages, "purged")
+        return q.purge()
 
     def queue_delete(self, queue: str = "", *, if_unused: bool = False,
                      if_empty: bool = False) -> int:
@@ -245,6 +249,8 @@ class Channel:
         if not self.confirm_mode:
             return 0
         self._publish_seq += 1
+        if not accepted:
+            _history.confirm_nack(self, message, self._publish_seq)
         if self.listener is not None:
             # RabbitMQ coalesces a nack with everything unconfirmed before it: with nothing else
             # outstanding, that is multiple=true for this one message.
@@ -262,6 +268,8 @@ class Channel:
                 if not queue.publish(message, expiration):
                     accepted = False
             return accepted
+        if mandatory:
+            _history.returned(self.vhost.broker.clock, message)
         if mandatory and self.listener is not None:
             self.listener(Returned(self.number, _NO_ROUTE.reply_code, _NO_ROUTE.reply_text,
                                    message.exchange, message.routing_key, message))
@@ -299,7 +307,7 @@ class Channel:
             if isinstance(record, HeldPublish):
                 self._publish(record.message, record.mandatory, record.expiration)
             else:
-                self._settle(record.taken, record.settlement)
+                self._settle(record.taken, record.settlement, record.method)
 
     def tx_rollback(self) -> None:
         """tx.rollback: forget the held publishes; acknowledged messages become unacknowledged
@@ -331,6 +339,7 @@ class Channel:
             q.settle()
         else:
             self._unacked[tag] = Unacked(q, entry, None)
+        _history.got(self, q.name, entry, tag, no_ack)
         message = q.outgoing(entry, get=True) if q.quorum else entry.message
         return Delivery(tag, entry.redelivered, message.exchange, message.routing_key, message,
                         q.message_count)
@@ -344,6 +353,8 @@ class Channel:
             self._unacked[tag] = Unacked(queue, entry, consumer)
             consumer.unacked += 1
             self.consumer_unacked += 1
+        _history.delivered(self, queue.name, entry.message, consumer.tag, tag, entry.redelivered,
+                           consumer.no_ack)
         message = queue.outgoing(entry) if queue.quorum else entry.message
         if self.listener is not None:
             self.listener(Delivered(self.number, consumer.tag, tag, entry.redelivered,
@@ -478,13 +489,17 @@ class Channel:
                 if consumer.blocked and consumer.has_capacity():
                     consumer.queue.unblocked(consumer)
 
-    def _settle(self, taken: list[tuple[int, Unacked]], settlement: Settlement) -> None:
+    def _settle(self, taken: list[tuple[int, Unacked]], settlement: Settlement,
+                method: str) -> None:
         self._release(taken)
         if settlement is Settlement.ACK:
+            _history.settled(self, taken, True, False, method)
             for _tag, (queue, _entry, _consumer) in taken:
                 queue.settle()
         else:
-            self._return_to_queues(taken, requeue=settlement is Settlement.REQUEUE)
+            requeue = settlement is Settlement.REQUEUE
+            _history.settled(self, taken, False, requeue, method)
+            self._return_to_queues(taken, requeue=requeue, cause=method)
         if not self.consumers:
             return
         if self.global_prefetch:
@@ -501,31 +516,37 @@ class Channel:
             if not queue.deleted:
                 queue.dispatch()
 
-    def _settle_or_hold(self, taken: list[tuple[int, Unacked]], settlement: Settlement) -> None:
+    def _settle_or_hold(self, taken: list[tuple[int, Unacked]], settlement: Settlement,
+                        method: str) -> None:
         if self.tx_mode:
-            self._tx.append(HeldSettlement(taken, settlement))
+            self._tx.append(HeldSettlement(taken, settlement, method))
         else:
-            self._settle(taken, settlement)
+            self._settle(taken, settlement, method)
 
     def basic_ack(self, delivery_tag: int = 0, multiple: bool = False) -> None:
         """basic.ack. Raises PreconditionFailed (406) "unknown delivery tag N"."""
-        self._settle_or_hold(self._take_unacked(delivery_tag, multiple), Settlement.ACK)
+        self._settle_or_hold(self._take_unacked(delivery_tag, multiple), Settlement.ACK,
+                             "basic.ack")
 
     def basic_nack(self, delivery_tag: int = 0, multiple: bool = False,
                    requeue: bool = True) -> None:
         """basic.nack: requeue the messages to their original positions, or drop them."""
         self._settle_or_hold(self._take_unacked(delivery_tag, multiple),
-                             Settlement.REQUEUE if requeue else Settlement.REJECT)
+                             Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.nack")
 
     def basic_reject(self, delivery_tag: int, requeue: bool = True) -> None:
-        self.basic_nack(delivery_tag, False, requeue)
+        self._settle_or_hold(self._take_unacked(delivery_tag, False),
+                             Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.reject")
 
-    def _return_to_queues(self, taken: list[tuple[int, Unacked]], *, requeue: bool) -> None:
+    def _return_to_queues(self, taken: list[tuple[int, Unacked]], *, requeue: bool,
+                          cause: str) -> None:
         # Requeue (or reject) settled deliveries, queue by queue.
         by_queue: dict[int, tuple[Queue, list[QueuedMessage]]] = {}
         for _tag, (queue, entry, _consumer) in taken:
             by_queue.setdefault(id(queue), (queue, []))[1].append(entry)
         for queue, entries in by_queue.values():
+            if requeue:
+                _history.requeued(self.vhost.broker.clock, queue, entries, cause)
             if queue.deleted:
                 continue
             if requeue:
@@ -540,7 +561,7 @@ class Channel:
             raise NotImplementedAMQP("requeue=false")
         taken = list(self._unacked.items())
         self._unacked.clear()
-        self._settle(taken, Settlement.REQUEUE)
+        self._settle(taken, Settlement.REQUEUE, "basic.recover")
 
     # -- closing -------------------------------------------------------------------------------
 
@@ -560,7 +581,9 @@ class Channel:
         taken = sorted([*self._take_held_settlements(), *self._unacked.items()], key=_by_tag)
         self._unacked.clear()
         self._release(taken)
-        self._return_to_queues(taken, requeue=True)  # requeued first, then the others take over
+        self._return_to_queues(  # requeued first, then the others take over
+            taken, requeue=True,
+            cause="channel closed" if self.connection.is_open else "connection closed")
         for queue in {id(c.queue): c.queue for c in consumers}.values():
             if queue.deleted:
                 continue

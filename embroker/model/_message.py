@@ -28,7 +28,7 @@ class Message:
         body: the content body.
     """
 
-    __slots__ = ("body", "encoded_properties", "exchange", "properties", "routing_key",
+    __slots__ = ("body", "encoded_properties", "exchange", "history", "properties", "routing_key",
                  "routing_keys")
 
     def __init__(self, exchange: str, routing_key: str, properties: dict[str, Any], body: bytes,
@@ -45,6 +45,9 @@ class Message:
         #: protocol layer so a delivery can send them on without encoding them again; ``None``
         #: when unknown or when the broker changed the properties.
         self.encoded_properties = encoded_properties
+        #: What happened to it after routing, as compact event tuples shared with its routing
+        #: decision (see ``_history``); ``None`` until routed, or when the trace records none.
+        self.history: list[tuple[Any, ...]] | None = None
 
     @property
     def keys(self) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from ..errors import (
     PreconditionFailed,
     ResourceLocked,
 )
+from . import _history
 from ._arguments import (
     check_equivalent_arguments,
     check_equivalent_field,
@@ -258,6 +259,7 @@ class VirtualHost:
         """Delete a queue: its bindings go, its consumers are cancelled; returns how many ready
         messages it held."""
         count = queue.message_count
+        _history.left(self.broker.clock, queue, queue.messages, "deleted")
         queue.purge()
         queue.deleted = True
         self.queues.pop(queue.name, None)
@@ -275,9 +277,13 @@ class VirtualHost:
         them, and the persistent messages of durable queues."""
         for queue in list(self.queues.values()):
             if queue.durable:
+                _history.left(self.broker.clock, queue, [
+                    m for m in queue.messages if m.properties.get("delivery_mode") != 2], "lost")
                 queue.drop_transient()
             else:
+                lost = queue.messages
                 self.delete_queue_object(queue)
+                _history.left(self.broker.clock, queue, lost, "lost")
         for exchange in list(self.exchanges.values()):
             if not exchange.durable and self.exchanges.get(exchange.name) is exchange:
                 self._delete_exchange(exchange)
@@ -393,10 +399,7 @@ class VirtualHost:
         return routed
 
     def _record(self, decision: RoutingDecision) -> None:
-        trace = self._trace
-        trace.append(decision)
-        if len(decision.message.body) >= trace.LARGE_BODY:
-            trace.hold(decision)
+        self._trace.record(decision)
 
     def deliver_replies(self, message: Message) -> None:
         """Direct reply-to: a message published to the default exchange with a reply-to
@@ -423,15 +426,20 @@ class VirtualHost:
             if exchange is None:
                 self._record(RoutingDecision(
                     self.name, exchange_name, dead, dead.keys, dead_letter=origin))
+                _history.dead_lettered(self.broker.clock, source.name, message, reason,
+                                       exchange_name, None)
                 continue
             queues, matched, path = self._route(exchange, list(dead.keys),
                                                 dead.properties.get("headers"))
             if reason != "rejected":
                 headers = dead.headers
                 queues = [q for q in queues if not is_dead_letter_cycle(q.name, headers)]
-            self._record(RoutingDecision(
+            decision = RoutingDecision(
                 self.name, exchange_name, dead, dead.keys, tuple([q.name for q in queues]),
-                matched, path, dead_letter=origin))
+                matched, path, dead_letter=origin)
+            self._record(decision)
+            _history.dead_lettered(self.broker.clock, source.name, message, reason,
+                                   exchange_name, decision)
             for queue in queues:
                 queue.publish(dead)
 
