@@ -26,18 +26,22 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import json
 import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, final, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Union, final, overload
 
-from .model import Clock, ManualClock, Message, RoutingDecision
+from . import model
+from .model import Clock, ManualClock, Message, MessageEvent, Outcome, RoutingDecision
 from .model._exchange import topic_matches
+from .model._history import events_of
 
 if TYPE_CHECKING:
     from . import _broker
+    from ._reference import ReferenceBroker
     from .model import Broker
     from .server import Server
 
@@ -48,6 +52,22 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: An embroker broker, or a reference RabbitMQ seen through
+#: :class:`~embroker._reference.ReferenceBroker` (``--embroker-reference``).
+AnyBroker = Union["Broker", "ReferenceBroker"]
+#: A predicate on a routing decision (``where=``).
+Predicate = Callable[[RoutingDecision], object]
+
+
+class NeedsEmbroker(Exception):  # noqa: N818 (a reason to skip, not an error)
+    """A helper that needs embroker's internals (its routing model, the virtual clock, a
+    message's history) was called on a reference RabbitMQ. The pytest plugin turns it into a
+    skip with this reason."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what}: needs embroker's internals, not available with the "
+                         "reference RabbitMQ")
 
 #: How many similar decisions a failure message shows (the most recent ones).
 SHOWN = 5
@@ -117,8 +137,40 @@ def key_matches(pattern: KeyPattern, key: str) -> bool:
     return topic_matches(pattern, key)
 
 
+class _Unset:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+#: The default of ``json=``: not matching on JSON (``None`` is the JSON ``null``).
+UNSET: Any = _Unset()
+
+
+def _json_body(decision: RoutingDecision) -> Any:
+    try:
+        return json.loads(decision.body)
+    except ValueError:
+        return UNSET
+
+
+def _header_matches(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+    for key, want in expected.items():
+        if key not in actual:
+            return False
+        value = actual[key]
+        if callable(want) and not isinstance(want, type):
+            if not want(value):
+                return False
+        elif value != want:
+            return False
+    return True
+
+
 def _criteria(exchange: str | None, routing_key: KeyPattern | None, vhost: str | None,
               body: bytes | str | None, headers: Mapping[str, Any] | None,
+              json_: Any = UNSET, where: Predicate | None = None,
               ) -> dict[str, Callable[[RoutingDecision], bool]]:
     checks: dict[str, Callable[[RoutingDecision], bool]] = {}
     if exchange is not None:
@@ -132,15 +184,19 @@ def _criteria(exchange: str | None, routing_key: KeyPattern | None, vhost: str |
     if body is not None:
         raw = body.encode() if isinstance(body, str) else body
         checks[f"body={raw!r}"] = lambda d: d.body == raw
+    if json_ is not UNSET:
+        checks[f"json={json_!r}"] = lambda d: _json_body(d) == json_
     if headers is not None:
-        checks[f"headers⊇{dict(headers)!r}"] = lambda d: all(
-            k in d.headers and d.headers[k] == v for k, v in headers.items())
+        shown_headers = {k: (getattr(v, "__name__", "<predicate>") if callable(v)
+                             and not isinstance(v, type) else v) for k, v in headers.items()}
+        checks[f"headers⊇{shown_headers!r}"] = lambda d: _header_matches(headers, d.headers)
+    if where is not None:
+        checks[f"where={getattr(where, '__name__', 'predicate')}"] = lambda d: bool(where(d))
     return checks
 
 
-def _decisions(broker: Broker, dead_letters: bool | None = False) -> list[RoutingDecision]:
-    with broker._lock:
-        found = list(broker.trace)
+def _decisions(broker: AnyBroker, dead_letters: bool | None = False) -> list[RoutingDecision]:
+    found = list(broker.trace)  # a snapshot (under the broker's lock for an embroker broker)
     if dead_letters is None:
         return found
     return [d for d in found if (d.dead_letter is not None) == dead_letters]
@@ -157,7 +213,14 @@ def _similar(decision: RoutingDecision, checks: Mapping[str, Callable[[RoutingDe
     return exchange is not None and decision.exchange.startswith(exchange[:3])
 
 
-def _report(headline: str, broker: Broker, candidates: list[RoutingDecision],
+def _explained(decision: RoutingDecision) -> list[str]:
+    try:
+        return decision.explain().splitlines()
+    except NeedsEmbroker:
+        return [f"routed to {list(decision.queues)}" if decision.queues else decision.outcome]
+
+
+def _report(headline: str, broker: AnyBroker, candidates: list[RoutingDecision],
             checks: Mapping[str, Callable[[RoutingDecision], bool]], exchange: str | None,
             routing_key: KeyPattern | None, dead_letters: bool | None = False) -> str:
     """The failure message: the headline, then similar decisions (or the most recent ones)
@@ -182,7 +245,7 @@ def _report(headline: str, broker: Broker, candidates: list[RoutingDecision],
         lines.append("")
         lines.append(f"- {decision!r}" + (f"  (differs in {', '.join(differs)})"
                                           if differs else ""))
-        lines.extend("  " + line for line in decision.explain().splitlines())
+        lines.extend("  " + line for line in _explained(decision))
     return "\n".join(lines)
 
 
@@ -192,10 +255,11 @@ def _describe(checks: Mapping[str, Any]) -> str:
 
 # -- queries ------------------------------------------------------------------------------------
 
-def published(broker: Broker, *, exchange: str | None = None,
+def published(broker: AnyBroker, *, exchange: str | None = None,
               routing_key: KeyPattern | None = None, vhost: str | None = None,
-              body: bytes | str | None = None, headers: Mapping[str, Any] | None = None,
-              outcome: str | None = None, dead_letters: bool | None = False) -> CallList:
+              body: bytes | str | None = None, json: Any = UNSET,
+              headers: Mapping[str, Any] | None = None, where: Predicate | None = None,
+              outcome: Outcome | None = None, dead_letters: bool | None = False) -> CallList:
     """The publishes that match, oldest first, from ``broker.trace``.
 
     Args:
@@ -204,25 +268,31 @@ def published(broker: Broker, *, exchange: str | None = None,
             CC/BCC keys count too.
         vhost: the virtual host.
         body: the exact body (a str is taken as UTF-8).
-        headers: headers the message must have (with these values; others may be there too).
-        outcome: ``"routed"``, ``"unroutable"``, ``"returned"`` or ``"refused"``.
+        json: the body parsed as JSON equals this (``{"order": 1}`` matches ``b'{"order":1}'``).
+        headers: headers the message must have (with these values; others may be there too);
+            a value may be a predicate (``{"attempt": lambda n: n > 1}``).
+        where: a predicate on the :class:`~embroker.RoutingDecision`.
+        outcome: ``"routed"``, ``"unroutable"``, ``"returned"``, ``"overflow"`` or
+            ``"refused"``.
         dead_letters: ``False`` (default) for publishes by clients, ``True`` for the broker's
             dead-letter republishes only, ``None`` for both.
     """
-    checks = _criteria(exchange, routing_key, vhost, body, headers)
+    checks = _criteria(exchange, routing_key, vhost, body, headers, json, where)
     if outcome is not None:
         checks[f"outcome={outcome!r}"] = lambda d: d.outcome == outcome
     return CallList(d for d in _decisions(broker, dead_letters)
                     if all(check(d) for check in checks.values()))
 
 
-def queue_messages(broker: Broker, queue: str, *, vhost: str = "/") -> list[Message]:
+def queue_messages(broker: AnyBroker, queue: str, *, vhost: str = "/") -> list[Message]:
     """The ready messages of ``queue`` in delivery order, without consuming them.
 
     Raises:
         AssertionError: there is no such queue (the message lists the queues there are).
     """
     __tracebackhide__ = True
+    if not isinstance(broker, model.Broker):
+        return broker.queue_messages(queue, vhost=vhost)
     with broker._lock:
         host = broker.vhosts.get(vhost)
         if host is None:
@@ -234,14 +304,17 @@ def queue_messages(broker: Broker, queue: str, *, vhost: str = "/") -> list[Mess
         return found.messages
 
 
-def route(broker: Broker, exchange: str, routing_key: str, *,
+def route(broker: AnyBroker, exchange: str, routing_key: str, *,
           headers: Mapping[str, Any] | None = None, vhost: str = "/") -> RoutingDecision:
     """Where a message published now to ``exchange`` with ``routing_key`` would go, without
     publishing it (nothing is enqueued and the trace is unchanged). For topology checks.
 
     Raises:
         NotFound: (404) no such exchange; AccessRefused: (403) it is internal.
+        NeedsEmbroker: ``broker`` is a reference RabbitMQ (it cannot route without publishing).
     """
+    if not isinstance(broker, model.Broker):
+        raise NeedsEmbroker("route() asks embroker's routing model without publishing")
     properties: dict[str, Any] = {"headers": dict(headers)} if headers else {}
     with broker._lock:
         trace = broker.trace
@@ -253,54 +326,68 @@ def route(broker: Broker, exchange: str, routing_key: str, *,
     return decision
 
 
+def history(broker: AnyBroker, message: Message) -> list[MessageEvent]:
+    """What happened to ``message`` (from :func:`queue_messages`, or a delivery's ``.message``
+    in-process) since it was routed; see :meth:`embroker.RoutingDecision.history`."""
+    if not isinstance(broker, model.Broker):
+        raise NeedsEmbroker("a message's history is recorded by embroker's model")
+    return events_of(message.history)
+
+
 # -- assertions ---------------------------------------------------------------------------------
 
-def assert_published(broker: Broker, *, exchange: str | None = None,
+def assert_published(broker: AnyBroker, *, exchange: str | None = None,
                      routing_key: KeyPattern | None = None, count: int | None = None,
                      vhost: str | None = None, body: bytes | str | None = None,
-                     headers: Mapping[str, Any] | None = None) -> CallList:
-    """Assert that messages matching the arguments were published: ``count`` of them, or at
-    least one when ``count`` is ``None``. Returns the matching decisions.
+                     json: Any = UNSET, headers: Mapping[str, Any] | None = None,
+                     where: Predicate | None = None) -> CallList:
+    """Assert that messages matching the arguments (as :func:`published` takes them) were
+    published: ``count`` of them, or at least one when ``count`` is ``None``. Returns the
+    matching decisions.
 
     Raises:
         AssertionError: with the similar publishes and their routing explanations.
     """
     __tracebackhide__ = True
     found = published(broker, exchange=exchange, routing_key=routing_key, vhost=vhost,
-                      body=body, headers=headers)
+                      body=body, json=json, headers=headers, where=where)
     if (count is None and found) or len(found) == count:
         return found
-    checks = _criteria(exchange, routing_key, vhost, body, headers)
+    checks = _criteria(exchange, routing_key, vhost, body, headers, json, where)
     want = "at least one" if count is None else str(count)
     raise AssertionError(_report(
         f"expected {want} publish(es) with {_describe(checks)}, found {len(found)}",
         broker, found, checks, exchange, routing_key))
 
 
-def assert_routed(broker: Broker, *, queues: Iterable[str], exchange: str | None = None,
+def assert_routed(broker: AnyBroker, *, queues: Iterable[str], exchange: str | None = None,
                   routing_key: KeyPattern | None = None, vhost: str | None = None,
+                  body: bytes | str | None = None, json: Any = UNSET,
+                  headers: Mapping[str, Any] | None = None, where: Predicate | None = None,
                   exact: bool = True) -> RoutingDecision:
     """Assert that a matching publish reached exactly ``queues`` (any order), or at least those
-    when ``exact`` is false. Returns the most recent such decision.
+    when ``exact`` is false. Returns the most recent such decision. A queue that refused the
+    message (full) did not take it (see :attr:`~embroker.RoutingDecision.refused`).
 
     Raises:
         AssertionError: with the matching and similar publishes and why they went elsewhere.
     """
     __tracebackhide__ = True
     wanted = set(queues)
-    candidates = published(broker, exchange=exchange, routing_key=routing_key, vhost=vhost)
+    candidates = published(broker, exchange=exchange, routing_key=routing_key, vhost=vhost,
+                           body=body, json=json, headers=headers, where=where)
     for decision in reversed(candidates):
         reached = set(decision.queues)
         if reached == wanted or (not exact and wanted <= reached):
             return decision
-    checks = _criteria(exchange, routing_key, vhost, None, None)
+    checks = _criteria(exchange, routing_key, vhost, body, headers, json, where)
     how = "exactly" if exact else "at least"
     raise AssertionError(_report(
         f"expected a publish with {_describe(checks)} routed to {how} "
         f"{sorted(wanted)}, but none was", broker, candidates, checks, exchange, routing_key))
 
 
-def _assert_outcome(broker: Broker, outcomes: tuple[str, ...], what: str, exchange: str | None,
+def _assert_outcome(broker: AnyBroker, outcomes: tuple[Outcome, ...], what: str, exchange: str | None,
                     routing_key: KeyPattern | None, vhost: str | None) -> RoutingDecision:
     __tracebackhide__ = True
     candidates = published(broker, exchange=exchange, routing_key=routing_key, vhost=vhost)
@@ -312,7 +399,7 @@ def _assert_outcome(broker: Broker, outcomes: tuple[str, ...], what: str, exchan
                                  broker, candidates, checks, exchange, routing_key))
 
 
-def assert_unroutable(broker: Broker, *, exchange: str | None = None,
+def assert_unroutable(broker: AnyBroker, *, exchange: str | None = None,
                       routing_key: KeyPattern | None = None,
                       vhost: str | None = None) -> RoutingDecision:
     """Assert that a matching publish reached no queue (dropped, or returned if mandatory)."""
@@ -321,7 +408,7 @@ def assert_unroutable(broker: Broker, *, exchange: str | None = None,
                            exchange, routing_key, vhost)
 
 
-def assert_returned(broker: Broker, *, exchange: str | None = None,
+def assert_returned(broker: AnyBroker, *, exchange: str | None = None,
                     routing_key: KeyPattern | None = None,
                     vhost: str | None = None) -> RoutingDecision:
     """Assert that a matching mandatory publish reached no queue and went back to its
@@ -331,7 +418,7 @@ def assert_returned(broker: Broker, *, exchange: str | None = None,
                            "reached no queue)", exchange, routing_key, vhost)
 
 
-def assert_dead_lettered(broker: Broker, *, queue: str | None = None, reason: str | None = None,
+def assert_dead_lettered(broker: AnyBroker, *, queue: str | None = None, reason: str | None = None,
                          routing_key: KeyPattern | None = None, to: Iterable[str] | None = None,
                          vhost: str | None = None) -> RoutingDecision:
     """Assert that a message was dead-lettered: from ``queue``, for ``reason`` (``"rejected"``,
@@ -356,7 +443,7 @@ def assert_dead_lettered(broker: Broker, *, queue: str | None = None, reason: st
                                  dead_letters=None))
 
 
-def assert_routes(broker: Broker, exchange: str, expected: Mapping[str, Iterable[str]], *,
+def assert_routes(broker: AnyBroker, exchange: str, expected: Mapping[str, Iterable[str]], *,
                   vhost: str = "/") -> None:
     """Assert that each routing key in ``expected`` would reach exactly its queues when published
     to ``exchange`` now (see :func:`route`; nothing is published). For topology checks::
@@ -366,6 +453,7 @@ def assert_routes(broker: Broker, exchange: str, expected: Mapping[str, Iterable
 
     Raises:
         AssertionError: listing every key that goes elsewhere, with the explanation.
+        NeedsEmbroker: ``broker`` is a reference RabbitMQ.
     """
     __tracebackhide__ = True
     wrong: list[str] = []

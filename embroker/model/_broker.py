@@ -54,6 +54,8 @@ class Broker:
         self._on_blocked: list[Callable[[bool, str], None]] = []
         # Called when restart() begins; a listener subscribes to drop its clients.
         self._on_restart: list[Callable[[], None]] = []
+        # The listeners serving this broker (they add themselves): what settle() asks.
+        self._servers: list[Any] = []
         for name in vhosts:
             self.add_vhost(name)
 
