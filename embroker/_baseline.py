@@ -97,9 +97,8 @@ def reset(broker: Broker, baseline: Baseline) -> None:
 def _reset_vhost(vhost: VirtualHost, base: _VhostBaseline) -> None:
     for name, queue in list(vhost.queues.items()):
         known = base.queues.get(name)
-        if known is None or known[0] is not queue:
-            if not queue.deleted:
-                vhost.delete_queue_object(queue)
+        if (known is None or known[0] is not queue) and not queue.deleted:
+            vhost.delete_queue_object(queue)
     for name, exchange in list(vhost.exchanges.items()):
         known_x = base.exchanges.get(name)
         if (known_x is None or known_x[0] is not exchange) and name:

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, final
 
+from .amqp091._properties import encode_properties
 from .errors import AMQPError, ChannelClosed, ChannelException, ConnectionClosed
 from .model import (
     PROPERTY_NAMES,
@@ -92,9 +93,10 @@ def _model_call(method: Callable[Concatenate[Channel, P], R]) -> Callable[Concat
     return wrapper
 
 
-def _properties(properties: dict[str, Any] | None) -> dict[str, Any]:
-    if not properties:
-        return {}
+def _properties(properties: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    """The properties the broker keeps, and their wire encoding: what cannot be sent over AMQP
+    0-9-1 (a header of 2**70, a priority of 300...) is refused here, at publish, rather than
+    poisoning the queue for every consumer that comes later."""
     unknown = set(properties) - set(PROPERTY_NAMES)
     if unknown:
         raise TypeError(f"unknown message properties {sorted(unknown)}; "
@@ -103,7 +105,11 @@ def _properties(properties: dict[str, Any] | None) -> dict[str, Any]:
     headers = props.get("headers")
     if headers is not None:
         props["headers"] = dict(headers)  # the broker keeps its own copy
-    return props
+    try:
+        encoded = encode_properties(props)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"these properties cannot be sent over AMQP 0-9-1: {exc}") from None
+    return props, encoded
 
 
 @final
@@ -353,12 +359,13 @@ class Channel:
         """Publish a message; ``properties`` is a dict of basic property names."""
         if type(body) is not bytes:
             body = body.encode("utf-8") if isinstance(body, str) else bytes(body)
-        props = _properties(properties) if properties else {}
+        props, encoded = _properties(properties) if properties else ({}, None)
         with self._lock:
             if not self._model.is_open:
                 self._check_open()
             try:
-                self._model.basic_publish(exchange, routing_key, body, props, mandatory=mandatory)
+                self._model.basic_publish(exchange, routing_key, body, props, mandatory=mandatory,
+                                          encoded_properties=encoded)
             except AMQPError as exc:
                 self._failed(exc)
                 raise

@@ -80,6 +80,17 @@ class AMQPError(Exception):
         the reply name alone when there is no text (basic.return's ``"NO_ROUTE"``)."""
         return f"{self.reply_name} - {self.text}" if self.text else self.reply_name
 
+    @property
+    def wire_reply_text(self) -> str:
+        """The reply text as a close frame carries it: a shortstr, at most 255 bytes. As
+        RabbitMQ does, a longer text is cut to its first 252 bytes (even inside a UTF-8
+        sequence, which then stays as escaped bytes) and ``...``."""
+        text = self.reply_text
+        data = text.encode("utf-8", "surrogateescape")
+        if len(data) <= 255:
+            return text
+        return data[:252].decode("utf-8", "surrogateescape") + "..."
+
     def with_method(self, class_id: int, method_id: int) -> Self:
         """Record the method that caused this error, unless one is already recorded."""
         if not self.class_id:

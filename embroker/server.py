@@ -3,22 +3,30 @@
 Each accepted socket gets a sans-IO :class:`~embroker.amqp091.ServerConnection`. The loop reads
 what arrives, feeds it to the connection under the broker's lock, and writes what the
 connections have to send: its own replies, and deliveries that another connection (or a test's
-in-process client, from another thread) caused. Nothing a client sends can stop the loop: an
-unexpected error closes that one connection with 541 INTERNAL_ERROR and is kept in
-:attr:`Server.errors` for the test to see.
+in-process client, from another thread) caused.
+
+Nothing a client sends, and no bug, stops the loop:
+
+- an unexpected error while handling one connection (reading, writing, its heartbeats, a
+  delivery to it) closes that connection with 541 INTERNAL_ERROR; it is logged with its
+  traceback and kept in :attr:`Server.errors` for the test to see;
+- an unexpected error in a timer (a queue's expiry...) is logged and kept the same way, and the
+  other timers still run;
+- sockets that do not finish the handshake in time are closed (RabbitMQ's 10 s), and when
+  ``accept`` fails (too many open files) the listener backs off instead of
+  spinning, saying so once per interval.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import logging
 import selectors
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, final
 
 from .amqp091 import ServerConnection
@@ -32,18 +40,30 @@ __all__ = ["PortInUse", "Server"]
 log = logging.getLogger("embroker.server")
 
 _READ_SIZE = 262_144
-_TICK = 0.5  # at most this long between looks at heartbeats and timers
+_TICK = 0.5  # at most this long between looks at heartbeats, handshakes and timers
+#: How long the listener stops accepting after accept() failed for lack of resources; doubled
+#: on each failure in a row, up to the maximum.
+_ACCEPT_BACKOFF = 0.05
+_ACCEPT_BACKOFF_MAX = 1.0
+#: accept() errors that mean "no resources now", not "this listener is broken".
+_RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+#: At most one warning about failing accepts per this many seconds.
+_WARN_INTERVAL = 10.0
 
 
+@final
 class _Client:
+    """A socket being served and its connection."""
+
     __slots__ = ("conn", "events", "peer", "sock", "wbuf")
 
-    def __init__(self, sock: socket.socket, conn: ServerConnection, peer: str) -> None:
+    def __init__(self, sock: socket.socket, peer: str,
+                 connection: Callable[[_Client], ServerConnection]) -> None:
         self.sock = sock
-        self.conn = conn
         self.peer = peer
         self.wbuf = bytearray()
         self.events = selectors.EVENT_READ
+        self.conn = connection(self)
 
 
 def _addresses(host: str) -> list[tuple[socket.AddressFamily, str]]:
@@ -56,6 +76,11 @@ def _addresses(host: str) -> list[tuple[socket.AddressFamily, str]]:
     return [(family, host)]
 
 
+def _peer_name(sock: socket.socket, address: tuple[str, int] | tuple[str, int, int, int]) -> str:
+    return f"{address[0]}:{address[1]}" if sock.family == socket.AF_INET else \
+        f"[{address[0]}]:{address[1]}"
+
+
 @final
 class Server:
     """A listener that lets unmodified AMQP 0-9-1 clients talk to ``broker``.
@@ -63,21 +88,34 @@ class Server:
     Use :meth:`Broker.serve <embroker.Broker.serve>` to make one. ``host="localhost"`` listens
     on both 127.0.0.1 and ::1 (clients may try either); ``port=0`` takes any free port.
 
+    Args:
+        broker: the broker to serve.
+        host, port: where to listen.
+        heartbeat: the heartbeat interval offered to clients, in seconds (0: none).
+        handshake_timeout: how long a socket may take from connecting to connection.open
+            (RabbitMQ's ``handshake_timeout``, 10 s).
+
     Raises:
         PortInUse: the port is taken.
     """
 
     def __init__(self, broker: Broker, host: str = "127.0.0.1", port: int = 0, *,
-                 heartbeat: int = 60) -> None:
+                 heartbeat: int = 60, handshake_timeout: float = 10.0) -> None:
         self.broker = broker
         self.host = host
         self.heartbeat = heartbeat
+        self.handshake_timeout = handshake_timeout
         #: Unexpected exceptions raised while serving (bugs); tests should find it empty.
         self.errors: list[BaseException] = []
         self._clients: dict[int, _Client] = {}
         self._dirty: set[_Client] = set()
         self._selector = selectors.DefaultSelector()
         self._listeners: list[socket.socket] = []
+        self._accepting = False
+        self._accept_resumes = 0.0
+        self._accept_backoff = _ACCEPT_BACKOFF
+        self._accept_failures = 0
+        self._accept_warned = -_WARN_INTERVAL
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -134,14 +172,16 @@ class Server:
         """Start serving in a background thread; returns self."""
         if self._running:
             return self
-        self._running = True
-        for sock in self._listeners:
-            self._selector.register(sock, selectors.EVENT_READ, None)
-        self._selector.register(self._wake_r, selectors.EVENT_READ, self._wake_r)
+        self._prepare()
         self._thread = threading.Thread(target=self._run, name=f"embroker:{self.port}",
                                          daemon=True)
         self._thread.start()
         return self
+
+    def _prepare(self) -> None:
+        self._running = True
+        self._set_accepting(True)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, self._wake_r)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Close every client connection with 320 CONNECTION_FORCED and free the port."""
@@ -165,10 +205,7 @@ class Server:
 
     def serve_forever(self) -> None:
         """Serve in the calling thread until :meth:`stop` (from a signal handler, say)."""
-        self._running = True
-        for sock in self._listeners:
-            self._selector.register(sock, selectors.EVENT_READ, None)
-        self._selector.register(self._wake_r, selectors.EVENT_READ, self._wake_r)
+        self._prepare()
         self._thread = threading.current_thread()
         self._run()
 
@@ -183,65 +220,145 @@ class Server:
         next_tick = 0.0
         try:
             while self._running:
-                now = time.monotonic()
-                timeout = max(0.0, next_tick - now)
-                deadline = self.broker.clock.next_deadline()
-                if deadline is not None:
-                    timeout = min(timeout, max(0.0, deadline - self.broker.clock.monotonic()))
-                for key, mask in self._selector.select(timeout):
-                    data = key.data
-                    if data is None:
-                        self._accept(key.fileobj)  # type: ignore[arg-type]
-                    elif data is self._wake_r:
-                        with contextlib.suppress(BlockingIOError, OSError):
-                            while self._wake_r.recv(4096):
-                                pass
-                    else:
-                        if mask & selectors.EVENT_READ:
-                            self._read(data)
-                        if mask & selectors.EVENT_WRITE:
-                            self._dirty.add(data)
-                if time.monotonic() >= next_tick:
-                    self._tick()
-                    next_tick = time.monotonic() + _TICK
-                elif deadline is not None and self.broker.clock.monotonic() >= deadline:
-                    self._run_timers()  # expiries fall due between heartbeat ticks
-                self._flush()
+                try:
+                    next_tick = self._turn(next_tick)
+                except Exception as exc:  # a bug in the loop itself: keep it, keep serving
+                    self._bug(exc, "the listener loop")
+                    time.sleep(0.01)  # never spin on a bug that repeats
         except KeyboardInterrupt:  # Ctrl-C in serve_forever: a clean stop
             self._running = False
-        except BaseException as exc:  # pragma: no cover - a bug in the loop itself
-            self.errors.append(exc)
-            log.exception("the listener loop failed")
         finally:
             self._shutdown()
+
+    def _turn(self, next_tick: float) -> float:
+        """One turn of the loop: wait for sockets (or the next timer), serve what is ready."""
+        now = time.monotonic()
+        timeout = max(0.0, next_tick - now)
+        clock = self.broker.clock
+        deadline = clock.next_deadline()
+        if deadline is not None:
+            timeout = min(timeout, max(0.0, deadline - clock.monotonic()))
+        if not self._accepting:
+            timeout = min(timeout, max(0.0, self._accept_resumes - now))
+        for key, mask in self._selector.select(timeout):
+            data = key.data
+            if data is None:
+                self._accept(key.fileobj)  # type: ignore[arg-type]
+            elif data is self._wake_r:
+                with contextlib.suppress(BlockingIOError, OSError):
+                    while self._wake_r.recv(4096):
+                        pass
+            else:
+                if mask & selectors.EVENT_READ:
+                    self._read(data)
+                if mask & selectors.EVENT_WRITE:
+                    self._dirty.add(data)
+        now = time.monotonic()
+        if not self._accepting and now >= self._accept_resumes:
+            self._set_accepting(True)
+        if now >= next_tick:
+            self._tick()
+            next_tick = time.monotonic() + _TICK
+        elif deadline is not None and clock.monotonic() >= deadline:
+            self._run_timers()  # expiries fall due between heartbeat ticks
+        self._flush()
+        return next_tick
+
+    # -- errors --------------------------------------------------------------------------------
+
+    def _bug(self, exc: BaseException, where: str) -> None:
+        self.errors.append(exc)
+        log.error("unexpected error in %s: %s: %s", where, type(exc).__name__, exc,
+                  exc_info=(type(exc), exc, exc.__traceback__))
+
+    @contextlib.contextmanager
+    def _isolated(self, client: _Client) -> Iterator[None]:
+        """Run work for one connection: a bug closes that connection (541), nothing else."""
+        try:
+            yield
+        except Exception as exc:
+            self._bug(exc, f"the connection from {client.peer}")
+            self._fail(client, exc)
+
+    def _fail(self, client: _Client, exc: BaseException) -> None:
+        # Tell the client why (541) if we still can, then let the flush close the socket.
+        try:
+            with self.broker._lock:
+                client.conn.internal_error(InternalError(
+                    f"internal error: {type(exc).__name__}: {exc}"))
+            self._dirty.add(client)
+        except Exception as again:  # the connection cannot even close: drop the socket
+            self._bug(again, f"closing the connection from {client.peer}")
+            self._drop(client)
+
+    # -- accepting -----------------------------------------------------------------------------
+
+    def _set_accepting(self, on: bool) -> None:
+        if on == self._accepting:
+            return
+        for sock in self._listeners:
+            if on:
+                self._selector.register(sock, selectors.EVENT_READ, None)
+            else:
+                with contextlib.suppress(KeyError, ValueError):
+                    self._selector.unregister(sock)
+        self._accepting = on
 
     def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
                 sock, address = listener.accept()
             except (BlockingIOError, InterruptedError):
+                self._accept_backoff = _ACCEPT_BACKOFF
                 return
-            except OSError as exc:  # e.g. too many open files: keep serving the others
-                log.warning("accept failed: %s", exc)
+            except OSError as exc:
+                self._accept_failed(exc)
                 return
-            sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            peer = f"{address[0]}:{address[1]}" if sock.family == socket.AF_INET else \
-                f"[{address[0]}]:{address[1]}"
-            client = _Client(sock, None, peer)  # type: ignore[arg-type]
-            client.conn = ServerConnection(self.broker, peer=peer,
-                                           on_output=functools.partial(self._output, client),
-                                           heartbeat=self.heartbeat)
-            self._clients[sock.fileno()] = client
-            self._selector.register(sock, selectors.EVENT_READ, client)
+            try:
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                peer = _peer_name(sock, address)
+                client = _Client(sock, peer, self._connection)
+                self._clients[sock.fileno()] = client
+                self._selector.register(sock, selectors.EVENT_READ, client)
+            except Exception as exc:  # a socket that died at once, or a bug: this one only
+                self._bug(exc, "accepting a connection")
+                sock.close()
+                continue
             log.info("accepted connection from %s", peer)
 
-    def _output(self, client: _Client) -> None:
-        # Called by a connection (under the broker lock) when it has something to send that its
-        # own input did not cause: a delivery, a confirm, a cancel...
-        self._dirty.add(client)
-        if threading.get_ident() != self._loop_ident:
-            self._wake()
+    def _connection(self, client: _Client) -> ServerConnection:
+        def output_ready() -> None:
+            # Called by the connection (under the broker lock) when it has something to send
+            # that its own input did not cause: a delivery, a confirm, a cancel...
+            self._dirty.add(client)
+            if threading.get_ident() != self._loop_ident:
+                self._wake()
+
+        with self.broker._lock:
+            return ServerConnection(self.broker, peer=client.peer, on_output=output_ready,
+                                    heartbeat=self.heartbeat,
+                                    handshake_timeout=self.handshake_timeout)
+
+    def _accept_failed(self, exc: OSError) -> None:
+        if exc.errno not in _RESOURCE_ERRNOS:
+            log.warning("accept failed: %s", exc)
+            return
+        # Out of file descriptors (or memory): stop accepting for a while rather than spin on
+        # a listener that stays readable; the clients already connected go on.
+        self._set_accepting(False)
+        self._accept_resumes = time.monotonic() + self._accept_backoff
+        self._accept_backoff = min(self._accept_backoff * 2, _ACCEPT_BACKOFF_MAX)
+        self._accept_failures += 1
+        now = time.monotonic()
+        if now - self._accept_warned >= _WARN_INTERVAL:
+            log.warning("cannot accept connections: %s (%d failure(s) since the last warning); "
+                        "pausing accept for up to %.2fs", exc.strerror or exc,
+                        self._accept_failures, _ACCEPT_BACKOFF_MAX)
+            self._accept_warned = now
+            self._accept_failures = 0
+
+    # -- reading, timers, writing ----------------------------------------------------------------
 
     def _read(self, client: _Client) -> None:
         try:
@@ -251,110 +368,132 @@ class Server:
         except OSError:
             data = b""
         conn = client.conn
-        try:
+        with self._isolated(client):
             with self.broker._lock:
                 conn.receive_data(data)
-        except Exception as exc:  # a bug: keep it for the test, close only this connection
-            self.errors.append(exc)
-            log.exception("error while handling data from %s", client.peer)
-            with self.broker._lock:
-                conn.close(InternalError(f"internal error: {type(exc).__name__}: {exc}"))
-        if not data:
-            log.info("connection from %s closed by the client", client.peer)
+            if not data:
+                log.info("connection from %s closed by the client", client.peer)
         if conn.has_output or conn.blocked:
             self._dirty.add(client)
 
     def _run_timers(self) -> None:
         with self.broker._lock:
-            self.broker.clock.run_due()
-            for client in self._clients.values():
-                if client.conn.has_output:
-                    self._dirty.add(client)
+            self.broker.clock.run_due(on_error=self._timer_failed)
+        self._mark_output()
+
+    def _timer_failed(self, exc: Exception) -> None:
+        self._bug(exc, "a timer")
 
     def _tick(self) -> None:
         with self.broker._lock:
-            self.broker.clock.run_due()
-            for client in list(self._clients.values()):
+            self.broker.clock.run_due(on_error=self._timer_failed)
+            self.broker.check_resources()
+        for client in list(self._clients.values()):
+            with self._isolated(client), self.broker._lock:
                 client.conn.tick()
-                if client.conn.has_output:
-                    self._dirty.add(client)
+        self._mark_output()
+
+    def _mark_output(self) -> None:
+        for client in self._clients.values():
+            if client.conn.has_output:
+                self._dirty.add(client)
 
     def _flush(self) -> None:
         while self._dirty:
             client = self._dirty.pop()
             if client.sock.fileno() < 0:
                 continue
-            conn = client.conn
-            with self.broker._lock:
-                data = conn.data_to_send()
-            if data:
-                client.wbuf += data
-            if client.wbuf:
-                try:
-                    sent = client.sock.send(client.wbuf)
-                    del client.wbuf[:sent]
-                except (BlockingIOError, InterruptedError):
-                    pass
-                except OSError:
-                    self._drop(client)
-                    continue
-            if conn.should_close and not client.wbuf:
+            with self._isolated(client):
+                self._write(client)
+
+    def _write(self, client: _Client) -> None:
+        conn = client.conn
+        if conn.failure is not None:  # sending it something failed, in another's work
+            failure, conn.failure = conn.failure, None
+            self._bug(failure, f"sending to the connection from {client.peer}")
+            self._fail(client, failure)
+        with self.broker._lock:
+            data = conn.data_to_send()
+        if data:
+            client.wbuf += data
+        if client.wbuf:
+            try:
+                sent = client.sock.send(client.wbuf)
+                del client.wbuf[:sent]
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:
                 self._drop(client)
-                continue
-            events = 0 if conn.blocked else selectors.EVENT_READ
-            if client.wbuf:
-                events |= selectors.EVENT_WRITE
-            if events != client.events:
-                if not client.events:
-                    self._selector.register(client.sock, events, client)
-                elif not events:
-                    self._selector.unregister(client.sock)
-                else:
-                    self._selector.modify(client.sock, events, client)
-                client.events = events
+                return
+        if conn.should_close and not client.wbuf:
+            self._drop(client)
+            return
+        events = 0 if conn.blocked else selectors.EVENT_READ
+        if client.wbuf:
+            events |= selectors.EVENT_WRITE
+        if events != client.events:
+            if not client.events:
+                self._selector.register(client.sock, events, client)
+            elif not events:
+                self._selector.unregister(client.sock)
+            else:
+                self._selector.modify(client.sock, events, client)
+            client.events = events
 
     def _drop(self, client: _Client) -> None:
         self._clients.pop(client.sock.fileno(), None)
+        self._dirty.discard(client)
         if client.events:
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(client.sock)
-        with self.broker._lock:
-            client.conn.connection_lost()
-        client.sock.close()
-        log.info("connection from %s closed", client.peer)
+            client.events = 0
+        try:
+            with self.broker._lock:
+                client.conn.connection_lost()
+        except Exception as exc:  # releasing its channels failed: still close the socket
+            self._bug(exc, f"releasing the connection from {client.peer}")
+        finally:
+            client.sock.close()
+        reason = client.conn.close_reason
+        log.info("connection from %s closed%s", client.peer, f": {reason}" if reason else "")
+
+    # -- the broker's own events ---------------------------------------------------------------
+
+    def _each_client(self, action: Callable[[_Client], None]) -> None:
+        for client in list(self._clients.values()):
+            with self._isolated(client):
+                action(client)
+            self._dirty.add(client)
+        self._wake()
 
     def _on_blocked(self, blocked: bool, reason: str) -> None:
-        for client in list(self._clients.values()):
-            if blocked:
-                client.conn.publishers_blocked(reason)
-            else:
-                client.conn.publishers_unblocked()
-                self._dirty.add(client)
-        self._wake()
+        # Called under the broker lock, from any thread.
+        if blocked:
+            self._each_client(lambda client: client.conn.publishers_blocked(reason))
+        else:
+            self._each_client(lambda client: client.conn.publishers_unblocked())
 
     def _on_restart(self) -> None:
         # Called under the broker lock, from any thread: every client is told the broker is
         # going down, as a RabbitMQ node that stops does.
-        for client in list(self._clients.values()):
-            client.conn.close(ConnectionForced(
-                "broker forced connection closure with reason 'shutdown'"))
-            self._dirty.add(client)
-        self._wake()
+        self._each_client(lambda client: client.conn.close(ConnectionForced(
+            "broker forced connection closure with reason 'shutdown'")))
 
     def _shutdown(self) -> None:
         clients = list(self._clients.values())
-        with self.broker._lock:
-            for client in clients:
+        for client in clients:
+            with self._isolated(client), self.broker._lock:
                 client.conn.close(ConnectionForced(
                     "broker forced connection closure with reason 'shutdown'"))
-        for client in clients:
-            with self.broker._lock:
                 client.wbuf += client.conn.data_to_send()
+        for client in clients:
             with contextlib.suppress(OSError):
                 client.sock.setblocking(True)
                 client.sock.settimeout(0.2)
                 client.sock.sendall(client.wbuf)
-            self._drop(client)
+            if client.sock.fileno() >= 0:
+                self._drop(client)
+        self._set_accepting(False)
         self._close_listeners()
         self._selector.close()
         self._wake_r.close()

@@ -94,6 +94,9 @@ FRAME_MAX: Final = 131072
 HEARTBEAT: Final = 60
 #: How long to wait for connection.close-ok after sending connection.close (seconds).
 CLOSE_OK_TIMEOUT: Final = 1.0
+#: How long a client may take from connecting to connection.open (RabbitMQ's
+#: handshake_timeout); a slower one is disconnected, with no frame, as RabbitMQ does.
+HANDSHAKE_TIMEOUT: Final = 10.0
 
 
 class ConnectionState(enum.Enum):
@@ -128,11 +131,14 @@ class ServerConnection:
             :meth:`receive_data` being the cause, e.g. a delivery caused by another connection;
             the listener uses it to wake its loop.
         heartbeat, frame_max, channel_max: what connection.tune offers.
+        handshake_timeout: how long the client may take from connecting to connection.open; a
+            client too slow is disconnected (the socket closes, as RabbitMQ's does).
     """
 
     def __init__(self, broker: Broker, *, peer: str = "", on_output: Callable[[], None] | None = None,
                  heartbeat: int = HEARTBEAT, frame_max: int = FRAME_MAX,
-                 channel_max: int = CHANNEL_MAX) -> None:
+                 channel_max: int = CHANNEL_MAX,
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT) -> None:
         self.broker = broker
         self.peer = peer
         self.state = ConnectionState.HEADER
@@ -152,6 +158,7 @@ class ServerConnection:
         now = broker.clock.monotonic()
         self._last_received = now
         self._last_sent = now
+        self._handshake_deadline = now + handshake_timeout
         #: The reason the connection closed, when an error closed it.
         self.close_reason: AMQPError | None = None
         #: True once everything there is to send has been queued and the socket should close.
@@ -160,6 +167,9 @@ class ServerConnection:
         #: Set when this connection published while the broker blocks publishers: the owner
         #: stops reading from it until the broker unblocks.
         self.blocked = False
+        #: An unexpected error met while sending it what the model said (a delivery caused by
+        #: another connection, say): the owner reports it and calls :meth:`internal_error`.
+        self.failure: Exception | None = None
 
     def __repr__(self) -> str:
         return f"<ServerConnection {self.peer or id(self)} {self.state.name}>"
@@ -261,7 +271,11 @@ class ServerConnection:
                                                 frame_max=self._offer.frame_max,
                                                 heartbeat=self._offer.heartbeat))
         elif isinstance(method, ConnectionTuneOk):
-            tuned = _handshake.tune(self._offer, method)
+            try:
+                tuned = _handshake.tune(self._offer, method)
+            except NotAllowed as exc:
+                self._fail(exc, drop=True)  # nothing was agreed: no close-ok to wait for
+                return
             self.channel_max, self.frame_max, self.heartbeat = tuned
             self._reader.frame_max = tuned.frame_max
             self.state = ConnectionState.OPEN_VHOST
@@ -393,7 +407,7 @@ class ServerConnection:
                 client's close-ok (the byte stream cannot be trusted, or the login failed).
             tell: whether to send the connection.close at all.
         """
-        reason = (error.reply_code, error.reply_text[:255], error.class_id, error.method_id)
+        reason = (error.reply_code, error.wire_reply_text, error.class_id, error.method_id)
         if channel and isinstance(error, ChannelException):
             model = self.channels.pop(channel, None)
             if model is not None:
@@ -422,6 +436,12 @@ class ServerConnection:
         if self.state not in (ConnectionState.CLOSED, ConnectionState.CLOSING):
             self._fail(error)
 
+    def internal_error(self, error: ConnectionException) -> None:
+        """A bug met while serving this connection: tell the client (541, when it can still
+        read a close) and close the socket without waiting, releasing what it held."""
+        if self.state is not ConnectionState.CLOSED:
+            self._fail(error, drop=True)
+
     # -- time ----------------------------------------------------------------------------------
 
     def tick(self) -> float | None:
@@ -431,6 +451,14 @@ class ServerConnection:
             when to call again (on the broker clock's monotonic time), or ``None``.
         """
         now = self.broker.clock.monotonic()
+        if self.state in _EXPECTED or self.state is ConnectionState.HEADER:
+            if now >= self._handshake_deadline:
+                self.close_reason = FrameError(  # (the socket closes with no frame)
+                    f"handshake timeout: the client did not finish the handshake in time "
+                    f"(stopped {self.state.value})")
+                self.connection_lost()
+                return None
+            return self._handshake_deadline
         if self.state is ConnectionState.CLOSING:
             if now - self._closing_since >= CLOSE_OK_TIMEOUT:
                 self.connection_lost()  # the client never answered our connection.close
@@ -468,6 +496,15 @@ class ServerConnection:
             self._on_output()
 
     def _on_event(self, event: ChannelEvent) -> None:
+        # The model's events come in the middle of its work (another connection's publish, a
+        # timer): a failure here is this connection's alone and must not unwind the model.
+        try:
+            self._send_event(event)
+        except Exception as exc:
+            self.failure = exc
+        self._output_ready()
+
+    def _send_event(self, event: ChannelEvent) -> None:
         if isinstance(event, Delivered):
             self._send_content(event.channel, BasicDeliver(
                 consumer_tag=event.consumer_tag, delivery_tag=event.delivery_tag,
@@ -486,4 +523,3 @@ class ServerConnection:
                 return
             self._send_method(event.channel, BasicCancel(consumer_tag=event.consumer_tag,
                                                          no_wait=True))
-        self._output_ready()

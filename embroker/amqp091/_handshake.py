@@ -104,17 +104,25 @@ def authenticate(broker: Broker, method: ConnectionStartOk) -> str:
 
 
 def tune(offer: Tuning, method: ConnectionTuneOk) -> Tuning:
-    """What connection.tune-ok settles on, within what was offered (0 means "as offered").
+    """What connection.tune-ok settles on, checked as RabbitMQ 3.10 checks it: a channel_max or
+    frame_max of 0 ("no limit") is above what was offered, as is anything larger; a frame_max
+    below 4096 is too small.
 
     Raises:
-        NotAllowed: (530) a frame_max below the minimum or above the offer.
+        NotAllowed: (530) with RabbitMQ's reason. (RabbitMQ only logs it and closes the socket
+            3 s later; embroker tells the client why.)
     """
-    frame_max = method.frame_max or offer.frame_max
-    if frame_max < FRAME_MIN_SIZE:
-        raise NotAllowed(f"frame_max={frame_max} < {FRAME_MIN_SIZE} min size")
-    if frame_max > offer.frame_max:
-        raise NotAllowed(f"frame_max={frame_max} > {offer.frame_max} max size")
-    return Tuning(method.channel_max or offer.channel_max, frame_max, method.heartbeat)
+    for name, value, allowed in (("channel_max", method.channel_max, offer.channel_max),
+                                 ("frame_max", method.frame_max, offer.frame_max)):
+        shown = f"{value} (no limit)" if value == 0 and name == "channel_max" else str(value)
+        if allowed and (value == 0 or value > allowed):
+            raise NotAllowed(f"failed to negotiate connection parameters: negotiated {name} = "
+                             f"{shown} is higher than the maximum allowed value ({allowed})")
+    if method.frame_max < FRAME_MIN_SIZE:
+        raise NotAllowed(f"failed to negotiate connection parameters: negotiated frame_max = "
+                         f"{method.frame_max} is lower than the minimum allowed value "
+                         f"({FRAME_MIN_SIZE})")
+    return Tuning(method.channel_max, method.frame_max, method.heartbeat)
 
 
 def has_capability(client_properties: Mapping[str, Any], name: str) -> bool:

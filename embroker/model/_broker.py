@@ -16,7 +16,10 @@ from ._queue import Queue
 from ._trace import Trace
 from ._vhost import VirtualHost
 
-__all__ = ["Broker"]
+__all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "Broker"]
+
+#: RabbitMQ's default ``max_message_size``: 128 MiB.
+DEFAULT_MAX_MESSAGE_SIZE = 128 * 1024 * 1024
 
 
 class Broker:
@@ -31,6 +34,12 @@ class Broker:
             :attr:`trace` may keep alive.
         trace_events: whether to record what happens to each message after routing
             (deliveries, acks, expiry...: ``broker.trace[-1].history()``).
+        max_message_size: the largest message body a client may publish, in bytes (RabbitMQ's
+            ``max_message_size``, 128 MiB by default); a larger one is refused with 406.
+        memory_high_watermark: when the message bodies held in queues pass this many bytes,
+            publishers are blocked as by RabbitMQ's memory alarm (connection.blocked, and the
+            listener stops reading from connections that publish) until they drop below it
+            again; checked by :meth:`tick` and by the listener. ``None``: no limit.
 
     Every call into the model, from the listener's thread or a test's, runs under the broker's
     one lock (held by the in-process client, the listener and the testing helpers, never by the
@@ -39,7 +48,9 @@ class Broker:
 
     def __init__(self, *, clock: Clock | None = None, vhosts: tuple[str, ...] = ("/",),
                  users: Mapping[str, str] | None = None, trace_limit: int = 10_000,
-                 trace_bytes: int = 64 * 1024 * 1024, trace_events: bool = True) -> None:
+                 trace_bytes: int = 64 * 1024 * 1024, trace_events: bool = True,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 memory_high_watermark: int | None = None) -> None:
         self._lock = threading.RLock()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.users: dict[str, str] = dict(users) if users is not None else {"guest": "guest"}
@@ -47,6 +58,9 @@ class Broker:
         self.connections: dict[int, Connection] = {}
         #: The most recent routing decisions, oldest first.
         self.trace = Trace(trace_limit, trace_bytes, events=trace_events, lock=self._lock)
+        self.max_message_size = max_message_size
+        self.memory_high_watermark = memory_high_watermark
+        self._memory_alarm = False
         self.publishers_blocked = False
         self.blocked_reason = ""
         # Called with (blocked, reason) when publishers are blocked or unblocked; a listener
@@ -147,9 +161,38 @@ class Broker:
     # -- time ----------------------------------------------------------------------------------
 
     def tick(self) -> int:
-        """Run the work that has fallen due (expiries...); returns how many timers ran."""
+        """Run the work that has fallen due (expiries...) and check the memory watermark;
+        returns how many timers ran."""
         with self._lock:
-            return self.clock.run_due()
+            ran = self.clock.run_due()
+            self.check_resources()
+            return ran
+
+    def held_bytes(self) -> int:
+        """Bytes of message bodies ready in queues, in every vhost (what the memory watermark
+        measures).
+
+        Runtime complexity: ``O(queues)``.
+        """
+        with self._lock:
+            return sum(q.message_bytes for vhost in self.vhosts.values()
+                       for q in vhost.queues.values())
+
+    def check_resources(self) -> None:
+        """Raise or clear the memory alarm against :attr:`memory_high_watermark`, as RabbitMQ
+        does (publishers blocked while the alarm lasts). An alarm does not clear publishers
+        blocked by :meth:`block_publishers` for another reason."""
+        limit = self.memory_high_watermark
+        if limit is None and not self._memory_alarm:
+            return
+        with self._lock:
+            over = limit is not None and self.held_bytes() > limit
+            if over and not self._memory_alarm and not self.publishers_blocked:
+                self._memory_alarm = True
+                self.block_publishers("low on memory")
+            elif not over and self._memory_alarm:
+                self._memory_alarm = False
+                self.unblock_publishers()
 
     # -- the trace -----------------------------------------------------------------------------
 

@@ -219,30 +219,27 @@ class Channel:
         Raises:
             NotFound: (404) no such exchange.
             AccessRefused: (403) the exchange is internal.
-            PreconditionFailed: (406) a ``CC``/``BCC`` header that is not an array, or a
-                ``user_id`` that is not the connection's user.
+            PreconditionFailed: (406) a body over the broker's ``max_message_size``, a
+                ``user_id`` that is not the connection's user, an ``expiration`` that is no
+                number of milliseconds, or a ``CC``/``BCC`` header that is not an array.
             NotImplementedAMQP: (540) ``immediate`` is set, as in RabbitMQ 3.
+
+        Every refusal is recorded on the trace too.
         """
         if immediate:
             raise NotImplementedAMQP("immediate=true")
-        expiration = None
-        if properties:
-            user_id = properties.get("user_id")
-            if user_id is not None and user_id != self.connection.user:
-                raise PreconditionFailed(
-                    f"user_id property set to '{user_id}' but authenticated user was "
-                    f"'{self.connection.user}'")
-            if "expiration" in properties:
-                expiration = parse_expiration(properties["expiration"])
-            if properties.get("reply_to") == REPLY_TO:
-                if self.reply_consumer is None:
-                    raise PreconditionFailed("fast reply consumer does not exist")
-                properties = {**properties, "reply_to": self.reply_consumer.address}
-                encoded_properties = None
         message = Message(exchange, routing_key, properties if properties is not None else {},
                           body, encoded_properties)
+        vhost = self.vhost
+        # RabbitMQ's order of checks: size, the exchange, user_id, expiration, CC/BCC.
+        max_size = vhost.broker.max_message_size
+        if len(body) > max_size:
+            vhost.refuse(message, PreconditionFailed(
+                f"message size {len(body)} is larger than configured max size {max_size}"))
+        vhost.publish_target(message)
+        expiration = self._check_properties(message) if properties else None
         if self.tx_mode:
-            self.vhost.check_publishable(exchange, message)
+            vhost.check_routing_headers(message)
             self._tx.append(HeldPublish(message, mandatory, expiration))
             return 0
         accepted = self._publish(message, mandatory, expiration)
@@ -256,6 +253,27 @@ class Channel:
             # outstanding, that is multiple=true for this one message.
             self.listener(Confirmed(self.number, self._publish_seq, not accepted, accepted))
         return self._publish_seq
+
+    def _check_properties(self, message: Message) -> float | None:
+        # user_id must be the connection's user; expiration must parse (returned, in seconds);
+        # a reply-to of the direct reply-to pseudo-queue becomes this channel's address.
+        properties = message.properties
+        try:
+            user_id = properties.get("user_id")
+            if user_id is not None and user_id != self.connection.user:
+                raise PreconditionFailed(
+                    f"user_id property set to '{user_id}' but authenticated user was "
+                    f"'{self.connection.user}'")
+            expiration = (parse_expiration(properties["expiration"])
+                          if "expiration" in properties else None)
+            if properties.get("reply_to") == REPLY_TO:
+                if self.reply_consumer is None:
+                    raise PreconditionFailed("fast reply consumer does not exist")
+                message.properties = {**properties, "reply_to": self.reply_consumer.address}
+                message.encoded_properties = None
+        except PreconditionFailed as exc:
+            self.vhost.refuse(message, exc)
+        return expiration
 
     def _publish(self, message: Message, mandatory: bool, expiration: float | None) -> bool:
         """Route and enqueue; False when a queue refused the message (overflow)."""

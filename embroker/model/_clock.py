@@ -78,10 +78,15 @@ class Clock(ABC):
         """The earliest pending deadline, or ``None``: a server loop sleeps until then."""
         return self._timers[0].deadline if self._timers else None
 
-    def run_due(self) -> int:
+    def run_due(self, on_error: Callable[[Exception], None] | None = None) -> int:
         """Run every call whose deadline has passed, earliest first; returns how many ran.
 
         A call may register new calls; those that are already due run in the same pass.
+
+        Args:
+            on_error: what to do with an exception a call raises (a bug): by default it
+                propagates (the calls after it stay due); with ``on_error`` it is handed over
+                and the other calls still run (the listener logs it and goes on).
         """
         ran = 0
         timers = self._timers
@@ -89,8 +94,14 @@ class Clock(ABC):
             timer = timers.pop(0)
             callback, timer._callback = timer._callback, None
             if callback is not None:
-                callback()
                 ran += 1
+                if on_error is None:
+                    callback()
+                    continue
+                try:
+                    callback()
+                except Exception as exc:
+                    on_error(exc)
         return ran
 
 

@@ -7,6 +7,21 @@ were). The first death also sets ``x-first-death-reason``, ``-queue`` and ``-exc
 ``expiration`` property is removed (kept as ``original-expiration`` in the entry). With
 ``x-dead-letter-routing-key`` the message is routed with that key alone and loses its ``CC``
 header; otherwise with all the keys it was first routed with (``CC`` and ``BCC`` included).
+
+The ``x-death`` header comes from clients too (a message consumed and published again), so any
+value is handled, as RabbitMQ 3.10 handles it where it can:
+
+- no ``x-death``: a fresh entry, and the ``x-first-death-*`` headers (replacing any);
+- an ``x-death`` that is not an array: replaced by a fresh entry (no ``x-first-death-*``);
+- an array of two or more entries is first grouped by (queue, reason): the first entry of each
+  group stays, with a ``count`` of the group's size if it had none, and the groups come out in
+  reverse order (RabbitMQ's fold); a single entry is left as it is;
+- the matching entry's ``count`` goes up by one as a 64-bit integer (2**63 - 1 wraps around to
+  -2**63, as RabbitMQ's encoding does); a missing count becomes 1.
+
+Where RabbitMQ 3.10's queue process crashes instead (a matching entry whose ``count`` is not an
+integer, an array element that is not a table), the queue and its other messages are lost there;
+embroker treats such a count as missing and keeps such elements after the entries, unchanged.
 """
 
 from __future__ import annotations
@@ -32,6 +47,57 @@ def _header_routes(headers: Mapping[str, Any]) -> list[str]:
     return keys
 
 
+def _wrap_int64(value: int) -> int:
+    return (value + 2**63) % 2**64 - 2**63
+
+
+def _incremented(entry: dict[str, Any]) -> dict[str, Any]:
+    # rabbit_dead_letter's increment of a matching entry's count; its other fields stay.
+    count = entry.get("count")
+    if isinstance(count, int) and not isinstance(count, bool):
+        updated = {**entry, "count": _wrap_int64(count + 1)}
+    else:  # missing, or no integer (where RabbitMQ 3.10's queue crashes)
+        updated = {**entry, "count": 1}
+    return dict(sorted(updated.items()))
+
+
+def _grouped(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # RabbitMQ groups two or more entries by (queue, reason): the first of each group stays, with
+    # the group's size as its count when it has none; its fold reverses the order.
+    if len(entries) < 2:
+        return entries
+    groups: dict[tuple[Any, Any], tuple[dict[str, Any], int]] = {}
+    for entry in entries:
+        key = (_hashable(entry.get("queue")), _hashable(entry.get("reason")))
+        first, size = groups.get(key, (entry, 0))
+        groups[key] = (first, size + 1)
+    out = [first if "count" in first else {**first, "count": size}
+           for first, size in groups.values()]
+    return out[::-1]
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+def _death_entries(deaths: list[Any], queue: str, reason: str,
+                   info: dict[str, Any]) -> list[Any]:
+    tables = _grouped([d for d in deaths if isinstance(d, dict)])
+    strays = [d for d in deaths if not isinstance(d, dict)]  # RabbitMQ's queue would crash
+    same = [d for d in tables if d.get("queue") == queue and d.get("reason") == reason]
+    if same:
+        first = _incremented(same[0])
+        others = [d for d in tables if d is not same[0]]
+    else:
+        first = dict(sorted({"count": 1, **info}.items()))
+        others = tables
+    return [first, *others, *strays]
+
+
 def dead_letter_message(message: Message, reason: str, queue: str, exchange: str,
                         routing_key: str | None, now: float) -> Message:
     """The message ``queue`` publishes to its dead-letter ``exchange``.
@@ -43,6 +109,8 @@ def dead_letter_message(message: Message, reason: str, queue: str, exchange: str
         exchange: the dead-letter exchange.
         routing_key: the queue's ``x-dead-letter-routing-key``, if any.
         now: the broker clock's wall time, for the entry's ``time``.
+
+    Never raises, whatever headers the message carries.
     """
     properties = dict(message.properties)
     headers: dict[str, Any] = dict(properties.get("headers") or {})
@@ -56,23 +124,17 @@ def dead_letter_message(message: Message, reason: str, queue: str, exchange: str
     expiration = properties.pop("expiration", None)
     if expiration is not None:
         info["original-expiration"] = expiration
-    deaths = headers.get("x-death")
-    if not isinstance(deaths, list):
-        if deaths is None:
-            headers["x-first-death-reason"] = reason
-            headers["x-first-death-queue"] = queue
-            headers["x-first-death-exchange"] = message.exchange
+    if "x-death" not in headers:
+        headers["x-first-death-reason"] = reason
+        headers["x-first-death-queue"] = queue
+        headers["x-first-death-exchange"] = message.exchange
         headers["x-death"] = [{"count": 1, **info}]
     else:
-        same = [d for d in deaths if isinstance(d, dict)
-                and d.get("queue") == queue and d.get("reason") == reason]
-        others = [d for d in deaths if not any(d is s for s in same)]
-        if same:
-            entry = dict(same[0])
-            entry["count"] = (entry.get("count") or 0) + 1
+        deaths = headers["x-death"]
+        if isinstance(deaths, list):
+            headers["x-death"] = _death_entries(deaths, queue, reason, info)
         else:
-            entry = {"count": 1, **info}
-        headers["x-death"] = [dict(sorted(entry.items())), *others]
+            headers["x-death"] = [{"count": 1, **info}]
     if routing_key is not None:
         headers.pop("CC", None)
         keys: tuple[str, ...] = (routing_key,)

@@ -364,7 +364,7 @@ class VirtualHost:
         """
         exchange = self.exchanges.get(exchange_name)
         if exchange is None or exchange.internal:
-            exchange = self._publish_target(exchange_name, message)  # raises
+            exchange = self.publish_target(message)  # raises
         headers = message.properties.get("headers")
         if headers and ("CC" in headers or "BCC" in headers):
             keys = self._sender_selected_keys(exchange_name, message, headers)
@@ -443,29 +443,32 @@ class VirtualHost:
             for queue in queues:
                 queue.publish(dead)
 
-    def check_publishable(self, exchange_name: str, message: Message) -> None:
-        """Raise what :meth:`route` would for a publish to ``exchange_name`` that can never
-        route (missing or internal exchange, bad CC/BCC): a transaction checks at publish."""
-        self._publish_target(exchange_name, message)
+    def check_routing_headers(self, message: Message) -> None:
+        """Raise what :meth:`route` would for ``CC``/``BCC`` headers that are not arrays: a
+        transaction checks at publish (the refusal is recorded on the trace)."""
         headers = message.properties.get("headers")
         if headers and ("CC" in headers or "BCC" in headers):
-            _routing_headers(headers, "CC")
-            _routing_headers(headers, "BCC")
+            try:
+                _routing_headers(headers, "CC")
+                _routing_headers(headers, "BCC")
+            except PreconditionFailed as exc:
+                self.refuse(message, exc)
 
-    def _publish_target(self, exchange_name: str, message: Message) -> Exchange:
-        # The exchange a client publishes to: it must exist and not be internal.
-        exchange = self.exchanges.get(exchange_name)
+    def publish_target(self, message: Message) -> Exchange:
+        """The exchange a client publishes ``message`` to: it must exist (404) and not be
+        internal (403); a refusal is recorded on the trace."""
+        exchange = self.exchanges.get(message.exchange)
         if exchange is None:
-            self._refuse(exchange_name, message,
-                         NotFound(f"no {self.resource('exchange', exchange_name)}"))
+            self.refuse(message, NotFound(f"no {self.resource('exchange', message.exchange)}"))
         if exchange.internal:
-            self._refuse(exchange_name, message, AccessRefused(
-                f"cannot publish to internal {self.resource('exchange', exchange_name)}"))
+            self.refuse(message, AccessRefused(
+                f"cannot publish to internal {self.resource('exchange', message.exchange)}"))
         return exchange
 
-    def _refuse(self, exchange_name: str, message: Message, error: AMQPError) -> NoReturn:
-        self._record(RoutingDecision(self.name, exchange_name, message,
-                                           (message.routing_key,), error=error))
+    def refuse(self, message: Message, error: AMQPError) -> NoReturn:
+        """Record a refused publish on the trace, and raise ``error``."""
+        self._record(RoutingDecision(self.name, message.exchange, message,
+                                     (message.routing_key,), error=error))
         raise error
 
     def _sender_selected_keys(self, exchange_name: str, message: Message,
@@ -476,7 +479,7 @@ class VirtualHost:
             keys = [message.routing_key, *_routing_headers(headers, "CC"),
                     *_routing_headers(headers, "BCC")]
         except PreconditionFailed as exc:
-            self._refuse(exchange_name, message, exc)
+            self.refuse(message, exc)
         if "BCC" in headers:
             stripped = {k: v for k, v in headers.items() if k != "BCC"}
             message.properties = {**message.properties, "headers": stripped}

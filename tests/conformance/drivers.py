@@ -92,7 +92,7 @@ class _InProcessChannel:
             result = getattr(self.ch, method)(*args, **kwargs)
         except AMQPError as e:
             raise BrokerError("connection" if e.hard else "channel", e.reply_code,
-                              e.reply_text) from e
+                              e.wire_reply_text) from e
         if method == "queue_declare":
             return QueueDeclareOk(result.queue, result.message_count, result.consumer_count)
         if method == "basic_get":

@@ -445,3 +445,50 @@ def scenario_dlx_client_supplied_x_death(s: Session) -> None:
     m0, m1 = ch.basic_get(dead, auto_ack=True), ch.basic_get(dead, auto_ack=True)
     s.expect(_headers(m0), {"x-death": [{**earlier, "count": 6, "queue": "q"}, other]})
     s.expect(_headers(m1), {"x-death": [_death("rejected", "q", "", ["q"])]})
+
+
+def scenario_dlx_untrusted_x_death_shapes(s: Session) -> None:
+    """x-death headers a client made up, in every shape RabbitMQ 3.10 handles without crashing
+    the queue: counts missing, negative or at the 64-bit limit (it wraps), duplicated entries
+    (grouped: the first of each (queue, reason) stays, with the group's size as a missing
+    count), more than one other entry (their order reversed), an empty array, a queue that is
+    no string, x-first-death-* headers without an x-death (replaced)."""
+    ch = s.channel()
+    dlx, dead = _dead_letter_queue(s, ch)
+    q = s.name("q")
+    ch.queue_declare(q, arguments={"x-dead-letter-exchange": dlx})
+
+    def entry(queue: str, reason: str, count: int | None = None) -> dict[str, Any]:
+        return {"queue": queue, "reason": reason, **({} if count is None else {"count": count})}
+
+    a, b = s.name("a"), s.name("b")
+    shapes = [
+        [entry(q, "rejected")],                                         # count missing
+        [entry(q, "rejected", -5)],
+        [entry(q, "rejected", 2**63 - 1)],                              # wraps to -2**63
+        [entry(a, "expired", 1), entry(a, "expired", 2), entry(b, "expired", 5)],
+        [entry(a, "expired"), entry(a, "expired")],                     # a group of two, no count
+        [entry(a, "expired", 1), entry(q, "rejected", 4), entry(b, "maxlen", 1)],
+        [],
+        [{"queue": 5, "reason": "rejected", "count": 3}],
+    ]
+    for i, shape in enumerate(shapes):
+        ch.basic_publish("", q, f"m{i}".encode(), {"headers": {"x-death": shape}})
+    ch.basic_publish("", q, b"first", {"headers": {"x-first-death-queue": "made up",
+                                                   "x-first-death-reason": 7}})
+    for _ in range(len(shapes) + 1):
+        ch.basic_get(q)
+    ch.basic_nack(0, multiple=True, requeue=False)
+    wait_ready(s, dead, len(shapes) + 1)
+    got = [_headers(ch.basic_get(dead, auto_ack=True)) for _ in range(len(shapes) + 1)]
+    fresh = _death("rejected", "q", "", ["q"])
+    s.expect(got[0], {"x-death": [{"count": 1, "queue": "q", "reason": "rejected"}]})
+    s.expect(got[1], {"x-death": [{"count": -4, "queue": "q", "reason": "rejected"}]})
+    s.expect(got[2], {"x-death": [{"count": -2**63, "queue": "q", "reason": "rejected"}]})
+    s.expect(got[3], {"x-death": [fresh, entry("b", "expired", 5), entry("a", "expired", 1)]})
+    s.expect(got[4], {"x-death": [fresh, entry("a", "expired", 2)]})
+    s.expect(got[5], {"x-death": [{"count": 5, "queue": "q", "reason": "rejected"},
+                                  entry("b", "maxlen", 1), entry("a", "expired", 1)]})
+    s.expect(got[6], {"x-death": [fresh]})
+    s.expect(got[7], {"x-death": [fresh, {"queue": 5, "reason": "rejected", "count": 3}]})
+    s.expect(got[8], {"x-death": [fresh], **_first("rejected", "q", "")})

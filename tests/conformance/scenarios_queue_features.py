@@ -218,11 +218,26 @@ def scenario_ttl_invalid_expiration(s: Session) -> None:
         ("10ms", '{leftover_string,"ms"}'),
         ("1.5", '{leftover_string,".5"}'),
         ("315360000001", "{value_too_large,315360000001}"),
+        # Erlang's ~p breaks a term that would pass column 78 after its first comma, aligning
+        # the rest under it (measured: 78 columns fit, 79 do not).
+        ("-" + "9" * 18, "{value_negative,-999999999999999999}"),
+        ("-" + "9" * 19, "{value_negative,\n" + " " * 44 + "-" + "9" * 19 + "}"),
+        ("9" * 19, "{value_too_large,\n" + " " * 43 + "9" * 19 + "}"),
+        ("9" * 20, "{value_too_large,\n" + " " * 44 + "9" * 20 + "}"),
+        ("1" + "a" * 17, '{leftover_string,"' + "a" * 17 + '"}'),
+        ("12" + "a" * 17, '{leftover_string,\n' + " " * 43 + '"' + "a" * 17 + '"}'),
+        ('1a"b\\', '{leftover_string,"a\\"b\\\\"}'),
     ):
         ch = s.channel()
         s.expect_error(ch.basic_publish("", q, b"m", {"expiration": value}), 406,
                        f"PRECONDITION_FAILED - invalid expiration '{value}': {reason}",
                        scope="channel")
+    # A reply text over 255 bytes is cut to 252 and "...".
+    ch = s.channel()
+    value = "1" + "a" * 200
+    s.expect_error(ch.basic_publish("", q, b"m", {"expiration": value}), 406,
+                   f"PRECONDITION_FAILED - invalid expiration '{value}': {{leftover_string,"[:252]
+                   + "...", scope="channel")
     s.expect(ready(s.channel(), q), 0)
 
 

@@ -283,3 +283,28 @@ def test_update_secret_is_answered(broker: Broker) -> None:
     assert client.call(0, a.methods.ConnectionUpdateSecret(new_secret="token", reason="refresh")) == [
         a.methods.ConnectionUpdateSecretOk()]
     assert client.server.state is ConnectionState.OPEN
+
+
+@pytest.mark.parametrize(("channel_max", "frame_max", "reason"), [
+    (0, 131072, "negotiated channel_max = 0 (no limit) is higher than the maximum allowed "
+                "value (2047)"),
+    (2048, 131072, "negotiated channel_max = 2048 is higher than the maximum allowed value (2047)"),
+    (2047, 0, "negotiated frame_max = 0 is higher than the maximum allowed value (131072)"),
+    (2047, 131073, "negotiated frame_max = 131073 is higher than the maximum allowed value "
+                   "(131072)"),
+    (2047, 4095, "negotiated frame_max = 4095 is lower than the minimum allowed value (4096)"),
+])
+def test_tune_ok_beyond_the_offer_is_refused_with_rabbitmqs_reason(
+        broker: Broker, channel_max: int, frame_max: int, reason: str) -> None:
+    """RabbitMQ 3.10 logs these reasons and resets the socket 3 s later without a frame;
+    embroker says why in a connection.close (a deliberate difference, docs/conformance.md)."""
+    client = Client(broker)
+    client.send(a.PROTOCOL_HEADER)
+    client.call(0, a.methods.ConnectionStartOk(client_properties=CLIENT_PROPERTIES,
+                                               mechanism="PLAIN", response="\0guest\0guest"))
+    (close,) = client.call(0, a.methods.ConnectionTuneOk(channel_max=channel_max,
+                                                         frame_max=frame_max))
+    assert close == a.methods.ConnectionClose(
+        reply_code=530, reply_text=f"NOT_ALLOWED - failed to negotiate connection parameters: "
+                                   f"{reason}")
+    assert client.server.should_close
