@@ -60,7 +60,7 @@ AnyBroker = Union["Broker", "ReferenceBroker"]
 Predicate = Callable[[RoutingDecision], object]
 
 
-class NeedsEmbroker(Exception):  # noqa: N818 (a reason to skip, not an error)
+class NeedsEmbroker(Exception):
     """A helper that needs embroker's internals (its routing model, the virtual clock, a
     message's history) was called on a reference RabbitMQ. The pytest plugin turns it into a
     skip with this reason."""

@@ -436,6 +436,12 @@ class ServerConnection:
         if self.state not in (ConnectionState.CLOSED, ConnectionState.CLOSING):
             self._fail(error)
 
+    def close_channel(self, number: int, error: ChannelException) -> None:
+        """Close channel ``number`` from the broker's side because of ``error`` (a test's
+        fault): channel.close is sent and its unacknowledged messages are requeued."""
+        if number in self.channels:
+            self._fail(error, channel=number)
+
     def internal_error(self, error: ConnectionException) -> None:
         """A bug met while serving this connection: tell the client (541, when it can still
         read a close) and close the socket without waiting, releasing what it held."""

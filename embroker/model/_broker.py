@@ -12,6 +12,7 @@ from . import _definitions
 from ._clock import Clock, SystemClock
 from ._connection import Connection
 from ._exchange import Exchange
+from ._faults import DeliveryFault, PublishNack
 from ._queue import Queue
 from ._trace import Trace
 from ._vhost import VirtualHost
@@ -70,6 +71,9 @@ class Broker:
         self._on_restart: list[Callable[[], None]] = []
         # The listeners serving this broker (they add themselves): what settle() asks.
         self._servers: list[Any] = []
+        # Faults a test armed (embroker.faults): nacked publishes, drops on delivery.
+        self._publish_faults: list[PublishNack] = []
+        self._delivery_faults: list[DeliveryFault] = []
         for name in vhosts:
             self.add_vhost(name)
 

@@ -31,7 +31,7 @@ from ..errors import (
     NotImplementedAMQP,
     PreconditionFailed,
 )
-from . import _history
+from . import _faults, _history
 from ._arguments import parse_expiration, validate_consumer_arguments
 from ._consumer import Consumer, Delivery, Unacked
 from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
@@ -278,6 +278,9 @@ class Channel:
     def _publish(self, message: Message, mandatory: bool, expiration: float | None) -> bool:
         """Route and enqueue; False when a queue refused the message (overflow)."""
         queues = self.vhost.route(message.exchange, message, mandatory)
+        if self.confirm_mode and self.vhost.broker._publish_faults and _faults.nack(
+                self, message, queues):
+            return False  # a test injected a nack (embroker.faults)
         if not message.exchange and message.routing_key.startswith(REPLY_TO):
             self.vhost.deliver_replies(message)  # (not counted as routed: see deliver_replies)
         if queues:
@@ -359,6 +362,8 @@ class Channel:
             self._unacked[tag] = Unacked(q, entry, None)
         _history.got(self, q.name, entry, tag, no_ack)
         message = q.outgoing(entry, get=True) if q.quorum else entry.message
+        if self.vhost.broker._delivery_faults:
+            _faults.delivered(self, entry.message)
         return Delivery(tag, entry.redelivered, message.exchange, message.routing_key, message,
                         q.message_count)
 
@@ -377,6 +382,8 @@ class Channel:
         if self.listener is not None:
             self.listener(Delivered(self.number, consumer.tag, tag, entry.redelivered,
                                     message.exchange, message.routing_key, message))
+        if self.vhost.broker._delivery_faults:
+            _faults.delivered(self, entry.message)
 
     def basic_consume(self, queue: str = "", consumer_tag: str = "", *, no_ack: bool = False,
                       exclusive: bool = False, arguments: dict[str, Any] | None = None) -> str:

@@ -349,7 +349,8 @@ def _fate_text(fate: Fate) -> str:
         "expired": "expired (TTL) and dropped",
         "evicted": "pushed out by the queue's length limit (drop-head) and dropped",
         "delivery_limit": "passed the queue's delivery limit and dropped",
-        "refused": f"refused: the queue was full (x-overflow {event.reason})",
+        "refused": ("refused: a nack injected by a test" if event.reason == "nack-injected"
+                    else f"refused: the queue was full (x-overflow {event.reason})"),
         "purged": "purged",
         "deleted": "gone with its queue (deleted)",
         "lost": "lost in a broker restart",
@@ -380,6 +381,8 @@ def _describe(event: MessageEvent) -> str:
     if kind == DEAD_LETTERED:
         return f"dead-lettered{where} ({event.reason}) to exchange '{event.exchange}'"
     if kind == REFUSED:
+        if event.reason == "nack-injected":
+            return f"refused{where}: a nack injected by a test"
         return f"refused{where}: the queue was full (x-overflow {event.reason})"
     if kind == CONFIRM_NACK:
         return (f"nacked to its publisher on {_who(event)} "

@@ -9,7 +9,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal, final
 
-from . import _history
+from . import _faults, _history
 from ._history import Fate, MessageEvent
 from ._message import Message
 
@@ -25,9 +25,10 @@ Visit = tuple["Exchange", tuple["Binding", ...], bool]
 
 #: What became of a publish: it reached queues (``routed``), reached none (``unroutable``, or
 #: ``returned`` to a mandatory publisher), every queue it reached refused it because it was
-#: full (``overflow``: ``x-overflow`` reject-publish or reject-publish-dlx), or the publish
-#: itself failed (``refused``: no such exchange...).
-Outcome = Literal["routed", "unroutable", "returned", "overflow", "refused"]
+#: full (``overflow``: ``x-overflow`` reject-publish or reject-publish-dlx) or because a test
+#: injected a nack (``nacked``, :mod:`embroker.faults`), or the publish itself failed
+#: (``refused``: no such exchange...).
+Outcome = Literal["routed", "unroutable", "returned", "overflow", "nacked", "refused"]
 
 
 @final
@@ -157,14 +158,16 @@ class RoutingDecision:
     @property
     def outcome(self) -> Outcome:
         """``"routed"`` (some queue took it), ``"overflow"`` (every queue it reached refused
-        it: full), ``"returned"`` (mandatory and unroutable), ``"unroutable"`` (dropped) or
-        ``"refused"`` (the publish failed with :attr:`error`)."""
+        it: full), ``"nacked"`` (a test injected a nack), ``"returned"`` (mandatory and
+        unroutable), ``"unroutable"`` (dropped) or ``"refused"`` (the publish failed with
+        :attr:`error`)."""
         if self.error is not None:
             return "refused"
         if self.queues:
             return "routed"
         if self._routed:
-            return "overflow"
+            return ("nacked" if any(how == _faults.NACK_INJECTED for _q, how in self.refused)
+                    else "overflow")
         return "returned" if self.mandatory else "unroutable"
 
     @property
@@ -229,14 +232,16 @@ class RoutingDecision:
             lines.append(f"  routed to {len(queues)} queue(s): "
                          + ", ".join(f"'{q}'" for q in queues))
         elif refused:
-            lines.append("  reached queues, but every one refused it: full")
+            lines.append("  reached queues, but every one refused it")
         elif self.dead_letter is not None and not self._visited:
             lines.append("  dropped: the dead-letter exchange does not exist")
         else:
             lines.append("  reached no queue: " + (
                 "returned to the publisher (mandatory)" if self.mandatory else "dropped"))
         for queue, overflow in refused:
-            lines.append(f"  refused by queue '{queue}': full (x-overflow {overflow})")
+            lines.append(f"  refused by queue '{queue}': " + (
+                "a nack injected by a test (embroker.faults)"
+                if overflow == _faults.NACK_INJECTED else f"full (x-overflow {overflow})"))
         if self.nacked:
             lines.append("  the publisher's confirm was a nack")
         matched = {id(b) for b in self.matched}
