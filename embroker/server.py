@@ -414,11 +414,8 @@ class Server:
         except OSError:
             data = b""
         conn = client.conn
-        with self._isolated(client):
-            with self.broker._lock:
-                conn.receive_data(data)
-            if not data:
-                log.info("connection from %s closed by the client", client.peer)
+        with self._isolated(client), self.broker._lock:
+            conn.receive_data(data)
         if conn.has_output or conn.blocked:
             self._dirty.add(client)
 
@@ -502,8 +499,10 @@ class Server:
             self._bug(exc, f"releasing the connection from {client.peer}")
         finally:
             client.sock.close()
-        reason = client.conn.close_reason
-        log.info("connection from %s closed%s", client.peer, f": {reason}" if reason else "")
+        try:
+            log.info("connection %s ended: %s", client.conn.describe(), client.conn.end_reason())
+        except Exception as exc:  # describing it failed: say so, and go on
+            self._bug(exc, f"logging the end of the connection from {client.peer}")
 
     # -- the broker's own events ---------------------------------------------------------------
 
