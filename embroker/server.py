@@ -273,9 +273,11 @@ class Server:
         now = time.monotonic()
         timeout = max(0.0, next_tick - now)
         clock = self.broker.clock
-        deadline = clock.next_deadline()
+        with self.broker._lock:  # a test's thread may add or run timers meanwhile
+            deadline = clock.next_deadline()
+            clock_now = clock.monotonic()
         if deadline is not None:
-            timeout = min(timeout, max(0.0, deadline - clock.monotonic()))
+            timeout = min(timeout, max(0.0, deadline - clock_now))
         if not self._accepting:
             timeout = min(timeout, max(0.0, self._accept_resumes - now))
         if self._stalled:

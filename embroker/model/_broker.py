@@ -54,6 +54,7 @@ class Broker:
                  memory_high_watermark: int | None = None) -> None:
         self._lock = threading.RLock()
         self.clock: Clock = clock if clock is not None else SystemClock()
+        self.clock._guard = self._lock  # ManualClock.advance() holds it
         self.users: dict[str, str] = dict(users) if users is not None else {"guest": "guest"}
         self.vhosts: dict[str, VirtualHost] = {}
         self.connections: dict[int, Connection] = {}
