@@ -34,7 +34,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union, final, overload
 
-from . import model
+from . import _settle, model
+from ._settle import SettleTimeout
+from .errors import DefinitionsError
 from .model import Clock, ManualClock, Message, MessageEvent, Outcome, RoutingDecision
 from .model._exchange import topic_matches
 from .model._history import events_of
@@ -46,9 +48,11 @@ if TYPE_CHECKING:
     from .server import Server
 
 __all__ = [
-    "CallList", "advance", "assert_dead_lettered", "assert_published", "assert_returned", "assert_routed",
-    "assert_routes", "assert_unroutable", "async_wait_until", "check_server", "key_matches",
-    "make_broker", "published", "queue_messages", "route", "wait_until",
+    "UNSET", "AnyBroker", "CallList", "Expectation", "Expectations", "NeedsEmbroker", "SettleTimeout",
+    "advance", "assert_dead_lettered", "assert_no_leaks", "assert_published", "assert_returned",
+    "assert_routed", "assert_routes", "assert_unroutable", "async_wait_until", "check_server",
+    "history", "key_matches", "leaks", "make_broker", "published", "queue_messages", "route",
+    "settle", "wait_until", "wait_until_drained",
 ]
 
 T = TypeVar("T")
@@ -469,6 +473,235 @@ def assert_routes(broker: AnyBroker, exchange: str, expected: Mapping[str, Itera
                              + "\n".join(wrong))
 
 
+# -- strict expectations (respx-like) ------------------------------------------------------------
+
+@final
+class Expectation:
+    """One expected kind of publish (see :class:`Expectations`): its criteria, how many times,
+    and the publishes it covered."""
+
+    def __init__(self, checks: dict[str, Callable[[RoutingDecision], bool]],
+                 count: int | None) -> None:
+        self.checks = checks
+        self.count = count
+        #: The publishes it covered, oldest first.
+        self.calls = CallList()
+
+    def matches(self, decision: RoutingDecision) -> bool:
+        return all(check(decision) for check in self.checks.values())
+
+    @property
+    def met(self) -> bool:
+        return bool(self.calls) if self.count is None else len(self.calls) == self.count
+
+    def __repr__(self) -> str:
+        want = "at least once" if self.count is None else f"{self.count} time(s)"
+        return f"<Expectation {_describe(self.checks)} {want}, seen {len(self.calls)}>"
+
+
+@final
+class Expectations:
+    """Strict expectations over what is published, in the manner of respx's strict router: each
+    :meth:`expect` says what may be published (and how many times); on leaving the ``with``
+    block (or at :meth:`verify`) it fails if an expectation was not met, if something was
+    published that no expectation covers (unless ``allow_unexpected``), or, with ``ordered``,
+    if the expectations were first met in another order::
+
+        with Expectations(broker, ordered=True) as expect:
+            expect.published(exchange="orders", routing_key="order.created", json={"id": 7})
+            expect.published(exchange="audit", count=1)
+            place_order(7)                               # the code under test
+
+    Only publishes made after the block starts count; the broker's own dead-letter republishes
+    count only with ``dead_letters=True``.
+    """
+
+    def __init__(self, broker: AnyBroker, *, ordered: bool = False,
+                 allow_unexpected: bool = False, dead_letters: bool = False) -> None:
+        self.broker = broker
+        self.ordered = ordered
+        self.allow_unexpected = allow_unexpected
+        self.dead_letters = dead_letters
+        self.expectations: list[Expectation] = []
+        self._start = _trace_position(broker)
+
+    def published(self, *, exchange: str | None = None, routing_key: KeyPattern | None = None,
+                  vhost: str | None = None, body: bytes | str | None = None, json: Any = UNSET,
+                  headers: Mapping[str, Any] | None = None, where: Predicate | None = None,
+                  queues: Iterable[str] | None = None, outcome: Outcome | None = None,
+                  count: int | None = None) -> Expectation:
+        """Expect publishes matching these criteria (as :func:`published` takes them; ``queues``:
+        exactly the queues it must reach): ``count`` of them, or at least one."""
+        checks = _criteria(exchange, routing_key, vhost, body, headers, json, where)
+        if queues is not None:
+            wanted = set(queues)
+            checks[f"queues={sorted(wanted)!r}"] = lambda d: set(d.queues) == wanted
+        if outcome is not None:
+            checks[f"outcome={outcome!r}"] = lambda d: d.outcome == outcome
+        expectation = Expectation(checks, count)
+        self.expectations.append(expectation)
+        return expectation
+
+    expect = published
+
+    def __enter__(self) -> Expectations:
+        self._start = _trace_position(self.broker)
+        return self
+
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
+        __tracebackhide__ = True
+        if exc_type is None:
+            self.verify()
+
+    def _new_decisions(self) -> list[RoutingDecision]:
+        decisions, lost = _since(self.broker, self._start)
+        if lost:
+            raise AssertionError(f"{lost} publish(es) made since the expectations began have "
+                                 "left the trace (raise trace_limit): cannot check them")
+        return [d for d in decisions if self.dead_letters or d.dead_letter is None]
+
+    def verify(self) -> None:
+        """Check the expectations against what was published since they began.
+
+        Raises:
+            AssertionError: an expectation unmet, a publish nobody expected, or the order.
+        """
+        __tracebackhide__ = True
+        for expectation in self.expectations:
+            expectation.calls = CallList()
+        unexpected: list[RoutingDecision] = []
+        first: dict[int, int] = {}
+        for index, decision in enumerate(self._new_decisions()):
+            covered = False
+            for number, expectation in enumerate(self.expectations):
+                if expectation.matches(decision):
+                    expectation.calls.append(decision)
+                    first.setdefault(number, index)
+                    covered = True
+            if not covered:
+                unexpected.append(decision)
+        problems = []
+        for expectation in self.expectations:
+            if not expectation.met:
+                want = "at least once" if expectation.count is None else \
+                    f"{expectation.count} time(s)"
+                problems.append(f"- expected {want}, seen {len(expectation.calls)}: "
+                                f"{_describe(expectation.checks)}")
+        if unexpected and not self.allow_unexpected:
+            problems.append(f"- {len(unexpected)} publish(es) no expectation covers:")
+            for decision in unexpected[-SHOWN:]:
+                problems.append(f"    {decision!r}")
+                problems.extend(f"      {line}" for line in _explained(decision))
+        if self.ordered:
+            seen = [number for number in range(len(self.expectations)) if number in first]
+            by_time = sorted(seen, key=lambda number: first[number])
+            if by_time != seen:
+                problems.append("- the expectations were first met in another order: " + ", ".join(
+                    _describe(self.expectations[n].checks) for n in by_time))
+        if problems:
+            count = sum(1 for line in problems if line.startswith("- "))
+            raise AssertionError(f"{count} problem(s) with the expected publishes:\n"
+                                 + "\n".join(problems))
+
+
+def _trace_position(broker: AnyBroker) -> int:
+    """How many decisions the broker has recorded so far (a bookmark in its trace)."""
+    if isinstance(broker, model.Broker):
+        return broker.trace.total
+    return len(broker.trace)
+
+
+def _since(broker: AnyBroker, start: int) -> tuple[list[RoutingDecision], int]:
+    """The decisions recorded since bookmark ``start``, and how many of them the trace let go."""
+    if isinstance(broker, model.Broker):
+        with broker._lock:
+            total = broker.trace.total
+            decisions = broker.trace.snapshot()
+        new = total - start
+        kept = decisions[-new:] if new else []
+        return kept, new - len(kept)
+    return list(broker.trace)[start:], 0
+
+
+# -- strict mode: what a test left behind ---------------------------------------------------------
+
+IN_PROCESS_PRODUCT = "embroker in-process client"
+
+
+def leaks(broker: Broker, *, unroutable: bool = False, settle_timeout: float = 1.0) -> list[str]:
+    """What a test left behind, in words (empty when nothing): client connections still open
+    on a running listener, connections of a stopped listener that still hold consumers,
+    unacknowledged deliveries, listener errors, and (with ``unroutable``) publishes that
+    reached no queue. Settles the broker first (up to ``settle_timeout`` seconds)."""
+    problems = []
+    try:
+        settle(broker, settle_timeout)
+    except SettleTimeout as exc:
+        problems.append("the broker did not settle: " + "; ".join(exc.reasons))
+    with broker._lock:
+        servers = list(broker._servers)
+        live: set[int] = set()
+        for server in servers:
+            for connection in server.connections:
+                model_connection = connection._client.conn.model
+                if model_connection is not None:
+                    live.add(id(model_connection))
+                if server.running and connection.is_open:
+                    problems.append(f"client connection left open: {connection!r}")
+            problems.extend(f"listener error: {type(e).__name__}: {e}" for e in server.errors)
+        for connection in list(broker.connections.values()):
+            in_process = connection.client_properties.get("product") == IN_PROCESS_PRODUCT
+            consumers = [tag for ch in connection.channels.values() for tag in ch.consumers]
+            if not in_process and id(connection) not in live and consumers:
+                problems.append(f"{connection.name} has consumers {consumers} but no running "
+                                "listener serves it")
+            for channel in connection.channels.values():
+                outstanding = channel.outstanding()
+                if outstanding:
+                    queues = sorted({item.queue.name for item in outstanding})
+                    problems.append(f"{len(outstanding)} unacknowledged deliver(ies) on "
+                                    f"{connection.name}, channel {channel.number} (from "
+                                    f"{', '.join(repr(q) for q in queues)})")
+        if unroutable:
+            for decision in broker.trace.snapshot():
+                if decision.outcome in ("unroutable", "returned"):
+                    problems.append(f"unroutable publish: {decision!r}")
+    return problems
+
+
+def assert_no_leaks(broker: Broker, *, unroutable: bool = False) -> None:
+    """Raise :class:`AssertionError` listing :func:`leaks` if there are any."""
+    __tracebackhide__ = True
+    problems = leaks(broker, unroutable=unroutable)
+    if problems:
+        raise AssertionError(f"the test left {len(problems)} thing(s) behind (strict mode):\n"
+                             + "\n".join(f"- {p}" for p in problems))
+
+
+# -- quiescence ---------------------------------------------------------------------------------
+
+def settle(broker: Broker, timeout: float = 5.0) -> None:
+    """``broker.settle(timeout)`` for any model broker: wait until nothing is in flight.
+
+    Raises:
+        SettleTimeout: (an AssertionError) saying what was still busy.
+    """
+    __tracebackhide__ = True
+    _settle.settle(broker, timeout)
+
+
+def wait_until_drained(broker: Broker, queue: str, timeout: float = 5.0, *,
+                       vhost: str = "/") -> None:
+    """Wait until ``queue`` holds nothing ready and nothing unacknowledged (settling the broker
+    between looks).
+
+    Raises:
+        SettleTimeout: saying what the queue still holds.
+    """
+    __tracebackhide__ = True
+    _settle.wait_until_drained(broker, queue, timeout, vhost=vhost)
+
+
 # -- waiting ------------------------------------------------------------------------------------
 
 def wait_until(predicate: Callable[[], T], timeout: float = 5.0, *, interval: float = 0.001,
@@ -558,7 +791,9 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
         base: the folder relative topology paths start from (the test file's folder).
 
     Raises:
-        DefinitionsError, AMQPError: the topology cannot be loaded.
+        DefinitionsError: the topology file does not exist (the message names every full path
+            tried), or cannot be loaded.
+        AMQPError: a declaration in it that RabbitMQ would refuse too.
     """
     from . import Broker as PublicBroker
 
@@ -566,11 +801,24 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
     broker = PublicBroker(clock=chosen, vhosts=("/", *[v for v in vhosts if v != "/"]),
                           users={"guest": "guest", **(users or {})})
     if topology is not None:
-        if not isinstance(topology, Mapping) and base is not None:
-            candidate = Path(base) / topology
-            topology = candidate if candidate.exists() else topology
+        if not isinstance(topology, Mapping):
+            topology = _topology_path(topology, base)
         broker.load_definitions(topology)
     return broker
+
+
+def _topology_path(topology: str | os.PathLike[str],
+                   base: str | os.PathLike[str] | None) -> Path:
+    path = Path(topology)
+    tried = []
+    if base is not None and not path.is_absolute():
+        tried.append((Path(base) / path).resolve())
+    tried.append(path.resolve())
+    for candidate in tried:
+        if candidate.is_file():
+            return candidate
+    raise DefinitionsError(f"topology file {str(topology)!r} not found: tried "
+                           + " and ".join(str(t) for t in dict.fromkeys(tried)))
 
 
 def check_server(server: Server) -> None:
@@ -586,13 +834,16 @@ def check_server(server: Server) -> None:
                              f"error(s): {server.errors!r}") from server.errors[0]
 
 
-def advance(broker: Broker, seconds: float) -> None:
+def advance(broker: AnyBroker, seconds: float) -> None:
     """Move a broker's :class:`~embroker.ManualClock` forward under the broker's lock (safe while
     a listener serves clients), running the expiries and dead-lettering that fall due.
 
     Raises:
         TypeError: the broker's clock is not a ManualClock (``@pytest.mark.embroker(clock=True)``).
+        NeedsEmbroker: ``broker`` is a reference RabbitMQ (its time cannot be moved).
     """
+    if not isinstance(broker, model.Broker):
+        raise NeedsEmbroker("advance() moves embroker's virtual clock")
     clock = broker.clock
     if not isinstance(clock, ManualClock):
         raise TypeError(f"advance() needs a ManualClock, and this broker's clock is {clock!r}: "

@@ -356,12 +356,16 @@ class Trace(deque[RoutingDecision]):
         self._lock = lock if lock is not None else threading.RLock()
         self._large: deque[RoutingDecision] = deque()
         self._bytes = 0
+        #: How many decisions were ever recorded (a bookmark: ``trace.total`` now, and later
+        #: the decisions since are the last ``trace.total - bookmark``).
+        self.total = 0
 
     def record(self, decision: RoutingDecision) -> None:
         """Keep a new decision (the model calls this once per publish, under the lock)."""
         if len(self) == self.maxlen and self._large and self[0] is self._large[0]:
             self._bytes -= self._large.popleft()._size  # the oldest goes, by count
         self.append(decision)
+        self.total += 1
         message = decision.message
         if self.events:
             message.history = decision._events = []
@@ -390,6 +394,7 @@ class Trace(deque[RoutingDecision]):
         """Take back the newest decision (and what the budget counted for it)."""
         with self._lock:
             decision = super().pop()
+            self.total -= 1
             if self._large and self._large[-1] is decision:
                 self._large.pop()
                 self._bytes -= decision._size
