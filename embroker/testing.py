@@ -32,7 +32,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, Union, final, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Union, cast, final, overload
 
 from . import _settle, model
 from ._settle import SettleTimeout
@@ -200,7 +200,11 @@ def _criteria(exchange: str | None, routing_key: KeyPattern | None, vhost: str |
 
 
 def _decisions(broker: AnyBroker, dead_letters: bool | None = False) -> list[RoutingDecision]:
-    found = list(broker.trace)  # a snapshot (under the broker's lock for an embroker broker)
+    if not isinstance(broker, model.Broker) and dead_letters is not False:
+        broker.scan_dead_letters()
+    # A snapshot (under the broker's lock for an embroker broker; decisions read from RabbitMQ's
+    # firehose for a reference one, which have the same attributes).
+    found = cast("list[RoutingDecision]", list(broker.trace))
     if dead_letters is None:
         return found
     return [d for d in found if (d.dead_letter is not None) == dead_letters]
@@ -318,7 +322,9 @@ def route(broker: AnyBroker, exchange: str, routing_key: str, *,
         NeedsEmbroker: ``broker`` is a reference RabbitMQ (it cannot route without publishing).
     """
     if not isinstance(broker, model.Broker):
-        raise NeedsEmbroker("route() asks embroker's routing model without publishing")
+        if vhost != "/":
+            raise NeedsEmbroker(f"vhost {vhost!r}: each test has one vhost of the reference")
+        return cast("RoutingDecision", broker.route_many(exchange, [(routing_key, headers)])[0])
     properties: dict[str, Any] = {"headers": dict(headers)} if headers else {}
     with broker._lock:
         trace = broker.trace
@@ -418,6 +424,8 @@ def assert_returned(broker: AnyBroker, *, exchange: str | None = None,
     """Assert that a matching mandatory publish reached no queue and went back to its
     publisher (basic.return)."""
     __tracebackhide__ = True
+    if not isinstance(broker, model.Broker):
+        raise NeedsEmbroker("whether a publish was mandatory is not in RabbitMQ's firehose")
     return _assert_outcome(broker, ("returned",), "returned to its publisher (mandatory, "
                            "reached no queue)", exchange, routing_key, vhost)
 
@@ -455,18 +463,26 @@ def assert_routes(broker: AnyBroker, exchange: str, expected: Mapping[str, Itera
         assert_routes(broker, "events", {"order.created": ["audit", "billing"],
                                          "user.deleted": []})
 
+    On a reference RabbitMQ the keys are published as probes in a scratch copy of the test's
+    vhost (nothing reaches its queues).
+
     Raises:
         AssertionError: listing every key that goes elsewhere, with the explanation.
-        NeedsEmbroker: ``broker`` is a reference RabbitMQ.
     """
     __tracebackhide__ = True
     wrong: list[str] = []
-    for key, queues in expected.items():
-        decision = route(broker, exchange, key, vhost=vhost)
+    if isinstance(broker, model.Broker):
+        decisions = [route(broker, exchange, key, vhost=vhost) for key in expected]
+    elif vhost != "/":
+        raise NeedsEmbroker(f"vhost {vhost!r}: each test has one vhost of the reference")
+    else:
+        decisions = cast("list[RoutingDecision]",
+                         broker.route_many(exchange, [(key, None) for key in expected]))
+    for (key, queues), decision in zip(expected.items(), decisions, strict=True):
         if set(decision.queues) != set(queues):
             wrong.append(f"- routing key {key!r}: expected {sorted(set(queues))}, "
                          f"reaches {sorted(decision.queues)}")
-            wrong.extend("  " + line for line in decision.explain().splitlines())
+            wrong.extend("  " + line for line in _explained(decision))
     if wrong:
         raise AssertionError(f"{sum(1 for w in wrong if w.startswith('- '))} of {len(expected)} "
                              f"routing key(s) of exchange {exchange!r} go elsewhere:\n"
@@ -620,7 +636,7 @@ def _since(broker: AnyBroker, start: int) -> tuple[list[RoutingDecision], int]:
         new = total - start
         kept = decisions[-new:] if new else []
         return kept, new - len(kept)
-    return list(broker.trace)[start:], 0
+    return cast("list[RoutingDecision]", list(broker.trace)[start:]), 0
 
 
 # -- strict mode: what a test left behind ---------------------------------------------------------
@@ -680,17 +696,21 @@ def assert_no_leaks(broker: Broker, *, unroutable: bool = False) -> None:
 
 # -- quiescence ---------------------------------------------------------------------------------
 
-def settle(broker: Broker, timeout: float = 5.0) -> None:
-    """``broker.settle(timeout)`` for any model broker: wait until nothing is in flight.
+def settle(broker: AnyBroker, timeout: float = 5.0) -> None:
+    """``broker.settle(timeout)`` for any broker: wait until nothing is in flight (on a
+    reference RabbitMQ: until every publish it traced so far has been read).
 
     Raises:
         SettleTimeout: (an AssertionError) saying what was still busy.
     """
     __tracebackhide__ = True
-    _settle.settle(broker, timeout)
+    if isinstance(broker, model.Broker):
+        _settle.settle(broker, timeout)
+    else:
+        broker.settle(timeout)
 
 
-def wait_until_drained(broker: Broker, queue: str, timeout: float = 5.0, *,
+def wait_until_drained(broker: AnyBroker, queue: str, timeout: float = 5.0, *,
                        vhost: str = "/") -> None:
     """Wait until ``queue`` holds nothing ready and nothing unacknowledged (settling the broker
     between looks).
@@ -699,7 +719,10 @@ def wait_until_drained(broker: Broker, queue: str, timeout: float = 5.0, *,
         SettleTimeout: saying what the queue still holds.
     """
     __tracebackhide__ = True
-    _settle.wait_until_drained(broker, queue, timeout, vhost=vhost)
+    if isinstance(broker, model.Broker):
+        _settle.wait_until_drained(broker, queue, timeout, vhost=vhost)
+    else:
+        broker.wait_until_drained(queue, timeout, vhost=vhost)
 
 
 # -- waiting ------------------------------------------------------------------------------------
