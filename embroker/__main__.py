@@ -7,6 +7,7 @@ import logging
 import signal
 import sys
 import threading
+from urllib.parse import quote
 
 from . import Broker, __version__
 from .server import PortInUse, Server
@@ -22,8 +23,19 @@ def _user(text: str) -> tuple[str, str]:
 def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    users = dict(args.user) if args.user else None
-    broker = Broker(vhosts=tuple(args.vhost or ["/"]), users=users)
+    # --vhost and --user add to the defaults (/ and guest/guest) unless told otherwise.
+    vhosts = [] if args.no_default_vhost else ["/"]
+    vhosts += [v for v in args.vhost or () if v not in vhosts]
+    users = {} if args.no_default_user else {"guest": "guest"}
+    users.update(dict(args.user or ()))
+    if not vhosts:
+        print("embroker: --no-default-vhost needs at least one --vhost NAME", file=sys.stderr)
+        return 2
+    if not users:
+        print("embroker: --no-default-user needs at least one --user NAME:PASSWORD",
+              file=sys.stderr)
+        return 2
+    broker = Broker(vhosts=tuple(vhosts), users=users)
     try:
         server = Server(broker, args.host, args.port, heartbeat=args.heartbeat)
     except PortInUse as exc:
@@ -34,8 +46,15 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"embroker: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
               file=sys.stderr)
         return 1
-    print(f"embroker {__version__} listening on {server.url} (vhosts: "
-          f"{', '.join(broker.vhosts)}; Ctrl-C stops)", flush=True)
+    # The URL names a user and a vhost that exist: the first --user given (else guest), and /
+    # (else the first --vhost).
+    user = args.user[0][0] if args.user else next(iter(users))
+    vhost = "/" if "/" in broker.vhosts else vhosts[0]
+    host = f"[{server.host}]" if ":" in server.host else server.host
+    url = (f"amqp://{quote(user, safe='')}:{quote(users[user], safe='')}@{host}:{server.port}/"
+           + ("" if vhost == "/" else quote(vhost, safe="")))
+    print(f"embroker {__version__} listening on {url} (vhosts: {', '.join(broker.vhosts)}; "
+          f"users: {', '.join(users)}; Ctrl-C stops)", flush=True)
 
     def stop(*_: object) -> None:
         threading.Thread(target=server.stop, daemon=True).start()
@@ -66,7 +85,9 @@ def _demo(_args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m embroker", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="embroker", description="An embedded AMQP 0-9-1 broker with RabbitMQ's semantics "
+        "(also: python -m embroker).")
     parser.add_argument("--version", action="version", version=f"embroker {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run a broker that AMQP 0-9-1 clients connect to")
@@ -75,9 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=5672,
                        help="port to listen on (default 5672, as RabbitMQ; 0 for any free port)")
     serve.add_argument("--vhost", action="append", metavar="NAME",
-                       help="a virtual host to create (repeatable; default /)")
+                       help="a virtual host to create besides / (repeatable)")
     serve.add_argument("--user", action="append", type=_user, metavar="NAME:PASSWORD",
-                       help="a user to accept (repeatable; default guest:guest)")
+                       help="a user to accept besides guest:guest (repeatable)")
+    serve.add_argument("--no-default-vhost", action="store_true",
+                       help="do not create the vhost / (give --vhost)")
+    serve.add_argument("--no-default-user", action="store_true",
+                       help="do not accept guest:guest (give --user)")
     serve.add_argument("--heartbeat", type=int, default=60,
                        help="heartbeat interval offered to clients, seconds (0 for none)")
     serve.add_argument("--quiet", action="store_true", help="log only warnings and errors")
