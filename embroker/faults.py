@@ -62,6 +62,11 @@ class Faults:
                                "(the embroker_faults fixture starts the test's)")
         return self.server
 
+    @property
+    def connections(self) -> list[ClientConnection]:
+        """The client connections the listener serves (``server.connections``)."""
+        return self._server().connections
+
     def connection(self, name: str | None = None) -> ClientConnection:
         """The client connection named ``name`` (its ``connection_name`` or peer address), or
         the only one.
