@@ -57,6 +57,7 @@ def test_the_worker_reconnects_when_the_broker_closes_its_connection(
         handled: list[tuple[bytes, bool]]) -> None:
     submit(amqp_url, b"before")
     wait_until(lambda: handled == [(b"before", False)])
+    broker.wait_until_drained(JOBS)  # acknowledged (else it would come back, redelivered)
     embroker_faults.close_connection(320, "node is going down", name="jobs-worker")
     submit(amqp_url, b"after")
     wait_until(lambda: len(handled) == 2, timeout=10)
