@@ -16,7 +16,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarni
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     # Without hypothesis's plugin: each in-process run would import hypothesis afresh (1.5 s).
     return pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-                                        "-q", *args)
+                                        "-p", "no:asyncio", "-q", *args)
 
 
 def test_fixtures(pytester: pytest.Pytester) -> None:
@@ -425,7 +425,8 @@ def test_the_helpers_run_against_rabbitmq_in_a_vhost_of_their_own(
     result = run(pytester, "--embroker-reference", REFERENCE, "-rs")
     result.assert_outcomes(passed=3, skipped=2)
     header = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-                                          "--embroker-reference", REFERENCE, "--co")
+                                          "-p", "no:asyncio", "--embroker-reference", REFERENCE,
+                                          "--co")
     header.stdout.fnmatch_lines([
         "embroker: reference RabbitMQ at *; a vhost per test, created and deleted through the "
         "management HTTP API (http://127.0.0.1:15672/api); routing decisions from its firehose*",
