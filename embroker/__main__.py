@@ -20,6 +20,13 @@ def _user(text: str) -> tuple[str, str]:
     return name, password
 
 
+def _property(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
 def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -35,7 +42,12 @@ def _serve(args: argparse.Namespace) -> int:
         print("embroker: --no-default-user needs at least one --user NAME:PASSWORD",
               file=sys.stderr)
         return 2
-    broker = Broker(vhosts=tuple(vhosts), users=users)
+    try:
+        broker = Broker(vhosts=tuple(vhosts), users=users, as_rabbitmq=args.as_rabbitmq,
+                        server_properties=dict(args.server_property or ()))
+    except ValueError as exc:
+        print(f"embroker: {exc}", file=sys.stderr)
+        return 2
     try:
         server = Server(broker, args.host, args.port, heartbeat=args.heartbeat)
     except PortInUse as exc:
@@ -105,6 +117,12 @@ def main(argv: list[str] | None = None) -> int:
                        help="do not accept guest:guest (give --user)")
     serve.add_argument("--heartbeat", type=int, default=60,
                        help="heartbeat interval offered to clients, seconds (0 for none)")
+    serve.add_argument("--as-rabbitmq", metavar="VERSION",
+                       help="present the broker to clients as that RabbitMQ version (product "
+                            "RabbitMQ), for clients and tools that check the product")
+    serve.add_argument("--server-property", action="append", type=_property, metavar="KEY=VALUE",
+                       help="a server property clients see in connection.start (repeatable), "
+                            "e.g. cluster_name=dev")
     serve.add_argument("--quiet", action="store_true", help="log only warnings and errors")
     serve.set_defaults(run=_serve)
     demo = commands.add_parser("demo", help="route a few messages in-process and explain each")

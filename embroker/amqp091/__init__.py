@@ -28,12 +28,12 @@ values (see ``_fields`` and ``_properties`` for the type rules). Errors are the 
 
 from __future__ import annotations
 
+from ..fieldtypes import Timestamp as Timestamp
 from . import methods as methods
 from ._assembly import Command as Command
 from ._assembly import CommandReader as CommandReader
 from ._connection import ConnectionState as ConnectionState
 from ._connection import ServerConnection as ServerConnection
-from ._fields import Timestamp as Timestamp
 from ._fields import decode_table as decode_table
 from ._fields import encode_table as encode_table
 from ._frames import FRAME_MIN_SIZE as FRAME_MIN_SIZE

@@ -22,10 +22,11 @@ missing content body frames, etc."):
   or body was due, a header whose class id differs from the method's, a header with a non-zero
   weight, body frames adding up to more than the header's ``body_size``:
   :class:`~embroker.errors.UnexpectedFrame` (505). Section 4.2.6.1 says 501 for the wrong class
-  id; RabbitMQ and the general rule of 4.2.6 say 505, and so does embroker. (Recent RabbitMQ
-  versions answer 501 for bodies exceeding ``body_size``; 4.2.6 says 505.)
-* content frames on channel 0: :class:`~embroker.errors.ChannelError` (504), section 4.2.6.1
-  (the frame parser already refuses them; frames built by hand are checked again here).
+  id; RabbitMQ and the general rule of 4.2.6 say 505, and so does embroker. A header with a
+  weight is, for RabbitMQ, no content header at all. (RabbitMQ 3.10 waits for ever on bodies
+  exceeding ``body_size``; 4.2.6 says 505, and embroker answers that.)
+* content frames on channel 0: :class:`~embroker.errors.UnexpectedFrame` (505), as RabbitMQ
+  (the frame parser refuses them with their bytes; frames built by hand are checked again here).
 * a ``body_size`` over ``max_body_size`` (512 MiB by default, RabbitMQ's hard limit):
   :class:`~embroker.errors.FrameError` (501) with RabbitMQ's text.
 
@@ -48,9 +49,12 @@ from embroker.amqp091._frames import (
     HeaderFrame,
     MethodFrame,
     _FrameBuffer,
+    bad_frame,
     bad_frame_end,
     bad_method,
+    decode_arguments,
     read_content_header,
+    unexpected_frame,
 )
 from embroker.amqp091._method import Method
 from embroker.amqp091._methods import DECODERS
@@ -123,7 +127,7 @@ _METHOD, _HEADER, _REMAINING, _CHUNKS = 0, 1, 2, 3
 
 
 def _interrupted(state: list[Any]) -> UnexpectedFrame:
-    """A method frame arrived where the content of ``state`` was due."""
+    """Another frame arrived where the content of ``state`` was due."""
     method: Method = state[_METHOD]
     if state[_HEADER] is None:
         text = (f"expected content header for class {method.CLASS_ID}, "
@@ -136,16 +140,10 @@ def _interrupted(state: list[Any]) -> UnexpectedFrame:
 def _stray(kind: str, channel: int, state: list[Any] | None) -> ConnectionException:
     """A content header or body frame that is not the one expected on ``channel``."""
     if state is None:
-        if not channel:
-            return ChannelError(f"content {kind} frame on channel 0")
+        if not channel:  # (the frame parser reports these, with their bytes)
+            return UnexpectedFrame(f"content {kind} frame on channel 0")
         return UnexpectedFrame("expected method frame, got non method frame instead")
-    method: Method = state[_METHOD]
-    if state[_HEADER] is None:
-        text = (f"expected content header for class {method.CLASS_ID}, "
-                "got non content header frame instead")
-    else:
-        text = "expected content body, got non content body frame instead"
-    return UnexpectedFrame(text, class_id=method.CLASS_ID, method_id=method.METHOD_ID)
+    return _interrupted(state)
 
 
 def _bad_header(method: Method, class_id: int, weight: int, body_size: int,
@@ -155,8 +153,9 @@ def _bad_header(method: Method, class_id: int, weight: int, body_size: int,
         return UnexpectedFrame(f"expected content header for class {method.CLASS_ID}, "
                                f"got one for class {class_id} instead",
                                class_id=method.CLASS_ID, method_id=method.METHOD_ID)
-    if weight:
-        return UnexpectedFrame(f"content header weight must be 0, got {weight}",
+    if weight:  # RabbitMQ's assembler takes a header with a weight for no header at all
+        return UnexpectedFrame(f"expected content header for class {method.CLASS_ID}, "
+                               "got non content header frame instead",
                                class_id=method.CLASS_ID, method_id=method.METHOD_ID)
     if body_size > max_body_size:
         return FrameError(f"content body size {body_size} exceeds maximum allowed size "
@@ -214,8 +213,8 @@ class ContentAssembler:
                 raise _interrupted(self._partial[channel])
             if method.HAS_CONTENT:
                 if not channel:
-                    raise ChannelError("content method on channel 0", class_id=method.CLASS_ID,
-                                       method_id=method.METHOD_ID)
+                    raise ChannelError("unexpected method in connection state running",
+                                       class_id=method.CLASS_ID, method_id=method.METHOD_ID)
                 self._partial[channel] = [method, None, 0, None]
                 return None
             return Command(channel, method)
@@ -395,21 +394,20 @@ class CommandReader(_FrameBuffer):
                         need = 7
                         break
                     frame_type, channel, size = _FRAME_HEADER.unpack_from(buf, pos)
-                    if frame_type == 3 or frame_type == 2:  # noqa: PLR1714 - hot path
-                        if not channel or size > max_payload:
-                            raise self._bad_header(frame_type, channel, size)
-                    elif frame_type == 1:
-                        if size > max_payload:
-                            raise self._bad_header(frame_type, channel, size)
-                    elif frame_type != 8 or channel or size:
-                        raise self._bad_header(frame_type, channel, size)
+                    if size > max_payload:
+                        raise self._too_large(frame_type, size)
                     end = pos + 7 + size
                     if end >= available:
                         need = size + 8
                         break
-                    if buf[end] != 0xCE:
-                        raise bad_frame_end(buf[end], frame_type, channel, size)
                     start = pos + 7
+                    if buf[end] != 0xCE:
+                        raise bad_frame_end(buf[end], frame_type, buf[start:end])
+                    if frame_type == 3 or frame_type == 2:  # noqa: PLR1714 - hot path
+                        if not channel:
+                            raise unexpected_frame(frame_type, buf[start:end])
+                    elif frame_type != 1 and (frame_type != 8 or channel or size):
+                        raise bad_frame(frame_type, channel, buf[start:end])
                     pos = self._pos = end + 1
                     command = None
                     if frame_type == 1:
@@ -417,7 +415,7 @@ class CommandReader(_FrameBuffer):
                         decoder = DECODERS.get(_U32.unpack_from(payload)[0]) if size >= 4 else None
                         if decoder is None or (not channel) != (payload[1] == 10 and not payload[0]):
                             raise bad_method(channel, payload)
-                        method = decoder(payload)
+                        method = decode_arguments(decoder, payload)
                         if channel in partial:
                             raise _interrupted(partial[channel])
                         if not method.HAS_CONTENT:

@@ -48,6 +48,7 @@ from ..model import Cancelled, ChannelEvent, Confirmed, Delivered, Returned
 from ..model._connection import channel_already_open
 from . import _handshake
 from ._assembly import Command, CommandReader
+from ._confirms import coalesce
 from ._dispatch import ROUTES, WithContent
 from ._frames import (
     FRAME_MIN_SIZE,
@@ -100,6 +101,10 @@ FRAME_MAX: Final = 131072
 HEARTBEAT: Final = 60
 #: How long to wait for connection.close-ok after sending connection.close (seconds).
 CLOSE_OK_TIMEOUT: Final = 1.0
+#: After answering a client's connection.close, how long to leave the socket for the client to
+#: close (what it still writes is discarded), as RabbitMQ 3.10 does: a client may have
+#: publishes queued behind its close, and closing first would fail its writes.
+CLOSE_LINGER: Final = 30.0
 #: How long a client may take from connecting to connection.open (RabbitMQ's
 #: handshake_timeout); a slower one is disconnected, with no frame, as RabbitMQ does.
 HANDSHAKE_TIMEOUT: Final = 10.0
@@ -161,10 +166,16 @@ class ServerConnection:
         self.model: ModelConnection | None = None
         self.channels: dict[int, ModelChannel] = {}
         self._closing_channels: set[int] = set()
+        # Publish outcomes (delivery tag, accepted) not yet confirmed on the wire, per channel:
+        # sent together at the end of each read (see _confirms), or before the channel's next
+        # frame.
+        self._confirms: dict[int, list[tuple[int, bool]]] = {}
+        self._reading = False
         now = broker.clock.monotonic()
         self._last_received = now
         self._last_sent = now
         self._handshake_deadline = now + handshake_timeout
+        self._linger_until = now
         #: The reason the connection closed, when an error closed it.
         self.close_reason: AMQPError | None = None
         #: What the client's connection.close said (reply code, reply text), if it sent one.
@@ -225,18 +236,36 @@ class ServerConnection:
         return data
 
     @property
+    def closed(self) -> bool:
+        """Whether the connection is closed (the socket may still be open for a while)."""
+        return self.state is ConnectionState.CLOSED
+
+    @property
     def has_output(self) -> bool:
         """Whether :meth:`data_to_send` has something, or the socket should close."""
         return bool(self._out) or self.should_close
 
     def _send_method(self, channel: int, method: Method) -> None:
+        if self._confirms:  # what was confirmed goes first: before the channel's next frame,
+            for pending in [channel] if channel else list(self._confirms):  # or a close
+                if pending in self._confirms:
+                    self._send_confirms(pending)
         self._out.append(encode_method_frame(channel, method))
 
     def _send_content(self, channel: int, method: Method, message: Message) -> None:
         # A message leaves with the properties it came in with when the broker did not change
         # them (no re-encoding), split into body frames by the negotiated frame-max.
+        if channel in self._confirms:
+            self._send_confirms(channel)
         self._out.append(encode_message(channel, method, message.body, self.frame_max,
                                         message.properties, message.encoded_properties))
+
+    def _send_confirms(self, channel: int) -> None:
+        for tag, multiple, ack in coalesce(self._confirms.pop(channel)):
+            # (RabbitMQ's publisher nacks carry requeue=true, the record's default.)
+            self._out.append(encode_method_frame(channel, BasicAck(
+                delivery_tag=tag, multiple=multiple) if ack else BasicNack(
+                delivery_tag=tag, multiple=multiple, requeue=True)))
 
     def receive_data(self, data: bytes) -> None:
         """Feed bytes received from the client; replies queue up for :meth:`data_to_send`.
@@ -246,11 +275,14 @@ class ServerConnection:
         Never raises for anything the client sends.
         """
         if self.state is ConnectionState.CLOSED:
+            if not data:
+                self.connection_lost()  # the client closed its side after our close-ok
             return
         if not data:
             self.connection_lost()
             return
         self._last_received = self.broker.clock.monotonic()
+        self._reading = True
         try:
             if self.state is ConnectionState.HEADER:
                 self._inbox += data
@@ -258,24 +290,32 @@ class ServerConnection:
                     return
                 data, self._inbox = bytes(self._inbox[8:]), bytearray()
             for command in self._reader.feed(data):  # heartbeats count as received, nothing more
-                if self.should_close:
-                    return
-                if command.channel in self._closing_channels:
-                    self._while_channel_closing(command)
-                    continue
+                if self.closed:
+                    return  # what a client sends after its close (or ours) is discarded
                 try:
-                    self._dispatch(command)
+                    if command.channel in self._closing_channels:
+                        self._while_channel_closing(command)
+                    else:
+                        self._dispatch(command)
                 except AMQPError as exc:
                     self._fail(exc)  # a connection exception: wait for the client's close-ok
         except ConnectionException as exc:
             # The byte stream itself is broken (framing, syntax, content order): nothing after
             # it can be trusted, so close right after saying why (section 4.2.3).
             self._fail(exc, drop=True)
+        finally:
+            self._reading = False
+            for channel in list(self._confirms):
+                self._send_confirms(channel)
 
     def connection_lost(self) -> None:
         """The socket is gone: release everything the connection held."""
-        self.state = ConnectionState.CLOSED
+        self._release()
         self.should_close = True
+
+    def _release(self) -> None:
+        # Closed: channels closed (unacknowledged messages requeued), exclusive queues gone.
+        self.state = ConnectionState.CLOSED
         if self.model is not None:
             self.model.close()
 
@@ -292,7 +332,7 @@ class ServerConnection:
             self.should_close = True
             return False
         self.state = ConnectionState.START_OK
-        self._send_method(0, _handshake.start())
+        self._send_method(0, _handshake.start(self.broker))
         return True
 
     def _handshake(self, method: Method) -> None:
@@ -399,7 +439,8 @@ class ServerConnection:
         if isinstance(method, ConnectionClose):
             self.client_close = (method.reply_code, method.reply_text)
             self._send_method(0, ConnectionCloseOk())
-            self.connection_lost()
+            self._release()
+            self._linger_until = self.broker.clock.monotonic() + CLOSE_LINGER
         elif isinstance(method, ConnectionCloseOk):
             self.connection_lost()  # the client answered a close it did not see coming
         elif isinstance(method, ConnectionUpdateSecret):
@@ -432,13 +473,18 @@ class ServerConnection:
         self._send_method(number, ChannelOpenOk())
 
     def _while_channel_closing(self, command: Command) -> None:
-        # After channel.close was sent, only channel.close and close-ok count (section 2.3.7).
+        # After channel.close was sent, the channel waits for close-ok and ignores the rest
+        # (section 2.3.7). A close that crossed ours is answered, and the wait goes on; a
+        # channel.open before the close-ok is refused, as RabbitMQ does.
         method = command.method
-        if isinstance(method, (ChannelClose, ChannelCloseOk)):
-            if isinstance(method, ChannelClose):
-                self._send_method(command.channel, ChannelCloseOk())
+        if isinstance(method, ChannelCloseOk):
             self._closing_channels.discard(command.channel)
             self._reader.forget(command.channel)
+        elif isinstance(method, ChannelClose):
+            self._send_method(command.channel, ChannelCloseOk())
+            self._reader.forget(command.channel)
+        elif isinstance(method, ChannelOpen):
+            raise channel_already_open().with_method(method.CLASS_ID, method.METHOD_ID)
 
     # -- errors: the one place that closes -----------------------------------------------------
 
@@ -457,6 +503,7 @@ class ServerConnection:
         reason = (error.reply_code, error.wire_reply_text, error.class_id, error.method_id)
         if channel and isinstance(error, ChannelException):
             log.info("%s: channel %d closed by the broker: %s", self.describe(), channel, error)
+            self._confirms.pop(channel, None)  # as RabbitMQ: a closing channel confirms nothing
             model = self.channels.pop(channel, None)
             if model is not None:
                 model.close()
@@ -518,7 +565,14 @@ class ServerConnection:
                 self.connection_lost()  # the client never answered our connection.close
                 return None
             return self._closing_since + CLOSE_OK_TIMEOUT
-        if self.heartbeat <= 0 or self.state is ConnectionState.CLOSED:
+        if self.state is ConnectionState.CLOSED:
+            if self.should_close:
+                return None
+            if now >= self._linger_until:
+                self.should_close = True  # the client never closed its side
+                return None
+            return self._linger_until
+        if self.heartbeat <= 0:
             return None
         if now - self._last_received > 2 * self.heartbeat:
             self.close_reason = FrameError("missed heartbeats from client, timeout: "
@@ -565,9 +619,9 @@ class ServerConnection:
                 redelivered=event.redelivered, exchange=event.exchange,
                 routing_key=event.routing_key), event.message)
         elif isinstance(event, Confirmed):
-            self._send_method(event.channel, BasicAck(
-                delivery_tag=event.delivery_tag, multiple=event.multiple) if event.ack else
-                BasicNack(delivery_tag=event.delivery_tag, multiple=event.multiple, requeue=False))
+            self._confirms.setdefault(event.channel, []).append((event.delivery_tag, event.ack))
+            if not self._reading:
+                self._send_confirms(event.channel)
         elif isinstance(event, Returned):
             self._send_content(event.channel, BasicReturn(
                 reply_code=event.reply_code, reply_text=event.reply_text,

@@ -1,25 +1,28 @@
 """Field values, field tables and field arrays (section 4.2.5.5 of the spec, RabbitMQ's types).
 
 Field tables carry method arguments (``x-message-ttl``...), client and server properties and
-message headers. This module decodes them to plain Python values and encodes them back.
+message headers. This module decodes them to Python values and encodes them back, keeping every
+value's AMQP type (RabbitMQ keeps it, and typed clients see it).
 
-Decoding (wire type letter -> Python):
+Decoding (wire type letter -> Python; the types of :mod:`embroker.fieldtypes` are subclasses
+of ``int`` or ``float`` that compare equal to plain ones):
 
 ======================================  ===========================================================
 ``t`` boolean                           ``bool``
-``b`` ``B`` ``U`` ``u`` ``s``           ``int`` (int8, uint8, int16, uint16, and RabbitMQ's ``s``
-                                        int16; the spec's ``s`` short-string is not used by anyone)
-``I`` ``i`` ``L`` ``l``                 ``int`` (int32, uint32, int64, and ``l`` as a *signed* 64-bit
-                                        integer as RabbitMQ reads it, not unsigned as the spec says)
-``f`` ``d``                             ``float`` (32-bit and 64-bit IEEE 754)
+``I`` signed 32-bit                     ``int``
+``l`` ``L`` signed 64-bit               :class:`~embroker.fieldtypes.Long` (RabbitMQ reads ``L``,
+                                        the spec's unsigned 64-bit, as signed too)
+``b`` ``B`` ``s`` ``U`` ``u`` ``i``     :class:`~embroker.fieldtypes.Byte`, ``UnsignedByte``,
+                                        ``Short`` (RabbitMQ's ``s``, the spec's ``U``),
+                                        ``UnsignedShort``, ``UnsignedInt``
+``d`` double, ``f`` float               ``float``, :class:`~embroker.fieldtypes.Float32`
 ``D`` decimal                           ``decimal.Decimal`` (scale octet + signed int32 mantissa)
 ``S`` long string                       ``str``, decoded from UTF-8 with ``errors="surrogateescape"``
                                         so that any bytes survive a round trip
 ``x`` byte array (RabbitMQ)             ``bytes``
 ``T`` timestamp                         ``datetime.datetime``, timezone-aware UTC, for seconds up to
                                         9999-12-31T23:59:59Z; a larger value (milliseconds, say)
-                                        decodes to :class:`Timestamp`, an ``int`` that encodes back
-                                        as ``T``
+                                        decodes to :class:`~embroker.fieldtypes.Timestamp`
 ``F`` nested table                      ``dict[str, Any]``
 ``A`` array                             ``list[Any]``
 ``V`` void                              ``None``
@@ -27,23 +30,22 @@ Decoding (wire type letter -> Python):
 
 Encoding (Python -> wire type letter), checked in this order:
 
-``bool`` -> ``t``; :class:`Timestamp` -> ``T``; ``int`` -> ``I`` when it fits a signed 32-bit
-integer, else ``l`` (``ValueError`` beyond signed 64-bit); ``float`` -> ``d``;
-``decimal.Decimal`` -> ``D``; ``datetime.datetime`` -> ``T`` (a naive datetime is taken as UTC;
-sub-second parts are dropped); ``str`` -> ``S``; ``bytes``/``bytearray``/``memoryview`` -> ``x``;
-any mapping -> ``F``; ``list``/``tuple`` -> ``A``; ``None`` -> ``V``. Anything else is a
-``TypeError``.
+``bool`` -> ``t``; the types of :mod:`embroker.fieldtypes` -> their own letter; ``int`` -> ``I``
+when it fits a signed 32-bit integer, else ``l`` (``ValueError`` beyond signed 64-bit);
+``float`` -> ``d``; ``decimal.Decimal`` -> ``D``; ``datetime.datetime`` -> ``T`` (a naive
+datetime is taken as UTC; sub-second parts are dropped); ``str`` -> ``S``;
+``bytes``/``bytearray``/``memoryview`` -> ``x``; any mapping -> ``F``; ``list``/``tuple`` -> ``A``;
+``None`` -> ``V``. Anything else is a ``TypeError``.
 
-So a table survives ``decode(encode(table))`` with its Python types, and a header ``1`` stays
-different from a header ``"1"``; the integer *width* is not kept (a ``b`` 1 comes back as ``I``
-1), exactly as the brief allows. Code that must forward a table byte for byte (a message's
-headers) keeps the encoded form instead: see ``raw_properties`` in ``_frames``.
+So ``encode(decode(table))`` gives the same bytes for any table (but the spec's ``U`` and ``L``,
+which come back as RabbitMQ's ``s`` and ``l``), and a header ``1`` stays different from a header
+``"1"``.
 
 Errors: a malformed table (a length running past the frame, an unknown type letter, tables
 nested deeper than :data:`MAX_NESTING`) raises :class:`~embroker.errors.SyntaxErrorAMQP` (502).
 Encoding an unsupported value raises ``TypeError``, and a value out of range (a key or shortstr
-over 255 bytes, an integer over 64 bits, a decimal that does not fit) raises ``ValueError``: those
-are bugs in the caller, never the peer's fault.
+over 255 bytes, an integer too large for its type, a decimal that does not fit) raises
+``ValueError``: those are bugs in the caller, never the peer's fault.
 """
 
 from __future__ import annotations
@@ -51,15 +53,24 @@ from __future__ import annotations
 import datetime
 import decimal
 import struct
-from collections.abc import Mapping
-from typing import Any, Final, TypeAlias, final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeAlias
 
 from embroker.errors import SyntaxErrorAMQP
+from embroker.fieldtypes import (
+    Byte,
+    Float32,
+    Long,
+    Short,
+    Timestamp,
+    UnsignedByte,
+    UnsignedInt,
+    UnsignedShort,
+)
 
 __all__ = [
     "MAX_NESTING",
     "FieldTable",
-    "Timestamp",
     "decode_array",
     "decode_table",
     "encode_array",
@@ -100,23 +111,6 @@ _LEN8: Final = tuple(bytes((n,)) for n in range(256))
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-@final
-class Timestamp(int):
-    """An AMQP timestamp (seconds since the Unix epoch) kept as an ``int``.
-
-    Decoding gives this type only for a ``T`` value too large for ``datetime``; encoding sends any
-    ``Timestamp`` as ``T`` (an unsigned 64-bit integer), so the round trip keeps the type.
-
-    >>> encode_field_value(Timestamp(5))
-    b'T\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x05'
-    """
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f"Timestamp({int(self)})"
 
 
 # -- shared primitive encoders ---------------------------------------------------------------
@@ -190,7 +184,7 @@ def _read_value(p: bytes, o: int, depth: int) -> tuple[Any, int]:
     if t == 0x74:  # t
         return p[o] != 0, o + 1
     if t == 0x6C or t == 0x4C:  # l L: signed 64, as RabbitMQ reads both  # noqa: PLR1714
-        return _I64.unpack_from(p, o)[0], o + 8
+        return Long(_I64.unpack_from(p, o)[0]), o + 8
     if t == 0x46:  # F
         return read_table(p, o, depth + 1)
     if t == 0x41:  # A
@@ -207,19 +201,19 @@ def _read_value(p: bytes, o: int, depth: int) -> tuple[Any, int]:
     if t == 0x56:  # V
         return None, o
     if t == 0x62:  # b
-        return _I8.unpack_from(p, o)[0], o + 1
+        return Byte(_I8.unpack_from(p, o)[0]), o + 1
     if t == 0x42:  # B
-        return p[o], o + 1
+        return UnsignedByte(p[o]), o + 1
     if t == 0x73 or t == 0x55:  # s (RabbitMQ) U (spec): signed 16  # noqa: PLR1714
-        return _I16.unpack_from(p, o)[0], o + 2
+        return Short(_I16.unpack_from(p, o)[0]), o + 2
     if t == 0x75:  # u
-        return _U16.unpack_from(p, o)[0], o + 2
+        return UnsignedShort(_U16.unpack_from(p, o)[0]), o + 2
     if t == 0x69:  # i
-        return _U32.unpack_from(p, o)[0], o + 4
+        return UnsignedInt(_U32.unpack_from(p, o)[0]), o + 4
     if t == 0x64:  # d
         return _F64.unpack_from(p, o)[0], o + 8
     if t == 0x66:  # f
-        return _F32.unpack_from(p, o)[0], o + 4
+        return Float32(_F32.unpack_from(p, o)[0]), o + 4
     if t == 0x44:  # D
         scale, mantissa = _DECIMAL.unpack_from(p, o)
         return _decimal(scale, mantissa), o + 5
@@ -343,10 +337,26 @@ def _encode_datetime(value: datetime.datetime) -> bytes:
     return b"T" + _U64.pack(seconds)
 
 
-def _encode_timestamp(value: int) -> bytes:
-    if not 0 <= value <= 0xFFFFFFFFFFFFFFFF:
-        raise ValueError(f"timestamp {value} does not fit an unsigned 64-bit integer")
-    return b"T" + _U64.pack(value)
+def _typed(packer: struct.Struct, letter: bytes, low: int, high: int,
+           ) -> Callable[[int], bytes]:
+    def encode(value: int) -> bytes:
+        if not low <= value <= high:
+            raise ValueError(f"{type(value).__name__} {int(value)} does not fit its AMQP type "
+                             f"({low}..{high})")
+        return letter + packer.pack(value)
+    return encode
+
+
+#: The integer types that keep their letter, and how each is written.
+_TYPED_INTS: Final[dict[type, Callable[[int], bytes]]] = {
+    Long: _typed(_I64, b"l", _INT64_MIN, _INT64_MAX),
+    Short: _typed(_I16, b"s", -(2**15), 2**15 - 1),
+    Byte: _typed(_I8, b"b", -128, 127),
+    UnsignedByte: _typed(_U8, b"B", 0, 255),
+    UnsignedShort: _typed(_U16, b"u", 0, 2**16 - 1),
+    UnsignedInt: _typed(_U32, b"i", 0, 2**32 - 1),
+    Timestamp: _typed(_U64, b"T", 0, 2**64 - 1),
+}
 
 
 def _encode_bytes(value: bytes | bytearray | memoryview) -> bytes:
@@ -369,13 +379,16 @@ def _encode_value(value: Any, depth: int) -> bytes:
         return b"F" + _encode_table(value, depth + 1)
     if value is None:
         return b"V"
+    typed = _TYPED_INTS.get(kind)
+    if typed is not None:
+        return typed(value)
     # Subclasses and the rarer types, in the documented order.
     if isinstance(value, bool):
         return b"t\x01" if value else b"t\x00"
-    if isinstance(value, Timestamp):
-        return _encode_timestamp(value)
     if isinstance(value, int):
         return _encode_int(int(value))
+    if kind is Float32:
+        return b"f" + _F32.pack(value)
     if isinstance(value, float):
         return b"d" + _F64.pack(value)
     if isinstance(value, decimal.Decimal):

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from .._version import __version__
 from ..errors import AccessRefused, AMQPError, CommandInvalid, NotAllowed
 from ._fields import decode_table
 from ._frames import FRAME_MIN_SIZE
@@ -45,17 +44,13 @@ class Tuning(NamedTuple):
     heartbeat: int
 
 
-def start() -> ConnectionStart:
-    """The connection.start the server opens with."""
+def start(broker: Broker) -> ConnectionStart:
+    """The connection.start the server opens with: what the broker says of itself
+    (``Broker(server_properties=..., as_rabbitmq=...)``) and the capabilities."""
     return ConnectionStart(
         version_major=0, version_minor=9,
-        server_properties={
-            "product": "embroker", "version": __version__, "platform": "Python",
-            "copyright": "embroker contributors",
-            "information": "An embedded AMQP 0-9-1 broker with RabbitMQ's semantics",
-            "cluster_name": "embroker",
-            "capabilities": dict(SERVER_CAPABILITIES),
-        },
+        server_properties={**broker.server_properties,
+                           "capabilities": dict(SERVER_CAPABILITIES)},
         mechanisms=" ".join(MECHANISMS), locales="en_US")
 
 

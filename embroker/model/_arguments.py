@@ -13,36 +13,19 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .. import _erlang
 from ..errors import PreconditionFailed
+from ..fieldtypes import field_type
 
 __all__ = [
     "QUEUE_EQUIVALENCE_ARGS", "check_equivalent_arguments", "check_equivalent_field",
-    "check_equivalent_queue_arguments", "field_type", "parse_expiration",
+    "check_equivalent_queue_arguments", "parse_expiration",
     "validate_consumer_arguments", "validate_queue_arguments",
 ]
 
 #: RabbitMQ's largest expiry or TTL, in milliseconds (ten years).
 MAX_EXPIRY = 315_360_000_000
 MAX_PRIORITY = 255
-
-
-def field_type(value: Any) -> str:
-    """The AMQP field type RabbitMQ names for a value that arrived as ``value``."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "signedint" if -(2**31) <= value < 2**31 else "long"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "longstr"
-    if isinstance(value, (bytes, bytearray)):
-        return "binary"
-    if isinstance(value, dict):
-        return "table"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return "void" if value is None else type(value).__name__
 
 
 # -- equivalence of a new declaration with an existing one ----------------------------------------
@@ -64,9 +47,17 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+#: rabbit_misc:type_class/1: integers of any width are alike, floats alike, strings alike.
+_TYPE_CLASSES = {
+    "byte": "int", "short": "int", "signedint": "int", "long": "int", "unsignedbyte": "int",
+    "unsignedshort": "int", "unsignedint": "int", "float": "float", "double": "float",
+    "binary": "longstr",
+}
+
+
 def _type_class(value: Any) -> str:
     t = field_type(value)
-    return {"signedint": "int", "long": "int", "double": "float", "binary": "longstr"}.get(t, t)
+    return _TYPE_CLASSES.get(t, t)
 
 
 def _described_arg(value: Any) -> str:
@@ -176,6 +167,25 @@ def _bool(value: Any, _args: Mapping[str, Any]) -> str | None:
     return None if isinstance(value, bool) else f"{{unacceptable_type,{field_type(value)}}}"
 
 
+def _positive(value: Any, args: Mapping[str, Any]) -> str | None:
+    return _non_negative(value, args) or (f"{{value_zero,{value}}}" if value == 0 else None)
+
+
+def _queue_version(value: Any, _args: Mapping[str, Any]) -> str | None:
+    if not _is_int(value):
+        return f'"expected integer, got {field_type(value)}"'
+    return None if value in (1, 2) else f'"unsupported queue version \'{value}\'"'
+
+
+def _queue_type(value: Any, _args: Mapping[str, Any]) -> str | None:
+    if value in ("classic", "quorum", "stream"):
+        return None
+    if isinstance(value, str):
+        return f'"unsupported queue type \'{value}\'"'
+    return f"{{unacceptable_type,{field_type(value)}}}"
+
+
+#: Every argument RabbitMQ 3.10 validates, in the order it does (rabbit_amqqueue's list).
 _VALIDATORS: dict[str, Callable[[Any, Mapping[str, Any]], str | None]] = {
     "x-expires": _expires,
     "x-message-ttl": _message_ttl,
@@ -189,22 +199,47 @@ _VALIDATORS: dict[str, Callable[[Any, Mapping[str, Any]], str | None]] = {
     "x-overflow": _string_in(("drop-head", "reject-publish", "reject-publish-dlx"),
                              "invalid_overflow"),
     "x-queue-mode": _string_in(("default", "lazy"), "invalid_queue_mode"),
+    "x-queue-version": _queue_version,
+    "x-dead-letter-strategy": _string_in(("at-most-once", "at-least-once"),
+                                         "invalid_dlx_strategy"),
     "x-single-active-consumer": _bool,
-    "x-queue-type": lambda value, _args: (
-        None if value in ("classic", "quorum", "stream")
-        else f'"unsupported queue type \'{value}\'"' if isinstance(value, str)
-        else f"{{unacceptable_type,{field_type(value)}}}"),
+    "x-queue-type": _queue_type,
+    "x-quorum-initial-group-size": _positive,
+    "x-max-age": _longstr,
+    "x-stream-max-segment-size-bytes": _non_negative,
+    "x-initial-cluster-size": _non_negative,
+    "x-queue-leader-locator": _string_in(
+        ("client-local", "balanced", "random", "least-leaders"), "invalid_queue_locator_arg"),
+    "x-delivery-limit": lambda _value, _args: None,  # (no check in 3.10: any value is taken)
+    "x-queue-master-locator": lambda _value, _args: None,  # (3.10 crashes on a bad one: 541)
 }
 
-#: Arguments a quorum queue refuses (RabbitMQ 3.10).
-_NOT_FOR_QUORUM = ("x-max-priority", "x-queue-mode")
+_COMMON = ("x-expires", "x-message-ttl", "x-dead-letter-exchange", "x-dead-letter-routing-key",
+           "x-max-length", "x-max-length-bytes", "x-overflow", "x-single-active-consumer",
+           "x-queue-type")
+
+#: The arguments each queue type takes (rabbit_queue_type capabilities, RabbitMQ 3.10): the
+#: others of :data:`_VALIDATORS` are refused ("of queue type rabbit_quorum_queue"); arguments
+#: RabbitMQ does not know at all (``x-foo``) are kept and mean nothing.
+QUEUE_TYPE_ARGUMENTS: dict[str, frozenset[str]] = {
+    "classic": frozenset((*_COMMON, "x-max-priority", "x-queue-mode", "x-queue-master-locator",
+                          "x-queue-version")),
+    "quorum": frozenset((*_COMMON, "x-max-in-memory-length", "x-max-in-memory-bytes",
+                         "x-delivery-limit", "x-dead-letter-strategy",
+                         "x-quorum-initial-group-size", "x-queue-leader-locator")),
+    "stream": frozenset(("x-max-length-bytes", "x-queue-type", "x-max-age",
+                         "x-stream-max-segment-size-bytes", "x-initial-cluster-size",
+                         "x-queue-leader-locator")),
+}
 
 
 def validate_queue_arguments(resource: str, arguments: Mapping[str, Any], *,
                              durable: bool = False, exclusive: bool = False,
                              auto_delete: bool = False) -> None:
     """Raise PreconditionFailed (406) for an argument RabbitMQ would refuse at declare time,
-    and for the queue types embroker does not implement.
+    and for the queue types embroker does not implement. As RabbitMQ 3.10: the values of the
+    arguments the queue's type takes first, then arguments of other types, then the queue's
+    properties.
 
     Args:
         resource: how RabbitMQ names the queue, ``"queue 'q' in vhost '/'"``.
@@ -216,19 +251,21 @@ def validate_queue_arguments(resource: str, arguments: Mapping[str, Any], *,
     if dlx is not None and not isinstance(dlx, str):
         raise PreconditionFailed(
             f"invalid type '{field_type(dlx)}' for arg 'x-dead-letter-exchange' in {resource}")
+    queue_type = arguments.get("x-queue-type", "classic")
+    takes = QUEUE_TYPE_ARGUMENTS.get(queue_type, QUEUE_TYPE_ARGUMENTS["classic"])
     for key, check in _VALIDATORS.items():
-        if key in arguments:
+        if key in arguments and key in takes:
             error = check(arguments[key], arguments)
             if error is not None:
                 raise PreconditionFailed(f"invalid arg '{key}' for {resource}: {error}")
-    queue_type = arguments.get("x-queue-type", "classic")
+    if queue_type not in QUEUE_TYPE_ARGUMENTS:
+        return  # (the x-queue-type check above refused it)
+    for key in arguments:
+        if key in _VALIDATORS and key not in takes:
+            raise PreconditionFailed(f"invalid arg '{key}' for {resource} of queue type "
+                                     f"rabbit_{queue_type}_queue")
     if queue_type == "classic":
         return
-    if queue_type == "quorum":
-        for key in _NOT_FOR_QUORUM:
-            if key in arguments:
-                raise PreconditionFailed(
-                    f"invalid arg '{key}' for {resource} of queue type rabbit_quorum_queue")
     for refused, prop in ((auto_delete, "auto-delete"), (exclusive, "exclusive-owner"),
                           (not durable, "non-durable")):
         if refused:
@@ -246,33 +283,6 @@ def validate_consumer_arguments(resource: str, arguments: Mapping[str, Any]) -> 
         error = _int(arguments["x-priority"], arguments)
         if error is not None:
             raise PreconditionFailed(f"invalid arg 'x-priority' for {resource}: {error}")
-
-
-def _erlang_string(data: bytes) -> str:
-    """How Erlang's ``~p`` prints a list of bytes: a quoted string when every byte is printable
-    latin-1 (escaping quotes, backslashes and the usual control characters), else a list."""
-    escapes = {0x22: '\\"', 0x5C: "\\\\", 0x0A: "\\n", 0x09: "\\t", 0x0D: "\\r", 0x0C: "\\f",
-               0x08: "\\b", 0x0B: "\\v", 0x1B: "\\e", 0x7F: "\\d"}
-    if all(32 <= b <= 126 or b >= 160 or b in escapes for b in data):
-        return '"' + "".join(escapes.get(b, chr(b)) for b in data) + '"'
-    return "[" + ",".join(map(str, data)) + "]"
-
-
-def erlang_pair(atom: str, value: str, column: int, width: int = 80) -> str:
-    """Erlang's ``~p`` of a tuple ``{atom, Value}`` (``value`` already printed) that starts at
-    ``column`` of its line: on one line when it fits, else broken after the comma with the
-    value aligned under the tuple's first element, as RabbitMQ's texts show it.
-
-    >>> erlang_pair("value_negative", "-1", 23)
-    '{value_negative,-1}'
-    >>> print(erlang_pair("value_too_large", "9" * 20, 43))
-    {value_too_large,
-                                                99999999999999999999}
-    """
-    flat = f"{{{atom},{value}}}"
-    if column + len(flat) <= width - 2:  # measured on RabbitMQ 3.10: 78 columns fit, 79 do not
-        return flat
-    return f"{{{atom},\n{' ' * (column + 1)}{value}}}"
 
 
 def parse_expiration(value: Any) -> float:
@@ -294,12 +304,12 @@ def parse_expiration(value: Any) -> float:
         number = int(match.group())
         rest = text[match.end():]
         if rest:
-            reason = erlang_pair("leftover_string",
-                                 _erlang_string(rest.encode("utf-8", "surrogateescape")), column)
+            reason = _erlang.pair("leftover_string",
+                                  _erlang.string(rest.encode("utf-8", "surrogateescape")), column)
         elif number < 0:
-            reason = erlang_pair("value_negative", str(number), column)
+            reason = _erlang.pair("value_negative", str(number), column)
         elif number > MAX_EXPIRY:
-            reason = erlang_pair("value_too_large", str(number), column)
+            reason = _erlang.pair("value_too_large", str(number), column)
         else:
             return number / 1000
     raise PreconditionFailed(prefix + reason)

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._version import __version__
 from ..errors import NotAllowed
 from . import _definitions
 from ._clock import Clock, SystemClock
@@ -24,6 +25,31 @@ __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "Broker"]
 DEFAULT_MAX_MESSAGE_SIZE = 128 * 1024 * 1024
 
 
+def _server_properties(as_rabbitmq: str | None,
+                       overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    if as_rabbitmq is None:
+        properties: dict[str, Any] = {
+            "product": "embroker", "version": __version__, "platform": "Python",
+            "copyright": "embroker contributors", "cluster_name": "embroker",
+            "information": "embroker: an embedded AMQP broker with RabbitMQ's semantics, for "
+                           "tests",
+        }
+    else:
+        properties = {
+            "product": "RabbitMQ", "version": as_rabbitmq, "platform": "Erlang/OTP 25.2.3",
+            "copyright": "Copyright (c) 2007-2022 VMware, Inc. or its affiliates.",
+            "cluster_name": "rabbit@embroker",
+            "information": f"embroker {__version__} presenting itself as RabbitMQ {as_rabbitmq}: "
+                           "an embedded AMQP broker with RabbitMQ's semantics, for tests",
+        }
+    if overrides:
+        if "capabilities" in overrides:
+            raise ValueError("server_properties cannot set 'capabilities': they are what the "
+                             "protocol layer implements")
+        properties.update(overrides)
+    return properties
+
+
 class Broker:
     """An AMQP broker with RabbitMQ's semantics, as plain objects.
 
@@ -38,6 +64,15 @@ class Broker:
             (deliveries, acks, expiry...: ``broker.trace[-1].history()``).
         max_message_size: the largest message body a client may publish, in bytes (RabbitMQ's
             ``max_message_size``, 128 MiB by default); a larger one is refused with 406.
+        server_properties: what the broker says of itself to clients (AMQP 0-9-1
+            ``connection.start``'s server-properties; ``product``, ``version``, ``platform``,
+            ``cluster_name``, ``information``...), over the defaults; ``capabilities`` are the
+            protocol layer's and cannot be set here.
+        as_rabbitmq: present the broker as that RabbitMQ version (``"3.10.8"``): product
+            ``RabbitMQ``, that version, RabbitMQ's platform and cluster-name style, and an
+            ``information`` that still says it is embroker. For clients and tools that branch
+            on the product (RabbitMQ's AMQP 1.0 client, amqplib's tests). ``server_properties``
+            still apply on top.
         memory_high_watermark: when the message bodies held in queues pass this many bytes,
             publishers are blocked as by RabbitMQ's memory alarm (connection.blocked, and the
             listener stops reading from connections that publish) until they drop below it
@@ -52,7 +87,9 @@ class Broker:
                  users: Mapping[str, str] | None = None, trace_limit: int = 10_000,
                  trace_bytes: int = 64 * 1024 * 1024, trace_events: bool = True,
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-                 memory_high_watermark: int | None = None) -> None:
+                 memory_high_watermark: int | None = None,
+                 server_properties: Mapping[str, Any] | None = None,
+                 as_rabbitmq: str | None = None) -> None:
         self._lock = threading.RLock()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.clock._guard = self._lock  # ManualClock.advance() holds it
@@ -62,6 +99,8 @@ class Broker:
         self._connection_ids = itertools.count(1)
         #: The most recent routing decisions, oldest first.
         self.trace = Trace(trace_limit, trace_bytes, events=trace_events, lock=self._lock)
+        #: What the broker says of itself to clients (see ``server_properties`` above).
+        self.server_properties = _server_properties(as_rabbitmq, server_properties)
         self.max_message_size = max_message_size
         self.memory_high_watermark = memory_high_watermark
         self._memory_alarm = False

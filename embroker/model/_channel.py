@@ -102,7 +102,10 @@ class Channel:
         self._next_tag = 1
         self.prefetch_count = 0
         self.global_prefetch = 0
-        #: Deliveries to consumers (not basic.get) not yet settled: what a global limit counts.
+        # What the global limit counts (RabbitMQ's limiter "volume"): set to everything unacked
+        # when a limit is set, then consumer deliveries in and out (basic.get ones never go out).
+        self._volume = 0
+        #: Deliveries to consumers (not basic.get) not yet settled.
         self.consumer_unacked = 0
         self.most_recent_queue: str | None = None
         self.confirm_mode = False
@@ -376,6 +379,8 @@ class Channel:
             self._unacked[tag] = Unacked(queue, entry, consumer)
             consumer.unacked += 1
             self.consumer_unacked += 1
+            if self.global_prefetch:
+                self._volume += 1
         _history.delivered(self, queue.name, entry.message, consumer.tag, tag, entry.redelivered,
                            consumer.no_ack)
         message = queue.outgoing(entry) if queue.quorum else entry.message
@@ -459,23 +464,33 @@ class Channel:
     def basic_qos(self, prefetch_size: int = 0, prefetch_count: int = 0,
                   global_: bool = False) -> None:
         """basic.qos with RabbitMQ's meaning of ``global``: false limits each consumer created
-        from now on, true limits all the channel's consumers together."""
+        from now on (and, as RabbitMQ 3.10, lifts the channel's global limit), true limits all
+        the channel's consumers together. A global limit set while the channel holds unacked
+        messages counts them, basic.get ones included (which their acks never give back)."""
         if prefetch_size:
             raise NotImplementedAMQP(f"prefetch_size!=0 ({prefetch_size})")
+        was_reached = self.global_limit_reached()
         if global_:
+            if prefetch_count and not self.global_prefetch:
+                self._volume = len(self._unacked)
             self.global_prefetch = prefetch_count
         else:
             self.prefetch_count = prefetch_count
-            self.global_prefetch = 0  # RabbitMQ 3.10: a per-consumer qos lifts the channel's
-        self._dispatch_own_queues()
+            self.global_prefetch = 0
+        if was_reached and not self.global_limit_reached():
+            self._resume()
 
-    def _dispatch_own_queues(self) -> None:
-        seen: set[int] = set()
-        for consumer in list(self.consumers.values()):
-            queue = consumer.queue
-            if id(queue) not in seen:
-                seen.add(id(queue))
-                queue.dispatch()
+    def global_limit_reached(self) -> bool:
+        """Whether the channel's global limit (basic.qos global=true) holds its consumers."""
+        return bool(self.global_prefetch) and self._volume >= self.global_prefetch
+
+    def _resume(self) -> None:
+        # The global limit has room again: the queues it stopped take this channel's consumers
+        # back and go on (RabbitMQ's limiter notifying its queues).
+        queues = {id(c.queue): c.queue for c in self.consumers.values()}
+        for queue in queues.values():
+            if not queue.deleted:
+                queue.resume(self)
 
     # -- acknowledgements ----------------------------------------------------------------------
 
@@ -499,47 +514,54 @@ class Channel:
         except KeyError:
             raise PreconditionFailed(f"unknown delivery tag {delivery_tag}") from None
 
-    def _release(self, taken: list[tuple[int, Unacked]]) -> None:
-        # The consumers of settled deliveries have room again (qos).
-        freed = 0
-        for _tag, (_queue, _entry, consumer) in taken:
-            if consumer is not None:
-                consumer.unacked -= 1
-                freed += 1
-                if consumer.blocked and consumer.has_capacity():
-                    consumer.queue.unblocked(consumer)
-        self.consumer_unacked -= freed
-        if freed and self.global_prefetch:
-            for consumer in self.consumers.values():
-                if consumer.blocked and consumer.has_capacity():
-                    consumer.queue.unblocked(consumer)
-
     def _settle(self, taken: list[tuple[int, Unacked]], settlement: Settlement,
                 method: str) -> None:
-        self._release(taken)
-        if settlement is Settlement.ACK:
-            _history.settled(self, taken, True, False, method)
-            for _tag, (queue, _entry, _consumer) in taken:
-                queue.settle()
-        else:
-            requeue = settlement is Settlement.REQUEUE
-            _history.settled(self, taken, False, requeue, method)
-            self._return_to_queues(taken, requeue=requeue, cause=method)
-        if not self.consumers:
-            return
-        if self.global_prefetch:
-            self._dispatch_own_queues()  # room on the channel: any of its consumers may take more
-            return
-        # Only the consumers whose deliveries were settled have gained room.
+        """Settle deliveries as RabbitMQ's channel does: one group per (queue, consumer tag),
+        basic.get ones first, then tags in byte order, each group settled by its queue (which
+        gives its consumers their credit back and goes on delivering) before the next; then the
+        channel's global limit gets its room back."""
+        _history.settled(self, taken, settlement is Settlement.ACK,
+                         settlement is Settlement.REQUEUE, method)
         if len(taken) == 1:
-            consumer = taken[0][1].consumer
-            if consumer is not None and not consumer.queue.deleted:
-                consumer.queue.dispatch()
-            return
-        queues = {id(c.queue): c.queue for _tag, (_q, _e, c) in taken if c is not None}
-        for queue in queues.values():
-            if not queue.deleted:
+            groups: list[list[tuple[int, Unacked]]] = [taken]
+        else:
+            by_key: dict[tuple[str, str], list[tuple[int, Unacked]]] = {}
+            for pair in taken:
+                queue, _entry, consumer = pair[1]
+                key = (queue.name, "" if consumer is None else "\x00" + consumer.tag)
+                by_key.setdefault(key, []).append(pair)
+            groups = [by_key[key] for key in sorted(by_key)]
+        consumed = 0
+        for group in groups:
+            queue = group[0][1].queue
+            regained = False
+            for _tag, (_queue, _entry, consumer) in group:
+                if consumer is not None:
+                    regained |= consumer.prefetch > 0 and not consumer.no_ack and \
+                        consumer.unacked == consumer.prefetch
+                    consumer.unacked -= 1
+                    consumed += 1
+            entries = [unacked.entry for _tag, unacked in group]
+            if settlement is Settlement.REQUEUE:
+                _history.requeued(self.vhost.broker.clock, queue, entries, method)
+            if queue.deleted:
+                continue
+            if regained:
+                queue.unblock(self)  # credit back first, as rabbit_queue_consumers
+            if settlement is Settlement.ACK:
+                queue.settle(len(entries))
+            elif settlement is Settlement.REQUEUE:
+                queue.requeue(entries)
+            else:
+                queue.reject(entries)
+            if queue.consumer_count:
                 queue.dispatch()
+        self.consumer_unacked -= consumed
+        if consumed and self.global_prefetch:
+            was_reached = self.global_limit_reached()
+            self._volume = self._volume - consumed if self._volume else 0  # (RabbitMQ's)
+            if was_reached and not self.global_limit_reached():
+                self._resume()
 
     def _settle_or_hold(self, taken: list[tuple[int, Unacked]], settlement: Settlement,
                         method: str) -> None:
@@ -563,21 +585,15 @@ class Channel:
         self._settle_or_hold(self._take_unacked(delivery_tag, False),
                              Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.reject")
 
-    def _return_to_queues(self, taken: list[tuple[int, Unacked]], *, requeue: bool,
-                          cause: str) -> None:
-        # Requeue (or reject) settled deliveries, queue by queue.
+    def _return_to_queues(self, taken: list[tuple[int, Unacked]], cause: str) -> None:
+        # A closing channel's deliveries go back, queue by queue, all at once.
         by_queue: dict[int, tuple[Queue, list[QueuedMessage]]] = {}
         for _tag, (queue, entry, _consumer) in taken:
             by_queue.setdefault(id(queue), (queue, []))[1].append(entry)
         for queue, entries in by_queue.values():
-            if requeue:
-                _history.requeued(self.vhost.broker.clock, queue, entries, cause)
-            if queue.deleted:
-                continue
-            if requeue:
+            _history.requeued(self.vhost.broker.clock, queue, entries, cause)
+            if not queue.deleted:
                 queue.requeue(entries)
-            else:
-                queue.reject(entries)
 
     def basic_recover(self, requeue: bool = True) -> None:
         """basic.recover / recover-async: requeue everything unacknowledged. RabbitMQ does not
@@ -605,10 +621,12 @@ class Channel:
         # What an open transaction held goes back too: held acks were never applied.
         taken = sorted([*self._take_held_settlements(), *self._unacked.items()], key=_by_tag)
         self._unacked.clear()
-        self._release(taken)
+        for _tag, unacked in taken:
+            if unacked.consumer is not None:
+                unacked.consumer.unacked -= 1
+                self.consumer_unacked -= 1
         self._return_to_queues(  # requeued first, then the others take over
-            taken, requeue=True,
-            cause="channel closed" if self.connection.is_open else "connection closed")
+            taken, "channel closed" if self.connection.is_open else "connection closed")
         for queue in {id(c.queue): c.queue for c in consumers}.values():
             if queue.deleted:
                 continue

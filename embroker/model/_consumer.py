@@ -60,18 +60,21 @@ class Consumer:
         self.arguments = arguments
         self.prefetch = prefetch
         self.unacked = 0
-        #: Passed over for lack of room (its queue puts it at the back when it has room again).
+        #: Passed over for lack of room: out of its queue's rotation until its channel has room
+        #: (then it rejoins at the back, see Queue.unblock).
         self.blocked = False
         priority = arguments.get("x-priority", 0)
         self.priority: int = priority if isinstance(priority, int) else 0
 
-    def has_capacity(self) -> bool:
-        """Whether qos lets this consumer take one more message now. As in RabbitMQ, a reached
-        channel-wide (global) limit holds back auto-ack consumers too."""
-        channel = self.channel
-        if channel.global_prefetch and channel.consumer_unacked >= channel.global_prefetch:
-            return False
+    def has_credit(self) -> bool:
+        """Whether its own prefetch (basic.qos global=false) lets it take one more message."""
         return self.no_ack or not self.prefetch or self.unacked < self.prefetch
+
+    def has_capacity(self) -> bool:
+        """Whether qos lets this consumer take one more message now: its own prefetch, and its
+        channel's global limit. As in RabbitMQ, a reached global limit holds back auto-ack
+        consumers too."""
+        return self.has_credit() and not self.channel.global_limit_reached()
 
     def deliver(self, queue: Queue, entry: QueuedMessage) -> None:
         self.channel._deliver(self, queue, entry)

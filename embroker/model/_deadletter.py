@@ -19,6 +19,9 @@ value is handled, as RabbitMQ 3.10 handles it where it can:
 - the matching entry's ``count`` goes up by one as a 64-bit integer (2**63 - 1 wraps around to
   -2**63, as RabbitMQ's encoding does); a missing count becomes 1.
 
+Counts are ``long`` (:class:`~embroker.fieldtypes.Long`), times timestamps, and the headers table
+comes out sorted by name, as RabbitMQ writes them.
+
 Where RabbitMQ 3.10's queue process crashes instead (a matching entry whose ``count`` is not an
 integer, an array element that is not a table), the queue and its other messages are lost there;
 embroker treats such a count as missing and keeps such elements after the entries, unchanged.
@@ -30,6 +33,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from ..fieldtypes import Long
 from ._message import Message
 
 __all__ = ["REASONS", "dead_letter_message", "is_dead_letter_cycle"]
@@ -47,8 +51,8 @@ def _header_routes(headers: Mapping[str, Any]) -> list[str]:
     return keys
 
 
-def _wrap_int64(value: int) -> int:
-    return (value + 2**63) % 2**64 - 2**63
+def _wrap_int64(value: int) -> Long:
+    return Long((value + 2**63) % 2**64 - 2**63)
 
 
 def _incremented(entry: dict[str, Any]) -> dict[str, Any]:
@@ -57,7 +61,7 @@ def _incremented(entry: dict[str, Any]) -> dict[str, Any]:
     if isinstance(count, int) and not isinstance(count, bool):
         updated = {**entry, "count": _wrap_int64(count + 1)}
     else:  # missing, or no integer (where RabbitMQ 3.10's queue crashes)
-        updated = {**entry, "count": 1}
+        updated = {**entry, "count": Long(1)}
     return dict(sorted(updated.items()))
 
 
@@ -71,7 +75,7 @@ def _grouped(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         key = (_hashable(entry.get("queue")), _hashable(entry.get("reason")))
         first, size = groups.get(key, (entry, 0))
         groups[key] = (first, size + 1)
-    out = [first if "count" in first else {**first, "count": size}
+    out = [first if "count" in first else {**first, "count": Long(size)}
            for first, size in groups.values()]
     return out[::-1]
 
@@ -93,7 +97,7 @@ def _death_entries(deaths: list[Any], queue: str, reason: str,
         first = _incremented(same[0])
         others = [d for d in tables if d is not same[0]]
     else:
-        first = dict(sorted({"count": 1, **info}.items()))
+        first = dict(sorted({"count": Long(1), **info}.items()))
         others = tables
     return [first, *others, *strays]
 
@@ -128,19 +132,19 @@ def dead_letter_message(message: Message, reason: str, queue: str, exchange: str
         headers["x-first-death-reason"] = reason
         headers["x-first-death-queue"] = queue
         headers["x-first-death-exchange"] = message.exchange
-        headers["x-death"] = [{"count": 1, **info}]
+        headers["x-death"] = [{"count": Long(1), **info}]
     else:
         deaths = headers["x-death"]
         if isinstance(deaths, list):
             headers["x-death"] = _death_entries(deaths, queue, reason, info)
         else:
-            headers["x-death"] = [{"count": 1, **info}]
+            headers["x-death"] = [{"count": Long(1), **info}]
     if routing_key is not None:
         headers.pop("CC", None)
         keys: tuple[str, ...] = (routing_key,)
     else:
         keys = message.keys
-    properties["headers"] = headers
+    properties["headers"] = dict(sorted(headers.items()))  # RabbitMQ sorts the table
     return Message(exchange, keys[0], properties, message.body,
                    routing_keys=keys if len(keys) > 1 else None)
 

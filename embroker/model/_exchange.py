@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, final
 
 from typing_extensions import override
 
+from .. import _erlang
 from ..errors import PreconditionFailed
-from ._arguments import field_type
+from ..fieldtypes import field_type
 
 if TYPE_CHECKING:
     from ._queue import Queue
@@ -395,8 +396,9 @@ def _erlang_value(value: Any) -> Any:
 
 
 def _erlang_typed(value: Any) -> Any:
-    # Inside tables and arrays Erlang compares the type tags too.
-    return (type(value).__name__, _erlang_value(value))
+    # Inside tables and arrays Erlang compares the AMQP type tags too: a signedint 1 is not a
+    # long 1 there.
+    return (field_type(value), _erlang_value(value))
 
 
 @final
@@ -417,7 +419,7 @@ class HeadersExchange(Exchange):
                     "expected all, any, all-with-x, or any-with-x")
             return
         raise PreconditionFailed(
-            f"Invalid x-match field type {field_type(kind)} (value {kind!r}); "
+            f"Invalid x-match field type {field_type(kind)} (value {_erlang.field_value(kind)}); "
             "expected longstr")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

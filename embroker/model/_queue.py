@@ -27,11 +27,13 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, final
 
+from ..fieldtypes import Long
 from . import _history
 from ._message import Message, QueuedMessage
 from ._names import resource
 
 if TYPE_CHECKING:
+    from ._channel import Channel
     from ._clock import Timer
     from ._connection import Connection
     from ._consumer import Consumer
@@ -139,12 +141,41 @@ class Queue:
     kind: ClassVar[str] = "queue"
 
     __slots__ = (
-        "_active", "_clock", "_consumer_count", "_delivery_limit", "_expires", "_expiring",
-        "_expiry_timer", "_groups", "_idle_timer", "_max_bytes", "_max_length", "_next_seq",
-        "_overflow", "_priorities", "_ready", "_ready_bytes", "_registered", "_ttl",
-        "arguments", "auto_delete", "bindings", "dead_letter_exchange",
-        "dead_letter_routing_key", "default_binding", "deleted", "durable", "exclusive_owner",
-        "had_consumers", "name", "quorum", "single_active", "unacked", "vhost",
+        "_active",
+        "_blocked",
+        "_clock",
+        "_consumer_count",
+        "_delivery_limit",
+        "_expires",
+        "_expiring",
+        "_expiry_timer",
+        "_groups",
+        "_idle_timer",
+        "_max_bytes",
+        "_max_length",
+        "_next_seq",
+        "_overflow",
+        "_priorities",
+        "_ready",
+        "_ready_bytes",
+        "_registered",
+        "_suspended",
+        "_ttl",
+        "arguments",
+        "auto_delete",
+        "bindings",
+        "dead_letter_exchange",
+        "dead_letter_routing_key",
+        "default_binding",
+        "deleted",
+        "durable",
+        "exclusive_owner",
+        "had_consumers",
+        "name",
+        "quorum",
+        "single_active",
+        "unacked",
+        "vhost",
     )
 
     def __init__(self, vhost: VirtualHost, name: str, *, durable: bool = False,
@@ -161,6 +192,12 @@ class Queue:
         # Consumers by priority, each group taking turns; priorities highest first.
         self._groups: dict[int, deque[Consumer]] = {}
         self._priorities: list[int] = []
+        # Consumers passed over for lack of room, in the order they were (RabbitMQ's
+        # blocked_consumers): out of the rotation until their channel gives them room again.
+        self._blocked: list[Consumer] = []
+        # Channels whose global limit stopped a delivery here (RabbitMQ's suspended limiter):
+        # when the limit has room again, their consumers come back (resume).
+        self._suspended: set[Channel] = set()
         self._consumer_count = 0
         self.bindings: dict[tuple[Any, ...], Binding] = {}
         self.unacked = 0
@@ -224,7 +261,10 @@ class Queue:
 
     @property
     def consumers(self) -> list[Consumer]:
-        return [c for priority in self._priorities for c in self._groups[priority]]
+        """Every consumer: those taking turns (highest priority first, in turn order), then
+        those waiting for room."""
+        return [*(c for priority in self._priorities for c in self._groups[priority]),
+                *self._blocked]
 
     @property
     def messages(self) -> list[Message]:
@@ -271,11 +311,22 @@ class Queue:
         """Remove a consumer; False when it was not there. With a single active consumer, the
         next one takes over (and gets messages at once unless ``dispatch`` is false)."""
         group = self._groups.get(consumer.priority)
-        if group is None or consumer not in group:
+        if group is None:
             return False
-        group.remove(consumer)
+        if consumer.blocked:
+            if consumer not in self._blocked:
+                return False
+            self._blocked.remove(consumer)
+            consumer.blocked = False
+        elif consumer in group:
+            group.remove(consumer)
+        else:
+            return False
         self._consumer_count -= 1
-        if not group:
+        if consumer.channel in self._suspended and all(
+                c.channel is not consumer.channel for c in self.consumers):
+            self._suspended.discard(consumer.channel)
+        if not group and all(c.priority != consumer.priority for c in self._blocked):
             del self._groups[consumer.priority]
             self._priorities.remove(consumer.priority)
         if self.single_active:
@@ -293,6 +344,10 @@ class Queue:
         consumers = self.consumers
         self._groups.clear()
         self._priorities = []
+        for consumer in self._blocked:
+            consumer.blocked = False
+        self._blocked.clear()
+        self._suspended.clear()
         self._consumer_count = 0
         self._registered.clear()
         self._active = None
@@ -412,7 +467,7 @@ class Queue:
         if not get and not entry.delivery_count:
             return message
         headers = {**(message.properties.get("headers") or {}),
-                   "x-delivery-count": entry.delivery_count}
+                   "x-delivery-count": Long(entry.delivery_count)}
         return Message(message.exchange, message.routing_key,
                        {**message.properties, "headers": headers}, message.body,
                        routing_keys=message.routing_keys)
@@ -469,22 +524,41 @@ class Queue:
             return active if active is not None and active.has_capacity() else None
         for priority in self._priorities:
             group = self._groups[priority]
-            for _ in range(len(group)):
+            while group:
                 consumer = group[0]
-                group.rotate(-1)
-                if consumer.has_capacity():
-                    return consumer
-                consumer.blocked = True  # see unblocked()
+                if consumer.has_credit():
+                    if not consumer.channel.global_limit_reached():
+                        group.rotate(-1)
+                        return consumer
+                    self._suspended.add(consumer.channel)
+                # No room: out of the rotation until its channel has room again (unblock).
+                group.popleft()
+                consumer.blocked = True
+                self._blocked.append(consumer)
         return None
 
-    def unblocked(self, consumer: Consumer) -> None:
-        """A consumer passed over for lack of room has room again: as in RabbitMQ, it takes
-        its place behind the consumers that kept getting messages meanwhile."""
-        consumer.blocked = False
-        group = self._groups.get(consumer.priority)
-        if group is not None and consumer in group:
-            group.remove(consumer)
-            group.append(consumer)
+    def resume(self, channel: Channel) -> None:
+        """``channel``'s global limit has room again: if it stopped deliveries here, its
+        consumers with credit rejoin (:meth:`unblock`) and delivery goes on."""
+        if channel in self._suspended:
+            self._suspended.discard(channel)
+            self.unblock(channel)
+            self.dispatch()
+
+    def unblock(self, channel: Channel) -> None:
+        """``channel`` has room again (an ack, a lifted limit): its consumers passed over here
+        that have credit rejoin the rotation, behind the others, in the order they were passed
+        over (RabbitMQ's ``rabbit_queue_consumers:unblock``). The caller dispatches."""
+        if not self._blocked:
+            return
+        waiting = []
+        for consumer in self._blocked:
+            if consumer.channel is channel and consumer.has_credit():
+                consumer.blocked = False
+                self._groups[consumer.priority].append(consumer)
+            else:
+                waiting.append(consumer)
+        self._blocked = waiting
 
     # -- limits, expiry, dead-lettering ---------------------------------------------------------
 
@@ -579,7 +653,9 @@ class Queue:
         assert self._ready_bytes == sum(len(e.message.body) for e in ready)
         assert not self._over_limit() or self._overflow != "drop-head" or not ready
         assert not self.deleted, f"{self!r}: deleted but still in its vhost"
-        assert self._consumer_count == sum(len(g) for g in self._groups.values())
+        assert self._consumer_count == sum(len(g) for g in self._groups.values()) + len(
+            self._blocked)
+        assert all(c.blocked for c in self._blocked)
         assert self._priorities == sorted(self._groups, reverse=True)
 
 

@@ -15,12 +15,12 @@ from ..errors import (
     PreconditionFailed,
     ResourceLocked,
 )
+from ..fieldtypes import field_type
 from . import _history
 from ._arguments import (
     check_equivalent_arguments,
     check_equivalent_field,
     check_equivalent_queue_arguments,
-    field_type,
     validate_queue_arguments,
 )
 from ._deadletter import dead_letter_message, is_dead_letter_cycle

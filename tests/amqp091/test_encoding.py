@@ -60,15 +60,27 @@ def test_messages_read_back_whatever_the_frame_max(props: dict[str, Any], body: 
 
 
 def test_message_from_encoded_properties_sends_them_unchanged() -> None:
-    """A header ``b`` 1 decodes to int 1, which would re-encode as ``I``; forwarding the
-    encoded properties keeps the ``b``."""
+    """Forwarding the encoded properties sends the bytes that came in."""
     raw = b"\x20\x00" + b"\x00\x00\x00\x04\x01nb\x01"
     (header,) = FrameParser().feed(encode_header_frame_raw(1, 60, 0, raw))
     assert isinstance(header, HeaderFrame)
-    assert header.properties == {"headers": {"n": 1}}
-    assert encode_properties(header.properties) != raw
     data = encode_message(1, DELIVER, b"", 4096, raw_properties=header.raw_properties)
     assert raw in data
+
+
+def test_decoded_properties_keep_their_field_types_for_reencoding() -> None:
+    """A header ``b`` 1 decodes to ``Byte(1)`` (equal to 1), which encodes as ``b`` again: the
+    headers the broker rewrites keep their types, as RabbitMQ's do."""
+    raw = b"\x20\x00" + b"\x00\x00\x00\x22" + b"\x01nb\x01" + b"\x01lL" + bytes(7) + b"\x05" \
+        + b"\x01su\x00\x07" + b"\x01ff\x3f\x80\x00\x00" + b"\x01iI\x00\x00\x00\x02"
+    (header,) = FrameParser().feed(encode_header_frame_raw(1, 60, 0, raw))
+    assert isinstance(header, HeaderFrame)
+    headers = header.properties["headers"]
+    assert headers == {"n": 1, "l": 5, "s": 7, "f": 1.0, "i": 2}
+    assert [type(v).__name__ for v in headers.values()] == [
+        "Byte", "Long", "UnsignedShort", "Float32", "int"]
+    expected = raw.replace(b"\x01lL", b"\x01ll")  # the spec's L goes out as RabbitMQ's l
+    assert encode_properties(header.properties) == expected
 
 
 def test_method_frame_and_encode_frame_agree() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from embroker.amqp091 import Timestamp, decode_table, encode_table
+from embroker.amqp091 import decode_table, encode_table
 from embroker.amqp091._fields import (
     MAX_NESTING,
     decode_array,
@@ -19,6 +19,16 @@ from embroker.amqp091._fields import (
     encode_field_value,
 )
 from embroker.errors import SyntaxErrorAMQP
+from embroker.fieldtypes import (
+    Byte,
+    Float32,
+    Long,
+    Short,
+    Timestamp,
+    UnsignedByte,
+    UnsignedInt,
+    UnsignedShort,
+)
 from tests.strategies import field_tables, field_values
 
 _UTC = datetime.timezone.utc
@@ -35,16 +45,16 @@ def _table(key: bytes, typed_value: bytes) -> bytes:
         (b"t", b"\x01", True),
         (b"t", b"\x00", False),
         (b"t", b"\x07", True),
-        (b"b", b"\xff", -1),
-        (b"B", b"\xff", 255),
-        (b"U", b"\xff\xff", -1),
-        (b"u", b"\xff\xff", 65535),
-        (b"s", b"\x80\x00", -32768),  # RabbitMQ's short, not the spec's short string
+        (b"b", b"\xff", Byte(-1)),
+        (b"B", b"\xff", UnsignedByte(255)),
+        (b"U", b"\xff\xff", Short(-1)),
+        (b"u", b"\xff\xff", UnsignedShort(65535)),
+        (b"s", b"\x80\x00", Short(-32768)),  # RabbitMQ's short, not the spec's short string
         (b"I", b"\xff\xff\xff\xfe", -2),
-        (b"i", b"\xff\xff\xff\xfe", 2**32 - 2),
-        (b"L", b"\xff" * 8, -1),
-        (b"l", b"\xff" * 8, -1),  # signed, as RabbitMQ reads it (the spec says unsigned)
-        (b"f", struct.pack(">f", 1.5), 1.5),
+        (b"i", b"\xff\xff\xff\xfe", UnsignedInt(2**32 - 2)),
+        (b"L", b"\xff" * 8, Long(-1)),
+        (b"l", b"\xff" * 8, Long(-1)),  # signed, as RabbitMQ reads it (the spec says unsigned)
+        (b"f", struct.pack(">f", 1.5), Float32(1.5)),
         (b"d", struct.pack(">d", 0.1), 0.1),
         (b"D", b"\x02\x00\x00\x01\x3b", decimal.Decimal("3.15")),
         (b"D", b"\x00\xff\xff\xff\xfb", decimal.Decimal(-5)),
@@ -85,6 +95,13 @@ def test_decoded_array_top_level() -> None:
         (datetime.datetime(2020, 1, 1, tzinfo=_UTC), b"T"),
         (datetime.datetime(2020, 1, 1), b"T"),  # naive is UTC
         (Timestamp(7), b"T"),
+        (Long(1), b"l"),
+        (Short(1), b"s"),
+        (Byte(1), b"b"),
+        (UnsignedByte(1), b"B"),
+        (UnsignedShort(1), b"u"),
+        (UnsignedInt(1), b"i"),
+        (Float32(1.0), b"f"),
         ("1", b"S"),
         (b"1", b"x"),
         (bytearray(b"1"), b"x"),

@@ -415,6 +415,32 @@ def scenario_queue_types_quorum_property_errors(s: Session) -> None:
              QueueDeclareOk("q5", 0, 0))
 
 
+def scenario_queue_types_quorum_refuses_other_types_arguments(s: Session) -> None:
+    """A quorum queue takes its own arguments only (x-queue-version, x-queue-mode, the stream
+    ones are refused); the values of those it takes are checked first, and the checks of
+    the arguments it does not take come before its properties'."""
+    for i, (key, value) in enumerate((("x-queue-version", 2), ("x-queue-mode", "lazy"),
+                                      ("x-max-age", "1D"), ("x-initial-cluster-size", 1),
+                                      ("x-queue-master-locator", "min-masters"))):
+        _declare_error(s, f"q{i}", f"invalid arg '{key}' for {{}} of queue type "
+                       "rabbit_quorum_queue", durable=True, arguments={**QUORUM, key: value})
+    _declare_error(s, "v1", "invalid arg 'x-message-ttl' for {}: {{value_negative,-1}}",
+                   durable=True, arguments={**QUORUM, "x-max-priority": 5, "x-message-ttl": -1})
+    _declare_error(s, "v2", "invalid arg 'x-max-priority' for {} of queue type "
+                   "rabbit_quorum_queue", arguments={**QUORUM, "x-max-priority": 5})
+    for i, (key, value, reason) in enumerate((
+            ("x-quorum-initial-group-size", 0, "{{value_zero,0}}"),
+            ("x-quorum-initial-group-size", "x", '"expected integer, got longstr"'),
+            ("x-queue-leader-locator", "nearest", "invalid_queue_locator_arg"),
+            ("x-dead-letter-strategy", "bad", "invalid_dlx_strategy"),
+            ("x-max-in-memory-length", -1, "{{value_negative,-1}}"))):
+        _declare_error(s, f"w{i}", f"invalid arg '{key}' for {{}}: {reason}", durable=True,
+                       arguments={**QUORUM, key: value})
+    s.expect(s.channel().queue_declare(s.name("ok"), durable=True, arguments={
+        **QUORUM, "x-delivery-limit": 5, "x-queue-leader-locator": "balanced",
+        "x-dead-letter-strategy": "at-most-once", "x-foo": 1}), QueueDeclareOk("ok", 0, 0))
+
+
 def scenario_queue_types_type_argument_errors(s: Session) -> None:
     """An unknown x-queue-type, or one that is not a string; a non-durable stream (the same
     text as for quorum)."""

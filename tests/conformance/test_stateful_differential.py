@@ -573,19 +573,7 @@ sequence_param = pytest.mark.parametrize("name", list(SEQUENCES))
 
 #: Divergences from RabbitMQ 3.10 that embroker does not reproduce yet. Each stays a strict
 #: xfail: it fails the suite the day embroker starts to agree, so the entry must then go.
-KNOWN_DIVERGENCES = {
-    "global_qos_passed_over_consumers_rejoin_in_that_order":
-        "under a global qos, consumers rejoin in the order they were passed over; embroker "
-        "puts them back in the order they were registered",
-    "recover_requeues_per_consumer_tag":
-        "RabbitMQ requeues (and redelivers) in groups per consumer tag, gets first; embroker "
-        "requeues all at once in delivery order",
-    "nack_multiple_requeues_per_consumer_tag":
-        "as recover: RabbitMQ requeues per consumer tag",
-    "global_qos_counts_unacked_gets_held_before_it":
-        "RabbitMQ's global limit counts basic.get messages unacked before the qos, and acking "
-        "them does not free room; embroker counts consumer deliveries only",
-}
+KNOWN_DIVERGENCES: dict[str, str] = {}
 differential_sequence_param = pytest.mark.parametrize("name", [
     pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_DIVERGENCES[name]))
     if name in KNOWN_DIVERGENCES else name

@@ -204,8 +204,26 @@ def test_client_close_handshake(broker: Broker) -> None:
                                          method_id=0)) == [a.methods.ChannelCloseOk()]
     assert client.call(0, a.methods.ConnectionClose(reply_code=200, reply_text="bye", class_id=0,
                                             method_id=0)) == [a.methods.ConnectionCloseOk()]
-    assert client.server.should_close
     assert broker.connections == {}
+    # As RabbitMQ: the socket is left for the client to close; what it still sends is dropped.
+    assert not client.server.should_close
+    assert client.call(1, a.methods.ChannelOpen()) == []
+    client.server.receive_data(b"")
+    assert client.server.should_close
+
+
+def test_after_its_close_ok_a_client_that_keeps_the_socket_is_dropped_after_30_s(
+        broker: Broker) -> None:
+    assert isinstance(broker.clock, ManualClock)
+    client = Client(broker)
+    client.handshake()
+    client.call(0, a.methods.ConnectionClose(reply_code=200, reply_text="bye"))
+    broker.clock.advance(29.9)
+    client.server.tick()
+    assert not client.server.should_close
+    broker.clock.advance(0.1)
+    client.server.tick()
+    assert client.server.should_close
 
 
 def test_publish_and_deliver_keep_the_encoded_properties(broker: Broker) -> None:
@@ -308,3 +326,27 @@ def test_tune_ok_beyond_the_offer_is_refused_with_rabbitmqs_reason(
         reply_code=530, reply_text=f"NOT_ALLOWED - failed to negotiate connection parameters: "
                                    f"{reason}")
     assert client.server.should_close
+
+
+def test_server_properties_say_embroker_by_default() -> None:
+    (start,) = Client(Broker()).send(a.PROTOCOL_HEADER)
+    props = start.method.server_properties
+    assert props["product"] == "embroker"
+    assert "RabbitMQ's semantics" in props["information"]
+    assert props["capabilities"]["publisher_confirms"] is True
+
+
+def test_as_rabbitmq_presents_the_broker_as_that_version_and_still_says_what_it_is() -> None:
+    broker = Broker(as_rabbitmq="3.10.8", server_properties={"cluster_name": "ci"})
+    (start,) = Client(broker).send(a.PROTOCOL_HEADER)
+    props = start.method.server_properties
+    assert (props["product"], props["version"], props["cluster_name"]) == (
+        "RabbitMQ", "3.10.8", "ci")
+    assert props["platform"].startswith("Erlang/OTP")
+    assert "embroker" in props["information"]
+    assert props["capabilities"]["direct_reply_to"] is True
+
+
+def test_server_properties_cannot_replace_the_capabilities() -> None:
+    with pytest.raises(ValueError, match="capabilities"):
+        Broker(server_properties={"capabilities": {}})

@@ -99,13 +99,17 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 
 def test_cli_serves_until_interrupted() -> None:
-    proc, line = _serve("--vhost", "/", "--vhost", "other", "--user", "app:secret")
+    proc, line = _serve("--vhost", "/", "--vhost", "other", "--user", "app:secret",
+                        "--as-rabbitmq", "3.10.8", "--server-property", "cluster_name=ci")
     try:
         url = line.split("listening on ")[1].split(" ")[0]
         assert url.startswith("amqp://app:secret@127.0.0.1:")
         assert "(vhosts: /, other; users: guest, app; Ctrl-C stops)" in line
         conn = pika.BlockingConnection(pika.URLParameters(url + "other"))
         conn.channel().queue_declare("q")
+        properties = conn._impl.server_properties
+        assert (properties["product"], properties["version"], properties["cluster_name"]) == (
+            "RabbitMQ", "3.10.8", "ci")
         conn.close()
         guest = pika.BlockingConnection(pika.URLParameters(  # the defaults stay
             url.replace("app:secret", "guest:guest")))
