@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import aio_pika
 import pika
@@ -55,7 +56,9 @@ def test_deliveries_are_written_when_settle_returns(broker: Broker, server: Serv
         publisher.basic_publish("", "jobs", b"%d" % n)
     broker.settle()
     assert broker.queues["jobs"].message_count == 0
-    conn.process_data_events(0.5)  # the frames are on the client's socket already
+    deadline = time.monotonic() + 5
+    while len(got) < 10 and time.monotonic() < deadline:
+        conn.process_data_events(0.05)  # the frames are on the client's socket already
     assert len(got) == 10
     conn.close()
 
