@@ -113,6 +113,12 @@ class Channel:
         self.tx_mode = False
         self._tx: list[TxRecord] = []
         self.reply_consumer: ReplyConsumer | None = None
+        # The broker's armed faults (lists changed in place, never replaced) and its clock: at
+        # hand on the delivery path.
+        broker = self.vhost.broker
+        self._publish_faults = broker._publish_faults
+        self._delivery_faults = broker._delivery_faults
+        self._clock = broker.clock
 
     def __repr__(self) -> str:
         state = "open" if self.is_open else "closed"
@@ -281,7 +287,7 @@ class Channel:
     def _publish(self, message: Message, mandatory: bool, expiration: float | None) -> bool:
         """Route and enqueue; False when a queue refused the message (overflow)."""
         queues = self.vhost.route(message.exchange, message, mandatory)
-        if self.confirm_mode and self.vhost.broker._publish_faults and _faults.nack(
+        if self.confirm_mode and self._publish_faults and _faults.nack(
                 self, message, queues):
             return False  # a test injected a nack (embroker.faults)
         if not message.exchange and message.routing_key.startswith(REPLY_TO):
@@ -365,7 +371,7 @@ class Channel:
             self._unacked[tag] = Unacked(q, entry, None)
         _history.got(self, q.name, entry, tag, no_ack)
         message = q.outgoing(entry, get=True) if q.quorum else entry.message
-        if self.vhost.broker._delivery_faults:
+        if self._delivery_faults:
             _faults.delivered(self, entry.message)
         return Delivery(tag, entry.redelivered, message.exchange, message.routing_key, message,
                         q.message_count)
@@ -387,7 +393,7 @@ class Channel:
         if self.listener is not None:
             self.listener(Delivered(self.number, consumer.tag, tag, entry.redelivered,
                                     message.exchange, message.routing_key, message))
-        if self.vhost.broker._delivery_faults:
+        if self._delivery_faults:
             _faults.delivered(self, entry.message)
 
     def basic_consume(self, queue: str = "", consumer_tag: str = "", *, no_ack: bool = False,

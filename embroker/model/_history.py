@@ -184,7 +184,7 @@ def delivered(channel: Channel, queue: str, entry_message: Message, consumer_tag
               redelivered: bool, auto_ack: bool) -> None:
     events = entry_message.history
     if events is not None:
-        event = (DELIVERED, queue, channel.vhost.broker.clock.monotonic(), consumer_tag, channel,
+        event = (DELIVERED, queue, channel._clock.monotonic(), consumer_tag, channel,
                  tag, redelivered, auto_ack)
         if len(events) < LIMIT:
             events.append(event)
@@ -195,7 +195,7 @@ def delivered(channel: Channel, queue: str, entry_message: Message, consumer_tag
 def got(channel: Channel, queue: str, entry: QueuedMessage, tag: int, auto_ack: bool) -> None:
     events = entry.message.history
     if events is not None:
-        event = (GOT, queue, channel.vhost.broker.clock.monotonic(), channel, tag,
+        event = (GOT, queue, channel._clock.monotonic(), channel, tag,
                  entry.redelivered, auto_ack)
         if len(events) < LIMIT:
             events.append(event)
@@ -212,7 +212,7 @@ def settled(channel: Channel, taken: Iterable[tuple[int, Any]], ack: bool, reque
         if events is None:
             continue
         if now is None:
-            now = channel.vhost.broker.clock.monotonic()
+            now = channel._clock.monotonic()
         _append(events, (ACKED, queue.name, now, channel, tag) if ack else
                 (REJECTED, queue.name, now, channel, tag, requeue, cause))
 
@@ -264,7 +264,7 @@ def returned(clock: Clock, message: Message) -> None:
 def confirm_nack(channel: Channel, message: Message, seq: int) -> None:
     events = message.history
     if events is not None:
-        _append(events, (CONFIRM_NACK, None, channel.vhost.broker.clock.monotonic(), channel,
+        _append(events, (CONFIRM_NACK, None, channel._clock.monotonic(), channel,
                          seq))
 
 

@@ -362,18 +362,21 @@ class Trace(deque[RoutingDecision]):
 
     def record(self, decision: RoutingDecision) -> None:
         """Keep a new decision (the model calls this once per publish, under the lock)."""
-        if len(self) == self.maxlen and self._large and self[0] is self._large[0]:
-            self._bytes -= self._large.popleft()._size  # the oldest goes, by count
+        large = self._large
+        if large and len(self) == self.maxlen and self[0] is large[0]:
+            self._bytes -= large.popleft()._size  # the oldest goes, by count
         self.append(decision)
         self.total += 1
         message = decision.message
         if self.events:
             message.history = decision._events = []
-        size = len(message.body)
-        if message.properties and "headers" in message.properties:
+        properties = message.properties
+        if properties and "headers" in properties:
             size = message_size(message)
-        if size >= self.LARGE_BODY:
-            self._hold(decision, size)
+            if size >= self.LARGE_BODY:
+                self._hold(decision, size)
+        elif len(message.body) >= self.LARGE_BODY:
+            self._hold(decision, len(message.body))
 
     def _hold(self, decision: RoutingDecision, size: int) -> None:
         decision._size = size

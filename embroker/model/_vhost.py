@@ -384,7 +384,7 @@ class VirtualHost:
                 else:
                     result = _sorted_queues(queues)
             if result is not None:
-                self._record(RoutingDecision(
+                self._trace.record(RoutingDecision(
                     self.name, exchange_name, message, (message.routing_key,),
                     tuple([q.name for q in result]), tuple(found),
                     ((exchange, exchange._snapshot or exchange.snapshot(), False),), mandatory))
@@ -393,7 +393,7 @@ class VirtualHost:
         else:
             keys = [message.routing_key]
         routed, matched, path = self._route(exchange, keys, headers)
-        self._record(RoutingDecision(
+        self._trace.record(RoutingDecision(
             self.name, exchange_name, message, tuple(keys), tuple([q.name for q in routed]),
             matched, path, mandatory))
         return routed
