@@ -310,14 +310,35 @@ def _deep_size(value: Any, depth: int = 0) -> int:
     return size
 
 
+#: A header table with at most this many entries, each a number or a short string, is small.
+_SMALL_HEADERS = 32
+_SHORT = 256
+
+
+def _small_headers(headers: dict[str, Any]) -> bool:
+    if len(headers) > _SMALL_HEADERS:
+        return False
+    for value in headers.values():
+        if isinstance(value, (str, bytes)):
+            if len(value) > _SHORT:
+                return False
+        elif not isinstance(value, (int, float)) and value is not None:
+            return False  # a table, an array, a decimal...: measure it
+    return True
+
+
 def message_size(message: Message) -> int:
     """The bytes the trace counts for a message it keeps: its body, and its header table when
-    that is not small (about what it takes in memory)."""
+    that is not small (about what it takes in memory). Small tables (a few numbers and short
+    strings, or a short encoding off the wire) are not measured: they cost little."""
     size = len(message.body)
     headers = message.properties.get("headers")
     if headers:
         encoded = message.encoded_properties
-        if encoded is None or len(encoded) >= _SMALL_ENCODED_PROPERTIES:
+        if encoded is not None:
+            if len(encoded) >= _SMALL_ENCODED_PROPERTIES:
+                size += _deep_size(headers)
+        elif not _small_headers(headers):
             size += _deep_size(headers)
     return size
 

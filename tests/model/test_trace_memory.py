@@ -60,3 +60,12 @@ def test_small_headers_cost_nothing_against_the_budget() -> None:
     ch = broker.connect().channel()
     ch.basic_publish("amq.topic", "k", b"x", properties={"headers": {"a": 1, "b": "two"}})
     assert broker.trace.kept_bytes == 0
+
+
+def test_one_large_header_value_counts() -> None:
+    broker = Broker()
+    ch = broker.connect().channel()
+    ch.basic_publish("amq.topic", "k", b"x", properties={"headers": {"blob": "x" * 100_000}})
+    assert broker.trace.kept_bytes >= 100_000
+    ch.basic_publish("amq.topic", "k", b"x", properties={"headers": {"rows": [1] * 10_000}})
+    assert broker.trace.kept_bytes >= 100_000 + 80_000
