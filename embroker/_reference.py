@@ -28,6 +28,7 @@ Uses pika (a test dependency).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
@@ -423,6 +424,16 @@ class ReferenceBroker:
         marker = f"{self._marker}.{self._markers}"
         self._channel.basic_publish("amq.direct", marker, b"")
         self._drain(until=marker, timeout=timeout)
+
+    async def settle_async(self, timeout: float = 5.0) -> None:
+        """:meth:`settle` for asyncio tests (the event loop runs while it waits)."""
+        await asyncio.get_running_loop().run_in_executor(None, self.settle, timeout)
+
+    async def wait_until_drained_async(self, queue: str, timeout: float = 5.0, *,
+                                       vhost: str = "/") -> None:
+        """:meth:`wait_until_drained` for asyncio tests."""
+        await asyncio.get_running_loop().run_in_executor(
+            None, lambda: self.wait_until_drained(queue, timeout, vhost=vhost))
 
     @property
     def trace(self) -> list[ReferenceDecision]:

@@ -130,6 +130,13 @@ class MessageEvent(NamedTuple):
     def __str__(self) -> str:
         return _describe(self)
 
+    def __repr__(self) -> str:
+        # The fields that apply to its kind only (the others are None).
+        shown = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self,
+                                                                      strict=True)
+                          if value is not None)
+        return f"MessageEvent({shown})"
+
 
 #: The detail fields of each kind's compact tuple, after (kind, queue, time); "_channel" is the
 #: model channel, read as its connection's name and its number.
