@@ -10,6 +10,7 @@ import threading
 from urllib.parse import quote
 
 from . import Broker, __version__
+from .errors import AMQPError, DefinitionsError
 from .server import PortInUse, Server
 
 
@@ -35,10 +36,10 @@ def _serve(args: argparse.Namespace) -> int:
     vhosts += [v for v in args.vhost or () if v not in vhosts]
     users = {} if args.no_default_user else {"guest": "guest"}
     users.update(dict(args.user or ()))
-    if not vhosts:
+    if not vhosts and not args.definitions:
         print("embroker: --no-default-vhost needs at least one --vhost NAME", file=sys.stderr)
         return 2
-    if not users:
+    if not users and not args.definitions:
         print("embroker: --no-default-user needs at least one --user NAME:PASSWORD",
               file=sys.stderr)
         return 2
@@ -48,8 +49,15 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"embroker: {exc}", file=sys.stderr)
         return 2
+    for path in args.definitions or []:
+        try:
+            broker.load_definitions(path)
+        except (OSError, DefinitionsError, AMQPError) as exc:
+            print(f"embroker: cannot load the definitions {path}: {exc}", file=sys.stderr)
+            return 1
     try:
-        server = Server(broker, args.host, args.port, heartbeat=args.heartbeat)
+        server = Server(broker, args.host, args.port, heartbeat=args.heartbeat,
+                        amqp10_port=args.amqp10_port)
     except PortInUse as exc:
         print(f"embroker: {exc} (another broker, perhaps RabbitMQ, is listening there); "
               "choose another with --port N, or --port 0 for any free port", file=sys.stderr)
@@ -59,14 +67,19 @@ def _serve(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     # The URL names a user and a vhost that exist: the first --user given (else guest), and /
-    # (else the first --vhost).
-    user = args.user[0][0] if args.user else next(iter(users))
-    vhost = "/" if "/" in broker.vhosts else vhosts[0]
+    # (else the first vhost); no credentials when the users came from definitions only.
+    credentials = ""
+    if users:
+        user = args.user[0][0] if args.user else next(iter(users))
+        credentials = f"{quote(user, safe='')}:{quote(users[user], safe='')}@"
+    vhost = "/" if "/" in broker.vhosts else next(iter(broker.vhosts), "/")
     host = f"[{server.host}]" if ":" in server.host else server.host
-    url = (f"amqp://{quote(user, safe='')}:{quote(users[user], safe='')}@{host}:{server.port}/"
+    url = (f"amqp://{credentials}{host}:{server.port}/"
            + ("" if vhost == "/" else quote(vhost, safe="")))
-    print(f"embroker {__version__} listening on {url} (vhosts: {', '.join(broker.vhosts)}; "
-          f"users: {', '.join(users)}; Ctrl-C stops)", flush=True)
+    also = f", AMQP 1.0 alone on {server.amqp10_url}" if server.amqp10_port is not None else ""
+    print(f"embroker {__version__} listening on {url} (AMQP 0-9-1 and 1.0{also}; vhosts: "
+          f"{', '.join(broker.vhosts)}; users: {', '.join(broker.users)}; Ctrl-C stops)",
+          flush=True)
 
     def stop(*_: object) -> None:
         threading.Thread(target=server.stop, daemon=True).start()
@@ -102,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "(also: python -m embroker).")
     parser.add_argument("--version", action="version", version=f"embroker {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run a broker that AMQP 0-9-1 clients connect to")
+    serve = commands.add_parser("serve", help="run a broker that AMQP 0-9-1 and 1.0 clients connect to")
     serve.add_argument("--host", default="localhost",
                        help="address to listen on; localhost (the default) means 127.0.0.1 and ::1")
     serve.add_argument("--port", type=int, default=5672,
@@ -110,11 +123,18 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--vhost", action="append", metavar="NAME",
                        help="a virtual host to create besides / (repeatable)")
     serve.add_argument("--user", action="append", type=_user, metavar="NAME:PASSWORD",
-                       help="a user to accept besides guest:guest (repeatable)")
+                       help="a user with full permissions on every vhost, besides guest:guest "
+                            "(which may only connect from this machine) (repeatable)")
     serve.add_argument("--no-default-vhost", action="store_true",
                        help="do not create the vhost / (give --vhost)")
     serve.add_argument("--no-default-user", action="store_true",
                        help="do not accept guest:guest (give --user)")
+    serve.add_argument("--definitions", action="append", metavar="FILE",
+                       help="a RabbitMQ definitions file to load: vhosts, users, permissions, "
+                            "topology (repeatable)")
+    serve.add_argument("--amqp10-port", type=int, default=None, metavar="N",
+                       help="also listen on port N for AMQP 1.0 alone (the main port serves "
+                            "AMQP 1.0 too)")
     serve.add_argument("--heartbeat", type=int, default=60,
                        help="heartbeat interval offered to clients, seconds (0 for none)")
     serve.add_argument("--as-rabbitmq", metavar="VERSION",

@@ -116,7 +116,7 @@ def _properties(properties: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
 class Connection:
     """An in-process connection to a virtual host of a broker (``broker.connect()``)."""
 
-    def __init__(self, broker: Broker, vhost: str = "/", *, user: str = "guest",
+    def __init__(self, broker: Broker, vhost: str = "/", *, user: str | None = None,
                  client_properties: dict[str, Any] | None = None) -> None:
         self.broker = broker
         props = {"product": "embroker in-process client",
@@ -171,7 +171,7 @@ class Connection:
 
     def _check_open(self) -> None:
         if not self._model.is_open:
-            raise ConnectionClosed(self.closed_by)
+            raise ConnectionClosed(self.closed_by or self._model.closed_by)
 
     def process_data_events(self) -> None:
         """Run the consumer, return and cancel callbacks that are waiting, in order."""

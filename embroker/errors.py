@@ -11,8 +11,8 @@ a dash, then the text RabbitMQ's ``rabbit_channel.erl`` would give.
 
 The other errors embroker raises live here too, so there is one place to import them from:
 :class:`ChannelClosed` / :class:`ConnectionClosed` (the in-process client used after a close),
-:class:`DefinitionsError` (a definitions document that cannot be loaded) and :class:`PortInUse`
-(the listener's port is taken).
+:class:`DefinitionsError` (a definitions document that cannot be loaded), :class:`AccessControlError`
+(a refused change of users or permissions) and :class:`PortInUse` (the listener's port is taken).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing_extensions import Self
 __all__ = [
     "REPLY_CODES",
     "AMQPError",
+    "AccessControlError",
     "AccessRefused",
     "ChannelClosed",
     "ChannelError",
@@ -292,6 +293,11 @@ class ConnectionClosed(RuntimeError):
 
 class DefinitionsError(ValueError):
     """A definitions document embroker cannot load (malformed, or uses what it does not model)."""
+
+
+class AccessControlError(ValueError):
+    """A change of users or permissions the broker refuses, as ``rabbitmqctl`` would: no such
+    user or vhost, a user that exists already, an invalid regular expression."""
 
 
 class PortInUse(OSError):

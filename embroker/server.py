@@ -1,6 +1,8 @@
 """The loopback listener: sockets and one selector loop thread, the only I/O in embroker.
 
-Each accepted socket gets a sans-IO :class:`~embroker.amqp091.ServerConnection`. The loop reads
+Each accepted socket gets a sans-IO connection: :class:`~embroker.amqp091.ServerConnection`, or
+:class:`~embroker.amqp10.ServerConnection` when the client's protocol header says AMQP 1.0 (one
+port serves both, as RabbitMQ's; ``amqp10_port`` adds a port for AMQP 1.0 alone). The loop reads
 what arrives, feeds it to the connection under the broker's lock, and writes what the
 connections have to send: its own replies, and deliveries that another connection (or a test's
 in-process client, from another thread) caused.
@@ -20,8 +22,10 @@ Nothing a client sends, and no bug, stops the loop:
 from __future__ import annotations
 
 import contextlib
+import enum
 import errno
 import functools
+import ipaddress
 import logging
 import selectors
 import socket
@@ -32,7 +36,9 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, final
 
-from .amqp091 import ConnectionState, ServerConnection
+from ._sniff import SniffingConnection
+from .amqp091 import ServerConnection as Amqp091Connection
+from .amqp10 import ServerConnection as Amqp10Connection
 from .errors import (
     ChannelException,
     ConnectionException,
@@ -41,11 +47,13 @@ from .errors import (
     PortInUse,
     error_for_code,
 )
+from .model._access import is_loopback
 from .model._faults import DeliveryFault
 
 if TYPE_CHECKING:
     from .model import Broker, Message
     from .model import Channel as ModelChannel
+    from .model import Connection as ModelConnection
 
 __all__ = ["ClientConnection", "PortInUse", "Server"]
 
@@ -70,7 +78,7 @@ class _Client:
     __slots__ = ("conn", "events", "peer", "sock", "stalled_until", "wbuf")
 
     def __init__(self, sock: socket.socket, peer: str,
-                 connection: Callable[[_Client], ServerConnection]) -> None:
+                 connection: Callable[[_Client], SniffingConnection]) -> None:
         self.sock = sock
         self.peer = peer
         self.wbuf = bytearray()
@@ -103,6 +111,15 @@ def _addresses(host: str) -> list[tuple[socket.AddressFamily, str]]:
     return [(family, host)]
 
 
+def _over_loopback(sock: socket.socket) -> bool:
+    """Whether a client came in over a loopback interface. RabbitMQ asks the socket's own
+    address (``rabbit_net:is_loopback/1``), which is loopback exactly when the peer's is."""
+    try:
+        return is_loopback(ipaddress.ip_address(sock.getsockname()[0]))
+    except (OSError, ValueError):
+        return False
+
+
 def _peer_name(sock: socket.socket, address: tuple[str, int] | tuple[str, int, int, int]) -> str:
     return f"{address[0]}:{address[1]}" if sock.family == socket.AF_INET else \
         f"[{address[0]}]:{address[1]}"
@@ -121,13 +138,15 @@ class Server:
         heartbeat: the heartbeat interval offered to clients, in seconds (0: none).
         handshake_timeout: how long a socket may take from connecting to connection.open
             (RabbitMQ's ``handshake_timeout``, 10 s).
+        amqp10_port: also listen on this port for AMQP 1.0 alone (0: any free port).
 
     Raises:
         PortInUse: the port is taken.
     """
 
     def __init__(self, broker: Broker, host: str = "127.0.0.1", port: int = 0, *,
-                 heartbeat: int = 60, handshake_timeout: float = 10.0) -> None:
+                 heartbeat: int = 60, handshake_timeout: float = 10.0,
+                 amqp10_port: int | None = None) -> None:
         self.broker = broker
         self.host = host
         self.heartbeat = heartbeat
@@ -153,6 +172,10 @@ class Server:
         self._calls: deque[_Call] = deque()
         self._stalled: set[_Client] = set()  # clients whose output a fault holds back
         self.port = self._listen(host, port)
+        shared = len(self._listeners)
+        #: The port that serves AMQP 1.0 alone (``None`` unless asked for).
+        self.amqp10_port = self._listen(host, amqp10_port) if amqp10_port is not None else None
+        self._amqp10_only = set(self._listeners[shared:])
         broker._on_blocked.append(self._on_blocked)
         broker._on_restart.append(self._on_restart)
         broker._servers.append(self)
@@ -185,13 +208,22 @@ class Server:
             sock.close()
         self._listeners.clear()
 
-    @property
-    def url(self) -> str:
-        """``amqp://USER:PASSWORD@HOST:PORT/`` for a user of the broker (guest if there is one)."""
+    def _url(self, port: int) -> str:
         user = "guest" if "guest" in self.broker.users else next(iter(self.broker.users), "guest")
         password = self.broker.users.get(user, "guest")
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"amqp://{user}:{password}@{host}:{self.port}/"
+        return f"amqp://{user}:{password}@{host}:{port}"
+
+    @property
+    def url(self) -> str:
+        """``amqp://USER:PASSWORD@HOST:PORT/`` for a user of the broker (guest if there is one)."""
+        return self._url(self.port) + "/"
+
+    @property
+    def amqp10_url(self) -> str:
+        """``amqp://USER:PASSWORD@HOST:PORT`` for AMQP 1.0 clients such as proton: the 1.0 port
+        if there is one, else the shared port (which serves both protocols)."""
+        return self._url(self.amqp10_port or self.port)
 
     def __repr__(self) -> str:
         state = "running" if self._running else "stopped"
@@ -366,7 +398,8 @@ class Server:
                 sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 peer = _peer_name(sock, address)
-                client = _Client(sock, peer, self._connection)
+                client = _Client(sock, peer, functools.partial(
+                    self._connection, amqp10_only=listener in self._amqp10_only))
                 self._clients[sock.fileno()] = client
                 self._selector.register(sock, selectors.EVENT_READ, client)
             except Exception as exc:  # a socket that died at once, or a bug: this one only
@@ -375,7 +408,7 @@ class Server:
                 continue
             log.info("accepted connection from %s", peer)
 
-    def _connection(self, client: _Client) -> ServerConnection:
+    def _connection(self, client: _Client, *, amqp10_only: bool = False) -> SniffingConnection:
         def output_ready() -> None:
             # Called by the connection (under the broker lock) when it has something to send
             # that its own input did not cause: a delivery, a confirm, a cancel...
@@ -384,9 +417,11 @@ class Server:
                 self._wake()
 
         with self.broker._lock:
-            return ServerConnection(self.broker, peer=client.peer, on_output=output_ready,
-                                    heartbeat=self.heartbeat,
-                                    handshake_timeout=self.handshake_timeout)
+            return SniffingConnection(self.broker, peer=client.peer, on_output=output_ready,
+                                      heartbeat=self.heartbeat,
+                                      handshake_timeout=self.handshake_timeout,
+                                      loopback=_over_loopback(client.sock),
+                                      amqp10_only=amqp10_only)
 
     def _accept_failed(self, exc: OSError) -> None:
         if exc.errno not in _RESOURCE_ERRNOS:
@@ -502,7 +537,13 @@ class Server:
         finally:
             client.sock.close()
         try:
-            log.info("connection %s ended: %s", client.conn.describe(), client.conn.end_reason())
+            inner = client.conn.inner
+            if isinstance(inner, Amqp091Connection):
+                log.info("connection %s ended: %s", inner.describe(), inner.end_reason())
+            else:
+                reason = inner.close_reason
+                log.info("AMQP 1.0 connection %s ended%s", _describe(client),
+                         f": {reason}" if reason else "")
         except Exception as exc:  # describing it failed: say so, and go on
             self._bug(exc, f"logging the end of the connection from {client.peer}")
 
@@ -643,6 +684,10 @@ class Server:
                 return connection
         raise LookupError(f"no connection named {name!r}; the connections are {_names(found)}")
 
+    def protocol_connections(self) -> Iterator[Amqp091Connection | Amqp10Connection]:
+        """The sans-IO connections being served (for inspection): 0-9-1 and 1.0 ones."""
+        return iter([c.conn.inner for c in self._clients.values()])
+
     def _kill(self, client: _Client, *, flush: bool = False, reset: bool = False,
               reason: str = "dropped by a test (embroker.faults)") -> None:
         # Runs on the loop's thread: the socket goes without a connection.close.
@@ -660,8 +705,9 @@ class Server:
             with contextlib.suppress(OSError):
                 client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
                                        struct.pack("ii", 1, 0))
-        if client.conn.close_reason is None:
-            client.conn.close_reason = ConnectionForced(reason)
+        inner = client.conn.inner
+        if isinstance(inner, Amqp091Connection) and inner.close_reason is None:
+            inner.close_reason = ConnectionForced(reason)
         self._drop(client)
 
     def _stall(self, client: _Client, seconds: float) -> None:
@@ -673,7 +719,7 @@ class Server:
         # Called by the model (under the lock, on any thread) as it delivers a matching
         # message: drop that connection once the delivery is written.
         for client in list(self._clients.values()):
-            if client.conn.model is channel.connection and (
+            if client.conn.inner.model is channel.connection and (
                     only is None or only._client is client):
                 self._calls.append(_Call(functools.partial(self._kill, client, flush=True,
                                                            reason="dropped by a test after a "
@@ -695,8 +741,16 @@ class Server:
 
 
 def _describe(client: _Client) -> str:
-    name = client.conn.client_properties.get("connection_name")
+    name = _client_properties(client).get("connection_name")
     return f"{client.peer} ({name!r})" if isinstance(name, str) else client.peer
+
+
+def _client_properties(client: _Client) -> dict[str, Any]:
+    # What the client said of itself: 0-9-1's client properties; a 1.0 client's container id.
+    inner = client.conn.inner
+    if isinstance(inner, Amqp091Connection):
+        return inner.client_properties
+    return {"container_id": inner.container_id} if inner.container_id else {}
 
 
 def _names(connections: list[ClientConnection]) -> list[str]:
@@ -721,7 +775,7 @@ class ClientConnection:
         self._server = server
         self._client = client
         self.peer = client.peer
-        self.client_properties: dict[str, Any] = dict(client.conn.client_properties)
+        self.client_properties: dict[str, Any] = dict(_client_properties(client))
         name = self.client_properties.get("connection_name")
         self.connection_name: str | None = name if isinstance(name, str) else None
 
@@ -733,29 +787,44 @@ class ClientConnection:
         return product if isinstance(product, str) else None
 
     @property
+    def protocol(self) -> str:
+        """``"AMQP 0-9-1"`` or ``"AMQP 1.0"``."""
+        return "AMQP 1.0" if isinstance(self._client.conn.inner, Amqp10Connection) else \
+            "AMQP 0-9-1"
+
+    @property
     def user(self) -> str:
-        return self._client.conn.user
+        return self._client.conn.inner.user
+
+    @property
+    def model(self) -> ModelConnection | None:
+        """The broker-side connection (``None`` until connection.open / open)."""
+        return self._client.conn.inner.model
 
     @property
     def vhost(self) -> str | None:
-        model = self._client.conn.model
+        model = self._client.conn.inner.model
         return model.vhost.name if model is not None else None
 
     @property
-    def state(self) -> ConnectionState:
-        """Where the connection is: ``OPEN``, or a handshake or closing step."""
-        return self._client.conn.state
+    def state(self) -> enum.Enum:
+        """Where the connection is: ``OPEN``, or a handshake or closing step (the protocol's
+        ``ConnectionState``)."""
+        return self._client.conn.inner.state
 
     @property
     def is_open(self) -> bool:
-        return self._client.conn.model is not None and not self._client.conn.should_close \
+        inner = self._client.conn.inner
+        return inner.model is not None and not inner.should_close \
             and self._client.sock.fileno() >= 0
 
     @property
     def channels(self) -> list[int]:
-        """The numbers of its open channels."""
+        """The numbers of its open channels (an AMQP 1.0 connection's sessions)."""
+        inner = self._client.conn.inner
         with self._server.broker._lock:
-            return sorted(self._client.conn.channels)
+            return sorted(inner.channels if isinstance(inner, Amqp091Connection)
+                          else inner.sessions)
 
     def __repr__(self) -> str:
         name = f" {self.connection_name!r}" if self.connection_name else ""
@@ -799,12 +868,16 @@ class ClientConnection:
         if not isinstance(error, ChannelException):
             raise ValueError(f"{reply_code} is a connection exception: use close()")
 
+        inner = self._client.conn.inner
+        if not isinstance(inner, Amqp091Connection):
+            raise TypeError(f"{self!r} speaks AMQP 1.0: it has sessions, not channels")
+
         def close() -> None:
             with self._server.broker._lock:
-                if channel not in self._client.conn.channels:
+                if channel not in inner.channels:
                     raise LookupError(f"no open channel {channel} on {self!r}; its channels "
-                                      f"are {sorted(self._client.conn.channels)}")
-                self._client.conn.close_channel(channel, error)
+                                      f"are {sorted(inner.channels)}")
+                inner.close_channel(channel, error)
             self._server._dirty.add(self._client)
         self._server._on_loop(close)
 

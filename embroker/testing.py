@@ -659,7 +659,7 @@ def leaks(broker: Broker, *, unroutable: bool = False, settle_timeout: float = 1
         live: set[int] = set()
         for server in servers:
             for connection in server.connections:
-                model_connection = connection._client.conn.model
+                model_connection = connection.model
                 if model_connection is not None:
                     live.add(id(model_connection))
                 if server.running and connection.is_open:

@@ -10,7 +10,7 @@ import pytest
 MODULES = [
     "embroker._broker", "embroker._erlang", "embroker.client", "embroker.fieldtypes",
     "embroker.testing", "embroker.model._clock", "embroker.model._exchange",
-    "embroker.model._names", "embroker.amqp091._confirms",
+    "embroker.model._names", "embroker.amqp091._confirms", "embroker.model._access",
 ]
 
 

@@ -17,7 +17,7 @@ and back::
 
 and the server side of a connection, sans-IO::
 
-    conn = ServerConnection(broker)                      # fed bytes, hands back bytes
+    conn = ServerConnection(broker, loopback=True)       # fed bytes, hands back bytes
     conn.receive_data(data); sock.send(conn.data_to_send())
 
 Method classes (``BasicPublish``, ``QueueDeclare``...) are in :mod:`embroker.amqp091.methods`,

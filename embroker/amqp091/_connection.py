@@ -138,6 +138,8 @@ class ServerConnection:
     Args:
         broker: the broker whose model this connection drives.
         peer: a description of the peer for logs and names (``"127.0.0.1:53211"``).
+        loopback: whether the client came over a loopback interface; users the broker keeps
+            to loopback (``guest``) are refused otherwise. False unless the owner says so.
         on_output: called (with no arguments) whenever output becomes ready without
             :meth:`receive_data` being the cause, e.g. a delivery caused by another connection;
             the listener uses it to wake its loop.
@@ -149,9 +151,10 @@ class ServerConnection:
     def __init__(self, broker: Broker, *, peer: str = "", on_output: Callable[[], None] | None = None,
                  heartbeat: int = HEARTBEAT, frame_max: int = FRAME_MAX,
                  channel_max: int = CHANNEL_MAX,
-                 handshake_timeout: float = HANDSHAKE_TIMEOUT) -> None:
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT, loopback: bool = False) -> None:
         self.broker = broker
         self.peer = peer
+        self.loopback = loopback
         self.state = ConnectionState.HEADER
         self._out: list[bytes] = []
         self._on_output = on_output
@@ -339,7 +342,7 @@ class ServerConnection:
         if isinstance(method, ConnectionStartOk):
             self.client_properties = dict(method.client_properties or {})
             try:
-                self.user = _handshake.authenticate(self.broker, method)
+                self.user = _handshake.authenticate(self.broker, method, loopback=self.loopback)
             except AccessRefused as exc:
                 credentials = _handshake.parse_credentials(
                     method.mechanism, method.response if isinstance(method.response, bytes)
@@ -366,6 +369,7 @@ class ServerConnection:
             self.model = self.broker.open_connection(
                 method.virtual_host, user=self.user, client_properties=self.client_properties,
                 name=f"connection {self.peer}" if self.peer else None)
+            self.model.on_closed_by_broker = self._closed_by_broker
             self.state = ConnectionState.OPEN
             self._send_method(0, ConnectionOpenOk())
             if self.broker.publishers_blocked and self._has_capability("connection.blocked"):
@@ -542,6 +546,11 @@ class ServerConnection:
         read a close) and close the socket without waiting, releasing what it held."""
         if self.state is not ConnectionState.CLOSED:
             self._fail(error, drop=True)
+
+    def _closed_by_broker(self, error: ConnectionException) -> None:
+        # The model closes this connection (its user was deleted): tell the client now.
+        self.close(error)
+        self._output_ready()
 
     # -- time ----------------------------------------------------------------------------------
 

@@ -80,12 +80,17 @@ def login_refused(mechanism: str) -> AccessRefused:
                          "For details see the broker logfile.")
 
 
-def authenticate(broker: Broker, method: ConnectionStartOk) -> str:
+def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = False) -> str:
     """Check the credentials of connection.start-ok; returns the user name.
+
+    Args:
+        loopback: whether the client came over a loopback interface (``guest`` may only
+            log in from there: the broker's ``loopback_users``).
 
     Raises:
         CommandInvalid: (503) a mechanism that was not offered.
-        AccessRefused: (403) unknown user or wrong password (see :func:`login_refused`).
+        AccessRefused: (403) unknown user, blank or wrong password, a loopback-only user from
+            elsewhere (see :func:`login_refused`).
     """
     mechanism = method.mechanism
     if mechanism not in MECHANISMS:
@@ -93,7 +98,7 @@ def authenticate(broker: Broker, method: ConnectionStartOk) -> str:
     response = method.response if isinstance(method.response, bytes) else \
         str(method.response).encode("utf-8", "surrogateescape")
     credentials = parse_credentials(mechanism, response)
-    if credentials is None or broker.users.get(credentials[0]) != credentials[1]:
+    if credentials is None or not broker.access.login(*credentials, loopback=loopback):
         raise login_refused(mechanism)
     return credentials[0]
 

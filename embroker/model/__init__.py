@@ -6,6 +6,9 @@ Pure Python objects with no sockets, threads or wall-clock reads; time comes fro
 
 from __future__ import annotations
 
+from ._access import HashedPassword as HashedPassword
+from ._access import Permissions as Permissions
+from ._access import TopicPermissions as TopicPermissions
 from ._broker import Broker as Broker
 from ._channel import Channel as Channel
 from ._clock import Clock as Clock
@@ -37,6 +40,7 @@ from ._vhost import VirtualHost as VirtualHost
 __all__ = [
     "PROPERTY_NAMES", "Binding", "Broker", "Cancelled", "Channel", "ChannelEvent", "Clock",
     "Confirmed", "Connection", "Consumer", "DeclareOk", "Delivered", "Delivery", "Exchange",
-    "Explanation", "Fate", "ManualClock", "Message", "MessageEvent", "Outcome", "Queue",
-    "QueuedMessage", "Returned", "RoutingDecision", "SystemClock", "Timer", "VirtualHost",
+    "Explanation", "Fate", "HashedPassword", "ManualClock", "Message", "MessageEvent", "Outcome",
+    "Permissions", "Queue", "QueuedMessage", "Returned", "RoutingDecision", "SystemClock", "Timer",
+    "TopicPermissions", "VirtualHost",
 ]

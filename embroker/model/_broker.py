@@ -5,12 +5,13 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .._version import __version__
 from ..errors import NotAllowed
 from . import _definitions
+from ._access import UNRESTRICTED, AccessControl, UserAdministration
 from ._clock import Clock, SystemClock
 from ._connection import Connection
 from ._exchange import Exchange
@@ -50,13 +51,16 @@ def _server_properties(as_rabbitmq: str | None,
     return properties
 
 
-class Broker:
+class Broker(UserAdministration):
     """An AMQP broker with RabbitMQ's semantics, as plain objects.
 
     Args:
         clock: where time comes from; a :class:`~embroker.ManualClock` makes expiry exact.
         vhosts: the virtual hosts to create (``"/"`` by default).
-        users: user names and passwords the listener accepts (``guest``/``guest`` by default).
+        users: the default users, names and passwords (``guest``/``guest`` by default); each
+            gets full permissions on every virtual host (see :meth:`set_permissions`).
+        loopback_users: users that may only connect over a loopback interface (RabbitMQ's
+            ``loopback_users``: ``guest``).
         trace_limit: how many routing decisions :attr:`trace` keeps (oldest dropped first).
         trace_bytes: how many bytes of large messages (bodies and header tables)
             :attr:`trace` may keep alive.
@@ -89,11 +93,14 @@ class Broker:
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                  memory_high_watermark: int | None = None,
                  server_properties: Mapping[str, Any] | None = None,
-                 as_rabbitmq: str | None = None) -> None:
+                 as_rabbitmq: str | None = None,
+                 loopback_users: Iterable[str] = ("guest",)) -> None:
         self._lock = threading.RLock()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.clock._guard = self._lock  # ManualClock.advance() holds it
-        self.users: dict[str, str] = dict(users) if users is not None else {"guest": "guest"}
+        #: Users and permissions (see :mod:`embroker.model._access`).
+        self.access = AccessControl(users if users is not None else {"guest": "guest"},
+                                    loopback_users)
         self.vhosts: dict[str, VirtualHost] = {}
         self.connections: dict[int, Connection] = {}
         self._connection_ids = itertools.count(1)
@@ -131,6 +138,7 @@ class Broker:
             vhost = self.vhosts.get(name)
             if vhost is None:
                 vhost = self.vhosts[name] = VirtualHost(self, name)
+                self.access.vhost_added(name)
             return vhost
 
     def vhost(self, name: str = "/") -> VirtualHost:
@@ -154,18 +162,28 @@ class Broker:
 
     # -- connections ---------------------------------------------------------------------------
 
-    def open_connection(self, vhost: str = "/", *, user: str = "guest",
+    def open_connection(self, vhost: str = "/", *, user: str | None = None,
                         client_properties: dict[str, Any] | None = None,
                         name: str | None = None) -> Connection:
         """Open a model-level connection to ``vhost``: what the protocol layers and the
         in-process client build on (a test wants :meth:`embroker.Broker.connect`).
 
+        Args:
+            user: the user whose permissions every operation is checked against (logged in
+                already: no password here); ``None`` for a connection that is not checked
+                (it acts as ``guest``).
+
         Raises:
-            NotAllowed: (530) no such virtual host.
+            NotAllowed: (530) no such virtual host, or ``user`` has no access to it.
         """
         with self._lock:
-            return Connection(self.vhost(vhost), user=user, client_properties=client_properties,
-                              name=name)
+            host = self.vhost(vhost)
+            if user is None:
+                return Connection(host, user="guest", client_properties=client_properties,
+                                  name=name, access=UNRESTRICTED)
+            self.access.check_vhost(user, vhost)
+            return Connection(host, user=user, client_properties=client_properties, name=name,
+                              access=self.access.grant(user, vhost))
 
     # -- resource alarms ------------------------------------------------------------------------
 

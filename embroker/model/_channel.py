@@ -152,20 +152,25 @@ class Channel:
         """exchange.declare. Raises NotFound (passive, missing), AccessRefused (``amq.`` names,
         the default exchange), PreconditionFailed (not equivalent), CommandInvalid (unknown type).
         """
+        if not passive:
+            self.connection.access.exchange_declare(self.vhost, exchange, exchange_type, arguments)
         self.vhost.declare_exchange(exchange, exchange_type, passive=passive, durable=durable,
                                     auto_delete=auto_delete, internal=internal,
                                     arguments=arguments or {})
 
     def exchange_delete(self, exchange: str, *, if_unused: bool = False) -> None:
+        self.connection.access.exchange_delete(exchange)
         self.vhost.delete_exchange(exchange, if_unused=if_unused)
 
     def exchange_bind(self, destination: str, source: str, routing_key: str = "",
                       arguments: dict[str, Any] | None = None) -> None:
+        self.connection.access.bind(self.vhost, source, "exchange", destination, routing_key)
         self.vhost.bind(source, "exchange", destination, routing_key, arguments or {},
                         self.connection)
 
     def exchange_unbind(self, destination: str, source: str, routing_key: str = "",
                         arguments: dict[str, Any] | None = None) -> None:
+        self.connection.access.bind(self.vhost, source, "exchange", destination, routing_key)
         self.vhost.unbind(source, "exchange", destination, routing_key, arguments or {},
                           self.connection)
 
@@ -190,22 +195,28 @@ class Channel:
     def queue_bind(self, queue: str, exchange: str, routing_key: str = "",
                    arguments: dict[str, Any] | None = None) -> None:
         routing_key = self._binding_key(queue, routing_key)
+        self.connection.access.bind(self.vhost, exchange, "queue", self._queue_name(queue),
+                                    routing_key)
         self.vhost.bind(exchange, "queue", self._queue_name(queue), routing_key,
                         arguments or {}, self.connection)
 
     def queue_unbind(self, queue: str, exchange: str, routing_key: str = "",
                      arguments: dict[str, Any] | None = None) -> None:
         routing_key = self._binding_key(queue, routing_key)
+        self.connection.access.bind(self.vhost, exchange, "queue", self._queue_name(queue),
+                                    routing_key)
         self.vhost.unbind(exchange, "queue", self._queue_name(queue), routing_key,
                           arguments or {}, self.connection)
 
     def queue_purge(self, queue: str = "") -> int:
+        self.connection.access.read_queue(self._queue_name(queue))
         q = self._queue(queue)
         _history.left(self.vhost.broker.clock, q, q.messages, "purged")
         return q.purge()
 
     def queue_delete(self, queue: str = "", *, if_unused: bool = False,
                      if_empty: bool = False) -> int:
+        self.connection.access.queue_delete(self._queue_name(queue))
         return self.vhost.delete_queue(self._queue_name(queue), self.connection,
                                        if_unused=if_unused, if_empty=if_empty)
 
@@ -221,9 +232,11 @@ class Channel:
 
     def basic_publish(self, exchange: str, routing_key: str, body: bytes,
                       properties: dict[str, Any] | None = None, *, mandatory: bool = False,
-                      immediate: bool = False, encoded_properties: bytes | None = None) -> int:
+                      immediate: bool = False, encoded_properties: bytes | None = None,
+                      amqp10: object | None = None, origin: str | None = None) -> int:
         """basic.publish; returns the publish sequence number in confirm mode, else 0.
-        In a transaction the message is held until commit.
+        In a transaction the message is held until commit. ``amqp10`` and ``origin`` are what
+        the AMQP 1.0 layer keeps on the message (see :class:`Message`).
 
         Raises:
             NotFound: (404) no such exchange.
@@ -239,12 +252,15 @@ class Channel:
             raise NotImplementedAMQP("immediate=true")
         message = Message(exchange, routing_key, properties if properties is not None else {},
                           body, encoded_properties)
+        if amqp10 is not None or origin is not None:
+            message.amqp10, message.origin = amqp10, origin
         vhost = self.vhost
         # RabbitMQ's order of checks: size, the exchange, user_id, expiration, CC/BCC.
         max_size = vhost.broker.max_message_size
         if len(body) > max_size:
             vhost.refuse(message, PreconditionFailed(
                 f"message size {len(body)} is larger than configured max size {max_size}"))
+        self.connection.access.publish(vhost, message)
         vhost.publish_target(message)
         expiration = self._check_properties(message) if properties else None
         if self.tx_mode:
@@ -269,7 +285,8 @@ class Channel:
         properties = message.properties
         try:
             user_id = properties.get("user_id")
-            if user_id is not None and user_id != self.connection.user:
+            if user_id is not None and user_id != self.connection.user and \
+                    not self.connection.access.impersonator:
                 raise PreconditionFailed(
                     f"user_id property set to '{user_id}' but authenticated user was "
                     f"'{self.connection.user}'")
@@ -357,6 +374,7 @@ class Channel:
 
     def basic_get(self, queue: str = "", *, no_ack: bool = False) -> Delivery | None:
         """basic.get; ``None`` when the queue is empty (basic.get-empty)."""
+        self.connection.access.read_queue(self._queue_name(queue))
         q = self.vhost.queues.get(queue) if queue else None
         if q is None or (q.exclusive_owner is not None and q.exclusive_owner is not self.connection):
             q = self._queue(queue)  # raises, or resolves the empty name
@@ -409,11 +427,13 @@ class Channel:
         """
         if queue == REPLY_TO:
             return self._consume_replies(consumer_tag, no_ack)
+        name = self._queue_name(queue)
+        if consumer_tag in self.consumers:  # RabbitMQ's order: the tag, read, the queue
+            raise NotAllowed(f"attempt to reuse consumer tag '{consumer_tag}'")
+        self.connection.access.read_queue(name)
         q = self._queue(queue)
         if not consumer_tag:
             consumer_tag = random_name("amq.ctag-")
-        elif consumer_tag in self.consumers:
-            raise NotAllowed(f"attempt to reuse consumer tag '{consumer_tag}'")
         if (q.consumer_count or q.single_active) and (
                 exclusive or any(c.exclusive for c in q.consumers)):
             # RabbitMQ refuses an exclusive consumer on a single-active-consumer queue too.

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, final
 
-from ..errors import ChannelError
+from ..errors import ChannelError, ConnectionException
+from ._access import UNRESTRICTED, Grant
 from ._channel import Channel
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ._queue import Queue
     from ._vhost import VirtualHost
 
@@ -27,16 +30,23 @@ class Connection:
     Attributes:
         vhost: the virtual host it opened.
         user: the user name it authenticated as.
+        access: the permission checks of its user in its vhost (:mod:`._access`).
         client_properties: what the client said of itself in connection.start-ok.
         channels: its open channels by number.
         exclusive_queues: the exclusive queues it owns; they go when it closes.
     """
 
     def __init__(self, vhost: VirtualHost, *, user: str = "guest",
-                 client_properties: dict[str, Any] | None = None, name: str | None = None) -> None:
+                 client_properties: dict[str, Any] | None = None, name: str | None = None,
+                 access: Grant = UNRESTRICTED) -> None:
         self.id = next(vhost.broker._connection_ids)  # 1, 2... in each broker
         self.vhost = vhost
         self.user = user
+        self.access = access
+        #: Why the broker closed it (e.g. its user was deleted), and whom to tell: the owner
+        #: (the wire's connection) sets ``on_closed_by_broker`` to send connection.close.
+        self.closed_by: ConnectionException | None = None
+        self.on_closed_by_broker: Callable[[ConnectionException], None] | None = None
         self.client_properties = dict(client_properties or {})
         self.name = name or f"connection {self.id}"
         self.channels: dict[int, Channel] = {}
@@ -68,6 +78,16 @@ class Connection:
                 self.vhost.delete_queue_object(queue)
         self.exclusive_queues.clear()
         self.vhost.broker.connections.pop(self.id, None)
+
+    def close_by_broker(self, error: ConnectionException) -> None:
+        """Close it from the broker's side for ``error`` (320 CONNECTION_FORCED when its user is
+        deleted): the owner is told, then it closes."""
+        if not self.is_open:
+            return
+        self.closed_by = error
+        if self.on_closed_by_broker is not None:
+            self.on_closed_by_broker(error)
+        self.close()
 
     def __repr__(self) -> str:
         state = "open" if self.is_open else "closed"

@@ -47,8 +47,8 @@ class Delivery:
 class Consumer:
     """A subscription of a channel to a queue (basic.consume)."""
 
-    __slots__ = ("arguments", "blocked", "channel", "exclusive", "no_ack", "prefetch", "priority",
-                 "queue", "tag", "unacked")
+    __slots__ = ("arguments", "blocked", "channel", "credit", "exclusive", "no_ack", "prefetch",
+                 "priority", "queue", "tag", "unacked")
 
     def __init__(self, channel: Channel, queue: Queue, tag: str, *, no_ack: bool,
                  exclusive: bool, arguments: dict[str, Any], prefetch: int) -> None:
@@ -65,9 +65,16 @@ class Consumer:
         self.blocked = False
         priority = arguments.get("x-priority", 0)
         self.priority: int = priority if isinstance(priority, int) else 0
+        #: An AMQP 1.0 receiving link's credit: how many more messages it may be sent. ``None``
+        #: (0-9-1 and the in-process client) leaves the capacity to qos.
+        self.credit: int | None = None
 
     def has_credit(self) -> bool:
-        """Whether its own prefetch (basic.qos global=false) lets it take one more message."""
+        """Whether its own limit lets it take one more message: its prefetch (basic.qos
+        global=false), or for an AMQP 1.0 receiving link its link credit (whatever it holds
+        unacknowledged)."""
+        if self.credit is not None:
+            return self.credit > 0
         return self.no_ack or not self.prefetch or self.unacked < self.prefetch
 
     def has_capacity(self) -> bool:
@@ -77,7 +84,18 @@ class Consumer:
         return self.has_credit() and not self.channel.global_limit_reached()
 
     def deliver(self, queue: Queue, entry: QueuedMessage) -> None:
+        if self.credit is not None:
+            self.credit -= 1
         self.channel._deliver(self, queue, entry)
+
+    def set_credit(self, credit: int) -> None:
+        """Give the consumer link credit (AMQP 1.0 flow): it takes up to ``credit`` messages,
+        at once if its queue has them ready."""
+        self.credit = credit
+        if credit > 0 and not self.queue.deleted:
+            if self.blocked:
+                self.queue.unblock(self.channel)  # back in the rotation
+            self.queue.dispatch()
 
     def __repr__(self) -> str:
         return (f"<Consumer '{self.tag}' on queue '{self.queue.name}' "

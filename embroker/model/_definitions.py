@@ -9,24 +9,19 @@ exchanges, then queues, then bindings, with RabbitMQ's checks); :func:`export_de
 the broker's state back in the same shape, so what it writes loads into RabbitMQ with
 ``rabbitmqctl import_definitions``.
 
-What embroker does not model is kept, not lost: users' tags, permissions, topic permissions and
-vhost metadata are remembered per broker and exported again. Policies and runtime parameters
-(federation, shovels...) change how queues behave, so a document that has any is refused with a
-clear error rather than loaded with different behaviour. ``global_parameters`` (the cluster name)
-are ignored.
+Users, permissions and topic permissions go to the broker's access control (:mod:`._access`,
+which also says how passwords and their hashes are checked); users' tags and limits and vhost
+metadata, which embroker does not enforce, are kept and exported again. Policies and runtime
+parameters (federation, shovels...) change how queues behave, so a document that has any is
+refused with a clear error rather than loaded with different behaviour. ``global_parameters``
+(the cluster name) are ignored.
 
 As RabbitMQ does, system exchanges (the default exchange and ``amq.*``) are neither imported nor
 exported, and exclusive queues are not exported.
-
-User passwords: RabbitMQ exports a salted hash (``rabbit_password_hashing_sha256``: base64 of a
-4-byte salt followed by SHA-256(salt + password)); embroker checks a password against such a
-hash, and exports a plain password it was given as a hash of that kind.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import weakref
@@ -35,16 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import DefinitionsError
+from ._access import SHA256, HashedPassword, export_users, hash_password, load_users
 
 if TYPE_CHECKING:
     from ._broker import Broker
 
-__all__ = ["DefinitionsError", "HashedPassword", "export_definitions", "load_definitions"]
-
-#: The hashing algorithm RabbitMQ 3.x uses by default, and the only one embroker writes.
-SHA256 = "rabbit_password_hashing_sha256"
-_ALGORITHMS = {SHA256: hashlib.sha256, "rabbit_password_hashing_sha512": hashlib.sha512,
-               "rabbit_password_hashing_md5": hashlib.md5}
+__all__ = ["SHA256", "DefinitionsError", "HashedPassword", "export_definitions", "hash_password",
+           "load_definitions"]
 
 #: Sections that change behaviour embroker does not model: refused when not empty.
 _UNSUPPORTED = ("policies", "parameters")
@@ -52,64 +44,11 @@ _UNSUPPORTED = ("policies", "parameters")
 #: The RabbitMQ version whose semantics embroker follows, written as the exporter's version.
 RABBITMQ_VERSION = "3.10.8"
 
-_FULL_ACCESS = {"configure": ".*", "write": ".*", "read": ".*"}
-
-
-@final
-class HashedPassword(str):
-    """A password known only by its RabbitMQ hash: compares equal to the passwords it matches.
-
-    >>> stored = HashedPassword(hash_password("s3cret"))
-    >>> stored == "s3cret", stored != "wrong"
-    (True, True)
-    """
-
-    algorithm: str
-
-    def __new__(cls, password_hash: str, algorithm: str = SHA256) -> HashedPassword:
-        if algorithm not in _ALGORITHMS:
-            raise DefinitionsError(f"unknown hashing_algorithm {algorithm!r}")
-        self = super().__new__(cls, password_hash)
-        self.algorithm = algorithm
-        return self
-
-    def matches(self, password: str) -> bool:
-        try:
-            raw = base64.b64decode(str(self), validate=True)
-        except ValueError:
-            return False
-        salt, digest = raw[:4], raw[4:]
-        return _ALGORITHMS[self.algorithm](salt + password.encode()).digest() == digest
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, HashedPassword):
-            return str.__eq__(self, other)
-        return isinstance(other, str) and self.matches(other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    __hash__ = str.__hash__
-
-    def __repr__(self) -> str:
-        return f"HashedPassword({str(self)!r})"
-
-
-def hash_password(password: str, salt: bytes | None = None) -> str:
-    """RabbitMQ's ``rabbit_password_hashing_sha256`` hash of ``password`` (random salt)."""
-    salt = os.urandom(4) if salt is None else salt
-    return base64.b64encode(salt + hashlib.sha256(salt + password.encode()).digest()).decode()
-
-
 @final
 class _Extra:
     """What a broker was told that its model does not hold, kept to export it again."""
 
     def __init__(self) -> None:
-        self.tags: dict[str, list[str]] = {}
-        self.limits: dict[str, Any] = {}
-        self.permissions: dict[tuple[str, str], dict[str, str]] = {}
-        self.topic_permissions: list[dict[str, Any]] = []
         self.vhost_metadata: dict[str, dict[str, Any]] = {}
 
 
@@ -177,12 +116,7 @@ def load_definitions(broker: Broker, source: str | os.PathLike[str] | Mapping[st
             broker.add_vhost(name)
             if "metadata" in item:
                 extra.vhost_metadata[name] = item["metadata"]
-        for item in _items(document, "users"):
-            _load_user(broker, extra, item)
-        for item in _items(document, "permissions"):
-            key = (_field(item, "user", "permissions"), item.get("vhost", vhost))
-            extra.permissions[key] = {k: str(item.get(k, "")) for k in _FULL_ACCESS}
-        extra.topic_permissions.extend(_items(document, "topic_permissions"))
+        load_users(broker, document, lambda section: _items(document, section), vhost)
         for item in _items(document, "exchanges"):
             name = _field(item, "name", "exchanges")
             if name == "" or name.startswith("amq."):
@@ -208,49 +142,15 @@ def load_definitions(broker: Broker, source: str | os.PathLike[str] | Mapping[st
                 item.get("routing_key", ""), item.get("arguments") or {}, None)
 
 
-def _load_user(broker: Broker, extra: _Extra, item: Mapping[str, Any]) -> None:
-    name = _field(item, "name", "users")
-    if "password" in item:
-        broker.users[name] = str(item["password"])
-    else:
-        stored = HashedPassword(str(item.get("password_hash", "")),
-                                item.get("hashing_algorithm", SHA256))
-        known = broker.users.get(name)
-        # Keep a known plain password that the hash confirms (guest/guest, typically): the
-        # listener's URL can then carry it.
-        broker.users[name] = known if known is not None and stored.matches(known) else stored
-    tags = item.get("tags", [])
-    extra.tags[name] = tags.split(",") if isinstance(tags, str) and tags else list(tags or [])
-    if item.get("limits"):
-        extra.limits[name] = item["limits"]
-
-
 def export_definitions(broker: Broker) -> dict[str, Any]:
     """The broker's vhosts, users, permissions, exchanges, queues and bindings as a RabbitMQ
-    definitions document (what ``rabbitmqctl export_definitions`` writes).
-
-    Users keep full access to every vhost unless permissions were loaded for them (that is what
-    embroker enforces: it does not check permissions).
-    """
+    definitions document (what ``rabbitmqctl export_definitions`` writes)."""
     extra = _extra(broker)
     with broker._lock:
-        users = []
-        for name, password in broker.users.items():
-            if isinstance(password, HashedPassword):
-                password_hash, algorithm = str(password), password.algorithm
-            else:
-                password_hash, algorithm = hash_password(password), SHA256
-            default_tags = ["administrator"] if name == "guest" else []
-            users.append({"name": name, "password_hash": password_hash,
-                          "hashing_algorithm": algorithm,
-                          "tags": extra.tags.get(name, default_tags),
-                          "limits": extra.limits.get(name, {})})
+        users, permissions, topic_permissions = export_users(broker)
         vhosts = [{"name": name, "limits": [],
                    "metadata": extra.vhost_metadata.get(name, {"description": "", "tags": []})}
                   for name in broker.vhosts]
-        permissions = [{"user": user, "vhost": vname,
-                        **extra.permissions.get((user, vname), _FULL_ACCESS)}
-                       for user in broker.users for vname in broker.vhosts]
         exchanges, queues, bindings = [], [], []
         for vname, vh in broker.vhosts.items():
             for exchange in vh.exchanges.values():
@@ -278,7 +178,7 @@ def export_definitions(broker: Broker) -> dict[str, Any]:
     return {"rabbit_version": RABBITMQ_VERSION, "rabbitmq_version": RABBITMQ_VERSION,
             "product_name": "embroker", "product_version": _embroker_version(),
             "users": users, "vhosts": vhosts, "permissions": permissions,
-            "topic_permissions": list(extra.topic_permissions), "parameters": [],
+            "topic_permissions": topic_permissions, "parameters": [],
             "global_parameters": [], "policies": [], "queues": queues, "exchanges": exchanges,
             "bindings": bindings}
 

@@ -28,8 +28,8 @@ class Message:
         body: the content body.
     """
 
-    __slots__ = ("body", "encoded_properties", "exchange", "history", "properties", "routing_key",
-                 "routing_keys")
+    __slots__ = ("amqp10", "body", "encoded_properties", "exchange", "history", "origin",
+                 "properties", "routing_key", "routing_keys")
 
     def __init__(self, exchange: str, routing_key: str, properties: dict[str, Any], body: bytes,
                  encoded_properties: bytes | None = None,
@@ -45,6 +45,12 @@ class Message:
         #: protocol layer so a delivery can send them on without encoding them again; ``None``
         #: when unknown or when the broker changed the properties.
         self.encoded_properties = encoded_properties
+        #: What the AMQP 1.0 layer kept of a message published over 1.0 (its annotations and
+        #: bare message bytes, so a 1.0 consumer gets them back unchanged); ``None`` otherwise.
+        self.amqp10: object | None = None
+        #: How it was published when not over AMQP 0-9-1 or in-process (an AMQP 1.0 link and
+        #: its address), for the routing trace; ``None`` otherwise.
+        self.origin: str | None = None
         #: What happened to it after routing, as compact event tuples shared with its routing
         #: decision (see ``_history``); ``None`` until routed, or when the trace records none.
         self.history: list[tuple[Any, ...]] | None = None

@@ -95,9 +95,16 @@ class RoutingDecision:
             self.headers_dropped = True
         self.message = Message(m.exchange, m.routing_key, properties, b"",
                                routing_keys=m.routing_keys)
+        self.message.origin = m.origin
         self.body_dropped = bool(m.body)
 
     drop_body = let_go
+
+    @property
+    def origin(self) -> str | None:
+        """How the message was published when not over AMQP 0-9-1 or in-process: the AMQP 1.0
+        link and its address (``"AMQP 1.0 link 'sender' to '/queues/q'"``)."""
+        return self.message.origin
 
     @property
     def routing_key(self) -> str:
@@ -221,6 +228,8 @@ class RoutingDecision:
                                                            ("headers", self.headers_dropped))
                                         if gone)
                          + " go to stay within its byte budget)")
+        if self.message.origin is not None and self.dead_letter is None:
+            lines.append(f"  through {self.message.origin}")
         if len(self.keys) > 1:
             lines.append(f"  routing keys with CC/BCC: {list(self.keys)}")
         if self.error is not None:

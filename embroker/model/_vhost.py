@@ -218,6 +218,8 @@ class VirtualHost:
             name = random_name("amq.gen-")
         elif name.startswith("amq."):
             raise AccessRefused(f"queue name '{name}' contains reserved prefix 'amq.*'")
+        if connection is not None:
+            connection.access.queue_declare(self, name, arguments)
         owner = connection if exclusive else None
         durable = durable and not exclusive
         queue = self.queues.get(name)

@@ -4,7 +4,8 @@ Fixtures:
 
 - ``broker``: a fresh in-memory broker per test, configured by the marker;
 - ``amqp_server`` / ``amqp_url``: a loopback listener on it, started when asked for and stopped
-  after the test; ``amqp_channel``: an in-process channel;
+  after the test (``amqp10_url`` is the same listener's URL for AMQP 1.0 clients);
+  ``amqp_channel``: an in-process channel;
 - ``embroker_faults``: :class:`embroker.faults.Faults` for the test's broker and listener;
 - ``embroker_expectations``: strict :class:`embroker.testing.Expectations`, checked after the test;
 - ``shared_broker`` / ``shared_amqp_url``: one broker and listener for the whole session (for
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from embroker._reference import Admin, ReferenceBroker
     from embroker.testing import AnyBroker
 
-__all__ = ["amqp_channel", "amqp_server", "amqp_url", "broker", "embroker_config",
+__all__ = ["amqp10_url", "amqp_channel", "amqp_server", "amqp_url", "broker", "embroker_config",
            "embroker_expectations", "embroker_faults", "embroker_reference", "shared_amqp_url",
            "shared_broker"]
 
@@ -250,6 +251,17 @@ def amqp_url(request: pytest.FixtureRequest) -> str:
         return url
     server: Server = request.getfixturevalue("amqp_server")
     return server.url
+
+
+@pytest.fixture
+def amqp10_url(request: pytest.FixtureRequest) -> str:
+    """An AMQP URL for AMQP 1.0 clients (proton: ``amqp://USER:PASSWORD@HOST:PORT``): this
+    test's listener, which serves 0-9-1 and 1.0 on one port, or the reference RabbitMQ."""
+    url = _reference(request.config)
+    if url:
+        return url.rstrip("/")
+    server: Server = request.getfixturevalue("amqp_server")
+    return server.amqp10_url
 
 
 @pytest.fixture

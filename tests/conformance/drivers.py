@@ -17,11 +17,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
+import shutil
 import struct
+import subprocess
 import time
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from .harness import (
     PROPERTY_NAMES,
@@ -51,8 +54,25 @@ class InProcessDriver:
     def connect(self) -> _InProcessConnection:
         return _InProcessConnection(self.broker.connect(), self.broker)
 
+    def connect_as(self, user: str, password: str, vhost: str) -> _InProcessConnection:
+        """``broker.connect(vhost, user=user)``: checked as ``user``, with no password."""
+        from embroker.errors import AMQPError
+
+        try:
+            return _InProcessConnection(self.broker.connect(vhost, user=user), self.broker)
+        except AMQPError as e:
+            raise BrokerError("connection", e.reply_code, e.reply_text) from e
+
+    def admin(self, command: str, args: tuple[str, ...], vhost: str | None) -> None:
+        _broker_admin(self.broker, command, args, vhost)
+
     def finish(self, queues: Iterable[str], exchanges: Iterable[str]) -> None:
         pass  # the broker is thrown away
+
+
+def _broker_admin(broker: Any, command: str, args: tuple[str, ...], vhost: str | None) -> None:
+    """A rabbitmqctl command as embroker's Broker method of the same name."""
+    getattr(broker, command)(*args, **({"vhost": vhost} if vhost is not None else {}))
 
 
 class _InProcessConnection:
@@ -81,7 +101,7 @@ class _InProcessChannel:
         self._deliveries: list[Delivered] = []
 
     def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        from embroker.errors import AMQPError
+        from embroker.errors import AMQPError, ConnectionClosed
 
         if method == "flow":
             raise NotImplementedError("the in-process client has no channel.flow")
@@ -93,6 +113,10 @@ class _InProcessChannel:
         except AMQPError as e:
             raise BrokerError("connection" if e.hard else "channel", e.reply_code,
                               e.wire_reply_text) from e
+        except ConnectionClosed as e:  # the broker closed it meanwhile (a deleted user...)
+            if e.reason is None:
+                raise
+            raise BrokerError("connection", e.reason.reply_code, e.reason.wire_reply_text) from e
         if method == "queue_declare":
             return QueueDeclareOk(result.queue, result.message_count, result.consumer_count)
         if method == "basic_get":
@@ -224,6 +248,40 @@ class PikaDriver:
 
         return _PikaConnection(pika.BlockingConnection(self._parameters()))
 
+    def connect_as(self, user: str, password: str, vhost: str) -> _PikaConnection:
+        """Connect to the same broker as ``user``; a refusal (login, vhost) is a BrokerError."""
+        import pika
+        import pika.exceptions as px
+
+        parts = urlsplit(self.url)
+        netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@{parts.netloc.rpartition('@')[2]}"
+        url = urlunsplit(parts._replace(netloc=netloc, path="/" + quote(vhost, safe="")))
+        params = pika.URLParameters(url)
+        params.connection_attempts = 1
+        params.socket_timeout = 5
+        try:
+            return _PikaConnection(pika.BlockingConnection(params))
+        except px.AMQPConnectionError as e:
+            # pika keeps the broker's connection.close only as text: "(530) 'NOT_ALLOWED - ...'".
+            found = re.search(r"\((\d+)\) (['\"])(.*)\2", str(e.args[0]) if e.args else "")
+            if found is None:
+                raise
+            raise BrokerError("connection", int(found.group(1)), found.group(3)) from e
+
+    def admin(self, command: str, args: tuple[str, ...], vhost: str | None) -> None:
+        """``rabbitmqctl command [-p vhost] args...``: the reference must be this machine's
+        RabbitMQ (run as a user rabbitmqctl works for); without rabbitmqctl the scenario skips."""
+        ctl = shutil.which("rabbitmqctl")
+        if ctl is None:
+            import pytest
+
+            pytest.skip("this scenario manages users, and rabbitmqctl is not on PATH")
+        command_line = [ctl, "-q", command, *(["-p", vhost] if vhost else []), "--", *args]
+        done = subprocess.run(command_line, capture_output=True, text=True, timeout=120,
+                              check=False)
+        if done.returncode:
+            raise RuntimeError(f"{' '.join(command_line)} failed: {done.stderr or done.stdout}")
+
     def finish(self, queues: Iterable[str], exchanges: Iterable[str]) -> None:
         import pika
 
@@ -268,6 +326,9 @@ class WireDriver(PikaDriver):
 
     def finish(self, queues: Iterable[str], exchanges: Iterable[str]) -> None:
         pass  # the broker is thrown away
+
+    def admin(self, command: str, args: tuple[str, ...], vhost: str | None) -> None:
+        _broker_admin(self.broker, command, args, vhost)
 
     def stop(self) -> list[BaseException]:
         self.server.stop()

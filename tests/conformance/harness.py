@@ -37,7 +37,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, cast
 
 # --------------------------------------------------------------------------------------------
 # Observations
@@ -168,6 +168,27 @@ class Driver(Protocol):
 
     def finish(self, queues: Iterable[str], exchanges: Iterable[str]) -> None:
         """Delete what a scenario declared (after its connections are closed); never raises."""
+
+
+class UserDriver(Driver, Protocol):
+    """A driver that can also manage users (:meth:`Session.admin`, :meth:`Session.connect_as`)."""
+
+    def connect_as(self, user: str, password: str, vhost: str) -> DriverConnection:
+        """Connect as another user.
+
+        Raises:
+            BrokerError: the broker refused the login or the vhost.
+        """
+
+    def admin(self, command: str, args: tuple[str, ...], vhost: str | None) -> None:
+        """Run a ``rabbitmqctl`` command on the broker (``add_user``, ``set_permissions``...);
+        raises when it fails (a scenario's own mistake)."""
+
+
+def _user_driver(driver: Driver) -> UserDriver:
+    if not (hasattr(driver, "connect_as") and hasattr(driver, "admin")):
+        raise TypeError(f"the driver {driver.label} cannot manage users")
+    return cast(UserDriver, driver)
 
 
 # --------------------------------------------------------------------------------------------
@@ -510,6 +531,7 @@ class Session:
     connections: list[ConnectionProxy] = field(default_factory=list)
     declared_queues: list[str] = field(default_factory=list)
     declared_exchanges: list[str] = field(default_factory=list)
+    added_users: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.normalize = Normalizer(self.token)
@@ -527,6 +549,31 @@ class Session:
         conn = ConnectionProxy(self, self.driver.connect(), f"c{len(self.connections) + 1}")
         self.connections.append(conn)
         return conn
+
+    def connect_as(self, user: str, password: str, vhost: str = "/") -> ConnectionProxy | Err:
+        """Open a connection as ``user`` (recorded); the :class:`Err` when the broker refuses."""
+        label = f"c{len(self.connections) + 1}"
+        what = self.normalize(_call_repr("connect", (user,), {"vhost": vhost} if vhost != "/" else {}))
+        try:
+            impl = _user_driver(self.driver).connect_as(user, password, vhost)
+        except BrokerError as e:
+            self._record(label, what, self.normalize(e.err))
+            return e.err
+        conn = ConnectionProxy(self, impl, label)
+        self.connections.append(conn)
+        self._record(label, what, None)
+        return conn
+
+    def admin(self, command: str, *args: str, vhost: str | None = None) -> None:
+        """Run ``rabbitmqctl command [-p vhost] args...`` (RabbitMQ), or the Broker method of that
+        name (embroker); recorded. Users added are deleted when the scenario ends."""
+        _user_driver(self.driver).admin(command, args, vhost)
+        if command == "add_user":
+            self.added_users.append(args[0])
+        elif command == "delete_user" and args[0] in self.added_users:
+            self.added_users.remove(args[0])
+        self._record("admin", self.normalize(_call_repr(command, args, {"vhost": vhost} if vhost else {})),
+                     None)
 
     @property
     def conn(self) -> ConnectionProxy:
@@ -634,6 +681,9 @@ class Session:
     def close(self) -> None:
         for conn in self.connections:
             conn.close()
+        for user in self.added_users:
+            with contextlib.suppress(Exception):
+                _user_driver(self.driver).admin("delete_user", (user,), None)
         self.driver.finish(self.declared_queues, self.declared_exchanges)
 
 

@@ -33,6 +33,7 @@ from embroker.amqp091.methods import (
     BasicAck,
     BasicGet,
     BasicGetEmpty,
+    BasicGetOk,
     BasicNack,
     BasicPublish,
     BasicQos,
@@ -356,8 +357,14 @@ def test_nested_tables_in_headers_matching_tell_signedint_from_long(target: Targ
                                               arguments={"x-match": "all", "n": 1}))
            + encode_method_frame(1, QueueBind(queue=nested, exchange=x,
                                               arguments={"x-match": "all", "t": {"n": 1}})))
-    binds = []
-    c.read_until(lambda _c, m: isinstance(m, QueueBindOk) and len(binds.append(m) or binds) == 2)
+    binds: list[Method] = []
+
+    def both_bound(_channel: int, m: Method) -> bool:
+        if isinstance(m, QueueBindOk):
+            binds.append(m)
+        return len(binds) == 2
+
+    c.read_until(both_bound)
     for headers in ({"n": Long(1)}, {"t": {"n": Long(1)}}, {"t": {"n": 1}}):
         c.send(encode_message(1, BasicPublish(exchange=x), b"m", 131072, {"headers": headers}))
     got = [_get(c, top)[0], _get(c, top)[0], _get(c, nested)[0], _get(c, nested)[0]]
@@ -378,6 +385,7 @@ def test_headers_the_broker_writes_have_rabbitmqs_types(target: Target) -> None:
                "headers": {"z": Short(1), "a": Long(2)}}))
     c.read_until(lambda _c, m: isinstance(m, QueueDeclareOk) and m.queue == source)
     get_ok, _ = _get(c, source, no_ack=False)
+    assert isinstance(get_ok, BasicGetOk)
     c.send(encode_method_frame(1, BasicReject(delivery_tag=get_ok.delivery_tag,
                                               requeue=False)))
     deadline = time.monotonic() + READ_SECONDS

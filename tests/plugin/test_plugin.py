@@ -434,3 +434,29 @@ def test_the_helpers_run_against_rabbitmq_in_a_vhost_of_their_own(
     result.stdout.fnmatch_lines(["*explain() tells embroker's routing model: needs embroker's "
                                  "internals, not available with the reference RabbitMQ"])
     result.stdout.fnmatch_lines(["*the virtual clock (clock=True) needs embroker's internals*"])
+
+
+def test_amqp10_url_serves_proton(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("proton")
+    pytester.makepyfile("""
+        from proton import Message
+        from proton.utils import BlockingConnection
+
+        def test_amqp10(broker, amqp10_url, amqp_url):
+            broker.connect().channel().queue_declare("jobs")
+            assert amqp10_url == amqp_url.rstrip("/")  # one listener serves both protocols
+            conn = BlockingConnection(amqp10_url, allowed_mechs="PLAIN")
+            conn.create_sender("/queues/jobs").send(Message(body="hi"))
+            conn.close()
+            assert broker.queues["jobs"].message_count == 1
+    """)
+    run(pytester).assert_outcomes(passed=1)
+
+
+def test_amqp10_url_with_the_reference(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        def test_url(amqp10_url):
+            assert amqp10_url == "amqp://guest:guest@rabbit.example:5672"
+    """)
+    run(pytester, "--embroker-reference",
+        "amqp://guest:guest@rabbit.example:5672/").assert_outcomes(passed=1)

@@ -22,6 +22,7 @@ class Client:
     """The client end: encodes methods and messages, decodes what the server sent."""
 
     def __init__(self, broker: Broker, **kwargs: Any) -> None:
+        kwargs.setdefault("loopback", True)  # as from 127.0.0.1 (guest logs in from there only)
         self.server = ServerConnection(broker, peer="test", **kwargs)
         self.parser = a.FrameParser(max_frame_size=131072)
         self.assembler = ContentAssembler()

@@ -1,0 +1,496 @@
+"""AMQP 1.0 messages (Part 3 section 3.2) and their mapping to and from the broker's messages.
+
+A transfer's payload is a sequence of sections: header, delivery-annotations,
+message-annotations, then the *bare message* (properties, application-properties, the body:
+data sections, amqp-sequence sections or one amqp-value, then a footer). :func:`parse_message`
+splits it, reads header, properties and application-properties, and keeps the bytes from the
+bare message on untouched, so a 1.0 consumer gets them back byte for byte (only the header and
+the message annotations are the broker's to write).
+
+The mapping to the model's (0-9-1) message is RabbitMQ 4's (``mc_amqpl``):
+
+=========================  ==============================================================
+AMQP 1.0                   0-9-1 property
+=========================  ==============================================================
+header.durable             delivery_mode 2 (else 1)
+header.priority            priority
+header.ttl                 expiration (milliseconds, as text)
+properties.message-id      message_id: a string as is (over 255 bytes: header
+                           ``x-message-id``), a uuid as ``urn:uuid:...``, a ulong in decimal,
+                           binary in header ``x-message-id``
+properties.correlation-id  correlation_id, the same way (``x-correlation-id``)
+properties.user-id         user_id
+properties.reply-to        reply_to
+properties.content-type    content_type
+content-encoding           content_encoding
+properties.creation-time   timestamp (milliseconds to seconds)
+properties.group-id        app_id
+application-properties     headers (string keys); values as RabbitMQ maps them
+message-annotations x-...  headers (``x-cc`` as ``CC``)
+one or more data sections  the body, concatenated
+any other body             the encoded sections, with type ``amqp-1.0``
+=========================  ==============================================================
+
+and back the other way for a message published over 0-9-1 (a ``urn:uuid:`` message id becomes
+a uuid; headers whose names begin with ``x-`` become message annotations, the others
+application properties; a body of type ``amqp-1.0`` is decoded back into its sections).
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from .. import fieldtypes
+from ._definitions import (
+    SECTION_AMQP_SEQUENCE,
+    SECTION_AMQP_VALUE,
+    SECTION_APPLICATION_PROPERTIES,
+    SECTION_DATA,
+    SECTION_DELIVERY_ANNOTATIONS,
+    SECTION_FOOTER,
+    SECTION_HEADER,
+    SECTION_MESSAGE_ANNOTATIONS,
+    SECTION_NAMES,
+    SECTION_PROPERTIES,
+    Header,
+    Properties,
+)
+from ._errors import DecodeError
+from ._types import (
+    Byte,
+    Described,
+    Float,
+    Int,
+    Short,
+    Symbol,
+    Timestamp,
+    UByte,
+    UInt,
+    ULong,
+    UShort,
+    decode_value,
+    encode_value,
+    skip_value,
+)
+
+if TYPE_CHECKING:
+    from ..model import Message
+
+__all__ = ["AMQP10_TYPE", "Kept", "ParsedMessage", "parse_message", "to_amqp10", "to_model"]
+
+#: The 0-9-1 ``type`` of a message whose body is AMQP 1.0 sections other than data.
+AMQP10_TYPE: Final = "amqp-1.0"
+_UTC = datetime.timezone.utc
+_ORDER: Final = {SECTION_HEADER: 0, SECTION_DELIVERY_ANNOTATIONS: 1,
+                 SECTION_MESSAGE_ANNOTATIONS: 2, SECTION_PROPERTIES: 3,
+                 SECTION_APPLICATION_PROPERTIES: 4, SECTION_DATA: 5, SECTION_AMQP_SEQUENCE: 5,
+                 SECTION_AMQP_VALUE: 5, SECTION_FOOTER: 6}
+
+
+@dataclass(slots=True)
+class ParsedMessage:
+    """A message as a 1.0 sender transferred it.
+
+    Attributes:
+        header, properties: the sections (``None`` when left out).
+        message_annotations, application_properties: the maps (empty when left out).
+        body_kind: ``SECTION_DATA``, ``SECTION_AMQP_SEQUENCE`` or ``SECTION_AMQP_VALUE`` (0
+            when the message has no body).
+        data: for data sections, their bytes concatenated.
+        bare: the bytes from the bare message on (properties to the footer).
+        body: the bytes of the body sections and the footer.
+    """
+
+    header: Header | None = None
+    properties: Properties | None = None
+    message_annotations: dict[Any, Any] = field(default_factory=dict)
+    application_properties: dict[Any, Any] = field(default_factory=dict)
+    body_kind: int = 0
+    data: bytes = b""
+    bare: bytes = b""
+    body: bytes = b""
+
+
+def _section_code(descriptor: Any) -> int:
+    if isinstance(descriptor, ULong):
+        return int(descriptor)
+    if isinstance(descriptor, Symbol):
+        return SECTION_NAMES.get(descriptor, -1)
+    return -1
+
+
+def parse_message(payload: bytes) -> ParsedMessage:
+    """Split a transfer payload into its sections (Part 3 section 3.2).
+
+    Raises:
+        DecodeError: not a sequence of message sections in the spec's order.
+    """
+    message = ParsedMessage()
+    pos, end = 0, len(payload)
+    last = -1
+    bare_start = body_start = -1
+    data = []
+    while pos < end:
+        if payload[pos] != 0x00:
+            raise DecodeError("a message section must be a described value")
+        if payload[pos + 1:pos + 2] == b"\x53" and pos + 3 <= end:
+            descriptor = code = payload[pos + 2]  # the usual smallulong descriptor
+            value_pos = pos + 3
+        else:
+            descriptor, value_pos = decode_value(payload, pos + 1)
+            code = _section_code(descriptor)
+        order = _ORDER.get(code)
+        if order is None:
+            raise DecodeError(f"unknown message section {descriptor!r}")
+        if order < last or (order == last and order != 5):
+            raise DecodeError("message sections out of order or repeated")
+        if order == 5 and message.body_kind and (
+                code != message.body_kind or code == SECTION_AMQP_VALUE):
+            raise DecodeError("a body is data sections, amqp-sequence sections or one "
+                              "amqp-value")
+        if order >= 3 and bare_start < 0:
+            bare_start = pos
+        if order >= 5 and body_start < 0:
+            body_start = pos
+        last = order
+        if code in (SECTION_HEADER, SECTION_PROPERTIES):
+            value: Any
+            if payload[value_pos:value_pos + 1] == b"\x45":  # empty, as proton often sends
+                value, pos = (Header() if code == SECTION_HEADER else Properties()), value_pos + 1
+            else:
+                value, pos = decode_value(payload, pos)
+            if code == SECTION_HEADER:
+                message.header = value
+            else:
+                message.properties = value
+            continue
+        if code in (SECTION_MESSAGE_ANNOTATIONS, SECTION_APPLICATION_PROPERTIES):
+            value, pos = decode_value(payload, value_pos)
+            if value is not None and not isinstance(value, dict):
+                raise DecodeError("annotations and application-properties must be maps")
+            if code == SECTION_MESSAGE_ANNOTATIONS:
+                message.message_annotations = value or {}
+            else:
+                message.application_properties = value or {}
+            continue
+        if code == SECTION_DATA:
+            value, pos = decode_value(payload, value_pos)
+            if not isinstance(value, bytes):
+                raise DecodeError("a data section holds binary")
+            data.append(value)
+            message.body_kind = code
+            continue
+        pos = skip_value(payload, value_pos)
+        if code in (SECTION_AMQP_SEQUENCE, SECTION_AMQP_VALUE):
+            message.body_kind = code
+    if bare_start >= 0:
+        message.bare = payload[bare_start:]
+    if body_start >= 0:
+        message.body = payload[body_start:]
+    message.data = b"".join(data)
+    return message
+
+
+# -- 1.0 -> model -------------------------------------------------------------------------------
+
+def _value_to_091(value: Any) -> Any:
+    """An AMQP 1.0 value as a 0-9-1 header value, typed as RabbitMQ's ``to_091`` types it
+    (a long stays a long, a uint an unsignedint...)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, Timestamp):
+        seconds = value // 1000
+        return datetime.datetime.fromtimestamp(seconds, _UTC) \
+            if -62135596800 <= seconds <= 253402300799 else fieldtypes.Timestamp(seconds)
+    if isinstance(value, int):
+        kind = _TO_091_INTS.get(type(value))
+        if kind is not None:
+            return kind(value)
+        return fieldtypes.Long(value) if -(2**63) <= value < 2**63 else str(value)
+    if isinstance(value, Float):
+        return fieldtypes.Float32(value)
+    if isinstance(value, (float, bytes)):
+        return float(value) if isinstance(value, float) else bytes(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, uuid.UUID):
+        return f"urn:uuid:{value}"
+    if isinstance(value, list):
+        return [_value_to_091(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _value_to_091(v) for k, v in value.items()}
+    if isinstance(value, Described):
+        return _value_to_091(value.value)
+    return str(value)  # pragma: no cover - every decoded type is handled above
+
+
+#: RabbitMQ's ``to_091`` for the integer types (a ulong travels as a long).
+_TO_091_INTS: Final[dict[type[int], type[int]]] = {
+    Byte: fieldtypes.Byte, UByte: fieldtypes.UnsignedByte, Short: fieldtypes.Short,
+    UShort: fieldtypes.UnsignedShort, Int: int, UInt: fieldtypes.UnsignedInt,
+    ULong: fieldtypes.Long,
+}
+
+
+def _id_to_091(value: Any, header: str, headers: dict[str, Any]) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, uuid.UUID):
+        return f"urn:uuid:{value}"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, bytes):
+        headers[header] = value
+        return None
+    if len(value.encode("utf-8")) <= 255:
+        return str(value)
+    headers[header] = str(value)
+    return None
+
+
+#: Message annotations RabbitMQ keeps to itself rather than showing as 0-9-1 headers.
+_INTERNAL_ANNOTATIONS: Final = frozenset({"x-exchange", "x-routing-key", "x-basic-type",
+                                          "x-basic-delivery-mode", "x-basic-priority",
+                                          "x-basic-expiration", "x-opt-deaths"})
+
+
+def to_model(message: ParsedMessage) -> tuple[dict[str, Any], bytes]:
+    """The 0-9-1 properties and body of a 1.0 message (see the module docstring)."""
+    props: dict[str, Any] = {}
+    headers: dict[str, Any] = {}
+    annotations = message.message_annotations
+    for key, value in annotations.items():
+        if not isinstance(key, str) or not key.startswith("x-") or key in _INTERNAL_ANNOTATIONS:
+            continue
+        if len(key.encode()) > 255:
+            continue
+        headers["CC" if key == "x-cc" else key] = _value_to_091(value)
+    for key, value in message.application_properties.items():
+        if isinstance(key, str) and len(key.encode()) <= 255:
+            headers[key] = _value_to_091(value)
+    header = message.header
+    if header is not None:
+        props["delivery_mode"] = 2 if header.durable else 1
+        if header.priority is not None:
+            props["priority"] = int(header.priority)
+        if header.ttl is not None:
+            props["expiration"] = str(int(header.ttl))
+    p = message.properties
+    if p is not None:
+        message_id = _id_to_091(p.message_id, "x-message-id", headers)
+        if message_id is not None:
+            props["message_id"] = message_id
+        correlation_id = _id_to_091(p.correlation_id, "x-correlation-id", headers)
+        if correlation_id is not None:
+            props["correlation_id"] = correlation_id
+        if p.user_id is not None:
+            try:
+                user = p.user_id.decode("utf-8")
+            except UnicodeDecodeError:
+                user = None
+            if user is not None and len(p.user_id) <= 255:
+                props["user_id"] = user
+        if p.reply_to is not None and len(p.reply_to.encode()) <= 255:
+            props["reply_to"] = p.reply_to
+        if p.content_type is not None:
+            props["content_type"] = str(p.content_type)[:255]
+        if p.content_encoding is not None:
+            props["content_encoding"] = str(p.content_encoding)[:255]
+        if p.creation_time is not None:
+            props["timestamp"] = max(0, int(p.creation_time) // 1000)
+        if p.group_id is not None and len(p.group_id.encode()) <= 255:
+            props["app_id"] = p.group_id
+    if message.body_kind == SECTION_DATA:
+        body = message.data
+        basic_type = annotations.get("x-basic-type")
+        if isinstance(basic_type, str):
+            props["type"] = str(basic_type)
+    else:
+        body = message.body
+        props["type"] = AMQP10_TYPE
+    if headers:
+        props["headers"] = headers
+    return props, body
+
+
+# -- model -> 1.0 -------------------------------------------------------------------------------
+
+def _value_from_091(value: Any) -> Any:
+    """A 0-9-1 header value as an AMQP 1.0 value (RabbitMQ's ``from_091``)."""
+    if isinstance(value, bool) or value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, fieldtypes.Timestamp):
+        return Timestamp(int(value) * 1000)
+    if isinstance(value, int):
+        kind = _FROM_091_INTS.get(type(value))
+        if kind is not None:
+            return kind(value)
+        return Int(value) if -(2**31) <= value < 2**31 else int(value)
+    if isinstance(value, fieldtypes.Float32):
+        return Float(value)
+    if isinstance(value, (float, str)):
+        return value
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_UTC)
+        return Timestamp(int(value.timestamp()) * 1000)
+    if isinstance(value, (list, tuple)):
+        return [_value_from_091(v) for v in value]
+    if isinstance(value, dict):
+        return {Symbol(k) if isinstance(k, str) and k.isascii() else str(k): _value_from_091(v)
+                for k, v in value.items()}
+    return str(value)
+
+
+_FROM_091_INTS: Final[dict[type[int], type[int]]] = {
+    fieldtypes.Byte: Byte, fieldtypes.UnsignedByte: UByte, fieldtypes.Short: Short,
+    fieldtypes.UnsignedShort: UShort, fieldtypes.UnsignedInt: UInt, fieldtypes.Long: int,
+}
+
+
+def _id_from_091(value: str | None) -> Any:
+    if value is None:
+        return None
+    if value.startswith("urn:uuid:"):
+        try:
+            return uuid.UUID(value[9:])
+        except ValueError:
+            return value
+    return value
+
+
+@dataclass(slots=True)
+class Kept:
+    """What a 1.0 publish leaves on the model's message: the annotations and the bytes of the
+    bare message, valid while the message keeps the properties dict it was published with."""
+
+    properties: dict[str, Any]
+    message_annotations: dict[Any, Any]
+    bare: bytes
+
+
+def to_amqp10(message: Message, *, first_acquirer: bool, delivery_count: int,
+              annotations: dict[Any, Any]) -> bytes:
+    """The transfer payload that delivers ``message`` to a 1.0 receiver.
+
+    Args:
+        message: the model's message.
+        first_acquirer: whether this is the message's first delivery.
+        delivery_count: how many failed deliveries it had before.
+        annotations: message annotations the broker adds (``x-exchange``, ``x-routing-key``).
+    """
+    props = message.properties
+    priority = props.get("priority")
+    expiration = props.get("expiration")
+    durable = props.get("delivery_mode") == 2
+    if priority is None and expiration is None and not delivery_count:
+        # The usual header, without the tables: durable, priority, ttl, first-acquirer.
+        out = bytearray(_SHORT_HEADERS[durable, first_acquirer])
+    else:
+        out = bytearray()
+        ttl = None
+        if isinstance(expiration, str) and expiration.isdigit():
+            ttl = UInt(min(int(expiration), 0xFFFFFFFF))
+        Header(durable=durable,
+               priority=UByte(priority) if isinstance(priority, int) and 0 <= priority < 256
+               else None, ttl=ttl, first_acquirer=first_acquirer,
+               delivery_count=UInt(delivery_count)).encode_into(out)
+    kept = message.amqp10
+    if isinstance(kept, Kept) and kept.properties is props:
+        if kept.message_annotations:
+            out += b"\x00\x53\x72"
+            encode_value(_annotation_keys({**kept.message_annotations, **annotations}), out)
+        elif annotations:
+            out += _encode_annotations(annotations)
+        out += kept.bare
+        return bytes(out)
+    headers = props.get("headers") or {}
+    mapped: dict[Any, Any] = {}
+    app: dict[Any, Any] = {}
+    for key, value in headers.items():
+        if key.startswith("x-"):
+            mapped[Symbol(key) if key.isascii() else key] = _value_from_091(value)
+        elif key == "CC" and isinstance(value, list):
+            mapped[Symbol("x-cc")] = _value_from_091(value)
+        elif not isinstance(value, (list, tuple, dict)):
+            app[key] = _value_from_091(value)
+    basic_type = props.get("type")
+    if isinstance(basic_type, str) and basic_type != AMQP10_TYPE:
+        mapped[Symbol("x-basic-type")] = basic_type
+    mapped.update(_annotation_keys(annotations))
+    if mapped:
+        out += b"\x00\x53\x72"
+        encode_value(mapped, out)
+    timestamp = props.get("timestamp")
+    if isinstance(timestamp, datetime.datetime):
+        timestamp = int(timestamp.replace(tzinfo=timestamp.tzinfo or _UTC).timestamp())
+    user_id = props.get("user_id")
+    content_type = props.get("content_type")
+    content_encoding = props.get("content_encoding")
+    Properties(
+        message_id=_id_from_091(props.get("message_id")),
+        user_id=user_id.encode() if isinstance(user_id, str) else None,
+        reply_to=props.get("reply_to"),
+        correlation_id=_id_from_091(props.get("correlation_id")),
+        content_type=Symbol(content_type) if isinstance(content_type, str)
+        and content_type.isascii() else None,
+        content_encoding=Symbol(content_encoding) if isinstance(content_encoding, str)
+        and content_encoding.isascii() else None,
+        creation_time=Timestamp(timestamp * 1000) if isinstance(timestamp, int) else None,
+        group_id=props.get("app_id"),
+    ).encode_into(out)
+    if app:
+        out += b"\x00\x53\x74"
+        encode_value(app, out)
+    if basic_type == AMQP10_TYPE and _is_sections(message.body):
+        out += message.body
+    else:
+        out += b"\x00\x53\x75"
+        encode_value(message.body, out)
+    return bytes(out)
+
+
+_SHORT_HEADERS: Final = {(durable, first): Header(durable=durable, first_acquirer=first).encode()
+                         for durable in (False, True) for first in (False, True)}
+
+
+def _encode_annotations(annotations: dict[Any, Any]) -> bytes:
+    # A map of symbols to strings (x-exchange, x-routing-key), built directly.
+    body = bytearray()
+    for key, value in annotations.items():
+        if not isinstance(value, str) or not isinstance(key, str):
+            return b"\x00\x53\x72" + bytes(encode_value(_annotation_keys(annotations)))
+        raw_key = key.encode("ascii")
+        raw = value.encode("utf-8")
+        body += b"\xa3" + bytes((len(raw_key),)) + raw_key
+        body += (b"\xa1" + bytes((len(raw),)) if len(raw) < 256
+                 else b"\xb1" + len(raw).to_bytes(4, "big")) + raw
+    count = 2 * len(annotations)
+    if len(body) + 1 < 256:
+        return b"\x00\x53\x72\xc1" + bytes((len(body) + 1, count)) + body
+    return (b"\x00\x53\x72\xd1" + (len(body) + 4).to_bytes(4, "big")
+            + count.to_bytes(4, "big") + bytes(body))
+
+
+def _annotation_keys(annotations: dict[Any, Any]) -> dict[Any, Any]:
+    return {Symbol(k) if isinstance(k, str) and not isinstance(k, Symbol) and k.isascii()
+            else k: v for k, v in annotations.items()}
+
+
+def _is_sections(body: bytes) -> bool:
+    try:
+        parsed = parse_message(body)
+    except DecodeError:
+        return False
+    return bool(parsed.body_kind)
+
+
+def encode_body_value(value: Any) -> bytes:
+    """An amqp-value section holding ``value`` (for tests and tools)."""
+    out = bytearray(b"\x00\x53\x77")
+    encode_value(value, out)
+    return bytes(out)
+

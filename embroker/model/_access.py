@@ -1,0 +1,741 @@
+"""Users, passwords and permissions: who may connect, to which virtual host, and do what.
+
+Theory of operation
+-------------------
+This module is RabbitMQ 3.10's internal authentication and authorization backend
+(``rabbit_auth_backend_internal``, ``rabbit_access_control``, ``rabbit_password``) and the
+permission checks of ``rabbit_channel``, in one place. Everything here is plain data read under
+the broker's lock; nothing is cached, so a change of permissions counts from the next check.
+
+**Users.** :class:`AccessControl` keeps the users (name, password, tags), their permissions per
+virtual host (three regular expressions: configure, write, read) and their topic permissions per
+exchange (two: write, read). A password is kept as given (a plain string) or as RabbitMQ's salted
+hash (:class:`HashedPassword`, from a definitions file): base64 of a 4-byte salt followed by
+``hash(salt + password)``, the hash named by ``hashing_algorithm`` (SHA-256, SHA-512 or MD5).
+
+**Logging in** (connection.start-ok, :meth:`AccessControl.login`): the user must exist, the
+password must not be blank and must match (a user without a password never logs in with one),
+and a user listed in ``loopback_users`` (``guest`` by default) must come over a loopback
+interface. Every refusal looks the same to the client (403 "Login was refused..."), as in
+RabbitMQ.
+
+**Opening a vhost** (connection.open, :meth:`AccessControl.check_vhost`): the user needs a
+permissions entry for it, whatever its expressions (530 "access to vhost '/' refused for user
+'bob'").
+
+**Each operation** (:class:`Grant`, one per connection) checks what ``rabbit_channel`` checks,
+in RabbitMQ's order, before the model acts (a denied operation changes nothing):
+
+=====================================  ====================================================
+operation                              permissions
+=====================================  ====================================================
+exchange.declare                       configure on the exchange; a new exchange with an
+                                       ``alternate-exchange``: read on it, write on the AE
+exchange.delete                        configure on the exchange
+queue.declare                          configure on the queue (server-named: on the name the
+                                       server made); a new queue with a dead-letter
+                                       exchange: read on the queue, write on the DLX
+queue.delete                           configure on the queue
+queue.bind / unbind, exchange.bind /   write on the destination, read on the source; on a
+unbind                                 topic source, the topic read permission on the key
+basic.publish                          write on the exchange (the default exchange is
+                                       ``amq.default``); on a topic exchange, the topic
+                                       write permission on the routing key
+basic.consume, basic.get, queue.purge  read on the queue
+passive declares, everything else      nothing
+=====================================  ====================================================
+
+An expression grants a name when it matches somewhere in it (PCRE's ``re:run``, here Python's
+:mod:`re` over the UTF-8 bytes, so ``.`` is one byte as in RabbitMQ); ``""`` grants nothing
+(``^$`` matches only the empty name). A refusal is 403 "access to queue 'q' in vhost '/' refused
+for user 'alice'". A topic permission with no entry for the exchange allows every key; its
+expressions may use ``{username}`` and ``{vhost}``, replaced before matching.
+
+**Who is checked.** Every connection over the wire; an in-process connection opened with
+``broker.connect(user=...)`` (as RabbitMQ's direct connections, without a password); not the
+in-process connection a test opens with plain ``broker.connect()``, nor the broker's own work
+(definitions, dead-lettering, alternate exchanges).
+
+**Changes while connected.** Permissions count from the next check; clearing them leaves the
+connection open. Deleting a user closes its connections (320 CONNECTION_FORCED "user 'bob' is
+deleted"). Tags are read at login: the ``impersonator`` tag lets a user publish with another
+user's ``user_id``.
+
+**Default users.** The users a broker is made with (``Broker(users=...)``, guest/guest by
+default; ``serve --user``) act as the administrators who create its virtual hosts: each gets
+full permissions (``.*``, ``.*``, ``.*``) on every virtual host when it is created (``/`` and the
+others given to ``Broker``, :meth:`~embroker.Broker.add_vhost`, a definitions file's vhosts), as
+RabbitMQ grants them to the user who creates a vhost. From then on they are ordinary
+permissions: :meth:`UserAdministration.set_permissions` and ``clear_permissions`` change them per
+vhost, and a definitions file's ``permissions`` replace them. So a broker nobody restricts
+behaves as before permissions were enforced. Users added with
+:meth:`UserAdministration.add_user` or loaded from definitions start with none, as in RabbitMQ.
+
+Where embroker differs: RabbitMQ's channels cache up to 12 recent successful checks until the
+channel goes idle, so for a moment an open channel may still do what a revoked permission
+allowed; embroker checks afresh every time. Expressions are compiled by Python's :mod:`re`, so
+PCRE-only syntax (``\\Q...\\E``...) is refused when set.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import hmac
+import ipaddress
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
+
+from ..errors import AccessControlError, AccessRefused, ConnectionForced, DefinitionsError, NotAllowed
+from ._exchange import EXCHANGE_TYPES
+
+if TYPE_CHECKING:
+    from ._broker import Broker
+    from ._connection import Connection
+    from ._message import Message
+    from ._vhost import VirtualHost
+
+__all__ = [
+    "FULL_ACCESS", "HASHING_ALGORITHMS", "MD5", "SHA256", "SHA512", "AccessControl", "Grant",
+    "HashedPassword", "Permissions", "TopicPermissions", "User", "UserAdministration",
+    "hash_password", "is_loopback",
+]
+
+# -- passwords ---------------------------------------------------------------------------------
+
+#: ``hashing_algorithm`` values (RabbitMQ's module names) and the hash each one names.
+SHA256: Final = "rabbit_password_hashing_sha256"
+SHA512: Final = "rabbit_password_hashing_sha512"
+MD5: Final = "rabbit_password_hashing_md5"
+HASHING_ALGORITHMS: Final[Mapping[str, Callable[[bytes], Any]]] = {
+    SHA256: hashlib.sha256, SHA512: hashlib.sha512, MD5: hashlib.md5,
+}
+
+
+@final
+class HashedPassword(str):
+    """A password known only by its RabbitMQ hash (base64 of a 4-byte salt and
+    ``hash(salt + password)``): compares equal to the passwords it matches.
+
+    >>> stored = HashedPassword(hash_password("s3cret"))
+    >>> stored == "s3cret", stored != "wrong"
+    (True, True)
+
+    An empty hash (a user without a password) matches no password.
+
+    Raises:
+        DefinitionsError: an unknown ``algorithm``.
+    """
+
+    algorithm: str
+
+    def __new__(cls, password_hash: str, algorithm: str = SHA256) -> HashedPassword:
+        if algorithm not in HASHING_ALGORITHMS:
+            raise DefinitionsError(f"unknown hashing_algorithm {algorithm!r} (embroker knows "
+                                   f"{', '.join(HASHING_ALGORITHMS)})")
+        self = super().__new__(cls, password_hash)
+        self.algorithm = algorithm
+        return self
+
+    def matches(self, password: str) -> bool:
+        """Whether ``password`` hashes to this hash (``rabbit_auth_backend_internal``)."""
+        try:
+            raw = base64.b64decode(str(self), validate=True)
+        except ValueError:
+            return False
+        if len(raw) < 4:  # no salt: no password can match
+            return False
+        salt, digest = raw[:4], raw[4:]
+        computed = HASHING_ALGORITHMS[self.algorithm](salt + password.encode()).digest()
+        return hmac.compare_digest(computed, digest)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, HashedPassword):
+            return str.__eq__(self, other)
+        return isinstance(other, str) and self.matches(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = str.__hash__
+
+    def __repr__(self) -> str:
+        return f"HashedPassword({str(self)!r})"
+
+
+def hash_password(password: str, salt: bytes | None = None, algorithm: str = SHA256) -> str:
+    """RabbitMQ's hash of ``password`` (``rabbit_password:hash/2``): base64 of a 4-byte salt
+    (random unless given) followed by ``hash(salt + password)``."""
+    salt = os.urandom(4) if salt is None else salt
+    digest = HASHING_ALGORITHMS[algorithm](salt + password.encode()).digest()
+    return base64.b64encode(salt + digest).decode()
+
+
+def _password_matches(stored: str, given: str) -> bool:
+    if isinstance(stored, HashedPassword):
+        return stored.matches(given)
+    return hmac.compare_digest(stored.encode(), given.encode())
+
+
+# -- addresses ---------------------------------------------------------------------------------
+
+
+def is_loopback(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether ``address`` is a loopback address as RabbitMQ counts them (``rabbit_net``):
+    127.0.0.0/8, ``::1``, and 127.0.0.0/8 mapped into IPv6 (``::ffff:127.0.0.1``).
+
+    >>> is_loopback(ipaddress.ip_address("127.0.0.2")), is_loopback(ipaddress.ip_address("::1"))
+    (True, True)
+    >>> is_loopback(ipaddress.ip_address("::ffff:127.0.0.1"))
+    True
+    >>> is_loopback(ipaddress.ip_address("192.0.2.7"))
+    False
+    """
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+# -- permissions -------------------------------------------------------------------------------
+
+
+class Permissions(NamedTuple):
+    """A user's permissions in a virtual host: three regular expressions over resource names."""
+
+    configure: str
+    write: str
+    read: str
+
+
+class TopicPermissions(NamedTuple):
+    """A user's topic permissions on one topic exchange: expressions over routing keys."""
+
+    exchange: str
+    write: str
+    read: str
+
+
+#: What the default users have on every virtual host.
+FULL_ACCESS: Final = Permissions(".*", ".*", ".*")
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(pattern: bytes) -> re.Pattern[bytes] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+def _grants(expression: str, name: str) -> bool:
+    """Whether a permission expression grants ``name``: RabbitMQ's ``re:run`` (a match
+    anywhere), with ``""`` meaning ``^$``."""
+    if expression == ".*":
+        return True
+    compiled = _compiled((expression or "^$").encode())
+    return compiled is not None and compiled.search(name.encode()) is not None
+
+
+def _validate_expression(expression: str) -> None:
+    try:
+        re.compile(expression.encode())
+    except re.error as exc:
+        raise AccessControlError(f"invalid regular expression '{expression}': {exc}") from None
+
+
+def _expand_topic_variables(expression: str, user: str, vhost: str) -> str:
+    # rabbit_auth_backend_internal:expand_topic_permission/2 folds over the map
+    # #{<<"username">>, <<"vhost">>} in key order: username first.
+    return expression.replace("{username}", user).replace("{vhost}", vhost)
+
+
+@final
+class User:
+    """A user: name, password (plain, or a :class:`HashedPassword`), tags and limits (kept for
+    definitions, not enforced), and whether it is one of the broker's default users (given full
+    permissions on each virtual host created)."""
+
+    __slots__ = ("default", "limits", "name", "password", "tags")
+
+    def __init__(self, name: str, password: str, *, tags: Iterable[str] = (),
+                 limits: Mapping[str, Any] | None = None, default: bool = False) -> None:
+        self.name = name
+        self.password = password
+        self.tags = list(tags)
+        self.limits: dict[str, Any] = dict(limits or {})
+        self.default = default
+
+    def __repr__(self) -> str:
+        return f"<User '{self.name}' tags={self.tags}{' (default)' if self.default else ''}>"
+
+
+@final
+class AccessControl:
+    """A broker's users and their permissions, and the checks RabbitMQ makes with them.
+
+    Args:
+        users: the default users (name: password): each gets full permissions on every virtual
+            host created (see the module's documentation).
+        loopback_users: users that may only connect over a loopback interface.
+    """
+
+    def __init__(self, users: Mapping[str, str], loopback_users: Iterable[str] = ("guest",)) -> None:
+        self.users: dict[str, User] = {
+            name: User(name, password, tags=["administrator"] if name == "guest" else [],
+                       default=True)
+            for name, password in users.items()}
+        #: Names of the users refused unless they come over a loopback interface.
+        self.loopback_users: set[str] = set(loopback_users)
+        self._permissions: dict[tuple[str, str], Permissions] = {}
+        self._topic_permissions: dict[tuple[str, str, str], TopicPermissions] = {}
+
+    # -- authentication ------------------------------------------------------------------------
+
+    def login(self, name: str, password: str, *, loopback: bool) -> bool:
+        """Whether ``name`` may log in with ``password`` from a client that came over a loopback
+        interface (``loopback``) or not: an existing user, a non-blank password that matches,
+        and not a loopback-only user from elsewhere."""
+        user = self.users.get(name)
+        if user is None or password == "":  # RabbitMQ refuses blank passwords outright
+            return False
+        if not _password_matches(user.password, password):
+            return False
+        return loopback or name not in self.loopback_users
+
+    # -- authorization -------------------------------------------------------------------------
+
+    def permissions(self, user: str, vhost: str) -> Permissions | None:
+        """The permissions ``user`` has in ``vhost`` (None: no access to it)."""
+        return self._permissions.get((user, vhost))
+
+    def check_vhost(self, user: str, vhost: str) -> None:
+        """Raise NotAllowed (530) unless ``user`` has permissions in ``vhost``."""
+        if self.permissions(user, vhost) is None:
+            raise NotAllowed(f"access to vhost '{vhost}' refused for user '{user}'")
+
+    def check(self, user: str, vhost: str, kind: str, name: str, permission: str) -> None:
+        """Raise AccessRefused (403) unless ``user`` has ``permission`` ("configure", "write"
+        or "read") on the ``kind`` ("queue" or "exchange") called ``name`` in ``vhost``."""
+        if kind == "exchange" and name == "":
+            name = "amq.default"  # rabbit_access_control:check_resource_access/4
+        granted = self.permissions(user, vhost)
+        if granted is None or not _grants(getattr(granted, permission), name):
+            raise AccessRefused(
+                f"access to {kind} '{name}' in vhost '{vhost}' refused for user '{user}'")
+
+    def check_topic(self, user: str, vhost: str, exchange: str, routing_key: str,
+                    permission: str) -> None:
+        """Raise AccessRefused (403) unless the topic permission ``permission`` ("write" or
+        "read") of ``user`` on ``exchange`` allows ``routing_key`` (no entry allows all)."""
+        entry = self._topic_permissions.get((user, vhost, exchange))
+        if entry is None:
+            return
+        expression = _expand_topic_variables(getattr(entry, permission), user, vhost)
+        if not _grants(expression, routing_key):
+            raise AccessRefused(
+                f"access to topic '{routing_key}' in exchange '{exchange}' in vhost '{vhost}' "
+                f"refused for user '{user}'")
+
+    def topic_permissions(self, user: str, vhost: str) -> list[TopicPermissions]:
+        """The topic permissions of ``user`` in ``vhost``, by exchange name."""
+        return sorted(entry for (u, v, _x), entry in self._topic_permissions.items()
+                      if u == user and v == vhost)
+
+    # -- changes (the broker checks that users and vhosts exist) -------------------------------
+
+    def vhost_added(self, vhost: str) -> None:
+        """A virtual host was created: the default users get full permissions on it (as
+        RabbitMQ gives them to the user who creates a vhost)."""
+        for user in self.users.values():
+            if user.default:
+                self._permissions.setdefault((user.name, vhost), FULL_ACCESS)
+
+    def set_permissions(self, user: str, vhost: str, permissions: Permissions) -> None:
+        for expression in permissions:
+            _validate_expression(expression)
+        self._permissions[(user, vhost)] = permissions
+
+    def clear_permissions(self, user: str, vhost: str) -> None:
+        self._permissions.pop((user, vhost), None)
+
+    def set_topic_permissions(self, user: str, vhost: str, permissions: TopicPermissions) -> None:
+        _validate_expression(permissions.write)
+        _validate_expression(permissions.read)
+        self._topic_permissions[(user, vhost, permissions.exchange)] = permissions
+
+    def clear_topic_permissions(self, user: str, vhost: str, exchange: str | None = None) -> None:
+        for key in [k for k in self._topic_permissions
+                    if k[0] == user and k[1] == vhost and (exchange is None or k[2] == exchange)]:
+            del self._topic_permissions[key]
+
+    def forget(self, user: str) -> None:
+        """Remove a user with its permissions and topic permissions."""
+        self.users.pop(user, None)
+        for key in [k for k in self._permissions if k[0] == user]:
+            del self._permissions[key]
+        for tkey in [k for k in self._topic_permissions if k[0] == user]:
+            del self._topic_permissions[tkey]
+
+    def grant(self, user: str, vhost: str) -> Grant:
+        """What a connection of ``user`` to ``vhost`` may do, checked live."""
+        return Grant(self, user, vhost)
+
+
+# -- what one connection may do ------------------------------------------------------------------
+
+
+@final
+class Grant:
+    """The permission checks of one connection (``rabbit_channel``'s ``check_*_permitted``),
+    each made at the point RabbitMQ makes it: a check is skipped when the model would refuse the
+    operation for another reason first (an unknown exchange type, the default exchange...), so
+    the error a client sees is RabbitMQ's.
+
+    :data:`UNRESTRICTED` checks nothing (the in-process client's ``broker.connect()``).
+    """
+
+    __slots__ = ("_access", "impersonator", "user", "vhost")
+
+    def __init__(self, access: AccessControl | None, user: str, vhost: str) -> None:
+        self._access = access
+        #: The user checked (``""`` for :data:`UNRESTRICTED`).
+        self.user = user
+        self.vhost = vhost
+        known = access.users.get(user) if access is not None else None
+        #: Whether the user had the ``impersonator`` tag when it logged in (tags are read at
+        #: login, as RabbitMQ's): it may publish with another user's ``user_id``
+        #: (``rabbit_channel:check_user_id_header/2``).
+        self.impersonator = known is not None and "impersonator" in known.tags
+
+    @property
+    def restricted(self) -> bool:
+        return self._access is not None
+
+    def __repr__(self) -> str:
+        if self._access is None:
+            return "<Grant unrestricted>"
+        return f"<Grant user '{self.user}' in vhost '{self.vhost}'>"
+
+    def _check(self, kind: str, name: str, permission: str) -> None:
+        assert self._access is not None
+        self._access.check(self.user, self.vhost, kind, name, permission)
+
+    def exchange_declare(self, vhost: VirtualHost, name: str, type_: str,
+                         arguments: Mapping[str, Any] | None) -> None:
+        """exchange.declare, not passive (passive declares check nothing)."""
+        if self._access is None or type_ not in EXCHANGE_TYPES or name == "":
+            return  # 503 unknown type / 403 default exchange come first
+        self._check("exchange", name, "configure")
+        if name in vhost.exchanges or name.startswith("amq."):
+            return  # an existing exchange (no AE check) / 403 reserved name
+        alternate = (arguments or {}).get("alternate-exchange")
+        if isinstance(alternate, str):  # another type is a 406 first
+            self._check("exchange", name, "read")
+            self._check("exchange", alternate, "write")
+
+    def exchange_delete(self, name: str) -> None:
+        if self._access is None or name == "" or name.startswith("amq."):
+            return  # 403 default exchange / system exchange come first
+        self._check("exchange", name, "configure")
+
+    def queue_declare(self, vhost: VirtualHost, name: str, arguments: Mapping[str, Any]) -> None:
+        """queue.declare, not passive, once the name is known (a server-made one included)."""
+        if self._access is None:
+            return
+        self._check("queue", name, "configure")
+        if name in vhost.queues:
+            return
+        dead_letter_exchange = arguments.get("x-dead-letter-exchange")
+        if isinstance(dead_letter_exchange, str):  # another type is a 406 first
+            self._check("queue", name, "read")
+            self._check("exchange", dead_letter_exchange, "write")
+
+    def queue_delete(self, name: str) -> None:
+        if self._access is not None:
+            self._check("queue", name, "configure")
+
+    def read_queue(self, name: str) -> None:
+        """basic.consume, basic.get, queue.purge."""
+        if self._access is not None:
+            self._check("queue", name, "read")
+
+    def bind(self, vhost: VirtualHost, source: str, kind: str, destination: str,
+             routing_key: str) -> None:
+        """queue.bind/unbind and exchange.bind/unbind (``kind``: the destination's)."""
+        if self._access is None:
+            return
+        self._check(kind, destination, "write")
+        if source == "" or (kind == "exchange" and destination == ""):
+            return  # 403 default exchange comes first
+        self._check("exchange", source, "read")
+        exchange = vhost.exchanges.get(source)
+        if exchange is not None and exchange.type == "topic":
+            self._access.check_topic(self.user, self.vhost, source, routing_key, "read")
+
+    def publish(self, vhost: VirtualHost, message: Message) -> None:
+        """basic.publish (after the size check); a refusal is recorded on the trace, as the
+        model's own refusals of a publish are."""
+        if self._access is None:
+            return
+        try:
+            self._check("exchange", message.exchange, "write")
+            exchange = vhost.exchanges.get(message.exchange)
+            if exchange is None or exchange.internal:
+                return  # 404 / 403 internal come first
+            if exchange.type == "topic":
+                self._access.check_topic(self.user, self.vhost, message.exchange,
+                                         message.routing_key, "write")
+        except AccessRefused as error:
+            vhost.refuse(message, error)
+
+
+#: The grant of connections that are not checked.
+UNRESTRICTED: Final = Grant(None, "", "")
+
+
+# -- the broker's user administration -------------------------------------------------------------
+
+
+class UserAdministration:
+    """The broker's users and permissions, with ``rabbitmqctl``'s command names.
+
+    Raises (every method):
+        AccessControlError: no such user or vhost, a user that exists already, an invalid
+            regular expression.
+    """
+
+    access: AccessControl
+    vhosts: dict[str, VirtualHost]
+    connections: dict[int, Connection]
+    _lock: threading.RLock
+
+    @property
+    def users(self) -> Mapping[str, str]:
+        """The users by name, with their passwords (plain, or a :class:`HashedPassword` that
+        compares equal to the passwords it matches): a read-only snapshot, safe to read while
+        the listener serves (change users with :meth:`add_user`...)."""
+        with self._lock:
+            return MappingProxyType({name: user.password
+                                     for name, user in self.access.users.items()})
+
+    def _user(self, name: str) -> User:
+        try:
+            return self.access.users[name]
+        except KeyError:
+            raise AccessControlError(f"no user '{name}'") from None
+
+    def _vhost_name(self, vhost: str) -> str:
+        if vhost not in self.vhosts:
+            raise AccessControlError(f"no vhost '{vhost}'")
+        return vhost
+
+    def add_user(self, name: str, password: str, *, tags: Iterable[str] = ()) -> None:
+        """``rabbitmqctl add_user``: a user with no permissions (see :meth:`set_permissions`).
+        ``password`` may be a :class:`HashedPassword`."""
+        with self._lock:
+            if name in self.access.users:
+                raise AccessControlError(f"user '{name}' already exists")
+            self.access.users[name] = User(name, password, tags=tags)
+
+    def delete_user(self, name: str) -> None:
+        """``rabbitmqctl delete_user``: the user, its permissions and topic permissions go, and
+        its connections are closed (320 CONNECTION_FORCED "user 'bob' is deleted")."""
+        with self._lock:
+            self._user(name)
+            self.access.forget(name)
+            for connection in list(self.connections.values()):
+                if connection.access.restricted and connection.access.user == name:
+                    connection.close_by_broker(ConnectionForced(f"user '{name}' is deleted"))
+
+    def change_password(self, name: str, password: str) -> None:
+        """``rabbitmqctl change_password`` (open connections stay open)."""
+        with self._lock:
+            self._user(name).password = password
+
+    def clear_password(self, name: str) -> None:
+        """``rabbitmqctl clear_password``: the user can no longer log in with a password."""
+        with self._lock:
+            self._user(name).password = HashedPassword("")
+
+    def set_user_tags(self, name: str, *tags: str) -> None:
+        """``rabbitmqctl set_user_tags`` (kept and exported; embroker has no management UI to
+        give them a meaning)."""
+        with self._lock:
+            self._user(name).tags = list(tags)
+
+    def set_permissions(self, user: str, configure: str, write: str, read: str, *,
+                        vhost: str = "/") -> None:
+        """``rabbitmqctl set_permissions [-p vhost] user conf write read``: regular expressions
+        over the names of the queues and exchanges ``user`` may configure (declare, delete),
+        write (publish to, bind to) and read (consume from, get from, purge, bind from)."""
+        with self._lock:
+            self._user(user)
+            self.access.set_permissions(user, self._vhost_name(vhost),
+                                        Permissions(configure, write, read))
+
+    def clear_permissions(self, user: str, *, vhost: str = "/") -> None:
+        """``rabbitmqctl clear_permissions [-p vhost] user``: no more access to ``vhost`` (open
+        connections stay open, and each operation is refused)."""
+        with self._lock:
+            self._user(user)
+            self.access.clear_permissions(user, self._vhost_name(vhost))
+
+    def set_topic_permissions(self, user: str, exchange: str, write: str, read: str, *,
+                              vhost: str = "/") -> None:
+        """``rabbitmqctl set_topic_permissions [-p vhost] user exchange write read``: regular
+        expressions over the routing keys ``user`` may publish with (write) and bind with
+        (read) on the topic exchange ``exchange``; ``{username}`` and ``{vhost}`` are replaced
+        by the user's name and the vhost's."""
+        with self._lock:
+            self._user(user)
+            self.access.set_topic_permissions(user, self._vhost_name(vhost),
+                                              TopicPermissions(exchange, write, read))
+
+    def clear_topic_permissions(self, user: str, exchange: str | None = None, *,
+                                vhost: str = "/") -> None:
+        """``rabbitmqctl clear_topic_permissions [-p vhost] user [exchange]``."""
+        with self._lock:
+            self._user(user)
+            self.access.clear_topic_permissions(user, self._vhost_name(vhost), exchange)
+
+    def list_permissions(self, vhost: str = "/") -> dict[str, Permissions]:
+        """``rabbitmqctl list_permissions [-p vhost]``: user name -> permissions."""
+        with self._lock:
+            self._vhost_name(vhost)
+            found = {name: self.access.permissions(name, vhost) for name in self.access.users}
+            return {name: p for name, p in found.items() if p is not None}
+
+    def list_topic_permissions(self, vhost: str = "/") -> dict[str, list[TopicPermissions]]:
+        """``rabbitmqctl list_topic_permissions [-p vhost]``: user name -> topic permissions."""
+        with self._lock:
+            self._vhost_name(vhost)
+            found = {name: self.access.topic_permissions(name, vhost)
+                     for name in self.access.users}
+            return {name: entries for name, entries in found.items() if entries}
+
+
+# -- definitions: users, permissions, topic permissions ------------------------------------------
+
+
+def _hashing_algorithm(item: Mapping[str, Any], version: str | None) -> str:
+    # rabbit_auth_backend_internal:hashing_algorithm/2: exports before 3.6 did not say.
+    algorithm = item.get("hashing_algorithm")
+    if algorithm is not None:
+        return str(algorithm)
+    if version is not None and re.match(r"3\.[0-5]\.", version):
+        return MD5
+    return SHA256
+
+
+def _base64(text: str) -> str:
+    try:
+        base64.b64decode(text, validate=True)
+    except ValueError:
+        raise DefinitionsError(f"password_hash is not base64: {text!r}") from None
+    return text
+
+
+def _tags(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [t.strip() for t in value.split(",") if t.strip()]
+    return [str(t) for t in value or []]
+
+
+def _str_field(item: Mapping[str, Any], name: str, section: str) -> str:
+    value = item.get(name)
+    if not isinstance(value, str):
+        raise DefinitionsError(f"an item of '{section}' has no text '{name}': {dict(item)!r}")
+    return value
+
+
+def load_users(broker: Broker, document: Mapping[str, Any], items: Callable[[str], list[dict[str, Any]]],
+               default_vhost: str) -> None:
+    """Apply the ``users``, ``permissions`` and ``topic_permissions`` of a definitions document
+    as RabbitMQ's import does (``rabbit_auth_backend_internal:put_user/3``, ``set_permissions``):
+    an existing user gets the new password and tags; a user with neither ``password`` nor
+    ``password_hash`` gets no password (it cannot log in with one).
+
+    Raises:
+        DefinitionsError: malformed items, an unknown hashing algorithm, permissions for a user
+            or vhost that does not exist, an invalid regular expression.
+    """
+    access = broker.access
+    version = document.get("rabbitmq_version", document.get("rabbit_version"))
+    for item in items("users"):
+        name = _str_field(item, "name", "users")
+        if "password" in item and "password_hash" in item:
+            raise DefinitionsError(f"user '{name}' has both password and password_hash")
+        password: str
+        if "password" in item:
+            password = str(item["password"])
+        else:
+            stored = HashedPassword(_base64(str(item.get("password_hash", ""))),
+                                    _hashing_algorithm(item, version))
+            known = access.users.get(name)
+            # Keep a known plain password that the hash confirms (guest/guest, typically): the
+            # listener's URL can then carry it.
+            password = known.password if known is not None and stored.matches(
+                known.password) and not isinstance(known.password, HashedPassword) else stored
+        user = access.users.get(name)
+        tags = _tags(item.get("tags", user.tags if user is not None else []))
+        if user is None:
+            access.users[name] = User(name, password, tags=tags, limits=item.get("limits"))
+        else:
+            user.password, user.tags = password, tags
+            if item.get("limits"):
+                user.limits = dict(item["limits"])
+    try:
+        for item in items("permissions"):
+            user_name = _str_field(item, "user", "permissions")
+            vhost = item.get("vhost", default_vhost)
+            _must_exist(broker, user_name, vhost, "permissions")
+            access.set_permissions(user_name, vhost, Permissions(
+                *(str(item.get(k, "")) for k in ("configure", "write", "read"))))
+        for item in items("topic_permissions"):
+            user_name = _str_field(item, "user", "topic_permissions")
+            vhost = item.get("vhost", default_vhost)
+            _must_exist(broker, user_name, vhost, "topic_permissions")
+            access.set_topic_permissions(user_name, vhost, TopicPermissions(
+                _str_field(item, "exchange", "topic_permissions"),
+                str(item.get("write", "")), str(item.get("read", ""))))
+    except AccessControlError as exc:
+        raise DefinitionsError(str(exc)) from None
+
+
+def _must_exist(broker: Broker, user: str, vhost: str, section: str) -> None:
+    if user not in broker.access.users:
+        raise DefinitionsError(f"'{section}' for user '{user}', who is not defined")
+    if vhost not in broker.vhosts:
+        raise DefinitionsError(f"'{section}' for vhost '{vhost}', which is not defined")
+
+
+def export_users(broker: Broker) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                          list[dict[str, Any]]]:
+    """The ``users``, ``permissions`` and ``topic_permissions`` sections of a definitions
+    document (plain passwords as SHA-256 hashes)."""
+    access = broker.access
+    users = []
+    for user in access.users.values():
+        if isinstance(user.password, HashedPassword):
+            password_hash, algorithm = str(user.password), user.password.algorithm
+        else:
+            password_hash, algorithm = hash_password(user.password), SHA256
+        users.append({"name": user.name, "password_hash": password_hash,
+                      "hashing_algorithm": algorithm, "tags": list(user.tags),
+                      "limits": dict(user.limits)})
+    permissions = []
+    for name in access.users:
+        for vhost in broker.vhosts:
+            granted = access.permissions(name, vhost)
+            if granted is not None:
+                permissions.append({"user": name, "vhost": vhost, **granted._asdict()})
+    topic_permissions = [
+        {"user": name, "vhost": vhost, **entry._asdict()}
+        for name in access.users for vhost in broker.vhosts
+        for entry in access.topic_permissions(name, vhost)]
+    return users, permissions, topic_permissions
