@@ -7,6 +7,16 @@ Run: python benchmarks/fixtures.py [--n N] [--rabbitmq]
 - ``amqp_url``: a listener started on that broker, one pika BlockingConnection opened and closed
   on it, the listener stopped (what a test that uses ``amqp_url`` pays, and its client);
 - ``listener only``: ``broker.serve()`` then ``stop()``, no client;
+- ``broker + strict``: a fresh broker, a test's worth of in-process work (a queue, 10 publishes
+  consumed and acked), then strict mode's teardown check (``leaks()``: settle, then look for
+  open connections, unacked deliveries, listener errors, unroutable publishes); next to the same
+  work without the check;
+- ``shared broker reset``: ``broker.reset()`` of a broker with the example topology (3 exchanges,
+  5 queues, 6 bindings) after a test declared a queue and published 10 messages: what the
+  ``shared_broker`` fixture pays per test;
+- ``event recording``: in-process publish -> basic.get (auto-ack) and publish -> consume -> ack,
+  in messages/s, with the lifecycle events recorded (the default) and with
+  ``Broker(trace_events=False)``: what recording each message's history costs;
 - ``--rabbitmq``: a second RabbitMQ node started on port 5673 (own node name, config, data and log
   folders under a temporary folder, no plugins) until pika connects, then stopped with
   ``rabbitmqctl -n NODE stop``. The shared node on 5672 is never touched. Off by default.
@@ -28,7 +38,8 @@ from pathlib import Path
 
 import pika
 
-from embroker.testing import make_broker
+from embroker import Broker
+from embroker.testing import leaks, make_broker
 
 TOPOLOGY = Path(__file__).resolve().parent.parent / "tests" / "examples" / "topology" / "definitions.json"
 
@@ -61,6 +72,62 @@ def broker_with_topology() -> None:
 def listener_only() -> None:
     server = make_broker().serve()
     server.stop()
+
+
+def _a_test(broker: Broker) -> None:
+    ch = broker.connect().channel()
+    ch.queue_declare("jobs")
+    for n in range(10):
+        ch.basic_publish("", "jobs", b"%d" % n)
+    for _ in range(10):
+        delivery = ch.basic_get("jobs")
+        assert delivery is not None
+        ch.basic_ack(delivery.delivery_tag)
+
+
+def broker_and_work() -> None:
+    _a_test(make_broker())
+
+
+def broker_and_work_strict() -> None:
+    broker = make_broker()
+    _a_test(broker)
+    assert leaks(broker, unroutable=True) == []
+
+
+_SHARED = make_broker(topology=TOPOLOGY)
+_SHARED.mark_baseline()
+
+
+def shared_reset() -> None:
+    ch = _SHARED.connect().channel()
+    ch.queue_declare("scratch")
+    for n in range(10):
+        ch.basic_publish("shop", "order.eu.paid", b"%d" % n)
+    _SHARED.reset()
+
+
+def rate(events: bool, consume: bool, n: int = 20_000, repeat: int = 5) -> float:
+    """Messages/s, best of ``repeat`` (in CPU time): publish -> get (auto-ack), or publish ->
+    consume -> ack."""
+    best = float("inf")
+    for _ in range(repeat):
+        ch = Broker(trace_limit=1000, trace_events=events).connect().channel()
+        ch.queue_declare("q")
+        publish = ch.basic_publish
+        if consume:
+            ch.basic_consume("q", lambda c, d, p, b: c.basic_ack(d.delivery_tag))
+            start = time.process_time()
+            for _ in range(n):
+                publish("", "q", b"m" * 100)
+        else:
+            get = ch.basic_get
+            start = time.process_time()
+            for _ in range(n):
+                publish("", "q", b"m" * 100)
+                get("q", auto_ack=True)
+        best = min(best, time.process_time() - start)
+    return n / best
 
 
 def amqp_url_with_pika() -> None:
@@ -123,6 +190,13 @@ def main() -> None:
     show("broker + topology", measure(broker_with_topology, args.n))
     show("listener only", measure(listener_only, args.n))
     show("amqp_url + pika", measure(amqp_url_with_pika, args.n))
+    show("broker + 10 messages", measure(broker_and_work, args.n))
+    show("  ... + strict check", measure(broker_and_work_strict, args.n))
+    show("shared broker reset", measure(shared_reset, args.n))
+    print("event recording (messages/s, best of 5; on = the default)")
+    for consume, what in ((False, "publish -> get"), (True, "publish -> consume -> ack")):
+        on, off = rate(True, consume), rate(False, consume)
+        print(f"  {what:<26} on {on:10,.0f}   off {off:10,.0f}   cost {1 - on / off:6.1%}")
     if args.rabbitmq:
         result = rabbitmq_node_start()
         if isinstance(result, float):

@@ -14,12 +14,13 @@ from .errors import PolicyError as PolicyError
 from .errors import PolicyWarning as PolicyWarning
 from .model import ManualClock as ManualClock
 from .model import Message as Message
+from .model import MessageEvent as MessageEvent
 from .model import RoutingDecision as RoutingDecision
 from .model import SystemClock as SystemClock
 from .server import Server as Server
 
 __all__ = [
     "AMQPError", "Broker", "Channel", "ChannelException", "Connection", "ConnectionException",
-    "DefinitionsError", "ManualClock", "Message", "PolicyError", "PolicyWarning", "RoutingDecision",
-    "Server", "SystemClock", "__version__",
+    "DefinitionsError", "ManualClock", "Message", "MessageEvent", "PolicyError", "PolicyWarning",
+    "RoutingDecision", "Server", "SystemClock", "__version__",
 ]

@@ -7,6 +7,7 @@ import logging
 import signal
 import sys
 import threading
+from urllib.parse import quote
 
 from . import Broker, __version__
 from .analytics._cli import add_commands as add_analytics_commands
@@ -31,10 +32,20 @@ def _property(text: str) -> tuple[str, str]:
 def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    users = dict(args.user) if args.user else None
+    # --vhost and --user add to the defaults (/ and guest/guest) unless told otherwise.
+    vhosts = [] if args.no_default_vhost else ["/"]
+    vhosts += [v for v in args.vhost or () if v not in vhosts]
+    users = {} if args.no_default_user else {"guest": "guest"}
+    users.update(dict(args.user or ()))
+    if not vhosts and not args.definitions:
+        print("embroker: --no-default-vhost needs at least one --vhost NAME", file=sys.stderr)
+        return 2
+    if not users and not args.definitions:
+        print("embroker: --no-default-user needs at least one --user NAME:PASSWORD",
+              file=sys.stderr)
+        return 2
     try:
-        broker = Broker(vhosts=tuple(args.vhost or ["/"]), users=users,
-                        as_rabbitmq=args.as_rabbitmq,
+        broker = Broker(vhosts=tuple(vhosts), users=users, as_rabbitmq=args.as_rabbitmq,
                         server_properties=dict(args.server_property or ()))
     except ValueError as exc:
         print(f"embroker: {exc}", file=sys.stderr)
@@ -61,9 +72,20 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"embroker: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
               file=sys.stderr)
         return 1
+    # The URL names a user and a vhost that exist: the first --user given (else guest), and /
+    # (else the first vhost); no credentials when the users came from definitions only.
+    credentials = ""
+    if users:
+        user = args.user[0][0] if args.user else next(iter(users))
+        credentials = f"{quote(user, safe='')}:{quote(users[user], safe='')}@"
+    vhost = "/" if "/" in broker.vhosts else next(iter(broker.vhosts), "/")
+    host = f"[{server.host}]" if ":" in server.host else server.host
+    url = (f"amqp://{credentials}{host}:{server.port}/"
+           + ("" if vhost == "/" else quote(vhost, safe="")))
     also = f", AMQP 1.0 alone on {server.amqp10_url}" if server.amqp10_port is not None else ""
-    print(f"embroker {__version__} listening on {server.url} (AMQP 0-9-1 and 1.0{also}; vhosts: "
-          f"{', '.join(broker.vhosts)}; Ctrl-C stops)", flush=True)
+    print(f"embroker {__version__} listening on {url} (AMQP 0-9-1 and 1.0{also}; vhosts: "
+          f"{', '.join(broker.vhosts)}; users: {', '.join(broker.users)}; Ctrl-C stops)",
+          flush=True)
 
     def stop(*_: object) -> None:
         threading.Thread(target=server.stop, daemon=True).start()
@@ -94,7 +116,9 @@ def _demo(_args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m embroker", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="embroker", description="An embedded AMQP 0-9-1 broker with RabbitMQ's semantics "
+        "(also: python -m embroker).")
     parser.add_argument("--version", action="version", version=f"embroker {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run a broker that AMQP 0-9-1 and 1.0 clients connect to")
@@ -103,10 +127,14 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=5672,
                        help="port to listen on (default 5672, as RabbitMQ; 0 for any free port)")
     serve.add_argument("--vhost", action="append", metavar="NAME",
-                       help="a virtual host to create (repeatable; default /)")
+                       help="a virtual host to create besides / (repeatable)")
     serve.add_argument("--user", action="append", type=_user, metavar="NAME:PASSWORD",
-                       help="a user with full permissions on every vhost (repeatable; default "
-                            "guest:guest, which may only connect from this machine)")
+                       help="a user with full permissions on every vhost, besides guest:guest "
+                            "(which may only connect from this machine) (repeatable)")
+    serve.add_argument("--no-default-vhost", action="store_true",
+                       help="do not create the vhost / (give --vhost)")
+    serve.add_argument("--no-default-user", action="store_true",
+                       help="do not accept guest:guest (give --user)")
     serve.add_argument("--definitions", action="append", metavar="FILE",
                        help="a RabbitMQ definitions file to load at start (rabbitmqctl "
                             "export_definitions): vhosts, users, permissions, topology, "

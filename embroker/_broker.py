@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any, final
 
-from . import model
+from . import _baseline, _settle, model
 from .client import Connection
+from .model import ManualClock, Message, MessageEvent, RoutingDecision
+from .model._history import events_of
 from .server import Server
 
 __all__ = ["Broker"]
@@ -41,6 +43,90 @@ class Broker(model.Broker):
             NotAllowed: (530) no such virtual host, or ``user`` has no access to it.
         """
         return Connection(self, vhost, user=user, client_properties=client_properties)
+
+    # -- quiescence ------------------------------------------------------------------------------
+
+    def settle(self, timeout: float = 5.0) -> None:
+        """Wait until nothing is in flight: every connection's input read and processed, every
+        frame the broker owes written, consumers with room given what their queues hold, and
+        no timer due. A barrier for tests instead of sleeps.
+
+        Raises:
+            SettleTimeout: (an AssertionError) ``timeout`` seconds passed; says what was busy.
+        """
+        __tracebackhide__ = True
+        _settle.settle(self, timeout)
+
+    async def settle_async(self, timeout: float = 5.0) -> None:
+        """``await broker.settle_async()``: :meth:`settle` that lets the event loop run."""
+        __tracebackhide__ = True
+        await _settle.settle_async(self, timeout)
+
+    def wait_until_drained(self, queue: str, timeout: float = 5.0, *, vhost: str = "/") -> None:
+        """Wait until ``queue`` holds nothing ready and nothing unacknowledged.
+
+        Raises:
+            SettleTimeout: ``timeout`` seconds passed; says what the queue still holds.
+        """
+        __tracebackhide__ = True
+        _settle.wait_until_drained(self, queue, timeout, vhost=vhost)
+
+    async def wait_until_drained_async(self, queue: str, timeout: float = 5.0, *,
+                                       vhost: str = "/") -> None:
+        """``await``-able :meth:`wait_until_drained`."""
+        __tracebackhide__ = True
+        await _settle.wait_until_drained_async(self, queue, timeout, vhost=vhost)
+
+    # -- a shared broker -----------------------------------------------------------------------
+
+    def mark_baseline(self) -> None:
+        """Remember the topology now (exchanges, queues, bindings of every vhost) as what
+        :meth:`reset` returns to."""
+        self._baseline = _baseline.take(self)
+
+    def reset(self) -> None:
+        """Return to the baseline (:meth:`mark_baseline`): the trace is forgotten, every ready
+        message purged, what was declared since deleted and what was deleted declared again.
+        Connections and their consumers stay (workers keep running), and so do unacknowledged
+        deliveries. Without a marked baseline, the topology stays as it is (it becomes the
+        baseline) and the rest is reset."""
+        baseline: _baseline.Baseline | None = getattr(self, "_baseline", None)
+        if baseline is None:
+            self.mark_baseline()
+            baseline = self._baseline
+        _baseline.reset(self, baseline)
+
+    # -- typed access ----------------------------------------------------------------------------
+
+    @property
+    def manual_clock(self) -> ManualClock:
+        """The broker's clock as a :class:`~embroker.ManualClock` (typed, for
+        ``broker.manual_clock.advance(5)`` under ``mypy --strict``).
+
+        Raises:
+            TypeError: the broker's clock is not a ManualClock.
+        """
+        clock = self.clock
+        if not isinstance(clock, ManualClock):
+            raise TypeError(f"this broker's clock is {clock!r}, not a ManualClock: make the "
+                            "broker with clock=ManualClock() (@pytest.mark.embroker(clock=True))")
+        return clock
+
+    # -- messages ------------------------------------------------------------------------------
+
+    def history(self, message: Message) -> list[MessageEvent]:
+        """What happened to ``message`` (one found in a queue, or a delivery's ``.message``)
+        since it was routed: deliveries, acks, requeues, expiry, dead-lettering..., oldest first.
+        Empty for a message that was never routed, or when the broker records no events."""
+        return events_of(message.history)
+
+    def decision_of(self, message: Message) -> RoutingDecision | None:
+        """The routing decision that put ``message`` where it is, if the trace still has it."""
+        events = message.history
+        for decision in reversed(self.trace):
+            if decision.message is message or (events is not None and decision._events is events):
+                return decision
+        return None
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, *, heartbeat: int = 60,
               amqp10_port: int | None = None) -> Server:

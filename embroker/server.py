@@ -22,27 +22,40 @@ Nothing a client sends, and no bug, stops the loop:
 from __future__ import annotations
 
 import contextlib
+import enum
 import errno
 import functools
 import ipaddress
 import logging
 import selectors
 import socket
+import struct
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Any, final
 
 from ._sniff import SniffingConnection
 from .amqp091 import ServerConnection as Amqp091Connection
 from .amqp10 import ServerConnection as Amqp10Connection
-from .errors import ConnectionForced, InternalError, PortInUse
+from .errors import (
+    ChannelException,
+    ConnectionException,
+    ConnectionForced,
+    InternalError,
+    PortInUse,
+    error_for_code,
+)
 from .model._access import is_loopback
+from .model._faults import DeliveryFault
 
 if TYPE_CHECKING:
-    from .model import Broker
+    from .model import Broker, Message
+    from .model import Channel as ModelChannel
+    from .model import Connection as ModelConnection
 
-__all__ = ["PortInUse", "Server"]
+__all__ = ["ClientConnection", "PortInUse", "Server"]
 
 log = logging.getLogger("embroker.server")
 
@@ -62,7 +75,7 @@ _WARN_INTERVAL = 10.0
 class _Client:
     """A socket being served and its connection."""
 
-    __slots__ = ("conn", "events", "peer", "sock", "wbuf")
+    __slots__ = ("conn", "events", "peer", "sock", "stalled_until", "wbuf")
 
     def __init__(self, sock: socket.socket, peer: str,
                  connection: Callable[[_Client], SniffingConnection]) -> None:
@@ -70,7 +83,22 @@ class _Client:
         self.peer = peer
         self.wbuf = bytearray()
         self.events = selectors.EVENT_READ
+        #: A fault: nothing is written to the socket until then (time.monotonic()).
+        self.stalled_until = 0.0
         self.conn = connection(self)
+
+
+@final
+class _Call:
+    """Work a test asks the loop's thread to do, and its answer."""
+
+    __slots__ = ("done", "error", "function", "result")
+
+    def __init__(self, function: Callable[[], Any]) -> None:
+        self.function = function
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
 
 
 def _addresses(host: str) -> list[tuple[socket.AddressFamily, str]]:
@@ -140,6 +168,9 @@ class Server:
         self._running = False
         self._thread: threading.Thread | None = None
         self._loop_ident: int | None = None
+        # Work other threads hand to the loop (faults, settle's questions).
+        self._calls: deque[_Call] = deque()
+        self._stalled: set[_Client] = set()  # clients whose output a fault holds back
         self.port = self._listen(host, port)
         shared = len(self._listeners)
         #: The port that serves AMQP 1.0 alone (``None`` unless asked for).
@@ -147,6 +178,7 @@ class Server:
         self._amqp10_only = set(self._listeners[shared:])
         broker._on_blocked.append(self._on_blocked)
         broker._on_restart.append(self._on_restart)
+        broker._servers.append(self)
 
     def _listen(self, host: str, port: int) -> int:
         for family, address in _addresses(host):
@@ -216,17 +248,24 @@ class Server:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Close every client connection with 320 CONNECTION_FORCED and free the port."""
-        if not self._running:
+        if self._running:
+            self._running = False
+            self._wake()
+            if self._thread is not None and self._thread is not threading.current_thread():
+                self._thread.join(timeout)
+        else:
             self._close_listeners()
-            return
-        self._running = False
-        self._wake()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
         with contextlib.suppress(ValueError):
             self.broker._on_blocked.remove(self._on_blocked)
         with contextlib.suppress(ValueError):
             self.broker._on_restart.remove(self._on_restart)
+        with contextlib.suppress(ValueError):
+            self.broker._servers.remove(self)
+
+    @property
+    def running(self) -> bool:
+        """Whether the listener is serving."""
+        return self._running
 
     def __enter__(self) -> Server:
         return self.start()
@@ -266,11 +305,15 @@ class Server:
         now = time.monotonic()
         timeout = max(0.0, next_tick - now)
         clock = self.broker.clock
-        deadline = clock.next_deadline()
+        with self.broker._lock:  # a test's thread may add or run timers meanwhile
+            deadline = clock.next_deadline()
+            clock_now = clock.monotonic()
         if deadline is not None:
-            timeout = min(timeout, max(0.0, deadline - clock.monotonic()))
+            timeout = min(timeout, max(0.0, deadline - clock_now))
         if not self._accepting:
             timeout = min(timeout, max(0.0, self._accept_resumes - now))
+        if self._stalled:
+            timeout = min(timeout, max(0.0, min(c.stalled_until for c in self._stalled) - now))
         for key, mask in self._selector.select(timeout):
             data = key.data
             if data is None:
@@ -287,12 +330,18 @@ class Server:
         now = time.monotonic()
         if not self._accepting and now >= self._accept_resumes:
             self._set_accepting(True)
+        for client in [c for c in self._stalled if c.stalled_until <= now]:
+            self._stalled.discard(client)  # the stall is over: write what it held
+            self._dirty.add(client)
         if now >= next_tick:
             self._tick()
             next_tick = time.monotonic() + _TICK
         elif deadline is not None and clock.monotonic() >= deadline:
             self._run_timers()  # expiries fall due between heartbeat ticks
         self._flush()
+        if self._calls:
+            self._run_calls()
+            self._flush()
         return next_tick
 
     # -- errors --------------------------------------------------------------------------------
@@ -402,11 +451,8 @@ class Server:
         except OSError:
             data = b""
         conn = client.conn
-        with self._isolated(client):
-            with self.broker._lock:
-                conn.receive_data(data)
-            if not data:
-                log.info("connection from %s closed by the client", client.peer)
+        with self._isolated(client), self.broker._lock:
+            conn.receive_data(data)
         if conn.has_output or conn.blocked:
             self._dirty.add(client)
 
@@ -450,7 +496,8 @@ class Server:
             data = conn.data_to_send()
         if data:
             client.wbuf += data
-        if client.wbuf:
+        stalled = client.stalled_until > time.monotonic()
+        if client.wbuf and not stalled:
             try:
                 sent = client.sock.send(client.wbuf)
                 del client.wbuf[:sent]
@@ -463,7 +510,7 @@ class Server:
             self._drop(client)
             return
         events = 0 if conn.blocked else selectors.EVENT_READ
-        if client.wbuf:
+        if client.wbuf and not stalled:
             events |= selectors.EVENT_WRITE
         if events != client.events:
             if not client.events:
@@ -477,6 +524,7 @@ class Server:
     def _drop(self, client: _Client) -> None:
         self._clients.pop(client.sock.fileno(), None)
         self._dirty.discard(client)
+        self._stalled.discard(client)
         if client.events:
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(client.sock)
@@ -488,8 +536,16 @@ class Server:
             self._bug(exc, f"releasing the connection from {client.peer}")
         finally:
             client.sock.close()
-        reason = client.conn.close_reason
-        log.info("connection from %s closed%s", client.peer, f": {reason}" if reason else "")
+        try:
+            inner = client.conn.inner
+            if isinstance(inner, Amqp091Connection):
+                log.info("connection %s ended: %s", inner.describe(), inner.end_reason())
+            else:
+                reason = inner.close_reason
+                log.info("AMQP 1.0 connection %s ended%s", _describe(client),
+                         f": {reason}" if reason else "")
+        except Exception as exc:  # describing it failed: say so, and go on
+            self._bug(exc, f"logging the end of the connection from {client.peer}")
 
     # -- the broker's own events ---------------------------------------------------------------
 
@@ -527,12 +583,306 @@ class Server:
                 client.sock.sendall(client.wbuf)
             if client.sock.fileno() >= 0:
                 self._drop(client)
+        while self._calls:  # nobody will run them now
+            call = self._calls.popleft()
+            call.error = RuntimeError(f"{self!r} stopped")
+            call.done.set()
         self._set_accepting(False)
         self._close_listeners()
         self._selector.close()
         self._wake_r.close()
         self._wake_w.close()
 
-    def connections(self) -> Iterator[Amqp091Connection | Amqp10Connection]:
+    # -- work from other threads ------------------------------------------------------------------
+
+    def _run_calls(self) -> None:
+        while self._calls:
+            call = self._calls.popleft()
+            try:
+                call.result = call.function()
+            except Exception as exc:
+                call.error = exc
+            finally:
+                call.done.set()
+
+    def _on_loop(self, function: Callable[[], Any], timeout: float = 5.0) -> Any:
+        """Run ``function`` on the loop's thread (between two turns) and return its result.
+
+        Raises:
+            RuntimeError: the listener is not running.
+            TimeoutError: the loop did not get to it in ``timeout`` seconds.
+        """
+        if threading.get_ident() == self._loop_ident:
+            return function()
+        if not self._running:
+            raise RuntimeError(f"{self!r} is not running")
+        call = _Call(function)
+        self._calls.append(call)
+        self._wake()
+        if not call.done.wait(timeout):
+            raise TimeoutError(f"the listener's loop did not answer within {timeout}s")
+        if call.error is not None:
+            raise call.error
+        return call.result
+
+    # -- quiescence ----------------------------------------------------------------------------
+
+    def _settle_report(self, timeout: float) -> list[str]:
+        """What this listener still has to do (empty when quiet), as seen from its own loop
+        right after a turn: see :meth:`embroker.Broker.settle`."""
+        try:
+            reasons: list[str] = self._on_loop(self._busy, timeout)
+        except RuntimeError:
+            return []  # stopped meanwhile
+        except TimeoutError:
+            return [f"the listener on port {self.port} did not answer in time (its loop is busy)"]
+        return reasons
+
+    def _busy(self) -> list[str]:
+        reasons = []
+        for key, mask in self._selector.select(0):
+            data = key.data
+            if data is None:
+                reasons.append("a client is waiting to be accepted")
+            elif isinstance(data, _Client) and mask & selectors.EVENT_READ:
+                reasons.append(f"input from {_describe(data)} not read yet")
+        now = time.monotonic()
+        for client in self._clients.values():
+            if client.stalled_until > now:
+                reasons.append(f"output to {_describe(client)} stalled by a fault for "
+                               f"{client.stalled_until - now:.2f}s more")
+            elif client.wbuf or client.conn.has_output:
+                reasons.append(f"output to {_describe(client)} not written yet "
+                               f"({len(client.wbuf)} byte(s) waiting)")
+        return reasons
+
+    # -- the connections, and faults on them ---------------------------------------------------
+
+    @property
+    def connections(self) -> list[ClientConnection]:
+        """The client connections being served, oldest first, with what each client said of
+        itself (``client_properties``, its ``connection_name``): what a test picks a
+        connection from to inject a fault (:class:`ClientConnection`)."""
+        with self.broker._lock:
+            return [ClientConnection(self, client) for client in list(self._clients.values())]
+
+    def connection(self, name: str | None = None) -> ClientConnection:
+        """The connection whose client named itself ``name`` (``connection_name``), or whose
+        peer address is ``name``; with no name, the only open one.
+
+        Raises:
+            LookupError: no such connection, or several when no name was given.
+        """
+        found = self.connections
+        if name is None:
+            live = [c for c in found if c.is_open]
+            if len(live) == 1:
+                return live[0]
+            raise LookupError(f"{len(live)} open connections: name one of {_names(live)}")
+        for connection in found:
+            if name in (connection.connection_name, connection.peer):
+                return connection
+        raise LookupError(f"no connection named {name!r}; the connections are {_names(found)}")
+
+    def protocol_connections(self) -> Iterator[Amqp091Connection | Amqp10Connection]:
         """The sans-IO connections being served (for inspection): 0-9-1 and 1.0 ones."""
         return iter([c.conn.inner for c in self._clients.values()])
+
+    def _kill(self, client: _Client, *, flush: bool = False, reset: bool = False,
+              reason: str = "dropped by a test (embroker.faults)") -> None:
+        # Runs on the loop's thread: the socket goes without a connection.close.
+        if client.sock.fileno() < 0 or self._clients.get(client.sock.fileno()) is not client:
+            return
+        if flush:
+            with self.broker._lock:
+                client.wbuf += client.conn.data_to_send()
+            with contextlib.suppress(OSError):
+                client.sock.setblocking(True)
+                client.sock.settimeout(0.2)
+                client.sock.sendall(client.wbuf)
+        client.wbuf.clear()
+        if reset:
+            with contextlib.suppress(OSError):
+                client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+        inner = client.conn.inner
+        if isinstance(inner, Amqp091Connection) and inner.close_reason is None:
+            inner.close_reason = ConnectionForced(reason)
+        self._drop(client)
+
+    def _stall(self, client: _Client, seconds: float) -> None:
+        client.stalled_until = time.monotonic() + seconds
+        self._stalled.add(client)
+
+    def _drop_on_delivery(self, channel: ModelChannel, _message: Message, *,
+                          only: ClientConnection | None) -> None:
+        # Called by the model (under the lock, on any thread) as it delivers a matching
+        # message: drop that connection once the delivery is written.
+        for client in list(self._clients.values()):
+            if client.conn.inner.model is channel.connection and (
+                    only is None or only._client is client):
+                self._calls.append(_Call(functools.partial(self._kill, client, flush=True,
+                                                           reason="dropped by a test after a "
+                                                                  "delivery (embroker.faults)")))
+                self._wake()
+                return
+
+    def drop_on_delivery(self, predicate: Callable[[Message], object], *, times: int = 1,
+                         connection: ClientConnection | None = None) -> DeliveryFault:
+        """Drop the connection a message matching ``predicate`` is delivered to (basic.deliver
+        or get-ok), right after writing that delivery, with no connection.close: a client
+        that crashes while it processes a message. At most ``times`` times; only on
+        ``connection`` if given. Returns the armed fault (``broker._delivery_faults``)."""
+        fault = DeliveryFault(predicate, functools.partial(self._drop_on_delivery,
+                                                           only=connection), times)
+        with self.broker._lock:
+            self.broker._delivery_faults.append(fault)
+        return fault
+
+
+def _describe(client: _Client) -> str:
+    name = _client_properties(client).get("connection_name")
+    return f"{client.peer} ({name!r})" if isinstance(name, str) else client.peer
+
+
+def _client_properties(client: _Client) -> dict[str, Any]:
+    # What the client said of itself: 0-9-1's client properties; a 1.0 client's container id.
+    inner = client.conn.inner
+    if isinstance(inner, Amqp091Connection):
+        return inner.client_properties
+    return {"container_id": inner.container_id} if inner.container_id else {}
+
+
+def _names(connections: list[ClientConnection]) -> list[str]:
+    return [c.connection_name or c.peer for c in connections]
+
+
+@final
+class ClientConnection:
+    """A client connection a listener serves, as a test sees it (``server.connections``), with
+    the faults a test can inject into it. Each fault runs on the listener's thread and has
+    happened when the call returns.
+
+    Attributes:
+        peer: the client's address (``"127.0.0.1:53211"``).
+        client_properties: what the client said of itself in connection.start-ok.
+        connection_name: the name the client gave (``client_properties["connection_name"]``).
+    """
+
+    __slots__ = ("_client", "_server", "client_properties", "connection_name", "peer")
+
+    def __init__(self, server: Server, client: _Client) -> None:
+        self._server = server
+        self._client = client
+        self.peer = client.peer
+        self.client_properties: dict[str, Any] = dict(_client_properties(client))
+        name = self.client_properties.get("connection_name")
+        self.connection_name: str | None = name if isinstance(name, str) else None
+
+    @property
+    def product(self) -> str | None:
+        """The client library (``client_properties["product"]``: ``"Pika Python Client
+        Library"``...)."""
+        product = self.client_properties.get("product")
+        return product if isinstance(product, str) else None
+
+    @property
+    def protocol(self) -> str:
+        """``"AMQP 0-9-1"`` or ``"AMQP 1.0"``."""
+        return "AMQP 1.0" if isinstance(self._client.conn.inner, Amqp10Connection) else \
+            "AMQP 0-9-1"
+
+    @property
+    def user(self) -> str:
+        return self._client.conn.inner.user
+
+    @property
+    def model(self) -> ModelConnection | None:
+        """The broker-side connection (``None`` until connection.open / open)."""
+        return self._client.conn.inner.model
+
+    @property
+    def vhost(self) -> str | None:
+        model = self._client.conn.inner.model
+        return model.vhost.name if model is not None else None
+
+    @property
+    def state(self) -> enum.Enum:
+        """Where the connection is: ``OPEN``, or a handshake or closing step (the protocol's
+        ``ConnectionState``)."""
+        return self._client.conn.inner.state
+
+    @property
+    def is_open(self) -> bool:
+        inner = self._client.conn.inner
+        return inner.model is not None and not inner.should_close \
+            and self._client.sock.fileno() >= 0
+
+    @property
+    def channels(self) -> list[int]:
+        """The numbers of its open channels (an AMQP 1.0 connection's sessions)."""
+        inner = self._client.conn.inner
+        with self._server.broker._lock:
+            return sorted(inner.channels if isinstance(inner, Amqp091Connection)
+                          else inner.sessions)
+
+    def __repr__(self) -> str:
+        name = f" {self.connection_name!r}" if self.connection_name else ""
+        return (f"<ClientConnection{name} from {self.peer} ({self.product or 'unknown client'}), "
+                f"{self.state.value}>")
+
+    # -- faults --------------------------------------------------------------------------------
+
+    def kill(self, *, reset: bool = False) -> None:
+        """Close the socket abruptly, with no connection.close (as a broker that crashes, or a
+        network that fails): unacknowledged messages go back to their queues. ``reset`` sends
+        a TCP RST instead of a FIN."""
+        self._server._on_loop(functools.partial(self._server._kill, self._client, reset=reset))
+
+    def close(self, reply_code: int = 320,
+              reply_text: str = "broker forced connection closure with reason 'shutdown'",
+              ) -> None:
+        """Close the connection from the broker's side with connection.close carrying
+        ``reply_code`` (a connection exception: 320, 501-541) and ``reply_text`` (the text
+        after the reply name: ``"CONNECTION_FORCED - <reply_text>"``)."""
+        error = error_for_code(reply_code, reply_text)
+        if not isinstance(error, ConnectionException):
+            raise ValueError(f"{reply_code} is a channel exception: use close_channel()")
+
+        def close() -> None:
+            with self._server.broker._lock:
+                self._client.conn.close(error)
+            self._server._dirty.add(self._client)
+        self._server._on_loop(close)
+
+    def close_channel(self, channel: int, reply_code: int = 406,
+                      reply_text: str = "closed by a test (embroker.faults)") -> None:
+        """Close one channel from the broker's side with channel.close carrying ``reply_code``
+        (a channel exception: 403, 404, 405, 406...) and ``reply_text``; its unacknowledged
+        messages go back to their queues.
+
+        Raises:
+            LookupError: the connection has no such open channel.
+        """
+        error = error_for_code(reply_code, reply_text)
+        if not isinstance(error, ChannelException):
+            raise ValueError(f"{reply_code} is a connection exception: use close()")
+
+        inner = self._client.conn.inner
+        if not isinstance(inner, Amqp091Connection):
+            raise TypeError(f"{self!r} speaks AMQP 1.0: it has sessions, not channels")
+
+        def close() -> None:
+            with self._server.broker._lock:
+                if channel not in inner.channels:
+                    raise LookupError(f"no open channel {channel} on {self!r}; its channels "
+                                      f"are {sorted(inner.channels)}")
+                inner.close_channel(channel, error)
+            self._server._dirty.add(self._client)
+        self._server._on_loop(close)
+
+    def stall(self, seconds: float) -> None:
+        """Write nothing to this client for ``seconds`` (real time): it stops hearing from the
+        broker, heartbeats included, so a client with heartbeats shorter than that times out.
+        What was held is written afterwards."""
+        self._server._on_loop(functools.partial(self._server._stall, self._client, seconds))

@@ -26,28 +26,52 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import json
 import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, final, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Union, cast, final, overload
 
-from .model import Clock, ManualClock, Message, RoutingDecision
+from . import _settle, model
+from ._settle import SettleTimeout
+from .errors import DefinitionsError
+from .model import Clock, ManualClock, Message, MessageEvent, Outcome, RoutingDecision
 from .model._exchange import topic_matches
+from .model._history import events_of
 
 if TYPE_CHECKING:
     from . import _broker
+    from ._reference import ReferenceBroker
     from .model import Broker
     from .server import Server
 
 __all__ = [
-    "CallList", "advance", "assert_dead_lettered", "assert_published", "assert_returned", "assert_routed",
-    "assert_routes", "assert_unroutable", "async_wait_until", "check_server", "key_matches",
-    "make_broker", "published", "queue_messages", "route", "wait_until",
+    "UNSET", "AnyBroker", "CallList", "Expectation", "Expectations", "NeedsEmbroker", "SettleTimeout",
+    "advance", "assert_dead_lettered", "assert_no_leaks", "assert_published", "assert_returned",
+    "assert_routed", "assert_routes", "assert_unroutable", "async_wait_until", "check_server",
+    "history", "key_matches", "leaks", "make_broker", "published", "queue_messages", "route",
+    "settle", "wait_until", "wait_until_drained",
 ]
 
 T = TypeVar("T")
+
+#: An embroker broker, or a reference RabbitMQ seen through
+#: :class:`~embroker._reference.ReferenceBroker` (``--embroker-reference``).
+AnyBroker = Union["Broker", "ReferenceBroker"]
+#: A predicate on a routing decision (``where=``).
+Predicate = Callable[[RoutingDecision], object]
+
+
+class NeedsEmbroker(Exception):
+    """A helper that needs embroker's internals (its routing model, the virtual clock, a
+    message's history) was called on a reference RabbitMQ. The pytest plugin turns it into a
+    skip with this reason."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what}: needs embroker's internals, not available with the "
+                         "reference RabbitMQ")
 
 #: How many similar decisions a failure message shows (the most recent ones).
 SHOWN = 5
@@ -117,8 +141,40 @@ def key_matches(pattern: KeyPattern, key: str) -> bool:
     return topic_matches(pattern, key)
 
 
+class _Unset:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+#: The default of ``json=``: not matching on JSON (``None`` is the JSON ``null``).
+UNSET: Any = _Unset()
+
+
+def _json_body(decision: RoutingDecision) -> Any:
+    try:
+        return json.loads(decision.body)
+    except ValueError:
+        return UNSET
+
+
+def _header_matches(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+    for key, want in expected.items():
+        if key not in actual:
+            return False
+        value = actual[key]
+        if callable(want) and not isinstance(want, type):
+            if not want(value):
+                return False
+        elif value != want:
+            return False
+    return True
+
+
 def _criteria(exchange: str | None, routing_key: KeyPattern | None, vhost: str | None,
               body: bytes | str | None, headers: Mapping[str, Any] | None,
+              json_: Any = UNSET, where: Predicate | None = None,
               ) -> dict[str, Callable[[RoutingDecision], bool]]:
     checks: dict[str, Callable[[RoutingDecision], bool]] = {}
     if exchange is not None:
@@ -132,15 +188,23 @@ def _criteria(exchange: str | None, routing_key: KeyPattern | None, vhost: str |
     if body is not None:
         raw = body.encode() if isinstance(body, str) else body
         checks[f"body={raw!r}"] = lambda d: d.body == raw
+    if json_ is not UNSET:
+        checks[f"json={json_!r}"] = lambda d: _json_body(d) == json_
     if headers is not None:
-        checks[f"headers⊇{dict(headers)!r}"] = lambda d: all(
-            k in d.headers and d.headers[k] == v for k, v in headers.items())
+        shown_headers = {k: (getattr(v, "__name__", "<predicate>") if callable(v)
+                             and not isinstance(v, type) else v) for k, v in headers.items()}
+        checks[f"headers⊇{shown_headers!r}"] = lambda d: _header_matches(headers, d.headers)
+    if where is not None:
+        checks[f"where={getattr(where, '__name__', 'predicate')}"] = lambda d: bool(where(d))
     return checks
 
 
-def _decisions(broker: Broker, dead_letters: bool | None = False) -> list[RoutingDecision]:
-    with broker._lock:
-        found = list(broker.trace)
+def _decisions(broker: AnyBroker, dead_letters: bool | None = False) -> list[RoutingDecision]:
+    if not isinstance(broker, model.Broker) and dead_letters is not False:
+        broker.scan_dead_letters()
+    # A snapshot (under the broker's lock for an embroker broker; decisions read from RabbitMQ's
+    # firehose for a reference one, which have the same attributes).
+    found = cast("list[RoutingDecision]", list(broker.trace))
     if dead_letters is None:
         return found
     return [d for d in found if (d.dead_letter is not None) == dead_letters]
@@ -157,7 +221,14 @@ def _similar(decision: RoutingDecision, checks: Mapping[str, Callable[[RoutingDe
     return exchange is not None and decision.exchange.startswith(exchange[:3])
 
 
-def _report(headline: str, broker: Broker, candidates: list[RoutingDecision],
+def _explained(decision: RoutingDecision) -> list[str]:
+    try:
+        return decision.explain().splitlines()
+    except NeedsEmbroker:
+        return [f"routed to {list(decision.queues)}" if decision.queues else decision.outcome]
+
+
+def _report(headline: str, broker: AnyBroker, candidates: list[RoutingDecision],
             checks: Mapping[str, Callable[[RoutingDecision], bool]], exchange: str | None,
             routing_key: KeyPattern | None, dead_letters: bool | None = False) -> str:
     """The failure message: the headline, then similar decisions (or the most recent ones)
@@ -182,7 +253,7 @@ def _report(headline: str, broker: Broker, candidates: list[RoutingDecision],
         lines.append("")
         lines.append(f"- {decision!r}" + (f"  (differs in {', '.join(differs)})"
                                           if differs else ""))
-        lines.extend("  " + line for line in decision.explain().splitlines())
+        lines.extend("  " + line for line in _explained(decision))
     return "\n".join(lines)
 
 
@@ -192,10 +263,11 @@ def _describe(checks: Mapping[str, Any]) -> str:
 
 # -- queries ------------------------------------------------------------------------------------
 
-def published(broker: Broker, *, exchange: str | None = None,
+def published(broker: AnyBroker, *, exchange: str | None = None,
               routing_key: KeyPattern | None = None, vhost: str | None = None,
-              body: bytes | str | None = None, headers: Mapping[str, Any] | None = None,
-              outcome: str | None = None, dead_letters: bool | None = False) -> CallList:
+              body: bytes | str | None = None, json: Any = UNSET,
+              headers: Mapping[str, Any] | None = None, where: Predicate | None = None,
+              outcome: Outcome | None = None, dead_letters: bool | None = False) -> CallList:
     """The publishes that match, oldest first, from ``broker.trace``.
 
     Args:
@@ -204,25 +276,31 @@ def published(broker: Broker, *, exchange: str | None = None,
             CC/BCC keys count too.
         vhost: the virtual host.
         body: the exact body (a str is taken as UTF-8).
-        headers: headers the message must have (with these values; others may be there too).
-        outcome: ``"routed"``, ``"unroutable"``, ``"returned"`` or ``"refused"``.
+        json: the body parsed as JSON equals this (``{"order": 1}`` matches ``b'{"order":1}'``).
+        headers: headers the message must have (with these values; others may be there too);
+            a value may be a predicate (``{"attempt": lambda n: n > 1}``).
+        where: a predicate on the :class:`~embroker.RoutingDecision`.
+        outcome: ``"routed"``, ``"unroutable"``, ``"returned"``, ``"overflow"`` or
+            ``"refused"``.
         dead_letters: ``False`` (default) for publishes by clients, ``True`` for the broker's
             dead-letter republishes only, ``None`` for both.
     """
-    checks = _criteria(exchange, routing_key, vhost, body, headers)
+    checks = _criteria(exchange, routing_key, vhost, body, headers, json, where)
     if outcome is not None:
         checks[f"outcome={outcome!r}"] = lambda d: d.outcome == outcome
     return CallList(d for d in _decisions(broker, dead_letters)
                     if all(check(d) for check in checks.values()))
 
 
-def queue_messages(broker: Broker, queue: str, *, vhost: str = "/") -> list[Message]:
+def queue_messages(broker: AnyBroker, queue: str, *, vhost: str = "/") -> list[Message]:
     """The ready messages of ``queue`` in delivery order, without consuming them.
 
     Raises:
         AssertionError: there is no such queue (the message lists the queues there are).
     """
     __tracebackhide__ = True
+    if not isinstance(broker, model.Broker):
+        return broker.queue_messages(queue, vhost=vhost)
     with broker._lock:
         host = broker.vhosts.get(vhost)
         if host is None:
@@ -234,14 +312,19 @@ def queue_messages(broker: Broker, queue: str, *, vhost: str = "/") -> list[Mess
         return found.messages
 
 
-def route(broker: Broker, exchange: str, routing_key: str, *,
+def route(broker: AnyBroker, exchange: str, routing_key: str, *,
           headers: Mapping[str, Any] | None = None, vhost: str = "/") -> RoutingDecision:
     """Where a message published now to ``exchange`` with ``routing_key`` would go, without
     publishing it (nothing is enqueued and the trace is unchanged). For topology checks.
 
     Raises:
         NotFound: (404) no such exchange; AccessRefused: (403) it is internal.
+        NeedsEmbroker: ``broker`` is a reference RabbitMQ (it cannot route without publishing).
     """
+    if not isinstance(broker, model.Broker):
+        if vhost != "/":
+            raise NeedsEmbroker(f"vhost {vhost!r}: each test has one vhost of the reference")
+        return cast("RoutingDecision", broker.route_many(exchange, [(routing_key, headers)])[0])
     properties: dict[str, Any] = {"headers": dict(headers)} if headers else {}
     with broker._lock:
         trace = broker.trace
@@ -253,54 +336,68 @@ def route(broker: Broker, exchange: str, routing_key: str, *,
     return decision
 
 
+def history(broker: AnyBroker, message: Message) -> list[MessageEvent]:
+    """What happened to ``message`` (from :func:`queue_messages`, or a delivery's ``.message``
+    in-process) since it was routed; see :meth:`embroker.RoutingDecision.history`."""
+    if not isinstance(broker, model.Broker):
+        raise NeedsEmbroker("a message's history is recorded by embroker's model")
+    return events_of(message.history)
+
+
 # -- assertions ---------------------------------------------------------------------------------
 
-def assert_published(broker: Broker, *, exchange: str | None = None,
+def assert_published(broker: AnyBroker, *, exchange: str | None = None,
                      routing_key: KeyPattern | None = None, count: int | None = None,
                      vhost: str | None = None, body: bytes | str | None = None,
-                     headers: Mapping[str, Any] | None = None) -> CallList:
-    """Assert that messages matching the arguments were published: ``count`` of them, or at
-    least one when ``count`` is ``None``. Returns the matching decisions.
+                     json: Any = UNSET, headers: Mapping[str, Any] | None = None,
+                     where: Predicate | None = None) -> CallList:
+    """Assert that messages matching the arguments (as :func:`published` takes them) were
+    published: ``count`` of them, or at least one when ``count`` is ``None``. Returns the
+    matching decisions.
 
     Raises:
         AssertionError: with the similar publishes and their routing explanations.
     """
     __tracebackhide__ = True
     found = published(broker, exchange=exchange, routing_key=routing_key, vhost=vhost,
-                      body=body, headers=headers)
+                      body=body, json=json, headers=headers, where=where)
     if (count is None and found) or len(found) == count:
         return found
-    checks = _criteria(exchange, routing_key, vhost, body, headers)
+    checks = _criteria(exchange, routing_key, vhost, body, headers, json, where)
     want = "at least one" if count is None else str(count)
     raise AssertionError(_report(
         f"expected {want} publish(es) with {_describe(checks)}, found {len(found)}",
         broker, found, checks, exchange, routing_key))
 
 
-def assert_routed(broker: Broker, *, queues: Iterable[str], exchange: str | None = None,
+def assert_routed(broker: AnyBroker, *, queues: Iterable[str], exchange: str | None = None,
                   routing_key: KeyPattern | None = None, vhost: str | None = None,
+                  body: bytes | str | None = None, json: Any = UNSET,
+                  headers: Mapping[str, Any] | None = None, where: Predicate | None = None,
                   exact: bool = True) -> RoutingDecision:
     """Assert that a matching publish reached exactly ``queues`` (any order), or at least those
-    when ``exact`` is false. Returns the most recent such decision.
+    when ``exact`` is false. Returns the most recent such decision. A queue that refused the
+    message (full) did not take it (see :attr:`~embroker.RoutingDecision.refused`).
 
     Raises:
         AssertionError: with the matching and similar publishes and why they went elsewhere.
     """
     __tracebackhide__ = True
     wanted = set(queues)
-    candidates = published(broker, exchange=exchange, routing_key=routing_key, vhost=vhost)
+    candidates = published(broker, exchange=exchange, routing_key=routing_key, vhost=vhost,
+                           body=body, json=json, headers=headers, where=where)
     for decision in reversed(candidates):
         reached = set(decision.queues)
         if reached == wanted or (not exact and wanted <= reached):
             return decision
-    checks = _criteria(exchange, routing_key, vhost, None, None)
+    checks = _criteria(exchange, routing_key, vhost, body, headers, json, where)
     how = "exactly" if exact else "at least"
     raise AssertionError(_report(
         f"expected a publish with {_describe(checks)} routed to {how} "
         f"{sorted(wanted)}, but none was", broker, candidates, checks, exchange, routing_key))
 
 
-def _assert_outcome(broker: Broker, outcomes: tuple[str, ...], what: str, exchange: str | None,
+def _assert_outcome(broker: AnyBroker, outcomes: tuple[Outcome, ...], what: str, exchange: str | None,
                     routing_key: KeyPattern | None, vhost: str | None) -> RoutingDecision:
     __tracebackhide__ = True
     candidates = published(broker, exchange=exchange, routing_key=routing_key, vhost=vhost)
@@ -312,7 +409,7 @@ def _assert_outcome(broker: Broker, outcomes: tuple[str, ...], what: str, exchan
                                  broker, candidates, checks, exchange, routing_key))
 
 
-def assert_unroutable(broker: Broker, *, exchange: str | None = None,
+def assert_unroutable(broker: AnyBroker, *, exchange: str | None = None,
                       routing_key: KeyPattern | None = None,
                       vhost: str | None = None) -> RoutingDecision:
     """Assert that a matching publish reached no queue (dropped, or returned if mandatory)."""
@@ -321,17 +418,19 @@ def assert_unroutable(broker: Broker, *, exchange: str | None = None,
                            exchange, routing_key, vhost)
 
 
-def assert_returned(broker: Broker, *, exchange: str | None = None,
+def assert_returned(broker: AnyBroker, *, exchange: str | None = None,
                     routing_key: KeyPattern | None = None,
                     vhost: str | None = None) -> RoutingDecision:
     """Assert that a matching mandatory publish reached no queue and went back to its
     publisher (basic.return)."""
     __tracebackhide__ = True
+    if not isinstance(broker, model.Broker):
+        raise NeedsEmbroker("whether a publish was mandatory is not in RabbitMQ's firehose")
     return _assert_outcome(broker, ("returned",), "returned to its publisher (mandatory, "
                            "reached no queue)", exchange, routing_key, vhost)
 
 
-def assert_dead_lettered(broker: Broker, *, queue: str | None = None, reason: str | None = None,
+def assert_dead_lettered(broker: AnyBroker, *, queue: str | None = None, reason: str | None = None,
                          routing_key: KeyPattern | None = None, to: Iterable[str] | None = None,
                          vhost: str | None = None) -> RoutingDecision:
     """Assert that a message was dead-lettered: from ``queue``, for ``reason`` (``"rejected"``,
@@ -356,7 +455,7 @@ def assert_dead_lettered(broker: Broker, *, queue: str | None = None, reason: st
                                  dead_letters=None))
 
 
-def assert_routes(broker: Broker, exchange: str, expected: Mapping[str, Iterable[str]], *,
+def assert_routes(broker: AnyBroker, exchange: str, expected: Mapping[str, Iterable[str]], *,
                   vhost: str = "/") -> None:
     """Assert that each routing key in ``expected`` would reach exactly its queues when published
     to ``exchange`` now (see :func:`route`; nothing is published). For topology checks::
@@ -364,21 +463,266 @@ def assert_routes(broker: Broker, exchange: str, expected: Mapping[str, Iterable
         assert_routes(broker, "events", {"order.created": ["audit", "billing"],
                                          "user.deleted": []})
 
+    On a reference RabbitMQ the keys are published as probes in a scratch copy of the test's
+    vhost (nothing reaches its queues).
+
     Raises:
         AssertionError: listing every key that goes elsewhere, with the explanation.
     """
     __tracebackhide__ = True
     wrong: list[str] = []
-    for key, queues in expected.items():
-        decision = route(broker, exchange, key, vhost=vhost)
+    if isinstance(broker, model.Broker):
+        decisions = [route(broker, exchange, key, vhost=vhost) for key in expected]
+    elif vhost != "/":
+        raise NeedsEmbroker(f"vhost {vhost!r}: each test has one vhost of the reference")
+    else:
+        decisions = cast("list[RoutingDecision]",
+                         broker.route_many(exchange, [(key, None) for key in expected]))
+    for (key, queues), decision in zip(expected.items(), decisions, strict=True):
         if set(decision.queues) != set(queues):
             wrong.append(f"- routing key {key!r}: expected {sorted(set(queues))}, "
                          f"reaches {sorted(decision.queues)}")
-            wrong.extend("  " + line for line in decision.explain().splitlines())
+            wrong.extend("  " + line for line in _explained(decision))
     if wrong:
         raise AssertionError(f"{sum(1 for w in wrong if w.startswith('- '))} of {len(expected)} "
                              f"routing key(s) of exchange {exchange!r} go elsewhere:\n"
                              + "\n".join(wrong))
+
+
+# -- strict expectations (respx-like) ------------------------------------------------------------
+
+@final
+class Expectation:
+    """One expected kind of publish (see :class:`Expectations`): its criteria, how many times,
+    and the publishes it covered."""
+
+    def __init__(self, checks: dict[str, Callable[[RoutingDecision], bool]],
+                 count: int | None) -> None:
+        self.checks = checks
+        self.count = count
+        #: The publishes it covered, oldest first.
+        self.calls = CallList()
+
+    def matches(self, decision: RoutingDecision) -> bool:
+        return all(check(decision) for check in self.checks.values())
+
+    @property
+    def met(self) -> bool:
+        return bool(self.calls) if self.count is None else len(self.calls) == self.count
+
+    def __repr__(self) -> str:
+        want = "at least once" if self.count is None else f"{self.count} time(s)"
+        return f"<Expectation {_describe(self.checks)} {want}, seen {len(self.calls)}>"
+
+
+@final
+class Expectations:
+    """Strict expectations over what is published, in the manner of respx's strict router: each
+    :meth:`expect` says what may be published (and how many times); on leaving the ``with``
+    block (or at :meth:`verify`) it fails if an expectation was not met, if something was
+    published that no expectation covers (unless ``allow_unexpected``), or, with ``ordered``,
+    if the expectations were first met in another order::
+
+        with Expectations(broker, ordered=True) as expect:
+            expect.published(exchange="orders", routing_key="order.created", json={"id": 7})
+            expect.published(exchange="audit", count=1)
+            place_order(7)                               # the code under test
+
+    Only publishes made after the block starts count; the broker's own dead-letter republishes
+    count only with ``dead_letters=True``.
+    """
+
+    def __init__(self, broker: AnyBroker, *, ordered: bool = False,
+                 allow_unexpected: bool = False, dead_letters: bool = False) -> None:
+        self.broker = broker
+        self.ordered = ordered
+        self.allow_unexpected = allow_unexpected
+        self.dead_letters = dead_letters
+        self.expectations: list[Expectation] = []
+        self._start = _trace_position(broker)
+
+    def published(self, *, exchange: str | None = None, routing_key: KeyPattern | None = None,
+                  vhost: str | None = None, body: bytes | str | None = None, json: Any = UNSET,
+                  headers: Mapping[str, Any] | None = None, where: Predicate | None = None,
+                  queues: Iterable[str] | None = None, outcome: Outcome | None = None,
+                  count: int | None = None) -> Expectation:
+        """Expect publishes matching these criteria (as :func:`published` takes them; ``queues``:
+        exactly the queues it must reach): ``count`` of them, or at least one."""
+        checks = _criteria(exchange, routing_key, vhost, body, headers, json, where)
+        if queues is not None:
+            wanted = set(queues)
+            checks[f"queues={sorted(wanted)!r}"] = lambda d: set(d.queues) == wanted
+        if outcome is not None:
+            checks[f"outcome={outcome!r}"] = lambda d: d.outcome == outcome
+        expectation = Expectation(checks, count)
+        self.expectations.append(expectation)
+        return expectation
+
+    expect = published
+
+    def __enter__(self) -> Expectations:
+        self._start = _trace_position(self.broker)
+        return self
+
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
+        __tracebackhide__ = True
+        if exc_type is None:
+            self.verify()
+
+    def _new_decisions(self) -> list[RoutingDecision]:
+        decisions, lost = _since(self.broker, self._start)
+        if lost:
+            raise AssertionError(f"{lost} publish(es) made since the expectations began have "
+                                 "left the trace (raise trace_limit): cannot check them")
+        return [d for d in decisions if self.dead_letters or d.dead_letter is None]
+
+    def verify(self) -> None:
+        """Check the expectations against what was published since they began.
+
+        Raises:
+            AssertionError: an expectation unmet, a publish nobody expected, or the order.
+        """
+        __tracebackhide__ = True
+        for expectation in self.expectations:
+            expectation.calls = CallList()
+        unexpected: list[RoutingDecision] = []
+        first: dict[int, int] = {}
+        for index, decision in enumerate(self._new_decisions()):
+            covered = False
+            for number, expectation in enumerate(self.expectations):
+                if expectation.matches(decision):
+                    expectation.calls.append(decision)
+                    first.setdefault(number, index)
+                    covered = True
+            if not covered:
+                unexpected.append(decision)
+        problems = []
+        for expectation in self.expectations:
+            if not expectation.met:
+                want = "at least once" if expectation.count is None else \
+                    f"{expectation.count} time(s)"
+                problems.append(f"- expected {want}, seen {len(expectation.calls)}: "
+                                f"{_describe(expectation.checks)}")
+        if unexpected and not self.allow_unexpected:
+            problems.append(f"- {len(unexpected)} publish(es) no expectation covers:")
+            for decision in unexpected[-SHOWN:]:
+                problems.append(f"    {decision!r}")
+                problems.extend(f"      {line}" for line in _explained(decision))
+        if self.ordered:
+            seen = [number for number in range(len(self.expectations)) if number in first]
+            by_time = sorted(seen, key=lambda number: first[number])
+            if by_time != seen:
+                problems.append("- the expectations were first met in another order: " + ", ".join(
+                    _describe(self.expectations[n].checks) for n in by_time))
+        if problems:
+            count = sum(1 for line in problems if line.startswith("- "))
+            raise AssertionError(f"{count} problem(s) with the expected publishes:\n"
+                                 + "\n".join(problems))
+
+
+def _trace_position(broker: AnyBroker) -> int:
+    """How many decisions the broker has recorded so far (a bookmark in its trace)."""
+    if isinstance(broker, model.Broker):
+        return broker.trace.total
+    return len(broker.trace)
+
+
+def _since(broker: AnyBroker, start: int) -> tuple[list[RoutingDecision], int]:
+    """The decisions recorded since bookmark ``start``, and how many of them the trace let go."""
+    if isinstance(broker, model.Broker):
+        with broker._lock:
+            total = broker.trace.total
+            decisions = broker.trace.snapshot()
+        new = total - start
+        kept = decisions[-new:] if new else []
+        return kept, new - len(kept)
+    return cast("list[RoutingDecision]", list(broker.trace)[start:]), 0
+
+
+# -- strict mode: what a test left behind ---------------------------------------------------------
+
+IN_PROCESS_PRODUCT = "embroker in-process client"
+
+
+def leaks(broker: Broker, *, unroutable: bool = False, settle_timeout: float = 1.0) -> list[str]:
+    """What a test left behind, in words (empty when nothing): client connections still open
+    on a running listener, connections of a stopped listener that still hold consumers,
+    unacknowledged deliveries, listener errors, and (with ``unroutable``) publishes that
+    reached no queue. Settles the broker first (up to ``settle_timeout`` seconds)."""
+    problems = []
+    try:
+        settle(broker, settle_timeout)
+    except SettleTimeout as exc:
+        problems.append("the broker did not settle: " + "; ".join(exc.reasons))
+    with broker._lock:
+        servers = list(broker._servers)
+        live: set[int] = set()
+        for server in servers:
+            for connection in server.connections:
+                model_connection = connection.model
+                if model_connection is not None:
+                    live.add(id(model_connection))
+                if server.running and connection.is_open:
+                    problems.append(f"client connection left open: {connection!r}")
+            problems.extend(f"listener error: {type(e).__name__}: {e}" for e in server.errors)
+        for connection in list(broker.connections.values()):
+            in_process = connection.client_properties.get("product") == IN_PROCESS_PRODUCT
+            consumers = [tag for ch in connection.channels.values() for tag in ch.consumers]
+            if not in_process and id(connection) not in live and consumers:
+                problems.append(f"{connection.name} has consumers {consumers} but no running "
+                                "listener serves it")
+            for channel in connection.channels.values():
+                outstanding = channel.outstanding()
+                if outstanding:
+                    queues = sorted({item.queue.name for item in outstanding})
+                    problems.append(f"{len(outstanding)} unacknowledged deliver(ies) on "
+                                    f"{connection.name}, channel {channel.number} (from "
+                                    f"{', '.join(repr(q) for q in queues)})")
+        if unroutable:
+            for decision in broker.trace.snapshot():
+                if decision.outcome in ("unroutable", "returned"):
+                    problems.append(f"unroutable publish: {decision!r}")
+    return problems
+
+
+def assert_no_leaks(broker: Broker, *, unroutable: bool = False) -> None:
+    """Raise :class:`AssertionError` listing :func:`leaks` if there are any."""
+    __tracebackhide__ = True
+    problems = leaks(broker, unroutable=unroutable)
+    if problems:
+        raise AssertionError(f"the test left {len(problems)} thing(s) behind (strict mode):\n"
+                             + "\n".join(f"- {p}" for p in problems))
+
+
+# -- quiescence ---------------------------------------------------------------------------------
+
+def settle(broker: AnyBroker, timeout: float = 5.0) -> None:
+    """``broker.settle(timeout)`` for any broker: wait until nothing is in flight (on a
+    reference RabbitMQ: until every publish it traced so far has been read).
+
+    Raises:
+        SettleTimeout: (an AssertionError) saying what was still busy.
+    """
+    __tracebackhide__ = True
+    if isinstance(broker, model.Broker):
+        _settle.settle(broker, timeout)
+    else:
+        broker.settle(timeout)
+
+
+def wait_until_drained(broker: AnyBroker, queue: str, timeout: float = 5.0, *,
+                       vhost: str = "/") -> None:
+    """Wait until ``queue`` holds nothing ready and nothing unacknowledged (settling the broker
+    between looks).
+
+    Raises:
+        SettleTimeout: saying what the queue still holds.
+    """
+    __tracebackhide__ = True
+    if isinstance(broker, model.Broker):
+        _settle.wait_until_drained(broker, queue, timeout, vhost=vhost)
+    else:
+        broker.wait_until_drained(queue, timeout, vhost=vhost)
 
 
 # -- waiting ------------------------------------------------------------------------------------
@@ -479,7 +823,9 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
         base: the folder relative topology paths start from (the test file's folder).
 
     Raises:
-        DefinitionsError, AMQPError: the topology cannot be loaded.
+        DefinitionsError: the topology file does not exist (the message names every full path
+            tried), or cannot be loaded.
+        AMQPError: a declaration in it that RabbitMQ would refuse too.
         PolicyError: a policy RabbitMQ would refuse.
     """
     from . import Broker as PublicBroker
@@ -488,9 +834,8 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
     broker = PublicBroker(clock=chosen, vhosts=("/", *[v for v in vhosts if v != "/"]),
                           users={"guest": "guest", **(users or {})})
     if topology is not None:
-        if not isinstance(topology, Mapping) and base is not None:
-            candidate = Path(base) / topology
-            topology = candidate if candidate.exists() else topology
+        if not isinstance(topology, Mapping):
+            topology = _topology_path(topology, base)
         broker.load_definitions(topology, ignore_unsupported=ignore_unsupported)
     for items, setter in ((policies, broker.set_policy),
                           (operator_policies, broker.set_operator_policy)):
@@ -506,6 +851,20 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
     return broker
 
 
+def _topology_path(topology: str | os.PathLike[str],
+                   base: str | os.PathLike[str] | None) -> Path:
+    path = Path(topology)
+    tried = []
+    if base is not None and not path.is_absolute():
+        tried.append((Path(base) / path).resolve())
+    tried.append(path.resolve())
+    for candidate in tried:
+        if candidate.is_file():
+            return candidate
+    raise DefinitionsError(f"topology file {str(topology)!r} not found: tried "
+                           + " and ".join(str(t) for t in dict.fromkeys(tried)))
+
+
 def check_server(server: Server) -> None:
     """Raise the first unexpected error the listener's thread met (a bug in embroker), so a test
     sees it instead of a hung client.
@@ -519,13 +878,16 @@ def check_server(server: Server) -> None:
                              f"error(s): {server.errors!r}") from server.errors[0]
 
 
-def advance(broker: Broker, seconds: float) -> None:
+def advance(broker: AnyBroker, seconds: float) -> None:
     """Move a broker's :class:`~embroker.ManualClock` forward under the broker's lock (safe while
     a listener serves clients), running the expiries and dead-lettering that fall due.
 
     Raises:
         TypeError: the broker's clock is not a ManualClock (``@pytest.mark.embroker(clock=True)``).
+        NeedsEmbroker: ``broker`` is a reference RabbitMQ (its time cannot be moved).
     """
+    if not isinstance(broker, model.Broker):
+        raise NeedsEmbroker("advance() moves embroker's virtual clock")
     clock = broker.clock
     if not isinstance(clock, ManualClock):
         raise TypeError(f"advance() needs a ManualClock, and this broker's clock is {clock!r}: "

@@ -12,8 +12,11 @@ import pytest
 import embroker.testing
 from embroker import Broker, ManualClock
 from embroker.client import Channel
+from embroker.errors import DefinitionsError
 from embroker.testing import (
+    Expectations,
     assert_dead_lettered,
+    assert_no_leaks,
     assert_published,
     assert_returned,
     assert_routed,
@@ -21,6 +24,8 @@ from embroker.testing import (
     assert_unroutable,
     async_wait_until,
     key_matches,
+    leaks,
+    make_broker,
     published,
     queue_messages,
     route,
@@ -173,3 +178,124 @@ def test_async_wait_until() -> None:
         assert await async_wait_until(check) is True
 
     asyncio.run(main())
+
+
+# -- matchers ------------------------------------------------------------------------------------
+
+def test_json_predicate_and_header_matchers(broker: Broker, ch: Channel) -> None:
+    ch.basic_publish("events", "order.created", b'{"order":1,"lines":[1,2]}',
+                     properties={"headers": {"attempt": 3, "tenant": "acme"}})
+    ch.basic_publish("events", "order.created", b"not json")
+    assert published(broker, json={"lines": [1, 2], "order": 1}).call_count == 1
+    assert published(broker, json=None).call_count == 0  # JSON null is not "no JSON"
+    assert published(broker, headers={"attempt": lambda n: n > 2}).call_count == 1
+    assert published(broker, headers={"attempt": lambda n: n > 3}).call_count == 0
+    assert published(broker, where=lambda d: d.body.startswith(b"not")).bodies == [b"not json"]
+    assert_routed(broker, json={"order": 1, "lines": [1, 2]}, queues=["audit"])
+    assert assert_published(broker, json={"order": 1, "lines": [1, 2]}).last.json()["order"] == 1
+    with pytest.raises(AssertionError) as failure:
+        assert_published(broker, exchange="events", json={"order": 2})
+    assert "json={'order': 2}" in str(failure.value)
+
+
+# -- strict expectations -------------------------------------------------------------------------
+
+def test_expectations_cover_every_publish(broker: Broker, ch: Channel) -> None:
+    ch.basic_publish("events", "before", b"")  # made before the block: not counted
+    with Expectations(broker) as expect:
+        expect.published(routing_key="order.*", count=2)
+        expect.published(exchange="events", json={"id": 1}, queues=["users"])
+        ch.basic_publish("events", "order.created", b"")
+        ch.basic_publish("events", "user.created", b'{"id": 1}')
+        ch.basic_publish("events", "order.paid", b"")
+
+
+def test_expectations_fail_on_unexpected_unmet_and_order(broker: Broker, ch: Channel) -> None:
+    expect = Expectations(broker, ordered=True)
+    paid = expect.published(routing_key="order.paid")
+    expect.published(routing_key="order.created")
+    expect.published(routing_key="never")
+    ch.basic_publish("events", "order.created", b"")
+    ch.basic_publish("events", "order.paid", b"")
+    ch.basic_publish("events", "surprise", b"")
+    with pytest.raises(AssertionError) as failure:
+        expect.verify()
+    text = str(failure.value)
+    assert text.startswith("3 problem(s) with the expected publishes:")
+    assert "- expected at least once, seen 0: routing_key='never'" in text
+    assert "- 1 publish(es) no expectation covers:" in text
+    assert "<RoutingDecision exchange='events' routing_key='surprise' -> unroutable>" in text
+    assert ("- the expectations were first met in another order: routing_key='order.created', "
+            "routing_key='order.paid'") in text
+    assert paid.calls.last.routing_key == "order.paid"
+    Expectations(broker, allow_unexpected=True).verify()
+
+
+# -- strict mode ---------------------------------------------------------------------------------
+
+def test_leaks_lists_unacked_deliveries(broker: Broker, ch: Channel) -> None:
+    assert leaks(broker) == []
+    ch.basic_publish("events", "order.paid", b"")
+    ch.basic_get("audit")
+    ch.basic_publish("events", "nobody.cares", b"")
+    (problem,) = leaks(broker)
+    assert problem.startswith("1 unacknowledged deliver(ies) on connection ")
+    assert problem.endswith(", channel 1 (from 'audit')")
+    assert "unroutable publish: <RoutingDecision exchange='events' routing_key='nobody.cares'" in (
+        leaks(broker, unroutable=True)[-1])
+    with pytest.raises(AssertionError, match=r"the test left 1 thing\(s\) behind \(strict mode\)"):
+        assert_no_leaks(broker)
+
+
+def test_leaks_lists_open_client_connections(broker: Broker) -> None:
+    import pika
+
+    with broker.serve() as server:
+        params = pika.URLParameters(server.url)
+        params.client_properties = {"connection_name": "forgotten"}
+        conn = pika.BlockingConnection(params)
+        (problem,) = leaks(broker)
+        assert problem.startswith("client connection left open: <ClientConnection 'forgotten'")
+        conn.close()
+        assert leaks(broker) == []
+
+
+# -- a shared broker -----------------------------------------------------------------------------
+
+def test_reset_returns_to_the_baseline(broker: Broker, ch: Channel) -> None:
+    consumed: list[bytes] = []
+    worker = broker.connect().channel()
+    worker.basic_consume("billing", lambda c, d, p, b: consumed.append(b), auto_ack=True)
+    broker.mark_baseline()
+    ch.basic_publish("events", "order.paid", b"1")  # audit keeps it; billing's worker takes it
+    ch.queue_declare("scratch")
+    ch.exchange_declare("tmp", "fanout")
+    ch.queue_bind("audit", "events", "extra.#")
+    ch.queue_unbind("users", "events", "user.#")
+    ch.queue_delete("billing")  # the worker's consumer goes with it
+    broker.reset()
+    assert len(broker.trace) == 0
+    assert sorted(broker.queues) == ["audit", "billing", "users"]
+    assert "tmp" not in broker.exchanges
+    assert broker.queues["audit"].message_count == 0
+    assert_routes(broker, "events", {"order.paid": ["audit", "billing"], "user.x": ["users"],
+                                     "extra.y": []})
+    broker.reset()  # again: the queue declared anew is now the baseline's
+    assert sorted(broker.queues) == ["audit", "billing", "users"]
+
+
+# -- errors that say what to do ------------------------------------------------------------------
+
+def test_a_missing_topology_file_names_the_paths_tried(tmp_path) -> None:
+    with pytest.raises(DefinitionsError) as failure:
+        make_broker(topology="defs.json", base=tmp_path)
+    assert str(tmp_path / "defs.json") in str(failure.value)
+    assert str(failure.value).startswith("topology file 'defs.json' not found: tried ")
+
+
+def test_manual_clock_accessor() -> None:
+    broker = make_broker(clock=True)
+    broker.manual_clock.advance(1)
+    assert broker.clock.monotonic() == 1
+    with pytest.raises(TypeError, match="not a ManualClock"):
+        _ = make_broker().manual_clock

@@ -30,6 +30,7 @@ connection go on.
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -88,6 +89,11 @@ if TYPE_CHECKING:
     from ..model import Connection as ModelConnection
 
 __all__ = ["ConnectionState", "ServerConnection"]
+
+#: Why channels closed (one line per channel closed with an error, at INFO; by the client with
+#: 200, at DEBUG). Why each connection ended is logged once by its owner (``embroker.server``)
+#: from :meth:`ServerConnection.end_reason`.
+log = logging.getLogger("embroker.connection")
 
 #: What the server offers in connection.tune (RabbitMQ's defaults).
 CHANNEL_MAX: Final = 2047
@@ -175,6 +181,10 @@ class ServerConnection:
         self._linger_until = now
         #: The reason the connection closed, when an error closed it.
         self.close_reason: AMQPError | None = None
+        #: What the client's connection.close said (reply code, reply text), if it sent one.
+        self.client_close: tuple[int, str] | None = None
+        #: The refused login, for the log: (mechanism, user name if it could be read).
+        self.refused_login: tuple[str, str | None] | None = None
         #: True once everything there is to send has been queued and the socket should close.
         self.should_close = False
         self._closing_since = 0.0
@@ -184,6 +194,35 @@ class ServerConnection:
         #: An unexpected error met while sending it what the model said (a delivery caused by
         #: another connection, say): the owner reports it and calls :meth:`internal_error`.
         self.failure: Exception | None = None
+
+    def describe(self) -> str:
+        """The connection for a log line: its peer, and the client's connection name, user
+        and vhost when known (``"127.0.0.1:5312 ('billing', user 'guest', vhost '/')"``)."""
+        parts = []
+        name = self.client_properties.get("connection_name")
+        if isinstance(name, str):
+            parts.append(repr(name))
+        if self.user:
+            parts.append(f"user '{self.user}'")
+        if self.model is not None:
+            parts.append(f"vhost '{self.model.vhost.name}'")
+        return f"{self.peer or 'connection'}" + (f" ({', '.join(parts)})" if parts else "")
+
+    def end_reason(self) -> str:
+        """Why the connection ended, in words (for the log)."""
+        error = self.close_reason
+        if self.refused_login is not None:
+            mechanism, user = self.refused_login
+            who = f"user '{user}'" if user is not None else "unreadable credentials"
+            return f"authentication refused for {who} (mechanism {mechanism})"
+        if error is not None:
+            return str(error)
+        if self.client_close is not None:
+            code, text = self.client_close
+            return f"closed by the client (connection.close {code} {text!r})"
+        if self.state is not ConnectionState.OPEN and self.model is None:
+            return f"the client closed the socket during the handshake ({self.state.value})"
+        return "the client closed the socket without connection.close"
 
     def __repr__(self) -> str:
         return f"<ServerConnection {self.peer or id(self)} {self.state.name}>"
@@ -305,6 +344,10 @@ class ServerConnection:
             try:
                 self.user = _handshake.authenticate(self.broker, method, loopback=self.loopback)
             except AccessRefused as exc:
+                credentials = _handshake.parse_credentials(
+                    method.mechanism, method.response if isinstance(method.response, bytes)
+                    else str(method.response).encode("utf-8", "surrogateescape"))
+                self.refused_login = (method.mechanism, credentials[0] if credentials else None)
                 # RabbitMQ tells only the clients that can take it, then closes the socket.
                 self._fail(exc, drop=True,
                            tell=self._has_capability("authentication_failure_close"))
@@ -373,6 +416,9 @@ class ServerConnection:
             del self.channels[number]
             self._reader.forget(number)
             self._send_method(number, ChannelCloseOk())
+            log.log(logging.DEBUG if method.reply_code == 200 else logging.INFO,
+                    "%s: channel %d closed by the client (%d %s)", self.describe(), number,
+                    method.reply_code, method.reply_text)
             return
         if isinstance(method, ChannelOpen):
             raise channel_already_open()
@@ -395,6 +441,7 @@ class ServerConnection:
 
     def _connection_method(self, method: Method) -> None:
         if isinstance(method, ConnectionClose):
+            self.client_close = (method.reply_code, method.reply_text)
             self._send_method(0, ConnectionCloseOk())
             self._release()
             self._linger_until = self.broker.clock.monotonic() + CLOSE_LINGER
@@ -459,6 +506,7 @@ class ServerConnection:
         """
         reason = (error.reply_code, error.wire_reply_text, error.class_id, error.method_id)
         if channel and isinstance(error, ChannelException):
+            log.info("%s: channel %d closed by the broker: %s", self.describe(), channel, error)
             self._confirms.pop(channel, None)  # as RabbitMQ: a closing channel confirms nothing
             model = self.channels.pop(channel, None)
             if model is not None:
@@ -486,6 +534,12 @@ class ServerConnection:
         """Close the connection from the broker's side (e.g. 320 CONNECTION_FORCED at stop)."""
         if self.state not in (ConnectionState.CLOSED, ConnectionState.CLOSING):
             self._fail(error)
+
+    def close_channel(self, number: int, error: ChannelException) -> None:
+        """Close channel ``number`` from the broker's side because of ``error`` (a test's
+        fault): channel.close is sent and its unacknowledged messages are requeued."""
+        if number in self.channels:
+            self._fail(error, channel=number)
 
     def internal_error(self, error: ConnectionException) -> None:
         """A bug met while serving this connection: tell the client (541, when it can still

@@ -25,12 +25,16 @@ from ._events import Delivered as Delivered
 from ._events import Returned as Returned
 from ._exchange import Binding as Binding
 from ._exchange import Exchange as Exchange
+from ._history import Fate as Fate
+from ._history import MessageEvent as MessageEvent
 from ._message import PROPERTY_NAMES as PROPERTY_NAMES
 from ._message import Message as Message
 from ._message import QueuedMessage as QueuedMessage
 from ._policy import Policy as Policy
 from ._policy import QueueSettings as QueueSettings
 from ._queue import Queue as Queue
+from ._trace import Explanation as Explanation
+from ._trace import Outcome as Outcome
 from ._trace import RoutingDecision as RoutingDecision
 from ._vhost import DeclareOk as DeclareOk
 from ._vhost import VirtualHost as VirtualHost
@@ -38,7 +42,8 @@ from ._vhost import VirtualHost as VirtualHost
 __all__ = [
     "PROPERTY_NAMES", "Binding", "Broker", "Cancelled", "Channel", "ChannelEvent", "Clock",
     "Confirmed", "Connection", "Consumer", "DeclareOk", "Delivered", "Delivery", "Exchange",
-    "HashedPassword", "ManualClock", "Message", "Permissions", "Policy", "Queue",
-    "QueueSettings", "QueuedMessage", "Returned", "RoutingDecision", "SystemClock", "Timer",
+    "Explanation", "Fate", "HashedPassword", "ManualClock", "Message", "MessageEvent", "Outcome",
+    "Permissions", "Policy", "Queue", "QueueSettings", "QueuedMessage", "Returned", "RoutingDecision",
+    "SystemClock", "Timer",
     "TopicPermissions", "VirtualHost",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -14,6 +15,7 @@ from ._access import UNRESTRICTED, AccessControl, UserAdministration
 from ._clock import Clock, SystemClock
 from ._connection import Connection
 from ._exchange import Exchange
+from ._faults import DeliveryFault, PublishNack
 from ._policy import PolicyCommands
 from ._queue import Queue
 from ._trace import Trace
@@ -61,7 +63,10 @@ class Broker(UserAdministration, PolicyCommands):
         loopback_users: users that may only connect over a loopback interface (RabbitMQ's
             ``loopback_users``: ``guest``).
         trace_limit: how many routing decisions :attr:`trace` keeps (oldest dropped first).
-        trace_bytes: how many message body bytes :attr:`trace` may keep alive.
+        trace_bytes: how many bytes of large messages (bodies and header tables)
+            :attr:`trace` may keep alive.
+        trace_events: whether to record what happens to each message after routing
+            (deliveries, acks, expiry...: ``broker.trace[-1].history()``).
         max_message_size: the largest message body a client may publish, in bytes (RabbitMQ's
             ``max_message_size``, 128 MiB by default); a larger one is refused with 406.
         server_properties: what the broker says of itself to clients (AMQP 0-9-1
@@ -89,7 +94,7 @@ class Broker(UserAdministration, PolicyCommands):
 
     def __init__(self, *, clock: Clock | None = None, vhosts: tuple[str, ...] = ("/",),
                  users: Mapping[str, str] | None = None, trace_limit: int = 10_000,
-                 trace_bytes: int = 64 * 1024 * 1024,
+                 trace_bytes: int = 64 * 1024 * 1024, trace_events: bool = True,
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                  memory_high_watermark: int | None = None,
                  server_properties: Mapping[str, Any] | None = None,
@@ -97,13 +102,15 @@ class Broker(UserAdministration, PolicyCommands):
                  loopback_users: Iterable[str] = ("guest",)) -> None:
         self._lock = threading.RLock()
         self.clock: Clock = clock if clock is not None else SystemClock()
+        self.clock._guard = self._lock  # ManualClock.advance() holds it
         #: Users and permissions (see :mod:`embroker.model._access`).
         self.access = AccessControl(users if users is not None else {"guest": "guest"},
                                     loopback_users)
         self.vhosts: dict[str, VirtualHost] = {}
         self.connections: dict[int, Connection] = {}
+        self._connection_ids = itertools.count(1)
         #: The most recent routing decisions, oldest first.
-        self.trace = Trace(trace_limit, trace_bytes)
+        self.trace = Trace(trace_limit, trace_bytes, events=trace_events, lock=self._lock)
         #: What the broker says of itself to clients (see ``server_properties`` above).
         self.server_properties = _server_properties(as_rabbitmq, server_properties)
         self.max_message_size = max_message_size
@@ -116,6 +123,11 @@ class Broker(UserAdministration, PolicyCommands):
         self._on_blocked: list[Callable[[bool, str], None]] = []
         # Called when restart() begins; a listener subscribes to drop its clients.
         self._on_restart: list[Callable[[], None]] = []
+        # The listeners serving this broker (they add themselves): what settle() asks.
+        self._servers: list[Any] = []
+        # Faults a test armed (embroker.faults): nacked publishes, drops on delivery.
+        self._publish_faults: list[PublishNack] = []
+        self._delivery_faults: list[DeliveryFault] = []
         for name in vhosts:
             self.add_vhost(name)
 
@@ -142,13 +154,16 @@ class Broker(UserAdministration, PolicyCommands):
 
     @property
     def queues(self) -> dict[str, Queue]:
-        """The queues of the default virtual host ``/``, by name."""
-        return self.vhosts["/"].queues
+        """The queues of the default virtual host ``/``, by name (a snapshot: safe to iterate
+        while a listener serves clients)."""
+        with self._lock:
+            return dict(self.vhosts["/"].queues)
 
     @property
     def exchanges(self) -> dict[str, Exchange]:
-        """The exchanges of the default virtual host ``/``, by name."""
-        return self.vhosts["/"].exchanges
+        """The exchanges of the default virtual host ``/``, by name (a snapshot)."""
+        with self._lock:
+            return dict(self.vhosts["/"].exchanges)
 
     # -- connections ---------------------------------------------------------------------------
 

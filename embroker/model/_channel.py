@@ -31,6 +31,7 @@ from ..errors import (
     NotImplementedAMQP,
     PreconditionFailed,
 )
+from . import _faults, _history
 from ._arguments import parse_expiration, validate_consumer_arguments
 from ._consumer import Consumer, Delivery, Unacked
 from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
@@ -69,6 +70,7 @@ class ReplyConsumer:
         """Deliver a reply. As RabbitMQ, it does not take a delivery tag of its own (the
         channel's next one is shown, unused)."""
         channel = self.channel
+        _history.delivered(channel, REPLY_TO, message, self.tag, channel._next_tag, False, True)
         if channel.listener is not None:
             channel.listener(Delivered(channel.number, self.tag, channel._next_tag, False,
                                        message.exchange, message.routing_key, message))
@@ -111,6 +113,12 @@ class Channel:
         self.tx_mode = False
         self._tx: list[TxRecord] = []
         self.reply_consumer: ReplyConsumer | None = None
+        # The broker's armed faults (lists changed in place, never replaced) and its clock: at
+        # hand on the delivery path.
+        broker = self.vhost.broker
+        self._publish_faults = broker._publish_faults
+        self._delivery_faults = broker._delivery_faults
+        self._clock = broker.clock
 
     def __repr__(self) -> str:
         state = "open" if self.is_open else "closed"
@@ -202,7 +210,9 @@ class Channel:
 
     def queue_purge(self, queue: str = "") -> int:
         self.connection.access.read_queue(self._queue_name(queue))
-        return self._queue(queue).purge()
+        q = self._queue(queue)
+        _history.left(self.vhost.broker.clock, q, q.messages, "purged")
+        return q.purge()
 
     def queue_delete(self, queue: str = "", *, if_unused: bool = False,
                      if_empty: bool = False) -> int:
@@ -261,6 +271,8 @@ class Channel:
         if not self.confirm_mode:
             return 0
         self._publish_seq += 1
+        if not accepted:
+            _history.confirm_nack(self, message, self._publish_seq)
         if self.listener is not None:
             # RabbitMQ coalesces a nack with everything unconfirmed before it: with nothing else
             # outstanding, that is multiple=true for this one message.
@@ -292,6 +304,9 @@ class Channel:
     def _publish(self, message: Message, mandatory: bool, expiration: float | None) -> bool:
         """Route and enqueue; False when a queue refused the message (overflow)."""
         queues = self.vhost.route(message.exchange, message, mandatory)
+        if self.confirm_mode and self._publish_faults and _faults.nack(
+                self, message, queues):
+            return False  # a test injected a nack (embroker.faults)
         if not message.exchange and message.routing_key.startswith(REPLY_TO):
             self.vhost.deliver_replies(message)  # (not counted as routed: see deliver_replies)
         if queues:
@@ -300,6 +315,8 @@ class Channel:
                 if not queue.publish(message, expiration):
                     accepted = False
             return accepted
+        if mandatory:
+            _history.returned(self.vhost.broker.clock, message)
         if mandatory and self.listener is not None:
             self.listener(Returned(self.number, _NO_ROUTE.reply_code, _NO_ROUTE.reply_text,
                                    message.exchange, message.routing_key, message))
@@ -337,7 +354,7 @@ class Channel:
             if isinstance(record, HeldPublish):
                 self._publish(record.message, record.mandatory, record.expiration)
             else:
-                self._settle(record.taken, record.settlement)
+                self._settle(record.taken, record.settlement, record.method)
 
     def tx_rollback(self) -> None:
         """tx.rollback: forget the held publishes; acknowledged messages become unacknowledged
@@ -370,7 +387,10 @@ class Channel:
             q.settle()
         else:
             self._unacked[tag] = Unacked(q, entry, None)
+        _history.got(self, q.name, entry, tag, no_ack)
         message = q.outgoing(entry, get=True) if q.quorum else entry.message
+        if self._delivery_faults:
+            _faults.delivered(self, entry.message)
         return Delivery(tag, entry.redelivered, message.exchange, message.routing_key, message,
                         q.message_count)
 
@@ -385,10 +405,14 @@ class Channel:
             self.consumer_unacked += 1
             if self.global_prefetch:
                 self._volume += 1
+        _history.delivered(self, queue.name, entry.message, consumer.tag, tag, entry.redelivered,
+                           consumer.no_ack)
         message = queue.outgoing(entry) if queue.quorum else entry.message
         if self.listener is not None:
             self.listener(Delivered(self.number, consumer.tag, tag, entry.redelivered,
                                     message.exchange, message.routing_key, message))
+        if self._delivery_faults:
+            _faults.delivered(self, entry.message)
 
     def basic_consume(self, queue: str = "", consumer_tag: str = "", *, no_ack: bool = False,
                       exclusive: bool = False, arguments: dict[str, Any] | None = None) -> str:
@@ -516,11 +540,14 @@ class Channel:
         except KeyError:
             raise PreconditionFailed(f"unknown delivery tag {delivery_tag}") from None
 
-    def _settle(self, taken: list[tuple[int, Unacked]], settlement: Settlement) -> None:
+    def _settle(self, taken: list[tuple[int, Unacked]], settlement: Settlement,
+                method: str) -> None:
         """Settle deliveries as RabbitMQ's channel does: one group per (queue, consumer tag),
         basic.get ones first, then tags in byte order, each group settled by its queue (which
         gives its consumers their credit back and goes on delivering) before the next; then the
         channel's global limit gets its room back."""
+        _history.settled(self, taken, settlement is Settlement.ACK,
+                         settlement is Settlement.REQUEUE, method)
         if len(taken) == 1:
             groups: list[list[tuple[int, Unacked]]] = [taken]
         else:
@@ -540,11 +567,13 @@ class Channel:
                         consumer.unacked == consumer.prefetch
                     consumer.unacked -= 1
                     consumed += 1
+            entries = [unacked.entry for _tag, unacked in group]
+            if settlement is Settlement.REQUEUE:
+                _history.requeued(self.vhost.broker.clock, queue, entries, method)
             if queue.deleted:
                 continue
             if regained:
                 queue.unblock(self)  # credit back first, as rabbit_queue_consumers
-            entries = [unacked.entry for _tag, unacked in group]
             if settlement is Settlement.ACK:
                 queue.settle(len(entries))
             elif settlement is Settlement.REQUEUE:
@@ -560,31 +589,35 @@ class Channel:
             if was_reached and not self.global_limit_reached():
                 self._resume()
 
-    def _settle_or_hold(self, taken: list[tuple[int, Unacked]], settlement: Settlement) -> None:
+    def _settle_or_hold(self, taken: list[tuple[int, Unacked]], settlement: Settlement,
+                        method: str) -> None:
         if self.tx_mode:
-            self._tx.append(HeldSettlement(taken, settlement))
+            self._tx.append(HeldSettlement(taken, settlement, method))
         else:
-            self._settle(taken, settlement)
+            self._settle(taken, settlement, method)
 
     def basic_ack(self, delivery_tag: int = 0, multiple: bool = False) -> None:
         """basic.ack. Raises PreconditionFailed (406) "unknown delivery tag N"."""
-        self._settle_or_hold(self._take_unacked(delivery_tag, multiple), Settlement.ACK)
+        self._settle_or_hold(self._take_unacked(delivery_tag, multiple), Settlement.ACK,
+                             "basic.ack")
 
     def basic_nack(self, delivery_tag: int = 0, multiple: bool = False,
                    requeue: bool = True) -> None:
         """basic.nack: requeue the messages to their original positions, or drop them."""
         self._settle_or_hold(self._take_unacked(delivery_tag, multiple),
-                             Settlement.REQUEUE if requeue else Settlement.REJECT)
+                             Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.nack")
 
     def basic_reject(self, delivery_tag: int, requeue: bool = True) -> None:
-        self.basic_nack(delivery_tag, False, requeue)
+        self._settle_or_hold(self._take_unacked(delivery_tag, False),
+                             Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.reject")
 
-    def _return_to_queues(self, taken: list[tuple[int, Unacked]]) -> None:
+    def _return_to_queues(self, taken: list[tuple[int, Unacked]], cause: str) -> None:
         # A closing channel's deliveries go back, queue by queue, all at once.
         by_queue: dict[int, tuple[Queue, list[QueuedMessage]]] = {}
         for _tag, (queue, entry, _consumer) in taken:
             by_queue.setdefault(id(queue), (queue, []))[1].append(entry)
         for queue, entries in by_queue.values():
+            _history.requeued(self.vhost.broker.clock, queue, entries, cause)
             if not queue.deleted:
                 queue.requeue(entries)
 
@@ -595,7 +628,7 @@ class Channel:
             raise NotImplementedAMQP("requeue=false")
         taken = list(self._unacked.items())
         self._unacked.clear()
-        self._settle(taken, Settlement.REQUEUE)
+        self._settle(taken, Settlement.REQUEUE, "basic.recover")
 
     # -- closing -------------------------------------------------------------------------------
 
@@ -618,7 +651,8 @@ class Channel:
             if unacked.consumer is not None:
                 unacked.consumer.unacked -= 1
                 self.consumer_unacked -= 1
-        self._return_to_queues(taken)  # requeued first, then the others take over
+        self._return_to_queues(  # requeued first, then the others take over
+            taken, "channel closed" if self.connection.is_open else "connection closed")
         for queue in {id(c.queue): c.queue for c in consumers}.values():
             if queue.deleted:
                 continue

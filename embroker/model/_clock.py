@@ -9,10 +9,12 @@ the owner calls :meth:`Clock.run_due` (the server loop does, and ``ManualClock.a
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time as _time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import final
 
 from sortedcontainers import SortedList
@@ -56,6 +58,9 @@ class Clock(ABC):
     def __init__(self) -> None:
         self._timers: SortedList = SortedList()
         self._seq = itertools.count()
+        # The lock of the broker that uses this clock (set by the broker): what
+        # ManualClock.advance holds, so that a test may call it while a listener serves.
+        self._guard: AbstractContextManager[object] = contextlib.nullcontext()
 
     @abstractmethod
     def monotonic(self) -> float:
@@ -152,9 +157,10 @@ class ManualClock(Clock):
         """
         if seconds < 0:
             raise ValueError("a clock does not go back")
-        target = self._now + seconds
-        timers = self._timers
-        while timers and timers[0].deadline <= target:
-            self._now = max(self._now, timers[0].deadline)
-            self.run_due()
-        self._now = target
+        with self._guard:  # the broker's lock: safe while a listener serves
+            target = self._now + seconds
+            timers = self._timers
+            while timers and timers[0].deadline <= target:
+                self._now = max(self._now, timers[0].deadline)
+                self.run_due()
+            self._now = target

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import ChannelError, ConnectionException
@@ -17,7 +16,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Connection", "channel_already_open"]
 
-_connection_ids = itertools.count(1)
 
 
 def channel_already_open() -> ChannelError:
@@ -41,7 +39,7 @@ class Connection:
     def __init__(self, vhost: VirtualHost, *, user: str = "guest",
                  client_properties: dict[str, Any] | None = None, name: str | None = None,
                  access: Grant = UNRESTRICTED) -> None:
-        self.id = next(_connection_ids)
+        self.id = next(vhost.broker._connection_ids)  # 1, 2... in each broker
         self.vhost = vhost
         self.user = user
         self.access = access

@@ -28,8 +28,8 @@ class Message:
         body: the content body.
     """
 
-    __slots__ = ("amqp10", "body", "encoded_properties", "exchange", "origin", "properties",
-                 "routing_key", "routing_keys")
+    __slots__ = ("amqp10", "body", "encoded_properties", "exchange", "history", "origin",
+                 "properties", "routing_key", "routing_keys")
 
     def __init__(self, exchange: str, routing_key: str, properties: dict[str, Any], body: bytes,
                  encoded_properties: bytes | None = None,
@@ -51,6 +51,9 @@ class Message:
         #: How it was published when not over AMQP 0-9-1 or in-process (an AMQP 1.0 link and
         #: its address), for the routing trace; ``None`` otherwise.
         self.origin: str | None = None
+        #: What happened to it after routing, as compact event tuples shared with its routing
+        #: decision (see ``_history``); ``None`` until routed, or when the trace records none.
+        self.history: list[tuple[Any, ...]] | None = None
 
     @property
     def keys(self) -> tuple[str, ...]:

@@ -552,22 +552,39 @@ def alternate_exchange_origin(exchange: Exchange) -> str:
     return f" (set by {policy.describe()})"
 
 
+#: The settings behind each way a message leaves a queue (or is refused by it).
+_LIMIT_KEYS: Final = {"expired": ("message-ttl",), "delivery_limit": ("delivery-limit",),
+                      "maxlen": ("max-length", "max-length-bytes"),
+                      "evicted": ("max-length", "max-length-bytes"),
+                      "refused": ("max-length", "max-length-bytes", "overflow")}
+
+
+def limit_cause(queue: Queue, why: str, message: Message | None = None) -> str | None:
+    """The policies behind a queue's limit that acted on a message (``why``: ``expired``,
+    ``evicted``, ``maxlen``, ``delivery_limit``, ``refused``), in words (``"max-length 2 from
+    operator policy 'cap'"``), or ``None`` when the queue's own arguments decided."""
+    if queue.policy is None and queue.operator_policy is None:
+        return None
+    if why == "expired" and message is not None and "expiration" in message.properties:
+        return None  # its own TTL may have been the shorter: no claim
+    settings = queue.settings
+    parts = []
+    for key in _LIMIT_KEYS.get(why, ()):
+        origin = settings.origin(key)
+        if origin not in (None, "argument"):
+            unit = " ms" if key == "message-ttl" else ""
+            parts.append(f"{key} {getattr(settings, _FIELDS[key])}{unit} from {origin}")
+    return ", ".join(parts) or None
+
+
 def dead_letter_cause(queue: Queue, reason: str, message: Message) -> str | None:
     """The policies behind a dead-lettering, in words (``"through policy 'dlx-all'"``), or
     ``None`` when the queue's own arguments decided everything."""
     if queue.policy is None and queue.operator_policy is None:
         return None
     settings = queue.settings
-    parts = []
-    limits = {"expired": ("message-ttl",), "delivery_limit": ("delivery-limit",),
-              "maxlen": ("max-length", "max-length-bytes")}.get(reason, ())
-    if reason == "expired" and "expiration" in message.properties:
-        limits = ()  # its own TTL may have been the shorter: no claim
-    for key in limits:
-        origin = settings.origin(key)
-        if origin not in (None, "argument"):
-            unit = " ms" if key == "message-ttl" else ""
-            parts.append(f"{key} {getattr(settings, _FIELDS[key])}{unit} from {origin}")
+    limits = limit_cause(queue, reason, message)
+    parts = [limits] if limits else []
     for key in ("dead-letter-exchange", "dead-letter-routing-key"):
         origin = settings.origin(key)
         if origin not in (None, "argument"):

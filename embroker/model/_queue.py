@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, final
 
 from ..fieldtypes import Long
+from . import _history
 from ._message import Message, QueuedMessage
 from ._names import resource
 from ._policy import Policy, effective_definition, queue_settings
@@ -319,13 +320,16 @@ class Queue:
 
     @property
     def messages(self) -> list[Message]:
-        """The ready messages in delivery order, without consuming them."""
-        return [entry.message for entry in self._ready]
+        """The ready messages in delivery order, without consuming them (a snapshot taken
+        under the broker's lock: safe while a listener serves clients)."""
+        with self.vhost.broker._lock:
+            return [entry.message for entry in self._ready]
 
     @property
     def entries(self) -> list[QueuedMessage]:
         """The ready messages with their per-queue state (``redelivered``, deadline)."""
-        return list(self._ready)
+        with self.vhost.broker._lock:
+            return list(self._ready)
 
     def __len__(self) -> int:
         return len(self._ready)
@@ -418,6 +422,7 @@ class Queue:
         """
         limited = self._max_length is not None or self._max_bytes is not None
         if limited and self._overflow != "drop-head" and self._over_limit(1, len(message.body)):
+            _history.refused(self._clock, self, message, self._overflow)
             if self._overflow == "reject-publish-dlx":
                 self._dead_letter([message], "maxlen")
             return False
@@ -463,6 +468,7 @@ class Queue:
                 entry.delivery_count += 1
                 if limit is not None and entry.delivery_count > limit:
                     over_limit.append(entry.message)
+                    _history.left(self._clock, self, (entry.message,), "delivery_limit")
                     continue
                 if limit is None:
                     # RabbitMQ 3.10's quorum queue without a delivery limit returns a message
@@ -625,6 +631,7 @@ class Queue:
         while self._ready and self._over_limit():
             dropped.append(self._take().message)
         if dropped:
+            _history.left(self._clock, self, dropped, "evicted")
             self._dead_letter(dropped, "maxlen")
 
     def _expire_head(self) -> None:
@@ -639,6 +646,7 @@ class Queue:
                 break
             expired.append(self._take().message)
         if expired:
+            _history.left(self._clock, self, expired, "expired")
             self._dead_letter(expired, "expired")
         self._arm_expiry()
 

@@ -1,10 +1,16 @@
-"""Routing decisions: what every publish did, and why."""
+"""Routing decisions: what every publish did, and why; and what became of the message."""
 
 from __future__ import annotations
 
+import json
+import sys
+import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any, final
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Literal, final
 
+from . import _faults, _history
+from ._history import Fate, MessageEvent
 from ._message import Message
 from ._policy import alternate_exchange_origin
 
@@ -12,34 +18,53 @@ if TYPE_CHECKING:
     from ..errors import AMQPError
     from ._exchange import Binding, Exchange
 
-__all__ = ["RoutingDecision", "Trace", "Visit"]
+__all__ = ["Explanation", "Outcome", "RoutingDecision", "Trace", "Visit"]
 
 #: An exchange a message passed through, the bindings it had then (an immutable snapshot), and
 #: whether it handed the message to its alternate exchange.
 Visit = tuple["Exchange", tuple["Binding", ...], bool]
 
+#: What became of a publish: it reached queues (``routed``), reached none (``unroutable``, or
+#: ``returned`` to a mandatory publisher), every queue it reached refused it because it was
+#: full (``overflow``: ``x-overflow`` reject-publish or reject-publish-dlx) or because a test
+#: injected a nack (``nacked``, :mod:`embroker.faults`), or the publish itself failed
+#: (``refused``: no such exchange...).
+Outcome = Literal["routed", "unroutable", "returned", "overflow", "nacked", "refused"]
+
+
+@final
+class Explanation(str):
+    """The text of :meth:`RoutingDecision.explain`: a ``str`` that shows as text in the REPL
+    (its repr is the text itself, not a quoted one-liner)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
 
 @final
 class RoutingDecision:
-    """The outcome of one publish, kept on ``broker.trace``.
+    """The outcome of one publish, kept on ``broker.trace``, and the life of its message since.
 
     Attributes:
         vhost: the virtual host.
         exchange: the exchange name published to (``""`` for the default exchange).
         message: the message as routed (``BCC`` already removed).
         keys: the routing keys used: the routing key, then those of ``CC`` and ``BCC``.
-        queues: the names of the queues the message reached, in delivery order.
         matched: every binding that matched, along the whole path through exchange-to-exchange
             bindings and alternate exchanges.
         mandatory: whether the publish was mandatory.
         error: the error that refused the publish (no such exchange, internal exchange...).
         dead_letter: for a message a queue dead-lettered, ``(queue, reason)``; else ``None``.
+        body_dropped: the trace let the body go to stay within its byte budget.
+        headers_dropped: the trace let the ``headers`` table go, for the same reason.
         cause: for a dead-lettered message, the policies behind it in words (``"through
             policy 'dlx-all'"``); ``None`` when the queue's own arguments decided.
     """
 
-    __slots__ = ("_visited", "body_dropped", "cause", "dead_letter", "error", "exchange", "keys",
-                 "mandatory", "matched", "message", "queues", "vhost")
+    __slots__ = ("_events", "_routed", "_size", "_visited", "body_dropped", "cause", "dead_letter",
+                 "error", "exchange", "headers_dropped", "keys", "mandatory", "matched",
+                 "message", "vhost")
 
     def __init__(self, vhost: str, exchange: str, message: Message, keys: tuple[str, ...],
                  queues: tuple[str, ...] = (), matched: tuple[Binding, ...] = (),
@@ -50,23 +75,34 @@ class RoutingDecision:
         self.exchange = exchange
         self.message = message
         self.keys = keys
-        self.queues = queues
+        self._routed = queues
         self.matched = matched
         self.mandatory = mandatory
         self.error = error
         self.dead_letter = dead_letter
         self.cause = cause
         self._visited = visited
-        #: True when the trace let the body go to stay within its byte budget.
         self.body_dropped = False
+        self.headers_dropped = False
+        # The message's events (shared with the message while it lives), or None when the
+        # trace records none; and the bytes the trace's budget counts for this decision.
+        self._events: list[tuple[Any, ...]] | None = None
+        self._size = 0
 
-    def drop_body(self) -> None:
-        """Let the message body go (the trace's byte budget); the rest stays."""
+    def let_go(self) -> None:
+        """Let the message body and headers go (the trace's byte budget); the rest stays, and
+        so does the history."""
         m = self.message
-        self.message = Message(m.exchange, m.routing_key, m.properties, b"",
+        properties = m.properties
+        if properties.get("headers"):
+            properties = {k: v for k, v in properties.items() if k != "headers"}
+            self.headers_dropped = True
+        self.message = Message(m.exchange, m.routing_key, properties, b"",
                                routing_keys=m.routing_keys)
         self.message.origin = m.origin
-        self.body_dropped = True
+        self.body_dropped = bool(m.body)
+
+    drop_body = let_go
 
     @property
     def origin(self) -> str | None:
@@ -90,14 +126,59 @@ class RoutingDecision:
     def body(self) -> bytes:
         return self.message.body
 
+    def json(self) -> Any:
+        """The body parsed as JSON.
+
+        Raises:
+            ValueError: the body is not JSON (or the trace let it go: ``body_dropped``).
+        """
+        if self.body_dropped:
+            raise ValueError("the trace let this decision's body go (its byte budget, "
+                             "trace_bytes, was reached): there is no body to parse")
+        try:
+            return json.loads(self.message.body)
+        except ValueError as exc:
+            raise ValueError(f"the body is not JSON ({exc}): {self.message.body[:80]!r}") from None
+
     @property
-    def outcome(self) -> str:
-        """``"routed"``, ``"returned"`` (mandatory and unroutable), ``"unroutable"`` (dropped)
-        or ``"refused"`` (the publish failed with :attr:`error`)."""
+    def queues(self) -> tuple[str, ...]:
+        """The names of the queues that took the message, in delivery order (a queue that
+        refused it because it was full is in :attr:`refused` instead)."""
+        events = self._events
+        if events:
+            refused = {e[1] for e in list(events) if e[0] == _history.REFUSED}
+            if refused:
+                return tuple(q for q in self._routed if q not in refused)
+        return self._routed
+
+    @property
+    def refused(self) -> tuple[tuple[str, str], ...]:
+        """The queues the message reached that refused it because they were full, with their
+        ``x-overflow`` (``reject-publish`` or ``reject-publish-dlx``): ``(queue, overflow)``."""
+        events = self._events
+        if not events:
+            return ()
+        return tuple((e[1], e[3]) for e in list(events) if e[0] == _history.REFUSED)
+
+    @property
+    def nacked(self) -> bool:
+        """Whether the publisher (in confirm mode) got a nack for it (a queue refused it)."""
+        events = self._events
+        return events is not None and any(e[0] == _history.CONFIRM_NACK for e in list(events))
+
+    @property
+    def outcome(self) -> Outcome:
+        """``"routed"`` (some queue took it), ``"overflow"`` (every queue it reached refused
+        it: full), ``"nacked"`` (a test injected a nack), ``"returned"`` (mandatory and
+        unroutable), ``"unroutable"`` (dropped) or ``"refused"`` (the publish failed with
+        :attr:`error`)."""
         if self.error is not None:
             return "refused"
         if self.queues:
             return "routed"
+        if self._routed:
+            return ("nacked" if any(how == _faults.NACK_INJECTED for _q, how in self.refused)
+                    else "overflow")
         return "returned" if self.mandatory else "unroutable"
 
     @property
@@ -109,35 +190,73 @@ class RoutingDecision:
         """Names of the exchanges that passed the message on to their alternate exchange."""
         return tuple(x.name for x, _snap, to_ae in self._visited if to_ae)
 
+    # -- the message's life -------------------------------------------------------------------
+
+    def history(self) -> list[MessageEvent]:
+        """What happened to the message after routing, oldest first: deliveries, acks,
+        rejections, requeues, expiry, dead-lettering... (empty when the broker records no
+        events: ``trace_events=False``)."""
+        return _history.events_of(self._events)
+
+    def fate(self) -> list[Fate]:
+        """Where the message is now in each queue it reached (ready, unacked, acked, expired,
+        dead-lettered...), from its last event there."""
+        return _history.fates(self._routed, self.history())
+
     def __repr__(self) -> str:
-        target = f"queues {list(self.queues)}" if self.queues else self.outcome
+        queues = self.queues
+        target = f"queues {list(queues)}" if queues else self.outcome
+        refused = self.refused
+        if refused:
+            target += ", refused by " + ", ".join(f"'{q}' ({how})" for q, how in refused)
         return (f"<RoutingDecision exchange={self.exchange!r} routing_key={self.routing_key!r}"
                 f" -> {target}>")
 
-    def explain(self) -> str:
-        """Say in words where the message went and why, or why it went nowhere."""
+    def explain(self) -> Explanation:
+        """Say in words where the message went and why, or why it went nowhere, and where it
+        is now. The text shows as text in the REPL (see :class:`Explanation`)."""
+        return Explanation("\n".join(self._explain_lines()))
+
+    def _explain_lines(self) -> list[str]:
         name = f"'{self.exchange}'" if self.exchange else "'' (the default exchange)"
         how = "Published"
         if self.dead_letter is not None:
             why = self.dead_letter[1] + (f", {self.cause}" if self.cause else "")
             how = f"Dead-lettered from queue '{self.dead_letter[0]}' ({why}) and republished"
+        headers = self.headers
         lines = [f"{how} to exchange {name} in vhost '{self.vhost}' with routing key "
-                 f"'{self.routing_key}'" + (f", headers {self.headers!r}" if self.headers else "")]
+                 f"'{self.routing_key}'" + (f", headers {headers!r}" if headers else "")]
+        if self.headers_dropped or self.body_dropped:
+            lines.append("  (the trace let this message's "
+                         + " and ".join(w for w, gone in (("body", self.body_dropped),
+                                                           ("headers", self.headers_dropped))
+                                        if gone)
+                         + " go to stay within its byte budget)")
         if self.message.origin is not None and self.dead_letter is None:
             lines.append(f"  through {self.message.origin}")
         if len(self.keys) > 1:
             lines.append(f"  routing keys with CC/BCC: {list(self.keys)}")
         if self.error is not None:
             lines.append(f"  refused: {self.error.reply_code} {self.error.reply_text}")
-            return "\n".join(lines)
-        if self.queues:
-            lines.append(f"  routed to {len(self.queues)} queue(s): "
-                         + ", ".join(f"'{q}'" for q in self.queues))
+            return lines
+        queues = self.queues
+        refused = self.refused
+        if queues:
+            lines.append(f"  routed to {len(queues)} queue(s): "
+                         + ", ".join(f"'{q}'" for q in queues))
+        elif refused:
+            lines.append("  reached queues, but every one refused it")
         elif self.dead_letter is not None and not self._visited:
             lines.append("  dropped: the dead-letter exchange does not exist")
         else:
             lines.append("  reached no queue: " + (
                 "returned to the publisher (mandatory)" if self.mandatory else "dropped"))
+        for queue, overflow in refused:
+            lines.append(f"  refused by queue '{queue}': " + (
+                "a nack injected by a test (embroker.faults)"
+                if overflow == _faults.NACK_INJECTED else f"full (x-overflow {overflow})"))
+        if self.nacked:
+            lines.append("  the publisher's confirm was a nack")
         matched = {id(b) for b in self.matched}
         for exchange, bindings, to_ae in self._visited:
             lines.extend(self._explain_exchange(exchange, bindings, matched))
@@ -149,7 +268,21 @@ class RoutingDecision:
                     b.source is exchange for b in self.matched):
                 lines.append(f"    alternate exchange '{exchange.alternate_exchange}' "
                              "does not exist")
-        return "\n".join(lines)
+        lines.extend(self._fate_lines("  now: ", 0))
+        return lines
+
+    def _fate_lines(self, prefix: str, depth: int) -> list[str]:
+        if self._events is None:
+            return []
+        lines = []
+        for fate in self.fate():
+            if fate.state == "refused":
+                continue  # said above
+            lines.append(f"{prefix}{fate}")
+            target = fate.event.decision if fate.event is not None else None
+            if fate.state == "dead_lettered" and target is not None and depth < 4:
+                lines.extend(target._fate_lines(" " * len(prefix) + "then ", depth + 1))
+        return lines
 
     def _explain_exchange(self, exchange: Exchange, bindings: tuple[Binding, ...],
                           matched: set[int]) -> list[str]:
@@ -173,44 +306,164 @@ class RoutingDecision:
         return lines
 
 
+#: Header tables whose wire encoding is smaller than this are not measured (they cost little).
+_SMALL_ENCODED_PROPERTIES = 512
+
+
+def _deep_size(value: Any, depth: int = 0) -> int:
+    """About how many bytes of memory ``value`` (a field value of a header table) takes."""
+    size = sys.getsizeof(value)
+    if depth > 32:
+        return size
+    if isinstance(value, dict):
+        for key, item in value.items():
+            size += sys.getsizeof(key) + _deep_size(item, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            size += _deep_size(item, depth + 1)
+    return size
+
+
+#: A header table with at most this many entries, each a number or a short string, is small.
+_SMALL_HEADERS = 32
+_SHORT = 256
+
+
+def _small_headers(headers: dict[str, Any]) -> bool:
+    if len(headers) > _SMALL_HEADERS:
+        return False
+    for value in headers.values():
+        if isinstance(value, (str, bytes)):
+            if len(value) > _SHORT:
+                return False
+        elif not isinstance(value, (int, float)) and value is not None:
+            return False  # a table, an array, a decimal...: measure it
+    return True
+
+
+def message_size(message: Message) -> int:
+    """The bytes the trace counts for a message it keeps: its body, and its header table when
+    that is not small (about what it takes in memory). Small tables (a few numbers and short
+    strings, or a short encoding off the wire) are not measured: they cost little."""
+    size = len(message.body)
+    headers = message.properties.get("headers")
+    if headers:
+        encoded = message.encoded_properties
+        if encoded is not None:
+            if len(encoded) >= _SMALL_ENCODED_PROPERTIES:
+                size += _deep_size(headers)
+        elif not _small_headers(headers):
+            size += _deep_size(headers)
+    return size
+
+
 @final
 class Trace(deque[RoutingDecision]):
-    """The most recent routing decisions, oldest first, bounded in number and in the body
-    bytes they keep alive: a decision holds its message, so a long run of large messages would
-    otherwise keep every body in memory. Past the byte budget, the oldest large bodies are let
-    go (their decisions stay, with an empty body and ``body_dropped`` set).
+    """The most recent routing decisions, oldest first, bounded in number and in the bytes
+    they keep alive: a decision holds its message, so a long run of large messages (large
+    bodies or large header tables) would otherwise keep them all in memory. Past the byte
+    budget, the oldest large messages are let go (their decisions stay, with an empty body and
+    no headers, ``body_dropped`` / ``headers_dropped`` set, and their history).
+
+    A message still in a queue is the same object as the one its decision holds (kept by
+    reference, not copied); the budget counts it all the same, as what the trace keeps alive.
+
+    Safe to read from any thread while a listener serves clients: iterating works on a
+    snapshot taken under the broker's lock.
 
     Args:
         maxlen: how many decisions to keep.
-        max_bytes: how many bytes of large bodies (from ``LARGE_BODY`` bytes) they may hold.
+        max_bytes: how many bytes of large messages (from ``LARGE_BODY`` bytes, body and
+            header table together) they may hold.
+        events: whether to record what happens to messages after routing (their history).
     """
 
-    #: Bodies from this size on count against the byte budget (smaller ones are bounded by
-    #: ``maxlen`` alone, and cost nothing extra to trace).
+    #: Messages from this size on (body and headers) count against the byte budget (smaller
+    #: ones are bounded by ``maxlen`` alone, and cost nothing extra to trace).
     LARGE_BODY = 4096
 
-    def __init__(self, maxlen: int = 10_000, max_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(self, maxlen: int = 10_000, max_bytes: int = 64 * 1024 * 1024, *,
+                 events: bool = True, lock: threading.RLock | None = None) -> None:
         super().__init__(maxlen=maxlen)
         self.max_bytes = max_bytes
+        #: Whether messages record their lifecycle events (see ``RoutingDecision.history``).
+        self.events = events
+        self._lock = lock if lock is not None else threading.RLock()
         self._large: deque[RoutingDecision] = deque()
         self._bytes = 0
+        #: How many decisions were ever recorded (a bookmark: ``trace.total`` now, and later
+        #: the decisions since are the last ``trace.total - bookmark``).
+        self.total = 0
 
-    def hold(self, decision: RoutingDecision) -> None:
-        """Count a decision with a large body against the byte budget (the caller appended
-        it already)."""
+    def record(self, decision: RoutingDecision) -> None:
+        """Keep a new decision (the model calls this once per publish, under the lock)."""
+        large = self._large
+        if large and len(self) == self.maxlen and self[0] is large[0]:
+            self._bytes -= large.popleft()._size  # the oldest goes, by count
+        self.append(decision)
+        self.total += 1
+        message = decision.message
+        if self.events:
+            message.history = decision._events = []
+        properties = message.properties
+        if properties and "headers" in properties:
+            size = message_size(message)
+            if size >= self.LARGE_BODY:
+                self._hold(decision, size)
+        elif len(message.body) >= self.LARGE_BODY:
+            self._hold(decision, len(message.body))
+
+    def _hold(self, decision: RoutingDecision, size: int) -> None:
+        decision._size = size
         self._large.append(decision)
-        self._bytes += len(decision.message.body)
+        self._bytes += size
         while self._bytes > self.max_bytes and len(self._large) > 1:
             oldest = self._large.popleft()
-            self._bytes -= len(oldest.message.body)
-            oldest.drop_body()
+            self._bytes -= oldest._size
+            oldest._size = 0
+            oldest.let_go()
+
+    def hold(self, decision: RoutingDecision) -> None:
+        """Count a decision with a large message against the byte budget (the caller appended
+        it already)."""
+        self._hold(decision, message_size(decision.message))
+
+    def pop(self) -> RoutingDecision:  # type: ignore[override]  # (deque.pop takes no index)
+        """Take back the newest decision (and what the budget counted for it)."""
+        with self._lock:
+            decision = super().pop()
+            self.total -= 1
+            if self._large and self._large[-1] is decision:
+                self._large.pop()
+                self._bytes -= decision._size
+                decision._size = 0
+            return decision
 
     def clear(self) -> None:
-        super().clear()
-        self._large.clear()
-        self._bytes = 0
+        with self._lock:
+            super().clear()
+            self._large.clear()
+            self._bytes = 0
+
+    def __iter__(self) -> Iterator[RoutingDecision]:
+        with self._lock:
+            return iter(tuple(super().__iter__()))
+
+    def __reversed__(self) -> Iterator[RoutingDecision]:
+        with self._lock:
+            return iter(tuple(super().__reversed__()))
+
+    def snapshot(self) -> list[RoutingDecision]:
+        """The decisions now, oldest first, as a list (taken under the broker's lock)."""
+        with self._lock:
+            return list(super().__iter__())
+
+    def __repr__(self) -> str:
+        return f"<Trace {len(self)} decision(s) of at most {self.maxlen}, {self._bytes} bytes kept>"
 
     @property
-    def body_bytes(self) -> int:
-        """Bytes of large bodies the kept decisions hold."""
+    def kept_bytes(self) -> int:
+        """Bytes of large messages (bodies and header tables) the kept decisions hold."""
         return self._bytes
+
+    body_bytes = kept_bytes

@@ -44,6 +44,8 @@ class HeldSettlement(NamedTuple):
 
     taken: list[tuple[int, Unacked]]
     settlement: Settlement
+    #: The method that settled them (basic.ack, basic.nack, basic.reject).
+    method: str = "basic.ack"
 
 
 TxRecord = HeldPublish | HeldSettlement

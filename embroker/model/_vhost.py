@@ -16,6 +16,7 @@ from ..errors import (
     ResourceLocked,
 )
 from ..fieldtypes import field_type
+from . import _history
 from ._arguments import (
     check_equivalent_arguments,
     check_equivalent_field,
@@ -266,6 +267,7 @@ class VirtualHost:
         """Delete a queue: its bindings go, its consumers are cancelled; returns how many ready
         messages it held."""
         count = queue.message_count
+        _history.left(self.broker.clock, queue, queue.messages, "deleted")
         queue.purge()
         queue.deleted = True
         self.queues.pop(queue.name, None)
@@ -283,9 +285,13 @@ class VirtualHost:
         them, and the persistent messages of durable queues."""
         for queue in list(self.queues.values()):
             if queue.durable:
+                _history.left(self.broker.clock, queue, [
+                    m for m in queue.messages if m.properties.get("delivery_mode") != 2], "lost")
                 queue.drop_transient()
             else:
+                lost = queue.messages
                 self.delete_queue_object(queue)
+                _history.left(self.broker.clock, queue, lost, "lost")
         for exchange in list(self.exchanges.values()):
             if not exchange.durable and self.exchanges.get(exchange.name) is exchange:
                 self._delete_exchange(exchange)
@@ -386,7 +392,7 @@ class VirtualHost:
                 else:
                     result = _sorted_queues(queues)
             if result is not None:
-                self._record(RoutingDecision(
+                self._trace.record(RoutingDecision(
                     self.name, exchange_name, message, (message.routing_key,),
                     tuple([q.name for q in result]), tuple(found),
                     ((exchange, exchange._snapshot or exchange.snapshot(), False),), mandatory))
@@ -395,7 +401,7 @@ class VirtualHost:
         else:
             keys = [message.routing_key]
         routed, matched, path = self._route(exchange, keys, headers)
-        self._record(RoutingDecision(
+        self._trace.record(RoutingDecision(
             self.name, exchange_name, message, tuple(keys), tuple([q.name for q in routed]),
             matched, path, mandatory))
         return routed
@@ -426,10 +432,7 @@ class VirtualHost:
         return self._route(exchange, list(keys), headers)
 
     def _record(self, decision: RoutingDecision) -> None:
-        trace = self._trace
-        trace.append(decision)
-        if len(decision.message.body) >= trace.LARGE_BODY:
-            trace.hold(decision)
+        self._trace.record(decision)
 
     def deliver_replies(self, message: Message) -> None:
         """Direct reply-to: a message published to the default exchange with a reply-to
@@ -457,15 +460,20 @@ class VirtualHost:
             if exchange is None:
                 self._record(RoutingDecision(
                     self.name, exchange_name, dead, dead.keys, dead_letter=origin, cause=cause))
+                _history.dead_lettered(self.broker.clock, source.name, message, reason,
+                                       exchange_name, None)
                 continue
             queues, matched, path = self._route(exchange, list(dead.keys),
                                                 dead.properties.get("headers"))
             if reason != "rejected":
                 headers = dead.headers
                 queues = [q for q in queues if not is_dead_letter_cycle(q.name, headers)]
-            self._record(RoutingDecision(
+            decision = RoutingDecision(
                 self.name, exchange_name, dead, dead.keys, tuple([q.name for q in queues]),
-                matched, path, dead_letter=origin, cause=cause))
+                matched, path, dead_letter=origin, cause=cause)
+            self._record(decision)
+            _history.dead_lettered(self.broker.clock, source.name, message, reason,
+                                   exchange_name, decision)
             for queue in queues:
                 queue.publish(dead)
 

@@ -1,57 +1,129 @@
 """The pytest plugin: fixtures and the ``embroker`` marker over :mod:`embroker.testing`.
 
-Fixtures: ``broker`` (a fresh in-memory broker per test, configured by the marker),
-``amqp_server`` / ``amqp_url`` (a loopback listener on it, started when asked for and stopped
-after the test; ``amqp10_url`` is the same listener's URL for AMQP 1.0 clients),
-``amqp_channel`` (an in-process channel). With ``--embroker-reference URL`` (or
-the ``embroker_reference`` ini option) ``amqp_url`` is that URL and the fixtures that need
-embroker's internals skip.
+Fixtures:
+
+- ``broker``: a fresh in-memory broker per test, configured by the marker;
+- ``amqp_server`` / ``amqp_url``: a loopback listener on it, started when asked for and stopped
+  after the test (``amqp10_url`` is the same listener's URL for AMQP 1.0 clients);
+  ``amqp_channel``: an in-process channel;
+- ``embroker_faults``: :class:`embroker.faults.Faults` for the test's broker and listener;
+- ``embroker_expectations``: strict :class:`embroker.testing.Expectations`, checked after the test;
+- ``shared_broker`` / ``shared_amqp_url``: one broker and listener for the whole session (for
+  applications whose workers start slowly), reset to their baseline before each test.
+
+Strict mode (``embroker_strict`` ini option, or the marker's ``strict=``) fails a test at
+teardown when it left client connections open, deliveries unacknowledged, consumers on a
+stopped listener, listener errors or (``"unroutable"``) publishes that reached no queue. A failed
+test's report gets an ``embroker`` section: the last routing decisions with their messages'
+histories, and the queues (``--embroker-trace N``).
+
+With ``--embroker-reference URL`` the same tests run against a real RabbitMQ: ``broker`` is then
+a :class:`embroker._reference.ReferenceBroker` on a vhost of its own, and what needs embroker's
+internals (the virtual clock, ``explain()``...) skips with the reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import contextlib
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 pytest.register_assert_rewrite("embroker.testing")
 
 from embroker import Broker, Channel, Server  # noqa: E402
-from embroker.testing import check_server, make_broker  # noqa: E402
+from embroker.faults import Faults  # noqa: E402
+from embroker.testing import (  # noqa: E402
+    Expectations,
+    NeedsEmbroker,
+    check_server,
+    leaks,
+    make_broker,
+)
+
+if TYPE_CHECKING:
+    from embroker import RoutingDecision
+    from embroker._reference import Admin, ReferenceBroker
+    from embroker.testing import AnyBroker
 
 __all__ = ["amqp10_url", "amqp_channel", "amqp_server", "amqp_url", "broker", "embroker_config",
-           "embroker_reference"]
+           "embroker_expectations", "embroker_faults", "embroker_reference", "shared_amqp_url",
+           "shared_broker"]
 
-_MARKER_HELP = (
-    "embroker(topology=None, clock=None, vhosts=(), users=None, policies=(), "
-    "operator_policies=(), ignore_unsupported=False): configure this test's broker: "
-    "a RabbitMQ definitions file to load (relative to the test file), clock=True for a "
-    "ManualClock, extra vhosts, extra users {name: password}, policies and operator policies "
-    "to set ({name, pattern, definition, priority, apply-to, vhost}), and whether to load a "
-    "topology without the runtime parameters embroker cannot honour")
+#: The marker's arguments, and what each does (the marker's help, and its error on a typo).
+MARKER_ARGUMENTS = {
+    "topology": "a RabbitMQ definitions file to load (relative to the test file) or a dict",
+    "clock": "True for a ManualClock (the test moves time)",
+    "vhosts": "extra virtual hosts",
+    "users": "extra users {name: password} (guest/guest is always there)",
+    "policies": "policies to set after the topology, each {name, pattern, definition[, priority, "
+                "apply-to, vhost]} as a definitions file lists them",
+    "operator_policies": "operator policies to set, in the same form",
+    "ignore_unsupported": "True to load a topology without the runtime parameters embroker "
+                          "cannot honour (shovels, federation upstreams) instead of refusing it",
+    "strict": "True (or 'unroutable' to count unroutable publishes too): fail the test if it "
+              "leaves connections, unacked deliveries or listener errors behind",
+}
+
+_MARKER_HELP = ("embroker(" + ", ".join(f"{k}=..." for k in MARKER_ARGUMENTS) + "): configure "
+                "this test's broker: " + "; ".join(f"{k}: {v}" for k, v in MARKER_ARGUMENTS.items()))
+
+_ADMIN = pytest.StashKey["Admin | None"]()
+_LEAKS = pytest.StashKey[list[str]]()
+_BROKERS = pytest.StashKey[list["AnyBroker"]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("embroker")
     group.addoption("--embroker-reference", metavar="URL", default=None,
-                    help="run the tests against this RabbitMQ: amqp_url is URL, and fixtures "
-                         "that need embroker's internals (broker, amqp_channel...) skip")
+                    help="run the tests against this RabbitMQ: each test gets a vhost of its "
+                         "own there, and fixtures that need embroker's internals skip")
+    group.addoption("--embroker-management", metavar="URL", default=None,
+                    help="the reference's management API (default http://HOST:15672/api with "
+                         "the reference URL's credentials; rabbitmqctl when it does not answer)")
+    group.addoption("--embroker-trace", metavar="N", type=int, default=None,
+                    help="how many routing decisions a failed test's report shows "
+                         "(default 10; 0: no embroker section)")
     parser.addini("embroker_reference", "like --embroker-reference URL", default="")
+    parser.addini("embroker_management", "like --embroker-management URL", default="")
+    parser.addini("embroker_trace", "like --embroker-trace N", default="10")
+    parser.addini("embroker_strict", "strict mode for every test: true, unroutable or false",
+                  default="false")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", _MARKER_HELP)
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
     url = _reference(config)
-    return f"embroker: reference RabbitMQ at {url} (embroker-only fixtures skip)" if url else None
+    if not url:
+        return None
+    admin = _admin(config)
+    if admin is None:
+        return [f"embroker: reference RabbitMQ at {url}; neither its management API nor "
+                "rabbitmqctl answers, so the tests share the URL's vhost and fixtures that "
+                "read the broker skip"]
+    return [f"embroker: reference RabbitMQ at {url}; a vhost per test, created and deleted "
+            f"through {admin.description}; routing decisions from its firehose "
+            "(amq.rabbitmq.trace)"]
 
 
 def _reference(config: pytest.Config) -> str | None:
     value = config.getoption("embroker_reference") or config.getini("embroker_reference")
     return str(value) if value else None
+
+
+def _admin(config: pytest.Config) -> Admin | None:
+    if _ADMIN not in config.stash:
+        from embroker._reference import find_admin
+
+        url = _reference(config)
+        management = (config.getoption("embroker_management")
+                      or config.getini("embroker_management") or None)
+        config.stash[_ADMIN] = find_admin(url, management) if url else None
+    return config.stash[_ADMIN]
 
 
 def _skip_in_reference(request: pytest.FixtureRequest, what: str) -> None:
@@ -60,6 +132,8 @@ def _skip_in_reference(request: pytest.FixtureRequest, what: str) -> None:
         pytest.skip(f"{what} needs embroker's internals: not available with the reference "
                     f"RabbitMQ ({url})")
 
+
+# -- the marker ---------------------------------------------------------------------------------
 
 @pytest.fixture
 def embroker_reference(request: pytest.FixtureRequest) -> str | None:
@@ -74,31 +148,120 @@ def embroker_config(request: pytest.FixtureRequest) -> dict[str, Any]:
     config: dict[str, Any] = {}
     for marker in reversed(list(request.node.iter_markers("embroker"))):
         if marker.args:
-            raise pytest.UsageError("@pytest.mark.embroker takes keyword arguments only")
+            pytest.fail(f"@pytest.mark.embroker takes keyword arguments only, not "
+                        f"{marker.args!r}; its arguments are {', '.join(MARKER_ARGUMENTS)}",
+                        pytrace=False)
+        unknown = sorted(set(marker.kwargs) - set(MARKER_ARGUMENTS))
+        if unknown:
+            pytest.fail(f"@pytest.mark.embroker got unknown argument(s) {', '.join(unknown)}; "
+                        "its arguments are:\n" + "\n".join(
+                            f"  {k}: {v}" for k, v in MARKER_ARGUMENTS.items()), pytrace=False)
         config.update(marker.kwargs)
     return config
 
 
+def _strict(request: pytest.FixtureRequest, config: dict[str, Any]) -> str | None:
+    """``None`` (not strict), ``"strict"`` or ``"unroutable"``."""
+    value: Any = config.get("strict")
+    if value is None:
+        value = str(request.config.getini("embroker_strict")).strip().lower()
+        value = {"true": True, "1": True, "yes": True, "unroutable": "unroutable"}.get(value)
+    if value is True:
+        return "strict"
+    if value == "unroutable":
+        return "unroutable"
+    if value in (False, None):
+        return None
+    pytest.fail(f"@pytest.mark.embroker(strict={value!r}): strict is True, False or "
+                "'unroutable'", pytrace=False)
+    return None  # not reached
+
+
+def _remember(request: pytest.FixtureRequest, broker: AnyBroker) -> None:
+    request.node.stash.setdefault(_BROKERS, []).append(broker)
+
+
+# -- fixtures -----------------------------------------------------------------------------------
+
 @pytest.fixture
-def broker(request: pytest.FixtureRequest, embroker_config: dict[str, Any]) -> Broker:
-    """A fresh in-memory :class:`~embroker.Broker` for this test (see the ``embroker`` marker)."""
-    _skip_in_reference(request, "the broker fixture")
-    return make_broker(base=request.path.parent, **embroker_config)
+def broker(request: pytest.FixtureRequest,
+           embroker_config: dict[str, Any]) -> Iterator[Broker]:
+    """A fresh in-memory :class:`~embroker.Broker` for this test (see the ``embroker`` marker);
+    with ``--embroker-reference``, a vhost of the reference RabbitMQ behind the same helpers."""
+    config = dict(embroker_config)
+    strict = _strict(request, config)
+    config.pop("strict", None)
+    if _reference(request.config):
+        yield _reference_broker(request, config)  # type: ignore[misc]  # the same helpers work
+        return
+    made = make_broker(base=request.path.parent, **config)
+    _remember(request, made)
+    yield made
+    if strict is not None:
+        found = request.node.stash.get(_LEAKS, [])
+        found += [p for p in leaks(made, unroutable=strict == "unroutable") if p not in found]
+        if found:
+            pytest.fail(f"strict mode: the test left {len(found)} thing(s) behind:\n"
+                        + "\n".join(f"- {p}" for p in found), pytrace=False)
+
+
+def _reference_broker(request: pytest.FixtureRequest, config: dict[str, Any]) -> ReferenceBroker:
+    from embroker._reference import ReferenceBroker
+    from embroker.testing import _topology_path
+
+    url = _reference(request.config)
+    assert url is not None
+    for key, why in (("clock", "the virtual clock (clock=True)"),
+                     ("vhosts", "extra vhosts (vhosts=...)"), ("users", "extra users (users=...)")):
+        if config.get(key):
+            pytest.skip(f"{why} needs embroker's internals: not available with the reference "
+                        f"RabbitMQ ({url})")
+    admin = _admin(request.config)
+    if admin is None:
+        pytest.skip(f"the reference RabbitMQ ({url}) offers neither its management API nor "
+                    "rabbitmqctl: no vhost of its own for this test, no routing decisions")
+    reference = ReferenceBroker(url, admin, request.node.nodeid)
+    request.addfinalizer(reference.close)
+    topology = config.get("topology")
+    if topology is not None:
+        reference.load_definitions(topology if isinstance(topology, dict)
+                                   else _topology_path(topology, request.path.parent))
+    for key, setter in (("policies", reference.set_policy),
+                        ("operator_policies", reference.set_operator_policy)):
+        for item in config.get(key) or ():
+            if item.get("vhost", "/") != "/":
+                pytest.skip(f"a policy in vhost {item['vhost']!r}: each test has one vhost of the "
+                            f"reference RabbitMQ ({url})")
+            setter(item["name"], item["pattern"], item["definition"],
+                   priority=item.get("priority", 0),
+                   apply_to=item.get("apply-to", item.get("apply_to", "all")))
+    _remember(request, reference)
+    return reference
 
 
 @pytest.fixture
-def amqp_server(request: pytest.FixtureRequest, broker: Broker) -> Iterator[Server]:
+def amqp_server(request: pytest.FixtureRequest, broker: Broker,
+                embroker_config: dict[str, Any]) -> Iterator[Server]:
     """A loopback listener on ``broker`` for this test; raises the listener's errors after it."""
+    _skip_in_reference(request, "the amqp_server fixture")
+    strict = _strict(request, embroker_config)
     with broker.serve() as server:
         yield server
+        if strict is not None:  # before the listener closes what the test left open
+            request.node.stash[_LEAKS] = leaks(broker, unroutable=strict == "unroutable")
     check_server(server)
 
 
 @pytest.fixture
 def amqp_url(request: pytest.FixtureRequest) -> str:
-    """An AMQP URL for real clients: this test's listener, or the reference RabbitMQ."""
-    url = _reference(request.config)
-    if url:
+    """An AMQP URL for real clients: this test's listener, or this test's vhost of the
+    reference RabbitMQ (its URL itself when no vhost can be made there)."""
+    url_option = _reference(request.config)
+    if url_option:
+        if _admin(request.config) is None:
+            return url_option
+        reference: Any = request.getfixturevalue("broker")
+        url: str = reference.url
         return url
     server: Server = request.getfixturevalue("amqp_server")
     return server.url
@@ -116,9 +279,135 @@ def amqp10_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def amqp_channel(broker: Broker) -> Iterator[Channel]:
-    """An in-process channel on ``broker`` (pika's method names, no socket)."""
+def amqp_channel(request: pytest.FixtureRequest, broker: Broker) -> Iterator[Channel]:
+    """An in-process channel on ``broker`` (pika's method names, no socket); with a reference
+    RabbitMQ, a pika channel on the test's vhost."""
     connection = broker.connect()
     yield connection.channel()
     if connection.is_open:
         connection.close()
+
+
+@pytest.fixture
+def embroker_faults(request: pytest.FixtureRequest, broker: Broker) -> Iterator[Faults]:
+    """:class:`embroker.faults.Faults` for this test's broker and its listener (started for
+    it); disarmed after the test."""
+    _skip_in_reference(request, "injecting faults (embroker_faults)")
+    server: Server = request.getfixturevalue("amqp_server")
+    faults = Faults(broker, server)
+    yield faults
+    faults.clear()
+
+
+@pytest.fixture
+def embroker_expectations(request: pytest.FixtureRequest,
+                          broker: Broker) -> Iterator[Expectations]:
+    """Strict expectations on what this test publishes (respx-like): declare them with
+    ``embroker_expectations.published(...)``; after the test, anything published that no
+    expectation covers, or an expectation not met, fails it."""
+    expectations = Expectations(broker)
+    yield expectations
+    report = getattr(request.node, "rep_call", None)
+    if report is None or report.passed:
+        expectations.verify()
+
+
+# -- a broker for the whole session ---------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def _embroker_session(request: pytest.FixtureRequest) -> Iterator[tuple[Broker, Server]]:
+    if _reference(request.config):
+        pytest.skip("a shared broker reset between tests needs embroker's internals "
+                    "(broker.reset()): not available with the reference RabbitMQ")
+    shared = make_broker()
+    with shared.serve() as server:
+        yield shared, server
+    check_server(server)
+
+
+@pytest.fixture(scope="session")
+def shared_amqp_url(_embroker_session: tuple[Broker, Server]) -> str:
+    """The URL of a listener on the session's shared broker: start slow workers on it once, in
+    a session fixture, and use ``shared_broker`` in the tests."""
+    return _embroker_session[1].url
+
+
+@pytest.fixture
+def shared_broker(request: pytest.FixtureRequest,
+                  _embroker_session: tuple[Broker, Server]) -> Broker:
+    """The session's broker, reset to its baseline for this test (``broker.reset()``): the
+    trace and every queue emptied, what earlier tests declared gone. The baseline is the
+    topology when the first test asked for it (after the session fixtures it needs, such as
+    workers, were set up)."""
+    shared = _embroker_session[0]
+    if getattr(shared, "_baseline", None) is None:
+        shared.mark_baseline()
+    shared.reset()
+    _remember(request, shared)
+    return shared
+
+
+# -- reports --------------------------------------------------------------------------------------
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, object]:
+    # A helper that needs embroker's internals, called on a reference RabbitMQ: skip with why.
+    try:
+        return (yield)
+    except NeedsEmbroker as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any],
+                         request: pytest.FixtureRequest) -> Generator[None, object, object]:
+    # The same in a fixture (one that moves the virtual clock, say).
+    try:
+        return (yield)
+    except NeedsEmbroker as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    if report.when == "call":
+        item.rep_call = report  # type: ignore[attr-defined]  # (for embroker_expectations)
+    if report.failed and not getattr(report, "wasxfail", None):
+        brokers = item.stash.get(_BROKERS, [])
+        if brokers:
+            count = item.config.getoption("embroker_trace")
+            if count is None:
+                count = int(item.config.getini("embroker_trace") or 10)
+            if count > 0:
+                with contextlib.suppress(Exception):  # a report must never fail the run
+                    report.sections.append(("embroker", "\n\n".join(
+                        _state(b, count) for b in brokers)))
+    return report
+
+
+def _state(broker: AnyBroker, count: int) -> str:
+    """The last ``count`` routing decisions with their messages' histories, and the queues."""
+    from embroker import model
+
+    decisions: list[RoutingDecision] = list(broker.trace)  # type: ignore[arg-type]
+    shown = decisions[-count:]
+    lines = [f"{broker!r}: the last {len(shown)} of {len(decisions)} routing decision(s)"]
+    for decision in shown:
+        lines.append(f"- {decision!r}")
+        with contextlib.suppress(NeedsEmbroker):
+            lines.extend(f"    {event}" for event in decision.history())
+            lines.extend(f"    now: {fate}" for fate in decision.fate())
+    if isinstance(broker, model.Broker):
+        with broker._lock:
+            queues = [q for v in broker.vhosts.values() for q in v.queues.values()]
+        lines.append(f"queues ({len(queues)}):" if queues else "no queues")
+        for queue in queues:
+            lines.append(f"  {queue!r}")
+            for position, message in enumerate(queue.messages[:count], 1):
+                lines.append(f"    {position}. {message!r}")
+            if queue.message_count > count:
+                lines.append(f"    ... and {queue.message_count - count} more")
+    return "\n".join(lines)
+

@@ -54,7 +54,8 @@ def test_default_exchange_to_missing_queue_drops_or_returns(broker: Broker, ch: 
     assert broker.trace[-1].outcome == "unroutable"
     assert ch.returned == []
     ch.basic_publish("", "nowhere", b"m", mandatory=True)
-    assert broker.trace[-1].outcome == "returned"
+    returned_decision = broker.trace[-1]
+    assert returned_decision.outcome == "returned"
     (returned,) = ch.returned
     assert (returned.reply_code, returned.reply_text, returned.routing_key) == (312, "NO_ROUTE", "nowhere")
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarni
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     # Without hypothesis's plugin: each in-process run would import hypothesis afresh (1.5 s).
     return pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-                                        "-q", *args)
+                                        "-p", "no:asyncio", "-q", *args)
 
 
 def test_fixtures(pytester: pytest.Pytester) -> None:
@@ -139,8 +139,8 @@ def test_reference_option(pytester: pytest.Pytester) -> None:
     result = run(pytester, "--embroker-reference", "amqp://guest:guest@rabbit.example:5672/",
                  "-rs")
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*the broker fixture needs embroker's internals: not available "
-                                 "with the reference RabbitMQ (amqp://guest:guest@rabbit.example*"])
+    result.stdout.fnmatch_lines(["*the reference RabbitMQ (amqp://guest:guest@rabbit.example:5672/) "
+                                 "offers neither its management API nor rabbitmqctl*"])
 
 
 def test_reference_ini_option(pytester: pytest.Pytester) -> None:
@@ -200,6 +200,299 @@ def test_plugin_is_registered_by_entry_point() -> None:
     assert entry.value == "pytest_embroker.plugin"
     assert Path(entry.load().__file__).parent.name == "pytest_embroker"
     assert Broker.__module__.startswith("embroker")  # the plugin depends on embroker
+
+
+# -- the marker's errors -------------------------------------------------------------------------
+
+def test_a_marker_typo_names_the_marker_and_its_arguments(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.embroker(topolgy="defs.json")
+        def test_typo(broker):
+            pass
+    """)
+    result = run(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*@pytest.mark.embroker got unknown argument(s) topolgy; its "
+                                 "arguments are:", "*topology: a RabbitMQ definitions file*",
+                                 "*strict: True*"])
+
+
+def test_a_missing_topology_names_the_full_path(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.embroker(topology="missing.json")
+        def test_it(broker):
+            pass
+    """)
+    result = run(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*topology file 'missing.json' not found: tried "
+                                 f"{pytester.path / 'missing.json'}*"])
+
+
+# -- strict mode ---------------------------------------------------------------------------------
+
+def test_strict_mode_fails_a_test_that_leaves_things_behind(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pika
+        import pytest
+
+        @pytest.mark.embroker(strict=True)
+        def test_leaves_an_unacked_delivery_and_a_connection(broker, amqp_url):
+            params = pika.URLParameters(amqp_url)
+            params.client_properties = {"connection_name": "forgotten"}
+            ch = pika.BlockingConnection(params).channel()
+            ch.queue_declare("jobs")
+            ch.basic_publish("", "jobs", b"x")
+            ch.basic_get("jobs")
+
+        @pytest.mark.embroker(strict=True)
+        def test_clean(broker, amqp_url):
+            conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+            conn.channel().basic_publish("", "nowhere", b"x")
+            conn.close()
+
+        @pytest.mark.embroker(strict="unroutable")
+        def test_unroutable(amqp_channel):
+            amqp_channel.basic_publish("", "nowhere", b"x")
+    """)
+    result = run(pytester)
+    result.assert_outcomes(passed=3, errors=2)
+    result.stdout.fnmatch_lines([
+        "*strict mode: the test left 2 thing(s) behind:",
+        "*- client connection left open: <ClientConnection 'forgotten' from 127.0.0.1:*",
+        "*- 1 unacknowledged deliver(ies) on connection 127.0.0.1:*, channel 1 (from 'jobs')",
+    ])
+    result.stdout.fnmatch_lines(["*- unroutable publish: <RoutingDecision exchange='' "
+                                 "routing_key='nowhere' -> unroutable>"])
+
+
+def test_strict_mode_from_the_ini_file(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nembroker_strict = true\n")
+    pytester.makepyfile("""
+        import pytest
+
+        def test_unacked(broker, amqp_channel):
+            amqp_channel.queue_declare("q")
+            amqp_channel.basic_publish("", "q", b"x")
+            amqp_channel.basic_get("q")
+            amqp_channel.connection.close = lambda: None  # the test keeps it open
+
+        @pytest.mark.embroker(strict=False)
+        def test_not_strict(broker, amqp_channel):
+            amqp_channel.queue_declare("q")
+            amqp_channel.basic_publish("", "q", b"x")
+            amqp_channel.basic_get("q")
+            amqp_channel.connection.close = lambda: None
+    """)
+    result = run(pytester)
+    result.assert_outcomes(passed=2, errors=1)
+
+
+# -- the failure report --------------------------------------------------------------------------
+
+REPORTED = """
+    def test_fails(broker, amqp_channel):
+        amqp_channel.queue_declare("jobs")
+        for n in range(3):
+            amqp_channel.basic_publish("", "jobs", b"job-%d" % n)
+        amqp_channel.basic_get("jobs")
+        assert False, "the application did not do its job"
+"""
+
+
+def test_a_failed_test_reports_the_trace_and_the_queues(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(REPORTED)
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*- embroker -*",
+        "<Broker vhosts=['/'] connections=1>: the last 3 of 3 routing decision(s)",
+        "- <RoutingDecision exchange='' routing_key='jobs' -> queues ['jobs']>",
+        "    taken by basic.get in queue 'jobs' on connection *, channel 1 (delivery tag 1)",
+        "    now: queue 'jobs': taken by basic.get on connection *(delivery tag 1, not "
+        "acknowledged yet)",
+        "queues (1):",
+        "  <queue 'jobs' in vhost '/': 2 ready, 1 unacked, 0 consumers>",
+        "    1. <Message exchange='' routing_key='jobs' properties={} body=b'job-1'>",
+    ])
+
+
+def test_embroker_trace_chooses_how_many(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(REPORTED)
+    result = run(pytester, "--embroker-trace", "1")
+    result.stdout.fnmatch_lines(["*the last 1 of 3 routing decision(s)",
+                                 "    1. <Message*job-1'>", "    ... and 1 more"])
+    result = run(pytester, "--embroker-trace", "0")
+    assert " embroker " not in result.stdout.str()
+
+
+# -- faults, expectations, the shared broker -----------------------------------------------------
+
+def test_fault_and_expectation_fixtures(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pika
+        import pytest
+
+        def test_kill(amqp_url, embroker_faults, broker):
+            params = pika.URLParameters(amqp_url)
+            params.client_properties = {"connection_name": "victim"}
+            conn = pika.BlockingConnection(params)
+            embroker_faults.kill_connection("victim")
+            with pytest.raises(pika.exceptions.AMQPConnectionError):
+                conn.process_data_events(1)
+
+        def test_expected(embroker_expectations, amqp_channel):
+            embroker_expectations.published(routing_key="a", count=1)
+            amqp_channel.basic_publish("amq.topic", "a", b"")
+
+        def test_unexpected(embroker_expectations, amqp_channel):
+            embroker_expectations.published(routing_key="a")
+            amqp_channel.basic_publish("amq.topic", "b", b"")
+    """)
+    result = run(pytester)
+    result.assert_outcomes(passed=3, errors=1)
+    result.stdout.fnmatch_lines(["*2 problem(s) with the expected publishes:"])
+
+
+def test_a_shared_broker_is_reset_between_tests(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+        import pika
+        import pytest
+
+        started = []
+
+        @pytest.fixture(scope="session")
+        def worker(shared_amqp_url):
+            started.append(1)  # a slow worker, started once
+            conn = pika.BlockingConnection(pika.URLParameters(shared_amqp_url))
+            conn.channel().queue_declare("work")
+            yield conn
+            conn.close()
+    """)
+    pytester.makepyfile("""
+        from conftest import started
+
+        def test_one(worker, shared_broker):
+            ch = shared_broker.connect().channel()
+            ch.queue_declare("scratch")
+            ch.basic_publish("", "work", b"x")
+            assert len(shared_broker.trace) == 1
+
+        def test_two(worker, shared_broker):
+            assert started == [1]
+            assert sorted(shared_broker.queues) == ["work"]
+            assert shared_broker.queues["work"].message_count == 0
+            assert len(shared_broker.trace) == 0
+    """)
+    run(pytester).assert_outcomes(passed=2)
+
+
+# -- reference mode ------------------------------------------------------------------------------
+
+REFERENCE = os.environ.get("EMBROKER_REFERENCE_URL")
+needs_reference = pytest.mark.skipif(not REFERENCE, reason="needs a reference RabbitMQ "
+                                                           "(EMBROKER_REFERENCE_URL)")
+
+
+@needs_reference
+def test_the_helpers_run_against_rabbitmq_in_a_vhost_of_their_own(
+        pytester: pytest.Pytester) -> None:
+    assert REFERENCE is not None
+    pytester.makepyfile("""
+        import pika
+        import pytest
+        from embroker.testing import (assert_dead_lettered, assert_routed, published,
+                                      queue_messages, advance)
+
+        def publish(url):
+            conn = pika.BlockingConnection(pika.URLParameters(url))
+            ch = conn.channel()
+            ch.exchange_declare("events", "topic")
+            ch.queue_declare("audit")
+            ch.queue_bind("audit", "events", "order.*")
+            ch.basic_publish("events", "order.created", b'{"id": 1}')
+            ch.basic_publish("events", "user.created", b"{}")
+            return conn
+
+        def test_routing(broker, amqp_url):
+            conn = publish(amqp_url)
+            assert_routed(broker, exchange="events", routing_key="order.*", queues=["audit"],
+                          json={"id": 1})
+            assert published(broker, outcome="unroutable").last.routing_key == "user.created"
+            assert [m.body for m in queue_messages(broker, "audit")] == [b'{"id": 1}']
+            assert [m.body for m in queue_messages(broker, "audit")] == [b'{"id": 1}']
+            conn.close()
+
+        def test_isolated(broker, amqp_url):  # a vhost of its own: nothing from the other test
+            conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+            with pytest.raises(pika.exceptions.ChannelClosedByBroker):
+                conn.channel().queue_declare("audit", passive=True)
+            assert published(broker).call_count == 0
+
+        def test_dead_letters(broker, amqp_url):
+            conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+            ch = conn.channel()
+            ch.queue_declare("dead")
+            ch.queue_declare("work", arguments={"x-dead-letter-exchange": "",
+                                                "x-dead-letter-routing-key": "dead"})
+            ch.basic_publish("", "work", b"job")
+            method, _p, _b = ch.basic_get("work")
+            ch.basic_nack(method.delivery_tag, requeue=False)
+            assert_dead_lettered(broker, queue="work", reason="rejected", to=["dead"])
+            conn.close()
+
+        def test_explain_skips(broker, amqp_url):
+            publish(amqp_url).close()
+            published(broker).last.explain()
+
+        @pytest.mark.embroker(clock=True)
+        def test_clock_skips(broker):
+            advance(broker, 1)
+    """)
+    result = run(pytester, "--embroker-reference", REFERENCE, "-rs")
+    result.assert_outcomes(passed=3, skipped=2)
+    header = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+                                          "-p", "no:asyncio", "--embroker-reference", REFERENCE,
+                                          "--co")
+    header.stdout.fnmatch_lines([
+        "embroker: reference RabbitMQ at *; a vhost per test, created and deleted through the "
+        "management HTTP API (http://127.0.0.1:15672/api); routing decisions from its firehose*",
+    ])
+    result.stdout.fnmatch_lines(["*explain() tells embroker's routing model: needs embroker's "
+                                 "internals, not available with the reference RabbitMQ"])
+    result.stdout.fnmatch_lines(["*the virtual clock (clock=True) needs embroker's internals*"])
+
+
+@needs_reference
+def test_policies_are_set_on_the_reference_vhost_and_validated_by_rabbitmq(
+        pytester: pytest.Pytester) -> None:
+    assert REFERENCE is not None
+    pytester.makepyfile("""
+        import pika
+        import pytest
+        from embroker import PolicyError
+
+        @pytest.mark.embroker(policies=[{"name": "cap", "pattern": "^jobs$",
+                                         "definition": {"max-length": 1}}])
+        def test_policies(broker, amqp_url):
+            with pytest.raises(PolicyError) as refused:
+                broker.set_policy("bad", ".*", {"message-ttl": -1})
+            assert refused.value.reason == "-1 is not a valid message TTL"
+            broker.set_operator_policy("ttl", "^jobs$", {"message-ttl": 60000})
+            conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+            ch = conn.channel()
+            ch.queue_declare("jobs")
+            for body in (b"1", b"2"):
+                ch.basic_publish("", "jobs", body)
+            assert ch.queue_declare("jobs", passive=True).method.message_count == 1
+            conn.close()
+    """)
+    run(pytester).assert_outcomes(passed=1)
+    run(pytester, "--embroker-reference", REFERENCE).assert_outcomes(passed=1)
 
 
 def test_amqp10_url_serves_proton(pytester: pytest.Pytester) -> None:

@@ -81,29 +81,66 @@ def test_cli_says_in_one_line_that_the_port_is_taken() -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_cli_serves_until_interrupted() -> None:
+def _serve(*args: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "embroker", "serve", "--port", "0", "--host", "127.0.0.1",
-         "--vhost", "/", "--vhost", "other", "--user", "app:secret", "--quiet",
-         "--as-rabbitmq", "3.10.8", "--server-property", "cluster_name=ci"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "--quiet", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    return proc, line
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(2)  # SIGINT, as Ctrl-C
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert "embroker stopped" in out
+    assert "Traceback" not in err
+
+
+def test_cli_serves_until_interrupted() -> None:
+    proc, line = _serve("--vhost", "/", "--vhost", "other", "--user", "app:secret",
+                        "--as-rabbitmq", "3.10.8", "--server-property", "cluster_name=ci")
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
         url = line.split("listening on ")[1].split(" ")[0]
         assert url.startswith("amqp://app:secret@127.0.0.1:")
+        assert "vhosts: /, other; users: guest, app; Ctrl-C stops)" in line
         conn = pika.BlockingConnection(pika.URLParameters(url + "other"))
         conn.channel().queue_declare("q")
         properties = conn._impl.server_properties
         assert (properties["product"], properties["version"], properties["cluster_name"]) == (
             "RabbitMQ", "3.10.8", "ci")
         conn.close()
+        guest = pika.BlockingConnection(pika.URLParameters(  # the defaults stay
+            url.replace("app:secret", "guest:guest")))
+        guest.close()
     finally:
-        proc.send_signal(2)  # SIGINT, as Ctrl-C
-        out, err = proc.communicate(timeout=10)
-    assert proc.returncode == 0, err
-    assert "embroker stopped" in out
-    assert "Traceback" not in err
+        _stop(proc)
+
+
+def test_cli_without_the_defaults_prints_a_url_that_works() -> None:
+    proc, line = _serve("--no-default-vhost", "--vhost", "staging", "--no-default-user",
+                        "--user", "app:s3cret")
+    try:
+        url = line.split("listening on ")[1].split(" ")[0]
+        assert url.startswith("amqp://app:s3cret@127.0.0.1:")
+        assert url.endswith("/staging")
+        assert "vhosts: staging; users: app; Ctrl-C stops)" in line
+        pika.BlockingConnection(pika.URLParameters(url)).close()
+        with pytest.raises(pika.exceptions.ProbableAuthenticationError):
+            pika.BlockingConnection(pika.URLParameters(url.replace("app:s3cret", "guest:guest")))
+    finally:
+        _stop(proc)
+
+
+def test_cli_help_names_the_program_embroker() -> None:
+    result = subprocess.run([sys.executable, "-m", "embroker", "--help"], capture_output=True,
+                            text=True, timeout=30, check=True)
+    assert result.stdout.startswith("usage: embroker ")
+    result = subprocess.run([sys.executable, "-m", "embroker", "serve", "--help"],
+                            capture_output=True, text=True, timeout=30, check=True)
+    assert result.stdout.startswith("usage: embroker serve ")
+    assert "--no-default-user" in result.stdout
 
 
 def test_restart_drops_wire_clients_and_they_can_reconnect(broker: Broker) -> None:

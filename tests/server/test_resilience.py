@@ -170,7 +170,7 @@ def test_stalled_handshakes_are_closed_after_rabbitmqs_timeout(
     connection.open is reset 10 s after it connected)."""
     with manual_broker.serve() as server:
         stalled = {stage: _raw(server, stage) for stage in range(4)}
-        wait_until(lambda: sorted(c.state.name for c in server.connections()) == [
+        wait_until(lambda: sorted(c.state.name for c in server.connections) == [
             "HEADER", "OPEN_VHOST", "START_OK", "TUNE_OK"])
         advance(manual_broker, 9.9)
         healthy = _connect(server)  # a client that finishes in time is not touched
@@ -191,7 +191,7 @@ def test_fifty_stalled_sockets_do_not_lock_clients_out(manual_broker: Broker) ->
         stalled = [_raw(server, 1) for _ in range(50)]
         advance(manual_broker, 10)
         wait_until(lambda: all(_closed(sock) for sock in stalled))
-        assert list(server.connections()) == []
+        assert server.connections == []
         for sock in stalled:
             sock.close()
 

@@ -7,7 +7,10 @@ from kombu import Connection, Exchange, Producer
 
 app = Celery("shop")
 app.conf.update(task_default_queue="shop.tasks", result_backend="cache+memory://",
-                worker_hijack_root_logger=False, broker_connection_retry_on_startup=False)
+                worker_hijack_root_logger=False, broker_connection_retry_on_startup=False,
+                # a task running when the broker connection is lost goes back to the queue
+                # (Celery 6's default)
+                worker_cancel_long_running_tasks_on_connection_loss=True)
 
 EVENTS = Exchange("shop.events", type="topic", durable=True)
 

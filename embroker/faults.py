@@ -1,0 +1,160 @@
+"""Faults application code must survive, injected one connection at a time.
+
+:class:`Faults` gathers them for a broker (and its listener, for the faults that need a socket)::
+
+    from embroker.faults import Faults
+
+    faults = Faults(broker, server)
+    faults.kill_connection("billing-worker")        # socket closed, no connection.close
+    faults.close_connection(320, "maintenance")      # connection.close with that code and text
+    faults.close_channel(1, 406, "boom")            # channel.close on one channel
+    faults.cancel_consumer(queue="jobs")             # basic.cancel from the broker
+    faults.nack_publishes(2, exchange="orders")      # the next 2 publishes there are nacked
+    faults.stall(5.0)                                # nothing written for 5 s: heartbeats time out
+    faults.drop_on_delivery(lambda m: b"poison" in m.body)  # the consumer "crashes" mid-message
+
+Connections are named by what their client said (``connection_name``, as pika's
+``client_properties={"connection_name": ...}``), by their peer address, or left out when there
+is a single one (``server.connections`` lists them). The pytest plugin's ``embroker_faults``
+fixture is a :class:`Faults` for the test's broker and listener.
+
+Each fault is recorded where it shows: a nacked publish on its routing decision (outcome
+``"nacked"``), a requeue caused by a dropped connection in the message's history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, final
+
+from .errors import ChannelException, ConnectionException, error_for_code
+from .model import Message
+from .model._faults import DeliveryFault, PublishNack
+
+if TYPE_CHECKING:
+    from .model import Broker
+    from .server import ClientConnection, Server
+
+__all__ = ["Faults"]
+
+
+@final
+class Faults:
+    """Faults for ``broker`` and, for those that need a socket, its listener ``server``.
+
+    Args:
+        broker: the broker.
+        server: its listener (``broker.serve()``), for the faults on wire connections.
+    """
+
+    def __init__(self, broker: Broker, server: Server | None = None) -> None:
+        self.broker = broker
+        self.server = server
+
+    def __repr__(self) -> str:
+        return f"<Faults for {self.broker!r}{f' and {self.server!r}' if self.server else ''}>"
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def _server(self) -> Server:
+        if self.server is None:
+            raise RuntimeError("this fault needs a listener: Faults(broker, server) "
+                               "(the embroker_faults fixture starts the test's)")
+        return self.server
+
+    @property
+    def connections(self) -> list[ClientConnection]:
+        """The client connections the listener serves (``server.connections``)."""
+        return self._server().connections
+
+    def connection(self, name: str | None = None) -> ClientConnection:
+        """The client connection named ``name`` (its ``connection_name`` or peer address), or
+        the only one.
+
+        Raises:
+            LookupError: no such connection (the message lists them).
+        """
+        return self._server().connection(name)
+
+    def kill_connection(self, name: str | None = None, *, reset: bool = False) -> None:
+        """Close a connection's socket abruptly, with no connection.close (a crash, a network
+        failure): what it had not acknowledged goes back to its queues."""
+        self.connection(name).kill(reset=reset)
+
+    def close_connection(self, reply_code: int = 320,
+                         reply_text: str = "broker forced connection closure with reason "
+                                           "'shutdown'", name: str | None = None) -> None:
+        """Close a connection from the broker's side with ``reply_code`` and ``reply_text``
+        (``320 CONNECTION_FORCED - ...`` by default, as a RabbitMQ node that stops)."""
+        if not isinstance(error_for_code(reply_code, reply_text), ConnectionException):
+            raise ValueError(f"{reply_code} is a channel exception: use close_channel()")
+        self.connection(name).close(reply_code, reply_text)
+
+    def close_channel(self, channel: int, reply_code: int = 406,
+                      reply_text: str = "closed by a test (embroker.faults)",
+                      name: str | None = None) -> None:
+        """Close one channel of a connection with a channel exception (``406
+        PRECONDITION_FAILED - ...`` by default)."""
+        if not isinstance(error_for_code(reply_code, reply_text), ChannelException):
+            raise ValueError(f"{reply_code} is a connection exception: use close_connection()")
+        self.connection(name).close_channel(channel, reply_code, reply_text)
+
+    def stall(self, seconds: float, name: str | None = None) -> None:
+        """Write nothing to a connection for ``seconds``: a client whose heartbeat is shorter
+        than that times out and reconnects."""
+        self.connection(name).stall(seconds)
+
+    def drop_on_delivery(self, predicate: Callable[[Message], object], *, times: int = 1,
+                         name: str | None = None) -> DeliveryFault:
+        """Drop the connection a message matching ``predicate`` is delivered to, right after
+        the delivery is written: a consumer that crashes while it processes that message (it
+        is redelivered to the next one)."""
+        server = self._server()
+        only = server.connection(name) if name is not None else None
+        return server.drop_on_delivery(predicate, times=times, connection=only)
+
+    # -- the model's faults (in-process connections too) ---------------------------------------
+
+    def cancel_consumer(self, consumer_tag: str | None = None, *, queue: str | None = None,
+                        vhost: str = "/") -> list[str]:
+        """Cancel consumers from the broker's side (basic.cancel, as when their queue is
+        deleted): the one with ``consumer_tag``, or every consumer of ``queue``. Clients that
+        announced ``consumer_cancel_notify`` are told. Returns the tags cancelled.
+
+        Raises:
+            LookupError: nothing matched (the message lists the consumers there are).
+        """
+        if consumer_tag is None and queue is None:
+            raise TypeError("name a consumer_tag or a queue")
+        cancelled = []
+        with self.broker._lock:
+            host = self.broker.vhost(vhost)
+            every = [c for q in host.queues.values() for c in q.consumers]
+            for consumer in every:
+                if (consumer_tag is None or consumer.tag == consumer_tag) and (
+                        queue is None or consumer.queue.name == queue):
+                    consumer.queue.remove_consumer(consumer)
+                    consumer.channel.cancel_by_broker(consumer)
+                    cancelled.append(consumer.tag)
+            if not cancelled:
+                there = [f"{c.tag!r} on {c.queue.name!r}" for c in every]
+                raise LookupError(f"no consumer matched (consumer_tag={consumer_tag!r}, "
+                                  f"queue={queue!r}); the consumers are {there}")
+        return cancelled
+
+    def nack_publishes(self, count: int = 1, *, exchange: str | None = None,
+                       queue: str | None = None, vhost: str = "/") -> PublishNack:
+        """Nack the next ``count`` publishes made in confirm mode to ``exchange`` or routed to
+        ``queue`` (any publish when neither is given): they are not enqueued, and the publisher
+        gets basic.nack, as when a queue fails to take a message. Returns the armed fault
+        (``.nacked`` counts the publishes it nacked)."""
+        fault = PublishNack(count, exchange=exchange, queue=queue, vhost=vhost)
+        with self.broker._lock:
+            self.broker._publish_faults.append(fault)
+        return fault
+
+    def clear(self) -> None:
+        """Disarm every publish and delivery fault."""
+        with self.broker._lock:
+            self.broker._publish_faults.clear()
+            self.broker._delivery_faults.clear()
