@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, final
 
 from .errors import PolicyError
 from .model import PROPERTY_NAMES, Message
+from .model._message import MessageFields
 
 if TYPE_CHECKING:
     import pika
@@ -268,7 +269,7 @@ def find_admin(url: str, management_url: str | None = None) -> Admin | None:
 # -- decisions from the firehose ----------------------------------------------------------------
 
 @final
-class ReferenceDecision:
+class ReferenceDecision(MessageFields):
     """A routing decision as RabbitMQ's firehose reports it: the publish and the queues it was
     routed to. The attributes the helpers read are those of :class:`~embroker.RoutingDecision`;
     what RabbitMQ does not report raises :class:`~embroker.testing.NeedsEmbroker`."""
@@ -285,22 +286,6 @@ class ReferenceDecision:
         self.dead_letter = dead_letter
         self.message = Message(exchange, self.keys[0], properties, body,
                                routing_keys=self.keys if len(self.keys) > 1 else None)
-
-    @property
-    def routing_key(self) -> str:
-        return self.message.routing_key
-
-    @property
-    def headers(self) -> dict[str, Any]:
-        return self.message.headers
-
-    @property
-    def properties(self) -> dict[str, Any]:
-        return self.message.properties
-
-    @property
-    def body(self) -> bytes:
-        return self.message.body
 
     mandatory = False
     error = None

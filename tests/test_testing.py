@@ -12,7 +12,7 @@ import pytest
 import embroker.testing
 from embroker import Broker, ManualClock
 from embroker.client import Channel
-from embroker.errors import DefinitionsError
+from embroker.errors import AccessRefused, DefinitionsError, NotFound
 from embroker.testing import (
     Expectations,
     assert_dead_lettered,
@@ -150,6 +150,16 @@ def test_route_and_assert_routes_publish_nothing(broker: Broker, ch: Channel) ->
     text = str(failure.value)
     assert "1 of 2 routing key(s) of exchange 'events' go elsewhere" in text
     assert "no match -> queue 'audit': " in text
+
+
+def test_route_refuses_an_internal_or_missing_exchange_as_a_publish_would(
+        broker: Broker, ch: Channel) -> None:
+    ch.exchange_declare("inner", "fanout", internal=True)
+    with pytest.raises(AccessRefused, match="cannot publish to internal exchange 'inner'"):
+        route(broker, "inner", "k")
+    with pytest.raises(NotFound, match="no exchange 'nope' in vhost '/'"):
+        route(broker, "nope", "k")
+    assert len(broker.trace) == 0
 
 
 def test_wait_until_across_threads(broker: Broker, ch: Channel) -> None:

@@ -38,7 +38,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The offline tests each mutant runs by default, fastest to fail first.
-DEFAULT_TESTS = ("tests/model", "tests/conformance", "tests/server", "tests/clients")
+DEFAULT_TESTS = ("tests/model", "tests/test_testing.py", "tests/conformance", "tests/server",
+                 "tests/clients")
 #: A mutant that runs longer than this (an endless loop, say) counts as killed.
 TIMEOUT_SECONDS = 900
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, final
 
-__all__ = ["PROPERTY_NAMES", "Message", "QueuedMessage"]
+__all__ = ["PROPERTY_NAMES", "Message", "MessageFields", "QueuedMessage"]
 
 #: The 14 properties of the basic class, in the order of their property flags.
 PROPERTY_NAMES = (
@@ -98,3 +98,28 @@ class QueuedMessage:
 
     def __repr__(self) -> str:
         return f"<QueuedMessage #{self.seq}{' redelivered' if self.redelivered else ''} {self.message!r}>"
+
+
+class MessageFields:
+    """The message's routing key, properties, headers and body, read through the ``message``
+    attribute of a record that carries one (a routing decision, the reference's decision)."""
+
+    __slots__ = ()
+
+    message: Message
+
+    @property
+    def routing_key(self) -> str:
+        return self.message.routing_key
+
+    @property
+    def headers(self) -> dict[str, Any]:
+        return self.message.headers
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        return self.message.properties
+
+    @property
+    def body(self) -> bytes:
+        return self.message.body

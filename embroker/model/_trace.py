@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, final
 
 from . import _faults, _history
 from ._history import Fate, MessageEvent
-from ._message import Message
+from ._message import Message, MessageFields
 from ._policy import alternate_exchange_origin
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class Explanation(str):
         return str(self)
 
 @final
-class RoutingDecision:
+class RoutingDecision(MessageFields):
     """The outcome of one publish, kept on ``broker.trace``, and the life of its message since.
 
     Attributes:
@@ -109,22 +109,6 @@ class RoutingDecision:
         """How the message was published when not over AMQP 0-9-1 or in-process: the AMQP 1.0
         link and its address (``"AMQP 1.0 link 'sender' to '/queues/q'"``)."""
         return self.message.origin
-
-    @property
-    def routing_key(self) -> str:
-        return self.message.routing_key
-
-    @property
-    def headers(self) -> dict[str, Any]:
-        return self.message.headers
-
-    @property
-    def properties(self) -> dict[str, Any]:
-        return self.message.properties
-
-    @property
-    def body(self) -> bytes:
-        return self.message.body
 
     def json(self) -> Any:
         """The body parsed as JSON.
