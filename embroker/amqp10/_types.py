@@ -606,33 +606,26 @@ def _w_uuid(value: uuid.UUID, out: bytearray) -> None:
     out += b"\x98" + value.bytes
 
 
-def _w_binary(value: bytes, out: bytearray) -> None:
-    size = len(value)
+def _w_variable(raw: bytes, code8: bytes, code32: bytes, out: bytearray) -> None:
+    """A variable-width value (binary, string, symbol): its one-byte size form when it fits."""
+    size = len(raw)
     if size < 256:
-        out += b"\xa0" + _U8.pack(size)
+        out += code8 + _U8.pack(size)
     else:
-        out += b"\xb0" + _U32.pack(size)
-    out += value
+        out += code32 + _U32.pack(size)
+    out += raw
+
+
+def _w_binary(value: bytes, out: bytearray) -> None:
+    _w_variable(value, b"\xa0", b"\xb0", out)
 
 
 def _w_string(value: str, out: bytearray) -> None:
-    raw = value.encode("utf-8")
-    size = len(raw)
-    if size < 256:
-        out += b"\xa1" + _U8.pack(size)
-    else:
-        out += b"\xb1" + _U32.pack(size)
-    out += raw
+    _w_variable(value.encode("utf-8"), b"\xa1", b"\xb1", out)
 
 
 def _w_symbol(value: str, out: bytearray) -> None:
-    raw = value.encode("ascii")
-    size = len(raw)
-    if size < 256:
-        out += b"\xa3" + _U8.pack(size)
-    else:
-        out += b"\xb3" + _U32.pack(size)
-    out += raw
+    _w_variable(value.encode("ascii"), b"\xa3", b"\xb3", out)
 
 
 def _w_compound(code8: int, code32: int, count: int, body: bytes | bytearray,
