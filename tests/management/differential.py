@@ -1,0 +1,203 @@
+"""Differential HTTP scenarios: the same requests to RabbitMQ's management API and embroker's.
+
+A scenario is a list of steps (method, path, JSON body, and which values of the answer matter).
+Running it against an API gives a transcript: per step the status, the error body when there is
+one, the **shape** of a JSON answer (every object's field names, recursively, and each value's
+JSON type) and the values the step names. RabbitMQ's transcripts are recorded as golden files
+(``golden/<scenario>.json``, ``python -m tests.management.record``); offline embroker's
+transcript must equal them, and with ``EMBROKER_REFERENCE_URL`` a fresh RabbitMQ run must too.
+
+Each run gets its own vhost (``{vhost}`` in the paths) and users (``{user}``), named uniquely,
+and deletes them at the end. RabbitMQ's counts lag by its statistics interval: a step with
+``settle=True`` waits for them on RabbitMQ (embroker's are exact at once). One interval is not
+always enough on a loaded machine (CI once saw a purged queue still counted a message 6 s
+later), so a run that knows the answers to expect asks again until they come, within a bound.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+GOLDEN = Path(__file__).parent / "golden"
+RECORD_COMMAND = "python -m tests.management.record"
+
+#: Fields whose JSON type RabbitMQ and embroker show alike but whose values are per node (names,
+#: times, Erlang figures): their shape is compared, never their value.
+_ANY_SCALAR = "scalar"
+
+
+@dataclass
+class Step:
+    method: str
+    path: str
+    body: Any = None
+    #: Dotted paths of values compared exactly (``"0.name"``, ``"messages"``); ``"*"``: all.
+    values: tuple[str, ...] = ()
+    #: Wait for RabbitMQ's statistics before this step (it lags; embroker does not).
+    settle: bool = False
+    #: Compare the answer's shape (field names and types); off for answers that list what
+    #: other tests of the node left (users, permissions...).
+    shape: bool = True
+    user: str = "guest"
+    headers: dict[str, str] = field(default_factory=dict)
+    #: Compare only the keys of the first item of a list (lists of the node's own things).
+    first_only: bool = True
+
+
+@dataclass
+class Target:
+    base: str  # http://host:port/api
+    vhost: str
+    users: dict[str, str]  # name in scenarios -> real name
+    settle_seconds: float = 0.0
+    amqp_url: str = ""  # amqp://guest:guest@host:port/ (for CONSUME steps)
+    opened: list[Any] = field(default_factory=list)
+
+    def consume(self, queue: str) -> None:
+        """Open a pika connection to the vhost with a consumer on ``queue`` (prefetch 5), kept
+        until :func:`cleanup`; one message stays unacknowledged if there is one."""
+        import pika
+
+        params = pika.URLParameters(self.amqp_url.rstrip("/") + "/"
+                                    + urllib.parse.quote(self.vhost, safe=""))
+        params.client_properties = {"connection_name": "mgmt-diff"}
+        connection = pika.BlockingConnection(params)
+        channel = connection.channel()
+        channel.basic_qos(prefetch_count=5)
+        channel.basic_consume(queue, lambda *_: None, consumer_tag="diff-consumer")
+        connection.process_data_events(0.3)
+        self.opened.append(connection)
+
+    def call(self, step: Step, password: str = "guest") -> tuple[int, bytes, dict[str, str]]:
+        path = step.path.format(vhost=urllib.parse.quote(self.vhost, safe=""),
+                                **{k: urllib.parse.quote(v, safe="") for k, v in
+                                   self.users.items()})
+        user = self.users.get(step.user, step.user)
+        secret = "guest" if step.user == "guest" else "pw-" + step.user
+        data = json.dumps(step.body).encode() if step.body is not None else None
+        headers = {"content-type": "application/json", **step.headers}
+        if step.user != "":
+            headers["authorization"] = "Basic " + base64.b64encode(
+                f"{user}:{secret}".encode()).decode()
+        request = urllib.request.Request(self.base + path, data=data, method=step.method,
+                                         headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, response.read(), {k.lower(): v for k, v in
+                                                          response.headers.items()}
+        except urllib.error.HTTPError as error:
+            return error.code, error.read(), {k.lower(): v for k, v in error.headers.items()}
+
+
+def shape(value: Any, first_only: bool = True) -> Any:
+    """The field names and JSON types of ``value``, recursively (lists by their first item)."""
+    if isinstance(value, dict):
+        return {k: shape(v, first_only) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        return [shape(value[0], first_only)] if value else []
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if value is None:
+        return "null"
+    return "string"
+
+
+def pick(value: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(value, list):
+            value = value[int(part)] if part.isdigit() and int(part) < len(value) else None
+        elif isinstance(value, dict):
+            value = value.get(part)
+        else:
+            return None
+    return value
+
+
+#: How long a settling step asks again for the answer it expects (several statistics intervals).
+SETTLE_BOUND_SECONDS = 30.0
+
+
+def run(steps: list[Step], target: Target,
+        expected: Callable[[int, dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
+    """The transcript of ``steps`` on ``target``. With ``expected`` (step index, entry -> is it
+    the answer expected), a settling step on a lagging target is asked again until it is, for
+    up to :data:`SETTLE_BOUND_SECONDS`; the last answer is kept either way."""
+    transcript: list[dict[str, Any]] = []
+    for step in steps:
+        if step.settle and target.settle_seconds:
+            time.sleep(target.settle_seconds)
+        if step.method == "CONSUME":
+            target.consume(step.path)
+            transcript.append({"step": f"CONSUME {step.path}"})
+            continue
+        entry = _answer(step, target)
+        if step.settle and target.settle_seconds and expected is not None:
+            deadline = time.monotonic() + SETTLE_BOUND_SECONDS
+            while not expected(len(transcript), entry) and time.monotonic() < deadline:
+                time.sleep(0.5)
+                entry = _answer(step, target)
+        transcript.append(entry)
+    return transcript
+
+
+def _answer(step: Step, target: Target) -> dict[str, Any]:
+    status, raw, headers = target.call(step)
+    entry: dict[str, Any] = {"step": f"{step.method} {step.path}", "status": status}
+    try:
+        answer = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        answer = raw.decode("utf-8", "replace")
+    if status >= 400:
+        entry["body"] = answer
+        if "www-authenticate" in headers:
+            entry["www-authenticate"] = headers["www-authenticate"]
+        if status == 405:
+            entry["allow"] = headers.get("allow")
+    elif answer is not None:
+        if step.shape:
+            entry["shape"] = shape(answer, step.first_only)
+        for path in step.values:
+            entry.setdefault("values", {})[path] = answer if path == "*" else pick(
+                answer, path)
+    return _anonymous(entry, target)
+
+
+def _anonymous(entry: dict[str, Any], target: Target) -> dict[str, Any]:
+    """The entry with this run's vhost and user names as their placeholders."""
+    text = json.dumps(entry)
+    for name, real in sorted(target.users.items(), key=lambda kv: -len(kv[1])):
+        text = text.replace(real, "{" + name + "}")
+    text = text.replace(target.vhost, "{vhost}")
+    found: dict[str, Any] = json.loads(text)
+    return found
+
+
+def new_target(base: str, amqp_url: str, settle_seconds: float = 0.0) -> Target:
+    tag = uuid.uuid4().hex[:8]
+    return Target(base.rstrip("/"), f"mgmt-diff-{tag}",
+                  {name: f"mgmt-diff-{name}-{tag}" for name in
+                   ("plain", "mgmt", "monitor", "policy", "admin")}, settle_seconds,
+                  amqp_url)
+
+
+def cleanup(target: Target) -> None:
+    for connection in target.opened:
+        if connection.is_open:
+            connection.close()
+    for step in [Step("DELETE", "/traces/{vhost}/{vhost}"),  # the tracing scenario's
+                 Step("DELETE", "/trace-files/{vhost}.log"),
+                 Step("DELETE", "/vhosts/{vhost}"),
+                 *[Step("DELETE", f"/users/{{{u}}}") for u in target.users]]:
+        target.call(step)

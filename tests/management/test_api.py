@@ -1,0 +1,279 @@
+"""The management API on embroker: what RabbitMQ defines is in test_differential.py; here what
+embroker adds (exact, immediate counts), drives through the model (the HTTP user's permissions,
+closing connections), and the options tools use."""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pika
+import pytest
+
+from embroker import Broker, Server
+
+
+class Api:
+    def __init__(self, server: Server, user: str = "guest", password: str = "guest") -> None:
+        self.base = server.management_url + "api"
+        self.auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+    def __call__(self, method: str, path: str, body: Any = None,
+                 headers: dict[str, str] | None = None) -> tuple[int, Any]:
+        request = urllib.request.Request(
+            self.base + path, method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"authorization": self.auth, "content-type": "application/json",
+                     **(headers or {})})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                raw = response.read()
+                return response.status, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as error:
+            raw = error.read()
+            return error.code, json.loads(raw) if raw else None
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[Broker, Server]]:
+    broker = Broker()
+    with broker.serve(management=True) as server:
+        yield broker, server
+        assert server.errors == []
+
+
+def test_counts_are_exact_at_once_unlike_rabbitmqs_which_lag(served: tuple[Broker, Server]) -> None:
+    """RabbitMQ's counts come from statistics sampled every 5 s; embroker's are the model's."""
+    _broker, server = served
+    api = Api(server)
+    connection = pika.BlockingConnection(pika.URLParameters(server.url))
+    channel = connection.channel()
+    channel.queue_declare("jobs")
+    channel.confirm_delivery()
+    for body in (b"1", b"2", b"3"):
+        channel.basic_publish("", "jobs", body)
+    method, _props, _body = channel.basic_get("jobs")
+    assert method is not None
+    _, queue = api("GET", "/queues/%2F/jobs")
+    assert (queue["messages"], queue["messages_ready"], queue["messages_unacknowledged"],
+            queue["consumers"]) == (3, 2, 1, 0)
+    channel.basic_consume("jobs", lambda *_: None)
+    _, queue = api("GET", "/queues/%2F/jobs")
+    assert queue["consumers"] == 1
+    _, overview = api("GET", "/overview")
+    assert overview["queue_totals"]["messages"] == 3
+    assert overview["object_totals"]["connections"] == 1
+    connection.close()
+
+
+def test_closing_a_connection_gives_the_client_the_reason(served: tuple[Broker, Server]) -> None:
+    _broker, server = served
+    api = Api(server)
+    params = pika.URLParameters(server.url)
+    params.client_properties = {"connection_name": "worker-1"}
+    connection = pika.BlockingConnection(params)
+    _, found = api("GET", "/connections")
+    assert [c["user_provided_name"] for c in found] == ["worker-1"]
+    status, _ = api("DELETE", "/connections/" + urllib.parse.quote(found[0]["name"], safe=""),
+                    headers={"X-Reason": "test says stop"})
+    assert status == 204
+    with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as closed:
+        connection.sleep(2)
+    assert closed.value.reply_code == 320
+    assert "test says stop" in closed.value.reply_text
+
+
+def test_the_http_user_s_permissions_are_the_model_s(served: tuple[Broker, Server]) -> None:
+    broker, server = served
+    broker.add_user("ops", "pw", tags=["management"])
+    broker.set_permissions("ops", "^ops-", "^ops-", ".*")
+    api = Api(server, "ops", "pw")
+    assert api("PUT", "/queues/%2F/ops-q", {})[0] == 201
+    assert api("PUT", "/queues/%2F/other", {}) == (
+        401, {"error": "not_authorised", "reason": "Access refused."})
+    assert "other" not in broker.queues
+    assert api("POST", "/exchanges/%2F/amq.direct/publish", {
+        "properties": {}, "routing_key": "x", "payload": "", "payload_encoding": "string"}
+    )[0] == 400  # write permission on amq.direct refused, as basic.publish is
+
+
+def test_deleting_a_vhost_closes_its_connections_and_forgets_it(
+        served: tuple[Broker, Server]) -> None:
+    broker, server = served
+    api = Api(server)
+    assert api("PUT", "/vhosts/tmp", {})[0] == 201
+    connection = pika.BlockingConnection(pika.URLParameters(server.url + "tmp"))
+    assert api("DELETE", "/vhosts/tmp")[0] == 204
+    with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as closed:
+        connection.sleep(2)
+    assert closed.value.reply_code == 320
+    assert "tmp" not in broker.vhosts
+    assert "tmp" not in [p["vhost"] for p in api("GET", "/permissions")[1]]
+
+
+def test_tracing_on_a_vhost_copies_publishes_and_deliveries_to_the_firehose(
+        served: tuple[Broker, Server]) -> None:
+    _broker, server = served
+    api = Api(server)
+    api("PUT", "/vhosts/traced", {"tracing": True})
+    assert api("GET", "/vhosts/traced")[1]["tracing"] is True
+    connection = pika.BlockingConnection(pika.URLParameters(server.url + "traced"))
+    channel = connection.channel()
+    channel.queue_declare("firehose")
+    channel.queue_bind("firehose", "amq.rabbitmq.trace", "#")
+    channel.queue_declare("work")
+    channel.confirm_delivery()
+    channel.basic_publish("", "work", b"job", pika.BasicProperties(content_type="text/plain"))
+    channel.basic_get("work", auto_ack=True)
+    first, props, body = channel.basic_get("firehose", auto_ack=True)
+    assert first.routing_key == "publish."
+    assert body == b"job"
+    assert props.headers["routed_queues"] == ["work"]
+    assert props.headers["properties"]["content_type"] == "text/plain"
+    second, props, _ = channel.basic_get("firehose", auto_ack=True)
+    assert second.routing_key == "deliver.work"
+    assert props.headers["redelivered"] == 0
+    assert channel.basic_get("firehose", auto_ack=True)[0] is None  # its own gets: not traced
+    connection.close()
+
+
+def test_listings_take_columns_sort_and_pages(served: tuple[Broker, Server]) -> None:
+    broker, server = served
+    api = Api(server)
+    channel = broker.connect().channel()
+    for name in ("b", "c", "a"):
+        channel.queue_declare(name)
+    assert api("GET", "/queues?columns=name")[1] == [{"name": "a"}, {"name": "b"},
+                                                      {"name": "c"}]
+    assert [q["name"] for q in api("GET", "/queues/%2F?sort=name&sort_reverse=true")[1]] == [
+        "c", "b", "a"]
+    page = api("GET", "/queues?page=2&page_size=2&columns=name,vhost")[1]
+    assert page == {"filtered_count": 3, "item_count": 1, "items": [{"name": "c", "vhost": "/"}],
+                    "page": 2, "page_count": 2, "page_size": 2, "total_count": 3}
+    assert api("GET", "/queues?name=^a&use_regex=true&columns=name")[1] == [{"name": "a"}]
+
+
+def test_a_monitoring_user_lists_every_vhost_but_changes_nothing(
+        served: tuple[Broker, Server]) -> None:
+    broker, server = served
+    broker.add_vhost("other")
+    broker.add_user("watch", "pw", tags=["monitoring"])
+    api = Api(server, "watch", "pw")
+    assert sorted(v["name"] for v in api("GET", "/vhosts")[1]) == ["/", "other"]
+    assert api("PUT", "/vhosts/x", {})[1] == {"error": "not_authorised",
+                                               "reason": "Not administrator user"}
+
+
+def test_definitions_export_operator_policies_as_objects(served: tuple[Broker, Server]) -> None:
+    broker, server = served
+    broker.set_operator_policy("cap", ".*", {"max-length": 10}, apply_to="queues")
+    exported = Api(server)("GET", "/definitions/%2F")[1]
+    assert exported["parameters"] == [{"vhost": "/", "component": "operator_policy",
+                                       "name": "cap", "value": {
+                                           "apply-to": "queues", "definition": {"max-length": 10},
+                                           "pattern": ".*", "priority": 0}}]
+
+
+def test_rabbitmqadmin_is_not_shipped_and_the_answer_says_where_to_get_it(
+        served: tuple[Broker, Server], tmp_path: Any) -> None:
+    _broker, server = served
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(server.management_url + "cli/rabbitmqadmin", timeout=5)
+    assert missing.value.code == 404
+    assert b"--rabbitmqadmin PATH" in missing.value.read()
+    copy = tmp_path / "rabbitmqadmin"
+    copy.write_text("#!/usr/bin/env python3\n")
+    assert server.management is not None
+    server.management.rabbitmqadmin = copy
+    with urllib.request.urlopen(server.management_url + "cli/rabbitmqadmin", timeout=5) as found:
+        assert found.read() == b"#!/usr/bin/env python3\n"
+
+
+def test_a_listing_written_row_by_row_is_the_json_of_the_queues_objects() -> None:
+    """GET /api/queues writes each queue's JSON from fragments (fast); it is the same object
+    queue_info() builds, for every kind of queue."""
+    from embroker.management import _views as views
+
+    broker = Broker()
+    broker.set_policy("ttl", "^pol", {"message-ttl": 60000})
+    owner = broker.connect()
+    channel = owner.channel()
+    channel.queue_declare("plain")
+    channel.queue_declare('pol "quoted" é', durable=True, arguments={
+        "x-max-length": 10, "x-dead-letter-exchange": "dlx", "x-overflow": "reject-publish"})
+    channel.queue_declare("quorum", durable=True, arguments={"x-queue-type": "quorum"})
+    channel.queue_declare("sac", arguments={"x-single-active-consumer": True})
+    channel.queue_declare("mine", exclusive=True)
+    channel.basic_publish("", 'pol "quoted" é', b"persistent", {"delivery_mode": 2})
+    channel.basic_publish("", 'pol "quoted" é', b"transient")
+    channel.basic_publish("", "plain", b"one")
+    channel.basic_consume("sac", lambda *_: None, consumer_tag="c1")
+    channel.basic_consume("plain", lambda *_: None, consumer_tag="c2", exclusive=True)
+    with broker.locked():
+        unacked = views.unacked_by_queue(broker.connections.values())
+        rows = [views.queue_snapshot(q, unacked.get(id(q), (0, 0)))
+                for q in broker.vhost().queues.values()]
+    assert len(rows) == 5
+    for row in rows:
+        assert json.loads(views.queue_json(row)) == views.queue_info(row), row.name
+
+
+def test_the_console_gets_what_it_shows_in_one_request(served: tuple[Broker, Server]) -> None:
+    """GET /api/embroker/console: the graph's objects (at most CONSOLE_OBJECTS of a kind, the
+    first by name), exact counts, the decisions after ``since`` with explain() and history,
+    and the chosen queue's messages peeked, not taken."""
+    from embroker.management._api import CONSOLE_OBJECTS
+
+    broker, server = served
+    api = Api(server)
+    channel = broker.connect().channel()
+    channel.exchange_declare("events", "topic")
+    for i in range(CONSOLE_OBJECTS + 5):
+        channel.queue_declare(f"q{i:04d}")
+    channel.queue_bind("q0000", "events", "order.*")
+    status, view = api("GET", "/embroker/console")
+    assert status == 200
+    assert (view["vhost"], view["vhosts"]) == ("/", ["/"])
+    assert view["summary"]["queues"] == CONSOLE_OBJECTS + 5
+    assert len(view["queues"]) == CONSOLE_OBJECTS
+    assert view["queues"][0] == {"name": "q0000", "ready": 0, "unacked": 0, "consumers": 0}
+    assert view["exchanges"] == [{"name": "events", "type": "topic"}]
+    assert view["bindings"] == [{"source": "events", "destination": "q0000",
+                                 "destination_type": "queue", "routing_key": "order.*"}]
+    since = view["trace"]["total"]
+    broker.add_vhost("other")
+    channel.basic_publish("events", "order.created", b"hello")
+    broker.connect("other").channel().basic_publish("", "elsewhere", b"not shown")
+    channel.basic_publish("events", "user.created", b"lost")
+    status, view = api("GET", f"/embroker/console?since={since}&queue=q0000")
+    decisions = view["trace"]["decisions"]
+    assert [(d["routing_keys"], d["queues"], d["outcome"]) for d in decisions] == [
+        (["order.created"], ["q0000"], "routed"), (["user.created"], [], "unroutable")]
+    assert "order.*" in decisions[0]["explain"]
+    assert decisions[1]["explain"] == str(broker.trace[-1].explain())
+    assert [m["payload"] for m in view["messages"]] == ["hello"]
+    assert broker.queues["q0000"].message_count == 1  # looked at, not taken
+    assert view["summary"]["messages"] == 1
+    status, _ = api("GET", "/embroker/console?vhost=nowhere")
+    assert status == 404
+
+
+def test_the_exchange_types_listed_are_those_a_declare_may_name() -> None:
+    broker = Broker(plugins=["rabbitmq_consistent_hash_exchange", "rabbitmq_random_exchange"])
+    with broker.serve(management=True) as server:
+        api = Api(server)
+        _status, overview = api("GET", "/overview")
+        assert [(t["name"], t["description"]) for t in overview["exchange_types"]] == [
+            ("direct", "AMQP direct exchange, as per the AMQP specification"),
+            ("fanout", "AMQP fanout exchange, as per the AMQP specification"),
+            ("headers", "AMQP headers exchange, as per the AMQP specification"),
+            ("topic", "AMQP topic exchange, as per the AMQP specification"),
+            ("x-consistent-hash", "Consistent Hashing Exchange"),
+            ("x-random", "Randomly picks a binding (queue) to route via (to).")]
+        assert api("PUT", "/exchanges/%2F/shards", {"type": "x-consistent-hash"})[0] == 201
+        assert api("PUT", "/exchanges/%2F/later", {"type": "x-delayed-message"})[0] == 400
