@@ -1,23 +1,24 @@
 """The analyses over replayed traffic, and the files ``embroker analyze`` writes.
 
 Everything here aggregates the grouped, routed table of :func:`._spark.replay` (one row per
-routing input, recorded queues and time window) in Spark; the results are small (bounded by the
-topology's size or the number of distinct inputs) and come back to the driver, which writes each
-as one Parquet file and feeds the report. Only ``routes.jsonl`` is per message.
+routing input, recorded queues and time window) in Spark, and every result table is written by
+Spark's writers where ``--out`` points (any filesystem Spark has: see ``_files``). What comes
+back to the driver is bounded by the topology's size, never by the traffic's: traffic per
+queue, binding and exchange (joined there with the topology), the busiest routing keys and the
+first :data:`MAX_EXPLAINED` disagreeing inputs (explained one by one), and counts. Tables that
+can grow with the traffic — routing keys, routing inputs, changed routes, ``routes.jsonl`` —
+go from the executors to storage and nowhere else.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-import re
-import shutil
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import _headers
+from ._files import join
 from ._route import KEY_COLUMNS
 from ._topology import Router, mismatch_details
 
@@ -27,25 +28,40 @@ if TYPE_CHECKING:
 
     from ._spark import Replay
 
-__all__ = ["analyze", "analyze_replay", "write_routes"]
+__all__ = ["OUTPUTS", "analyze", "analyze_replay", "write_routes"]
 
 #: How many disagreeing or changed routing inputs are explained one by one.
 MAX_EXPLAINED = 2000
 
+#: What ``analyze`` writes in ``--out`` (what an earlier run wrote there is removed first).
+OUTPUTS = ("report.html", "summary.json", "routes.jsonl", "queues.parquet", "bindings.parquet",
+           "bindings_after.parquet", "exchanges.parquet", "routing_keys.parquet",
+           "inputs.parquet", "windows.parquet", "disagreements.parquet", "changes.parquet",
+           "changed_routes.parquet")
 
-def _arrow(df: DataFrame) -> pa.Table:
-    return df.toArrow()
+
+def _write_table(df: DataFrame, path: str) -> None:
+    """A result table, written by Spark where ``path`` points (one file when small)."""
+    df.write.mode("overwrite").parquet(path)
 
 
-def _write(table: pa.Table, path: Path) -> None:
-    import pyarrow.parquet as pq
+def _write_small(spark: SparkSession, table: pa.Table, path: str) -> None:
+    """A table made on the driver (bounded by the topology), written by Spark as one file."""
+    from pyspark.sql.pandas.types import from_arrow_schema
 
-    pq.write_table(table, str(path))
+    df = (spark.createDataFrame(table) if table.num_rows
+          else spark.createDataFrame([], schema=from_arrow_schema(table.schema)))
+    _write_table(df.coalesce(1), path)
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = table.to_pylist()
     return rows
+
+
+def _collect(df: DataFrame) -> list[dict[str, Any]]:
+    """Rows of a bounded result as dictionaries."""
+    return [row.asDict(recursive=True) for row in df.collect()]
 
 
 def analyze(definitions: str | os.PathLike[str], traffic: str | os.PathLike[str],
@@ -67,13 +83,15 @@ def analyze(definitions: str | os.PathLike[str], traffic: str | os.PathLike[str]
         TopologyError: a definitions file that cannot be read or loaded.
         TrafficError: missing traffic, a bad line (with its number), vhosts the definitions
             do not define.
-        AnalyticsError: no pyspark or no Java.
+        AnalyticsError: no pyspark or no Java; Spark's Python workers cannot import what
+            the routing needs (the message names their interpreter and what it missed).
     """
     from ._spark import require_spark
 
     require_spark()
+    from ._files import display, location, write_file
     from ._report import render_report
-    from ._spark import prepare_traffic, read_traffic, replay, session
+    from ._spark import explain_worker_failure, read_traffic, replay, session
     from ._topology import Topology
 
     types = dict(exchange_types or {})
@@ -82,34 +100,47 @@ def analyze(definitions: str | os.PathLike[str], traffic: str | os.PathLike[str]
         routers.append(Router(Topology.load(against, vhost=vhost, exchange_types=types)))
     for router in routers:
         router.bindings()  # compile now: a topology the model refuses fails before Spark starts
-    target = Path(out)
-    clean_dir(target)
-    progress(f"reading {traffic}")
-    traffic_path = prepare_traffic(traffic, vhost=vhost, work_dir=target / "_input")
+    target = location(out)
+    source = location(traffic)
     own = spark is None
     if spark is None:
         progress(f"starting Spark ({'Spark Connect ' + remote if remote else master or 'local[*]'})")
         spark = session(master=master, remote=remote, conf=conf, progress=spark_progress)
     try:
-        df = read_traffic(spark, traffic_path, vhost=vhost)
+        clean_outputs(spark, target)
+        progress(f"reading {display(source)}")
+        df = read_traffic(spark, source, vhost=vhost, work=join(target, "_input/traffic.parquet"))
         rep = replay(spark, df, routers, progress=progress)
         summary = analyze_replay(spark, rep, target, progress=progress)
         progress("writing routes.jsonl")
-        write_routes(df, rep, target)
-        (target / "report.html").write_text(render_report(summary, traffic=str(traffic)),
-                                            encoding="utf-8")
+        write_routes(df, rep, target, messages=summary["messages"])
+        write_file(spark, join(target, "report.html"),
+                   render_report(summary, traffic=display(source)).encode("utf-8"))
         rep.release()
+    except Exception as exc:
+        explained = explain_worker_failure(spark, exc)
+        if explained is not None:
+            raise explained from exc
+        raise
     finally:
         if own:
             spark.stop()
     return summary
 
 
-def analyze_replay(spark: SparkSession, rep: Replay, out: Path, *,
+def analyze_replay(spark: SparkSession, rep: Replay, out: str, *,
                    progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
-    """Compute every analysis, write its Parquet file under ``out``, and return the summary
-    the report is made from (also written as ``summary.json``)."""
+    """Compute every analysis, write its Parquet table in ``out`` (a folder Spark writes:
+    a path or a URI), and return the summary the report is made from (also written as
+    ``summary.json``).
+
+    Raises:
+        TrafficError: the traffic has no message.
+    """
     import pyspark.sql.functions as F
+
+    from ._files import write_file
+    from ._inputs import TrafficError
 
     routed = rep.totals
     before = rep.routers[0]
@@ -140,37 +171,39 @@ def analyze_replay(spark: SparkSession, rep: Replay, out: Path, *,
     summary.update({k: totals[k] or 0 for k in ("messages", "bytes", "recorded", "agreeing",
                                                 "disagreeing", "phantom", "refused",
                                                 "unroutable", "returned", "via_alternate")})
+    if not summary["messages"]:
+        raise TrafficError("the traffic has no published message to replay")
 
     # -- queues, bindings and exchanges: one aggregation, joined with the topology here ----------
     progress("traffic per queue, binding, exchange, routing key and time window")
     usage = _usage(routed, len(rep.routers))
     queues_t = _queue_table(before, usage, after)
-    _write(queues_t, out / "queues.parquet")
+    _write_small(spark, queues_t, join(out, "queues.parquet"))
     summary["queues"] = _rows(queues_t)
 
     bindings_t = _binding_table(before, usage, 0)
-    _write(bindings_t, out / "bindings.parquet")
+    _write_small(spark, bindings_t, join(out, "bindings.parquet"))
     summary["unused_bindings"] = [r for r in _rows(bindings_t)
                                   if r["messages"] == 0 and not r["implicit"]]
     summary["bindings"] = len([r for r in _rows(bindings_t) if not r["implicit"]])
     if after is not None:
         b_after = _binding_table(after, usage, 1)
-        _write(b_after, out / "bindings_after.parquet")
+        _write_small(spark, b_after, join(out, "bindings_after.parquet"))
         summary["unused_bindings_after"] = [r for r in _rows(b_after)
                                             if r["messages"] == 0 and not r["implicit"]]
 
     exchanges_t = _exchange_table(before, usage)
-    _write(exchanges_t, out / "exchanges.parquet")
+    _write_small(spark, exchanges_t, join(out, "exchanges.parquet"))
     summary["unused_exchanges"] = [r for r in _rows(exchanges_t) if r["messages"] == 0
                                    and r["exchange"] != "" and not r["exchange"].startswith("amq.")]
     summary["unused_queues"] = [r for r in summary["queues"] if r["messages"] == 0]
 
-    keys_t = _arrow(routed.groupBy("vhost", "exchange", "routing_key")
-                    .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"))
-                    .orderBy(F.desc("messages"), "vhost", "exchange", "routing_key"))
-    _write(keys_t, out / "routing_keys.parquet")
-    summary["hot_keys"] = _rows(keys_t.slice(0, 20))
-    summary["distinct_keys"] = keys_t.num_rows
+    keys = (routed.groupBy("vhost", "exchange", "routing_key")
+            .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"))
+            .orderBy(F.desc("messages"), "vhost", "exchange", "routing_key"))
+    _write_table(keys, join(out, "routing_keys.parquet"))
+    summary["hot_keys"] = _collect(keys.limit(20))
+    summary["distinct_keys"] = keys.count()
 
     if rep.window:
         timed = rep.routed.filter(F.col("window_start").isNotNull())
@@ -179,36 +212,38 @@ def analyze_replay(spark: SparkSession, rep: Replay, out: Path, *,
                                  "messages", "bytes")
                     for kind, column in (("queue", "queues0"), ("exchange", "exchanges0"),
                                          ("binding", "bindings0"))]
-        windows_t = _arrow(per_kind[0].unionByName(per_kind[1]).unionByName(per_kind[2])
-                           .groupBy("window_start", "vhost", "kind", "name")
-                           .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"))
-                           .orderBy("window_start", "vhost", "kind", "name"))
-        _write(windows_t, out / "windows.parquet")
-        summary["windows"] = [{"window_start": r["window_start"].isoformat(), "vhost": r["vhost"],
-                               "queue": r["name"], "messages": r["messages"], "bytes": r["bytes"]}
-                              for r in _rows(windows_t) if r["kind"] == "queue"]
+        windows = (per_kind[0].unionByName(per_kind[1]).unionByName(per_kind[2])
+                   .groupBy("window_start", "vhost", "kind", "name")
+                   .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"))
+                   .orderBy("window_start", "vhost", "kind", "name")).cache()
+        _write_table(windows, join(out, "windows.parquet"))
+        # Bounded: at most ~48 windows (or one a week) times the topology's queues.
+        summary["windows"] = _collect(
+            windows.filter(F.col("kind") == "queue")
+            .select(F.date_format("window_start", "yyyy-MM-dd'T'HH:mm:ss'+00:00'").alias("window_start"),
+                    "vhost", F.col("name").alias("queue"), "messages", "bytes"))
+        windows.unpersist()
 
-    inputs_t = _arrow(routed.groupBy(*KEY_COLUMNS, "headers", "queues0", "bindings0", "exchanges0",
-                                     "alternates0", "error0")
-                      .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
-                           F.min("example_line").alias("example_line"))
-                      .drop("hkey")
-                      .withColumnsRenamed({"queues0": "queues", "bindings0": "bindings",
-                                           "exchanges0": "path", "alternates0": "alternates",
-                                           "error0": "error"})
-                      .orderBy(F.desc("messages")))
-    _write(inputs_t, out / "inputs.parquet")
+    _write_table(routed.groupBy(*KEY_COLUMNS, "headers", "queues0", "bindings0", "exchanges0",
+                                "alternates0", "error0")
+                 .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
+                      F.min("example_line").alias("example_line"))
+                 .drop("hkey")
+                 .withColumnsRenamed({"queues0": "queues", "bindings0": "bindings",
+                                      "exchanges0": "path", "alternates0": "alternates",
+                                      "error0": "error"})
+                 .orderBy(F.desc("messages")), join(out, "inputs.parquet"))
 
     # -- disagreements with the recording -------------------------------------------------------
     progress("explaining disagreements with the recorded queues")
-    summary["disagreements"] = _disagreements(routed, before, out)
+    summary["disagreements"] = _disagreements(spark, routed, before, out)
 
     # -- what-if --------------------------------------------------------------------------------
     if after is not None:
         progress("comparing the two topologies")
         summary.update(_what_if(routed, out))
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n",
-                                      encoding="utf-8")
+    write_file(spark, join(out, "summary.json"),
+               (json.dumps(summary, indent=1, default=str) + "\n").encode("utf-8"))
     return summary
 
 
@@ -236,9 +271,9 @@ def _usage(routed: DataFrame, routers: int) -> Usage:
     union = parts[0]
     for part in parts[1:]:
         union = union.unionByName(part)
-    table = _arrow(union.groupBy("kind", "vhost", "name")
-                   .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes")))
-    return {(r["kind"], r["vhost"], r["name"]): (r["messages"], r["bytes"]) for r in _rows(table)}
+    rows = union.groupBy("kind", "vhost", "name").agg(F.sum("messages").alias("messages"),
+                                                      F.sum("bytes").alias("bytes")).collect()
+    return {(r["kind"], r["vhost"], r["name"]): (r["messages"], r["bytes"]) for r in rows}
 
 
 def _queue_table(before: Router, usage: Usage, after: Router | None) -> pa.Table:
@@ -294,15 +329,16 @@ def _example(row: dict[str, Any]) -> dict[str, Any]:
             "routing_keys": row["routing_keys"], "headers": row["headers"]}
 
 
-def _disagreements(routed: DataFrame, router: Router, out: Path) -> list[dict[str, Any]]:
+def _disagreements(spark: SparkSession, routed: DataFrame, router: Router,
+                   out: str) -> list[dict[str, Any]]:
     import pyarrow as pa
     import pyspark.sql.functions as F
 
-    rows = _rows(_arrow(
+    rows = _collect(
         routed.filter(~F.col("agrees"))
         .groupBy(*KEY_COLUMNS, "headers", "routed_queues", "queues0")
         .agg(F.sum("messages").alias("messages"), F.min("example_line").alias("example_line"))
-        .orderBy(F.desc("messages")).limit(MAX_EXPLAINED)))
+        .orderBy(F.desc("messages")).limit(MAX_EXPLAINED))
     causes: dict[str, dict[str, Any]] = {}
     for row in rows:
         headers = _headers.loads(row["headers"])
@@ -325,11 +361,11 @@ def _disagreements(routed: DataFrame, router: Router, out: Path) -> list[dict[st
                         ("routing_keys", pa.list_(pa.string())), ("headers", pa.string()),
                         ("recorded_queues", pa.list_(pa.string())),
                         ("model_queues", pa.list_(pa.string())), ("details", pa.list_(pa.string()))])
-    _write(pa.Table.from_pylist(result, schema=schema), out / "disagreements.parquet")
+    _write_small(spark, pa.Table.from_pylist(result, schema=schema), join(out, "disagreements.parquet"))
     return result
 
 
-def _what_if(routed: DataFrame, out: Path) -> dict[str, Any]:
+def _what_if(routed: DataFrame, out: str) -> dict[str, Any]:
     import pyspark.sql.functions as F
 
     changed = routed.filter((F.col("queues0") != F.col("queues1"))
@@ -349,33 +385,42 @@ def _what_if(routed: DataFrame, out: Path) -> dict[str, Any]:
                            "messages", "bytes")
             .groupBy("vhost", "queue").agg(F.sum("messages").alias("lost"),
                                           F.sum("bytes").alias("lost_bytes")))
-    per_queue = _arrow(gained.join(lost, ["vhost", "queue"], "full").fillna(0)
-                       .orderBy(F.desc(F.col("gained") + F.col("lost")), "vhost", "queue"))
-    _write(per_queue, out / "changes.parquet")
-    routes = _arrow(changed.groupBy(*KEY_COLUMNS, "queues0", "queues1", "error0", "error1")
-                    .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
-                         F.min("example_line").alias("example_line"),
-                         F.first("headers").alias("headers"),
-                         F.first("routing_key").alias("routing_key"))
-                    .withColumnRenamed("queues0", "queues_before")
-                    .withColumnRenamed("queues1", "queues_after")
-                    .withColumnRenamed("error0", "error_before").withColumnRenamed("error1", "error_after")
-                    .drop("hkey").orderBy(F.desc("messages")))
-    _write(routes, out / "changed_routes.parquet")
+    # Per queue: bounded by the topologies' queues.
+    per_queue = (gained.join(lost, ["vhost", "queue"], "full").fillna(0)
+                 .orderBy(F.desc(F.col("gained") + F.col("lost")), "vhost", "queue")).coalesce(1)
+    _write_table(per_queue, join(out, "changes.parquet"))
+    # Per changed routing input: as many as the traffic has; only the first 20 come here.
+    routes = (changed.groupBy(*KEY_COLUMNS, "queues0", "queues1", "error0", "error1")
+              .agg(F.sum("messages").alias("messages"), F.sum("bytes").alias("bytes"),
+                   F.min("example_line").alias("example_line"),
+                   F.first("headers").alias("headers"),
+                   F.first("routing_key").alias("routing_key"))
+              .withColumnRenamed("queues0", "queues_before")
+              .withColumnRenamed("queues1", "queues_after")
+              .withColumnRenamed("error0", "error_before").withColumnRenamed("error1", "error_after")
+              .drop("hkey").orderBy(F.desc("messages"), "example_line"))
+    _write_table(routes, join(out, "changed_routes.parquet"))
     return {"changed": totals["changed"] or 0, "new_unroutable": totals["new_unroutable"] or 0,
-            "now_routed": totals["now_routed"] or 0, "queue_changes": _rows(per_queue),
-            "changed_routes": _rows(routes.slice(0, 20)), "changed_inputs": routes.num_rows}
+            "now_routed": totals["now_routed"] or 0,
+            "queue_changes": _collect(per_queue),
+            "changed_routes": _collect(routes.limit(20)), "changed_inputs": routes.count()}
 
 
-def write_routes(traffic: DataFrame, rep: Replay, out: Path) -> int:
-    """Write ``out/routes.jsonl``: per message, in line order, ``line``, ``queues``, and when the
-    input recorded them ``recorded_queues`` and ``agrees`` (and with a second topology
+def write_routes(traffic: DataFrame, rep: Replay, out: str, *, messages: int = 1) -> int:
+    """Write ``out/routes.jsonl``, a folder of JSON-lines parts written by Spark: per message,
+    in line order (the parts in name order), ``line``, ``queues``, and when the input recorded
+    them ``recorded_queues`` and ``agrees`` (and with a second topology
     ``queues_after``/``changed``; ``error`` when the model refuses the publish; ``returned``
     for a mandatory message that reaches no queue, when the input says it was mandatory).
-    Returns the number of lines."""
+    Returns the bytes written.
+
+    Raises:
+        AnalyticsError: Spark wrote nothing although there were ``messages``.
+    """
     import pyspark.sql.functions as F
 
-    from ._spark import _hkey
+    from ._files import display, list_files
+    from ._spark import AnalyticsError, _hkey
 
     names: set[str] = set()
     for router in rep.routers:
@@ -394,65 +439,30 @@ def write_routes(traffic: DataFrame, rep: Replay, out: Path) -> int:
     fragments = (rep.totals.select(*KEY_COLUMNS, "routed_queues", "mandatory",
                                    F.to_json(F.struct(*fields), {"ignoreNullFields": "true"}).alias("rest"))
                  .withColumn("rest", rest).alias("f"))
-    messages = traffic.withColumn("hkey", _hkey(sorted(names))).alias("m")
+    per_message = traffic.withColumn("hkey", _hkey(sorted(names))).alias("m")
     on = [F.col(f"m.{c}") == F.col(f"f.{c}") for c in KEY_COLUMNS]
     on.append(F.col("m.routed_queues").eqNullSafe(F.col("f.routed_queues")))
     on.append(F.col("m.mandatory").eqNullSafe(F.col("f.mandatory")))
-    joined = messages.join(F.broadcast(fragments) if rep.inputs <= 500_000 else fragments, on)
+    joined = per_message.join(F.broadcast(fragments) if rep.inputs <= 500_000 else fragments, on)
     text = joined.select(F.col("m.line").alias("_line"),
                          F.concat(F.lit('{"line":'), F.col("m.line").cast("string"), F.lit(","),
                                   F.col("f.rest")).alias("value"))
-    parts = out / "_routes"
-    # Each input partition holds a run of consecutive lines and a broadcast join keeps their
-    # order, so sorting within partitions and ordering the files by their first line gives
-    # the whole file in line order without a shuffle; if the runs overlap (the routes were not
-    # broadcast), sort globally.
-    ordered = _write_parts(text.sortWithinPartitions("_line").select("value"), parts)
-    if ordered is None:
-        ordered = _write_parts(text.orderBy("_line").select("value"), parts)
-        assert ordered is not None
-    count = 0
-    with (out / "routes.jsonl").open("wb") as target:
-        for part in ordered:
-            with part.open("rb") as source:
-                for chunk in iter(lambda s=source: s.read(1 << 20), b""):  # type: ignore[misc]
-                    target.write(chunk)
-                    count += chunk.count(b"\n")
-    shutil.rmtree(parts)
-    return count
+    target = join(out, "routes.jsonl")
+    # Line order across the part files (part-00000 holds the first lines): a range-partitioned
+    # sort in the executors; the driver sees none of it.
+    text.orderBy("_line").select("value").write.mode("overwrite").text(target)
+    written = sum(size for _path, size in list_files(text.sparkSession, target))
+    if written == 0 and messages:
+        raise AnalyticsError(f"{display(target)}: Spark wrote nothing for {messages:,} messages")
+    return written
 
 
-_LINE = re.compile(rb'^\{"line":(-?\d+)')
+def clean_outputs(spark: SparkSession, out: str) -> None:
+    """Remove what an earlier run wrote in ``out`` (nothing else), where this can be done from
+    here: over Spark Connect, each output is replaced as it is written, and an output this run
+    does not write (``changes.parquet`` without ``--against``) stays."""
+    from ._files import remove
 
-
-def _write_parts(df: DataFrame, parts: Path) -> list[Path] | None:
-    """Write ``df`` as text parts; return them ordered by line when their line ranges do not
-    overlap, else ``None``."""
-    if parts.exists():
-        shutil.rmtree(parts)
-    df.write.text(str(parts.resolve()))
-    ranges = []
-    for part in parts.glob("part-*"):
-        if part.stat().st_size == 0:
-            continue
-        with part.open("rb") as handle:
-            first = _LINE.match(handle.readline())
-            handle.seek(max(0, part.stat().st_size - 65536))
-            last = _LINE.match(handle.read().rstrip(b"\n").rsplit(b"\n", 1)[-1])
-        if first is None or last is None:
-            return None
-        ranges.append((int(first[1]), int(last[1]), part))
-    ranges.sort()
-    for (_a, end, _p), (begin, _b, _q) in itertools.pairwise(ranges):
-        if begin <= end:
-            return None
-    return [part for _a, _b, part in ranges]
-
-
-def clean_dir(out: Path) -> None:
-    """Create ``out``, removing what an earlier run left in it."""
-    out.mkdir(parents=True, exist_ok=True)
-    for name in os.listdir(out):
-        if name.endswith((".parquet", ".jsonl", ".json", ".html")) or name == "_routes":
-            target = out / name
-            shutil.rmtree(target) if target.is_dir() else target.unlink()
+    for name in OUTPUTS:
+        if not remove(spark, join(out, name)):
+            return

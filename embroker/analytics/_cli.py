@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 __all__ = ["add_commands", "run_analyze", "run_capture"]
@@ -22,20 +21,26 @@ def add_commands(commands: Any) -> None:
     """Add ``analyze`` and ``capture`` to the command line's subparsers."""
     analyze = commands.add_parser(
         "analyze", help="replay recorded traffic through a topology on Spark (the spark extra)",
-        description="Route recorded traffic (a rabbitmq_tracing JSON log, an `embroker capture` "
-                    "Parquet file, or plain Parquet/JSON lines with exchange, routing_key and "
-                    "headers) through a RabbitMQ definitions file with embroker's routing model, "
-                    "and compare with where RabbitMQ routed it and, with --against, with another "
-                    "topology. Writes DIR/report.html, DIR/routes.jsonl and Parquet tables.")
+        description="Route recorded traffic (rabbitmq_tracing logs in the JSON or text format, "
+                    "an `embroker capture` Parquet file, or plain Parquet/JSON lines with "
+                    "exchange, routing_key and headers) through a RabbitMQ definitions file with "
+                    "embroker's routing model, and compare with where RabbitMQ routed it and, "
+                    "with --against, with another topology. Writes DIR/report.html, "
+                    "DIR/summary.json, DIR/routes.jsonl and Parquet tables. --traffic and --out "
+                    "are paths or URIs as Spark reads them (file://, hdfs://, s3a://, gs://, "
+                    "abfss://...).")
     analyze.add_argument("--definitions", required=True, metavar="DEFS.json",
                          help="RabbitMQ definitions (rabbitmqctl export_definitions or the "
                               "management API's export)")
     analyze.add_argument("--traffic", required=True, metavar="PATH",
-                         help="traffic: JSON lines (.log/.jsonl/.json), a .parquet file, or a folder "
-                              "of .parquet files")
+                         help="traffic: a log (JSON lines or the tracing plugin's text format; "
+                              ".gz and other codecs by extension), a folder or glob of them "
+                              "(rotated logs), a .parquet file, or a folder of Parquet "
+                              "(partitioned by date too)")
     analyze.add_argument("--against", metavar="NEW-DEFS.json",
                          help="a second topology: what changes if the traffic went through it")
-    analyze.add_argument("--out", required=True, metavar="DIR", help="where to write the results")
+    analyze.add_argument("--out", required=True, metavar="DIR",
+                         help="where Spark writes the results (a folder: path or URI)")
     analyze.add_argument("--vhost", default="/",
                          help="the vhost of definitions items and messages that name none (default /)")
     analyze.add_argument("--exchange-type", action="append", type=_exchange_type, default=[],
@@ -79,6 +84,7 @@ def _fail(message: str) -> int:
 
 def run_analyze(args: argparse.Namespace) -> int:
     from ._analyze import analyze
+    from ._files import display, join, location
     from ._inputs import TrafficError
     from ._spark import AnalyticsError
     from ._topology import TopologyError
@@ -110,7 +116,8 @@ def run_analyze(args: argparse.Namespace) -> int:
     if args.against:
         line += f"; {summary['changed']:,} change destination with {args.against}"
     print(line)
-    print(f"report: {Path(args.out) / 'report.html'} ({time.monotonic() - start:.1f} s)")
+    print(f"report: {display(join(location(args.out), 'report.html'))} "
+          f"({time.monotonic() - start:.1f} s)")
     return 0
 
 

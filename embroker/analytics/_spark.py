@@ -19,13 +19,15 @@ message:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._route import KEY_COLUMNS, RouteBatches, output_ddl
 from ._topology import Router
@@ -33,7 +35,8 @@ from ._topology import Router
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["AnalyticsError", "Replay", "group_traffic", "read_traffic", "replay", "session"]
+__all__ = ["AnalyticsError", "Replay", "explain_worker_failure", "group_traffic", "read_traffic", "replay",
+           "session", "worker_python"]
 
 #: JVM options for short jobs: C1 only starts a session markedly faster (tests use them).
 FAST_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -66,12 +69,71 @@ def require_java() -> None:
                              "openjdk-17-jre-headless")
 
 
+#: Spark's local masters: ``local``, ``local[N]``, ``local[*]``, ``local[N,F]`` (retries).
+#: Not ``local-cluster[...]``: its executors are JVMs of their own, as on a cluster.
+_LOCAL_MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?")
+
+
+def _is_local(master: str | None, remote: str | None) -> bool:
+    """Whether Spark runs in local mode: the Python workers are children of this driver (a
+    local master, or a local Spark Connect server)."""
+    if remote is not None:
+        return remote.startswith("local")
+    return master is None or _LOCAL_MASTER.fullmatch(master) is not None
+
+
+def worker_python(master: str | None = None, remote: str | None = None,
+                  conf: dict[str, str] | None = None) -> str | None:
+    """The interpreter embroker starts Spark's Python workers with, or ``None`` to leave
+    Spark's choice.
+
+    Spark starts its Python workers with ``PYSPARK_PYTHON``, else ``python3`` from ``PATH`` —
+    not with the driver's interpreter, so a virtual environment used through its own
+    interpreter path (pipx, an IDE, a CI runner: never activated) gets workers without pyarrow.
+    And ``spark.pyspark.python`` is read by ``spark-submit`` alone: a session made inside a
+    running Python ignores it. So, in this order:
+
+    1. ``spark.pyspark.python`` in ``conf``: that (Spark's documented precedence);
+    2. ``PYSPARK_PYTHON`` set: ``None`` (Spark uses it);
+    3. local mode (:func:`_is_local`): the driver's own interpreter;
+    4. a cluster or a remote Spark Connect server: ``None`` — the executors' interpreter is
+       theirs to choose; when it lacks something, :func:`explain_worker_failure` says which
+       one ran and what it missed.
+    """
+    chosen = (conf or {}).get("spark.pyspark.python")
+    if chosen:
+        return chosen
+    if os.environ.get("PYSPARK_PYTHON"):
+        return None
+    if _is_local(master, remote):
+        return sys.executable
+    return None
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str | None) -> Iterator[None]:
+    """``os.environ[name] = value`` while the block runs (nothing when ``value`` is None)."""
+    if value is None:
+        yield
+        return
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
+
+
 def session(*, master: str | None = None, remote: str | None = None,
             conf: dict[str, str] | None = None, app_name: str = "embroker analyze",
             progress: bool = True) -> SparkSession:
     """A Spark session: embedded ``local[*]`` by default, a cluster with ``master``, or Spark
     Connect with ``remote`` (``sc://host:port``, or ``local[N]`` to start a local Connect
-    server).
+    server). Python workers on this machine run with the driver's interpreter unless
+    ``spark.pyspark.python`` or ``PYSPARK_PYTHON`` says otherwise (:func:`worker_python`).
 
     Raises:
         AnalyticsError: pyspark or Java missing.
@@ -88,6 +150,8 @@ def session(*, master: str | None = None, remote: str | None = None,
         if remote.startswith("local"):
             require_java()
             settings["spark.sql.shuffle.partitions"] = "8"
+            # The server writes the report and the summary (copyFromLocalToFs), locally here.
+            settings["spark.sql.artifact.copyFromLocalToFs.allowDestLocal"] = "true"
         builder = builder.remote(remote)
     else:
         require_java()
@@ -96,21 +160,128 @@ def session(*, master: str | None = None, remote: str | None = None,
                          "spark.ui.enabled": "false"})
         if (master or "local").startswith("local"):  # one machine: a bigger driver, fewer tasks
             settings.update({"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "8"})
-            # The Python workers import this embroker, wherever the driver found it.
+        if _is_local(master, None):
+            # The Python workers import this embroker, wherever the driver found it (executors
+            # of local-cluster get the shipped package, as on a cluster).
             here = str(Path(__file__).resolve().parents[2])
             settings["spark.executorEnv.PYTHONPATH"] = os.pathsep.join(
                 filter(None, [here, os.environ.get("PYTHONPATH")]))
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    # The workers' interpreter is read from the environment when the context (or the local
+    # Connect server's JVM) starts, and only then.
+    with _environment("PYSPARK_PYTHON", worker_python(master, remote, conf)):
+        spark = builder.getOrCreate()
     # Python workers elsewhere (a cluster's executors, a Connect server) need embroker to
     # route: send it, with its two dependencies, as a zip of pure-Python packages.
     if remote is not None:
         spark.addArtifacts(str(_package_zip()), pyfile=True)
-    elif master is not None and not re.fullmatch(r"local(\[[0-9*]+\])?", master):
+    elif not _is_local(master, None):
         spark.sparkContext.addPyFile(str(_package_zip()))
     return spark
+
+
+#: What the Python workers need besides pyspark itself (embroker is shipped by the job).
+WORKER_NEEDS = ("pyarrow", "pandas")
+
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
+_CANNOT_RUN = re.compile(r'Cannot run program "([^"]+)"(?:[^\n]*?error=\d+, ([^\n]+))?')
+
+
+def _probe() -> Callable[[Any], str]:
+    """A function that tells, run in a Python worker, which interpreter runs it and which of
+    the modules the routing needs it can import. Made inside a function so that cloudpickle
+    sends it by value: it must run where embroker cannot be imported."""
+
+    def probe(_row: Any) -> str:
+        import importlib
+        import json
+        import platform
+        import socket
+        import sys
+
+        modules: dict[str, str | None] = {}
+        for name in ("pyarrow", "pandas", "embroker"):
+            try:
+                module = importlib.import_module(name)
+            except Exception:
+                modules[name] = None
+            else:
+                modules[name] = str(getattr(module, "__version__", "") or "found")
+        return json.dumps({"executable": sys.executable, "version": platform.python_version(),
+                           "host": socket.gethostname(), "modules": modules})
+
+    return probe
+
+
+def probe_workers(spark: SparkSession) -> dict[str, Any] | None:
+    """Run :func:`_probe` in one Python worker (a plain, non-Arrow UDF: it needs neither
+    pyarrow nor pandas); ``None`` when even that fails (the interpreter does not start)."""
+    import json
+
+    import pyspark.sql.functions as F
+
+    try:
+        probe = F.udf(_probe(), "string", useArrow=False)
+        row = spark.range(1, numPartitions=1).select(probe("id").alias("p")).first()
+    except Exception:
+        return None
+    return None if row is None else dict(json.loads(row["p"]))
+
+
+def _interpreter_origin(spark: SparkSession) -> str:
+    """Where the workers' interpreter came from, as far as the driver can tell."""
+    try:
+        conf = spark.conf.get("spark.pyspark.python", None)
+    except Exception:
+        conf = None
+    if conf:
+        return f"spark.pyspark.python={conf}"
+    if os.environ.get("PYSPARK_PYTHON"):
+        return f"PYSPARK_PYTHON={os.environ['PYSPARK_PYTHON']} (the driver's environment)"
+    try:
+        configured = spark.sparkContext.pythonExec
+    except Exception:  # Spark Connect: the server chooses
+        return ("chosen by the Spark Connect server: its PYSPARK_PYTHON, else python3 from its "
+                "PATH")
+    if configured == sys.executable:
+        return "the driver's interpreter"
+    return (f"'{configured}' from the executors' PATH: Spark's default, as neither "
+            "spark.pyspark.python nor PYSPARK_PYTHON is set")
+
+
+def explain_worker_failure(spark: SparkSession, error: BaseException) -> AnalyticsError | None:
+    """An :class:`AnalyticsError` saying which interpreter Spark's Python workers ran and what
+    it missed, when ``error`` is a Spark job that failed because a worker could not import a
+    module (or its interpreter could not start); ``None`` for any other error."""
+    if not type(error).__module__.startswith(("pyspark", "py4j")):
+        return None
+    text = str(error)
+    missing = _MISSING_MODULE.search(text)
+    cannot = _CANNOT_RUN.search(text)
+    if missing is None and cannot is None:
+        return None
+    origin = _interpreter_origin(spark)
+    fix = ("Give the executors an interpreter that has pyspark's worker dependencies ("
+           + ", ".join(WORKER_NEEDS) + "; embroker itself is shipped by the job): --conf "
+           "spark.pyspark.python=/path/to/python, or PYSPARK_PYTHON in the executors' environment.")
+    if missing is None:
+        assert cannot is not None
+        reason = f" ({cannot[2]})" if cannot[2] else ""
+        return AnalyticsError(f"Spark could not start its Python workers with '{cannot[1]}'"
+                              f"{reason}; the interpreter is {origin}. {fix}")
+    module = missing[1]
+    found = probe_workers(spark)
+    if found is None:
+        ran = f"The interpreter is {origin}."
+    else:
+        have = ", ".join(f"{name} {version}" if version else f"{name} missing"
+                         for name, version in found["modules"].items())
+        ran = (f"They ran {found['executable']} (Python {found['version']} on {found['host']}: "
+               f"{have}); that is {origin}.")
+    return AnalyticsError(f"Spark's Python workers could not import {module} (No module named "
+                          f"'{module}'). {ran} {fix}")
 
 
 def _package_zip() -> Path:
@@ -137,74 +308,156 @@ def _package_zip() -> Path:
 
 # -- reading traffic -----------------------------------------------------------------------------
 
-
-def _is_parquet(path: Path) -> bool:
-    if path.is_dir():
-        return any(path.glob("*.parquet"))
-    return path.suffix in (".parquet", ".pq")
+_PARQUET = re.compile(r"\.(parquet|pq)$")
+_TEXT_SEPARATOR_START = "=" * 20
 
 
-def prepare_traffic(path: str | os.PathLike[str], *, vhost: str = "/",
-                    work_dir: str | os.PathLike[str] | None = None) -> Path:
-    """A JSON-lines file parsed (errors name the line) into canonical Parquet under
-    ``work_dir``; Parquet is returned as it is. Needs no Spark.
+def traffic_kind(spark: SparkSession, path: str, files: Sequence[tuple[str, int]]) -> str:
+    """``"parquet"``, ``"json"`` (JSON lines: the tracing plugin's JSON format, or plain
+    lines) or ``"text"`` (the tracing plugin's text format): Parquet by the files' names, the
+    others by the first lines of the first file (gzip and other codecs are read by extension,
+    as Spark does).
 
     Raises:
-        TrafficError: missing file or a bad line.
+        TrafficError: Parquet mixed with other files, or a file of neither log format.
     """
-    from ._inputs import TrafficError, read_json_lines, write_parquet
+    from ._files import display
+    from ._inputs import TrafficError
 
-    source = Path(path)
-    if not source.exists():
-        raise TrafficError(f"{source}: no such traffic file")
-    if _is_parquet(source):
-        return source
-    work = Path(work_dir) if work_dir is not None else Path(f"{source}.embroker")
-    work.mkdir(parents=True, exist_ok=True)
-    target = work / "traffic.parquet"
-    write_parquet(read_json_lines(source, vhost=vhost), target)
-    return target
+    parquet = [f for f, _n in files if _PARQUET.search(f)]
+    if parquet and len(parquet) < len(files):
+        other = next(f for f, _n in files if not _PARQUET.search(f))
+        raise TrafficError(f"{display(path)}: Parquet files mixed with others ({display(other)}); "
+                           "give a folder of one kind")
+    if parquet:
+        return "parquet"
+    first = files[0][0]
+    for row in spark.read.text(first).limit(8).collect():
+        text = row["value"].strip()
+        if not text:
+            continue
+        if text.startswith("{"):
+            return "json"
+        if text.startswith(_TEXT_SEPARATOR_START):
+            return "text"
+        raise TrafficError(f"{display(first)}: neither JSON lines nor the tracing plugin's text "
+                           f"format (it begins {text[:60]!r})")
+    raise TrafficError(f"{display(first)}: empty")
 
 
-def read_traffic(spark: SparkSession, path: str | os.PathLike[str], *, vhost: str = "/",
-                 work_dir: str | os.PathLike[str] | None = None) -> DataFrame:
-    """Traffic as a DataFrame of the canonical columns (see ``_inputs``).
+def _numbered_records(spark: SparkSession, path: str, kind: str) -> DataFrame:
+    """The lines (``json``) or text-format records (``text``) of every file under ``path``,
+    numbered in executors: ``file_line`` within the file, ``line`` across the files in name
+    order.
 
-    JSON-lines files are parsed here (errors name the line) into Parquet under ``work_dir``;
-    Parquet files and folders are read by Spark directly, with ``line`` the 1-based row number
-    (counted across a folder's files in name order).
+    How, without the driver reading anything per line: a split of a file is read whole by one
+    task, in order, so ``monotonically_increasing_id`` minus its smallest value in the split
+    is the position in the split; a small table (one row per split: its first id and count)
+    gives the lines before each split in its file, and per file the lines of the files before
+    it; a broadcast join puts them together.
+    """
+    import pyspark.sql.functions as F
+    from pyspark.sql.window import Window
+
+    from ._tracetext import SEPARATOR
+
+    reader = spark.read.option("recursiveFileLookup", "true")
+    if kind == "text":
+        reader = reader.option("lineSep", SEPARATOR)
+    records = reader.text(path).select(
+        "value", F.col("_metadata.file_path").alias("file"),
+        F.col("_metadata.file_block_start").alias("_block"))
+    if kind == "text":  # the empty text before a file's first separator is no record
+        records = records.filter(F.col("value") != "")
+    records = records.withColumn("_id", F.monotonically_increasing_id())
+    splits = records.groupBy("file", "_block").agg(F.min("_id").alias("_first"),
+                                                   F.count(F.lit(1)).alias("_n"))
+    before = Window.partitionBy("file").orderBy("_block").rowsBetween(Window.unboundedPreceding, -1)
+    splits = splits.withColumn("_before", F.coalesce(F.sum("_n").over(before), F.lit(0)))
+    splits = splits.join(_offsets(splits.groupBy("file").agg(F.sum("_n").alias("_span"))), "file")
+    file_line = F.col("_id") - F.col("_first") + F.col("_before") + 1
+    return (records.join(F.broadcast(splits), ["file", "_block"])
+            .select((file_line + F.col("_offset")).alias("line"), file_line.alias("file_line"),
+                    "file", "value"))
+
+
+def _offsets(spans: DataFrame) -> DataFrame:
+    """``(file, _span)`` (one row per file) to ``(file, _offset)``: the spans of the files
+    before it in name order, added up (a join of the small table with itself)."""
+    import pyspark.sql.functions as F
+
+    a, b = spans.alias("a"), spans.alias("b")
+    return (a.join(F.broadcast(b), F.col("b.file") < F.col("a.file"), "left")
+            .groupBy(F.col("a.file").alias("file"))
+            .agg(F.coalesce(F.sum("b._span"), F.lit(0)).alias("_offset")))
+
+
+def parse_logs(spark: SparkSession, path: str, kind: str, *, vhost: str, work: str) -> DataFrame:
+    """Parse JSON-lines or text-format logs in executors into canonical Parquet at ``work``
+    and read it back.
 
     Raises:
-        TrafficError: missing file or a bad line.
+        TrafficError: the first line (in line order) that cannot be read, with its file and
+            line.
     """
-    import pyarrow.parquet as pq
     import pyspark.sql.functions as F
 
     from ._inputs import TrafficError
+    from ._parse import PARSED_DDL, ParseBatches
 
-    source = prepare_traffic(path, vhost=vhost, work_dir=work_dir)
+    parsed = _numbered_records(spark, path, kind).mapInArrow(ParseBatches(kind, vhost), PARSED_DDL)
+    parsed.write.mode("overwrite").parquet(work)
+    table = spark.read.parquet(work)
+    bad = (table.filter(F.col("error").isNotNull()).orderBy("line").select("error").limit(1)
+           .collect())
+    if bad:
+        raise TrafficError(bad[0]["error"])
+    return table.drop("error", "file", "file_line")
 
-    files = sorted(source.glob("*.parquet")) if source.is_dir() else [source]
-    offsets, total = [], 0
-    for file in files:
-        offsets.append((file.name, total))
-        total += pq.read_metadata(file).num_rows
-    raw = spark.read.option("mergeSchema", "true").parquet(*[str(f.resolve()) for f in files])
+
+def read_traffic(spark: SparkSession, path: str | os.PathLike[str], *, vhost: str = "/",
+                 work: str | None = None) -> DataFrame:
+    """Traffic as a DataFrame of the canonical columns (see ``_inputs``), from any path or URI
+    Spark reads (see ``_files``): a Parquet file or folder (partitioned folders too, e.g.
+    ``date=2026-11-24/``), or JSON-lines or text-format logs — a file, a folder of them
+    (rotated, gzipped: ``*.log.gz``) or a glob. Logs are parsed in executors into Parquet at
+    ``work`` (:func:`parse_logs`); Parquet is read as it is, with ``line`` the 1-based row
+    number (counted across a folder's files in name order) unless the files have their own.
+
+    Raises:
+        TrafficError: nothing at ``path``, a bad line (its file and number), a Parquet file
+            without the needed columns.
+    """
+    import pyspark.sql.functions as F
+
+    from ._files import display, join, list_files, location
+    from ._inputs import TrafficError
+
+    source = location(path)
+    try:
+        files = list_files(spark, source)
+    except FileNotFoundError:
+        raise TrafficError(f"{display(source)}: no such traffic file or folder") from None
+    kind = traffic_kind(spark, source, files)
+    if kind != "parquet":
+        if work is None:
+            work = join(source.rstrip("/") + ".embroker", "traffic.parquet")
+        return parse_logs(spark, source, kind, vhost=vhost, work=work)
+    raw = spark.read.option("mergeSchema", "true").parquet(source)
     names = set(raw.columns)
     if "exchange" not in names:
-        raise TrafficError(f"{source}: no 'exchange' column (columns: {', '.join(sorted(names))})")
+        raise TrafficError(f"{display(source)}: no 'exchange' column (columns: "
+                           f"{', '.join(sorted(names))})")
     if "routing_key" not in names and "routing_keys" not in names:
-        raise TrafficError(f"{source}: no 'routing_key' or 'routing_keys' column")
-    base = raw.select("*", F.col("_metadata.row_index").alias("_row"),
-                      F.regexp_extract(F.col("_metadata.file_path"), "[^/]+$", 0).alias("_file"))
+        raise TrafficError(f"{display(source)}: no 'routing_key' or 'routing_keys' column")
+    own = (F.col("line") if "line" in names else F.col("_metadata.row_index") + 1).cast("long")
+    base = raw.select("*", own.alias("_own"), F.col("_metadata.file_path").alias("_file"))
     if len(files) > 1:
-        starts = spark.createDataFrame(offsets, "_file string, _start long")
-        base = base.join(F.broadcast(starts), "_file", "left")
-        line = F.col("_row") + F.coalesce(F.col("_start"), F.lit(0)) + 1
+        spans = base.groupBy(F.col("_file").alias("file")).agg(F.max("_own").alias("_span"))
+        base = base.join(F.broadcast(_offsets(spans).withColumnRenamed("file", "_file")), "_file")
+        line = F.col("_own") + F.col("_offset")
     else:
-        line = F.col("_row") + 1
-    if "line" in names:  # canonical files (JSON lines read here, captures) carry their own
-        line = F.col("line")
+        line = F.col("_own")
     types = dict(raw.dtypes)
     keys = (F.coalesce(F.col("routing_keys"), F.array(F.col("routing_key")))
             if "routing_keys" in names and "routing_key" in names

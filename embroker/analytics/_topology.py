@@ -43,12 +43,53 @@ from typing import Any, NamedTuple, final
 from ..errors import AMQPError
 from ..model import Binding, Broker, Exchange, Queue
 from ..model._definitions import DefinitionsError
-from ..model._exchange import EXCHANGE_TYPES
+from ..model._exchange import EXCHANGE_TYPES as _BUILTIN_TYPES
+from ..model._plugins import PLUGIN_OF_TYPE
 from ..model._vhost import STANDARD_EXCHANGES
 
 __all__ = ["Route", "Router", "Topology", "TopologyError"]
 
 _BUILTIN = frozenset({"", "amq.rabbitmq.trace", *(name for name, _t in STANDARD_EXCHANGES)})
+
+# -- the plugins' exchange types (issue 23) ---------------------------------------------------------
+# A production export may declare exchanges of the routing plugins' types: the model routes them
+# with the plugins enabled. What routing cannot see is said in the topology's notes.
+
+#: The plugins the model enables to load a document (every routing plugin; not the event
+#: exchange, which publishes no traffic of its own here).
+_ROUTING_PLUGINS = sorted(set(PLUGIN_OF_TYPE.values()))
+#: Every exchange type a document may use.
+EXCHANGE_TYPES = {**_BUILTIN_TYPES, **dict.fromkeys(PLUGIN_OF_TYPE)}
+
+
+def _plugin_notes(item: Mapping[str, Any], notes: list[str]) -> None:
+    arguments = item.get("arguments") or {}
+    xtype = item.get("type")
+    if xtype == "x-delayed-message":
+        xtype = arguments.get("x-delayed-type")
+    name = item.get("name")
+    if xtype == "x-consistent-hash" and "hash-property" in arguments:
+        notes.append(f"exchange '{name}' (x-consistent-hash) hashes the property "
+                     f"{arguments['hash-property']}, which the traffic does not carry: it routes "
+                     "as if it were absent")
+    elif xtype == "x-random":
+        notes.append(f"exchange '{name}' (x-random) draws from a seeded source: one queue per "
+                     "message, as RabbitMQ, though not RabbitMQ's draw")
+    elif xtype == "x-recent-history":
+        notes.append(f"exchange '{name}' (x-recent-history) routes to every binding; its "
+                     "replays to new bindings are not modelled")
+
+
+def _hash_headers(broker: Broker) -> set[str]:
+    """The headers consistent-hash exchanges hash (``hash-header``): they change routes."""
+    names = set()
+    for vhost in broker.vhosts.values():
+        for exchange in vhost.exchanges.values():
+            header = exchange.arguments.get("hash-header")
+            routing = getattr(exchange, "routing", exchange)  # a delayed exchange's type
+            if routing.type == "x-consistent-hash" and isinstance(header, str):
+                names.add(header)
+    return names
 
 
 class TopologyError(ValueError):
@@ -179,6 +220,7 @@ class Topology:
                 item["type"] = arguments["x-delayed-type"]
                 self.notes.append(f"exchange '{item.get('name')}' (x-delayed-message) routes as its "
                                   f"x-delayed-type {item['type']}; the delay is not modelled")
+            _plugin_notes(item, self.notes)
         stripped = 0
         for item in queues:
             if item.get("arguments") or item.get("type") not in (None, "classic"):
@@ -237,7 +279,7 @@ class Topology:
             TopologyError: the model refuses the document (a declaration RabbitMQ would
                 refuse too), with the model's reason.
         """
-        broker = Broker(vhosts=(), trace_limit=1)
+        broker = Broker(vhosts=(), trace_limit=1, plugins=_ROUTING_PLUGINS)
         try:
             broker.load_definitions(self.document)
         except (DefinitionsError, AMQPError) as exc:
@@ -346,6 +388,7 @@ class Router:
             if row.arguments != "{}":
                 names.update(json.loads(row.arguments))
         names.discard("x-match")
+        names |= _hash_headers(self._compiled())
         return frozenset(names)
 
     def route(self, vhost: str, exchange: str, keys: Sequence[str],

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,3 +62,45 @@ def chromium() -> str:
     if found is None:
         pytest.skip("chromium is not installed (apt-get install chromium)")
     return found
+
+
+@pytest.fixture(scope="session")
+def bare_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``python3`` of a new virtual environment with nothing installed (no pyarrow, pandas or
+    embroker): the interpreter a machine's PATH offers when the tool's own environment is not
+    activated."""
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python3"
+    found = subprocess.run([str(python), "-c", "import pyarrow"], check=False, capture_output=True)
+    assert found.returncode != 0, "the bare environment must not have pyarrow"
+    return python
+
+
+def read_table(spark: Any, location: str | Path) -> list[dict[str, Any]]:
+    """A result table as ``analyze`` wrote it (a folder of Parquet parts), read back by Spark
+    through its URI, rows in the order written."""
+    from embroker.analytics._files import location as as_uri
+
+    return [r.asDict(recursive=True) for r in spark.read.parquet(as_uri(location)).collect()]
+
+
+def read_routes(spark: Any, out: str | Path) -> list[dict[str, Any]]:
+    """``routes.jsonl`` (a folder of JSON-lines parts written by Spark), read back through its
+    URI part by part in name order, each part's lines in order: the file's order."""
+    import json
+
+    from embroker.analytics._files import join, list_files
+    from embroker.analytics._files import location as as_uri
+
+    routes = []
+    for part, _size in list_files(spark, join(as_uri(out), "routes.jsonl")):
+        routes += [json.loads(r["value"]) for r in spark.read.text(part).collect()]
+    return routes
+
+
+def read_text(spark: Any, location: str | Path) -> str:
+    """A small file (the report, the summary) read back by Spark through its URI."""
+    from embroker.analytics._files import location as as_uri
+
+    return str(spark.read.text(as_uri(location), wholetext=True).first()["value"])

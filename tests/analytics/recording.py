@@ -184,7 +184,8 @@ def _publish(channel: Any) -> None:
 def record(out: Path, *, amqp_host: str = "127.0.0.1", amqp_port: int = 5672) -> dict[str, Path]:
     """Record the scenario into ``out``: ``definitions.json`` (rabbitmqctl's export, this vhost
     only, without users), ``definitions-api.json`` (the management API's export of the vhost),
-    ``tracing.log`` (the tracing plugin's JSON log) and ``capture.parquet`` (``embroker
+    ``tracing.log`` and ``tracing-text.log`` (the tracing plugin's logs, JSON and text formats, of
+    the same messages) and ``capture.parquet`` (``embroker
     capture``). Returns the paths and the vhost name (``vhost.txt``)."""
     import amqpstorm
 
@@ -214,17 +215,18 @@ def record(out: Path, *, amqp_host: str = "127.0.0.1", amqp_port: int = 5672) ->
         worker.start()
         if not ready.wait(30):
             raise RuntimeError("the capture did not start")
-        api("PUT", f"/traces/{quoted}/{trace}", {
-            "format": "json", "pattern": "#", "tracer_connection_username": "guest",
-            "tracer_connection_password": "guest"})
+        for name, kind in ((trace, "json"), (f"{trace}-text", "text")):
+            api("PUT", f"/traces/{quoted}/{name}", {
+                "format": kind, "pattern": "#", "tracer_connection_username": "guest",
+                "tracer_connection_password": "guest"})
         time.sleep(1)  # the tracing plugin's consumer binds asynchronously
         _publish(channel)
         channel.basic.get("orders", no_ack=True)  # one delivery: a "received" line in the log
         worker.join(90)
         time.sleep(1)
         connection.close()
-        log = api("GET", f"/trace-files/{trace}.log")
-        (out / "tracing.log").write_bytes(log)
+        (out / "tracing.log").write_bytes(api("GET", f"/trace-files/{trace}.log"))
+        (out / "tracing-text.log").write_bytes(api("GET", f"/trace-files/{trace}-text.log"))
         exported = subprocess.run(["rabbitmqctl", "export_definitions", "-", "--format", "json"],
                                   check=True, capture_output=True, text=True).stdout
         document = json.loads(exported[exported.index("{"):])
@@ -241,11 +243,14 @@ def record(out: Path, *, amqp_host: str = "127.0.0.1", amqp_port: int = 5672) ->
         if counted != [len(MESSAGES)]:
             raise RuntimeError(f"the capture got {counted} messages, {len(MESSAGES)} were published")
     finally:
-        for path in (f"/traces/{quoted}/{trace}", f"/trace-files/{trace}.log", f"/vhosts/{quoted}"):
+        for path in (f"/traces/{quoted}/{trace}", f"/trace-files/{trace}.log",
+                     f"/traces/{quoted}/{trace}-text", f"/trace-files/{trace}-text.log",
+                     f"/vhosts/{quoted}"):
             with contextlib.suppress(urllib.error.HTTPError):
                 api("DELETE", path)
     return {name: out / name for name in ("definitions.json", "definitions-api.json",
-                                          "tracing.log", "capture.parquet", "vhost.txt")}
+                                          "tracing.log", "tracing-text.log", "capture.parquet",
+                                          "vhost.txt")}
 
 
 if __name__ == "__main__":

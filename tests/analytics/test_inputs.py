@@ -169,3 +169,102 @@ def test_a_firehose_message_becomes_a_row_with_typed_headers() -> None:
     assert load_headers(row["headers"]) == {"n": 300, "d": decimal.Decimal("1.5"), "raw": b"\xff"}
     assert json.loads(row["properties"]) == {"message_id": "m1"}
     assert row["published_at"] == now
+
+
+def test_erlang_terms_read_as_the_tracing_plugin_prints_them() -> None:
+    from embroker.analytics._tracetext import Atom, Binary, parse_term
+
+    value = parse_term('[{<<"a">>,byte,3},\n  {<<255,0>>,decimal,{2,1250}}, <<"x\\"y\\\\z"/utf8>>, '
+                       "<<>>, 1.0e3, -5, 'quoted atom', true]")
+    assert value == [(b"a", "byte", 3), (b"\xff\x00", "decimal", (2, 1250)), b'x"y\\z',
+                     b"", 1000.0, -5, "quoted atom", "true"]
+    assert isinstance(value[0][0], Binary)
+    assert isinstance(value[0][1], Atom)
+    assert parse_term('<<"é"/utf8>>') == "é".encode()
+    assert parse_term('<<"\\351">>') == b"\xe9"  # latin-1, as Erlang prints a non-UTF-8 binary
+
+
+def test_a_bad_erlang_term_is_refused() -> None:
+    from embroker.analytics._tracetext import ErlangTermError, parse_term
+
+    for text in ("[1,2", "{<<\"a\">>,}", "<<1.5>>", "[1] x"):
+        with pytest.raises(ErlangTermError):
+            parse_term(text)
+
+
+_TEXT_RECORD = """2026-11-24T09:03:07.057+00:00: Message published
+
+Node:         rabbit@localhost
+Connection:   127.0.0.1:57150 -> 127.0.0.1:5672
+Virtual host: v
+User:         guest
+Channel:      1
+Exchange:     events
+Routing keys: [<<"billing.eu.invoice">>,
+               <<"cc.key">>]
+Routed queues: [<<"audit-critical">>,<<"eu">>]
+Properties:   [{<<"message_id">>,longstr,<<"m3">>},
+               {<<"headers">>,table,
+                [{<<"critical">>,bool,true},
+                 {<<"level">>,byte,3},
+                 {<<"n">>,signedint,300},
+                 {<<"big">>,long,1099511627776},
+                 {<<"f">>,float,1.5},
+                 {<<"d">>,double,2.5},
+                 {<<"amount">>,decimal,{2,1250}},
+                 {<<"raw">>,binary,<<255,0>>},
+                 {<<"ts">>,timestamp,1704164645},
+                 {<<"v">>,void,undefined},
+                 {<<"nested">>,table,[{<<"a">>,array,[{byte,1},{longstr,<<"x">>}]}]}]}]
+Payload:
+body of billing.eu.invoice
+""".replace("Payload:", "Payload: ")  # as the plugin writes it
+
+
+def test_a_text_format_record_becomes_a_message_with_typed_headers() -> None:
+    from embroker.analytics._tracetext import parse_record
+
+    row = parse_record(_TEXT_RECORD, 4, "/", "log:4")
+    assert row is not None
+    assert (row["line"], row["vhost"], row["exchange"]) == (4, "v", "events")
+    assert row["routing_keys"] == ["billing.eu.invoice", "cc.key"]
+    assert row["routed_queues"] == ["audit-critical", "eu"]
+    assert row["size"] == len(b"body of billing.eu.invoice")
+    assert row["published_at"] == datetime.datetime(2026, 11, 24, 9, 3, 7, 57000,
+                                                    tzinfo=datetime.timezone.utc)
+    assert repr(load_headers(row["headers"])) == repr({
+        "critical": True, "level": fieldtypes.Byte(3), "n": 300,
+        "big": fieldtypes.Long(1099511627776), "f": fieldtypes.Float32(1.5), "d": 2.5,
+        "amount": decimal.Decimal("12.50"), "raw": b"\xff\x00",
+        "ts": datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc), "v": None,
+        "nested": {"a": [fieldtypes.Byte(1), "x"]}})
+
+
+def test_a_received_record_is_a_delivery_and_a_stray_one_is_named() -> None:
+    from embroker.analytics._tracetext import parse_record
+
+    received = _TEXT_RECORD.replace("Message published", "Message received")
+    assert parse_record(received, 1, "/", "x") is None
+    assert parse_record("", 1, "/", "x") is None
+    with pytest.raises(TrafficError, match=r"^log:9: not a record of the tracing plugin's text format"):
+        parse_record("hello\nworld\n", 9, "/", "log:9")
+    with pytest.raises(TrafficError, match=r"^log:2: no 'Routing keys' field"):
+        parse_record(_TEXT_RECORD.replace("Routing keys", "Routing kyes"), 2, "/", "log:2")
+
+
+def test_the_text_format_keeps_the_header_types_the_firehose_capture_has() -> None:
+    """The text log and the firehose capture of the same recording (tests/analytics/data):
+    every message's exchange, routing keys, recorded queues and typed headers are equal."""
+    import pyarrow.parquet as pq
+
+    from embroker.analytics._tracetext import SEPARATOR, parse_record
+
+    from .conftest import DATA
+
+    records = (DATA / "tracing-text.log").read_text(encoding="utf-8").split(SEPARATOR)
+    rows = [r for n, text in enumerate(records) if (r := parse_record(text, n, "/", str(n)))]
+    captured = pq.read_table(DATA / "capture.parquet").to_pylist()
+    assert len(rows) == len(captured) == 35
+    for row, firehose in zip(rows, captured, strict=True):
+        for field in ("vhost", "exchange", "routing_keys", "routed_queues", "headers"):
+            assert row[field] == firehose[field], (field, row, firehose)

@@ -47,7 +47,11 @@ def _reference() -> tuple[str, int]:
 def _rows(folder: Path) -> dict[str, list[dict[str, Any]]]:
     import pyarrow.parquet as pq
 
+    from embroker.analytics._tracetext import SEPARATOR, parse_record
+
+    records = (folder / "tracing-text.log").read_text(encoding="utf-8").split(SEPARATOR)
     return {"log": [r for b in read_json_lines(folder / "tracing.log") for r in b.to_pylist()],
+            "text": [r for n, text in enumerate(records) if (r := parse_record(text, n, "/", str(n)))],
             "capture": pq.read_table(folder / "capture.parquet").to_pylist()}
 
 
@@ -69,7 +73,7 @@ def test_a_fresh_recording_replays_in_agreement_and_matches_the_committed_one(tm
                                   if row["exchange"] != "" or q in known)
                 assert list(route.queues) == recorded, row
     committed = _rows(DATA)
-    for kind in ("log", "capture"):
+    for kind in ("log", "text", "capture"):
         assert [r["routed_queues"] for r in fresh[kind]] == [r["routed_queues"] for r in committed[kind]]
         assert [r["headers"] for r in fresh[kind]] == [r["headers"] for r in committed[kind]]
 

@@ -1,0 +1,74 @@
+"""Which interpreter Spark's Python workers run (issue 20, item 6).
+
+Spark starts its Python workers with ``PYSPARK_PYTHON``, else ``python3`` from ``PATH``; a
+virtual environment used through its interpreter path (pipx, an IDE, a CI runner: never
+activated) then gets workers without pyarrow. These tests put first on ``PATH`` a ``python3``
+that has none (a bare virtual environment), as such a user's machine does. What a cluster's
+executors are told when theirs lacks it: test_cluster.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from embroker.analytics._spark import worker_python
+
+from .conftest import DATA
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_local_workers_run_the_drivers_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    assert worker_python() == sys.executable
+    assert worker_python("local[2]") == sys.executable
+    assert worker_python("local[2,3]") == sys.executable
+    assert worker_python(remote="local[1]") == sys.executable
+
+
+def test_a_cluster_keeps_the_executors_own_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    assert worker_python("spark://127.0.0.1:7077") is None
+    assert worker_python("yarn") is None
+    assert worker_python("local-cluster[1,1,1024]") is None  # executors of their own
+    assert worker_python(remote="sc://spark.example:15002") is None
+
+
+def test_the_users_pyspark_python_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/py/bin/python")
+    assert worker_python("local[2]") is None  # Spark reads it itself
+
+
+def test_spark_pyspark_python_wins_and_is_applied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spark reads spark.pyspark.python in spark-submit only; a session made in a running
+    Python ignores it, so embroker applies it (before PYSPARK_PYTHON, as Spark documents)."""
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/py/bin/python")
+    conf = {"spark.pyspark.python": "/opt/other/bin/python"}
+    assert worker_python("local[2]", conf=conf) == "/opt/other/bin/python"
+    assert worker_python("spark://h:7077", conf=conf) == "/opt/other/bin/python"
+
+
+def _analyze(tmp_path: Path, python3_dir: Path, *where: str) -> subprocess.CompletedProcess[str]:
+    """``embroker analyze`` run as pipx or an IDE runs a tool: the virtual environment's
+    interpreter by its path, nothing activated, another ``python3`` first on PATH."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "VIRTUAL_ENV")}
+    env["PATH"] = os.pathsep.join([str(python3_dir), env.get("PATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "embroker", "analyze", "--definitions", str(DATA / "definitions.json"),
+         "--exchange-type", "audit=headers", "--traffic", str(DATA / "capture.parquet"),
+         "--out", str(tmp_path / "out"), *where, "--conf",
+         "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"],
+        check=False, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+
+
+@pytest.mark.spark
+def test_analyze_from_a_venv_that_is_not_activated_routes_in_its_own_interpreter(
+        tmp_path: Path, bare_python: Path) -> None:
+    result = _analyze(tmp_path, bare_python.parent, "--master", "local[1]")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "35 of 35 recorded routes agree (100.0 %)" in result.stdout
