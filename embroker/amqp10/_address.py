@@ -1,30 +1,48 @@
-"""Node addresses: where a 1.0 link sends to or takes from, in RabbitMQ's forms.
+"""Node addresses: where a 1.0 link sends to or takes from, in RabbitMQ's two sets of forms.
 
-RabbitMQ 4's v2 addresses (names percent-encoded, RFC 3986)::
+RabbitMQ 4's **v2** addresses (``rabbit_amqp_session``: ``ensure_source``, ``ensure_target_v2``,
+``parse_target_v2_string0``), names percent-encoded (RFC 3986)::
 
-    /queues/Q         a queue (as a target: the default exchange with routing key Q)
-    /exchanges/X/K    an exchange with routing key K (target only)
-    /exchanges/X      an exchange; each message's subject is its routing key (target only)
-    (null target)     each message says where it goes in its ``to`` property (one of the above)
+    /queues/Q         a queue that must exist (as a target: the default exchange, key Q)
+    /exchanges/X/K    an existing exchange with routing key K (target only)
+    /exchanges/X      an existing exchange; each message's subject is its key (target only)
+    (null target)     each message says where it goes in its ``to`` property (v2 forms)
 
-and the 3.x plugin's forms, taken as aliases: ``/queue/Q`` and ``/amq/queue/Q`` for
-``/queues/Q``, ``/exchange/X/K`` and ``/exchange/X`` for ``/exchanges/...``, ``/topic/K`` for
-``/exchanges/amq.topic/K``. As a *source*, ``/exchange/X/K`` and ``/topic/K`` consume from a
-private queue bound with K, which goes away with the link. Queues and exchanges must exist (v2
-semantics): embroker never declares a queue because a link named it.
+The default exchange has no ``/exchanges/`` name (``""`` and ``amq.default`` are refused).
+
+RabbitMQ 3.10's AMQP 1.0 plugin's **v1** addresses (``rabbit_routing_util:parse_endpoint/2``
+and ``ensure_endpoint/5``, used by ``rabbit_amqp1_0_incoming_link`` and ``_outgoing_link``),
+where ``%2F`` in a name stands for ``/`` and nothing else is decoded::
+
+    Q                 (no ``/`` at all) as ``/queue/Q``
+    /queue/Q          queue Q, **declared** when the link attaches (queue.declare: durable when
+                      the terminus durability is configuration or unsettled-state, else not;
+                      never exclusive or auto-delete; refused when Q exists otherwise)
+    /queue            (target only) the default exchange; each message's subject is its key
+    /amq/queue/Q      queue Q, which must exist
+    /reply-queue/Q    as /amq/queue/Q (everything after the prefix is the name)
+    /exchange/X/K     an existing exchange X with key K; as a source, a private queue bound to
+                      X with K (for ``/exchange/X``, the key ``""``)
+    /exchange/X       as a target, each message's subject is its key
+    /topic/K          ``/exchange/amq.topic/K``
+
+Both sets are served together, as RabbitMQ 4 does while its ``amqp_address_v1`` deprecated
+feature is permitted; where 3.10 and 4 differ on a v1 form, the v1 rules are 3.10's, except that
+a refused address refuses the link (4's behaviour) instead of ending the session (3.10's).
+Refusals carry RabbitMQ's texts (``Attach rejected: {invalid_destination,queue,"/a/b"}``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 from urllib.parse import quote, unquote
 
 from ._errors import LinkError
 
 __all__ = ["Node", "parse_address", "queue_address"]
 
-_V1_PREFIXES: Final = ("/queue/", "/amq/queue/")
+Role = Literal["source", "target"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,53 +51,127 @@ class Node:
 
     Attributes:
         kind: ``"queue"`` or ``"exchange"``.
-        name: the queue or exchange name.
+        name: the queue or exchange name (``""``, the default exchange, for the v1 ``/queue``
+            target).
         key: the routing key for an exchange (``None``: each message's subject).
+        declare: a v1 ``/queue/Q`` (or bare ``Q``) node: the queue is declared at attach.
+        version: 2 for RabbitMQ 4's forms, 1 for the 3.x plugin's.
     """
 
     kind: str
     name: str
     key: str | None = None
+    declare: bool = False
+    version: int = 2
 
 
-def _segment(text: str, address: str) -> str:
+_INVALID: Final = "amqp:invalid-field"
+
+
+def _attach_rejected(reason: str) -> LinkError:
+    return LinkError(_INVALID, f"Attach rejected: {reason}")
+
+
+def _erlang_string(text: str) -> str:
+    """How Erlang's ``~p`` prints a (char list) string: ``"..."``, or ``[]`` when empty."""
+    if not text:
+        return "[]"
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _erlang_binary(text: str) -> str:
+    return "<<" + _erlang_string(text) + ">>" if text else "<<>>"
+
+
+def _unescape_v1(name: str) -> str:
+    # rabbit_routing_util:unescape/1: "%2F" becomes "/", nothing else is decoded.
+    return name.replace("%2F", "/")
+
+
+def _decode_v2(text: str, address: str) -> str:
     try:
         return unquote(text, errors="strict")
     except UnicodeDecodeError:
-        raise LinkError("amqp:invalid-field",
-                        f"address '{address}' is not valid percent-encoded UTF-8") from None
+        raise _attach_rejected(f"{{bad_address,{_erlang_binary(address)}}}") from None
 
 
-def parse_address(address: object) -> Node:
-    """The node an address names.
+def _parse_v2(address: str, role: Role) -> Node:
+    if address.startswith("/queues/"):
+        name = _decode_v2(address[len("/queues/"):], address)
+        if name:
+            return Node("queue", name)
+    else:  # /exchanges/, as a target (a source is a queue, as RabbitMQ 4's ensure_source)
+        parts = address[len("/exchanges/"):].split("/")
+        if len(parts) <= 2 and parts[0] not in ("", "amq.default"):
+            name = _decode_v2(parts[0], address)
+            return Node("exchange", name, _decode_v2(parts[1], address) if len(parts) == 2
+                        else None)
+    reason = "bad_address_string" if role == "target" else "bad_address"
+    raise _attach_rejected(f"{{{reason},{_erlang_binary(address)}}}")
+
+
+def _parse_v1(address: str, role: Role) -> Node:
+    parts = address.split("/")
+    if len(parts) == 1:
+        return Node("queue", _unescape_v1(address), declare=True, version=1)
+    kind, rest = (parts[1], parts[2:]) if parts[0] == "" and len(parts) > 1 else ("", [])
+    if kind == "amq" and rest[:1] == ["queue"]:
+        kind, rest = "amq/queue", rest[1:]
+    elif kind == "reply-queue" and rest and address[len("/reply-queue/"):]:
+        return Node("queue", address[len("/reply-queue/"):], version=1)
+    if kind == "exchange":
+        if rest and rest[0] and len(rest) <= 2:
+            return Node("exchange", _unescape_v1(rest[0]),
+                        _unescape_v1(rest[1]) if len(rest) == 2 else
+                        ("" if role == "source" else None), version=1)
+    elif kind == "queue" and not rest and role == "target":
+        return Node("exchange", "", None, version=1)  # the subject is the queue's name
+    elif kind in ("queue", "topic", "amq/queue", "temp-queue") and len(rest) == 1 and rest[0]:
+        name = _unescape_v1(rest[0])
+        if kind == "queue":
+            return Node("queue", name, declare=True, version=1)
+        if kind == "topic":
+            return Node("exchange", "amq.topic", name, version=1)
+        if kind == "amq/queue":
+            return Node("queue", name, version=1)
+        raise LinkError("amqp:not-implemented",
+                        f"temporary queue destinations ('{address}') are not supported")
+    if kind in ("exchange", "queue", "topic", "temp-queue", "amq/queue"):
+        erlang_kind = {"temp-queue": "temp_queue", "amq/queue": "amqqueue"}.get(kind, kind)
+        path = "/" + "/".join(rest) if rest else ""
+        raise _attach_rejected(
+            f"{{invalid_destination,{erlang_kind},{_erlang_string(path)}}}")
+    raise _attach_rejected(f"{{unknown_destination,{_erlang_string(address)}}}")
+
+
+def parse_address(address: object, role: Role = "target", *, v1: bool = True) -> Node:
+    """The node an address names, for a link's ``source`` or ``target``; ``v1=False`` refuses
+    the v1 forms, as RabbitMQ 4 does when its ``amqp_address_v1`` deprecated feature is denied.
 
     Raises:
-        LinkError: ``amqp:invalid-field``, an address in none of the known forms.
+        LinkError: ``amqp:invalid-field`` for an address in none of the forms (RabbitMQ's
+            ``Attach rejected: ...`` texts) or a v1 address when they are off;
+            ``amqp:not-implemented`` for a 3.x temp-queue.
+
+    >>> parse_address("/queues/a%2Fb")
+    Node(kind='queue', name='a/b', key=None, declare=False, version=2)
+    >>> parse_address("/queue/jobs", "source")
+    Node(kind='queue', name='jobs', key=None, declare=True, version=1)
+    >>> parse_address("/exchange/amq.topic", "source").key
+    ''
+    >>> parse_address("/queue/a/b")
+    Traceback (most recent call last):
+    ...
+    embroker.amqp10._errors.LinkError: amqp:invalid-field: Attach rejected: {invalid_destination,queue,"/a/b"}
     """
     if not isinstance(address, str):
-        raise LinkError("amqp:invalid-field", f"address {address!r} is not a string")
-    if address.startswith("/queues/"):
-        rest = address[len("/queues/"):]
-        if rest and "/" not in rest:
-            return Node("queue", _segment(rest, address))
-    elif address.startswith("/exchanges/"):
-        parts = address[len("/exchanges/"):].split("/")
-        if len(parts) == 1 and parts[0]:
-            return Node("exchange", _segment(parts[0], address))
-        if len(parts) == 2 and parts[0]:
-            return Node("exchange", _segment(parts[0], address), _segment(parts[1], address))
-    for prefix in _V1_PREFIXES:
-        if address.startswith(prefix) and len(address) > len(prefix):
-            return Node("queue", address[len(prefix):])
-    if address.startswith("/exchange/"):
-        name, _, key = address[len("/exchange/"):].partition("/")
-        if name:
-            return Node("exchange", name, key if _ else None)
-    if address.startswith("/topic/") and len(address) > len("/topic/"):
-        return Node("exchange", "amq.topic", address[len("/topic/"):])
-    raise LinkError("amqp:invalid-field",
-                    f"address '{address}' is not /queues/Q, /exchanges/X/K or /exchanges/X "
-                    "(or a 3.x form: /queue/Q, /amq/queue/Q, /exchange/X/K, /topic/K)")
+        raise _attach_rejected("{address_not_utf8_string," + repr(address) + "}")
+    if address.startswith("/queues/") or (role == "target" and
+                                          address.startswith("/exchanges/")):
+        return _parse_v2(address, role)
+    if not v1:  # rabbit_amqp_session:ensure_source/ensure_target, address_v1_permitted()
+        raise _attach_rejected(f"{{amqp_address_v1_not_permitted,{_erlang_binary(address)}}}")
+    return _parse_v1(address, role)
 
 
 def queue_address(name: str) -> str:

@@ -51,6 +51,7 @@ from ..errors import (
     ResourceLocked,
 )
 from ..model._events import Cancelled, ChannelEvent, Confirmed, Delivered, Returned
+from ..model._names import REPLY_TO
 from ._address import Node, parse_address, queue_address
 from ._definitions import (
     Accepted,
@@ -60,6 +61,7 @@ from ._definitions import (
     Coordinator,
     Declare,
     Declared,
+    DeleteOnClose,
     Detach,
     Discharge,
     Disposition,
@@ -91,12 +93,13 @@ from ._frames import (
     encode_frame,
     encode_transfer_frames,
 )
-from ._message import Kept, parse_message, to_amqp10, to_model
+from ._management import MANAGEMENT_ADDRESS, ManagementNode
+from ._message import Kept, _value_to_091, encode_deaths, parse_message, to_amqp10, to_model
 from ._selector import Selector, SelectorError
-from ._types import Symbol, UInt, ULong, decode_value
+from ._types import Array, Symbol, UInt, ULong, decode_value
 
 if TYPE_CHECKING:
-    from ..model import Broker, Message, Queue
+    from ..model import Broker, Browser, Message, Queue
     from ..model import Channel as ModelChannel
     from ..model import Connection as ModelConnection
 
@@ -112,6 +115,9 @@ INCOMING_WINDOW: Final = 65536
 #: The credit a sending client gets on each link (as RabbitMQ 3.10 grants); refilled when
 #: half is used.
 LINK_CREDIT: Final = 65536
+#: The credit a client gets for management requests, topped up at half (RabbitMQ 4's
+#: ``?MAX_MANAGEMENT_LINK_CREDIT``).
+MANAGEMENT_LINK_CREDIT: Final = 8
 #: How long to wait for the client's ``close`` after ours (seconds).
 CLOSE_TIMEOUT: Final = 1.0
 _SERIAL: Final = 1 << 32
@@ -119,6 +125,7 @@ _HALF: Final = 1 << 31
 _OUTCOMES: Final = (Symbol("amqp:accepted:list"), Symbol("amqp:rejected:list"),
                     Symbol("amqp:released:list"), Symbol("amqp:modified:list"))
 _SELECTOR: Final = "apache.org:selector-filter:string"
+_VOLATILE: Final = "rabbitmq:volatile-queue"
 _SELECTOR_CODE: Final = 0x0000468C00000004
 _TAG = struct.Struct(">Q")
 
@@ -197,19 +204,39 @@ class _Incoming(_Link):
 class _Outgoing(_Link):
     """We send, the client receives: a model consumer on a queue, or a browser of it."""
 
-    def __init__(self, session: _Session, attach: Attach, queue: Queue) -> None:
+    def __init__(self, session: _Session, attach: Attach, queue: Queue | None) -> None:
         super().__init__(session, attach)
+        #: The queue it takes from (``None`` for a volatile queue: direct reply-to).
         self.queue = queue
+        #: A volatile queue's model channel (its direct reply-to consumer), closed with it.
+        self.reply_channel: ModelChannel | None = None
         self.presettled = attach.snd_settle_mode == 1
         self.consumer_tag = ""
         self.drain = False
         #: A queue this link created (dynamic, or for an exchange source): deleted with it.
         self.own_queue = False
-        #: Browsing (distribution-mode copy): the position of the last message shown.
-        self.browse = False
-        self.browsed = -1
+        #: Browsing (distribution-mode copy): the model's look at the queue, and the selector
+        #: it passes messages through.
+        self.browser: Browser | None = None
         self.selector: Selector | None = None
         self.unsettled: set[int] = set()
+
+    @property
+    def browse(self) -> bool:
+        return self.browser is not None
+
+
+@final
+class _ManagementLink(_Link):
+    """A half of a link pair to the management node: ``requests`` when the client sends (we
+    grant it credit), else the half we answer on (the client grants credit)."""
+
+    def __init__(self, session: _Session, attach: Attach, requests: bool) -> None:
+        super().__init__(session, attach)
+        self.requests = requests
+        if requests:
+            self.delivery_count = int(attach.initial_delivery_count or 0)
+            self.credit = MANAGEMENT_LINK_CREDIT
 
 
 class _Txn:
@@ -250,8 +277,17 @@ class _Session:
         self.unsettled: dict[int, tuple[_Outgoing, int]] = {}
         self.pending: deque[bytes] = deque()
         self.dispositions: list[tuple[int, Any]] = []
+        #: Link pairs to the management node, by link name: [requests half, responses half].
+        self.pairs: dict[str, list[_ManagementLink | None]] = {}
+        self._management: ManagementNode | None = None
         self.ended = False
         self.model: ModelChannel = connection.model_channel(channel, self)
+
+    @property
+    def management(self) -> ManagementNode:
+        if self._management is None:
+            self._management = ManagementNode(self.model)
+        return self._management
 
 
 _ACCEPTED: Final = Accepted()
@@ -304,6 +340,9 @@ class ServerConnection:
         self.peer_idle_time_out = 0.0
         self.channel_max = channel_max
         self.container_id = ""
+        #: Whether RabbitMQ 3's v1 addresses are served (RabbitMQ 4 with its amqp_address_v1
+        #: deprecated feature denied: not).
+        self._v1 = broker.profile.permits("amqp_address_v1")
         self.user = ""
         self.vhost = "/"
         self.model: ModelConnection | None = None
@@ -480,7 +519,7 @@ class ServerConnection:
                                                     loopback=self.loopback) else None
         if mechanism == "ANONYMOUS" and self.anonymous_user is not None:
             # The user ANONYMOUS stands for keeps its loopback-only rule (guest's).
-            if not self.loopback and self.anonymous_user in self.broker.access.loopback_users:
+            if not self.broker.access.allowed_from(self.anonymous_user, loopback=self.loopback):
                 return None
             return self.anonymous_user
         return None
@@ -554,11 +593,15 @@ class ServerConnection:
         if open_.idle_time_out:
             self.peer_idle_time_out = int(open_.idle_time_out) / 1000
         self._reader.max_frame_size = self.offer_max_frame_size
+        rabbitmq4 = self.broker.profile.rabbitmq4
         opened = Open(
-            container_id="embroker", max_frame_size=UInt(self.offer_max_frame_size),
-            channel_max=self.channel_max,
+            container_id=self.broker.server_properties.get("cluster_name", "embroker")
+            if rabbitmq4 else "embroker",
+            max_frame_size=UInt(self.offer_max_frame_size), channel_max=self.channel_max,
             idle_time_out=UInt(int(self.idle_time_out * 1000)) if self.idle_time_out else None,
-            offered_capabilities=(Symbol("ANONYMOUS-RELAY"),),
+            # RabbitMQ 4 offers the link pair of its management node (rabbit_amqp_reader).
+            offered_capabilities=(Symbol("LINK_PAIR_V1_0"), Symbol("ANONYMOUS-RELAY"))
+            if rabbitmq4 else (Symbol("ANONYMOUS-RELAY"),),
             properties=self._server_properties())
         frame = encode_frame(0, opened)
         while len(frame) > MIN_MAX_FRAME_SIZE and opened.properties:
@@ -570,8 +613,10 @@ class ServerConnection:
             frame = encode_frame(0, opened)
         self._out.append(frame)
         self.state = ConnectionState.OPENED
-        if vhost not in self.broker.vhosts:
-            raise ConnectionError10("amqp:not-found", f"vhost '{vhost}' not found")
+        try:
+            self.broker.vhost(vhost)
+        except NotAllowed as exc:  # (0-9-1's 530; a missing node in 1.0's terms)
+            raise ConnectionError10("amqp:not-found", exc.text) from None
         self.vhost = vhost
         try:
             self.model = self.broker.open_connection(
@@ -584,8 +629,13 @@ class ServerConnection:
     def _server_properties(self) -> dict[Any, Any]:
         """The broker's server properties (``product``, ``version``... as for 0-9-1, so
         ``Broker(as_rabbitmq=...)`` shows here too), the string-valued ones."""
-        return {Symbol(k): v for k, v in self.broker.server_properties.items()
-                if isinstance(v, str) and k.isascii()}
+        properties = {Symbol(k): v for k, v in sorted(self.broker.server_properties.items())
+                      if isinstance(v, str) and k.isascii()}
+        if self.broker.profile.rabbitmq4:  # RabbitMQ 4 names its node first (the Java client
+            # needs it: rabbit_amqp_reader:server_properties/0)
+            properties = {Symbol("node"): str(self.broker.server_properties.get(
+                "cluster_name", "rabbit@embroker")), **properties}
+        return properties
 
     def _finish(self) -> None:
         self.state = ConnectionState.CLOSED
@@ -721,10 +771,96 @@ class ServerConnection:
                                     f"handle {handle} is over handle-max {session.handle_max}")
         if handle in session.links or handle in session.detaching:
             raise SessionError("amqp:session:handle-in-use", f"handle {handle} is in use")
-        if attach.role:
+        if self._is_management(attach):
+            self._attach_management(session, attach)
+        elif attach.role:
             self._attach_outgoing(session, attach)
         else:
             self._attach_incoming(session, attach)
+
+    # -- the management node (RabbitMQ 4's link pair, rabbit_amqp_session) ------------------------
+
+    def _is_management(self, attach: Attach) -> bool:
+        terminus = attach.source if attach.role else attach.target
+        return isinstance(terminus, (Source, Target)) and \
+            terminus.address == MANAGEMENT_ADDRESS and self.broker.profile.rabbitmq4
+
+    def _attach_management(self, session: _Session, attach: Attach) -> None:
+        requests = not attach.role  # the client sends requests on its sender
+        try:
+            properties = attach.properties or {}
+            if properties.get(Symbol("paired")) is not True:
+                raise LinkError("amqp:invalid-field",
+                                "Link property 'paired' is not set to boolean value 'true'")
+            if requests and attach.snd_settle_mode != 1:
+                raise LinkError("amqp:invalid-field", "management requests are sent "
+                                "pre-settled: attach with snd-settle-mode settled")
+            pair = session.pairs.setdefault(attach.name, [None, None])
+            if pair[0 if requests else 1] is not None:
+                raise LinkError("amqp:precondition-failed",
+                                f"received invalid attach for management link pair "
+                                f"'{attach.name}': that half is attached already")
+        except LinkError as exc:
+            self._refuse(session, attach, exc)
+            return
+        link = _ManagementLink(session, attach, requests)
+        pair[0 if requests else 1] = link
+        session.links[link.handle] = link
+        if requests:
+            self._frame(session.channel, Attach(
+                name=attach.name, handle=attach.handle, role=True, snd_settle_mode=1,
+                rcv_settle_mode=0, source=attach.source, target=attach.target,
+                max_message_size=ULong(self.broker.max_message_size),
+                properties=attach.properties))
+            self._link_flow(link)
+        else:
+            self._frame(session.channel, Attach(
+                name=attach.name, handle=attach.handle, role=False, snd_settle_mode=1,
+                rcv_settle_mode=attach.rcv_settle_mode, source=attach.source,
+                target=attach.target, initial_delivery_count=UInt(0),
+                max_message_size=attach.max_message_size, properties=attach.properties))
+
+    def _management_request(self, link: _ManagementLink, transfer: Transfer,
+                            payload: bytes) -> None:
+        """One request on the requests half: answered on the pair's other half."""
+        session = link.session
+        if not link.requests:
+            raise LinkError("amqp:not-allowed", "transfer on a link where the client receives")
+        if link.credit <= 0:
+            raise LinkError("amqp:link:transfer-limit-exceeded",
+                            f"insufficient credit ({link.credit}) for management link from "
+                            "client to RabbitMQ")
+        if not transfer.settled or transfer.more:
+            raise SessionError("amqp:invalid-field", "management requests are one settled "
+                               "transfer each")
+        responses = session.pairs.get(link.name, [None, None])[1]
+        if responses is None:
+            raise SessionError("amqp:precondition-failed",
+                               "received transfer on half open management link pair")
+        if responses.credit <= 0:
+            raise SessionError("amqp:precondition-failed",
+                               f"insufficient credit ({responses.credit}) for management link "
+                               "from RabbitMQ to client")
+        response = session.management.handle(payload)
+        link.credit -= 1
+        link.delivery_count += 1
+        if link.credit <= MANAGEMENT_LINK_CREDIT // 2:
+            link.credit = MANAGEMENT_LINK_CREDIT
+            self._link_flow(link)
+        responses.credit -= 1
+        responses.delivery_count += 1
+        delivery_id = session.next_delivery_id
+        session.next_delivery_id = serial_add(delivery_id, 1)
+        transfer_out = Transfer(handle=UInt(responses.handle), delivery_id=UInt(delivery_id),
+                                delivery_tag=b"", message_format=UInt(0), settled=True)
+        for frame in encode_transfer_frames(session.channel, transfer_out, response,
+                                            self.peer_max_frame_size):
+            if session.remote_incoming_window > 0 and not session.pending:
+                self._out.append(frame)
+                session.remote_incoming_window -= 1
+                session.next_outgoing_id = serial_add(session.next_outgoing_id, 1)
+            else:
+                session.pending.append(frame)
 
     def _refuse(self, session: _Session, attach: Attach, error: ProtocolError) -> None:
         # Part 2 figure 2.33: attach with a null terminus on our side, then detach (closed).
@@ -754,9 +890,12 @@ class ServerConnection:
             elif target.dynamic:
                 raise LinkError("amqp:not-implemented", "dynamic targets are not supported")
             elif target.address is not None:
-                node = self._resolve_target(target.address)
+                node = self._resolve_target(session, target)
         except LinkError as exc:
             self._refuse(session, attach, exc)
+            return
+        except AMQPError as exc:
+            self._refuse(session, attach, LinkError(_condition(exc), exc.text))
             return
         link = _Incoming(session, attach, node)
         session.links[link.handle] = link
@@ -770,15 +909,25 @@ class ServerConnection:
         link.credit = link.max_credit
         self._link_flow(link)
 
-    def _resolve_target(self, address: object) -> Node:
-        node = parse_address(address)
-        vhost = self.broker.vhosts[self.vhost]
+    def _resolve_target(self, session: _Session, target: Target) -> Node:
+        """What a sending link's target names, checked (and for a v1 ``/queue/Q``, declared)
+        by the model as RabbitMQ does when the link attaches: the node must exist and this
+        connection may publish to it (``rabbit_amqp_session:ensure_target/4``).
+
+        Raises:
+            LinkError: an address in none of the forms.
+            AMQPError: the model's refusal (no such queue or exchange, no permission...).
+        """
+        node = parse_address(target.address, "target", v1=self._v1)
+        channel = session.model
         if node.kind == "queue":
-            if node.name not in vhost.queues:
-                raise LinkError("amqp:not-found",
-                                f"no queue '{node.name}' in vhost '{self.vhost}'")
-        elif node.name not in vhost.exchanges:
-            raise LinkError("amqp:not-found", f"no exchange '{node.name}' in vhost '{self.vhost}'")
+            if node.declare:
+                channel.queue_declare(node.name, durable=_durable(target.durable))
+            channel.check_publish("", queue=node.name)
+        else:
+            if node.version == 1 and node.name:  # 3.x: a passive declare first (404)
+                channel.exchange_declare(node.name, passive=True)
+            channel.check_publish(node.name)
         return node
 
     def _attach_outgoing(self, session: _Session, attach: Attach) -> None:
@@ -803,56 +952,56 @@ class ServerConnection:
 
     def _make_outgoing(self, session: _Session, attach: Attach,
                        source: Source) -> tuple[_Outgoing, Source]:
-        vhost = self.broker.vhosts[self.vhost]
+        """A receiving link: a consumer of its queue, or (distribution-mode copy) a browser of
+        it, made by the model, which checks them as basic.consume (read permission, the
+        queue's existence, its exclusive owner). A v1 ``/queue/Q`` is declared first; an
+        exchange source consumes from a private queue bound to the exchange, deleted with the
+        link.
+
+        Raises:
+            LinkError: an address in none of the forms, a selector that does not parse or that
+                a consuming link cannot apply.
+            AMQPError: the model's refusal.
+        """
         channel = session.model
+        browse = source.distribution_mode == "copy"
+        selector, filters = self._selector(source, browse)
         own = False
+        if source.dynamic and _VOLATILE in (source.capabilities or ()):
+            return self._volatile(session, attach, source)
         if source.dynamic:
             name = channel.queue_declare("", exclusive=True).queue
             own = True
         else:
-            node = parse_address(source.address)
+            node = parse_address(source.address, "source", v1=self._v1)
             if node.kind == "queue":
                 name = node.name
-                if name not in vhost.queues:
-                    raise LinkError("amqp:not-found", f"no queue '{name}' in vhost '{self.vhost}'")
+                if node.declare:
+                    channel.queue_declare(name, durable=_durable(source.durable))
             else:
-                if node.name not in vhost.exchanges:
-                    raise LinkError("amqp:not-found",
-                                    f"no exchange '{node.name}' in vhost '{self.vhost}'")
+                channel.exchange_declare(node.name, passive=True)  # 404 first
                 name = channel.queue_declare("", exclusive=True).queue
                 own = True
-                try:
-                    channel.queue_bind(name, node.name, node.key or "")
-                except AMQPError:
-                    vhost.delete_queue(name, self.model)
-                    raise
-        queue = vhost.queues[name]
-        link = _Outgoing(session, attach, queue)
+        try:
+            if own and not source.dynamic:
+                channel.queue_bind(name, node.name, node.key or "")
+            if browse:
+                browser = channel.browse(name)
+                link = _Outgoing(session, attach, browser.queue)
+                link.browser, link.selector, link.presettled = browser, selector, True
+            else:
+                tag = channel.basic_consume(name, f"amqp10-{session.channel}-{int(attach.handle)}",
+                                            no_ack=attach.snd_settle_mode == 1, exclusive=False)
+                consumer = channel.consumers[tag]
+                consumer.credit = 0
+                link = _Outgoing(session, attach, consumer.queue)
+                link.consumer_tag = tag
+                session.by_tag[tag] = link
+        except AMQPError:
+            if own:
+                self.broker.vhosts[self.vhost].delete_queue(name, self.model)
+            raise
         link.own_queue = own
-        link.browse = source.distribution_mode == "copy"
-        filters: dict[Any, Any] = {}
-        # The selector applies to browsing links; elsewhere it is left out of the reply attach,
-        # which tells the client it is not applied (Part 3 section 3.5.3).
-        for key, value in (source.filter or {}).items() if link.browse else ():
-            described = getattr(value, "descriptor", None)
-            if key == _SELECTOR or described in (_SELECTOR, _SELECTOR_CODE):
-                text = getattr(value, "value", value)
-                try:
-                    link.selector = Selector(str(text))
-                except SelectorError as exc:
-                    if own:
-                        vhost.delete_queue(name, self.model)
-                    raise LinkError("amqp:invalid-field", f"selector: {exc}") from None
-                filters[key] = value
-        if link.browse:
-            link.presettled = True
-        else:
-            tag = channel.basic_consume(name, f"amqp10-{session.channel}-{link.handle}",
-                                        no_ack=link.presettled,
-                                        exclusive=False)
-            channel.consumers[tag].credit = 0
-            link.consumer_tag = tag
-            session.by_tag[tag] = link
         reply = Source(
             address=queue_address(name) if source.dynamic else source.address,
             durable=source.durable, expiry_policy=source.expiry_policy,
@@ -861,6 +1010,58 @@ class ServerConnection:
             filter=filters or None, default_outcome=_RELEASED, outcomes=_OUTCOMES,
             capabilities=source.capabilities)
         return link, reply
+
+    def _volatile(self, session: _Session, attach: Attach,
+                  source: Source) -> tuple[_Outgoing, Source]:
+        """RabbitMQ 4.2's volatile queue: a dynamic receiver with the capability
+        ``rabbitmq:volatile-queue`` (durability none, expiry link-detach, timeout 0,
+        pre-settled) is a direct reply-to consumer of its own; its address is the reply-to
+        address (``rabbit_amqp_session:ensure_source/9``, ``rabbit_volatile_queue``)."""
+        if not (self.broker.profile.at_least(4, 2) and not source.durable
+                and source.expiry_policy == "link-detach" and not source.timeout
+                and attach.snd_settle_mode == 1):
+            raise LinkError("amqp:not-implemented", f"Dynamic source not supported: "
+                            f"{source!r}")
+        assert self.model is not None
+        channel = self.model.open_channel(next(self._model_channels))
+        channel.listener = _ModelEvents(self, session)
+        tag = channel.basic_consume(REPLY_TO, f"amqp10-{session.channel}-{int(attach.handle)}",
+                                    no_ack=True)
+        reply = channel.reply_consumer
+        assert reply is not None
+        link = _Outgoing(session, attach, None)
+        link.consumer_tag, link.presettled, link.reply_channel = tag, True, channel
+        link.credit = 0
+        session.by_tag[tag] = link
+        return link, Source(
+            address=queue_address(reply.address), durable=source.durable,
+            expiry_policy=source.expiry_policy, timeout=UInt(0), dynamic=True,
+            dynamic_node_properties={Symbol("lifetime-policy"): DeleteOnClose(),
+                                     Symbol("supported-dist-modes"): Array(
+                                         0xA3, [Symbol("move")])},
+            distribution_mode=Symbol("move"), capabilities=(Symbol(_VOLATILE),))
+
+    @staticmethod
+    def _selector(source: Source, browse: bool) -> tuple[Selector | None, dict[Any, Any]]:
+        """The JMS selector a receiving link asks for, and the filters the reply echoes. A
+        selector applies to browsing links; a consuming link that asks for one is refused
+        (RabbitMQ 4 leaves it out of the reply, so a client that does not look delivers every
+        message as if it matched: refusing says so). Other filters are left out of the reply,
+        which tells the client they are not applied (Part 3 section 3.5.3)."""
+        for key, value in (source.filter or {}).items():
+            described = getattr(value, "descriptor", None)
+            if key == _SELECTOR or described in (_SELECTOR, _SELECTOR_CODE):
+                if not browse:
+                    raise LinkError(
+                        "amqp:not-implemented",
+                        f"filter '{key}' ({_SELECTOR}) is applied on browsing links "
+                        "(distribution-mode copy) only, not on a link that consumes")
+                text = getattr(value, "value", value)
+                try:
+                    return Selector(str(text)), {key: value}
+                except SelectorError as exc:
+                    raise LinkError("amqp:invalid-field", f"selector: {exc}") from None
+        return None, {}
 
     def _on_detach(self, session: _Session, detach: Detach, payload: bytes) -> None:
         handle = int(detach.handle)
@@ -887,10 +1088,21 @@ class ServerConnection:
         if link.detached:
             return
         link.detached = True
+        if isinstance(link, _ManagementLink):
+            pair = link.session.pairs.get(link.name)
+            if pair is not None:
+                pair[0 if link.requests else 1] = None
+                if pair == [None, None]:
+                    del link.session.pairs[link.name]
+            return
         if not isinstance(link, _Outgoing):
             return
         session = link.session
         channel = session.model
+        if link.reply_channel is not None:  # a volatile queue goes with its link
+            session.by_tag.pop(link.consumer_tag, None)
+            link.reply_channel.close()
+            return
         if link.consumer_tag:
             session.by_tag.pop(link.consumer_tag, None)
             if not session.ended:
@@ -904,7 +1116,8 @@ class ServerConnection:
                 link.unsettled.clear()
         if link in self._browsers:
             self._browsers.remove(link)
-        if link.own_queue and not link.queue.deleted:
+        if link.own_queue and link.queue is not None and not link.queue.deleted:
+            # The broker's own clean-up of what the link made (no permission is asked again).
             self.broker.vhosts[self.vhost].delete_queue_object(link.queue)
 
     # -- flow ---------------------------------------------------------------------------------------
@@ -925,7 +1138,8 @@ class ServerConnection:
         self._frame(session.channel, flow)
 
     def _link_flow(self, link: _Link) -> None:
-        available = link.queue.message_count if isinstance(link, _Outgoing) else None
+        available = link.queue.message_count if isinstance(link, _Outgoing) \
+            and link.queue is not None else None
         self._session_flow(link.session, link, available=available)
 
     def _on_flow(self, session: _Session, flow: Flow, payload: bytes) -> None:
@@ -947,6 +1161,18 @@ class ServerConnection:
                                f"flow for handle {int(flow.handle)}, which is not attached")
         if isinstance(link, _Outgoing):
             self._receiver_flow(link, flow)
+        elif isinstance(link, _ManagementLink) and not link.requests:
+            if flow.link_credit is not None:  # credit is absolute (section 2.6.7)
+                delivery_count = int(flow.delivery_count) if flow.delivery_count is not None \
+                    else 0
+                link.credit = max(0, serial_diff(serial_add(delivery_count,
+                                                            int(flow.link_credit)),
+                                                 link.delivery_count % _SERIAL))
+                if flow.drain:
+                    link.delivery_count += link.credit
+                    link.credit = 0
+            if flow.echo or flow.drain:
+                self._link_flow(link)
         elif flow.echo:
             self._link_flow(link)
 
@@ -997,11 +1223,13 @@ class ServerConnection:
         if session.incoming_window < INCOMING_WINDOW // 2:
             session.incoming_window = INCOMING_WINDOW
             self._session_flow(session)
-        if not isinstance(link, _Incoming):
-            self._detach_with_error(link, LinkError(
-                "amqp:not-allowed", "transfer on a link where the client receives"))
-            return
         try:
+            if isinstance(link, _ManagementLink):
+                self._management_request(link, transfer, payload)
+                return
+            if not isinstance(link, _Incoming):
+                raise LinkError("amqp:not-allowed", "transfer on a link where the client "
+                                "receives")
             self._receive(link, transfer, payload)
         except LinkError as exc:
             self._detach_with_error(link, exc)
@@ -1092,20 +1320,20 @@ class ServerConnection:
         except DecodeError as exc:
             return self._rejected(txn, state, "amqp:decode-error", exc.description)
         node = link.node
-        if node is None:
+        if node is None:  # the anonymous terminus (rabbit_amqp_session:lookup_target/7)
             to = parsed.properties.to if parsed.properties is not None else None
             if to is None:
                 return self._rejected(txn, state, "amqp:precondition-failed",
-                                      "a message on an anonymous link needs a 'to' address")
+                                      "anonymous terminus requires 'to' address to be set")
             try:
                 node = parse_address(to)
-            except LinkError as exc:
-                return self._rejected(txn, state, exc.condition, exc.description)
+            except LinkError:
+                node = None
+            if node is None or node.version != 2:
+                return self._rejected(txn, state, "amqp:precondition-failed",
+                                      f"bad 'to' address string: {to}")
         if node.kind == "queue":
             exchange, key = "", node.name
-            if node.name not in self.broker.vhosts[self.vhost].queues:
-                return self._rejected(txn, state, "amqp:not-found",
-                                      f"no queue '{node.name}' in vhost '{self.vhost}'")
         else:
             exchange = node.name
             key = node.key if node.key is not None else (
@@ -1117,8 +1345,10 @@ class ServerConnection:
             self.blocked = True
         channel = txn.channel if txn is not None else link.session.model
         self._returned = self._nacked = False
+        # A reply to a volatile queue (direct reply-to) is routed there, not returned.
+        mandatory = not (exchange == "" and channel.vhost.is_reply_address(key))
         try:
-            channel.basic_publish(exchange, key, body, properties, mandatory=True,
+            channel.basic_publish(exchange, key, body, properties, mandatory=mandatory,
                                   amqp10=kept, origin=link.origin)
         except AMQPError as exc:
             if txn is not None:
@@ -1226,13 +1456,21 @@ class ServerConnection:
                                                      settled=True, state=state))
 
     def _apply_outcome(self, session: _Session, tag: int, state: Any) -> None:
+        """A receiver's outcome as RabbitMQ 4 settles it (``settle_op_from_outcome/1``):
+        accepted acks, rejected discards (dead-lettered; a failed delivery), released requeues,
+        modified requeues or (undeliverable-here) discards, counting a failed delivery when
+        delivery-failed is set."""
         channel = session.model
         try:
             if isinstance(state, Accepted):
                 channel.basic_ack(tag)
-            elif isinstance(state, Rejected) or (isinstance(state, Modified) and state.undeliverable_here):
+            elif isinstance(state, Rejected):
                 channel.basic_reject(tag, requeue=False)
-            else:  # released, modified (delivery failed or not): back to the queue
+            elif isinstance(state, Modified):
+                channel.modify(tag, delivery_failed=bool(state.delivery_failed),
+                               undeliverable_here=bool(state.undeliverable_here),
+                               annotations=_modified_annotations(state))
+            else:  # released
                 channel.basic_reject(tag, requeue=True)
         except AMQPError:
             pass  # the delivery's queue is gone
@@ -1240,15 +1478,20 @@ class ServerConnection:
     # -- deliveries out ----------------------------------------------------------------------------
 
     def _deliver(self, session: _Session, consumer_tag: str, delivery_tag: int,
-                 redelivered: bool, exchange: str, routing_key: str, message: Message) -> None:
+                 redelivered: bool, exchange: str, routing_key: str, message: Message,
+                 failures: int) -> None:
         link = session.by_tag.get(consumer_tag)
         if link is None or session.ended:
             return
-        headers = message.properties.get("headers") or {}
-        count = headers.get("x-delivery-count", 0)
-        annotations = {Symbol("x-exchange"): exchange, Symbol("x-routing-key"): routing_key}
-        payload = to_amqp10(message, first_acquirer=not redelivered,
-                            delivery_count=count if isinstance(count, int) else 0,
+        annotations: dict[Any, Any] = {Symbol("x-exchange"): exchange,
+                                       Symbol("x-routing-key"): routing_key}
+        if message.deaths:
+            annotations[Symbol("x-opt-deaths")] = encode_deaths(message.deaths)
+        # The header as RabbitMQ 4 writes it (mc_amqp:update_header_from_anns/2): delivery-count
+        # is the failed deliveries; first-acquirer only for a message never delivered, never
+        # failed and never dead-lettered.
+        first = not redelivered and not failures and not message.deaths
+        payload = to_amqp10(message, first_acquirer=first, delivery_count=failures,
                             annotations=annotations)
         link.credit = max(0, link.credit - 1)
         self._transfer(session, link, _TAG.pack(delivery_tag), payload, delivery_tag)
@@ -1288,24 +1531,19 @@ class ServerConnection:
 
     def _pump_browser(self, link: _Outgoing) -> None:
         """Show a browsing link the queue's messages it has not seen, as credit allows."""
-        if link.queue.deleted:
+        browser = link.browser
+        if browser is None or browser.gone:
             return
-        sent = False
-        for entry in link.queue.entries:
-            if link.credit <= 0:
-                break
-            if entry.seq <= link.browsed:
-                continue
-            link.browsed = entry.seq
+        selector = link.selector
+        shown = browser.take(link.credit, selector.matches if selector is not None else None)
+        for entry in shown:
             message = entry.message
-            if link.selector is not None and not link.selector.matches(message):
-                continue
-            payload = to_amqp10(message, first_acquirer=False, delivery_count=0,
+            payload = to_amqp10(message, first_acquirer=False, delivery_count=entry.failures,
                                 annotations={Symbol("x-exchange"): message.exchange,
                                              Symbol("x-routing-key"): message.routing_key})
             link.credit -= 1
             self._transfer(link.session, link, _TAG.pack(entry.seq), payload, None)
-            sent = True
+        sent = bool(shown)
         if link.drain and link.credit:
             link.delivery_count += link.credit
             link.credit = 0
@@ -1320,8 +1558,30 @@ class ServerConnection:
             return
         link.consumer_tag = ""
         self._detach_with_error(link, LinkError("amqp:resource-deleted",
-                                                f"queue '{link.queue.name}' was deleted"))
+                                                f"queue '{link.queue.name if link.queue else ''}' "
+                                                "was deleted"))
         self._output_ready()
+
+
+def _modified_annotations(state: Modified) -> dict[str, Any] | None:
+    """The ``message-annotations`` of a modified outcome as 0-9-1 header values. Their keys
+    must be symbols that start with ``x-`` ("all symbolic keys except those beginning with
+    "x-" are reserved", Part 3 section 3.2.10): RabbitMQ 4 has no clause for others and its
+    session ends; so does this one, saying why."""
+    annotations = state.message_annotations
+    if not annotations:
+        return None
+    if not all(isinstance(k, Symbol) and k.startswith("x-") for k in annotations):
+        raise SessionError("amqp:invalid-field", "the message-annotations of a modified "
+                           "outcome must have symbol keys that start with 'x-'")
+    return {str(k): _value_to_091(v) for k, v in annotations.items()}
+
+
+def _durable(durability: object) -> bool:
+    """Whether a v1 ``/queue/Q`` terminus declares a durable queue: for the terminus
+    durabilities configuration (1) and unsettled-state (2), not for none (0, the default)
+    (``rabbit_amqp1_0_link_util:durable/1``)."""
+    return isinstance(durability, int) and durability > 0
 
 
 def _ignore_events(event: ChannelEvent) -> None:
@@ -1347,7 +1607,7 @@ class _ModelEvents:
             if isinstance(event, Delivered):
                 connection._deliver(self.session, event.consumer_tag, event.delivery_tag,
                                     event.redelivered, event.exchange, event.routing_key,
-                                    event.message)
+                                    event.message, event.failures)
             elif isinstance(event, Returned):
                 connection._returned = True
             elif isinstance(event, Confirmed):

@@ -1,29 +1,62 @@
-"""Differential scenarios: the same proton session against embroker and against the reference
+"""Differential scenarios: the same proton sessions against embroker and against the reference
 RabbitMQ 3.10 with its AMQP 1.0 plugin, where that plugin is correct (shared notes: it is on
 the happy path; it does not echo closed detaches, ends sessions on link errors, has no
-``modified`` and breaks ``drain``: none of that is compared here). Skipped without
-``EMBROKER_REFERENCE_URL`` or when the reference does not speak AMQP 1.0."""
+``modified`` and breaks ``drain``: none of that is compared here).
+
+- ``scenarios.py``'s scenarios have golden files (RabbitMQ's observations, recorded with
+  ``python -m tests.amqp10.record``): offline embroker is compared with them; with
+  ``EMBROKER_REFERENCE_URL`` each file is checked against a fresh RabbitMQ run too.
+- The live comparisons below run only with the reference.
+
+A reference that is configured and does not answer, over 0-9-1 or over 1.0 (its
+``rabbitmq_amqp1_0`` plugin off), fails the tests that need it: a broken setup, not a reason to
+check less (as the 0-9-1 conformance tests).
+"""
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pika
 import pytest
 
 from embroker import Broker
+from tests.conformance import golden
 
 proton = pytest.importorskip("proton")
 from proton import Message  # noqa: E402
 from proton.reactor import AtMostOnce  # noqa: E402
 from proton.utils import BlockingConnection  # noqa: E402
 
+from .differential import (  # noqa: E402
+    RECORD_COMMAND,
+    EmbrokerPeer,
+    ReferencePeer,
+    path,
+)
+from .scenarios import SCENARIOS  # noqa: E402
+
 pytestmark = pytest.mark.differential
 
 Scenario = Callable[[BlockingConnection, str], list[Any]]
+_reachability: dict[str, str | None] = {}
+
+
+def reference_problem(url: str) -> str | None:
+    """Why the reference at ``url`` cannot be used for AMQP 1.0 (None: it can)."""
+    if url not in _reachability:
+        why = None
+        try:
+            BlockingConnection(url.rstrip("/"), timeout=5, allowed_mechs="PLAIN").close()
+        except Exception as exc:
+            why = (f"EMBROKER_REFERENCE_URL={url.rsplit('@', 1)[-1]} is set but does not answer "
+                   f"AMQP 1.0 ({exc!r}): start it, and rabbitmq-plugins enable rabbitmq_amqp1_0 "
+                   "(or unset EMBROKER_REFERENCE_URL to check the golden files alone)")
+        _reachability[url] = why
+    return _reachability[url]
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +64,54 @@ def reference() -> str:
     url = os.environ.get("EMBROKER_REFERENCE_URL")
     if not url:
         pytest.skip("EMBROKER_REFERENCE_URL is not set")
-    try:
-        BlockingConnection(url.rstrip("/"), timeout=3, allowed_mechs="PLAIN").close()
-    except Exception as exc:
-        pytest.skip(f"the reference does not speak AMQP 1.0 ({exc}); "
-                    "rabbitmq-plugins enable rabbitmq_amqp1_0")
+    problem = reference_problem(url)
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
     return url
+
+
+@pytest.fixture(scope="module")
+def embroker_peer() -> Iterator[EmbrokerPeer]:
+    broker = Broker()
+    with broker.serve() as server:
+        yield EmbrokerPeer(broker, server)
+        assert server.errors == []
+    broker._check()
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_golden(name: str, embroker_peer: EmbrokerPeer) -> None:
+    """embroker's observations equal RabbitMQ's, as recorded in the scenario's golden file."""
+    recorded = golden.read(path(name))
+    if recorded is None:
+        pytest.fail(f"no golden file {golden.relative(path(name))}: record it with "
+                    f"EMBROKER_REFERENCE_URL=amqp://guest:guest@127.0.0.1:5672/ "
+                    f"{RECORD_COMMAND} {name}", pytrace=False)
+    assert SCENARIOS[name](embroker_peer) == recorded
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_golden_file_is_what_rabbitmq_does(name: str, reference: str) -> None:
+    """With the reference, each golden file still holds what RabbitMQ does."""
+    assert SCENARIOS[name](ReferencePeer(reference)) == golden.read(path(name))
+
+
+def test_every_golden_file_belongs_to_a_scenario() -> None:
+    files = {p.stem for p in path("x").parent.glob("*.txt")}
+    assert files == set(SCENARIOS)
+
+
+def test_the_recorder_refuses_embroker_even_presenting_itself_as_rabbitmq() -> None:
+    from .record import main, server_properties
+
+    for broker in (Broker(), Broker(as_rabbitmq="3.10.8")):
+        with broker.serve() as server:
+            assert golden.says_embroker(server_properties(server.url))
+            with pytest.raises(SystemExit) as refused:
+                main(["--url", server.url, "--check"])
+            assert refused.value.code == 2
+    assert not golden.says_embroker({"product": "RabbitMQ", "version": "3.10.8",
+                                     "cluster_name": "rabbit@vm"})
 
 
 def run(scenario: Scenario, url091: str, url10: str) -> list[Any]:
