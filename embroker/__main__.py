@@ -7,11 +7,13 @@ import logging
 import signal
 import sys
 import threading
+from pathlib import Path
 from urllib.parse import quote
 
 from . import Broker, __version__
 from .analytics._cli import add_commands as add_analytics_commands
 from .errors import AMQPError, DefinitionsError
+from .model._plugins import PLUGINS
 from .server import PortInUse, Server
 
 
@@ -46,7 +48,9 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     try:
         broker = Broker(vhosts=tuple(vhosts), users=users, as_rabbitmq=args.as_rabbitmq,
-                        server_properties=dict(args.server_property or ()))
+                        server_properties=dict(args.server_property or ()),
+                        deprecated_features=dict.fromkeys(args.deny or (), False) or None,
+                        plugins=args.plugin or ())
     except ValueError as exc:
         print(f"embroker: {exc}", file=sys.stderr)
         return 2
@@ -61,12 +65,23 @@ def _serve(args: argparse.Namespace) -> int:
             return 1
     for item in ignored:
         print(f"embroker: ignored from {item}", file=sys.stderr)
+    # The management API: port 15672 as RabbitMQ's, any free one when --port 0 asks for any.
+    management_port = None if args.no_management else (
+        args.management_port if args.management_port is not None
+        else (0 if args.port == 0 else 15672))
+    for name, _password in args.user or ():
+        broker.set_user_tags(name, "administrator")  # as RabbitMQ's default user
     try:
         server = Server(broker, args.host, args.port, heartbeat=args.heartbeat,
-                        amqp10_port=args.amqp10_port)
+                        amqp10_port=args.amqp10_port, management_port=management_port)
     except PortInUse as exc:
+        if management_port and exc.port == management_port and exc.port != args.port:
+            advice = ("choose another with --management-port N, --management-port 0 for any "
+                      "free port, or --no-management")
+        else:
+            advice = "choose another with --port N, or --port 0 for any free port"
         print(f"embroker: {exc} (another broker, perhaps RabbitMQ, is listening there); "
-              "choose another with --port N, or --port 0 for any free port", file=sys.stderr)
+              f"{advice}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"embroker: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
@@ -83,9 +98,18 @@ def _serve(args: argparse.Namespace) -> int:
     url = (f"amqp://{credentials}{host}:{server.port}/"
            + ("" if vhost == "/" else quote(vhost, safe="")))
     also = f", AMQP 1.0 alone on {server.amqp10_url}" if server.amqp10_port is not None else ""
+    if server.management is not None:
+        server.management.rabbitmqadmin = args.rabbitmqadmin
+        if args.trace_dir is not None:
+            from .management._tracing import Tracing
+
+            server.management.tracing = Tracing(broker, args.trace_dir)
+        also += f"; management API and console on {server.management_url}"
+    plugins = f"; plugins: {', '.join(sorted(broker.plugins.enabled))}" \
+        if broker.plugins.enabled else ""
     print(f"embroker {__version__} listening on {url} (AMQP 0-9-1 and 1.0{also}; vhosts: "
-          f"{', '.join(broker.vhosts)}; users: {', '.join(broker.users)}; Ctrl-C stops)",
-          flush=True)
+          f"{', '.join(broker.vhosts)}; users: {', '.join(broker.users)}{plugins}; "
+          "Ctrl-C stops)", flush=True)
 
     def stop(*_: object) -> None:
         threading.Thread(target=server.stop, daemon=True).start()
@@ -146,14 +170,34 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--amqp10-port", type=int, default=None, metavar="N",
                        help="also listen on port N for AMQP 1.0 alone (the main port serves "
                             "AMQP 1.0 too)")
+    serve.add_argument("--management-port", type=int, default=None, metavar="N",
+                       help="serve RabbitMQ's management HTTP API and the console on port N "
+                            "(default 15672 as RabbitMQ; any free port when --port is 0)")
+    serve.add_argument("--no-management", action="store_true",
+                       help="serve no management API")
+    serve.add_argument("--rabbitmqadmin", type=Path, default=None, metavar="PATH",
+                       help="a copy of RabbitMQ's rabbitmqadmin script to serve at "
+                            "/cli/rabbitmqadmin (embroker ships none)")
+    serve.add_argument("--trace-dir", type=Path, default=None, metavar="DIR",
+                       help="where the tracing plugin's logs go (/api/traces, /api/trace-files; "
+                            "default: a temporary directory, removed when embroker stops)")
     serve.add_argument("--heartbeat", type=int, default=60,
                        help="heartbeat interval offered to clients, seconds (0 for none)")
     serve.add_argument("--as-rabbitmq", metavar="VERSION",
                        help="present the broker to clients as that RabbitMQ version (product "
-                            "RabbitMQ), for clients and tools that check the product")
+                            "RabbitMQ), for clients and tools that check the product; a "
+                            "RabbitMQ 4 version (4.1.x) behaves as RabbitMQ 4 where it differs")
+    serve.add_argument("--deny-deprecated-feature", dest="deny", action="append",
+                       metavar="NAME",
+                       help="with a RabbitMQ 4 version, deny one of its deprecated features "
+                            "(repeatable; as deprecated_features.permit.NAME = false), e.g. "
+                            "amqp_address_v1")
     serve.add_argument("--server-property", action="append", type=_property, metavar="KEY=VALUE",
                        help="a server property clients see in connection.start (repeatable), "
                             "e.g. cluster_name=dev")
+    serve.add_argument("--plugin", action="append", metavar="NAME",
+                       help="enable a RabbitMQ plugin, by RabbitMQ's name (repeatable): "
+                            + ", ".join(PLUGINS))
     serve.add_argument("--quiet", action="store_true", help="log only warnings and errors")
     serve.set_defaults(run=_serve)
     demo = commands.add_parser("demo", help="route a few messages in-process and explain each")

@@ -6,7 +6,8 @@ The baseline (``broker.mark_baseline()``) is the topology at that moment: each v
 exchanges, queues and bindings. A reset
 
 - forgets the trace (routing decisions and the messages' histories);
-- purges every ready message (what workers hold unacknowledged stays theirs);
+- purges every ready message (what workers hold unacknowledged stays theirs), and the messages
+  plugin exchanges keep (held by a delayed-message exchange, a recent-history exchange's);
 - deletes the exchanges and queues declared since the baseline (their consumers are cancelled,
   as when a queue is deleted) and the bindings added since, and declares again what was deleted;
 - lifts a publisher block.
@@ -80,17 +81,19 @@ def _vhost_baseline(vhost: VirtualHost) -> _VhostBaseline:
 
 def take(broker: Broker) -> Baseline:
     """The broker's topology now."""
-    with broker._lock:
+    with broker.locked():
         return Baseline({name: _vhost_baseline(v) for name, v in broker.vhosts.items()})
 
 
 def reset(broker: Broker, baseline: Baseline) -> None:
     """Bring ``broker`` back to ``baseline`` (see the module's docstring)."""
-    with broker._lock:
+    with broker.locked():
         for name, base in baseline.vhosts.items():
             vhost = broker.vhosts.get(name) or broker.add_vhost(name)
             _reset_vhost(vhost, base)
         broker.trace.clear()
+        if broker.plugins.delayed is not None:
+            broker.plugins.delayed.clear()
         broker.unblock_publishers()
 
 
@@ -124,3 +127,5 @@ def _reset_vhost(vhost: VirtualHost, base: _VhostBaseline) -> None:
                        bspec.arguments, None)
     for queue in vhost.queues.values():
         queue.purge()
+    for exchange in vhost.exchanges.values():
+        exchange.forget_messages()

@@ -117,8 +117,10 @@ class Broker(model.Broker):
     def history(self, message: Message) -> list[MessageEvent]:
         """What happened to ``message`` (one found in a queue, or a delivery's ``.message``)
         since it was routed: deliveries, acks, requeues, expiry, dead-lettering..., oldest first.
-        Empty for a message that was never routed, or when the broker records no events."""
-        return events_of(message.history)
+        Empty for a message that was never routed, or when the broker records no events. A
+        snapshot taken under the broker's lock."""
+        with self.locked():
+            return events_of(message.history)
 
     def decision_of(self, message: Message) -> RoutingDecision | None:
         """The routing decision that put ``message`` where it is, if the trace still has it."""
@@ -129,7 +131,7 @@ class Broker(model.Broker):
         return None
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, *, heartbeat: int = 60,
-              amqp10_port: int | None = None) -> Server:
+              amqp10_port: int | None = None, management: bool | int = False) -> Server:
         """Start a listener that real AMQP 0-9-1 and AMQP 1.0 clients can connect to (one port
         serves both, told apart by the protocol header, as RabbitMQ's).
 
@@ -144,8 +146,14 @@ class Broker(model.Broker):
             heartbeat: the heartbeat interval offered to clients, in seconds (0: none).
             amqp10_port: also listen on this port for AMQP 1.0 alone (0: any free port; see
                 ``server.amqp10_port`` / ``server.amqp10_url``).
+            management: also serve RabbitMQ's management HTTP API and the console, from the
+                same thread: ``True`` on any free port, or that port number (see
+                ``server.management_url``; docs/management.md).
 
         Raises:
             PortInUse: the port is taken.
         """
-        return Server(self, host, port, heartbeat=heartbeat, amqp10_port=amqp10_port).start()
+        management_port = None if management is False else (
+            0 if management is True else int(management))
+        return Server(self, host, port, heartbeat=heartbeat, amqp10_port=amqp10_port,
+                      management_port=management_port).start()

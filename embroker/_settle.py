@@ -59,13 +59,20 @@ def busy(broker: Broker) -> list[str]:
     return reasons
 
 
+#: When the time is up and a listener's loop was too busy to say what it still had to do (a
+#: loaded machine, a short timeout), it gets this long more to say it: the failure then names
+#: the cause (a stalled client, unread input) rather than only that the loop did not answer.
+_REPORT_GRACE = 1.0
+_UNANSWERED = "did not answer in time"
+
+
 def _servers(broker: Broker) -> list[Any]:
     return [s for s in getattr(broker, "_servers", ()) if s.running]
 
 
 def _pass(broker: Broker, remaining: float) -> list[str]:
     servers = _servers(broker)
-    with broker._lock:
+    with broker.locked():
         if not servers:
             broker.clock.run_due()  # nobody else runs them
         reasons = busy(broker)
@@ -88,6 +95,8 @@ def settle(broker: Broker, timeout: float = 5.0) -> None:
         if not reasons:
             return
         if time.monotonic() >= deadline:
+            if _UNANSWERED in "".join(reasons):  # say what it is busy with, not just that
+                reasons = _pass(broker, _REPORT_GRACE) or reasons
             raise SettleTimeout("the broker did not settle", timeout, reasons)
         time.sleep(delay)
         delay = min(delay * 2, 0.02)
@@ -106,6 +115,9 @@ async def settle_async(broker: Broker, timeout: float = 5.0) -> None:
         if not reasons:
             return
         if time.monotonic() >= deadline:
+            if _UNANSWERED in "".join(reasons):
+                reasons = await asyncio.get_running_loop().run_in_executor(
+                    None, _pass, broker, _REPORT_GRACE) or reasons
             raise SettleTimeout("the broker did not settle", timeout, reasons)
         await asyncio.sleep(delay)
         delay = min(delay * 2, 0.02)
@@ -113,7 +125,7 @@ async def settle_async(broker: Broker, timeout: float = 5.0) -> None:
 
 def drained(broker: Broker, queue: str, vhost: str = "/") -> str | None:
     """``None`` when ``queue`` holds no ready and no unacknowledged message; else why not."""
-    with broker._lock:
+    with broker.locked():
         host = broker.vhosts.get(vhost)
         found = host.queues.get(queue) if host is not None else None
         if found is None:

@@ -75,7 +75,7 @@ def _model_call(method: Callable[Concatenate[Channel, P], R]) -> Callable[Concat
     consumer callbacks it caused."""
 
     def wrapper(self: Channel, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with self._lock:
+        with self._locked:
             if not self._model.is_open:
                 self._check_open()
             try:
@@ -123,7 +123,7 @@ class Connection:
                  "capabilities": {"consumer_cancel_notify": True, "basic.nack": True,
                                   "publisher_confirms": True}}
         props.update(client_properties or {})
-        with broker._lock:
+        with broker.locked():
             self._model: ModelConnection = broker.open_connection(
                 vhost, user=user, client_properties=props)
         self._channel_numbers = itertools.count(1)
@@ -153,7 +153,7 @@ class Connection:
     def channel(self) -> Channel:
         """Open a new channel."""
         self._check_open()
-        with self.broker._lock:
+        with self.broker.locked():
             number = next(self._channel_numbers)
             channel = Channel(self, self._model.open_channel(number))
         self._channels[number] = channel
@@ -162,7 +162,7 @@ class Connection:
     def close(self) -> None:
         """Close the connection: channels close, unacknowledged messages are requeued and
         exclusive queues deleted."""
-        with self.broker._lock:
+        with self.broker.locked():
             self._model.close()
 
     def _closed_by_broker(self, exc: AMQPError) -> None:
@@ -194,7 +194,7 @@ class Channel:
     def __init__(self, connection: Connection, model: ModelChannel) -> None:
         self.connection = connection
         self._model = model
-        self._lock = connection.broker._lock
+        self._locked = connection.broker.locked()
         self._pending = connection._pending
         self.closed_by: AMQPError | None = None
         #: Mandatory messages that came back unroutable, oldest first.
@@ -244,7 +244,7 @@ class Channel:
 
     def close(self) -> None:
         """Close the channel; its unacknowledged messages are requeued."""
-        with self.connection.broker._lock:
+        with self._locked:
             self._model.close()
 
     def __enter__(self) -> Channel:
@@ -360,7 +360,7 @@ class Channel:
         if type(body) is not bytes:
             body = body.encode("utf-8") if isinstance(body, str) else bytes(body)
         props, encoded = _properties(properties) if properties else ({}, None)
-        with self._lock:
+        with self._locked:
             if not self._model.is_open:
                 self._check_open()
             try:
@@ -374,7 +374,7 @@ class Channel:
 
     def basic_get(self, queue: str = "", auto_ack: bool = False) -> Delivery | None:
         """Take one message (basic.get); ``None`` when the queue is empty."""
-        with self._lock:
+        with self._locked:
             if not self._model.is_open:
                 self._check_open()
             try:
@@ -385,7 +385,7 @@ class Channel:
 
     def basic_ack(self, delivery_tag: int = 0, multiple: bool = False) -> None:
         """Acknowledge one delivery, or all up to ``delivery_tag`` with ``multiple``."""
-        with self._lock:
+        with self._locked:
             if not self._model.is_open:
                 self._check_open()
             try:

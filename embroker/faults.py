@@ -127,7 +127,7 @@ class Faults:
         if consumer_tag is None and queue is None:
             raise TypeError("name a consumer_tag or a queue")
         cancelled = []
-        with self.broker._lock:
+        with self.broker.locked():
             host = self.broker.vhost(vhost)
             every = [c for q in host.queues.values() for c in q.consumers]
             for consumer in every:
@@ -149,12 +149,12 @@ class Faults:
         gets basic.nack, as when a queue fails to take a message. Returns the armed fault
         (``.nacked`` counts the publishes it nacked)."""
         fault = PublishNack(count, exchange=exchange, queue=queue, vhost=vhost)
-        with self.broker._lock:
+        with self.broker.locked():
             self.broker._publish_faults.append(fault)
         return fault
 
     def clear(self) -> None:
         """Disarm every publish and delivery fault."""
-        with self.broker._lock:
+        with self.broker.locked():
             self.broker._publish_faults.clear()
             self.broker._delivery_faults.clear()

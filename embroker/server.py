@@ -11,12 +11,28 @@ Nothing a client sends, and no bug, stops the loop:
 
 - an unexpected error while handling one connection (reading, writing, its heartbeats, a
   delivery to it) closes that connection with 541 INTERNAL_ERROR; it is logged with its
-  traceback and kept in :attr:`Server.errors` for the test to see;
+  traceback and kept in :attr:`Server.errors` for the test to see (the last 20, with a count of
+  them all: a bug that repeats cannot fill the memory);
 - an unexpected error in a timer (a queue's expiry...) is logged and kept the same way, and the
   other timers still run;
 - sockets that do not finish the handshake in time are closed (RabbitMQ's 10 s), and when
   ``accept`` fails (too many open files) the listener backs off instead of
   spinning, saying so once per interval.
+
+Threads
+-------
+The loop's thread owns the sockets, the selector and the listener's own tables; other threads
+(a test's, an application's in-process client) reach them in three ways only:
+
+- the table of clients (``Server._clients``) changes only on the loop's thread, and only under
+  the broker's lock: the loop reads it freely, any other thread under the lock (as
+  :attr:`Server.connections` and the broker's callbacks, which run under it, do), so a client
+  leaves the table at the same moment as its connection leaves the broker;
+- the clients with output to write (``_dirty``) and those a fault stalls (``_stalled``) are the
+  loop's alone: another thread hands a client with output over through ``_handoff`` (a deque,
+  whose ``append`` and ``popleft`` are thread-safe) and wakes the loop;
+- any other work (a fault, dropping a connection, settle's questions) is queued on ``_calls``
+  and runs on the loop's thread between two turns.
 """
 
 from __future__ import annotations
@@ -32,9 +48,11 @@ import socket
 import struct
 import threading
 import time
+import traceback
 from collections import deque
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, final
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, ClassVar, final, overload
 
 from ._sniff import SniffingConnection
 from .amqp091 import ServerConnection as Amqp091Connection
@@ -51,15 +69,20 @@ from .model._access import is_loopback
 from .model._faults import DeliveryFault
 
 if TYPE_CHECKING:
+    from .management import ManagementAPI
+    from .management._http import HttpConnection
     from .model import Broker, Message
     from .model import Channel as ModelChannel
     from .model import Connection as ModelConnection
 
-__all__ = ["ClientConnection", "PortInUse", "Server"]
+__all__ = ["ERRORS_KEPT", "ClientConnection", "ErrorLog", "PortInUse", "Server"]
 
 log = logging.getLogger("embroker.server")
 
 _READ_SIZE = 262_144
+#: Bytes of answers an HTTP client of the management port may leave unread before the loop
+#: stops reading its requests (as MAX_PENDING_OUTPUT of embroker.management: the same 4 MiB).
+_HTTP_UNREAD = 4 * 1024 * 1024
 _TICK = 0.5  # at most this long between looks at heartbeats, handshakes and timers
 #: How long the listener stops accepting after accept() failed for lack of resources; doubled
 #: on each failure in a row, up to the maximum.
@@ -69,13 +92,128 @@ _ACCEPT_BACKOFF_MAX = 1.0
 _RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 #: At most one warning about failing accepts per this many seconds.
 _WARN_INTERVAL = 10.0
+#: How many of its unexpected errors a listener keeps (the most recent; :class:`ErrorLog`).
+ERRORS_KEPT = 20
+#: How the note on a kept error begins.
+_NOTE = "(raised on embroker's listener thread, in "
+
+
+def _without_tracebacks(exc: BaseException) -> None:
+    """Let go of the tracebacks of ``exc`` and of the exceptions it chains to: their frames,
+    and everything those frames referred to."""
+    seen: set[int] = set()
+    pending = [exc]
+    while pending:
+        error = pending.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        error.__traceback__ = None
+        pending.extend(e for e in (error.__cause__, error.__context__) if e is not None)
+        pending.extend(e for e in getattr(error, "exceptions", ()) if isinstance(e, BaseException))
+
+
+@final
+class ErrorLog(Sequence[BaseException]):
+    """The unexpected exceptions a listener met (bugs in embroker): ``server.errors``.
+
+    Bounded, so that a bug that repeats cannot fill the memory: the last :attr:`keep` (20)
+    exceptions are kept, oldest first, and :attr:`total` counts them all (:attr:`dropped`: how
+    many were let go). A kept exception holds no traceback, so no frame (and nothing a frame
+    referred to) stays alive; what its traceback said is kept as text (:meth:`traceback`) and,
+    on Python 3.11 and later, as a note on the exception, shown wherever it is printed (as the
+    cause of :func:`embroker.testing.check_server`'s AssertionError, say).
+
+    A read-only sequence that compares equal to a list of the same exceptions
+    (``assert server.errors == []``); every read is taken under the broker's lock, so it is safe
+    from any thread. :meth:`clear` forgets them (a test that provoked a bug on purpose).
+    """
+
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+    def __init__(self, lock: AbstractContextManager[object], keep: int = ERRORS_KEPT) -> None:
+        self._guard = lock
+        #: How many exceptions are kept (the most recent).
+        self.keep = keep
+        self._kept: deque[tuple[BaseException, str]] = deque(maxlen=keep)
+        #: How many exceptions the listener met, kept or not (since the last :meth:`clear`).
+        self.total = 0
+
+    def record(self, exc: BaseException, where: str) -> str:
+        """Keep ``exc``, met in ``where`` (``"a timer"``...), without its traceback; returns the
+        traceback as text (for the log)."""
+        described = traceback.TracebackException.from_exception(exc)
+        lines = list(described.format())
+        only = list(described.format_exception_only())
+        stack = lines[:-len(only)] if only and lines[-len(only):] == only else lines
+        text = "".join(lines)
+        _without_tracebacks(exc)
+        notes = getattr(exc, "__notes__", None)
+        if not any(isinstance(n, str) and n.startswith(_NOTE) for n in notes or ()):
+            note = f"{_NOTE}{where})\n" + "".join(stack).rstrip()
+            add_note = getattr(exc, "add_note", None)
+            if add_note is not None:
+                add_note(note)
+        with self._guard:
+            self._kept.append((exc, "".join(stack)))
+            self.total += 1
+        return text
+
+    @property
+    def dropped(self) -> int:
+        """How many exceptions were met but are not kept (older than the last :attr:`keep`)."""
+        with self._guard:
+            return self.total - len(self._kept)
+
+    def clear(self) -> None:
+        """Forget the exceptions, and the count."""
+        with self._guard:
+            self._kept.clear()
+            self.total = 0
+
+    def traceback(self, index: int = -1) -> str:
+        """The traceback of the kept exception at ``index``, as text (the newest by default)."""
+        with self._guard:
+            return self._kept[index][1]
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    @overload
+    def __getitem__(self, index: int) -> BaseException: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[BaseException]: ...
+
+    def __getitem__(self, index: int | slice) -> BaseException | list[BaseException]:
+        with self._guard:
+            if isinstance(index, slice):
+                return [exc for exc, _text in list(self._kept)[index]]
+            return self._kept[index][0]
+
+    def __iter__(self) -> Iterator[BaseException]:
+        with self._guard:
+            return iter([exc for exc, _text in self._kept])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ErrorLog):
+            return list(self) == list(other)
+        if isinstance(other, (list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        with self._guard:
+            kept = [exc for exc, _text in self._kept]
+            dropped = self.total - len(kept)
+        return repr(kept) + (f" (and {dropped} earlier not kept)" if dropped else "")
 
 
 @final
 class _Client:
     """A socket being served and its connection."""
 
-    __slots__ = ("conn", "events", "peer", "sock", "stalled_until", "wbuf")
+    __slots__ = ("conn", "connected_at", "events", "peer", "sock", "stalled_until", "wbuf")
 
     def __init__(self, sock: socket.socket, peer: str,
                  connection: Callable[[_Client], SniffingConnection]) -> None:
@@ -85,7 +223,24 @@ class _Client:
         self.events = selectors.EVENT_READ
         #: A fault: nothing is written to the socket until then (time.monotonic()).
         self.stalled_until = 0.0
+        #: When the client connected (time.time(): the management API's ``connected_at``).
+        self.connected_at = time.time()
         self.conn = connection(self)
+
+
+@final
+class _HttpClient:
+    """A socket of the management port and its HTTP connection."""
+
+    __slots__ = ("conn", "events", "peer", "sock", "stalled_until", "wbuf")
+
+    def __init__(self, sock: socket.socket, peer: str, conn: HttpConnection) -> None:
+        self.sock = sock
+        self.peer = peer
+        self.wbuf = bytearray()
+        self.events = selectors.EVENT_READ
+        self.stalled_until = 0.0
+        self.conn = conn
 
 
 @final
@@ -99,6 +254,9 @@ class _Call:
         self.done = threading.Event()
         self.result: Any = None
         self.error: BaseException | None = None
+
+
+_AnyClient = _Client | _HttpClient
 
 
 def _addresses(host: str) -> list[tuple[socket.AddressFamily, str]]:
@@ -139,6 +297,8 @@ class Server:
         handshake_timeout: how long a socket may take from connecting to connection.open
             (RabbitMQ's ``handshake_timeout``, 10 s).
         amqp10_port: also listen on this port for AMQP 1.0 alone (0: any free port).
+        management_port: also serve RabbitMQ's management HTTP API and the console on this
+            port (0: any free port), from the same loop (see :mod:`embroker.management`).
 
     Raises:
         PortInUse: the port is taken.
@@ -146,15 +306,20 @@ class Server:
 
     def __init__(self, broker: Broker, host: str = "127.0.0.1", port: int = 0, *,
                  heartbeat: int = 60, handshake_timeout: float = 10.0,
-                 amqp10_port: int | None = None) -> None:
+                 amqp10_port: int | None = None, management_port: int | None = None) -> None:
         self.broker = broker
+        # The broker's lock (``broker.locked()``), kept at hand: every model call runs under it.
+        self._locked = broker.locked()
         self.host = host
         self.heartbeat = heartbeat
         self.handshake_timeout = handshake_timeout
-        #: Unexpected exceptions raised while serving (bugs); tests should find it empty.
-        self.errors: list[BaseException] = []
+        #: Unexpected exceptions raised while serving (bugs): the last 20 and a count of them
+        #: all (:class:`ErrorLog`). Tests should find it empty.
+        self.errors = ErrorLog(self._locked)
+        # See "Threads" in the module's docstring for who changes these.
         self._clients: dict[int, _Client] = {}
-        self._dirty: set[_Client] = set()
+        self._dirty: set[_AnyClient] = set()
+        self._handoff: deque[_AnyClient] = deque()
         self._selector = selectors.DefaultSelector()
         self._listeners: list[socket.socket] = []
         self._accepting = False
@@ -176,6 +341,19 @@ class Server:
         #: The port that serves AMQP 1.0 alone (``None`` unless asked for).
         self.amqp10_port = self._listen(host, amqp10_port) if amqp10_port is not None else None
         self._amqp10_only = set(self._listeners[shared:])
+        # The management port: HTTP clients, kept apart from the AMQP ones (they are no
+        # broker connections); the loop's alone, as _dirty.
+        self._http_clients: dict[int, _HttpClient] = {}
+        self._management: ManagementAPI | None = None
+        before = len(self._listeners)
+        #: The port of the management HTTP API and console (``None`` unless asked for).
+        self.management_port = (self._listen(host, management_port)
+                                if management_port is not None else None)
+        self._http_only = set(self._listeners[before:])
+        if management_port is not None:
+            from .management import ManagementAPI  # h11 and the API: only when served
+
+            self._management = ManagementAPI(broker, self)
         broker._on_blocked.append(self._on_blocked)
         broker._on_restart.append(self._on_restart)
         broker._servers.append(self)
@@ -218,6 +396,26 @@ class Server:
     def url(self) -> str:
         """``amqp://USER:PASSWORD@HOST:PORT/`` for a user of the broker (guest if there is one)."""
         return self._url(self.port) + "/"
+
+    @property
+    def management_url(self) -> str:
+        """``http://HOST:PORT/`` of the management API and console (``/api/...`` and ``/``).
+
+        Raises:
+            RuntimeError: the listener serves no management port (``management=True``).
+        """
+        if self.management_port is None:
+            raise RuntimeError("this listener serves no management API: start it with "
+                               "broker.serve(management=True) (serve --management-port N)")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        if host == "localhost":
+            host = "127.0.0.1"
+        return f"http://{host}:{self.management_port}/"
+
+    @property
+    def management(self) -> ManagementAPI | None:
+        """The management API this listener serves (``None`` without a management port)."""
+        return self._management
 
     @property
     def amqp10_url(self) -> str:
@@ -305,7 +503,7 @@ class Server:
         now = time.monotonic()
         timeout = max(0.0, next_tick - now)
         clock = self.broker.clock
-        with self.broker._lock:  # a test's thread may add or run timers meanwhile
+        with self._locked:  # a test's thread may add or run timers meanwhile
             deadline = clock.next_deadline()
             clock_now = clock.monotonic()
         if deadline is not None:
@@ -347,12 +545,13 @@ class Server:
     # -- errors --------------------------------------------------------------------------------
 
     def _bug(self, exc: BaseException, where: str) -> None:
-        self.errors.append(exc)
-        log.error("unexpected error in %s: %s: %s", where, type(exc).__name__, exc,
-                  exc_info=(type(exc), exc, exc.__traceback__))
+        # Logged as text: a handler that keeps records (pytest's) keeps no frames either.
+        text = self.errors.record(exc, where)
+        log.error("unexpected error in %s: %s: %s\n%s", where, type(exc).__name__, exc,
+                  text.rstrip())
 
     @contextlib.contextmanager
-    def _isolated(self, client: _Client) -> Iterator[None]:
+    def _isolated(self, client: _AnyClient) -> Iterator[None]:
         """Run work for one connection: a bug closes that connection (541), nothing else."""
         try:
             yield
@@ -360,16 +559,28 @@ class Server:
             self._bug(exc, f"the connection from {client.peer}")
             self._fail(client, exc)
 
-    def _fail(self, client: _Client, exc: BaseException) -> None:
+    def _fail(self, client: _AnyClient, exc: BaseException) -> None:
         # Tell the client why (541) if we still can, then let the flush close the socket.
         try:
-            with self.broker._lock:
+            with self._locked:
                 client.conn.internal_error(InternalError(
                     f"internal error: {type(exc).__name__}: {exc}"))
-            self._dirty.add(client)
+            self._has_output(client)
         except Exception as again:  # the connection cannot even close: drop the socket
             self._bug(again, f"closing the connection from {client.peer}")
-            self._drop(client)
+            if threading.get_ident() == self._loop_ident:
+                self._drop(client)
+            else:  # the table of clients and the selector are the loop's: it drops it
+                self._calls.append(_Call(functools.partial(self._drop_if_served, client)))
+                self._wake()
+
+    def _has_output(self, client: _AnyClient) -> None:
+        """``client`` has something to write: the loop writes it (woken if need be)."""
+        if threading.get_ident() == self._loop_ident:
+            self._dirty.add(client)
+        else:
+            self._handoff.append(client)
+            self._wake()
 
     # -- accepting -----------------------------------------------------------------------------
 
@@ -398,9 +609,13 @@ class Server:
                 sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 peer = _peer_name(sock, address)
-                client = _Client(sock, peer, functools.partial(
-                    self._connection, amqp10_only=listener in self._amqp10_only))
-                self._clients[sock.fileno()] = client
+                if listener in self._http_only:
+                    self._accept_http(sock, peer)
+                    continue
+                with self._locked:
+                    client = _Client(sock, peer, functools.partial(
+                        self._connection, amqp10_only=listener in self._amqp10_only))
+                    self._clients[sock.fileno()] = client
                 self._selector.register(sock, selectors.EVENT_READ, client)
             except Exception as exc:  # a socket that died at once, or a bug: this one only
                 self._bug(exc, "accepting a connection")
@@ -408,15 +623,29 @@ class Server:
                 continue
             log.info("accepted connection from %s", peer)
 
+    def _accept_http(self, sock: socket.socket, peer: str) -> None:
+        from .management._http import HttpConnection
+
+        assert self._management is not None
+        conn = HttpConnection(self._management, peer=peer, loopback=_over_loopback(sock),
+                              server_header=self._management.server_header)
+        client = _HttpClient(sock, peer, conn)
+        self._http_clients[sock.fileno()] = client
+        self._selector.register(sock, selectors.EVENT_READ, client)
+        log.debug("accepted HTTP connection from %s", peer)
+
     def _connection(self, client: _Client, *, amqp10_only: bool = False) -> SniffingConnection:
         def output_ready() -> None:
             # Called by the connection (under the broker lock) when it has something to send
-            # that its own input did not cause: a delivery, a confirm, a cancel...
-            self._dirty.add(client)
-            if threading.get_ident() != self._loop_ident:
+            # that its own input did not cause: a delivery, a confirm, a cancel... Caused by
+            # another thread (a test's in-process publish), the loop is handed the client.
+            if threading.get_ident() == self._loop_ident:
+                self._dirty.add(client)
+            else:
+                self._handoff.append(client)
                 self._wake()
 
-        with self.broker._lock:
+        with self._locked:
             return SniffingConnection(self.broker, peer=client.peer, on_output=output_ready,
                                       heartbeat=self.heartbeat,
                                       handshake_timeout=self.handshake_timeout,
@@ -443,7 +672,7 @@ class Server:
 
     # -- reading, timers, writing ----------------------------------------------------------------
 
-    def _read(self, client: _Client) -> None:
+    def _read(self, client: _AnyClient) -> None:
         try:
             data = client.sock.recv(_READ_SIZE)
         except (BlockingIOError, InterruptedError):
@@ -451,13 +680,17 @@ class Server:
         except OSError:
             data = b""
         conn = client.conn
-        with self._isolated(client), self.broker._lock:
-            conn.receive_data(data)
-        if conn.has_output or conn.blocked:
+        if isinstance(client, _HttpClient):  # the management API takes the broker's lock for what it reads
+            with self._isolated(client):
+                conn.receive_data(data)
+        else:
+            with self._isolated(client), self._locked:
+                conn.receive_data(data)
+        if conn.has_output or conn.blocked or conn.should_close:
             self._dirty.add(client)
 
     def _run_timers(self) -> None:
-        with self.broker._lock:
+        with self._locked:
             self.broker.clock.run_due(on_error=self._timer_failed)
         self._mark_output()
 
@@ -465,12 +698,17 @@ class Server:
         self._bug(exc, "a timer")
 
     def _tick(self) -> None:
-        with self.broker._lock:
+        with self._locked:
             self.broker.clock.run_due(on_error=self._timer_failed)
             self.broker.check_resources()
         for client in list(self._clients.values()):
-            with self._isolated(client), self.broker._lock:
+            with self._isolated(client), self._locked:
                 client.conn.tick()
+        for http in list(self._http_clients.values()):
+            with self._isolated(http):
+                http.conn.tick()
+            if http.conn.has_output or http.conn.should_close:
+                self._dirty.add(http)
         self._mark_output()
 
     def _mark_output(self) -> None:
@@ -479,6 +717,9 @@ class Server:
                 self._dirty.add(client)
 
     def _flush(self) -> None:
+        handoff = self._handoff
+        while handoff:  # clients other threads gave output to
+            self._dirty.add(handoff.popleft())
         while self._dirty:
             client = self._dirty.pop()
             if client.sock.fileno() < 0:
@@ -486,13 +727,13 @@ class Server:
             with self._isolated(client):
                 self._write(client)
 
-    def _write(self, client: _Client) -> None:
+    def _write(self, client: _AnyClient) -> None:
         conn = client.conn
         if conn.failure is not None:  # sending it something failed, in another's work
             failure, conn.failure = conn.failure, None
             self._bug(failure, f"sending to the connection from {client.peer}")
             self._fail(client, failure)
-        with self.broker._lock:
+        with self._locked:
             data = conn.data_to_send()
         if data:
             client.wbuf += data
@@ -509,7 +750,8 @@ class Server:
         if conn.should_close and not client.wbuf:
             self._drop(client)
             return
-        events = 0 if conn.blocked else selectors.EVENT_READ
+        events = 0 if conn.blocked or (isinstance(client, _HttpClient) and
+                                       len(client.wbuf) > _HTTP_UNREAD) else selectors.EVENT_READ
         if client.wbuf and not stalled:
             events |= selectors.EVENT_WRITE
         if events != client.events:
@@ -521,16 +763,23 @@ class Server:
                 self._selector.modify(client.sock, events, client)
             client.events = events
 
-    def _drop(self, client: _Client) -> None:
-        self._clients.pop(client.sock.fileno(), None)
+    def _drop(self, client: _AnyClient) -> None:
+        # On the loop's thread. The client leaves the table under the lock, with its connection.
+        fileno = client.sock.fileno()
         self._dirty.discard(client)
         self._stalled.discard(client)
         if client.events:
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(client.sock)
             client.events = 0
+        if isinstance(client, _HttpClient):
+            self._http_clients.pop(fileno, None)
+            client.conn.connection_lost()
+            client.sock.close()
+            return
         try:
-            with self.broker._lock:
+            with self._locked:
+                self._clients.pop(fileno, None)
                 client.conn.connection_lost()
         except Exception as exc:  # releasing its channels failed: still close the socket
             self._bug(exc, f"releasing the connection from {client.peer}")
@@ -550,11 +799,11 @@ class Server:
     # -- the broker's own events ---------------------------------------------------------------
 
     def _each_client(self, action: Callable[[_Client], None]) -> None:
+        # Under the broker's lock (the table of clients changes only under it), on any thread.
         for client in list(self._clients.values()):
             with self._isolated(client):
                 action(client)
-            self._dirty.add(client)
-        self._wake()
+            self._has_output(client)
 
     def _on_blocked(self, blocked: bool, reason: str) -> None:
         # Called under the broker lock, from any thread.
@@ -570,9 +819,17 @@ class Server:
             "broker forced connection closure with reason 'shutdown'")))
 
     def _shutdown(self) -> None:
+        for http in list(self._http_clients.values()):
+            with contextlib.suppress(OSError):
+                http.sock.setblocking(True)
+                http.sock.settimeout(0.2)
+                http.sock.sendall(http.wbuf + http.conn.data_to_send())
+            self._drop(http)
+        if self._management is not None:
+            self._management.close()  # its traces (rabbitmq_tracing's consumers) stop
         clients = list(self._clients.values())
         for client in clients:
-            with self._isolated(client), self.broker._lock:
+            with self._isolated(client), self._locked:
                 client.conn.close(ConnectionForced(
                     "broker forced connection closure with reason 'shutdown'"))
                 client.wbuf += client.conn.data_to_send()
@@ -663,7 +920,7 @@ class Server:
         """The client connections being served, oldest first, with what each client said of
         itself (``client_properties``, its ``connection_name``): what a test picks a
         connection from to inject a fault (:class:`ClientConnection`)."""
-        with self.broker._lock:
+        with self._locked:
             return [ClientConnection(self, client) for client in list(self._clients.values())]
 
     def connection(self, name: str | None = None) -> ClientConnection:
@@ -686,7 +943,13 @@ class Server:
 
     def protocol_connections(self) -> Iterator[Amqp091Connection | Amqp10Connection]:
         """The sans-IO connections being served (for inspection): 0-9-1 and 1.0 ones."""
-        return iter([c.conn.inner for c in self._clients.values()])
+        with self._locked:
+            return iter([c.conn.inner for c in self._clients.values()])
+
+    def _drop_if_served(self, client: _AnyClient) -> None:
+        # On the loop's thread: drop a client another thread failed, unless it went meanwhile.
+        if client.sock.fileno() >= 0 and self._clients.get(client.sock.fileno()) is client:
+            self._drop(client)
 
     def _kill(self, client: _Client, *, flush: bool = False, reset: bool = False,
               reason: str = "dropped by a test (embroker.faults)") -> None:
@@ -694,7 +957,7 @@ class Server:
         if client.sock.fileno() < 0 or self._clients.get(client.sock.fileno()) is not client:
             return
         if flush:
-            with self.broker._lock:
+            with self._locked:
                 client.wbuf += client.conn.data_to_send()
             with contextlib.suppress(OSError):
                 client.sock.setblocking(True)
@@ -735,7 +998,7 @@ class Server:
         ``connection`` if given. Returns the armed fault (``broker._delivery_faults``)."""
         fault = DeliveryFault(predicate, functools.partial(self._drop_on_delivery,
                                                            only=connection), times)
-        with self.broker._lock:
+        with self._locked:
             self.broker._delivery_faults.append(fault)
         return fault
 
@@ -815,14 +1078,15 @@ class ClientConnection:
     @property
     def is_open(self) -> bool:
         inner = self._client.conn.inner
-        return inner.model is not None and not inner.should_close \
-            and self._client.sock.fileno() >= 0
+        with self._server._locked:
+            return inner.model is not None and not inner.should_close \
+                and self._client.sock.fileno() >= 0
 
     @property
     def channels(self) -> list[int]:
         """The numbers of its open channels (an AMQP 1.0 connection's sessions)."""
         inner = self._client.conn.inner
-        with self._server.broker._lock:
+        with self._server._locked:
             return sorted(inner.channels if isinstance(inner, Amqp091Connection)
                           else inner.sessions)
 
@@ -850,7 +1114,7 @@ class ClientConnection:
             raise ValueError(f"{reply_code} is a channel exception: use close_channel()")
 
         def close() -> None:
-            with self._server.broker._lock:
+            with self._server._locked:
                 self._client.conn.close(error)
             self._server._dirty.add(self._client)
         self._server._on_loop(close)
@@ -873,7 +1137,7 @@ class ClientConnection:
             raise TypeError(f"{self!r} speaks AMQP 1.0: it has sessions, not channels")
 
         def close() -> None:
-            with self._server.broker._lock:
+            with self._server._locked:
                 if channel not in inner.channels:
                     raise LookupError(f"no open channel {channel} on {self!r}; its channels "
                                       f"are {sorted(inner.channels)}")

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union, cast, final, overload
 from . import _settle, model
 from ._settle import SettleTimeout
 from .errors import DefinitionsError
-from .model import Clock, ManualClock, Message, MessageEvent, Outcome, RoutingDecision
+from .model import Clock, HeldMessage, ManualClock, Message, MessageEvent, Outcome, RoutingDecision
 from .model._exchange import topic_matches
 from .model._history import events_of
 
@@ -51,7 +51,8 @@ __all__ = [
     "UNSET", "AnyBroker", "CallList", "Expectation", "Expectations", "NeedsEmbroker", "SettleTimeout",
     "advance", "assert_dead_lettered", "assert_no_leaks", "assert_published", "assert_returned",
     "assert_routed", "assert_routes", "assert_unroutable", "async_wait_until", "check_server",
-    "history", "key_matches", "leaks", "make_broker", "published", "queue_messages", "route",
+    "held_messages", "history", "key_matches", "leaks", "make_broker", "published",
+    "queue_messages", "route",
     "settle", "wait_until", "wait_until_drained",
 ]
 
@@ -207,7 +208,9 @@ def _decisions(broker: AnyBroker, dead_letters: bool | None = False) -> list[Rou
     found = cast("list[RoutingDecision]", list(broker.trace))
     if dead_letters is None:
         return found
-    return [d for d in found if (d.dead_letter is not None) == dead_letters]
+    # A delayed message let go by its exchange is not a publish (its decision's ``released``).
+    return [d for d in found if (d.dead_letter is not None) == dead_letters
+            and getattr(d, "released", None) is None]
 
 
 def _similar(decision: RoutingDecision, checks: Mapping[str, Callable[[RoutingDecision], bool]],
@@ -301,7 +304,7 @@ def queue_messages(broker: AnyBroker, queue: str, *, vhost: str = "/") -> list[M
     __tracebackhide__ = True
     if not isinstance(broker, model.Broker):
         return broker.queue_messages(queue, vhost=vhost)
-    with broker._lock:
+    with broker.locked():
         host = broker.vhosts.get(vhost)
         if host is None:
             raise AssertionError(f"no vhost {vhost!r}; the vhosts are {sorted(broker.vhosts)}")
@@ -315,7 +318,10 @@ def queue_messages(broker: AnyBroker, queue: str, *, vhost: str = "/") -> list[M
 def route(broker: AnyBroker, exchange: str, routing_key: str, *,
           headers: Mapping[str, Any] | None = None, vhost: str = "/") -> RoutingDecision:
     """Where a message published now to ``exchange`` with ``routing_key`` would go, without
-    publishing it (nothing is enqueued and the trace is unchanged). For topology checks.
+    publishing it (nothing is enqueued and the trace is unchanged). For topology checks. The
+    plugins' exchanges act on nothing: a delayed-message exchange routes the message as if its
+    delay had run out (nothing is held), a recent-history exchange keeps nothing (an ``x-random``
+    exchange still draws from ``broker.plugins.random``).
 
     Raises:
         NotFound: (404) no such exchange; AccessRefused: (403) it is internal.
@@ -326,11 +332,11 @@ def route(broker: AnyBroker, exchange: str, routing_key: str, *,
             raise NeedsEmbroker(f"vhost {vhost!r}: each test has one vhost of the reference")
         return cast("RoutingDecision", broker.route_many(exchange, [(routing_key, headers)])[0])
     properties: dict[str, Any] = {"headers": dict(headers)} if headers else {}
-    with broker._lock:
+    with broker.locked():
         trace = broker.trace
         host = broker.vhost(vhost)
         try:
-            host.route(exchange, Message(exchange, routing_key, properties, b""))
+            host.route(exchange, Message(exchange, routing_key, properties, b""), dry_run=True)
         finally:
             decision = trace.pop()  # holds no body bytes: the trace's accounting is unchanged
     return decision
@@ -341,7 +347,8 @@ def history(broker: AnyBroker, message: Message) -> list[MessageEvent]:
     in-process) since it was routed; see :meth:`embroker.RoutingDecision.history`."""
     if not isinstance(broker, model.Broker):
         raise NeedsEmbroker("a message's history is recorded by embroker's model")
-    return events_of(message.history)
+    with broker.locked():
+        return events_of(message.history)
 
 
 # -- assertions ---------------------------------------------------------------------------------
@@ -630,7 +637,7 @@ def _trace_position(broker: AnyBroker) -> int:
 def _since(broker: AnyBroker, start: int) -> tuple[list[RoutingDecision], int]:
     """The decisions recorded since bookmark ``start``, and how many of them the trace let go."""
     if isinstance(broker, model.Broker):
-        with broker._lock:
+        with broker.locked():
             total = broker.trace.total
             decisions = broker.trace.snapshot()
         new = total - start
@@ -654,7 +661,7 @@ def leaks(broker: Broker, *, unroutable: bool = False, settle_timeout: float = 1
         settle(broker, settle_timeout)
     except SettleTimeout as exc:
         problems.append("the broker did not settle: " + "; ".join(exc.reasons))
-    with broker._lock:
+    with broker.locked():
         servers = list(broker._servers)
         live: set[int] = set()
         for server in servers:
@@ -664,7 +671,12 @@ def leaks(broker: Broker, *, unroutable: bool = False, settle_timeout: float = 1
                     live.add(id(model_connection))
                 if server.running and connection.is_open:
                     problems.append(f"client connection left open: {connection!r}")
-            problems.extend(f"listener error: {type(e).__name__}: {e}" for e in server.errors)
+            errors = server.errors  # the last 20, and a count of them all
+            kept = list(errors)
+            if errors.total > len(kept):
+                problems.append(f"{errors.total - len(kept)} earlier listener error(s) not kept "
+                                f"({errors.total} in all; the last {len(kept)} follow)")
+            problems.extend(f"listener error: {type(e).__name__}: {e}" for e in kept)
         for connection in list(broker.connections.values()):
             in_process = connection.client_properties.get("product") == IN_PROCESS_PRODUCT
             consumers = [tag for ch in connection.channels.values() for tag in ch.consumers]
@@ -804,7 +816,9 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
                 policies: Iterable[Mapping[str, Any]] = (),
                 operator_policies: Iterable[Mapping[str, Any]] = (),
                 ignore_unsupported: bool = False,
-                base: str | os.PathLike[str] | None = None) -> _broker.Broker:
+                base: str | os.PathLike[str] | None = None,
+                plugins: Iterable[str] = (), random_seed: int | None = None,
+                ) -> _broker.Broker:
     """A fresh broker configured as ``@pytest.mark.embroker(...)`` says.
 
     Args:
@@ -821,6 +835,8 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
         ignore_unsupported: load a topology whose runtime parameters embroker cannot honour
             (shovels, federation upstreams) without them, instead of refusing it.
         base: the folder relative topology paths start from (the test file's folder).
+        plugins: RabbitMQ plugins to enable (``["rabbitmq_delayed_message_exchange"]``...).
+        random_seed: what ``x-random`` exchanges draw from (``broker.plugins.random.seed``).
 
     Raises:
         DefinitionsError: the topology file does not exist (the message names every full path
@@ -832,7 +848,9 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
 
     chosen: Clock | None = ManualClock() if clock is True else (clock or None)
     broker = PublicBroker(clock=chosen, vhosts=("/", *[v for v in vhosts if v != "/"]),
-                          users={"guest": "guest", **(users or {})})
+                          users={"guest": "guest", **(users or {})}, plugins=plugins)
+    if random_seed is not None:
+        broker.plugins.random.seed(random_seed)
     if topology is not None:
         if not isinstance(topology, Mapping):
             topology = _topology_path(topology, base)
@@ -873,9 +891,31 @@ def check_server(server: Server) -> None:
         AssertionError: chained to the server thread's exception.
     """
     __tracebackhide__ = True
-    if server.errors:
-        raise AssertionError(f"the embroker listener met {len(server.errors)} unexpected "
-                             f"error(s): {server.errors!r}") from server.errors[0]
+    with server.broker.locked():
+        total, kept = server.errors.total, list(server.errors)
+    if total:
+        shown = f" (the last {len(kept)} kept)" if total > len(kept) else ""
+        raise AssertionError(f"the embroker listener met {total} unexpected error(s){shown}: "
+                             f"{kept!r}") from kept[0]
+
+
+def held_messages(broker: AnyBroker) -> list[HeldMessage]:
+    """The messages the broker's delayed-message exchanges hold, the earliest due first: each
+    with its due time (broker clock, seconds), delay (ms), vhost, exchange and message.
+
+    Raises:
+        AssertionError: the delayed-message plugin is not enabled.
+        NeedsEmbroker: ``broker`` is a reference RabbitMQ.
+    """
+    __tracebackhide__ = True
+    if not isinstance(broker, model.Broker):
+        raise NeedsEmbroker("held_messages() reads embroker's delayed-message exchanges")
+    store = broker.plugins.delayed
+    if store is None:
+        raise AssertionError("the delayed-message plugin is not enabled: make the broker with "
+                             "plugins=['rabbitmq_delayed_message_exchange'] (@pytest.mark."
+                             "embroker(plugins=[...]))")
+    return store.held()
 
 
 def advance(broker: AnyBroker, seconds: float) -> None:
@@ -892,5 +932,5 @@ def advance(broker: AnyBroker, seconds: float) -> None:
     if not isinstance(clock, ManualClock):
         raise TypeError(f"advance() needs a ManualClock, and this broker's clock is {clock!r}: "
                         "make the broker with clock=True (@pytest.mark.embroker(clock=True))")
-    with broker._lock:
+    with broker.locked():
         clock.advance(seconds)

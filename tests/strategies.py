@@ -23,6 +23,7 @@ from embroker.amqp091._methods import METHOD_CLASSES
 from embroker.amqp091._properties import PROPERTY_NAMES
 from embroker.amqp091._spec import METHODS as METHOD_SPECS
 from embroker.amqp091._spec import MethodSpec
+from embroker.fieldtypes import Long
 
 __all__ = [
     "decimals",
@@ -75,7 +76,9 @@ def _datetimes(max_seconds: int) -> st.SearchStrategy[datetime.datetime]:
 def _scalars(pamqp_compatible: bool) -> st.SearchStrategy[Any]:
     common = [
         st.booleans(),
-        st.integers(-(2**63), 2**63 - 1),
+        # A plain int travels as a signed 32-bit 'I' when it fits and as a 64-bit 'l' when it
+        # does not, which decodes as a Long (its type kept): so a 64-bit value is a Long here.
+        st.integers(-(2**63), 2**63 - 1).map(Long),
         st.integers(-(2**31), 2**31 - 1),
         decimals(),
         st.none(),

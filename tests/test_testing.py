@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import doctest
 import re
 import threading
 
 import pytest
 
-import embroker.testing
 from embroker import Broker, ManualClock
 from embroker.client import Channel
 from embroker.errors import AccessRefused, DefinitionsError, NotFound
@@ -41,10 +39,6 @@ def ch(broker: Broker) -> Channel:
         ch.queue_declare(queue)
         ch.queue_bind(queue, "events", key)
     return ch
-
-
-def test_doctests() -> None:
-    assert doctest.testmod(embroker.testing).failed == 0
 
 
 @pytest.mark.parametrize(("pattern", "key", "hit"), [

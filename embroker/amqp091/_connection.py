@@ -52,6 +52,7 @@ from ._confirms import coalesce
 from ._dispatch import ROUTES, WithContent
 from ._frames import (
     FRAME_MIN_SIZE,
+    FRAME_MIN_SIZE_4_1,
     HEARTBEAT_FRAME,
     PROTOCOL_HEADER,
     ProtocolHeaderKind,
@@ -162,6 +163,7 @@ class ServerConnection:
         self._inbox = bytearray()  # bytes before the protocol header is complete
         self._offer = _handshake.Tuning(channel_max, frame_max, heartbeat)
         self.heartbeat = 0
+        self.mechanism = "PLAIN"
         self.frame_max = FRAME_MIN_SIZE
         self.channel_max = channel_max
         self.client_properties: dict[str, Any] = {}
@@ -341,6 +343,8 @@ class ServerConnection:
     def _handshake(self, method: Method) -> None:
         if isinstance(method, ConnectionStartOk):
             self.client_properties = dict(method.client_properties or {})
+            self.mechanism = method.mechanism
+            events = self.broker.plugins.events
             try:
                 self.user = _handshake.authenticate(self.broker, method, loopback=self.loopback)
             except AccessRefused as exc:
@@ -348,17 +352,23 @@ class ServerConnection:
                     method.mechanism, method.response if isinstance(method.response, bytes)
                     else str(method.response).encode("utf-8", "surrogateescape"))
                 self.refused_login = (method.mechanism, credentials[0] if credentials else None)
+                if events is not None and credentials is not None:
+                    events.authentication(credentials[0], self._peer_details(), failed=True)
                 # RabbitMQ tells only the clients that can take it, then closes the socket.
                 self._fail(exc, drop=True,
                            tell=self._has_capability("authentication_failure_close"))
                 return
+            if events is not None:
+                events.authentication(self.user, self._peer_details())
             self.state = ConnectionState.TUNE_OK
             self._send_method(0, ConnectionTune(channel_max=self._offer.channel_max,
                                                 frame_max=self._offer.frame_max,
                                                 heartbeat=self._offer.heartbeat))
         elif isinstance(method, ConnectionTuneOk):
             try:
-                tuned = _handshake.tune(self._offer, method)
+                tuned = _handshake.tune(self._offer, method, frame_min=(
+                    FRAME_MIN_SIZE_4_1 if self.broker.profile.at_least(4, 1)
+                    else FRAME_MIN_SIZE))
             except NotAllowed as exc:
                 self._fail(exc, drop=True)  # nothing was agreed: no close-ok to wait for
                 return
@@ -368,12 +378,21 @@ class ServerConnection:
         elif isinstance(method, ConnectionOpen):
             self.model = self.broker.open_connection(
                 method.virtual_host, user=self.user, client_properties=self.client_properties,
-                name=f"connection {self.peer}" if self.peer else None)
+                name=f"connection {self.peer}" if self.peer else None,
+                details={**self._peer_details(), "channel_max": self.channel_max,
+                         "frame_max": self.frame_max, "heartbeat": self.heartbeat})
             self.model.on_closed_by_broker = self._closed_by_broker
             self.state = ConnectionState.OPEN
             self._send_method(0, ConnectionOpenOk())
             if self.broker.publishers_blocked and self._has_capability("connection.blocked"):
                 self._send_method(0, ConnectionBlocked(reason=self.broker.blocked_reason))
+
+    def _peer_details(self) -> dict[str, Any]:
+        """What the event exchange says of the peer (``peer_host``, ``peer_port``, ``host``,
+        ``mechanism``)."""
+        host, _, port = self.peer.rpartition(":")
+        return {"peer_host": host.strip("[]"), "peer_port": int(port) if port.isdigit() else 0,
+                "host": host.strip("[]"), "mechanism": self.mechanism}
 
     def _has_capability(self, name: str) -> bool:
         return _handshake.has_capability(self.client_properties, name)

@@ -76,6 +76,7 @@ __all__ = [
     "FRAME_HEARTBEAT",
     "FRAME_METHOD",
     "FRAME_MIN_SIZE",
+    "FRAME_MIN_SIZE_4_1",
     "FRAME_OVERHEAD",
     "FRAME_SIZE_FUDGE",
     "HEARTBEAT_FRAME",
@@ -111,6 +112,8 @@ FRAME_END: Final = 0xCE
 #: "Until the frame-max has been negotiated, both peers MUST accept frames of up to
 #: frame-min-size octets large" (4096).
 FRAME_MIN_SIZE: Final = 4096
+#: The smallest frame-max RabbitMQ 4.1 and later agree to (v4.1.4 rabbit_framing.hrl).
+FRAME_MIN_SIZE_4_1: Final = 8192
 #: Header (7 bytes) plus frame-end (1 byte): frame-max minus this is the largest payload.
 FRAME_OVERHEAD: Final = 8
 #: RabbitMQ accepts payloads this many bytes over the limit (``?FRAME_SIZE_FUDGE``).

@@ -103,10 +103,10 @@ def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = 
     return credentials[0]
 
 
-def tune(offer: Tuning, method: ConnectionTuneOk) -> Tuning:
+def tune(offer: Tuning, method: ConnectionTuneOk, *, frame_min: int = FRAME_MIN_SIZE) -> Tuning:
     """What connection.tune-ok settles on, checked as RabbitMQ 3.10 checks it: a channel_max or
     frame_max of 0 ("no limit") is above what was offered, as is anything larger; a frame_max
-    below 4096 is too small.
+    below ``frame_min`` (4096; RabbitMQ 4.1's is 8192) is too small.
 
     Raises:
         NotAllowed: (530) with RabbitMQ's reason. (RabbitMQ only logs it and closes the socket
@@ -118,10 +118,10 @@ def tune(offer: Tuning, method: ConnectionTuneOk) -> Tuning:
         if allowed and (value == 0 or value > allowed):
             raise NotAllowed(f"failed to negotiate connection parameters: negotiated {name} = "
                              f"{shown} is higher than the maximum allowed value ({allowed})")
-    if method.frame_max < FRAME_MIN_SIZE:
+    if method.frame_max < frame_min:
         raise NotAllowed(f"failed to negotiate connection parameters: negotiated frame_max = "
                          f"{method.frame_max} is lower than the minimum allowed value "
-                         f"({FRAME_MIN_SIZE})")
+                         f"({frame_min})")
     return Tuning(method.channel_max, method.frame_max, method.heartbeat)
 
 

@@ -16,8 +16,10 @@ from ._clock import ManualClock as ManualClock
 from ._clock import SystemClock as SystemClock
 from ._clock import Timer as Timer
 from ._connection import Connection as Connection
+from ._consumer import Browser as Browser
 from ._consumer import Consumer as Consumer
 from ._consumer import Delivery as Delivery
+from ._delayed import HeldMessage as HeldMessage
 from ._events import Cancelled as Cancelled
 from ._events import ChannelEvent as ChannelEvent
 from ._events import Confirmed as Confirmed
@@ -30,6 +32,7 @@ from ._history import MessageEvent as MessageEvent
 from ._message import PROPERTY_NAMES as PROPERTY_NAMES
 from ._message import Message as Message
 from ._message import QueuedMessage as QueuedMessage
+from ._plugins import Plugins as Plugins
 from ._policy import Policy as Policy
 from ._policy import QueueSettings as QueueSettings
 from ._queue import Queue as Queue
@@ -40,10 +43,10 @@ from ._vhost import DeclareOk as DeclareOk
 from ._vhost import VirtualHost as VirtualHost
 
 __all__ = [
-    "PROPERTY_NAMES", "Binding", "Broker", "Cancelled", "Channel", "ChannelEvent", "Clock",
+    "PROPERTY_NAMES", "Binding", "Broker", "Browser", "Cancelled", "Channel", "ChannelEvent", "Clock",
     "Confirmed", "Connection", "Consumer", "DeclareOk", "Delivered", "Delivery", "Exchange",
-    "Explanation", "Fate", "HashedPassword", "ManualClock", "Message", "MessageEvent", "Outcome",
-    "Permissions", "Policy", "Queue", "QueueSettings", "QueuedMessage", "Returned", "RoutingDecision",
-    "SystemClock", "Timer",
+    "Explanation", "Fate", "HashedPassword", "HeldMessage", "ManualClock", "Message", "MessageEvent",
+    "Outcome", "Permissions", "Plugins", "Policy", "Queue", "QueueSettings", "QueuedMessage",
+    "Returned", "RoutingDecision", "SystemClock", "Timer",
     "TopicPermissions", "VirtualHost",
 ]

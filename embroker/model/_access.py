@@ -98,13 +98,51 @@ if TYPE_CHECKING:
     from ._broker import Broker
     from ._connection import Connection
     from ._message import Message
+    from ._plugins import Plugins
     from ._vhost import VirtualHost
 
 __all__ = [
-    "FULL_ACCESS", "HASHING_ALGORITHMS", "MD5", "SHA256", "SHA512", "AccessControl", "Grant",
-    "HashedPassword", "Permissions", "TopicPermissions", "User", "UserAdministration",
-    "hash_password", "is_loopback",
+    "FULL_ACCESS",
+    "HASHING_ALGORITHMS",
+    "MANAGEMENT_TAGS",
+    "MD5",
+    "SHA256",
+    "SHA512",
+    "AccessControl",
+    "Grant",
+    "HashedPassword",
+    "ManagementRefused",
+    "Permissions",
+    "TopicPermissions",
+    "User",
+    "UserAdministration",
+    "hash_password",
+    "is_loopback",
 ]
+
+# -- the management API's tags ------------------------------------------------------------------
+
+#: The user tags the management API knows (``rabbit_mgmt_util``), most powerful first.
+MANAGEMENT_TAGS: Final = ("administrator", "monitoring", "policymaker", "management")
+
+_NOT_TAGGED: Final = {
+    "administrator": "Not administrator user",
+    "monitoring": "Not monitor user",
+    "policymaker": "Not policymaker user",
+    "management": "Not management user",
+}
+
+
+class ManagementRefused(AccessControlError):
+    """The management API refuses a user (HTTP 401, ``not_authorised``): RabbitMQ's reason as
+    the text (``"Not administrator user"``). ``challenge``: the credentials themselves failed
+    (the answer asks for others, ``WWW-Authenticate``)."""
+
+    def __init__(self, reason: str, *, challenge: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.challenge = challenge
+
 
 # -- passwords ---------------------------------------------------------------------------------
 
@@ -305,7 +343,62 @@ class AccessControl:
             return False
         if not _password_matches(user.password, password):
             return False
+        return self.allowed_from(name, loopback=loopback)
+
+    def allowed_from(self, name: str, *, loopback: bool) -> bool:
+        """Whether ``name`` may connect from where the client is: a loopback-only user (guest,
+        RabbitMQ's ``loopback_users``) only over a loopback interface. Checked for any way of
+        logging in, AMQP 1.0's SASL ANONYMOUS (no password) included."""
         return loopback or name not in self.loopback_users
+
+    # -- the management API (rabbit_mgmt_util) -------------------------------------------------
+
+    def management_login(self, name: str, password: str, *, loopback: bool) -> frozenset[str]:
+        """Log in to the management API as RabbitMQ's ``rabbit_mgmt_util:is_authorized`` does:
+        the AMQP login (:meth:`login`), then one of :data:`MANAGEMENT_TAGS`. Returns the user's
+        management tags.
+
+        Raises:
+            ManagementRefused: ``"Login failed"`` (a wrong name, password or place: the client
+                is asked for credentials again) or ``"Not management user"``.
+        """
+        if not self.login(name, password, loopback=loopback):
+            raise ManagementRefused("Login failed", challenge=True)
+        tags = self.management_tags(name)
+        if not tags:
+            raise ManagementRefused("Not management user")
+        return tags
+
+    def management_tags(self, name: str) -> frozenset[str]:
+        """The management tags of ``name`` (:data:`MANAGEMENT_TAGS`; ``administrator`` implies
+        the others, ``monitoring`` implies ``management``, ``policymaker`` too)."""
+        user = self.users.get(name)
+        tags = set(user.tags) & set(MANAGEMENT_TAGS) if user is not None else set()
+        if "administrator" in tags:
+            tags |= set(MANAGEMENT_TAGS)
+        if tags & {"monitoring", "policymaker"}:
+            tags.add("management")
+        return frozenset(tags)
+
+    def visible_vhosts(self, name: str, vhosts: Iterable[str]) -> list[str]:
+        """The vhosts of ``vhosts`` the management API shows ``name``
+        (``rabbit_mgmt_util:list_visible_vhosts``): all of them to ``monitoring`` and
+        ``administrator`` users, to others those they have permissions in."""
+        tags = self.management_tags(name)
+        if "monitoring" in tags:
+            return list(vhosts)
+        return [v for v in vhosts if self.permissions(name, v) is not None]
+
+    def check_management(self, name: str, tag: str, vhost: str | None = None) -> None:
+        """Raise :class:`ManagementRefused` unless ``name`` may use what needs ``tag``
+        (``"administrator"``, ``"monitoring"``, ``"policymaker"`` or ``"management"``) in
+        ``vhost`` (when given: a permissions entry there, as ``is_authorized_vhost``; a
+        ``monitoring`` user may look at any vhost)."""
+        tags = self.management_tags(name)
+        if tag not in tags:
+            raise ManagementRefused(_NOT_TAGGED[tag])
+        if vhost is not None and self.permissions(name, vhost) is None:
+            raise ManagementRefused("User not authorised to access virtual host")
 
     # -- authorization -------------------------------------------------------------------------
 
@@ -354,6 +447,13 @@ class AccessControl:
         for user in self.users.values():
             if user.default:
                 self._permissions.setdefault((user.name, vhost), FULL_ACCESS)
+
+    def vhost_deleted(self, vhost: str) -> None:
+        """A virtual host was deleted: every permission and topic permission in it goes."""
+        for key in [k for k in self._permissions if k[1] == vhost]:
+            del self._permissions[key]
+        for tkey in [k for k in self._topic_permissions if k[1] == vhost]:
+            del self._topic_permissions[tkey]
 
     def set_permissions(self, user: str, vhost: str, permissions: Permissions) -> None:
         for expression in permissions:
@@ -477,6 +577,12 @@ class Grant:
         if exchange is not None and exchange.type == "topic":
             self._access.check_topic(self.user, self.vhost, source, routing_key, "read")
 
+    def write_exchange(self, name: str) -> None:
+        """Publishing to exchange ``name`` at all: the write permission basic.publish checks
+        first (and RabbitMQ 4's AMQP 1.0 checks when a link to the exchange attaches)."""
+        if self._access is not None:
+            self._check("exchange", name, "write")
+
     def publish(self, vhost: VirtualHost, message: Message) -> None:
         """basic.publish (after the size check); a refusal is recorded on the trace, as the
         model's own refusals of a publish are."""
@@ -513,6 +619,7 @@ class UserAdministration:
     vhosts: dict[str, VirtualHost]
     connections: dict[int, Connection]
     _lock: threading.RLock
+    plugins: Plugins
 
     @property
     def users(self) -> Mapping[str, str]:
@@ -541,6 +648,10 @@ class UserAdministration:
             if name in self.access.users:
                 raise AccessControlError(f"user '{name}' already exists")
             self.access.users[name] = User(name, password, tags=tags)
+            if self.plugins.events is not None:
+                self.plugins.events.user_event("user.created", name)
+                if tags:
+                    self.plugins.events.user_event("user.tags.set", name, tags=list(tags))
 
     def delete_user(self, name: str) -> None:
         """``rabbitmqctl delete_user``: the user, its permissions and topic permissions go, and
@@ -548,6 +659,8 @@ class UserAdministration:
         with self._lock:
             self._user(name)
             self.access.forget(name)
+            if self.plugins.events is not None:
+                self.plugins.events.user_event("user.deleted", name)
             for connection in list(self.connections.values()):
                 if connection.access.restricted and connection.access.user == name:
                     connection.close_by_broker(ConnectionForced(f"user '{name}' is deleted"))
@@ -556,17 +669,23 @@ class UserAdministration:
         """``rabbitmqctl change_password`` (open connections stay open)."""
         with self._lock:
             self._user(name).password = password
+            if self.plugins.events is not None:
+                self.plugins.events.user_event("user.password.changed", name)
 
     def clear_password(self, name: str) -> None:
         """``rabbitmqctl clear_password``: the user can no longer log in with a password."""
         with self._lock:
             self._user(name).password = HashedPassword("")
+            if self.plugins.events is not None:
+                self.plugins.events.user_event("user.password.cleared", name)
 
     def set_user_tags(self, name: str, *tags: str) -> None:
         """``rabbitmqctl set_user_tags`` (kept and exported; embroker has no management UI to
         give them a meaning)."""
         with self._lock:
             self._user(name).tags = list(tags)
+            if self.plugins.events is not None:
+                self.plugins.events.user_event("user.tags.set", name, tags=list(tags))
 
     def set_permissions(self, user: str, configure: str, write: str, read: str, *,
                         vhost: str = "/") -> None:
@@ -577,6 +696,8 @@ class UserAdministration:
             self._user(user)
             self.access.set_permissions(user, self._vhost_name(vhost),
                                         Permissions(configure, write, read))
+            if self.plugins.events is not None:
+                self.plugins.events.permission_set(user, vhost, configure, write, read)
 
     def clear_permissions(self, user: str, *, vhost: str = "/") -> None:
         """``rabbitmqctl clear_permissions [-p vhost] user``: no more access to ``vhost`` (open
@@ -584,6 +705,8 @@ class UserAdministration:
         with self._lock:
             self._user(user)
             self.access.clear_permissions(user, self._vhost_name(vhost))
+            if self.plugins.events is not None:
+                self.plugins.events.permission_cleared(user, vhost)
 
     def set_topic_permissions(self, user: str, exchange: str, write: str, read: str, *,
                               vhost: str = "/") -> None:
@@ -595,6 +718,8 @@ class UserAdministration:
             self._user(user)
             self.access.set_topic_permissions(user, self._vhost_name(vhost),
                                               TopicPermissions(exchange, write, read))
+            if self.plugins.events is not None:
+                self.plugins.events.topic_permission_set(user, vhost, exchange, write, read)
 
     def clear_topic_permissions(self, user: str, exchange: str | None = None, *,
                                 vhost: str = "/") -> None:
@@ -602,6 +727,8 @@ class UserAdministration:
         with self._lock:
             self._user(user)
             self.access.clear_topic_permissions(user, self._vhost_name(vhost), exchange)
+            if self.plugins.events is not None:
+                self.plugins.events.topic_permission_cleared(user, vhost)
 
     def list_permissions(self, vhost: str = "/") -> dict[str, Permissions]:
         """``rabbitmqctl list_permissions [-p vhost]``: user name -> permissions."""

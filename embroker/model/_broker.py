@@ -6,17 +6,20 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 from .._version import __version__
-from ..errors import NotAllowed
+from ..errors import ConnectionForced, NotAllowed
 from . import _definitions
 from ._access import UNRESTRICTED, AccessControl, UserAdministration
 from ._clock import Clock, SystemClock
 from ._connection import Connection
 from ._exchange import Exchange
 from ._faults import DeliveryFault, PublishNack
+from ._plugins import Plugins
 from ._policy import PolicyCommands
+from ._profile import Profile
 from ._queue import Queue
 from ._trace import Trace
 from ._vhost import VirtualHost
@@ -25,9 +28,11 @@ __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "Broker"]
 
 #: RabbitMQ's default ``max_message_size``: 128 MiB.
 DEFAULT_MAX_MESSAGE_SIZE = 128 * 1024 * 1024
+#: RabbitMQ 4's: 16 MiB (v4.1.4 deps/rabbit/Makefile).
+DEFAULT_MAX_MESSAGE_SIZE_4 = 16 * 1024 * 1024
 
 
-def _server_properties(as_rabbitmq: str | None,
+def _server_properties(as_rabbitmq: str | None, profile: Profile,
                        overrides: Mapping[str, Any] | None) -> dict[str, Any]:
     if as_rabbitmq is None:
         properties: dict[str, Any] = {
@@ -37,11 +42,15 @@ def _server_properties(as_rabbitmq: str | None,
                            "tests",
         }
     else:
+        version = profile.presented_version
         properties = {
-            "product": "RabbitMQ", "version": as_rabbitmq, "platform": "Erlang/OTP 25.2.3",
-            "copyright": "Copyright (c) 2007-2022 VMware, Inc. or its affiliates.",
+            "product": "RabbitMQ", "version": version,
+            "platform": "Erlang/OTP 26.2.5" if profile.rabbitmq4 else "Erlang/OTP 25.2.3",
+            "copyright": "Copyright (c) 2007-2025 Broadcom Inc and/or its subsidiaries"
+                         if profile.rabbitmq4 else
+                         "Copyright (c) 2007-2022 VMware, Inc. or its affiliates.",
             "cluster_name": "rabbit@embroker",
-            "information": f"embroker {__version__} presenting itself as RabbitMQ {as_rabbitmq}: "
+            "information": f"embroker {__version__} presenting itself as RabbitMQ {version}: "
                            "an embedded AMQP broker with RabbitMQ's semantics, for tests",
         }
     if overrides:
@@ -68,24 +77,36 @@ class Broker(UserAdministration, PolicyCommands):
         trace_events: whether to record what happens to each message after routing
             (deliveries, acks, expiry...: ``broker.trace[-1].history()``).
         max_message_size: the largest message body a client may publish, in bytes (RabbitMQ's
-            ``max_message_size``, 128 MiB by default); a larger one is refused with 406.
+            ``max_message_size``, 128 MiB by default, 16 MiB as RabbitMQ 4); a larger one is
+            refused with 406.
         server_properties: what the broker says of itself to clients (AMQP 0-9-1
             ``connection.start``'s server-properties; ``product``, ``version``, ``platform``,
             ``cluster_name``, ``information``...), over the defaults; ``capabilities`` are the
             protocol layer's and cannot be set here.
-        as_rabbitmq: present the broker as that RabbitMQ version (``"3.10.8"``): product
-            ``RabbitMQ``, that version, RabbitMQ's platform and cluster-name style, and an
-            ``information`` that still says it is embroker. For clients and tools that branch
-            on the product (RabbitMQ's AMQP 1.0 client, amqplib's tests). ``server_properties``
-            still apply on top.
+        as_rabbitmq: present the broker as that RabbitMQ version (``"3.10.8"``, or
+            ``"4.1.x"`` for a minor version's behaviour): product ``RabbitMQ``, that version,
+            RabbitMQ's platform and cluster-name style, and an ``information`` that still says
+            it is embroker. For clients and tools that branch on the product (RabbitMQ's AMQP
+            1.0 client, amqplib's tests). ``server_properties`` still apply on top. A RabbitMQ 4
+            version also switches the behaviours RabbitMQ 4 changed (:attr:`profile`; see
+            docs/conformance.md).
+        deprecated_features: with a RabbitMQ 4 version, the deprecated features to deny
+            (``{"amqp_address_v1": False}``, as ``deprecated_features.permit.amqp_address_v1 =
+            false`` in rabbitmq.conf; see :data:`~embroker.model._profile.DEPRECATED_FEATURES`).
         memory_high_watermark: when the message bodies held in queues pass this many bytes,
             publishers are blocked as by RabbitMQ's memory alarm (connection.blocked, and the
             listener stops reading from connections that publish) until they drop below it
             again; checked by :meth:`tick` and by the listener. ``None``: no limit.
+        plugins: RabbitMQ plugins to enable, by RabbitMQ's names
+            (``rabbitmq_delayed_message_exchange``, ``rabbitmq_consistent_hash_exchange``,
+            ``rabbitmq_sharding`` for ``x-modulus-hash``, ``rabbitmq_random_exchange``,
+            ``rabbitmq_recent_history_exchange``, ``rabbitmq_event_exchange``): the exchange
+            types they bring exist only then (see :attr:`plugins`, docs/plugins.md).
 
     Every call into the model, from the listener's thread or a test's, runs under the broker's
-    one lock (held by the in-process client, the listener and the testing helpers, never by the
-    caller).
+    one lock: the in-process client, the listener and the testing helpers take it, and the
+    reads the documentation shows take it for their snapshot, so a caller needs it only to
+    hold the broker still across several reads (:meth:`locked`; see docs/threads.md).
 
     Policies, operator policies and vhost limits are set with ``rabbitmqctl``'s commands
     (:meth:`set_policy`, :meth:`clear_policy`, :meth:`set_operator_policy`,
@@ -95,11 +116,13 @@ class Broker(UserAdministration, PolicyCommands):
     def __init__(self, *, clock: Clock | None = None, vhosts: tuple[str, ...] = ("/",),
                  users: Mapping[str, str] | None = None, trace_limit: int = 10_000,
                  trace_bytes: int = 64 * 1024 * 1024, trace_events: bool = True,
-                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 max_message_size: int | None = None,
                  memory_high_watermark: int | None = None,
                  server_properties: Mapping[str, Any] | None = None,
                  as_rabbitmq: str | None = None,
-                 loopback_users: Iterable[str] = ("guest",)) -> None:
+                 deprecated_features: Mapping[str, bool] | None = None,
+                 loopback_users: Iterable[str] = ("guest",),
+                 plugins: Iterable[str] = ()) -> None:
         self._lock = threading.RLock()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.clock._guard = self._lock  # ManualClock.advance() holds it
@@ -112,8 +135,10 @@ class Broker(UserAdministration, PolicyCommands):
         #: The most recent routing decisions, oldest first.
         self.trace = Trace(trace_limit, trace_bytes, events=trace_events, lock=self._lock)
         #: What the broker says of itself to clients (see ``server_properties`` above).
-        self.server_properties = _server_properties(as_rabbitmq, server_properties)
-        self.max_message_size = max_message_size
+        self.profile = Profile.parse(as_rabbitmq, deprecated_features)
+        self.server_properties = _server_properties(as_rabbitmq, self.profile, server_properties)
+        self.max_message_size = max_message_size if max_message_size is not None else (
+            DEFAULT_MAX_MESSAGE_SIZE_4 if self.profile.rabbitmq4 else DEFAULT_MAX_MESSAGE_SIZE)
         self.memory_high_watermark = memory_high_watermark
         self._memory_alarm = False
         self.publishers_blocked = False
@@ -128,12 +153,37 @@ class Broker(UserAdministration, PolicyCommands):
         # Faults a test armed (embroker.faults): nacked publishes, drops on delivery.
         self._publish_faults: list[PublishNack] = []
         self._delivery_faults: list[DeliveryFault] = []
+        #: The enabled plugins and their state (exchange types, ``x-random``'s seeded source,
+        #: the delayed messages held, the event exchange).
+        self.plugins = Plugins(self, plugins)
         for name in vhosts:
             self.add_vhost(name)
+        self.plugins.start()
 
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} vhosts={list(self.vhosts)} "
                 f"connections={len(self.connections)}>")
+
+    def locked(self) -> AbstractContextManager[object]:
+        """Hold the broker still: ``with broker.locked(): ...``. While the block runs, no other
+        thread changes the broker (the listener's loop, a client in another thread and
+        expiry wait), so several reads agree with each other, and the live containers of the
+        model (``vhost.queues``, ``exchange.bindings``, ``broker.connections``,
+        ``queue.consumers``...) can be walked.
+
+        Reentrant and cheap: the context manager is the broker's one lock (the same object on
+        every call; keep it if you like). Hold it briefly: the listener serves nobody
+        meanwhile. The reads the documentation shows (``broker.trace``, a decision's
+        ``history()`` and ``explain()``, ``queue.messages``, ``server.connections``...) take
+        it themselves; see docs/threads.md for the whole contract.
+
+        >>> broker = Broker()
+        >>> with broker.locked():
+        ...     names = sorted(broker.vhost("/").exchanges)
+        >>> names[:2]
+        ['', 'amq.direct']
+        """
+        return self._lock
 
     # -- virtual hosts -------------------------------------------------------------------------
 
@@ -144,7 +194,29 @@ class Broker(UserAdministration, PolicyCommands):
             if vhost is None:
                 vhost = self.vhosts[name] = VirtualHost(self, name)
                 self.access.vhost_added(name)
+                if self.plugins.events is not None:
+                    self.plugins.events.vhost_added(vhost)
             return vhost
+
+    def delete_vhost(self, name: str) -> None:
+        """``rabbitmqctl delete_vhost``: its connections are closed (320 CONNECTION_FORCED
+        "vhost 'x' is deleted"), its queues deleted with their messages (their consumers
+        cancelled), its exchanges, policies, limits and permissions gone.
+
+        Raises:
+            NotAllowed: (530) no such virtual host.
+        """
+        with self._lock:
+            vhost = self.vhost(name)
+            for connection in list(self.connections.values()):
+                if connection.vhost is vhost:
+                    connection.close_by_broker(ConnectionForced(f"vhost '{name}' is deleted"))
+            for queue in list(vhost.queues.values()):
+                vhost.delete_queue_object(queue)
+            vhost.exchanges.clear()
+            del self.vhosts[name]
+            self.access.vhost_deleted(name)
+            _definitions.vhost_deleted(self, name)
 
     def vhost(self, name: str = "/") -> VirtualHost:
         try:
@@ -169,7 +241,8 @@ class Broker(UserAdministration, PolicyCommands):
 
     def open_connection(self, vhost: str = "/", *, user: str | None = None,
                         client_properties: dict[str, Any] | None = None,
-                        name: str | None = None) -> Connection:
+                        name: str | None = None,
+                        details: dict[str, Any] | None = None) -> Connection:
         """Open a model-level connection to ``vhost``: what the protocol layers and the
         in-process client build on (a test wants :meth:`embroker.Broker.connect`).
 
@@ -177,6 +250,8 @@ class Broker(UserAdministration, PolicyCommands):
             user: the user whose permissions every operation is checked against (logged in
                 already: no password here); ``None`` for a connection that is not checked
                 (it acts as ``guest``).
+            details: what the protocol layer knows of it (``peer_host``, ``peer_port``,
+                ``channel_max``, ``frame_max``, ``heartbeat``, ``mechanism``), for events.
 
         Raises:
             NotAllowed: (530) no such virtual host, ``user`` has no access to it, or its
@@ -186,12 +261,17 @@ class Broker(UserAdministration, PolicyCommands):
             host = self.vhost(vhost)
             if user is None:
                 host.policies.check_connection_limit("guest")
-                return Connection(host, user="guest", client_properties=client_properties,
-                                  name=name, access=UNRESTRICTED)
-            host.policies.check_connection_limit(user)
-            self.access.check_vhost(user, vhost)
-            return Connection(host, user=user, client_properties=client_properties, name=name,
-                              access=self.access.grant(user, vhost))
+                connection = Connection(host, user="guest", client_properties=client_properties,
+                                        name=name, access=UNRESTRICTED)
+            else:
+                host.policies.check_connection_limit(user)
+                self.access.check_vhost(user, vhost)
+                connection = Connection(host, user=user, client_properties=client_properties,
+                                        name=name, access=self.access.grant(user, vhost))
+            connection.details = dict(details or {})
+            if self.plugins.events is not None:
+                self.plugins.events.connection_created(connection)
+            return connection
 
     # -- resource alarms ------------------------------------------------------------------------
 
@@ -271,6 +351,9 @@ class Broker(UserAdministration, PolicyCommands):
     def _check(self) -> None:
         """Assert every internal invariant (for tests)."""
         with self._lock:
+            self.trace._check()
+            if self.plugins.delayed is not None:
+                self.plugins.delayed._check()
             for vhost in self.vhosts.values():
                 vhost._check()
             for connection in self.connections.values():

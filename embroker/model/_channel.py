@@ -31,12 +31,12 @@ from ..errors import (
     NotImplementedAMQP,
     PreconditionFailed,
 )
-from . import _faults, _history
+from . import _faults, _firehose, _history
 from ._arguments import parse_expiration, validate_consumer_arguments
-from ._consumer import Consumer, Delivery, Unacked
+from ._consumer import Browser, Consumer, Delivery, Unacked
 from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
 from ._message import Message, QueuedMessage
-from ._names import REPLY_TO, random_name
+from ._names import REPLY_TO, random_name, reply_name
 from ._tx import HeldPublish, HeldSettlement, Settlement, TxRecord
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class ReplyConsumer:
     def __init__(self, channel: Channel, tag: str) -> None:
         self.channel = channel
         self.tag = tag
-        self.address = f"{REPLY_TO}.{random_name('')}.{random_name('')}"
+        self.address = reply_name()
 
     def deliver(self, message: Message) -> None:
         """Deliver a reply. As RabbitMQ, it does not take a delivery tag of its own (the
@@ -156,11 +156,11 @@ class Channel:
             self.connection.access.exchange_declare(self.vhost, exchange, exchange_type, arguments)
         self.vhost.declare_exchange(exchange, exchange_type, passive=passive, durable=durable,
                                     auto_delete=auto_delete, internal=internal,
-                                    arguments=arguments or {})
+                                    arguments=arguments or {}, user=self.connection.user)
 
     def exchange_delete(self, exchange: str, *, if_unused: bool = False) -> None:
         self.connection.access.exchange_delete(exchange)
-        self.vhost.delete_exchange(exchange, if_unused=if_unused)
+        self.vhost.delete_exchange(exchange, if_unused=if_unused, user=self.connection.user)
 
     def exchange_bind(self, destination: str, source: str, routing_key: str = "",
                       arguments: dict[str, Any] | None = None) -> None:
@@ -304,15 +304,18 @@ class Channel:
     def _publish(self, message: Message, mandatory: bool, expiration: float | None) -> bool:
         """Route and enqueue; False when a queue refused the message (overflow)."""
         queues = self.vhost.route(message.exchange, message, mandatory)
+        if self.vhost.tracing:
+            _firehose.published(self, message, queues)
         if self.confirm_mode and self._publish_faults and _faults.nack(
                 self, message, queues):
             return False  # a test injected a nack (embroker.faults)
-        if not message.exchange and message.routing_key.startswith(REPLY_TO):
-            self.vhost.deliver_replies(message)  # (not counted as routed: see deliver_replies)
+        if (not message.exchange and message.routing_key.startswith(REPLY_TO)
+                and self.vhost.deliver_replies(message)):
+            mandatory = False  # RabbitMQ 4.2: routed to a volatile queue (not returned)
         if queues:
             accepted = True
             for queue in queues:
-                if not queue.publish(message, expiration):
+                if not queue.publish(message, expiration, self):
                     accepted = False
             return accepted
         if mandatory:
@@ -321,6 +324,23 @@ class Channel:
             self.listener(Returned(self.number, _NO_ROUTE.reply_code, _NO_ROUTE.reply_text,
                                    message.exchange, message.routing_key, message))
         return True
+
+    def check_publish(self, exchange: str, *, queue: str | None = None) -> None:
+        """Whether this channel may publish to ``exchange`` at all (to ``queue`` through it,
+        when given), checked as basic.publish checks its exchange but without publishing: the
+        queue exists, then write permission on the exchange, then the exchange exists and is
+        not internal. RabbitMQ 4's AMQP 1.0 checks this when a link to a fixed node attaches
+        (``rabbit_amqp_session:ensure_target/4``, ``check_exchange/4``); each publish is checked
+        again.
+
+        Raises:
+            NotFound: (404) no such queue or exchange.
+            AccessRefused: (403) no write permission, or the exchange is internal.
+        """
+        if queue is not None:
+            self.vhost.lookup_queue(queue)
+        self.connection.access.write_exchange(exchange)
+        self.vhost.target_exchange(exchange)
 
     def confirm_select(self) -> None:
         """confirm.select: from now on every publish is confirmed with a sequence number.
@@ -388,6 +408,8 @@ class Channel:
         else:
             self._unacked[tag] = Unacked(q, entry, None)
         _history.got(self, q.name, entry, tag, no_ack)
+        if self.vhost.tracing:
+            _firehose.delivered(self, q.name, entry.message, entry.redelivered)
         message = q.outgoing(entry, get=True) if q.quorum else entry.message
         if self._delivery_faults:
             _faults.delivered(self, entry.message)
@@ -407,10 +429,13 @@ class Channel:
                 self._volume += 1
         _history.delivered(self, queue.name, entry.message, consumer.tag, tag, entry.redelivered,
                            consumer.no_ack)
+        if self.vhost.tracing:
+            _firehose.delivered(self, queue.name, entry.message, entry.redelivered)
         message = queue.outgoing(entry) if queue.quorum else entry.message
         if self.listener is not None:
             self.listener(Delivered(self.number, consumer.tag, tag, entry.redelivered,
-                                    message.exchange, message.routing_key, message))
+                                    message.exchange, message.routing_key, message,
+                                    entry.failures))
         if self._delivery_faults:
             _faults.delivered(self, entry.message)
 
@@ -444,7 +469,23 @@ class Channel:
                             arguments=arguments, prefetch=self.prefetch_count)
         self.consumers[consumer_tag] = consumer
         q.add_consumer(consumer)
+        events = self.vhost.broker.plugins.events
+        if events is not None:
+            events.consumer_created(consumer)
         return consumer_tag
+
+    def browse(self, queue: str) -> Browser:
+        """Look at a queue's ready messages without taking them (AMQP 1.0's distribution-mode
+        ``copy``). Checked as basic.consume is: read permission, then that the queue exists and
+        is not another connection's exclusive queue.
+
+        Raises:
+            AccessRefused: (403) no read permission on the queue.
+            NotFound: (404) no such queue.
+            ResourceLocked: (405) an exclusive queue of another connection.
+        """
+        self.connection.access.read_queue(self._queue_name(queue))
+        return Browser(self._queue(queue))
 
     def _consume_replies(self, consumer_tag: str, no_ack: bool) -> str:
         # Direct reply-to: the pseudo-queue amq.rabbitmq.reply-to delivers replies straight to
@@ -479,6 +520,9 @@ class Channel:
         queue = consumer.queue
         if not queue.remove_consumer(consumer):  # the queue is gone already
             return
+        events = self.vhost.broker.plugins.events
+        if events is not None:
+            events.consumer_deleted(consumer, self.connection.user)
         if queue.auto_delete and not queue.consumer_count and not queue.deleted:
             self.vhost.delete_queue_object(queue)
 
@@ -495,6 +539,9 @@ class Channel:
         messages counts them, basic.get ones included (which their acks never give back)."""
         if prefetch_size:
             raise NotImplementedAMQP(f"prefetch_size!=0 ({prefetch_size})")
+        if global_ and not self.vhost.broker.profile.permits("global_qos"):
+            global_ = False  # RabbitMQ 4, global_qos denied: per consumer, no error (v4.1.4
+            # rabbit_channel:handle_method(#'basic.qos'{global = true}))
         was_reached = self.global_limit_reached()
         if global_:
             if prefetch_count and not self.global_prefetch:
@@ -546,8 +593,8 @@ class Channel:
         basic.get ones first, then tags in byte order, each group settled by its queue (which
         gives its consumers their credit back and goes on delivering) before the next; then the
         channel's global limit gets its room back."""
-        _history.settled(self, taken, settlement is Settlement.ACK,
-                         settlement is Settlement.REQUEUE, method)
+        requeue = settlement.requeues
+        _history.settled(self, taken, settlement is Settlement.ACK, requeue, method)
         if len(taken) == 1:
             groups: list[list[tuple[int, Unacked]]] = [taken]
         else:
@@ -568,7 +615,10 @@ class Channel:
                     consumer.unacked -= 1
                     consumed += 1
             entries = [unacked.entry for _tag, unacked in group]
-            if settlement is Settlement.REQUEUE:
+            if settlement.failed:
+                for entry in entries:
+                    entry.failures += 1
+            if requeue:
                 _history.requeued(self.vhost.broker.clock, queue, entries, method)
             if queue.deleted:
                 continue
@@ -576,7 +626,7 @@ class Channel:
                 queue.unblock(self)  # credit back first, as rabbit_queue_consumers
             if settlement is Settlement.ACK:
                 queue.settle(len(entries))
-            elif settlement is Settlement.REQUEUE:
+            elif requeue:
                 queue.requeue(entries)
             else:
                 queue.reject(entries)
@@ -611,6 +661,28 @@ class Channel:
         self._settle_or_hold(self._take_unacked(delivery_tag, False),
                              Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.reject")
 
+    def modify(self, delivery_tag: int, *, delivery_failed: bool = False,
+               undeliverable_here: bool = False,
+               annotations: dict[str, Any] | None = None) -> None:
+        """Settle a delivery with AMQP 1.0's ``modified`` outcome, as RabbitMQ 4 does
+        (``rabbit_amqp_session:settle_op_from_outcome/1``, then the queue's ``modify``):
+        ``undeliverable_here`` drops it (dead-lettered, reason ``rejected``), else it goes back
+        to its queue; ``delivery_failed`` counts one failed delivery on the message first (the
+        1.0 header's ``delivery-count``, carried to a dead-letter copy). A quorum queue adds
+        ``annotations`` (``x-`` keys) to the message, later deliveries and its dead-letter copy
+        included (rabbit_fifo's ``#modify{}``); other queues ignore them, as RabbitMQ 4's
+        classic queues do. Raises PreconditionFailed (406) "unknown delivery tag N"."""
+        if undeliverable_here:
+            settlement = Settlement.REJECT if delivery_failed else Settlement.DISCARD
+        else:
+            settlement = Settlement.REQUEUE_FAILED if delivery_failed else Settlement.REQUEUE
+        taken = self._take_unacked(delivery_tag, False)
+        unacked = taken[0][1]
+        if annotations and unacked.queue.quorum:
+            entry = unacked.entry
+            entry.annotations = {**(entry.annotations or {}), **annotations}
+        self._settle_or_hold(taken, settlement, "modified")
+
     def _return_to_queues(self, taken: list[tuple[int, Unacked]], cause: str) -> None:
         # A closing channel's deliveries go back, queue by queue, all at once.
         by_queue: dict[int, tuple[Queue, list[QueuedMessage]]] = {}
@@ -639,11 +711,16 @@ class Channel:
             return
         self.is_open = False
         self.connection.channels.pop(self.number, None)
+        events = self.vhost.broker.plugins.events
+        if events is not None:
+            events.channel_closed(self)
         self._stop_replies()
         consumers = list(self.consumers.values())
         self.consumers.clear()
         for consumer in consumers:  # no redelivery to this channel while it closes
             consumer.queue.remove_consumer(consumer, dispatch=False)
+            if events is not None:
+                events.consumer_deleted(consumer, self.connection.user)
         # What an open transaction held goes back too: held acks were never applied.
         taken = sorted([*self._take_held_settlements(), *self._unacked.items()], key=_by_tag)
         self._unacked.clear()

@@ -51,6 +51,9 @@ class Connection:
         self.name = name or f"connection {self.id}"
         self.channels: dict[int, Channel] = {}
         self.exclusive_queues: dict[str, Queue] = {}
+        #: What the protocol layer knows of the connection (peer address, tuned limits...),
+        #: for the event exchange's ``connection.created``; empty in-process.
+        self.details: dict[str, Any] = {}
         self.is_open = True
         vhost.broker.connections[self.id] = self
 
@@ -63,6 +66,9 @@ class Connection:
         if number in self.channels:
             raise channel_already_open()
         channel = self.channels[number] = Channel(self, number)
+        events = self.vhost.broker.plugins.events
+        if events is not None:
+            events.channel_created(channel)
         return channel
 
     def close(self) -> None:
@@ -78,6 +84,9 @@ class Connection:
                 self.vhost.delete_queue_object(queue)
         self.exclusive_queues.clear()
         self.vhost.broker.connections.pop(self.id, None)
+        events = self.vhost.broker.plugins.events
+        if events is not None:
+            events.connection_closed(self)
 
     def close_by_broker(self, error: ConnectionException) -> None:
         """Close it from the broker's side for ``error`` (320 CONNECTION_FORCED when its user is

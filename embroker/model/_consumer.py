@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, final
 
 if TYPE_CHECKING:
@@ -9,7 +10,7 @@ if TYPE_CHECKING:
     from ._message import Message, QueuedMessage
     from ._queue import Queue
 
-__all__ = ["Consumer", "Delivery", "Unacked"]
+__all__ = ["Browser", "Consumer", "Delivery", "Unacked"]
 
 
 @final
@@ -109,3 +110,60 @@ class Unacked(NamedTuple):
     entry: QueuedMessage
     #: The consumer it went to; ``None`` for basic.get.
     consumer: Consumer | None
+
+
+@final
+class Browser:
+    """A look at a queue's ready messages that takes none of them (AMQP 1.0's
+    distribution-mode ``copy``), made by :meth:`Channel.browse <embroker.model.Channel.browse>`
+    once the channel may read the queue. It remembers how far it has read: each message is
+    shown once, in the queue's order, and messages that arrive later are shown when they come.
+    """
+
+    __slots__ = ("_position", "_shown", "queue")
+
+    def __init__(self, queue: Queue) -> None:
+        self.queue = queue
+        # What was shown: in a queue kept in position order, the position (seq) of the last
+        # message shown; in a priority queue (ready messages by priority, then position), the
+        # positions shown that may still be there.
+        self._position = -1
+        self._shown: set[int] | None = set() if queue.prioritised else None
+
+    @property
+    def gone(self) -> bool:
+        """Whether the queue was deleted (nothing more will be shown)."""
+        return self.queue.deleted
+
+    def take(self, limit: int,
+             accept: Callable[[Message], bool] | None = None) -> list[QueuedMessage]:
+        """Up to ``limit`` ready messages not shown before, in queue order; those ``accept``
+        refuses are passed over for good (a browser's selector).
+
+        Runtime complexity: ``O(n)`` for ``n`` ready messages.
+        """
+        queue = self.queue
+        if limit <= 0 or queue.deleted:
+            return []
+        entries = queue.entries
+        seen = self._shown
+        if seen is not None and len(seen) > 2 * len(entries) + 64:
+            seen.intersection_update(entry.seq for entry in entries)  # forget the departed
+        shown: list[QueuedMessage] = []
+        for entry in entries:
+            if seen is None:
+                if entry.seq <= self._position:
+                    continue
+                self._position = entry.seq
+            elif entry.seq in seen:
+                continue
+            else:
+                seen.add(entry.seq)
+            if accept is None or accept(entry.message):
+                shown.append(entry)
+                if len(shown) == limit:
+                    break
+        return shown
+
+    def __repr__(self) -> str:
+        return f"<Browser of queue '{self.queue.name}' after #{self._position}>"

@@ -33,13 +33,14 @@ from typing import TYPE_CHECKING, Any, final
 
 from ..errors import DefinitionsError
 from ._access import SHA256, HashedPassword, export_users, hash_password, load_users
+from ._plugins import PLUGIN_OF_TYPE
 from ._policy import DefinitionsPlan, export_parameters, export_policies, export_vhost_limits
 
 if TYPE_CHECKING:
     from ._broker import Broker
 
 __all__ = ["SHA256", "DefinitionsError", "HashedPassword", "export_definitions", "hash_password",
-           "load_definitions"]
+           "load_definitions", "set_vhost_metadata", "vhost_deleted", "vhost_metadata"]
 
 #: The RabbitMQ version whose semantics embroker follows, written as the exporter's version.
 RABBITMQ_VERSION = "3.10.8"
@@ -60,6 +61,22 @@ def _extra(broker: Broker) -> _Extra:
     if extra is None:
         extra = _extras[broker] = _Extra()
     return extra
+
+
+def vhost_metadata(broker: Broker, name: str) -> dict[str, Any]:
+    """What a vhost was told of itself (``description``, ``tags``; RabbitMQ's metadata)."""
+    found = _extra(broker).vhost_metadata.get(name) or {}
+    return {"description": found.get("description", ""), "tags": list(found.get("tags", []))}
+
+
+def set_vhost_metadata(broker: Broker, name: str, metadata: Mapping[str, Any]) -> None:
+    """Keep a vhost's metadata (exported with it, shown by the management API)."""
+    _extra(broker).vhost_metadata[name] = dict(metadata)
+
+
+def vhost_deleted(broker: Broker, name: str) -> None:
+    """Forget a deleted vhost's metadata."""
+    _extra(broker).vhost_metadata.pop(name, None)
 
 
 def _read(source: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -124,8 +141,10 @@ def load_definitions(broker: Broker, source: str | os.PathLike[str] | Mapping[st
             name = _field(item, "name", "exchanges")
             if name == "" or name.startswith("amq."):
                 continue  # system exchanges: RabbitMQ skips them too
+            xtype = _field(item, "type", "exchanges")
+            _check_plugin(broker, item, name, xtype)
             broker.add_vhost(item.get("vhost", vhost)).declare_exchange(
-                name, _field(item, "type", "exchanges"), durable=bool(item.get("durable", True)),
+                name, xtype, durable=bool(item.get("durable", True)),
                 auto_delete=bool(item.get("auto_delete", False)),
                 internal=bool(item.get("internal", False)), arguments=item.get("arguments") or {})
         plan.apply_policies(broker)
@@ -146,6 +165,19 @@ def load_definitions(broker: Broker, source: str | os.PathLike[str] | Mapping[st
                 item.get("routing_key", ""), item.get("arguments") or {}, None)
         plan.apply_limits(broker)
     return plan.ignored
+
+
+def _check_plugin(broker: Broker, item: Mapping[str, Any], name: str, xtype: Any) -> None:
+    """An exchange of a plugin's type (or a delayed-message exchange routing as one) needs the
+    plugin: say which, rather than RabbitMQ's bare "unknown exchange type"."""
+    for type_name in (xtype, (item.get("arguments") or {}).get("x-delayed-type")):
+        plugin = PLUGIN_OF_TYPE.get(type_name) if isinstance(type_name, str) else None
+        if plugin is not None and plugin not in broker.plugins:
+            where = f"exchange '{name}' in vhost '{item.get('vhost', '/')}'"
+            raise DefinitionsError(
+                f"{where} has type '{type_name}', which the plugin {plugin} brings: enable it "
+                f"(Broker(plugins=['{plugin}']), embroker serve --plugin {plugin}, or "
+                f"@pytest.mark.embroker(plugins=['{plugin}']))")
 
 
 def export_definitions(broker: Broker) -> dict[str, Any]:

@@ -33,6 +33,10 @@ class Delivered(NamedTuple):
     exchange: str
     routing_key: str
     message: Message
+    #: How many of its deliveries failed before (AMQP 1.0 ``modified`` with
+    #: ``delivery-failed``, rejections carried to a dead-letter copy): the 1.0 header's
+    #: ``delivery-count``.
+    failures: int = 0
 
 
 class Returned(NamedTuple):

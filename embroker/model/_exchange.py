@@ -4,6 +4,13 @@ Every type implements the same small interface, as RabbitMQ's ``rabbit_exchange_
 ``validate_binding`` refuses a binding the type cannot use, ``route`` returns the bindings a
 message matches (possibly with duplicates: the caller de-duplicates destinations), and
 ``mismatch`` says in words why one binding did not match (for routing explanations).
+
+RabbitMQ's own types decide one routing key at a time (``route``); the types plugins bring
+(``_plugin_exchanges``, ``_delayed``) see the whole message once (``route_message``: every
+routing key, the headers and the properties, as a plugin's ``route/2`` sees the delivery) and
+may say how they chose (a :class:`Choice`). A few act on a live publish beyond routing it
+(``intercepts``: the delayed-message exchange holds the message, the recent-history exchange
+keeps it), and on a new binding (``before_bind``: recent-history replays to it).
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, final
 
 from typing_extensions import override
@@ -27,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Binding",
+    "Choice",
     "DirectExchange",
     "Exchange",
     "FanoutExchange",
@@ -94,6 +102,19 @@ class Binding:
         return f"<Binding {self.describe()}>"
 
 
+@final
+class Choice(list[Binding]):
+    """The bindings a plugin exchange routed a message to, with how it chose them in words
+    (``"the hash of routing key 'k' fell in bucket 3 of 6: queue 'q2' (buckets 2-3)"``), for
+    the routing explanation."""
+
+    __slots__ = ("note",)
+
+    def __init__(self, bindings: Iterable[Binding] = (), note: str = "") -> None:
+        super().__init__(bindings)
+        self.note = note
+
+
 class Exchange:
     """An exchange of some type; the subclasses implement routing.
 
@@ -104,6 +125,11 @@ class Exchange:
 
     type: ClassVar[str]
     kind: ClassVar[str] = "exchange"
+    #: Whether ``route`` decides for one routing key at a time (RabbitMQ's own types); a type
+    #: that routes the whole message at once (the plugins' types) overrides ``route_message``.
+    per_key: ClassVar[bool] = True
+    #: Whether a live publish through it calls :meth:`intercept` (not a what-if routing).
+    intercepts: ClassVar[bool] = False
 
     def __init__(self, vhost: VirtualHost, name: str, *, durable: bool = False,
                  auto_delete: bool = False, internal: bool = False,
@@ -132,6 +158,11 @@ class Exchange:
 
     # -- the type interface --------------------------------------------------------------------
 
+    @classmethod
+    def validate(cls, vhost: VirtualHost, arguments: Mapping[str, Any]) -> None:
+        """The type's checks of a new exchange's arguments (``validate/1``), before it is made;
+        raises the AMQP error the type raises."""
+
     def validate_binding(self, routing_key: str, arguments: Mapping[str, Any]) -> None:
         """Raise :class:`PreconditionFailed` for a binding this type cannot use."""
 
@@ -143,6 +174,39 @@ class Exchange:
                  headers: Mapping[str, Any] | None) -> str | None:
         """Why ``binding`` does not match, in words; ``None`` when it matches."""
         raise NotImplementedError
+
+    def route_message(self, keys: Sequence[str], headers: Mapping[str, Any] | None,
+                      properties: Mapping[str, Any] | None) -> Sequence[Binding]:
+        """The bindings a message matches, given every routing key it has (the routing key, then
+        those of ``CC`` and ``BCC``), its headers and its properties; may repeat a binding, and
+        may be a :class:`Choice` that says how it chose. By default, :meth:`route` for each
+        key."""
+        if len(keys) == 1:
+            return self.route(keys[0], headers)
+        found: list[Binding] = []
+        for key in keys:
+            found.extend(self.route(key, headers))
+        return found
+
+    def intercept(self, message: Any, routing: Any) -> str | None:
+        """A live publish reached this exchange (only for types with ``intercepts``): act on
+        it beyond routing it; return why the exchange keeps the message from its bindings now
+        (the delayed-message exchange holds it), or ``None`` to route it as usual."""
+        return None
+
+    def before_bind(self, binding: Binding) -> None:
+        """A new binding is about to be added (after ``validate_binding``); raising refuses it."""
+
+    def restarted(self) -> None:
+        """The broker restarted and this (durable) exchange survived: rebuild what RabbitMQ
+        rebuilds, forget what it forgets."""
+
+    def _check(self) -> None:
+        """Assert the type's own invariants (for tests)."""
+
+    def forget_messages(self) -> None:
+        """Drop the messages it keeps itself (``broker.reset()``: a recent-history exchange's
+        history)."""
 
     def _bound(self, binding: Binding) -> None:
         """Index a new binding (types with an index override this)."""

@@ -24,6 +24,10 @@ event              recorded by
 ``dead_lettered``  ``VirtualHost.dead_letter``: republished to the dead-letter exchange
 ``purged``         ``Channel.queue_purge``; ``deleted``: its queue was deleted while it waited;
                    ``lost``: a restart dropped it (not persistent, or not a durable queue)
+``held``           ``DelayedMessages.hold``: a delayed-message exchange holds it for its x-delay
+``released``       ``DelayedMessages``: its delay ran out and it was routed again (its decision)
+``replayed``       ``RecentHistoryExchange.before_bind``: a recent-history exchange replayed it
+                   to a new binding
 =================  ============================================================================
 
 The events live in a plain list shared by the message and its decision (no reference cycle:
@@ -58,7 +62,7 @@ __all__ = ["LIMIT", "EventKind", "Fate", "FateState", "MessageEvent", "RequeueCa
 #: What can happen to a message after routing.
 EventKind = Literal["delivered", "got", "acked", "rejected", "requeued", "expired", "evicted",
                     "delivery_limit", "refused", "dead_lettered", "purged", "deleted", "lost",
-                    "returned", "confirm_nack", "truncated"]
+                    "returned", "confirm_nack", "truncated", "held", "released", "replayed"]
 #: Why a delivered message went back to its queue.
 RequeueCause = Literal["basic.nack", "basic.reject", "basic.recover", "tx.commit",
                        "channel closed", "connection closed"]
@@ -87,6 +91,9 @@ CONFIRM_NACK: Final = "confirm_nack"
 #: The reason a queue "refused" a publish a test had nacked (:mod:`embroker.faults`).
 NACK_INJECTED: Final = "nack-injected"
 TRUNCATED: Final = "truncated"
+HELD: Final = "held"
+RELEASED: Final = "released"
+REPLAYED: Final = "replayed"
 #: The pseudo-queue direct reply-to deliveries are recorded under.
 REPLY_QUEUE = "amq.rabbitmq.reply-to"
 
@@ -123,13 +130,17 @@ class MessageEvent(NamedTuple):
     #: refused: the overflow behaviour; dead_lettered: the reason (rejected, expired, maxlen,
     #: delivery_limit).
     reason: str | None = None
-    #: dead_lettered: the dead-letter exchange.
+    #: dead_lettered: the dead-letter exchange; held, released: the delayed-message exchange;
+    #: replayed: the recent-history exchange.
     exchange: str | None = None
     #: dead_lettered: the routing decision of the republished message (``None`` when the
-    #: dead-letter exchange does not exist).
+    #: dead-letter exchange does not exist); released: the decision of the delayed message's
+    #: routing when its delay ran out.
     decision: RoutingDecision | None = None
     #: truncated: how many earlier events were let go.
     dropped: int | None = None
+    #: held: when the delay runs out, on the broker clock's monotonic time (seconds).
+    until: float | None = None
 
     def __str__(self) -> str:
         return _describe(self)
@@ -157,15 +168,19 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     DEAD_LETTERED: ("reason", "exchange", "decision"),
     CONFIRM_NACK: ("_channel", "delivery_tag"),
     TRUNCATED: ("dropped",),
+    HELD: ("exchange", "until"),
+    RELEASED: ("exchange", "decision"),
+    REPLAYED: ("exchange",),
 }
 
 
 def events_of(events: Sequence[tuple[Any, ...]] | None) -> list[MessageEvent]:
-    """The compact tuples of a message as :class:`MessageEvent` records, oldest first."""
+    """The compact tuples of a message as :class:`MessageEvent` records, oldest first. Call
+    under the broker's lock (the events change under it: a truncation takes two steps)."""
     if not events:
         return []
     out = []
-    for event in list(events):  # a snapshot: the listener's thread may append meanwhile
+    for event in events:
         kind, queue, time, *rest = event
         fields = dict(zip(_FIELDS.get(kind, ()), rest, strict=True))
         channel = fields.pop("_channel", None)
@@ -275,6 +290,25 @@ def dead_lettered(clock: Clock, queue: str, message: Message, reason: str, excha
         _append(events, (DEAD_LETTERED, queue, clock.monotonic(), reason, exchange, decision))
 
 
+def held(clock: Clock, message: Message, exchange: str, until: float) -> None:
+    events = message.history
+    if events is not None:
+        _append(events, (HELD, None, clock.monotonic(), exchange, until))
+
+
+def released(clock: Clock, message: Message, exchange: str,
+             decision: RoutingDecision | None) -> None:
+    events = message.history
+    if events is not None:
+        _append(events, (RELEASED, None, clock.monotonic(), exchange, decision))
+
+
+def replayed(clock: Clock, queue: Queue, message: Message, exchange: str) -> None:
+    events = message.history
+    if events is not None:
+        _append(events, (REPLAYED, queue.name, clock.monotonic(), exchange))
+
+
 def returned(clock: Clock, message: Message) -> None:
     events = message.history
     if events is not None:
@@ -303,7 +337,7 @@ class Fate(NamedTuple):
 
 
 _STATE_OF: dict[str, FateState] = {
-    ACKED: "acked", REQUEUED: "ready", EXPIRED: "expired", EVICTED: "evicted",
+    ACKED: "acked", REQUEUED: "ready", REPLAYED: "ready", EXPIRED: "expired", EVICTED: "evicted",
     DELIVERY_LIMIT: "delivery_limit", REFUSED: "refused", DEAD_LETTERED: "dead_lettered",
     PURGED: "purged", DELETED: "deleted", LOST: "lost",
 }
@@ -352,6 +386,9 @@ def _fate_text(fate: Fate) -> str:
         return "ready, waiting for a consumer"
     event = fate.event
     if state == "ready":
+        if event.kind == REPLAYED:
+            return (f"ready, replayed by x-recent-history exchange '{event.exchange}' to a new "
+                    "binding")
         return f"ready again (requeued: {event.cause})"
     if state in ("unacked", "consumed"):
         how = (f"delivered to consumer '{event.consumer_tag}'" if event.kind == DELIVERED
@@ -414,6 +451,18 @@ def _describe(event: MessageEvent) -> str:
                 f"(publish sequence number {event.delivery_tag})")
     if kind == TRUNCATED:
         return f"({event.dropped} earlier event(s) not kept)"
+    if kind == HELD:
+        return (f"held by x-delayed-message exchange '{event.exchange}' until "
+                f"{event.until:g} s (broker clock)")
+    if kind == RELEASED:
+        target = event.decision
+        reached = (", ".join(repr(q) for q in target.queues) if target is not None
+                   and target.queues else "no queue")
+        return (f"released by x-delayed-message exchange '{event.exchange}' and routed again, "
+                f"reaching {reached}")
+    if kind == REPLAYED:
+        return (f"replayed{where} by x-recent-history exchange '{event.exchange}' to a new "
+                "binding")
     return {
         EXPIRED: f"expired{where}" + (f" ({event.cause})" if event.cause else ""),
         EVICTED: f"evicted{where} (x-max-length, drop-head{_by(event)})",

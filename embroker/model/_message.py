@@ -28,8 +28,8 @@ class Message:
         body: the content body.
     """
 
-    __slots__ = ("amqp10", "body", "encoded_properties", "exchange", "history", "origin",
-                 "properties", "routing_key", "routing_keys")
+    __slots__ = ("amqp10", "body", "deaths", "encoded_properties", "exchange", "failures",
+                 "history", "origin", "properties", "routing_key", "routing_keys")
 
     def __init__(self, exchange: str, routing_key: str, properties: dict[str, Any], body: bytes,
                  encoded_properties: bytes | None = None,
@@ -54,6 +54,12 @@ class Message:
         #: What happened to it after routing, as compact event tuples shared with its routing
         #: decision (see ``_history``); ``None`` until routed, or when the trace records none.
         self.history: list[tuple[Any, ...]] | None = None
+        #: For a dead-lettered copy: the failed deliveries of the message it copies (RabbitMQ
+        #: 4 carries its ``delivery_count`` annotation to the dead-letter queue); else 0.
+        self.failures = 0
+        #: The death history the broker keeps as RabbitMQ 4 (newest first; see
+        #: :class:`~embroker.model._deadletter.Death`); empty for a message a client published.
+        self.deaths: tuple[Any, ...] = ()
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -64,6 +70,15 @@ class Message:
     def headers(self) -> dict[str, Any]:
         """The ``headers`` property, or an empty dict."""
         return self.properties.get("headers") or {}
+
+    def with_headers(self, headers: dict[str, Any]) -> Message:
+        """A copy with other headers (as a queue delivers it), keeping what the broker knows of
+        the message (its keys, failed deliveries and death history)."""
+        copy = Message(self.exchange, self.routing_key, {**self.properties, "headers": headers},
+                       self.body, routing_keys=self.routing_keys)
+        copy.failures = self.failures
+        copy.deaths = self.deaths
+        return copy
 
     def __repr__(self) -> str:
         body = self.body if len(self.body) <= 40 else self.body[:37] + b"..."
@@ -85,7 +100,8 @@ class Message:
 class QueuedMessage:
     """A message in one queue: its position (``seq``) and whether it was delivered before."""
 
-    __slots__ = ("delivery_count", "expires_at", "message", "redelivered", "seq")
+    __slots__ = ("annotations", "delivery_count", "expires_at", "failures", "message",
+                 "redelivered", "seq")
 
     def __init__(self, message: Message, seq: int) -> None:
         self.message = message
@@ -95,6 +111,12 @@ class QueuedMessage:
         self.expires_at: float | None = None
         #: How many times it came back to the queue (quorum queues' ``x-delivery-count``).
         self.delivery_count = 0
+        #: How many of its deliveries failed (AMQP 1.0 ``modified`` with ``delivery-failed``, a
+        #: rejection): the 1.0 header's ``delivery-count``, as RabbitMQ 4 counts it.
+        self.failures = message.failures
+        #: ``x-`` annotations a quorum queue added when the message came back with AMQP 1.0's
+        #: ``modified`` outcome (RabbitMQ 4: shown as message annotations, 0-9-1 headers).
+        self.annotations: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"<QueuedMessage #{self.seq}{' redelivered' if self.redelivered else ''} {self.message!r}>"

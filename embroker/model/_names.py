@@ -3,12 +3,42 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import os
 
-__all__ = ["REPLY_TO", "random_name", "resource"]
+__all__ = ["REPLY_TO", "is_reply_name", "random_name", "reply_name", "resource"]
 
 #: The pseudo-queue of direct reply-to.
 REPLY_TO = "amq.rabbitmq.reply-to"
+
+# RabbitMQ's reply-to names carry the requesting channel's pid, which RabbitMQ 4.2 decodes to
+# route a reply (v4.2.9 rabbit_volatile_queue): embroker's carry a tag of their key instead,
+# so that a name it issued is told from one a client made up, without remembering any.
+_REPLY_SECRET = os.urandom(16)
+
+
+def _reply_tag(key: str) -> str:
+    digest = hmac.new(_REPLY_SECRET, key.encode("ascii"), hashlib.sha256).digest()[:12]
+    return base64.urlsafe_b64encode(digest).decode("ascii")
+
+
+def reply_name() -> str:
+    """A new direct reply-to address: ``amq.rabbitmq.reply-to.TAG.KEY``."""
+    key = random_name("")
+    return f"{REPLY_TO}.{_reply_tag(key)}.{key}"
+
+
+def is_reply_name(name: str) -> bool:
+    """Whether ``name`` is a reply-to address this process issued (RabbitMQ 4.2: one whose pid
+    decodes), whether or not its requester is still there.
+
+    >>> is_reply_name(reply_name()), is_reply_name("amq.rabbitmq.reply-to.made.up")
+    (True, False)
+    """
+    tag, _, key = name[len(REPLY_TO) + 1:].partition(".")
+    return (name.startswith(REPLY_TO + ".") and key.isascii()
+            and hmac.compare_digest(tag, _reply_tag(key)))
 
 
 def random_name(prefix: str) -> str:

@@ -71,7 +71,7 @@ import re
 import threading
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Union, cast, final
 
@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     from ._broker import Broker
     from ._exchange import Exchange
     from ._message import Message
+    from ._profile import Profile
     from ._queue import Queue
     from ._vhost import VirtualHost
 
@@ -93,6 +94,10 @@ __all__ = [
 
 #: What a policy may apply to.
 APPLY_TO: Final = ("all", "exchanges", "queues")
+#: ... and on RabbitMQ 3.12 and later (rabbit_policy:apply_to_validation/2).
+APPLY_TO_4: Final = (*APPLY_TO, "classic_queues", "quorum_queues", "streams")
+_APPLY_TO_TYPE: Final = {"classic": "classic_queues", "quorum": "quorum_queues",
+                         "stream": "streams"}
 
 # -- the keys and their validators (rabbit_policies, rabbit_mirror_queue_misc...) -----------------
 
@@ -103,9 +108,10 @@ def _is_int(value: Any) -> bool:
 _Check = Callable[[Any], 'str | None']
 
 
-def _integer(minimum: int, what: str, maximum: int | None = None) -> _Check:
+def _integer(minimum: int | None, what: str, maximum: int | None = None) -> _Check:
     def check(value: Any) -> str | None:
-        if _is_int(value) and value >= minimum and (maximum is None or value <= maximum):
+        if _is_int(value) and (minimum is None or value >= minimum) and (
+                maximum is None or value <= maximum):
             return None
         return f"{_erlang.term(value)} is not a valid {what}"
     return check
@@ -158,10 +164,22 @@ _BUILTIN: dict[str, _Check] = {
     "initial-cluster-size": _integer(0, "cluster size"),
 }
 
+#: RabbitMQ 4's (v4.1.4 rabbit_policies:validate_policy0/2): ``consumer-timeout`` (3.12) and
+#: ``stream-filter-size-bytes`` (3.13) are new, a ``delivery-limit`` may be any integer (negative:
+#: no limit).
+_BUILTIN_4: dict[str, _Check] = {
+    **_BUILTIN,
+    "consumer-timeout": _integer(0, "consumer timeout"),
+    "delivery-limit": _integer(None, "delivery limit"),
+    "stream-filter-size-bytes": _integer(16, "filter size. Valid range is 16-255", 255),
+}
+
 #: The keys an operator policy may set (rabbit_policies' operator_policy_validator).
 OPERATOR_KEYS: Final = frozenset({"expires", "message-ttl", "max-length", "max-length-bytes",
                                   "max-in-memory-length", "max-in-memory-bytes",
                                   "delivery-limit"})
+#: ... on RabbitMQ 4 (v4.1.4 rabbit_policies, rabbit_classic_queue, rabbit_quorum_queue).
+_OPERATOR_KEYS_4: Final = OPERATOR_KEYS | {"queue-version", "overflow"}
 
 #: Keys whose policy and operator policy values merge to the lower one (rabbit_policies:
 #: merge_policy_value/3).
@@ -182,12 +200,41 @@ def _validate_locator(terms: list[tuple[str, Any]]) -> str | None:
     return f"{_erlang.term(value)} invalid queue-master-locator value"
 
 
-def _validate_builtin(terms: list[tuple[str, Any]]) -> str | None:
-    for key, value in terms:
-        error = _BUILTIN[key](value)
-        if error is not None:
-            return error
-    return None
+def _validate_locator_4(permitted: bool) -> Callable[[list[tuple[str, Any]]], str | None]:
+    # v4.1.4 rabbit_classic_queue:validate_policy/1: deprecated (queue_master_locator), the
+    # leader locators' values
+    def validate(terms: list[tuple[str, Any]]) -> str | None:
+        if not permitted:
+            return "use of deprecated queue-master-locator argument is not permitted"
+        value = terms[0][1]
+        if isinstance(value, str) and value in _LEADER_LOCATORS_4:
+            return None
+        return f"{_erlang.term(value)} is not a valid master locator"
+    return validate
+
+
+_LEADER_LOCATORS_4: Final = ("client-local", "balanced", "random", "least-leaders", "min-masters")
+
+
+def _validate_target_group_size(terms: list[tuple[str, Any]]) -> str | None:
+    # v4.1.4 rabbit_quorum_queue:validate_policy/1
+    value = terms[0][1]
+    if _is_int(value) and value > 0:
+        return None
+    return f"{_erlang.term(value)} is not a valid qq target count value"
+
+
+def _validate_with(checks: Mapping[str, _Check]) -> Callable[[list[tuple[str, Any]]], str | None]:
+    def validate(terms: list[tuple[str, Any]]) -> str | None:
+        for key, value in terms:
+            error = checks[key](value)
+            if error is not None:
+                return error
+        return None
+    return validate
+
+
+_validate_builtin = _validate_with(_BUILTIN)
 
 
 def _validate_mirroring(terms: list[tuple[str, Any]]) -> str | None:
@@ -256,6 +303,22 @@ _VALIDATORS: tuple[tuple[frozenset[str], Callable[[list[tuple[str, Any]]], str |
 )
 _OPERATOR_VALIDATORS = ((OPERATOR_KEYS, _validate_builtin),)
 
+_Validators = tuple[tuple[frozenset[str], Callable[[list[tuple[str, Any]]], str | None]], ...]
+
+
+def _validators_4(operator: bool, locator_permitted: bool) -> _Validators:
+    # RabbitMQ 4.1.4: the mirroring validator is gone (classic_queue_mirroring was removed), so
+    # ha-* keys are "not recognised policy settings". RabbitMQ runs its validators in its
+    # registry's order, which cannot be measured here: embroker keeps 3.10's, with the queue
+    # types' validators where their 3.10 counterparts were.
+    builtin = _BUILTIN_4 if not operator else {k: _BUILTIN_4[k] for k in _OPERATOR_KEYS_4}
+    return (
+        (frozenset({"queue-master-locator"}), _validate_locator_4(locator_permitted)),
+        (frozenset(builtin), _validate_with(builtin)),
+        (frozenset({"target-group-size"}), _validate_target_group_size),
+        *(() if operator else ((frozenset(_FEDERATION), _validate_federation),)),
+    )
+
 #: Keys a queue type refuses: a policy with one of them does not apply to a queue of that type
 #: (the queue types' ``unsupported_policies`` capability, RabbitMQ 3.10).
 _NOT_FOR: Final = {
@@ -265,6 +328,14 @@ _NOT_FOR: Final = {
                          "ha-promote-on-shutdown", "ha-promote-on-failure",
                          "queue-master-locator", "max-age", "stream-max-segment-size-bytes",
                          "initial-cluster-size"}),
+}
+#: ... RabbitMQ 4's (v4.1.4 capabilities/0): classic queues take queue-leader-locator and refuse
+#: the quorum queues' in-memory limits and target-group-size.
+_NOT_FOR_4: Final = {
+    "classic": frozenset({"max-age", "stream-max-segment-size-bytes", "initial-cluster-size",
+                          "delivery-limit", "dead-letter-strategy", "max-in-memory-length",
+                          "max-in-memory-bytes", "target-group-size"}),
+    "quorum": _NOT_FOR["quorum"],
 }
 
 #: Keys accepted and kept with no effect, that setting warns about, and why.
@@ -279,14 +350,14 @@ def _sorted_terms(definition: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return sorted(definition.items(), key=lambda kv: str(kv[0]).encode())
 
 
-def _validate_definition(definition: Any, operator: bool) -> str | None:
+def _validate_definition(definition: Any, operator: bool, validators: _Validators) -> str | None:
     # rabbit_policy:validation/3
     if not isinstance(definition, Mapping):
         return f"definition must be a dictionary: {_erlang.term(definition)}"
     if not definition:
         return "no policy provided"
     left = _sorted_terms(definition)
-    for keys, validate in _OPERATOR_VALIDATORS if operator else _VALIDATORS:
+    for keys, validate in validators:
         scope = [t for t in left if t[0] in keys]
         if scope:
             error = validate(scope)
@@ -299,17 +370,27 @@ def _validate_definition(definition: Any, operator: bool) -> str | None:
 
 
 def validate_policy(pattern: Any, definition: Any, priority: Any = 0, apply_to: Any = "all", *,
-                    operator: bool = False) -> None:
+                    operator: bool = False, profile: Profile | None = None) -> None:
     """Refuse a policy RabbitMQ would refuse, with its text (the definition is checked first,
     then apply-to, the pattern and the priority: RabbitMQ reports the first error in that order).
+
+    ``profile``: the RabbitMQ whose validators apply (3.10's without one).
 
     Raises:
         PolicyError: ``Validation failed`` and RabbitMQ's reason.
     """
-    error = _validate_definition(definition, operator)
-    if error is None and apply_to not in APPLY_TO:
-        error = (f"apply-to '{apply_to}' unrecognised; should be 'queues', 'exchanges' "
-                 "or 'all'")
+    if profile is not None and profile.rabbitmq4:
+        validators = _validators_4(operator, profile.permits("queue_master_locator"))
+        error = _validate_definition(definition, operator, validators)
+        if error is None and apply_to not in APPLY_TO_4:
+            error = (f"apply-to '{apply_to}' unrecognised; should be one of: 'queues', "
+                     "'classic_queues',  'quorum_queues', 'streams', 'exchanges', or 'all'")
+    else:
+        error = _validate_definition(
+            definition, operator, _OPERATOR_VALIDATORS if operator else _VALIDATORS)
+        if error is None and apply_to not in APPLY_TO:
+            error = (f"apply-to '{apply_to}' unrecognised; should be 'queues', 'exchanges' "
+                     "or 'all'")
     if error is None:
         if not isinstance(pattern, str):
             error = f"pattern should be a binary but was {_erlang.term(pattern)}"
@@ -338,9 +419,11 @@ class Policy:
         pattern: the regular expression searched in resource names.
         definition: the settings (read-only).
         priority: the highest priority among the matching policies applies.
-        apply_to: ``"all"``, ``"queues"`` or ``"exchanges"``.
+        apply_to: ``"all"``, ``"queues"`` or ``"exchanges"`` (RabbitMQ 4 also
+            ``"classic_queues"``, ``"quorum_queues"``, ``"streams"``).
         vhost: the virtual host.
         operator: whether it is an operator policy.
+        rabbitmq4: whether it applies and merges as RabbitMQ 4's (the broker's profile).
     """
 
     name: str
@@ -350,6 +433,7 @@ class Policy:
     apply_to: str = "all"
     vhost: str = "/"
     operator: bool = False
+    rabbitmq4: bool = False
     _regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _not_for: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -357,8 +441,9 @@ class Policy:
         object.__setattr__(self, "definition", MappingProxyType(dict(self.definition)))
         object.__setattr__(self, "_regex", re.compile(self.pattern))
         keys = set(self.definition)
+        refusing = _NOT_FOR_4 if self.rabbitmq4 else _NOT_FOR
         object.__setattr__(self, "_not_for", frozenset(
-            qtype for qtype, refused in _NOT_FOR.items() if keys & refused))
+            qtype for qtype, refused in refusing.items() if keys & refused))
 
     @property
     def kind(self) -> str:
@@ -377,7 +462,8 @@ class Policy:
     def matches(self, kind: str, name: str, queue_type: str | None = None) -> bool:
         """Whether it applies to the ``kind`` (``"queue"``/``"exchange"``) named ``name`` of
         that queue type (``"classic"``/``"quorum"``), were it the only policy."""
-        if self.apply_to != "all" and self.apply_to != kind + "s":
+        if self.apply_to != "all" and self.apply_to != kind + "s" and not (
+                kind == "queue" and self.apply_to == _APPLY_TO_TYPE.get(queue_type or "")):
             return False
         if queue_type is not None and queue_type in self._not_for:
             return False
@@ -390,18 +476,27 @@ class Policy:
                 "definition": dict(self.definition)}
 
 
+def _operator_wins(key: str, value: Any, operator_value: Any, rabbitmq4: bool) -> bool:
+    # rabbit_policies:merge_policy_value/3 (3.10.8 and v4.1.4)
+    if rabbitmq4 and key == "delivery-limit" and (value < 0 or operator_value < 0):
+        return bool(operator_value > value)  # one is no limit: the more conservative, the higher
+    if key in _LOWER_WINS:
+        return bool(operator_value < value)
+    if rabbitmq4 and key in ("queue-version", "overflow"):
+        return True
+    return isinstance(value, bool) and isinstance(operator_value, bool)
+
+
 def effective_definition(policy: Policy | None, operator_policy: Policy | None) -> dict[str, Any]:
     """The policy's definition merged with the operator policy's (``rabbitmqctl list_queues
-    effective_policy_definition``): where both set a key, the lower number wins."""
+    effective_policy_definition``): where both set a key, the lower number wins (RabbitMQ 4: for
+    a ``delivery-limit`` where one is negative, the higher; the operator's ``overflow`` and
+    ``queue-version``)."""
     merged = dict(policy.definition) if policy is not None else {}
     if operator_policy is not None:
         for key, value in operator_policy.definition.items():
             mine = merged.get(key)
-            if mine is None:
-                merged[key] = value
-            elif key in _LOWER_WINS:
-                merged[key] = min(mine, value)
-            elif isinstance(mine, bool) and isinstance(value, bool):
+            if mine is None or _operator_wins(key, mine, value, operator_policy.rabbitmq4):
                 merged[key] = value
     return dict(sorted(merged.items()))  # RabbitMQ merges the sorted keys
 
@@ -449,7 +544,7 @@ _FIELDS: Final = {"message-ttl": "message_ttl", "expires": "expires", "max-lengt
                   "dead-letter-routing-key": "dead_letter_routing_key",
                   "delivery-limit": "delivery_limit"}
 
-_LOWER, _ARGUMENT, _POLICY = "lower", "argument", "policy"
+_LOWER, _ARGUMENT, _POLICY, _RESOLVE = "lower", "argument", "policy", "resolve"
 
 #: Who wins between a queue's argument and its policy value, per key and queue type.
 _PRECEDENCE: Final = {
@@ -460,6 +555,18 @@ _PRECEDENCE: Final = {
                "delivery-limit": _LOWER, "expires": _POLICY, "message-ttl": _LOWER,
                "dead-letter-exchange": _ARGUMENT, "dead-letter-routing-key": _ARGUMENT},
 }
+#: RabbitMQ 4's quorum queue (v4.1.4 rabbit_quorum_queue:gather_policy_config/2): the lower
+#: ``expires`` wins, and a ``delivery-limit`` is resolved as ``resolve_delivery_limit/2`` does
+#: (the higher when one is negative, else the lower).
+_PRECEDENCE_4: Final = {
+    "classic": _PRECEDENCE["classic"],
+    "quorum": {**_PRECEDENCE["quorum"], "expires": _LOWER, "delivery-limit": _RESOLVE},
+}
+
+#: A RabbitMQ 4 quorum queue's delivery limit when nothing sets one (v4.1.4
+#: rabbit_quorum_queue's DEFAULT_DELIVERY_LIMIT).
+DEFAULT_DELIVERY_LIMIT_4: Final = 20
+_DEFAULT_ORIGIN_4: Final = "RabbitMQ 4's default"
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -473,41 +580,69 @@ def _policy_values(policy: Policy | None, operator_policy: Policy | None,
     values: dict[str, tuple[Any, str]] = {}
     for key in rules:
         pvalue, ovalue = pdef.get(key), odef.get(key)
-        if pvalue is not None and (ovalue is None or key not in _LOWER_WINS
-                                   or pvalue <= ovalue):
+        if pvalue is not None and (ovalue is None or not _operator_wins(
+                key, pvalue, ovalue, operator_policy.rabbitmq4)):  # type: ignore[union-attr]
             values[key] = (pvalue, policy.describe())  # type: ignore[union-attr]
         elif ovalue is not None:
             values[key] = (ovalue, operator_policy.describe())  # type: ignore[union-attr]
     return values
 
 
-#: (policy, operator policy, queue type) -> (policy values, the settings without arguments):
-#: queues under the same policies share them. Keyed by identity, checked against the objects.
-_CACHE: dict[tuple[int, int, bool], tuple[Policy | None, Policy | None,
-                                          dict[str, tuple[Any, str]], QueueSettings]] = {}
+def _argument_wins(rule: str, argument: Any, policy_value: Any) -> bool:
+    if rule == _ARGUMENT:
+        return True
+    if rule == _LOWER:
+        return bool(argument <= policy_value)
+    if rule == _RESOLVE:
+        if argument < 0 or policy_value < 0:
+            return bool(argument >= policy_value)
+        return bool(argument <= policy_value)
+    return False
+
+
+def _with_default_limit(settings: QueueSettings) -> QueueSettings:
+    if settings.delivery_limit is not None:
+        return settings
+    return replace(settings, delivery_limit=DEFAULT_DELIVERY_LIMIT_4, origins=MappingProxyType(
+        {**settings.origins, "delivery-limit": _DEFAULT_ORIGIN_4}))
+
+
+#: (policy, operator policy, queue type, RabbitMQ 4) -> (policy values, the settings without
+#: arguments): queues under the same policies share them. Keyed by identity, checked against
+#: the objects.
+_CACHE: dict[tuple[int, int, bool, bool], tuple[Policy | None, Policy | None,
+                                                dict[str, tuple[Any, str]], QueueSettings]] = {}
 _CACHE_SIZE = 256
 
 
 def queue_settings(arguments: Mapping[str, Any], policy: Policy | None = None,
                    operator_policy: Policy | None = None, *, quorum: bool = False,
-                   ) -> QueueSettings:
+                   rabbitmq4: bool = False) -> QueueSettings:
     """A queue's effective settings from its arguments, policy and operator policy (see the
-    module's table).
+    module's table), as RabbitMQ 3.10 combines them, or RabbitMQ 4 (``rabbitmq4``: a quorum
+    queue's ``expires`` is the lower, its ``delivery-limit`` is 20 unless set, and a negative
+    one, no limit, wins over a positive one).
 
     >>> p = Policy("cap", ".*", {"max-length": 10, "dead-letter-exchange": "dlx"})
     >>> s = queue_settings({"x-max-length": 50, "x-dead-letter-exchange": "mine"}, p)
     >>> s.max_length, s.dead_letter_exchange, s.origin("max-length")
     (10, 'mine', "policy 'cap'")
+    >>> s = queue_settings({}, quorum=True, rabbitmq4=True)
+    >>> s.delivery_limit, s.origin("delivery-limit")
+    (20, "RabbitMQ 4's default")
 
     Runtime complexity: ``O(a)`` for ``a`` arguments, once the policies' values are known.
     """
-    rules = _PRECEDENCE["quorum" if quorum else "classic"]
-    key = (id(policy), id(operator_policy), quorum)
+    rules = (_PRECEDENCE_4 if rabbitmq4 else _PRECEDENCE)["quorum" if quorum else "classic"]
+    defaults = rabbitmq4 and quorum
+    key = (id(policy), id(operator_policy), quorum, rabbitmq4)
     cached = _CACHE.get(key)
     if cached is None or cached[0] is not policy or cached[1] is not operator_policy:
         values = _policy_values(policy, operator_policy, rules)
         base = QueueSettings(**{_FIELDS[k]: v for k, (v, _o) in values.items()},
                              origins=MappingProxyType({k: o for k, (_v, o) in values.items()}))
+        if defaults:
+            base = _with_default_limit(base)
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.clear()
         cached = _CACHE[key] = (policy, operator_policy, values, base)
@@ -524,12 +659,12 @@ def queue_settings(arguments: Mapping[str, Any], policy: Policy | None = None,
         pvalue, origin = values.get(key_name, (None, ""))
         if argument is None and pvalue is None:
             continue
-        if pvalue is None or (argument is not None and (
-                rule == _ARGUMENT or (rule == _LOWER and argument <= pvalue))):
+        if pvalue is None or (argument is not None and _argument_wins(rule, argument, pvalue)):
             fields[_FIELDS[key_name]], origins[key_name] = argument, "argument"
         else:
             fields[_FIELDS[key_name]], origins[key_name] = pvalue, origin
-    return QueueSettings(**fields, origins=MappingProxyType(origins))
+    settings = QueueSettings(**fields, origins=MappingProxyType(origins))
+    return _with_default_limit(settings) if defaults else settings
 
 
 def alternate_exchange(name: str, arguments: Mapping[str, Any],
@@ -702,6 +837,9 @@ class Policies:
         """Add or replace a (validated) policy and apply it at once."""
         table = self.operator_policies if policy.operator else self.policies
         table[policy.name] = policy
+        events = self.vhost.broker.plugins.events
+        if events is not None:
+            events.policy_set(policy, self.vhost.name, operator=policy.operator)
         self._reorder()
         if policy.ignored:
             reasons: dict[str, list[str]] = {}
@@ -723,6 +861,9 @@ class Policies:
         policy = table.pop(name, None)
         if policy is None:
             raise PolicyError("Parameter does not exist")
+        events = self.vhost.broker.plugins.events
+        if events is not None:
+            events.policy_cleared(name, self.vhost.name, operator=operator)
         self._reorder()
         self.apply()
         return policy
@@ -788,6 +929,7 @@ class PolicyCommands:
 
     _lock: threading.RLock
     vhosts: dict[str, VirtualHost]
+    profile: Profile
 
     def _policies(self, vhost: str) -> Policies:
         found = self.vhosts.get(vhost)
@@ -798,8 +940,10 @@ class PolicyCommands:
     def _set(self, operator: bool, name: str, pattern: str, definition: Mapping[str, Any] | str,
              priority: int | float, apply_to: str, vhost: str) -> Policy:
         settings = _definition(definition)
-        validate_policy(pattern, settings, priority, apply_to, operator=operator)
-        policy = Policy(name, pattern, settings, priority, apply_to, vhost, operator)
+        profile = self.profile
+        validate_policy(pattern, settings, priority, apply_to, operator=operator, profile=profile)
+        policy = Policy(name, pattern, settings, priority, apply_to, vhost, operator,
+                        profile.rabbitmq4)
         with self._lock:
             self._policies(vhost).set(policy)
         return policy
@@ -994,11 +1138,12 @@ class DefinitionsPlan:
             apply_to = item.get("apply-to", "all")
             try:
                 validate_policy(item.get("pattern"), definition, priority, apply_to,
-                                operator=operator)
+                                operator=operator, profile=broker.profile)
             except PolicyError as exc:
                 raise DefinitionsError(f"{exc} ({where}/{name})") from None
             broker.add_vhost(where).policies.set(Policy(
-                str(name), item["pattern"], definition, priority, apply_to, where, operator))
+                str(name), item["pattern"], definition, priority, apply_to, where, operator,
+                broker.profile.rabbitmq4))
 
     def apply_limits(self, broker: Broker) -> None:
         """Set the document's vhost limits (after its queues, as RabbitMQ's import).

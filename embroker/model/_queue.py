@@ -14,7 +14,13 @@ The features RabbitMQ configures with queue arguments all act on the ready messa
   is removed when it is at the head of the queue and its deadline has passed, so a message with
   a long TTL holds back shorter-lived ones behind it. A timer on the broker clock fires at the
   head's deadline; a basic.get or a delivery also drops an expired head first;
-- ``x-max-length`` / ``x-max-length-bytes`` with ``x-overflow``: limits on the ready messages;
+- ``x-max-length`` / ``x-max-length-bytes`` with ``x-overflow``: limits on the ready messages.
+  A classic queue refuses (reject-publish) a message that would take it over a limit. A quorum
+  queue does what RabbitMQ 3.10's ``rabbit_fifo`` does: its publishers ("enqueuers") are
+  blocked once it *is* over a limit (so it holds one message more than the limit), and let go
+  only when it is back at 80% of the limit (``?LOW_LIMIT``); a publisher new to the queue is
+  refused only while it is over (``register_enqueuer``). ``reject-publish-dlx`` is not a quorum
+  overflow: such a queue drops its head (``rabbit_quorum_queue:overflow/3``);
 - ``x-dead-letter-exchange`` / ``x-dead-letter-routing-key``: where messages go when they are
   rejected, expire or are pushed out by a length limit (see ``_deadletter``);
 - ``x-expires``: the queue deletes itself after that long unused (no consumer, no basic.get, no
@@ -30,6 +36,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, final
+from weakref import WeakKeyDictionary
 
 from ..fieldtypes import Long
 from . import _history
@@ -146,11 +153,13 @@ class Queue:
     kind: ClassVar[str] = "queue"
 
     __slots__ = (
+        "__weakref__",  # a queue dead-lettering into a quorum queue is one of its enqueuers
         "_active",
         "_blocked",
         "_clock",
         "_consumer_count",
         "_delivery_limit",
+        "_enqueuers",
         "_expires",
         "_expiring",
         "_expiry_timer",
@@ -171,6 +180,7 @@ class Queue:
         "bindings",
         "dead_letter_exchange",
         "dead_letter_routing_key",
+        "declared_at",
         "default_binding",
         "deleted",
         "durable",
@@ -192,6 +202,8 @@ class Queue:
         self.vhost = vhost
         self._clock = vhost.broker.clock
         self.name = name
+        #: When it was declared (the clock's ``time()``, seconds since the epoch).
+        self.declared_at = self._clock.time()
         self.durable = durable
         self.exclusive_owner = exclusive_owner
         self.auto_delete = auto_delete
@@ -229,8 +241,12 @@ class Queue:
         self.policy: Policy | None = None
         self.operator_policy: Policy | None = None
         #: Its effective settings: its arguments and policies combined as RabbitMQ does.
-        self.settings = queue_settings(args, quorum=self.quorum)
+        self.settings = queue_settings(args, quorum=self.quorum,
+                                       rabbitmq4=vhost.broker.profile.rabbitmq4)
         self._use_settings()
+        # A quorum queue's publishers (channels, and queues that dead-letter to it) and whether
+        # each is blocked (reject-publish): rabbit_fifo's enqueuers. Weak: a closed channel goes.
+        self._enqueuers: WeakKeyDictionary[object, bool] = WeakKeyDictionary()
         self.default_binding: Binding  # set by the vhost
         self.touch()
 
@@ -239,13 +255,19 @@ class Queue:
         # Length limits count ready messages only, as RabbitMQ's.
         self._max_length: int | None = settings.max_length
         self._max_bytes: int | None = settings.max_length_bytes
-        self._overflow: str = settings.overflow
+        overflow = settings.overflow
+        if self.quorum and overflow == "reject-publish-dlx":
+            overflow = "drop-head"  # not a quorum overflow: RabbitMQ warns and drops the head
+        self._overflow: str = overflow
         ttl = settings.message_ttl
         self._ttl: float | None = ttl / 1000 if ttl is not None else None
         self._expiring = self._expiring or ttl is not None
         expires = settings.expires
         self._expires: float | None = expires / 1000 if expires is not None else None
-        self._delivery_limit: int | None = settings.delivery_limit if self.quorum else None
+        limit = settings.delivery_limit if self.quorum else None
+        if limit is not None and limit < 0 and self.vhost.broker.profile.rabbitmq4:
+            limit = None  # RabbitMQ 4: a negative limit is none (v4.1.4 rabbit_fifo:update_config)
+        self._delivery_limit: int | None = limit
         self.dead_letter_exchange: str | None = settings.dead_letter_exchange
         self.dead_letter_routing_key: str | None = settings.dead_letter_routing_key
 
@@ -260,7 +282,8 @@ class Queue:
         overflow = self._overflow
         self.policy, self.operator_policy = policy, operator_policy
         self.settings = queue_settings(self.arguments, policy, operator_policy,
-                                       quorum=self.quorum)
+                                       quorum=self.quorum,
+                                       rabbitmq4=self.vhost.broker.profile.rabbitmq4)
         self._use_settings()
         if self.deleted:
             return
@@ -270,6 +293,7 @@ class Queue:
         self.touch()
         if self._overflow == "drop-head" or (overflow == "drop-head" and not self.quorum):
             self._drop_over_limit()
+        self._evaluate_limit()
         if self._expiring:
             self._expire_head()
 
@@ -298,6 +322,12 @@ class Queue:
         return self.exclusive_owner is not None
 
     @property
+    def prioritised(self) -> bool:
+        """Whether its ready messages are kept by priority (``x-max-priority``), then in
+        position order; else in position order alone."""
+        return isinstance(self._ready, _PriorityReady)
+
+    @property
     def message_count(self) -> int:
         """Messages ready for delivery (not counting delivered, unacknowledged ones)."""
         return len(self._ready)
@@ -310,6 +340,11 @@ class Queue:
     @property
     def consumer_count(self) -> int:
         return self._consumer_count
+
+    @property
+    def active_consumer(self) -> Consumer | None:
+        """With ``x-single-active-consumer``: the consumer that gets the messages now."""
+        return self._active if self.single_active else None
 
     @property
     def consumers(self) -> list[Consumer]:
@@ -407,12 +442,15 @@ class Queue:
 
     # -- messages in ---------------------------------------------------------------------------
 
-    def publish(self, message: Message, expiration: float | None = None) -> bool:
+    def publish(self, message: Message, expiration: float | None = None,
+                publisher: object | None = None) -> bool:
         """Enqueue a routed message and hand it to a consumer if one can take it.
 
         Args:
             message: the message.
             expiration: its per-message TTL in seconds (the ``expiration`` property), if any.
+            publisher: who publishes (a channel, or the queue that dead-letters it): a quorum
+                queue over its limit blocks its publishers one by one.
 
         Returns:
             False when the queue refused it (``x-overflow`` reject-publish or
@@ -421,7 +459,9 @@ class Queue:
         Runtime complexity: ``O(1)`` amortised.
         """
         limited = self._max_length is not None or self._max_bytes is not None
-        if limited and self._overflow != "drop-head" and self._over_limit(1, len(message.body)):
+        if limited and self._overflow != "drop-head" and (
+                self._blocks(publisher) if self.quorum
+                else self._over_limit(1, len(message.body))):
             _history.refused(self._clock, self, message, self._overflow)
             if self._overflow == "reject-publish-dlx":
                 self._dead_letter([message], "maxlen")
@@ -448,6 +488,7 @@ class Queue:
             self.dispatch()
         if limited:
             self._drop_head()
+            self._evaluate_limit()
         if self._expiring and self._ready and self._ready[0] is entry:
             self._expire_head()  # the new message is the head: set (or run) its expiry timer
         return True
@@ -486,6 +527,7 @@ class Queue:
             self.dispatch()
         if self._max_length is not None or self._max_bytes is not None:
             self._drop_head()
+            self._evaluate_limit()
         if self._expiring:
             self._expire_head()
 
@@ -509,20 +551,24 @@ class Queue:
         self._ready_bytes -= len(entry.message.body)
         if self._expiring:
             self._expire_head()  # as RabbitMQ: a newly exposed expired head goes at once
+        if self._enqueuers:
+            self._evaluate_limit()
         return entry
 
     def outgoing(self, entry: QueuedMessage, *, get: bool = False) -> Message:
         """The message as a quorum queue delivers it: with ``x-delivery-count`` (how many times
         it came back before) in its headers. As RabbitMQ 3.10, a consumer's first delivery has
-        no such header, while basic.get always shows it."""
+        no such header, while basic.get always shows it; from RabbitMQ 3.12 neither has it
+        (v3.12.0 release notes; v4.1.4 rabbit_fifo_client:add_delivery_count_header/2)."""
         message = entry.message
-        if not get and not entry.delivery_count:
+        annotations = entry.annotations
+        get = get and not self.vhost.broker.profile.at_least(3, 12)
+        if not get and not entry.delivery_count and not annotations:
             return message
-        headers = {**(message.properties.get("headers") or {}),
-                   "x-delivery-count": Long(entry.delivery_count)}
-        return Message(message.exchange, message.routing_key,
-                       {**message.properties, "headers": headers}, message.body,
-                       routing_keys=message.routing_keys)
+        headers = {**(message.properties.get("headers") or {}), **(annotations or {})}
+        if get or entry.delivery_count:
+            headers["x-delivery-count"] = Long(entry.delivery_count)
+        return message.with_headers(headers)
 
     def settle(self, count: int = 1) -> None:
         """Forget ``count`` delivered messages that were acknowledged."""
@@ -532,7 +578,17 @@ class Queue:
         """Forget delivered messages that were rejected without requeue: they are dead-lettered
         (reason ``rejected``) when the queue has a dead-letter exchange."""
         self.unacked -= len(entries)
-        self._dead_letter([e.message for e in entries], "rejected")
+        if self.dead_letter_exchange is not None and entries:
+            self.vhost.dead_letter(self, [self._annotated(e) for e in entries], "rejected",
+                                   [e.failures for e in entries])
+
+    def _annotated(self, entry: QueuedMessage) -> Message:
+        # The message with the annotations a modified outcome gave it (quorum queues).
+        message = entry.message
+        if not entry.annotations:
+            return message
+        return message.with_headers({**(message.properties.get("headers") or {}),
+                                     **entry.annotations})
 
     def purge(self) -> int:
         """Drop every ready message; returns how many."""
@@ -540,6 +596,7 @@ class Queue:
         self._ready.clear()
         self._ready_bytes = 0
         self._arm_expiry()
+        self._evaluate_limit()
         return count
 
     def drop_transient(self) -> None:
@@ -552,6 +609,7 @@ class Queue:
             self._ready_bytes += len(entry.message.body)
         self._arm_expiry()
         self.touch()
+        self._evaluate_limit()
 
     def dispatch(self) -> None:
         """Hand ready messages to consumers with room until one side runs out: the highest
@@ -567,6 +625,8 @@ class Queue:
             consumer.deliver(self, self._take())
             if self._expiring:
                 self._expire_head()
+        if self._enqueuers:
+            self._evaluate_limit()
 
     def _next_consumer(self) -> Consumer | None:
         """The consumer whose turn it is among the highest priority ones with room; it goes
@@ -619,6 +679,42 @@ class Queue:
                  and len(self._ready) + extra_messages > self._max_length)
                 or (self._max_bytes is not None
                     and self._ready_bytes + extra_bytes > self._max_bytes))
+
+    def _blocks(self, publisher: object | None) -> bool:
+        """Whether a quorum queue refuses ``publisher``'s message (reject-publish): a publisher
+        new to the queue registers, refused only if the queue is over a limit now
+        (``rabbit_fifo`` ``register_enqueuer``); one it knows is refused while blocked."""
+        enqueuers = self._enqueuers
+        blocked = enqueuers.get(publisher) if publisher is not None else None
+        if blocked is None:
+            blocked = self._over_limit()
+            if publisher is not None:
+                enqueuers[publisher] = blocked
+        return blocked
+
+    def _evaluate_limit(self) -> None:
+        """A quorum queue with reject-publish after each change (``rabbit_fifo``'s
+        ``evaluate_limit/5``): over a limit, every publisher is blocked; at or below 80% of
+        every limit (``is_below_soft_limit``), every one is let go."""
+        enqueuers = self._enqueuers
+        if not enqueuers or self._overflow != "reject-publish":
+            return
+        if self._over_limit():
+            for publisher in list(enqueuers.keys()):
+                enqueuers[publisher] = True
+        elif self._below_soft_limit():
+            for publisher in list(enqueuers.keys()):
+                enqueuers[publisher] = False
+
+    def _below_soft_limit(self) -> bool:
+        max_length, max_bytes = self._max_length, self._max_bytes
+        return ((max_length is None or len(self._ready) <= int(max_length * _LOW_LIMIT))
+                and (max_bytes is None or self._ready_bytes <= int(max_bytes * _LOW_LIMIT)))
+
+    @property
+    def blocked_publishers(self) -> int:
+        """How many publishers a quorum queue over its limit blocks (reject-publish)."""
+        return sum(1 for blocked in self._enqueuers.values() if blocked)
 
     def _drop_head(self) -> None:
         # drop-head overflow: the oldest ready messages go (dead-lettered, reason maxlen) until
@@ -711,6 +807,10 @@ class Queue:
             self._blocked)
         assert all(c.blocked for c in self._blocked)
         assert self._priorities == sorted(self._groups, reverse=True)
+
+
+#: Where a quorum queue lets blocked publishers go: 80% of its limits (rabbit_fifo.hrl).
+_LOW_LIMIT = 0.8
 
 
 def _by_seq(entry: QueuedMessage) -> int:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Literal, final
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Literal, final, overload
 
 from . import _faults, _history
 from ._history import Fate, MessageEvent
@@ -27,9 +30,10 @@ Visit = tuple["Exchange", tuple["Binding", ...], bool]
 #: What became of a publish: it reached queues (``routed``), reached none (``unroutable``, or
 #: ``returned`` to a mandatory publisher), every queue it reached refused it because it was
 #: full (``overflow``: ``x-overflow`` reject-publish or reject-publish-dlx) or because a test
-#: injected a nack (``nacked``, :mod:`embroker.faults`), or the publish itself failed
+#: injected a nack (``nacked``, :mod:`embroker.faults`), a delayed-message exchange holds it for
+#: its ``x-delay`` and it reached no queue now (``held``), or the publish itself failed
 #: (``refused``: no such exchange...).
-Outcome = Literal["routed", "unroutable", "returned", "overflow", "nacked", "refused"]
+Outcome = Literal["routed", "unroutable", "returned", "overflow", "nacked", "held", "refused"]
 
 
 @final
@@ -60,17 +64,26 @@ class RoutingDecision(MessageFields):
         headers_dropped: the trace let the ``headers`` table go, for the same reason.
         cause: for a dead-lettered message, the policies behind it in words (``"through
             policy 'dlx-all'"``); ``None`` when the queue's own arguments decided.
+        notes: what the plugin exchanges on the path said of how they chose (``(exchange,
+            words)``: a consistent-hash exchange's bucket, a random exchange's draw...).
+        held: the delayed-message exchanges that hold the message, each with when its delay
+            runs out on the broker clock (monotonic seconds) and the delay in milliseconds:
+            ``(exchange, until, delay)``.
+        released: for a delayed message whose delay ran out, ``(exchange, delay in ms)``.
     """
 
-    __slots__ = ("_events", "_routed", "_size", "_visited", "body_dropped", "cause", "dead_letter",
-                 "error", "exchange", "headers_dropped", "keys", "mandatory", "matched",
-                 "message", "vhost")
+    __slots__ = ("_events", "_lock", "_routed", "_size", "_visited", "body_dropped", "cause",
+                 "dead_letter", "error", "exchange", "headers_dropped", "held", "keys",
+                 "mandatory", "matched", "message", "notes", "released", "vhost")
 
     def __init__(self, vhost: str, exchange: str, message: Message, keys: tuple[str, ...],
                  queues: tuple[str, ...] = (), matched: tuple[Binding, ...] = (),
                  visited: tuple[Visit, ...] = (), mandatory: bool = False,
                  error: AMQPError | None = None,
-                 dead_letter: tuple[str, str] | None = None, cause: str | None = None) -> None:
+                 dead_letter: tuple[str, str] | None = None, cause: str | None = None,
+                 notes: tuple[tuple[str, str], ...] = (),
+                 held: tuple[tuple[str, float, int], ...] = (),
+                 released: tuple[str, int] | None = None) -> None:
         self.vhost = vhost
         self.exchange = exchange
         self.message = message
@@ -81,6 +94,9 @@ class RoutingDecision(MessageFields):
         self.error = error
         self.dead_letter = dead_letter
         self.cause = cause
+        self.notes = notes
+        self.held = held
+        self.released = released
         self._visited = visited
         self.body_dropped = False
         self.headers_dropped = False
@@ -88,10 +104,18 @@ class RoutingDecision(MessageFields):
         # trace records none; and the bytes the trace's budget counts for this decision.
         self._events: list[tuple[Any, ...]] | None = None
         self._size = 0
+        # The broker's lock, which every change to what the decision reads (its events, the
+        # exchanges it visited, its message when the trace lets it go) happens under; set by
+        # the trace that records it. Reads that need more than one attribute take it.
+        self._lock: AbstractContextManager[object] = _UNRECORDED
 
     def let_go(self) -> None:
         """Let the message body and headers go (the trace's byte budget); the rest stays, and
         so does the history."""
+        with self._lock:
+            self._let_go()
+
+    def _let_go(self) -> None:
         m = self.message
         properties = m.properties
         if properties.get("headers"):
@@ -116,21 +140,24 @@ class RoutingDecision(MessageFields):
         Raises:
             ValueError: the body is not JSON (or the trace let it go: ``body_dropped``).
         """
-        if self.body_dropped:
+        with self._lock:
+            dropped, body = self.body_dropped, self.message.body
+        if dropped:
             raise ValueError("the trace let this decision's body go (its byte budget, "
                              "trace_bytes, was reached): there is no body to parse")
         try:
-            return json.loads(self.message.body)
+            return json.loads(body)
         except ValueError as exc:
-            raise ValueError(f"the body is not JSON ({exc}): {self.message.body[:80]!r}") from None
+            raise ValueError(f"the body is not JSON ({exc}): {body[:80]!r}") from None
 
     @property
     def queues(self) -> tuple[str, ...]:
         """The names of the queues that took the message, in delivery order (a queue that
         refused it because it was full is in :attr:`refused` instead)."""
         events = self._events
-        if events:
-            refused = {e[1] for e in list(events) if e[0] == _history.REFUSED}
+        if events is not None:
+            with self._lock:
+                refused = {e[1] for e in events if e[0] == _history.REFUSED}
             if refused:
                 return tuple(q for q in self._routed if q not in refused)
         return self._routed
@@ -140,29 +167,38 @@ class RoutingDecision(MessageFields):
         """The queues the message reached that refused it because they were full, with their
         ``x-overflow`` (``reject-publish`` or ``reject-publish-dlx``): ``(queue, overflow)``."""
         events = self._events
-        if not events:
+        if events is None:
             return ()
-        return tuple((e[1], e[3]) for e in list(events) if e[0] == _history.REFUSED)
+        with self._lock:
+            return tuple((e[1], e[3]) for e in events if e[0] == _history.REFUSED)
 
     @property
     def nacked(self) -> bool:
         """Whether the publisher (in confirm mode) got a nack for it (a queue refused it)."""
         events = self._events
-        return events is not None and any(e[0] == _history.CONFIRM_NACK for e in list(events))
+        if events is None:
+            return False
+        with self._lock:
+            return any(e[0] == _history.CONFIRM_NACK for e in events)
 
     @property
     def outcome(self) -> Outcome:
         """``"routed"`` (some queue took it), ``"overflow"`` (every queue it reached refused
-        it: full), ``"nacked"`` (a test injected a nack), ``"returned"`` (mandatory and
-        unroutable), ``"unroutable"`` (dropped) or ``"refused"`` (the publish failed with
-        :attr:`error`)."""
+        it: full), ``"nacked"`` (a test injected a nack), ``"held"`` (a delayed-message exchange
+        holds it, and no queue took it now), ``"returned"`` (mandatory and unroutable),
+        ``"unroutable"`` (dropped) or ``"refused"`` (the publish failed with :attr:`error`).
+        A held mandatory message is ``"held"``, though RabbitMQ returned it to its publisher
+        (the delayed-message plugin does not support mandatory)."""
         if self.error is not None:
             return "refused"
-        if self.queues:
-            return "routed"
-        if self._routed:
-            return ("nacked" if any(how == _faults.NACK_INJECTED for _q, how in self.refused)
-                    else "overflow")
+        with self._lock:
+            if self.queues:
+                return "routed"
+            if self._routed:
+                return ("nacked" if any(how == _faults.NACK_INJECTED for _q, how in self.refused)
+                        else "overflow")
+        if self.held:
+            return "held"
         return "returned" if self.mandatory else "unroutable"
 
     @property
@@ -179,8 +215,11 @@ class RoutingDecision(MessageFields):
     def history(self) -> list[MessageEvent]:
         """What happened to the message after routing, oldest first: deliveries, acks,
         rejections, requeues, expiry, dead-lettering... (empty when the broker records no
-        events: ``trace_events=False``)."""
-        return _history.events_of(self._events)
+        events: ``trace_events=False``). A snapshot taken under the broker's lock."""
+        if self._events is None:
+            return []
+        with self._lock:
+            return _history.events_of(self._events)
 
     def fate(self) -> list[Fate]:
         """Where the message is now in each queue it reached (ready, unacked, acked, expired,
@@ -188,9 +227,10 @@ class RoutingDecision(MessageFields):
         return _history.fates(self._routed, self.history())
 
     def __repr__(self) -> str:
-        queues = self.queues
-        target = f"queues {list(queues)}" if queues else self.outcome
-        refused = self.refused
+        with self._lock:
+            queues = self.queues
+            target = f"queues {list(queues)}" if queues else self.outcome
+            refused = self.refused
         if refused:
             target += ", refused by " + ", ".join(f"'{q}' ({how})" for q, how in refused)
         return (f"<RoutingDecision exchange={self.exchange!r} routing_key={self.routing_key!r}"
@@ -198,8 +238,10 @@ class RoutingDecision(MessageFields):
 
     def explain(self) -> Explanation:
         """Say in words where the message went and why, or why it went nowhere, and where it
-        is now. The text shows as text in the REPL (see :class:`Explanation`)."""
-        return Explanation("\n".join(self._explain_lines()))
+        is now. The text shows as text in the REPL (see :class:`Explanation`). Written under
+        the broker's lock, from one consistent state."""
+        with self._lock:
+            return Explanation("\n".join(self._explain_lines()))
 
     def _explain_lines(self) -> list[str]:
         name = f"'{self.exchange}'" if self.exchange else "'' (the default exchange)"
@@ -207,6 +249,9 @@ class RoutingDecision(MessageFields):
         if self.dead_letter is not None:
             why = self.dead_letter[1] + (f", {self.cause}" if self.cause else "")
             how = f"Dead-lettered from queue '{self.dead_letter[0]}' ({why}) and republished"
+        elif self.released is not None:
+            how = (f"Released after its x-delay of {self.released[1]} ms by x-delayed-message "
+                   f"exchange '{self.released[0]}' and published again")
         headers = self.headers
         lines = [f"{how} to exchange {name} in vhost '{self.vhost}' with routing key "
                  f"'{self.routing_key}'" + (f", headers {headers!r}" if headers else "")]
@@ -225,9 +270,17 @@ class RoutingDecision(MessageFields):
             return lines
         queues = self.queues
         refused = self.refused
+        for xname, _until, delay in self.held:
+            lines.append(f"  held until +{_seconds(delay / 1000)} s by x-delayed-message "
+                         f"exchange '{xname}' (x-delay {delay}), then routed through its "
+                         "bindings of that moment")
         if queues:
             lines.append(f"  routed to {len(queues)} queue(s): "
                          + ", ".join(f"'{q}'" for q in queues))
+        elif self.held:
+            lines.append("  reached no queue now" + (
+                ": returned to the publisher (mandatory: the plugin cannot know where the "
+                "message will go)" if self.mandatory else ""))
         elif refused:
             lines.append("  reached queues, but every one refused it")
         elif self.dead_letter is not None and not self._visited:
@@ -242,8 +295,12 @@ class RoutingDecision(MessageFields):
         if self.nacked:
             lines.append("  the publisher's confirm was a nack")
         matched = {id(b) for b in self.matched}
+        notes: dict[str, list[str]] = {}
+        for xname, note in self.notes:
+            notes.setdefault(xname, []).append(note)
         for exchange, bindings, to_ae in self._visited:
             lines.extend(self._explain_exchange(exchange, bindings, matched))
+            lines.extend(f"    {note}" for note in notes.get(exchange.name, ()))
             if to_ae:
                 lines.append(f"    nothing matched: passed on to its alternate exchange "
                              f"'{exchange.alternate_exchange}'"
@@ -253,6 +310,21 @@ class RoutingDecision(MessageFields):
                 lines.append(f"    alternate exchange '{exchange.alternate_exchange}' "
                              "does not exist")
         lines.extend(self._fate_lines("  now: ", 0))
+        lines.extend(self._release_lines())
+        return lines
+
+    def _release_lines(self) -> list[str]:
+        if self._events is None:
+            return []
+        lines = []
+        for event in _history.events_of(self._events):
+            if event.kind == _history.RELEASED:
+                lines.append(f"  now: {event}")
+                target = event.decision
+                if target is not None:
+                    lines.extend(target._fate_lines("       then ", 1))
+        if self.held and not lines:
+            lines.append("  now: held, waiting for its delay to run out")
         return lines
 
     def _fate_lines(self, prefix: str, depth: int) -> list[str]:
@@ -279,8 +351,13 @@ class RoutingDecision(MessageFields):
                     f"no queue {' or '.join(repr(k) for k in self.keys)}"]
         lines = [f"  exchange '{exchange.name}' ({exchange.type}) has {len(bindings)} binding(s)"]
         headers = self.headers
+        holds = any(name == exchange.name for name, _until, _delay in self.held)
         for binding in bindings:
             target = f"{binding.destination.kind} '{binding.destination.name}'"
+            if holds:
+                lines.append(f"    waiting  -> {target} (key '{binding.routing_key}'): "
+                             "consulted when the delay runs out")
+                continue
             if id(binding) in matched:
                 lines.append(f"    matched  -> {target} (key '{binding.routing_key}')")
                 continue
@@ -289,6 +366,14 @@ class RoutingDecision(MessageFields):
             lines.append(f"    no match -> {target}: {reason}")
         return lines
 
+
+def _seconds(value: float) -> str:
+    """Seconds for people: ``5``, ``0.25``, ``90``."""
+    return f"{value:.3f}".rstrip("0").rstrip(".") or "0"
+
+
+#: The lock of a decision no trace recorded (nothing changes it).
+_UNRECORDED: AbstractContextManager[object] = contextlib.nullcontext()
 
 #: Header tables whose wire encoding is smaller than this are not measured (they cost little).
 _SMALL_ENCODED_PROPERTIES = 512
@@ -342,7 +427,7 @@ def message_size(message: Message) -> int:
 
 
 @final
-class Trace(deque[RoutingDecision]):
+class Trace(Sequence[RoutingDecision]):
     """The most recent routing decisions, oldest first, bounded in number and in the bytes
     they keep alive: a decision holds its message, so a long run of large messages (large
     bodies or large header tables) would otherwise keep them all in memory. Past the byte
@@ -352,14 +437,18 @@ class Trace(deque[RoutingDecision]):
     A message still in a queue is the same object as the one its decision holds (kept by
     reference, not copied); the budget counts it all the same, as what the trace keeps alive.
 
-    Safe to read from any thread while a listener serves clients: iterating works on a
-    snapshot taken under the broker's lock.
+    A read-only sequence, safe from any thread while a listener serves clients: ``len``,
+    indexing (``trace[-1]``), slicing (``trace[-5:]``, a list), iteration, ``reversed``, ``in``
+    and :meth:`snapshot` read under the broker's lock (iterating works on a snapshot). The
+    only changes are the model's recording, :meth:`pop` and :meth:`clear`, all under that lock
+    and all accounted in the byte budget.
 
     Args:
         maxlen: how many decisions to keep.
         max_bytes: how many bytes of large messages (from ``LARGE_BODY`` bytes, body and
             header table together) they may hold.
         events: whether to record what happens to messages after routing (their history).
+        lock: the broker's lock.
     """
 
     #: Messages from this size on (body and headers) count against the byte budget (smaller
@@ -368,23 +457,36 @@ class Trace(deque[RoutingDecision]):
 
     def __init__(self, maxlen: int = 10_000, max_bytes: int = 64 * 1024 * 1024, *,
                  events: bool = True, lock: threading.RLock | None = None) -> None:
-        super().__init__(maxlen=maxlen)
+        self._decisions: deque[RoutingDecision] = deque(maxlen=maxlen)
+        self._maxlen = maxlen
         self.max_bytes = max_bytes
         #: Whether messages record their lifecycle events (see ``RoutingDecision.history``).
         self.events = events
         self._lock = lock if lock is not None else threading.RLock()
+        # The decisions whose message counts against the byte budget, oldest first (each
+        # one's ``_size``), and the bytes they count together.
         self._large: deque[RoutingDecision] = deque()
         self._bytes = 0
         #: How many decisions were ever recorded (a bookmark: ``trace.total`` now, and later
         #: the decisions since are the last ``trace.total - bookmark``).
         self.total = 0
 
+    @property
+    def maxlen(self) -> int:
+        """How many decisions the trace keeps (the broker's ``trace_limit``)."""
+        return self._maxlen
+
+    # -- changes: the model's recording, pop and clear -------------------------------------------
+
     def record(self, decision: RoutingDecision) -> None:
-        """Keep a new decision (the model calls this once per publish, under the lock)."""
+        """Keep a new decision. The model calls this once per publish, holding the broker's
+        lock (so it takes none itself: this is the publish path)."""
+        decisions = self._decisions
         large = self._large
-        if large and len(self) == self.maxlen and self[0] is large[0]:
+        if large and len(decisions) == self._maxlen and decisions[0] is large[0]:
             self._bytes -= large.popleft()._size  # the oldest goes, by count
-        self.append(decision)
+        decisions.append(decision)
+        decision._lock = self._lock
         self.total += 1
         message = decision.message
         if self.events:
@@ -405,17 +507,17 @@ class Trace(deque[RoutingDecision]):
             oldest = self._large.popleft()
             self._bytes -= oldest._size
             oldest._size = 0
-            oldest.let_go()
+            oldest._let_go()
 
-    def hold(self, decision: RoutingDecision) -> None:
-        """Count a decision with a large message against the byte budget (the caller appended
-        it already)."""
-        self._hold(decision, message_size(decision.message))
+    def pop(self) -> RoutingDecision:
+        """Take back the newest decision, and what the byte budget counted for it
+        (:func:`embroker.testing.route` does, to leave the trace as it found it).
 
-    def pop(self) -> RoutingDecision:  # type: ignore[override]  # (deque.pop takes no index)
-        """Take back the newest decision (and what the budget counted for it)."""
+        Raises:
+            IndexError: the trace is empty.
+        """
         with self._lock:
-            decision = super().pop()
+            decision = self._decisions.pop()
             self.total -= 1
             if self._large and self._large[-1] is decision:
                 self._large.pop()
@@ -424,26 +526,86 @@ class Trace(deque[RoutingDecision]):
             return decision
 
     def clear(self) -> None:
+        """Forget every decision (``broker.reset()`` does); the byte budget is free again.
+        :attr:`total` goes on counting."""
         with self._lock:
-            super().clear()
+            self._decisions.clear()
+            for decision in self._large:
+                decision._size = 0
             self._large.clear()
             self._bytes = 0
 
-    def __iter__(self) -> Iterator[RoutingDecision]:
+    # -- reads: each one under the broker's lock -------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._decisions)
+
+    @overload
+    def __getitem__(self, index: int) -> RoutingDecision: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[RoutingDecision]: ...
+
+    def __getitem__(self, index: int | slice) -> RoutingDecision | list[RoutingDecision]:
+        """``trace[-1]``: one decision; ``trace[-5:]``: a list of them.
+
+        Complexity: O(1) at either end; a slice costs its length plus its distance from the
+        nearer end (a step other than 1: the length of the trace).
+        """
         with self._lock:
-            return iter(tuple(super().__iter__()))
+            decisions = self._decisions
+            if not isinstance(index, slice):
+                return decisions[index]
+            size = len(decisions)
+            start, stop, step = index.indices(size)
+            if step != 1:
+                return list(decisions)[index]
+            if stop <= start:
+                return []
+            if stop <= size - start:  # nearer the left end
+                return list(itertools.islice(decisions, start, stop))
+            taken = list(itertools.islice(reversed(decisions), size - stop, size - start))
+            taken.reverse()
+            return taken
+
+    def __iter__(self) -> Iterator[RoutingDecision]:
+        """Iterate over a snapshot: the listener may record decisions meanwhile."""
+        with self._lock:
+            return iter(tuple(self._decisions))
 
     def __reversed__(self) -> Iterator[RoutingDecision]:
         with self._lock:
-            return iter(tuple(super().__reversed__()))
+            return iter(tuple(reversed(self._decisions)))
+
+    def __contains__(self, value: object) -> bool:
+        with self._lock:
+            return any(decision is value for decision in self._decisions)
+
+    def index(self, value: Any, start: int = 0, stop: int = sys.maxsize) -> int:
+        """Where ``value`` is in the trace now.
+
+        Raises:
+            ValueError: it is not there.
+        """
+        snapshot = self.snapshot()
+        for position in range(*slice(start, stop).indices(len(snapshot))):
+            if snapshot[position] is value:
+                return position
+        raise ValueError(f"{value!r} is not in the trace")
+
+    def count(self, value: Any) -> int:
+        with self._lock:
+            return sum(1 for decision in self._decisions if decision is value)
 
     def snapshot(self) -> list[RoutingDecision]:
         """The decisions now, oldest first, as a list (taken under the broker's lock)."""
         with self._lock:
-            return list(super().__iter__())
+            return list(self._decisions)
 
     def __repr__(self) -> str:
-        return f"<Trace {len(self)} decision(s) of at most {self.maxlen}, {self._bytes} bytes kept>"
+        with self._lock:
+            return (f"<Trace {len(self._decisions)} decision(s) of at most {self._maxlen}, "
+                    f"{self._bytes} bytes kept>")
 
     @property
     def kept_bytes(self) -> int:
@@ -451,3 +613,19 @@ class Trace(deque[RoutingDecision]):
         return self._bytes
 
     body_bytes = kept_bytes
+
+    def _check(self) -> None:
+        """Assert every internal invariant (for tests)."""
+        with self._lock:
+            decisions = self._decisions
+            assert len(decisions) <= self._maxlen
+            assert self.total >= len(decisions)
+            kept = {id(decision) for decision in decisions}
+            assert all(id(decision) in kept for decision in self._large), \
+                "the byte budget counts a decision the trace no longer has"
+            order = [d for d in decisions if d._size]
+            assert order == list(self._large), "the budget's decisions are not the trace's own"
+            assert self._bytes == sum(d._size for d in self._large), (
+                f"the budget counts {self._bytes} bytes, its decisions hold "
+                f"{sum(d._size for d in self._large)}")
+            assert self._bytes <= self.max_bytes or len(self._large) <= 1

@@ -23,10 +23,30 @@ class Settlement(enum.Enum):
 
     #: basic.ack: done with.
     ACK = "ack"
-    #: basic.nack / basic.reject with requeue: back to the queue, marked redelivered.
+    #: basic.nack / basic.reject with requeue, AMQP 1.0 ``released`` and ``modified``
+    #: without ``delivery-failed``: back to the queue, marked redelivered.
     REQUEUE = "requeue"
-    #: basic.nack / basic.reject without requeue: dropped, or dead-lettered (``rejected``).
+    #: AMQP 1.0 ``modified`` with ``delivery-failed``: back to the queue, with one more
+    #: failed delivery counted on the message.
+    REQUEUE_FAILED = "requeue-failed"
+    #: basic.nack / basic.reject without requeue, AMQP 1.0 ``rejected`` and ``modified`` with
+    #: ``undeliverable-here`` and ``delivery-failed``: dropped, or dead-lettered
+    #: (``rejected``); a failed delivery, as RabbitMQ 4 counts a discard (rabbit_fifo's
+    #: ``#discard{}``), carried to the dead-letter copy.
     REJECT = "reject"
+    #: AMQP 1.0 ``modified`` with ``undeliverable-here`` and without ``delivery-failed``:
+    #: dropped or dead-lettered as REJECT, but not counted as a failed delivery.
+    DISCARD = "discard"
+
+    @property
+    def requeues(self) -> bool:
+        """Whether the deliveries go back to their queue."""
+        return self in (Settlement.REQUEUE, Settlement.REQUEUE_FAILED)
+
+    @property
+    def failed(self) -> bool:
+        """Whether each delivery counts as a failed one (AMQP 1.0's header delivery-count)."""
+        return self in (Settlement.REQUEUE_FAILED, Settlement.REJECT)
 
 
 class HeldPublish(NamedTuple):

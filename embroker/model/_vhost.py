@@ -11,6 +11,7 @@ from ..errors import (
     AccessRefused,
     AMQPError,
     CommandInvalid,
+    InternalError,
     NotFound,
     PreconditionFailed,
     ResourceLocked,
@@ -24,9 +25,10 @@ from ._arguments import (
     validate_queue_arguments,
 )
 from ._deadletter import dead_letter_message, is_dead_letter_cycle
-from ._exchange import EXCHANGE_TYPES, Binding, Exchange, binding_key
+from ._event_exchange import INTERNAL_USER
+from ._exchange import EXCHANGE_TYPES, Binding, Choice, Exchange, binding_key
 from ._message import Message
-from ._names import REPLY_TO, random_name, resource
+from ._names import REPLY_TO, is_reply_name, random_name, resource
 from ._policy import Policies, dead_letter_cause
 from ._queue import Queue
 from ._trace import RoutingDecision, Visit
@@ -43,6 +45,35 @@ STANDARD_EXCHANGES = (
     ("amq.direct", "direct"), ("amq.fanout", "fanout"), ("amq.topic", "topic"),
     ("amq.headers", "headers"), ("amq.match", "headers"),
 )
+
+@final
+class Live:
+    """A live routing (a publish, a dead-lettering, a delayed message's release): the message,
+    what the plugin exchanges on its path said of it (``notes``: exchange name, words), and the
+    delays it is held for (``held``: exchange name, when it is due on the broker clock, the
+    delay in milliseconds)."""
+
+    __slots__ = ("_on_finish", "dry", "held", "message", "notes")
+
+    def __init__(self, message: Message, *, dry: bool = False) -> None:
+        self.message = message
+        #: A dry run (``testing.route``): the exchanges say how they choose, and act on
+        #: nothing (nothing held, nothing kept).
+        self.dry = dry
+        self.notes: list[tuple[str, str]] = []
+        self.held: list[tuple[str, float, int]] = []
+        self._on_finish: list[Any] = []
+
+    def after(self, action: Any) -> None:
+        """Run ``action()`` once the routing is recorded (a held message's history event goes
+        after its decision gives the message its event list)."""
+        self._on_finish.append(action)
+
+    def finish(self) -> None:
+        for action in self._on_finish:
+            action()
+        self._on_finish.clear()
+
 
 class DeclareOk(NamedTuple):
     """The answer to queue.declare."""
@@ -93,6 +124,9 @@ class VirtualHost:
         self.reply_consumers: dict[str, ReplyConsumer] = {}
         #: Its policies, operator policies and limits.
         self.policies = Policies(self)
+        #: RabbitMQ's firehose (``rabbitmqctl trace_on``): a copy of each publish and delivery
+        #: goes to ``amq.rabbitmq.trace`` (see ``_firehose``).
+        self.tracing = False
         self.default_exchange = self.exchanges[""] = DefaultExchange(self, "", durable=True)
         for xname, xtype in STANDARD_EXCHANGES:
             self.exchanges[xname] = EXCHANGE_TYPES[xtype](self, xname, durable=True)
@@ -144,17 +178,14 @@ class VirtualHost:
     def declare_exchange(self, name: str, type_: str = "direct", *, passive: bool = False,
                          durable: bool = False, auto_delete: bool = False,
                          internal: bool = False, arguments: Mapping[str, Any] | None = None,
-                         ) -> Exchange:
-        """exchange.declare with RabbitMQ's checks, in RabbitMQ's order."""
+                         user: str = INTERNAL_USER) -> Exchange:
+        """exchange.declare with RabbitMQ's checks, in RabbitMQ's order (``user``: who
+        declares it, for the event exchange)."""
         arguments = dict(arguments or {})
         if passive:
             self._check_not_default(name)
             return self.lookup_exchange(name)
-        cls = EXCHANGE_TYPES.get(type_)
-        if cls is None:
-            # RabbitMQ looks the name up as an Erlang atom: '' exists as one, and is no type.
-            adjective = "invalid" if type_ == "" else "unknown"
-            raise CommandInvalid(f"{adjective} exchange type '{type_}'")
+        cls = self.exchange_type(type_)
         self._check_not_default(name)
         exchange = self.exchanges.get(name)
         if exchange is None:
@@ -166,10 +197,14 @@ class VirtualHost:
                 raise PreconditionFailed(
                     f"invalid type '{field_type(ae)}' for arg 'alternate-exchange' in "
                     f"{self.resource('exchange', name)}")
+            cls.validate(self, arguments)
             exchange = cls(self, name, durable=durable, auto_delete=auto_delete,
                            internal=internal, arguments=arguments)
             self.exchanges[name] = exchange
             self.policies.attach(exchange)
+            events = self.broker.plugins.events
+            if events is not None:
+                events.exchange_created(exchange, user)
             return exchange
         where = self.resource("exchange", name)
         check_equivalent_field(where, "type", exchange.type, type_)
@@ -179,7 +214,22 @@ class VirtualHost:
         check_equivalent_arguments(where, exchange.arguments, arguments, ("alternate-exchange",))
         return exchange
 
-    def delete_exchange(self, name: str, *, if_unused: bool = False) -> None:
+    def exchange_type(self, type_: str) -> type[Exchange]:
+        """The exchange class of a type name: a built-in type, or one an enabled plugin brings.
+        Raises CommandInvalid (503) "unknown exchange type 'x'" (RabbitMQ looks the name up as
+        an Erlang atom: '' exists as one, and is no type: "invalid exchange type ''"); from
+        RabbitMQ 3.13.3 the same texts are a channel's PreconditionFailed (406; v4.1.4
+        rabbit_exchange:check_type/1)."""
+        cls = self.broker.plugins.exchange_types.get(type_)
+        if cls is None:
+            adjective = "invalid" if type_ == "" else "unknown"
+            error = (PreconditionFailed if self.broker.profile.at_least(3, 13, 3)
+                     else CommandInvalid)
+            raise error(f"{adjective} exchange type '{type_}'")
+        return cls
+
+    def delete_exchange(self, name: str, *, if_unused: bool = False,
+                        user: str = INTERNAL_USER) -> None:
         """exchange.delete; a missing exchange is not an error (as RabbitMQ 3.10)."""
         self._check_not_default(name)
         if name.startswith("amq."):
@@ -189,14 +239,28 @@ class VirtualHost:
             return
         if if_unused and exchange.bindings:
             raise PreconditionFailed(f"{self.resource('exchange', name)} in use")
-        self._delete_exchange(exchange)
+        self._delete_exchange(exchange, user, explicit=True)
 
-    def _delete_exchange(self, exchange: Exchange) -> None:
+    def _delete_exchange(self, exchange: Exchange, user: str = INTERNAL_USER, *,
+                         explicit: bool = False, unbound: Binding | None = None) -> None:
+        # The event exchange sees what RabbitMQ 3.10 notifies: the bindings of other sources
+        # (into this exchange), then the exchange and its own bindings (``unbound``: the one
+        # whose removal auto-deleted it), an explicit deletion inside its
+        # exchange-delete-in-progress parameter.
         del self.exchanges[exchange.name]
-        for binding in list(exchange.bindings.values()):
-            self._remove_binding(binding)
+        events = self.broker.plugins.events
+        if events is not None and explicit:
+            events.exchange_delete_started(exchange, user)
         for binding in list(exchange.incoming.values()):
-            self._remove_binding(binding)
+            self._remove_binding(binding, user)
+        if events is not None:
+            events.exchange_deleted(exchange, user)
+            if unbound is not None:
+                events.binding_deleted(unbound, user)
+        for binding in list(exchange.bindings.values()):
+            self._remove_binding(binding, user)
+        if events is not None and explicit:
+            events.exchange_delete_finished(exchange, user)
 
     # -- queues --------------------------------------------------------------------------------
 
@@ -213,6 +277,11 @@ class VirtualHost:
             found.touch()  # a declare renews an x-expires lease
             found.drop_expired()
             return DeclareOk(found.name, found.message_count, found.consumer_count)
+        profile = self.broker.profile
+        if profile.rabbitmq4 and "x-queue-type" not in arguments:
+            # RabbitMQ 4 stores the node's default type in every declared queue's arguments
+            # (v4.1.4 rabbit_amqqueue:augment_declare_args/5; embroker has no vhost default).
+            arguments["x-queue-type"] = "classic"
         if not name:
             if arguments.get("x-queue-type", "classic") != "classic":
                 raise PreconditionFailed(
@@ -237,9 +306,18 @@ class VirtualHost:
             queue.touch()
             queue.drop_expired()
             return DeclareOk(name, queue.message_count, queue.consumer_count)
-        self.policies.check_queue_limit(name)
-        validate_queue_arguments(self.resource("queue", name), arguments, durable=durable,
-                                 exclusive=exclusive, auto_delete=auto_delete)
+        if profile.rabbitmq4:
+            # v4.1.4 rabbit_amqqueue:declare/7: the arguments, then the deprecated transient
+            # non-exclusive queue, then (rabbit_queue_type:declare/2) the vhost's queue limit
+            validate_queue_arguments(self.resource("queue", name), arguments, durable=durable,
+                                     exclusive=exclusive, auto_delete=auto_delete)
+            if not durable and not exclusive and not profile.permits("transient_nonexcl_queues"):
+                raise InternalError(profile.refusal("transient_nonexcl_queues"))
+            self.policies.check_queue_limit(name)
+        else:
+            self.policies.check_queue_limit(name)
+            validate_queue_arguments(self.resource("queue", name), arguments, durable=durable,
+                                     exclusive=exclusive, auto_delete=auto_delete)
         queue = Queue(self, name, durable=durable, exclusive_owner=owner,
                       auto_delete=auto_delete, arguments=arguments)
         queue.default_binding = Binding(self.default_exchange, queue, name, {})
@@ -247,6 +325,9 @@ class VirtualHost:
         if owner is not None:
             owner.exclusive_queues[name] = queue
         self.policies.attach(queue)
+        events = self.broker.plugins.events
+        if events is not None:
+            events.queue_created(queue, connection.user if connection else INTERNAL_USER)
         return DeclareOk(name, 0, 0)
 
     def delete_queue(self, name: str, connection: Connection | None, *,
@@ -261,11 +342,11 @@ class VirtualHost:
             raise PreconditionFailed(f"{self.resource('queue', name)} in use")
         if if_empty and queue.message_count:
             raise PreconditionFailed(f"{self.resource('queue', name)} not empty")
-        return self.delete_queue_object(queue)
+        return self.delete_queue_object(queue, connection.user if connection else INTERNAL_USER)
 
-    def delete_queue_object(self, queue: Queue) -> int:
+    def delete_queue_object(self, queue: Queue, user: str = INTERNAL_USER) -> int:
         """Delete a queue: its bindings go, its consumers are cancelled; returns how many ready
-        messages it held."""
+        messages it held. ``user``: who deleted it (the broker itself by default)."""
         count = queue.message_count
         _history.left(self.broker.clock, queue, queue.messages, "deleted")
         queue.purge()
@@ -274,9 +355,19 @@ class VirtualHost:
         queue.stop_timers()
         if queue.exclusive_owner is not None:
             queue.exclusive_owner.exclusive_queues.pop(queue.name, None)
+        # Events as RabbitMQ 3.10 notifies them: each consumer's channel sees it go, the
+        # bindings go (the broker's doing), the queue goes, then the queue drops its consumers.
+        events = self.broker.plugins.events
+        if events is not None:
+            for consumer in queue.consumers:
+                events.consumer_deleted(consumer, consumer.channel.connection.user)
         for binding in list(queue.bindings.values()):
-            self._remove_binding(binding)
+            self._remove_binding(binding, INTERNAL_USER)
+        if events is not None:
+            events.queue_deleted(queue, user)
         for consumer in queue.clear_consumers():
+            if events is not None:
+                events.consumer_deleted(consumer, None)
             consumer.channel.cancel_by_broker(consumer)
         return count
 
@@ -295,6 +386,8 @@ class VirtualHost:
         for exchange in list(self.exchanges.values()):
             if not exchange.durable and self.exchanges.get(exchange.name) is exchange:
                 self._delete_exchange(exchange)
+        for exchange in self.exchanges.values():
+            exchange.restarted()
 
     # -- bindings ------------------------------------------------------------------------------
 
@@ -323,11 +416,15 @@ class VirtualHost:
         exchange, dest = self._binding_ends(source, kind, destination, connection)
         exchange.validate_binding(routing_key, arguments)
         binding = Binding(exchange, dest, routing_key, dict(arguments))
+        exchange.before_bind(binding)
         if exchange.add_binding(binding):
             if isinstance(dest, Queue):
                 dest.bindings[binding.key] = binding
             else:
                 dest.incoming[binding.key] = binding
+            events = self.broker.plugins.events
+            if events is not None:
+                events.binding_created(binding, connection.user if connection else INTERNAL_USER)
 
     def unbind(self, source: str, kind: str, destination: str, routing_key: str,
                arguments: Mapping[str, Any], connection: Connection | None) -> None:
@@ -345,25 +442,32 @@ class VirtualHost:
             return
         if isinstance(binding.destination, Queue):
             self.check_exclusive_access(binding.destination, connection)
-        self._remove_binding(binding)
+        self._remove_binding(binding, connection.user if connection else INTERNAL_USER)
 
-    def _remove_binding(self, binding: Binding) -> None:
+    def _remove_binding(self, binding: Binding, user: str = INTERNAL_USER) -> None:
         source, dest = binding.source, binding.destination
-        source.remove_binding(binding.key)
+        if source.remove_binding(binding.key) is None:
+            return  # gone already (an auto-delete exchange took it with it)
         if isinstance(dest, Queue):
             dest.bindings.pop(binding.key, None)
         else:
             dest.incoming.pop(binding.key, None)
+        events = self.broker.plugins.events
         if source.auto_delete and not source.bindings and self.exchanges.get(
                 source.name) is source:
-            self._delete_exchange(source)
+            self._delete_exchange(source, user, unbound=binding)
+        elif events is not None:
+            events.binding_deleted(binding, user)
 
     # -- routing -------------------------------------------------------------------------------
 
-    def route(self, exchange_name: str, message: Message, mandatory: bool = False) -> list[Queue]:
+    def route(self, exchange_name: str, message: Message, mandatory: bool = False, *,
+              dry_run: bool = False) -> list[Queue]:
         """Route a message published to ``exchange_name`` as RabbitMQ does and return the queues
         it reaches, in delivery order; the caller enqueues it. Every call leaves a
         :class:`RoutingDecision` on the broker's trace, refused publishes included.
+        ``dry_run``: the plugins' exchanges act on nothing (a delayed-message exchange routes
+        as if the delay had run out and holds nothing; a recent-history exchange keeps nothing).
 
         Raises:
             NotFound: (404) no such exchange.
@@ -377,7 +481,7 @@ class VirtualHost:
         if headers and ("CC" in headers or "BCC" in headers):
             keys = self._sender_selected_keys(exchange_name, message, headers)
             headers = message.properties.get("headers")
-        elif exchange.alternate_exchange is None:
+        elif exchange.alternate_exchange is None and exchange.per_key and not dry_run:
             result: list[Queue] | None = None
             # Fast path: one routing key, no alternate exchange, every binding to a queue.
             found = exchange.route(message.routing_key, headers)
@@ -400,19 +504,31 @@ class VirtualHost:
             keys = [message.routing_key]
         else:
             keys = [message.routing_key]
-        routed, matched, path = self._route(exchange, keys, headers)
+        live = Live(message, dry=dry_run)
+        try:
+            routed, matched, path = self._route(exchange, keys, headers, message.properties, live)
+        except AMQPError as error:  # a plugin's crash (541): the publish fails
+            self.refuse(message, error)
         self._trace.record(RoutingDecision(
             self.name, exchange_name, message, tuple(keys), tuple([q.name for q in routed]),
-            matched, path, mandatory))
+            matched, path, mandatory, notes=tuple(live.notes), held=tuple(live.held)))
+        live.finish()
         return routed
 
     def route_keys(self, exchange_name: str, keys: Sequence[str],
-                   headers: Mapping[str, Any] | None,
+                   headers: Mapping[str, Any] | None, *,
+                   properties: Mapping[str, Any] | None = None,
                    ) -> tuple[list[Queue], tuple[Binding, ...], tuple[Visit, ...]]:
         """Where a message published to ``exchange_name`` would go, without publishing it:
         nothing is enqueued and nothing is traced. ``keys`` are every routing key (the routing
         key, then the ``CC`` and ``BCC`` values); ``headers`` are matched as they are (a
-        ``BCC`` header is not removed). For routing recorded traffic (``embroker.analytics``).
+        ``BCC`` header is not removed); ``properties`` are what a consistent-hash exchange
+        with ``hash-property`` hashes. For routing recorded traffic (``embroker.analytics``).
+
+        The plugins' exchanges route as they would route the message now, without their side
+        effects: a delayed-message exchange routes it through its ``x-delayed-type`` as if its
+        delay had run out (nothing is held), a recent-history exchange keeps nothing, and an
+        ``x-random`` exchange draws from ``broker.plugins.random`` as a publish would.
 
         Returns:
             the queues reached in delivery order, every binding matched along the path, and the
@@ -429,32 +545,75 @@ class VirtualHost:
         if exchange.internal:
             raise AccessRefused(
                 f"cannot publish to internal {self.resource('exchange', exchange_name)}")
-        return self._route(exchange, list(keys), headers)
+        return self._route(exchange, list(keys), headers, properties)
+
+    def replay_through(self, exchange: Exchange, message: Message) -> list[Queue]:
+        """Route ``message`` from ``exchange`` as RabbitMQ's ``rabbit_exchange:route/2`` does for
+        a message a plugin publishes itself (the recent-history exchange's replay): a live
+        routing, without a decision on the trace; returns the queues it reaches (the caller
+        enqueues)."""
+        live = Live(message)
+        queues = self._route(exchange, list(message.keys), message.properties.get("headers"),
+                             message.properties, live)[0]
+        live.finish()
+        return queues
+
+    def publish_from_broker(self, exchange: Exchange, message: Message) -> list[Queue]:
+        """Publish a message the broker makes itself (an event of the event exchange): routed
+        from ``exchange`` even if it is internal, recorded on the trace, enqueued; no confirm,
+        no return. Returns the queues it reached."""
+        live = Live(message)
+        keys = list(message.keys)
+        queues, matched, path = self._route(exchange, keys, message.properties.get("headers"),
+                                            message.properties, live)
+        self._record(RoutingDecision(self.name, exchange.name, message, tuple(keys),
+                                     tuple([q.name for q in queues]), matched, path,
+                                     notes=tuple(live.notes), held=tuple(live.held)))
+        live.finish()
+        for queue in queues:
+            queue.publish(message)
+        return queues
 
     def _record(self, decision: RoutingDecision) -> None:
         self._trace.record(decision)
 
-    def deliver_replies(self, message: Message) -> None:
+    def deliver_replies(self, message: Message) -> bool:
         """Direct reply-to: a message published to the default exchange with a reply-to
-        address as a key goes straight to the requesting channel. As in RabbitMQ it does not
-        count as routed (a mandatory reply is also returned), and it goes nowhere when the
-        requester has gone."""
+        address as a key goes straight to the requesting channel, and nowhere when the
+        requester has gone. Returns whether it counts as routed: as RabbitMQ 3.10, never (a
+        mandatory reply is also returned); as RabbitMQ 4.2, when the address is one the broker
+        issued, whether or not its requester is still there (v4.2.0 release notes: the address
+        is a volatile queue, checked only when delivering)."""
+        routed = False
+        volatile = self.broker.profile.at_least(4, 2)
         for key in message.keys:
             reply = self.reply_consumers.get(key)
             if reply is not None:
                 reply.deliver(message)
+            routed = routed or (volatile and is_reply_name(key))
+        return routed
 
-    def dead_letter(self, source: Queue, messages: list[Message], reason: str) -> None:
+    def is_reply_address(self, name: str) -> bool:
+        """Whether ``name`` is a direct reply-to address the broker issued (RabbitMQ 4.2's
+        AMQP 1.0 names it a volatile queue and routes to it)."""
+        return is_reply_name(name)
+
+    def dead_letter(self, source: Queue, messages: list[Message], reason: str,
+                    failures: list[int] | None = None) -> None:
         """Republish messages that leave ``source`` for ``reason`` to its dead-letter exchange,
         as RabbitMQ does: a missing exchange drops them, an internal one is fine, and a queue
-        the message already died in for reasons other than a rejection is skipped (a cycle)."""
+        the message already died in for reasons other than a rejection is skipped (a cycle).
+        ``failures``, one per message, are their failed deliveries, carried to the copies."""
         exchange_name = source.dead_letter_exchange
         assert exchange_name is not None
         exchange = self.exchanges.get(exchange_name)
         now = self.broker.clock.time()
-        for message in messages:
+        rabbitmq4 = self.broker.profile.rabbitmq4
+        for i, message in enumerate(messages):
             dead = dead_letter_message(message, reason, source.name, exchange_name,
-                                       source.dead_letter_routing_key, now)
+                                       source.dead_letter_routing_key, now, rabbitmq4=rabbitmq4)
+            if failures is not None:
+                dead.failures = failures[i]
             origin = (source.name, reason)
             cause = dead_letter_cause(source, reason, message)
             if exchange is None:
@@ -463,19 +622,29 @@ class VirtualHost:
                 _history.dead_lettered(self.broker.clock, source.name, message, reason,
                                        exchange_name, None)
                 continue
-            queues, matched, path = self._route(exchange, list(dead.keys),
-                                                dead.properties.get("headers"))
+            live = Live(dead)
+            try:
+                queues, matched, path = self._route(exchange, list(dead.keys),
+                                                    dead.properties.get("headers"),
+                                                    dead.properties, live)
+            except AMQPError as error:  # a plugin's crash: the copy is lost
+                self._record(RoutingDecision(self.name, exchange_name, dead, dead.keys,
+                                             error=error, dead_letter=origin, cause=cause))
+                continue
             if reason != "rejected":
                 headers = dead.headers
-                queues = [q for q in queues if not is_dead_letter_cycle(q.name, headers)]
+                deaths = dead.deaths if rabbitmq4 else None
+                queues = [q for q in queues if not is_dead_letter_cycle(q.name, headers, deaths)]
             decision = RoutingDecision(
                 self.name, exchange_name, dead, dead.keys, tuple([q.name for q in queues]),
-                matched, path, dead_letter=origin, cause=cause)
+                matched, path, dead_letter=origin, cause=cause, notes=tuple(live.notes),
+                held=tuple(live.held))
             self._record(decision)
+            live.finish()
             _history.dead_lettered(self.broker.clock, source.name, message, reason,
                                    exchange_name, decision)
             for queue in queues:
-                queue.publish(dead)
+                queue.publish(dead, publisher=source)
 
     def check_routing_headers(self, message: Message) -> None:
         """Raise what :meth:`route` would for ``CC``/``BCC`` headers that are not arrays: a
@@ -489,14 +658,19 @@ class VirtualHost:
                 self.refuse(message, exc)
 
     def publish_target(self, message: Message) -> Exchange:
-        """The exchange a client publishes ``message`` to: it must exist (404) and not be
-        internal (403); a refusal is recorded on the trace."""
-        exchange = self.exchanges.get(message.exchange)
-        if exchange is None:
-            self.refuse(message, NotFound(f"no {self.resource('exchange', message.exchange)}"))
+        """The exchange a client publishes ``message`` to (:meth:`target_exchange`); a refusal
+        is recorded on the trace."""
+        try:
+            return self.target_exchange(message.exchange)
+        except AMQPError as error:
+            self.refuse(message, error)
+
+    def target_exchange(self, name: str) -> Exchange:
+        """The exchange ``name`` as a place to publish to: it must exist (404 "no exchange 'x'
+        in vhost '/'") and not be internal (403 "cannot publish to internal exchange ...")."""
+        exchange = self.lookup_exchange(name)
         if exchange.internal:
-            self.refuse(message, AccessRefused(
-                f"cannot publish to internal {self.resource('exchange', message.exchange)}"))
+            raise AccessRefused(f"cannot publish to internal {self.resource('exchange', name)}")
         return exchange
 
     def refuse(self, message: Message, error: AMQPError) -> NoReturn:
@@ -522,9 +696,11 @@ class VirtualHost:
         return keys
 
     def _route(self, exchange: Exchange, keys: list[str], headers: Mapping[str, Any] | None,
+               properties: Mapping[str, Any] | None = None, live: Live | None = None,
                ) -> tuple[list[Queue], tuple[Binding, ...], tuple[Visit, ...]]:
         # RabbitMQ's rabbit_exchange:route/2: a work list of exchanges, each visited once; an
         # exchange that matches nothing at all passes the message to its alternate exchange.
+        # ``live``: a real publish (plugin exchanges may act on it: hold it, keep it).
         queues: dict[Queue, None] = {}
         matched: list[Binding] = []
         visited: list[Visit] = []
@@ -533,9 +709,21 @@ class VirtualHost:
         while work:
             current = work.pop()
             found: dict[tuple[Any, ...], Binding] = {}
-            for key in keys:
-                for binding in current.route(key, headers):
+            kept = (current.intercept(live.message, live)
+                    if live is not None and current.intercepts and not live.dry else None)
+            if kept is not None:
+                assert live is not None
+                live.notes.append((current.name, kept))
+            elif current.per_key:
+                for key in keys:
+                    for binding in current.route(key, headers):
+                        found[binding.key] = binding
+            else:
+                chosen = current.route_message(keys, headers, properties)
+                for binding in chosen:
                     found[binding.key] = binding
+                if live is not None and isinstance(chosen, Choice) and chosen.note:
+                    live.notes.append((current.name, chosen.note))
             alternate = None
             if not found and current.alternate_exchange is not None:
                 alternate = self.exchanges.get(current.alternate_exchange)
@@ -559,6 +747,7 @@ class VirtualHost:
             for key, binding in queue.bindings.items():
                 assert binding.source.bindings.get(key) is binding, f"{binding!r} dangling"
         for exchange in self.exchanges.values():
+            exchange._check()
             for key, binding in exchange.bindings.items():
                 dest = binding.destination
                 back = dest.bindings if isinstance(dest, Queue) else dest.incoming

@@ -4,7 +4,8 @@ Fixtures:
 
 - ``broker``: a fresh in-memory broker per test, configured by the marker;
 - ``amqp_server`` / ``amqp_url``: a loopback listener on it, started when asked for and stopped
-  after the test (``amqp10_url`` is the same listener's URL for AMQP 1.0 clients);
+  after the test (``amqp10_url`` is the same listener's URL for AMQP 1.0 clients,
+  ``management_url`` its management HTTP API and console);
   ``amqp_channel``: an in-process channel;
 - ``embroker_faults``: :class:`embroker.faults.Faults` for the test's broker and listener;
 - ``embroker_expectations``: strict :class:`embroker.testing.Expectations`, checked after the test;
@@ -48,8 +49,8 @@ if TYPE_CHECKING:
     from embroker.testing import AnyBroker
 
 __all__ = ["amqp10_url", "amqp_channel", "amqp_server", "amqp_url", "broker", "embroker_config",
-           "embroker_expectations", "embroker_faults", "embroker_reference", "shared_amqp_url",
-           "shared_broker"]
+           "embroker_expectations", "embroker_faults", "embroker_reference", "management_url",
+           "shared_amqp_url", "shared_broker"]
 
 #: The marker's arguments, and what each does (the marker's help, and its error on a typo).
 MARKER_ARGUMENTS = {
@@ -64,6 +65,13 @@ MARKER_ARGUMENTS = {
                           "cannot honour (shovels, federation upstreams) instead of refusing it",
     "strict": "True (or 'unroutable' to count unroutable publishes too): fail the test if it "
               "leaves connections, unacked deliveries or listener errors behind",
+    "management": "True for a listener (amqp_server) that also serves the management HTTP API "
+                  "and console on a free port (a test that asks for management_url gets one)",
+    "plugins": "RabbitMQ plugins to enable, by RabbitMQ's names (rabbitmq_delayed_message_"
+               "exchange, rabbitmq_consistent_hash_exchange, rabbitmq_sharding, rabbitmq_random_"
+               "exchange, rabbitmq_recent_history_exchange, rabbitmq_event_exchange); adds to "
+               "the embroker_plugins ini option",
+    "random_seed": "what x-random exchanges draw from (broker.plugins.random.seed)",
 }
 
 _MARKER_HELP = ("embroker(" + ", ".join(f"{k}=..." for k in MARKER_ARGUMENTS) + "): configure "
@@ -90,6 +98,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("embroker_trace", "like --embroker-trace N", default="10")
     parser.addini("embroker_strict", "strict mode for every test: true, unroutable or false",
                   default="false")
+    parser.addini("embroker_plugins", "RabbitMQ plugins every test's broker enables (names "
+                  "separated by spaces, commas or lines)", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -177,6 +187,17 @@ def _strict(request: pytest.FixtureRequest, config: dict[str, Any]) -> str | Non
     return None  # not reached
 
 
+def _plugins(config: pytest.Config, marked: Any) -> list[str]:
+    """The ini option's plugins, then the marker's (a name or a list of names)."""
+    names = str(config.getini("embroker_plugins") or "").replace(",", " ").split()
+    if isinstance(marked, str):
+        marked = [marked]
+    for name in marked or ():
+        if name not in names:
+            names.append(name)
+    return names
+
+
 def _remember(request: pytest.FixtureRequest, broker: AnyBroker) -> None:
     request.node.stash.setdefault(_BROKERS, []).append(broker)
 
@@ -191,9 +212,11 @@ def broker(request: pytest.FixtureRequest,
     config = dict(embroker_config)
     strict = _strict(request, config)
     config.pop("strict", None)
+    config.pop("management", None)  # the listener's (amqp_server), not the broker's
     if _reference(request.config):
         yield _reference_broker(request, config)  # type: ignore[misc]  # the same helpers work
         return
+    config["plugins"] = _plugins(request.config, config.get("plugins"))
     made = make_broker(base=request.path.parent, **config)
     _remember(request, made)
     yield made
@@ -242,10 +265,14 @@ def _reference_broker(request: pytest.FixtureRequest, config: dict[str, Any]) ->
 @pytest.fixture
 def amqp_server(request: pytest.FixtureRequest, broker: Broker,
                 embroker_config: dict[str, Any]) -> Iterator[Server]:
-    """A loopback listener on ``broker`` for this test; raises the listener's errors after it."""
+    """A loopback listener on ``broker`` for this test; raises the listener's errors after it.
+    It serves the management HTTP API too (on a free port, ``server.management_url``) when the
+    test asks for ``management_url`` or is marked ``@pytest.mark.embroker(management=True)``."""
     _skip_in_reference(request, "the amqp_server fixture")
     strict = _strict(request, embroker_config)
-    with broker.serve() as server:
+    management = bool(embroker_config.get("management")) or \
+        "management_url" in request.fixturenames
+    with broker.serve(management=management) as server:
         yield server
         if strict is not None:  # before the listener closes what the test left open
             request.node.stash[_LEAKS] = leaks(broker, unroutable=strict == "unroutable")
@@ -265,6 +292,25 @@ def amqp_url(request: pytest.FixtureRequest) -> str:
         return url
     server: Server = request.getfixturevalue("amqp_server")
     return server.url
+
+
+@pytest.fixture
+def management_url(request: pytest.FixtureRequest) -> str:
+    """The URL of RabbitMQ's management HTTP API and console (``http://HOST:PORT/``; the API
+    is under ``api/``, guest/guest): this test's listener (``amqp_server``, which then serves
+    it on a free port), or the reference RabbitMQ's (``--embroker-management``, by default
+    ``http://HOST:15672/``), where this test's vhost is the ``broker`` fixture's ``vhost``."""
+    url_option = _reference(request.config)
+    if url_option:
+        from embroker._reference import _parse
+
+        management = (request.config.getoption("embroker_management")
+                      or request.config.getini("embroker_management") or None)
+        if management:
+            return str(management).rstrip("/").removesuffix("/api") + "/"
+        return f"http://{_parse(url_option).host}:15672/"
+    server: Server = request.getfixturevalue("amqp_server")
+    return server.management_url
 
 
 @pytest.fixture
@@ -319,7 +365,7 @@ def _embroker_session(request: pytest.FixtureRequest) -> Iterator[tuple[Broker, 
     if _reference(request.config):
         pytest.skip("a shared broker reset between tests needs embroker's internals "
                     "(broker.reset()): not available with the reference RabbitMQ")
-    shared = make_broker()
+    shared = make_broker(plugins=_plugins(request.config, None))
     with shared.serve() as server:
         yield shared, server
     check_server(server)
@@ -400,7 +446,7 @@ def _state(broker: AnyBroker, count: int) -> str:
             lines.extend(f"    {event}" for event in decision.history())
             lines.extend(f"    now: {fate}" for fate in decision.fate())
     if isinstance(broker, model.Broker):
-        with broker._lock:
+        with broker.locked():
             queues = [q for v in broker.vhosts.values() for q in v.queues.values()]
         lines.append(f"queues ({len(queues)}):" if queues else "no queues")
         for queue in queues:

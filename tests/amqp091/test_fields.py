@@ -179,6 +179,15 @@ def test_values_round_trip_with_their_type(value: Any) -> None:
     assert type(decoded) is type(value) or isinstance(value, (tuple, bytearray, memoryview))
 
 
+def test_a_plain_int_beyond_32_bits_travels_as_a_long_and_comes_back_one() -> None:
+    """An int that does not fit the signed 32-bit 'I' is sent as 'l' (as RabbitMQ's clients
+    do), which decodes as a Long: equal to the int, typed so that it is sent back as 'l'."""
+    for value in (2**31, -(2**31) - 1, 2**63 - 1):
+        decoded = decode_table(encode_table({"v": value}))["v"]
+        assert (decoded, type(decoded)) == (value, Long)
+    assert type(decode_table(encode_table({"v": 2**31 - 1}))["v"]) is int
+
+
 def test_empty_and_none_tables_encode_as_four_zero_bytes() -> None:
     assert encode_table({}) == encode_table(None) == b"\x00\x00\x00\x00"
 

@@ -40,6 +40,13 @@ from .harness import (
 
 REFERENCE_ENV = "EMBROKER_REFERENCE_URL"
 
+#: The plugins the reference RabbitMQ runs with (``.ci/run`` enables them): the embroker
+#: drivers' brokers enable the same ones. No delayed-message plugin there: its rules are pinned
+#: by tests/model/test_delayed.py instead.
+REFERENCE_PLUGINS = ("rabbitmq_consistent_hash_exchange", "rabbitmq_event_exchange",
+                     "rabbitmq_random_exchange", "rabbitmq_recent_history_exchange",
+                     "rabbitmq_sharding")
+
 # --------------------------------------------------------------------------------------------
 # In-process
 
@@ -50,7 +57,7 @@ class InProcessDriver:
     def __init__(self) -> None:
         from embroker import Broker  # imported here: the rest of the harness must not need it
 
-        self.broker = Broker()
+        self.broker = Broker(plugins=REFERENCE_PLUGINS)
 
     def connect(self) -> _InProcessConnection:
         return _InProcessConnection(self.broker.connect(), self.broker)
@@ -344,7 +351,7 @@ class WireDriver(PikaDriver):
     def __init__(self) -> None:
         from embroker import Broker
 
-        self.broker = Broker()
+        self.broker = Broker(plugins=REFERENCE_PLUGINS)
         self.server = self.broker.serve()  # 127.0.0.1, a free port: never 5672
         super().__init__(self.server.url, label="embroker wire")
 

@@ -104,3 +104,22 @@ def param(name: str, known_divergences: dict[str, str]) -> Any:
         return pytest.param(name, marks=pytest.mark.xfail(
             strict=True, raises=Divergence, reason=known_divergences[name]))
     return name
+
+
+def says_embroker(properties: dict[str, Any]) -> bool:
+    """Whether a broker's server properties say it is embroker, even presenting itself as
+    RabbitMQ (``--as-rabbitmq`` changes its product and version; its information and cluster
+    name still say embroker): such a broker is never recorded as the reference."""
+    return any("embroker" in (value.decode(errors="replace") if isinstance(value, bytes)
+                              else value).lower()
+               for value in properties.values() if isinstance(value, (str, bytes)))
+
+
+def refuse_embroker(properties: dict[str, Any], where: str) -> str | None:
+    """Why ``where`` cannot be recorded from (it is embroker), or None."""
+    if not says_embroker(properties):
+        return None
+    said = next(v for v in properties.values()
+                if isinstance(v, (str, bytes)) and "embroker" in str(v).lower())
+    return (f"{where} is embroker (its server properties say {said!r}), not RabbitMQ: golden "
+            "files are recorded from RabbitMQ only")

@@ -26,6 +26,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from . import golden, stateful
 from .drivers import REFERENCE_ENV, InProcessDriver, PikaDriver, safe_url
@@ -33,14 +34,19 @@ from .harness import Run, diff_runs, problems, run_scenario
 from .scenarios import all_scenarios
 
 
-def rabbitmq_version(url: str) -> str:
-    """``RabbitMQ 3.10.8``, from the server properties of a fresh connection."""
+def server_properties(url: str) -> dict[str, Any]:
+    """The server properties of a fresh connection to ``url``."""
     conn = PikaDriver(url).connect()
     try:
-        props = conn.conn._impl.server_properties
-        return f"{props.get('product', '?')} {props.get('version', '?')}"
+        return dict(conn.conn._impl.server_properties)
     finally:
         conn.close()
+
+
+def rabbitmq_version(url: str) -> str:
+    """``RabbitMQ 3.10.8``, from the server properties of a fresh connection."""
+    props = server_properties(url)
+    return f"{props.get('product', '?')} {props.get('version', '?')}"
 
 
 def select(names: Sequence[str], available: Sequence[str], what: str) -> list[str]:
@@ -207,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"recording needs the reference RabbitMQ: set {REFERENCE_ENV} or --url")
     if why := PikaDriver.check_reachable(args.url):
         parser.error(f"the reference {safe_url(args.url)} does not answer: {why}")
+    if why := golden.refuse_embroker(server_properties(args.url), safe_url(args.url)):
+        parser.error(why)
     if (args.generate or args.shrink) and not args.stateful:
         parser.error("--generate and --shrink go with --stateful")
     if args.generate and args.check:

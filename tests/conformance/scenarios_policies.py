@@ -629,3 +629,25 @@ def scenario_policy_validation_errors(s: Session, admin: Admin) -> None:
                  {"queue-version": 2}, {"dead-letter-strategy": "at-least-once"},
                  {"ha-mode": "exactly", "ha-params": 2, "ha-sync-mode": "automatic"}):
         admin.set_policy("good", "^nothing$", good)
+
+
+@with_admin
+def scenario_policy_quorum_reject_publish_admits_one_over(s: Session, admin: Admin) -> None:
+    """reject-publish and the limit from a policy, or from an operator policy: a quorum queue
+    still takes one message over its limit before it refuses (as with arguments)."""
+    ch = confirming(s)
+    admin.set_policy("p", "^qq-policy$", {"overflow": "reject-publish", "max-length": 2},
+                     apply_to="queues")
+    admin.set_operator_policy("o", "^qq-op$", {"max-length": 2}, apply_to="queues")
+    admin.set_policy("p2", "^qq-op$", {"overflow": "reject-publish"}, apply_to="queues")
+    for base in ("qq-policy", "qq-op"):
+        q = s.name(base)
+        ch.queue_declare(q, durable=True, arguments=QUORUM)
+        outcomes = []
+        for i in range(4):
+            before = len(ch.confirms)
+            ch.basic_publish("", q, b"m%d" % i)
+            confirm = ch.confirms[before:]
+            outcomes.append(bool(confirm) and confirm[-1].ack)
+        s.expect(outcomes, [True, True, True, False], base)
+        s.expect(wait_ready(s, q, 3), QueueDeclareOk(base, 3, 0))

@@ -595,3 +595,84 @@ def scenario_queue_types_quorum_delivery_limit_zero(s: Session) -> None:
               if isinstance(m, Msg) else m for m in got],
              [(b"m0", "delivery_limit"), (b"m1", "rejected")])
     s.expect(ready(ch, q), 0)
+
+
+# --------------------------------------------------------------------------------------------
+# Quorum queues' length limits (RabbitMQ 3.10's rabbit_fifo: evaluate_limit/5, is_over_limit/1,
+# is_below_soft_limit/1 with ?LOW_LIMIT 0.8; rabbit_fifo_client: register_enqueuer and the
+# queue_status reject_publish / go messages). Each publish waits for its confirm, so RabbitMQ's
+# asynchronous "blocked" message reaches the channel before the next publish.
+
+
+def _confirmed(s: Session, ch: ChannelProxy, q: str, bodies: list[bytes]) -> list[bool]:
+    """Publish each body (confirm mode) and return whether each was acked."""
+    outcomes = []
+    for body in bodies:
+        before = len(ch.confirms)
+        ch.basic_publish("", q, body)
+        confirm = ch.confirms[before:]
+        outcomes.append(bool(confirm) and confirm[-1].ack)
+    return outcomes
+
+
+def scenario_queue_types_quorum_reject_publish_admits_one_over(s: Session) -> None:
+    """reject-publish on a quorum queue refuses a publish only once the queue is *over* its
+    limit: x-max-length 2 takes 3 of 4 (a classic queue 2), x-max-length 0 takes 1, and
+    x-max-length-bytes 4 with 2-byte bodies takes 3."""
+    ch = confirming(s)
+    for base, limits, body in (("len-2", {"x-max-length": 2}, b"m"),
+                               ("len-0", {"x-max-length": 0}, b"m"),
+                               ("bytes-4", {"x-max-length-bytes": 4}, b"mm")):
+        q = _in(s, base, {**QUORUM, **limits, "x-overflow": "reject-publish"})
+        s.expect(_confirmed(s, ch, q, [body] * 4),
+                 {"len-2": [True, True, True, False], "len-0": [True, False, False, False],
+                  "bytes-4": [True, True, True, False]}[base], base)
+        s.expect(wait_ready(s, q, 1 if base == "len-0" else 3).message_count,
+                 1 if base == "len-0" else 3)
+    classic = s.name("classic")
+    ch.queue_declare(classic, arguments={"x-max-length": 2, "x-overflow": "reject-publish"})
+    s.expect(_confirmed(s, ch, classic, [b"m"] * 4), [True, True, False, False],
+             "a classic queue refuses at the limit")
+
+
+def scenario_queue_types_quorum_reject_publish_lets_go_at_80_percent(s: Session) -> None:
+    """A blocked publisher stays blocked until the queue is back at 80% of its limit (8 of 10),
+    while a publisher new to the queue is refused only while the queue is over the limit."""
+    ch = confirming(s)
+    q = _in(s, "q", {**QUORUM, "x-max-length": 10, "x-overflow": "reject-publish"})
+    s.expect(_confirmed(s, ch, q, [b"m"] * 12), [True] * 11 + [False])
+    wait_ready(s, q, 11)
+    getter = s.channel()
+    for ready_after_get in (10, 9, 8):
+        getter.basic_get(q, auto_ack=True)
+        wait_ready(s, q, ready_after_get)
+        s.expect(_confirmed(s, ch, q, [b"again"]), [ready_after_get == 8],
+                 f"{ready_after_get} ready")
+    wait_ready(s, q, 9)
+    other = confirming(s)
+    s.expect(_confirmed(s, other, q, [b"new", b"new"]), [True, True],
+             "a new publisher at 9 of 10: taken, and the queue is at 11")
+    s.expect(_confirmed(s, ch, q, [b"blocked"]), [False], "over the limit again: blocked")
+    s.expect(wait_ready(s, q, 11).message_count, 11)
+
+
+def scenario_queue_types_quorum_overflow_drop_head(s: Session) -> None:
+    """drop-head (the default) on a quorum queue keeps the newest messages and dead-letters the
+    oldest (reason maxlen); reject-publish-dlx is not a quorum overflow: such a queue drops its
+    head too (rabbit_quorum_queue:overflow/3)."""
+    ch = confirming(s)
+    dlx, dead = s.name("dlx"), s.name("dead")
+    ch.exchange_declare(dlx, "fanout")
+    ch.queue_declare(dead)
+    ch.queue_bind(dead, dlx)
+    for base, overflow in (("default", {}), ("rp-dlx", {"x-overflow": "reject-publish-dlx"})):
+        q = _in(s, base, {**QUORUM, "x-max-length": 2, "x-dead-letter-exchange": dlx,
+                          **overflow})
+        s.expect(_confirmed(s, ch, q, [b"a", b"b", b"c", b"d"]), [True] * 4, base)
+        s.expect(wait_ready(s, q, 2).message_count, 2)
+        s.expect(ch.drain(q), [b"c", b"d"])
+    s.expect(wait_ready(s, dead, 4).message_count, 4)
+    got = [ch.basic_get(dead, auto_ack=True) for _ in range(4)]
+    s.expect([(m.body, m.properties["headers"]["x-first-death-reason"])
+              if isinstance(m, Msg) else m for m in got],
+             [(b"a", "maxlen"), (b"b", "maxlen"), (b"a", "maxlen"), (b"b", "maxlen")])

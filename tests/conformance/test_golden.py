@@ -131,3 +131,21 @@ def test_an_error_renders_as_its_repr_in_a_golden_line() -> None:
     run = _run(("c1.ch1", "queue_purge('missing')", Err("channel", 404, "NOT_FOUND - x")))
     assert run.lines() == [
         "c1.ch1  queue_purge('missing') -> Err(scope='channel', code=404, text='NOT_FOUND - x')"]
+
+
+def test_record_refuses_embroker_even_presenting_itself_as_rabbitmq(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Golden files are RabbitMQ's word: the recorder refuses a broker whose server properties
+    say embroker, whether its product says so or only its information (``--as-rabbitmq``)."""
+    from embroker import Broker
+
+    from .record import main
+
+    for broker in (Broker(), Broker(as_rabbitmq="3.10.8")):
+        with broker.serve() as server:
+            with pytest.raises(SystemExit) as refused:
+                main(["--url", server.url, "--check", "queue_purge"])
+            assert refused.value.code == 2
+            assert "is embroker" in capsys.readouterr().err
+    assert not golden.says_embroker({"product": "RabbitMQ", "version": "3.10.8",
+                                     "cluster_name": "rabbit@vm", "information": b"Licensed"})

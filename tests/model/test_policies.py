@@ -425,13 +425,3 @@ def test_policy_warnings_can_be_silenced(broker: Broker) -> None:
         warnings.simplefilter("error")
         warnings.simplefilter("ignore", PolicyWarning)
         broker.set_policy("ha", ".*", {"ha-mode": "all"})
-
-
-@pytest.mark.parametrize("module", ["embroker.model._policy", "embroker._erlang"])
-def test_docstring_examples(module: str) -> None:
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module))
-    assert result.attempted > 0
-    assert result.failed == 0

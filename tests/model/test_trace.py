@@ -94,3 +94,45 @@ def test_trace_lets_old_large_bodies_go_past_its_byte_budget() -> None:
     assert broker.trace[0].routing_key == "k0"
     ch.basic_publish("", "nowhere", b"x" * 50_000)  # the newest is always kept
     assert broker.trace[-1].body == b"x" * 50_000
+
+
+def test_trace_offers_no_deque_method_that_bypasses_the_lock_or_the_budget() -> None:
+    """The trace wraps its storage: what is left is reading (under the broker's lock) and the
+    two removals that give the byte budget back (``pop``, ``clear``)."""
+    trace = Broker().trace
+    unsafe = ["append", "appendleft", "extend", "extendleft", "popleft", "remove", "rotate",
+              "insert", "reverse", "__setitem__", "__delitem__", "__iadd__", "__imul__"]
+    assert [name for name in unsafe if hasattr(trace, name)] == []
+
+
+def test_trace_slices_are_lists_of_decisions() -> None:
+    broker = Broker()
+    ch = broker.connect().channel()
+    for i in range(4):
+        ch.basic_publish("", f"k{i}", b"")
+    assert [d.routing_key for d in broker.trace[-2:]] == ["k2", "k3"]
+    assert [d.routing_key for d in broker.trace[::-2]] == ["k3", "k1"]
+    assert broker.trace[1].routing_key == "k1"
+    assert broker.trace.index(broker.trace[2]) == 2
+    assert broker.trace[-1] in broker.trace
+
+
+def test_trace_pop_and_clear_give_the_byte_budget_back() -> None:
+    broker = Broker(trace_bytes=100_000)
+    ch = broker.connect().channel()
+    for i in range(3):
+        ch.basic_publish("", f"k{i}", b"x" * 5000)
+    ch.basic_publish("", "small", b"x")
+    assert broker.trace.kept_bytes == 15_000
+    assert broker.trace.pop().routing_key == "small"  # a small one: nothing counted
+    assert broker.trace.kept_bytes == 15_000
+    assert broker.trace.pop().routing_key == "k2"
+    assert broker.trace.kept_bytes == 10_000
+    broker.trace._check()
+    broker.trace.clear()
+    assert broker.trace.kept_bytes == 0
+    assert len(broker.trace) == 0
+    broker.trace._check()
+    ch.basic_publish("", "again", b"x" * 5000)
+    assert broker.trace.kept_bytes == 5000
+    broker._check()

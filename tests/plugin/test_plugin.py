@@ -485,6 +485,7 @@ def test_policies_are_set_on_the_reference_vhost_and_validated_by_rabbitmq(
             broker.set_operator_policy("ttl", "^jobs$", {"message-ttl": 60000})
             conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
             ch = conn.channel()
+            ch.confirm_delivery()  # RabbitMQ answers a passive declare ahead of its mailbox
             ch.queue_declare("jobs")
             for body in (b"1", b"2"):
                 ch.basic_publish("", "jobs", body)
@@ -519,3 +520,75 @@ def test_amqp10_url_with_the_reference(pytester: pytest.Pytester) -> None:
     """)
     run(pytester, "--embroker-reference",
         "amqp://guest:guest@rabbit.example:5672/").assert_outcomes(passed=1)
+
+
+def test_the_management_api_is_served_only_to_tests_that_ask_for_it(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import json
+        import urllib.request
+
+        import pytest
+
+        def test_asks_for_its_url(management_url, amqp_server, broker):
+            broker.connect().channel().queue_declare("jobs")
+            assert management_url == amqp_server.management_url
+            request = urllib.request.Request(management_url + "api/queues/%2F/jobs", headers={
+                "Authorization": "Basic Z3Vlc3Q6Z3Vlc3Q="})
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                assert json.load(answer)["messages"] == 0
+
+        @pytest.mark.embroker(management=True)
+        def test_marked(amqp_server):
+            assert amqp_server.management_port is not None
+
+        def test_not_asked(amqp_server):
+            assert amqp_server.management_port is None
+    """)
+    run(pytester).assert_outcomes(passed=3)
+
+
+def test_management_url_with_the_reference(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        def test_url(management_url):
+            assert management_url == "http://rabbit.example:15672/"
+    """)
+    run(pytester, "--embroker-reference",
+        "amqp://guest:guest@rabbit.example:5672/").assert_outcomes(passed=1)
+    run(pytester, "--embroker-reference", "amqp://guest:guest@rabbit.example:5672/",
+        "--embroker-management", "http://other.example:8080/api").assert_outcomes(failed=1)
+def test_marker_and_ini_enable_plugins(pytester: pytest.Pytester) -> None:
+    """``plugins=`` on the marker adds to the ``embroker_plugins`` ini option; ``random_seed``
+    seeds x-random."""
+    pytester.makeini("""
+        [pytest]
+        embroker_plugins = rabbitmq_consistent_hash_exchange
+    """)
+    pytester.makepyfile("""
+        import pytest
+        from embroker.testing import advance, held_messages
+
+        def test_ini(broker):
+            assert broker.plugins.enabled == {"rabbitmq_consistent_hash_exchange"}
+
+        @pytest.mark.embroker(clock=True, plugins=["rabbitmq_delayed_message_exchange"],
+                              random_seed=3)
+        def test_marker(broker):
+            assert broker.plugins.enabled == {"rabbitmq_consistent_hash_exchange",
+                                              "rabbitmq_delayed_message_exchange"}
+            ch = broker.connect().channel()
+            ch.exchange_declare("d", "x-delayed-message", arguments={"x-delayed-type": "fanout"})
+            ch.queue_declare("q")
+            ch.queue_bind("q", "d")
+            ch.basic_publish("d", "", b"later", {"headers": {"x-delay": 500}})
+            assert len(held_messages(broker)) == 1
+            advance(broker, 0.5)
+            assert ch.basic_get("q", auto_ack=True).body == b"later"
+
+        @pytest.mark.embroker(plugins="rabbitmq_random_exchange", random_seed=3)
+        def test_seeded(broker):
+            import random
+            assert broker.plugins.random.random() == random.Random(3).random()
+    """)
+    result = run(pytester)
+    result.assert_outcomes(passed=3)

@@ -81,6 +81,23 @@ def test_cli_says_in_one_line_that_the_port_is_taken() -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_cli_says_which_option_moves_a_taken_management_port() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "embroker", "serve", "--host", "127.0.0.1", "--port", "0",
+             "--management-port", str(port)],
+            capture_output=True, text=True, timeout=30, check=False)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"port {port} on 127.0.0.1 is in use" in lines[0]
+    assert "--management-port 0" in lines[0]
+    assert "--no-management" in lines[0]
+
+
 def _serve(*args: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "embroker", "serve", "--port", "0", "--host", "127.0.0.1",

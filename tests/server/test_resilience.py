@@ -124,7 +124,7 @@ def test_a_bug_in_a_timer_is_kept_and_the_other_timers_still_run(broker: Broker)
         raise RuntimeError("timer bug")
 
     with broker.serve() as server:
-        with broker._lock:
+        with broker.locked():
             now = broker.clock.monotonic()
             broker.clock.call_at(now, bug)
             broker.clock.call_at(now, lambda: ran.append("after"))
