@@ -594,6 +594,19 @@ class ServerConnection:
             self.peer_idle_time_out = int(open_.idle_time_out) / 1000
         self._reader.max_frame_size = self.offer_max_frame_size
         rabbitmq4 = self.broker.profile.rabbitmq4
+        if rabbitmq4:
+            # RabbitMQ 4 checks the vhost, the user's access and the connection limits before
+            # it answers the open; a refusal there is a handshake error, which closes the
+            # socket without a frame (rabbit_amqp_reader: handle_connection_frame's
+            # check_vhost_exists, check_vhost_access, check_*_connection_limit, then
+            # handle_exception's last clause). Its clients take that as a failed connection,
+            # not as a closed one to recover from.
+            try:
+                self._open_model(vhost)
+            except NotAllowed:
+                self.state = ConnectionState.CLOSED
+                self.should_close = True
+                return
         opened = Open(
             container_id=self.broker.server_properties.get("cluster_name", "embroker")
             if rabbitmq4 else "embroker",
@@ -613,18 +626,29 @@ class ServerConnection:
             frame = encode_frame(0, opened)
         self._out.append(frame)
         self.state = ConnectionState.OPENED
+        if rabbitmq4:
+            return
+        # RabbitMQ 3.10's plugin answers the open first, then closes the connection.
         try:
             self.broker.vhost(vhost)
         except NotAllowed as exc:  # (0-9-1's 530; a missing node in 1.0's terms)
             raise ConnectionError10("amqp:not-found", exc.text) from None
-        self.vhost = vhost
         try:
-            self.model = self.broker.open_connection(
-                vhost, user=self.user, client_properties={"container_id": self.container_id,
-                                                          "protocol": "AMQP 1.0"},
-                name=f"amqp 1.0 connection {self.peer}" if self.peer else None)
+            self._open_model(vhost)
         except NotAllowed as exc:  # no access to the vhost
             raise ConnectionError10("amqp:unauthorized-access", exc.text) from None
+
+    def _open_model(self, vhost: str) -> None:
+        """The model's connection to ``vhost`` for this connection's user.
+
+        Raises:
+            NotAllowed: no such vhost, no access to it, or a connection limit reached.
+        """
+        self.model = self.broker.open_connection(
+            vhost, user=self.user, client_properties={"container_id": self.container_id,
+                                                      "protocol": "AMQP 1.0"},
+            name=f"amqp 1.0 connection {self.peer}" if self.peer else None)
+        self.vhost = vhost
 
     def _server_properties(self) -> dict[Any, Any]:
         """The broker's server properties (``product``, ``version``... as for 0-9-1, so

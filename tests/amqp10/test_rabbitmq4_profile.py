@@ -135,3 +135,21 @@ def test_a_dead_lettered_message_carries_its_history_as_x_opt_deaths() -> None:
     assert (annotations["x-first-death-queue"], annotations["x-last-death-reason"]) == (
         "work", "rejected")
     assert message.first_acquirer is False
+
+
+@pytest.mark.parametrize(("as_rabbitmq", "frames"),
+                         [("4.1.x", []), ("3.10.8", ["Open", "Close"])])
+def test_an_open_for_a_missing_vhost_is_answered_as_each_version_does(as_rabbitmq: str,
+                                                                      frames: list[str]) -> None:
+    """RabbitMQ 4 checks the vhost before it answers the open and closes the socket without a
+    frame (rabbit_amqp_reader v4.1.4, check_vhost_exists: a handshake error); RabbitMQ 3.10's
+    plugin answers the open and then closes with an error (rabbit_amqp1_0_reader v3.10.8)."""
+    from embroker.amqp10 import ServerConnection
+
+    from .helpers import Client
+
+    client = Client(ServerConnection(Broker(as_rabbitmq=as_rabbitmq), loopback=True))
+    replies = client.open(hostname="vhost:nope")
+    assert [type(r.performative).__name__ for r in replies if not isinstance(r, bytes)
+            and not type(r.performative).__name__.startswith("Sasl")] == frames
+    assert client.connection.should_close == (not frames)  # 3.10 waits for the close back

@@ -38,6 +38,9 @@ from rabbitmq_amqp_python_client.exceptions import (  # noqa: E402
     AmqpMessageRejectedException,
     ValidationCodeException,
 )
+from rabbitmq_amqp_python_client.qpid.proton._exceptions import (  # noqa: E402
+    ConnectionException,
+)
 from rabbitmq_amqp_python_client.qpid.proton.utils import SendException  # noqa: E402
 
 
@@ -242,3 +245,24 @@ def test_the_client_refuses_a_broker_that_is_not_rabbitmq_4(as_rabbitmq: str | N
         with pytest.raises(ValidationCodeException):
             environment.connection().dial()
         environment.close()
+
+
+@pytest.mark.parametrize(("vhost", "why"),
+                         [("no-such-vhost", "missing"), ("locked", "no access")])
+def test_a_vhost_refused_at_open_fails_the_dial_instead_of_recovering(server: Server,
+                                                                      broker: Broker,
+                                                                      vhost: str,
+                                                                      why: str) -> None:
+    """The client's test_connection_vhost_not_exists: RabbitMQ 4 answers such an open with no
+    frame at all (rabbit_amqp_reader v4.1.4: check_vhost_exists / check_vhost_access raise
+    before the open is sent, and handle_exception closes a connection that is not running yet
+    without a close frame), so ``dial`` raises. A close after an open would instead send the
+    client into its recovery loop, reconnecting to the same refusal."""
+    broker.add_vhost("locked")
+    broker.clear_permissions("guest", vhost="locked")
+    environment = Environment(server.amqp10_url + "/" + vhost)
+    with pytest.raises(ConnectionException):
+        environment.connection().dial()
+    # (no environment.close(): the client cannot close a connection whose dial failed, as its
+    # own test does not)
+    assert broker.connections == {}, why
