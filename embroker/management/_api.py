@@ -78,6 +78,8 @@ _EXCHANGE_DESCRIPTIONS = {
     "x-random": "Randomly picks a binding (queue) to route via (to).",
     "x-recent-history": "Recent History Exchange.",
     "x-delayed-message": "Delayed Message Exchange.",
+    # RabbitMQ 4's own (rabbit_exchange_type_local_random v4.1.4: description/0)
+    "x-local-random": "Picks one random local binding (queue) to route via (to).",
 }
 
 

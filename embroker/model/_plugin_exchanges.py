@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from ._queue import Queue
     from ._vhost import VirtualHost
 
-__all__ = ["ConsistentHashExchange", "ModulusHashExchange", "RandomExchange",
+__all__ = ["ConsistentHashExchange", "LocalRandomExchange", "ModulusHashExchange", "RandomExchange",
            "RecentHistoryExchange", "route_order"]
 
 
@@ -160,6 +160,47 @@ class RandomExchange(_AllBindings):
         index = self.vhost.broker.plugins.random.randrange(len(ordered))
         return Choice((ordered[index],), (
             f"drew binding {index + 1} of {len(ordered)} at random: {_target(ordered[index])}"))
+
+    @override
+    def mismatch(self, binding: Binding, routing_key: str,
+                 headers: Mapping[str, Any] | None) -> str | None:
+        return "not drawn"
+
+
+@final
+class LocalRandomExchange(_AllBindings):
+    """``x-local-random``, built into RabbitMQ 4.0 and later (so only with ``as_rabbitmq``
+    4.x): one bound queue drawn uniformly from ``broker.plugins.random`` among the queues on
+    the publisher's node (every queue is, here). Its bindings have an empty key and a classic
+    queue as destination (rabbit_exchange_type_local_random v4.1.4: validate_binding/2,
+    route/3)."""
+
+    type = "x-local-random"
+
+    @override
+    def validate_binding(self, routing_key: str, arguments: Mapping[str, Any]) -> None:
+        if routing_key:
+            raise PreconditionFailed(f"Non empty binding '{routing_key}' key not permitted")
+
+    @override
+    def before_bind(self, binding: Binding) -> None:
+        destination = binding.destination
+        if destination.kind != "queue":
+            raise PreconditionFailed("Destination not found")
+        queue_type = destination.arguments.get("x-queue-type", "classic")
+        if queue_type != "classic":
+            raise PreconditionFailed(
+                f"Queue type rabbit_{queue_type}_queue not valid for this exchange type")
+
+    @override
+    def route_message(self, keys: Sequence[str], headers: Mapping[str, Any] | None,
+                      properties: Mapping[str, Any] | None) -> Choice:
+        ordered = self.ordered()
+        if len(ordered) < 2:
+            return Choice(ordered, "fewer than two bound queues: all of them")
+        index = self.vhost.broker.plugins.random.randrange(len(ordered))
+        return Choice((ordered[index],), (
+            f"drew queue {index + 1} of {len(ordered)} at random: {_target(ordered[index])}"))
 
     @override
     def mismatch(self, binding: Binding, routing_key: str,

@@ -110,6 +110,10 @@ class Plugins:
         for xtype, cls in _plugin_types().items():
             if PLUGIN_OF_TYPE[xtype] in self.enabled:
                 types[xtype] = cls
+        if broker.profile.rabbitmq4:  # built in since RabbitMQ 4.0, no plugin needed
+            from ._plugin_exchanges import LocalRandomExchange
+
+            types[LocalRandomExchange.type] = LocalRandomExchange
         self.exchange_types: Mapping[str, type[Exchange]] = types
         self.random = random.Random(DEFAULT_RANDOM_SEED)
         self.delayed: DelayedMessages | None = None

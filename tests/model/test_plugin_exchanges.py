@@ -138,3 +138,67 @@ def test_modulus_hash_picks_phash2_of_the_keys_modulo_the_bindings(
         ch.basic_publish("m", key, b"")
         index = phash2([key.encode("utf-8", "surrogateescape")], 2**27) % len(ordered)
         assert broker.trace[-1].queues == (f"q{ordered[index][1]}",)
+
+
+# -- x-local-random (RabbitMQ 4.0+, no plugin) ---------------------------------------------------
+
+def test_local_random_is_an_unknown_type_before_rabbitmq_4() -> None:
+    """RabbitMQ 3.10 has no x-local-random (rabbit_exchange_type_local_random arrives in
+    v4.0.0): its declare fails like any unknown type's."""
+    ch = Broker(as_rabbitmq="3.10.8").connect().channel()
+    with pytest.raises(Exception, match="unknown exchange type 'x-local-random'"):
+        ch.exchange_declare("rpc", "x-local-random")
+
+
+def test_local_random_draws_one_classic_queue_reproducibly() -> None:
+    """rabbit_exchange_type_local_random v4.1.4 route/3: one of the bound local queues, drawn
+    uniformly (here from the broker's seeded source: the same draws on every run)."""
+    draws = []
+    for _ in range(2):
+        broker = Broker(as_rabbitmq="4.1.x")
+        ch = broker.connect().channel()
+        ch.exchange_declare("rpc", "x-local-random")
+        for q in ("a", "b", "c"):
+            ch.queue_declare(q)
+            ch.queue_bind(q, "rpc", "")
+        for i in range(30):
+            ch.basic_publish("rpc", "any key", str(i).encode())
+        chosen = [record.queues for record in broker.trace[-30:]]
+        assert all(len(queues) == 1 for queues in chosen)
+        assert {queues[0] for queues in chosen} == {"a", "b", "c"}
+        assert "drew queue" in broker.trace[-1].explain()
+        draws.append(chosen)
+    assert draws[0] == draws[1]
+
+
+def test_local_random_with_one_queue_routes_to_it() -> None:
+    broker = Broker(as_rabbitmq="4.1.x")
+    ch = broker.connect().channel()
+    ch.exchange_declare("rpc", "x-local-random")
+    ch.queue_declare("only")
+    ch.queue_bind("only", "rpc", "")
+    ch.basic_publish("rpc", "", b"x")
+    assert broker.trace[-1].queues == ("only",)
+
+
+@pytest.mark.parametrize(("destination", "key", "text"), [
+    ("classic", "k", "Non empty binding 'k' key not permitted"),
+    ("quorum", "", "Queue type rabbit_quorum_queue not valid for this exchange type"),
+    ("exchange", "", "Destination not found"),
+])
+def test_local_random_refuses_bindings_as_rabbitmq_4_does(destination: str, key: str,
+                                                          text: str) -> None:
+    """rabbit_exchange_type_local_random v4.1.4 validate_binding/2: an empty key and a classic
+    queue, else ``binding_invalid``, which the channel answers with 406 PRECONDITION_FAILED."""
+    broker = Broker(as_rabbitmq="4.1.x")
+    ch = broker.connect().channel()
+    ch.exchange_declare("rpc", "x-local-random")
+    if destination == "exchange":
+        ch.exchange_declare("downstream", "fanout")
+        bind = lambda: ch.exchange_bind("downstream", "rpc", key)  # noqa: E731
+    else:
+        ch.queue_declare(destination, durable=True, arguments={"x-queue-type": destination})
+        bind = lambda: ch.queue_bind(destination, "rpc", key)  # noqa: E731
+    with pytest.raises(PreconditionFailed) as refused:
+        bind()
+    assert refused.value.text == text
