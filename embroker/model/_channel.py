@@ -337,7 +337,7 @@ class Channel:
             NotFound: (404) no such queue or exchange.
             AccessRefused: (403) no write permission, or the exchange is internal.
         """
-        if queue is not None:
+        if queue is not None and not self.vhost.is_volatile_queue(queue):
             self.vhost.lookup_queue(queue)
         self.connection.access.write_exchange(exchange)
         self.vhost.target_exchange(exchange)

@@ -598,6 +598,13 @@ class VirtualHost:
         AMQP 1.0 names it a volatile queue and routes to it)."""
         return is_reply_name(name)
 
+    def is_volatile_queue(self, name: str) -> bool:
+        """Whether ``name`` is a volatile queue that exists: as RabbitMQ 4.2, a direct reply-to
+        address whose requester still consumes from it (``rabbit_volatile_queue:exists/1``
+        v4.2.9 asks the requester's session), which an AMQP 1.0 sender may attach to."""
+        return (self.broker.profile.at_least(4, 2) and is_reply_name(name)
+                and name in self.reply_consumers)
+
     def dead_letter(self, source: Queue, messages: list[Message], reason: str,
                     failures: list[int] | None = None) -> None:
         """Republish messages that leave ``source`` for ``reason`` to its dead-letter exchange,

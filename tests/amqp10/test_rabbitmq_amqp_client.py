@@ -266,3 +266,52 @@ def test_a_vhost_refused_at_open_fails_the_dial_instead_of_recovering(server: Se
     # (no environment.close(): the client cannot close a connection whose dial failed, as its
     # own test does not)
     assert broker.connections == {}, why
+
+
+@pytest.mark.parametrize(("as_rabbitmq", "attaches"), [("4.2.x", True), ("4.1.x", False)])
+def test_a_sender_attaches_to_a_live_reply_address_from_rabbitmq_4_2(as_rabbitmq: str,
+                                                                     attaches: bool) -> None:
+    """The client's test_direct_reply_to_send_and_receive: a publisher on
+    ``/queues/amq.rabbitmq.reply-to.*``. RabbitMQ 4.2 checks a target queue with
+    ``rabbit_amqqueue:exists/1``, which for a volatile queue asks its requester
+    (``rabbit_volatile_queue:exists/1`` v4.2.9): the link attaches while the requester
+    consumes and is refused (amqp:not-found) once it has gone. Before 4.2 (a 4.1 profile
+    here) no reply address is a queue."""
+    broker = Broker(as_rabbitmq=as_rabbitmq)
+    with broker.serve() as server:
+        environment = Environment(server.amqp10_url + "/")
+        requester, replier = environment.connection(), environment.connection()
+        requester.dial()
+        replier.dial()
+        try:
+            if not attaches:  # (the client itself refuses DirectReplyTo before 4.2, so
+                # the address comes from a 0-9-1 requester that is still consuming)
+                channel = broker.connect().channel()
+                channel.basic_consume("amq.rabbitmq.reply-to", lambda *_: None, auto_ack=True)
+                channel.queue_declare("requests")
+                channel.basic_publish("", "requests", b"?",
+                                      properties={"reply_to": "amq.rabbitmq.reply-to"})
+                request = channel.basic_get("requests", auto_ack=True)
+                assert request is not None
+                address = "/queues/" + request.properties["reply_to"]
+                with pytest.raises(Exception, match="amqp:not-found"):
+                    replier.publisher(address)
+                return
+            replies = Collect(3, how=None)  # (pre-settled)
+            consumer = requester.consumer(message_handler=replies, credit=10,
+                                          consumer_options=ConsumerOptions(
+                                              settle_strategy=ConsumerSettleStrategy.DirectReplyTo))
+            address = consumer.address
+            publisher = replier.publisher(address)
+            for i in range(3):
+                status = publisher.publish(Message(body=Converter.string_to_bytes(f"r{i}")))
+                assert status.remote_state == OutcomeState.ACCEPTED
+            with contextlib.suppress(Done):
+                consumer.run()
+            assert replies.bodies == ["r0", "r1", "r2"]
+            publisher.close()
+            consumer.close()
+            with pytest.raises(Exception, match="amqp:not-found"):
+                replier.publisher(address)
+        finally:
+            environment.close()
