@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 from . import _baseline, _settle, model
 from .client import Connection
 from .model import ManualClock, Message, MessageEvent, RoutingDecision
 from .model._history import events_of
 from .server import Server
+
+if TYPE_CHECKING:
+    import pika
+
+    from .memory import MemoryConnection
+    from .memory.pika import BlockingConnection
 
 __all__ = ["Broker"]
 
@@ -129,6 +135,36 @@ class Broker(model.Broker):
             if decision.message is message or (events is not None and decision._events is events):
                 return decision
         return None
+
+    # -- in-memory transports --------------------------------------------------------------
+
+    def pika_connection(self, parameters: pika.connection.Parameters | None = None, *,
+                        heartbeat: int = 60, name: str | None = None) -> BlockingConnection:
+        """A real ``pika.BlockingConnection`` to this broker over an in-memory link: no
+        socket, no thread; the broker's side runs in the calling thread, and pika's timers
+        (heartbeats, ``sleep``) on the broker's clock. See docs/memory.md.
+
+        Args:
+            parameters: pika's parameters (credentials, virtual host, client properties).
+            heartbeat: the heartbeat the broker offers (seconds of its clock; 0: none).
+            name: the link's name for logs and faults (``"memory:N"`` by default).
+
+        Raises:
+            ImportError: pika is not installed.
+            pika.exceptions.AMQPConnectionError: the broker refused the connection.
+        """
+        from .memory.pika import BlockingConnection
+
+        return BlockingConnection(self, parameters, heartbeat=heartbeat, name=name)
+
+    @property
+    def memory_connections(self) -> list[MemoryConnection]:
+        """The in-memory client connections open on this broker, oldest first, each with
+        the faults a test can inject (as ``server.connections`` for TCP clients)."""
+        from .memory import MemoryConnection
+
+        with self.locked():
+            return [MemoryConnection(link) for link in list(self._memory_links)]
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, *, heartbeat: int = 60,
               amqp10_port: int | None = None, management: bool | int = False) -> Server:

@@ -75,7 +75,14 @@ def _pass(broker: Broker, remaining: float) -> list[str]:
     with broker.locked():
         if not servers:
             broker.clock.run_due()  # nobody else runs them
+        # In-memory links: what their clients wrote is read and answered here, in this
+        # thread (what is queued for a client counts as written, as a socket's buffer does).
+        links = list(getattr(broker, "_memory_links", ()))
+        for link in links:
+            link.pump()
         reasons = busy(broker)
+        for link in links:
+            reasons.extend(link.busy())
     for server in servers:
         reasons.extend(server._settle_report(max(remaining, 0.001)))
     return reasons

@@ -32,6 +32,7 @@ from .model import Message
 from .model._faults import DeliveryFault, PublishNack
 
 if TYPE_CHECKING:
+    from .memory import MemoryConnection
     from .model import Broker
     from .server import ClientConnection, Server
 
@@ -63,18 +64,34 @@ class Faults:
         return self.server
 
     @property
-    def connections(self) -> list[ClientConnection]:
-        """The client connections the listener serves (``server.connections``)."""
-        return self._server().connections
+    def connections(self) -> list[ClientConnection | MemoryConnection]:
+        """The client connections: the listener's (``server.connections``), then the in-memory
+        ones (``broker.memory_connections``)."""
+        from .memory import MemoryConnection
 
-    def connection(self, name: str | None = None) -> ClientConnection:
-        """The client connection named ``name`` (its ``connection_name`` or peer address), or
-        the only one.
+        with self.broker.locked():
+            memory = [MemoryConnection(link) for link in list(self.broker._memory_links)]
+        return [*(self.server.connections if self.server is not None else []), *memory]
+
+    def connection(self, name: str | None = None) -> ClientConnection | MemoryConnection:
+        """The client connection named ``name`` (its ``connection_name`` or peer address,
+        ``"memory:N"`` for an in-memory one), or the only open one.
 
         Raises:
             LookupError: no such connection (the message lists them).
         """
-        return self._server().connection(name)
+        found = self.connections
+        names = [c.connection_name or c.peer for c in found]
+        if name is None:
+            live = [c for c in found if c.is_open]
+            if len(live) == 1:
+                return live[0]
+            raise LookupError(f"{len(live)} open connections: name one of "
+                              f"{[c.connection_name or c.peer for c in live]}")
+        for connection in found:
+            if name in (connection.connection_name, connection.peer):
+                return connection
+        raise LookupError(f"no connection named {name!r}; the connections are {names}")
 
     def kill_connection(self, name: str | None = None, *, reset: bool = False) -> None:
         """Close a connection's socket abruptly, with no connection.close (a crash, a network

@@ -7,6 +7,7 @@ Fixtures:
   after the test (``amqp10_url`` is the same listener's URL for AMQP 1.0 clients,
   ``management_url`` its management HTTP API and console);
   ``amqp_channel``: an in-process channel;
+- ``memory_pika``: a real pika ``BlockingConnection`` over an in-memory link (no socket);
 - ``embroker_faults``: :class:`embroker.faults.Faults` for the test's broker and listener;
 - ``embroker_expectations``: strict :class:`embroker.testing.Expectations`, checked after the test;
 - ``shared_broker`` / ``shared_amqp_url``: one broker and listener for the whole session (for
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = ["amqp10_url", "amqp_channel", "amqp_server", "amqp_url", "broker", "embroker_config",
            "embroker_expectations", "embroker_faults", "embroker_reference", "management_url",
+           "memory_pika",
            "shared_amqp_url", "shared_broker"]
 
 #: The marker's arguments, and what each does (the marker's help, and its error on a typo).
@@ -330,6 +332,17 @@ def amqp_channel(request: pytest.FixtureRequest, broker: Broker) -> Iterator[Cha
     RabbitMQ, a pika channel on the test's vhost."""
     connection = broker.connect()
     yield connection.channel()
+    if connection.is_open:
+        connection.close()
+
+
+@pytest.fixture
+def memory_pika(request: pytest.FixtureRequest, broker: Broker) -> Iterator[Any]:
+    """A real ``pika.BlockingConnection`` to ``broker`` over an in-memory link (no socket,
+    no thread; pika's timers on the broker's clock), closed after the test."""
+    _skip_in_reference(request, "an in-memory pika connection (memory_pika)")
+    connection = broker.pika_connection()
+    yield connection
     if connection.is_open:
         connection.close()
 

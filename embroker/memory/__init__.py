@@ -1,0 +1,20 @@
+"""In-memory transports: the application's real client library (pika, aio-pika, kombu, Celery)
+talking to an embroker broker with no socket and no thread.
+
+The broker's side of each connection is a :class:`MemoryLink` (the same AMQP 0-9-1 connection a
+socket gets, fed in the client's thread or event loop); each client library has its adapter:
+
+- :mod:`embroker.memory.pika`: pika's ``BlockingConnection`` and ``SelectConnection``;
+
+Faults reach in-memory connections through :class:`MemoryConnection`
+(``broker.memory_connections``, and :class:`embroker.faults.Faults`).
+"""
+
+from __future__ import annotations
+
+from ._link import MemoryConnection as MemoryConnection
+from ._link import MemoryLink as MemoryLink
+from ._loop import Deadlock as Deadlock
+from ._loop import VirtualLoop as VirtualLoop
+
+__all__ = ["Deadlock", "MemoryConnection", "MemoryLink", "VirtualLoop"]
