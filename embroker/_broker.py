@@ -158,6 +158,28 @@ class Broker(model.Broker):
         return BlockingConnection(self, parameters, heartbeat=heartbeat, name=name)
 
     @property
+    def memory_url(self) -> str:
+        """A URL naming this broker for the in-memory transports of aiormq and aio-pika
+        (``aio_pika.connect(broker.memory_url, connection_class=embroker.memory.aio.Connection)``,
+        or :meth:`aio_pika_connection`); no host is ever resolved. Heartbeats off."""
+        from .memory import memory_url
+
+        return memory_url(self)
+
+    async def aio_pika_connection(self, vhost: str = "/", *, robust: bool = False,
+                                  name: str | None = None, **kwargs: Any) -> Any:
+        """A real ``aio_pika.Connection`` (``robust``: ``RobustConnection``) to this broker
+        over an in-memory link driven by the running event loop: no socket, no thread.
+        ``kwargs`` go to ``aio_pika.connect``.
+
+        Raises:
+            ImportError: aio-pika is not installed.
+        """
+        from .memory.aio import connect
+
+        return await connect(self, vhost, robust=robust, name=name, **kwargs)
+
+    @property
     def memory_connections(self) -> list[MemoryConnection]:
         """The in-memory client connections open on this broker, oldest first, each with
         the faults a test can inject (as ``server.connections`` for TCP clients)."""

@@ -5,6 +5,7 @@ The broker's side of each connection is a :class:`MemoryLink` (the same AMQP 0-9
 socket gets, fed in the client's thread or event loop); each client library has its adapter:
 
 - :mod:`embroker.memory.pika`: pika's ``BlockingConnection`` and ``SelectConnection``;
+- :mod:`embroker.memory.aio`: aiormq's transport factory and aio-pika's connection classes;
 
 Faults reach in-memory connections through :class:`MemoryConnection`
 (``broker.memory_connections``, and :class:`embroker.faults.Faults`).
@@ -16,5 +17,6 @@ from ._link import MemoryConnection as MemoryConnection
 from ._link import MemoryLink as MemoryLink
 from ._loop import Deadlock as Deadlock
 from ._loop import VirtualLoop as VirtualLoop
+from ._urls import memory_url as memory_url
 
-__all__ = ["Deadlock", "MemoryConnection", "MemoryLink", "VirtualLoop"]
+__all__ = ["Deadlock", "MemoryConnection", "MemoryLink", "VirtualLoop", "memory_url"]
