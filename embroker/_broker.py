@@ -166,6 +166,21 @@ class Broker(model.Broker):
 
         return memory_url(self)
 
+    @property
+    def kombu_url(self) -> str:
+        """kombu's (and Celery's) URL of this broker through the ``embroker://`` transport,
+        which it registers with kombu (needs kombu): ``kombu.Connection(broker.kombu_url)``,
+        ``Celery(broker=broker.kombu_url)``."""
+        from .memory import kombu_url
+
+        try:
+            from .memory import kombu as _kombu  # registers embroker://
+        except ImportError:  # without kombu the URL is still a URL
+            pass
+        else:
+            _kombu.register()
+        return kombu_url(self)
+
     async def aio_pika_connection(self, vhost: str = "/", *, robust: bool = False,
                                   name: str | None = None, **kwargs: Any) -> Any:
         """A real ``aio_pika.Connection`` (``robust``: ``RobustConnection``) to this broker

@@ -6,6 +6,8 @@ socket gets, fed in the client's thread or event loop); each client library has 
 
 - :mod:`embroker.memory.pika`: pika's ``BlockingConnection`` and ``SelectConnection``;
 - :mod:`embroker.memory.aio`: aiormq's transport factory and aio-pika's connection classes;
+- :mod:`embroker.memory.kombu`: kombu's ``embroker://`` transport (py-amqp's protocol code),
+  for kombu and Celery;
 
 Faults reach in-memory connections through :class:`MemoryConnection`
 (``broker.memory_connections``, and :class:`embroker.faults.Faults`).
@@ -17,6 +19,7 @@ from ._link import MemoryConnection as MemoryConnection
 from ._link import MemoryLink as MemoryLink
 from ._loop import Deadlock as Deadlock
 from ._loop import VirtualLoop as VirtualLoop
+from ._urls import kombu_url as kombu_url
 from ._urls import memory_url as memory_url
 
-__all__ = ["Deadlock", "MemoryConnection", "MemoryLink", "VirtualLoop", "memory_url"]
+__all__ = ["Deadlock", "MemoryConnection", "MemoryLink", "VirtualLoop", "kombu_url", "memory_url"]

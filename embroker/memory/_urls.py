@@ -10,7 +10,7 @@ from urllib.parse import quote
 if TYPE_CHECKING:
     from ..model import Broker
 
-__all__ = ["broker_of", "memory_url"]
+__all__ = ["broker_of", "kombu_url", "memory_url"]
 
 #: The brokers a memory URL names (``amqp://guest:guest@embroker-memory-N/``).
 _BROKERS: weakref.WeakValueDictionary[str, Broker] = weakref.WeakValueDictionary()
@@ -38,6 +38,15 @@ def memory_url(broker: Broker, vhost: str = "/", *, user: str = "guest",
     query = f"heartbeat={heartbeat}" + (f"&name={quote(name, safe='')}" if name else "")
     path = "" if vhost == "/" else quote(vhost, safe="")
     return f"amqp://{quote(user, safe='')}:{quote(password, safe='')}@{key}:5672/{path}?{query}"
+
+
+def kombu_url(broker: Broker, vhost: str = "/", *, user: str = "guest",
+              password: str | None = None) -> str:
+    """kombu's URL of ``broker`` through the ``embroker://`` transport
+    (``embroker://guest:guest@embroker-memory-1:5672//``)."""
+    amqp = memory_url(broker, vhost, user=user, password=password)
+    return "embroker" + amqp[len("amqp"):amqp.index("/", len("amqp://")) + 1] + quote(
+        vhost, safe="")
 
 
 def broker_of(host: str) -> Broker | None:
