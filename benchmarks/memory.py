@@ -47,8 +47,8 @@ import pika
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import loopback  # noqa: E402  (the pika workloads, and how the listener's CPU is read)
-from loopback import (  # noqa: E402
+import loopback
+from loopback import (
     BODY,
     DEFAULT_REFERENCE,
     EmbrokerTarget,
@@ -61,9 +61,9 @@ from loopback import (  # noqa: E402
     _us_per,
 )
 
-from embroker import Broker  # noqa: E402
-from embroker.memory import MemoryLink  # noqa: E402
-from embroker.memory import pika as memory_pika  # noqa: E402
+from embroker import Broker
+from embroker.memory import MemoryLink
+from embroker.memory import pika as memory_pika
 
 
 @contextlib.contextmanager
