@@ -683,9 +683,13 @@ class Server:
         if isinstance(client, _HttpClient):  # the management API takes the broker's lock for what it reads
             with self._isolated(client):
                 conn.receive_data(data)
-        else:
-            with self._isolated(client), self._locked:
-                conn.receive_data(data)
+        else:  # (what _isolated does, inlined: one read per message on a paced client)
+            try:
+                with self._locked:
+                    conn.receive_data(data)
+            except Exception as exc:
+                self._bug(exc, f"the connection from {client.peer}")
+                self._fail(client, exc)
         if conn.has_output or conn.blocked or conn.should_close:
             self._dirty.add(client)
 
@@ -724,8 +728,11 @@ class Server:
             client = self._dirty.pop()
             if client.sock.fileno() < 0:
                 continue
-            with self._isolated(client):
+            try:  # (what _isolated does, inlined: the hot path)
                 self._write(client)
+            except Exception as exc:
+                self._bug(exc, f"the connection from {client.peer}")
+                self._fail(client, exc)
 
     def _write(self, client: _AnyClient) -> None:
         conn = client.conn

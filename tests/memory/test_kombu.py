@@ -90,3 +90,33 @@ def test_an_unknown_broker_is_refused() -> None:
     url = broker.kombu_url.replace("embroker-memory-", "embroker-memory-0")
     with pytest.raises(OSError, match="names no embroker broker"):
         kombu.Connection(url).transport.establish_connection()  # (no retries)
+
+
+def kombu_scenario() -> list[str]:
+    broker = Broker(clock=ManualClock())
+    events: list[str] = []
+    with kombu.Connection(broker.kombu_url) as connection:
+        queue = Queue("work", queue_arguments={"x-message-ttl": 10_000})
+
+        def on_message(body: Any, message: Any) -> None:
+            events.append(f"got {body} at {broker.clock.monotonic():g}")
+            message.ack()
+
+        producer = connection.Producer()
+        with connection.Consumer([queue], callbacks=[on_message]):
+            for n in range(3):
+                producer.publish(n, routing_key="work")
+                with contextlib.suppress(TimeoutError):
+                    connection.drain_events(timeout=1)
+        producer.publish("late", routing_key="work")
+        broker.manual_clock.advance(10)  # expires unread
+    events.extend(f"{d.routing_key} {d.outcome}" for d in broker.trace)
+    events.extend(f"{q.name}: {q.message_count}" for q in broker.queues.values())
+    return events
+
+
+def test_the_same_test_twice_gives_the_same_event_order() -> None:
+    first, second = kombu_scenario(), kombu_scenario()
+    assert first == second
+    assert first[:3] == ["got 0 at 0", "got 1 at 0", "got 2 at 0"]
+    assert first[-1] == "work: 0"

@@ -354,3 +354,18 @@ def test_blocking_connection_is_pikas_own(clocked: Broker) -> None:
     assert clocked.memory_connections[0].connection_name == "listed"
     assert connection.link.conn.client_properties["product"] == "Pika Python Client Library"
     connection.close()
+
+
+def test_strict_mode_sees_an_in_memory_connection_left_open(clocked: Broker) -> None:
+    from embroker.testing import leaks
+
+    connection = clocked.pika_connection(named("forgotten"))
+    channel = connection.channel()
+    channel.queue_declare("jobs")
+    channel.basic_publish("", "jobs", b"x")
+    channel.basic_get("jobs")  # not acknowledged
+    found = leaks(clocked)
+    assert any("in-memory client connection left open" in p and "forgotten" in p for p in found)
+    assert any("1 unacknowledged deliver" in p for p in found)
+    connection.close()
+    assert leaks(clocked) == []
