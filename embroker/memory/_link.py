@@ -83,6 +83,7 @@ class MemoryLink:
         self.peer = name or f"memory:{next(_ids)}"
         self._notify = notify
         self._to_broker: deque[bytes] = deque()
+        self._pending = 0  # bytes in _to_broker
         self._to_client: deque[bytes] = deque()
         self._held: list[bytes] = []  # what a stall holds back
         #: Set once the broker side is gone: the client reads what is left, then end of stream.
@@ -110,11 +111,12 @@ class MemoryLink:
         """Queue bytes the client wrote; the next :meth:`pump` feeds them to the broker."""
         if data and not self.eof:
             self._to_broker.append(data)
+            self._pending += len(data)
 
     @property
     def pending(self) -> int:
         """Bytes the client wrote that the broker has not read yet."""
-        return sum(map(len, self._to_broker))
+        return self._pending
 
     def receive(self) -> bytes:
         """Everything the broker sent that the client has not read (may be empty)."""
@@ -149,8 +151,9 @@ class MemoryLink:
         conn = self.conn
         if self._to_broker and not self.eof:
             incoming = self._to_broker
-            data = incoming.popleft() if len(incoming) == 1 else b"".join(incoming)
-            incoming.clear()
+            chunks = [incoming.popleft() for _ in range(len(incoming))]  # (a writer may append)
+            self._pending -= sum(map(len, chunks))
+            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
             try:
                 conn.receive_data(data)
             except Exception as exc:  # a bug: this connection only, as the listener does
@@ -181,6 +184,7 @@ class MemoryLink:
     def _end(self) -> None:
         self.eof = True
         self._to_broker.clear()
+        self._pending = 0
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
