@@ -33,7 +33,7 @@ from .model._faults import DeliveryFault, PublishNack
 
 if TYPE_CHECKING:
     from .memory import MemoryConnection
-    from .model import Broker
+    from .model import Broker, Channel
     from .server import ClientConnection, Server
 
 __all__ = ["Faults"]
@@ -125,10 +125,27 @@ class Faults:
                          name: str | None = None) -> DeliveryFault:
         """Drop the connection a message matching ``predicate`` is delivered to, right after
         the delivery is written: a consumer that crashes while it processes that message (it
-        is redelivered to the next one)."""
-        server = self._server()
-        only = server.connection(name) if name is not None else None
-        return server.drop_on_delivery(predicate, times=times, connection=only)
+        is redelivered to the next one). TCP and in-memory connections alike."""
+        from .memory import MemoryConnection
+        from .memory._link import drop_after_delivery
+
+        only = self.connection(name) if name is not None else None
+        link = only._link if isinstance(only, MemoryConnection) else None
+        server = self.server
+
+        def action(channel: Channel, message: Message) -> None:
+            if isinstance(only, MemoryConnection) or server is None:
+                drop_after_delivery(self.broker, channel, only=link)
+            elif only is None:
+                if not drop_after_delivery(self.broker, channel):
+                    server._drop_on_delivery(channel, message, only=None)
+            else:
+                server._drop_on_delivery(channel, message, only=only)
+
+        fault = DeliveryFault(predicate, action, times)
+        with self.broker.locked():
+            self.broker._delivery_faults.append(fault)
+        return fault
 
     # -- the model's faults (in-process connections too) ---------------------------------------
 

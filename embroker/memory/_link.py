@@ -48,10 +48,11 @@ from ..errors import (
 
 if TYPE_CHECKING:
     from ..model import Broker
+    from ..model import Channel as ModelChannel
     from ..model import Connection as ModelConnection
     from ..model._clock import Timer
 
-__all__ = ["MemoryConnection", "MemoryLink", "links"]
+__all__ = ["MemoryConnection", "MemoryLink", "drop_after_delivery", "links"]
 
 log = logging.getLogger("embroker.memory")
 
@@ -61,6 +62,21 @@ _ids = itertools.count(1)
 def links(broker: Broker) -> list[MemoryLink]:
     """The in-memory links open on ``broker`` (oldest first): a live list, under its lock."""
     return broker._memory_links
+
+
+def drop_after_delivery(broker: Broker, channel: ModelChannel, *,
+                        only: MemoryLink | None = None) -> bool:
+    """A delivery fault's action for in-memory links: the link the delivery on ``channel`` goes
+    to ends once that delivery is written (the client reads it, then its connection is lost).
+    Returns whether an in-memory link took it (else the listener's clients may). Under the
+    broker's lock."""
+    for link in list(broker._memory_links):
+        if link.conn.model is channel.connection and (only is None or only is link):
+            link._drop_after_write = True
+            if not link.conn._reading:  # the delivery is out already (a consumer's)
+                link._wake()
+            return True
+    return False
 
 
 @final
@@ -86,6 +102,7 @@ class MemoryLink:
         self._pending = 0  # bytes in _to_broker
         self._to_client: deque[bytes] = deque()
         self._held: list[bytes] = []  # what a stall holds back
+        self._drop_after_write = False  # a fault: end the stream once the output is written
         #: Set once the broker side is gone: the client reads what is left, then end of stream.
         self.eof = False
         #: A fault's reason for ending the stream, for the client's error (``None``: clean).
@@ -178,7 +195,12 @@ class MemoryLink:
             self._held.clear()
         if data:
             self._to_client.append(data)
-        if conn.should_close and not self.eof:
+        if self._drop_after_write and not self.eof:
+            self._drop_after_write = False
+            self.lost = "dropped by a test after a delivery (embroker.faults)"
+            if conn.close_reason is None:
+                conn.close_reason = ConnectionForced(self.lost)
+        if (conn.should_close or self.lost) and not self.eof:
             self._end()
 
     def _end(self) -> None:

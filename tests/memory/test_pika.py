@@ -369,3 +369,29 @@ def test_strict_mode_sees_an_in_memory_connection_left_open(clocked: Broker) -> 
     assert any("1 unacknowledged deliver" in p for p in found)
     connection.close()
     assert leaks(clocked) == []
+
+
+def test_drop_on_delivery_ends_the_stream_after_the_delivery(clocked: Broker) -> None:
+    crashing = clocked.pika_connection(named("crashing"))
+    channel = crashing.channel()
+    channel.queue_declare("jobs")
+    for body in (b"ok", b"poison"):
+        channel.basic_publish("", "jobs", body)
+    Faults(clocked).drop_on_delivery(lambda m: m.body == b"poison")
+    seen: list[bytes] = []
+
+    def on_message(ch: Any, method: Any, _p: Any, body: bytes) -> None:
+        seen.append(body)
+        if body == b"ok":
+            ch.basic_ack(method.delivery_tag)
+
+    channel.basic_qos(prefetch_count=1)  # "ok" is acknowledged before "poison" comes
+    channel.basic_consume("jobs", on_message)
+    with pytest.raises(StreamLostError, match="after a delivery"):
+        channel.start_consuming()
+    assert seen == [b"ok", b"poison"]  # the poison message was read before the drop
+    assert clocked.queues["jobs"].message_count == 1  # and went back to the queue
+    survivor = clocked.pika_connection()
+    method, _props, body = survivor.channel().basic_get("jobs", auto_ack=True)
+    assert (body, method.redelivered) == (b"poison", True)
+    survivor.close()
