@@ -4,8 +4,9 @@
 to it, in the thread that polls it. It never blocks on a file descriptor. When the client waits
 and nothing can arrive from the links, time has to pass:
 
-- on a :class:`~embroker.ManualClock`, the loop moves the broker's clock to the client's next
-  timer (the clock's own timers, TTLs and heartbeats, run on the way), so that
+- on a :class:`~embroker.ManualClock`, the loop moves the broker's clock to the next timer,
+  the client's or the broker's (a TTL, a heartbeat, a delayed message: it may have something
+  for the client), one at a time, so that
   ``connection.sleep(30)`` or ``process_data_events(time_limit=5)`` takes no real time and runs
   in the same order every time;
 - on a :class:`~embroker.SystemClock`, it sleeps until that timer, or until another thread (a
@@ -221,6 +222,11 @@ class VirtualLoop:
                                "with nothing but heartbeats: it waits for something that "
                                "cannot happen (a consumer on an empty queue?)")
             with self.broker.locked():
+                # Step to the broker's next timer first, when it comes before the client's: what
+                # it does (a TTL's dead-lettering, a delayed message) may be for this client.
+                broker_deadline = clock.next_deadline()
+                if broker_deadline is not None and broker_deadline < deadline:
+                    deadline = broker_deadline
                 clock.advance(max(0.0, deadline - clock.monotonic()))
             return
         wait = _REAL_WAIT if not timers else max(0.0, min(timers[0][0] - clock.monotonic(),

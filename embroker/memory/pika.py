@@ -20,12 +20,13 @@ Needs pika (a test dependency; not one of embroker's).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pika
 import pika.exceptions
 from pika.adapters.base_connection import BaseConnection
+from pika.adapters.blocking_connection import BlockingChannel as _PikaBlockingChannel
 from pika.adapters.blocking_connection import BlockingConnection as _PikaBlockingConnection
 from pika.adapters.select_connection import SelectConnection as _PikaSelectConnection
 from pika.adapters.utils import nbio_interface
@@ -36,7 +37,7 @@ from ._loop import VirtualLoop
 if TYPE_CHECKING:
     from ..model import Broker
 
-__all__ = ["BlockingConnection", "SelectConnection", "VirtualLoop"]
+__all__ = ["BlockingChannel", "BlockingConnection", "SelectConnection", "VirtualLoop"]
 
 
 def _heartbeat_timer(callback: Callable[[], Any]) -> bool:
@@ -134,6 +135,34 @@ class SelectConnection(_PikaSelectConnection):  # type: ignore[misc]
             self._memory_loop.add_callback(lambda: self._on_stream_terminated(None))
 
 
+class BlockingChannel(_PikaBlockingChannel):  # type: ignore[misc]
+    """pika's ``BlockingChannel`` whose ``consume(inactivity_timeout=...)`` waits on the
+    broker's clock (pika's own reads the real one)."""
+
+    def consume(self, queue: str, auto_ack: bool = False, exclusive: bool = False,
+                arguments: dict[str, Any] | None = None,
+                inactivity_timeout: float | None = None) -> Iterator[Any]:
+        if inactivity_timeout is None:
+            yield from super().consume(queue, auto_ack, exclusive, arguments)
+            return
+        clock = self.connection._embroker.clock
+        nothing = (None, None, None)
+        # pika's generator, asked never to wait itself: it yields what is there, or nothing.
+        inner = super().consume(queue, auto_ack, exclusive, arguments, inactivity_timeout=0)
+        deadline = clock.monotonic() + inactivity_timeout
+        for item in inner:
+            if item != nothing:
+                yield item
+                deadline = clock.monotonic() + inactivity_timeout
+                continue
+            remaining = deadline - clock.monotonic()
+            if remaining <= 0:
+                yield nothing
+                deadline = clock.monotonic() + inactivity_timeout
+                continue
+            self.connection.process_data_events(time_limit=remaining)
+
+
 def _first(configs: pika.connection.Parameters | Sequence[pika.connection.Parameters] | None,
            ) -> pika.connection.Parameters:
     if configs is None:
@@ -183,6 +212,13 @@ class BlockingConnection(_PikaBlockingConnection):  # type: ignore[misc]
             time_limit = deadline - clock.monotonic()
             if time_limit <= 0:
                 break
+
+    def channel(self, channel_number: int | None = None) -> BlockingChannel:
+        """pika's ``channel()``; the channel's ``consume(inactivity_timeout=...)`` measures
+        its timeout on the broker's clock."""
+        channel = super().channel(channel_number)
+        channel.__class__ = BlockingChannel
+        return channel  # type: ignore[no-any-return]
 
     @property
     def link(self) -> MemoryLink:

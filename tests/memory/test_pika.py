@@ -395,3 +395,23 @@ def test_drop_on_delivery_ends_the_stream_after_the_delivery(clocked: Broker) ->
     method, _props, body = survivor.channel().basic_get("jobs", auto_ack=True)
     assert (body, method.redelivered) == (b"poison", True)
     survivor.close()
+
+
+def test_consume_inactivity_timeout_on_the_virtual_clock(clocked: Broker) -> None:
+    connection = clocked.pika_connection(heartbeat=0)
+    channel = connection.channel()
+    channel.queue_declare("work")
+    channel.queue_declare("retry", arguments={"x-message-ttl": 30_000,
+                                              "x-dead-letter-exchange": "",
+                                              "x-dead-letter-routing-key": "work"})
+    channel.basic_publish("", "retry", b"again")
+    seen: list[tuple[bytes | None, float]] = []
+    for method, _props, body in channel.consume("work", inactivity_timeout=60):
+        seen.append((body, clocked.clock.monotonic()))
+        if method is None:
+            break
+        channel.basic_ack(method.delivery_tag)
+    channel.cancel()
+    # dead-lettered back to "work" at t=30, then 60 s of nothing
+    assert seen == [(b"again", 30.0), (None, 90.0)]
+    connection.close()
