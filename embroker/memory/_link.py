@@ -142,9 +142,8 @@ class MemoryLink:
             return b""
         if len(out) == 1:
             return out.popleft()
-        data = b"".join(out)
-        out.clear()
-        return data
+        # (popped one by one: the broker's side may append meanwhile, from another thread)
+        return b"".join([out.popleft() for _ in range(len(out))])
 
     @property
     def readable(self) -> bool:
