@@ -12,6 +12,10 @@ and nothing can arrive from the links, time has to pass:
 - on a :class:`~embroker.SystemClock`, it sleeps until that timer, or until another thread (a
   TCP client's delivery, ``add_callback_threadsafe``) wakes it.
 
+Only a client polled from the main thread (the test's) moves a virtual clock: a client in a
+thread of its own (an application's worker) waits in real time, in slices of 50 ms, for the
+broker's output or for the test to move the clock.
+
 A client that waits for something that can never come (``start_consuming()`` on an empty
 queue, with only heartbeats left to run) would spin through virtual time forever:
 after :attr:`VirtualLoop.max_idle` seconds of virtual time with nothing but heartbeats, the loop
@@ -206,6 +210,13 @@ class VirtualLoop:
         timers = self._timers
         clock = self.broker.clock
         servers = bool(getattr(self.broker, "_servers", ()))
+        if isinstance(clock, ManualClock) and threading.current_thread() is not \
+                threading.main_thread():
+            # A client in a thread of its own (an application's worker): the test moves the
+            # clock, not this thread; wait (real time) for output or for the clock to move.
+            if self._wake.wait(_REAL_WAIT):
+                self._wake.clear()
+            return
         if isinstance(clock, ManualClock):
             # another thread may deliver (a listener serves): give it a moment of real time first
             if servers and self._wake.wait(_REAL_WAIT):

@@ -415,3 +415,26 @@ def test_consume_inactivity_timeout_on_the_virtual_clock(clocked: Broker) -> Non
     # dead-lettered back to "work" at t=30, then 60 s of nothing
     assert seen == [(b"again", 30.0), (None, 90.0)]
     connection.close()
+
+
+def test_a_worker_thread_waits_for_the_test_to_move_the_clock(clocked: Broker) -> None:
+    with clocked.connect() as setup:
+        setup.channel().queue_declare("jobs")
+    connection = clocked.pika_connection()
+    channel = connection.channel()
+    got: list[tuple[bytes, float]] = []
+
+    def on_message(ch: Any, method: Any, _p: Any, body: bytes) -> None:
+        got.append((body, clocked.clock.monotonic()))
+        ch.basic_ack(method.delivery_tag)
+        ch.stop_consuming()
+
+    channel.basic_consume("jobs", on_message)
+    worker = threading.Thread(target=channel.start_consuming)
+    worker.start()
+    clocked.manual_clock.advance(7)  # the test moves time; the worker does not
+    clocked.connect().channel().basic_publish("", "jobs", b"from the test")
+    worker.join(10)
+    assert not worker.is_alive()
+    assert got == [(b"from the test", 7.0)]
+    connection.close()
