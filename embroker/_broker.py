@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 from . import _baseline, _settle, model
 from .client import Connection
 from .model import ManualClock, Message, MessageEvent, RoutingDecision
 from .model._history import events_of
 from .server import Server
+
+if TYPE_CHECKING:
+    import pika
+
+    from .memory import MemoryConnection
+    from .memory.pika import BlockingConnection
 
 __all__ = ["Broker"]
 
@@ -129,6 +135,73 @@ class Broker(model.Broker):
             if decision.message is message or (events is not None and decision._events is events):
                 return decision
         return None
+
+    # -- in-memory transports --------------------------------------------------------------
+
+    def pika_connection(self, parameters: pika.connection.Parameters | None = None, *,
+                        heartbeat: int = 60, name: str | None = None) -> BlockingConnection:
+        """A real ``pika.BlockingConnection`` to this broker over an in-memory link: no
+        socket, no thread; the broker's side runs in the calling thread, and pika's timers
+        (heartbeats, ``sleep``) on the broker's clock. See docs/memory.md.
+
+        Args:
+            parameters: pika's parameters (credentials, virtual host, client properties).
+            heartbeat: the heartbeat the broker offers (seconds of its clock; 0: none).
+            name: the link's name for logs and faults (``"memory:N"`` by default).
+
+        Raises:
+            ImportError: pika is not installed.
+            pika.exceptions.AMQPConnectionError: the broker refused the connection.
+        """
+        from .memory.pika import BlockingConnection
+
+        return BlockingConnection(self, parameters, heartbeat=heartbeat, name=name)
+
+    @property
+    def memory_url(self) -> str:
+        """A URL naming this broker for the in-memory transports of aiormq and aio-pika
+        (``aio_pika.connect(broker.memory_url, connection_class=embroker.memory.aio.Connection)``,
+        or :meth:`aio_pika_connection`); no host is ever resolved. Heartbeats off."""
+        from .memory import memory_url
+
+        return memory_url(self)
+
+    @property
+    def kombu_url(self) -> str:
+        """kombu's (and Celery's) URL of this broker through the ``embroker://`` transport,
+        which it registers with kombu (needs kombu): ``kombu.Connection(broker.kombu_url)``,
+        ``Celery(broker=broker.kombu_url)``."""
+        from .memory import kombu_url
+
+        try:
+            from .memory import kombu as _kombu  # registers embroker://
+        except ImportError:  # without kombu the URL is still a URL
+            pass
+        else:
+            _kombu.register()
+        return kombu_url(self)
+
+    async def aio_pika_connection(self, vhost: str = "/", *, robust: bool = False,
+                                  name: str | None = None, **kwargs: Any) -> Any:
+        """A real ``aio_pika.Connection`` (``robust``: ``RobustConnection``) to this broker
+        over an in-memory link driven by the running event loop: no socket, no thread.
+        ``kwargs`` go to ``aio_pika.connect``.
+
+        Raises:
+            ImportError: aio-pika is not installed.
+        """
+        from .memory.aio import connect
+
+        return await connect(self, vhost, robust=robust, name=name, **kwargs)
+
+    @property
+    def memory_connections(self) -> list[MemoryConnection]:
+        """The in-memory client connections open on this broker, oldest first, each with
+        the faults a test can inject (as ``server.connections`` for TCP clients)."""
+        from .memory import MemoryConnection
+
+        with self.locked():
+            return [MemoryConnection(link) for link in list(self._memory_links)]
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, *, heartbeat: int = 60,
               amqp10_port: int | None = None, management: bool | int = False) -> Server:

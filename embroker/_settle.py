@@ -75,7 +75,15 @@ def _pass(broker: Broker, remaining: float) -> list[str]:
     with broker.locked():
         if not servers:
             broker.clock.run_due()  # nobody else runs them
+        # In-memory links: what their clients wrote is read and answered here, in this
+        # thread (what is queued for a client counts as written, as a socket's buffer does).
+        links = list(getattr(broker, "_memory_links", ()))
+        for link in links:
+            if link.pump() and link._notify is not None:
+                link._notify()  # its client has answers to read: wake its loop
         reasons = busy(broker)
+        for link in links:
+            reasons.extend(link.busy())
     for server in servers:
         reasons.extend(server._settle_report(max(remaining, 0.001)))
     return reasons
@@ -102,21 +110,56 @@ def settle(broker: Broker, timeout: float = 5.0) -> None:
         delay = min(delay * 2, 0.02)
 
 
+def _transports_busy(broker: Broker) -> list[str]:
+    # The asyncio transports of in-memory links (embroker.memory.aio) with bytes in flight.
+    return [f"in-memory connection {t.link.peer}: bytes in flight"
+            for t in list(broker.__dict__.get("_memory_transports", ())) if t.busy]
+
+
+#: Without a view of the loop's ready callbacks (a loop other than asyncio's own), this many
+#: quiet turns in a row count as quiet.
+_QUIET_TURNS = 20
+
+
 async def settle_async(broker: Broker, timeout: float = 5.0) -> None:
     """:func:`settle` for asyncio tests: yields to the event loop while it waits, so the
-    application's tasks (an aio-pika consumer...) run meanwhile."""
+    application's tasks (an aio-pika consumer...) run meanwhile.
+
+    With no listener running (in-memory clients only) it is exact and takes no real time: it
+    returns at the first turn of the loop where the broker and its in-memory links are quiet
+    and no task of the loop is ready to run (each waits for something that needs time to pass).
+    """
     __tracebackhide__ = True
     deadline = time.monotonic() + timeout
+    loop = asyncio.get_running_loop()
+    if not _servers(broker):
+        ready = getattr(loop, "_ready", None)
+        quiet = 0
+        while True:
+            reasons = _pass(broker, 0.0) + _transports_busy(broker)
+            if reasons:
+                quiet = 0
+            elif ready is not None:
+                if not ready:
+                    return
+            else:
+                quiet += 1
+                if quiet >= _QUIET_TURNS:
+                    return
+            if time.monotonic() >= deadline:
+                raise SettleTimeout("the broker did not settle", timeout,
+                                    reasons or ["tasks of the event loop kept running"])
+            await asyncio.sleep(0)
     delay = 0.0005
     while True:
         # A listener answers from its own thread; asking blocks for a moment at most.
-        reasons = await asyncio.get_running_loop().run_in_executor(
-            None, _pass, broker, deadline - time.monotonic())
+        reasons = await loop.run_in_executor(None, _pass, broker, deadline - time.monotonic())
+        reasons += _transports_busy(broker)
         if not reasons:
             return
         if time.monotonic() >= deadline:
             if _UNANSWERED in "".join(reasons):
-                reasons = await asyncio.get_running_loop().run_in_executor(
+                reasons = await loop.run_in_executor(
                     None, _pass, broker, _REPORT_GRACE) or reasons
             raise SettleTimeout("the broker did not settle", timeout, reasons)
         await asyncio.sleep(delay)

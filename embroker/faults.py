@@ -32,7 +32,8 @@ from .model import Message
 from .model._faults import DeliveryFault, PublishNack
 
 if TYPE_CHECKING:
-    from .model import Broker
+    from .memory import MemoryConnection
+    from .model import Broker, Channel
     from .server import ClientConnection, Server
 
 __all__ = ["Faults"]
@@ -63,18 +64,34 @@ class Faults:
         return self.server
 
     @property
-    def connections(self) -> list[ClientConnection]:
-        """The client connections the listener serves (``server.connections``)."""
-        return self._server().connections
+    def connections(self) -> list[ClientConnection | MemoryConnection]:
+        """The client connections: the listener's (``server.connections``), then the in-memory
+        ones (``broker.memory_connections``)."""
+        from .memory import MemoryConnection
 
-    def connection(self, name: str | None = None) -> ClientConnection:
-        """The client connection named ``name`` (its ``connection_name`` or peer address), or
-        the only one.
+        with self.broker.locked():
+            memory = [MemoryConnection(link) for link in list(self.broker._memory_links)]
+        return [*(self.server.connections if self.server is not None else []), *memory]
+
+    def connection(self, name: str | None = None) -> ClientConnection | MemoryConnection:
+        """The client connection named ``name`` (its ``connection_name`` or peer address,
+        ``"memory:N"`` for an in-memory one), or the only open one.
 
         Raises:
             LookupError: no such connection (the message lists them).
         """
-        return self._server().connection(name)
+        found = self.connections
+        names = [c.connection_name or c.peer for c in found]
+        if name is None:
+            live = [c for c in found if c.is_open]
+            if len(live) == 1:
+                return live[0]
+            raise LookupError(f"{len(live)} open connections: name one of "
+                              f"{[c.connection_name or c.peer for c in live]}")
+        for connection in found:
+            if name in (connection.connection_name, connection.peer):
+                return connection
+        raise LookupError(f"no connection named {name!r}; the connections are {names}")
 
     def kill_connection(self, name: str | None = None, *, reset: bool = False) -> None:
         """Close a connection's socket abruptly, with no connection.close (a crash, a network
@@ -108,10 +125,27 @@ class Faults:
                          name: str | None = None) -> DeliveryFault:
         """Drop the connection a message matching ``predicate`` is delivered to, right after
         the delivery is written: a consumer that crashes while it processes that message (it
-        is redelivered to the next one)."""
-        server = self._server()
-        only = server.connection(name) if name is not None else None
-        return server.drop_on_delivery(predicate, times=times, connection=only)
+        is redelivered to the next one). TCP and in-memory connections alike."""
+        from .memory import MemoryConnection
+        from .memory._link import drop_after_delivery
+
+        only = self.connection(name) if name is not None else None
+        link = only._link if isinstance(only, MemoryConnection) else None
+        server = self.server
+
+        def action(channel: Channel, message: Message) -> None:
+            if isinstance(only, MemoryConnection) or server is None:
+                drop_after_delivery(self.broker, channel, only=link)
+            elif only is None:
+                if not drop_after_delivery(self.broker, channel):
+                    server._drop_on_delivery(channel, message, only=None)
+            else:
+                server._drop_on_delivery(channel, message, only=only)
+
+        fault = DeliveryFault(predicate, action, times)
+        with self.broker.locked():
+            self.broker._delivery_faults.append(fault)
+        return fault
 
     # -- the model's faults (in-process connections too) ---------------------------------------
 

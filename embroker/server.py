@@ -528,9 +528,10 @@ class Server:
         now = time.monotonic()
         if not self._accepting and now >= self._accept_resumes:
             self._set_accepting(True)
-        for client in [c for c in self._stalled if c.stalled_until <= now]:
-            self._stalled.discard(client)  # the stall is over: write what it held
-            self._dirty.add(client)
+        if self._stalled:
+            for client in [c for c in self._stalled if c.stalled_until <= now]:
+                self._stalled.discard(client)  # the stall is over: write what it held
+                self._dirty.add(client)
         if now >= next_tick:
             self._tick()
             next_tick = time.monotonic() + _TICK
@@ -683,10 +684,17 @@ class Server:
         if isinstance(client, _HttpClient):  # the management API takes the broker's lock for what it reads
             with self._isolated(client):
                 conn.receive_data(data)
-        else:
-            with self._isolated(client), self._locked:
+            if conn.has_output or conn.blocked or conn.should_close:
+                self._dirty.add(client)
+            return
+        try:  # (what _isolated does, inlined: one read per message on a paced client)
+            with self._locked:
                 conn.receive_data(data)
-        if conn.has_output or conn.blocked or conn.should_close:
+        except Exception as exc:
+            self._bug(exc, f"the connection from {client.peer}")
+            self._fail(client, exc)
+        inner = client.conn.inner  # (the protocol's connection: has_output covers should_close)
+        if inner.has_output or inner.blocked:
             self._dirty.add(client)
 
     def _run_timers(self) -> None:
@@ -724,8 +732,11 @@ class Server:
             client = self._dirty.pop()
             if client.sock.fileno() < 0:
                 continue
-            with self._isolated(client):
+            try:  # (what _isolated does, inlined: the hot path)
                 self._write(client)
+            except Exception as exc:
+                self._bug(exc, f"the connection from {client.peer}")
+                self._fail(client, exc)
 
     def _write(self, client: _AnyClient) -> None:
         conn = client.conn
@@ -735,18 +746,32 @@ class Server:
             self._fail(client, failure)
         with self._locked:
             data = conn.data_to_send()
-        if data:
-            client.wbuf += data
-        stalled = client.stalled_until > time.monotonic()
-        if client.wbuf and not stalled:
+        stalled = bool(client.stalled_until) and client.stalled_until > time.monotonic()
+        wbuf = client.wbuf
+        if data and not wbuf and not stalled:
+            # The common case, nothing left over from before: send the bytes as they are (no
+            # copy into the buffer); keep what the socket did not take.
             try:
-                sent = client.sock.send(client.wbuf)
-                del client.wbuf[:sent]
+                sent = client.sock.send(data)
             except (BlockingIOError, InterruptedError):
-                pass
+                sent = 0
             except OSError:
                 self._drop(client)
                 return
+            if sent < len(data):
+                wbuf += memoryview(data)[sent:]
+        elif data or wbuf:
+            if data:
+                wbuf += data
+            if not stalled:
+                try:
+                    sent = client.sock.send(wbuf)
+                    del wbuf[:sent]
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:
+                    self._drop(client)
+                    return
         if conn.should_close and not client.wbuf:
             self._drop(client)
             return

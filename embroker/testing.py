@@ -677,6 +677,11 @@ def leaks(broker: Broker, *, unroutable: bool = False, settle_timeout: float = 1
                 problems.append(f"{errors.total - len(kept)} earlier listener error(s) not kept "
                                 f"({errors.total} in all; the last {len(kept)} follow)")
             problems.extend(f"listener error: {type(e).__name__}: {e}" for e in kept)
+        for link in list(getattr(broker, "_memory_links", ())):  # in-memory clients
+            if link.conn.model is not None:
+                live.add(id(link.conn.model))
+            if not link.eof:
+                problems.append(f"in-memory client connection left open: {link!r}")
         for connection in list(broker.connections.values()):
             in_process = connection.client_properties.get("product") == IN_PROCESS_PRODUCT
             consumers = [tag for ch in connection.channels.values() for tag in ch.consumers]

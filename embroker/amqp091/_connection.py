@@ -266,7 +266,12 @@ class ServerConnection:
                                         message.properties, message.encoded_properties))
 
     def _send_confirms(self, channel: int) -> None:
-        for tag, multiple, ack in coalesce(self._confirms.pop(channel)):
+        outcomes = self._confirms.pop(channel)
+        if len(outcomes) == 1 and outcomes[0][1]:  # one ack (confirms one by one): no sorting
+            self._out.append(encode_method_frame(channel, BasicAck(
+                delivery_tag=outcomes[0][0], multiple=False)))
+            return
+        for tag, multiple, ack in coalesce(outcomes):
             # (RabbitMQ's publisher nacks carry requeue=true, the record's default.)
             self._out.append(encode_method_frame(channel, BasicAck(
                 delivery_tag=tag, multiple=multiple) if ack else BasicNack(

@@ -150,6 +150,8 @@ class Broker(UserAdministration, PolicyCommands):
         self._on_restart: list[Callable[[], None]] = []
         # The listeners serving this broker (they add themselves): what settle() asks.
         self._servers: list[Any] = []
+        # The in-memory client links (embroker.memory): what settle() pumps and faults find.
+        self._memory_links: list[Any] = []
         # Faults a test armed (embroker.faults): nacked publishes, drops on delivery.
         self._publish_faults: list[PublishNack] = []
         self._delivery_faults: list[DeliveryFault] = []

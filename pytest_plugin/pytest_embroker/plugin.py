@@ -7,6 +7,8 @@ Fixtures:
   after the test (``amqp10_url`` is the same listener's URL for AMQP 1.0 clients,
   ``management_url`` its management HTTP API and console);
   ``amqp_channel``: an in-process channel;
+- ``memory_pika``: a real pika ``BlockingConnection`` over an in-memory link (no socket);
+  ``memory_url``: the URL of the in-memory transports (aio-pika, aiormq, kombu);
 - ``embroker_faults``: :class:`embroker.faults.Faults` for the test's broker and listener;
 - ``embroker_expectations``: strict :class:`embroker.testing.Expectations`, checked after the test;
 - ``shared_broker`` / ``shared_amqp_url``: one broker and listener for the whole session (for
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["amqp10_url", "amqp_channel", "amqp_server", "amqp_url", "broker", "embroker_config",
            "embroker_expectations", "embroker_faults", "embroker_reference", "management_url",
+           "memory_pika", "memory_url",
            "shared_amqp_url", "shared_broker"]
 
 #: The marker's arguments, and what each does (the marker's help, and its error on a typo).
@@ -332,6 +335,26 @@ def amqp_channel(request: pytest.FixtureRequest, broker: Broker) -> Iterator[Cha
     yield connection.channel()
     if connection.is_open:
         connection.close()
+
+
+@pytest.fixture
+def memory_pika(request: pytest.FixtureRequest, broker: Broker) -> Iterator[Any]:
+    """A real ``pika.BlockingConnection`` to ``broker`` over an in-memory link (no socket,
+    no thread; pika's timers on the broker's clock), closed after the test."""
+    _skip_in_reference(request, "an in-memory pika connection (memory_pika)")
+    connection = broker.pika_connection()
+    yield connection
+    if connection.is_open:
+        connection.close()
+
+
+@pytest.fixture
+def memory_url(request: pytest.FixtureRequest, broker: Broker) -> str:
+    """A URL naming ``broker`` for the in-memory transports of aiormq and aio-pika
+    (``aio_pika.connect(memory_url, connection_class=embroker.memory.aio.Connection)``) and
+    kombu (``embroker://``): no socket, no thread."""
+    _skip_in_reference(request, "an in-memory transport (memory_url)")
+    return broker.memory_url
 
 
 @pytest.fixture

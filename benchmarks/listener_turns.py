@@ -1,0 +1,177 @@
+"""The listener's CPU per message on the TCP path, with no thread and no GIL contention: the
+loop's turns are called from this thread, the client is a raw socket sending pika's frames.
+
+Run: python benchmarks/listener_turns.py [--messages N] [--repeat R]
+
+``benchmarks/loopback.py`` and ``benchmarks/memory.py`` measure the listener thread while pika
+runs in another thread of the process: their server-CPU figures include the handoffs of the
+interpreter lock between the two threads and drift with the load of the machine. Here the
+listener is not started; this thread calls its loop's turn (``Server._turn``) whenever the
+client has written, and counts only the CPU time spent in those turns
+(``time.thread_time()``): epoll, recv, parse, route, enqueue, deliver, the writes. The client's
+bytes are encoded once beforehand (what pika sends for the same calls), so the client costs
+next to nothing and the figure is the server's own.
+
+- publish: N ``basic.publish`` (100-byte bodies) written one message per write, a turn after
+  each write (a paced publisher: the worst case for batching);
+- confirms: the same on a confirming channel, the client reading each basic.ack before it sends
+  the next publish (one round trip per message, as pika's BlockingConnection does);
+- consume+ack: N messages queued beforehand, prefetch 100; the client reads what the turn
+  wrote and answers every delivery it read with one ``basic.ack`` each, in one write.
+
+Each line runs ``--repeat`` times; the smallest figure is shown. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+from embroker import Broker
+from embroker.amqp091 import (
+    PROTOCOL_HEADER,
+    FrameParser,
+    encode_message,
+    encode_method_frame,
+    methods,
+)
+from embroker.server import Server
+
+BODY = b"m" * 100
+
+
+class Rig:
+    """A listener driven from this thread, and one raw client with channel 1 open."""
+
+    def __init__(self) -> None:
+        self.broker = Broker()
+        self.server = Server(self.broker)
+        self.server._prepare()
+        self.server._loop_ident = threading.get_ident()  # this thread is the loop's
+        self.next_tick = time.monotonic() + 3600  # no heartbeat ticks in the timed part
+        self.cpu = 0.0
+        self.sock = socket.create_connection(("127.0.0.1", self.server.port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.parser = FrameParser(max_frame_size=131072)
+        self.turn()  # accept
+        self.send(PROTOCOL_HEADER)
+        self.expect(methods.ConnectionStart)
+        self.send(encode_method_frame(0, methods.ConnectionStartOk(
+            client_properties={}, mechanism="PLAIN", response="\0guest\0guest",
+            locale="en_US")))
+        self.expect(methods.ConnectionTune)
+        self.send(encode_method_frame(0, methods.ConnectionTuneOk(
+            channel_max=10, frame_max=131072, heartbeat=0)))
+        self.send(encode_method_frame(0, methods.ConnectionOpen(virtual_host="/")))
+        self.expect(methods.ConnectionOpenOk)
+        self.send(encode_method_frame(1, methods.ChannelOpen()))
+        self.expect(methods.ChannelOpenOk)
+        self.send(encode_method_frame(1, methods.QueueDeclare(queue="q")))
+        self.expect(methods.QueueDeclareOk)
+
+    def turn(self) -> None:
+        start = time.thread_time()
+        self.server._turn(self.next_tick)
+        self.cpu += time.thread_time() - start
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+        self.turn()
+
+    def frames(self) -> list[object]:
+        """What the server wrote (turning until something came)."""
+        self.sock.setblocking(False)
+        try:
+            while True:
+                try:
+                    data = self.sock.recv(1 << 20)
+                except BlockingIOError:
+                    self.turn()
+                    continue
+                found = list(self.parser.feed(data))
+                if found:
+                    return found
+        finally:
+            self.sock.setblocking(True)
+
+    def expect(self, kind: type) -> object:
+        for frame in self.frames():
+            if isinstance(getattr(frame, "method", None), kind):
+                return frame
+        raise AssertionError(f"expected {kind.__name__}")
+
+    def close(self) -> None:
+        self.sock.close()
+        self.server._running = False
+        self.server._shutdown()
+
+
+def publish(n: int) -> float:
+    rig = Rig()
+    message = encode_message(1, methods.BasicPublish(routing_key="q"), BODY, 131072)
+    rig.cpu = 0.0
+    for _ in range(n):
+        rig.send(message)
+    cpu = rig.cpu
+    assert rig.broker.queues["q"].message_count == n
+    rig.close()
+    return cpu / n
+
+
+def confirms(n: int) -> float:
+    rig = Rig()
+    rig.send(encode_method_frame(1, methods.ConfirmSelect()))
+    rig.expect(methods.ConfirmSelectOk)
+    message = encode_message(1, methods.BasicPublish(routing_key="q"), BODY, 131072)
+    rig.cpu = 0.0
+    for _ in range(n):
+        rig.send(message)
+        rig.expect(methods.BasicAck)
+    cpu = rig.cpu
+    rig.close()
+    return cpu / n
+
+
+def consume(n: int) -> float:
+    rig = Rig()
+    message = encode_message(1, methods.BasicPublish(routing_key="q"), BODY, 131072)
+    for _ in range(n):
+        rig.send(message)
+    rig.send(encode_method_frame(1, methods.BasicQos(prefetch_count=100)))
+    rig.expect(methods.BasicQosOk)
+    rig.cpu = 0.0
+    rig.send(encode_method_frame(1, methods.BasicConsume(queue="q", consumer_tag="c")))
+    acked = 0
+    while acked < n:
+        tags = [f.method.delivery_tag for f in rig.frames()  # type: ignore[attr-defined]
+                if isinstance(getattr(f, "method", None), methods.BasicDeliver)]
+        if tags:
+            rig.send(b"".join(encode_method_frame(1, methods.BasicAck(delivery_tag=t))
+                              for t in tags))
+            acked += len(tags)
+    cpu = rig.cpu
+    rig.close()
+    return cpu / n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    lines: list[tuple[str, Callable[[int], float]]] = [
+        ("publish, one message per write", publish),
+        ("confirms, one round trip per message", confirms),
+        ("consume+ack, prefetch 100", consume),
+    ]
+    print(f"{'workload':40} {'server CPU us/msg':>18}")
+    for label, workload in lines:
+        best = min(workload(args.messages) for _ in range(args.repeat))
+        print(f"{label:40} {best * 1e6:18.1f}")
+
+
+if __name__ == "__main__":
+    main()

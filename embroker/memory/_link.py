@@ -1,0 +1,412 @@
+"""The broker's side of an in-memory connection: a sans-IO connection fed in the client's thread.
+
+Theory of operation
+-------------------
+A :class:`MemoryLink` stands where a socket and the listener's loop stand for a TCP client: it
+owns one :class:`~embroker.amqp091.ServerConnection` and two byte queues,
+
+- ``client → broker``: what the client library wrote (:meth:`MemoryLink.send`), fed to the
+  connection by :meth:`MemoryLink.pump`, all of it in one ``receive_data`` call (one "read");
+- ``broker → client``: what the connection had to send, taken out by :meth:`MemoryLink.pump`
+  (and right away when the model produces output unasked: a delivery another connection
+  caused), and read by the client library (:meth:`MemoryLink.receive`).
+
+Nothing runs by itself: the adapter of each client library (pika's ioloop, aiormq's transport,
+kombu's transport) calls :meth:`pump` when its client writes or waits, in the client's own
+thread or event loop, under the broker's lock. Heartbeats and the handshake deadline go by the
+broker's clock: the link registers its next :meth:`ServerConnection.tick` as a timer of that
+clock, so a :class:`~embroker.ManualClock` moves them too, and a link whose client stops reading
+for two heartbeat intervals of virtual time is dropped as RabbitMQ drops it.
+
+Bytes queued for the client count as written (as a socket's buffer does): ``broker.settle()``
+pumps every link (the client's writes are read and answered) and is then quiet, whether or not
+the client has read the answers yet; ``settle_async`` also waits for the clients of the running
+event loop to read them.
+
+Faults (:class:`MemoryConnection`) act on the link as they act on a socket: ``kill`` ends the
+stream with no connection.close, ``stall`` holds the broker's output back for some seconds of the
+broker's clock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, final
+
+from ..amqp091._connection import ConnectionState
+from ..amqp091._connection import ServerConnection as Amqp091Connection
+from ..errors import (
+    ChannelException,
+    ConnectionException,
+    ConnectionForced,
+    InternalError,
+    error_for_code,
+)
+
+if TYPE_CHECKING:
+    from ..model import Broker
+    from ..model import Channel as ModelChannel
+    from ..model import Connection as ModelConnection
+    from ..model._clock import Timer
+
+__all__ = ["MemoryConnection", "MemoryLink", "drop_after_delivery", "links"]
+
+log = logging.getLogger("embroker.memory")
+
+_ids = itertools.count(1)
+
+
+def links(broker: Broker) -> list[MemoryLink]:
+    """The in-memory links open on ``broker`` (oldest first): a live list, under its lock."""
+    return broker._memory_links
+
+
+def drop_after_delivery(broker: Broker, channel: ModelChannel, *,
+                        only: MemoryLink | None = None) -> bool:
+    """A delivery fault's action for in-memory links: the link the delivery on ``channel`` goes
+    to ends once that delivery is written (the client reads it, then its connection is lost).
+    Returns whether an in-memory link took it (else the listener's clients may). Under the
+    broker's lock."""
+    for link in list(broker._memory_links):
+        if link.conn.model is channel.connection and (only is None or only is link):
+            link._drop_after_write = True
+            if not link.conn._reading:  # the delivery is out already (a consumer's)
+                link._wake()
+            return True
+    return False
+
+
+@final
+class MemoryLink:
+    """One in-memory client connection, seen from the broker.
+
+    Args:
+        broker: the broker to connect to.
+        name: how the link is known to logs and faults (its peer: ``"memory:1"`` by default).
+        heartbeat: the heartbeat interval offered in connection.tune, in seconds of the
+            broker's clock (0: none).
+        notify: called (with no arguments, from whatever thread caused it, under the broker's
+            lock) when the broker has output the client did not ask for: a delivery caused by
+            another connection, a heartbeat, a fault. The adapter wakes its client with it.
+    """
+
+    def __init__(self, broker: Broker, *, name: str | None = None, heartbeat: int = 60,
+                 notify: Callable[[], None] | None = None) -> None:
+        self.broker = broker
+        self.peer = name or f"memory:{next(_ids)}"
+        self._notify = notify
+        self._to_broker: deque[bytes] = deque()
+        self._pending = 0  # bytes in _to_broker
+        self._to_client: deque[bytes] = deque()
+        self._held: list[bytes] = []  # what a stall holds back
+        self._drop_after_write = False  # a fault: end the stream once the output is written
+        #: Set once the broker side is gone: the client reads what is left, then end of stream.
+        self.eof = False
+        #: A fault's reason for ending the stream, for the client's error (``None``: clean).
+        self.lost: str | None = None
+        #: Until when (broker clock) a fault holds the broker's output back.
+        self.stalled_until = 0.0
+        self._timer: Timer | None = None
+        self._closed = False
+        with broker.locked():
+            self.conn = Amqp091Connection(broker, peer=self.peer, on_output=self._output_ready,
+                                          heartbeat=heartbeat, loopback=True)
+            broker._memory_links.append(self)
+            broker._on_blocked.append(self._on_blocked)
+            broker._on_restart.append(self._on_restart)
+            self._schedule(self.conn.tick())
+
+    def __repr__(self) -> str:
+        return f"<MemoryLink {self.conn.describe()} {self.conn.state.name}>"
+
+    # -- the client's side ---------------------------------------------------------------------
+
+    def send(self, data: bytes) -> None:
+        """Queue bytes the client wrote; the next :meth:`pump` feeds them to the broker."""
+        if data and not self.eof:
+            self._to_broker.append(data)
+            self._pending += len(data)
+
+    @property
+    def pending(self) -> int:
+        """Bytes the client wrote that the broker has not read yet."""
+        return self._pending
+
+    def receive(self) -> bytes:
+        """Everything the broker sent that the client has not read (may be empty)."""
+        out = self._to_client
+        if not out:
+            return b""
+        if len(out) == 1:
+            return out.popleft()
+        # (popped one by one: the broker's side may append meanwhile, from another thread)
+        return b"".join([out.popleft() for _ in range(len(out))])
+
+    @property
+    def readable(self) -> bool:
+        """Whether :meth:`receive` has bytes, or the end of the stream is there to be seen."""
+        return bool(self._to_client) or (self.eof and not self._closed)
+
+    def pump(self) -> bool:
+        """Feed the broker what the client wrote, and queue what the broker answers; run the
+        broker's timers that are due. Takes the broker's lock. Returns whether the client has
+        something to read (:attr:`readable`)."""
+        broker = self.broker
+        with broker.locked():
+            clock = broker.clock
+            deadline = clock.next_deadline()
+            if deadline is not None and deadline <= clock.monotonic():
+                clock.run_due()
+            self._pump_locked()
+        return self.readable
+
+    def _pump_locked(self) -> None:
+        conn = self.conn
+        if self._to_broker and not self.eof:
+            incoming = self._to_broker
+            chunks = [incoming.popleft() for _ in range(len(incoming))]  # (a writer may append)
+            self._pending -= sum(map(len, chunks))
+            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            try:
+                conn.receive_data(data)
+            except Exception as exc:  # a bug: this connection only, as the listener does
+                log.exception("unexpected error in the connection %s", self.peer)
+                conn.internal_error(InternalError(f"internal error: {type(exc).__name__}: {exc}"))
+        self._collect()
+
+    def _collect(self) -> None:
+        conn = self.conn
+        if conn.failure is not None:
+            failure, conn.failure = conn.failure, None
+            log.error("unexpected error sending to %s: %r", self.peer, failure)
+            conn.internal_error(InternalError(
+                f"internal error: {type(failure).__name__}: {failure}"))
+        data = conn.data_to_send()
+        if self.stalled_until > self.broker.clock.monotonic():
+            if data:
+                self._held.append(data)  # written, and held back by the fault
+            return
+        if self._held:
+            self._to_client.extend(self._held)
+            self._held.clear()
+        if data:
+            self._to_client.append(data)
+        if self._drop_after_write and not self.eof:
+            self._drop_after_write = False
+            self.lost = "dropped by a test after a delivery (embroker.faults)"
+            if conn.close_reason is None:
+                conn.close_reason = ConnectionForced(self.lost)
+        if (conn.should_close or self.lost) and not self.eof:
+            self._end()
+
+    def _end(self) -> None:
+        self.eof = True
+        self._to_broker.clear()
+        self._pending = 0
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.conn.connection_lost()
+        self._forget()
+
+    def _forget(self) -> None:
+        broker = self.broker
+        for registry, item in ((broker._memory_links, self), (broker._on_blocked, self._on_blocked),
+                               (broker._on_restart, self._on_restart)):
+            if item in registry:
+                registry.remove(item)  # type: ignore[arg-type]
+        reason = self.lost or self.conn.end_reason()
+        log.info("in-memory connection %s ended: %s", self.conn.describe(), reason)
+
+    def close(self) -> None:
+        """The client let go of the link (its socket closed): the broker releases the
+        connection (unacknowledged messages go back, exclusive queues go)."""
+        with self.broker.locked():
+            self._closed = True
+            if not self.eof:
+                self._pump_locked()
+                if not self.eof:
+                    self._end()
+            self._to_client.clear()
+
+    # -- what the broker does unasked ----------------------------------------------------------
+
+    def _output_ready(self) -> None:
+        # Under the broker's lock, on any thread: a delivery another connection caused... (what
+        # this link's own input causes is collected by pump, after the whole read)
+        if self.conn._reading or self.eof:
+            return
+        self._collect()
+        if self._notify is not None:
+            self._notify()
+
+    def _schedule(self, when: float | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if when is not None and not self.eof:
+            self._timer = self.broker.clock.call_at(when, self._tick)
+
+    def _tick(self) -> None:
+        # A timer of the broker's clock (ManualClock.advance, the listener, settle, pump).
+        self._timer = None
+        if self.eof:
+            return
+        conn = self.conn
+        conn.tick()  # a heartbeat due, or the end of a silent client
+        if conn.close_reason is not None and conn.should_close:
+            self.lost = str(conn.close_reason)
+        self._wake()  # (what it sent counts as sent: the next heartbeat goes by it)
+        if not self.eof:
+            now = self.broker.clock.monotonic()
+            following = conn.tick()
+            self._schedule(None if following is None else max(following, now + 0.001))
+
+    def _wake(self) -> None:
+        self._collect()
+        if self._notify is not None:
+            self._notify()
+
+    def _on_blocked(self, blocked: bool, reason: str) -> None:
+        if blocked:
+            self.conn.publishers_blocked(reason)
+        else:
+            self.conn.publishers_unblocked()
+        self._wake()
+
+    def _on_restart(self) -> None:
+        self.conn.close(ConnectionForced("broker forced connection closure with reason "
+                                         "'shutdown'"))
+        self._wake()
+
+    # -- settle --------------------------------------------------------------------------------
+
+    def busy(self) -> list[str]:
+        """What this link still has to do (call under the broker's lock after :meth:`pump`)."""
+        now = self.broker.clock.monotonic()
+        if self.stalled_until > now and self._held:
+            return [f"output to {self.peer} stalled by a fault for "
+                    f"{self.stalled_until - now:.2f}s more (broker clock)"]
+        if self._to_broker:
+            return [f"input from {self.peer} not read yet"]
+        return []
+
+
+@final
+class MemoryConnection:
+    """An in-memory client connection, as a test sees it (``broker.memory_connections``), with
+    the faults a test can inject into it (the same as
+    :class:`~embroker.server.ClientConnection`'s). Each fault has happened when the call
+    returns; the client notices when it next reads.
+    """
+
+    __slots__ = ("_link", "client_properties", "connection_name", "peer")
+
+    def __init__(self, link: MemoryLink) -> None:
+        self._link = link
+        self.peer = link.peer
+        self.client_properties: dict[str, Any] = dict(link.conn.client_properties)
+        name = self.client_properties.get("connection_name")
+        self.connection_name: str | None = name if isinstance(name, str) else None
+
+    @property
+    def product(self) -> str | None:
+        product = self.client_properties.get("product")
+        return product if isinstance(product, str) else None
+
+    @property
+    def protocol(self) -> str:
+        return "AMQP 0-9-1"
+
+    @property
+    def user(self) -> str:
+        return self._link.conn.user
+
+    @property
+    def model(self) -> ModelConnection | None:
+        return self._link.conn.model
+
+    @property
+    def vhost(self) -> str | None:
+        model = self._link.conn.model
+        return model.vhost.name if model is not None else None
+
+    @property
+    def state(self) -> ConnectionState:
+        return self._link.conn.state
+
+    @property
+    def is_open(self) -> bool:
+        with self._link.broker.locked():
+            return self._link.conn.model is not None and not self._link.eof \
+                and not self._link.conn.should_close
+
+    @property
+    def channels(self) -> list[int]:
+        with self._link.broker.locked():
+            return sorted(self._link.conn.channels)
+
+    def __repr__(self) -> str:
+        name = f" {self.connection_name!r}" if self.connection_name else ""
+        return (f"<MemoryConnection{name} {self.peer} ({self.product or 'unknown client'}), "
+                f"{self.state.value}>")
+
+    # -- faults --------------------------------------------------------------------------------
+
+    def kill(self, *, reset: bool = False) -> None:
+        """End the stream abruptly, with no connection.close: unacknowledged messages go back
+        to their queues and the client sees its connection lost. (``reset`` is accepted for
+        symmetry with the TCP fault; a memory stream has no RST.)"""
+        link = self._link
+        with link.broker.locked():
+            if link.eof:
+                return
+            link.lost = "dropped by a test (embroker.faults)"
+            if link.conn.close_reason is None:
+                link.conn.close_reason = ConnectionForced(link.lost)
+            link._to_client.clear()
+            link._end()
+            if link._notify is not None:
+                link._notify()
+
+    def close(self, reply_code: int = 320,
+              reply_text: str = "broker forced connection closure with reason 'shutdown'",
+              ) -> None:
+        """Close the connection from the broker's side with connection.close."""
+        error = error_for_code(reply_code, reply_text)
+        if not isinstance(error, ConnectionException):
+            raise ValueError(f"{reply_code} is a channel exception: use close_channel()")
+        link = self._link
+        with link.broker.locked():
+            link.conn.close(error)
+            link._wake()
+
+    def close_channel(self, channel: int, reply_code: int = 406,
+                      reply_text: str = "closed by a test (embroker.faults)") -> None:
+        """Close one channel from the broker's side with channel.close.
+
+        Raises:
+            LookupError: the connection has no such open channel.
+        """
+        error = error_for_code(reply_code, reply_text)
+        if not isinstance(error, ChannelException):
+            raise ValueError(f"{reply_code} is a connection exception: use close()")
+        link = self._link
+        with link.broker.locked():
+            if channel not in link.conn.channels:
+                raise LookupError(f"no open channel {channel} on {self!r}; its channels are "
+                                  f"{sorted(link.conn.channels)}")
+            link.conn.close_channel(channel, error)
+            link._wake()
+
+    def stall(self, seconds: float) -> None:
+        """Write nothing to this client for ``seconds`` of the broker's clock (heartbeats
+        included); what was held is written afterwards."""
+        link = self._link
+        with link.broker.locked():
+            clock = link.broker.clock
+            link.stalled_until = clock.monotonic() + seconds
+            clock.call_at(link.stalled_until, link._wake)
