@@ -43,6 +43,7 @@ from . import _history
 from ._message import Message, QueuedMessage
 from ._names import resource
 from ._policy import Policy, effective_definition, queue_settings
+from ._stream import DEFAULT_SEGMENT_SIZE, StreamLog, max_age_ms, parse_offset_spec
 
 if TYPE_CHECKING:
     from ._channel import Channel
@@ -192,6 +193,8 @@ class Queue:
         "quorum",
         "settings",
         "single_active",
+        "stream",
+        "stream_positions",
         "unacked",
         "vhost",
     )
@@ -237,6 +240,12 @@ class Queue:
         self._active: Consumer | None = None
         #: ``x-queue-type`` quorum: deliveries carry ``x-delivery-count``, ``x-delivery-limit``.
         self.quorum = args.get("x-queue-type") == "quorum"
+        #: ``x-queue-type`` stream: the log its consumers read from an offset (``_stream``).
+        self.stream: StreamLog | None = None
+        #: A stream's consumers and the offset each reads next.
+        self.stream_positions: dict[Consumer, int] = {}
+        if args.get("x-queue-type") == "stream":
+            self.stream = _stream_log(self)
         #: The policy and operator policy that apply to it (set by its vhost's policies).
         self.policy: Policy | None = None
         self.operator_policy: Policy | None = None
@@ -358,6 +367,8 @@ class Queue:
         """The ready messages in delivery order, without consuming them (a snapshot taken
         under the broker's lock: safe while a listener serves clients)."""
         with self.vhost.broker._lock:
+            if self.stream is not None:
+                return self.stream.messages()  # a stream: every message it keeps
             return [entry.message for entry in self._ready]
 
     @property
@@ -380,7 +391,18 @@ class Queue:
     # -- consumers -----------------------------------------------------------------------------
 
     def add_consumer(self, consumer: Consumer) -> None:
-        """Add a consumer; it takes its turn after those of its priority already there."""
+        """Add a consumer; it takes its turn after those of its priority already there. A
+        stream's consumer reads from where its ``x-stream-offset`` argument says.
+
+        Raises:
+            InternalError: (541) a stream consumer's ``x-stream-offset`` is not one (as
+                RabbitMQ 3.10 answers).
+        """
+        position = 0
+        if self.stream is not None:
+            spec = parse_offset_spec(consumer.arguments.get("x-stream-offset"),
+                                     self.stream.now_ms())
+            position = self.stream.start_offset(spec)
         group = self._groups.get(consumer.priority)
         if group is None:
             group = self._groups[consumer.priority] = deque()
@@ -388,6 +410,8 @@ class Queue:
         group.append(consumer)
         self._consumer_count += 1
         self.had_consumers = True
+        if self.stream is not None:
+            self.stream_positions[consumer] = position
         if self.single_active:
             self._registered.append(consumer)
             if self._active is None:
@@ -410,6 +434,7 @@ class Queue:
         else:
             return False
         self._consumer_count -= 1
+        self.stream_positions.pop(consumer, None)
         if consumer.channel in self._suspended and all(
                 c.channel is not consumer.channel for c in self.consumers):
             self._suspended.discard(consumer.channel)
@@ -436,6 +461,7 @@ class Queue:
         self._blocked.clear()
         self._suspended.clear()
         self._consumer_count = 0
+        self.stream_positions.clear()
         self._registered.clear()
         self._active = None
         return consumers
@@ -458,6 +484,9 @@ class Queue:
 
         Runtime complexity: ``O(1)`` amortised.
         """
+        if self.stream is not None:
+            self.append_chunk((message,))
+            return True
         limited = self._max_length is not None or self._max_bytes is not None
         if limited and self._overflow != "drop-head" and (
                 self._blocks(publisher) if self.quorum
@@ -499,6 +528,9 @@ class Queue:
         Runtime complexity: ``O(k)`` when they go back to the head (the usual case), ``O(k * n)``
         at worst.
         """
+        if self.stream is not None:  # nothing goes back to a stream: only the credit
+            self.unacked -= sum(1 for _entry in entries)
+            return
         ready = self._ready
         limit = self._delivery_limit
         over_limit = []
@@ -613,7 +645,11 @@ class Queue:
 
     def dispatch(self) -> None:
         """Hand ready messages to consumers with room until one side runs out: the highest
-        priority consumers that have room first, taking turns within a priority."""
+        priority consumers that have room first, taking turns within a priority. A stream's
+        consumers each read on from their own offset while they have room."""
+        if self.stream is not None:
+            self._dispatch_stream()
+            return
         ready = self._ready
         if self._expiring:
             self._expire_head()
@@ -789,6 +825,39 @@ class Queue:
             if timer is not None:
                 timer.cancel()
         self._expiry_timer = self._idle_timer = None
+        if self.stream is not None:
+            self.stream.stop()
+
+    # -- streams -------------------------------------------------------------------------------
+
+    def append_chunk(self, messages: tuple[Message, ...]) -> int:
+        """Write messages to a stream as one chunk and deliver them to the consumers that have
+        room; returns the offset of the first.
+
+        Runtime complexity: ``O(m + c)`` for ``m`` messages and ``c`` consumers.
+        """
+        assert self.stream is not None
+        chunk = self.stream.append(messages)
+        if self._consumer_count:
+            self._dispatch_stream()
+        return chunk.first_offset
+
+    def _dispatch_stream(self) -> None:
+        stream = self.stream
+        assert stream is not None
+        positions = self.stream_positions
+        for consumer in list(positions):
+            while consumer in positions and consumer.has_capacity():
+                offset = max(positions[consumer], stream.first_offset)
+                message = stream.read(offset)
+                if message is None:
+                    break
+                positions[consumer] = offset + 1
+                headers = {**(message.properties.get("headers") or {}),
+                           "x-stream-offset": Long(offset)}
+                entry = QueuedMessage(message.with_headers(headers), offset)
+                self.unacked += 1
+                consumer.deliver(self, entry)
 
     # -- invariants ----------------------------------------------------------------------------
 
@@ -800,6 +869,10 @@ class Queue:
             seqs = [entry.seq for entry in ready]
             assert seqs == sorted(seqs), f"{self!r}: ready messages out of order"
         assert self.unacked >= 0, f"{self!r}: negative unacked count"
+        if self.stream is not None:
+            self.stream._check()
+            assert not ready
+            assert set(self.stream_positions) == set(self.consumers)
         assert self._ready_bytes == sum(len(e.message.body) for e in ready)
         assert not self._over_limit() or self._overflow != "drop-head" or not ready
         assert not self.deleted, f"{self!r}: deleted but still in its vhost"
@@ -811,6 +884,18 @@ class Queue:
 
 #: Where a quorum queue lets blocked publishers go: 80% of its limits (rabbit_fifo.hrl).
 _LOW_LIMIT = 0.8
+
+
+def _stream_log(queue: Queue) -> StreamLog:
+    """A new stream's log, from its arguments (validated when it was declared)."""
+    args = queue.arguments
+    max_bytes = args.get("x-max-length-bytes")
+    max_age = args.get("x-max-age")
+    segment = args.get("x-stream-max-segment-size-bytes")
+    return StreamLog(queue.vhost.broker.clock,
+                     max_bytes=max_bytes if isinstance(max_bytes, int) else None,
+                     max_age=max_age_ms(max_age) if isinstance(max_age, str) else None,
+                     segment_size=segment if isinstance(segment, int) else DEFAULT_SEGMENT_SIZE)
 
 
 def _by_seq(entry: QueuedMessage) -> int:
