@@ -35,6 +35,7 @@ take yet waits in its session until a ``flow`` opens the window.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import enum
 import itertools
 import struct
@@ -96,7 +97,7 @@ from ._frames import (
 from ._management import MANAGEMENT_ADDRESS, ManagementNode
 from ._message import Kept, _value_to_091, encode_deaths, parse_message, to_amqp10, to_model
 from ._selector import Selector, SelectorError
-from ._types import Array, Symbol, UInt, ULong, decode_value
+from ._types import Array, Symbol, Timestamp, UInt, ULong, decode_value
 
 if TYPE_CHECKING:
     from ..model import Broker, Browser, Message, Queue
@@ -991,7 +992,9 @@ class ServerConnection:
                 link.browser, link.selector, link.presettled = browser, selector, True
             else:
                 tag = channel.basic_consume(name, f"amqp10-{session.channel}-{int(attach.handle)}",
-                                            no_ack=attach.snd_settle_mode == 1, exclusive=False)
+                                            no_ack=attach.snd_settle_mode == 1, exclusive=False,
+                                            arguments=_stream_arguments(source),
+                                            link_credit=True)
                 consumer = channel.consumers[tag]
                 consumer.credit = 0
                 link = _Outgoing(session, attach, consumer.queue)
@@ -1007,8 +1010,8 @@ class ServerConnection:
             durable=source.durable, expiry_policy=source.expiry_policy,
             timeout=source.timeout, dynamic=source.dynamic,
             distribution_mode=Symbol("copy") if link.browse else None,
-            filter=filters or None, default_outcome=_RELEASED, outcomes=_OUTCOMES,
-            capabilities=source.capabilities)
+            filter=self._echoed_filters(source, filters) or None, default_outcome=_RELEASED,
+            outcomes=_OUTCOMES, capabilities=source.capabilities)
         return link, reply
 
     def _volatile(self, session: _Session, attach: Attach,
@@ -1040,6 +1043,12 @@ class ServerConnection:
                                      Symbol("supported-dist-modes"): Array(
                                          0xA3, [Symbol("move")])},
             distribution_mode=Symbol("move"), capabilities=(Symbol(_VOLATILE),))
+
+    @staticmethod
+    def _echoed_filters(source: Source, filters: dict[Any, Any]) -> dict[Any, Any]:
+        # The stream offset filter is applied (by the consumer it becomes): the reply says so.
+        spec = (source.filter or {}).get(STREAM_OFFSET_SPEC)
+        return {**filters, STREAM_OFFSET_SPEC: spec} if spec is not None else filters
 
     @staticmethod
     def _selector(source: Source, browse: bool) -> tuple[Selector | None, dict[Any, Any]]:
@@ -1575,6 +1584,26 @@ def _modified_annotations(state: Modified) -> dict[str, Any] | None:
         raise SessionError("amqp:invalid-field", "the message-annotations of a modified "
                            "outcome must have symbol keys that start with 'x-'")
     return {str(k): _value_to_091(v) for k, v in annotations.items()}
+
+
+#: The source filter that says where a link reading a stream starts (RabbitMQ's 1.0 plugin).
+STREAM_OFFSET_SPEC: Final = "rabbitmq:stream-offset-spec"
+
+
+def _stream_arguments(source: Source) -> dict[str, Any] | None:
+    """The consumer arguments a source's ``rabbitmq:stream-offset-spec`` filter becomes, as
+    RabbitMQ 3.10's 1.0 plugin maps it (``source_filters_to_consumer_args/1``): a timestamp
+    (milliseconds, taken to the second as 0-9-1 timestamps are), a string (``first``,
+    ``last``, ``next``, an interval such as ``10m``), an integer offset; anything else, or no
+    such filter, is none."""
+    spec = (source.filter or {}).get(STREAM_OFFSET_SPEC)
+    spec = getattr(spec, "value", spec) if hasattr(spec, "descriptor") else spec
+    if isinstance(spec, Timestamp):
+        when = datetime.datetime.fromtimestamp(int(spec) // 1000, datetime.timezone.utc)
+        return {"x-stream-offset": when}
+    if isinstance(spec, str) or (isinstance(spec, int) and not isinstance(spec, bool)):
+        return {"x-stream-offset": spec if isinstance(spec, str) else int(spec)}
+    return None
 
 
 def _durable(durability: object) -> bool:

@@ -445,8 +445,13 @@ class Channel:
             _faults.delivered(self, entry.message)
 
     def basic_consume(self, queue: str = "", consumer_tag: str = "", *, no_ack: bool = False,
-                      exclusive: bool = False, arguments: dict[str, Any] | None = None) -> str:
+                      exclusive: bool = False, arguments: dict[str, Any] | None = None,
+                      link_credit: bool = False) -> str:
         """basic.consume; returns the consumer tag (server-generated when empty).
+
+        ``link_credit``: the consumer's capacity is an AMQP 1.0 link's credit (set on it by the
+        caller), not basic.qos: a stream then needs no prefetch count (RabbitMQ 3.10's 1.0
+        plugin sets one on every session).
 
         Raises:
             NotFound: (404) no such queue.
@@ -471,7 +476,7 @@ class Channel:
         arguments = dict(arguments or {})
         validate_consumer_arguments(q.resource, arguments, stream=q.stream is not None)
         if q.stream is not None:
-            self._check_stream_consume(q, no_ack, arguments)
+            self._check_stream_consume(q, no_ack, arguments, link_credit)
         consumer = Consumer(self, q, consumer_tag, no_ack=no_ack, exclusive=exclusive,
                             arguments=arguments, prefetch=self.prefetch_count)
         self.consumers[consumer_tag] = consumer
@@ -481,10 +486,11 @@ class Channel:
             events.consumer_created(consumer)
         return consumer_tag
 
-    def _check_stream_consume(self, q: Queue, no_ack: bool, arguments: dict[str, Any]) -> None:
+    def _check_stream_consume(self, q: Queue, no_ack: bool, arguments: dict[str, Any],
+                              link_credit: bool) -> None:
         # rabbit_stream_queue:consume/3 (v3.10.8): these checks in this order; then the
         # x-stream-offset argument is read when the consumer joins (Queue.add_consumer).
-        if not self.prefetch_count:
+        if not self.prefetch_count and not link_credit:
             raise PreconditionFailed(f"consumer prefetch count is not set for '{q.resource}'")
         if no_ack:
             raise NotImplementedAMQP(

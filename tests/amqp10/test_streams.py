@@ -1,0 +1,90 @@
+"""AMQP 1.0 receivers on a stream: the ``rabbitmq:stream-offset-spec`` source filter becomes
+the consumer's ``x-stream-offset``, as RabbitMQ 3.10's 1.0 plugin maps it
+(``rabbit_amqp1_0_outgoing_link:source_filters_to_consumer_args/1``, v3.10.8), and the reader
+sees the same log as 0-9-1 consumers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from embroker import Broker, ManualClock
+from embroker.amqp10 import (
+    Attach,
+    Disposition,
+    Flow,
+    Frame,
+    ServerConnection,
+    Source,
+    Symbol,
+    Transfer,
+    UInt,
+    parse_message,
+)
+from embroker.amqp10._types import Timestamp
+from tests.amqp10.helpers import Client
+
+SPEC = Symbol("rabbitmq:stream-offset-spec")
+
+
+@pytest.fixture
+def broker() -> Broker:
+    b = Broker(clock=ManualClock())
+    ch = b.connect().channel()
+    ch.queue_declare("s", durable=True, arguments={"x-queue-type": "stream"})
+    for i in range(4):
+        ch.basic_publish("", "s", b"m%d" % i)
+    return b
+
+
+def receive(broker: Broker, spec: Any, credit: int = 10) -> tuple[Attach, list[tuple[bytes, Any]]]:
+    """Attach a receiver to stream ``s`` with the filter ``spec`` (none when ``None``), give it
+    credit; returns the attach reply and (body, x-stream-offset annotation) of each transfer."""
+    client = Client(ServerConnection(broker, loopback=True, peer="test"))
+    client.open()
+    client.begin()
+    source = Source(address="/queues/s", filter={SPEC: spec} if spec is not None else None)
+    (attach, *_rest) = client.attach_receiver("/queues/s", source=source)
+    assert isinstance(attach, Attach), attach
+    client.send_frame(Flow(next_incoming_id=UInt(0), incoming_window=UInt(100),
+                           next_outgoing_id=UInt(0), outgoing_window=UInt(100),
+                           handle=UInt(0), delivery_count=UInt(0), link_credit=UInt(credit)))
+    got = []
+    for frame in client.received():
+        if isinstance(frame, Frame) and isinstance(frame.performative, Transfer):
+            message = parse_message(frame.payload)
+            body = message.body[3:]  # data or amqp-value section header; bodies are short
+            got.append((body, message.message_annotations.get(Symbol("x-stream-offset"))))
+    client.send_frame(Disposition(role=True, first=UInt(0), last=UInt(max(len(got) - 1, 0)),
+                                  settled=True, state=None))
+    return attach, got
+
+
+@pytest.mark.parametrize(("spec", "offsets"), [
+    ("first", [0, 1, 2, 3]), ("last", [3]), ("next", []), (None, []), (2, [2, 3]),
+    ("1D", [0, 1, 2, 3]),
+])
+def test_the_offset_spec_filter_says_where_the_receiver_starts(
+        broker: Broker, spec: Any, offsets: list[int]) -> None:
+    attach, got = receive(broker, spec)
+    assert [offset for _body, offset in got] == offsets
+    assert all(body.endswith(b"m%d" % o) for body, o in got)
+    if spec is not None:
+        assert attach.source is not None
+        assert attach.source.filter == {SPEC: spec}, "the applied filter is echoed"
+
+
+def test_a_timestamp_spec_reads_from_that_second(broker: Broker) -> None:
+    clock = broker.manual_clock
+    clock.advance(10)
+    broker.connect().channel().basic_publish("", "s", b"later")
+    _attach, got = receive(broker, Timestamp(int((clock.time() - 1) * 1000)))
+    assert [offset for _body, offset in got] == [4]
+
+
+def test_credit_limits_what_a_stream_receiver_gets(broker: Broker) -> None:
+    _attach, got = receive(broker, "first", credit=2)
+    assert [offset for _body, offset in got] == [0, 1]
+    assert broker.queues["s"].consumer_count == 1
+    broker._check()
