@@ -500,6 +500,32 @@ class Channel:
         assert q.stream is not None
         parse_offset_spec(arguments.get("x-stream-offset"), q.stream.now_ms())
 
+    # -- the stream protocol ---------------------------------------------------------------
+
+    def stream(self, name: str, *, write: bool = False) -> Queue:
+        """The stream ``name``, for the stream protocol, once this connection may read it (or
+        write to it).
+
+        Raises:
+            AccessRefused: (403) no read (write) permission on it.
+            NotFound: (404) no such queue, or a queue that is not a stream (the stream
+                protocol's "stream does not exist").
+        """
+        if write:
+            self.connection.access.write_queue(name)
+        else:
+            self.connection.access.read_queue(name)
+        q = self.vhost.queues.get(name)
+        if q is None or q.stream is None:
+            raise NotFound(f"no {self.vhost.resource('queue', name)} (stream)")
+        return q
+
+    def stream_publish(self, name: str, messages: tuple[Message, ...],
+                       raw: tuple[bytes, ...] | None = None) -> int:
+        """Write messages to stream ``name`` as one chunk (a stream-protocol publish); returns
+        the offset of the first. Checked as :meth:`stream` with ``write``."""
+        return self.stream(name, write=True).append_chunk(messages, raw)
+
     def browse(self, queue: str) -> Browser:
         """Look at a queue's ready messages without taking them (AMQP 1.0's distribution-mode
         ``copy``). Checked as basic.consume is: read permission, then that the queue exists and

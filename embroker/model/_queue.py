@@ -830,14 +830,15 @@ class Queue:
 
     # -- streams -------------------------------------------------------------------------------
 
-    def append_chunk(self, messages: tuple[Message, ...]) -> int:
+    def append_chunk(self, messages: tuple[Message, ...],
+                     raw: tuple[bytes, ...] | None = None) -> int:
         """Write messages to a stream as one chunk and deliver them to the consumers that have
         room; returns the offset of the first.
 
         Runtime complexity: ``O(m + c)`` for ``m`` messages and ``c`` consumers.
         """
         assert self.stream is not None
-        chunk = self.stream.append(messages)
+        chunk = self.stream.append(messages, raw)
         if self._consumer_count:
             self._dispatch_stream()
         return chunk.first_offset

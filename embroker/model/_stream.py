@@ -30,7 +30,7 @@ messages for one stream are one chunk, as osiris writes a batch.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
 from ..errors import InternalError
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ._clock import Clock, Timer
     from ._message import Message
 
-__all__ = ["Chunk", "OffsetSpec", "StreamLog", "max_age_ms", "parse_offset_spec"]
+__all__ = ["Chunk", "ChunkReader", "OffsetSpec", "StreamLog", "max_age_ms", "parse_offset_spec"]
 
 #: osiris' default ``max_segment_size_bytes`` (RabbitMQ's stream default: 500 MB).
 DEFAULT_SEGMENT_SIZE: Final = 500_000_000
@@ -109,14 +109,19 @@ class Chunk:
     """Messages written to a stream together: the offset of the first, when (milliseconds
     since the epoch), and their size as osiris counts it."""
 
-    __slots__ = ("first_offset", "messages", "size", "timestamp")
+    __slots__ = ("first_offset", "messages", "raw", "size", "timestamp")
 
-    def __init__(self, first_offset: int, timestamp: int, messages: Sequence[Message]) -> None:
+    def __init__(self, first_offset: int, timestamp: int, messages: Sequence[Message],
+                 raw: Sequence[bytes] | None = None) -> None:
         self.first_offset = first_offset
         self.timestamp = timestamp
         self.messages: tuple[Message, ...] = tuple(messages)
-        self.size = CHUNK_HEADER_SIZE + sum(ENTRY_HEADER_SIZE + message_size(m)
-                                            for m in self.messages)
+        #: The AMQP 1.0 bytes of each message as a stream-protocol publisher sent them (osiris
+        #: keeps them as they came), or ``None`` for messages published over AMQP.
+        self.raw: tuple[bytes, ...] | None = tuple(raw) if raw is not None else None
+        sizes = ([len(r) for r in self.raw] if self.raw is not None
+                 else [message_size(m) for m in self.messages])
+        self.size = CHUNK_HEADER_SIZE + sum(ENTRY_HEADER_SIZE + n for n in sizes)
 
     @property
     def next_offset(self) -> int:
@@ -133,6 +138,50 @@ def message_size(message: Message) -> int:
 
 
 @final
+class ChunkReader:
+    """A reader of whole chunks (a stream-protocol subscription): from its offset, one chunk per
+    unit of credit, handed to ``on_chunk``; ``on_gone`` when the stream is deleted.
+
+    Attributes:
+        position: the offset of the next message it has not been sent.
+        credit: how many more chunks it may be sent.
+    """
+
+    __slots__ = ("credit", "log", "on_chunk", "on_gone", "position")
+
+    def __init__(self, log: StreamLog, position: int, credit: int,
+                 on_chunk: Callable[[Chunk], None], on_gone: Callable[[], None]) -> None:
+        self.log = log
+        self.position = position
+        self.credit = credit
+        self.on_chunk = on_chunk
+        self.on_gone = on_gone
+
+    def add_credit(self, credit: int) -> None:
+        """More credit: the chunks it allows go out at once."""
+        self.credit += credit
+        self.pump()
+
+    def pump(self) -> None:
+        """Send the chunks its credit allows (the whole chunk that holds its position first,
+        as osiris sends a chunk whole: the client skips what is before its offset)."""
+        log = self.log
+        while self.credit > 0 and self in log.readers:
+            position = max(self.position, log.first_offset)
+            chunk = log.chunk_at(position)
+            if chunk is None:
+                return
+            self.position = chunk.next_offset
+            self.credit -= 1
+            self.on_chunk(chunk)
+
+    def close(self) -> None:
+        """Stop reading (unsubscribe)."""
+        if self in self.log.readers:
+            self.log.readers.remove(self)
+
+
+@final
 class StreamLog:
     """The log of one stream: segments of chunks, the first and next offsets, retention.
 
@@ -144,7 +193,8 @@ class StreamLog:
     """
 
     __slots__ = ("_age_timer", "_clock", "first_offset", "max_age", "max_bytes",
-                 "next_offset", "on_truncate", "segment_size", "segments")
+                 "next_offset", "offsets", "on_truncate", "readers", "segment_size", "segments",
+                 "writers")
 
     def __init__(self, clock: Clock, *, max_bytes: int | None = None, max_age: int | None = None,
                  segment_size: int = DEFAULT_SEGMENT_SIZE) -> None:
@@ -161,6 +211,13 @@ class StreamLog:
         self._age_timer: Timer | None = None
         #: Called after retention removed segments (the queue moves its readers on).
         self.on_truncate: Any = None
+        #: Its chunk readers (stream-protocol subscriptions), in the order they came.
+        self.readers: list[ChunkReader] = []
+        #: Publisher reference -> the last publishing id written (deduplication: osiris'
+        #: writer tracking).
+        self.writers: dict[str, int] = {}
+        #: Consumer reference -> the offset it stored (StoreOffset: osiris' offset tracking).
+        self.offsets: dict[str, int] = {}
 
     def __len__(self) -> int:
         """How many messages it holds."""
@@ -181,7 +238,7 @@ class StreamLog:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def append(self, messages: Sequence[Message]) -> Chunk:
+    def append(self, messages: Sequence[Message], raw: Sequence[bytes] | None = None) -> Chunk:
         """Write ``messages`` as one chunk; returns it. Opens a new segment first when the one
         being written is full (then retention runs, as osiris does at roll-over).
 
@@ -192,10 +249,21 @@ class StreamLog:
         if current and sum(c.size for c in current) >= self.segment_size:
             self.segments.append([])
             self.apply_retention()
-        chunk = Chunk(self.next_offset, self.now_ms(), messages)
+        chunk = Chunk(self.next_offset, self.now_ms(), messages, raw)
         self.segments[-1].append(chunk)
         self.next_offset = chunk.next_offset
+        for reader in list(self.readers):
+            reader.pump()
         return chunk
+
+    def reader(self, spec: OffsetSpec, credit: int, on_chunk: Callable[[Chunk], None],
+               on_gone: Callable[[], None]) -> ChunkReader:
+        """A new chunk reader from where ``spec`` says (see :meth:`start_offset`); the chunks
+        its credit allows go out at once."""
+        reader = ChunkReader(self, self.start_offset(spec), credit, on_chunk, on_gone)
+        self.readers.append(reader)
+        reader.pump()
+        return reader
 
     def apply_retention(self) -> None:
         """Remove the oldest closed segments that ``x-max-length-bytes`` or ``x-max-age`` no
@@ -237,10 +305,13 @@ class StreamLog:
         self.apply_retention()
 
     def stop(self) -> None:
-        """The stream is deleted: its timer must not fire."""
+        """The stream is deleted: its timer must not fire, its readers are told."""
         if self._age_timer is not None:
             self._age_timer.cancel()
             self._age_timer = None
+        readers, self.readers = self.readers, []
+        for reader in readers:
+            reader.on_gone()
 
     # -- reading -------------------------------------------------------------------------------
 

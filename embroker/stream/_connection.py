@@ -1,0 +1,667 @@
+"""The server side of one stream-protocol connection (sans-IO): bytes in, model calls, bytes out.
+
+Theory of operation
+-------------------
+A client opens with PeerProperties, SaslHandshake, SaslAuthenticate (PLAIN), answers our Tune
+with its own, then Open picks a virtual host; each step is allowed in one state only
+(:data:`EXPECTED`), anything else closes the connection. Once open, requests are answered in
+the order they come, each through the model as the AMQP layers do (one model channel: streams
+are declared, deleted, read and written with the model's checks and texts):
+
+- Create / Delete: ``queue.declare`` of a durable ``x-queue-type: stream`` queue (the
+  arguments ``max-age``, ``max-length-bytes``, ``stream-max-segment-size-bytes``,
+  ``initial-cluster-size``, ``queue-leader-locator`` become its ``x-`` arguments) / its
+  deletion.
+- DeclarePublisher / Publish / DeletePublisher: a Publish frame's messages for one stream are
+  one chunk; a publisher with a reference is deduplicated (a publishing id not above the last
+  one written for the reference is confirmed and not written again); QueryPublisherSequence
+  answers that last id.
+- Subscribe / Credit / Unsubscribe: a subscription is a chunk reader of the model's log, sent
+  one chunk per credit as Deliver frames (osiris chunks with their CRC32); StoreOffset and
+  QueryOffset keep a consumer reference's offset in the stream (the model's, so every
+  connection sees it).
+- Metadata names this listener as every stream's leader, with no replicas.
+
+Message bodies are AMQP 1.0 messages: a message published here keeps its bytes for stream
+readers and is read by 0-9-1 and 1.0 consumers through the 1.0 codec (``embroker.amqp10``);
+a message published over AMQP is sent to stream readers encoded by that codec.
+
+Errors: bad bytes raise :class:`StreamProtocolError` inside, which closes this connection with
+a Close frame (its code and reason), nothing else; the model's refusals of a request become
+its response code.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, final
+
+from ..amqp10 import DecodeError, Symbol, parse_message, to_amqp10
+from ..amqp10._message import to_model
+from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound, PreconditionFailed
+from ..model._message import Message
+from ..model._stream import Chunk, ChunkReader, OffsetSpec
+from ._frames import (
+    DEFAULT_FRAME_MAX,
+    Code,
+    Fields,
+    FrameReader,
+    Key,
+    StreamProtocolError,
+    Writer,
+    chunk_frame,
+    response_key,
+)
+
+if TYPE_CHECKING:
+    from ..model import Broker as ModelBroker
+    from ..model._channel import Channel as ModelChannel
+    from ..model._connection import Connection as ModelConnection
+
+__all__ = ["State", "StreamConnection"]
+
+#: What we offer in Tune (RabbitMQ's defaults: 1 MiB frames, 60 s heartbeats).
+FRAME_MAX: Final = DEFAULT_FRAME_MAX
+HEARTBEAT: Final = 60
+
+#: Offset types of Subscribe (PROTOCOL.adoc).
+_OFFSET_TYPES: Final = {1: "first", 2: "last", 3: "next"}
+
+#: Create's arguments and the queue arguments they are (rabbit_stream_utils, v3.10.8).
+_CREATE_ARGUMENTS: Final = {
+    "max-length-bytes": ("x-max-length-bytes", int),
+    "max-age": ("x-max-age", str),
+    "stream-max-segment-size-bytes": ("x-stream-max-segment-size-bytes", int),
+    "initial-cluster-size": ("x-initial-cluster-size", int),
+    "queue-leader-locator": ("x-queue-leader-locator", str),
+}
+
+
+class State(enum.Enum):
+    """Where a connection is in its opening, and after."""
+
+    PEER_PROPERTIES = "peer-properties"
+    SASL_HANDSHAKE = "sasl-handshake"
+    SASL_AUTHENTICATE = "sasl-authenticate"
+    TUNE = "tune"
+    OPEN = "open"
+    OPENED = "opened"
+    CLOSED = "closed"
+
+
+#: The frames each state takes; any other closes the connection (the table is the state
+#: machine: the handlers move to the next state).
+EXPECTED: Final = {
+    State.PEER_PROPERTIES: frozenset({Key.PEER_PROPERTIES}),
+    State.SASL_HANDSHAKE: frozenset({Key.SASL_HANDSHAKE}),
+    State.SASL_AUTHENTICATE: frozenset({Key.SASL_AUTHENTICATE, Key.SASL_HANDSHAKE}),
+    State.TUNE: frozenset({Key.TUNE}),
+    State.OPEN: frozenset({Key.OPEN, Key.HEARTBEAT}),
+    State.OPENED: frozenset(Key) - {Key.PEER_PROPERTIES, Key.SASL_HANDSHAKE,
+                                    Key.SASL_AUTHENTICATE, Key.OPEN, Key.DELIVER,
+                                    Key.PUBLISH_CONFIRM, Key.PUBLISH_ERROR,
+                                    Key.METADATA_UPDATE},
+    State.CLOSED: frozenset(),
+}
+
+
+def _code(error: AMQPError) -> int:
+    if isinstance(error, NotFound):
+        return Code.STREAM_DOES_NOT_EXIST
+    if isinstance(error, AccessRefused):
+        return Code.ACCESS_REFUSED
+    if isinstance(error, PreconditionFailed):
+        return Code.PRECONDITION_FAILED
+    return Code.INTERNAL_ERROR
+
+
+class _Publisher:
+    __slots__ = ("reference", "stream")
+
+    def __init__(self, stream: str, reference: str) -> None:
+        self.stream = stream
+        self.reference = reference
+
+
+@final
+class StreamConnection:
+    """One stream-protocol connection, fed bytes, returning bytes (no sockets).
+
+    Args:
+        broker: the model broker.
+        peer: the client's address, for texts.
+        advertised_host, advertised_port: this listener, as Open and Metadata name it.
+        loopback: whether the client came over a loopback interface (guest's rule).
+        on_output: called (no arguments, under the broker's lock) when output becomes ready
+            without input causing it (a delivery caused by another connection's publish).
+    """
+
+    def __init__(self, broker: ModelBroker, *, peer: str = "", advertised_host: str = "localhost",
+                 advertised_port: int = 5552, loopback: bool = True,
+                 on_output: Callable[[], None] | None = None) -> None:
+        self.broker = broker
+        self.peer = peer
+        self.advertised_host = advertised_host
+        self.advertised_port = advertised_port
+        self.loopback = loopback
+        self.on_output = on_output
+        self.state = State.PEER_PROPERTIES
+        self.user: str | None = None
+        self.vhost: str | None = None
+        self.frame_max = FRAME_MAX
+        self.heartbeat = HEARTBEAT
+        self._reader = FrameReader(FRAME_MAX)
+        self._out = bytearray()
+        self.model: ModelConnection | None = None
+        self._channel: ModelChannel | None = None
+        self._publishers: dict[int, _Publisher] = {}
+        self._subscriptions: dict[int, tuple[str, ChunkReader]] = {}
+        self._correlation = itertools.count(1)
+        #: Why the connection closed (``None`` while open, or a clean close).
+        self.close_reason: str | None = None
+        self.should_close = False
+        self.failure: BaseException | None = None
+        self._last_sent = broker.clock.monotonic()
+
+    # -- what the server loop uses ------------------------------------------------------------
+
+    @property
+    def has_output(self) -> bool:
+        return bool(self._out)
+
+    @property
+    def blocked(self) -> bool:
+        return False
+
+    def data_to_send(self) -> bytes:
+        data = bytes(self._out)
+        self._out.clear()
+        if data:
+            self._last_sent = self.broker.clock.monotonic()
+        return data
+
+    def receive_data(self, data: bytes) -> None:
+        """Feed bytes from the client (``b""``: it closed the socket). Never raises for bad
+        input: the connection closes with a Close frame."""
+        with self.broker.locked():
+            if not data:
+                self.connection_lost()
+                return
+            if self.state is State.CLOSED:
+                return
+            self._reader.feed(data)
+            try:
+                while not self.should_close:
+                    frame = self._reader.next_frame()
+                    if frame is None:
+                        break
+                    self._handle(*frame)
+            except StreamProtocolError as exc:
+                self._close(exc.code, exc.text)
+
+    def tick(self) -> None:
+        """Send a heartbeat when nothing went out for the negotiated interval."""
+        if self.state is State.OPENED and self.heartbeat:
+            now = self.broker.clock.monotonic()
+            if now - self._last_sent >= self.heartbeat:
+                self._send(Writer(Key.HEARTBEAT).frame())
+                self._last_sent = now
+
+    def connection_lost(self) -> None:
+        """The socket is gone: release the subscriptions and the model connection."""
+        with self.broker.locked():
+            for _stream, reader in self._subscriptions.values():
+                reader.close()
+            self._subscriptions.clear()
+            self._publishers.clear()
+            if self.model is not None:
+                self.model.close()
+                self.model = None
+            self.state = State.CLOSED
+            self.should_close = True
+
+    def internal_error(self, error: AMQPError) -> None:
+        """A bug while serving this connection: close it (INTERNAL_ERROR)."""
+        self._close(Code.INTERNAL_ERROR, error.text)
+
+    def close(self, error: AMQPError) -> None:
+        """The broker closes the connection (a forced close, a shutdown)."""
+        self._close(Code.INTERNAL_ERROR, error.reply_text)
+
+    def publishers_blocked(self, reason: str) -> None:
+        """(Memory alarms do not block stream publishers here.)"""
+
+    def publishers_unblocked(self) -> None:
+        """(See :meth:`publishers_blocked`.)"""
+
+    # -- output --------------------------------------------------------------------------------
+
+    def _send(self, frame: bytes) -> None:
+        self._out += frame
+
+    def _notify(self) -> None:
+        if self.on_output is not None:
+            self.on_output()
+
+    def _respond(self, key: int, correlation_id: int, code: int = Code.OK) -> Writer:
+        return Writer(response_key(key)).uint32(correlation_id).uint16(code)
+
+    def _close(self, code: int, reason: str) -> None:
+        if self.state is State.CLOSED:
+            return
+        self.close_reason = reason
+        self._send(Writer(Key.CLOSE).uint32(next(self._correlation)).uint16(code)
+                   .string(reason[:1000]).frame())
+        self.connection_lost()
+
+    # -- dispatch ------------------------------------------------------------------------------
+
+    def _handle(self, key: int, version: int, body: bytes) -> None:
+        if key & 0x8000:
+            if key == response_key(Key.CLOSE):
+                self.connection_lost()  # the answer to our Close
+                return
+            return  # a response to something we sent (ConsumerUpdate): nothing to do
+        try:
+            command = Key(key)
+        except ValueError:
+            raise StreamProtocolError(f"unknown frame key {key:#06x}") from None
+        if command not in EXPECTED[self.state]:
+            raise StreamProtocolError(f"{command.name} in state {self.state.value}")
+        if version != 1:
+            raise StreamProtocolError(f"{command.name} version {version} (this broker speaks 1)")
+        fields = Fields(body)
+        handler = getattr(self, f"_on_{command.name.lower()}")
+        handler(fields)
+
+    # -- opening -------------------------------------------------------------------------------
+
+    def _on_peer_properties(self, f: Fields) -> None:
+        correlation = f.uint32()
+        f.properties()
+        f.end()
+        props = {k: v for k, v in self.broker.server_properties.items() if isinstance(v, str)}
+        self._send(self._respond(Key.PEER_PROPERTIES, correlation).properties(props).frame())
+        self.state = State.SASL_HANDSHAKE
+
+    def _on_sasl_handshake(self, f: Fields) -> None:
+        correlation = f.uint32()
+        f.end()
+        self._send(self._respond(Key.SASL_HANDSHAKE, correlation).strings(["PLAIN"]).frame())
+        self.state = State.SASL_AUTHENTICATE
+
+    def _on_sasl_authenticate(self, f: Fields) -> None:
+        correlation = f.uint32()
+        mechanism = f.string()
+        data = f.bytes_()
+        f.end()
+        if mechanism != "PLAIN":
+            self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
+                                     Code.SASL_MECHANISM_NOT_SUPPORTED).frame())
+            return
+        parts = data.split(b"\x00")
+        user = password = ""
+        if len(parts) == 3:
+            user = parts[1].decode("utf-8", "replace")
+            password = parts[2].decode("utf-8", "replace")
+        access = self.broker.access
+        if len(parts) != 3 or not access.login(user, password, loopback=True):
+            self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
+                                     Code.AUTHENTICATION_FAILURE).frame())
+            self._close(Code.AUTHENTICATION_FAILURE, "authentication failure")
+            return
+        if not access.allowed_from(user, loopback=self.loopback):
+            self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
+                                     Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK).frame())
+            self._close(Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK,
+                        f"user '{user}' can only connect via localhost")
+            return
+        self.user = user
+        self._send(self._respond(Key.SASL_AUTHENTICATE, correlation).frame())
+        self._send(Writer(Key.TUNE).uint32(FRAME_MAX).uint32(HEARTBEAT).frame())
+        self.state = State.TUNE
+
+    def _on_tune(self, f: Fields) -> None:
+        frame_max = f.uint32()
+        heartbeat = f.uint32()
+        f.end()
+        self.frame_max = min(frame_max, FRAME_MAX) if frame_max else FRAME_MAX
+        self.heartbeat = min(heartbeat, HEARTBEAT) if heartbeat else 0
+        self._reader.frame_max = self.frame_max
+        self.state = State.OPEN
+
+    def _on_open(self, f: Fields) -> None:
+        correlation = f.uint32()
+        vhost = f.string()
+        f.end()
+        try:
+            self.model = self.broker.open_connection(
+                vhost, user=self.user,
+                client_properties={"protocol": "RabbitMQ Stream"},
+                name=f"stream connection {self.peer}" if self.peer else None)
+        except NotAllowed:
+            self._send(self._respond(Key.OPEN, correlation,
+                                     Code.VIRTUAL_HOST_ACCESS_FAILURE).frame())
+            self._close(Code.VIRTUAL_HOST_ACCESS_FAILURE, f"access to vhost '{vhost}' refused")
+            return
+        self.vhost = vhost
+        self._channel = self.model.open_channel(1)
+        self._send(self._respond(Key.OPEN, correlation).properties({
+            "advertised_host": self.advertised_host,
+            "advertised_port": str(self.advertised_port)}).frame())
+        self.state = State.OPENED
+
+    def _on_heartbeat(self, f: Fields) -> None:
+        f.end()
+
+    def _on_close(self, f: Fields) -> None:
+        correlation = f.uint32()
+        f.uint16()
+        self.close_reason = f.string()
+        f.end()
+        self._send(self._respond(Key.CLOSE, correlation).frame())
+        self.connection_lost()
+
+    # -- streams -------------------------------------------------------------------------------
+
+    @property
+    def channel(self) -> ModelChannel:
+        assert self._channel is not None
+        return self._channel
+
+    def _on_create(self, f: Fields) -> None:
+        correlation = f.uint32()
+        stream = f.string()
+        given = f.properties()
+        f.end()
+        arguments: dict[str, Any] = {"x-queue-type": "stream"}
+        code: int = Code.OK
+        for key, value in given.items():
+            known = _CREATE_ARGUMENTS.get(key.removeprefix("x-"))
+            if known is None:
+                continue
+            name, kind = known
+            try:
+                arguments[name] = kind(value)
+            except ValueError:
+                code = Code.PRECONDITION_FAILED
+        if code == Code.OK:
+            if stream in self.channel.vhost.queues:
+                code = Code.STREAM_ALREADY_EXISTS
+            else:
+                try:
+                    self.channel.queue_declare(stream, durable=True, arguments=arguments)
+                except AMQPError as exc:
+                    code = _code(exc)
+        self._send(self._respond(Key.CREATE, correlation, code).frame())
+
+    def _on_delete(self, f: Fields) -> None:
+        correlation = f.uint32()
+        stream = f.string()
+        f.end()
+        code: int = Code.OK
+        queue = self.channel.vhost.queues.get(stream)
+        if queue is None or queue.stream is None:
+            code = Code.STREAM_DOES_NOT_EXIST
+        else:
+            try:
+                self.channel.queue_delete(stream)
+            except AMQPError as exc:
+                code = _code(exc)
+        self._send(self._respond(Key.DELETE, correlation, code).frame())
+
+    def _on_metadata(self, f: Fields) -> None:
+        correlation = f.uint32()
+        streams = f.strings()
+        f.end()
+        w = Writer(response_key(Key.METADATA)).uint32(correlation)
+        w.int32(1).uint16(0).string(self.advertised_host).uint32(self.advertised_port)
+        w.int32(len(streams))
+        for stream in streams:
+            queue = self.channel.vhost.queues.get(stream)
+            if queue is None or queue.stream is None:
+                w.string(stream).uint16(Code.STREAM_DOES_NOT_EXIST).uint16(0xFFFF).int32(0)
+            else:
+                w.string(stream).uint16(Code.OK).uint16(0).int32(0)
+        self._send(w.frame())
+
+    # -- publishing ----------------------------------------------------------------------------
+
+    def _on_declare_publisher(self, f: Fields) -> None:
+        correlation = f.uint32()
+        publisher_id = f.uint8()
+        reference = f.string()
+        stream = f.string()
+        f.end()
+        code: int = Code.OK
+        if publisher_id in self._publishers:
+            code = Code.PRECONDITION_FAILED
+        else:
+            try:
+                self.channel.stream(stream, write=True)
+                self._publishers[publisher_id] = _Publisher(stream, reference)
+            except AMQPError as exc:
+                code = _code(exc)
+        self._send(self._respond(Key.DECLARE_PUBLISHER, correlation, code).frame())
+
+    def _on_delete_publisher(self, f: Fields) -> None:
+        correlation = f.uint32()
+        publisher_id = f.uint8()
+        f.end()
+        code = Code.OK if self._publishers.pop(publisher_id, None) is not None \
+            else Code.PUBLISHER_DOES_NOT_EXIST
+        self._send(self._respond(Key.DELETE_PUBLISHER, correlation, code).frame())
+
+    def _on_publish(self, f: Fields) -> None:
+        publisher_id = f.uint8()
+        entries = [(f.uint64(), f.bytes_()) for _ in range(f.count())]
+        f.end()
+        publisher = self._publishers.get(publisher_id)
+        if publisher is None:
+            self._publish_errors(publisher_id, [pid for pid, _ in entries],
+                                 Code.PUBLISHER_DOES_NOT_EXIST)
+            return
+        confirmed: list[int] = []
+        messages: list[Message] = []
+        raw: list[bytes] = []
+        refused: list[int] = []
+        try:
+            queue = self.channel.stream(publisher.stream, write=True)
+        except AMQPError as exc:
+            self._publish_errors(publisher_id, [pid for pid, _ in entries], _code(exc))
+            return
+        assert queue.stream is not None
+        writers = queue.stream.writers
+        last = writers.get(publisher.reference, -1) if publisher.reference else -1
+        for publishing_id, data in entries:
+            if publisher.reference and publishing_id <= last:
+                confirmed.append(publishing_id)  # a duplicate: confirmed, not written again
+                continue
+            try:
+                properties, body = to_model(parse_message(data))
+            except DecodeError:
+                properties, body = {}, data  # osiris takes any bytes; AMQP readers get them
+            messages.append(Message("", publisher.stream, properties, body))
+            raw.append(data)
+            confirmed.append(publishing_id)
+            last = max(last, publishing_id)
+        if messages:
+            try:
+                self.channel.stream_publish(publisher.stream, tuple(messages), tuple(raw))
+            except AMQPError as exc:
+                refused, confirmed = confirmed, []
+                self._publish_errors(publisher_id, refused, _code(exc))
+                return
+            if publisher.reference:
+                writers[publisher.reference] = last
+        if confirmed:
+            w = Writer(Key.PUBLISH_CONFIRM).uint8(publisher_id).int32(len(confirmed))
+            for publishing_id in confirmed:
+                w.uint64(publishing_id)
+            self._send(w.frame())
+
+    def _publish_errors(self, publisher_id: int, ids: list[int], code: int) -> None:
+        w = Writer(Key.PUBLISH_ERROR).uint8(publisher_id).int32(len(ids))
+        for publishing_id in ids:
+            w.uint64(publishing_id).uint16(code)
+        self._send(w.frame())
+
+    def _on_query_publisher_sequence(self, f: Fields) -> None:
+        correlation = f.uint32()
+        reference = f.string()
+        stream = f.string()
+        f.end()
+        try:
+            queue = self.channel.stream(stream)
+        except AMQPError as exc:
+            self._send(self._respond(Key.QUERY_PUBLISHER_SEQUENCE, correlation, _code(exc))
+                       .uint64(0).frame())
+            return
+        assert queue.stream is not None
+        sequence = max(queue.stream.writers.get(reference, 0), 0)
+        self._send(self._respond(Key.QUERY_PUBLISHER_SEQUENCE, correlation)
+                   .uint64(sequence).frame())
+
+    # -- consuming -----------------------------------------------------------------------------
+
+    def _on_subscribe(self, f: Fields) -> None:
+        correlation = f.uint32()
+        subscription_id = f.uint8()
+        stream = f.string()
+        offset_type = f.uint16()
+        spec: OffsetSpec
+        if offset_type in _OFFSET_TYPES:
+            spec = _OFFSET_TYPES[offset_type]
+        elif offset_type == 4:
+            spec = f.uint64()
+        elif offset_type == 5:
+            spec = ("timestamp", f.int64())
+        else:
+            raise StreamProtocolError(f"unknown offset type {offset_type}")
+        credit = f.uint16()
+        f.properties()  # (single active consumer, filters: not in this version)
+        f.end()
+        if subscription_id in self._subscriptions:
+            self._send(self._respond(Key.SUBSCRIBE, correlation,
+                                     Code.SUBSCRIPTION_ID_ALREADY_EXISTS).frame())
+            return
+        try:
+            queue = self.channel.stream(stream)
+        except AMQPError as exc:
+            self._send(self._respond(Key.SUBSCRIBE, correlation, _code(exc)).frame())
+            return
+        assert queue.stream is not None
+        self._send(self._respond(Key.SUBSCRIBE, correlation).frame())  # before any chunk
+
+        def on_chunk(chunk: Chunk) -> None:
+            self._send(chunk_frame(subscription_id, chunk.first_offset, chunk.timestamp,
+                                   _entries(chunk)))
+            self._notify()
+
+        def on_gone() -> None:
+            self._subscriptions.pop(subscription_id, None)
+            self._send(Writer(Key.METADATA_UPDATE).uint16(Code.STREAM_NOT_AVAILABLE)
+                       .string(stream).frame())
+            self._notify()
+
+        reader = queue.stream.reader(spec, credit, on_chunk, on_gone)
+        self._subscriptions[subscription_id] = (stream, reader)
+
+    def _on_credit(self, f: Fields) -> None:
+        subscription_id = f.uint8()
+        credit = f.uint16()
+        f.end()
+        found = self._subscriptions.get(subscription_id)
+        if found is None:  # answered only when something is wrong (PROTOCOL.adoc)
+            self._send(Writer(response_key(Key.CREDIT)).uint16(
+                Code.SUBSCRIPTION_ID_DOES_NOT_EXIST).uint8(subscription_id).frame())
+            return
+        found[1].add_credit(credit)
+
+    def _on_unsubscribe(self, f: Fields) -> None:
+        correlation = f.uint32()
+        subscription_id = f.uint8()
+        f.end()
+        found = self._subscriptions.pop(subscription_id, None)
+        if found is not None:
+            found[1].close()
+        self._send(self._respond(Key.UNSUBSCRIBE, correlation, Code.OK if found is not None
+                                 else Code.SUBSCRIPTION_ID_DOES_NOT_EXIST).frame())
+
+    def _on_store_offset(self, f: Fields) -> None:
+        reference = f.string()
+        stream = f.string()
+        offset = f.uint64()
+        f.end()
+        try:
+            queue = self.channel.stream(stream)
+        except AMQPError:
+            return  # no response to StoreOffset (PROTOCOL.adoc)
+        assert queue.stream is not None
+        queue.stream.offsets[reference] = offset
+
+    def _on_query_offset(self, f: Fields) -> None:
+        correlation = f.uint32()
+        reference = f.string()
+        stream = f.string()
+        f.end()
+        try:
+            queue = self.channel.stream(stream)
+        except AMQPError as exc:
+            self._send(self._respond(Key.QUERY_OFFSET, correlation, _code(exc)).uint64(0)
+                       .frame())
+            return
+        assert queue.stream is not None
+        offset = queue.stream.offsets.get(reference)
+        self._send(self._respond(Key.QUERY_OFFSET, correlation,
+                                 Code.OK if offset is not None else Code.NO_OFFSET)
+                   .uint64(offset or 0).frame())
+
+    # -- super streams (3.10: Route and Partitions over an exchange's bindings) ---------------
+
+    def _on_route(self, f: Fields) -> None:
+        correlation = f.uint32()
+        routing_key = f.string()
+        super_stream = f.string()
+        f.end()
+        exchange = self.channel.vhost.exchanges.get(super_stream)
+        if exchange is None:
+            self._send(self._respond(Key.ROUTE, correlation, Code.STREAM_DOES_NOT_EXIST)
+                       .int32(0).frame())
+            return
+        streams = [b.destination.name for b in exchange.bindings.values()
+                   if b.routing_key == routing_key and getattr(b.destination, "stream", None)]
+        self._send(self._respond(Key.ROUTE, correlation).strings(streams).frame())
+
+    def _on_partitions(self, f: Fields) -> None:
+        correlation = f.uint32()
+        super_stream = f.string()
+        f.end()
+        exchange = self.channel.vhost.exchanges.get(super_stream)
+        if exchange is None:
+            self._send(self._respond(Key.PARTITIONS, correlation, Code.STREAM_DOES_NOT_EXIST)
+                       .int32(0).frame())
+            return
+        ordered = sorted((b for b in exchange.bindings.values()
+                          if getattr(b.destination, "stream", None) is not None),
+                         key=lambda b: _order(b.arguments))
+        names = list(dict.fromkeys(b.destination.name for b in ordered))
+        self._send(self._respond(Key.PARTITIONS, correlation).strings(names).frame())
+
+
+def _order(arguments: dict[str, Any]) -> int:
+    order = arguments.get("x-stream-partition-order")
+    return order if isinstance(order, int) else 0
+
+
+def _entries(chunk: Chunk) -> list[bytes]:
+    """The AMQP 1.0 bytes of a chunk's messages (as published over this protocol, or encoded
+    from an AMQP publish with its exchange and routing key as annotations)."""
+    if chunk.raw is not None:
+        return list(chunk.raw)
+    return [to_amqp10(m, first_acquirer=False, delivery_count=0,
+                      annotations={Symbol("x-exchange"): m.exchange,
+                                   Symbol("x-routing-key"): m.routing_key})
+            for m in chunk.messages]
