@@ -267,7 +267,7 @@ class StreamConnection:
         try:
             command = Key(key)
         except ValueError:
-            raise StreamProtocolError(f"unknown frame key {key:#06x}") from None
+            raise StreamProtocolError("unknown frame") from None  # (RabbitMQ 3.10.8's text)
         if command not in EXPECTED[self.state]:
             raise StreamProtocolError(f"{command.name} in state {self.state.value}")
         if version != 1:
@@ -632,7 +632,8 @@ class StreamConnection:
                        .int32(0).frame())
             return
         streams = [b.destination.name for b in exchange.bindings.values()
-                   if b.routing_key == routing_key and getattr(b.destination, "stream", None)]
+                   if b.routing_key == routing_key
+                   and getattr(b.destination, "stream", None) is not None]
         self._send(self._respond(Key.ROUTE, correlation).strings(streams).frame())
 
     def _on_partitions(self, f: Fields) -> None:

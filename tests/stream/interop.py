@@ -15,15 +15,18 @@ from rstream import (
     MessageContext,
     OffsetType,
     Producer,
+    SuperStreamConsumer,
     amqp_decoder,
 )
 
-Script = Callable[[str, int], Awaitable[list[Any]]]
+Script = Callable[[str, int, str], Awaitable[list[Any]]]
 
 
-def run(script: Script, host: str, port: int) -> list[Any]:
-    """Run one script against ``host:port`` (a fresh event loop, bounded in time)."""
-    return asyncio.run(asyncio.wait_for(script(host, port), 30))
+def run(script: Script, host: str, port: int, amqp_url: str = "") -> list[Any]:
+    """Run one script against the stream port ``host:port`` (a fresh event loop, bounded in
+    time); ``amqp_url``: the same broker's AMQP 0-9-1 URL, for scripts that set up a topology
+    as RabbitMQ 3.10 users do (super streams)."""
+    return asyncio.run(asyncio.wait_for(script(host, port, amqp_url), 30))
 
 
 def _name(base: str) -> str:
@@ -57,7 +60,7 @@ async def _read(host: str, port: int, stream: str, spec: ConsumerOffsetSpecifica
     return got
 
 
-async def produce_and_consume(host: str, port: int) -> list[Any]:
+async def produce_and_consume(host: str, port: int, _amqp_url: str) -> list[Any]:
     """Five messages, then readers from first, an offset, last and next; offsets stored and
     queried; the stream deleted."""
     stream = _name("basic")
@@ -97,7 +100,7 @@ async def produce_and_consume(host: str, port: int) -> list[Any]:
     return out
 
 
-async def deduplication(host: str, port: int) -> list[Any]:
+async def deduplication(host: str, port: int, _amqp_url: str) -> list[Any]:
     """A named producer's publishing ids: ids already written are confirmed and dropped; the
     sequence is the last id written."""
     stream = _name("dedup")
@@ -117,6 +120,57 @@ async def deduplication(host: str, port: int) -> list[Any]:
     return out
 
 
+async def super_stream(host: str, port: int, amqp_url: str) -> list[Any]:
+    """A super stream as RabbitMQ 3.10 has them (``rabbitmq-streams add_super_stream`` makes
+    the same): a direct exchange bound to its partition streams with routing keys and
+    ``x-stream-partition-order``. Partitions and Route answer from those bindings; a super
+    stream consumer reads every partition."""
+    import pika
+
+    name = _name("super")
+    partitions = [f"{name}-{i}" for i in range(3)]
+    conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    ch = conn.channel()
+    ch.exchange_declare(name, "direct", durable=True)
+    for i, partition in reversed(list(enumerate(partitions))):  # bound in another order
+        ch.queue_declare(partition, durable=True, arguments={"x-queue-type": "stream"})
+        ch.queue_bind(partition, name, str(i), arguments={"x-stream-partition-order": i})
+    out: list[Any] = []
+    try:
+        async with Producer(host, port=port, username="guest", password="guest") as producer:
+            client = await producer.default_client
+            out.append(("partitions", [p.removeprefix(name) for p in
+                                       await client.partitions(name)]))
+            for key in ("0", "2", "9"):
+                out.append((f"route {key}", [p.removeprefix(name) for p in
+                                             await client.route(key, name)]))
+            for partition in partitions:
+                await producer.send_wait(partition, AMQPMessage(body=partition[-1:].encode()))
+        got: list[Any] = []
+        done = asyncio.Event()
+
+        async def on_message(msg: AMQPMessage, ctx: MessageContext) -> None:
+            got.append((ctx.stream.removeprefix(name), ctx.offset, bytes(msg.body)))
+            if len(got) == len(partitions):
+                done.set()
+
+        consumer = SuperStreamConsumer(host, port=port, username="guest", password="guest",
+                                       super_stream=name)
+        await consumer.start()
+        try:
+            await consumer.subscribe(on_message, decoder=amqp_decoder)
+            await asyncio.wait_for(done.wait(), 10)
+        finally:
+            await consumer.close()
+        out.append(("read", sorted(got)))
+    finally:
+        for partition in partitions:
+            ch.queue_delete(partition)
+        ch.exchange_delete(name)
+        conn.close()
+    return out
+
+
 def _numbered(body: bytes, publishing_id: int) -> AMQPMessage:
     # (rstream 1.1's AMQPMessage(publishing_id=...) fails in its base class's __new__)
     message = AMQPMessage(body=body)
@@ -127,4 +181,5 @@ def _numbered(body: bytes, publishing_id: int) -> AMQPMessage:
 SCRIPTS: dict[str, Script] = {
     "produce_and_consume": produce_and_consume,
     "deduplication": deduplication,
+    "super_stream": super_stream,
 }

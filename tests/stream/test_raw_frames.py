@@ -1,0 +1,109 @@
+"""Raw frames over a socket, against embroker's stream listener and (with
+``EMBROKER_REFERENCE_URL``) RabbitMQ 3.10.8's: the answers must be the same bytes, but for
+what is noted in ``DIFFERENCES``."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from embroker import Broker
+from embroker.stream import FrameReader, Key, Writer
+
+REFERENCE = ("127.0.0.1", 5552)
+
+
+class RawClient:
+    def __init__(self, host: str, port: int) -> None:
+        self.sock = socket.create_connection((host, port), timeout=5)
+        self.reader = FrameReader(0)
+        self.correlation = 0
+
+    def request(self, key: int) -> Writer:
+        self.correlation += 1
+        return Writer(key).uint32(self.correlation)
+
+    def exchange(self, frame: bytes) -> tuple[int, bytes]:
+        self.sock.sendall(frame)
+        return self.next()
+
+    def next(self) -> tuple[int, bytes]:
+        while (frame := self.reader.next_frame()) is None:
+            data = self.sock.recv(65536)
+            assert data, "closed"
+            self.reader.feed(data)
+        return frame[0], frame[2]
+
+    def open(self) -> None:
+        self.exchange(self.request(Key.PEER_PROPERTIES).properties({}).frame())
+        self.exchange(self.request(Key.SASL_HANDSHAKE).frame())
+        self.exchange(self.request(Key.SASL_AUTHENTICATE).string("PLAIN")
+                      .bytes_(b"\0guest\0guest").frame())
+        tune = self.next()
+        assert tune == (Key.TUNE, Writer(0).uint32(1_048_576).uint32(60).frame()[8:])
+        self.sock.sendall(Writer(Key.TUNE).uint32(1_048_576).uint32(0).frame())
+        self.exchange(self.request(Key.OPEN).string("/").frame())
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def transcript(host: str, port: int) -> list[tuple[int, bytes]]:
+    c = RawClient(host, port)
+    try:
+        c.open()
+        return [
+            c.exchange(c.request(Key.QUERY_OFFSET).string("r").string("embroker-none")
+                       .frame()),
+            c.exchange(c.request(Key.QUERY_PUBLISHER_SEQUENCE).string("r")
+                       .string("embroker-none").frame()),
+            c.exchange(c.request(Key.DELETE).string("embroker-none").frame()),
+            c.exchange(c.request(Key.DECLARE_PUBLISHER).uint8(1).string("")
+                       .string("embroker-none").frame()),
+            c.exchange(c.request(Key.UNSUBSCRIBE).uint8(3).frame()),
+            c.exchange(c.request(Key.DELETE_PUBLISHER).uint8(3).frame()),
+            c.exchange(Writer(Key.CREDIT).uint8(9).uint16(1).frame()),
+            c.exchange(Writer(0x7777).frame()),  # the Close that ends it
+        ]
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def embroker_port() -> Iterator[int]:
+    with Broker().serve(stream_port=0) as server:
+        assert server.stream_port is not None
+        yield server.stream_port
+        assert not server.errors
+
+
+EXPECTED = [
+    (0x800B, bytes.fromhex("00000005" "0002" "0000000000000000")),
+    (0x8005, bytes.fromhex("00000006" "0002" "0000000000000000")),
+    (0x800E, bytes.fromhex("00000007" "0002")),
+    (0x8001, bytes.fromhex("00000008" "0002")),
+    (0x800C, bytes.fromhex("00000009" "0004")),
+    (0x8006, bytes.fromhex("0000000a" "0012")),
+    (0x8009, bytes.fromhex("0004" "09")),
+    (0x0016, bytes.fromhex("00000001" "000d" "000d") + b"unknown frame"),
+]
+
+
+def test_raw_answers_of_embroker(embroker_port: int) -> None:
+    got = transcript("127.0.0.1", embroker_port)
+    assert got[:-1] == EXPECTED[:-1]
+    key, body = got[-1]
+    assert key == Key.CLOSE
+    assert body[4:] == EXPECTED[-1][1][4:]  # (the Close's correlation id is the server's own)
+
+
+@pytest.mark.skipif(not os.environ.get("EMBROKER_REFERENCE_URL"),
+                    reason="EMBROKER_REFERENCE_URL is not set")
+def test_raw_answers_of_the_reference() -> None:
+    got = transcript(*REFERENCE)
+    assert got[:-1] == EXPECTED[:-1]
+    assert got[-1][0] == Key.CLOSE
+    assert got[-1][1][4:] == EXPECTED[-1][1][4:]
