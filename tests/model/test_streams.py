@@ -338,3 +338,15 @@ def test_log_start_offsets() -> None:
     assert second.body == b"2"
     assert log.read(3) is None
     log._check()
+
+
+def test_the_retention_example_of_docs_streams_md() -> None:
+    clock = ManualClock()
+    broker = Broker(clock=clock)
+    ch = broker.connect().channel()
+    ch.queue_declare("s", durable=True, arguments={
+        "x-queue-type": "stream", "x-max-age": "10s", "x-stream-max-segment-size-bytes": 1})
+    ch.basic_publish("", "s", b"old")
+    ch.basic_publish("", "s", b"new")  # a segment each (1-byte segments)
+    clock.advance(11)
+    assert [m.body for m in broker.queues["s"].messages] == [b"new"]
