@@ -43,7 +43,14 @@ from . import _history
 from ._message import Message, QueuedMessage
 from ._names import resource
 from ._policy import Policy, effective_definition, queue_settings
-from ._stream import DEFAULT_SEGMENT_SIZE, StreamLog, max_age_ms, parse_offset_spec
+from ._stream import (
+    DEFAULT_SEGMENT_SIZE,
+    StreamLog,
+    chunk_matches,
+    consumer_filter,
+    max_age_ms,
+    parse_offset_spec,
+)
 
 if TYPE_CHECKING:
     from ._channel import Channel
@@ -830,15 +837,19 @@ class Queue:
 
     # -- streams -------------------------------------------------------------------------------
 
-    def append_chunk(self, messages: tuple[Message, ...],
-                     raw: tuple[bytes, ...] | None = None) -> int:
+    def append_chunk(self, messages: tuple[Message, ...], raw: tuple[bytes, ...] | None = None,
+                     filter_values: tuple[str | None, ...] | None = None) -> int:
         """Write messages to a stream as one chunk and deliver them to the consumers that have
         room; returns the offset of the first.
 
         Runtime complexity: ``O(m + c)`` for ``m`` messages and ``c`` consumers.
         """
         assert self.stream is not None
-        chunk = self.stream.append(messages, raw)
+        if filter_values is None and self.vhost.broker.profile.rabbitmq4:
+            # RabbitMQ 3.13+: an AMQP message's x-stream-filter-value header is its filter value
+            # (v4.1.4 rabbit_stream_queue:stream_message/1)
+            filter_values = tuple(_filter_value(m) for m in messages)
+        chunk = self.stream.append(messages, raw, filter_values)
         if self._consumer_count:
             self._dispatch_stream()
         return chunk.first_offset
@@ -847,12 +858,19 @@ class Queue:
         stream = self.stream
         assert stream is not None
         positions = self.stream_positions
+        rabbitmq4 = self.vhost.broker.profile.rabbitmq4
         for consumer in list(positions):
+            # RabbitMQ 3.13+: a consumer's x-stream-filter skips the chunks that do not match
+            spec = consumer_filter(consumer.arguments) if rabbitmq4 else None
             while consumer in positions and consumer.has_capacity():
                 offset = max(positions[consumer], stream.first_offset)
-                message = stream.read(offset)
-                if message is None:
+                chunk = stream.chunk_at(offset)
+                if chunk is None:
                     break
+                if not chunk_matches(chunk, spec):
+                    positions[consumer] = chunk.next_offset
+                    continue
+                message = chunk.messages[offset - chunk.first_offset]
                 positions[consumer] = offset + 1
                 headers = {**(message.properties.get("headers") or {}),
                            "x-stream-offset": Long(offset)}
@@ -885,6 +903,11 @@ class Queue:
 
 #: Where a quorum queue lets blocked publishers go: 80% of its limits (rabbit_fifo.hrl).
 _LOW_LIMIT = 0.8
+
+
+def _filter_value(message: Message) -> str | None:
+    value = (message.properties.get("headers") or {}).get("x-stream-filter-value")
+    return value if isinstance(value, str) else None
 
 
 def _stream_log(queue: Queue) -> StreamLog:

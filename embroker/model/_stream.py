@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from ._clock import Clock, Timer
     from ._message import Message
 
-__all__ = ["Chunk", "ChunkReader", "OffsetSpec", "StreamLog", "max_age_ms", "parse_offset_spec"]
+__all__ = ["Chunk", "ChunkReader", "FilterSpec", "OffsetSpec", "StreamLog", "chunk_matches",
+           "consumer_filter", "max_age_ms", "parse_offset_spec"]
 
 #: osiris' default ``max_segment_size_bytes`` (RabbitMQ's stream default: 500 MB).
 DEFAULT_SEGMENT_SIZE: Final = 500_000_000
@@ -109,13 +110,20 @@ class Chunk:
     """Messages written to a stream together: the offset of the first, when (milliseconds
     since the epoch), and their size as osiris counts it."""
 
-    __slots__ = ("first_offset", "messages", "raw", "size", "timestamp")
+    __slots__ = ("filter_values", "first_offset", "messages", "raw", "size", "timestamp",
+                 "unfiltered")
 
     def __init__(self, first_offset: int, timestamp: int, messages: Sequence[Message],
-                 raw: Sequence[bytes] | None = None) -> None:
+                 raw: Sequence[bytes] | None = None,
+                 filter_values: Sequence[str | None] | None = None) -> None:
         self.first_offset = first_offset
         self.timestamp = timestamp
         self.messages: tuple[Message, ...] = tuple(messages)
+        values = list(filter_values) if filter_values is not None else [None] * len(messages)
+        #: The filter values of its messages (RabbitMQ 3.13+: osiris keeps them in the chunk's
+        #: Bloom filter), and whether some message has none.
+        self.filter_values: frozenset[str] = frozenset(v for v in values if v is not None)
+        self.unfiltered = any(v is None for v in values)
         #: The AMQP 1.0 bytes of each message as a stream-protocol publisher sent them (osiris
         #: keeps them as they came), or ``None`` for messages published over AMQP.
         self.raw: tuple[bytes, ...] | None = tuple(raw) if raw is not None else None
@@ -129,6 +137,44 @@ class Chunk:
 
     def __repr__(self) -> str:
         return f"<Chunk {self.first_offset}..{self.next_offset - 1} at {self.timestamp}>"
+
+
+#: A reader's filter (RabbitMQ 3.13+): the filter values it wants, and whether it also wants
+#: the chunks with messages that have none (``match-unfiltered``).
+FilterSpec = tuple[frozenset[str], bool]
+
+
+def chunk_matches(chunk: Chunk, spec: FilterSpec | None) -> bool:
+    """Whether a reader with ``spec`` is sent ``chunk`` (all of it: the client filters its
+    messages). As osiris' Bloom filters decide, without their false positives: a chunk with
+    one of the values, or (match-unfiltered) with a message that has none.
+
+    >>> c = Chunk(0, 0, [], filter_values=["eu", None])
+    >>> chunk_matches(c, (frozenset({"eu"}), False)), chunk_matches(c, (frozenset({"us"}), False))
+    (True, False)
+    >>> chunk_matches(c, (frozenset({"us"}), True)), chunk_matches(c, None)
+    (True, True)
+    """
+    if spec is None:
+        return True
+    values, match_unfiltered = spec
+    return bool(chunk.filter_values & values) or (match_unfiltered and chunk.unfiltered)
+
+
+def consumer_filter(arguments: dict[str, Any]) -> FilterSpec | None:
+    """An AMQP consumer's filter from its arguments, as RabbitMQ 4.1.4 reads them
+    (``rabbit_stream_queue:filter_spec/1``): ``x-stream-filter`` a string or an array of
+    strings (others in it ignored), ``x-stream-match-unfiltered`` a boolean (else false);
+    no ``x-stream-filter``, no filter."""
+    given = arguments.get("x-stream-filter")
+    if isinstance(given, str):
+        values = frozenset({given})
+    elif isinstance(given, list | tuple):
+        values = frozenset(v for v in given if isinstance(v, str))
+    else:
+        return None
+    match = arguments.get("x-stream-match-unfiltered")
+    return values, match if isinstance(match, bool) else False
 
 
 def message_size(message: Message) -> int:
@@ -147,15 +193,19 @@ class ChunkReader:
         credit: how many more chunks it may be sent.
     """
 
-    __slots__ = ("credit", "log", "on_chunk", "on_gone", "position")
+    __slots__ = ("credit", "filter", "log", "on_chunk", "on_gone", "position")
 
     def __init__(self, log: StreamLog, position: int, credit: int,
-                 on_chunk: Callable[[Chunk], None], on_gone: Callable[[], None]) -> None:
+                 on_chunk: Callable[[Chunk], None], on_gone: Callable[[], None],
+                 filter_spec: FilterSpec | None = None) -> None:
         self.log = log
         self.position = position
         self.credit = credit
         self.on_chunk = on_chunk
         self.on_gone = on_gone
+        #: Its filter (RabbitMQ 3.13+), or ``None``: the chunks that do not match are skipped
+        #: and take no credit.
+        self.filter = filter_spec
 
     def add_credit(self, credit: int) -> None:
         """More credit: the chunks it allows go out at once."""
@@ -172,6 +222,8 @@ class ChunkReader:
             if chunk is None:
                 return
             self.position = chunk.next_offset
+            if not chunk_matches(chunk, self.filter):
+                continue
             self.credit -= 1
             self.on_chunk(chunk)
 
@@ -238,7 +290,8 @@ class StreamLog:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def append(self, messages: Sequence[Message], raw: Sequence[bytes] | None = None) -> Chunk:
+    def append(self, messages: Sequence[Message], raw: Sequence[bytes] | None = None,
+               filter_values: Sequence[str | None] | None = None) -> Chunk:
         """Write ``messages`` as one chunk; returns it. Opens a new segment first when the one
         being written is full (then retention runs, as osiris does at roll-over).
 
@@ -249,7 +302,7 @@ class StreamLog:
         if current and sum(c.size for c in current) >= self.segment_size:
             self.segments.append([])
             self.apply_retention()
-        chunk = Chunk(self.next_offset, self.now_ms(), messages, raw)
+        chunk = Chunk(self.next_offset, self.now_ms(), messages, raw, filter_values)
         self.segments[-1].append(chunk)
         self.next_offset = chunk.next_offset
         for reader in list(self.readers):
@@ -257,10 +310,12 @@ class StreamLog:
         return chunk
 
     def reader(self, spec: OffsetSpec, credit: int, on_chunk: Callable[[Chunk], None],
-               on_gone: Callable[[], None]) -> ChunkReader:
+               on_gone: Callable[[], None],
+               filter_spec: FilterSpec | None = None) -> ChunkReader:
         """A new chunk reader from where ``spec`` says (see :meth:`start_offset`); the chunks
         its credit allows go out at once."""
-        reader = ChunkReader(self, self.start_offset(spec), credit, on_chunk, on_gone)
+        reader = ChunkReader(self, self.start_offset(spec), credit, on_chunk, on_gone,
+                             filter_spec)
         self.readers.append(reader)
         reader.pump()
         return reader

@@ -42,7 +42,7 @@ from ..amqp10 import DecodeError, Symbol, parse_message, to_amqp10
 from ..amqp10._message import to_model
 from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound, PreconditionFailed
 from ..model._message import Message
-from ..model._stream import Chunk, ChunkReader, OffsetSpec
+from ..model._stream import Chunk, ChunkReader, FilterSpec, OffsetSpec
 from ._frames import (
     DEFAULT_FRAME_MAX,
     Code,
@@ -159,6 +159,7 @@ class StreamConnection:
         self._publishers: dict[int, _Publisher] = {}
         self._subscriptions: dict[int, tuple[str, ChunkReader]] = {}
         self._correlation = itertools.count(1)
+        self._version = 1  # of the frame being handled
         #: Why the connection closed (``None`` while open, or a clean close).
         self.close_reason: str | None = None
         self.should_close = False
@@ -268,10 +269,15 @@ class StreamConnection:
             command = Key(key)
         except ValueError:
             raise StreamProtocolError("unknown frame") from None  # (RabbitMQ 3.10.8's text)
+        rabbitmq4 = self.broker.profile.rabbitmq4
+        if command is Key.EXCHANGE_COMMAND_VERSIONS and not rabbitmq4:
+            raise StreamProtocolError("unknown frame")  # (new in RabbitMQ 3.13)
         if command not in EXPECTED[self.state]:
             raise StreamProtocolError(f"{command.name} in state {self.state.value}")
-        if version != 1:
-            raise StreamProtocolError(f"{command.name} version {version} (this broker speaks 1)")
+        if version != 1 and not (version == 2 and command is Key.PUBLISH and rabbitmq4):
+            raise StreamProtocolError(f"{command.name} version {version} (this broker speaks "
+                                      f"{'1, 2 for Publish' if rabbitmq4 else '1'})")
+        self._version = version
         fields = Fields(body)
         handler = getattr(self, f"_on_{command.name.lower()}")
         handler(fields)
@@ -456,26 +462,29 @@ class StreamConnection:
 
     def _on_publish(self, f: Fields) -> None:
         publisher_id = f.uint8()
-        entries = [(f.uint64(), f.bytes_()) for _ in range(f.count())]
+        v2 = self._version == 2  # RabbitMQ 3.13+: each message with its filter value
+        entries = [(f.uint64(), f.string_or_none() if v2 else None, f.bytes_())
+                   for _ in range(f.count())]
         f.end()
         publisher = self._publishers.get(publisher_id)
         if publisher is None:
-            self._publish_errors(publisher_id, [pid for pid, _ in entries],
+            self._publish_errors(publisher_id, [pid for pid, _v, _d in entries],
                                  Code.PUBLISHER_DOES_NOT_EXIST)
             return
         confirmed: list[int] = []
         messages: list[Message] = []
         raw: list[bytes] = []
+        values: list[str | None] = []
         refused: list[int] = []
         try:
             queue = self.channel.stream(publisher.stream, write=True)
         except AMQPError as exc:
-            self._publish_errors(publisher_id, [pid for pid, _ in entries], _code(exc))
+            self._publish_errors(publisher_id, [pid for pid, _v, _d in entries], _code(exc))
             return
         assert queue.stream is not None
         writers = queue.stream.writers
         last = writers.get(publisher.reference, -1) if publisher.reference else -1
-        for publishing_id, data in entries:
+        for publishing_id, value, data in entries:
             if publisher.reference and publishing_id <= last:
                 confirmed.append(publishing_id)  # a duplicate: confirmed, not written again
                 continue
@@ -485,11 +494,13 @@ class StreamConnection:
                 properties, body = {}, data  # osiris takes any bytes; AMQP readers get them
             messages.append(Message("", publisher.stream, properties, body))
             raw.append(data)
+            values.append(value)
             confirmed.append(publishing_id)
             last = max(last, publishing_id)
         if messages:
             try:
-                self.channel.stream_publish(publisher.stream, tuple(messages), tuple(raw))
+                self.channel.stream_publish(publisher.stream, tuple(messages), tuple(raw),
+                                            tuple(values) if v2 else None)
             except AMQPError as exc:
                 refused, confirmed = confirmed, []
                 self._publish_errors(publisher_id, refused, _code(exc))
@@ -541,8 +552,10 @@ class StreamConnection:
         else:
             raise StreamProtocolError(f"unknown offset type {offset_type}")
         credit = f.uint16()
-        f.properties()  # (single active consumer, filters: not in this version)
+        properties = f.properties()
         f.end()
+        filter_spec = _subscription_filter(properties) if self.broker.profile.rabbitmq4 \
+            else None
         if subscription_id in self._subscriptions:
             self._send(self._respond(Key.SUBSCRIBE, correlation,
                                      Code.SUBSCRIPTION_ID_ALREADY_EXISTS).frame())
@@ -566,7 +579,7 @@ class StreamConnection:
                        .string(stream).frame())
             self._notify()
 
-        reader = queue.stream.reader(spec, credit, on_chunk, on_gone)
+        reader = queue.stream.reader(spec, credit, on_chunk, on_gone, filter_spec)
         self._subscriptions[subscription_id] = (stream, reader)
 
     def _on_credit(self, f: Fields) -> None:
@@ -619,6 +632,22 @@ class StreamConnection:
                                  Code.OK if offset is not None else Code.NO_OFFSET)
                    .uint64(offset or 0).frame())
 
+    def _on_exchange_command_versions(self, f: Fields) -> None:
+        correlation = f.uint32()
+        for _ in range(f.count()):
+            f.uint16()
+            f.uint16()
+            f.uint16()
+        f.end()
+        # Every request key from 1 (clients index the answer by key), all in version 1 but
+        # Publish (2: filter values); Deliver stays 1 (no committed offset sent).
+        w = self._respond(Key.EXCHANGE_COMMAND_VERSIONS, correlation)
+        keys = [k for k in Key if k <= Key.PARTITIONS]
+        w.int32(len(keys))
+        for key in keys:
+            w.uint16(key).uint16(1).uint16(2 if key is Key.PUBLISH else 1)
+        self._send(w.frame())
+
     # -- super streams (3.10: Route and Partitions over an exchange's bindings) ---------------
 
     def _on_route(self, f: Fields) -> None:
@@ -650,6 +679,15 @@ class StreamConnection:
                          key=lambda b: _order(b.arguments))
         names = list(dict.fromkeys(b.destination.name for b in ordered))
         self._send(self._respond(Key.PARTITIONS, correlation).strings(names).frame())
+
+
+def _subscription_filter(properties: dict[str, str]) -> FilterSpec | None:
+    """A subscription's filter (RabbitMQ 3.13+, v4.1.4 rabbit_stream_reader): the values of the
+    properties ``filter.N``, and ``match-unfiltered`` ``true``; none without filter values."""
+    values = frozenset(v for k, v in properties.items() if k.startswith("filter."))
+    if not values:
+        return None
+    return values, properties.get("match-unfiltered", "false").lower() == "true"
 
 
 def _order(arguments: dict[str, Any]) -> int:

@@ -50,6 +50,8 @@ class Key(enum.IntEnum):
     HEARTBEAT = 0x0017
     ROUTE = 0x0018
     PARTITIONS = 0x0019
+    #: RabbitMQ 3.13+ (the RabbitMQ 4 profile): which versions of each command both speak.
+    EXCHANGE_COMMAND_VERSIONS = 0x001B
 
 
 class Code(enum.IntEnum):
@@ -182,6 +184,16 @@ class Fields:
         length = self._unpack(">h")
         if length < 0:
             return ""  # null
+        try:
+            return self._take(length).decode("utf-8")
+        except UnicodeDecodeError:
+            raise StreamProtocolError("a string that is not UTF-8") from None
+
+    def string_or_none(self) -> str | None:
+        """A string that may be null (length -1)."""
+        length = self._unpack(">h")
+        if length < 0:
+            return None
         try:
             return self._take(length).decode("utf-8")
         except UnicodeDecodeError:
