@@ -286,6 +286,36 @@ class Queue:
         self._delivery_limit: int | None = limit
         self.dead_letter_exchange: str | None = settings.dead_letter_exchange
         self.dead_letter_routing_key: str | None = settings.dead_letter_routing_key
+        if self.stream is not None:
+            self._use_stream_settings()
+
+    def _use_stream_settings(self) -> None:
+        # A stream takes none of the classic and quorum keys of its policies (its type's
+        # unsupported_policies), and the retention keys from its arguments and policies, the
+        # lowest of each as RabbitMQ 3.10's rabbit_stream_queue:update_stream_conf/2 does.
+        assert self.stream is not None
+        self._max_length = self._max_bytes = self._ttl = self._expires = None
+        self._delivery_limit = None
+        self.dead_letter_exchange = self.dead_letter_routing_key = None
+        definitions = [p.definition for p in (self.policy, self.operator_policy)
+                       if p is not None]
+
+        def lowest(key: str, convert: Any) -> int | None:
+            values = [convert(d[key]) for d in definitions if key in d]
+            values.append(convert(self.arguments.get("x-" + key)))
+            found = [v for v in values if v is not None]
+            return min(found) if found else None
+
+        def as_int(value: Any) -> int | None:
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        def as_age(value: Any) -> int | None:
+            return max_age_ms(value) if isinstance(value, str) else None
+
+        log = self.stream
+        log.max_bytes = lowest("max-length-bytes", as_int)
+        log.max_age = lowest("max-age", as_age)
+        log.segment_size = lowest("stream-max-segment-size-bytes", as_int) or DEFAULT_SEGMENT_SIZE
 
     def apply_policies(self, policy: Policy | None, operator_policy: Policy | None) -> None:
         """Take the policy and operator policy that now apply (set, changed or cleared) as
@@ -302,6 +332,9 @@ class Queue:
                                        rabbitmq4=self.vhost.broker.profile.rabbitmq4)
         self._use_settings()
         if self.deleted:
+            return
+        if self.stream is not None:
+            self.stream.apply_retention()  # (osiris re-evaluates when its retention changes)
             return
         if self._expires is None and self._idle_timer is not None:
             self._idle_timer.cancel()

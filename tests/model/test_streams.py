@@ -350,3 +350,38 @@ def test_the_retention_example_of_docs_streams_md() -> None:
     ch.basic_publish("", "s", b"new")  # a segment each (1-byte segments)
     clock.advance(11)
     assert [m.body for m in broker.queues["s"].messages] == [b"new"]
+
+
+# -- policies ----------------------------------------------------------------------------------
+
+def test_a_policy_with_keys_streams_refuse_does_not_apply_to_them() -> None:
+    """rabbit_stream_queue:capabilities/0 (v3.10.8): expires, message-ttl, max-length,
+    dead-lettering... are unsupported policies; such a policy applies to no stream (RabbitMQ
+    3.10.8: `rabbitmqctl list_queues name policy` shows none for it, and the retention
+    policy of the next test)."""
+    clock = ManualClock()
+    broker = Broker(clock=clock)
+    ch = broker.connect().channel()
+    declare(ch)
+    broker.set_policy("short", "^s$", {"expires": 1000, "max-length-bytes": 1})
+    assert broker.queues["s"].policy is None
+    clock.advance(5)
+    assert "s" in broker.queues
+
+
+def test_retention_keys_of_a_policy_apply_the_lowest_wins(broker: Broker, ch: Channel) -> None:
+    """max-length-bytes, max-age and stream-max-segment-size-bytes from a policy: the lowest of
+    the argument's and the policies' (v3.10.8 rabbit_stream_queue:update_stream_conf/2)."""
+    declare(ch, "s", **{"x-max-length-bytes": 10_000})
+    publish(ch, *(b"x" * 100 for _ in range(6)))
+    log = broker.queues["s"].stream
+    assert log is not None
+    assert log.first_offset == 0
+    broker.set_policy("ret", "^s$", {"max-length-bytes": 450,
+                                     "stream-max-segment-size-bytes": 200})
+    assert broker.queues["s"].policy is not None
+    assert (log.max_bytes, log.segment_size) == (450, 200)
+    publish(ch, *(b"x" * 100 for _ in range(4)))
+    assert log.first_offset > 0, "segments over the limit went"
+    broker.clear_policy("ret")
+    assert (log.max_bytes, log.segment_size) == (10_000, 500_000_000)
