@@ -88,3 +88,71 @@ def test_credit_limits_what_a_stream_receiver_gets(broker: Broker) -> None:
     assert [offset for _body, offset in got] == [0, 1]
     assert broker.queues["s"].consumer_count == 1
     broker._check()
+
+
+def _proton_read(amqp_url: str, host_port: str, spec: Any, n: int) -> list[tuple[int, str, bytes]]:
+    """Publish m0..m2 to a new stream over 0-9-1, read ``n`` with proton through the
+    ``rabbitmq:stream-offset-spec`` filter ``spec``; (x-stream-offset annotation, its AMQP
+    type name, body) of each."""
+    import uuid
+
+    import pika
+    from proton import symbol
+    from proton.handlers import MessagingHandler
+    from proton.reactor import Container, Filter
+
+    name = "embroker-test-s10-" + uuid.uuid4().hex[:8]
+    conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    ch = conn.channel()
+    ch.confirm_delivery()
+    ch.queue_declare(name, durable=True, arguments={"x-queue-type": "stream"})
+    for i in range(3):
+        ch.basic_publish("", name, b"m%d" % i)
+    got: list[tuple[int, str, bytes]] = []
+
+    class Reader(MessagingHandler):
+        def __init__(self) -> None:
+            super().__init__(prefetch=10)
+
+        def on_start(self, event: Any) -> None:
+            connection = event.container.connect(host_port, user="guest", password="guest")
+            event.container.create_receiver(connection, f"/amq/queue/{name}", options=Filter(
+                {symbol("rabbitmq:stream-offset-spec"): spec}))
+
+        def on_message(self, event: Any) -> None:
+            offset = event.message.annotations.get("x-stream-offset")
+            got.append((int(offset), type(offset).__name__, bytes(event.message.body)))
+            if len(got) == n:
+                event.connection.close()
+
+    try:
+        Container(Reader()).run()
+    finally:
+        ch.queue_delete(name)
+        conn.close()
+    return got
+
+
+PROTON_CASES = [("first", 3, [(0, "ulong", b"m0"), (1, "ulong", b"m1"), (2, "ulong", b"m2")]),
+                ("last", 1, [(2, "ulong", b"m2")]),
+                (1, 2, [(1, "ulong", b"m1"), (2, "ulong", b"m2")])]
+
+
+@pytest.mark.parametrize(("spec", "n", "expected"), PROTON_CASES)
+def test_proton_reads_a_stream_from_embroker(spec: Any, n: int, expected: list[Any]) -> None:
+    broker = Broker()
+    with broker.serve() as server:
+        assert _proton_read(server.url, f"127.0.0.1:{server.port}", spec, n) == expected
+        assert not server.errors
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("EMBROKER_REFERENCE_URL"),
+                    reason="EMBROKER_REFERENCE_URL is not set")
+@pytest.mark.parametrize(("spec", "n", "expected"), PROTON_CASES)
+def test_proton_reads_a_stream_from_the_reference(spec: Any, n: int,
+                                                   expected: list[Any]) -> None:
+    """RabbitMQ 3.10.8's 1.0 plugin: the same reads, the offset annotation a ulong."""
+    import os
+
+    url = os.environ["EMBROKER_REFERENCE_URL"]
+    assert _proton_read(url, "127.0.0.1:5672", spec, n) == expected
