@@ -385,3 +385,16 @@ def test_retention_keys_of_a_policy_apply_the_lowest_wins(broker: Broker, ch: Ch
     assert log.first_offset > 0, "segments over the limit went"
     broker.clear_policy("ret")
     assert (log.max_bytes, log.segment_size) == (10_000, 500_000_000)
+
+
+def test_definitions_keep_a_stream_and_routing_explains_it(broker: Broker, ch: Channel) -> None:
+    declare(ch, "s", **{"x-max-age": "1D"})
+    ch.queue_bind("s", "amq.fanout")
+    ch.basic_publish("amq.fanout", "", b"x")
+    assert "'s'" in broker.trace[-1].explain()
+    other = Broker()
+    other.load_definitions(broker.definitions())
+    queue = other.queues["s"]
+    assert queue.stream is not None
+    assert queue.arguments == {"x-queue-type": "stream", "x-max-age": "1D"}
+    assert queue.stream.max_age == 86_400_000
