@@ -319,3 +319,28 @@ def test_every_state_and_key(state: State, key: Key) -> None:
         assert p.conn.should_close
     elif key is not Key.HEARTBEAT:
         assert p.conn.should_close, "an empty body is too short for every other command"
+
+
+def test_permissions_are_the_models(broker: Broker) -> None:
+    """A user who may read ``s`` but not write it: Subscribe works, DeclarePublisher is
+    ACCESS_REFUSED; Create needs configure (rabbit_stream_reader checks the queue resource)."""
+    broker.add_user("reader", "pw")
+    broker.set_permissions("reader", "^$", "^$", "^s$")
+    p = Peer(broker)
+    p.send(p.request(Key.PEER_PROPERTIES).properties({}).frame())
+    p.send(p.request(Key.SASL_HANDSHAKE).frame())
+    p.send(p.request(Key.SASL_AUTHENTICATE).string("PLAIN").bytes_(b"\0reader\0pw").frame())
+    p.send(Writer(Key.TUNE).uint32(0).uint32(0).frame())
+    p.send(p.request(Key.OPEN).string("/").frame())
+
+    def code(frame: bytes) -> int:
+        ((_key, f), *_rest) = p.send(frame)
+        f.uint32()
+        return f.uint16()
+
+    assert code(p.request(Key.SUBSCRIBE).uint8(1).string("s").uint16(1).uint16(1)
+                .properties({}).frame()) == Code.OK
+    assert code(p.request(Key.DECLARE_PUBLISHER).uint8(1).string("").string("s").frame()) \
+        == Code.ACCESS_REFUSED
+    assert code(p.request(Key.CREATE).string("t").properties({}).frame()) == Code.ACCESS_REFUSED
+    assert "t" not in broker.queues
