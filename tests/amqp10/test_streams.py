@@ -38,13 +38,15 @@ def broker() -> Broker:
     return b
 
 
-def receive(broker: Broker, spec: Any, credit: int = 10) -> tuple[Attach, list[tuple[bytes, Any]]]:
+def receive(broker: Broker, spec: Any, credit: int = 10,
+            source: Source | None = None) -> tuple[Attach, list[tuple[bytes, Any]]]:
     """Attach a receiver to stream ``s`` with the filter ``spec`` (none when ``None``), give it
     credit; returns the attach reply and (body, x-stream-offset annotation) of each transfer."""
     client = Client(ServerConnection(broker, loopback=True, peer="test"))
     client.open()
     client.begin()
-    source = Source(address="/queues/s", filter={SPEC: spec} if spec is not None else None)
+    if source is None:
+        source = Source(address="/queues/s", filter={SPEC: spec} if spec is not None else None)
     (attach, *_rest) = client.attach_receiver("/queues/s", source=source)
     assert isinstance(attach, Attach), attach
     client.send_frame(Flow(next_incoming_id=UInt(0), incoming_window=UInt(100),
@@ -156,3 +158,26 @@ def test_proton_reads_a_stream_from_the_reference(spec: Any, n: int,
 
     url = os.environ["EMBROKER_REFERENCE_URL"]
     assert _proton_read(url, "127.0.0.1:5672", spec, n) == expected
+
+
+def test_rabbitmq_4_filters_are_known_by_their_descriptor() -> None:
+    """RabbitMQ 4.1.4 (rabbit_amqp_session:parse_filters/2): described values under any key;
+    rabbitmq:stream-filter and rabbitmq:stream-match-unfiltered choose chunks by filter value
+    (x-stream-filter-value), as 0-9-1 consumers' arguments do."""
+    from embroker.amqp10._types import Described
+
+    broker = Broker(as_rabbitmq="4.1.x", clock=ManualClock())
+    ch = broker.connect().channel()
+    ch.queue_declare("s", durable=True, arguments={"x-queue-type": "stream"})
+    for body, value in ((b"eu", "eu"), (b"us", "us"), (b"none", None)):
+        headers = {"x-stream-filter-value": value} if value else {}
+        ch.basic_publish("", "s", body, properties={"headers": headers})
+    source_filter = {
+        Symbol("offset"): Described(SPEC, "first"),
+        Symbol("regions"): Described(Symbol("rabbitmq:stream-filter"), ["eu"]),
+        Symbol("also"): Described(Symbol("rabbitmq:stream-match-unfiltered"), True),
+    }
+    attach, got = receive(broker, None, source=Source(address="/queues/s", filter=source_filter))
+    assert [offset for _body, offset in got] == [0, 2]
+    assert attach.source is not None
+    assert attach.source.filter == source_filter
