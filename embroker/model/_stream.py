@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ._clock import Clock, Timer
     from ._message import Message
 
-__all__ = ["Chunk", "ChunkReader", "FilterSpec", "OffsetSpec", "StreamLog", "chunk_matches",
+__all__ = ["Chunk", "ChunkReader", "FilterSpec", "OffsetSpec", "SacMember", "StreamLog", "chunk_matches",
            "consumer_filter", "max_age_ms", "parse_offset_spec"]
 
 #: osiris' default ``max_segment_size_bytes`` (RabbitMQ's stream default: 500 MB).
@@ -234,6 +234,17 @@ class ChunkReader:
 
 
 @final
+class SacMember:
+    """A member of a single-active-consumer group: ``activate`` is called when it becomes the
+    active one after another left."""
+
+    __slots__ = ("activate",)
+
+    def __init__(self, activate: Callable[[], None]) -> None:
+        self.activate = activate
+
+
+@final
 class StreamLog:
     """The log of one stream: segments of chunks, the first and next offsets, retention.
 
@@ -244,7 +255,7 @@ class StreamLog:
         segment_size: ``x-stream-max-segment-size-bytes``.
     """
 
-    __slots__ = ("_age_timer", "_clock", "first_offset", "max_age", "max_bytes",
+    __slots__ = ("_age_timer", "_clock", "first_offset", "groups", "max_age", "max_bytes",
                  "next_offset", "offsets", "on_truncate", "readers", "segment_size", "segments",
                  "writers")
 
@@ -270,6 +281,9 @@ class StreamLog:
         self.writers: dict[str, int] = {}
         #: Consumer reference -> the offset it stored (StoreOffset: osiris' offset tracking).
         self.offsets: dict[str, int] = {}
+        #: Single active consumer groups (RabbitMQ 3.11+): name -> members in the order they
+        #: came, the first one active (rabbit_stream_sac_coordinator, for one stream).
+        self.groups: dict[str, list[SacMember]] = {}
 
     def __len__(self) -> int:
         """How many messages it holds."""
@@ -358,6 +372,25 @@ class StreamLog:
     def _age_expired(self) -> None:
         self._age_timer = None
         self.apply_retention()
+
+    def join_group(self, name: str, member: SacMember) -> bool:
+        """Register a single-active-consumer member; returns whether it is the active one
+        (the first of its group)."""
+        group = self.groups.setdefault(name, [])
+        group.append(member)
+        return len(group) == 1
+
+    def leave_group(self, name: str, member: SacMember) -> None:
+        """A member goes; if it was active, the next one (the earliest to come) is activated."""
+        group = self.groups.get(name)
+        if group is None or member not in group:
+            return
+        was_active = group[0] is member
+        group.remove(member)
+        if not group:
+            del self.groups[name]
+        elif was_active:
+            group[0].activate()
 
     def stop(self) -> None:
         """The stream is deleted: its timer must not fire, its readers are told."""

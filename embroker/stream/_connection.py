@@ -42,7 +42,7 @@ from ..amqp10 import DecodeError, Symbol, parse_message, to_amqp10
 from ..amqp10._message import to_model
 from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound, PreconditionFailed
 from ..model._message import Message
-from ..model._stream import Chunk, ChunkReader, FilterSpec, OffsetSpec
+from ..model._stream import Chunk, ChunkReader, FilterSpec, OffsetSpec, SacMember
 from ._frames import (
     DEFAULT_FRAME_MAX,
     Code,
@@ -102,7 +102,7 @@ EXPECTED: Final = {
     State.OPENED: frozenset(Key) - {Key.PEER_PROPERTIES, Key.SASL_HANDSHAKE,
                                     Key.SASL_AUTHENTICATE, Key.OPEN, Key.DELIVER,
                                     Key.PUBLISH_CONFIRM, Key.PUBLISH_ERROR,
-                                    Key.METADATA_UPDATE},
+                                    Key.METADATA_UPDATE, Key.CONSUMER_UPDATE},
     State.CLOSED: frozenset(),
 }
 
@@ -115,6 +115,23 @@ def _code(error: AMQPError) -> int:
     if isinstance(error, PreconditionFailed):
         return Code.PRECONDITION_FAILED
     return Code.INTERNAL_ERROR
+
+
+class _Subscription:
+    """A subscription: its reader once reading; a single active consumer waits, inactive, with
+    what it asked for, until it is activated and its client says where to start."""
+
+    __slots__ = ("credit", "filter", "group", "member", "reader", "spec", "stream")
+
+    def __init__(self, stream: str, spec: OffsetSpec, credit: int,
+                 filter_spec: FilterSpec | None) -> None:
+        self.stream = stream
+        self.spec = spec
+        self.credit = credit
+        self.filter = filter_spec
+        self.reader: ChunkReader | None = None
+        self.group: str | None = None
+        self.member: SacMember | None = None
 
 
 class _Publisher:
@@ -157,7 +174,9 @@ class StreamConnection:
         self.model: ModelConnection | None = None
         self._channel: ModelChannel | None = None
         self._publishers: dict[int, _Publisher] = {}
-        self._subscriptions: dict[int, tuple[str, ChunkReader]] = {}
+        self._subscriptions: dict[int, _Subscription] = {}
+        #: ConsumerUpdate requests we sent, by correlation id: the subscription they activate.
+        self._updates: dict[int, int] = {}
         self._correlation = itertools.count(1)
         self._version = 1  # of the frame being handled
         #: Why the connection closed (``None`` while open, or a clean close).
@@ -213,9 +232,10 @@ class StreamConnection:
     def connection_lost(self) -> None:
         """The socket is gone: release the subscriptions and the model connection."""
         with self.broker.locked():
-            for _stream, reader in self._subscriptions.values():
-                reader.close()
+            subscriptions = list(self._subscriptions.values())
             self._subscriptions.clear()
+            for subscription in subscriptions:
+                self._stop(subscription)
             self._publishers.clear()
             if self.model is not None:
                 self.model.close()
@@ -263,8 +283,9 @@ class StreamConnection:
         if key & 0x8000:
             if key == response_key(Key.CLOSE):
                 self.connection_lost()  # the answer to our Close
-                return
-            return  # a response to something we sent (ConsumerUpdate): nothing to do
+            elif key == response_key(Key.CONSUMER_UPDATE) and self.state is State.OPENED:
+                self._on_consumer_update_response(Fields(body))
+            return  # (a response to nothing we asked is dropped)
         try:
             command = Key(key)
         except ValueError:
@@ -554,8 +575,14 @@ class StreamConnection:
         credit = f.uint16()
         properties = f.properties()
         f.end()
-        filter_spec = _subscription_filter(properties) if self.broker.profile.rabbitmq4 \
-            else None
+        rabbitmq4 = self.broker.profile.rabbitmq4
+        filter_spec = _subscription_filter(properties) if rabbitmq4 else None
+        # RabbitMQ 3.11+: single-active-consumer, in the group its "name" property names
+        sac = rabbitmq4 and properties.get("single-active-consumer", "").lower() == "true"
+        if sac and not properties.get("name"):
+            self._send(self._respond(Key.SUBSCRIBE, correlation,
+                                     Code.PRECONDITION_FAILED).frame())
+            return
         if subscription_id in self._subscriptions:
             self._send(self._respond(Key.SUBSCRIBE, correlation,
                                      Code.SUBSCRIPTION_ID_ALREADY_EXISTS).frame())
@@ -565,8 +592,25 @@ class StreamConnection:
         except AMQPError as exc:
             self._send(self._respond(Key.SUBSCRIBE, correlation, _code(exc)).frame())
             return
-        assert queue.stream is not None
+        log = queue.stream
+        assert log is not None
         self._send(self._respond(Key.SUBSCRIBE, correlation).frame())  # before any chunk
+        subscription = _Subscription(stream, spec, credit, filter_spec)
+        self._subscriptions[subscription_id] = subscription
+        if not sac:
+            self._start(subscription_id, subscription, spec)
+            return
+        subscription.group = properties["name"]
+        subscription.member = SacMember(lambda: self._activate(subscription_id))
+        if log.join_group(subscription.group, subscription.member):
+            self._activate(subscription_id)
+
+    def _start(self, subscription_id: int, subscription: _Subscription,
+               spec: OffsetSpec) -> None:
+        # The subscription reads from ``spec``: its chunks go out as its credit allows.
+        queue = self.channel.vhost.queues.get(subscription.stream)
+        if queue is None or queue.stream is None:
+            return
 
         def on_chunk(chunk: Chunk) -> None:
             self._send(chunk_frame(subscription_id, chunk.first_offset, chunk.timestamp,
@@ -576,11 +620,54 @@ class StreamConnection:
         def on_gone() -> None:
             self._subscriptions.pop(subscription_id, None)
             self._send(Writer(Key.METADATA_UPDATE).uint16(Code.STREAM_NOT_AVAILABLE)
-                       .string(stream).frame())
+                       .string(subscription.stream).frame())
             self._notify()
 
-        reader = queue.stream.reader(spec, credit, on_chunk, on_gone, filter_spec)
-        self._subscriptions[subscription_id] = (stream, reader)
+        credit, subscription.credit = subscription.credit, 0
+        subscription.reader = queue.stream.reader(spec, credit, on_chunk, on_gone,
+                                                  subscription.filter)
+
+    def _activate(self, subscription_id: int) -> None:
+        # A single active consumer becomes active: ask its client where to start
+        # (ConsumerUpdate, active); it reads once the answer comes.
+        if self.state is not State.OPENED or subscription_id not in self._subscriptions:
+            return
+        correlation = next(self._correlation)
+        self._updates[correlation] = subscription_id
+        self._send(Writer(Key.CONSUMER_UPDATE).uint32(correlation).uint8(subscription_id)
+                   .uint8(1).frame())
+        self._notify()
+
+    def _on_consumer_update_response(self, f: Fields) -> None:
+        correlation = f.uint32()
+        code = f.uint16()
+        offset_type = f.uint16()
+        value = f.uint64() if offset_type in (4, 5) or f.remaining() >= 8 else 0
+        subscription_id = self._updates.pop(correlation, None)
+        subscription = self._subscriptions.get(subscription_id) \
+            if subscription_id is not None else None
+        if subscription is None or subscription.reader is not None:
+            return
+        spec: OffsetSpec = subscription.spec  # (type 0 or an error: what it subscribed with)
+        if code == Code.OK and offset_type in _OFFSET_TYPES:
+            spec = _OFFSET_TYPES[offset_type]
+        elif code == Code.OK and offset_type == 4:
+            spec = value
+        elif code == Code.OK and offset_type == 5:
+            spec = ("timestamp", value - (1 << 64) if value >= 1 << 63 else value)
+        assert subscription_id is not None
+        self._start(subscription_id, subscription, spec)
+
+    def _stop(self, subscription: _Subscription) -> None:
+        # Unsubscribed (or its connection gone): it reads no more; a single active consumer
+        # leaves its group, which activates the next one.
+        if subscription.reader is not None:
+            subscription.reader.close()
+        if subscription.group is not None and subscription.member is not None \
+                and self._channel is not None:
+            queue = self._channel.vhost.queues.get(subscription.stream)
+            if queue is not None and queue.stream is not None:
+                queue.stream.leave_group(subscription.group, subscription.member)
 
     def _on_credit(self, f: Fields) -> None:
         subscription_id = f.uint8()
@@ -591,7 +678,10 @@ class StreamConnection:
             self._send(Writer(response_key(Key.CREDIT)).uint16(
                 Code.SUBSCRIPTION_ID_DOES_NOT_EXIST).uint8(subscription_id).frame())
             return
-        found[1].add_credit(credit)
+        if found.reader is None:
+            found.credit += credit  # (an inactive single active consumer keeps it)
+        else:
+            found.reader.add_credit(credit)
 
     def _on_unsubscribe(self, f: Fields) -> None:
         correlation = f.uint32()
@@ -599,7 +689,7 @@ class StreamConnection:
         f.end()
         found = self._subscriptions.pop(subscription_id, None)
         if found is not None:
-            found[1].close()
+            self._stop(found)
         self._send(self._respond(Key.UNSUBSCRIBE, correlation, Code.OK if found is not None
                                  else Code.SUBSCRIPTION_ID_DOES_NOT_EXIST).frame())
 

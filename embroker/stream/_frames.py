@@ -50,6 +50,8 @@ class Key(enum.IntEnum):
     HEARTBEAT = 0x0017
     ROUTE = 0x0018
     PARTITIONS = 0x0019
+    #: RabbitMQ 3.11+ (the RabbitMQ 4 profile): a single active consumer is (de)activated.
+    CONSUMER_UPDATE = 0x001A
     #: RabbitMQ 3.13+ (the RabbitMQ 4 profile): which versions of each command both speak.
     EXCHANGE_COMMAND_VERSIONS = 0x001B
 
@@ -215,6 +217,10 @@ class Fields:
 
     def properties(self) -> dict[str, str]:
         return {self.string(): self.string() for _ in range(self.count())}
+
+    def remaining(self) -> int:
+        """How many bytes of the frame are left."""
+        return len(self._data) - self._pos
 
     def end(self) -> None:
         """The frame must end here."""
