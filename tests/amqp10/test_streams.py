@@ -157,7 +157,11 @@ def test_proton_reads_a_stream_from_the_reference(spec: Any, n: int,
     import os
 
     url = os.environ["EMBROKER_REFERENCE_URL"]
-    assert _proton_read(url, "127.0.0.1:5672", spec, n) == expected
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    host_port = f"{parts.hostname or '127.0.0.1'}:{parts.port or 5672}"
+    assert _proton_read(url, host_port, spec, n) == expected
 
 
 def test_rabbitmq_4_filters_are_known_by_their_descriptor() -> None:

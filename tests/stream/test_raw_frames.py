@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import urllib.parse
 from collections.abc import Iterator
 
 import pytest
@@ -13,7 +14,8 @@ import pytest
 from embroker import Broker
 from embroker.stream import FrameReader, Key, Writer
 
-REFERENCE = ("127.0.0.1", 5552)
+#: RabbitMQ's stream port on the reference's host.
+REFERENCE_STREAM_PORT = 5552
 
 
 class RawClient:
@@ -103,7 +105,8 @@ def test_raw_answers_of_embroker(embroker_port: int) -> None:
 @pytest.mark.skipif(not os.environ.get("EMBROKER_REFERENCE_URL"),
                     reason="EMBROKER_REFERENCE_URL is not set")
 def test_raw_answers_of_the_reference() -> None:
-    got = transcript(*REFERENCE)
+    host = urllib.parse.urlsplit(os.environ["EMBROKER_REFERENCE_URL"]).hostname
+    got = transcript(host or "127.0.0.1", REFERENCE_STREAM_PORT)
     assert got[:-1] == EXPECTED[:-1]
     assert got[-1][0] == Key.CLOSE
     assert got[-1][1][4:] == EXPECTED[-1][1][4:]

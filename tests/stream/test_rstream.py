@@ -5,6 +5,7 @@ transcripts compared."""
 from __future__ import annotations
 
 import os
+import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,4 +67,5 @@ def test_rstream_against_the_reference(name: str) -> None:
                     "rstream cannot decode; embroker answers 0x8019/0x8018 as PROTOCOL.adoc "
                     "says")
     url = os.environ["EMBROKER_REFERENCE_URL"]
-    assert run(SCRIPTS[name], "127.0.0.1", REFERENCE_STREAM_PORT, url) == EXPECTED[name]
+    host = urllib.parse.urlsplit(url).hostname or "127.0.0.1"
+    assert run(SCRIPTS[name], host, REFERENCE_STREAM_PORT, url) == EXPECTED[name]
