@@ -39,6 +39,8 @@ class Peer:
                                      advertised_port=5552)
         self.reader = FrameReader(0)
         self.corr = 0
+        #: The correlation id of the last ConsumerUpdate the server sent (0: none).
+        self.corr_asked = 0
 
     def send(self, frame: bytes) -> list[tuple[int, Fields]]:
         self.conn.receive_data(frame)
@@ -234,18 +236,21 @@ def test_bad_frames_close_the_connection_with_a_code(peer: Peer, frame: bytes, c
 # -- hostile input ---------------------------------------------------------------------------
 
 def _frames() -> st.SearchStrategy[bytes]:
-    keys = st.sampled_from([int(k) for k in Key] + [0x7777, 0x8001])
+    keys = st.sampled_from([int(k) for k in Key] + [0x7777, 0x8001, 0x801A])
     return st.builds(lambda key, version, body: struct.pack(">IHH", 4 + len(body), key, version)
                      + body, keys, st.sampled_from([1, 1, 1, 2]), st.binary(max_size=64))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(before_open=st.booleans(), chunks=st.lists(st.one_of(_frames(), st.binary(max_size=40)),
-                                                   max_size=8), split=st.booleans())
-def test_no_input_raises(before_open: bool, chunks: list[bytes], split: bool) -> None:
+                                                   max_size=8), split=st.booleans(),
+       profile=st.sampled_from([None, "4.1.x"]))
+def test_no_input_raises(before_open: bool, chunks: list[bytes], split: bool,
+                         profile: str | None) -> None:
     """Any bytes, whole frames of any key with any body, in any state, at once or byte by
-    byte: the connection answers or closes; it never raises, and the broker stays sound."""
-    broker = Broker()
+    byte, under either profile (4.x: filters, single active consumer, command versions): the
+    connection answers or closes; it never raises, and the broker stays sound."""
+    broker = Broker(as_rabbitmq=profile)
     with broker.connect() as setup:
         setup.channel().queue_declare("s", durable=True, arguments={"x-queue-type": "stream"})
     p = Peer(broker)
@@ -344,3 +349,78 @@ def test_permissions_are_the_models(broker: Broker) -> None:
         == Code.ACCESS_REFUSED
     assert code(p.request(Key.CREATE).string("t").properties({}).frame()) == Code.ACCESS_REFUSED
     assert "t" not in broker.queues
+
+
+def _command(p: Peer, op: str, a: int, b: int, text: str) -> bytes:
+    """A well-formed frame of the command ``op`` with these values."""
+    stream = ["s", "t", "missing"][a % 3]
+    if op == "declare_publisher":
+        return p.request(Key.DECLARE_PUBLISHER).uint8(b % 3).string(text).string(stream).frame()
+    if op == "publish":
+        w = Writer(Key.PUBLISH).uint8(b % 3).int32(a % 4)
+        for i in range(a % 4):
+            w.uint64(b + i).bytes_(amqp_body(text.encode()))
+        return w.frame()
+    if op == "subscribe":
+        w = p.request(Key.SUBSCRIBE).uint8(b % 3).string(stream).uint16(1 + a % 5)
+        if a % 5 == 3:
+            w.uint64(b)
+        elif a % 5 == 4:
+            w.uint64(b * 1000)
+        return w.uint16(b % 4).properties(
+            {"single-active-consumer": "true", "name": text} if a % 2 else
+            {f"filter.{b % 2}": text}).frame()
+    if op == "credit":
+        return Writer(Key.CREDIT).uint8(b % 3).uint16(a).frame()
+    if op == "unsubscribe":
+        return p.request(Key.UNSUBSCRIBE).uint8(b % 3).frame()
+    if op == "store_offset":
+        return Writer(Key.STORE_OFFSET).string(text).string(stream).uint64(b).frame()
+    if op == "query_offset":
+        return p.request(Key.QUERY_OFFSET).string(text).string(stream).frame()
+    if op == "create":
+        return p.request(Key.CREATE).string(stream).properties({"max-age": text}).frame()
+    if op == "delete":
+        return p.request(Key.DELETE).string(stream).frame()
+    if op == "update":  # (answering the last ConsumerUpdate the peer was sent, if any)
+        return Writer(response_key(Key.CONSUMER_UPDATE)).uint32(p.corr_asked or b % 8) \
+            .uint16(1).uint16(a % 6).uint64(b).frame()
+    return p.request(Key.QUERY_PUBLISHER_SEQUENCE).string(text).string(stream).frame()
+
+
+_OPS = ["declare_publisher", "publish", "subscribe", "credit", "unsubscribe", "store_offset",
+        "query_offset", "create", "delete", "update", "sequence"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(profile=st.sampled_from([None, "4.1.x"]),
+       steps=st.lists(st.tuples(st.integers(0, 1), st.sampled_from(_OPS), st.integers(0, 11),
+                                st.integers(0, 2**20), st.sampled_from(["", "a", "eu", "1s"])),
+                      max_size=25))
+def test_well_formed_commands_in_any_order(profile: str | None,
+                                           steps: list[tuple[int, str, int, int, str]]) -> None:
+    """Two connections sending well-formed commands with any values, in any order (streams
+    that exist or not, publishers and subscriptions that exist or not, single active consumers,
+    filters, stray ConsumerUpdate answers): nothing raises and the broker stays sound."""
+    broker = Broker(as_rabbitmq=profile)
+    with broker.connect() as setup:
+        setup.channel().queue_declare("s", durable=True, arguments={"x-queue-type": "stream"})
+    peers = [Peer(broker), Peer(broker)]
+    for p in peers:
+        p.open()
+    for who, op, a, b, text in steps:
+        p = peers[who]
+        if not p.conn.should_close:
+            for key, fields in p.send(_command(p, op, a, b, text)) + p.received():
+                if key == Key.CONSUMER_UPDATE:
+                    p.corr_asked = fields.uint32()
+        with broker.connect() as other:
+            if "s" in broker.queues:
+                other.channel().basic_publish("", "s", b"x")
+        broker._check()
+    for p in peers:
+        p.conn.connection_lost()
+    assert not broker.connections
+    for queue in broker.queues.values():
+        assert queue.stream is None or not queue.stream.readers
+        assert queue.stream is None or not queue.stream.groups
