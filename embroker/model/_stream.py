@@ -255,7 +255,8 @@ class StreamLog:
         segment_size: ``x-stream-max-segment-size-bytes``.
     """
 
-    __slots__ = ("_age_timer", "_clock", "first_offset", "groups", "max_age", "max_bytes",
+    __slots__ = ("_age_timer", "_clock", "_segment_bytes", "first_offset", "groups", "max_age",
+                 "max_bytes",
                  "next_offset", "offsets", "on_truncate", "readers", "segment_size", "segments",
                  "writers")
 
@@ -267,6 +268,7 @@ class StreamLog:
         self.segment_size = segment_size
         #: The segments, oldest first; the last one is written to. Never empty.
         self.segments: list[list[Chunk]] = [[]]
+        self._segment_bytes = 0  # of the segment being written
         #: The offset of the oldest message kept (what ``first`` reads from).
         self.first_offset = 0
         #: The offset the next message will get.
@@ -312,12 +314,13 @@ class StreamLog:
         Runtime complexity: ``O(m)`` for ``m`` messages, plus ``O(s)`` for ``s`` segments at a
         roll-over.
         """
-        current = self.segments[-1]
-        if current and sum(c.size for c in current) >= self.segment_size:
+        if self.segments[-1] and self._segment_bytes >= self.segment_size:
             self.segments.append([])
+            self._segment_bytes = 0
             self.apply_retention()
         chunk = Chunk(self.next_offset, self.now_ms(), messages, raw, filter_values)
         self.segments[-1].append(chunk)
+        self._segment_bytes += chunk.size
         self.next_offset = chunk.next_offset
         for reader in list(self.readers):
             reader.pump()
@@ -459,3 +462,4 @@ class StreamLog:
             assert chunk.first_offset == expected, f"{chunk!r}: offsets not contiguous"
             expected = chunk.next_offset
         assert expected == self.next_offset
+        assert self._segment_bytes == sum(c.size for c in self.segments[-1])
