@@ -33,12 +33,23 @@ its response code.
 
 from __future__ import annotations
 
+import datetime
 import enum
 import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
-from ..amqp10 import DecodeError, Symbol, parse_message, to_amqp10
+from ..amqp10 import (
+    DecodeError,
+    Properties,
+    Symbol,
+    Timestamp,
+    UByte,
+    encode_value,
+    parse_message,
+    to_amqp10,
+)
+from ..amqp10._message import _value_from_091 as value_from_091
 from ..amqp10._message import to_model
 from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound, PreconditionFailed
 from ..model._message import Message
@@ -614,7 +625,7 @@ class StreamConnection:
 
         def on_chunk(chunk: Chunk) -> None:
             self._send(chunk_frame(subscription_id, chunk.first_offset, chunk.timestamp,
-                                   _entries(chunk)))
+                                   _entries(chunk, self.broker.profile.rabbitmq4)))
             self._notify()
 
         def on_gone() -> None:
@@ -785,12 +796,70 @@ def _order(arguments: dict[str, Any]) -> int:
     return order if isinstance(order, int) else 0
 
 
-def _entries(chunk: Chunk) -> list[bytes]:
-    """The AMQP 1.0 bytes of a chunk's messages (as published over this protocol, or encoded
-    from an AMQP publish with its exchange and routing key as annotations)."""
+def _entries(chunk: Chunk, rabbitmq4: bool) -> list[bytes]:
+    """The AMQP 1.0 bytes of a chunk's messages: as published over this protocol, or encoded
+    from an AMQP publish with its exchange and routing key as annotations (as RabbitMQ 3.10's
+    ``rabbit_msg_record`` does; RabbitMQ 4's message container under its profile)."""
     if chunk.raw is not None:
         return list(chunk.raw)
+    if not rabbitmq4:
+        return [_record_310(m) for m in chunk.messages]
     return [to_amqp10(m, first_acquirer=False, delivery_count=0,
                       annotations={Symbol("x-exchange"): m.exchange,
                                    Symbol("x-routing-key"): m.routing_key})
             for m in chunk.messages]
+
+
+def _record_310(message: Message) -> bytes:
+    """An AMQP 0-9-1 message as RabbitMQ 3.10.8 writes it to a stream
+    (``rabbit_msg_record:from_amqp091/2``, then ``add_message_annotations`` with the exchange
+    and routing key): no header; properties; message annotations ``x-routing-key``,
+    ``x-exchange``, ``x-basic-priority``, ``x-basic-delivery-mode``, ``x-basic-expiration``;
+    application properties ``x-basic-type``, ``x-basic-app-id`` then the headers; the body as
+    one data section."""
+    props = message.properties
+    timestamp = props.get("timestamp")
+    if isinstance(timestamp, datetime.datetime):
+        timestamp = int(timestamp.replace(tzinfo=timestamp.tzinfo or datetime.timezone.utc)
+                        .timestamp())
+    user_id = props.get("user_id")
+    out = bytearray()
+
+    def text(key: str) -> str | None:
+        value = props.get(key)
+        return value if isinstance(value, str) else None
+
+    content_type, content_encoding = text("content_type"), text("content_encoding")
+    Properties(
+        message_id=text("message_id"),
+        user_id=user_id.encode() if isinstance(user_id, str) else None,
+        reply_to=text("reply_to"), correlation_id=text("correlation_id"),
+        content_type=Symbol(content_type) if content_type is not None else None,
+        content_encoding=Symbol(content_encoding) if content_encoding is not None else None,
+        creation_time=Timestamp(timestamp * 1000) if isinstance(timestamp, int) else None,
+    ).encode_into(out)
+    annotations: dict[Any, Any] = {Symbol("x-routing-key"): message.routing_key,
+                                   Symbol("x-exchange"): message.exchange}
+    for key, prop in (("x-basic-priority", "priority"),
+                      ("x-basic-delivery-mode", "delivery_mode")):
+        value = props.get(prop)
+        if isinstance(value, int):
+            annotations[Symbol(key)] = UByte(value & 0xFF)
+    if text("expiration") is not None:
+        annotations[Symbol("x-basic-expiration")] = text("expiration")
+    application: dict[Any, Any] = {}
+    for key, prop in (("x-basic-type", "type"), ("x-basic-app-id", "app_id")):
+        if text(prop) is not None:
+            application[key] = text(prop)
+    for key, value in (props.get("headers") or {}).items():
+        if not isinstance(value, list | tuple | dict):  # (unsupported_header_value_type)
+            application[key] = value_from_091(value)
+    record = bytearray(b"\x00\x53\x72")  # message annotations, then the properties
+    encode_value(annotations, record)
+    record += out
+    if application:
+        record += b"\x00\x53\x74"
+        encode_value(application, record)
+    record += b"\x00\x53\x75"  # data
+    encode_value(message.body, record)
+    return bytes(record)

@@ -8,10 +8,12 @@ import os
 import socket
 import urllib.parse
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from embroker import Broker
+from embroker.amqp10 import Properties, Symbol, Timestamp
 from embroker.stream import FrameReader, Key, Writer
 
 #: RabbitMQ's stream port on the reference's host.
@@ -110,3 +112,73 @@ def test_raw_answers_of_the_reference() -> None:
     assert got[:-1] == EXPECTED[:-1]
     assert got[-1][0] == Key.CLOSE
     assert got[-1][1][4:] == EXPECTED[-1][1][4:]
+
+
+def read_091_message(amqp_url: str, host: str, port: int) -> Any:
+    """Publish a message with every basic property over 0-9-1 to a new stream, read it over
+    the stream protocol; its AMQP 1.0 sections as parsed (the routing key, the stream's unique
+    name, left out)."""
+    import struct
+    import uuid
+
+    import pika
+
+    from embroker.amqp10 import parse_message
+
+    name = "embroker-test-enc-" + uuid.uuid4().hex[:8]
+    conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    ch = conn.channel()
+    ch.confirm_delivery()
+    ch.queue_declare(name, durable=True, arguments={"x-queue-type": "stream"})
+    ch.basic_publish("", name, b"body", pika.BasicProperties(
+        content_type="text/plain", content_encoding="gzip", headers={"h": 1, "s": "x"},
+        message_id="m1", correlation_id="c1", delivery_mode=2, priority=3,
+        timestamp=1_700_000_000, type="t", app_id="app", reply_to="r", expiration="60000",
+        user_id="guest"))
+    client = RawClient(host, port)
+    try:
+        client.open()
+        client.sock.sendall(client.request(Key.SUBSCRIBE).uint8(1).string(name).uint16(1)
+                            .uint16(1).properties({}).frame())
+        client.next()
+        _key, body = client.next()
+    finally:
+        client.close()
+        ch.queue_delete(name)
+        conn.close()
+    data = body[1 + 48:]
+    (size,) = struct.unpack(">I", data[:4])
+    message = parse_message(data[4:4 + size])
+    annotations = dict(message.message_annotations)
+    assert annotations.pop("x-routing-key") == name
+    return (message.header, message.properties, annotations,
+            message.application_properties, message.body)
+
+
+EXPECTED_RECORD = (
+    None,
+    Properties(message_id="m1", user_id=b"guest", reply_to="r", correlation_id="c1",
+               content_type=Symbol("text/plain"), content_encoding=Symbol("gzip"),
+               creation_time=Timestamp(1_700_000_000_000)),
+    {"x-exchange": "", "x-basic-priority": 3, "x-basic-delivery-mode": 2,
+     "x-basic-expiration": "60000"},
+    {"x-basic-type": "t", "x-basic-app-id": "app", "h": 1, "s": "x"},
+    b"\x00\x53\x75\xa0\x04body",
+)
+
+
+def test_an_amqp_message_as_stream_readers_get_it() -> None:
+    """As RabbitMQ 3.10.8's rabbit_msg_record:from_amqp091/2 writes it."""
+    with Broker().serve(stream_port=0) as server:
+        assert server.stream_port is not None
+        got = read_091_message(server.url, "127.0.0.1", server.stream_port)
+        assert not server.errors
+    assert got == EXPECTED_RECORD
+
+
+@pytest.mark.skipif(not os.environ.get("EMBROKER_REFERENCE_URL"),
+                    reason="EMBROKER_REFERENCE_URL is not set")
+def test_an_amqp_message_as_the_reference_s_stream_readers_get_it() -> None:
+    url = os.environ["EMBROKER_REFERENCE_URL"]
+    host = urllib.parse.urlsplit(url).hostname or "127.0.0.1"
+    assert read_091_message(url, host, REFERENCE_STREAM_PORT) == EXPECTED_RECORD
