@@ -39,6 +39,7 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
+from .. import fieldtypes
 from ..amqp10 import (
     DecodeError,
     Properties,
@@ -49,8 +50,10 @@ from ..amqp10 import (
     parse_message,
     to_amqp10,
 )
+from ..amqp10._definitions import SECTION_DATA
+from ..amqp10._message import ParsedMessage, to_model
 from ..amqp10._message import _value_from_091 as value_from_091
-from ..amqp10._message import to_model
+from ..amqp10._message import _value_to_091 as value_to_091
 from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound, PreconditionFailed
 from ..model._message import Message
 from ..model._stream import Chunk, ChunkReader, FilterSpec, OffsetSpec, SacMember
@@ -521,7 +524,9 @@ class StreamConnection:
                 confirmed.append(publishing_id)  # a duplicate: confirmed, not written again
                 continue
             try:
-                properties, body = to_model(parse_message(data))
+                parsed = parse_message(data)
+                properties, body = (to_model(parsed) if self.broker.profile.rabbitmq4
+                                    else _model_310(parsed))
             except DecodeError:
                 properties, body = {}, data  # osiris takes any bytes; AMQP readers get them
             messages.append(Message("", publisher.stream, properties, body))
@@ -808,6 +813,49 @@ def _entries(chunk: Chunk, rabbitmq4: bool) -> list[bytes]:
                       annotations={Symbol("x-exchange"): m.exchange,
                                    Symbol("x-routing-key"): m.routing_key})
             for m in chunk.messages]
+
+
+def _model_310(message: ParsedMessage) -> tuple[dict[str, Any], bytes]:
+    """A message published over the stream protocol as RabbitMQ 3.10.8's AMQP 0-9-1
+    consumers get it (``rabbit_msg_record:to_amqp091/1``): the 1.0 properties as basic
+    properties, ``x-basic-type`` and ``x-basic-app-id`` of the application properties as
+    type and app-id and the others as headers, ``x-basic-priority``,
+    ``x-basic-delivery-mode`` and ``x-basic-expiration`` of the message annotations (the
+    others are dropped); the body is the data section's bytes."""
+    props: dict[str, Any] = {}
+    p = message.properties
+    if p is not None:
+        for key, value in (("message_id", p.message_id), ("correlation_id", p.correlation_id),
+                           ("reply_to", p.reply_to), ("content_type", p.content_type),
+                           ("content_encoding", p.content_encoding)):
+            if isinstance(value, str):
+                props[key] = str(value)
+        if isinstance(p.user_id, bytes):
+            props["user_id"] = p.user_id.decode("utf-8", "replace")
+        if isinstance(p.creation_time, int):
+            props["timestamp"] = fieldtypes.Timestamp(int(p.creation_time) // 1000)
+    headers: dict[str, Any] = {}
+    for key, value in message.application_properties.items():
+        if key == "x-basic-type" and isinstance(value, str):
+            props["type"] = str(value)
+        elif key == "x-basic-app-id" and isinstance(value, str):
+            props["app_id"] = str(value)
+        elif isinstance(key, str) and len(key.encode()) <= 255:
+            headers[str(key)] = value_to_091(value)
+    if headers:
+        props["headers"] = headers
+    annotations = message.message_annotations
+    for key, prop in (("x-basic-priority", "priority"),
+                      ("x-basic-delivery-mode", "delivery_mode")):
+        value = annotations.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 256:
+            props[prop] = int(value)
+    expiration = annotations.get("x-basic-expiration")
+    if isinstance(expiration, str):
+        props["expiration"] = str(expiration)
+    if message.body_kind == SECTION_DATA:
+        return props, message.data
+    return props, message.body
 
 
 def _record_310(message: Message) -> bytes:

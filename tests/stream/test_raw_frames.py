@@ -182,3 +182,71 @@ def test_an_amqp_message_as_the_reference_s_stream_readers_get_it() -> None:
     url = os.environ["EMBROKER_REFERENCE_URL"]
     host = urllib.parse.urlsplit(url).hostname or "127.0.0.1"
     assert read_091_message(url, host, REFERENCE_STREAM_PORT) == EXPECTED_RECORD
+
+
+def read_stream_message(amqp_url: str, host: str, port: int) -> Any:
+    """Publish an AMQP 1.0 message over the stream protocol, consume it over 0-9-1 (pika);
+    the basic properties and body it has there."""
+    import uuid
+
+    import pika
+
+    from embroker.amqp10 import UByte, encode_value
+
+    record = bytearray(b"\x00\x53\x72")
+    encode_value({Symbol("x-foo"): "bar", Symbol("x-basic-priority"): UByte(4),
+                  Symbol("x-basic-delivery-mode"): UByte(2)}, record)
+    Properties(message_id="m1", content_type=Symbol("text/plain"), subject="subject",
+               to="somewhere").encode_into(record)
+    record += b"\x00\x53\x74"
+    encode_value({"k": "v", "x-basic-type": "T", "n": 5}, record)
+    record += b"\x00\x53\x75"
+    encode_value(b"body", record)
+    name = "embroker-test-rev-" + uuid.uuid4().hex[:8]
+    conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    ch = conn.channel()
+    ch.queue_declare(name, durable=True, arguments={"x-queue-type": "stream"})
+    client = RawClient(host, port)
+    try:
+        client.open()
+        client.exchange(client.request(Key.DECLARE_PUBLISHER).uint8(0).string("")
+                        .string(name).frame())
+        client.exchange(Writer(Key.PUBLISH).uint8(0).int32(1).uint64(1).bytes_(bytes(record))
+                        .frame())
+        ch.basic_qos(prefetch_count=1)
+        got: list[Any] = []
+        ch.basic_consume(name, lambda _c, _m, props, body: got.append((props, body)),
+                         arguments={"x-stream-offset": "first"})
+        for _ in range(50):  # (at most 5 s)
+            if got:
+                break
+            conn.process_data_events(time_limit=0.1)
+    finally:
+        client.close()
+        ch.queue_delete(name)
+        conn.close()
+    props, body = got[0]
+    return {k: v for k, v in vars(props).items() if v is not None}, body
+
+
+EXPECTED_091 = ({"content_type": "text/plain", "delivery_mode": 2, "priority": 4,
+                 "message_id": "m1", "type": "T",
+                 "headers": {"k": "v", "n": 5, "x-stream-offset": 0}}, b"body")
+
+
+def test_a_stream_message_as_amqp_consumers_get_it() -> None:
+    """As RabbitMQ 3.10.8's rabbit_msg_record:to_amqp091/1 reads it: x-basic-* back into
+    basic properties, other annotations dropped, application properties as headers."""
+    with Broker().serve(stream_port=0) as server:
+        assert server.stream_port is not None
+        got = read_stream_message(server.url, "127.0.0.1", server.stream_port)
+        assert not server.errors
+    assert got == EXPECTED_091
+
+
+@pytest.mark.skipif(not os.environ.get("EMBROKER_REFERENCE_URL"),
+                    reason="EMBROKER_REFERENCE_URL is not set")
+def test_a_stream_message_as_the_reference_s_amqp_consumers_get_it() -> None:
+    url = os.environ["EMBROKER_REFERENCE_URL"]
+    host = urllib.parse.urlsplit(url).hostname or "127.0.0.1"
+    assert read_stream_message(url, host, REFERENCE_STREAM_PORT) == EXPECTED_091
