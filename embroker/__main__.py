@@ -73,7 +73,8 @@ def _serve(args: argparse.Namespace) -> int:
         broker.set_user_tags(name, "administrator")  # as RabbitMQ's default user
     try:
         server = Server(broker, args.host, args.port, heartbeat=args.heartbeat,
-                        amqp10_port=args.amqp10_port, management_port=management_port)
+                        amqp10_port=args.amqp10_port, management_port=management_port,
+                        stream_port=args.stream_port)
     except PortInUse as exc:
         if management_port and exc.port == management_port and exc.port != args.port:
             advice = ("choose another with --management-port N, --management-port 0 for any "
@@ -98,6 +99,8 @@ def _serve(args: argparse.Namespace) -> int:
     url = (f"amqp://{credentials}{host}:{server.port}/"
            + ("" if vhost == "/" else quote(vhost, safe="")))
     also = f", AMQP 1.0 alone on {server.amqp10_url}" if server.amqp10_port is not None else ""
+    if server.stream_port is not None:
+        also += f", the stream protocol on port {server.stream_port}"
     if server.management is not None:
         server.management.rabbitmqadmin = args.rabbitmqadmin
         if args.trace_dir is not None:
@@ -170,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--amqp10-port", type=int, default=None, metavar="N",
                        help="also listen on port N for AMQP 1.0 alone (the main port serves "
                             "AMQP 1.0 too)")
+    serve.add_argument("--stream-port", type=int, default=None, metavar="N",
+                       help="also serve RabbitMQ's stream protocol on port N (RabbitMQ's is "
+                            "5552; 0 for any free port); none unless asked for")
     serve.add_argument("--management-port", type=int, default=None, metavar="N",
                        help="serve RabbitMQ's management HTTP API and the console on port N "
                             "(default 15672 as RabbitMQ; any free port when --port is 0)")

@@ -204,7 +204,8 @@ class Broker(model.Broker):
             return [MemoryConnection(link) for link in list(self._memory_links)]
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, *, heartbeat: int = 60,
-              amqp10_port: int | None = None, management: bool | int = False) -> Server:
+              amqp10_port: int | None = None, management: bool | int = False,
+              stream_port: int | None = None) -> Server:
         """Start a listener that real AMQP 0-9-1 and AMQP 1.0 clients can connect to (one port
         serves both, told apart by the protocol header, as RabbitMQ's).
 
@@ -222,6 +223,8 @@ class Broker(model.Broker):
             management: also serve RabbitMQ's management HTTP API and the console, from the
                 same thread: ``True`` on any free port, or that port number (see
                 ``server.management_url``; docs/management.md).
+            stream_port: also serve RabbitMQ's stream protocol on this port (0: any free
+                port; see ``server.stream_port``; docs/streams.md).
 
         Raises:
             PortInUse: the port is taken.
@@ -229,4 +232,4 @@ class Broker(model.Broker):
         management_port = None if management is False else (
             0 if management is True else int(management))
         return Server(self, host, port, heartbeat=heartbeat, amqp10_port=amqp10_port,
-                      management_port=management_port).start()
+                      management_port=management_port, stream_port=stream_port).start()

@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from .model import Broker, Message
     from .model import Channel as ModelChannel
     from .model import Connection as ModelConnection
+    from .stream import StreamConnection
 
 __all__ = ["ERRORS_KEPT", "ClientConnection", "ErrorLog", "PortInUse", "Server"]
 
@@ -230,11 +231,13 @@ class _Client:
 
 @final
 class _HttpClient:
-    """A socket of the management port and its HTTP connection."""
+    """A socket of the management port and its HTTP connection, or of the stream port and its
+    stream-protocol connection (neither is an AMQP connection)."""
 
     __slots__ = ("conn", "events", "peer", "sock", "stalled_until", "wbuf")
 
-    def __init__(self, sock: socket.socket, peer: str, conn: HttpConnection) -> None:
+    def __init__(self, sock: socket.socket, peer: str,
+                 conn: HttpConnection | StreamConnection) -> None:
         self.sock = sock
         self.peer = peer
         self.wbuf = bytearray()
@@ -299,6 +302,8 @@ class Server:
         amqp10_port: also listen on this port for AMQP 1.0 alone (0: any free port).
         management_port: also serve RabbitMQ's management HTTP API and the console on this
             port (0: any free port), from the same loop (see :mod:`embroker.management`).
+        stream_port: also serve RabbitMQ's stream protocol on this port (0: any free port),
+            from the same loop (see :mod:`embroker.stream`).
 
     Raises:
         PortInUse: the port is taken.
@@ -306,7 +311,8 @@ class Server:
 
     def __init__(self, broker: Broker, host: str = "127.0.0.1", port: int = 0, *,
                  heartbeat: int = 60, handshake_timeout: float = 10.0,
-                 amqp10_port: int | None = None, management_port: int | None = None) -> None:
+                 amqp10_port: int | None = None, management_port: int | None = None,
+                 stream_port: int | None = None) -> None:
         self.broker = broker
         # The broker's lock (``broker.locked()``), kept at hand: every model call runs under it.
         self._locked = broker.locked()
@@ -350,6 +356,11 @@ class Server:
         self.management_port = (self._listen(host, management_port)
                                 if management_port is not None else None)
         self._http_only = set(self._listeners[before:])
+        before = len(self._listeners)
+        #: The port of the stream protocol (``None`` unless asked for). Its clients are kept
+        #: with the HTTP ones: they are no AMQP connections.
+        self.stream_port = self._listen(host, stream_port) if stream_port is not None else None
+        self._stream_only = set(self._listeners[before:])
         if management_port is not None:
             from .management import ManagementAPI  # h11 and the API: only when served
 
@@ -613,6 +624,9 @@ class Server:
                 if listener in self._http_only:
                     self._accept_http(sock, peer)
                     continue
+                if listener in self._stream_only:
+                    self._accept_stream(sock, peer)
+                    continue
                 with self._locked:
                     client = _Client(sock, peer, functools.partial(
                         self._connection, amqp10_only=listener in self._amqp10_only))
@@ -634,6 +648,20 @@ class Server:
         self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)
         log.debug("accepted HTTP connection from %s", peer)
+
+    def _accept_stream(self, sock: socket.socket, peer: str) -> None:
+        from .stream import StreamConnection
+
+        assert self.stream_port is not None
+        with self._locked:
+            conn = StreamConnection(self.broker, peer=peer, loopback=_over_loopback(sock),
+                                    advertised_host=self.host if self.host != "localhost"
+                                    else "127.0.0.1", advertised_port=self.stream_port)
+        client = _HttpClient(sock, peer, conn)
+        conn.on_output = functools.partial(self._has_output, client)
+        self._http_clients[sock.fileno()] = client
+        self._selector.register(sock, selectors.EVENT_READ, client)
+        log.debug("accepted stream protocol connection from %s", peer)
 
     def _connection(self, client: _Client, *, amqp10_only: bool = False) -> SniffingConnection:
         def output_ready() -> None:

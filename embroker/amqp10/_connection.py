@@ -35,6 +35,7 @@ take yet waits in its session until a ``flow`` opens the window.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import enum
 import itertools
 import struct
@@ -96,7 +97,7 @@ from ._frames import (
 from ._management import MANAGEMENT_ADDRESS, ManagementNode
 from ._message import Kept, _value_to_091, encode_deaths, parse_message, to_amqp10, to_model
 from ._selector import Selector, SelectorError
-from ._types import Array, Symbol, UInt, ULong, decode_value
+from ._types import Array, Symbol, Timestamp, UInt, ULong, decode_value
 
 if TYPE_CHECKING:
     from ..model import Broker, Browser, Message, Queue
@@ -1015,7 +1016,10 @@ class ServerConnection:
                 link.browser, link.selector, link.presettled = browser, selector, True
             else:
                 tag = channel.basic_consume(name, f"amqp10-{session.channel}-{int(attach.handle)}",
-                                            no_ack=attach.snd_settle_mode == 1, exclusive=False)
+                                            no_ack=attach.snd_settle_mode == 1, exclusive=False,
+                                            arguments=_stream_arguments(
+                                                source, self.broker.profile.rabbitmq4),
+                                            link_credit=True)
                 consumer = channel.consumers[tag]
                 consumer.credit = 0
                 link = _Outgoing(session, attach, consumer.queue)
@@ -1031,8 +1035,8 @@ class ServerConnection:
             durable=source.durable, expiry_policy=source.expiry_policy,
             timeout=source.timeout, dynamic=source.dynamic,
             distribution_mode=Symbol("copy") if link.browse else None,
-            filter=filters or None, default_outcome=_RELEASED, outcomes=_OUTCOMES,
-            capabilities=source.capabilities)
+            filter=self._echoed_filters(source, filters) or None, default_outcome=_RELEASED,
+            outcomes=_OUTCOMES, capabilities=source.capabilities)
         return link, reply
 
     def _volatile(self, session: _Session, attach: Attach,
@@ -1064,6 +1068,12 @@ class ServerConnection:
                                      Symbol("supported-dist-modes"): Array(
                                          0xA3, [Symbol("move")])},
             distribution_mode=Symbol("move"), capabilities=(Symbol(_VOLATILE),))
+
+    def _echoed_filters(self, source: Source, filters: dict[Any, Any]) -> dict[Any, Any]:
+        # The stream filters are applied (by the consumer they become): the reply says so.
+        applied = _stream_filters(source, self.broker.profile.rabbitmq4)
+        given = source.filter or {}
+        return {**filters, **{key: given[key] for key in applied}}
 
     @staticmethod
     def _selector(source: Source, browse: bool) -> tuple[Selector | None, dict[Any, Any]]:
@@ -1599,6 +1609,58 @@ def _modified_annotations(state: Modified) -> dict[str, Any] | None:
         raise SessionError("amqp:invalid-field", "the message-annotations of a modified "
                            "outcome must have symbol keys that start with 'x-'")
     return {str(k): _value_to_091(v) for k, v in annotations.items()}
+
+
+#: The source filter that says where a link reading a stream starts (RabbitMQ's 1.0 plugin).
+STREAM_OFFSET_SPEC: Final = "rabbitmq:stream-offset-spec"
+#: RabbitMQ 4's source filters choosing a stream's chunks by filter value (3.13+ filtering).
+STREAM_FILTER: Final = "rabbitmq:stream-filter"
+STREAM_MATCH_UNFILTERED: Final = "rabbitmq:stream-match-unfiltered"
+_STREAM_FILTERS: Final = (STREAM_OFFSET_SPEC, STREAM_FILTER, STREAM_MATCH_UNFILTERED)
+
+
+def _stream_filters(source: Source, rabbitmq4: bool) -> dict[Any, tuple[str, Any]]:
+    """The stream filters of a source, by their key in its filter set: (name, value). RabbitMQ
+    3.10 knows a filter by its key and takes a plain value; RabbitMQ 4 (v4.1.4
+    ``rabbit_amqp_session:parse_filters/2``) by its value's descriptor, under any key, and
+    adds ``rabbitmq:stream-filter`` and ``rabbitmq:stream-match-unfiltered``."""
+    found: dict[Any, tuple[str, Any]] = {}
+    for key, value in (source.filter or {}).items():
+        descriptor = getattr(value, "descriptor", None)
+        if rabbitmq4 and isinstance(descriptor, str) and descriptor in _STREAM_FILTERS:
+            found[key] = (str(descriptor), getattr(value, "value", None))
+        elif key == STREAM_OFFSET_SPEC:
+            found[key] = (STREAM_OFFSET_SPEC, getattr(value, "value", value)
+                          if descriptor is not None else value)
+    return found
+
+
+def _stream_arguments(source: Source, rabbitmq4: bool = False) -> dict[str, Any] | None:
+    """The consumer arguments a source's stream filters become, as RabbitMQ's 1.0 plugin maps
+    them (3.10.8 ``source_filters_to_consumer_args/1``, 4.1.4 ``parse_filters/2``): the offset
+    spec a timestamp (milliseconds, taken to the second as 0-9-1 timestamps are), a string
+    (``first``, ``last``, ``next``, an interval such as ``10m``) or an integer offset; with
+    RabbitMQ 4, ``x-stream-filter`` (a string or a list of strings) and
+    ``x-stream-match-unfiltered`` (a boolean). Other values are ignored."""
+    arguments: dict[str, Any] = {}
+    for name, spec in _stream_filters(source, rabbitmq4).values():
+        if name == STREAM_OFFSET_SPEC:
+            if isinstance(spec, Timestamp):
+                arguments["x-stream-offset"] = datetime.datetime.fromtimestamp(
+                    int(spec) // 1000, datetime.timezone.utc)
+            elif isinstance(spec, str):
+                arguments["x-stream-offset"] = str(spec)
+            elif isinstance(spec, int) and not isinstance(spec, bool) and (
+                    spec >= 0 or not rabbitmq4):
+                arguments["x-stream-offset"] = int(spec)
+        elif name == STREAM_FILTER:
+            if isinstance(spec, str):
+                arguments["x-stream-filter"] = str(spec)
+            elif isinstance(spec, list):
+                arguments["x-stream-filter"] = [str(v) for v in spec if isinstance(v, str)]
+        elif isinstance(spec, bool):
+            arguments["x-stream-match-unfiltered"] = spec
+    return arguments or None
 
 
 def _durable(durability: object) -> bool:

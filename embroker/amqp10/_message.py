@@ -417,7 +417,9 @@ def to_amqp10(message: Message, *, first_acquirer: bool, delivery_count: int,
     for key, value in headers.items():
         if key == "x-death":
             continue  # the broker's history travels as x-opt-deaths (mc_amqpl:is_internal_header)
-        if key.startswith("x-"):
+        if key == "x-stream-offset" and isinstance(value, int):
+            mapped[Symbol(key)] = ULong(value)  # a stream's offset: a ulong, as RabbitMQ 3.10.8
+        elif key.startswith("x-"):
             mapped[Symbol(key) if key.isascii() else key] = _value_from_091(value)
         elif key == "CC" and isinstance(value, list):
             mapped[Symbol("x-cc")] = _value_from_091(value)

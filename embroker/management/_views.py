@@ -166,9 +166,13 @@ def queue_snapshot(queue: Queue, unacked: tuple[int, int] | None = None) -> Queu
     """Read ``queue`` (under the broker's lock; ``unacked``: count and bytes of its
     unacknowledged deliveries, :func:`unacked_by_queue`)."""
     ready = queue.message_count
+    ready_bytes = queue.message_bytes
     unacked_count, unacked_bytes = unacked if unacked is not None else (queue.unacked, 0)
     persistent = persistent_bytes = 0
-    if queue.durable and ready:
+    if queue.stream is not None:  # a stream: the messages its log keeps (none are "taken")
+        ready, ready_bytes = len(queue.stream), queue.stream.size
+        unacked_count = unacked_bytes = 0
+    elif queue.durable and ready:
         for entry in queue.entries:
             if entry.message.properties.get("delivery_mode") == 2:
                 persistent += 1
@@ -181,7 +185,7 @@ def queue_snapshot(queue: Queue, unacked: tuple[int, int] | None = None) -> Queu
         queue.vhost.name, queue.name, json_value(queue.arguments) if queue.arguments else {},
         queue.auto_delete, queue.durable, queue.exclusive,
         owner.name if queue.exclusive and owner is not None else None, queue_type(queue),
-        ready, queue.message_bytes, unacked_count, unacked_bytes, persistent, persistent_bytes,
+        ready, ready_bytes, unacked_count, unacked_bytes, persistent, persistent_bytes,
         queue.consumer_count, exclusive_tag, active.tag if active is not None else None,
         queue.policy.name if queue.policy else None,
         queue.operator_policy.name if queue.operator_policy else None,

@@ -564,6 +564,12 @@ class Grant:
         if self._access is not None:
             self._check("queue", name, "read")
 
+    def write_queue(self, name: str) -> None:
+        """Publishing to a stream over the stream protocol (``rabbit_stream_reader`` checks
+        write on the stream's queue resource)."""
+        if self._access is not None:
+            self._check("queue", name, "write")
+
     def bind(self, vhost: VirtualHost, source: str, kind: str, destination: str,
              routing_key: str) -> None:
         """queue.bind/unbind and exchange.bind/unbind (``kind``: the destination's)."""

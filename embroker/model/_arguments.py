@@ -171,6 +171,14 @@ def _positive(value: Any, args: Mapping[str, Any]) -> str | None:
     return _non_negative(value, args) or (f"{{value_zero,{value}}}" if value == 0 else None)
 
 
+def _max_age(value: Any, _args: Mapping[str, Any]) -> str | None:
+    # rabbit_amqqueue:check_max_age_arg/2: a string, "<positive integer><Y|M|D|h|m|s>"
+    if not isinstance(value, str):
+        return f"{{unacceptable_type,{field_type(value)}}}"
+    from ._stream import max_age_ms
+    return None if max_age_ms(value) is not None else "invalid_max_age"
+
+
 def _queue_version(value: Any, _args: Mapping[str, Any]) -> str | None:
     if not _is_int(value):
         return f'"expected integer, got {field_type(value)}"'
@@ -205,9 +213,9 @@ _VALIDATORS: dict[str, Callable[[Any, Mapping[str, Any]], str | None]] = {
     "x-single-active-consumer": _bool,
     "x-queue-type": _queue_type,
     "x-quorum-initial-group-size": _positive,
-    "x-max-age": _longstr,
+    "x-max-age": _max_age,
     "x-stream-max-segment-size-bytes": _non_negative,
-    "x-initial-cluster-size": _non_negative,
+    "x-initial-cluster-size": _positive,
     "x-queue-leader-locator": _string_in(
         ("client-local", "balanced", "random", "least-leaders"), "invalid_queue_locator_arg"),
     "x-delivery-limit": lambda _value, _args: None,  # (no check in 3.10: any value is taken)
@@ -270,15 +278,15 @@ def validate_queue_arguments(resource: str, arguments: Mapping[str, Any], *,
                           (not durable, "non-durable")):
         if refused:
             raise PreconditionFailed(f"invalid property '{prop}' for {resource}")
-    if queue_type == "stream":
-        raise PreconditionFailed(
-            f"embroker does not implement stream queues (x-queue-type 'stream'), {resource}: "
-            "use a classic or quorum queue in tests")
 
 
-def validate_consumer_arguments(resource: str, arguments: Mapping[str, Any]) -> None:
+def validate_consumer_arguments(resource: str, arguments: Mapping[str, Any], *,
+                                stream: bool = False) -> None:
     """Raise PreconditionFailed (406) for a basic.consume argument RabbitMQ refuses
-    (``x-priority`` must be an integer)."""
+    (``x-priority`` must be an integer; a stream's consumers take none)."""
+    if stream and "x-priority" in arguments:
+        raise PreconditionFailed(f"invalid arg 'x-priority' for {resource} of queue type "
+                                 "rabbit_stream_queue")
     if "x-priority" in arguments:
         error = _int(arguments["x-priority"], arguments)
         if error is not None:

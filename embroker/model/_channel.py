@@ -37,6 +37,7 @@ from ._consumer import Browser, Consumer, Delivery, Unacked
 from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
 from ._message import Message, QueuedMessage
 from ._names import REPLY_TO, random_name, reply_name
+from ._stream import parse_offset_spec
 from ._tx import HeldPublish, HeldSettlement, Settlement, TxRecord
 
 if TYPE_CHECKING:
@@ -211,6 +212,8 @@ class Channel:
     def queue_purge(self, queue: str = "") -> int:
         self.connection.access.read_queue(self._queue_name(queue))
         q = self._queue(queue)
+        if q.stream is not None:
+            raise NotImplementedAMQP(f"queue.purge not supported by stream queues {q.resource}")
         _history.left(self.vhost.broker.clock, q, q.messages, "purged")
         return q.purge()
 
@@ -398,6 +401,8 @@ class Channel:
         q = self.vhost.queues.get(queue) if queue else None
         if q is None or (q.exclusive_owner is not None and q.exclusive_owner is not self.connection):
             q = self._queue(queue)  # raises, or resolves the empty name
+        if q.stream is not None:
+            raise NotImplementedAMQP(f"basic.get not supported by stream queues {q.resource}")
         entry = q.get()
         if entry is None:
             return None
@@ -440,8 +445,13 @@ class Channel:
             _faults.delivered(self, entry.message)
 
     def basic_consume(self, queue: str = "", consumer_tag: str = "", *, no_ack: bool = False,
-                      exclusive: bool = False, arguments: dict[str, Any] | None = None) -> str:
+                      exclusive: bool = False, arguments: dict[str, Any] | None = None,
+                      link_credit: bool = False) -> str:
         """basic.consume; returns the consumer tag (server-generated when empty).
+
+        ``link_credit``: the consumer's capacity is an AMQP 1.0 link's credit (set on it by the
+        caller), not basic.qos: a stream then needs no prefetch count (RabbitMQ 3.10's 1.0
+        plugin sets one on every session).
 
         Raises:
             NotFound: (404) no such queue.
@@ -464,7 +474,9 @@ class Channel:
             # RabbitMQ refuses an exclusive consumer on a single-active-consumer queue too.
             raise AccessRefused(f"{q.resource} in exclusive use")
         arguments = dict(arguments or {})
-        validate_consumer_arguments(q.resource, arguments)
+        validate_consumer_arguments(q.resource, arguments, stream=q.stream is not None)
+        if q.stream is not None:
+            self._check_stream_consume(q, no_ack, arguments, link_credit)
         consumer = Consumer(self, q, consumer_tag, no_ack=no_ack, exclusive=exclusive,
                             arguments=arguments, prefetch=self.prefetch_count)
         self.consumers[consumer_tag] = consumer
@@ -473,6 +485,48 @@ class Channel:
         if events is not None:
             events.consumer_created(consumer)
         return consumer_tag
+
+    def _check_stream_consume(self, q: Queue, no_ack: bool, arguments: dict[str, Any],
+                              link_credit: bool) -> None:
+        # rabbit_stream_queue:consume/3 (v3.10.8): these checks in this order; then the
+        # x-stream-offset argument is read when the consumer joins (Queue.add_consumer).
+        if not self.prefetch_count and not link_credit:
+            raise PreconditionFailed(f"consumer prefetch count is not set for '{q.resource}'")
+        if no_ack:
+            raise NotImplementedAMQP(
+                f"automatic acknowledgement not supported by stream queues {q.resource}")
+        if self.global_prefetch:
+            raise NotImplementedAMQP(f"{q.resource} does not support global qos")
+        assert q.stream is not None
+        parse_offset_spec(arguments.get("x-stream-offset"), q.stream.now_ms())
+
+    # -- the stream protocol ---------------------------------------------------------------
+
+    def stream(self, name: str, *, write: bool = False) -> Queue:
+        """The stream ``name``, for the stream protocol, once this connection may read it (or
+        write to it).
+
+        Raises:
+            AccessRefused: (403) no read (write) permission on it.
+            NotFound: (404) no such queue, or a queue that is not a stream (the stream
+                protocol's "stream does not exist").
+        """
+        if write:
+            self.connection.access.write_queue(name)
+        else:
+            self.connection.access.read_queue(name)
+        q = self.vhost.queues.get(name)
+        if q is None or q.stream is None:
+            raise NotFound(f"no {self.vhost.resource('queue', name)} (stream)")
+        return q
+
+    def stream_publish(self, name: str, messages: tuple[Message, ...],
+                       raw: tuple[bytes, ...] | None = None,
+                       filter_values: tuple[str | None, ...] | None = None) -> int:
+        """Write messages to stream ``name`` as one chunk (a stream-protocol publish; with
+        their filter values, RabbitMQ 3.13+); returns the offset of the first. Checked as
+        :meth:`stream` with ``write``."""
+        return self.stream(name, write=True).append_chunk(messages, raw, filter_values)
 
     def browse(self, queue: str) -> Browser:
         """Look at a queue's ready messages without taking them (AMQP 1.0's distribution-mode
@@ -651,13 +705,29 @@ class Channel:
         self._settle_or_hold(self._take_unacked(delivery_tag, multiple), Settlement.ACK,
                              "basic.ack")
 
+    def _refuse_stream_settlement(self, delivery_tag: int, multiple: bool) -> None:
+        # RabbitMQ's stream queues take acks only (rabbit_stream_queue:settle/5).
+        unacked = self._unacked
+        if multiple:
+            items = list(unacked.values()) if delivery_tag == 0 else [
+                item for tag, item in unacked.items() if tag <= delivery_tag]
+        else:
+            item = unacked.get(delivery_tag)
+            items = [] if item is None else [item]
+        for item in items:
+            if item.queue.stream is not None:
+                raise NotImplementedAMQP("basic.nack and basic.reject not supported by stream "
+                                         f"queues {item.queue.resource}")
+
     def basic_nack(self, delivery_tag: int = 0, multiple: bool = False,
                    requeue: bool = True) -> None:
         """basic.nack: requeue the messages to their original positions, or drop them."""
+        self._refuse_stream_settlement(delivery_tag, multiple)
         self._settle_or_hold(self._take_unacked(delivery_tag, multiple),
                              Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.nack")
 
     def basic_reject(self, delivery_tag: int, requeue: bool = True) -> None:
+        self._refuse_stream_settlement(delivery_tag, False)
         self._settle_or_hold(self._take_unacked(delivery_tag, False),
                              Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.reject")
 

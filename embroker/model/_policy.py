@@ -328,6 +328,13 @@ _NOT_FOR: Final = {
                          "ha-promote-on-shutdown", "ha-promote-on-failure",
                          "queue-master-locator", "max-age", "stream-max-segment-size-bytes",
                          "initial-cluster-size"}),
+    # rabbit_stream_queue:capabilities/0, v3.10.8
+    "stream": frozenset({"expires", "message-ttl", "dead-letter-exchange",
+                         "dead-letter-routing-key", "max-length", "max-in-memory-length",
+                         "max-in-memory-bytes", "max-priority", "overflow", "queue-mode",
+                         "single-active-consumer", "delivery-limit", *_MIRRORING[:3],
+                         "ha-promote-on-shutdown", "ha-promote-on-failure",
+                         "queue-master-locator", "dead-letter-strategy"}),
 }
 #: ... RabbitMQ 4's (v4.1.4 capabilities/0): classic queues take queue-leader-locator and refuse
 #: the quorum queues' in-memory limits and target-group-size.
@@ -336,6 +343,7 @@ _NOT_FOR_4: Final = {
                           "delivery-limit", "dead-letter-strategy", "max-in-memory-length",
                           "max-in-memory-bytes", "target-group-size"}),
     "quorum": _NOT_FOR["quorum"],
+    "stream": _NOT_FOR["stream"] | {"target-group-size"},  # (v4.1.4 capabilities/0)
 }
 
 #: Keys accepted and kept with no effect, that setting warns about, and why.
@@ -783,7 +791,8 @@ class Policies:
     def _match_resource(self, resource: Resource) -> tuple[Policy | None, Policy | None]:
         if resource.kind == "queue":
             queue = cast("Queue", resource)
-            return self.match("queue", queue.name, "quorum" if queue.quorum else "classic")
+            return self.match("queue", queue.name, "stream" if queue.stream is not None
+                              else "quorum" if queue.quorum else "classic")
         return self.match("exchange", resource.name)
 
     def attach(self, resource: Resource) -> None:

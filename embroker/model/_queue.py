@@ -43,6 +43,14 @@ from . import _history
 from ._message import Message, QueuedMessage
 from ._names import resource
 from ._policy import Policy, effective_definition, queue_settings
+from ._stream import (
+    DEFAULT_SEGMENT_SIZE,
+    StreamLog,
+    chunk_matches,
+    consumer_filter,
+    max_age_ms,
+    parse_offset_spec,
+)
 
 if TYPE_CHECKING:
     from ._channel import Channel
@@ -192,6 +200,8 @@ class Queue:
         "quorum",
         "settings",
         "single_active",
+        "stream",
+        "stream_positions",
         "unacked",
         "vhost",
     )
@@ -237,6 +247,12 @@ class Queue:
         self._active: Consumer | None = None
         #: ``x-queue-type`` quorum: deliveries carry ``x-delivery-count``, ``x-delivery-limit``.
         self.quorum = args.get("x-queue-type") == "quorum"
+        #: ``x-queue-type`` stream: the log its consumers read from an offset (``_stream``).
+        self.stream: StreamLog | None = None
+        #: A stream's consumers and the offset each reads next.
+        self.stream_positions: dict[Consumer, int] = {}
+        if args.get("x-queue-type") == "stream":
+            self.stream = _stream_log(self)
         #: The policy and operator policy that apply to it (set by its vhost's policies).
         self.policy: Policy | None = None
         self.operator_policy: Policy | None = None
@@ -270,6 +286,36 @@ class Queue:
         self._delivery_limit: int | None = limit
         self.dead_letter_exchange: str | None = settings.dead_letter_exchange
         self.dead_letter_routing_key: str | None = settings.dead_letter_routing_key
+        if self.stream is not None:
+            self._use_stream_settings()
+
+    def _use_stream_settings(self) -> None:
+        # A stream takes none of the classic and quorum keys of its policies (its type's
+        # unsupported_policies), and the retention keys from its arguments and policies, the
+        # lowest of each as RabbitMQ 3.10's rabbit_stream_queue:update_stream_conf/2 does.
+        assert self.stream is not None
+        self._max_length = self._max_bytes = self._ttl = self._expires = None
+        self._delivery_limit = None
+        self.dead_letter_exchange = self.dead_letter_routing_key = None
+        definitions = [p.definition for p in (self.policy, self.operator_policy)
+                       if p is not None]
+
+        def lowest(key: str, convert: Any) -> int | None:
+            values = [convert(d[key]) for d in definitions if key in d]
+            values.append(convert(self.arguments.get("x-" + key)))
+            found = [v for v in values if v is not None]
+            return min(found) if found else None
+
+        def as_int(value: Any) -> int | None:
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        def as_age(value: Any) -> int | None:
+            return max_age_ms(value) if isinstance(value, str) else None
+
+        log = self.stream
+        log.max_bytes = lowest("max-length-bytes", as_int)
+        log.max_age = lowest("max-age", as_age)
+        log.segment_size = lowest("stream-max-segment-size-bytes", as_int) or DEFAULT_SEGMENT_SIZE
 
     def apply_policies(self, policy: Policy | None, operator_policy: Policy | None) -> None:
         """Take the policy and operator policy that now apply (set, changed or cleared) as
@@ -286,6 +332,9 @@ class Queue:
                                        rabbitmq4=self.vhost.broker.profile.rabbitmq4)
         self._use_settings()
         if self.deleted:
+            return
+        if self.stream is not None:
+            self.stream.apply_retention()  # (osiris re-evaluates when its retention changes)
             return
         if self._expires is None and self._idle_timer is not None:
             self._idle_timer.cancel()
@@ -358,6 +407,8 @@ class Queue:
         """The ready messages in delivery order, without consuming them (a snapshot taken
         under the broker's lock: safe while a listener serves clients)."""
         with self.vhost.broker._lock:
+            if self.stream is not None:
+                return self.stream.messages()  # a stream: every message it keeps
             return [entry.message for entry in self._ready]
 
     @property
@@ -380,7 +431,18 @@ class Queue:
     # -- consumers -----------------------------------------------------------------------------
 
     def add_consumer(self, consumer: Consumer) -> None:
-        """Add a consumer; it takes its turn after those of its priority already there."""
+        """Add a consumer; it takes its turn after those of its priority already there. A
+        stream's consumer reads from where its ``x-stream-offset`` argument says.
+
+        Raises:
+            InternalError: (541) a stream consumer's ``x-stream-offset`` is not one (as
+                RabbitMQ 3.10 answers).
+        """
+        position = 0
+        if self.stream is not None:
+            spec = parse_offset_spec(consumer.arguments.get("x-stream-offset"),
+                                     self.stream.now_ms())
+            position = self.stream.start_offset(spec)
         group = self._groups.get(consumer.priority)
         if group is None:
             group = self._groups[consumer.priority] = deque()
@@ -388,6 +450,8 @@ class Queue:
         group.append(consumer)
         self._consumer_count += 1
         self.had_consumers = True
+        if self.stream is not None:
+            self.stream_positions[consumer] = position
         if self.single_active:
             self._registered.append(consumer)
             if self._active is None:
@@ -410,6 +474,7 @@ class Queue:
         else:
             return False
         self._consumer_count -= 1
+        self.stream_positions.pop(consumer, None)
         if consumer.channel in self._suspended and all(
                 c.channel is not consumer.channel for c in self.consumers):
             self._suspended.discard(consumer.channel)
@@ -436,6 +501,7 @@ class Queue:
         self._blocked.clear()
         self._suspended.clear()
         self._consumer_count = 0
+        self.stream_positions.clear()
         self._registered.clear()
         self._active = None
         return consumers
@@ -458,6 +524,9 @@ class Queue:
 
         Runtime complexity: ``O(1)`` amortised.
         """
+        if self.stream is not None:
+            self.append_chunk((message,))
+            return True
         limited = self._max_length is not None or self._max_bytes is not None
         if limited and self._overflow != "drop-head" and (
                 self._blocks(publisher) if self.quorum
@@ -499,6 +568,9 @@ class Queue:
         Runtime complexity: ``O(k)`` when they go back to the head (the usual case), ``O(k * n)``
         at worst.
         """
+        if self.stream is not None:  # nothing goes back to a stream: only the credit
+            self.unacked -= sum(1 for _entry in entries)
+            return
         ready = self._ready
         limit = self._delivery_limit
         over_limit = []
@@ -613,7 +685,11 @@ class Queue:
 
     def dispatch(self) -> None:
         """Hand ready messages to consumers with room until one side runs out: the highest
-        priority consumers that have room first, taking turns within a priority."""
+        priority consumers that have room first, taking turns within a priority. A stream's
+        consumers each read on from their own offset while they have room."""
+        if self.stream is not None:
+            self._dispatch_stream()
+            return
         ready = self._ready
         if self._expiring:
             self._expire_head()
@@ -789,6 +865,51 @@ class Queue:
             if timer is not None:
                 timer.cancel()
         self._expiry_timer = self._idle_timer = None
+        if self.stream is not None:
+            self.stream.stop()
+
+    # -- streams -------------------------------------------------------------------------------
+
+    def append_chunk(self, messages: tuple[Message, ...], raw: tuple[bytes, ...] | None = None,
+                     filter_values: tuple[str | None, ...] | None = None) -> int:
+        """Write messages to a stream as one chunk and deliver them to the consumers that have
+        room; returns the offset of the first.
+
+        Runtime complexity: ``O(m + c)`` for ``m`` messages and ``c`` consumers.
+        """
+        assert self.stream is not None
+        if filter_values is None and self.vhost.broker.profile.rabbitmq4:
+            # RabbitMQ 3.13+: an AMQP message's x-stream-filter-value header is its filter value
+            # (v4.1.4 rabbit_stream_queue:stream_message/1)
+            filter_values = tuple(_filter_value(m) for m in messages)
+        chunk = self.stream.append(messages, raw, filter_values)
+        if self._consumer_count:
+            self._dispatch_stream()
+        return chunk.first_offset
+
+    def _dispatch_stream(self) -> None:
+        stream = self.stream
+        assert stream is not None
+        positions = self.stream_positions
+        rabbitmq4 = self.vhost.broker.profile.rabbitmq4
+        for consumer in list(positions):
+            # RabbitMQ 3.13+: a consumer's x-stream-filter skips the chunks that do not match
+            spec = consumer_filter(consumer.arguments) if rabbitmq4 else None
+            while consumer in positions and consumer.has_capacity():
+                offset = max(positions[consumer], stream.first_offset)
+                chunk = stream.chunk_at(offset)
+                if chunk is None:
+                    break
+                if not chunk_matches(chunk, spec):
+                    positions[consumer] = chunk.next_offset
+                    continue
+                message = chunk.messages[offset - chunk.first_offset]
+                positions[consumer] = offset + 1
+                headers = {**(message.properties.get("headers") or {}),
+                           "x-stream-offset": Long(offset)}
+                entry = QueuedMessage(message.with_headers(headers), offset)
+                self.unacked += 1
+                consumer.deliver(self, entry)
 
     # -- invariants ----------------------------------------------------------------------------
 
@@ -800,6 +921,10 @@ class Queue:
             seqs = [entry.seq for entry in ready]
             assert seqs == sorted(seqs), f"{self!r}: ready messages out of order"
         assert self.unacked >= 0, f"{self!r}: negative unacked count"
+        if self.stream is not None:
+            self.stream._check()
+            assert not ready
+            assert set(self.stream_positions) == set(self.consumers)
         assert self._ready_bytes == sum(len(e.message.body) for e in ready)
         assert not self._over_limit() or self._overflow != "drop-head" or not ready
         assert not self.deleted, f"{self!r}: deleted but still in its vhost"
@@ -811,6 +936,23 @@ class Queue:
 
 #: Where a quorum queue lets blocked publishers go: 80% of its limits (rabbit_fifo.hrl).
 _LOW_LIMIT = 0.8
+
+
+def _filter_value(message: Message) -> str | None:
+    value = (message.properties.get("headers") or {}).get("x-stream-filter-value")
+    return value if isinstance(value, str) else None
+
+
+def _stream_log(queue: Queue) -> StreamLog:
+    """A new stream's log, from its arguments (validated when it was declared)."""
+    args = queue.arguments
+    max_bytes = args.get("x-max-length-bytes")
+    max_age = args.get("x-max-age")
+    segment = args.get("x-stream-max-segment-size-bytes")
+    return StreamLog(queue.vhost.broker.clock,
+                     max_bytes=max_bytes if isinstance(max_bytes, int) else None,
+                     max_age=max_age_ms(max_age) if isinstance(max_age, str) else None,
+                     segment_size=segment if isinstance(segment, int) else DEFAULT_SEGMENT_SIZE)
 
 
 def _by_seq(entry: QueuedMessage) -> int:

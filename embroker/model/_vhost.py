@@ -285,8 +285,9 @@ class VirtualHost:
         if not name:
             if arguments.get("x-queue-type", "classic") != "classic":
                 raise PreconditionFailed(
-                    "Cannot declare a server-named queue for type rabbit_quorum_queue"
-                    if arguments["x-queue-type"] == "quorum" else
+                    "Cannot declare a server-named queue for type "
+                    f"rabbit_{arguments['x-queue-type']}_queue"
+                    if arguments["x-queue-type"] in ("quorum", "stream") else
                     f"Cannot declare a server-named queue for type {arguments['x-queue-type']}")
             name = random_name("amq.gen-")
         elif name.startswith("amq."):

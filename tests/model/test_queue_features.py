@@ -368,12 +368,6 @@ def test_queue_type_rules(ch: Channel, kwargs: dict[str, object], text: str) -> 
     assert err.value.reply_text == f"PRECONDITION_FAILED - {text}"
 
 
-def test_stream_queues_are_refused_clearly(ch: Channel) -> None:
-    """RabbitMQ has stream queues; embroker does not, and says so rather than act classic."""
-    with pytest.raises(PreconditionFailed, match="does not implement stream queues"):
-        ch.queue_declare("s", durable=True, arguments={"x-queue-type": "stream"})
-
-
 def test_classic_queue_redeclared_with_explicit_classic_type(ch: Channel) -> None:
     ch.queue_declare("q")
     ch.queue_declare("q", arguments={"x-queue-type": "classic"})

@@ -1,0 +1,139 @@
+"""Streams: rstream publishing to and consuming from embroker's stream listener and the
+reference RabbitMQ's stream plugin (127.0.0.1:5552).
+
+Run: python benchmarks/streams.py [--messages N] [--repeat R]
+
+embroker runs as ``python -m embroker serve --port 0 --stream-port 0 --no-management`` in a
+process of its own (as RabbitMQ does: in-process, the listener and the client would share one
+GIL). Each run uses a fresh, uniquely named stream, deleted after; 100-byte bodies:
+
+- publish: N messages with ``Producer.send_batch`` in batches of 100 (one Publish frame, so
+  one chunk, each), until every message is confirmed;
+- consume: a consumer from ``first`` (credit 10 chunks) until it has the N messages.
+
+Each line runs ``--repeat`` times (3) on each side, alternating, and shows the fastest run in
+messages per second. If the reference does not answer on 5552 its column says so. Nothing
+here is asserted: it prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rstream import (
+    AMQPMessage,
+    Consumer,
+    ConsumerOffsetSpecification,
+    MessageContext,
+    OffsetType,
+    Producer,
+)
+
+BODY = b"x" * 100
+BATCH = 100
+REFERENCE = ("127.0.0.1", 5552)
+
+
+@contextmanager
+def embroker_server() -> Iterator[tuple[str, int]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "embroker", "serve", "--port", "0", "--host", "127.0.0.1",
+         "--no-management", "--stream-port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"the stream protocol on port (\d+)", line)
+        if match is None:
+            raise RuntimeError(f"embroker did not start: {line!r}")
+        yield "127.0.0.1", int(match.group(1))
+    finally:
+        proc.send_signal(2)
+        proc.communicate(timeout=10)
+
+
+async def one_run(host: str, port: int, n: int) -> tuple[float, float]:
+    """Seconds to publish N (confirmed) and to consume N."""
+    stream = f"embroker-bench-{uuid.uuid4().hex[:8]}"
+    async with Producer(host, port=port, username="guest", password="guest") as producer:
+        await producer.create_stream(stream)
+        confirmed = 0
+        all_confirmed = asyncio.Event()
+
+        def on_confirm(_status: object) -> None:
+            nonlocal confirmed
+            confirmed += 1
+            if confirmed >= n:
+                all_confirmed.set()
+
+        start = time.perf_counter()
+        for i in range(0, n, BATCH):
+            await producer.send_batch(stream, [AMQPMessage(body=BODY)
+                                               for _ in range(min(BATCH, n - i))],
+                                      on_publish_confirm=on_confirm)
+        await asyncio.wait_for(all_confirmed.wait(), 120)
+        published = time.perf_counter() - start
+        done = asyncio.Event()
+        count = 0
+
+        async def on_message(_msg: bytes, _ctx: MessageContext) -> None:
+            nonlocal count
+            count += 1
+            if count >= n:
+                done.set()
+
+        consumer = Consumer(host, port=port, username="guest", password="guest")
+        await consumer.start()
+        start = time.perf_counter()
+        await consumer.subscribe(stream, on_message, offset_specification=(
+            ConsumerOffsetSpecification(OffsetType.FIRST, None)))
+        await asyncio.wait_for(done.wait(), 120)
+        consumed = time.perf_counter() - start
+        await consumer.close()
+        await producer.delete_stream(stream)
+    return published, consumed
+
+
+def reference_answers() -> bool:
+    import socket
+
+    try:
+        socket.create_connection(REFERENCE, timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    n = args.messages
+    results: dict[str, list[tuple[float, float]]] = {"embroker": [], "RabbitMQ": []}
+    with_reference = reference_answers()
+    with embroker_server() as (host, port):
+        for _ in range(args.repeat):
+            results["embroker"].append(asyncio.run(one_run(host, port, n)))
+            if with_reference:
+                results["RabbitMQ"].append(asyncio.run(one_run(*REFERENCE, n)))
+    print(f"rstream, {n} messages of {len(BODY)} bytes, batches of {BATCH}, fastest of "
+          f"{args.repeat} (messages per second)")
+    print(f"{'':10}{'embroker':>14}{'RabbitMQ 5552':>16}")
+    for i, what in enumerate(("publish", "consume")):
+        mine = n / min(r[i] for r in results["embroker"])
+        theirs = (f"{n / min(r[i] for r in results['RabbitMQ']):16,.0f}"
+                  if results["RabbitMQ"] else f"{'(not answering)':>16}")
+        print(f"{what:10}{mine:14,.0f}{theirs}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,465 @@
+"""Stream queues (``x-queue-type: stream``): an append-only log read from an offset.
+
+Theory of operation
+-------------------
+RabbitMQ keeps a stream in osiris, a log of *chunks* (the messages written together, with the
+offset of the first one and a timestamp) in *segments* (files of at most
+``x-stream-max-segment-size-bytes``). Every message gets the next offset, from 0, and keeps it:
+consumers read from an offset they choose (``x-stream-offset``) and nothing they do removes a
+message. Only retention does, and only a whole segment at a time, the oldest first, never the
+segment being written:
+
+- ``x-max-length-bytes``: when a new segment is opened, the oldest segments go while the log
+  holds more bytes than that;
+- ``x-max-age``: when a new segment is opened, and (embroker) when the broker's clock reaches
+  the moment a closed segment's newest chunk gets older than that, the segments that old go.
+
+Afterwards the log's first offset (what ``first`` reads from) is the first offset of its oldest
+segment. A consumer whose place was removed goes on at the new first offset.
+
+Sizes are counted as osiris counts them for a chunk (a 48-byte header, then per message a 4-byte
+size and the message), with the message counted as its body and its routing key and header
+names (embroker does not encode 0-9-1 messages as AMQP 1.0 in the model): retention cuts at
+segment boundaries in the same way as RabbitMQ's, not at byte-identical places. RabbitMQ applies
+retention asynchronously (an ``osiris_retention`` process); embroker does it at once.
+
+Each publish through AMQP 0-9-1 or 1.0 is one chunk; a stream-protocol ``publish`` frame's
+messages for one stream are one chunk, as osiris writes a batch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final, final
+
+from ..errors import InternalError
+
+if TYPE_CHECKING:
+    from ._clock import Clock, Timer
+    from ._message import Message
+
+__all__ = ["Chunk", "ChunkReader", "FilterSpec", "OffsetSpec", "SacMember", "StreamLog", "chunk_matches",
+           "consumer_filter", "max_age_ms", "parse_offset_spec"]
+
+#: osiris' default ``max_segment_size_bytes`` (RabbitMQ's stream default: 500 MB).
+DEFAULT_SEGMENT_SIZE: Final = 500_000_000
+#: osiris v1's chunk header (``?HEADER_SIZE_B``).
+CHUNK_HEADER_SIZE: Final = 48
+#: The size field in front of each simple entry of a chunk.
+ENTRY_HEADER_SIZE: Final = 4
+
+#: rabbit_amqqueue:unit_value_in_ms/1.
+_UNIT_MS: Final = {"Y": 365 * 86_400_000, "M": 30 * 86_400_000, "D": 86_400_000,
+                   "h": 3_600_000, "m": 60_000, "s": 1000}
+_MAX_AGE: Final = re.compile(r"([0-9]*)(.*)", re.DOTALL)
+
+#: What a consumer starts from: ``"first"``, ``"last"``, ``"next"``, an offset, or
+#: ``("timestamp", milliseconds since the epoch)``.
+OffsetSpec = str | int | tuple[str, int]
+
+
+def max_age_ms(value: str) -> int | None:
+    """``x-max-age`` (``"7D"``, ``"12h"``...) in milliseconds, as RabbitMQ 3.10's
+    ``rabbit_amqqueue:check_max_age/1`` reads it (Y, M, D, h, m, s; a positive number);
+    ``None`` when it is not one (RabbitMQ: ``invalid_max_age``).
+
+    >>> max_age_ms("1D"), max_age_ms("90s"), max_age_ms("0D"), max_age_ms("1X")
+    (86400000, 90000, None, None)
+    """
+    match = _MAX_AGE.fullmatch(value)
+    if match is None or not match.group(1) or int(match.group(1)) <= 0:
+        return None
+    unit = _UNIT_MS.get(match.group(2))
+    return None if unit is None else int(match.group(1)) * unit
+
+
+def parse_offset_spec(value: Any, now_ms: int) -> OffsetSpec:
+    """The ``x-stream-offset`` consumer argument as RabbitMQ 3.10 reads it
+    (``rabbit_stream_queue:parse_offset_arg/1``): none is ``next``; ``first``, ``last``,
+    ``next``; a timestamp (a ``datetime``, seconds); an interval string such as ``"1D"`` (that
+    long before ``now_ms``); any integer is an offset.
+
+    Raises:
+        InternalError: (541, closes the connection) anything else: RabbitMQ's channel does not
+            expect the error its stream queue returns and answers ``INTERNAL_ERROR``.
+    """
+    import datetime
+
+    if value is None:
+        return "next"
+    if isinstance(value, str | bytes):
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        if text in ("first", "last", "next"):
+            return text
+        ms = max_age_ms(text)
+        if ms is None:
+            raise InternalError("")
+        return ("timestamp", now_ms - ms)
+    if isinstance(value, datetime.datetime):
+        seconds = value.replace(tzinfo=datetime.timezone.utc).timestamp() \
+            if value.tzinfo is None else value.timestamp()
+        return ("timestamp", int(seconds) * 1000)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise InternalError("")
+
+
+@final
+class Chunk:
+    """Messages written to a stream together: the offset of the first, when (milliseconds
+    since the epoch), and their size as osiris counts it."""
+
+    __slots__ = ("filter_values", "first_offset", "messages", "raw", "size", "timestamp",
+                 "unfiltered")
+
+    def __init__(self, first_offset: int, timestamp: int, messages: Sequence[Message],
+                 raw: Sequence[bytes] | None = None,
+                 filter_values: Sequence[str | None] | None = None) -> None:
+        self.first_offset = first_offset
+        self.timestamp = timestamp
+        self.messages: tuple[Message, ...] = tuple(messages)
+        values = list(filter_values) if filter_values is not None else [None] * len(messages)
+        #: The filter values of its messages (RabbitMQ 3.13+: osiris keeps them in the chunk's
+        #: Bloom filter), and whether some message has none.
+        self.filter_values: frozenset[str] = frozenset(v for v in values if v is not None)
+        self.unfiltered = any(v is None for v in values)
+        #: The AMQP 1.0 bytes of each message as a stream-protocol publisher sent them (osiris
+        #: keeps them as they came), or ``None`` for messages published over AMQP.
+        self.raw: tuple[bytes, ...] | None = tuple(raw) if raw is not None else None
+        sizes = ([len(r) for r in self.raw] if self.raw is not None
+                 else [message_size(m) for m in self.messages])
+        self.size = CHUNK_HEADER_SIZE + sum(ENTRY_HEADER_SIZE + n for n in sizes)
+
+    @property
+    def next_offset(self) -> int:
+        return self.first_offset + len(self.messages)
+
+    def __repr__(self) -> str:
+        return f"<Chunk {self.first_offset}..{self.next_offset - 1} at {self.timestamp}>"
+
+
+#: A reader's filter (RabbitMQ 3.13+): the filter values it wants, and whether it also wants
+#: the chunks with messages that have none (``match-unfiltered``).
+FilterSpec = tuple[frozenset[str], bool]
+
+
+def chunk_matches(chunk: Chunk, spec: FilterSpec | None) -> bool:
+    """Whether a reader with ``spec`` is sent ``chunk`` (all of it: the client filters its
+    messages). As osiris' Bloom filters decide, without their false positives: a chunk with
+    one of the values, or (match-unfiltered) with a message that has none.
+
+    >>> c = Chunk(0, 0, [], filter_values=["eu", None])
+    >>> chunk_matches(c, (frozenset({"eu"}), False)), chunk_matches(c, (frozenset({"us"}), False))
+    (True, False)
+    >>> chunk_matches(c, (frozenset({"us"}), True)), chunk_matches(c, None)
+    (True, True)
+    """
+    if spec is None:
+        return True
+    values, match_unfiltered = spec
+    return bool(chunk.filter_values & values) or (match_unfiltered and chunk.unfiltered)
+
+
+def consumer_filter(arguments: dict[str, Any]) -> FilterSpec | None:
+    """An AMQP consumer's filter from its arguments, as RabbitMQ 4.1.4 reads them
+    (``rabbit_stream_queue:filter_spec/1``): ``x-stream-filter`` a string or an array of
+    strings (others in it ignored), ``x-stream-match-unfiltered`` a boolean (else false);
+    no ``x-stream-filter``, no filter."""
+    given = arguments.get("x-stream-filter")
+    if isinstance(given, str):
+        values = frozenset({given})
+    elif isinstance(given, list | tuple):
+        values = frozenset(v for v in given if isinstance(v, str))
+    else:
+        return None
+    match = arguments.get("x-stream-match-unfiltered")
+    return values, match if isinstance(match, bool) else False
+
+
+def message_size(message: Message) -> int:
+    """How many bytes embroker counts for a message in a stream (see the module's notes)."""
+    headers = message.properties.get("headers") or {}
+    return len(message.body) + len(message.routing_key) + sum(len(k) for k in headers)
+
+
+@final
+class ChunkReader:
+    """A reader of whole chunks (a stream-protocol subscription): from its offset, one chunk per
+    unit of credit, handed to ``on_chunk``; ``on_gone`` when the stream is deleted.
+
+    Attributes:
+        position: the offset of the next message it has not been sent.
+        credit: how many more chunks it may be sent.
+    """
+
+    __slots__ = ("credit", "filter", "log", "on_chunk", "on_gone", "position")
+
+    def __init__(self, log: StreamLog, position: int, credit: int,
+                 on_chunk: Callable[[Chunk], None], on_gone: Callable[[], None],
+                 filter_spec: FilterSpec | None = None) -> None:
+        self.log = log
+        self.position = position
+        self.credit = credit
+        self.on_chunk = on_chunk
+        self.on_gone = on_gone
+        #: Its filter (RabbitMQ 3.13+), or ``None``: the chunks that do not match are skipped
+        #: and take no credit.
+        self.filter = filter_spec
+
+    def add_credit(self, credit: int) -> None:
+        """More credit: the chunks it allows go out at once."""
+        self.credit += credit
+        self.pump()
+
+    def pump(self) -> None:
+        """Send the chunks its credit allows (the whole chunk that holds its position first,
+        as osiris sends a chunk whole: the client skips what is before its offset)."""
+        log = self.log
+        while self.credit > 0 and self in log.readers:
+            position = max(self.position, log.first_offset)
+            chunk = log.chunk_at(position)
+            if chunk is None:
+                return
+            self.position = chunk.next_offset
+            if not chunk_matches(chunk, self.filter):
+                continue
+            self.credit -= 1
+            self.on_chunk(chunk)
+
+    def close(self) -> None:
+        """Stop reading (unsubscribe)."""
+        if self in self.log.readers:
+            self.log.readers.remove(self)
+
+
+@final
+class SacMember:
+    """A member of a single-active-consumer group: ``activate`` is called when it becomes the
+    active one after another left."""
+
+    __slots__ = ("activate",)
+
+    def __init__(self, activate: Callable[[], None]) -> None:
+        self.activate = activate
+
+
+@final
+class StreamLog:
+    """The log of one stream: segments of chunks, the first and next offsets, retention.
+
+    Args:
+        clock: the broker's clock (chunk timestamps, ``x-max-age``).
+        max_bytes: ``x-max-length-bytes``, or ``None``.
+        max_age: ``x-max-age`` in milliseconds, or ``None``.
+        segment_size: ``x-stream-max-segment-size-bytes``.
+    """
+
+    __slots__ = ("_age_timer", "_clock", "_segment_bytes", "first_offset", "groups", "max_age",
+                 "max_bytes",
+                 "next_offset", "offsets", "on_truncate", "readers", "segment_size", "segments",
+                 "writers")
+
+    def __init__(self, clock: Clock, *, max_bytes: int | None = None, max_age: int | None = None,
+                 segment_size: int = DEFAULT_SEGMENT_SIZE) -> None:
+        self._clock = clock
+        self.max_bytes = max_bytes
+        self.max_age = max_age
+        self.segment_size = segment_size
+        #: The segments, oldest first; the last one is written to. Never empty.
+        self.segments: list[list[Chunk]] = [[]]
+        self._segment_bytes = 0  # of the segment being written
+        #: The offset of the oldest message kept (what ``first`` reads from).
+        self.first_offset = 0
+        #: The offset the next message will get.
+        self.next_offset = 0
+        self._age_timer: Timer | None = None
+        #: Called after retention removed segments (the queue moves its readers on).
+        self.on_truncate: Any = None
+        #: Its chunk readers (stream-protocol subscriptions), in the order they came.
+        self.readers: list[ChunkReader] = []
+        #: Publisher reference -> the last publishing id written (deduplication: osiris'
+        #: writer tracking).
+        self.writers: dict[str, int] = {}
+        #: Consumer reference -> the offset it stored (StoreOffset: osiris' offset tracking).
+        self.offsets: dict[str, int] = {}
+        #: Single active consumer groups (RabbitMQ 3.11+): name -> members in the order they
+        #: came, the first one active (rabbit_stream_sac_coordinator, for one stream).
+        self.groups: dict[str, list[SacMember]] = {}
+
+    def __len__(self) -> int:
+        """How many messages it holds."""
+        return self.next_offset - self.first_offset
+
+    @property
+    def chunks(self) -> Iterator[Chunk]:
+        for segment in self.segments:
+            yield from segment
+
+    @property
+    def size(self) -> int:
+        """Its bytes, as osiris counts its chunks."""
+        return sum(chunk.size for chunk in self.chunks)
+
+    def now_ms(self) -> int:
+        return int(self._clock.time() * 1000)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def append(self, messages: Sequence[Message], raw: Sequence[bytes] | None = None,
+               filter_values: Sequence[str | None] | None = None) -> Chunk:
+        """Write ``messages`` as one chunk; returns it. Opens a new segment first when the one
+        being written is full (then retention runs, as osiris does at roll-over).
+
+        Runtime complexity: ``O(m)`` for ``m`` messages, plus ``O(s)`` for ``s`` segments at a
+        roll-over.
+        """
+        if self.segments[-1] and self._segment_bytes >= self.segment_size:
+            self.segments.append([])
+            self._segment_bytes = 0
+            self.apply_retention()
+        chunk = Chunk(self.next_offset, self.now_ms(), messages, raw, filter_values)
+        self.segments[-1].append(chunk)
+        self._segment_bytes += chunk.size
+        self.next_offset = chunk.next_offset
+        for reader in list(self.readers):
+            reader.pump()
+        return chunk
+
+    def reader(self, spec: OffsetSpec, credit: int, on_chunk: Callable[[Chunk], None],
+               on_gone: Callable[[], None],
+               filter_spec: FilterSpec | None = None) -> ChunkReader:
+        """A new chunk reader from where ``spec`` says (see :meth:`start_offset`); the chunks
+        its credit allows go out at once."""
+        reader = ChunkReader(self, self.start_offset(spec), credit, on_chunk, on_gone,
+                             filter_spec)
+        self.readers.append(reader)
+        reader.pump()
+        return reader
+
+    def apply_retention(self) -> None:
+        """Remove the oldest closed segments that ``x-max-length-bytes`` or ``x-max-age`` no
+        longer keep (never the segment being written)."""
+        segments = self.segments
+        removed = 0
+        if self.max_bytes is not None:
+            total = sum(c.size for seg in segments for c in seg)
+            while len(segments) - removed > 1 and total > self.max_bytes:
+                total -= sum(c.size for c in segments[removed])
+                removed += 1
+        if self.max_age is not None:
+            oldest_kept = self.now_ms() - self.max_age
+            while (len(segments) - removed > 1 and segments[removed]
+                   and segments[removed][-1].timestamp < oldest_kept):
+                removed += 1
+        if removed:
+            del segments[:removed]
+            first = segments[0][0].first_offset if segments[0] else self.next_offset
+            self.first_offset = first
+            if self.on_truncate is not None:
+                self.on_truncate()
+        self._arm_age_timer()
+
+    def _arm_age_timer(self) -> None:
+        # x-max-age on the broker's clock: when the oldest closed segment gets too old.
+        if self._age_timer is not None:
+            self._age_timer.cancel()
+            self._age_timer = None
+        if self.max_age is None or len(self.segments) < 2 or not self.segments[0]:
+            return
+        due_ms = self.segments[0][-1].timestamp + self.max_age
+        delay = max(0.0, due_ms / 1000 - self._clock.time()) + 0.001
+        self._age_timer = self._clock.call_at(self._clock.monotonic() + delay,
+                                              self._age_expired)
+
+    def _age_expired(self) -> None:
+        self._age_timer = None
+        self.apply_retention()
+
+    def join_group(self, name: str, member: SacMember) -> bool:
+        """Register a single-active-consumer member; returns whether it is the active one
+        (the first of its group)."""
+        group = self.groups.setdefault(name, [])
+        group.append(member)
+        return len(group) == 1
+
+    def leave_group(self, name: str, member: SacMember) -> None:
+        """A member goes; if it was active, the next one (the earliest to come) is activated."""
+        group = self.groups.get(name)
+        if group is None or member not in group:
+            return
+        was_active = group[0] is member
+        group.remove(member)
+        if not group:
+            del self.groups[name]
+        elif was_active:
+            group[0].activate()
+
+    def stop(self) -> None:
+        """The stream is deleted: its timer must not fire, its readers are told."""
+        if self._age_timer is not None:
+            self._age_timer.cancel()
+            self._age_timer = None
+        readers, self.readers = self.readers, []
+        for reader in readers:
+            reader.on_gone()
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def start_offset(self, spec: OffsetSpec) -> int:
+        """Where a reader asking for ``spec`` starts, as osiris places it: ``first`` the first
+        offset kept, ``last`` the first offset of the last chunk, ``next`` the next offset; an
+        offset within the log, else the nearest end of it; a timestamp the first chunk written
+        at or after it (else ``next``)."""
+        if spec == "first":
+            return self.first_offset
+        if spec == "next":
+            return self.next_offset
+        if spec == "last":
+            last = self.segments[-1][-1] if self.segments[-1] else None
+            return last.first_offset if last is not None else self.next_offset
+        if isinstance(spec, tuple):
+            for chunk in self.chunks:
+                if chunk.timestamp >= spec[1]:
+                    return chunk.first_offset
+            return self.next_offset
+        if isinstance(spec, int):
+            return min(max(spec, self.first_offset), self.next_offset)
+        raise ValueError(f"not an offset spec: {spec!r}")
+
+    def chunk_at(self, offset: int) -> Chunk | None:
+        """The chunk holding ``offset``, or ``None``.
+
+        Runtime complexity: ``O(log c)`` for ``c`` chunks in its segment.
+        """
+        for segment in self.segments:
+            if segment and segment[0].first_offset <= offset < segment[-1].next_offset:
+                lo, hi = 0, len(segment) - 1
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if segment[mid].first_offset <= offset:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                return segment[lo]
+        return None
+
+    def read(self, offset: int) -> Message | None:
+        """The message at ``offset``, or ``None`` when it is not (or no longer) in the log."""
+        chunk = self.chunk_at(offset)
+        return None if chunk is None else chunk.messages[offset - chunk.first_offset]
+
+    def messages(self) -> list[Message]:
+        """Every message kept, oldest first."""
+        return [m for chunk in self.chunks for m in chunk.messages]
+
+    def _check(self) -> None:
+        chunks = list(self.chunks)
+        assert self.segments, "no segment"
+        assert all(self.segments[:-1]), "only the last segment may be empty"
+        expected = self.first_offset
+        for chunk in chunks:
+            assert chunk.first_offset == expected, f"{chunk!r}: offsets not contiguous"
+            expected = chunk.next_offset
+        assert expected == self.next_offset
+        assert self._segment_bytes == sum(c.size for c in self.segments[-1])

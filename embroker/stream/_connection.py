@@ -1,0 +1,913 @@
+"""The server side of one stream-protocol connection (sans-IO): bytes in, model calls, bytes out.
+
+Theory of operation
+-------------------
+A client opens with PeerProperties, SaslHandshake, SaslAuthenticate (PLAIN), answers our Tune
+with its own, then Open picks a virtual host; each step is allowed in one state only
+(:data:`EXPECTED`), anything else closes the connection. Once open, requests are answered in
+the order they come, each through the model as the AMQP layers do (one model channel: streams
+are declared, deleted, read and written with the model's checks and texts):
+
+- Create / Delete: ``queue.declare`` of a durable ``x-queue-type: stream`` queue (the
+  arguments ``max-age``, ``max-length-bytes``, ``stream-max-segment-size-bytes``,
+  ``initial-cluster-size``, ``queue-leader-locator`` become its ``x-`` arguments) / its
+  deletion.
+- DeclarePublisher / Publish / DeletePublisher: a Publish frame's messages for one stream are
+  one chunk; a publisher with a reference is deduplicated (a publishing id not above the last
+  one written for the reference is confirmed and not written again); QueryPublisherSequence
+  answers that last id.
+- Subscribe / Credit / Unsubscribe: a subscription is a chunk reader of the model's log, sent
+  one chunk per credit as Deliver frames (osiris chunks with their CRC32); StoreOffset and
+  QueryOffset keep a consumer reference's offset in the stream (the model's, so every
+  connection sees it).
+- Metadata names this listener as every stream's leader, with no replicas.
+
+Message bodies are AMQP 1.0 messages: a message published here keeps its bytes for stream
+readers and is read by 0-9-1 and 1.0 consumers through the 1.0 codec (``embroker.amqp10``);
+a message published over AMQP is sent to stream readers encoded by that codec.
+
+Errors: bad bytes raise :class:`StreamProtocolError` inside, which closes this connection with
+a Close frame (its code and reason), nothing else; the model's refusals of a request become
+its response code.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import itertools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, final
+
+from .. import fieldtypes
+from ..amqp10 import (
+    DecodeError,
+    Properties,
+    Symbol,
+    Timestamp,
+    UByte,
+    encode_value,
+    parse_message,
+    to_amqp10,
+)
+from ..amqp10._definitions import SECTION_DATA
+from ..amqp10._message import ParsedMessage, to_model
+from ..amqp10._message import _value_from_091 as value_from_091
+from ..amqp10._message import _value_to_091 as value_to_091
+from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound, PreconditionFailed
+from ..model._message import Message
+from ..model._stream import Chunk, ChunkReader, FilterSpec, OffsetSpec, SacMember
+from ._frames import (
+    DEFAULT_FRAME_MAX,
+    Code,
+    Fields,
+    FrameReader,
+    Key,
+    StreamProtocolError,
+    Writer,
+    chunk_frame,
+    response_key,
+)
+
+if TYPE_CHECKING:
+    from ..model import Broker as ModelBroker
+    from ..model._channel import Channel as ModelChannel
+    from ..model._connection import Connection as ModelConnection
+
+__all__ = ["State", "StreamConnection"]
+
+#: What we offer in Tune (RabbitMQ's defaults: 1 MiB frames, 60 s heartbeats).
+FRAME_MAX: Final = DEFAULT_FRAME_MAX
+HEARTBEAT: Final = 60
+
+#: Offset types of Subscribe (PROTOCOL.adoc).
+_OFFSET_TYPES: Final = {1: "first", 2: "last", 3: "next"}
+
+#: Create's arguments and the queue arguments they are (rabbit_stream_utils, v3.10.8).
+_CREATE_ARGUMENTS: Final = {
+    "max-length-bytes": ("x-max-length-bytes", int),
+    "max-age": ("x-max-age", str),
+    "stream-max-segment-size-bytes": ("x-stream-max-segment-size-bytes", int),
+    "initial-cluster-size": ("x-initial-cluster-size", int),
+    "queue-leader-locator": ("x-queue-leader-locator", str),
+}
+
+
+class State(enum.Enum):
+    """Where a connection is in its opening, and after."""
+
+    PEER_PROPERTIES = "peer-properties"
+    SASL_HANDSHAKE = "sasl-handshake"
+    SASL_AUTHENTICATE = "sasl-authenticate"
+    TUNE = "tune"
+    OPEN = "open"
+    OPENED = "opened"
+    CLOSED = "closed"
+
+
+#: The frames each state takes; any other closes the connection (the table is the state
+#: machine: the handlers move to the next state).
+EXPECTED: Final = {
+    State.PEER_PROPERTIES: frozenset({Key.PEER_PROPERTIES}),
+    State.SASL_HANDSHAKE: frozenset({Key.SASL_HANDSHAKE}),
+    State.SASL_AUTHENTICATE: frozenset({Key.SASL_AUTHENTICATE, Key.SASL_HANDSHAKE}),
+    State.TUNE: frozenset({Key.TUNE}),
+    State.OPEN: frozenset({Key.OPEN, Key.HEARTBEAT}),
+    State.OPENED: frozenset(Key) - {Key.PEER_PROPERTIES, Key.SASL_HANDSHAKE,
+                                    Key.SASL_AUTHENTICATE, Key.OPEN, Key.DELIVER,
+                                    Key.PUBLISH_CONFIRM, Key.PUBLISH_ERROR,
+                                    Key.METADATA_UPDATE, Key.CONSUMER_UPDATE},
+    State.CLOSED: frozenset(),
+}
+
+
+def _code(error: AMQPError) -> int:
+    if isinstance(error, NotFound):
+        return Code.STREAM_DOES_NOT_EXIST
+    if isinstance(error, AccessRefused):
+        return Code.ACCESS_REFUSED
+    if isinstance(error, PreconditionFailed):
+        return Code.PRECONDITION_FAILED
+    return Code.INTERNAL_ERROR
+
+
+class _Subscription:
+    """A subscription: its reader once reading; a single active consumer waits, inactive, with
+    what it asked for, until it is activated and its client says where to start."""
+
+    __slots__ = ("credit", "filter", "group", "member", "reader", "spec", "stream")
+
+    def __init__(self, stream: str, spec: OffsetSpec, credit: int,
+                 filter_spec: FilterSpec | None) -> None:
+        self.stream = stream
+        self.spec = spec
+        self.credit = credit
+        self.filter = filter_spec
+        self.reader: ChunkReader | None = None
+        self.group: str | None = None
+        self.member: SacMember | None = None
+
+
+class _Publisher:
+    __slots__ = ("reference", "stream")
+
+    def __init__(self, stream: str, reference: str) -> None:
+        self.stream = stream
+        self.reference = reference
+
+
+@final
+class StreamConnection:
+    """One stream-protocol connection, fed bytes, returning bytes (no sockets).
+
+    Args:
+        broker: the model broker.
+        peer: the client's address, for texts.
+        advertised_host, advertised_port: this listener, as Open and Metadata name it.
+        loopback: whether the client came over a loopback interface (guest's rule).
+        on_output: called (no arguments, under the broker's lock) when output becomes ready
+            without input causing it (a delivery caused by another connection's publish).
+    """
+
+    def __init__(self, broker: ModelBroker, *, peer: str = "", advertised_host: str = "localhost",
+                 advertised_port: int = 5552, loopback: bool = True,
+                 on_output: Callable[[], None] | None = None) -> None:
+        self.broker = broker
+        self.peer = peer
+        self.advertised_host = advertised_host
+        self.advertised_port = advertised_port
+        self.loopback = loopback
+        self.on_output = on_output
+        self.state = State.PEER_PROPERTIES
+        self.user: str | None = None
+        self.vhost: str | None = None
+        self.frame_max = FRAME_MAX
+        self.heartbeat = HEARTBEAT
+        self._reader = FrameReader(FRAME_MAX)
+        self._out = bytearray()
+        self.model: ModelConnection | None = None
+        self._channel: ModelChannel | None = None
+        self._publishers: dict[int, _Publisher] = {}
+        self._subscriptions: dict[int, _Subscription] = {}
+        #: ConsumerUpdate requests we sent, by correlation id: the subscription they activate.
+        self._updates: dict[int, int] = {}
+        self._correlation = itertools.count(1)
+        self._version = 1  # of the frame being handled
+        #: Why the connection closed (``None`` while open, or a clean close).
+        self.close_reason: str | None = None
+        self.should_close = False
+        self.failure: BaseException | None = None
+        self._last_sent = broker.clock.monotonic()
+
+    # -- what the server loop uses ------------------------------------------------------------
+
+    @property
+    def has_output(self) -> bool:
+        return bool(self._out)
+
+    @property
+    def blocked(self) -> bool:
+        return False
+
+    def data_to_send(self) -> bytes:
+        data = bytes(self._out)
+        self._out.clear()
+        if data:
+            self._last_sent = self.broker.clock.monotonic()
+        return data
+
+    def receive_data(self, data: bytes) -> None:
+        """Feed bytes from the client (``b""``: it closed the socket). Never raises for bad
+        input: the connection closes with a Close frame."""
+        with self.broker.locked():
+            if not data:
+                self.connection_lost()
+                return
+            if self.state is State.CLOSED:
+                return
+            self._reader.feed(data)
+            try:
+                while not self.should_close:
+                    frame = self._reader.next_frame()
+                    if frame is None:
+                        break
+                    self._handle(*frame)
+            except StreamProtocolError as exc:
+                self._close(exc.code, exc.text)
+
+    def tick(self) -> None:
+        """Send a heartbeat when nothing went out for the negotiated interval."""
+        if self.state is State.OPENED and self.heartbeat:
+            now = self.broker.clock.monotonic()
+            if now - self._last_sent >= self.heartbeat:
+                self._send(Writer(Key.HEARTBEAT).frame())
+                self._last_sent = now
+
+    def connection_lost(self) -> None:
+        """The socket is gone: release the subscriptions and the model connection."""
+        with self.broker.locked():
+            subscriptions = list(self._subscriptions.values())
+            self._subscriptions.clear()
+            for subscription in subscriptions:
+                self._stop(subscription)
+            self._publishers.clear()
+            if self.model is not None:
+                self.model.close()
+                self.model = None
+            self.state = State.CLOSED
+            self.should_close = True
+
+    def internal_error(self, error: AMQPError) -> None:
+        """A bug while serving this connection: close it (INTERNAL_ERROR)."""
+        self._close(Code.INTERNAL_ERROR, error.text)
+
+    def close(self, error: AMQPError) -> None:
+        """The broker closes the connection (a forced close, a shutdown)."""
+        self._close(Code.INTERNAL_ERROR, error.reply_text)
+
+    def publishers_blocked(self, reason: str) -> None:
+        """(Memory alarms do not block stream publishers here.)"""
+
+    def publishers_unblocked(self) -> None:
+        """(See :meth:`publishers_blocked`.)"""
+
+    # -- output --------------------------------------------------------------------------------
+
+    def _send(self, frame: bytes) -> None:
+        self._out += frame
+
+    def _notify(self) -> None:
+        if self.on_output is not None:
+            self.on_output()
+
+    def _respond(self, key: int, correlation_id: int, code: int = Code.OK) -> Writer:
+        return Writer(response_key(key)).uint32(correlation_id).uint16(code)
+
+    def _close(self, code: int, reason: str) -> None:
+        if self.state is State.CLOSED:
+            return
+        self.close_reason = reason
+        self._send(Writer(Key.CLOSE).uint32(next(self._correlation)).uint16(code)
+                   .string(reason[:1000]).frame())
+        self.connection_lost()
+
+    # -- dispatch ------------------------------------------------------------------------------
+
+    def _handle(self, key: int, version: int, body: bytes) -> None:
+        if key & 0x8000:
+            if key == response_key(Key.CLOSE):
+                self.connection_lost()  # the answer to our Close
+            elif key == response_key(Key.CONSUMER_UPDATE) and self.state is State.OPENED:
+                self._on_consumer_update_response(Fields(body))
+            return  # (a response to nothing we asked is dropped)
+        try:
+            command = Key(key)
+        except ValueError:
+            raise StreamProtocolError("unknown frame") from None  # (RabbitMQ 3.10.8's text)
+        rabbitmq4 = self.broker.profile.rabbitmq4
+        if command is Key.EXCHANGE_COMMAND_VERSIONS and not rabbitmq4:
+            raise StreamProtocolError("unknown frame")  # (new in RabbitMQ 3.13)
+        if command not in EXPECTED[self.state]:
+            raise StreamProtocolError(f"{command.name} in state {self.state.value}")
+        if version != 1 and not (version == 2 and command is Key.PUBLISH and rabbitmq4):
+            raise StreamProtocolError(f"{command.name} version {version} (this broker speaks "
+                                      f"{'1, 2 for Publish' if rabbitmq4 else '1'})")
+        self._version = version
+        fields = Fields(body)
+        handler = getattr(self, f"_on_{command.name.lower()}")
+        handler(fields)
+
+    # -- opening -------------------------------------------------------------------------------
+
+    def _on_peer_properties(self, f: Fields) -> None:
+        correlation = f.uint32()
+        f.properties()
+        f.end()
+        props = {k: v for k, v in self.broker.server_properties.items() if isinstance(v, str)}
+        self._send(self._respond(Key.PEER_PROPERTIES, correlation).properties(props).frame())
+        self.state = State.SASL_HANDSHAKE
+
+    def _on_sasl_handshake(self, f: Fields) -> None:
+        correlation = f.uint32()
+        f.end()
+        self._send(self._respond(Key.SASL_HANDSHAKE, correlation).strings(["PLAIN"]).frame())
+        self.state = State.SASL_AUTHENTICATE
+
+    def _on_sasl_authenticate(self, f: Fields) -> None:
+        correlation = f.uint32()
+        mechanism = f.string()
+        data = f.bytes_()
+        f.end()
+        if mechanism != "PLAIN":
+            self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
+                                     Code.SASL_MECHANISM_NOT_SUPPORTED).frame())
+            return
+        parts = data.split(b"\x00")
+        user = password = ""
+        if len(parts) == 3:
+            user = parts[1].decode("utf-8", "replace")
+            password = parts[2].decode("utf-8", "replace")
+        access = self.broker.access
+        if len(parts) != 3 or not access.login(user, password, loopback=True):
+            self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
+                                     Code.AUTHENTICATION_FAILURE).frame())
+            self._close(Code.AUTHENTICATION_FAILURE, "authentication failure")
+            return
+        if not access.allowed_from(user, loopback=self.loopback):
+            self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
+                                     Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK).frame())
+            self._close(Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK,
+                        f"user '{user}' can only connect via localhost")
+            return
+        self.user = user
+        self._send(self._respond(Key.SASL_AUTHENTICATE, correlation).frame())
+        self._send(Writer(Key.TUNE).uint32(FRAME_MAX).uint32(HEARTBEAT).frame())
+        self.state = State.TUNE
+
+    def _on_tune(self, f: Fields) -> None:
+        frame_max = f.uint32()
+        heartbeat = f.uint32()
+        f.end()
+        self.frame_max = min(frame_max, FRAME_MAX) if frame_max else FRAME_MAX
+        self.heartbeat = min(heartbeat, HEARTBEAT) if heartbeat else 0
+        self._reader.frame_max = self.frame_max
+        self.state = State.OPEN
+
+    def _on_open(self, f: Fields) -> None:
+        correlation = f.uint32()
+        vhost = f.string()
+        f.end()
+        try:
+            self.model = self.broker.open_connection(
+                vhost, user=self.user,
+                client_properties={"protocol": "RabbitMQ Stream"},
+                name=f"stream connection {self.peer}" if self.peer else None)
+        except NotAllowed:
+            self._send(self._respond(Key.OPEN, correlation,
+                                     Code.VIRTUAL_HOST_ACCESS_FAILURE).frame())
+            self._close(Code.VIRTUAL_HOST_ACCESS_FAILURE, f"access to vhost '{vhost}' refused")
+            return
+        self.vhost = vhost
+        self._channel = self.model.open_channel(1)
+        self._send(self._respond(Key.OPEN, correlation).properties({
+            "advertised_host": self.advertised_host,
+            "advertised_port": str(self.advertised_port)}).frame())
+        self.state = State.OPENED
+
+    def _on_heartbeat(self, f: Fields) -> None:
+        f.end()
+
+    def _on_close(self, f: Fields) -> None:
+        correlation = f.uint32()
+        f.uint16()
+        self.close_reason = f.string()
+        f.end()
+        self._send(self._respond(Key.CLOSE, correlation).frame())
+        self.connection_lost()
+
+    # -- streams -------------------------------------------------------------------------------
+
+    @property
+    def channel(self) -> ModelChannel:
+        assert self._channel is not None
+        return self._channel
+
+    def _on_create(self, f: Fields) -> None:
+        correlation = f.uint32()
+        stream = f.string()
+        given = f.properties()
+        f.end()
+        arguments: dict[str, Any] = {"x-queue-type": "stream"}
+        code: int = Code.OK
+        for key, value in given.items():
+            known = _CREATE_ARGUMENTS.get(key.removeprefix("x-"))
+            if known is None:
+                continue
+            name, kind = known
+            try:
+                arguments[name] = kind(value)
+            except ValueError:
+                code = Code.PRECONDITION_FAILED
+        if code == Code.OK:
+            if stream in self.channel.vhost.queues:
+                code = Code.STREAM_ALREADY_EXISTS
+            else:
+                try:
+                    self.channel.queue_declare(stream, durable=True, arguments=arguments)
+                except AMQPError as exc:
+                    code = _code(exc)
+        self._send(self._respond(Key.CREATE, correlation, code).frame())
+
+    def _on_delete(self, f: Fields) -> None:
+        correlation = f.uint32()
+        stream = f.string()
+        f.end()
+        code: int = Code.OK
+        queue = self.channel.vhost.queues.get(stream)
+        if queue is None or queue.stream is None:
+            code = Code.STREAM_DOES_NOT_EXIST
+        else:
+            try:
+                self.channel.queue_delete(stream)
+            except AMQPError as exc:
+                code = _code(exc)
+        self._send(self._respond(Key.DELETE, correlation, code).frame())
+
+    def _on_metadata(self, f: Fields) -> None:
+        correlation = f.uint32()
+        streams = f.strings()
+        f.end()
+        w = Writer(response_key(Key.METADATA)).uint32(correlation)
+        w.int32(1).uint16(0).string(self.advertised_host).uint32(self.advertised_port)
+        w.int32(len(streams))
+        for stream in streams:
+            queue = self.channel.vhost.queues.get(stream)
+            if queue is None or queue.stream is None:
+                w.string(stream).uint16(Code.STREAM_DOES_NOT_EXIST).uint16(0xFFFF).int32(0)
+            else:
+                w.string(stream).uint16(Code.OK).uint16(0).int32(0)
+        self._send(w.frame())
+
+    # -- publishing ----------------------------------------------------------------------------
+
+    def _on_declare_publisher(self, f: Fields) -> None:
+        correlation = f.uint32()
+        publisher_id = f.uint8()
+        reference = f.string()
+        stream = f.string()
+        f.end()
+        code: int = Code.OK
+        if publisher_id in self._publishers:
+            code = Code.PRECONDITION_FAILED
+        else:
+            try:
+                self.channel.stream(stream, write=True)
+                self._publishers[publisher_id] = _Publisher(stream, reference)
+            except AMQPError as exc:
+                code = _code(exc)
+        self._send(self._respond(Key.DECLARE_PUBLISHER, correlation, code).frame())
+
+    def _on_delete_publisher(self, f: Fields) -> None:
+        correlation = f.uint32()
+        publisher_id = f.uint8()
+        f.end()
+        code = Code.OK if self._publishers.pop(publisher_id, None) is not None \
+            else Code.PUBLISHER_DOES_NOT_EXIST
+        self._send(self._respond(Key.DELETE_PUBLISHER, correlation, code).frame())
+
+    def _on_publish(self, f: Fields) -> None:
+        publisher_id = f.uint8()
+        v2 = self._version == 2  # RabbitMQ 3.13+: each message with its filter value
+        entries = [(f.uint64(), f.string_or_none() if v2 else None, f.bytes_())
+                   for _ in range(f.count())]
+        f.end()
+        publisher = self._publishers.get(publisher_id)
+        if publisher is None:
+            self._publish_errors(publisher_id, [pid for pid, _v, _d in entries],
+                                 Code.PUBLISHER_DOES_NOT_EXIST)
+            return
+        confirmed: list[int] = []
+        messages: list[Message] = []
+        raw: list[bytes] = []
+        values: list[str | None] = []
+        refused: list[int] = []
+        try:
+            queue = self.channel.stream(publisher.stream, write=True)
+        except AMQPError as exc:
+            self._publish_errors(publisher_id, [pid for pid, _v, _d in entries], _code(exc))
+            return
+        assert queue.stream is not None
+        writers = queue.stream.writers
+        last = writers.get(publisher.reference, -1) if publisher.reference else -1
+        for publishing_id, value, data in entries:
+            if publisher.reference and publishing_id <= last:
+                confirmed.append(publishing_id)  # a duplicate: confirmed, not written again
+                continue
+            try:
+                parsed = parse_message(data)
+                properties, body = (to_model(parsed) if self.broker.profile.rabbitmq4
+                                    else _model_310(parsed))
+            except DecodeError:
+                properties, body = {}, data  # osiris takes any bytes; AMQP readers get them
+            messages.append(Message("", publisher.stream, properties, body))
+            raw.append(data)
+            values.append(value)
+            confirmed.append(publishing_id)
+            last = max(last, publishing_id)
+        if messages:
+            try:
+                self.channel.stream_publish(publisher.stream, tuple(messages), tuple(raw),
+                                            tuple(values) if v2 else None)
+            except AMQPError as exc:
+                refused, confirmed = confirmed, []
+                self._publish_errors(publisher_id, refused, _code(exc))
+                return
+            if publisher.reference:
+                writers[publisher.reference] = last
+        if confirmed:
+            w = Writer(Key.PUBLISH_CONFIRM).uint8(publisher_id).int32(len(confirmed))
+            for publishing_id in confirmed:
+                w.uint64(publishing_id)
+            self._send(w.frame())
+
+    def _publish_errors(self, publisher_id: int, ids: list[int], code: int) -> None:
+        w = Writer(Key.PUBLISH_ERROR).uint8(publisher_id).int32(len(ids))
+        for publishing_id in ids:
+            w.uint64(publishing_id).uint16(code)
+        self._send(w.frame())
+
+    def _on_query_publisher_sequence(self, f: Fields) -> None:
+        correlation = f.uint32()
+        reference = f.string()
+        stream = f.string()
+        f.end()
+        try:
+            queue = self.channel.stream(stream)
+        except AMQPError as exc:
+            self._send(self._respond(Key.QUERY_PUBLISHER_SEQUENCE, correlation, _code(exc))
+                       .uint64(0).frame())
+            return
+        assert queue.stream is not None
+        sequence = max(queue.stream.writers.get(reference, 0), 0)
+        self._send(self._respond(Key.QUERY_PUBLISHER_SEQUENCE, correlation)
+                   .uint64(sequence).frame())
+
+    # -- consuming -----------------------------------------------------------------------------
+
+    def _on_subscribe(self, f: Fields) -> None:
+        correlation = f.uint32()
+        subscription_id = f.uint8()
+        stream = f.string()
+        offset_type = f.uint16()
+        spec: OffsetSpec
+        if offset_type in _OFFSET_TYPES:
+            spec = _OFFSET_TYPES[offset_type]
+        elif offset_type == 4:
+            spec = f.uint64()
+        elif offset_type == 5:
+            spec = ("timestamp", f.int64())
+        else:
+            raise StreamProtocolError(f"unknown offset type {offset_type}")
+        credit = f.uint16()
+        properties = f.properties()
+        f.end()
+        rabbitmq4 = self.broker.profile.rabbitmq4
+        filter_spec = _subscription_filter(properties) if rabbitmq4 else None
+        # RabbitMQ 3.11+: single-active-consumer, in the group its "name" property names
+        sac = rabbitmq4 and properties.get("single-active-consumer", "").lower() == "true"
+        if sac and not properties.get("name"):
+            self._send(self._respond(Key.SUBSCRIBE, correlation,
+                                     Code.PRECONDITION_FAILED).frame())
+            return
+        if subscription_id in self._subscriptions:
+            self._send(self._respond(Key.SUBSCRIBE, correlation,
+                                     Code.SUBSCRIPTION_ID_ALREADY_EXISTS).frame())
+            return
+        try:
+            queue = self.channel.stream(stream)
+        except AMQPError as exc:
+            self._send(self._respond(Key.SUBSCRIBE, correlation, _code(exc)).frame())
+            return
+        log = queue.stream
+        assert log is not None
+        self._send(self._respond(Key.SUBSCRIBE, correlation).frame())  # before any chunk
+        subscription = _Subscription(stream, spec, credit, filter_spec)
+        self._subscriptions[subscription_id] = subscription
+        if not sac:
+            self._start(subscription_id, subscription, spec)
+            return
+        subscription.group = properties["name"]
+        subscription.member = SacMember(lambda: self._activate(subscription_id))
+        if log.join_group(subscription.group, subscription.member):
+            self._activate(subscription_id)
+
+    def _start(self, subscription_id: int, subscription: _Subscription,
+               spec: OffsetSpec) -> None:
+        # The subscription reads from ``spec``: its chunks go out as its credit allows.
+        queue = self.channel.vhost.queues.get(subscription.stream)
+        if queue is None or queue.stream is None:
+            return
+
+        def on_chunk(chunk: Chunk) -> None:
+            self._send(chunk_frame(subscription_id, chunk.first_offset, chunk.timestamp,
+                                   _entries(chunk, self.broker.profile.rabbitmq4)))
+            self._notify()
+
+        def on_gone() -> None:
+            self._subscriptions.pop(subscription_id, None)
+            self._send(Writer(Key.METADATA_UPDATE).uint16(Code.STREAM_NOT_AVAILABLE)
+                       .string(subscription.stream).frame())
+            self._notify()
+
+        credit, subscription.credit = subscription.credit, 0
+        subscription.reader = queue.stream.reader(spec, credit, on_chunk, on_gone,
+                                                  subscription.filter)
+
+    def _activate(self, subscription_id: int) -> None:
+        # A single active consumer becomes active: ask its client where to start
+        # (ConsumerUpdate, active); it reads once the answer comes.
+        if self.state is not State.OPENED or subscription_id not in self._subscriptions:
+            return
+        correlation = next(self._correlation)
+        self._updates[correlation] = subscription_id
+        self._send(Writer(Key.CONSUMER_UPDATE).uint32(correlation).uint8(subscription_id)
+                   .uint8(1).frame())
+        self._notify()
+
+    def _on_consumer_update_response(self, f: Fields) -> None:
+        correlation = f.uint32()
+        code = f.uint16()
+        offset_type = f.uint16()
+        value = f.uint64() if offset_type in (4, 5) or f.remaining() >= 8 else 0
+        subscription_id = self._updates.pop(correlation, None)
+        subscription = self._subscriptions.get(subscription_id) \
+            if subscription_id is not None else None
+        if subscription is None or subscription.reader is not None:
+            return
+        spec: OffsetSpec = subscription.spec  # (type 0 or an error: what it subscribed with)
+        if code == Code.OK and offset_type in _OFFSET_TYPES:
+            spec = _OFFSET_TYPES[offset_type]
+        elif code == Code.OK and offset_type == 4:
+            spec = value
+        elif code == Code.OK and offset_type == 5:
+            spec = ("timestamp", value - (1 << 64) if value >= 1 << 63 else value)
+        assert subscription_id is not None
+        self._start(subscription_id, subscription, spec)
+
+    def _stop(self, subscription: _Subscription) -> None:
+        # Unsubscribed (or its connection gone): it reads no more; a single active consumer
+        # leaves its group, which activates the next one.
+        if subscription.reader is not None:
+            subscription.reader.close()
+        if subscription.group is not None and subscription.member is not None \
+                and self._channel is not None:
+            queue = self._channel.vhost.queues.get(subscription.stream)
+            if queue is not None and queue.stream is not None:
+                queue.stream.leave_group(subscription.group, subscription.member)
+
+    def _on_credit(self, f: Fields) -> None:
+        subscription_id = f.uint8()
+        credit = f.uint16()
+        f.end()
+        found = self._subscriptions.get(subscription_id)
+        if found is None:  # answered only when something is wrong (PROTOCOL.adoc)
+            self._send(Writer(response_key(Key.CREDIT)).uint16(
+                Code.SUBSCRIPTION_ID_DOES_NOT_EXIST).uint8(subscription_id).frame())
+            return
+        if found.reader is None:
+            found.credit += credit  # (an inactive single active consumer keeps it)
+        else:
+            found.reader.add_credit(credit)
+
+    def _on_unsubscribe(self, f: Fields) -> None:
+        correlation = f.uint32()
+        subscription_id = f.uint8()
+        f.end()
+        found = self._subscriptions.pop(subscription_id, None)
+        if found is not None:
+            self._stop(found)
+        self._send(self._respond(Key.UNSUBSCRIBE, correlation, Code.OK if found is not None
+                                 else Code.SUBSCRIPTION_ID_DOES_NOT_EXIST).frame())
+
+    def _on_store_offset(self, f: Fields) -> None:
+        reference = f.string()
+        stream = f.string()
+        offset = f.uint64()
+        f.end()
+        try:
+            queue = self.channel.stream(stream)
+        except AMQPError:
+            return  # no response to StoreOffset (PROTOCOL.adoc)
+        assert queue.stream is not None
+        queue.stream.offsets[reference] = offset
+
+    def _on_query_offset(self, f: Fields) -> None:
+        correlation = f.uint32()
+        reference = f.string()
+        stream = f.string()
+        f.end()
+        try:
+            queue = self.channel.stream(stream)
+        except AMQPError as exc:
+            self._send(self._respond(Key.QUERY_OFFSET, correlation, _code(exc)).uint64(0)
+                       .frame())
+            return
+        assert queue.stream is not None
+        offset = queue.stream.offsets.get(reference)
+        self._send(self._respond(Key.QUERY_OFFSET, correlation,
+                                 Code.OK if offset is not None else Code.NO_OFFSET)
+                   .uint64(offset or 0).frame())
+
+    def _on_exchange_command_versions(self, f: Fields) -> None:
+        correlation = f.uint32()
+        for _ in range(f.count()):
+            f.uint16()
+            f.uint16()
+            f.uint16()
+        f.end()
+        # Every request key from 1 (clients index the answer by key), all in version 1 but
+        # Publish (2: filter values); Deliver stays 1 (no committed offset sent).
+        w = self._respond(Key.EXCHANGE_COMMAND_VERSIONS, correlation)
+        keys = [k for k in Key if k <= Key.PARTITIONS]
+        w.int32(len(keys))
+        for key in keys:
+            w.uint16(key).uint16(1).uint16(2 if key is Key.PUBLISH else 1)
+        self._send(w.frame())
+
+    # -- super streams (3.10: Route and Partitions over an exchange's bindings) ---------------
+
+    def _on_route(self, f: Fields) -> None:
+        correlation = f.uint32()
+        routing_key = f.string()
+        super_stream = f.string()
+        f.end()
+        exchange = self.channel.vhost.exchanges.get(super_stream)
+        if exchange is None:
+            self._send(self._respond(Key.ROUTE, correlation, Code.STREAM_DOES_NOT_EXIST)
+                       .int32(0).frame())
+            return
+        streams = [b.destination.name for b in exchange.bindings.values()
+                   if b.routing_key == routing_key
+                   and getattr(b.destination, "stream", None) is not None]
+        self._send(self._respond(Key.ROUTE, correlation).strings(streams).frame())
+
+    def _on_partitions(self, f: Fields) -> None:
+        correlation = f.uint32()
+        super_stream = f.string()
+        f.end()
+        exchange = self.channel.vhost.exchanges.get(super_stream)
+        if exchange is None:
+            self._send(self._respond(Key.PARTITIONS, correlation, Code.STREAM_DOES_NOT_EXIST)
+                       .int32(0).frame())
+            return
+        ordered = sorted((b for b in exchange.bindings.values()
+                          if getattr(b.destination, "stream", None) is not None),
+                         key=lambda b: _order(b.arguments))
+        names = list(dict.fromkeys(b.destination.name for b in ordered))
+        self._send(self._respond(Key.PARTITIONS, correlation).strings(names).frame())
+
+
+def _subscription_filter(properties: dict[str, str]) -> FilterSpec | None:
+    """A subscription's filter (RabbitMQ 3.13+, v4.1.4 rabbit_stream_reader): the values of the
+    properties ``filter.N``, and ``match-unfiltered`` ``true``; none without filter values."""
+    values = frozenset(v for k, v in properties.items() if k.startswith("filter."))
+    if not values:
+        return None
+    return values, properties.get("match-unfiltered", "false").lower() == "true"
+
+
+def _order(arguments: dict[str, Any]) -> int:
+    order = arguments.get("x-stream-partition-order")
+    return order if isinstance(order, int) else 0
+
+
+def _entries(chunk: Chunk, rabbitmq4: bool) -> list[bytes]:
+    """The AMQP 1.0 bytes of a chunk's messages: as published over this protocol, or encoded
+    from an AMQP publish with its exchange and routing key as annotations (as RabbitMQ 3.10's
+    ``rabbit_msg_record`` does; RabbitMQ 4's message container under its profile)."""
+    if chunk.raw is not None:
+        return list(chunk.raw)
+    if not rabbitmq4:
+        return [_record_310(m) for m in chunk.messages]
+    return [to_amqp10(m, first_acquirer=False, delivery_count=0,
+                      annotations={Symbol("x-exchange"): m.exchange,
+                                   Symbol("x-routing-key"): m.routing_key})
+            for m in chunk.messages]
+
+
+def _model_310(message: ParsedMessage) -> tuple[dict[str, Any], bytes]:
+    """A message published over the stream protocol as RabbitMQ 3.10.8's AMQP 0-9-1
+    consumers get it (``rabbit_msg_record:to_amqp091/1``): the 1.0 properties as basic
+    properties, ``x-basic-type`` and ``x-basic-app-id`` of the application properties as
+    type and app-id and the others as headers, ``x-basic-priority``,
+    ``x-basic-delivery-mode`` and ``x-basic-expiration`` of the message annotations (the
+    others are dropped); the body is the data section's bytes."""
+    props: dict[str, Any] = {}
+    p = message.properties
+    if p is not None:
+        for key, value in (("message_id", p.message_id), ("correlation_id", p.correlation_id),
+                           ("reply_to", p.reply_to), ("content_type", p.content_type),
+                           ("content_encoding", p.content_encoding)):
+            if isinstance(value, str):
+                props[key] = str(value)
+        if isinstance(p.user_id, bytes):
+            props["user_id"] = p.user_id.decode("utf-8", "replace")
+        if isinstance(p.creation_time, int):
+            props["timestamp"] = fieldtypes.Timestamp(int(p.creation_time) // 1000)
+    headers: dict[str, Any] = {}
+    for key, value in message.application_properties.items():
+        if key == "x-basic-type" and isinstance(value, str):
+            props["type"] = str(value)
+        elif key == "x-basic-app-id" and isinstance(value, str):
+            props["app_id"] = str(value)
+        elif isinstance(key, str) and len(key.encode()) <= 255:
+            headers[str(key)] = value_to_091(value)
+    if headers:
+        props["headers"] = headers
+    annotations = message.message_annotations
+    for key, prop in (("x-basic-priority", "priority"),
+                      ("x-basic-delivery-mode", "delivery_mode")):
+        value = annotations.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 256:
+            props[prop] = int(value)
+    expiration = annotations.get("x-basic-expiration")
+    if isinstance(expiration, str):
+        props["expiration"] = str(expiration)
+    if message.body_kind == SECTION_DATA:
+        return props, message.data
+    return props, message.body
+
+
+def _record_310(message: Message) -> bytes:
+    """An AMQP 0-9-1 message as RabbitMQ 3.10.8 writes it to a stream
+    (``rabbit_msg_record:from_amqp091/2``, then ``add_message_annotations`` with the exchange
+    and routing key): no header; properties; message annotations ``x-routing-key``,
+    ``x-exchange``, ``x-basic-priority``, ``x-basic-delivery-mode``, ``x-basic-expiration``;
+    application properties ``x-basic-type``, ``x-basic-app-id`` then the headers; the body as
+    one data section."""
+    props = message.properties
+    timestamp = props.get("timestamp")
+    if isinstance(timestamp, datetime.datetime):
+        timestamp = int(timestamp.replace(tzinfo=timestamp.tzinfo or datetime.timezone.utc)
+                        .timestamp())
+    user_id = props.get("user_id")
+    out = bytearray()
+
+    def text(key: str) -> str | None:
+        value = props.get(key)
+        return value if isinstance(value, str) else None
+
+    content_type, content_encoding = text("content_type"), text("content_encoding")
+    Properties(
+        message_id=text("message_id"),
+        user_id=user_id.encode() if isinstance(user_id, str) else None,
+        reply_to=text("reply_to"), correlation_id=text("correlation_id"),
+        content_type=Symbol(content_type) if content_type is not None else None,
+        content_encoding=Symbol(content_encoding) if content_encoding is not None else None,
+        creation_time=Timestamp(timestamp * 1000) if isinstance(timestamp, int) else None,
+    ).encode_into(out)
+    annotations: dict[Any, Any] = {Symbol("x-routing-key"): message.routing_key,
+                                   Symbol("x-exchange"): message.exchange}
+    for key, prop in (("x-basic-priority", "priority"),
+                      ("x-basic-delivery-mode", "delivery_mode")):
+        value = props.get(prop)
+        if isinstance(value, int):
+            annotations[Symbol(key)] = UByte(value & 0xFF)
+    if text("expiration") is not None:
+        annotations[Symbol("x-basic-expiration")] = text("expiration")
+    application: dict[Any, Any] = {}
+    for key, prop in (("x-basic-type", "type"), ("x-basic-app-id", "app_id")):
+        if text(prop) is not None:
+            application[key] = text(prop)
+    for key, value in (props.get("headers") or {}).items():
+        if not isinstance(value, list | tuple | dict):  # (unsupported_header_value_type)
+            application[key] = value_from_091(value)
+    record = bytearray(b"\x00\x53\x72")  # message annotations, then the properties
+    encode_value(annotations, record)
+    record += out
+    if application:
+        record += b"\x00\x53\x74"
+        encode_value(application, record)
+    record += b"\x00\x53\x75"  # data
+    encode_value(message.body, record)
+    return bytes(record)

@@ -1,0 +1,252 @@
+"""Raw frames over a socket, against embroker's stream listener and (with
+``EMBROKER_REFERENCE_URL``) RabbitMQ 3.10.8's: the answers must be the same bytes, but for
+what is noted in ``DIFFERENCES``."""
+
+from __future__ import annotations
+
+import os
+import socket
+import urllib.parse
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from embroker import Broker
+from embroker.amqp10 import Properties, Symbol, Timestamp
+from embroker.stream import FrameReader, Key, Writer
+
+#: RabbitMQ's stream port on the reference's host.
+REFERENCE_STREAM_PORT = 5552
+
+
+class RawClient:
+    def __init__(self, host: str, port: int) -> None:
+        self.sock = socket.create_connection((host, port), timeout=5)
+        self.reader = FrameReader(0)
+        self.correlation = 0
+
+    def request(self, key: int) -> Writer:
+        self.correlation += 1
+        return Writer(key).uint32(self.correlation)
+
+    def exchange(self, frame: bytes) -> tuple[int, bytes]:
+        self.sock.sendall(frame)
+        return self.next()
+
+    def next(self) -> tuple[int, bytes]:
+        while (frame := self.reader.next_frame()) is None:
+            data = self.sock.recv(65536)
+            assert data, "closed"
+            self.reader.feed(data)
+        return frame[0], frame[2]
+
+    def open(self) -> None:
+        self.exchange(self.request(Key.PEER_PROPERTIES).properties({}).frame())
+        self.exchange(self.request(Key.SASL_HANDSHAKE).frame())
+        self.exchange(self.request(Key.SASL_AUTHENTICATE).string("PLAIN")
+                      .bytes_(b"\0guest\0guest").frame())
+        tune = self.next()
+        assert tune == (Key.TUNE, Writer(0).uint32(1_048_576).uint32(60).frame()[8:])
+        self.sock.sendall(Writer(Key.TUNE).uint32(1_048_576).uint32(0).frame())
+        self.exchange(self.request(Key.OPEN).string("/").frame())
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def transcript(host: str, port: int) -> list[tuple[int, bytes]]:
+    c = RawClient(host, port)
+    try:
+        c.open()
+        return [
+            c.exchange(c.request(Key.QUERY_OFFSET).string("r").string("embroker-none")
+                       .frame()),
+            c.exchange(c.request(Key.QUERY_PUBLISHER_SEQUENCE).string("r")
+                       .string("embroker-none").frame()),
+            c.exchange(c.request(Key.DELETE).string("embroker-none").frame()),
+            c.exchange(c.request(Key.DECLARE_PUBLISHER).uint8(1).string("")
+                       .string("embroker-none").frame()),
+            c.exchange(c.request(Key.UNSUBSCRIBE).uint8(3).frame()),
+            c.exchange(c.request(Key.DELETE_PUBLISHER).uint8(3).frame()),
+            c.exchange(Writer(Key.CREDIT).uint8(9).uint16(1).frame()),
+            c.exchange(Writer(0x7777).frame()),  # the Close that ends it
+        ]
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def embroker_port() -> Iterator[int]:
+    with Broker().serve(stream_port=0) as server:
+        assert server.stream_port is not None
+        yield server.stream_port
+        assert not server.errors
+
+
+EXPECTED = [
+    (0x800B, bytes.fromhex("00000005" "0002" "0000000000000000")),
+    (0x8005, bytes.fromhex("00000006" "0002" "0000000000000000")),
+    (0x800E, bytes.fromhex("00000007" "0002")),
+    (0x8001, bytes.fromhex("00000008" "0002")),
+    (0x800C, bytes.fromhex("00000009" "0004")),
+    (0x8006, bytes.fromhex("0000000a" "0012")),
+    (0x8009, bytes.fromhex("0004" "09")),
+    (0x0016, bytes.fromhex("00000001" "000d" "000d") + b"unknown frame"),
+]
+
+
+def test_raw_answers_of_embroker(embroker_port: int) -> None:
+    got = transcript("127.0.0.1", embroker_port)
+    assert got[:-1] == EXPECTED[:-1]
+    key, body = got[-1]
+    assert key == Key.CLOSE
+    assert body[4:] == EXPECTED[-1][1][4:]  # (the Close's correlation id is the server's own)
+
+
+@pytest.mark.skipif(not os.environ.get("EMBROKER_REFERENCE_URL"),
+                    reason="EMBROKER_REFERENCE_URL is not set")
+def test_raw_answers_of_the_reference() -> None:
+    host = urllib.parse.urlsplit(os.environ["EMBROKER_REFERENCE_URL"]).hostname
+    got = transcript(host or "127.0.0.1", REFERENCE_STREAM_PORT)
+    assert got[:-1] == EXPECTED[:-1]
+    assert got[-1][0] == Key.CLOSE
+    assert got[-1][1][4:] == EXPECTED[-1][1][4:]
+
+
+def read_091_message(amqp_url: str, host: str, port: int) -> Any:
+    """Publish a message with every basic property over 0-9-1 to a new stream, read it over
+    the stream protocol; its AMQP 1.0 sections as parsed (the routing key, the stream's unique
+    name, left out)."""
+    import struct
+    import uuid
+
+    import pika
+
+    from embroker.amqp10 import parse_message
+
+    name = "embroker-test-enc-" + uuid.uuid4().hex[:8]
+    conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    ch = conn.channel()
+    ch.confirm_delivery()
+    ch.queue_declare(name, durable=True, arguments={"x-queue-type": "stream"})
+    ch.basic_publish("", name, b"body", pika.BasicProperties(
+        content_type="text/plain", content_encoding="gzip", headers={"h": 1, "s": "x"},
+        message_id="m1", correlation_id="c1", delivery_mode=2, priority=3,
+        timestamp=1_700_000_000, type="t", app_id="app", reply_to="r", expiration="60000",
+        user_id="guest"))
+    client = RawClient(host, port)
+    try:
+        client.open()
+        client.sock.sendall(client.request(Key.SUBSCRIBE).uint8(1).string(name).uint16(1)
+                            .uint16(1).properties({}).frame())
+        client.next()
+        _key, body = client.next()
+    finally:
+        client.close()
+        ch.queue_delete(name)
+        conn.close()
+    data = body[1 + 48:]
+    (size,) = struct.unpack(">I", data[:4])
+    message = parse_message(data[4:4 + size])
+    annotations = dict(message.message_annotations)
+    assert annotations.pop("x-routing-key") == name
+    return (message.header, message.properties, annotations,
+            message.application_properties, message.body)
+
+
+EXPECTED_RECORD = (
+    None,
+    Properties(message_id="m1", user_id=b"guest", reply_to="r", correlation_id="c1",
+               content_type=Symbol("text/plain"), content_encoding=Symbol("gzip"),
+               creation_time=Timestamp(1_700_000_000_000)),
+    {"x-exchange": "", "x-basic-priority": 3, "x-basic-delivery-mode": 2,
+     "x-basic-expiration": "60000"},
+    {"x-basic-type": "t", "x-basic-app-id": "app", "h": 1, "s": "x"},
+    b"\x00\x53\x75\xa0\x04body",
+)
+
+
+def test_an_amqp_message_as_stream_readers_get_it() -> None:
+    """As RabbitMQ 3.10.8's rabbit_msg_record:from_amqp091/2 writes it."""
+    with Broker().serve(stream_port=0) as server:
+        assert server.stream_port is not None
+        got = read_091_message(server.url, "127.0.0.1", server.stream_port)
+        assert not server.errors
+    assert got == EXPECTED_RECORD
+
+
+@pytest.mark.skipif(not os.environ.get("EMBROKER_REFERENCE_URL"),
+                    reason="EMBROKER_REFERENCE_URL is not set")
+def test_an_amqp_message_as_the_reference_s_stream_readers_get_it() -> None:
+    url = os.environ["EMBROKER_REFERENCE_URL"]
+    host = urllib.parse.urlsplit(url).hostname or "127.0.0.1"
+    assert read_091_message(url, host, REFERENCE_STREAM_PORT) == EXPECTED_RECORD
+
+
+def read_stream_message(amqp_url: str, host: str, port: int) -> Any:
+    """Publish an AMQP 1.0 message over the stream protocol, consume it over 0-9-1 (pika);
+    the basic properties and body it has there."""
+    import uuid
+
+    import pika
+
+    from embroker.amqp10 import UByte, encode_value
+
+    record = bytearray(b"\x00\x53\x72")
+    encode_value({Symbol("x-foo"): "bar", Symbol("x-basic-priority"): UByte(4),
+                  Symbol("x-basic-delivery-mode"): UByte(2)}, record)
+    Properties(message_id="m1", content_type=Symbol("text/plain"), subject="subject",
+               to="somewhere").encode_into(record)
+    record += b"\x00\x53\x74"
+    encode_value({"k": "v", "x-basic-type": "T", "n": 5}, record)
+    record += b"\x00\x53\x75"
+    encode_value(b"body", record)
+    name = "embroker-test-rev-" + uuid.uuid4().hex[:8]
+    conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    ch = conn.channel()
+    ch.queue_declare(name, durable=True, arguments={"x-queue-type": "stream"})
+    client = RawClient(host, port)
+    try:
+        client.open()
+        client.exchange(client.request(Key.DECLARE_PUBLISHER).uint8(0).string("")
+                        .string(name).frame())
+        client.exchange(Writer(Key.PUBLISH).uint8(0).int32(1).uint64(1).bytes_(bytes(record))
+                        .frame())
+        ch.basic_qos(prefetch_count=1)
+        got: list[Any] = []
+        ch.basic_consume(name, lambda _c, _m, props, body: got.append((props, body)),
+                         arguments={"x-stream-offset": "first"})
+        for _ in range(50):  # (at most 5 s)
+            if got:
+                break
+            conn.process_data_events(time_limit=0.1)
+    finally:
+        client.close()
+        ch.queue_delete(name)
+        conn.close()
+    props, body = got[0]
+    return {k: v for k, v in vars(props).items() if v is not None}, body
+
+
+EXPECTED_091 = ({"content_type": "text/plain", "delivery_mode": 2, "priority": 4,
+                 "message_id": "m1", "type": "T",
+                 "headers": {"k": "v", "n": 5, "x-stream-offset": 0}}, b"body")
+
+
+def test_a_stream_message_as_amqp_consumers_get_it() -> None:
+    """As RabbitMQ 3.10.8's rabbit_msg_record:to_amqp091/1 reads it: x-basic-* back into
+    basic properties, other annotations dropped, application properties as headers."""
+    with Broker().serve(stream_port=0) as server:
+        assert server.stream_port is not None
+        got = read_stream_message(server.url, "127.0.0.1", server.stream_port)
+        assert not server.errors
+    assert got == EXPECTED_091
+
+
+@pytest.mark.skipif(not os.environ.get("EMBROKER_REFERENCE_URL"),
+                    reason="EMBROKER_REFERENCE_URL is not set")
+def test_a_stream_message_as_the_reference_s_amqp_consumers_get_it() -> None:
+    url = os.environ["EMBROKER_REFERENCE_URL"]
+    host = urllib.parse.urlsplit(url).hostname or "127.0.0.1"
+    assert read_stream_message(url, host, REFERENCE_STREAM_PORT) == EXPECTED_091
