@@ -302,7 +302,8 @@ def test_a_sender_attaches_to_a_live_reply_address_from_rabbitmq_4_2(as_rabbitmq
                                           consumer_options=ConsumerOptions(
                                               settle_strategy=ConsumerSettleStrategy.DirectReplyTo))
             address = consumer.address
-            assert address is not None and address.startswith("/queues/amq.rabbitmq.reply-to.")
+            assert address is not None
+            assert address.startswith("/queues/amq.rabbitmq.reply-to.")
             publisher = replier.publisher(address)
             for i in range(3):
                 status = publisher.publish(Message(body=Converter.string_to_bytes(f"r{i}")))
