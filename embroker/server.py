@@ -85,6 +85,10 @@ _READ_SIZE = 262_144
 #: stops reading its requests (as MAX_PENDING_OUTPUT of embroker.management: the same 4 MiB).
 _HTTP_UNREAD = 4 * 1024 * 1024
 _TICK = 0.5  # at most this long between looks at heartbeats, handshakes and timers
+#: How long the rest of an AMQP 1.0 client's output waits after the answer to a receiving
+#: link's attach (``pause_at``): long enough for a client in another thread or process to read
+#: the attach on its own before the first transfers, as it does with RabbitMQ.
+_ATTACH_PAUSE = 0.002
 #: How long the listener stops accepting after accept() failed for lack of resources; doubled
 #: on each failure in a row, up to the maximum.
 _ACCEPT_BACKOFF = 0.05
@@ -342,6 +346,8 @@ class Server:
         # Work other threads hand to the loop (faults, settle's questions).
         self._calls: deque[_Call] = deque()
         self._stalled: set[_Client] = set()  # clients whose output a fault holds back
+        #: AMQP 1.0 clients whose output waits after an attach, and until when (``pause_at``).
+        self._paused: dict[_AnyClient, float] = {}
         self.port = self._listen(host, port)
         shared = len(self._listeners)
         #: The port that serves AMQP 1.0 alone (``None`` unless asked for).
@@ -523,6 +529,8 @@ class Server:
             timeout = min(timeout, max(0.0, self._accept_resumes - now))
         if self._stalled:
             timeout = min(timeout, max(0.0, min(c.stalled_until for c in self._stalled) - now))
+        if self._paused:
+            timeout = min(timeout, max(0.0, min(self._paused.values()) - now))
         for key, mask in self._selector.select(timeout):
             data = key.data
             if data is None:
@@ -543,6 +551,10 @@ class Server:
             for client in [c for c in self._stalled if c.stalled_until <= now]:
                 self._stalled.discard(client)  # the stall is over: write what it held
                 self._dirty.add(client)
+        if self._paused:
+            for paused in [c for c, until in self._paused.items() if until <= now]:
+                del self._paused[paused]  # the pause after an attach is over
+                self._dirty.add(paused)
         if now >= next_tick:
             self._tick()
             next_tick = time.monotonic() + _TICK
@@ -774,7 +786,13 @@ class Server:
             self._fail(client, failure)
         with self._locked:
             data = conn.data_to_send()
+            pause = conn.pause_at if isinstance(conn, SniffingConnection) else None
         stalled = bool(client.stalled_until) and client.stalled_until > time.monotonic()
+        rest = b""
+        if client in self._paused:
+            stalled = True
+        elif pause is not None:  # the attach's answer now, the rest in a moment
+            data, rest = data[:pause], data[pause:]
         wbuf = client.wbuf
         if data and not wbuf and not stalled:
             # The common case, nothing left over from before: send the bytes as they are (no
@@ -800,6 +818,10 @@ class Server:
                 except OSError:
                     self._drop(client)
                     return
+        if rest:
+            wbuf += rest
+            self._paused[client] = time.monotonic() + _ATTACH_PAUSE
+            stalled = True
         if conn.should_close and not client.wbuf:
             self._drop(client)
             return
@@ -821,6 +843,7 @@ class Server:
         fileno = client.sock.fileno()
         self._dirty.discard(client)
         self._stalled.discard(client)
+        self._paused.pop(client, None)
         if client.events:
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(client.sock)

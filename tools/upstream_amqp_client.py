@@ -36,13 +36,6 @@ _TLS = ("TLS: embroker listens in plain TCP only (the suite connects to RabbitMQ
         "listener on 5671 with its test certificates)")
 _OAUTH = ("OAuth 2: RabbitMQ's rabbitmq_auth_backend_oauth2 (JWT access tokens as passwords, "
           "refreshed on an open connection) is not modelled")
-_FIRST_READ = (
-    "the handler raises on the first message, and embroker writes the first transfers in the "
-    "same write as the attach, so proton runs the handler inside connection.consumer() and the "
-    "test's own `consumer` is never bound (UnboundLocalError in the test); RabbitMQ's transfers "
-    "follow a credit round trip through the queue and reach the client in a later read. A "
-    "failure here also leaves the test's connection consuming, which makes the next tests "
-    "time out")
 NOT_MODELLED: dict[str, str] = {
     "test_connection.py::test_connection_ssl": _TLS,
     "asyncio/test_connection.py::test_async_connection_ssl": _TLS,
@@ -50,10 +43,6 @@ NOT_MODELLED: dict[str, str] = {
     "asyncio/test_publisher.py::test_publish_ssl": _TLS,
     "test_connection.py::test_connection_oauth": _OAUTH,
     "asyncio/test_connection.py::test_async_connection_oauth": _OAUTH,
-    "test_consumer.py::test_consumer_async_queue_with_requeue_with_invalid_annotations":
-        _FIRST_READ,
-    "asyncio/test_consumer.py::test_async_consumer_async_queue_with_requeue_with_invalid_"
-    "annotations": _FIRST_READ,
 }
 _ADDRESSES = re.compile(r"localhost:(5672|15672)\b")
 

@@ -365,6 +365,13 @@ class ServerConnection:
         self.close_reason: ProtocolError | None = None
         #: True once the socket should close (after what is queued is sent).
         self.should_close = False
+        #: Set by :meth:`data_to_send`: the length of the part of its bytes that answers a
+        #: receiving link's attach, when deliveries follow it in the same bytes (``None``
+        #: otherwise). RabbitMQ's first transfers on a new link follow its attach after a
+        #: round trip of credit through the queue's process, so clients read the attach first;
+        #: a listener keeps that order by writing the rest a moment later.
+        self.pause_at: int | None = None
+        self._attach_mark: int | None = None
         #: True while the broker blocks publishers and this connection published.
         self.blocked = False
         # Per publish: what the model told us (a return, a nack).
@@ -378,10 +385,18 @@ class ServerConnection:
     # -- bytes in and out ------------------------------------------------------------------------
 
     def data_to_send(self) -> bytes:
-        """Everything queued for the socket since the last call (may be empty)."""
+        """Everything queued for the socket since the last call (may be empty); when it holds
+        the answer to a receiving link's attach followed by more, :attr:`pause_at` says where
+        that answer ends."""
+        self.pause_at = None
         if not self._out:
             return b""
         self._last_sent = self.broker.clock.monotonic()
+        mark = self._attach_mark
+        if mark is not None:
+            self._attach_mark = None
+            if mark < len(self._out):
+                self.pause_at = sum(len(chunk) for chunk in self._out[:mark])
         data = b"".join(self._out)
         self._out.clear()
         return data
@@ -972,6 +987,8 @@ class ServerConnection:
             name=attach.name, handle=attach.handle, role=False,
             snd_settle_mode=1 if link.presettled else 0, rcv_settle_mode=0,
             source=reply_source, target=attach.target, initial_delivery_count=UInt(0)))
+        if self._attach_mark is None:
+            self._attach_mark = len(self._out)
         if link.browse:
             self._browsers.append(link)
 
