@@ -11,7 +11,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -32,6 +31,7 @@ from embroker import amqp091 as a
 from embroker.amqp091._connection import ServerConnection
 from embroker.model._access import MD5, SHA256, SHA512, hash_password
 from embroker.server import Server
+from tests.cli import interrupt, serve
 
 LOGIN_REFUSED = ("ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN. "
                  "For details see the broker logfile.")
@@ -206,10 +206,7 @@ def test_serve_takes_users_and_definitions_from_the_command_line(tmp_path: Any) 
     path.write_text(json.dumps({"users": [{"name": "alice", "password": "pw", "tags": []}],
                                 "permissions": [{"user": "alice", "vhost": "/", "configure": "^$",
                                                  "write": ".*", "read": ".*"}]}))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "embroker", "serve", "--port", "0", "--host", "127.0.0.1",
-         "--user", "app:secret", "--definitions", str(path), "--quiet"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = serve("--user", "app:secret", "--definitions", str(path))
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().split("listening on ")[1].split(" ")[0]
@@ -220,8 +217,7 @@ def test_serve_takes_users_and_definitions_from_the_command_line(tmp_path: Any) 
             ch.queue_declare("mine")
         assert caught.value.reply_code == 403
     finally:
-        proc.send_signal(2)
-        _out, err = proc.communicate(timeout=10)
+        _out, err = interrupt(proc)
     assert proc.returncode == 0, err
 
 

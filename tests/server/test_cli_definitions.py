@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pika
+
+from tests import cli
 
 DEFINITIONS = {
     "queues": [{"name": "orders", "vhost": "/", "durable": True, "arguments": {}}],
@@ -20,10 +21,7 @@ DEFINITIONS = {
 
 
 def serve(path: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "embroker", "serve", "--port", "0", "--host", "127.0.0.1",
-         "--quiet", "--definitions", str(path), *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return cli.serve("--definitions", str(path), *extra)
 
 
 def test_a_file_with_a_shovel_is_refused_naming_it(tmp_path: Path) -> None:
@@ -55,8 +53,7 @@ def test_the_rest_loads_and_applies_with_ignore_unsupported(tmp_path: Path) -> N
         assert ch.queue_declare("orders", passive=True).method.message_count == 1
         conn.close()
     finally:
-        proc.send_signal(2)
-        _out, err = proc.communicate(timeout=10)
+        _out, err = cli.interrupt(proc)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
 

@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pika
 
-
-def serve(*extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "embroker", "serve", "--port", "0", "--host", "127.0.0.1",
-         "--quiet", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+from tests.cli import interrupt, serve
 
 
 def test_plugins_are_enabled_and_said(tmp_path: Path) -> None:
@@ -31,8 +25,7 @@ def test_plugins_are_enabled_and_said(tmp_path: Path) -> None:
         ch.exchange_declare("ring", "x-consistent-hash")
         conn.close()
     finally:
-        proc.send_signal(2)
-        _out, err = proc.communicate(timeout=10)
+        _out, err = interrupt(proc)
     assert proc.returncode == 0, err
 
 

@@ -12,6 +12,7 @@ from pika.exceptions import ConnectionClosedByBroker
 
 from embroker import Broker
 from embroker.server import PortInUse, Server
+from tests.cli import interrupt, serve
 
 
 def test_stop_closes_clients_with_connection_forced_and_frees_the_port(broker: Broker) -> None:
@@ -99,17 +100,14 @@ def test_cli_says_which_option_moves_a_taken_management_port() -> None:
 
 
 def _serve(*args: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "embroker", "serve", "--port", "0", "--host", "127.0.0.1",
-         "--quiet", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = serve(*args)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     return proc, line
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(2)  # SIGINT, as Ctrl-C
-    out, err = proc.communicate(timeout=10)
+    out, err = interrupt(proc)
     assert proc.returncode == 0, err
     assert "embroker stopped" in out
     assert "Traceback" not in err

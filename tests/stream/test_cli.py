@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
+from tests.cli import interrupt, serve
 from tests.stream.interop import SCRIPTS, run
 
 
 def test_cli_serves_the_stream_protocol() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "embroker", "serve", "--port", "0", "--host", "127.0.0.1",
-         "--no-management", "--stream-port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = serve("--no-management", "--stream-port", "0", quiet=False)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -22,7 +18,6 @@ def test_cli_serves_the_stream_protocol() -> None:
         transcript = run(SCRIPTS["deduplication"], "127.0.0.1", int(match.group(1)))
         assert transcript[0] == ("sequence", 4)
     finally:
-        proc.send_signal(2)
-        _out, err = proc.communicate(timeout=10)
+        _out, err = interrupt(proc)
     assert proc.returncode == 0, err
     assert "Traceback" not in err

@@ -1,0 +1,36 @@
+"""``python -m embroker serve`` as a person runs it, for the tests of the command line."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+
+def _as_from_a_terminal() -> None:
+    # A run of the tests started in the background (``pytest &`` from a script) ignores SIGINT,
+    # and children inherit that: the command under test gets Ctrl-C's default back.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def serve(*args: str, quiet: bool = True) -> subprocess.Popen[str]:
+    """``embroker serve --port 0 --host 127.0.0.1 [--quiet] ARGS`` in a process of its own."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "embroker", "serve", "--port", "0", "--host", "127.0.0.1",
+         *(["--quiet"] if quiet else []), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_as_from_a_terminal)  # noqa: PLW1509 (no threads run it)
+
+
+def interrupt(proc: subprocess.Popen[str], timeout: float = 10) -> tuple[str, str]:
+    """Ctrl-C: SIGINT, then what it printed. A process still running after ``timeout`` is
+    killed (no listener outlives the test) and the test fails."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"embroker serve did not stop on SIGINT within {timeout} s:\n{out}{err}")
