@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
@@ -97,6 +98,9 @@ class MemoryLink:
                  notify: Callable[[], None] | None = None) -> None:
         self.broker = broker
         self.peer = name or f"memory:{next(_ids)}"
+        #: The thread that opened it: its client's (another in-memory client's thread may be
+        #: what a waiting client waits for; unrelated threads are not).
+        self.owner = threading.current_thread()
         self._notify = notify
         self._to_broker: deque[bytes] = deque()
         self._pending = 0  # bytes in _to_broker

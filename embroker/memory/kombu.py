@@ -34,7 +34,7 @@ from amqp.transport import _AbstractTransport, to_host_port
 from kombu.transport import pyamqp
 
 from ..model._clock import ManualClock
-from ._link import MemoryLink
+from ._link import MemoryLink, links
 from ._urls import broker_of
 
 if TYPE_CHECKING:
@@ -115,7 +115,11 @@ class _MemoryTransport(_AbstractTransport):  # type: ignore[misc]
         # Nothing to read: on a virtual clock time does not pass by itself (a timeout ends
         # the wait at once); on the real one, another thread may give us something.
         timeout = self._timeout
-        alone = threading.active_count() == 1  # no other thread can give us anything
+        # No other thread can give us anything: none runs an in-memory client of this broker
+        # (threads of other libraries, a Spark session's, do not count).
+        me = threading.current_thread()
+        alone = not any(other.owner is not me and other.owner.is_alive()
+                        for other in links(broker))
         if isinstance(broker.clock, ManualClock) and not broker._servers and alone:
             if timeout is None:
                 from ._loop import Deadlock

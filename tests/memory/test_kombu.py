@@ -120,3 +120,19 @@ def test_the_same_test_twice_gives_the_same_event_order() -> None:
     assert first == second
     assert first[:3] == ["got 0 at 0", "got 1 at 0", "got 2 at 0"]
     assert first[-1] == "work: 0"
+
+
+def test_waiting_for_ever_is_told_while_unrelated_threads_run(clocked: Broker) -> None:
+    """Threads that run no in-memory client of the broker (a Spark session's, a library's
+    timer) cannot give the waiting client anything: the wait is still a deadlock (it used to
+    count every thread and wait for ever when another one ran)."""
+    stop = threading.Event()
+    unrelated = threading.Thread(target=stop.wait, daemon=True)
+    unrelated.start()
+    try:
+        with kombu.Connection(clocked.kombu_url) as connection, \
+                connection.Consumer([Queue("empty")]), pytest.raises(Deadlock):
+            connection.drain_events()
+    finally:
+        stop.set()
+        unrelated.join()
