@@ -905,6 +905,9 @@ class Queue:
                     continue
                 message = chunk.messages[offset - chunk.first_offset]
                 positions[consumer] = offset + 1
+                keep = consumer.message_filter
+                if keep is not None and not keep(message):
+                    continue  # RabbitMQ 4.1+: filtered out per message, no credit taken
                 headers = {**(message.properties.get("headers") or {}),
                            "x-stream-offset": Long(offset)}
                 entry = QueuedMessage(message.with_headers(headers), offset)
