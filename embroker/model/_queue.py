@@ -910,7 +910,11 @@ class Queue:
                     continue  # RabbitMQ 4.1+: filtered out per message, no credit taken
                 headers = {**(message.properties.get("headers") or {}),
                            "x-stream-offset": Long(offset)}
-                entry = QueuedMessage(message.with_headers(headers), offset)
+                copy = message.with_headers(headers)
+                # the message as its protocol wrote it goes with it: a stream keeps an AMQP 1.0
+                # message whole (its subject, to...), the offset added as an annotation
+                copy.amqp10 = message.amqp10
+                entry = QueuedMessage(copy, offset)
                 self.unacked += 1
                 consumer.deliver(self, entry)
 

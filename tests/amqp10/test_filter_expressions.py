@@ -339,3 +339,29 @@ def test_on_a_classic_queue_the_filter_is_echoed_but_not_applied() -> None:
     transfers = [f for f in client.received()
                  if isinstance(f, Frame) and isinstance(f.performative, Transfer)]
     assert len(transfers) == 3
+
+
+def test_a_stream_delivers_a_1_0_message_as_published() -> None:
+    """RabbitMQ 4 keeps an AMQP 1.0 message whole in a stream (mc_amqp, read back by
+    rabbit_stream_queue:entry_to_msg/6): a 1.0 receiver gets its subject and the other
+    properties 0-9-1 has no room for, with x-stream-offset added as a message annotation."""
+    broker = make_broker()
+    _publish_10(broker, Properties(subject="order.created", to="/queues/s",
+                                   group_sequence=UInt(3)), {"k": "v"})
+    client = Client(ServerConnection(broker, loopback=True, peer="test"))
+    client.open()
+    client.begin()
+    client.attach_receiver("/queues/s", source=Source(address="/queues/s", filter={
+        Symbol("offset"): Described(Symbol("rabbitmq:stream-offset-spec"), 6)}))
+    client.send_frame(Flow(next_incoming_id=UInt(0), incoming_window=UInt(100),
+                           next_outgoing_id=UInt(0), outgoing_window=UInt(100),
+                           handle=UInt(0), delivery_count=UInt(0), link_credit=UInt(5)))
+    (transfer,) = [f for f in client.received()
+                   if isinstance(f, Frame) and isinstance(f.performative, Transfer)]
+    message = parse_message(transfer.payload)
+    assert message.properties is not None
+    assert (message.properties.subject, message.properties.to) == ("order.created", "/queues/s")
+    assert message.properties.group_sequence == 3
+    assert message.application_properties == {"k": "v"}
+    offset = message.message_annotations[Symbol("x-stream-offset")]
+    assert (type(offset), offset) == (ULong, 6)
