@@ -1003,6 +1003,7 @@ class ServerConnection:
         channel = session.model
         browse = source.distribution_mode == "copy"
         selector, filters = self._selector(source, browse)
+        message_filter, expressions = self._expressions(source)
         own = False
         if source.dynamic and _VOLATILE in (source.capabilities or ()):
             return self._volatile(session, attach, source)
@@ -1032,7 +1033,7 @@ class ServerConnection:
                                             arguments=_stream_arguments(
                                                 source, self.broker.profile.rabbitmq4),
                                             link_credit=True,
-                                            message_filter=self._expressions(source)[0])
+                                            message_filter=message_filter)
                 consumer = channel.consumers[tag]
                 consumer.credit = 0
                 link = _Outgoing(session, attach, consumer.queue)
@@ -1048,7 +1049,8 @@ class ServerConnection:
             durable=source.durable, expiry_policy=source.expiry_policy,
             timeout=source.timeout, dynamic=source.dynamic,
             distribution_mode=Symbol("copy") if link.browse else None,
-            filter=self._echoed_filters(source, filters) or None, default_outcome=_RELEASED,
+            filter=self._echoed_filters(source, filters, expressions) or None,
+            default_outcome=_RELEASED,
             outcomes=_OUTCOMES, capabilities=source.capabilities)
         return link, reply
 
@@ -1082,12 +1084,13 @@ class ServerConnection:
                                          0xA3, [Symbol("move")])},
             distribution_mode=Symbol("move"), capabilities=(Symbol(_VOLATILE),))
 
-    def _echoed_filters(self, source: Source, filters: dict[Any, Any]) -> dict[Any, Any]:
+    def _echoed_filters(self, source: Source, filters: dict[Any, Any],
+                        expressions: set[Any]) -> dict[Any, Any]:
         # The stream filters and filter expressions are applied (by the consumer they become):
         # the reply says so, in the order they were asked for ("the sending endpoint sets the
         # filter actually in place", Part 3 section 3.5.3).
         applied = {*_stream_filters(source, self.broker.profile.rabbitmq4),
-                   *self._expressions(source)[1]}
+                   *expressions}
         given = source.filter or {}
         return {**filters, **{key: value for key, value in given.items() if key in applied}}
 
