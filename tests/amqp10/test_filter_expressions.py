@@ -10,6 +10,8 @@ import uuid
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from embroker import Broker, ManualClock
 from embroker.amqp10 import (
@@ -365,3 +367,48 @@ def test_a_stream_delivers_a_1_0_message_as_published() -> None:
     assert message.application_properties == {"k": "v"}
     offset = message.message_annotations[Symbol("x-stream-offset")]
     assert (type(offset), offset) == (ULong, 6)
+
+
+# -- Hypothesis: application-properties filters against a plain reading of the Erlang -----------
+
+_SIMPLE = st.one_of(st.none(), st.booleans(), st.integers(-3, 3),
+                    st.floats(-3, 3, allow_nan=False), st.text("&ps:ab", max_size=5))
+
+
+def _reference(ref: Any, present: bool, value: Any) -> bool | None:
+    """match_simple_type/2 after parse_app_props/2, from the Erlang clauses: ``None`` when the
+    filter does not parse (a string starting with & and no known modifier)."""
+    if isinstance(ref, str) and ref.startswith("&") and not ref.startswith(("&s:", "&p:", "&&")):
+        return None
+    if not present:
+        return False
+    if ref is None:
+        return True
+    raw = value.encode() if isinstance(value, str) else value
+    if isinstance(ref, str) and ref.startswith(("&s:", "&p:")):
+        if not isinstance(raw, bytes):
+            return False
+        affix = ref[3:].encode()
+        return raw.startswith(affix) if ref.startswith("&p:") else raw.endswith(affix)
+    want = ref[1:].encode() if isinstance(ref, str) and ref.startswith("&&") else (
+        ref.encode() if isinstance(ref, str) else ref)
+    if isinstance(want, bool) or isinstance(raw, bool):
+        return isinstance(want, bool) and isinstance(raw, bool) and want == raw
+    return want == raw and type(want) is not type(None) and raw is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(ref=_SIMPLE, present=st.booleans(), value=_SIMPLE)
+def test_application_property_matching_agrees_with_the_erlang(ref: Any, present: bool,
+                                                              value: Any) -> None:
+    from embroker.amqp10._filters import FilterView, parse_property_filter
+    from embroker.amqp10._filters import property_filters_match as match
+
+    parsed = parse_property_filter(Described(APP, {"k": ref}))
+    expected = _reference(ref, present, value)
+    if expected is None:
+        assert parsed is None
+        return
+    assert parsed is not None
+    app = {b"k": value.encode() if isinstance(value, str) else value} if present else {}
+    assert match([parsed], FilterView(None, app, None)) is expected
