@@ -83,6 +83,18 @@ from ._definitions import (
     Transfer,
 )
 from ._errors import ConnectionError10, DecodeError, FramingError, LinkError, ProtocolError, SessionError
+from ._filters import (
+    SQL_FILTER,
+    SQL_FILTER_KEY,
+    FilterView,
+    SqlError,
+    descriptor_is,
+    parse_property_filter,
+    parse_sql,
+    property_filters_match,
+    sql_filter,
+    view_of,
+)
 from ._frames import (
     AMQP_HEADER,
     EMPTY_FRAME,
@@ -97,7 +109,7 @@ from ._frames import (
 from ._management import MANAGEMENT_ADDRESS, ManagementNode
 from ._message import Kept, _value_to_091, encode_deaths, parse_message, to_amqp10, to_model
 from ._selector import Selector, SelectorError
-from ._types import Array, Symbol, Timestamp, UInt, ULong, decode_value
+from ._types import Array, Described, Symbol, Timestamp, UInt, ULong, decode_value
 
 if TYPE_CHECKING:
     from ..model import Broker, Browser, Message, Queue
@@ -1008,6 +1020,7 @@ class ServerConnection:
         channel = session.model
         browse = source.distribution_mode == "copy"
         selector, filters = self._selector(source, browse)
+        message_filter, expressions = self._expressions(source)
         own = False
         if source.dynamic and _VOLATILE in (source.capabilities or ()):
             return self._volatile(session, attach, source)
@@ -1036,7 +1049,8 @@ class ServerConnection:
                                             no_ack=attach.snd_settle_mode == 1, exclusive=False,
                                             arguments=_stream_arguments(
                                                 source, self.broker.profile.rabbitmq4),
-                                            link_credit=True)
+                                            link_credit=True,
+                                            message_filter=message_filter)
                 consumer = channel.consumers[tag]
                 consumer.credit = 0
                 link = _Outgoing(session, attach, consumer.queue)
@@ -1052,7 +1066,8 @@ class ServerConnection:
             durable=source.durable, expiry_policy=source.expiry_policy,
             timeout=source.timeout, dynamic=source.dynamic,
             distribution_mode=Symbol("copy") if link.browse else None,
-            filter=self._echoed_filters(source, filters) or None, default_outcome=_RELEASED,
+            filter=self._echoed_filters(source, filters, expressions) or None,
+            default_outcome=_RELEASED,
             outcomes=_OUTCOMES, capabilities=source.capabilities)
         return link, reply
 
@@ -1086,11 +1101,63 @@ class ServerConnection:
                                          0xA3, [Symbol("move")])},
             distribution_mode=Symbol("move"), capabilities=(Symbol(_VOLATILE),))
 
-    def _echoed_filters(self, source: Source, filters: dict[Any, Any]) -> dict[Any, Any]:
-        # The stream filters are applied (by the consumer they become): the reply says so.
-        applied = _stream_filters(source, self.broker.profile.rabbitmq4)
+    def _echoed_filters(self, source: Source, filters: dict[Any, Any],
+                        expressions: set[Any]) -> dict[Any, Any]:
+        # The stream filters and filter expressions are applied (by the consumer they become):
+        # the reply says so, in the order they were asked for ("the sending endpoint sets the
+        # filter actually in place", Part 3 section 3.5.3).
+        applied = {*_stream_filters(source, self.broker.profile.rabbitmq4),
+                   *expressions}
         given = source.filter or {}
-        return {**filters, **{key: given[key] for key in applied}}
+        return {**filters, **{key: value for key, value in given.items() if key in applied}}
+
+    def _expressions(self, source: Source) -> tuple[Callable[[Message], bool] | None, set[Any]]:
+        """The filter expressions of a source (RabbitMQ 4.1's property filters, 4.2's SQL
+        filter) as one predicate on messages, and the keys of those applied. As v4.2.9
+        ``rabbit_amqp_session:parse_filters/2`` folds the filter set from its last entry to
+        its first: a filter that does not parse is left out (the attach goes on); one
+        properties and one application-properties filter at most (a later one wins); an SQL
+        filter (key ``sql-filter``) excludes property filters and the other way round,
+        whichever comes last winning. The stream filters come first and are not expressions.
+        RabbitMQ applies them on streams only; on other queues they are echoed and ignored
+        (``rabbit_stream_queue:entry_to_msg/6`` is their only reader)."""
+        profile = self.broker.profile
+        if not profile.at_least(4, 1) or not source.filter:
+            return None, set()
+        streams = _stream_filters(source, True)
+        sql: Callable[[FilterView], bool] | None = None
+        props: dict[str, Any] = {}
+        applied: set[Any] = set()
+        for key, value in reversed(list(source.filter.items())):
+            if key in streams or type(key) is not Symbol or (
+                    str(key).startswith("rabbitmq:stream-")
+                    and getattr(value, "descriptor", None) is None):
+                continue
+            if str(key) == SQL_FILTER_KEY and profile.at_least(4, 2):
+                if sql is None and not props and isinstance(value, Described) and (
+                        descriptor_is(value.descriptor, SQL_FILTER)) and (
+                        type(value.value) is str):
+                    try:
+                        ast = parse_sql(value.value)
+                    except SqlError:
+                        continue
+                    sql = sql_filter(ast, self._now_ms)
+                    applied.add(key)
+                continue
+            parsed = parse_property_filter(value)
+            if parsed is not None and sql is None and parsed[0] not in props:
+                props[parsed[0]] = parsed
+                applied.add(key)
+        if sql is not None:
+            test = sql
+            return (lambda message: test(view_of(message))), applied
+        if props:
+            filters = list(props.values())
+            return (lambda message: property_filters_match(filters, view_of(message))), applied
+        return None, applied
+
+    def _now_ms(self) -> int:
+        return int(self.broker.clock.time() * 1000)
 
     @staticmethod
     def _selector(source: Source, browse: bool) -> tuple[Selector | None, dict[Any, Any]]:

@@ -403,7 +403,13 @@ def to_amqp10(message: Message, *, first_acquirer: bool, delivery_count: int,
                else None, ttl=ttl, first_acquirer=first_acquirer,
                delivery_count=UInt(delivery_count)).encode_into(out)
     kept = message.amqp10
-    if isinstance(kept, Kept) and kept.properties is props:
+    if isinstance(kept, Kept) and kept.properties is not props:
+        offset = _stream_offset(kept.properties, props)
+        if offset is None:
+            kept = None
+        else:  # read from a stream: the message as kept, with its offset
+            annotations = {**annotations, Symbol("x-stream-offset"): ULong(offset)}
+    if isinstance(kept, Kept):
         if kept.message_annotations:
             out += b"\x00\x53\x72"
             encode_value(_annotation_keys({**kept.message_annotations, **annotations}), out)
@@ -459,6 +465,20 @@ def to_amqp10(message: Message, *, first_acquirer: bool, delivery_count: int,
         out += b"\x00\x53\x75"
         encode_value(message.body, out)
     return bytes(out)
+
+
+def _stream_offset(kept: dict[str, Any], props: dict[str, Any]) -> int | None:
+    """The ``x-stream-offset`` a stream's delivery added to the properties a 1.0 publish left
+    (the only change), else ``None``."""
+    headers = props.get("headers")
+    if not isinstance(headers, dict) or "x-stream-offset" not in headers:
+        return None
+    rest = {k: v for k, v in headers.items() if k != "x-stream-offset"}
+    if rest != (kept.get("headers") or {}) or {**kept, "headers": None} != {
+            **props, "headers": None}:
+        return None
+    offset = headers["x-stream-offset"]
+    return int(offset) if isinstance(offset, int) else None
 
 
 _SHORT_HEADERS: Final = {(durable, first): Header(durable=durable, first_acquirer=first).encode()

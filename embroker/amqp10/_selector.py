@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 if TYPE_CHECKING:
     from ..model import Message
@@ -28,6 +28,7 @@ __all__ = ["Selector", "SelectorError"]
 _Value = Any
 _Eval = Callable[["Message"], _Value]
 _UNKNOWN: Final = None
+_T = TypeVar("_T")
 
 _TOKEN = re.compile(r"""
     \s*(?:
@@ -258,12 +259,16 @@ def _tokenize(text: str) -> list[tuple[str, str]]:
     return tokens
 
 
+# SQL's three-valued logic, shared with the AMQP SQL filter expressions (``_sql``): true,
+# false and unknown (``None``); AND and OR look at their right side only when the left does
+# not decide (RabbitMQ 4.2's rabbit_amqp_filter_sql:eval0/2 evaluates them the same way).
+
 def _negate(value: _Value) -> _Value:
     return None if value is None else not value
 
 
-def _and(left: _Eval, right: _Eval) -> _Eval:
-    def test(m: Message) -> _Value:
+def _and(left: Callable[[_T], _Value], right: Callable[[_T], _Value]) -> Callable[[_T], _Value]:
+    def test(m: _T) -> _Value:
         a = left(m)
         if a is False:
             return False
@@ -274,8 +279,8 @@ def _and(left: _Eval, right: _Eval) -> _Eval:
     return test
 
 
-def _or(left: _Eval, right: _Eval) -> _Eval:
-    def test(m: Message) -> _Value:
+def _or(left: Callable[[_T], _Value], right: Callable[[_T], _Value]) -> Callable[[_T], _Value]:
+    def test(m: _T) -> _Value:
         a = left(m)
         if a is True:
             return True

@@ -21,6 +21,7 @@ What a channel keeps:
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import (
@@ -446,8 +447,13 @@ class Channel:
 
     def basic_consume(self, queue: str = "", consumer_tag: str = "", *, no_ack: bool = False,
                       exclusive: bool = False, arguments: dict[str, Any] | None = None,
-                      link_credit: bool = False) -> str:
+                      link_credit: bool = False,
+                      message_filter: Callable[[Message], bool] | None = None) -> str:
         """basic.consume; returns the consumer tag (server-generated when empty).
+
+        ``message_filter``: on a stream, the messages it refuses are skipped (RabbitMQ 4.1+'s
+        filter expressions, ``rabbit_stream_queue:entry_to_msg/6``); other queues ignore it, as
+        RabbitMQ's classic and quorum queues do.
 
         ``link_credit``: the consumer's capacity is an AMQP 1.0 link's credit (set on it by the
         caller), not basic.qos: a stream then needs no prefetch count (RabbitMQ 3.10's 1.0
@@ -479,6 +485,7 @@ class Channel:
             self._check_stream_consume(q, no_ack, arguments, link_credit)
         consumer = Consumer(self, q, consumer_tag, no_ack=no_ack, exclusive=exclusive,
                             arguments=arguments, prefetch=self.prefetch_count)
+        consumer.message_filter = message_filter
         self.consumers[consumer_tag] = consumer
         q.add_consumer(consumer)
         events = self.vhost.broker.plugins.events

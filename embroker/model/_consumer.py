@@ -48,8 +48,8 @@ class Delivery:
 class Consumer:
     """A subscription of a channel to a queue (basic.consume)."""
 
-    __slots__ = ("arguments", "blocked", "channel", "credit", "exclusive", "no_ack", "prefetch",
-                 "priority", "queue", "tag", "unacked")
+    __slots__ = ("arguments", "blocked", "channel", "credit", "exclusive", "message_filter",
+                 "no_ack", "prefetch", "priority", "queue", "tag", "unacked")
 
     def __init__(self, channel: Channel, queue: Queue, tag: str, *, no_ack: bool,
                  exclusive: bool, arguments: dict[str, Any], prefetch: int) -> None:
@@ -69,6 +69,10 @@ class Consumer:
         #: An AMQP 1.0 receiving link's credit: how many more messages it may be sent. ``None``
         #: (0-9-1 and the in-process client) leaves the capacity to qos.
         self.credit: int | None = None
+        #: A stream consumer's per-message filter (RabbitMQ 4.1+'s AMQP 1.0 filter
+        #: expressions, given by the protocol layer): a message it refuses is skipped, without
+        #: taking credit. ``None`` takes every message.
+        self.message_filter: Callable[[Message], bool] | None = None
 
     def has_credit(self) -> bool:
         """Whether its own limit lets it take one more message: its prefetch (basic.qos

@@ -905,9 +905,16 @@ class Queue:
                     continue
                 message = chunk.messages[offset - chunk.first_offset]
                 positions[consumer] = offset + 1
+                keep = consumer.message_filter
+                if keep is not None and not keep(message):
+                    continue  # RabbitMQ 4.1+: filtered out per message, no credit taken
                 headers = {**(message.properties.get("headers") or {}),
                            "x-stream-offset": Long(offset)}
-                entry = QueuedMessage(message.with_headers(headers), offset)
+                copy = message.with_headers(headers)
+                # the message as its protocol wrote it goes with it: a stream keeps an AMQP 1.0
+                # message whole (its subject, to...), the offset added as an annotation
+                copy.amqp10 = message.amqp10
+                entry = QueuedMessage(copy, offset)
                 self.unacked += 1
                 consumer.deliver(self, entry)
 
