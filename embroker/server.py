@@ -88,7 +88,7 @@ _TICK = 0.5  # at most this long between looks at heartbeats, handshakes and tim
 #: How long the rest of an AMQP 1.0 client's output waits after the answer to a receiving
 #: link's attach (``pause_at``): long enough for a client in another thread or process to read
 #: the attach on its own before the first transfers, as it does with RabbitMQ.
-_ATTACH_PAUSE = 0.002
+_ATTACH_PAUSE = 0.005
 #: How long the listener stops accepting after accept() failed for lack of resources; doubled
 #: on each failure in a row, up to the maximum.
 _ACCEPT_BACKOFF = 0.05
