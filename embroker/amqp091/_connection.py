@@ -57,6 +57,8 @@ from ._frames import (
     HEARTBEAT_FRAME,
     PROTOCOL_HEADER,
     ProtocolHeaderKind,
+    deliver_payload,
+    encode_content,
     encode_message,
     encode_method_frame,
     parse_protocol_header,
@@ -666,10 +668,20 @@ class ServerConnection:
 
     def _send_event(self, event: ChannelEvent) -> None:
         if isinstance(event, Delivered):
-            self._send_content(event.channel, BasicDeliver(
-                consumer_tag=event.consumer_tag, delivery_tag=event.delivery_tag,
-                redelivered=event.redelivered, exchange=event.exchange,
-                routing_key=event.routing_key), event.message)
+            # (_send_content, with the method's payload packed without the method object)
+            channel, message = event.channel, event.message
+            if channel in self._confirms:
+                self._send_confirms(channel)
+            payload = deliver_payload(event.consumer_tag, event.delivery_tag, event.redelivered,
+                                      event.exchange, event.routing_key)
+            if payload is None:  # cannot be encoded: the method says why (raises)
+                payload = BasicDeliver(
+                    consumer_tag=event.consumer_tag, delivery_tag=event.delivery_tag,
+                    redelivered=event.redelivered, exchange=event.exchange,
+                    routing_key=event.routing_key).encode()
+            self._out.append(encode_content(channel, payload, BasicDeliver.CLASS_ID,
+                                            message.body, self.frame_max, message.properties,
+                                            message.encoded_properties))
         elif isinstance(event, Confirmed):
             self._confirms.setdefault(event.channel, []).append((event.delivery_tag, event.ack))
             if not self._reading:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from embroker import Broker
@@ -13,6 +15,7 @@ from embroker.amqp091 import (
     methods,
 )
 from embroker.amqp091._connection import _CONFIRM_FRAME
+from embroker.amqp091._frames import deliver_payload
 
 
 @pytest.mark.parametrize("channel", [1, 2047])
@@ -78,3 +81,45 @@ def test_routing_decisions_share_tuples_but_not_values() -> None:
     later = broker.trace[-1]
     assert later.explain() != decision.explain()
     assert decision.queues == ("q",)  # an earlier decision keeps what it saw
+
+
+@pytest.mark.parametrize(("consumer_tag", "tag", "redelivered", "exchange", "routing_key"), [
+    ("ctag", 1, False, "", "q"),
+    ("amq.ctag-é", 2**64 - 1, True, "x" * 255, "k.\udcff"),
+    ("", 0, False, "amq.topic", ""),
+])
+def test_deliver_payload_is_the_encoded_method(consumer_tag: str, tag: int, redelivered: bool,
+                                               exchange: str, routing_key: str) -> None:
+    assert deliver_payload(consumer_tag, tag, redelivered, exchange, routing_key) == \
+        methods.BasicDeliver(consumer_tag=consumer_tag, delivery_tag=tag,
+                             redelivered=redelivered, exchange=exchange,
+                             routing_key=routing_key).encode()
+
+
+@pytest.mark.parametrize("arguments", [
+    ("t", 1, False, "x" * 256, "k"), ("t", 2**64, False, "", "k"), ("t", -1, False, "", "k"),
+    ("t", 1, False, "", None),
+])
+def test_deliver_payload_leaves_what_cannot_be_encoded_to_the_method(
+        arguments: tuple[Any, ...]) -> None:
+    assert deliver_payload(*arguments) is None
+    consumer_tag, tag, redelivered, exchange, routing_key = arguments
+    with pytest.raises((TypeError, ValueError)):
+        methods.BasicDeliver(consumer_tag=consumer_tag, delivery_tag=tag,
+                             redelivered=redelivered, exchange=exchange,
+                             routing_key=routing_key).encode()
+
+
+def test_deliveries_on_the_wire_are_encode_message() -> None:
+    broker = Broker()
+    conn = _open(broker)
+    conn.receive_data(encode_method_frame(1, methods.QueueDeclare(queue="q")))
+    conn.receive_data(encode_message(1, methods.BasicPublish(routing_key="q"), b"body" * 100,
+                                     131072, properties={"content_type": "text/plain"}))
+    conn.data_to_send()
+    conn.receive_data(encode_method_frame(1, methods.BasicConsume(queue="q", consumer_tag="c")))
+    expected = encode_method_frame(1, methods.BasicConsumeOk(consumer_tag="c")) + \
+        encode_message(1, methods.BasicDeliver(consumer_tag="c", delivery_tag=1,
+                                               routing_key="q"), b"body" * 100, 131072,
+                       properties={"content_type": "text/plain"})
+    assert conn.data_to_send() == expected
