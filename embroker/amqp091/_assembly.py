@@ -415,7 +415,10 @@ class CommandReader(_FrameBuffer):
                         decoder = DECODERS.get(_U32.unpack_from(payload)[0]) if size >= 4 else None
                         if decoder is None or (not channel) != (payload[1] == 10 and not payload[0]):
                             raise bad_method(channel, payload)
-                        method = decode_arguments(decoder, payload)
+                        try:  # decode_arguments, inlined: its error path only on an error
+                            method = decoder(payload)
+                        except SyntaxErrorAMQP:
+                            method = decode_arguments(decoder, payload)  # raises FrameError
                         if channel in partial:
                             raise _interrupted(partial[channel])
                         if not method.HAS_CONTENT:

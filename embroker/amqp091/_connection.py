@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -56,16 +57,16 @@ from ._frames import (
     HEARTBEAT_FRAME,
     PROTOCOL_HEADER,
     ProtocolHeaderKind,
+    deliver_payload,
+    encode_content,
     encode_message,
     encode_method_frame,
     parse_protocol_header,
 )
 from ._method import Method
 from ._methods import (
-    BasicAck,
     BasicCancel,
     BasicDeliver,
-    BasicNack,
     BasicReturn,
     ChannelClose,
     ChannelCloseOk,
@@ -127,6 +128,10 @@ _EXPECTED: Final[dict[ConnectionState, type[Method]]] = {
     ConnectionState.TUNE_OK: ConnectionTuneOk,
     ConnectionState.OPEN_VHOST: ConnectionOpen,
 }
+
+#: A basic.ack or basic.nack frame: frame type, channel, size (13), class and method ids,
+#: delivery tag, the bits (multiple; requeue for a nack), frame end.
+_CONFIRM_FRAME: Final = struct.Struct(">BHIHHQBB")
 
 #: The states in which the client can still read a connection.close we send.
 _CAN_CLOSE: Final = frozenset(_EXPECTED) | {ConnectionState.OPEN}
@@ -266,16 +271,19 @@ class ServerConnection:
                                         message.properties, message.encoded_properties))
 
     def _send_confirms(self, channel: int) -> None:
+        # The frames packed in one go (what encode_method_frame makes of BasicAck/BasicNack,
+        # byte for byte: a test holds them equal), as this is once per confirmed publish.
         outcomes = self._confirms.pop(channel)
         if len(outcomes) == 1 and outcomes[0][1]:  # one ack (confirms one by one): no sorting
-            self._out.append(encode_method_frame(channel, BasicAck(
-                delivery_tag=outcomes[0][0], multiple=False)))
+            self._out.append(_CONFIRM_FRAME.pack(1, channel, 13, 60, 80, outcomes[0][0], 0,
+                                                 0xCE))
             return
         for tag, multiple, ack in coalesce(outcomes):
             # (RabbitMQ's publisher nacks carry requeue=true, the record's default.)
-            self._out.append(encode_method_frame(channel, BasicAck(
-                delivery_tag=tag, multiple=multiple) if ack else BasicNack(
-                delivery_tag=tag, multiple=multiple, requeue=True)))
+            self._out.append(_CONFIRM_FRAME.pack(1, channel, 13, 60, 80, tag, multiple, 0xCE)
+                             if ack else
+                             _CONFIRM_FRAME.pack(1, channel, 13, 60, 120, tag, multiple | 2,
+                                                 0xCE))
 
     def receive_data(self, data: bytes) -> None:
         """Feed bytes received from the client; replies queue up for :meth:`data_to_send`.
@@ -435,6 +443,21 @@ class ServerConnection:
         if channel is None:
             self._open_channel(number, method)
             return
+        route = ROUTES.get(type(method))  # (the channel lifecycle's methods are not in it)
+        if route is not None:
+            if route.publishes and self.broker.publishers_blocked:
+                self.blocked = True
+            result = route.call(channel, method, command)
+            if route.reply is not None and not (route.no_wait and getattr(method, "no_wait",
+                                                                          False)):
+                reply = route.reply(method, result)
+                if isinstance(reply, WithContent):
+                    self._send_content(number, reply.method, reply.message)
+                elif reply is not None:
+                    self._send_method(number, reply)
+            if route.then is not None:
+                route.then(channel, result)
+            return
         if isinstance(method, ChannelClose):
             channel.close()
             del self.channels[number]
@@ -448,20 +471,7 @@ class ServerConnection:
             raise channel_already_open()
         if isinstance(method, ChannelCloseOk):
             return  # only meaningful while closing, which _while_channel_closing handles
-        route = ROUTES.get(type(method))
-        if route is None:
-            raise CommandInvalid(f"unexpected method '{method.NAME}' from the client")
-        if route.publishes and self.broker.publishers_blocked:
-            self.blocked = True
-        result = route.call(channel, method, command)
-        if route.reply is not None and not (route.no_wait and getattr(method, "no_wait", False)):
-            reply = route.reply(method, result)
-            if isinstance(reply, WithContent):
-                self._send_content(number, reply.method, reply.message)
-            elif reply is not None:
-                self._send_method(number, reply)
-        if route.then is not None:
-            route.then(channel, result)
+        raise CommandInvalid(f"unexpected method '{method.NAME}' from the client")
 
     def _connection_method(self, method: Method) -> None:
         if isinstance(method, ConnectionClose):
@@ -640,17 +650,38 @@ class ServerConnection:
         # The model's events come in the middle of its work (another connection's publish, a
         # timer): a failure here is this connection's alone and must not unwind the model.
         try:
-            self._send_event(event)
+            if type(event) is Confirmed:  # (_send_event's case, inlined: once per publish)
+                confirms = self._confirms.get(event.channel)
+                if confirms is None:
+                    self._confirms[event.channel] = [(event.delivery_tag, event.ack)]
+                else:
+                    confirms.append((event.delivery_tag, event.ack))
+                if not self._reading:
+                    self._send_confirms(event.channel)
+            else:
+                self._send_event(event)
         except Exception as exc:
             self.failure = exc
-        self._output_ready()
+        on_output = self._on_output  # (_output_ready, inlined)
+        if on_output is not None:
+            on_output()
 
     def _send_event(self, event: ChannelEvent) -> None:
         if isinstance(event, Delivered):
-            self._send_content(event.channel, BasicDeliver(
-                consumer_tag=event.consumer_tag, delivery_tag=event.delivery_tag,
-                redelivered=event.redelivered, exchange=event.exchange,
-                routing_key=event.routing_key), event.message)
+            # (_send_content, with the method's payload packed without the method object)
+            channel, message = event.channel, event.message
+            if channel in self._confirms:
+                self._send_confirms(channel)
+            payload = deliver_payload(event.consumer_tag, event.delivery_tag, event.redelivered,
+                                      event.exchange, event.routing_key)
+            if payload is None:  # cannot be encoded: the method says why (raises)
+                payload = BasicDeliver(
+                    consumer_tag=event.consumer_tag, delivery_tag=event.delivery_tag,
+                    redelivered=event.redelivered, exchange=event.exchange,
+                    routing_key=event.routing_key).encode()
+            self._out.append(encode_content(channel, payload, BasicDeliver.CLASS_ID,
+                                            message.body, self.frame_max, message.properties,
+                                            message.encoded_properties))
         elif isinstance(event, Confirmed):
             self._confirms.setdefault(event.channel, []).append((event.delivery_tag, event.ack))
             if not self._reading:

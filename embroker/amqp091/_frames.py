@@ -616,18 +616,32 @@ def encode_message(channel: int, method: Method, body: bytes | bytearray | memor
     Raises:
         TypeError, ValueError: the method or the properties cannot be encoded.
     """
-    payload = method.encode()
+    return encode_content(channel, method.encode(), method.CLASS_ID, body, frame_max,
+                          properties, raw_properties)
+
+
+def encode_content(channel: int, payload: bytes, class_id: int,
+                   body: bytes | bytearray | memoryview, frame_max: int,
+                   properties: Mapping[str, Any] | None = None,
+                   raw_properties: bytes | None = None) -> bytes:
+    """:func:`encode_message` with the method's frame payload already encoded (``payload``,
+    of class ``class_id``): what the server's delivery path uses with
+    :func:`deliver_payload`.
+
+    Raises:
+        TypeError, ValueError: the properties cannot be encoded.
+    """
     props = raw_properties if raw_properties is not None else encode_properties(properties)
     size = len(body)
     if size and (size <= frame_max - FRAME_OVERHEAD or not frame_max):  # one body frame
         return b"".join((
             _FRAME_HEADER.pack(1, channel, len(payload)), payload,
-            _END_AND_CONTENT_HEADER.pack(0xCE, 2, channel, 12 + len(props), method.CLASS_ID, 0,
+            _END_AND_CONTENT_HEADER.pack(0xCE, 2, channel, 12 + len(props), class_id, 0,
                                          size), props,
             _END_AND_FRAME_HEADER.pack(0xCE, 3, channel, size), body, b"\xce",
         ))
     parts = [_FRAME_HEADER.pack(1, channel, len(payload)), payload,
-             _END_AND_CONTENT_HEADER.pack(0xCE, 2, channel, 12 + len(props), method.CLASS_ID, 0,
+             _END_AND_CONTENT_HEADER.pack(0xCE, 2, channel, 12 + len(props), class_id, 0,
                                           size),
              props]
     if size:
@@ -639,3 +653,25 @@ def encode_message(channel: int, method: Method, body: bytes | bytearray | memor
             parts.append(piece)  # type: ignore[arg-type]  # join takes any bytes-like
     parts.append(b"\xce")
     return b"".join(parts)
+
+
+_LEN8: Final = [bytes((n,)) for n in range(256)]
+_TAG_AND_BIT: Final = struct.Struct(">QB")
+
+
+def deliver_payload(consumer_tag: str, delivery_tag: int, redelivered: bool, exchange: str,
+                    routing_key: str) -> bytes | None:
+    """The payload of a basic.deliver method frame, byte for byte what
+    ``BasicDeliver(...).encode()`` gives (a test holds them equal), without the method object:
+    once per delivery. ``None`` when an argument cannot be encoded (a string over 255 bytes, a
+    tag out of range, a wrong type): the caller then encodes the method, which says why.
+    """
+    try:
+        tag = consumer_tag.encode("utf-8", "surrogateescape")
+        name = exchange.encode("utf-8", "surrogateescape")
+        key = routing_key.encode("utf-8", "surrogateescape")
+        return b"".join((b"\x00\x3c\x00\x3c", _LEN8[len(tag)], tag,
+                         _TAG_AND_BIT.pack(delivery_tag, 1 if redelivered else 0),
+                         _LEN8[len(name)], name, _LEN8[len(key)], key))
+    except (IndexError, TypeError, AttributeError, struct.error):
+        return None

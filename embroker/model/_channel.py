@@ -265,7 +265,9 @@ class Channel:
             vhost.refuse(message, PreconditionFailed(
                 f"message size {len(body)} is larger than configured max size {max_size}"))
         self.connection.access.publish(vhost, message)
-        vhost.publish_target(message)
+        target = vhost.exchanges.get(exchange)
+        if target is None or target.internal:
+            vhost.publish_target(message)  # raises (and records the refusal)
         expiration = self._check_properties(message) if properties else None
         if self.tx_mode:
             vhost.check_routing_headers(message)

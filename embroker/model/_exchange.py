@@ -130,6 +130,9 @@ class Exchange:
     per_key: ClassVar[bool] = True
     #: Whether a live publish through it calls :meth:`intercept` (not a what-if routing).
     intercepts: ClassVar[bool] = False
+    #: ``((self, snapshot, False),)``, the visit a routing decision records, kept while the
+    #: bindings' snapshot stays the same (the routing fast path of ``VirtualHost.route``).
+    _visit: tuple[tuple[Exchange, tuple[Binding, ...], bool]] | None = None
 
     def __init__(self, vhost: VirtualHost, name: str, *, durable: bool = False,
                  auto_delete: bool = False, internal: bool = False,

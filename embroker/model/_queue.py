@@ -190,11 +190,13 @@ class Queue:
         "dead_letter_routing_key",
         "declared_at",
         "default_binding",
+        "default_route",
         "deleted",
         "durable",
         "exclusive_owner",
         "had_consumers",
         "name",
+        "name_only",
         "operator_policy",
         "policy",
         "quorum",
@@ -212,6 +214,9 @@ class Queue:
         self.vhost = vhost
         self._clock = vhost.broker.clock
         self.name = name
+        #: ``(name,)``, shared by the routing decisions that reach this queue alone (one tuple
+        #: fewer per publish for the trace to keep).
+        self.name_only = (name,)
         #: When it was declared (the clock's ``time()``, seconds since the epoch).
         self.declared_at = self._clock.time()
         self.durable = durable
@@ -264,6 +269,8 @@ class Queue:
         # each is blocked (reject-publish): rabbit_fifo's enqueuers. Weak: a closed channel goes.
         self._enqueuers: WeakKeyDictionary[object, bool] = WeakKeyDictionary()
         self.default_binding: Binding  # set by the vhost
+        #: ``(default_binding,)``: what the default exchange routes to it (one tuple, shared).
+        self.default_route: tuple[Binding]
         self.touch()
 
     def _use_settings(self) -> None:

@@ -92,7 +92,7 @@ class DefaultExchange(Exchange):
     @override
     def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Sequence[Binding]:
         queue = self.vhost.queues.get(routing_key)
-        return (queue.default_binding,) if queue is not None else ()
+        return queue.default_route if queue is not None else ()
 
     @override
     def mismatch(self, binding: Binding, routing_key: str,
@@ -322,6 +322,7 @@ class VirtualHost:
         queue = Queue(self, name, durable=durable, exclusive_owner=owner,
                       auto_delete=auto_delete, arguments=arguments)
         queue.default_binding = Binding(self.default_exchange, queue, name, {})
+        queue.default_route = (queue.default_binding,)
         self.queues[name] = queue
         if owner is not None:
             owner.exclusive_queues[name] = queue
@@ -485,9 +486,12 @@ class VirtualHost:
         elif exchange.alternate_exchange is None and exchange.per_key and not dry_run:
             result: list[Queue] | None = None
             # Fast path: one routing key, no alternate exchange, every binding to a queue.
-            found = exchange.route(message.routing_key, headers)
+            routing_key = message.routing_key
+            found = exchange.route(routing_key, headers)
             if len(found) == 1 and found[0].destination.kind == "queue":
-                result = [found[0].destination]  # type: ignore[list-item]
+                queue: Queue = found[0].destination  # type: ignore[assignment]
+                result = [queue]
+                names: tuple[str, ...] = queue.name_only
             else:
                 queues: dict[Queue, None] = {}
                 for binding in found:
@@ -496,11 +500,20 @@ class VirtualHost:
                     queues[binding.destination] = None  # type: ignore[index]
                 else:
                     result = _sorted_queues(queues)
+                    names = tuple([q.name for q in result])
             if result is not None:
+                # The decision's tuples are shared where they can be (the queue's own name, the
+                # exchange's visit while its bindings stay the same): the trace keeps one
+                # decision per publish, and every object it keeps is one more for the garbage
+                # collector to walk.
+                snapshot = exchange._snapshot or exchange.snapshot()
+                visit = exchange._visit
+                if visit is None or visit[0][1] is not snapshot:
+                    visit = exchange._visit = ((exchange, snapshot, False),)
                 self._trace.record(RoutingDecision(
-                    self.name, exchange_name, message, (message.routing_key,),
-                    tuple([q.name for q in result]), tuple(found),
-                    ((exchange, exchange._snapshot or exchange.snapshot(), False),), mandatory))
+                    self.name, exchange_name, message,
+                    names if len(names) == 1 and names[0] == routing_key else (routing_key,),
+                    names, found if type(found) is tuple else tuple(found), visit, mandatory))
                 return result
             keys = [message.routing_key]
         else:
