@@ -799,7 +799,7 @@ class Server:
             self._fail(client, failure)
         with self._locked:
             data = conn.data_to_send()
-            pause = conn.pause_at if isinstance(conn, SniffingConnection) else None
+            pause = conn.pause_at if type(client) is _Client else None
         stalled = bool(client.stalled_until) and client.stalled_until > time.monotonic()
         rest = b""
         if client in self._paused:

@@ -154,6 +154,10 @@ class ServerConnection:
             client too slow is disconnected (the socket closes, as RabbitMQ's does).
     """
 
+    #: Never a pause in what :meth:`data_to_send` returns (the AMQP 1.0 connection's may ask
+    #: for one after an attach; the listener asks every protocol's connection).
+    pause_at: int | None = None
+
     def __init__(self, broker: Broker, *, peer: str = "", on_output: Callable[[], None] | None = None,
                  heartbeat: int = HEARTBEAT, frame_max: int = FRAME_MAX,
                  channel_max: int = CHANNEL_MAX,
