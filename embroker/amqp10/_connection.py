@@ -903,9 +903,14 @@ class ServerConnection:
         responses.delivery_count += 1
         delivery_id = session.next_delivery_id
         session.next_delivery_id = serial_add(delivery_id, 1)
-        transfer_out = Transfer(handle=UInt(responses.handle), delivery_id=UInt(delivery_id),
-                                delivery_tag=b"", message_format=UInt(0), settled=True)
-        for frame in encode_transfer_frames(session.channel, transfer_out, response,
+        self._send_transfer(session, Transfer(
+            handle=UInt(responses.handle), delivery_id=UInt(delivery_id), delivery_tag=b"",
+            message_format=UInt(0), settled=True), response)
+
+    def _send_transfer(self, session: _Session, transfer: Transfer, payload: bytes) -> None:
+        """Send a transfer, split into frames, as far as the session's window lets them go now;
+        the rest waits in ``session.pending`` for the peer's next flow."""
+        for frame in encode_transfer_frames(session.channel, transfer, payload,
                                             self.peer_max_frame_size):
             if session.remote_incoming_window > 0 and not session.pending:
                 self._out.append(frame)
@@ -1623,16 +1628,9 @@ class ServerConnection:
         if not settled and model_tag is not None:
             session.unsettled[delivery_id] = (link, model_tag)
             link.unsettled.add(delivery_id)
-        transfer = Transfer(handle=UInt(link.handle), delivery_id=UInt(delivery_id),
-                            delivery_tag=tag, message_format=UInt(0), settled=settled)
-        for frame in encode_transfer_frames(session.channel, transfer, payload,
-                                            self.peer_max_frame_size):
-            if session.remote_incoming_window > 0 and not session.pending:
-                self._out.append(frame)
-                session.remote_incoming_window -= 1
-                session.next_outgoing_id = serial_add(session.next_outgoing_id, 1)
-            else:
-                session.pending.append(frame)
+        self._send_transfer(session, Transfer(
+            handle=UInt(link.handle), delivery_id=UInt(delivery_id), delivery_tag=tag,
+            message_format=UInt(0), settled=settled), payload)
         self._output_ready()
 
     def _send_pending(self, session: _Session) -> None:
