@@ -547,7 +547,7 @@ class Server:
             timeout = min(timeout, max(0.0, min(self._paused.values()) - now))
         waited = time.perf_counter()
         ready = self._selector.select(timeout)
-        if ready and time.perf_counter() - waited < _STREAMING and any(
+        if _BATCH_PAUSE and ready and time.perf_counter() - waited < _STREAMING and any(
                 type(key.data) is _Client for key, _mask in ready):
             time.sleep(_BATCH_PAUSE)  # (the socket's bytes stay there: read them all below)
         for key, mask in ready:
