@@ -80,12 +80,6 @@ class SniffingConnection:
         return self.inner.data_to_send()
 
     @property
-    def pause_at(self) -> int | None:
-        """Where the last :meth:`data_to_send` asks for a pause (AMQP 1.0: after the answer
-        to a receiving link's attach); ``None`` for none."""
-        return getattr(self.inner, "pause_at", None)
-
-    @property
     def has_output(self) -> bool:
         return self.inner.has_output
 

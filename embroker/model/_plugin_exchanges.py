@@ -117,6 +117,21 @@ class _AllBindings(Exchange):
     def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Sequence[Binding]:
         return self.route_message((routing_key,), headers, None)
 
+    def draw_one(self, what: str) -> Choice:
+        """One binding drawn uniformly from ``broker.plugins.random`` (every binding when there
+        are fewer than two), said of ``what`` the bindings lead to ("binding", "queue")."""
+        ordered = self.ordered()
+        if len(ordered) < 2:
+            return Choice(ordered, f"fewer than two {what}s: all of them")
+        index = self.vhost.broker.plugins.random.randrange(len(ordered))
+        return Choice((ordered[index],), (
+            f"drew {what} {index + 1} of {len(ordered)} at random: {_target(ordered[index])}"))
+
+    @override
+    def mismatch(self, binding: Binding, routing_key: str,
+                 headers: Mapping[str, Any] | None) -> str | None:
+        return "not drawn"
+
 
 @final
 class ModulusHashExchange(_AllBindings):
@@ -154,17 +169,7 @@ class RandomExchange(_AllBindings):
     @override
     def route_message(self, keys: Sequence[str], headers: Mapping[str, Any] | None,
                       properties: Mapping[str, Any] | None) -> Choice:
-        ordered = self.ordered()
-        if len(ordered) < 2:
-            return Choice(ordered, "fewer than two bindings: all of them")
-        index = self.vhost.broker.plugins.random.randrange(len(ordered))
-        return Choice((ordered[index],), (
-            f"drew binding {index + 1} of {len(ordered)} at random: {_target(ordered[index])}"))
-
-    @override
-    def mismatch(self, binding: Binding, routing_key: str,
-                 headers: Mapping[str, Any] | None) -> str | None:
-        return "not drawn"
+        return self.draw_one("binding")
 
 
 @final
@@ -195,17 +200,7 @@ class LocalRandomExchange(_AllBindings):
     @override
     def route_message(self, keys: Sequence[str], headers: Mapping[str, Any] | None,
                       properties: Mapping[str, Any] | None) -> Choice:
-        ordered = self.ordered()
-        if len(ordered) < 2:
-            return Choice(ordered, "fewer than two bound queues: all of them")
-        index = self.vhost.broker.plugins.random.randrange(len(ordered))
-        return Choice((ordered[index],), (
-            f"drew queue {index + 1} of {len(ordered)} at random: {_target(ordered[index])}"))
-
-    @override
-    def mismatch(self, binding: Binding, routing_key: str,
-                 headers: Mapping[str, Any] | None) -> str | None:
-        return "not drawn"
+        return self.draw_one("queue")
 
 
 # -- consistent hash -------------------------------------------------------------------------
