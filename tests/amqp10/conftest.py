@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -36,3 +37,15 @@ def proton_connect(server: Server):
     for connection in opened:
         with contextlib.suppress(Exception):
             connection.close()
+
+
+@pytest.fixture
+def connection(server: Server) -> Iterator[Any]:
+    """A dialled connection of RabbitMQ's own AMQP 1.0 client to the listener (the test's
+    ``broker`` must present itself as RabbitMQ 4: the client refuses any other)."""
+    client = pytest.importorskip("rabbitmq_amqp_python_client")
+    environment = client.Environment(server.amqp10_url + "/")
+    connection = environment.connection()
+    connection.dial()
+    yield connection
+    environment.close()

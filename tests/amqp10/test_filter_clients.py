@@ -6,7 +6,6 @@ that client's ``test_stream_filter_*`` tests. The rules are those of
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,10 +65,7 @@ def test_proton_sql_filter(broker: Broker, server: Server) -> None:
 client = pytest.importorskip("rabbitmq_amqp_python_client")
 from rabbitmq_amqp_python_client import (  # noqa: E402
     AddressHelper,
-    AMQPMessagingHandler,
     Converter,
-    Environment,
-    Event,
     Message,
     MessageProperties,
     OffsetSpecification,
@@ -78,43 +74,13 @@ from rabbitmq_amqp_python_client import (  # noqa: E402
     StreamSpecification,
 )
 
-
-class Done(BaseException):
-    pass
-
-
-class Collect(AMQPMessagingHandler):
-    def __init__(self, count: int) -> None:
-        super().__init__()
-        self.count = count
-        self.messages: list[Any] = []
-
-    def on_amqp_message(self, event: Event) -> None:
-        self.messages.append(event.message)
-        self.delivery_context.accept(event)
-        if len(self.messages) == self.count:
-            raise Done
-
-
-@pytest.fixture
-def connection(server: Server) -> Iterator[Any]:
-    environment = Environment(server.amqp10_url + "/")
-    connection = environment.connection()
-    connection.dial()
-    yield connection
-    environment.close()
+from .rabbitmq_client import consume  # noqa: E402
 
 
 def _read(connection: Any, name: str, count: int, options: StreamFilterOptions) -> list[Any]:
-    handler = Collect(count)
-    consumer = connection.consumer(
-        AddressHelper.queue_address(name), message_handler=handler,
-        consumer_options=StreamConsumerOptions(offset_specification=OffsetSpecification.first,
-                                               filter_options=options))
-    with contextlib.suppress(Done):
-        consumer.run()
-    consumer.close()
-    return handler.messages
+    return consume(connection, AddressHelper.queue_address(name), count,
+                   options=StreamConsumerOptions(offset_specification=OffsetSpecification.first,
+                                                 filter_options=options)).messages
 
 
 def _fill(connection: Any, name: str) -> None:

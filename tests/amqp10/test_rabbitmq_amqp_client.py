@@ -19,13 +19,11 @@ from embroker.server import Server
 client = pytest.importorskip("rabbitmq_amqp_python_client")
 from rabbitmq_amqp_python_client import (  # noqa: E402
     AddressHelper,
-    AMQPMessagingHandler,
     ClassicQueueSpecification,
     ConsumerOptions,
     ConsumerSettleStrategy,
     Converter,
     Environment,
-    Event,
     ExchangeSpecification,
     ExchangeToExchangeBindingSpecification,
     ExchangeToQueueBindingSpecification,
@@ -43,37 +41,7 @@ from rabbitmq_amqp_python_client.qpid.proton._exceptions import (  # noqa: E402
 )
 from rabbitmq_amqp_python_client.qpid.proton.utils import SendException  # noqa: E402
 
-
-class Done(BaseException):
-    """Ends a consumer's run(), as the client's own tests end theirs."""
-
-
-class Collect(AMQPMessagingHandler):
-    """Settles each message as told and stops after ``count`` of them."""
-
-    def __init__(self, count: int, how: str | None = "accept") -> None:
-        super().__init__()
-        self.count, self.how = count, how
-        self.bodies: list[str] = []
-        self.messages: list[Any] = []
-
-    def on_amqp_message(self, event: Event) -> None:
-        self.bodies.append(Converter.bytes_to_string(event.message.body))
-        self.messages.append(event.message)
-        if self.how is not None:  # (pre-settled deliveries are not settled again)
-            getattr(self.delivery_context, self.how)(event)
-        if len(self.bodies) == self.count:
-            raise Done
-
-
-def consume(connection: Any, address: str, count: int, how: str = "accept",
-            options: Any = None) -> Collect:
-    handler = Collect(count, how)
-    consumer = connection.consumer(address, message_handler=handler, consumer_options=options)
-    with contextlib.suppress(Done):  # (the handler ends the run)
-        consumer.run()
-    consumer.close()
-    return handler
+from .rabbitmq_client import Collect, Done, consume  # noqa: E402
 
 
 @pytest.fixture
@@ -81,15 +49,6 @@ def broker() -> Iterator[Broker]:
     broker = Broker(as_rabbitmq="4.1.x")
     yield broker
     broker._check()
-
-
-@pytest.fixture
-def connection(server: Server) -> Iterator[Any]:
-    environment = Environment(server.amqp10_url + "/")
-    connection = environment.connection()
-    connection.dial()
-    yield connection
-    environment.close()
 
 
 def test_getting_started(broker: Broker, connection: Any) -> None:
