@@ -104,6 +104,14 @@ def _bad_request(reason: str) -> HttpError:
     return HttpError(400, "bad_request", reason)
 
 
+def _require(body: Mapping[str, Any], keys: tuple[str, ...], separator: str = ",") -> None:
+    """400 for the keys ``body`` lacks, listed as RabbitMQ prints them
+    (``[{key_missing,read}]``; ``separator`` ",\n " where its ``~p`` wraps a long list)."""
+    missing = [k for k in keys if k not in body]
+    if missing:
+        raise _bad_request("[" + separator.join(f"{{key_missing,{k}}}" for k in missing) + "]")
+
+
 @final
 @dataclass
 class _Call:
@@ -984,9 +992,7 @@ def _permission_put(api: ManagementAPI, call: _Call) -> Any:
     api._need(call, "administrator")
     vhost, user = call.params["vhost"], call.params["user"]
     body = call.body()
-    missing = [k for k in ("configure", "write", "read") if k not in body]
-    if missing:
-        raise _bad_request("[" + ",".join(f"{{key_missing,{k}}}" for k in missing) + "]")
+    _require(body, ("configure", "write", "read"))
     broker = api.broker
     with broker.locked():
         if vhost not in broker.vhosts:
@@ -1039,9 +1045,7 @@ def _topic_permission_put(api: ManagementAPI, call: _Call) -> Any:
     api._need(call, "administrator")
     vhost, user = call.params["vhost"], call.params["user"]
     body = call.body()
-    missing = [k for k in ("exchange", "write", "read") if k not in body]
-    if missing:
-        raise _bad_request("[" + ",".join(f"{{key_missing,{k}}}" for k in missing) + "]")
+    _require(body, ("exchange", "write", "read"))
     broker = api.broker
     with broker.locked():
         if vhost not in broker.vhosts or user not in broker.access.users:
@@ -1131,10 +1135,7 @@ def _exchange_publish(api: ManagementAPI, call: _Call) -> Any:
     vhost, name = call.params["vhost"], call.params["name"]
     api._need(call, "management", vhost) if vhost in api.broker.vhosts else None
     body = call.body()
-    missing = [k for k in ("routing_key", "properties", "payload", "payload_encoding")
-               if k not in body]
-    if missing:
-        raise _bad_request("[" + ",\n ".join(f"{{key_missing,{k}}}" for k in missing) + "]")
+    _require(body, ("routing_key", "properties", "payload", "payload_encoding"), ",\n ")
     encoding = body["payload_encoding"]
     payload = body["payload"]
     if encoding == "string":
@@ -1312,9 +1313,7 @@ def _queue_actions(api: ManagementAPI, call: _Call) -> Any:
 def _queue_get_messages(api: ManagementAPI, call: _Call) -> Any:
     vhost, name = call.params["vhost"], call.params["name"]
     body = call.body()
-    missing = [k for k in ("ackmode", "encoding") if k not in body]
-    if missing:
-        raise _bad_request("[" + ",".join(f"{{key_missing,{k}}}" for k in missing) + "]")
+    _require(body, ("ackmode", "encoding"))
     ackmode, encoding = body["ackmode"], body["encoding"]
     if ackmode not in ("ack_requeue_true", "ack_requeue_false", "reject_requeue_true",
                        "reject_requeue_false"):
@@ -1772,9 +1771,7 @@ def _policy_put(api: ManagementAPI, call: _Call, operator: bool) -> Any:
     if operator:
         api._need(call, "administrator")
     body = call.body()
-    missing = [k for k in ("pattern", "definition") if k not in body]
-    if missing:
-        raise _bad_request("[" + ",".join(f"{{key_missing,{k}}}" for k in missing) + "]")
+    _require(body, ("pattern", "definition"))
     import warnings
 
     with api.broker.locked():
@@ -1957,9 +1954,7 @@ def _trace_put(api: ManagementAPI, call: _Call) -> Any:
     api._need(call, "administrator")
     _node_param(call)
     body = call.body()
-    missing = [k for k in ("format", "pattern") if k not in body]
-    if missing:
-        raise _bad_request("[" + ",".join(f"{{key_missing,{k}}}" for k in missing) + "]")
+    _require(body, ("format", "pattern"))
     payload = body.get("max_payload_bytes", 0)
     if not isinstance(payload, int) or isinstance(payload, bool):
         raise _bad_request("max_payload_bytes not integer")
