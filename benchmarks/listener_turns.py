@@ -24,7 +24,8 @@ include the two ``time.thread_time()`` calls around each turn (a system call on 
 machines); the line under the table says what an empty pair of them costs here, to subtract by
 eye. Nothing is asserted.
 
-The loop's pause for streaming clients (``embroker.server._BATCH_PAUSE``) is off here: every turn
+The loop's pause for streaming clients (``embroker.server._BATCH_PAUSE``) is off here, and with it
+the hold for a consumer's acks (``Server._hold``): every turn
 of this harness finds the client's bytes waiting already, which the loop takes for a client
 that streams and pauses for, where a paced client's bytes arrive while the loop waits in select
 (no pause). With it on, each turn here would count a pause's system calls for one message.

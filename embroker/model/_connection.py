@@ -57,6 +57,10 @@ class Connection:
         self.is_open = True
         vhost.broker.connections[self.id] = self
 
+    def consumer_unacked(self) -> int:
+        """Consumer deliveries (not basic.get ones) its channels hold unsettled."""
+        return sum(channel.consumer_unacked for channel in self.channels.values())
+
     def open_channel(self, number: int) -> Channel:
         """Open channel ``number``.
 

@@ -2,7 +2,11 @@
 (it returned at once), the loop sleeps ``_BATCH_PAUSE`` before reading, so that a client in the
 same process, which hands over the interpreter lock at every send(), gets to write many frames
 for one read (benchmarks/loopback.py shows what it is worth). The loop's turns are driven from
-this thread; which selects count as quick is set by hand, so nothing here depends on timing."""
+this thread; which selects count as quick is set by hand, so nothing here depends on timing.
+
+The loop's hold for a consumer's acks (``_hold``): a select finds acks from a client that still
+holds deliveries unacked; the loop looks again after a step and sleeps for the rest of half of
+them at the pace they came. Here the client "acks during the step" from the recording sleep."""
 
 from __future__ import annotations
 
@@ -15,18 +19,30 @@ import pytest
 
 import embroker.server as server_module
 from embroker import Broker
-from embroker.amqp091 import PROTOCOL_HEADER
+from embroker.amqp091 import (
+    PROTOCOL_HEADER,
+    FrameParser,
+    encode_message,
+    encode_method_frame,
+    methods,
+)
 from embroker.server import Server
+
+#: What the client sends while the loop sleeps (the next one each time), for the hold's tests.
+during_sleeps: list[bytes] = []
 
 
 @pytest.fixture
 def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Server, socket.socket, list[float]]]:
     pauses: list[float] = []
     sleep = time.sleep
+    during_sleeps.clear()
 
     def recording_sleep(seconds: float) -> None:
         if threading.get_ident() == server._loop_ident:
             pauses.append(seconds)
+            if during_sleeps:
+                _send(server, client, during_sleeps.pop(0))
         sleep(seconds)
 
     server = Server(Broker())
@@ -81,3 +97,113 @@ def test_no_pause_for_what_is_not_a_client_or_when_the_pause_is_off(
     _turn(server)
     assert pauses == []
     second.close()
+
+
+# -- the hold for a consumer's acks ----------------------------------------------------------
+
+
+def _send(server: Server, client: socket.socket, data: bytes) -> None:
+    """Send ``data`` and wait until the server's side of the socket has all of it waiting
+    (loopback: at once), so that what the loop counts there does not depend on timing."""
+    accepted = next(iter(server._clients.values())).sock
+    wanted = server_module._waiting(accepted) + len(data)
+    client.sendall(data)
+    deadline = time.monotonic() + 5
+    while server_module._waiting(accepted) < wanted and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+def _frames(server: Server, client: socket.socket, parser: FrameParser) -> list[object]:
+    client.setblocking(False)
+    try:
+        while True:
+            _turn(server)
+            try:
+                found: list[object] = list(parser.feed(client.recv(1 << 20)))
+            except BlockingIOError:
+                continue
+            if found:
+                return found
+    finally:
+        client.setblocking(True)
+
+
+def _ack(tag: int) -> bytes:
+    return encode_method_frame(1, methods.BasicAck(delivery_tag=tag))
+
+
+@pytest.fixture
+def consumer(rig: tuple[Server, socket.socket, list[float]],
+             monkeypatch: pytest.MonkeyPatch) -> tuple[Server, socket.socket, list[float]]:
+    """``rig``'s client consuming 10 messages at prefetch 10: deliveries 1-10 unacked."""
+    server, client, pauses = rig
+    monkeypatch.setattr(server_module, "_STREAMING", 0.0)  # no select counts as quick
+    client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # (as clients do: no Nagle)
+    parser = FrameParser(max_frame_size=131072)
+    for frame in (
+            PROTOCOL_HEADER,
+            encode_method_frame(0, methods.ConnectionStartOk(
+                client_properties={}, mechanism="PLAIN", response="\0guest\0guest",
+                locale="en_US")),
+            encode_method_frame(0, methods.ConnectionTuneOk(channel_max=10, frame_max=131072,
+                                                            heartbeat=0))
+            + encode_method_frame(0, methods.ConnectionOpen(virtual_host="/")),
+            encode_method_frame(1, methods.ChannelOpen()),
+            encode_method_frame(1, methods.QueueDeclare(queue="q"))
+            + b"".join(encode_message(1, methods.BasicPublish(routing_key="q"), b"m", 131072)
+                       for _ in range(10)),
+            encode_method_frame(1, methods.BasicQos(prefetch_count=10))):
+        client.sendall(frame)
+        _frames(server, client, parser)
+    client.sendall(encode_method_frame(1, methods.BasicConsume(queue="q", consumer_tag="c")))
+    delivered = 0
+    while delivered < 10:
+        delivered += sum(isinstance(getattr(f, "method", None), methods.BasicDeliver)
+                         for f in _frames(server, client, parser))
+    pauses.clear()
+    return server, client, pauses
+
+
+def _unacked(server: Server) -> int:
+    return server.broker.connections[1].consumer_unacked()
+
+
+def test_a_consumer_with_deliveries_in_hand_is_held_for_half_of_its_acks_at_its_pace(
+        consumer: tuple[Server, socket.socket, list[float]]) -> None:
+    server, client, pauses = consumer
+    _send(server, client, _ack(1))
+    during_sleeps.append(_ack(2))  # one ack in the step: 3 more to wait for, at that pace
+    _turn(server)
+    step = server_module._HOLD_STEP
+    assert pauses == [step, pytest.approx(3 * step)]
+    assert _unacked(server) == 8  # and what came was read in that turn
+
+
+def test_a_consumer_that_sends_nothing_more_in_the_step_is_read_at_once(
+        consumer: tuple[Server, socket.socket, list[float]]) -> None:
+    server, client, pauses = consumer
+    _send(server, client, _ack(1))
+    _turn(server)
+    assert pauses == [server_module._HOLD_STEP]
+    assert _unacked(server) == 9
+
+
+def test_no_hold_when_half_of_the_acks_are_waiting_already(
+        consumer: tuple[Server, socket.socket, list[float]]) -> None:
+    server, client, pauses = consumer
+    _send(server, client, b"".join(_ack(tag) for tag in range(1, 6)))
+    _turn(server)
+    assert pauses == []
+    assert _unacked(server) == 5
+
+
+def test_no_hold_for_a_consumer_with_one_delivery_in_hand(
+        consumer: tuple[Server, socket.socket, list[float]]) -> None:
+    server, client, pauses = consumer
+    _send(server, client, b"".join(_ack(tag) for tag in range(1, 9)))
+    _turn(server)
+    pauses.clear()
+    _send(server, client, _ack(9))  # what it leaves in hand is 1: a round trip each
+    _turn(server)
+    assert pauses == []
+    assert _unacked(server) == 1
