@@ -207,3 +207,13 @@ def test_no_hold_for_a_consumer_with_one_delivery_in_hand(
     _turn(server)
     assert pauses == []
     assert _unacked(server) == 1
+
+
+def test_a_consumer_that_streams_gets_the_hold_not_the_pause_for_streaming_clients(
+        consumer: tuple[Server, socket.socket, list[float]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    server, client, pauses = consumer
+    monkeypatch.setattr(server_module, "_STREAMING", 3600.0)  # every select counts as quick
+    _send(server, client, _ack(1))
+    _turn(server)
+    assert pauses == [server_module._HOLD_STEP]
