@@ -98,13 +98,16 @@ _HTTP_UNREAD = 4 * 1024 * 1024
 _TICK = 0.5  # at most this long between looks at heartbeats, handshakes and timers
 #: A select that answers within this found input waiting already: a client is streaming...
 _STREAMING = 0.00005
-#: ...and the loop lets it go on writing this long before reading, so that one read takes many
-#: of its frames. A client in the listener's own process (a test's pika) hands the interpreter
-#: lock to the loop at every send(); read at once, each read would hold one publish and cost a
-#: whole turn (pika's pipelined lines in benchmarks/loopback.py: 0.36-0.55x RabbitMQ's rate
-#: without the pause, 0.58-0.99x with it, and about half the loop's CPU per message). A client
-#: that waits for each answer finds the loop waiting in select, not here: no delay for it.
-_BATCH_PAUSE = 0.0002
+#: ...and the loop lets it go on writing before reading, so that one read takes many of its
+#: frames: this long, then, as long as it keeps sending, steps twice as long each time up to
+#: ``_HOLD_MAX`` in all (``Server._let_stream``). A client in the listener's own process (a
+#: test's pika) hands the interpreter lock to the loop at every send(); read at once, each read
+#: would hold one publish and cost a whole turn (pika's pipelined lines in
+#: benchmarks/loopback.py: 0.36-0.55x RabbitMQ's rate without the pause, 0.58-0.99x with a fixed
+#: 200 us, and about half the loop's CPU per message; tx 0.9x -> 1.1x with the steps). A client
+#: that waits for each answer finds the loop waiting in select, not here: no delay for it; one
+#: that sent a burst and waits is read after the first step.
+_BATCH_PAUSE = 0.0001
 #: A consumer's acks are waited for instead (``Server._hold``), quick select or not. When a
 #: select finds bytes from a client that holds at least two deliveries unacked, the loop looks
 #: again after ``_HOLD_STEP`` and, if more came, sleeps for as long as the rest of half of them
@@ -577,9 +580,8 @@ class Server:
         waited = time.perf_counter()
         ready = self._selector.select(timeout)
         if _BATCH_PAUSE and ready and not self._hold(ready) and (
-                time.perf_counter() - waited < _STREAMING and any(
-                    type(key.data) is _Client for key, _mask in ready)):
-            time.sleep(_BATCH_PAUSE)  # (the socket's bytes stay there: read them all below)
+                time.perf_counter() - waited < _STREAMING):
+            self._let_stream(ready)  # (the sockets' bytes stay there: read them all below)
         for key, mask in ready:
             data = key.data
             if data is None:
@@ -639,6 +641,27 @@ class Server:
                     time.sleep(min(missing * _HOLD_STEP / came, _HOLD_MAX - _HOLD_STEP))
             return True
         return False
+
+    @staticmethod
+    def _let_stream(ready: list[tuple[selectors.SelectorKey, int]]) -> None:
+        """Let streaming clients go on writing before they are read (``_BATCH_PAUSE``): for
+        steps twice as long each time, as long as they keep sending, up to ``_HOLD_MAX``."""
+        clients = [key.data.sock for key, _mask in ready if type(key.data) is _Client]
+        if not clients:
+            return
+        if ioctl is None:
+            time.sleep(_BATCH_PAUSE)
+            return
+        waiting = sum(map(_waiting, clients))
+        step = _BATCH_PAUSE
+        held = 0.0
+        while True:
+            time.sleep(step)
+            held += step
+            before, waiting = waiting, sum(map(_waiting, clients))
+            if waiting == before or held >= _HOLD_MAX:
+                return
+            step = min(2 * step, _HOLD_MAX - held)
 
     # -- errors --------------------------------------------------------------------------------
 

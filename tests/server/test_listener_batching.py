@@ -1,12 +1,14 @@
 """The loop's pause for a streaming client: when a select finds a client's bytes waiting already
-(it returned at once), the loop sleeps ``_BATCH_PAUSE`` before reading, so that a client in the
-same process, which hands over the interpreter lock at every send(), gets to write many frames
-for one read (benchmarks/loopback.py shows what it is worth). The loop's turns are driven from
-this thread; which selects count as quick is set by hand, so nothing here depends on timing.
+(it returned at once), the loop sleeps ``_BATCH_PAUSE`` before reading, and steps twice as long
+each time while the client keeps sending, so that a client in the same process, which hands over
+the interpreter lock at every send(), gets to write many frames for one read
+(benchmarks/pipelined.py shows what it is worth). The loop's turns are driven from this thread;
+which selects count as quick is set by hand, and what the client sends "meanwhile" is sent from
+the recording sleep, so nothing here depends on timing.
 
 The loop's hold for a consumer's acks (``_hold``): a select finds acks from a client that still
 holds deliveries unacked; the loop looks again after a step and sleeps for the rest of half of
-them at the pace they came. Here the client "acks during the step" from the recording sleep."""
+them at the pace they came."""
 
 from __future__ import annotations
 
@@ -69,6 +71,20 @@ def test_a_client_whose_bytes_were_waiting_gets_a_pause_before_the_read(
     _turn(server)
     assert pauses == [server_module._BATCH_PAUSE]
     assert client.recv(4096).startswith(b"\x01\x00\x00")  # and the read was served: start
+
+
+def test_a_client_that_keeps_sending_gets_steps_twice_as_long_up_to_the_most(
+        rig: tuple[Server, socket.socket, list[float]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    server, client, pauses = rig
+    monkeypatch.setattr(server_module, "_STREAMING", 3600.0)
+    client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    _send(server, client, PROTOCOL_HEADER[:2])
+    during_sleeps.extend([PROTOCOL_HEADER[2:4], PROTOCOL_HEADER[4:6], PROTOCOL_HEADER[6:]])
+    _turn(server)
+    step, most = server_module._BATCH_PAUSE, server_module._HOLD_MAX
+    assert pauses == [step, 2 * step, 4 * step, pytest.approx(most - 7 * step)]
+    assert client.recv(4096).startswith(b"\x01\x00\x00")  # the whole header: start
 
 
 def test_no_pause_when_the_loop_had_to_wait_for_the_bytes(
