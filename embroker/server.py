@@ -619,9 +619,8 @@ class Server:
 
     @staticmethod
     def _hold(ready: list[tuple[selectors.SelectorKey, int]]) -> bool:
-        """Let a ready consumer go on acking before it is read (``_HOLD_STEP``); whether one
-        of the clients was such a consumer (then the pause for streaming clients is not
-        taken: this is the one for it)."""
+        """Let a ready consumer go on acking before it is read (``_HOLD_STEP``); whether the
+        loop waited for one (then the pause for streaming clients is not taken)."""
         if ioctl is None:
             return False
         for key, _mask in ready:
@@ -633,12 +632,13 @@ class Server:
             if wanted < 1:
                 continue
             waiting = _waiting(client.sock) // _ACK_FRAME
-            if waiting < wanted:
-                time.sleep(_HOLD_STEP)  # how fast do they come?
-                came = _waiting(client.sock) // _ACK_FRAME - waiting
-                missing = wanted - waiting - came
-                if came > 0 and missing > 0:  # the rest of the wait in one sleep, at that pace
-                    time.sleep(min(missing * _HOLD_STEP / came, _HOLD_MAX - _HOLD_STEP))
+            if waiting >= wanted:  # (or it is publishing: its frames are larger)
+                return False
+            time.sleep(_HOLD_STEP)  # how fast do they come?
+            came = _waiting(client.sock) // _ACK_FRAME - waiting
+            missing = wanted - waiting - came
+            if came > 0 and missing > 0:  # the rest of the wait in one sleep, at that pace
+                time.sleep(min(missing * _HOLD_STEP / came, _HOLD_MAX - _HOLD_STEP))
             return True
         return False
 

@@ -233,3 +233,16 @@ def test_a_consumer_that_streams_gets_the_hold_not_the_pause_for_streaming_clien
     _send(server, client, _ack(1))
     _turn(server)
     assert pauses == [server_module._HOLD_STEP]
+
+
+def test_a_consumer_that_publishes_gets_the_pause_for_streaming_clients(
+        consumer: tuple[Server, socket.socket, list[float]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its bytes count as more acks than half of its deliveries: they are publishes (a kombu
+    # worker's connection publishes and consumes), which the hold's count cannot tell apart.
+    server, client, pauses = consumer
+    monkeypatch.setattr(server_module, "_STREAMING", 3600.0)
+    _send(server, client, encode_message(1, methods.BasicPublish(routing_key="q"), b"m" * 200,
+                                         131072))
+    _turn(server)
+    assert pauses == [server_module._BATCH_PAUSE]
