@@ -195,34 +195,30 @@ def test_a_consumer_with_deliveries_in_hand_is_held_for_half_of_its_acks_at_its_
     assert _unacked(server) == 8  # and what came was read in that turn
 
 
-def test_a_consumer_that_sends_nothing_more_in_the_step_is_read_at_once(
-        consumer: tuple[Server, socket.socket, list[float]]) -> None:
+@pytest.mark.parametrize(("acked", "steps", "left"), [
+    (range(1, 2), 1, 9),  # one ack, and nothing more in the step: read then
+    (range(1, 6), 0, 5),  # half of them waiting already: no hold
+], ids=["nothing-more-in-the-step", "half-waiting-already"])
+def test_a_consumer_is_read_at_once_when_no_more_acks_come_or_half_are_waiting(
+        consumer: tuple[Server, socket.socket, list[float]], acked: range, steps: int,
+        left: int) -> None:
     server, client, pauses = consumer
-    _send(server, client, _ack(1))
+    _send(server, client, b"".join(_ack(tag) for tag in acked))
     _turn(server)
-    assert pauses == [server_module._HOLD_STEP]
-    assert _unacked(server) == 9
-
-
-def test_no_hold_when_half_of_the_acks_are_waiting_already(
-        consumer: tuple[Server, socket.socket, list[float]]) -> None:
-    server, client, pauses = consumer
-    _send(server, client, b"".join(_ack(tag) for tag in range(1, 6)))
-    _turn(server)
-    assert pauses == []
-    assert _unacked(server) == 5
+    assert pauses == [server_module._HOLD_STEP] * steps
+    assert _unacked(server) == left
 
 
 def test_no_hold_for_a_consumer_with_one_delivery_in_hand(
         consumer: tuple[Server, socket.socket, list[float]]) -> None:
     server, client, pauses = consumer
-    _send(server, client, b"".join(_ack(tag) for tag in range(1, 9)))
+    _send(server, client, b"".join(_ack(tag) for tag in range(1, 10)))
     _turn(server)
     pauses.clear()
-    _send(server, client, _ack(9))  # what it leaves in hand is 1: a round trip each
+    _send(server, client, _ack(10))  # the last one in hand: a round trip each from here
     _turn(server)
     assert pauses == []
-    assert _unacked(server) == 1
+    assert _unacked(server) == 0
 
 
 def test_a_consumer_that_streams_gets_the_hold_not_the_pause_for_streaming_clients(
