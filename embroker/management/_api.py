@@ -989,33 +989,46 @@ def _permission_get(api: ManagementAPI, call: _Call) -> Any:
 
 @_route("PUT", "permissions/{vhost}/{user}")
 def _permission_put(api: ManagementAPI, call: _Call) -> Any:
+    return _grant(api, call, ("configure", "write", "read"), api.broker.access.permissions,
+                  api.broker.set_permissions)
+
+
+@_route("DELETE", "permissions/{vhost}/{user}")
+def _permission_delete(api: ManagementAPI, call: _Call) -> Any:
+    return _revoke(api, call, api.broker.access.permissions, api.broker.clear_permissions)
+
+
+def _grant(api: ManagementAPI, call: _Call, keys: tuple[str, str, str],
+           held: Callable[[str, str], object], grant: Callable[..., None]) -> Response:
+    """PUT of a user's permissions or topic permissions in a vhost (``keys``, in the order
+    ``grant`` takes them): both must exist (RabbitMQ's ``vhost_or_user_not_found``); 201 for
+    new ones, 204 for ones replaced."""
     api._need(call, "administrator")
     vhost, user = call.params["vhost"], call.params["user"]
     body = call.body()
-    _require(body, ("configure", "write", "read"))
+    _require(body, keys)
     broker = api.broker
     with broker.locked():
-        if vhost not in broker.vhosts:
+        if vhost not in broker.vhosts or user not in broker.access.users:
             raise HttpError(400, "bad_request", "vhost_or_user_not_found")
-        if user not in broker.access.users:
-            raise HttpError(400, "bad_request", "vhost_or_user_not_found")
-        existed = broker.access.permissions(user, vhost) is not None
+        existed = bool(held(user, vhost))
         try:
-            broker.set_permissions(user, str(body["configure"]), str(body["write"]),
-                                   str(body["read"]), vhost=vhost)
+            grant(user, *(str(body[key]) for key in keys), vhost=vhost)
         except AccessControlError as error:
             raise _bad_request(str(error)) from None
     return Response(204 if existed else 201)
 
 
-@_route("DELETE", "permissions/{vhost}/{user}")
-def _permission_delete(api: ManagementAPI, call: _Call) -> Any:
+def _revoke(api: ManagementAPI, call: _Call, held: Callable[[str, str], object],
+            revoke: Callable[..., None]) -> Response:
+    """DELETE of a user's permissions or topic permissions in a vhost: 404 when there are
+    none."""
     api._need(call, "administrator")
     vhost, user = call.params["vhost"], call.params["user"]
     with api.broker.locked():
-        if api.broker.access.permissions(user, vhost) is None:
+        if not held(user, vhost):
             raise _not_found()
-        api.broker.clear_permissions(user, vhost=vhost)
+        revoke(user, vhost=vhost)
     return Response(204)
 
 
@@ -1042,32 +1055,14 @@ def _topic_permission_get(api: ManagementAPI, call: _Call) -> Any:
 
 @_route("PUT", "topic-permissions/{vhost}/{user}")
 def _topic_permission_put(api: ManagementAPI, call: _Call) -> Any:
-    api._need(call, "administrator")
-    vhost, user = call.params["vhost"], call.params["user"]
-    body = call.body()
-    _require(body, ("exchange", "write", "read"))
-    broker = api.broker
-    with broker.locked():
-        if vhost not in broker.vhosts or user not in broker.access.users:
-            raise HttpError(400, "bad_request", "vhost_or_user_not_found")
-        existed = bool(broker.access.topic_permissions(user, vhost))
-        try:
-            broker.set_topic_permissions(user, str(body["exchange"]), str(body["write"]),
-                                         str(body["read"]), vhost=vhost)
-        except AccessControlError as error:
-            raise _bad_request(str(error)) from None
-    return Response(204 if existed else 201)
+    return _grant(api, call, ("exchange", "write", "read"), api.broker.access.topic_permissions,
+                  api.broker.set_topic_permissions)
 
 
 @_route("DELETE", "topic-permissions/{vhost}/{user}")
 def _topic_permission_delete(api: ManagementAPI, call: _Call) -> Any:
-    api._need(call, "administrator")
-    vhost, user = call.params["vhost"], call.params["user"]
-    with api.broker.locked():
-        if not api.broker.access.topic_permissions(user, vhost):
-            raise _not_found()
-        api.broker.clear_topic_permissions(user, vhost=vhost)
-    return Response(204)
+    return _revoke(api, call, api.broker.access.topic_permissions,
+                   api.broker.clear_topic_permissions)
 
 
 # -- exchanges --------------------------------------------------------------------------------------
