@@ -29,6 +29,13 @@ a message published over AMQP is sent to stream readers encoded by that codec.
 Errors: bad bytes raise :class:`StreamProtocolError` inside, which closes this connection with
 a Close frame (its code and reason), nothing else; the model's refusals of a request become
 its response code.
+
+Timeouts and closes from the broker's side are RabbitMQ 3.10.8's (``rabbit_stream_reader``,
+``rabbit_heartbeat``): each step of the opening may take 10 s (``state_timeout``); an open
+connection sends a heartbeat when nothing went out for half the tuned interval and is dropped
+when nothing came in for two; a connection the broker closes (the management API, a deleted
+user or vhost, a restart) is dropped. A drop sends no frame: the process stops and its socket
+closes.
 """
 
 from __future__ import annotations
@@ -54,7 +61,14 @@ from ..amqp10._definitions import SECTION_DATA
 from ..amqp10._message import ParsedMessage, to_model
 from ..amqp10._message import _value_from_091 as value_from_091
 from ..amqp10._message import _value_to_091 as value_to_091
-from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound, PreconditionFailed
+from ..errors import (
+    AccessRefused,
+    AMQPError,
+    ConnectionForced,
+    NotAllowed,
+    NotFound,
+    PreconditionFailed,
+)
 from ..model._message import Message
 from ..model._stream import Chunk, ChunkReader, FilterSpec, OffsetSpec, SacMember
 from ._frames import (
@@ -79,6 +93,9 @@ __all__ = ["State", "StreamConnection"]
 #: What we offer in Tune (RabbitMQ's defaults: 1 MiB frames, 60 s heartbeats).
 FRAME_MAX: Final = DEFAULT_FRAME_MAX
 HEARTBEAT: Final = 60
+#: How long each step of the opening may take (rabbit_stream_reader's
+#: ``connection_negotiation_step_timeout``, 10_000 ms in v3.10.8).
+NEGOTIATION_STEP_TIMEOUT: Final = 10.0
 
 #: Offset types of Subscribe (PROTOCOL.adoc).
 _OFFSET_TYPES: Final = {1: "first", 2: "last", 3: "next"}
@@ -197,7 +214,10 @@ class StreamConnection:
         self.close_reason: str | None = None
         self.should_close = False
         self.failure: BaseException | None = None
-        self._last_sent = broker.clock.monotonic()
+        now = broker.clock.monotonic()
+        self._last_sent = now
+        self._last_received = now
+        self._step_deadline = now + NEGOTIATION_STEP_TIMEOUT
 
     # -- what the server loop uses ------------------------------------------------------------
 
@@ -225,6 +245,8 @@ class StreamConnection:
                 return
             if self.state is State.CLOSED:
                 return
+            now = self._last_received = self.broker.clock.monotonic()
+            state = self.state
             self._reader.feed(data)
             try:
                 while not self.should_close:
@@ -234,14 +256,27 @@ class StreamConnection:
                     self._handle(*frame)
             except StreamProtocolError as exc:
                 self._close(exc.code, exc.text)
+            if self.state is not state:  # the next step of the opening: its own 10 s
+                self._step_deadline = now + NEGOTIATION_STEP_TIMEOUT
 
     def tick(self) -> None:
-        """Send a heartbeat when nothing went out for the negotiated interval."""
-        if self.state is State.OPENED and self.heartbeat:
-            now = self.broker.clock.monotonic()
-            if now - self._last_sent >= self.heartbeat:
-                self._send(Writer(Key.HEARTBEAT).frame())
-                self._last_sent = now
+        """Drop a client that takes too long over a step of the opening or has been silent
+        for two heartbeat intervals; send a heartbeat when nothing went out for half of one."""
+        if self.state is State.CLOSED:
+            return
+        now = self.broker.clock.monotonic()
+        if self.state is not State.OPENED:
+            if now >= self._step_deadline:
+                self._drop(f"timeout in state '{self.state.value}', likely due to lack of "
+                           "client action")
+            return
+        if not self.heartbeat:
+            return
+        if now - self._last_received > 2 * self.heartbeat:
+            self._drop(f"missed heartbeats from client, timeout: {self.heartbeat}s")
+        elif now - self._last_sent >= self.heartbeat / 2:
+            self._send(Writer(Key.HEARTBEAT).frame())
+            self._last_sent = now
 
     def connection_lost(self) -> None:
         """The socket is gone: release the subscriptions and the model connection."""
@@ -254,16 +289,23 @@ class StreamConnection:
             if self.model is not None:
                 self.model.close()
                 self.model = None
+                self.broker._on_restart.remove(self._on_restart)
             self.state = State.CLOSED
             self.should_close = True
+
+    def _on_restart(self) -> None:
+        # (``broker.restart()``: the node goes down, and its stream readers stop with it)
+        self.close(ConnectionForced("broker forced connection closure with reason 'shutdown'"))
 
     def internal_error(self, error: AMQPError) -> None:
         """A bug while serving this connection: close it (INTERNAL_ERROR)."""
         self._close(Code.INTERNAL_ERROR, error.text)
 
     def close(self, error: AMQPError) -> None:
-        """The broker closes the connection (a forced close, a shutdown)."""
-        self._close(Code.INTERNAL_ERROR, error.reply_text)
+        """The broker closes the connection (a forced close, a shutdown): dropped, with no
+        frame, as RabbitMQ's stream reader stops."""
+        self._drop(error.reply_text)
+        self._notify()
 
     def publishers_blocked(self, reason: str) -> None:
         """(Memory alarms do not block stream publishers here.)"""
@@ -282,6 +324,12 @@ class StreamConnection:
 
     def _respond(self, key: int, correlation_id: int, code: int = Code.OK) -> Writer:
         return Writer(response_key(key)).uint32(correlation_id).uint16(code)
+
+    def _drop(self, reason: str) -> None:
+        # (RabbitMQ's reader stops: its socket closes after what was written, with no Close)
+        if self.state is not State.CLOSED:
+            self.close_reason = reason
+            self.connection_lost()
 
     def _close(self, code: int, reason: str) -> None:
         if self.state is State.CLOSED:
@@ -388,6 +436,8 @@ class StreamConnection:
             self._close(Code.VIRTUAL_HOST_ACCESS_FAILURE, f"access to vhost '{vhost}' refused")
             return
         self.vhost = vhost
+        self.model.on_closed_by_broker = self.close
+        self.broker._on_restart.append(self._on_restart)
         self._channel = self.model.open_channel(1)
         self._send(self._respond(Key.OPEN, correlation).properties({
             "advertised_host": self.advertised_host,

@@ -1,15 +1,19 @@
 """The stream port on the selector loop: hostile bytes close their own connection only, and a
-closed connection leaves nothing behind in the model."""
+closed connection leaves nothing behind in the model; heartbeats, the opening's timeouts and the
+broker's own closes as RabbitMQ 3.10.8's stream reader has them."""
 
 from __future__ import annotations
 
 import socket
 import time
+import urllib.parse
 
 from embroker import Broker, ManualClock
-from embroker.stream import Key, Writer
+from embroker.stream import Key, State, Writer
+from tests.management.test_api import Api
 from tests.stream.interop import SCRIPTS, run
 from tests.stream.test_connection import Peer
+from tests.stream.test_raw_frames import RawClient
 
 
 def _wait(predicate: object, timeout: float = 5.0) -> bool:
@@ -42,14 +46,93 @@ def test_garbage_closes_one_connection_and_the_listener_goes_on() -> None:
         assert not server.errors, server.errors
 
 
-def test_heartbeats_go_out_when_nothing_else_did() -> None:
+def _opened(heartbeat: int) -> tuple[ManualClock, Broker, Peer]:
     clock = ManualClock()
     broker = Broker(clock=clock)
     p = Peer(broker)
     p.open()  # (the peer tuned heartbeats off: tune again on a fresh peer)
-    p.conn.heartbeat = 60
+    p.conn.heartbeat = heartbeat
+    return clock, broker, p
+
+
+def test_heartbeats_go_out_when_nothing_else_did_for_half_an_interval() -> None:
+    # rabbit_heartbeat's sender (v3.10.8) looks every half interval for bytes sent
+    clock, _broker, p = _opened(60)
     p.conn.tick()
     assert p.received() == []
-    clock.advance(60)
+    clock.advance(29)
+    p.conn.tick()
+    assert p.received() == []
+    clock.advance(1)
     p.conn.tick()
     assert [k for k, _ in p.received()] == [Key.HEARTBEAT]
+
+
+def test_a_client_silent_for_two_heartbeat_intervals_is_dropped_without_a_frame() -> None:
+    # rabbit_heartbeat's receiver: a second look in a row that finds no bytes received stops
+    # the reader (rabbit_stream_reader's heartbeat_timeout: no Close, the socket closes)
+    clock, broker, p = _opened(60)
+    clock.advance(100)
+    p.send(Writer(Key.HEARTBEAT).frame())  # bytes in: the silence starts again
+    clock.advance(120)
+    p.conn.tick()
+    assert p.conn.state is State.OPENED
+    p.received()
+    clock.advance(1)
+    p.conn.tick()
+    assert (p.conn.state, p.conn.should_close, p.received()) == (State.CLOSED, True, [])
+    assert p.conn.close_reason == "missed heartbeats from client, timeout: 60s"
+    assert not broker.connections
+
+
+def test_each_step_of_the_opening_may_take_ten_seconds() -> None:
+    # rabbit_stream_reader: a state_timeout of connection_negotiation_step_timeout (10_000 ms)
+    # on entering each state of the opening; at the end the socket closes, with no frame
+    clock = ManualClock()
+    p = Peer(Broker(clock=clock))
+    clock.advance(9.9)
+    p.conn.tick()
+    p.send(p.request(Key.PEER_PROPERTIES).properties({}).frame())
+    clock.advance(9.9)
+    p.conn.tick()
+    assert p.conn.state is State.SASL_HANDSHAKE
+    clock.advance(0.1)
+    p.conn.tick()
+    assert (p.conn.state, p.conn.should_close, p.received()) == (State.CLOSED, True, [])
+    assert p.conn.close_reason == ("timeout in state 'sasl-handshake', likely due to lack of "
+                                   "client action")
+
+
+def test_a_restart_drops_stream_connections_without_a_frame() -> None:
+    _clock, broker, p = _opened(0)
+    broker.restart()
+    assert (p.conn.state, p.conn.should_close, p.received()) == (State.CLOSED, True, [])
+    assert not broker.connections
+    assert not broker._on_restart
+
+
+def _closed_without_a_frame(sock: socket.socket) -> bool:
+    sock.settimeout(5)
+    data = b""
+    while chunk := sock.recv(4096):
+        data += chunk
+    return data == b""
+
+
+def test_the_listener_closes_the_sockets_of_stream_connections_the_broker_closes() -> None:
+    broker = Broker()
+    with broker.serve(stream_port=0, management=True) as server:
+        assert server.stream_port is not None
+        restarted, deleted = RawClient("127.0.0.1", server.stream_port), \
+            RawClient("127.0.0.1", server.stream_port)
+        restarted.open()
+        broker.restart()
+        assert _closed_without_a_frame(restarted.sock)
+        deleted.open()
+        status, listed = Api(server)("GET", "/connections")
+        assert (status, len(listed)) == (200, 1)
+        assert Api(server)("DELETE", "/connections/" + urllib.parse.quote(
+            listed[0]["name"], safe=""))[0] == 204
+        assert _closed_without_a_frame(deleted.sock)
+        assert _wait(lambda: not broker.connections), broker.connections
+        assert not server.errors, server.errors
