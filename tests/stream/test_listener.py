@@ -111,6 +111,13 @@ def test_a_restart_drops_stream_connections_without_a_frame() -> None:
     assert not broker._on_restart
 
 
+def test_a_deleted_vhost_drops_its_stream_connections_without_a_frame() -> None:
+    _clock, broker, p = _opened(0)
+    broker.delete_vhost("/")
+    assert (p.conn.state, p.conn.close_reason, p.received()) == (
+        State.CLOSED, "CONNECTION_FORCED - vhost '/' is deleted", [])
+
+
 def _closed_without_a_frame(sock: socket.socket) -> bool:
     sock.settimeout(5)
     data = b""
