@@ -428,13 +428,18 @@ class ManagementAPI:
     # -- helpers over the model ------------------------------------------------------------------
 
     def _wire(self) -> dict[int, Any]:
-        """The listener's AMQP clients by ``id`` of their model connection (under the lock)."""
+        """The listener's AMQP and stream clients by ``id`` of their model connection (under
+        the lock)."""
         found: dict[int, Any] = {}
         if self.server is not None:
             for client in list(self.server._clients.values()):
                 model = client.conn.inner.model
                 if model is not None:
                     found[id(model)] = client
+            for other in list(self.server._http_clients.values()):  # (the stream port's)
+                model = getattr(other.conn, "model", None)
+                if model is not None:
+                    found[id(model)] = other
         return found
 
     def _connection_identity(self, connection: Connection,
@@ -525,7 +530,7 @@ def _overview(api: ManagementAPI, call: _Call) -> Any:
         names = {vh.name for vh in vhosts}
         connections = [c for c in broker.connections.values() if c.vhost.name in names
                        and ("monitoring" in call.tags or c.user == call.user)]
-        totals = {"channels": sum(len(c.channels) for c in connections),
+        totals = {"channels": sum(len(_amqp_channels(c)) for c in connections),
                   "connections": len(connections),
                   "consumers": sum(q.consumer_count for q in queues),
                   "exchanges": sum(len(vh.exchanges) for vh in vhosts),
@@ -1514,9 +1519,21 @@ def _connection_info(api: ManagementAPI, connection: Connection, wire: Mapping[i
     client = wire.get(id(connection))
     name, (peer_host, peer_port) = api._connection_identity(connection, wire)
     here = _split_peer(_sockname(client.sock)) if client is not None else ("", 0)
-    inner = client.conn.inner if client is not None else None
     properties = views.json_value(connection.client_properties)
     provided = connection.client_properties.get("connection_name")
+    if _is_stream(connection):  # rabbit_stream_reader's ?CREATION_EVENT_KEYS (v3.10.8)
+        details = connection.details
+        return {
+            "auth_mechanism": "PLAIN", "channel_max": 0, "client_properties": properties,
+            "connected_at": int(getattr(client, "connected_at", api._started) * 1000),
+            "frame_max": details.get("frame_max", 0), "host": here[0], "name": name,
+            "node": views.NODE, "peer_cert_issuer": None, "peer_cert_subject": None,
+            "peer_cert_validity": None, "peer_host": peer_host, "peer_port": peer_port,
+            "port": here[1], "protocol": "stream", "ssl": False, "ssl_cipher": None,
+            "ssl_hash": None, "ssl_key_exchange": None, "ssl_protocol": None,
+            "timeout": details.get("heartbeat", 0), "user": connection.user,
+            "user_who_performed_action": who, "vhost": connection.vhost.name}
+    inner = client.conn.inner if client is not None else None
     info: dict[str, Any] = {
         "auth_mechanism": "PLAIN", "channel_max": getattr(inner, "channel_max", 0),
         "channels": len(connection.channels), "client_properties": properties,
@@ -1539,6 +1556,17 @@ def _connection_info(api: ManagementAPI, connection: Connection, wire: Mapping[i
     if isinstance(provided, str):
         info["user_provided_name"] = provided
     return info
+
+
+def _is_stream(connection: Connection) -> bool:
+    """Whether ``connection`` came over the stream protocol (which has no AMQP channels)."""
+    return connection.details.get("protocol") == "stream"
+
+
+def _amqp_channels(connection: Connection) -> dict[int, Any]:
+    """``connection``'s AMQP channels as RabbitMQ lists them: a stream connection's model
+    channel is embroker's own, not one the client opened."""
+    return {} if _is_stream(connection) else connection.channels
 
 
 def _visible_connections(api: ManagementAPI, call: _Call,
@@ -1597,7 +1625,7 @@ def _connection_channels(api: ManagementAPI, call: _Call) -> Any:
         connection, wire = _find_connection(api, call)
         name, peer = api._connection_identity(connection, wire)
         return [views.channel_info(ch, name, peer, connection.user, call.user)
-                for ch in connection.channels.values()]
+                for ch in _amqp_channels(connection).values()]
 
 
 def _channels_of(api: ManagementAPI, call: _Call, vhost: str | None) -> list[dict[str, Any]]:
@@ -1606,7 +1634,7 @@ def _channels_of(api: ManagementAPI, call: _Call, vhost: str | None) -> list[dic
     for connection in _visible_connections(api, call, vhost):
         name, peer = api._connection_identity(connection, wire)
         found += [views.channel_info(ch, name, peer, connection.user, call.user)
-                  for ch in sorted(connection.channels.values(), key=lambda c: c.number)]
+                  for ch in sorted(_amqp_channels(connection).values(), key=lambda c: c.number)]
     return found
 
 
@@ -1627,7 +1655,7 @@ def _channel_get(api: ManagementAPI, call: _Call) -> Any:
         wire = api._wire()
         for connection in _visible_connections(api, call):
             name, peer = api._connection_identity(connection, wire)
-            for channel in connection.channels.values():
+            for channel in _amqp_channels(connection).values():
                 if views.channel_name(name, channel.number) == call.params["name"]:
                     info = views.channel_info(channel, name, peer, connection.user, call.user)
                     info["consumer_details"] = [
@@ -2070,7 +2098,7 @@ def _console(api: ManagementAPI, call: _Call) -> Any:
                             api._connection_identity(connection, wire)[0]),
                 "client": str(client.get("product", "")), "user": connection.user,
                 "vhost": connection.vhost.name,
-                "channels": sorted(connection.channels)})
+                "channels": sorted(_amqp_channels(connection))})
         answer: dict[str, Any] = {
             "vhosts": visible, "vhost": name,
             "summary": {"connections": len(connections), "queues": len(queues),

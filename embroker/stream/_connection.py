@@ -198,6 +198,8 @@ class StreamConnection:
         self.state = State.PEER_PROPERTIES
         self.user: str | None = None
         self.vhost: str | None = None
+        #: What the client said of itself in PeerProperties.
+        self.client_properties: dict[str, str] = {}
         self.frame_max = FRAME_MAX
         self.heartbeat = HEARTBEAT
         self._reader = FrameReader(FRAME_MAX)
@@ -369,7 +371,7 @@ class StreamConnection:
 
     def _on_peer_properties(self, f: Fields) -> None:
         correlation = f.uint32()
-        f.properties()
+        self.client_properties = f.properties()
         f.end()
         props = {k: v for k, v in self.broker.server_properties.items() if isinstance(v, str)}
         self._send(self._respond(Key.PEER_PROPERTIES, correlation).properties(props).frame())
@@ -426,10 +428,14 @@ class StreamConnection:
         vhost = f.string()
         f.end()
         try:
+            host, _, port = self.peer.rpartition(":")
             self.model = self.broker.open_connection(
-                vhost, user=self.user,
-                client_properties={"protocol": "RabbitMQ Stream"},
-                name=f"stream connection {self.peer}" if self.peer else None)
+                vhost, user=self.user, client_properties=dict(self.client_properties),
+                name=f"stream connection {self.peer}" if self.peer else None,
+                details={"protocol": "stream", "peer_host": host.strip("[]"),
+                         "peer_port": int(port) if port.isdigit() else 0,
+                         "host": host.strip("[]"), "mechanism": "PLAIN", "channel_max": 0,
+                         "frame_max": self.frame_max, "heartbeat": self.heartbeat})
         except NotAllowed:
             self._send(self._respond(Key.OPEN, correlation,
                                      Code.VIRTUAL_HOST_ACCESS_FAILURE).frame())
