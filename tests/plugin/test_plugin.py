@@ -414,6 +414,7 @@ def test_the_helpers_run_against_rabbitmq_in_a_vhost_of_their_own(
             ch.exchange_declare("events", "topic")
             ch.queue_declare("audit")
             ch.queue_bind("audit", "events", "order.*")
+            ch.confirm_delivery()  # (RabbitMQ has read them when they are confirmed)
             ch.basic_publish("events", "order.created", b'{"id": 1}')
             ch.basic_publish("events", "user.created", b"{}")
             return conn
