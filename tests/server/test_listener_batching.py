@@ -12,6 +12,7 @@ them at the pace they came."""
 
 from __future__ import annotations
 
+import selectors
 import socket
 import threading
 import time
@@ -242,3 +243,12 @@ def test_a_consumer_that_publishes_gets_the_pause_for_streaming_clients(
                                          131072))
     _turn(server)
     assert pauses == [server_module._BATCH_PAUSE]
+
+
+def test_a_consumer_ready_only_for_writing_is_not_held(
+        consumer: tuple[Server, socket.socket, list[float]]) -> None:
+    server, _client, pauses = consumer
+    accepted = next(iter(server._clients.values()))
+    key = server._selector.get_key(accepted.sock)
+    assert server._hold([(key, selectors.EVENT_WRITE)]) is False  # (its output waits: no acks)
+    assert pauses == []
