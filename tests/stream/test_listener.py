@@ -143,3 +143,15 @@ def test_the_listener_closes_the_sockets_of_stream_connections_the_broker_closes
         assert _closed_without_a_frame(deleted.sock)
         assert _wait(lambda: not broker.connections), broker.connections
         assert not server.errors, server.errors
+
+
+def test_the_event_exchange_says_a_stream_connection_speaks_stream() -> None:
+    # rabbit_stream_reader's i(protocol, _, _) is <<"stream">> in its connection_created infos
+    broker = Broker(plugins=["rabbitmq_event_exchange"])
+    ch = broker.connect().channel()
+    q = ch.queue_declare("", exclusive=True).queue
+    ch.queue_bind(q, "amq.rabbitmq.event", "connection.created")
+    Peer(broker).open()
+    created = ch.basic_get(q, auto_ack=True)
+    assert created is not None
+    assert created.properties["headers"]["protocol"] == "stream"
