@@ -63,14 +63,18 @@ def _turn(server: Server) -> None:
     server._turn(time.monotonic() + 5)
 
 
-def test_a_client_whose_bytes_were_waiting_gets_a_pause_before_the_read(
-        rig: tuple[Server, socket.socket, list[float]],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("streaming", "paused"), [
+    (3600.0, True),  # every select counts as quick: the bytes were waiting, a pause first
+    (0.0, False),  # no select counts as quick: the loop had to wait for them, no pause
+], ids=["bytes-were-waiting", "loop-waited-for-them"])
+def test_a_client_gets_a_pause_before_the_read_only_when_its_bytes_were_waiting(
+        rig: tuple[Server, socket.socket, list[float]], monkeypatch: pytest.MonkeyPatch,
+        streaming: float, paused: bool) -> None:
     server, client, pauses = rig
-    monkeypatch.setattr(server_module, "_STREAMING", 3600.0)  # every select counts as quick
+    monkeypatch.setattr(server_module, "_STREAMING", streaming)
     client.sendall(PROTOCOL_HEADER)
     _turn(server)
-    assert pauses == [server_module._BATCH_PAUSE]
+    assert pauses == ([server_module._BATCH_PAUSE] if paused else [])
     assert client.recv(4096).startswith(b"\x01\x00\x00")  # and the read was served: start
 
 
@@ -86,17 +90,6 @@ def test_a_client_that_keeps_sending_gets_steps_twice_as_long_up_to_the_most(
     step, most = server_module._BATCH_PAUSE, server_module._HOLD_MAX
     assert pauses == [step, 2 * step, 4 * step, pytest.approx(most - 7 * step)]
     assert client.recv(4096).startswith(b"\x01\x00\x00")  # the whole header: start
-
-
-def test_no_pause_when_the_loop_had_to_wait_for_the_bytes(
-        rig: tuple[Server, socket.socket, list[float]],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    server, client, pauses = rig
-    monkeypatch.setattr(server_module, "_STREAMING", 0.0)  # no select counts as quick
-    client.sendall(PROTOCOL_HEADER)
-    _turn(server)
-    assert pauses == []
-    assert client.recv(4096).startswith(b"\x01\x00\x00")
 
 
 def test_no_pause_for_what_is_not_a_client_or_when_the_pause_is_off(
