@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from embroker import Broker
 from embroker.amqp10 import (
     AMQP_HEADER,
     FRAME_SASL,
@@ -54,6 +55,14 @@ class Client:
         self.connection = connection
         self.reader = FrameReader(1 << 20)
         self._headers_due = 0
+
+    @classmethod
+    def opened(cls, broker: Broker, peer: str = "test") -> Client:
+        """A client of a new loopback connection to ``broker``, open, with a session begun."""
+        client = cls(ServerConnection(broker, loopback=True, peer=peer))
+        client.open()
+        client.begin()
+        return client
 
     def send(self, data: bytes) -> None:
         self.connection.receive_data(data)

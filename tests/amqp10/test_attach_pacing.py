@@ -42,15 +42,8 @@ def _attach_and_flow(handle: int = 0) -> bytes:
                              link_credit=UInt(10)))
 
 
-def _opened(broker: Broker) -> Client:
-    client = Client(ServerConnection(broker, loopback=True, peer="test"))
-    client.open()
-    client.begin()
-    return client
-
-
 def test_pause_at_ends_the_attach_answer_when_transfers_follow_it(broker: Broker) -> None:
-    client = _opened(broker)
+    client = Client.opened(broker)
     connection = client.connection
     connection.receive_data(_attach_and_flow())
     data = connection.data_to_send()
@@ -66,7 +59,7 @@ def test_pause_at_ends_the_attach_answer_when_transfers_follow_it(broker: Broker
 
 
 def test_no_pause_without_transfers_after_the_attach(broker: Broker) -> None:
-    client = _opened(broker)
+    client = Client.opened(broker)
     connection = client.connection
     replies = client.attach_receiver("/queues/q")  # no credit yet: the attach's answer only
     assert [type(r) for r in replies] == [Attach]

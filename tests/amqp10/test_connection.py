@@ -55,10 +55,7 @@ def broker() -> Broker:
 
 @pytest.fixture
 def client(broker: Broker) -> Client:
-    c = Client(ServerConnection(broker, loopback=True, peer="test"))
-    c.open()
-    c.begin()
-    return c
+    return Client.opened(broker)
 
 
 def body(text: str) -> bytes:

@@ -19,7 +19,6 @@ from embroker.amqp10 import (
     Disposition,
     Flow,
     Frame,
-    ServerConnection,
     Source,
     Symbol,
     Transfer,
@@ -57,9 +56,7 @@ def receive(broker: Broker, source_filter: dict[Any, Any], address: str = "/queu
             credit: int = 20) -> tuple[Attach, list[bytes]]:
     """Attach a receiver with ``source_filter`` (the offset spec first added), give it credit;
     the attach reply and the bodies received."""
-    client = Client(ServerConnection(broker, loopback=True, peer="test"))
-    client.open()
-    client.begin()
+    client = Client.opened(broker)
     filters = {Symbol("offset"): OFFSET, **source_filter}
     (attach, *_rest) = client.attach_receiver(address, source=Source(address=address,
                                                                       filter=filters))
@@ -186,9 +183,7 @@ def test_filtered_out_messages_take_no_credit() -> None:
 def _publish_10(broker: Broker, properties: Properties,
                 app: dict[str, Any] | None = None) -> None:
     """A 1.0 publish to ``s`` through a connection: the properties travel as sent."""
-    client = Client(ServerConnection(broker, loopback=True, peer="pub"))
-    client.open()
-    client.begin()
+    client = Client.opened(broker, peer="pub")
     client.attach_sender("/queues/s")
     out = bytearray()
     properties.encode_into(out)
@@ -309,9 +304,7 @@ def test_before_rabbitmq_4_1_no_expression_applies(version: str | None) -> None:
     broker = make_broker(version)
     for key, value in ((Symbol("f"), Described(APP, {"n": 1})),
                        (Symbol("sql-filter"), Described(SQL, "n = 1"))):
-        client = Client(ServerConnection(broker, loopback=True, peer="test"))
-        client.open()
-        client.begin()
+        client = Client.opened(broker)
         (attach, *_rest) = client.attach_receiver("/queues/s", source=Source(
             address="/queues/s", filter={key: value}))
         assert isinstance(attach, Attach)
@@ -327,9 +320,7 @@ def test_on_a_classic_queue_the_filter_is_echoed_but_not_applied() -> None:
     ch.queue_declare("q")
     for i in range(3):
         ch.basic_publish("", "q", b"m%d" % i, properties={"headers": {"n": i}})
-    client = Client(ServerConnection(broker, loopback=True, peer="test"))
-    client.open()
-    client.begin()
+    client = Client.opened(broker)
     (attach, *_rest) = client.attach_receiver("/queues/q", source=Source(
         address="/queues/q", filter={Symbol("f"): Described(APP, {"n": 1})}))
     assert isinstance(attach, Attach)
@@ -350,9 +341,7 @@ def test_a_stream_delivers_a_1_0_message_as_published() -> None:
     broker = make_broker()
     _publish_10(broker, Properties(subject="order.created", to="/queues/s",
                                    group_sequence=UInt(3)), {"k": "v"})
-    client = Client(ServerConnection(broker, loopback=True, peer="test"))
-    client.open()
-    client.begin()
+    client = Client.opened(broker)
     client.attach_receiver("/queues/s", source=Source(address="/queues/s", filter={
         Symbol("offset"): Described(Symbol("rabbitmq:stream-offset-spec"), 6)}))
     client.send_frame(Flow(next_incoming_id=UInt(0), incoming_window=UInt(100),

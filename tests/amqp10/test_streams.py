@@ -15,7 +15,6 @@ from embroker.amqp10 import (
     Disposition,
     Flow,
     Frame,
-    ServerConnection,
     Source,
     Symbol,
     Transfer,
@@ -42,9 +41,7 @@ def receive(broker: Broker, spec: Any, credit: int = 10,
             source: Source | None = None) -> tuple[Attach, list[tuple[bytes, Any]]]:
     """Attach a receiver to stream ``s`` with the filter ``spec`` (none when ``None``), give it
     credit; returns the attach reply and (body, x-stream-offset annotation) of each transfer."""
-    client = Client(ServerConnection(broker, loopback=True, peer="test"))
-    client.open()
-    client.begin()
+    client = Client.opened(broker)
     if source is None:
         source = Source(address="/queues/s", filter={SPEC: spec} if spec is not None else None)
     (attach, *_rest) = client.attach_receiver("/queues/s", source=source)
