@@ -167,23 +167,6 @@ EXPECTED_RECORD = (
 )
 
 
-def test_an_amqp_message_as_stream_readers_get_it() -> None:
-    """As RabbitMQ 3.10.8's rabbit_msg_record:from_amqp091/2 writes it."""
-    with Broker().serve(stream_port=0) as server:
-        assert server.stream_port is not None
-        got = read_091_message(server.url, "127.0.0.1", server.stream_port)
-        assert not server.errors
-    assert got == EXPECTED_RECORD
-
-
-@pytest.mark.skipif(not os.environ.get("EMBROKER_REFERENCE_URL"),
-                    reason="EMBROKER_REFERENCE_URL is not set")
-def test_an_amqp_message_as_the_reference_s_stream_readers_get_it() -> None:
-    url = os.environ["EMBROKER_REFERENCE_URL"]
-    host = urllib.parse.urlsplit(url).hostname or "127.0.0.1"
-    assert read_091_message(url, host, REFERENCE_STREAM_PORT) == EXPECTED_RECORD
-
-
 def read_stream_message(amqp_url: str, host: str, port: int) -> Any:
     """Publish an AMQP 1.0 message over the stream protocol, consume it over 0-9-1 (pika);
     the basic properties and body it has there."""
@@ -234,19 +217,30 @@ EXPECTED_091 = ({"content_type": "text/plain", "delivery_mode": 2, "priority": 4
                  "headers": {"k": "v", "n": 5, "x-stream-offset": 0}}, b"body")
 
 
-def test_a_stream_message_as_amqp_consumers_get_it() -> None:
-    """As RabbitMQ 3.10.8's rabbit_msg_record:to_amqp091/1 reads it: x-basic-* back into
-    basic properties, other annotations dropped, application properties as headers."""
+#: Each direction between AMQP 0-9-1 and the stream protocol: how a message is carried across,
+#: and what the other side gets, as RabbitMQ 3.10.8's rabbit_msg_record writes it
+#: (from_amqp091/2) and reads it (to_amqp091/1: x-basic-* back into basic properties, other
+#: annotations dropped, application properties as headers).
+CROSSINGS = pytest.mark.parametrize(("carry", "expected"), [
+    (read_091_message, EXPECTED_RECORD),
+    (read_stream_message, EXPECTED_091),
+], ids=["amqp-to-stream-readers", "stream-to-amqp-consumers"])
+
+
+@CROSSINGS
+def test_a_message_crosses_between_amqp_and_the_stream_protocol_as_in_rabbitmq(
+        carry: Any, expected: Any) -> None:
     with Broker().serve(stream_port=0) as server:
         assert server.stream_port is not None
-        got = read_stream_message(server.url, "127.0.0.1", server.stream_port)
+        got = carry(server.url, "127.0.0.1", server.stream_port)
         assert not server.errors
-    assert got == EXPECTED_091
+    assert got == expected
 
 
+@CROSSINGS
 @pytest.mark.skipif(not os.environ.get("EMBROKER_REFERENCE_URL"),
                     reason="EMBROKER_REFERENCE_URL is not set")
-def test_a_stream_message_as_the_reference_s_amqp_consumers_get_it() -> None:
+def test_a_message_crosses_the_same_way_on_the_reference(carry: Any, expected: Any) -> None:
     url = os.environ["EMBROKER_REFERENCE_URL"]
     host = urllib.parse.urlsplit(url).hostname or "127.0.0.1"
-    assert read_stream_message(url, host, REFERENCE_STREAM_PORT) == EXPECTED_091
+    assert carry(url, host, REFERENCE_STREAM_PORT) == expected
