@@ -245,3 +245,16 @@ def test_a_consumer_ready_only_for_writing_is_not_held(
     key = server._selector.get_key(accepted.sock)
     assert server._hold([(key, selectors.EVENT_WRITE)]) is False  # (its output waits: no acks)
     assert pauses == []
+
+
+def test_without_a_count_of_waiting_bytes_the_loop_pauses_once_and_holds_nobody(
+        consumer: tuple[Server, socket.socket, list[float]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # (Windows has no FIONREAD: the fixed pause for a streaming client, as before the steps)
+    server, client, pauses = consumer
+    _send(server, client, _ack(1))
+    monkeypatch.setattr(server_module, "ioctl", None)
+    monkeypatch.setattr(server_module, "_STREAMING", 3600.0)
+    _turn(server)
+    assert pauses == [server_module._BATCH_PAUSE]
+    assert _unacked(server) == 9

@@ -18,6 +18,7 @@ import pytest
 
 from embroker import Broker
 from tests.management.test_api import Api
+from tests.stream.test_listener import _closed_without_a_frame
 from tests.stream.test_raw_frames import REFERENCE_STREAM_PORT, RawClient
 
 
@@ -89,7 +90,7 @@ def test_a_stream_connection_is_listed_as_rabbitmq_lists_it() -> None:
 
 @pytest.mark.skipif(not os.environ.get("EMBROKER_REFERENCE_URL"),
                     reason="EMBROKER_REFERENCE_URL is not set")
-def test_rabbitmq_lists_a_stream_connection_with_these_keys() -> None:
+def test_rabbitmq_lists_a_stream_connection_with_these_keys_and_deletes_it_silently() -> None:
     url = urllib.parse.urlsplit(os.environ["EMBROKER_REFERENCE_URL"])
     host = url.hostname or "127.0.0.1"
     raw = RawClient(host, REFERENCE_STREAM_PORT)
@@ -109,5 +110,11 @@ def test_rabbitmq_lists_a_stream_connection_with_these_keys() -> None:
         assert row is not None, "RabbitMQ did not list the stream connection within 30 s"
         assert set(row) == RABBITMQ_STREAM_CONNECTION_KEYS
         assert (row["protocol"], row["port"]) == ("stream", REFERENCE_STREAM_PORT)
+        delete = urllib.request.Request(
+            f"http://{host}:15672/api/connections/" + urllib.parse.quote(row["name"], safe=""),
+            method="DELETE", headers={"authorization": "Basic " + auth})
+        with urllib.request.urlopen(delete, timeout=5) as response:
+            assert response.status == 204
+        assert _closed_without_a_frame(raw.sock)  # (what embroker's listener does too)
     finally:
         raw.close()
