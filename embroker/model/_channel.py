@@ -656,6 +656,9 @@ class Channel:
         basic.get ones first, then tags in byte order, each group settled by its queue (which
         gives its consumers their credit back and goes on delivering) before the next; then the
         channel's global limit gets its room back."""
+        if len(taken) == 1 and settlement is Settlement.ACK:
+            self._ack_one(*taken[0])
+            return
         requeue = settlement.requeues
         _history.settled(self, taken, settlement is Settlement.ACK, requeue, method)
         if len(taken) == 1:
@@ -702,6 +705,29 @@ class Channel:
             if was_reached and not self.global_limit_reached():
                 self._resume()
 
+    def _ack_one(self, tag: int, unacked: Unacked) -> None:
+        # _settle for one acknowledged delivery, without the grouping.
+        queue, entry, consumer = unacked
+        _history.acked(self, tag, queue, entry)
+        regained = False
+        if consumer is not None:
+            regained = consumer.prefetch > 0 and not consumer.no_ack and \
+                consumer.unacked == consumer.prefetch
+            consumer.unacked -= 1
+        if not queue.deleted:
+            if regained:
+                queue.unblock(self)  # credit back first, as rabbit_queue_consumers
+            queue.unacked -= 1  # (Queue.settle)
+            if queue.consumer_count:
+                queue.dispatch()
+        if consumer is not None:
+            self.consumer_unacked -= 1
+            if self.global_prefetch:
+                was_reached = self.global_limit_reached()
+                self._volume = self._volume - 1 if self._volume else 0
+                if was_reached and not self.global_limit_reached():
+                    self._resume()
+
     def _settle_or_hold(self, taken: list[tuple[int, Unacked]], settlement: Settlement,
                         method: str) -> None:
         if self.tx_mode:
@@ -711,6 +737,12 @@ class Channel:
 
     def basic_ack(self, delivery_tag: int = 0, multiple: bool = False) -> None:
         """basic.ack. Raises PreconditionFailed (406) "unknown delivery tag N"."""
+        if not multiple and not self.tx_mode:  # (a consumer's every message: the hot path)
+            unacked = self._unacked.pop(delivery_tag, None)
+            if unacked is None:
+                raise PreconditionFailed(f"unknown delivery tag {delivery_tag}")
+            self._ack_one(delivery_tag, unacked)
+            return
         self._settle_or_hold(self._take_unacked(delivery_tag, multiple), Settlement.ACK,
                              "basic.ack")
 

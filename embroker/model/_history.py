@@ -246,6 +246,13 @@ def settled(channel: Channel, taken: Iterable[tuple[int, Any]], ack: bool, reque
                 (REJECTED, queue.name, now, channel, tag, requeue, cause))
 
 
+def acked(channel: Channel, tag: int, queue: Queue, entry: QueuedMessage) -> None:
+    """One delivery acknowledged (``settled`` for one, on a consumer's hot path)."""
+    events = entry.message.history
+    if events is not None:
+        _append(events, (ACKED, queue.name, channel._clock.monotonic(), channel, tag))
+
+
 def requeued(clock: Clock, queue: Queue, entries: Iterable[QueuedMessage], cause: str) -> None:
     kind = DELETED if queue.deleted else REQUEUED
     now = None

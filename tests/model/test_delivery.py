@@ -149,6 +149,34 @@ def test_global_prefetch_is_shared_by_the_channels_consumers(broker: Broker) -> 
     assert len(got) == 4
 
 
+def test_each_single_ack_gives_the_global_limit_room_for_one_more(broker: Broker) -> None:
+    ch = broker.connect().channel()
+    fill(ch, "q1", 3)
+    fill(ch, "q2", 3)
+    ch.basic_qos(prefetch_count=2, global_qos=True)
+    got: list[Delivery] = []
+    ch.basic_consume("q1", collect(got))
+    ch.basic_consume("q2", collect(got))
+    for held in (3, 4, 5, 6):
+        ch.basic_ack(got[held - 3].delivery_tag)
+        assert len(got) == held
+    assert ch.model.consumer_unacked == 2
+
+
+def test_an_ack_after_its_queue_was_deleted_settles_only_the_channel(broker: Broker) -> None:
+    ch = broker.connect().channel()
+    fill(ch, "q", 2)
+    ch.basic_qos(prefetch_count=1)
+    got: list[Delivery] = []
+    ch.basic_consume("q", collect(got))
+    broker.connect().channel().queue_delete("q")
+    ch.basic_ack(got[0].delivery_tag)  # no error, and nothing delivered
+    assert len(got) == 1
+    assert ch.model.consumer_unacked == 0
+    with pytest.raises(PreconditionFailed):
+        ch.basic_ack(got[0].delivery_tag)
+
+
 def test_consumer_tags(broker: Broker) -> None:
     ch = broker.connect().channel()
     ch.queue_declare("q")
