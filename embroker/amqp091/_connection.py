@@ -328,8 +328,9 @@ class ServerConnection:
             self._fail(exc, drop=True)
         finally:
             self._reading = False
-            for channel in list(self._confirms):
-                self._send_confirms(channel)
+            if self._confirms:
+                for channel in list(self._confirms):
+                    self._send_confirms(channel)
 
     def connection_lost(self) -> None:
         """The socket is gone: release everything the connection held."""

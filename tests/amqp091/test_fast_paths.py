@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -29,8 +30,8 @@ def test_confirm_frames_are_the_encoded_methods(channel: int, tag: int, multiple
                                                        requeue=True))
 
 
-def _open(broker: Broker) -> ServerConnection:
-    conn = ServerConnection(broker, loopback=True)
+def _open(broker: Broker, on_output: Callable[[], None] | None = None) -> ServerConnection:
+    conn = ServerConnection(broker, loopback=True, on_output=on_output)
     conn.receive_data(PROTOCOL_HEADER)
     conn.receive_data(encode_method_frame(0, methods.ConnectionStartOk(
         client_properties={}, mechanism="PLAIN", response="\0guest\0guest", locale="en_US")))
@@ -123,3 +124,35 @@ def test_deliveries_on_the_wire_are_encode_message() -> None:
                                                routing_key="q"), b"body" * 100, 131072,
                        properties={"content_type": "text/plain"})
     assert conn.data_to_send() == expected
+
+
+def test_output_its_own_input_caused_is_left_to_the_reader() -> None:
+    """on_output is for what the connection did not cause by what it was fed: a delivery
+    another connection's publish caused calls it; one its own ack or publish caused does not
+    (whoever fed it collects it after ``receive_data``)."""
+    broker = Broker()
+    calls: list[str] = []
+    conn = _open(broker, on_output=lambda: calls.append("output"))
+    conn.receive_data(encode_method_frame(1, methods.QueueDeclare(queue="q")))
+    conn.receive_data(encode_method_frame(1, methods.BasicQos(prefetch_count=1)))
+    conn.receive_data(encode_method_frame(1, methods.BasicConsume(queue="q", consumer_tag="c")))
+    conn.data_to_send()
+    other = broker.connect().channel()
+    other.basic_publish("", "q", b"1")
+    other.basic_publish("", "q", b"2")
+    assert calls == ["output"]  # the first delivery; the second waits for the ack
+    conn.data_to_send()
+    conn.receive_data(encode_method_frame(1, methods.BasicAck(delivery_tag=1)))
+    assert calls == ["output"]
+    assert conn.data_to_send() == encode_message(
+        1, methods.BasicDeliver(consumer_tag="c", delivery_tag=2, routing_key="q"), b"2",
+        131072)
+
+
+def test_an_unknown_single_ack_closes_the_channel_as_the_general_path_does() -> None:
+    broker = Broker()
+    conn = _open(broker)
+    conn.receive_data(encode_method_frame(1, methods.BasicAck(delivery_tag=7)))
+    assert conn.data_to_send() == encode_method_frame(1, methods.ChannelClose(
+        reply_code=406, reply_text="PRECONDITION_FAILED - unknown delivery tag 7",
+        class_id=60, method_id=80))
