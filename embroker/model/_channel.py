@@ -700,10 +700,15 @@ class Channel:
                 queue.dispatch()
         self.consumer_unacked -= consumed
         if consumed and self.global_prefetch:
-            was_reached = self.global_limit_reached()
-            self._volume = self._volume - consumed if self._volume else 0  # (RabbitMQ's)
-            if was_reached and not self.global_limit_reached():
-                self._resume()
+            self._room_back(consumed)
+
+    def _room_back(self, consumed: int) -> None:
+        # ``consumed`` consumer deliveries settled: the global limit (basic.qos global=true)
+        # counts them no more, and the queues it stopped go on if it has room now.
+        was_reached = self.global_limit_reached()
+        self._volume = self._volume - consumed if self._volume else 0  # (RabbitMQ's)
+        if was_reached and not self.global_limit_reached():
+            self._resume()
 
     def _ack_one(self, tag: int, unacked: Unacked) -> None:
         # _settle for one acknowledged delivery, without the grouping.
@@ -717,16 +722,13 @@ class Channel:
         if not queue.deleted:
             if regained:
                 queue.unblock(self)  # credit back first, as rabbit_queue_consumers
-            queue.unacked -= 1  # (Queue.settle)
+            queue.settle()
             if queue.consumer_count:
                 queue.dispatch()
         if consumer is not None:
             self.consumer_unacked -= 1
             if self.global_prefetch:
-                was_reached = self.global_limit_reached()
-                self._volume = self._volume - 1 if self._volume else 0
-                if was_reached and not self.global_limit_reached():
-                    self._resume()
+                self._room_back(1)
 
     def _settle_or_hold(self, taken: list[tuple[int, Unacked]], settlement: Settlement,
                         method: str) -> None:
