@@ -136,7 +136,8 @@ def test_prefetch_limits_unacked_deliveries(broker: Broker) -> None:
     assert len(got) == 3
 
 
-def test_global_prefetch_is_shared_by_the_channels_consumers(broker: Broker) -> None:
+def _consumers_under_a_global_limit_of_two(broker: Broker) -> tuple[Channel, list[Delivery]]:
+    """A channel with prefetch 2 (global) consuming two queues of three messages each."""
     ch = broker.connect().channel()
     fill(ch, "q1", 3)
     fill(ch, "q2", 3)
@@ -144,19 +145,18 @@ def test_global_prefetch_is_shared_by_the_channels_consumers(broker: Broker) -> 
     got: list[Delivery] = []
     ch.basic_consume("q1", collect(got))
     ch.basic_consume("q2", collect(got))
+    return ch, got
+
+
+def test_global_prefetch_is_shared_by_the_channels_consumers(broker: Broker) -> None:
+    ch, got = _consumers_under_a_global_limit_of_two(broker)
     assert len(got) == 2
     ch.basic_ack(0, multiple=True)
     assert len(got) == 4
 
 
 def test_each_single_ack_gives_the_global_limit_room_for_one_more(broker: Broker) -> None:
-    ch = broker.connect().channel()
-    fill(ch, "q1", 3)
-    fill(ch, "q2", 3)
-    ch.basic_qos(prefetch_count=2, global_qos=True)
-    got: list[Delivery] = []
-    ch.basic_consume("q1", collect(got))
-    ch.basic_consume("q2", collect(got))
+    ch, got = _consumers_under_a_global_limit_of_two(broker)
     for held in (3, 4, 5, 6):
         ch.basic_ack(got[held - 3].delivery_tag)
         assert len(got) == held
