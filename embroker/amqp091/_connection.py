@@ -65,7 +65,6 @@ from ._frames import (
 )
 from ._method import Method
 from ._methods import (
-    BasicAck,
     BasicCancel,
     BasicDeliver,
     BasicReturn,
@@ -437,18 +436,15 @@ class ServerConnection:
         if method.CLASS_ID == 10:
             raise CommandInvalid(f"connection method '{method.NAME}' on channel {number}")
         try:
-            channel = self.channels.get(number)
-            if type(method) is BasicAck and channel is not None:  # (a consumer's every message)
-                channel.basic_ack(method.delivery_tag, method.multiple)
-            else:
-                self._channel_method(number, channel, command)
+            self._channel_method(number, command)
         except ChannelException as exc:
             self._fail(exc.with_method(method.CLASS_ID, method.METHOD_ID), channel=number)
         except ConnectionException as exc:
             raise exc.with_method(method.CLASS_ID, method.METHOD_ID) from None
 
-    def _channel_method(self, number: int, channel: ModelChannel | None, command: Command) -> None:
+    def _channel_method(self, number: int, command: Command) -> None:
         method = command.method
+        channel = self.channels.get(number)
         if channel is None:
             self._open_channel(number, method)
             return
