@@ -1,0 +1,48 @@
+"""The benchmarks that reach into the broker's internals still run: each workload of
+``benchmarks/processing.py`` (a ``ServerConnection`` fed bytes directly) and
+``benchmarks/listener_turns.py`` (the listener's loop turned from this thread) with a few
+messages. The workloads check their own outcome (every message queued, delivered or acked); the
+figures themselves are not asserted."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _benchmark(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+processing = _benchmark("processing")
+
+
+@pytest.mark.parametrize(("label", "workload"), processing.LINES,
+                         ids=[label for label, _ in processing.LINES])
+def test_processing_workload_runs_and_checks_its_outcome(
+        label: str, workload: Callable[[int], float]) -> None:
+    assert workload(30) > 0
+
+
+@pytest.mark.parametrize("name", ["publish", "confirms", "consume"])
+def test_listener_turns_workload_runs_and_checks_its_outcome(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import embroker.server
+
+    # The harness turns the listener's pause off for the whole process: put it back afterwards.
+    monkeypatch.setattr(embroker.server, "_BATCH_PAUSE", embroker.server._BATCH_PAUSE)
+    turns = _benchmark("listener_turns")
+    assert getattr(turns, name)(30) > 0
