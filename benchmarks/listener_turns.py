@@ -29,11 +29,23 @@ the hold for a consumer's acks (``Server._hold``): every turn
 of this harness finds the client's bytes waiting already, which the loop takes for a client
 that streams and pauses for, where a paced client's bytes arrive while the loop waits in select
 (no pause). With it on, each turn here would count a pause's system calls for one message.
+
+A second table measures the machine with no broker: the part of the figures above, and of the
+other benchmarks' server CPU, that no change to embroker's code can remove:
+
+- round trip, system calls only: the confirms line's select, ``recv_into`` and ``send``, with
+  nothing between them;
+- wake-up across threads: a server thread that blocks in select until a client thread of the
+  same process writes, then answers. The listener pays this each time it waits for a client
+  in its own process, as with a test's pika on a paced or pipelined line;
+- one ``time.sleep(0)``: the least each of the listener's pauses costs
+  (``Server._hold``, ``Server._let_stream``).
 """
 
 from __future__ import annotations
 
 import argparse
+import selectors
 import socket
 import statistics
 import threading
@@ -185,6 +197,105 @@ def main() -> None:
         print(f"{label:40} {min(runs) * 1e6:18.1f} {statistics.median(runs) * 1e6:8.1f}")
     print(f"(each turn's CPU clock reads cost about {_clock_cost() * 1e6:.1f} us, counted in "
           "the figures once per turn)")
+    print()
+    print(f"{'the machine, with no broker':40} {'CPU us':>18} {'median':>8}")
+    for label, floor in FLOORS:
+        runs = [floor(args.messages) for _ in range(args.repeat)]
+        print(f"{label:40} {min(runs) * 1e6:18.1f} {statistics.median(runs) * 1e6:8.1f}")
+
+
+# -- what the machine costs ----------------------------------------------------------------------
+#
+# The same system calls as a turn, with no broker between them: the part of each figure above
+# that no change to embroker's code can remove. They depend on the machine's kernel and
+# hypervisor, not on Python: read the figures above against them.
+
+
+def _pair() -> tuple[socket.socket, socket.socket]:
+    """A loopback TCP connection, both ends with TCP_NODELAY: (client, server)."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        server, _ = listener.accept()
+    for sock in (client, server):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    server.setblocking(False)
+    return client, server
+
+
+def round_trip_floor(n: int) -> float:
+    """The confirms line's system calls alone: the server's select (the listener's selector),
+    ``recv_into`` and a 21-byte ``send`` per message, the client sending the same publish and
+    reading the answer, in this thread (the server's CPU per message)."""
+    client, server = _pair()
+    poller = selectors.DefaultSelector()
+    poller.register(server, selectors.EVENT_READ)
+    buffer = bytearray(server_module._READ_SIZE)
+    message = encode_message(1, methods.BasicPublish(routing_key="q"), BODY, 131072)
+    answer = encode_method_frame(1, methods.BasicAck(delivery_tag=1))
+    cpu = 0.0
+    try:
+        for _ in range(n):
+            client.sendall(message)
+            start = time.thread_time()
+            poller.select(1.0)
+            size = server.recv_into(buffer)
+            server.send(answer)
+            cpu += time.thread_time() - start
+            assert size == len(message), size
+            assert client.recv(64) == answer
+    finally:
+        poller.close()
+        client.close()
+        server.close()
+    return cpu / n
+
+
+def wake_floor(n: int) -> float:
+    """A server thread that blocks in select until a client thread of the same process writes,
+    then answers it (one byte each way): the server thread's CPU per round trip. What the
+    listener pays each time it waits for a client in its own process (a test's pika): the
+    wake-up and the hand-over of the interpreter lock, twice."""
+    client, server = _pair()
+    poller = selectors.DefaultSelector()
+    poller.register(server, selectors.EVENT_READ)
+    spent = [0.0]
+
+    def serve() -> None:
+        start = time.thread_time()
+        for _ in range(n):
+            poller.select()
+            server.recv(1)
+            server.send(b"a")
+        spent[0] = time.thread_time() - start
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        for _ in range(n):
+            client.sendall(b"p")
+            assert client.recv(1) == b"a"
+    finally:
+        thread.join()
+        poller.close()
+        client.close()
+        server.close()
+    return spent[0] / n
+
+
+def sleep_floor(n: int) -> float:
+    """The CPU time of ``time.sleep(0)``: the least each of the listener's pauses
+    (``Server._hold``, ``Server._let_stream``) costs, however short."""
+    start = time.thread_time()
+    for _ in range(n):
+        time.sleep(0)
+    return (time.thread_time() - start) / n
+
+
+FLOORS: list[tuple[str, Callable[[int], float]]] = [
+    ("round trip, system calls only", round_trip_floor),
+    ("wake-up across threads, one each way", wake_floor),
+    ("one time.sleep(0)", sleep_floor),
+]
 
 
 def _clock_cost(times: int = 20_000) -> float:

@@ -46,3 +46,10 @@ def test_listener_turns_workload_runs_and_checks_its_outcome(
     # The harness turns the listener's pause off for the whole process: put it back afterwards.
     monkeypatch.setattr(embroker.server, "_BATCH_PAUSE", embroker.server._BATCH_PAUSE)
     assert getattr(listener_turns, name)(30) > 0
+
+
+@pytest.mark.parametrize("floor", [floor for _, floor in listener_turns.FLOORS],
+                         ids=[label for label, _ in listener_turns.FLOORS])
+def test_listener_turns_machine_figure_runs(
+        floor: Callable[[int], float]) -> None:
+    assert floor(30) >= 0  # (the round trips check each answer they read)
