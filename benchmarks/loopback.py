@@ -73,6 +73,7 @@ import os
 import statistics
 import threading
 import time
+import types
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -80,6 +81,7 @@ from dataclasses import dataclass
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
+import embroker.server as server_module
 from embroker import Broker
 from embroker.amqp091._connection import ServerConnection
 from embroker.server import Server
@@ -115,6 +117,8 @@ class Sample:
     count: int
     server_cpu: float | None = None  # seconds, embroker only
     client_cpu: float | None = None
+    turns: int | None = None  # the listener loop's turns, embroker only
+    sleeps: int | None = None  # the listener's pauses' time.sleep calls, embroker only
 
     @property
     def rate(self) -> float:
@@ -127,6 +131,8 @@ class Probe:
     def __init__(self, cpu: Callable[[], float] | None = None) -> None:
         self.cpu = cpu
         self.profiling = False  # read by the listener thread (see _profiled)
+        #: The listener's turns and sleeps so far (see _counted), embroker only.
+        self.counts: Callable[[], tuple[int, int]] | None = None
 
     def server_cpu(self) -> float:
         return self.cpu() if self.cpu is not None else 0.0
@@ -159,7 +165,7 @@ class EmbrokerTarget(Target):
         profiler = None
         if self.profile_dir and label in ("publish", "consume"):
             profiler = cProfile.Profile()
-        with _profiled(profiler, probe), broker.serve() as server:
+        with _profiled(profiler, probe), broker.serve() as server, _counted(server, probe):
             probe.cpu = _thread_cpu_clock(_server_thread(server))
             yield pika.URLParameters(server.url), probe
         if server.errors:
@@ -196,6 +202,34 @@ def _profiled(profiler: cProfile.Profile | None, probe: Probe) -> Iterator[None]
         yield
     finally:
         ServerConnection.receive_data = original  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def _counted(server: Server, probe: Probe) -> Iterator[None]:
+    """Count the listener's turns and the sleeps of its pauses (``Server._hold``,
+    ``Server._let_stream``) into ``probe.counts``: the server module gets a copy of ``time``
+    whose ``sleep`` counts (a module's attributes cost the same to look up)."""
+    counts = [0, 0]
+    turn = server._turn
+
+    def counted_turn(next_tick: float) -> float:
+        counts[0] += 1
+        return turn(next_tick)
+
+    def counted_sleep(seconds: float) -> None:
+        counts[1] += 1
+        time.sleep(seconds)
+
+    counting_time = types.ModuleType("time")
+    counting_time.__dict__.update(time.__dict__)
+    counting_time.sleep = counted_sleep  # type: ignore[attr-defined]
+    server._turn = counted_turn  # type: ignore[method-assign]
+    server_module.time = counting_time  # type: ignore[attr-defined]
+    probe.counts = lambda: (counts[0], counts[1])
+    try:
+        yield
+    finally:
+        server_module.time = time  # type: ignore[attr-defined]
 
 
 class RabbitTarget(Target):
@@ -246,15 +280,21 @@ class RabbitTarget(Target):
 
 def _timed(work: Callable[[], None], probe: Probe, count: int) -> Sample:
     probe.profiling = True
+    counts_before = probe.counts() if probe.counts is not None else (0, 0)
     server_before, client_before = probe.server_cpu(), time.thread_time()
     start = time.perf_counter()
     work()
     seconds = time.perf_counter() - start
     server_after, client_after = probe.server_cpu(), time.thread_time()
+    counts_after = probe.counts() if probe.counts is not None else (0, 0)
     probe.profiling = False
-    return Sample(seconds, count,
-                  server_after - server_before if probe.cpu is not None else None,
-                  client_after - client_before)
+    sample = Sample(seconds, count,
+                    server_after - server_before if probe.cpu is not None else None,
+                    client_after - client_before)
+    if probe.counts is not None:
+        sample.turns = counts_after[0] - counts_before[0]
+        sample.sleeps = counts_after[1] - counts_before[1]
+    return sample
 
 
 def _fill(ch: BlockingChannel, queue: str, n: int) -> None:
