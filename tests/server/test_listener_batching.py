@@ -109,6 +109,50 @@ def test_no_pause_for_what_is_not_a_client_or_when_the_pause_is_off(
     second.close()
 
 
+@pytest.mark.parametrize(("sent_meanwhile", "pauses_taken"), [
+    (b"", []),  # it waits for an answer: read at once, no pause
+    (PROTOCOL_HEADER[4:], [server_module._BATCH_PAUSE]),  # it writes on: the steps follow
+], ids=["client-waits-for-an-answer", "client-still-writing"])
+def test_on_one_cpu_the_loop_gives_the_cpu_away_before_it_pauses_for_a_client(
+        rig: tuple[Server, socket.socket, list[float]], monkeypatch: pytest.MonkeyPatch,
+        sent_meanwhile: bytes, pauses_taken: list[float]) -> None:
+    # On one CPU a client in the listener's process has written all it could before the loop
+    # runs: every select answers at once, for a client that waits for each answer too.
+    server, client, pauses = rig
+    monkeypatch.setattr(server_module, "_STREAMING", 3600.0)
+    server._one_cpu = True
+    yields: list[None] = []
+
+    def recording_yield() -> None:
+        yields.append(None)
+        if sent_meanwhile:
+            _send(server, client, sent_meanwhile)
+
+    monkeypatch.setattr(server_module.os, "sched_yield", recording_yield)
+    _send(server, client, PROTOCOL_HEADER[:4])
+    _turn(server)
+    assert len(yields) == 1
+    assert pauses == pauses_taken
+    if not sent_meanwhile:
+        _send(server, client, PROTOCOL_HEADER[4:])
+        _turn(server)
+    assert client.recv(4096).startswith(b"\x01\x00\x00")  # the whole header: start
+
+
+def test_the_loop_knows_whether_its_thread_may_run_on_one_cpu_only() -> None:
+    import os
+
+    if not hasattr(os, "sched_getaffinity"):
+        assert server_module._on_one_cpu() is False
+        return
+    assert server_module._on_one_cpu() is (len(os.sched_getaffinity(0)) == 1)
+    server = Server(Broker()).start()
+    try:
+        assert server._one_cpu is (len(os.sched_getaffinity(0)) == 1)  # (its thread's, inherited)
+    finally:
+        server.stop()
+
+
 # -- the hold for a consumer's acks ----------------------------------------------------------
 
 
