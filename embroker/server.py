@@ -113,8 +113,8 @@ _STREAMING = 0.00005
 #: so select answers at once for a client that waits for each answer too. There the loop first
 #: gives the CPU away (``os.sched_yield``): a client still writing runs and writes on, and the
 #: steps follow; one that waits for an answer sent nothing more, and is read at once. (pika
-#: confirming one by one, pinned to one CPU: 1.3k msg/s with two pauses a message -> 5.3k msg/s
-#: with 0.07; the pipelined lines of benchmarks/pipelined.py within their noise, tx 22 -> 30-41
+#: confirming one by one, pinned to one CPU: 1.3k msg/s with two pauses a message -> 6.1-7.1k
+#: msg/s with 0.06; the pipelined lines of benchmarks/pipelined.py within their noise, tx 22 -> 30-41
 #: messages a turn.)
 _BATCH_PAUSE = 0.0001
 #: A consumer's acks are waited for instead (``Server._hold``), quick select or not. When a
