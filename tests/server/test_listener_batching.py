@@ -12,6 +12,7 @@ them at the pace they came."""
 
 from __future__ import annotations
 
+import os
 import selectors
 import socket
 import threading
@@ -128,7 +129,7 @@ def test_on_one_cpu_the_loop_gives_the_cpu_away_before_it_pauses_for_a_client(
         if sent_meanwhile:
             _send(server, client, sent_meanwhile)
 
-    monkeypatch.setattr(server_module.os, "sched_yield", recording_yield)
+    monkeypatch.setattr(os, "sched_yield", recording_yield)
     _send(server, client, PROTOCOL_HEADER[:4])
     _turn(server)
     assert len(yields) == 1
@@ -140,8 +141,6 @@ def test_on_one_cpu_the_loop_gives_the_cpu_away_before_it_pauses_for_a_client(
 
 
 def test_the_loop_knows_whether_its_thread_may_run_on_one_cpu_only() -> None:
-    import os
-
     if not hasattr(os, "sched_getaffinity"):
         assert server_module._on_one_cpu() is False
         return
