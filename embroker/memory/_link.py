@@ -165,15 +165,16 @@ class MemoryLink:
             if deadline is not None and deadline <= clock.monotonic():
                 clock.run_due()
             self._pump_locked()
-        return self.readable
+        return bool(self._to_client) or (self.eof and not self._closed)  # (readable, inlined)
 
     def _pump_locked(self) -> None:
-        conn = self.conn
-        if self._to_broker and not self.eof:
-            incoming = self._to_broker
-            chunks = [incoming.popleft() for _ in range(len(incoming))]  # (a writer may append)
-            self._pending -= sum(map(len, chunks))
-            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        incoming = self._to_broker
+        if incoming and not self.eof:
+            # (popped one by one, counting only what was popped: a writer may append meanwhile)
+            data = incoming.popleft() if len(incoming) == 1 else b"".join(
+                [incoming.popleft() for _ in range(len(incoming))])
+            self._pending -= len(data)
+            conn = self.conn
             try:
                 conn.receive_data(data)
             except Exception as exc:  # a bug: this connection only, as the listener does
@@ -189,7 +190,7 @@ class MemoryLink:
             conn.internal_error(InternalError(
                 f"internal error: {type(failure).__name__}: {failure}"))
         data = conn.data_to_send()
-        if self.stalled_until > self.broker.clock.monotonic():
+        if self.stalled_until and self.stalled_until > self.broker.clock.monotonic():
             if data:
                 self._held.append(data)  # written, and held back by the fault
             return
