@@ -185,6 +185,9 @@ class ServerConnection:
         # frame.
         self._confirms: dict[int, list[tuple[int, bool]]] = {}
         self._reading = False
+        #: How many commands the last :meth:`receive_data` held: the listener tells a client that
+        #: pipelines from one that waits for each answer by it.
+        self.commands_read = 0
         now = broker.clock.monotonic()
         self._last_received = now
         self._last_sent = now
@@ -305,6 +308,7 @@ class ServerConnection:
             return
         self._last_received = self.broker.clock.monotonic()
         self._reading = True
+        count = 0
         try:
             if self.state is ConnectionState.HEADER:
                 self._inbox += data
@@ -312,6 +316,7 @@ class ServerConnection:
                     return
                 data, self._inbox = bytes(self._inbox[8:]), bytearray()
             for command in self._reader.feed(data):  # heartbeats count as received, nothing more
+                count += 1
                 if self.closed:
                     return  # what a client sends after its close (or ours) is discarded
                 try:
@@ -327,6 +332,7 @@ class ServerConnection:
             self._fail(exc, drop=True)
         finally:
             self._reading = False
+            self.commands_read = count
             if self._confirms:
                 for channel in list(self._confirms):
                     self._send_confirms(channel)

@@ -301,3 +301,89 @@ def test_without_a_count_of_waiting_bytes_the_loop_pauses_once_and_holds_nobody(
     _turn(server)
     assert pauses == [server_module._BATCH_PAUSE]
     assert _unacked(server) == 9
+
+
+# -- a client that pipelines, seen from its last read ------------------------------------------
+
+
+def _publish(body: bytes = b"m") -> bytes:
+    return encode_message(1, methods.BasicPublish(routing_key="q"), body, 131072)
+
+
+@pytest.fixture
+def publisher(rig: tuple[Server, socket.socket, list[float]],
+              monkeypatch: pytest.MonkeyPatch) -> tuple[Server, socket.socket, list[float]]:
+    """``rig``'s client with channel 1 open and queue ``q`` declared; no select counts as
+    quick, so only what the client's last read held can make the loop pause."""
+    server, client, pauses = rig
+    monkeypatch.setattr(server_module, "_STREAMING", 0.0)
+    client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    parser = FrameParser(max_frame_size=131072)
+    for frame in (
+            PROTOCOL_HEADER,
+            encode_method_frame(0, methods.ConnectionStartOk(
+                client_properties={}, mechanism="PLAIN", response="\0guest\0guest",
+                locale="en_US")),
+            encode_method_frame(0, methods.ConnectionTuneOk(channel_max=10, frame_max=131072,
+                                                            heartbeat=0))
+            + encode_method_frame(0, methods.ConnectionOpen(virtual_host="/")),
+            encode_method_frame(1, methods.ChannelOpen()),
+            encode_method_frame(1, methods.QueueDeclare(queue="q"))):
+        client.sendall(frame)
+        _frames(server, client, parser)
+    pauses.clear()
+    return server, client, pauses
+
+
+@pytest.mark.parametrize(("first_read", "paused"), [
+    (_publish() * 3, True),  # three publishes and no answer: it pipelines
+    (_publish(), False),  # one: it may wait for each answer (a paced client)
+    (encode_method_frame(1, methods.TxSelect()) + _publish() * 2, False),  # answered: tx.select-ok
+], ids=["several-publishes", "one-publish", "answered"])
+def test_a_client_whose_last_read_held_several_commands_unanswered_gets_the_pause(
+        publisher: tuple[Server, socket.socket, list[float]], first_read: bytes,
+        paused: bool) -> None:
+    # The loop waited for its bytes each time (no quick select): a client in the listener's
+    # process whose writes reach the loop a few at a time, each wake-up later than the last.
+    server, client, pauses = publisher
+    _send(server, client, first_read)
+    _turn(server)
+    assert pauses == []
+    _send(server, client, _publish())
+    _turn(server)
+    assert pauses == ([server_module._BATCH_PAUSE] if paused else [])
+
+
+@pytest.mark.parametrize("command", [
+    encode_method_frame(1, methods.QueueDeclare(queue="q", passive=True)),
+    _publish() + encode_method_frame(1, methods.BasicGet(queue="q")),
+], ids=["declare-after-a-burst", "publish-then-get"])
+def test_a_pipelining_client_is_read_at_once_when_it_ends_with_a_command_it_may_wait_on(
+        publisher: tuple[Server, socket.socket, list[float]], command: bytes) -> None:
+    server, client, pauses = publisher
+    _send(server, client, _publish() * 3)
+    _turn(server)
+    _send(server, client, command)
+    _turn(server)
+    assert pauses == []
+    assert client.recv(4096)  # and it was answered in that turn
+
+
+@pytest.mark.parametrize(("waiting", "ends_in_command"), [
+    (encode_method_frame(1, methods.TxCommit()), True),
+    (_publish() + encode_method_frame(1, methods.BasicGet(queue="q")), True),
+    (_publish(), False),  # content last: a publisher still going
+    (encode_method_frame(1, methods.BasicPublish(routing_key="q")), False),  # its header to come
+    (encode_method_frame(1, methods.TxCommit())[:-3], False),  # a frame still coming
+    (_publish(b"m" * 5000), False),  # more than the loop looks at: still streaming
+    (b"", False),
+], ids=["commit", "publish-then-get", "publish", "publish-method-only", "half-a-frame",
+        "over-the-peek", "nothing"])
+def test_what_a_client_wrote_ends_in_a_command_when_its_last_whole_frame_is_a_method_not_publish(
+        waiting: bytes, ends_in_command: bool) -> None:
+    left, right = socket.socketpair()
+    with left, right:
+        if waiting:
+            left.sendall(waiting)
+        assert server_module._ends_in_command(right) is ends_in_command
+        assert server_module._waiting(right) == len(waiting)  # (looked at, not read)
