@@ -185,10 +185,15 @@ def _ack(tag: int) -> bytes:
     return encode_method_frame(1, methods.BasicAck(delivery_tag=tag))
 
 
+def _publish(body: bytes = b"m") -> bytes:
+    return encode_message(1, methods.BasicPublish(routing_key="q"), body, 131072)
+
+
 @pytest.fixture
-def consumer(rig: tuple[Server, socket.socket, list[float]],
-             monkeypatch: pytest.MonkeyPatch) -> tuple[Server, socket.socket, list[float]]:
-    """``rig``'s client consuming 10 messages at prefetch 10: deliveries 1-10 unacked."""
+def publisher(rig: tuple[Server, socket.socket, list[float]],
+              monkeypatch: pytest.MonkeyPatch) -> tuple[Server, socket.socket, list[float]]:
+    """``rig``'s client with channel 1 open and queue ``q`` declared; no select counts as
+    quick, so only what the client's last read held can make the loop pause."""
     server, client, pauses = rig
     monkeypatch.setattr(server_module, "_STREAMING", 0.0)  # no select counts as quick
     client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # (as clients do: no Nagle)
@@ -202,12 +207,21 @@ def consumer(rig: tuple[Server, socket.socket, list[float]],
                                                             heartbeat=0))
             + encode_method_frame(0, methods.ConnectionOpen(virtual_host="/")),
             encode_method_frame(1, methods.ChannelOpen()),
-            encode_method_frame(1, methods.QueueDeclare(queue="q"))
-            + b"".join(encode_message(1, methods.BasicPublish(routing_key="q"), b"m", 131072)
-                       for _ in range(10)),
-            encode_method_frame(1, methods.BasicQos(prefetch_count=10))):
+            encode_method_frame(1, methods.QueueDeclare(queue="q"))):
         client.sendall(frame)
         _frames(server, client, parser)
+    pauses.clear()
+    return server, client, pauses
+
+
+@pytest.fixture
+def consumer(publisher: tuple[Server, socket.socket, list[float]],
+             ) -> tuple[Server, socket.socket, list[float]]:
+    """``publisher``'s client consuming 10 messages at prefetch 10: deliveries 1-10 unacked."""
+    server, client, pauses = publisher
+    parser = FrameParser(max_frame_size=131072)
+    client.sendall(_publish() * 10 + encode_method_frame(1, methods.BasicQos(prefetch_count=10)))
+    _frames(server, client, parser)  # (basic.qos-ok)
     client.sendall(encode_method_frame(1, methods.BasicConsume(queue="q", consumer_tag="c")))
     delivered = 0
     while delivered < 10:
@@ -304,35 +318,6 @@ def test_without_a_count_of_waiting_bytes_the_loop_pauses_once_and_holds_nobody(
 
 
 # -- a client that pipelines, seen from its last read ------------------------------------------
-
-
-def _publish(body: bytes = b"m") -> bytes:
-    return encode_message(1, methods.BasicPublish(routing_key="q"), body, 131072)
-
-
-@pytest.fixture
-def publisher(rig: tuple[Server, socket.socket, list[float]],
-              monkeypatch: pytest.MonkeyPatch) -> tuple[Server, socket.socket, list[float]]:
-    """``rig``'s client with channel 1 open and queue ``q`` declared; no select counts as
-    quick, so only what the client's last read held can make the loop pause."""
-    server, client, pauses = rig
-    monkeypatch.setattr(server_module, "_STREAMING", 0.0)
-    client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    parser = FrameParser(max_frame_size=131072)
-    for frame in (
-            PROTOCOL_HEADER,
-            encode_method_frame(0, methods.ConnectionStartOk(
-                client_properties={}, mechanism="PLAIN", response="\0guest\0guest",
-                locale="en_US")),
-            encode_method_frame(0, methods.ConnectionTuneOk(channel_max=10, frame_max=131072,
-                                                            heartbeat=0))
-            + encode_method_frame(0, methods.ConnectionOpen(virtual_host="/")),
-            encode_method_frame(1, methods.ChannelOpen()),
-            encode_method_frame(1, methods.QueueDeclare(queue="q"))):
-        client.sendall(frame)
-        _frames(server, client, parser)
-    pauses.clear()
-    return server, client, pauses
 
 
 @pytest.mark.parametrize(("first_read", "paused"), [
