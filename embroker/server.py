@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, final, overload
 
 from ._sniff import SniffingConnection
 from .amqp091 import ServerConnection as Amqp091Connection
+from .amqp091 import methods
 from .amqp10 import ServerConnection as Amqp10Connection
 from .errors import (
     ChannelException,
@@ -143,7 +144,7 @@ _ACK_FRAME = 21
 #: An AMQP 0-9-1 frame's payload size, 3 bytes into its header (after type and channel).
 _FRAME_SIZE = struct.Struct(">I")
 #: basic.publish's class and method ids, as a method frame's payload begins.
-_PUBLISH_ID = b"\x00\x3c\x00\x28"
+_PUBLISH_ID = methods.BasicPublish.INDEX.to_bytes(4, "big")
 #: At most this many waiting bytes are looked at to see whether a pipelining client's last
 #: command may wait for an answer; more than that is a client still streaming.
 _PEEK_MAX = 4096

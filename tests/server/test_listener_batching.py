@@ -339,6 +339,20 @@ def test_a_client_whose_last_read_held_several_commands_unanswered_gets_the_paus
     assert pauses == ([server_module._BATCH_PAUSE] if paused else [])
 
 
+def test_without_a_count_of_waiting_bytes_a_client_that_pipelines_is_read_at_once(
+        publisher: tuple[Server, socket.socket, list[float]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # (Windows: the loop cannot look at what waits, so only a quick select means streaming)
+    server, client, pauses = publisher
+    _send(server, client, _publish() * 3)
+    _turn(server)
+    _send(server, client, _publish())
+    monkeypatch.setattr(server_module, "ioctl", None)
+    _turn(server)
+    assert pauses == []
+    assert server.broker.queues["q"].message_count == 4
+
+
 @pytest.mark.parametrize("command", [
     encode_method_frame(1, methods.QueueDeclare(queue="q", passive=True)),
     _publish() + encode_method_frame(1, methods.BasicGet(queue="q")),
