@@ -45,25 +45,23 @@ other benchmarks' server CPU, that no change to embroker's code can remove:
 from __future__ import annotations
 
 import argparse
+import os
 import selectors
 import socket
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from processing import FRAME_MAX, HANDSHAKE, PUBLISH
+
 import embroker.server as server_module
 from embroker import Broker
-from embroker.amqp091 import (
-    PROTOCOL_HEADER,
-    FrameParser,
-    encode_message,
-    encode_method_frame,
-    methods,
-)
+from embroker.amqp091 import FrameParser, encode_method_frame, methods
 from embroker.server import Server
-
-BODY = b"m" * 100
 
 
 class Rig:
@@ -79,22 +77,12 @@ class Rig:
         self.cpu = 0.0
         self.sock = socket.create_connection(("127.0.0.1", self.server.port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.parser = FrameParser(max_frame_size=131072)
+        self.parser = FrameParser(max_frame_size=FRAME_MAX)
         self.turn()  # accept
-        self.send(PROTOCOL_HEADER)
-        self.expect(methods.ConnectionStart)
-        self.send(encode_method_frame(0, methods.ConnectionStartOk(
-            client_properties={}, mechanism="PLAIN", response="\0guest\0guest",
-            locale="en_US")))
-        self.expect(methods.ConnectionTune)
-        self.send(encode_method_frame(0, methods.ConnectionTuneOk(
-            channel_max=10, frame_max=131072, heartbeat=0)))
-        self.send(encode_method_frame(0, methods.ConnectionOpen(virtual_host="/")))
-        self.expect(methods.ConnectionOpenOk)
-        self.send(encode_method_frame(1, methods.ChannelOpen()))
-        self.expect(methods.ChannelOpenOk)
-        self.send(encode_method_frame(1, methods.QueueDeclare(queue="q")))
-        self.expect(methods.QueueDeclareOk)
+        for data, reply in HANDSHAKE:
+            self.send(data)
+            if reply is not None:
+                self.expect(reply)
 
     def turn(self) -> None:
         start = time.thread_time()
@@ -135,10 +123,9 @@ class Rig:
 
 def publish(n: int) -> float:
     rig = Rig()
-    message = encode_message(1, methods.BasicPublish(routing_key="q"), BODY, 131072)
     rig.cpu = 0.0
     for _ in range(n):
-        rig.send(message)
+        rig.send(PUBLISH)
     cpu = rig.cpu
     assert rig.broker.queues["q"].message_count == n
     rig.close()
@@ -149,10 +136,9 @@ def confirms(n: int) -> float:
     rig = Rig()
     rig.send(encode_method_frame(1, methods.ConfirmSelect()))
     rig.expect(methods.ConfirmSelectOk)
-    message = encode_message(1, methods.BasicPublish(routing_key="q"), BODY, 131072)
     rig.cpu = 0.0
     for _ in range(n):
-        rig.send(message)
+        rig.send(PUBLISH)
         rig.expect(methods.BasicAck)
     cpu = rig.cpu
     rig.close()
@@ -161,9 +147,8 @@ def confirms(n: int) -> float:
 
 def consume(n: int) -> float:
     rig = Rig()
-    message = encode_message(1, methods.BasicPublish(routing_key="q"), BODY, 131072)
     for _ in range(n):
-        rig.send(message)
+        rig.send(PUBLISH)
     rig.send(encode_method_frame(1, methods.BasicQos(prefetch_count=100)))
     rig.expect(methods.BasicQosOk)
     rig.cpu = 0.0
@@ -230,18 +215,17 @@ def round_trip_floor(n: int) -> float:
     poller = selectors.DefaultSelector()
     poller.register(server, selectors.EVENT_READ)
     buffer = bytearray(server_module._READ_SIZE)
-    message = encode_message(1, methods.BasicPublish(routing_key="q"), BODY, 131072)
     answer = encode_method_frame(1, methods.BasicAck(delivery_tag=1))
     cpu = 0.0
     try:
         for _ in range(n):
-            client.sendall(message)
+            client.sendall(PUBLISH)
             start = time.thread_time()
             poller.select(1.0)
             size = server.recv_into(buffer)
             server.send(answer)
             cpu += time.thread_time() - start
-            assert size == len(message), size
+            assert size == len(PUBLISH), size
             assert client.recv(64) == answer
     finally:
         poller.close()

@@ -47,6 +47,21 @@ BODY = b"m" * 100
 FRAME_MAX = 131072
 
 
+#: What a client sends to have channel 1 open and queue ``q`` declared, in order, each with the
+#: method it waits for (``None``: nothing is answered). ``listener_turns.py`` sends it too.
+HANDSHAKE: list[tuple[bytes, type | None]] = [
+    (PROTOCOL_HEADER, methods.ConnectionStart),
+    (encode_method_frame(0, methods.ConnectionStartOk(
+        client_properties={}, mechanism="PLAIN", response="\0guest\0guest", locale="en_US")),
+     methods.ConnectionTune),
+    (encode_method_frame(0, methods.ConnectionTuneOk(channel_max=10, frame_max=FRAME_MAX,
+                                                     heartbeat=0)), None),
+    (encode_method_frame(0, methods.ConnectionOpen(virtual_host="/")), methods.ConnectionOpenOk),
+    (encode_method_frame(1, methods.ChannelOpen()), methods.ChannelOpenOk),
+    (encode_method_frame(1, methods.QueueDeclare(queue="q")), methods.QueueDeclareOk),
+]
+
+
 class Client:
     """One ``ServerConnection`` with channel 1 open and queue ``q`` declared."""
 
@@ -54,17 +69,11 @@ class Client:
         self.broker = Broker()
         self.connection = ServerConnection(self.broker, peer="127.0.0.1:1", loopback=True)
         self.parser = FrameParser(max_frame_size=FRAME_MAX)
-        self.call(PROTOCOL_HEADER, methods.ConnectionStart)
-        self.call(encode_method_frame(0, methods.ConnectionStartOk(
-            client_properties={}, mechanism="PLAIN", response="\0guest\0guest",
-            locale="en_US")), methods.ConnectionTune)
-        self.connection.receive_data(encode_method_frame(0, methods.ConnectionTuneOk(
-            channel_max=10, frame_max=FRAME_MAX, heartbeat=0)))
-        self.call(encode_method_frame(0, methods.ConnectionOpen(virtual_host="/")),
-                  methods.ConnectionOpenOk)
-        self.call(encode_method_frame(1, methods.ChannelOpen()), methods.ChannelOpenOk)
-        self.call(encode_method_frame(1, methods.QueueDeclare(queue="q")),
-                  methods.QueueDeclareOk)
+        for data, reply in HANDSHAKE:
+            if reply is None:
+                self.connection.receive_data(data)
+            else:
+                self.call(data, reply)
 
     def call(self, data: bytes, reply: type) -> list[object]:
         """Send ``data``; the methods that came back, the last of them a ``reply``."""
