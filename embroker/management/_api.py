@@ -237,6 +237,12 @@ class ManagementAPI:
                 error.headers = [h for h in error.headers if h != _CHALLENGE]
             return self._error(error)
 
+    def screen(self, request: Request) -> Response | None:
+        """The answer to a request that its headers alone decide (no such route, a method the
+        route does not have, credentials that fail), given before its body is read; ``None``:
+        read the body and answer through :meth:`__call__`. (``request.body`` is empty.)"""
+        return None
+
     def _error(self, error: HttpError) -> Response:
         if error.empty:
             return Response(error.status, b"", error.headers)
