@@ -389,3 +389,14 @@ def vhost_info(vhost: VirtualHost, metadata: Mapping[str, Any], tracing: bool,
         "recv_oct": 0, "recv_oct_details": rate(), "send_oct": 0, "send_oct_details": rate(),
         "tags": tags, "tracing": tracing,
     }
+
+
+def is_stream(connection: Connection) -> bool:
+    """Whether ``connection`` came over the stream protocol (which has no AMQP channels)."""
+    return connection.details.get("protocol") == "stream"
+
+
+def amqp_channels(connection: Connection) -> dict[int, Channel]:
+    """``connection``'s AMQP channels as RabbitMQ lists them: a stream connection's model
+    channel is embroker's own, not one the client opened."""
+    return {} if is_stream(connection) else connection.channels

@@ -80,6 +80,7 @@ PCRE-only syntax (``\\Q...\\E``...) is refused when set.
 from __future__ import annotations
 
 import base64
+import enum
 import functools
 import hashlib
 import hmac
@@ -87,7 +88,7 @@ import ipaddress
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
 
@@ -106,13 +107,16 @@ __all__ = [
     "HASHING_ALGORITHMS",
     "MANAGEMENT_TAGS",
     "MD5",
+    "NO_ITEM",
     "SHA256",
     "SHA512",
+    "USER_LIMITS",
     "AccessControl",
     "Grant",
     "HashedPassword",
     "ManagementRefused",
     "Permissions",
+    "Rule",
     "TopicPermissions",
     "User",
     "UserAdministration",
@@ -120,17 +124,10 @@ __all__ = [
     "is_loopback",
 ]
 
-# -- the management API's tags ------------------------------------------------------------------
+# -- the management API's tags and rules -----------------------------------------------------------
 
 #: The user tags the management API knows (``rabbit_mgmt_util``), most powerful first.
 MANAGEMENT_TAGS: Final = ("administrator", "monitoring", "policymaker", "management")
-
-_NOT_TAGGED: Final = {
-    "administrator": "Not administrator user",
-    "monitoring": "Not monitor user",
-    "policymaker": "Not policymaker user",
-    "management": "Not management user",
-}
 
 
 class ManagementRefused(AccessControlError):
@@ -142,6 +139,49 @@ class ManagementRefused(AccessControlError):
         super().__init__(reason)
         self.reason = reason
         self.challenge = challenge
+
+
+@final
+class Rule(enum.Enum):
+    """Who may use a method of a management API route: RabbitMQ 3.10.8's vocabulary
+    (``rabbit_mgmt_util:is_authorized*``), each value its function's name. A route names one
+    rule per method; :meth:`AccessControl.authorize` is what each rule means, once.
+
+    The vhost a rule looks at is the one the path names; a vhost that does not exist passes
+    (``rabbit_mgmt_util:vhost/1`` answers ``not_found``, which every rule lets through), so the
+    route's own answer is the 404.
+    """
+
+    #: No credentials at all (``/api/auth``: the login page asks it before logging in).
+    PUBLIC = "none"
+    #: Any management user (``is_authorized``).
+    ANY = "is_authorized"
+    #: Administrators (``is_authorized_admin``).
+    ADMIN = "is_authorized_admin"
+    #: Administrators and monitoring users (``is_authorized_monitor``).
+    MONITOR = "is_authorized_monitor"
+    #: Administrators, and users with a permissions entry in the path's vhost
+    #: (``is_authorized_vhost``).
+    VHOST = "is_authorized_vhost"
+    #: Administrators, monitoring users, and users with a permissions entry in the path's vhost
+    #: (``is_authorized_vhost_visible``).
+    VHOST_VISIBLE = "is_authorized_vhost_visible"
+    #: Administrators, and policymakers with a permissions entry in the path's vhost
+    #: (``is_authorized_policies``).
+    POLICIES = "is_authorized_policies"
+    #: Policymakers and administrators (``is_authorized_global_parameters``).
+    GLOBAL_PARAMETERS = "is_authorized_global_parameters"
+    #: The item's own user; besides, monitoring users may read it and administrators may
+    #: delete it (``is_authorized_user``: connections and channels).
+    OWNER = "is_authorized_user"
+
+
+#: :meth:`AccessControl.authorize`'s ``owner`` for an item that does not exist.
+NO_ITEM: Final = object()
+
+_NOT_ADMIN: Final = "Not administrator user"
+_NO_VHOST: Final = "User not authorised to access virtual host"
+_NO_OBJECT: Final = "User not authorised to access object"
 
 
 # -- passwords ---------------------------------------------------------------------------------
@@ -258,6 +298,9 @@ class TopicPermissions(NamedTuple):
     read: str
 
 
+#: The limits a user may have (``rabbit_auth_backend_internal:user_limit_validation``).
+USER_LIMITS: Final = ("max-connections", "max-channels")
+
 #: What the default users have on every virtual host.
 FULL_ACCESS: Final = Permissions(".*", ".*", ".*")
 
@@ -354,24 +397,29 @@ class AccessControl:
     # -- the management API (rabbit_mgmt_util) -------------------------------------------------
 
     def management_login(self, name: str, password: str, *, loopback: bool) -> frozenset[str]:
-        """Log in to the management API as RabbitMQ's ``rabbit_mgmt_util:is_authorized`` does:
-        the AMQP login (:meth:`login`), then one of :data:`MANAGEMENT_TAGS`. Returns the user's
-        management tags.
+        """Log in to the management API as RabbitMQ's ``rabbit_mgmt_util:is_authorized/6``
+        does: the password, then the place (``loopback_users``), then one of
+        :data:`MANAGEMENT_TAGS`. Returns the user's management tags.
 
         Raises:
-            ManagementRefused: ``"Login failed"`` (a wrong name, password or place: the client
-                is asked for credentials again) or ``"Not management user"``.
+            ManagementRefused: ``"Login failed"`` (no such user, a wrong or blank password: the
+                client is asked for credentials again), ``"User can only log in via
+                localhost"``, ``"Not management user"``.
         """
-        if not self.login(name, password, loopback=loopback):
+        user = self.users.get(name)
+        if user is None or password == "" or not _password_matches(user.password, password):
             raise ManagementRefused("Login failed", challenge=True)
+        if not self.allowed_from(name, loopback=loopback):
+            raise ManagementRefused("User can only log in via localhost")
         tags = self.management_tags(name)
         if not tags:
             raise ManagementRefused("Not management user")
         return tags
 
     def management_tags(self, name: str) -> frozenset[str]:
-        """The management tags of ``name`` (:data:`MANAGEMENT_TAGS`; ``administrator`` implies
-        the others, ``monitoring`` implies ``management``, ``policymaker`` too)."""
+        """The management tags of ``name`` (:data:`MANAGEMENT_TAGS`), with what each implies
+        (``rabbit_mgmt_util``: an administrator is a monitor and a policymaker too, and each
+        of them a management user)."""
         user = self.users.get(name)
         tags = set(user.tags) & set(MANAGEMENT_TAGS) if user is not None else set()
         if "administrator" in tags:
@@ -380,25 +428,82 @@ class AccessControl:
             tags.add("management")
         return frozenset(tags)
 
-    def visible_vhosts(self, name: str, vhosts: Iterable[str]) -> list[str]:
-        """The vhosts of ``vhosts`` the management API shows ``name``
-        (``rabbit_mgmt_util:list_visible_vhosts``): all of them to ``monitoring`` and
-        ``administrator`` users, to others those they have permissions in."""
+    def authorize(self, name: str, rule: Rule, *, vhost: str | None = None,
+                  vhosts: Collection[str] = (), owner: object = NO_ITEM,
+                  delete: bool = False) -> None:
+        """Whether ``name`` (logged in, a management user) may use a method whose route names
+        ``rule``: RabbitMQ 3.10.8's ``rabbit_mgmt_util:is_authorized_*`` functions.
+
+        Args:
+            vhost: the vhost the path names (``None``: it names none); ``vhosts``: the names
+                of the vhosts that exist (one that does not passes, for the route to answer
+                404).
+            owner: for :attr:`Rule.OWNER`, the user of the item the path names
+                (:data:`NO_ITEM` when there is none: only those who may see or delete any
+                item are told so, everyone else is refused as for another user's item).
+            delete: the method is DELETE (:attr:`Rule.OWNER`: administrators, not monitors).
+
+        Raises:
+            ManagementRefused: RabbitMQ's reason (``"Not administrator user"``, ``"User not
+                authorised to access virtual host"``, ``"User not authorised to access
+                object"``...).
+        """
         tags = self.management_tags(name)
-        if "monitoring" in tags:
-            return list(vhosts)
+        if "administrator" in tags or rule is Rule.PUBLIC or rule is Rule.ANY:
+            return  # (an administrator is a monitor and a policymaker, and sees every vhost)
+        if rule is Rule.ADMIN:
+            raise ManagementRefused(_NOT_ADMIN)
+        if rule is Rule.MONITOR:
+            if "monitoring" not in tags:
+                raise ManagementRefused("Not monitor user")
+            return
+        if rule is Rule.GLOBAL_PARAMETERS:
+            if "policymaker" not in tags:
+                raise ManagementRefused(_NO_OBJECT)
+            return
+        if rule is Rule.OWNER:
+            if not delete and "monitoring" in tags:
+                return
+            if owner is NO_ITEM or owner != name:
+                raise ManagementRefused(_NO_OBJECT)
+            return
+        in_vhost = vhost is None or vhost not in vhosts or \
+            self.permissions(name, vhost) is not None
+        if rule is Rule.VHOST_VISIBLE:
+            in_vhost = in_vhost or "monitoring" in tags
+        elif rule is Rule.POLICIES:
+            if not (in_vhost and "policymaker" in tags):
+                raise ManagementRefused(_NO_OBJECT)
+            return
+        if not in_vhost:
+            raise ManagementRefused(_NO_VHOST)
+
+    def login_vhosts(self, name: str, vhosts: Iterable[str]) -> list[str]:
+        """The vhosts of ``vhosts`` where ``name`` has a permissions entry
+        (``rabbit_mgmt_util:list_login_vhosts_names``)."""
         return [v for v in vhosts if self.permissions(name, v) is not None]
 
-    def check_management(self, name: str, tag: str, vhost: str | None = None) -> None:
-        """Raise :class:`ManagementRefused` unless ``name`` may use what needs ``tag``
-        (``"administrator"``, ``"monitoring"``, ``"policymaker"`` or ``"management"``) in
-        ``vhost`` (when given: a permissions entry there, as ``is_authorized_vhost``; a
-        ``monitoring`` user may look at any vhost)."""
-        tags = self.management_tags(name)
-        if tag not in tags:
-            raise ManagementRefused(_NOT_TAGGED[tag])
-        if vhost is not None and self.permissions(name, vhost) is None:
-            raise ManagementRefused("User not authorised to access virtual host")
+    def visible_vhosts(self, name: str, vhosts: Iterable[str]) -> list[str]:
+        """The vhosts whose existence the management API shows ``name``
+        (``list_visible_vhosts``): all of them to monitoring users and administrators, to
+        others their :meth:`login_vhosts`."""
+        if "monitoring" in self.management_tags(name):
+            return list(vhosts)
+        return self.login_vhosts(name, vhosts)
+
+    def listed_vhosts(self, name: str, vhosts: Iterable[str]) -> list[str]:
+        """The vhosts whose queues, exchanges, bindings and policies the management API's
+        listings show ``name`` (``rabbit_mgmt_util:filter_vhost``): all of them to
+        administrators, to others (monitoring users too) their :meth:`login_vhosts`."""
+        if "administrator" in self.management_tags(name):
+            return list(vhosts)
+        return self.login_vhosts(name, vhosts)
+
+    def sees_items_of(self, name: str, owner: str) -> bool:
+        """Whether the management API lists the connections, channels and consumers of user
+        ``owner`` to ``name`` (``rabbit_mgmt_util:filter_user``): their own, and everyone's
+        to monitoring users and administrators."""
+        return owner == name or "monitoring" in self.management_tags(name)
 
     # -- authorization -------------------------------------------------------------------------
 
@@ -421,6 +526,15 @@ class AccessControl:
             raise AccessRefused(
                 f"access to {kind} '{name}' in vhost '{vhost}' refused for user '{user}'")
 
+    def may(self, user: str, vhost: str, kind: str, name: str, permission: str) -> bool:
+        """Whether :meth:`check` lets ``user`` do it (for what shows a user only what it could
+        get: the console's messages)."""
+        try:
+            self.check(user, vhost, kind, name, permission)
+        except AccessRefused:
+            return False
+        return True
+
     def check_topic(self, user: str, vhost: str, exchange: str, routing_key: str,
                     permission: str) -> None:
         """Raise AccessRefused (403) unless the topic permission ``permission`` ("write" or
@@ -441,11 +555,12 @@ class AccessControl:
 
     # -- changes (the broker checks that users and vhosts exist) -------------------------------
 
-    def vhost_added(self, vhost: str) -> None:
-        """A virtual host was created: the default users get full permissions on it (as
-        RabbitMQ gives them to the user who creates a vhost)."""
+    def vhost_added(self, vhost: str, created_by: str | None = None) -> None:
+        """A virtual host was created: the default users and ``created_by`` (when it is a
+        user) get full permissions on it, as RabbitMQ gives them to the user who creates a
+        vhost."""
         for user in self.users.values():
-            if user.default:
+            if user.default or user.name == created_by:
                 self._permissions.setdefault((user.name, vhost), FULL_ACCESS)
 
     def vhost_deleted(self, vhost: str) -> None:
@@ -689,6 +804,26 @@ class UserAdministration:
             self._user(name).password = HashedPassword("")
             if self.plugins.events is not None:
                 self.plugins.events.user_event("user.password.cleared", name)
+
+    def set_user_limits(self, name: str, limits: Mapping[str, Any]) -> None:
+        """``rabbitmqctl set_user_limits``: ``max-connections`` and ``max-channels``, integers
+        (RabbitMQ's ``user_limit_validation``; kept and exported).
+
+        Raises:
+            AccessControlError: no such user, another key, a value that is not an integer.
+        """
+        checked: dict[str, int] = {}
+        for key, value in limits.items():
+            if key not in USER_LIMITS:
+                raise AccessControlError(
+                    f"Validation failed\n\n{key} is not a user limit (known: "
+                    f"{', '.join(USER_LIMITS)})")
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise AccessControlError(
+                    f"Validation failed\n\n{key} should be a number, actually was {value!r}")
+            checked[key] = value
+        with self._lock:
+            self._user(name).limits = checked
 
     def set_user_tags(self, name: str, *tags: str) -> None:
         """``rabbitmqctl set_user_tags`` (kept and exported; embroker has no management UI to

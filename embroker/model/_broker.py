@@ -189,15 +189,23 @@ class Broker(UserAdministration, PolicyCommands):
 
     # -- virtual hosts -------------------------------------------------------------------------
 
-    def add_vhost(self, name: str) -> VirtualHost:
-        """Create a virtual host (with its standard exchanges); returns the existing one if any."""
+    def add_vhost(self, name: str, *, created_by: str | None = None) -> VirtualHost:
+        """Create a virtual host (with its standard exchanges); returns the existing one if any.
+
+        ``created_by``: the user who asks (the management API's), who gets full permissions on
+        a vhost it creates, as RabbitMQ's ``rabbit_vhost:put_vhost`` grants them; the default
+        users get them on every vhost created.
+        """
         with self._lock:
             vhost = self.vhosts.get(name)
             if vhost is None:
                 vhost = self.vhosts[name] = VirtualHost(self, name)
-                self.access.vhost_added(name)
+                self.access.vhost_added(name, created_by)
                 if self.plugins.events is not None:
-                    self.plugins.events.vhost_added(vhost)
+                    if created_by is None:
+                        self.plugins.events.vhost_added(vhost)
+                    else:
+                        self.plugins.events.vhost_added(vhost, created_by)
             return vhost
 
     def delete_vhost(self, name: str) -> None:

@@ -84,7 +84,11 @@ class Target:
                                    self.users.items()})
         user = self.users.get(step.user, step.user)
         secret = "guest" if step.user == "guest" else "pw-" + step.user
-        data = json.dumps(step.body).encode() if step.body is not None else None
+        body = step.body
+        if isinstance(body, dict):  # "{vhost}" in a value of the body is this run's vhost
+            body = {k: v.replace("{vhost}", self.vhost) if isinstance(v, str) else v
+                    for k, v in body.items()}
+        data = json.dumps(body).encode() if body is not None else None
         headers = {"content-type": "application/json", **step.headers}
         if step.user != "":
             headers["authorization"] = "Basic " + base64.b64encode(

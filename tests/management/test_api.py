@@ -227,7 +227,7 @@ def test_the_console_gets_what_it_shows_in_one_request(served: tuple[Broker, Ser
     """GET /api/embroker/console: the graph's objects (at most CONSOLE_OBJECTS of a kind, the
     first by name), exact counts, the decisions after ``since`` with explain() and history,
     and the chosen queue's messages peeked, not taken."""
-    from embroker.management._api import CONSOLE_OBJECTS
+    from embroker.management._console import CONSOLE_OBJECTS
 
     broker, server = served
     api = Api(server)

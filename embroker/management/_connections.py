@@ -1,0 +1,244 @@
+"""Connections, channels and consumers (``rabbit_mgmt_wm_connections``, ``_connection``,
+``_connections_vhost``, ``_connection_channels``, ``_connection_user_name``, ``_channels``,
+``_channels_vhost``, ``_channel``, ``_consumers``): a user sees and closes its own; monitoring
+users see everyone's, administrators close everyone's (RabbitMQ's ``is_authorized_user``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConnectionForced
+from ..model._access import NO_ITEM, Rule
+from . import _views as views
+from ._api import sockname, split_peer
+from ._http import Response
+from ._routes import Call, not_found, route
+
+if TYPE_CHECKING:
+    from ..model import Connection
+    from ._api import ManagementAPI
+
+
+def _connection_info(api: ManagementAPI, connection: Connection, wire: Mapping[int, Any],
+                     who: str) -> dict[str, Any]:
+    client = wire.get(id(connection))
+    name, (peer_host, peer_port) = api.identity(connection, wire)
+    here = split_peer(sockname(client.sock)) if client is not None else ("", 0)
+    properties = views.json_value(connection.client_properties)
+    provided = connection.client_properties.get("connection_name")
+    if views.is_stream(connection):  # rabbit_stream_reader's ?CREATION_EVENT_KEYS (v3.10.8)
+        details = connection.details
+        return {
+            "auth_mechanism": "PLAIN", "channel_max": 0, "client_properties": properties,
+            "connected_at": int(getattr(client, "connected_at", api._started) * 1000),
+            "frame_max": details.get("frame_max", 0), "host": here[0], "name": name,
+            "node": views.NODE, "peer_cert_issuer": None, "peer_cert_subject": None,
+            "peer_cert_validity": None, "peer_host": peer_host, "peer_port": peer_port,
+            "port": here[1], "protocol": "stream", "ssl": False, "ssl_cipher": None,
+            "ssl_hash": None, "ssl_key_exchange": None, "ssl_protocol": None,
+            "timeout": details.get("heartbeat", 0), "user": connection.user,
+            "user_who_performed_action": who, "vhost": connection.vhost.name}
+    inner = client.conn.inner if client is not None else None
+    info: dict[str, Any] = {
+        "auth_mechanism": "PLAIN", "channel_max": getattr(inner, "channel_max", 0),
+        "channels": len(connection.channels), "client_properties": properties,
+        "connected_at": int(getattr(client, "connected_at", api._started) * 1000),
+        "frame_max": getattr(inner, "frame_max", 0), "garbage_collection": dict(views._GC),
+        "host": here[0], "name": name, "node": views.NODE,
+        "peer_cert_issuer": None, "peer_cert_subject": None, "peer_cert_validity": None,
+        "peer_host": peer_host, "peer_port": peer_port, "port": here[1],
+        "protocol": ("AMQP 0-9-1" if client is None or type(inner).__module__.startswith(
+            "embroker.amqp091") else "AMQP 1-0"),
+        "recv_cnt": 0, "recv_oct": 0, "recv_oct_details": views.rate(), "reductions": 0,
+        "reductions_details": views.rate(), "send_cnt": 0, "send_oct": 0,
+        "send_oct_details": views.rate(), "send_pend": 0, "ssl": False, "ssl_cipher": None,
+        "ssl_hash": None, "ssl_key_exchange": None, "ssl_protocol": None,
+        "state": "blocked" if getattr(inner, "blocked", False) else "running",
+        "timeout": getattr(inner, "heartbeat", 0),
+        "type": "network" if client is not None else "direct", "user": connection.user,
+        "user_who_performed_action": who, "vhost": connection.vhost.name,
+    }
+    if isinstance(provided, str):
+        info["user_provided_name"] = provided
+    return info
+
+
+
+
+def _listed(api: ManagementAPI, call: Call) -> list[Connection]:
+    """The open connections a listing shows ``call``'s user (``filter_conn_ch_list``): the
+    path's vhost's (404 if there is none) or every vhost's, then its own unless it is a
+    monitoring user."""
+    vhost = call.params.get("vhost")
+    if vhost is not None:
+        api.vhost(call)
+    access = api.broker.access
+    return [c for c in api.broker.connections.values() if c.is_open
+            and (vhost is None or c.vhost.name == vhost)
+            and access.sees_items_of(call.user, c.user)]
+
+
+def _named(api: ManagementAPI, call: Call) -> tuple[Connection, Mapping[int, Any]] | None:
+    """The open connection the path names, among every user's, with the listener's clients."""
+    wire = api.wire()
+    for connection in api.broker.connections.values():
+        if connection.is_open and api.identity(connection, wire)[0] == call.params["name"]:
+            return connection, wire
+    return None
+
+
+def _connection_owner(api: ManagementAPI, call: Call) -> object:
+    found = _named(api, call)
+    return found[0].user if found is not None else NO_ITEM
+
+
+def _named_or_404(api: ManagementAPI, call: Call) -> tuple[Connection, Mapping[int, Any]]:
+    found = _named(api, call)
+    if found is None:
+        raise not_found()
+    return found
+
+
+@route("GET", "connections", Rule.ANY)
+@route("GET", "vhosts/{vhost}/connections", Rule.VHOST)
+def _connections(api: ManagementAPI, call: Call) -> Any:
+    with api.broker.locked():
+        wire = api.wire()
+        items = [_connection_info(api, c, wire, call.user) for c in _listed(api, call)]
+    return api.listing(call, items)
+
+
+@route("GET", "connections/{name}", Rule.OWNER, owner=_connection_owner)
+def _connection_get(api: ManagementAPI, call: Call) -> Any:
+    with api.broker.locked():
+        connection, wire = _named_or_404(api, call)
+        return _connection_info(api, connection, wire, call.user)
+
+
+@route("DELETE", "connections/{name}", Rule.OWNER, owner=_connection_owner)
+def _connection_delete(api: ManagementAPI, call: Call) -> Any:
+    reason = call.request.headers.get("x-reason", "Closed via management plugin")
+    with api.broker.locked():
+        connection, wire = _named_or_404(api, call)
+        _close(api, connection, wire, reason)
+    return Response(204)
+
+
+def _close(api: ManagementAPI, connection: Connection, wire: Mapping[int, Any],
+           reason: str) -> None:
+    client = wire.get(id(connection))
+    error = ConnectionForced(reason)
+    if client is not None and api.server is not None:
+        client.conn.close(error)
+        api.server._has_output(client)
+    else:
+        connection.close_by_broker(error)
+
+
+def _user_connections(api: ManagementAPI, call: Call) -> list[Connection]:
+    return [c for c in api.broker.connections.values()
+            if c.is_open and c.user == call.params["username"]]
+
+
+def _no_owner(api: ManagementAPI, call: Call) -> object:
+    """(RabbitMQ 3.10.8 asks ``is_authorized_user`` about the list of the user's connections,
+    which has no ``user``: only monitoring users read it and administrators delete it, the
+    user itself included.)"""
+    return NO_ITEM
+
+
+@route("GET", "connections/username/{username}", Rule.OWNER, owner=_no_owner)
+def _connections_of_user(api: ManagementAPI, call: Call) -> Any:
+    with api.broker.locked():
+        return [{"name": api.identity(c, api.wire())[0], "vhost": c.vhost.name, "user": c.user,
+                 "node": views.NODE} for c in _user_connections(api, call)]
+
+
+@route("DELETE", "connections/username/{username}", Rule.OWNER, owner=_no_owner)
+def _close_connections_of_user(api: ManagementAPI, call: Call) -> Any:
+    reason = call.request.headers.get("x-reason", "Closed via management plugin")
+    with api.broker.locked():
+        wire = api.wire()
+        for connection in _user_connections(api, call):
+            _close(api, connection, wire, reason)
+    return Response(204)
+
+
+@route("GET", "connections/{name}/channels", Rule.OWNER, owner=_connection_owner)
+def _connection_channels(api: ManagementAPI, call: Call) -> Any:
+    with api.broker.locked():
+        connection, wire = _named_or_404(api, call)
+        name, peer = api.identity(connection, wire)
+        items = [views.channel_info(ch, name, peer, connection.user, call.user)
+                 for ch in views.amqp_channels(connection).values()]
+    return api.listing(call, items)
+
+
+@route("GET", "channels", Rule.ANY)
+@route("GET", "vhosts/{vhost}/channels", Rule.VHOST)
+def _channels(api: ManagementAPI, call: Call) -> Any:
+    with api.broker.locked():
+        wire = api.wire()
+        items = []
+        for connection in _listed(api, call):
+            name, peer = api.identity(connection, wire)
+            items += [views.channel_info(ch, name, peer, connection.user, call.user)
+                      for ch in sorted(views.amqp_channels(connection).values(),
+                                       key=lambda c: c.number)]
+    return api.listing(call, items)
+
+
+def _named_channel(api: ManagementAPI, call: Call) -> tuple[Any, Connection, str,
+                                                             tuple[str, int]] | None:
+    wire = api.wire()
+    for connection in api.broker.connections.values():
+        if not connection.is_open:
+            continue
+        name, peer = api.identity(connection, wire)
+        for channel in views.amqp_channels(connection).values():
+            if views.channel_name(name, channel.number) == call.params["name"]:
+                return channel, connection, name, peer
+    return None
+
+
+def _channel_owner(api: ManagementAPI, call: Call) -> object:
+    found = _named_channel(api, call)
+    return found[1].user if found is not None else NO_ITEM
+
+
+@route("GET", "channels/{name}", Rule.OWNER, owner=_channel_owner)
+def _channel_get(api: ManagementAPI, call: Call) -> Any:
+    with api.broker.locked():
+        found = _named_channel(api, call)
+        if found is None:
+            raise not_found()
+        channel, connection, name, peer = found
+        info = views.channel_info(channel, name, peer, connection.user, call.user)
+        info["consumer_details"] = [views.consumer_info(c, name, peer, connection.user)
+                                    for c in channel.consumers.values()]
+    info.update({"deliveries": [], "publishes": []})
+    return dict(sorted(info.items()))
+
+
+@route("GET", "consumers", Rule.ANY)
+@route("GET", "consumers/{vhost}", Rule.ANY)
+def _consumers(api: ManagementAPI, call: Call) -> Any:
+    """Every consumer of the path's vhost (404 if there is none) or of every vhost, then the
+    user's own unless it is a monitoring user (``rabbit_mgmt_wm_consumers``: ``filter_user``
+    on the consumer's channel)."""
+    with api.broker.locked():
+        vhost = call.params.get("vhost")
+        hosts = [api.vhost(call)] if vhost is not None else list(api.broker.vhosts.values())
+        wire = api.wire()
+        access = api.broker.access
+        items = []
+        for host in hosts:
+            for queue in host.queues.values():
+                for consumer in queue.consumers:
+                    connection = consumer.channel.connection
+                    if not access.sees_items_of(call.user, connection.user):
+                        continue
+                    name, peer = api.identity(connection, wire)
+                    items.append(views.consumer_info(consumer, name, peer, connection.user))
+    return api.listing(call, items)

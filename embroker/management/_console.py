@@ -1,0 +1,159 @@
+"""What the console shows (``/api/embroker/console``: embroker's own, not RabbitMQ's; read-only).
+
+One request per poll answers everything the page shows of one vhost: the vhosts the user may
+look at (those the ``is_authorized_vhost`` rule lets it into: every one for an administrator,
+else those it has permissions in), a summary, the chosen vhost's exchanges, queues and bindings
+(at most :data:`CONSOLE_OBJECTS` of each kind), connections with their channels, the routing
+decisions after ``since`` and the ready messages of ``queue``.
+
+A routing decision's exchange, routing keys, queues and outcome are shown to whoever may look at
+the vhost (they are what the vhost's bindings say); what its message carried — the body, and the
+explanation and history that quote its headers and follow it — only to a user who could get the
+message: an administrator, or a user with read permission on a queue it reached (as
+``basic.get`` checks it). For the others the decision says ``"hidden"`` and why. The ready
+messages of a queue are browsed through a model channel as the user, so they need read
+permission on that queue (``Channel.browse``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING, Any
+
+from ..model._access import Rule
+from ..model._history import events_of
+from . import _views as views
+from ._routes import Call, HttpError, bad_request, not_found, route
+
+if TYPE_CHECKING:
+    from ..model import Broker
+    from ..model._trace import RoutingDecision
+    from ._api import ManagementAPI
+
+#: How many exchanges and queues the console's graph shows (the first by name; it says how many
+#: more): a page for a person, whose cost must stay small whatever the broker holds.
+CONSOLE_OBJECTS = 200
+#: How many new routing decisions of its vhost one poll of the console takes (the newest), and
+#: how far back in the trace it looks for them.
+CONSOLE_DECISIONS = 100
+CONSOLE_SCAN = 2000
+#: How many ready messages of the chosen queue it shows.
+CONSOLE_MESSAGES = 50
+#: What a decision shows instead of what its message carried, to a user who could not get it.
+HIDDEN = "hidden: you may not read any queue this message reached"
+
+
+@route("GET", "embroker/console", Rule.ANY)
+def _console(api: ManagementAPI, call: Call) -> Any:
+    """Everything the console shows, in one request per poll (the module's documentation)."""
+    query = call.request.query
+    try:
+        since = int(query.get("since", "0"))
+    except ValueError:
+        raise bad_request("since must be an integer") from None
+    broker = api.broker
+    with broker.locked():
+        shown = broker.access.listed_vhosts(call.user, broker.vhosts)
+        if not shown:
+            raise not_found()
+        name = query.get("vhost") or ("/" if "/" in shown else shown[0])
+        api.authorize(call, Rule.VHOST, vhost=name)
+        if name not in broker.vhosts:
+            raise not_found()
+        vhost = broker.vhosts[name]
+        queues = vhost.queues
+        exchanges = [x for x in vhost.exchanges.values()
+                     if x.name and not x.name.startswith("amq.")]
+        exchanges.sort(key=lambda x: x.name)
+        shown_x = exchanges[:CONSOLE_OBJECTS]
+        shown_q = heapq.nsmallest(CONSOLE_OBJECTS, queues)
+        unacked = views.unacked_by_queue(broker.connections.values())
+        drawn = {*(x.name for x in shown_x), *shown_q}
+        bindings = [{"source": b.source.name, "destination": b.destination.name,
+                     "destination_type": b.destination.kind, "routing_key": b.routing_key}
+                    for x in shown_x for b in x.bindings.values()
+                    if b.destination.name in drawn]
+        ready = sum(q.message_count for q in queues.values())
+        wire = api.wire()
+        connections = []
+        for connection in broker.connections.values():
+            if not (connection.is_open and connection.vhost.name in shown and
+                    broker.access.sees_items_of(call.user, connection.user)):
+                continue
+            client = connection.client_properties
+            connections.append({
+                "name": str(client.get("connection_name") or
+                            api.identity(connection, wire)[0]),
+                "client": str(client.get("product", "")), "user": connection.user,
+                "vhost": connection.vhost.name,
+                "channels": sorted(views.amqp_channels(connection))})
+        answer: dict[str, Any] = {
+            "vhosts": shown, "vhost": name,
+            "summary": {"connections": len(connections), "queues": len(queues),
+                        "exchanges": len(exchanges),
+                        "messages": ready + sum(unacked.get(id(q), (0, 0))[0]
+                                                for q in queues.values())},
+            "exchanges": [{"name": x.name, "type": x.type} for x in shown_x],
+            "queues": [{"name": n, "ready": queues[n].message_count,
+                        "unacked": unacked.get(id(queues[n]), (0, 0))[0],
+                        "consumers": queues[n].consumer_count} for n in shown_q],
+            "bindings": bindings, "connections": connections,
+            "trace": _decisions_since(broker, since, name, call),
+        }
+        chosen = query.get("queue")
+        if chosen:
+            try:
+                answer["messages"] = _peek(api, call, name, chosen)
+            except HttpError as refused:  # (no read permission there, say): the rest stands
+                answer["messages_refused"] = refused.reason
+    return answer
+
+
+def _decisions_since(broker: Broker, since: int, vhost: str, call: Call) -> dict[str, Any]:
+    """The decisions of ``vhost`` after ``since`` (at most :data:`CONSOLE_DECISIONS`, the
+    newest, among the last :data:`CONSOLE_SCAN` of the trace: another vhost's traffic does
+    not crowd them out unless it is that busy)."""
+    trace = broker.trace
+    total = trace.total
+    first = total - len(trace)
+    start = max(since, first, total - CONSOLE_SCAN)
+    decisions = trace[start - first:] if start - first < len(trace) else []
+    mine = [(offset, d) for offset, d in enumerate(decisions)
+            if d.vhost == vhost][-CONSOLE_DECISIONS:]
+    found = []
+    for offset, decision in mine:
+        entry: dict[str, Any] = {
+            "id": start + offset + 1, "vhost": decision.vhost,
+            "exchange": decision.exchange, "routing_keys": list(decision.keys),
+            "queues": list(decision.queues), "outcome": str(decision.outcome)}
+        if _may_see(broker, call, decision):
+            entry.update({
+                "explain": str(decision.explain()),
+                "history": [str(event) for event in decision.history()],
+                "payload": decision.message.body[:200].decode("utf-8", "replace")})
+        else:
+            entry.update({"explain": HIDDEN, "history": [], "payload": HIDDEN,
+                          "hidden": True})
+        found.append(entry)
+    return {"total": total, "decisions": found}
+
+
+def _may_see(broker: Broker, call: Call, decision: RoutingDecision) -> bool:
+    """Whether ``call``'s user could get the decision's message: an administrator, or read
+    permission on a queue it reached (the module's documentation)."""
+    if "administrator" in call.tags:
+        return True
+    return any(broker.access.may(call.user, decision.vhost, "queue", queue, "read")
+               for queue in decision.queues)
+
+
+def _peek(api: ManagementAPI, call: Call, vhost: str, name: str) -> list[dict[str, Any]]:
+    if name not in api.broker.vhosts[vhost].queues:
+        return []
+    with api.channel(call, vhost) as channel:
+        entries = channel.browse(name).take(CONSOLE_MESSAGES)
+        return [{"redelivered": e.redelivered, "routing_key": e.message.routing_key,
+                 "payload": e.message.body[:2000].decode("utf-8", "replace"),
+                 "payload_bytes": len(e.message.body),
+                 "history": [str(event) for event in events_of(e.message.history)]}
+                for e in entries]

@@ -1,0 +1,110 @@
+"""RabbitMQ's list options on the management API's listings: filter, sort, columns, pages.
+
+``name`` keeps the items whose name holds it (case-insensitive), or, with ``use_regex=true``,
+whose name a regular expression matches (RabbitMQ's ``re:run``); ``sort`` orders them by a
+field (dotted for a nested one: ``message_stats.publish``), ``sort_reverse=true`` backwards;
+without ``sort``, items with a name are in RabbitMQ's default order, by vhost then name;
+``columns`` keeps only the fields listed; ``page`` and ``page_size`` (at most 500, RabbitMQ's
+``MAX_PAGE_SIZE``) answer one page in RabbitMQ's page object.
+
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ._routes import bad_request
+
+__all__ = ["MAX_PAGE_SIZE", "OPTIONS", "apply"]
+
+#: The query parameters that make a listing more than the rows in their default order.
+OPTIONS: Final = ("sort", "columns", "name", "page")
+#: RabbitMQ's largest page (``rabbit_mgmt_util``'s ``MAX_PAGE_SIZE``).
+MAX_PAGE_SIZE: Final = 500
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.lower() in ("true", "1", "yes")
+
+
+def apply(query: Mapping[str, str], items: list[dict[str, Any]]) -> Any:
+    """``items`` as the list options of ``query`` ask (the module's documentation): a list,
+    or a page object when ``page`` is given.
+
+    Raises:
+        HttpError: 400 for an expression that does not compile or that a linear-time engine
+            cannot run (a back reference...), or a page out of range.
+    """
+    name = query.get("name")
+    if name:
+        if _truthy(query.get("use_regex")):
+            try:
+                pattern = re.compile(name)
+            except re.error as exc:
+                raise bad_request(f"invalid regular expression: {exc}") from None
+            items = [i for i in items if pattern.search(str(i.get("name", "")))]
+        else:
+            needle = name.lower()
+            items = [i for i in items if needle in str(i.get("name", "")).lower()]
+    sort = query.get("sort")
+    if sort:
+        path = sort.split(".")
+
+        def key(item: dict[str, Any]) -> tuple[int, Any]:
+            value: Any = item
+            for part in path:
+                value = value.get(part) if isinstance(value, dict) else None
+            if value is None:
+                return (0, "")
+            return (1, value) if isinstance(value, (int, float)) and not isinstance(
+                value, bool) else (2, str(value))
+        items = sorted(items, key=key, reverse=_truthy(query.get("sort_reverse")))
+    elif items and "name" in items[0]:
+        items = sorted(items, key=lambda i: (str(i.get("vhost", "")), str(i.get("name", ""))))
+    columns = query.get("columns")
+    if columns:
+        items = [_columns(item, columns.split(",")) for item in items]
+    if "page" not in query:
+        return items
+    try:
+        page = int(query["page"])
+        size = int(query.get("page_size", "100"))
+    except ValueError:
+        raise bad_request("page and page_size must be integers") from None
+    if page < 1 or size < 1 or size > MAX_PAGE_SIZE:
+        raise bad_request(f"Invalid page or page_size (page {page}, page_size {size}: "
+                          f"pages start at 1, sizes at most {MAX_PAGE_SIZE})")
+    total = len(items)
+    pages = max(1, -(-total // size))
+    if page > pages:
+        raise bad_request(f"page out of range: {page} > {pages}")
+    chosen = items[(page - 1) * size: page * size]
+    return {"filtered_count": total, "item_count": len(chosen), "items": chosen,
+            "page": page, "page_count": pages, "page_size": size, "total_count": total}
+
+
+def _columns(item: dict[str, Any], columns: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for column in columns:
+        path = column.strip().split(".")
+        value: Any = item
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is None and not _has(item, path):
+            continue
+        target = out
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        target[path[-1]] = value
+    return out
+
+
+def _has(item: dict[str, Any], path: list[str]) -> bool:
+    value: Any = item
+    for part in path:
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return True

@@ -1,0 +1,304 @@
+"""The node: overview, cluster name, nodes, whoami, extensions, auth, aliveness and health checks
+(``rabbit_mgmt_wm_overview``, ``_cluster_name``, ``_nodes``, ``_node``, ``_whoami``,
+``_extensions``, ``_auth``, ``_aliveness_test``, ``_healthchecks``, ``_health_check_*``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from .._version import __version__
+from ..model._access import Rule
+from . import _views as views
+from ._http import Response
+from ._routes import Call, bad_request, not_found, route
+from ._schema import Field, Schema, text
+
+if TYPE_CHECKING:
+    from ._api import ManagementAPI
+
+_EXCHANGE_DESCRIPTIONS = {
+    "direct": "AMQP direct exchange, as per the AMQP specification",
+    "fanout": "AMQP fanout exchange, as per the AMQP specification",
+    "headers": "AMQP headers exchange, as per the AMQP specification",
+    "topic": "AMQP topic exchange, as per the AMQP specification",
+    # The plugins' (measured on RabbitMQ 3.10.8 with them enabled; the delayed-message
+    # plugin's from its source).
+    "x-consistent-hash": "Consistent Hashing Exchange",
+    "x-modulus-hash": "Modulus Hashing Exchange",
+    "x-random": "Randomly picks a binding (queue) to route via (to).",
+    "x-recent-history": "Recent History Exchange.",
+    "x-delayed-message": "Delayed Message Exchange.",
+    # RabbitMQ 4's own (rabbit_exchange_type_local_random v4.1.4: description/0)
+    "x-local-random": "Picks one random local binding (queue) to route via (to).",
+}
+_CHURN = ("channel_closed", "channel_created", "connection_closed", "connection_created",
+          "queue_created", "queue_declared", "queue_deleted")
+#: A node's figures that RabbitMQ samples from Erlang's VM and the disk: embroker shows 0.
+_NODE_FIGURES = (
+    "context_switches", "fd_used", "gc_bytes_reclaimed", "gc_num", "io_read_avg_time",
+    "io_read_bytes", "io_read_count", "io_reopen_count", "io_seek_avg_time", "io_seek_count",
+    "io_sync_avg_time", "io_sync_count", "io_write_avg_time", "io_write_bytes",
+    "io_write_count", "mnesia_disk_tx_count", "mnesia_ram_tx_count", "msg_store_read_count",
+    "msg_store_write_count", "proc_used", "queue_index_read_count", "queue_index_write_count",
+    "sockets_used", *_CHURN)
+
+
+def _failed(body: dict[str, Any]) -> Response:
+    return Response(503, json.dumps(body).encode(), [("content-type", "application/json")])
+
+
+def cluster_name(api: ManagementAPI) -> str:
+    return str(api.broker.server_properties.get("cluster_name", "embroker"))
+
+
+@route("GET", "overview", Rule.ANY)
+def _overview(api: ManagementAPI, call: Call) -> Any:
+    """A monitor's overview covers every vhost and names the node and its listeners; another
+    user's covers the vhosts it may log in to and its own connections, without the node's
+    details (``rabbit_mgmt_wm_overview``: ``get_overview(User, Range)``)."""
+    broker = api.broker
+    monitor = "monitoring" in call.tags
+    with broker.locked():
+        vhosts = [broker.vhosts[v] for v in api.visible(call)]
+        unacked = views.unacked_by_queue(broker.connections.values())
+        queues = [q for vh in vhosts for q in vh.queues.values()]
+        ready = sum(q.message_count for q in queues)
+        pending = sum(unacked.get(id(q), (0, 0))[0] for q in queues)
+        names = {vh.name for vh in vhosts}
+        connections = [c for c in broker.connections.values() if c.vhost.name in names
+                       and broker.access.sees_items_of(call.user, c.user)]
+        totals = {"channels": sum(len(views.amqp_channels(c)) for c in connections),
+                  "connections": len(connections),
+                  "exchanges": sum(len(vh.exchanges) for vh in vhosts),
+                  "queues": len(queues)}
+        if monitor:
+            totals["consumers"] = sum(q.consumer_count for q in queues)
+        listeners = _listeners(api)
+    answer = {
+        "management_version": "3.10.8", "rates_mode": "basic",
+        "sample_retention_policies": {"global": [600, 3600, 28800, 86400],
+                                      "basic": [600, 3600], "detailed": [600]},
+        "exchange_types": _exchange_types(api), "product_version": __version__,
+        "product_name": "embroker", "rabbitmq_version": "3.10.8",
+        "cluster_name": cluster_name(api),
+        "erlang_version": "none (embroker is Python)", "erlang_full_version": "none",
+        "release_series_support_status": "supported", "disable_stats": False,
+        "enable_queue_totals": False, "message_stats": views.stats(views.OVERVIEW_STATS),
+        "churn_rates": views.stats(_CHURN),
+        "queue_totals": {"messages": ready + pending, "messages_details": views.rate(),
+                         "messages_ready": ready, "messages_ready_details": views.rate(),
+                         "messages_unacknowledged": pending,
+                         "messages_unacknowledged_details": views.rate()},
+        "object_totals": totals, "statistics_db_event_queue": 0,
+    }
+    if monitor:
+        answer.update({"node": views.NODE, "listeners": listeners,
+                       "contexts": _contexts(api, node=True)})
+    return answer
+
+
+def _contexts(api: ManagementAPI, *, node: bool) -> list[dict[str, Any]]:
+    port = str(api.server.management_port if api.server is not None else 0)
+    context: dict[str, Any] = {"cowboy_opts": "[]", "description": "RabbitMQ Management",
+                               "path": "/", "port": port}
+    if node:
+        context.update({"node": views.NODE, "ssl_opts": []})
+    return [context]
+
+
+def _exchange_types(api: ManagementAPI) -> list[dict[str, Any]]:
+    """The exchange types a declare may name: the built-in ones and the enabled plugins'."""
+    return [{"name": name, "description": _EXCHANGE_DESCRIPTIONS.get(name, name),
+             "enabled": True} for name in sorted(api.broker.plugins.exchange_types)]
+
+
+def _listeners(api: ManagementAPI) -> list[dict[str, Any]]:
+    server = api.server
+    if server is None:
+        return []
+    options = {"backlog": 512, "nodelay": True, "linger": [True, 0], "exit_on_close": False}
+    found = [{"node": views.NODE, "protocol": "amqp", "ip_address": server.host,
+              "port": server.port, "socket_opts": dict(options)}]
+    if server.amqp10_port is not None:
+        found.append({"node": views.NODE, "protocol": "amqp10", "ip_address": server.host,
+                      "port": server.amqp10_port, "socket_opts": dict(options)})
+    if server.management_port is not None:
+        found.append({"node": views.NODE, "protocol": "http", "ip_address": server.host,
+                      "port": server.management_port, "socket_opts": dict(options)})
+    return found
+
+
+@route("GET", "cluster-name", Rule.ANY)
+def _cluster_name(api: ManagementAPI, call: Call) -> Any:
+    return {"name": cluster_name(api)}
+
+
+_CLUSTER_NAME = Schema({"name": Field(text, required=True)})
+
+
+@route("PUT", "cluster-name", Rule.ADMIN, body=_CLUSTER_NAME)
+def _cluster_name_put(api: ManagementAPI, call: Call) -> Any:
+    with api.broker.locked():
+        api.broker.server_properties["cluster_name"] = call.body["name"]
+    return Response(204)
+
+
+@route("GET", "nodes", Rule.MONITOR)
+def _nodes(api: ManagementAPI, call: Call) -> Any:
+    return [_node(api)]
+
+
+@route("GET", "nodes/{node}", Rule.MONITOR)
+def _node_one(api: ManagementAPI, call: Call) -> Any:
+    if call.params["node"] != views.NODE:
+        raise not_found()
+    return _node(api)
+
+
+def _node(api: ManagementAPI) -> dict[str, Any]:
+    broker = api.broker
+    with broker.locked():
+        held = broker.held_bytes()
+        alarm = broker.publishers_blocked
+    limit = broker.memory_high_watermark
+    figures = views.stats(_NODE_FIGURES)
+    for name in ("proc_used", "fd_used", "sockets_used"):
+        figures[name] = 0
+    return {**figures,
+        "partitions": [], "os_pid": "0", "fd_total": 1024, "sockets_total": 0,
+        "mem_limit": limit if limit is not None else 0, "mem_alarm": alarm,
+        "mem_used": held, "mem_used_details": views.rate(),
+        "disk_free_limit": 0, "disk_free_alarm": False, "disk_free": 0,
+        "disk_free_details": views.rate(), "proc_total": 0, "proc_used": 0,
+        "rates_mode": "basic", "uptime": int((time.time() - api._started) * 1000),
+        "run_queue": 0, "processors": 1, "exchange_types": _exchange_types(api),
+        "auth_mechanisms": [{"name": "PLAIN", "description": "SASL PLAIN authentication "
+                             "mechanism", "enabled": True},
+                            {"name": "AMQPLAIN", "description": "QPid AMQPLAIN mechanism",
+                             "enabled": True}],
+        "applications": [{"name": "embroker", "description": "embroker",
+                          "version": __version__}],
+        "contexts": _contexts(api, node=False), "log_files": [], "db_dir": "",
+        "config_files": [], "cluster_links": [],
+        "net_ticktime": 60, "enabled_plugins": ["rabbitmq_management"],
+        "mem_calculation_strategy": "none",
+        "metrics_gc_queue_length": dict.fromkeys((
+            "channel_closed", "channel_consumer_deleted", "connection_closed",
+            "consumer_deleted", "exchange_deleted", "node_node_deleted", "queue_deleted",
+            "vhost_deleted"), 0),
+        "ra_open_file_metrics": {"ra_log_segment_writer": 0, "ra_log_wal": 0},
+        "name": views.NODE, "type": "disc", "running": True,
+    }
+
+
+@route("GET", "extensions", Rule.ANY)
+def _extensions(api: ManagementAPI, call: Call) -> Any:
+    return []
+
+
+@route("GET", "whoami", Rule.ANY)
+def _whoami(api: ManagementAPI, call: Call) -> Any:
+    with api.broker.locked():
+        user = api.broker.access.users.get(call.user)
+        tags = list(user.tags) if user is not None else []
+    return {"name": call.user, "tags": tags}
+
+
+@route("GET", "auth", Rule.PUBLIC)
+def _auth(api: ManagementAPI, call: Call) -> Any:
+    return {"enable_uaa": False, "uaa_client_id": "", "uaa_location": ""}
+
+
+@route("GET", "aliveness-test/{vhost}", Rule.VHOST)
+def _aliveness(api: ManagementAPI, call: Call) -> Any:
+    vhost = api.vhost(call).name
+    # As RabbitMQ: declare the queue aliveness-test, publish to it and get the message back.
+    with api.channel(call, vhost) as channel:
+        channel.queue_declare("aliveness-test")
+        channel.basic_publish("", "aliveness-test", b"test_message")
+        got = channel.basic_get("aliveness-test", no_ack=True)
+    if got is None or got.body != b"test_message":
+        return _failed({"status": "failed", "reason": "message did not come back"})
+    return {"status": "ok"}
+
+
+@route("GET", "healthchecks/node", Rule.ANY)
+def _healthchecks(api: ManagementAPI, call: Call) -> Any:
+    """RabbitMQ 3.10's deprecated node check (``rabbit_mgmt_wm_healthchecks``)."""
+    return {"status": "ok"}
+
+
+@route("GET", "healthchecks/node/{node}", Rule.ANY)
+def _healthchecks_node(api: ManagementAPI, call: Call) -> Any:
+    if call.params["node"] != views.NODE:
+        raise not_found()
+    return {"status": "ok"}
+
+
+@route("GET", "health/checks/alarms", Rule.ANY)
+def _health_alarms(api: ManagementAPI, call: Call) -> Any:
+    return _alarm_check(api)
+
+
+@route("GET", "health/checks/local-alarms", Rule.ANY)
+def _health_local_alarms(api: ManagementAPI, call: Call) -> Any:
+    return _alarm_check(api)
+
+
+def _alarm_check(api: ManagementAPI) -> Any:
+    with api.broker.locked():
+        blocked, reason = api.broker.publishers_blocked, api.broker.blocked_reason
+    if blocked:
+        return _failed({"status": "failed",
+                        "reason": "resource alarm(s) in effect in the cluster",
+                        "alarms": [{"node": views.NODE, "resource": "memory",
+                                    "reason": reason}]})
+    return {"status": "ok"}
+
+
+@route("GET", "health/checks/certificate-expiration/{within}/{unit}", Rule.ANY)
+def _health_certificates(api: ManagementAPI, call: Call) -> Any:
+    return {"status": "ok"}
+
+
+@route("GET", "health/checks/port-listener/{port}", Rule.ANY)
+def _health_port(api: ManagementAPI, call: Call) -> Any:
+    try:
+        port = int(call.params["port"])
+    except ValueError:
+        raise bad_request(f"{call.params['port']} is not a port") from None
+    ports = {entry["port"] for entry in _listeners(api)}
+    if port not in ports:
+        return _failed({"status": "failed", "reason": "No active listener",
+                        "missing": port, "ports": sorted(ports)})
+    return {"status": "ok", "port": port}
+
+
+@route("GET", "health/checks/protocol-listener/{protocol}", Rule.ANY)
+def _health_protocol(api: ManagementAPI, call: Call) -> Any:
+    protocol = call.params["protocol"]
+    known = {entry["protocol"] for entry in _listeners(api)}
+    wanted = {"amqp091": "amqp", "amqp": "amqp", "amqp10": "amqp10", "amqp1.0": "amqp10",
+              "http": "http"}.get(protocol, protocol)
+    if wanted not in known:
+        return _failed({"status": "failed",
+                        "reason": f"No active listener for protocol {protocol}",
+                        "missing": protocol, "protocols": sorted(known)})
+    return {"status": "ok", "protocol": protocol}
+
+
+@route("GET", "health/checks/virtual-hosts", Rule.ANY)
+def _health_vhosts(api: ManagementAPI, call: Call) -> Any:
+    return {"status": "ok"}
+
+
+@route("GET", "health/checks/node-is-mirror-sync-critical", Rule.ANY)
+def _health_mirror(api: ManagementAPI, call: Call) -> Any:
+    return {"status": "ok", "reason": "single node cluster"}
+
+
+@route("GET", "health/checks/node-is-quorum-critical", Rule.ANY)
+def _health_quorum(api: ManagementAPI, call: Call) -> Any:
+    return {"status": "ok", "reason": "single node cluster"}

@@ -1,0 +1,92 @@
+"""Virtual hosts and who has permissions in them (``rabbit_mgmt_wm_vhosts``, ``_vhost``,
+``_vhost_restart``, ``_permissions_vhost``, ``_topic_permissions_vhost``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..model import _definitions
+from ..model._access import Rule
+from . import _views as views
+from ._http import Response
+from ._routes import Call, route
+from ._schema import Field, Schema, boolean, text, text_or_list
+
+if TYPE_CHECKING:
+    from ._api import ManagementAPI
+
+
+@route("GET", "vhosts", Rule.ANY)
+def _vhosts(api: ManagementAPI, call: Call) -> Any:
+    broker = api.broker
+    with broker.locked():
+        unacked = views.unacked_by_queue(broker.connections.values())
+        items = [_info(api, name, unacked) for name in api.visible(call)]
+    return api.listing(call, items)
+
+
+def _info(api: ManagementAPI, name: str, unacked: dict[int, tuple[int, int]]) -> dict[str, Any]:
+    broker = api.broker
+    vhost = broker.vhosts[name]
+    return views.vhost_info(vhost, _definitions.vhost_metadata(broker, name), vhost.tracing,
+                            unacked)
+
+
+@route("GET", "vhosts/{vhost}", Rule.ADMIN)
+def _vhost_get(api: ManagementAPI, call: Call) -> Any:
+    with api.broker.locked():
+        name = api.vhost(call).name
+        return _info(api, name, views.unacked_by_queue(api.broker.connections.values()))
+
+
+_VHOST = Schema({"description": Field(text, ""), "tags": Field(text_or_list, []),
+                 "tracing": Field(boolean, False)})
+
+
+@route("PUT", "vhosts/{vhost}", Rule.ADMIN, body=_VHOST)
+def _vhost_put(api: ManagementAPI, call: Call) -> Any:
+    name = call.params["vhost"]
+    broker = api.broker
+    with broker.locked():
+        existed = name in broker.vhosts
+        vhost = broker.add_vhost(name, created_by=call.user)
+        # As RabbitMQ: a PUT sets what it says and resets the rest (description, tags,
+        # tracing).
+        vhost.tracing = call.body["tracing"]
+        _definitions.set_vhost_metadata(broker, name, {"description": call.body["description"],
+                                                       "tags": call.body["tags"]})
+    return Response(204 if existed else 201)
+
+
+@route("DELETE", "vhosts/{vhost}", Rule.ADMIN)
+def _vhost_delete(api: ManagementAPI, call: Call) -> Any:
+    with api.broker.locked():
+        api.broker.delete_vhost(api.vhost(call).name)
+    return Response(204)
+
+
+@route("POST", "vhosts/{vhost}/start/{node}", Rule.ADMIN)
+def _vhost_start(api: ManagementAPI, call: Call) -> Any:
+    """(A vhost of embroker never stops: starting one that exists does nothing.)"""
+    with api.broker.locked():
+        api.vhost(call)
+    return Response(204)
+
+
+@route("GET", "vhosts/{vhost}/permissions", Rule.ADMIN)
+def _vhost_permissions(api: ManagementAPI, call: Call) -> Any:
+    with api.broker.locked():
+        name = api.vhost(call).name
+        items = [{"vhost": name, "user": user, **p._asdict()}
+                 for user, p in api.broker.list_permissions(name).items()]
+    return api.listing(call, items)
+
+
+@route("GET", "vhosts/{vhost}/topic-permissions", Rule.ADMIN)
+def _vhost_topic_permissions(api: ManagementAPI, call: Call) -> Any:
+    with api.broker.locked():
+        name = api.vhost(call).name
+        items = [{"vhost": name, "user": user, **e._asdict()}
+                 for user, entries in api.broker.list_topic_permissions(name).items()
+                 for e in entries]
+    return api.listing(call, items)
