@@ -291,10 +291,15 @@ class ManagementAPI:
         return found
 
     @contextmanager
-    def channel(self, call: Call, vhost: str) -> Iterator[Channel]:
+    def channel(self, call: Call, vhost: str, *, whole_reasons: bool = False
+                ) -> Iterator[Channel]:
         """A channel of a model connection to ``vhost`` as the HTTP user (under the broker's
-        lock, closed before it is let go): what RabbitMQ's direct connection is; the model's
-        refusals become RabbitMQ's answers (``rabbit_mgmt_util:with_channel``)."""
+        lock, closed before it is let go): what RabbitMQ's direct connection is. The model's
+        refusals become RabbitMQ's answers: a connection refused is 401 ``Access refused.``;
+        a refused operation is 401 ``Access refused.`` too, 404 for what does not exist, 400
+        for the rest (``rabbit_mgmt_util:direct_request``, declares, deletes, binds), or, with
+        ``whole_reasons``, each with the channel's whole close reason
+        (``rabbit_mgmt_util:with_channel``: the aliveness test, publishing, getting)."""
         with self.broker.locked():
             if vhost not in self.broker.vhosts:
                 raise HttpError(404, "not_found", "vhost_not_found")
@@ -306,12 +311,15 @@ class ManagementAPI:
                 raise HttpError(401, "not_authorised", "Access refused.") from None
             try:
                 yield connection.open_channel(1)
-            except AccessRefused:
-                raise HttpError(401, "not_authorised", "Access refused.") from None
+            except AccessRefused as error:
+                raise HttpError(401, "not_authorised", error.reply_text if whole_reasons
+                                else "Access refused.") from None
             except NotFound as error:
-                raise HttpError(404, "not_found", error.text) from None
+                raise HttpError(404, "not_found", error.reply_text if whole_reasons
+                                else error.text) from None
             except AMQPError as error:
-                raise bad_request(error.text) from None
+                raise bad_request(f"{error.reply_code} {error.reply_text}" if whole_reasons
+                                  else error.text) from None
             finally:
                 connection.close()
 

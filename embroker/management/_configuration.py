@@ -208,8 +208,8 @@ def _vhost_limit_put(api: ManagementAPI, call: Call) -> Any:
         limits = {**vhost.policies.limits, limit: call.body["value"]}
         try:
             api.broker.set_vhost_limits(limits, vhost=vhost.name)
-        except PolicyError as error:
-            raise bad_request(str(error)) from None
+        except PolicyError as error:  # (RabbitMQ's text ends with a new line, not escaped)
+            raise bad_request(str(error) + "\n") from None
     return Response(204)
 
 

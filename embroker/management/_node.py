@@ -215,7 +215,7 @@ def _auth(api: ManagementAPI, call: Call) -> Any:
 def _aliveness(api: ManagementAPI, call: Call) -> Any:
     vhost = api.vhost(call).name
     # As RabbitMQ: declare the queue aliveness-test, publish to it and get the message back.
-    with api.channel(call, vhost) as channel:
+    with api.channel(call, vhost, whole_reasons=True) as channel:
         channel.queue_declare("aliveness-test")
         channel.basic_publish("", "aliveness-test", b"test_message")
         got = channel.basic_get("aliveness-test", no_ack=True)

@@ -186,7 +186,7 @@ def json_object(value: Any) -> dict[str, Any]:
 def table(value: Any) -> dict[str, Any]:
     """An AMQP table's JSON (``arguments``): an object (``null``, ``""`` and ``[]``, Erlang's
     empty proplist: none)."""
-    if value is None or value == "" or value == []:
+    if value is None or value in ("", []):
         return {}
     if isinstance(value, dict):
         return value

@@ -51,7 +51,12 @@ def _exchange_get(api: ManagementAPI, call: Call) -> Any:
     return dict(sorted(info.items()))
 
 
-_EXCHANGE = Schema({"type": Field(text, "direct"), "durable": Field(boolean, False),
+def _type_name(value: Any) -> str:
+    """An exchange type's name (a number is its digits: the model says it is no type)."""
+    return _routing_key(value)
+
+
+_EXCHANGE = Schema({"type": Field(_type_name, "direct"), "durable": Field(boolean, False),
                     "auto_delete": Field(boolean, False), "internal": Field(boolean, False),
                     "arguments": Field(table, {})})
 
@@ -111,9 +116,9 @@ def _exchange_publish(api: ManagementAPI, call: Call) -> Any:
         try:
             data = base64.b64decode(payload, validate=True)
         except (binascii.Error, ValueError):
-            raise bad_request("not_base64") from None
+            raise bad_request(["not_base64", payload]) from None
     else:
-        raise bad_request(f"Unsupported payload_encoding: {encoding}")
+        raise bad_request(["unsupported_encoding", encoding])
     props = _amqp_properties(body["properties"])
     returned: list[object] = []
     with api.broker.locked():
@@ -145,8 +150,9 @@ _TEXT_PROPERTIES = ("content_type", "content_encoding", "correlation_id", "reply
 
 def _amqp_properties(given: Mapping[str, Any]) -> dict[str, Any]:
     """The basic properties of a publish's ``properties`` (``rabbit_mgmt_format``): an
-    integer property must be one that fits (``["not_int", "priority"]``), ``headers`` an
-    object, the others text; an unknown one is refused.
+    integer property must be an integer (``["not_int", "priority"]``; the channel checks its
+    value, as ``delivery_mode``'s), ``headers`` an object, the others text; an unknown one is
+    ignored, as RabbitMQ ignores it.
 
     Raises:
         HttpError: 400.
@@ -157,7 +163,7 @@ def _amqp_properties(given: Mapping[str, Any]) -> dict[str, Any]:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise bad_request(["not_int", key])
             limit = 1 << (64 if key == "timestamp" else 8)
-            if not 0 <= value < limit:
+            if not 0 <= value < limit and key != "delivery_mode":
                 raise bad_request(["not_int", key])
             props[key] = Timestamp(value) if key == "timestamp" else value
         elif key in _TEXT_PROPERTIES:
@@ -168,8 +174,6 @@ def _amqp_properties(given: Mapping[str, Any]) -> dict[str, Any]:
             if not isinstance(value, dict):
                 raise bad_request(["not_a_table", key])
             props[key] = _amqp_table(value)
-        else:
-            raise bad_request(f"unknown property: {key}")
     return props
 
 
@@ -262,7 +266,7 @@ def _queue_purge(api: ManagementAPI, call: Call) -> Any:
 
 def _action(value: Any) -> str:
     if value not in ("sync", "cancel_sync"):
-        raise bad_request(f"Unknown action: {value}")
+        raise bad_request(["unknown", value])
     return cast("str", value)
 
 
@@ -275,18 +279,22 @@ def _queue_actions(api: ManagementAPI, call: Call) -> Any:
     return Response(204)
 
 
-def _choice(*allowed: str, what: str) -> Any:
+def _choice(*allowed: str, reason: str) -> Any:
     def read(value: Any) -> str:
         if value not in allowed:
-            raise bad_request(f"Unsupported {what}: {value}")
+            raise bad_request(reason.format(value=value))
         return cast("str", value)
     return read
 
 
 _GET = Schema({
+    # (RabbitMQ 3.10.8 fails on another ackmode: 500 without a body)
     "ackmode": Field(_choice("ack_requeue_true", "ack_requeue_false", "reject_requeue_true",
-                             "reject_requeue_false", what="ackmode"), required=True),
-    "encoding": Field(_choice("auto", "base64", what="encoding"), required=True),
+                             "reject_requeue_false", reason="Unsupported ackmode: {value}"),
+                     required=True),
+    "encoding": Field(_choice("auto", "base64",
+                              reason="Unsupported encoding. Please use auto or base64."),
+                      required=True),
     "count": Field(integer, 1), "truncate": Field(optional(integer)),
 })
 
@@ -299,7 +307,7 @@ def _queue_get_messages(api: ManagementAPI, call: Call) -> Any:
     found: list[dict[str, Any]] = []
     with api.broker.locked():
         queue = api.queue(call)
-        with api.channel(call, call.params["vhost"]) as channel:
+        with api.channel(call, call.params["vhost"], whole_reasons=True) as channel:
             tags = []
             for _ in range(max(body["count"], 0)):
                 delivery = channel.basic_get(queue.name)

@@ -73,9 +73,8 @@ def _user_get(api: ManagementAPI, call: Call) -> Any:
         return _user_info(_user(api, call))
 
 
-def _password_hash(value: Any) -> str:
-    if not isinstance(value, str):
-        raise bad_request(["not_base64", value])
+def _base64(value: str) -> str:
+    """``rabbit_misc:b64decode_or_throw``."""
     try:
         base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
@@ -84,7 +83,7 @@ def _password_hash(value: Any) -> str:
 
 
 _USER = Schema({
-    "password": Field(text, ABSENT), "password_hash": Field(_password_hash, ABSENT),
+    "password": Field(text, ABSENT), "password_hash": Field(text, ABSENT),
     "hashing_algorithm": Field(text, SHA256), "tags": Field(text_or_list, ABSENT),
     "limits": Field(optional(json_object)),
     # (RabbitMQ 2.x's way of saying tags: read when "tags" is absent)
@@ -111,7 +110,7 @@ def _user_put(api: ManagementAPI, call: Call) -> Any:
         password = body["password"]
     elif "password_hash" in body:
         try:
-            password = HashedPassword(body["password_hash"], body["hashing_algorithm"])
+            password = HashedPassword(_base64(body["password_hash"]), body["hashing_algorithm"])
         except DefinitionsError as error:
             raise bad_request(str(error)) from None
     with broker.locked():

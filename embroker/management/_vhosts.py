@@ -39,7 +39,14 @@ def _vhost_get(api: ManagementAPI, call: Call) -> Any:
         return _info(api, name, views.unacked_by_queue(api.broker.connections.values()))
 
 
-_VHOST = Schema({"description": Field(text, ""), "tags": Field(text_or_list, []),
+def _description(value: Any) -> str:
+    """(RabbitMQ keeps a number as it is; embroker keeps its text.)"""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return text(value)
+
+
+_VHOST = Schema({"description": Field(_description, ""), "tags": Field(text_or_list, []),
                  "tracing": Field(boolean, False)})
 
 

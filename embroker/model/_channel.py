@@ -247,7 +247,8 @@ class Channel:
             AccessRefused: (403) the exchange is internal.
             PreconditionFailed: (406) a body over the broker's ``max_message_size``, a
                 ``user_id`` that is not the connection's user, an ``expiration`` that is no
-                number of milliseconds, or a ``CC``/``BCC`` header that is not an array.
+                number of milliseconds, a ``delivery_mode`` other than 1 and 2, or a
+                ``CC``/``BCC`` header that is not an array.
             NotImplementedAMQP: (540) ``immediate`` is set, as in RabbitMQ 3.
 
         Every refusal is recorded on the trace too.
@@ -298,6 +299,9 @@ class Channel:
                     f"'{self.connection.user}'")
             expiration = (parse_expiration(properties["expiration"])
                           if "expiration" in properties else None)
+            mode = properties.get("delivery_mode")
+            if mode is not None and mode not in (1, 2):  # rabbit_basic:is_message_persistent
+                raise PreconditionFailed(f"invalid message: {{delivery_mode_unknown,{mode}}}")
             if properties.get("reply_to") == REPLY_TO:
                 if self.reply_consumer is None:
                     raise PreconditionFailed("fast reply consumer does not exist")

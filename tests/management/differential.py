@@ -17,7 +17,9 @@ later), so a run that knows the answers to expect asks again until they come, wi
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import re
 import time
 import urllib.error
 import urllib.parse
@@ -52,6 +54,22 @@ class Step:
     headers: dict[str, str] = field(default_factory=dict)
     #: Compare only the keys of the first item of a list (lists of the node's own things).
     first_only: bool = True
+    #: Name the step by its body too (steps that differ only by their body); a body of
+    #: ``bytes`` is sent as it is (not JSON: ``b"null"``, ``b"1e400"``).
+    show_body: bool = False
+
+    @property
+    def name(self) -> str:
+        """What the transcript calls the step: method and path, the user when it is not
+        guest, and the body when :attr:`show_body`."""
+        text = f"{self.method} {self.path}"
+        if self.user != "guest":
+            text += f" as {self.user or 'nobody'}"
+        if self.show_body:
+            shown = self.body.decode() if isinstance(self.body, bytes) else json.dumps(
+                self.body, sort_keys=True)
+            text += f" {shown}"
+        return text
 
 
 @dataclass
@@ -62,6 +80,51 @@ class Target:
     settle_seconds: float = 0.0
     amqp_url: str = ""  # amqp://guest:guest@host:port/ (for CONSUME steps)
     opened: list[Any] = field(default_factory=list)
+    #: The names of the connections CONNECT steps opened, by their label.
+    connections: dict[str, str] = field(default_factory=dict)
+
+    def password(self, user: str) -> str:
+        return "guest" if user == "guest" else "pw-" + user
+
+    def connect(self, label: str, user: str) -> None:
+        """Open a pika connection to the vhost as ``user`` (named ``mgmt-diff-LABEL``, with a
+        channel), kept until :func:`cleanup`, and learn the name the API gives it (RabbitMQ
+        lists a connection once its statistics are in: asked again until it is, within
+        :data:`SETTLE_BOUND_SECONDS`)."""
+        import pika
+
+        real = self.users.get(user, user)
+        parts = urllib.parse.urlsplit(self.amqp_url)
+        params = pika.ConnectionParameters(
+            parts.hostname or "127.0.0.1", parts.port or 5672, self.vhost,
+            pika.PlainCredentials(real, self.password(user)),
+            client_properties={"connection_name": f"mgmt-diff-{label}"})
+        connection = pika.BlockingConnection(params)
+        connection.channel()
+        self.opened.append(connection)
+        deadline = time.monotonic() + SETTLE_BOUND_SECONDS
+        while True:
+            status, raw, _ = self.call(Step("GET", "/connections"))
+            found = [c["name"] for c in json.loads(raw) if status == 200 and
+                     c.get("user_provided_name") == f"mgmt-diff-{label}"]
+            if found or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert found, f"the connection {label} never showed in /api/connections"
+        self.connections[label] = found[0]
+
+    def path(self, step: Step) -> str:
+        """The step's path with this run's names: ``{vhost}``, the users', and
+        ``{conn:LABEL}`` / ``{chan:LABEL:N}`` for the connections CONNECT steps opened (and
+        their channel N)."""
+        def connection(match: re.Match[str]) -> str:
+            name = self.connections[match.group(2)]
+            if match.group(1) == "chan":
+                name = f"{name} ({match.group(3)})"
+            return urllib.parse.quote(name, safe="")
+        path = re.sub(r"\{(conn|chan):(\w+)(?::(\d+))?\}", connection, step.path)
+        return path.format(vhost=urllib.parse.quote(self.vhost, safe=""),
+                           **{k: urllib.parse.quote(v, safe="") for k, v in self.users.items()})
 
     def consume(self, queue: str) -> None:
         """Open a pika connection to the vhost with a consumer on ``queue`` (prefetch 5), kept
@@ -79,16 +142,15 @@ class Target:
         self.opened.append(connection)
 
     def call(self, step: Step, password: str = "guest") -> tuple[int, bytes, dict[str, str]]:
-        path = step.path.format(vhost=urllib.parse.quote(self.vhost, safe=""),
-                                **{k: urllib.parse.quote(v, safe="") for k, v in
-                                   self.users.items()})
+        path = self.path(step)
         user = self.users.get(step.user, step.user)
-        secret = "guest" if step.user == "guest" else "pw-" + step.user
+        secret = self.password(step.user)
         body = step.body
         if isinstance(body, dict):  # "{vhost}" in a value of the body is this run's vhost
             body = {k: v.replace("{vhost}", self.vhost) if isinstance(v, str) else v
                     for k, v in body.items()}
-        data = json.dumps(body).encode() if body is not None else None
+        data = body if isinstance(body, bytes) else (
+            json.dumps(body).encode() if body is not None else None)
         headers = {"content-type": "application/json", **step.headers}
         if step.user != "":
             headers["authorization"] = "Basic " + base64.b64encode(
@@ -146,6 +208,10 @@ def run(steps: list[Step], target: Target,
             target.consume(step.path)
             transcript.append({"step": f"CONSUME {step.path}"})
             continue
+        if step.method == "CONNECT":
+            target.connect(step.path, step.user)
+            transcript.append({"step": f"CONNECT {step.path} as {step.user}"})
+            continue
         entry = _answer(step, target)
         if step.settle and target.settle_seconds and expected is not None:
             deadline = time.monotonic() + SETTLE_BOUND_SECONDS
@@ -158,7 +224,7 @@ def run(steps: list[Step], target: Target,
 
 def _answer(step: Step, target: Target) -> dict[str, Any]:
     status, raw, headers = target.call(step)
-    entry: dict[str, Any] = {"step": f"{step.method} {step.path}", "status": status}
+    entry: dict[str, Any] = {"step": step.name, "status": status}
     try:
         answer = json.loads(raw) if raw.strip() else None
     except ValueError:
@@ -181,6 +247,8 @@ def _answer(step: Step, target: Target) -> dict[str, Any]:
 def _anonymous(entry: dict[str, Any], target: Target) -> dict[str, Any]:
     """The entry with this run's vhost and user names as their placeholders."""
     text = json.dumps(entry)
+    for label, name in target.connections.items():
+        text = text.replace(json.dumps(name)[1:-1], "{conn:" + label + "}")
     for name, real in sorted(target.users.items(), key=lambda kv: -len(kv[1])):
         text = text.replace(real, "{" + name + "}")
     text = text.replace(target.vhost, "{vhost}")
@@ -199,7 +267,8 @@ def new_target(base: str, amqp_url: str, settle_seconds: float = 0.0) -> Target:
 def cleanup(target: Target) -> None:
     for connection in target.opened:
         if connection.is_open:
-            connection.close()
+            with contextlib.suppress(Exception):  # (one the API closed: pika learns it late)
+                connection.close()
     for step in [Step("DELETE", "/traces/{vhost}/{vhost}"),  # the tracing scenario's
                  Step("DELETE", "/trace-files/{vhost}.log"),
                  Step("DELETE", "/vhosts/{vhost}"),

@@ -13,7 +13,169 @@ _GRANT = [Step("PUT", "/vhosts/{vhost}", {}),
           Step("PUT", "/permissions/{vhost}/{policy}", {"configure": ".*", "write": ".*",
                                                         "read": ".*"})]
 
+#: Who the authorization scenario asks as: each management tag, with permissions in the vhost
+#: (mgmt, policy) or without (monitor, admin), no tag at all (plain), and guest (an
+#: administrator with permissions, the vhost's creator).
+_WHO = ("plain", "mgmt", "monitor", "policy", "admin", "guest")
+#: One route per rule of RabbitMQ's vocabulary (rabbit_mgmt_util:is_authorized_*), and what
+#: each user is answered there: the rule decides before anything is looked up.
+_RULES = ("/vhosts/{vhost}",                  # is_authorized_admin
+          "/queues/{vhost}",                  # is_authorized_vhost
+          "/queues/{vhost}/q1",               # is_authorized_vhost, then the queue
+          "/queues/{vhost}/no-such-queue",
+          "/exchanges/{vhost}/x1",
+          "/bindings/{vhost}",
+          "/vhosts/{vhost}/connections",
+          "/vhost-limits/{vhost}",            # is_authorized_vhost_visible
+          "/policies/{vhost}",                # is_authorized_vhost
+          "/policies/{vhost}/no-such-policy",  # is_authorized_policies
+          "/operator-policies/{vhost}/no-such-policy",  # is_authorized_admin
+          "/parameters",                      # is_authorized_policies, no vhost
+          "/global-parameters",               # is_authorized_global_parameters
+          "/nodes",                           # is_authorized_monitor
+          "/consumers/{vhost}",               # is_authorized
+          "/definitions/{vhost}",             # is_authorized_admin
+          "/healthchecks/node",               # is_authorized
+          "/aliveness-test/{vhost}",          # is_authorized_vhost, then a direct connection
+          "/vhosts/no-such-vhost",            # admin first, then 404
+          "/queues/no-such-vhost/q1")         # a vhost that does not exist passes the rule
+
 SCENARIOS: dict[str, list[Step]] = {
+    # Who may do what (issue #34): each rule as each kind of user, an administrator without
+    # permissions in the vhost, and connections read and closed by their owner, by a monitor,
+    # by another user and by an administrator.
+    "authorization": [
+        *_USERS, *_GRANT,
+        Step("PUT", "/permissions/{vhost}/{plain}", {"configure": ".*", "write": ".*",
+                                                     "read": ".*"}),
+        Step("PUT", "/queues/{vhost}/q1", {}),
+        Step("PUT", "/exchanges/{vhost}/x1", {"type": "fanout"}),
+        Step("GET", "/auth", user=""),
+        # (statuses and errors: the answers' shapes are the other scenarios')
+        *[Step("GET", path, user=who, shape=False) for path in _RULES for who in _WHO],
+        # An administrator without permissions: sees and reads (is_authorized_vhost lets
+        # administrators through), but the work goes through a direct connection as itself.
+        Step("GET", "/queues/{vhost}/q1", user="admin", values=("name", "vhost"), shape=False),
+        Step("PUT", "/queues/{vhost}/q2", {}, user="admin"),
+        Step("DELETE", "/queues/{vhost}/q1", user="admin"),
+        Step("POST", "/queues/{vhost}/q1/get", {"count": 1, "ackmode": "ack_requeue_true",
+                                                "encoding": "auto"}, user="admin"),
+        Step("POST", "/exchanges/{vhost}/amq.default/publish", {
+            "routing_key": "q1", "properties": {}, "payload": "x",
+            "payload_encoding": "string"}, user="admin"),
+        Step("DELETE", "/queues/{vhost}/q1", user="monitor"),
+        Step("DELETE", "/queues/{vhost}/q1/contents", user="monitor"),
+        Step("PUT", "/queues/{vhost}/q3", {}, user="monitor"),
+        Step("POST", "/queues/{vhost}/q1/actions", {"action": "sync"}, user="policy"),
+        Step("PUT", "/policies/{vhost}/p1", {"pattern": "^q", "definition": {
+            "max-length": 5}}, user="mgmt"),
+        Step("PUT", "/policies/{vhost}/p1", {"pattern": "^q", "definition": {
+            "max-length": 5}}, user="monitor"),
+        Step("PUT", "/policies/{vhost}/p1", {"pattern": "^q", "definition": {
+            "max-length": 5}}, user="admin"),
+        Step("DELETE", "/policies/{vhost}/p1", user="policy"),
+        Step("PUT", "/vhost-limits/{vhost}/max-queues", {"value": 5}, user="policy"),
+        Step("PUT", "/users/{plain}", {"password": "x", "tags": ""}, user="monitor"),
+        Step("DELETE", "/vhosts/{vhost}", user="monitor"),
+        # Connections: each user's own, a monitor's view of all, an administrator's closes.
+        Step("CONNECT", "g", user="guest"),
+        Step("CONNECT", "m", user="mgmt"),
+        Step("CONNECT", "p", user="plain"),
+        *[Step("GET", "/connections/{conn:g}", user=who, values=("user", "name"), shape=False)
+          for who in _WHO],
+        Step("GET", "/connections/{conn:m}", user="mgmt", values=("user", "name"), shape=False),
+        Step("GET", "/connections/{conn:g}/channels", user="mgmt"),
+        Step("GET", "/connections/{conn:g}/channels", user="monitor", values=("0.name",), shape=False),
+        Step("GET", "/channels/{chan:g:1}", user="mgmt"),
+        Step("GET", "/channels/{chan:g:1}", user="monitor", values=("name", "user"), shape=False),
+        Step("GET", "/channels/{chan:m:1}", user="mgmt", values=("name", "user"), shape=False),
+        Step("GET", "/connections/no-such-connection", user="monitor"),
+        Step("GET", "/connections/username/{mgmt}", user="monitor", values=("0.user",), shape=False),
+        Step("GET", "/connections/username/{mgmt}", user="mgmt"),
+        Step("DELETE", "/connections/{conn:g}", user="monitor"),
+        Step("DELETE", "/connections/{conn:g}", user="mgmt"),
+        Step("DELETE", "/connections/{conn:g}", user="policy"),
+        Step("DELETE", "/connections/no-such-connection", user="monitor"),
+        Step("DELETE", "/connections/no-such-connection", user="admin"),
+        Step("DELETE", "/connections/{conn:m}", user="mgmt"),
+        Step("DELETE", "/connections/{conn:g}", user="admin"),
+        Step("DELETE", "/connections/username/{plain}", user="plain"),
+        Step("DELETE", "/connections/username/{plain}", user="admin"),
+    ],
+    # Bodies that are not what a route takes: RabbitMQ's 400s, and, where RabbitMQ itself
+    # fails (500, no body), embroker's 400 (test_differential.DELIBERATE says which).
+    "bad_bodies": [
+        *_USERS, Step("PUT", "/vhosts/{vhost}", {}),
+        Step("PUT", "/queues/{vhost}/q1", {}),
+        *[Step("PUT", "/queues/{vhost}/qb", body, show_body=True) for body in (
+            {"durable": "yes"}, {"durable": 1}, {"auto_delete": None},
+            {"arguments": [1, 2]}, {"arguments": "xy"}, {"arguments": {"x-max-length": "x"}},
+            b"[1, 2]", b"5", b"1e400", b'{"durable": 1e400}', b"NaN", b"{", b'"{}"',
+            {"arguments": []}, b"null", {"zzz": 1}, {"durable": "true"})],
+        Step("DELETE", "/queues/{vhost}/qb"),
+        *[Step("PUT", "/exchanges/{vhost}/xb", body, show_body=True) for body in (
+            {"type": 5}, {"type": "direct", "internal": "maybe"}, {"arguments": 7},
+            {"type": "direct", "durable": "false"})],
+        Step("DELETE", "/exchanges/{vhost}/xb"),
+        *[Step("PUT", "/users/{vhost}-u", body, show_body=True) for body in (
+            {}, {"password": "a"}, {"password": None, "tags": ""}, {"password": 5, "tags": ""},
+            {"password": "a", "tags": 5}, {"password": "a", "tags": ["a", 5]},
+            {"password": "a", "password_hash": "b", "tags": ""},
+            {"password_hash": "!!!", "tags": ""},
+            {"password": "a", "tags": "", "limits": {"max-connections": "x"}},
+            {"password": "a", "tags": "", "limits": {"max-connections": 5}})],
+        Step("GET", "/users/{vhost}-u", values=("name", "tags", "limits")),
+        Step("PUT", "/users/{vhost}-u", {"tags": "management"}),
+        Step("GET", "/users/{vhost}-u", values=("name", "tags", "limits")),
+        Step("DELETE", "/users/{vhost}-u"),
+        *[Step("POST", "/exchanges/{vhost}/amq.default/publish", body, show_body=True) for body in (
+            {"routing_key": "q1", "properties": {"priority": "high"}, "payload": "x",
+             "payload_encoding": "string"},
+            {"routing_key": 5, "properties": {}, "payload": "x", "payload_encoding": "string"},
+            {"routing_key": "q1", "properties": {}, "payload": 5,
+             "payload_encoding": "string"},
+            {"routing_key": "q1", "properties": {}, "payload": "x",
+             "payload_encoding": "rot13"},
+            {"routing_key": "q1", "properties": [], "payload": "x",
+             "payload_encoding": "string"},
+            {"routing_key": "q1", "properties": {"headers": 5}, "payload": "x",
+             "payload_encoding": "string"},
+            {"routing_key": "q1", "properties": {"delivery_mode": 300}, "payload": "x",
+             "payload_encoding": "string"},
+            {"routing_key": "q1", "properties": {"nonsense": 1}, "payload": "x",
+             "payload_encoding": "string"},
+            {"routing_key": "q1", "properties": {}, "payload": "!!",
+             "payload_encoding": "base64"},
+            {"properties": {}})],
+        *[Step("POST", "/queues/{vhost}/q1/get", body, show_body=True) for body in (
+            {"count": "x", "ackmode": "ack_requeue_true", "encoding": "auto"},
+            {"count": 1, "ackmode": "nope", "encoding": "auto"},
+            {"count": 1, "ackmode": "ack_requeue_true", "encoding": "nope"},
+            {"count": 1, "ackmode": "ack_requeue_true", "encoding": "auto",
+             "truncate": "x"},
+            {"count": 1})],
+        *[Step("PUT", "/permissions/{vhost}/{plain}", body, show_body=True) for body in (
+            {"configure": 5, "write": ".*", "read": ".*"},
+            {"configure": "(", "write": ".*", "read": ".*"}, {"configure": ".*"})],
+        *[Step("PUT", "/policies/{vhost}/pb", body, show_body=True) for body in (
+            {"pattern": 5, "definition": {"max-length": 1}},
+            {"pattern": "x", "definition": [1]},
+            {"pattern": "x", "definition": {"max-length": 1}, "priority": "high"},
+            {"pattern": "x", "definition": {"max-length": "x"}},
+            {"pattern": "x", "definition": {"max-length": 1}, "apply-to": "all-the-things"})],
+        *[Step("PUT", "/vhost-limits/{vhost}/max-queues", body, show_body=True) for body in (
+            {"value": "x"}, {}, {"value": None})],
+        *[Step("PUT", "/vhosts/{vhost}", body, show_body=True) for body in (
+            {"tracing": "maybe"}, {"description": 5}, {"tags": 5})],
+        *[Step("POST", "/bindings/{vhost}/e/amq.direct/q/q1", body, show_body=True) for body in (
+            {"routing_key": 5}, {"arguments": 5})],
+        Step("POST", "/users/bulk-delete", {"users": "x"}, show_body=True),
+        Step("POST", "/users/bulk-delete", {}, show_body=True),
+        Step("POST", "/queues/{vhost}/q1/actions", {"action": "explode"}, show_body=True),
+        Step("POST", "/definitions/{vhost}", {"queues": 5}, show_body=True),
+        Step("POST", "/definitions/{vhost}", {"queues": [5]}, show_body=True),
+    ],
+
     "errors_and_auth": [
         Step("GET", "/overview", user=""),
         Step("GET", "/overview", user="nobody"),
