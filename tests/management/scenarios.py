@@ -40,6 +40,36 @@ _RULES = ("/vhosts/{vhost}",                  # is_authorized_admin
           "/vhosts/no-such-vhost",            # admin first, then 404
           "/queues/no-such-vhost/q1")         # a vhost that does not exist passes the rule
 
+#: Queue declares' bodies RabbitMQ refuses (or takes), some of them not JSON at all.
+_QUEUE_BODIES: tuple[object, ...] = (
+    {"durable": "yes"}, {"durable": 1}, {"auto_delete": None},
+    {"arguments": [1, 2]}, {"arguments": "xy"}, {"arguments": {"x-max-length": "x"}},
+    b"[1, 2]", b"5", b"1e400", b'{"durable": 1e400}', b"NaN", b"{", b'"{}"',
+    {"arguments": []}, b"null", {"zzz": 1}, {"durable": "true"},
+)
+
+#: Publishes' bodies RabbitMQ refuses (or takes).
+_PUBLISH_BODIES: tuple[dict[str, object], ...] = (
+    {"routing_key": "q1", "properties": {"priority": "high"}, "payload": "x",
+     "payload_encoding": "string"},
+    {"routing_key": 5, "properties": {}, "payload": "x", "payload_encoding": "string"},
+    {"routing_key": "q1", "properties": {}, "payload": 5,
+     "payload_encoding": "string"},
+    {"routing_key": "q1", "properties": {}, "payload": "x",
+     "payload_encoding": "rot13"},
+    {"routing_key": "q1", "properties": [], "payload": "x",
+     "payload_encoding": "string"},
+    {"routing_key": "q1", "properties": {"headers": 5}, "payload": "x",
+     "payload_encoding": "string"},
+    {"routing_key": "q1", "properties": {"delivery_mode": 300}, "payload": "x",
+     "payload_encoding": "string"},
+    {"routing_key": "q1", "properties": {"nonsense": 1}, "payload": "x",
+     "payload_encoding": "string"},
+    {"routing_key": "q1", "properties": {}, "payload": "!!",
+     "payload_encoding": "base64"},
+    {"properties": {}},
+)
+
 SCENARIOS: dict[str, list[Step]] = {
     # Who may do what (issue #34): each rule as each kind of user, an administrator without
     # permissions in the vhost, and connections read and closed by their owner, by a monitor,
@@ -103,15 +133,11 @@ SCENARIOS: dict[str, list[Step]] = {
         Step("DELETE", "/connections/username/{plain}", user="admin"),
     ],
     # Bodies that are not what a route takes: RabbitMQ's 400s, and, where RabbitMQ itself
-    # fails (500, no body), embroker's 400 (test_differential.DELIBERATE says which).
+    # fails (500, no body), embroker's 400 (test_differential.RABBITMQ_FAILS says which).
     "bad_bodies": [
         *_USERS, Step("PUT", "/vhosts/{vhost}", {}),
         Step("PUT", "/queues/{vhost}/q1", {}),
-        *[Step("PUT", "/queues/{vhost}/qb", body, show_body=True) for body in (
-            {"durable": "yes"}, {"durable": 1}, {"auto_delete": None},
-            {"arguments": [1, 2]}, {"arguments": "xy"}, {"arguments": {"x-max-length": "x"}},
-            b"[1, 2]", b"5", b"1e400", b'{"durable": 1e400}', b"NaN", b"{", b'"{}"',
-            {"arguments": []}, b"null", {"zzz": 1}, {"durable": "true"})],
+        *[Step("PUT", "/queues/{vhost}/qb", body, show_body=True) for body in _QUEUE_BODIES],
         Step("DELETE", "/queues/{vhost}/qb"),
         *[Step("PUT", "/exchanges/{vhost}/xb", body, show_body=True) for body in (
             {"type": 5}, {"type": "direct", "internal": "maybe"}, {"arguments": 7},
@@ -128,25 +154,8 @@ SCENARIOS: dict[str, list[Step]] = {
         Step("PUT", "/users/{vhost}-u", {"tags": "management"}),
         Step("GET", "/users/{vhost}-u", values=("name", "tags", "limits")),
         Step("DELETE", "/users/{vhost}-u"),
-        *[Step("POST", "/exchanges/{vhost}/amq.default/publish", body, show_body=True) for body in (
-            {"routing_key": "q1", "properties": {"priority": "high"}, "payload": "x",
-             "payload_encoding": "string"},
-            {"routing_key": 5, "properties": {}, "payload": "x", "payload_encoding": "string"},
-            {"routing_key": "q1", "properties": {}, "payload": 5,
-             "payload_encoding": "string"},
-            {"routing_key": "q1", "properties": {}, "payload": "x",
-             "payload_encoding": "rot13"},
-            {"routing_key": "q1", "properties": [], "payload": "x",
-             "payload_encoding": "string"},
-            {"routing_key": "q1", "properties": {"headers": 5}, "payload": "x",
-             "payload_encoding": "string"},
-            {"routing_key": "q1", "properties": {"delivery_mode": 300}, "payload": "x",
-             "payload_encoding": "string"},
-            {"routing_key": "q1", "properties": {"nonsense": 1}, "payload": "x",
-             "payload_encoding": "string"},
-            {"routing_key": "q1", "properties": {}, "payload": "!!",
-             "payload_encoding": "base64"},
-            {"properties": {}})],
+        *[Step("POST", "/exchanges/{vhost}/amq.default/publish", body, show_body=True)
+          for body in _PUBLISH_BODIES],
         *[Step("POST", "/queues/{vhost}/q1/get", body, show_body=True) for body in (
             {"count": "x", "ackmode": "ack_requeue_true", "encoding": "auto"},
             {"count": 1, "ackmode": "nope", "encoding": "auto"},
