@@ -1,0 +1,179 @@
+"""The management API's route table against RabbitMQ 3.10.8's: each path's methods and, per
+method, the rule that decides who may use it (``rabbit_mgmt_dispatcher`` and each
+``rabbit_mgmt_wm_*`` module's ``allowed_methods/2`` and ``is_authorized/2``; the tracing
+plugin's ``rabbit_tracing_wm_*``), transcribed here by hand from the source so that the table in
+``embroker/management`` is checked against it, not against itself."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from embroker.management import _resources  # noqa: F401  (the routes, registered)
+from embroker.management._routes import ROUTES
+from embroker.model._access import Rule
+
+ANY, ADMIN, MONITOR = Rule.ANY, Rule.ADMIN, Rule.MONITOR
+VHOST, VISIBLE, POLICIES = Rule.VHOST, Rule.VHOST_VISIBLE, Rule.POLICIES
+GLOBAL, OWNER, PUBLIC = Rule.GLOBAL_PARAMETERS, Rule.OWNER, Rule.PUBLIC
+
+
+def _all(rule: Rule, *methods: str) -> dict[str, Rule]:
+    return dict.fromkeys(methods, rule)
+
+
+#: RabbitMQ 3.10.8: path (its own parameter names) -> method -> rule (HEAD goes with GET).
+RABBITMQ: dict[str, dict[str, Rule]] = {
+    "/overview": _all(ANY, "GET"),
+    "/cluster-name": {"GET": ANY, "PUT": ADMIN},
+    "/nodes": _all(MONITOR, "GET"),
+    "/nodes/:node": _all(MONITOR, "GET"),
+    "/nodes/:node/memory": _all(MONITOR, "GET"),
+    "/nodes/:node/memory/relative": _all(MONITOR, "GET"),
+    "/nodes/:node/memory/ets": _all(MONITOR, "GET"),
+    "/nodes/:node/memory/ets/relative": _all(MONITOR, "GET"),
+    "/nodes/:node/memory/ets/:filter": _all(MONITOR, "GET"),
+    "/nodes/:node/memory/ets/:filter/relative": _all(MONITOR, "GET"),
+    "/extensions": _all(ANY, "GET"),
+    "/all-configuration": _all(ADMIN, "GET", "POST"),
+    "/definitions": _all(ADMIN, "GET", "POST"),
+    "/definitions/:vhost": _all(ADMIN, "GET", "POST"),
+    "/parameters": _all(POLICIES, "GET"),
+    "/parameters/:component": _all(POLICIES, "GET"),
+    "/parameters/:component/:vhost": _all(POLICIES, "GET"),
+    "/parameters/:component/:vhost/:name": _all(POLICIES, "GET", "PUT", "DELETE"),
+    "/global-parameters": _all(GLOBAL, "GET"),
+    "/global-parameters/:name": _all(GLOBAL, "GET", "PUT", "DELETE"),
+    "/policies": _all(VHOST, "GET"),
+    "/policies/:vhost": _all(VHOST, "GET"),
+    "/policies/:vhost/:name": _all(POLICIES, "GET", "PUT", "DELETE"),
+    "/operator-policies": _all(VHOST, "GET"),
+    "/operator-policies/:vhost": _all(VHOST, "GET"),
+    "/operator-policies/:vhost/:name": _all(ADMIN, "GET", "PUT", "DELETE"),
+    "/vhost-limits/:vhost/:name": _all(ADMIN, "PUT", "DELETE"),
+    "/vhost-limits": _all(VISIBLE, "GET"),
+    "/vhost-limits/:vhost": _all(VISIBLE, "GET"),
+    "/connections": _all(ANY, "GET"),
+    "/connections/:connection": _all(OWNER, "GET", "DELETE"),
+    "/connections/username/:username": _all(OWNER, "GET", "DELETE"),
+    "/connections/:connection/channels": _all(OWNER, "GET"),
+    "/channels": _all(ANY, "GET"),
+    "/channels/:channel": _all(OWNER, "GET"),
+    "/consumers": _all(ANY, "GET"),
+    "/consumers/:vhost": _all(ANY, "GET"),
+    "/exchanges": _all(VHOST, "GET"),
+    "/exchanges/:vhost": _all(VHOST, "GET"),
+    "/exchanges/:vhost/:exchange": _all(VHOST, "GET", "PUT", "DELETE"),
+    "/exchanges/:vhost/:exchange/publish": _all(VHOST, "POST"),
+    "/exchanges/:vhost/:exchange/bindings/source": _all(VHOST, "GET"),
+    "/exchanges/:vhost/:exchange/bindings/destination": _all(VHOST, "GET"),
+    "/queues": _all(VHOST, "GET"),
+    "/queues/:vhost": _all(VHOST, "GET"),
+    "/queues/:vhost/:queue": _all(VHOST, "GET", "PUT", "DELETE"),
+    "/queues/:vhost/:destination/bindings": _all(VHOST, "GET"),
+    "/queues/:vhost/:queue/contents": _all(VHOST, "DELETE"),
+    "/queues/:vhost/:queue/get": _all(VHOST, "POST"),
+    "/queues/:vhost/:queue/actions": _all(ADMIN, "POST"),
+    "/bindings": _all(VHOST, "GET"),
+    "/bindings/:vhost": _all(VHOST, "GET"),
+    "/bindings/:vhost/e/:source/:dtype/:destination": _all(VHOST, "GET", "POST"),
+    "/bindings/:vhost/e/:source/:dtype/:destination/:props": _all(VHOST, "GET", "DELETE"),
+    "/vhosts": _all(ANY, "GET"),
+    "/vhosts/:vhost": _all(ADMIN, "GET", "PUT", "DELETE"),
+    "/vhosts/:vhost/start/:node": _all(ADMIN, "POST"),
+    "/vhosts/:vhost/permissions": _all(ADMIN, "GET"),
+    "/vhosts/:vhost/topic-permissions": _all(ADMIN, "GET"),
+    "/vhosts/:vhost/connections": _all(VHOST, "GET"),
+    "/vhosts/:vhost/channels": _all(VHOST, "GET"),
+    "/users/bulk-delete": _all(ADMIN, "POST"),
+    "/users/without-permissions": _all(ADMIN, "GET"),
+    "/users": _all(ADMIN, "GET"),
+    "/users/:user": _all(ADMIN, "GET", "PUT", "DELETE"),
+    "/users/:user/permissions": _all(ADMIN, "GET"),
+    "/users/:user/topic-permissions": _all(ADMIN, "GET"),
+    "/user-limits/:user/:name": _all(ADMIN, "PUT", "DELETE"),
+    "/user-limits": _all(VISIBLE, "GET"),
+    "/user-limits/:user": _all(VISIBLE, "GET"),
+    "/feature-flags": _all(ADMIN, "GET"),
+    "/feature-flags/:name/enable": _all(ADMIN, "PUT"),
+    "/whoami": _all(ANY, "GET"),
+    "/permissions": _all(ADMIN, "GET"),
+    "/permissions/:vhost/:user": _all(ADMIN, "GET", "PUT", "DELETE"),
+    "/topic-permissions": _all(ADMIN, "GET"),
+    "/topic-permissions/:vhost/:user": _all(ADMIN, "GET", "PUT", "DELETE"),
+    "/topic-permissions/:vhost/:user/:exchange": _all(ADMIN, "GET", "PUT", "DELETE"),
+    "/aliveness-test/:vhost": _all(VHOST, "GET"),
+    "/healthchecks/node": _all(ANY, "GET"),
+    "/healthchecks/node/:node": _all(ANY, "GET"),
+    "/health/checks/alarms": _all(ANY, "GET"),
+    "/health/checks/local-alarms": _all(ANY, "GET"),
+    "/health/checks/certificate-expiration/:within/:unit": _all(ANY, "GET"),
+    "/health/checks/port-listener/:port": _all(ANY, "GET"),
+    "/health/checks/protocol-listener/:protocol": _all(ANY, "GET"),
+    "/health/checks/virtual-hosts": _all(ANY, "GET"),
+    "/health/checks/node-is-mirror-sync-critical": _all(ANY, "GET"),
+    "/health/checks/node-is-quorum-critical": _all(ANY, "GET"),
+    "/reset": _all(ADMIN, "DELETE"),
+    "/reset/:node": _all(ADMIN, "DELETE"),
+    "/rebalance/queues": _all(ADMIN, "POST"),
+    "/auth": _all(PUBLIC, "GET"),
+    "/auth/attempts/:node": _all(MONITOR, "GET", "DELETE"),
+    "/auth/attempts/:node/source": _all(MONITOR, "GET", "DELETE"),
+    # rabbitmq_tracing (rabbit_tracing_mgmt:dispatcher/0)
+    "/traces": _all(ADMIN, "GET"),
+    "/traces/node/:node": _all(ADMIN, "GET"),
+    "/traces/:vhost": _all(ADMIN, "GET"),
+    "/traces/node/:node/:vhost": _all(ADMIN, "GET"),
+    "/traces/:vhost/:name": _all(ADMIN, "GET", "PUT", "DELETE"),
+    "/traces/node/:node/:vhost/:name": _all(ADMIN, "GET", "PUT", "DELETE"),
+    "/trace-files": _all(ADMIN, "GET"),
+    "/trace-files/node/:node": _all(ADMIN, "GET"),
+    "/trace-files/:name": _all(ADMIN, "GET", "DELETE"),
+    "/trace-files/node/:node/:name": _all(ADMIN, "GET", "DELETE"),
+}
+
+#: RabbitMQ's routes embroker does not serve (answered 404), and why.
+NOT_SERVED = {
+    "/nodes/:node/memory": "the Erlang VM's memory breakdown",
+    "/nodes/:node/memory/relative": "(the same)",
+    "/nodes/:node/memory/ets": "(the same: Erlang's ETS tables)",
+    "/nodes/:node/memory/ets/relative": "(the same)",
+    "/nodes/:node/memory/ets/:filter": "(the same)",
+    "/nodes/:node/memory/ets/:filter/relative": "(the same)",
+    "/all-configuration": "the old name of /definitions",
+    "/parameters/:component/:vhost/:name": "no runtime parameters (federation, shovel)",
+    "/global-parameters/:name": "the only global parameter is the cluster name",
+    "/user-limits/:user/:name": "user limits are set through PUT /users/:user",
+    "/user-limits": "(the same)",
+    "/user-limits/:user": "(the same)",
+    "/feature-flags/:name/enable": "no feature flags",
+    "/topic-permissions/:vhost/:user/:exchange": "topic permissions per exchange are listed "
+                                                 "and set through /topic-permissions/:vhost/:user",
+    "/reset": "statistics are exact and need no reset",
+    "/reset/:node": "(the same)",
+    "/rebalance/queues": "one node",
+    "/auth/attempts/:node": "no record of authentication attempts",
+    "/auth/attempts/:node/source": "(the same)",
+}
+
+#: embroker's own routes (not RabbitMQ's), and their rules.
+EMBROKER = {"/embroker/console": {"GET": ANY}}
+
+
+def _shape(pattern: str) -> str:
+    return re.sub(r"(:\w+|\{\w+\})", "{}", pattern.strip("/"))
+
+
+def test_every_route_and_method_has_rabbitmqs_rule() -> None:
+    ours = {_shape(r.pattern): {m: method.rule for m, method in r.methods.items()}
+            for r in ROUTES}
+    theirs = {_shape(path): rules for path, rules in {**RABBITMQ, **EMBROKER}.items()
+              if path not in NOT_SERVED}
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("path", sorted(NOT_SERVED))
+def test_a_route_embroker_does_not_serve_is_rabbitmqs(path: str) -> None:
+    assert path in RABBITMQ
+    assert _shape(path) not in {_shape(r.pattern) for r in ROUTES}
