@@ -277,3 +277,78 @@ def test_the_exchange_types_listed_are_those_a_declare_may_name() -> None:
             ("x-random", "Randomly picks a binding (queue) to route via (to).")]
         assert api("PUT", "/exchanges/%2F/shards", {"type": "x-consistent-hash"})[0] == 201
         assert api("PUT", "/exchanges/%2F/later", {"type": "x-delayed-message"})[0] == 400
+
+
+def test_a_monitoring_user_cannot_close_an_administrators_connection(
+        served: tuple[Broker, Server]) -> None:
+    """DELETE /api/connections/NAME is for administrators and the connection's own user
+    (rabbit_mgmt_wm_connection: is_authorized_user); a monitoring user may read it only."""
+    broker, server = served
+    broker.add_user("watch", "pw", tags=["monitoring"])
+    watcher = Api(server, "watch", "pw")
+    client = pika.BlockingConnection(pika.URLParameters(server.url))
+    try:
+        (name,) = [c["name"] for c in watcher("GET", "/connections")[1]]
+        path = "/connections/" + urllib.parse.quote(name, safe="")
+        assert watcher("GET", path)[0] == 200
+        assert watcher("DELETE", path) == (401, {
+            "error": "not_authorised", "reason": "User not authorised to access object"})
+        client.process_data_events(0.05)
+        assert client.is_open
+        assert Api(server)("DELETE", path)[0] == 204  # guest: an administrator
+        with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as closed:
+            client.process_data_events(1)
+        assert closed.value.reply_code == 320
+    finally:
+        if client.is_open:
+            client.close()
+
+
+def test_an_administrator_without_permissions_sees_every_vhost_but_works_as_itself(
+        served: tuple[Broker, Server]) -> None:
+    """is_authorized_vhost lets administrators through; what they change goes through a
+    connection as themselves, which the vhost refuses."""
+    broker, server = served
+    broker.add_user("boss", "pw", tags=["administrator"])
+    broker.connect().channel().queue_declare("q")
+    boss = Api(server, "boss", "pw")
+    assert boss("GET", "/queues/%2F/q")[0] == 200
+    assert [q["name"] for q in boss("GET", "/queues")[1]] == ["q"]
+    assert boss("GET", "/exchanges/%2F/amq.direct")[0] == 200
+    assert boss("DELETE", "/queues/%2F/q") == (401, {"error": "not_authorised",
+                                                      "reason": "Access refused."})
+    assert "q" in broker.queues
+
+
+def test_the_console_shows_a_message_only_to_who_could_get_it(
+        served: tuple[Broker, Server]) -> None:
+    """A decision's body, explanation and history go to an administrator or to a user with
+    read permission on a queue it reached; the others see where it went, and that the rest
+    is hidden."""
+    from embroker.management._console import HIDDEN
+
+    broker, server = served
+    broker.add_user("reader", "pw", tags=["management"])
+    broker.set_permissions("reader", ".*", ".*", "^mine", vhost="/")
+    channel = broker.connect().channel()
+    for queue in ("mine", "theirs"):
+        channel.queue_declare(queue)
+        channel.basic_publish("", queue, f"for {queue}".encode())
+    channel.basic_publish("", "nowhere", b"lost")
+
+    def seen(api: Api) -> dict[str, Any]:
+        return {(d["queues"] or ["-"])[0]: d for d in
+                api("GET", "/embroker/console")[1]["trace"]["decisions"]}
+
+    as_reader = seen(Api(server, "reader", "pw"))
+    assert as_reader["mine"]["payload"] == "for mine"
+    assert "mine" in as_reader["mine"]["explain"]
+    for hidden in (as_reader["theirs"], as_reader["-"]):
+        assert (hidden["payload"], hidden["explain"], hidden["history"]) == (HIDDEN, HIDDEN, [])
+        assert hidden["hidden"] is True
+    assert as_reader["theirs"]["outcome"] == "routed"
+    as_guest = seen(Api(server))
+    assert [as_guest[q]["payload"] for q in ("mine", "theirs", "-")] == [
+        "for mine", "for theirs", "lost"]
+    status, view = Api(server, "reader", "pw")("GET", "/embroker/console?queue=theirs")
+    assert status == 200 and "messages" not in view and view["messages_refused"]

@@ -24,7 +24,17 @@ from embroker.errors import (
     NotFound,
 )
 from embroker.model import Permissions, TopicPermissions
-from embroker.model._access import MD5, SHA256, SHA512, HashedPassword, hash_password, is_loopback
+from embroker.model._access import (
+    MD5,
+    NO_ITEM,
+    SHA256,
+    SHA512,
+    HashedPassword,
+    ManagementRefused,
+    Rule,
+    hash_password,
+    is_loopback,
+)
 
 
 def refused(kind: str, name: str, user: str = "alice", vhost: str = "/") -> str:
@@ -490,3 +500,106 @@ def test_a_reused_consumer_tag_is_refused_before_read_permission_and_the_queue(b
     ch.basic_consume("q", lambda *a: None, consumer_tag="t")
     assert error_of(lambda: ch.basic_consume("other", lambda *a: None, consumer_tag="t")) == \
         "530 NOT_ALLOWED - attempt to reuse consumer tag 't'"
+
+
+# -- the management API's rules (rabbit_mgmt_util:is_authorized_*) -------------------------------
+
+_TAGGED = {"plain": [], "mgmt": ["management"], "monitor": ["monitoring"],
+           "policy": ["policymaker"], "admin": ["administrator"]}
+
+
+@pytest.fixture
+def tagged() -> Broker:
+    """A user per tag, with permissions in vhost "mine" (none in "/"), and a vhost "theirs"
+    nobody but the default users may use."""
+    broker = Broker(vhosts=["/", "mine", "theirs"])
+    for name, tags in _TAGGED.items():
+        broker.add_user(name, "pw", tags=tags)
+        broker.set_permissions(name, ".*", ".*", ".*", vhost="mine")
+    return broker
+
+
+#: (rule, vhost named by the path) -> the users it lets through (RabbitMQ 3.10.8's
+#: rabbit_mgmt_util; a vhost that does not exist lets everyone through, for the route's 404).
+_RULES: list[tuple[Rule, str | None, set[str]]] = [
+    (Rule.ANY, None, {"plain", "mgmt", "monitor", "policy", "admin"}),
+    (Rule.ADMIN, "mine", {"admin"}),
+    (Rule.MONITOR, None, {"monitor", "admin"}),
+    (Rule.VHOST, "mine", {"plain", "mgmt", "monitor", "policy", "admin"}),
+    (Rule.VHOST, "theirs", {"admin"}),
+    (Rule.VHOST, "nowhere", {"plain", "mgmt", "monitor", "policy", "admin"}),
+    (Rule.VHOST, None, {"plain", "mgmt", "monitor", "policy", "admin"}),
+    (Rule.VHOST_VISIBLE, "theirs", {"monitor", "admin"}),
+    (Rule.POLICIES, "mine", {"policy", "admin"}),
+    (Rule.POLICIES, "theirs", {"admin"}),
+    (Rule.POLICIES, None, {"policy", "admin"}),
+    (Rule.GLOBAL_PARAMETERS, None, {"policy", "admin"}),
+]
+
+
+@pytest.mark.parametrize(("rule", "vhost", "allowed"), _RULES)
+def test_each_management_rule_lets_through_whom_rabbitmqs_does(
+        tagged: Broker, rule: Rule, vhost: str | None, allowed: set[str]) -> None:
+    passed = set()
+    for name in _TAGGED:
+        try:
+            tagged.access.authorize(name, rule, vhost=vhost, vhosts=tagged.vhosts)
+        except ManagementRefused:
+            continue
+        passed.add(name)
+    assert passed == allowed
+
+
+@pytest.mark.parametrize(("delete", "allowed"), [(False, {"monitor", "admin", "mgmt"}),
+                                                 (True, {"admin", "mgmt"})])
+def test_an_items_owner_reads_and_deletes_it_monitors_read_administrators_delete(
+        tagged: Broker, delete: bool, allowed: set[str]) -> None:
+    """is_authorized_user: a DELETE is for administrators and the owner, a GET for monitors
+    and the owner; an item that does not exist is refused to the others as another's is."""
+    for owner, expected in (("mgmt", allowed), (NO_ITEM, allowed - {"mgmt"})):
+        passed = set()
+        for name in _TAGGED:
+            try:
+                tagged.access.authorize(name, Rule.OWNER, owner=owner, delete=delete)
+            except ManagementRefused as refused:
+                assert refused.reason == "User not authorised to access object"
+                continue
+            passed.add(name)
+        assert passed == expected
+
+
+def test_management_login_refuses_in_rabbitmqs_order(tagged: Broker) -> None:
+    access = tagged.access
+    with pytest.raises(ManagementRefused, match="Login failed") as failed:
+        access.management_login("admin", "wrong", loopback=True)
+    assert failed.value.challenge
+    with pytest.raises(ManagementRefused, match="Not management user"):
+        access.management_login("plain", "pw", loopback=True)
+    access.loopback_users.add("admin")
+    with pytest.raises(ManagementRefused, match="User can only log in via localhost"):
+        access.management_login("admin", "pw", loopback=False)
+
+
+def test_listings_show_vhosts_as_rabbitmqs_filters_do(tagged: Broker) -> None:
+    """list_visible_vhosts (monitors see every vhost exists), filter_vhost (only administrators
+    list what is in vhosts they have no permissions in) and filter_user."""
+    access, every = tagged.access, list(tagged.vhosts)
+    assert access.visible_vhosts("monitor", every) == every
+    assert access.visible_vhosts("mgmt", every) == ["mine"]
+    assert access.listed_vhosts("monitor", every) == ["mine"]
+    assert access.listed_vhosts("admin", every) == every
+    assert access.sees_items_of("monitor", "admin") and not access.sees_items_of("mgmt", "admin")
+
+
+def test_the_creator_of_a_vhost_gets_full_permissions_on_it(tagged: Broker) -> None:
+    tagged.add_vhost("new", created_by="admin")
+    assert tagged.access.permissions("admin", "new") == Permissions(".*", ".*", ".*")
+    assert tagged.access.permissions("mgmt", "new") is None
+
+
+def test_user_limits_are_rabbitmqs_two_integers(tagged: Broker) -> None:
+    tagged.set_user_limits("mgmt", {"max-connections": 5, "max-channels": 0})
+    assert tagged.access.users["mgmt"].limits == {"max-connections": 5, "max-channels": 0}
+    for bad in ({"max-connections": "x"}, {"max-queues": 1}, {"max-channels": True}):
+        with pytest.raises(AccessControlError, match="Validation failed"):
+            tagged.set_user_limits("mgmt", bad)

@@ -74,8 +74,11 @@ function trace(decisions) {
     if (d.vhost !== vhost) continue;
     const li = document.createElement("li");
     li.className = "decision";
-    li.innerHTML = `<details><summary><span class="${esc(d.outcome)}">${esc(d.outcome)}</span> ` +
-      `<b>${esc(d.exchange || "(default)")}</b> ${esc(d.routing_keys.join(", "))} → ${esc(d.queues.join(", ") || "no queue")}</summary>` +
+    const summary = `<summary><span class="${esc(d.outcome)}">${esc(d.outcome)}</span> ` +
+      `<b>${esc(d.exchange || "(default)")}</b> ${esc(d.routing_keys.join(", "))} → ${esc(d.queues.join(", ") || "no queue")}</summary>`;
+    // (a message this user could not get: where it went, and that the rest is hidden)
+    li.innerHTML = d.hidden ? `<details>${summary}<p class="hidden-note">${esc(d.explain)}</p></details>` :
+      `<details>${summary}` +
       `<h3>Why</h3><pre class="explain">${esc(d.explain)}</pre>` +
       `<h3>What happened to the message</h3><pre class="history">${esc(d.history.join("\n") || "(nothing yet)")}</pre>` +
       `<h3>Body</h3><pre class="payload">${esc(d.payload)}</pre></details>`;
