@@ -318,7 +318,6 @@ class ServerConnection:
             :meth:`receive_data` being the cause (a delivery caused by another connection).
         idle_time_out: our idle time-out, seconds (0: none); the client is closed with
             ``amqp:resource-limit-exceeded`` after that long without a frame.
-        anonymous_user: the user SASL ANONYMOUS logs in as; ``None`` switches ANONYMOUS off.
         max_frame_size, channel_max, link_credit: what we offer.
         handshake_timeout: how long from ``connected_at`` (the broker clock's monotonic time
             when the socket connected; now by default) until ``open`` (seconds).
@@ -326,7 +325,7 @@ class ServerConnection:
 
     def __init__(self, broker: Broker, *, peer: str = "",
                  on_output: Callable[[], None] | None = None, idle_time_out: float = 60,
-                 anonymous_user: str | None = "guest", max_frame_size: int = MAX_FRAME_SIZE,
+                 max_frame_size: int = MAX_FRAME_SIZE,
                  channel_max: int = CHANNEL_MAX, link_credit: int = LINK_CREDIT,
                  heartbeat: int | None = None, handshake_timeout: float = 10.0,
                  connected_at: float | None = None, loopback: bool = False) -> None:
@@ -344,7 +343,6 @@ class ServerConnection:
         #: How long a client may take from connecting to ``open`` (seconds), as RabbitMQ's
         #: ``handshake_timeout``; then the socket is closed.
         self.handshake_timeout = handshake_timeout
-        self.anonymous_user = anonymous_user
         self.offer_max_frame_size = max_frame_size
         self.offer_channel_max = channel_max
         self.link_credit = link_credit
@@ -503,7 +501,8 @@ class ServerConnection:
 
     def _header(self, header: bytes) -> None:
         if self.state is ConnectionState.HEADER and header == SASL_HEADER:
-            mechanisms = ["PLAIN"] + (["ANONYMOUS"] if self.anonymous_user is not None else [])
+            offered = self.broker.access.anonymous is not None
+            mechanisms = ["PLAIN"] + (["ANONYMOUS"] if offered else [])
             self._send(SASL_HEADER)
             self._out.append(encode_frame(0, SaslMechanisms(tuple(Symbol(m) for m in mechanisms)),
                                           kind=FRAME_SASL))
@@ -545,11 +544,9 @@ class ServerConnection:
                 return None
             return user if self.broker.access.login(user, password,
                                                     loopback=self.loopback) else None
-        if mechanism == "ANONYMOUS" and self.anonymous_user is not None:
-            # The user ANONYMOUS stands for keeps its loopback-only rule (guest's).
-            if not self.broker.access.allowed_from(self.anonymous_user, loopback=self.loopback):
-                return None
-            return self.anonymous_user
+        if mechanism == "ANONYMOUS":
+            return self.broker.access.login_anonymous(
+                loopback=self.loopback, rabbitmq4=self.broker.profile.rabbitmq4)
         return None
 
     # -- dispatch ---------------------------------------------------------------------------------

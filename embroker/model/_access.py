@@ -372,6 +372,10 @@ class AccessControl:
             for name, password in users.items()}
         #: Names of the users refused unless they come over a loopback interface.
         self.loopback_users: set[str] = set(loopback_users)
+        #: Who SASL ANONYMOUS logs in as, with which password (RabbitMQ 4's
+        #: ``anonymous_login_user`` and ``anonymous_login_pass``, guest/guest by default; the
+        #: password counts under the RabbitMQ 4 profile only): ``None`` switches it off.
+        self.anonymous: tuple[str, str] | None = ("guest", "guest")
         self._permissions: dict[tuple[str, str], Permissions] = {}
         self._topic_permissions: dict[tuple[str, str, str], TopicPermissions] = {}
 
@@ -393,6 +397,20 @@ class AccessControl:
         RabbitMQ's ``loopback_users``) only over a loopback interface. Checked for any way of
         logging in, AMQP 1.0's SASL ANONYMOUS (no password) included."""
         return loopback or name not in self.loopback_users
+
+    def login_anonymous(self, *, loopback: bool, rabbitmq4: bool) -> str | None:
+        """SASL ANONYMOUS (AMQP 1.0): the user it logs in as, or ``None`` (refused, or
+        switched off). RabbitMQ 4 logs in with :attr:`anonymous`'s name and password, so a
+        changed password turns it off (``rabbit_auth_mechanism_anonymous:handle_response/2``:
+        ``check_user_pass_login``); RabbitMQ 3.10's AMQP 1.0 plugin logs in as its
+        ``default_user`` without a password. Either way the user keeps its loopback-only rule
+        (guest's)."""
+        if self.anonymous is None:
+            return None
+        user, password = self.anonymous
+        if rabbitmq4:
+            return user if self.login(user, password, loopback=loopback) else None
+        return user if self.allowed_from(user, loopback=loopback) else None
 
     # -- the management API (rabbit_mgmt_util) -------------------------------------------------
 

@@ -122,13 +122,30 @@ def test_sasl_offers_plain_before_anonymous_and_never_amqplain(broker: Broker) -
 
 
 def test_anonymous_can_be_switched_off(broker: Broker) -> None:
-    client = Client(ServerConnection(broker, loopback=True, anonymous_user=None))
+    broker.access.anonymous = None
+    client = Client(ServerConnection(broker, loopback=True))
     client.send(SASL_HEADER)
     client.send(encode_frame(0, SaslInit(Symbol("ANONYMOUS"), b"me"), kind=FRAME_SASL))
     _header, mechanisms, outcome = client.received()
     assert mechanisms.performative.sasl_server_mechanisms == ("PLAIN",)
     assert outcome.performative == SaslOutcome(code=1)
     assert client.connection.should_close
+
+
+@pytest.mark.parametrize("profile", ["3.10.8", "4.1.0"])
+def test_anonymous_checks_the_anonymous_users_password_under_rabbitmq_4(profile: str) -> None:
+    """RabbitMQ 4's rabbit_auth_mechanism_anonymous:handle_response/2 logs in with
+    anonymous_login_user and anonymous_login_pass (guest/guest) through
+    check_user_pass_login: changing guest's password turns ANONYMOUS off. RabbitMQ 3.10's AMQP
+    1.0 plugin logs in as its default_user with no password."""
+    broker = Broker(as_rabbitmq=profile)
+    broker.change_password("guest", "changed")
+    client = Client(ServerConnection(broker, loopback=True))
+    client.send(SASL_HEADER)
+    client.send(encode_frame(0, SaslInit(Symbol("ANONYMOUS"), b""), kind=FRAME_SASL))
+    _header, mechanisms, outcome = client.received()
+    assert mechanisms.performative.sasl_server_mechanisms == ("PLAIN", "ANONYMOUS")
+    assert outcome.performative == SaslOutcome(code=1 if profile.startswith("4") else 0)
 
 
 @pytest.mark.parametrize(("mechanism", "response"), [("PLAIN", b"\0guest\0guest"),
