@@ -173,10 +173,7 @@ def queue_snapshot(queue: Queue, unacked: tuple[int, int] | None = None) -> Queu
         ready, ready_bytes = len(queue.stream), queue.stream.size
         unacked_count = unacked_bytes = 0
     elif queue.durable and ready:
-        for entry in queue.entries:
-            if entry.message.properties.get("delivery_mode") == 2:
-                persistent += 1
-                persistent_bytes += len(entry.message.body)
+        persistent, persistent_bytes = queue.persistent
     active = queue.active_consumer if queue.single_active else None
     exclusive_tag = next((c.tag for c in queue.consumers if c.exclusive), None) \
         if queue.consumer_count else None

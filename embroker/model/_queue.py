@@ -180,6 +180,7 @@ class Queue:
         "_priorities",
         "_ready",
         "_ready_bytes",
+        "_ready_persistent",
         "_registered",
         "_suspended",
         "_ttl",
@@ -242,6 +243,9 @@ class Queue:
         self._ready: _FifoReady | _PriorityReady = (
             _PriorityReady(max_priority) if max_priority else _FifoReady())
         self._ready_bytes = 0  # body bytes of the ready messages (x-max-length-bytes)
+        # How many of the ready messages are persistent (delivery_mode 2), and their bytes:
+        # kept as they come and go, so that showing them costs nothing per message.
+        self._ready_persistent = [0, 0]
         self._next_seq = 0
         self._expiring = False  # may any ready message have a deadline?
         self._expiry_timer: Timer | None = None
@@ -560,6 +564,8 @@ class Queue:
                 return True
         self._ready.append(entry)
         self._ready_bytes += len(message.body)
+        if message.properties.get("delivery_mode") == 2:
+            self._count_persistent(message, 1)
         if self._consumer_count:
             self.dispatch()
         if limited:
@@ -596,9 +602,11 @@ class Queue:
                     entry.seq = self._next_seq
                     self._next_seq += 1
                     self._ready_bytes += len(entry.message.body)
+                    self._count_persistent(entry.message, 1)
                     ready.append(entry)
                     continue
             self._ready_bytes += len(entry.message.body)
+            self._count_persistent(entry.message, 1)
             ready.put_back(entry)
         if over_limit:
             self._dead_letter(over_limit[::-1], "delivery_limit")
@@ -615,7 +623,21 @@ class Queue:
     def _take(self) -> QueuedMessage:
         entry = self._ready.popleft()
         self._ready_bytes -= len(entry.message.body)
+        if entry.message.properties.get("delivery_mode") == 2:
+            self._count_persistent(entry.message, -1)
         return entry
+
+    def _count_persistent(self, message: Message, sign: int) -> None:
+        if message.properties.get("delivery_mode") == 2:
+            counts = self._ready_persistent
+            counts[0] += sign
+            counts[1] += sign * len(message.body)
+
+    @property
+    def persistent(self) -> tuple[int, int]:
+        """How many ready messages are persistent (``delivery_mode`` 2), and their body bytes
+        (``O(1)``: kept as messages come and go)."""
+        return self._ready_persistent[0], self._ready_persistent[1]
 
     def get(self) -> QueuedMessage | None:
         """Take the next ready message for basic.get (the caller settles or tracks it)."""
@@ -628,6 +650,8 @@ class Queue:
         self.unacked += 1
         entry = self._ready.popleft()
         self._ready_bytes -= len(entry.message.body)
+        if entry.message.properties.get("delivery_mode") == 2:
+            self._count_persistent(entry.message, -1)
         if self._expiring:
             self._expire_head()  # as RabbitMQ: a newly exposed expired head goes at once
         if self._enqueuers:
@@ -674,6 +698,7 @@ class Queue:
         count = len(self._ready)
         self._ready.clear()
         self._ready_bytes = 0
+        self._ready_persistent = [0, 0]
         self._arm_expiry()
         self._evaluate_limit()
         return count
@@ -683,9 +708,11 @@ class Queue:
         kept = [e for e in self._ready if e.message.properties.get("delivery_mode") == 2]
         self._ready.clear()
         self._ready_bytes = 0
+        self._ready_persistent = [0, 0]
         for entry in kept:
             self._ready.append(entry)
             self._ready_bytes += len(entry.message.body)
+            self._count_persistent(entry.message, 1)
         self._arm_expiry()
         self.touch()
         self._evaluate_limit()
@@ -940,6 +967,8 @@ class Queue:
             assert not ready
             assert set(self.stream_positions) == set(self.consumers)
         assert self._ready_bytes == sum(len(e.message.body) for e in ready)
+        persistent = [e.message for e in ready if e.message.properties.get("delivery_mode") == 2]
+        assert self.persistent == (len(persistent), sum(len(m.body) for m in persistent))
         assert not self._over_limit() or self._overflow != "drop-head" or not ready
         assert not self.deleted, f"{self!r}: deleted but still in its vhost"
         assert self._consumer_count == sum(len(g) for g in self._groups.values()) + len(

@@ -73,3 +73,25 @@ def test_reject_publish_without_confirms_drops(broker: Broker, ch: Channel) -> N
     ch.basic_publish("", "q", b"0")
     ch.basic_publish("", "q", b"1")
     assert bodies(ch, "q") == [b"0"]
+
+
+def test_a_queue_counts_its_persistent_ready_messages_as_they_come_and_go() -> None:
+    """What the management API shows as messages_persistent, kept without a look at each
+    message (a listing of a queue of a million durable messages must not walk them)."""
+    broker = Broker()
+    ch = broker.connect().channel()
+    ch.queue_declare("q", durable=True)
+    for body, mode in ((b"aa", 2), (b"b", 1), (b"ccc", 2), (b"d", None)):
+        ch.basic_publish("", "q", body, properties={"delivery_mode": mode} if mode else {})
+    queue = broker.queues["q"]
+    assert queue.persistent == (2, 5)
+    got = ch.basic_get("q")
+    assert got is not None
+    assert queue.persistent == (1, 3)
+    ch.basic_nack(got.delivery_tag, requeue=True)
+    assert queue.persistent == (2, 5)
+    broker.restart()
+    assert (broker.queues["q"].message_count, broker.queues["q"].persistent) == (2, (2, 5))
+    broker.connect().channel().queue_purge("q")
+    assert broker.queues["q"].persistent == (0, 0)
+    broker._check()
