@@ -44,7 +44,7 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
@@ -52,9 +52,10 @@ from typing import TYPE_CHECKING, Any, final
 from .._version import __version__
 from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound
 from ..model._access import NO_ITEM, ManagementRefused, Rule
-from . import _listing
+from . import _listing, _steps
 from ._http import Request, Response
 from ._routes import Call, HttpError, Method, Route, bad_request, find, not_found
+from ._steps import Steps
 from ._tracing import Tracing
 
 if TYPE_CHECKING:
@@ -106,7 +107,14 @@ class ManagementAPI:
     # -- the entry points ---------------------------------------------------------------------
 
     def __call__(self, request: Request) -> Response:
-        """Answer a whole request (the body read)."""
+        """Answer a whole request (the body read), every step of it at once: for callers that
+        are not the listener's loop, which uses :meth:`begin`."""
+        answer = self.begin(request)
+        return answer.run() if isinstance(answer, Pending) else answer
+
+    def begin(self, request: Request) -> Response | Pending:
+        """Answer a whole request (the body read), or begin to: a handler that works in steps
+        (:mod:`._steps`) is :class:`Pending`, whose steps the caller takes one at a time."""
         segments = request.segments
         if not segments or segments[0] != "api":
             return self._static(request, segments)
@@ -120,6 +128,11 @@ class ManagementAPI:
             result = method.handler(self, call)
         except HttpError as error:
             return self._error(error, segments)
+        if isinstance(result, Generator):
+            return Pending(self, result, segments)
+        return self._answer(result)
+
+    def _answer(self, result: Any) -> Response:
         if isinstance(result, Response):
             return result
         return self.reply(result)
@@ -323,22 +336,30 @@ class ManagementAPI:
             finally:
                 connection.close()
 
-    def listing(self, call: Call, items: list[dict[str, Any]]) -> Any:
-        """``items`` with RabbitMQ's list options of the request applied (see
-        :mod:`._listing`)."""
-        return _listing.apply(call.request.query, items)
+    def listing(self, call: Call, items: list[dict[str, Any]]) -> Steps[Response]:
+        """``items`` with RabbitMQ's list options of the request applied (:mod:`._listing`),
+        as JSON, in steps."""
+        found = yield from _listing.apply(call.request.query, items)
+        if isinstance(found, dict):  # a page
+            page = yield from _steps.encode(found.pop("items"))
+            body = json.dumps(found, separators=(",", ":"))[:-1].encode() + \
+                b',"items":' + page + b"}"
+        else:
+            body = yield from _steps.encode(found)
+        return Response(200, body, list(_JSON))
 
     def listing_json(self, call: Call, rows: list[Any], sort_key: Callable[[Any], Any],
                      to_json: Callable[[Any], str],
-                     to_dict: Callable[[Any], dict[str, Any]]) -> Any:
-        """A listing of ``rows`` (snapshots read under the lock), answered without the lock:
+                     to_dict: Callable[[Any], dict[str, Any]]) -> Steps[Response]:
+        """A listing of ``rows`` (snapshots read under the lock), in steps without the lock:
         with no list option (``sort``, ``columns``, ``name``, ``page``), its JSON text written
         row by row in RabbitMQ's default order; else through :meth:`listing`."""
         query = call.request.query
         if any(option in query for option in _listing.OPTIONS):
-            return self.listing(call, [to_dict(row) for row in rows])
-        rows.sort(key=sort_key)
-        body = ("[" + ",".join([to_json(row) for row in rows]) + "]").encode()
+            items = yield from _steps.each(rows, to_dict)
+            return (yield from self.listing(call, items))
+        rows = yield from _steps.sort(rows, sort_key)
+        body = yield from _steps.encode(rows, to_json)
         return Response(200, body, list(_JSON))
 
     def wire(self) -> dict[int, Any]:
@@ -365,6 +386,41 @@ class ManagementAPI:
         host, port = split_peer(client.peer)
         here = split_peer(sockname(client.sock))
         return f"{client.peer} -> {here[0]}:{here[1]}", (host, port)
+
+
+@final
+class Pending:
+    """A request whose handler works in steps (:mod:`._steps`): :meth:`step` runs one (at
+    most about ``STEP_SECONDS``) and gives the answer once there is one."""
+
+    __slots__ = ("_api", "_segments", "_steps")
+
+    def __init__(self, api: ManagementAPI, steps: Steps[Any], segments: list[str]) -> None:
+        self._api = api
+        self._steps = steps
+        self._segments = segments
+
+    def step(self) -> Response | None:
+        """One step; the answer when the handler is done (an error answer too), else
+        ``None``. Any other exception is a bug (the listener answers 500)."""
+        try:
+            next(self._steps)
+        except StopIteration as done:
+            return self._api._answer(done.value)
+        except HttpError as error:
+            return self._api._error(error, self._segments)
+        return None
+
+    def run(self) -> Response:
+        """Every step at once."""
+        while True:
+            answer = self.step()
+            if answer is not None:
+                return answer
+
+    def close(self) -> None:
+        """Give up (the client went away): the handler stops where it is."""
+        self._steps.close()
 
 
 def split_peer(peer: str) -> tuple[str, int]:

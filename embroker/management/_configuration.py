@@ -9,11 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import AccessControlError, AMQPError, DefinitionsError, PolicyError
 from ..model._access import Rule
+from ..model._definitions import export_steps
 from ..model._policy import export_parameters
+from . import _steps as steps
 from ._http import Response
 from ._node import cluster_name
 from ._routes import Call, bad_request, not_found, route
 from ._schema import Field, Schema, anything
+from ._steps import Steps
 
 if TYPE_CHECKING:
     from ..model._policy import Policy
@@ -24,9 +27,12 @@ _DOCUMENT = Schema({}, whole=True)
 
 
 @route("GET", "definitions", Rule.ADMIN)
-def _definitions_get(api: ManagementAPI, call: Call) -> Any:
-    with api.broker.locked():
-        return api.broker.definitions()
+def _definitions_get(api: ManagementAPI, call: Call) -> Steps[Response]:
+    """The export in steps (the model's, a bounded number of objects each), then its JSON."""
+    whole = yield from steps.locked(export_steps(api.broker), api.broker.locked())
+    body = yield from steps.document(whole)
+    return Response(200, body, [("content-type", "application/json"),
+                                ("cache-control", "no-cache")])
 
 
 @route("POST", "definitions", Rule.ADMIN, body=_DOCUMENT)
@@ -68,10 +74,10 @@ def _scoped(document: dict[str, Any], vhost: str) -> dict[str, Any]:
 
 
 @route("GET", "definitions/{vhost}", Rule.ADMIN)
-def _definitions_vhost_get(api: ManagementAPI, call: Call) -> Any:
+def _definitions_vhost_get(api: ManagementAPI, call: Call) -> Steps[Any]:
     with api.broker.locked():
         vhost = api.vhost(call).name
-        whole = api.broker.definitions()
+    whole = yield from steps.locked(export_steps(api.broker), api.broker.locked())
     out: dict[str, Any] = {"rabbit_version": whole["rabbit_version"]}
     for section in _VHOST_SECTIONS:
         items = [dict(item) for item in whole.get(section, []) if item.get("vhost") == vhost]

@@ -5,18 +5,21 @@ users see everyone's, administrators close everyone's (RabbitMQ's ``is_authorize
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConnectionForced
 from ..model._access import NO_ITEM, Rule
+from . import _steps as steps
 from . import _views as views
 from ._api import sockname, split_peer
 from ._http import Response
 from ._routes import Call, not_found, route
+from ._steps import Steps
 
 if TYPE_CHECKING:
-    from ..model import Connection
+    from ..model import Connection, Queue
     from ._api import ManagementAPI
 
 
@@ -102,11 +105,14 @@ def _named_or_404(api: ManagementAPI, call: Call) -> tuple[Connection, Mapping[i
 
 @route("GET", "connections", Rule.ANY)
 @route("GET", "vhosts/{vhost}/connections", Rule.VHOST)
-def _connections(api: ManagementAPI, call: Call) -> Any:
-    with api.broker.locked():
+def _connections(api: ManagementAPI, call: Call) -> Steps[Response]:
+    lock = api.broker.locked()
+    with lock:
         wire = api.wire()
-        items = [_connection_info(api, c, wire, call.user) for c in _listed(api, call)]
-    return api.listing(call, items)
+        connections = _listed(api, call)
+    items = yield from steps.each(
+        connections, lambda c: _connection_info(api, c, wire, call.user), lock)
+    return (yield from api.listing(call, items))
 
 
 @route("GET", "connections/{name}", Rule.OWNER, owner=_connection_owner)
@@ -177,16 +183,19 @@ def _connection_channels(api: ManagementAPI, call: Call) -> Any:
 
 @route("GET", "channels", Rule.ANY)
 @route("GET", "vhosts/{vhost}/channels", Rule.VHOST)
-def _channels(api: ManagementAPI, call: Call) -> Any:
-    with api.broker.locked():
+def _channels(api: ManagementAPI, call: Call) -> Steps[Response]:
+    lock = api.broker.locked()
+    with lock:
         wire = api.wire()
-        items = []
-        for connection in _listed(api, call):
-            name, peer = api.identity(connection, wire)
-            items += [views.channel_info(ch, name, peer, connection.user, call.user)
-                      for ch in sorted(views.amqp_channels(connection).values(),
-                                       key=lambda c: c.number)]
-    return api.listing(call, items)
+        connections = _listed(api, call)
+
+    def channels_of(connection: Connection) -> list[dict[str, Any]]:
+        name, peer = api.identity(connection, wire)
+        return [views.channel_info(ch, name, peer, connection.user, call.user)
+                for ch in sorted(views.amqp_channels(connection).values(),
+                                 key=lambda c: c.number)]
+    found = yield from steps.each(connections, channels_of, lock)
+    return (yield from api.listing(call, list(itertools.chain.from_iterable(found))))
 
 
 def _named_channel(api: ManagementAPI, call: Call) -> tuple[Any, Connection, str,
@@ -223,22 +232,25 @@ def _channel_get(api: ManagementAPI, call: Call) -> Any:
 
 @route("GET", "consumers", Rule.ANY)
 @route("GET", "consumers/{vhost}", Rule.ANY)
-def _consumers(api: ManagementAPI, call: Call) -> Any:
+def _consumers(api: ManagementAPI, call: Call) -> Steps[Response]:
     """Every consumer of the path's vhost (404 if there is none) or of every vhost, then the
     user's own unless it is a monitoring user (``rabbit_mgmt_wm_consumers``: ``filter_user``
     on the consumer's channel)."""
-    with api.broker.locked():
+    lock = api.broker.locked()
+    with lock:
         vhost = call.params.get("vhost")
         hosts = [api.vhost(call)] if vhost is not None else list(api.broker.vhosts.values())
         wire = api.wire()
-        access = api.broker.access
-        items = []
-        for host in hosts:
-            for queue in host.queues.values():
-                for consumer in queue.consumers:
-                    connection = consumer.channel.connection
-                    if not access.sees_items_of(call.user, connection.user):
-                        continue
-                    name, peer = api.identity(connection, wire)
-                    items.append(views.consumer_info(consumer, name, peer, connection.user))
-    return api.listing(call, items)
+        queues = [q for host in hosts for q in host.queues.values() if q.consumer_count]
+    access = api.broker.access
+
+    def consumers_of(queue: Queue) -> list[dict[str, Any]]:
+        found = []
+        for consumer in queue.consumers:
+            connection = consumer.channel.connection
+            if access.sees_items_of(call.user, connection.user):
+                name, peer = api.identity(connection, wire)
+                found.append(views.consumer_info(consumer, name, peer, connection.user))
+        return found
+    found = yield from steps.each(queues, consumers_of, lock)
+    return (yield from api.listing(call, list(itertools.chain.from_iterable(found))))

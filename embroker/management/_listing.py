@@ -11,11 +11,14 @@ without ``sort``, items with a name are in RabbitMQ's default order, by vhost th
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from . import _steps as steps
 from ._routes import bad_request
+from ._steps import Steps
 
 __all__ = ["MAX_PAGE_SIZE", "OPTIONS", "apply"]
 
@@ -29,14 +32,23 @@ def _truthy(value: str | None) -> bool:
     return value is not None and value.lower() in ("true", "1", "yes")
 
 
-def apply(query: Mapping[str, str], items: list[dict[str, Any]]) -> Any:
-    """``items`` as the list options of ``query`` ask (the module's documentation): a list,
-    or a page object when ``page`` is given.
+def apply(query: Mapping[str, str], items: list[dict[str, Any]]) -> Steps[Any]:
+    """``items`` as the list options of ``query`` ask (the module's documentation), in steps:
+    a list, or a page object when ``page`` is given.
 
     Raises:
-        HttpError: 400 for an expression that does not compile or that a linear-time engine
-            cannot run (a back reference...), or a page out of range.
+        HttpError: 400 for an expression that does not compile, or a page out of range.
     """
+    page = size = 0
+    if "page" in query:  # (checked first: a bad page costs no work)
+        try:
+            page = int(query["page"])
+            size = int(query.get("page_size", "100"))
+        except ValueError:
+            raise bad_request("page and page_size must be integers") from None
+        if page < 1 or size < 1 or size > MAX_PAGE_SIZE:
+            raise bad_request(f"Invalid page or page_size (page {page}, page_size {size}: "
+                              f"pages start at 1, sizes at most {MAX_PAGE_SIZE})")
     name = query.get("name")
     if name:
         if _truthy(query.get("use_regex")):
@@ -44,10 +56,13 @@ def apply(query: Mapping[str, str], items: list[dict[str, Any]]) -> Any:
                 pattern = re.compile(name)
             except re.error as exc:
                 raise bad_request(f"invalid regular expression: {exc}") from None
-            items = [i for i in items if pattern.search(str(i.get("name", "")))]
+            keep = yield from steps.each(items, lambda i: pattern.search(
+                str(i.get("name", ""))) is not None)
         else:
             needle = name.lower()
-            items = [i for i in items if needle in str(i.get("name", "")).lower()]
+            keep = yield from steps.each(items, lambda i: needle in str(
+                i.get("name", "")).lower())
+        items = list(itertools.compress(items, keep))
     sort = query.get("sort")
     if sort:
         path = sort.split(".")
@@ -60,29 +75,28 @@ def apply(query: Mapping[str, str], items: list[dict[str, Any]]) -> Any:
                 return (0, "")
             return (1, value) if isinstance(value, (int, float)) and not isinstance(
                 value, bool) else (2, str(value))
-        items = sorted(items, key=key, reverse=_truthy(query.get("sort_reverse")))
+        items = yield from steps.sort(items, key, reverse=_truthy(query.get("sort_reverse")))
     elif items and "name" in items[0]:
-        items = sorted(items, key=lambda i: (str(i.get("vhost", "")), str(i.get("name", ""))))
+        items = yield from steps.sort(items, _by_vhost_and_name)
+    if page:
+        total = len(items)
+        pages = max(1, -(-total // size))
+        if page > pages:
+            raise bad_request(f"page out of range: {page} > {pages}")
+        items = items[(page - 1) * size: page * size]
     columns = query.get("columns")
     if columns:
-        items = [_columns(item, columns.split(",")) for item in items]
-    if "page" not in query:
+        wanted = columns.split(",")
+        items = yield from steps.each(items, lambda item: _columns(item, wanted))
+    if not page:
         return items
-    try:
-        page = int(query["page"])
-        size = int(query.get("page_size", "100"))
-    except ValueError:
-        raise bad_request("page and page_size must be integers") from None
-    if page < 1 or size < 1 or size > MAX_PAGE_SIZE:
-        raise bad_request(f"Invalid page or page_size (page {page}, page_size {size}: "
-                          f"pages start at 1, sizes at most {MAX_PAGE_SIZE})")
-    total = len(items)
-    pages = max(1, -(-total // size))
-    if page > pages:
-        raise bad_request(f"page out of range: {page} > {pages}")
-    chosen = items[(page - 1) * size: page * size]
-    return {"filtered_count": total, "item_count": len(chosen), "items": chosen,
+    return {"filtered_count": total, "item_count": len(items), "items": items,
             "page": page, "page_count": pages, "page_size": size, "total_count": total}
+
+
+def _by_vhost_and_name(item: dict[str, Any]) -> tuple[str, str]:
+    """RabbitMQ's default order: by vhost, then name."""
+    return str(item.get("vhost", "")), str(item.get("name", ""))
 
 
 def _columns(item: dict[str, Any], columns: list[str]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
@@ -15,13 +16,15 @@ from ..errors import AMQPError, NotAllowed
 from ..fieldtypes import Long, Timestamp
 from ..model import Returned
 from ..model._access import Rule
+from . import _steps as steps
 from . import _views as views
 from ._http import Response
 from ._routes import Call, HttpError, bad_request, not_found, route
 from ._schema import Field, Schema, boolean, integer, json_object, optional, table, text
+from ._steps import Steps
 
 if TYPE_CHECKING:
-    from ..model import Queue, VirtualHost
+    from ..model import Exchange, Queue, VirtualHost
     from ._api import ManagementAPI
 
 
@@ -33,11 +36,12 @@ def _truthy(value: str | None) -> bool:
 
 @route("GET", "exchanges", Rule.VHOST)
 @route("GET", "exchanges/{vhost}", Rule.VHOST)
-def _exchanges(api: ManagementAPI, call: Call) -> Any:
-    with api.broker.locked():
-        items = [views.exchange_info(x, call.user) for vh in api.listed(call)
-                 for x in vh.exchanges.values()]
-    return api.listing(call, items)
+def _exchanges(api: ManagementAPI, call: Call) -> Steps[Response]:
+    lock = api.broker.locked()
+    with lock:
+        exchanges = [x for vh in api.listed(call) for x in vh.exchanges.values()]
+    items = yield from steps.each(exchanges, lambda x: views.exchange_info(x, call.user), lock)
+    return (yield from api.listing(call, items))
 
 
 @route("GET", "exchanges/{vhost}/{name}", Rule.VHOST)
@@ -196,13 +200,17 @@ def _amqp_table(value: Any) -> Any:
 
 @route("GET", "queues", Rule.VHOST)
 @route("GET", "queues/{vhost}", Rule.VHOST)
-def _queues(api: ManagementAPI, call: Call) -> Any:
+def _queues(api: ManagementAPI, call: Call) -> Steps[Response]:
     broker = api.broker
-    with broker.locked():  # only the reading: the JSON is written after
+    lock = broker.locked()
+    with lock:  # (the snapshots are read under the lock, a step at a time; the JSON after)
         unacked = views.unacked_by_queue(broker.connections.values())
-        rows = [views.queue_snapshot(q, unacked.get(id(q), (0, 0)))
-                for vh in api.listed(call) for q in vh.queues.values()]
-    return api.listing_json(call, rows, _by_vhost_and_name, views.queue_json, views.queue_info)
+        queues = [q for vh in api.listed(call) for q in vh.queues.values()]
+    rows = yield from steps.each(
+        queues, lambda q: None if q.deleted else views.queue_snapshot(
+            q, unacked.get(id(q), (0, 0))), lock)  # (deleted between two steps: not listed)
+    return (yield from api.listing_json(call, [row for row in rows if row is not None],
+                                        _by_vhost_and_name, views.queue_json, views.queue_info))
 
 
 def _by_vhost_and_name(row: views.QueueSnapshot) -> tuple[str, str]:
@@ -355,20 +363,24 @@ def _queue_bindings(api: ManagementAPI, call: Call) -> Any:
 
 # -- bindings ---------------------------------------------------------------------------------------
 
-def _all_bindings(vhost: VirtualHost) -> list[dict[str, Any]]:
-    found = [views.default_binding(vhost, q) for q in vhost.queues.values()]
-    for exchange in vhost.exchanges.values():
-        if exchange.name:
-            found += views.bindings_of(vhost, exchange.bindings.values())
-    return found
-
-
 @route("GET", "bindings", Rule.VHOST)
 @route("GET", "bindings/{vhost}", Rule.VHOST)
-def _bindings(api: ManagementAPI, call: Call) -> Any:
-    with api.broker.locked():
-        items = [b for vh in api.listed(call) for b in _all_bindings(vh)]
-    return api.listing(call, items)
+def _bindings(api: ManagementAPI, call: Call) -> Steps[Response]:
+    lock = api.broker.locked()
+    with lock:  # each vhost's: its queues' default bindings, then its exchanges' bindings
+        sources: list[tuple[VirtualHost, Queue | Exchange]] = []
+        for vh in api.listed(call):
+            sources += [(vh, q) for q in vh.queues.values()]
+            sources += [(vh, x) for x in vh.exchanges.values() if x.name]
+    found = yield from steps.each(sources, _bindings_from, lock)
+    return (yield from api.listing(call, list(itertools.chain.from_iterable(found))))
+
+
+def _bindings_from(source: tuple[VirtualHost, Queue | Exchange]) -> list[dict[str, Any]]:
+    vhost, item = source
+    if item.kind == "queue":
+        return [views.default_binding(vhost, cast("Queue", item))]
+    return views.bindings_of(vhost, cast("Exchange", item).bindings.values())
 
 
 @route("GET", "exchanges/{vhost}/{name}/bindings/source", Rule.VHOST)

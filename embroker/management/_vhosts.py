@@ -7,22 +7,27 @@ from typing import TYPE_CHECKING, Any
 
 from ..model import _definitions
 from ..model._access import Rule
+from . import _steps as steps
 from . import _views as views
 from ._http import Response
 from ._routes import Call, route
 from ._schema import Field, Schema, boolean, text, text_or_list
+from ._steps import Steps
 
 if TYPE_CHECKING:
     from ._api import ManagementAPI
 
 
 @route("GET", "vhosts", Rule.ANY)
-def _vhosts(api: ManagementAPI, call: Call) -> Any:
+def _vhosts(api: ManagementAPI, call: Call) -> Steps[Response]:
     broker = api.broker
-    with broker.locked():
+    lock = broker.locked()
+    with lock:
         unacked = views.unacked_by_queue(broker.connections.values())
-        items = [_info(api, name, unacked) for name in api.visible(call)]
-    return api.listing(call, items)
+        names = api.visible(call)
+    rows = yield from steps.each(names, lambda name: _info(api, name, unacked)
+                                 if name in broker.vhosts else None, lock)
+    return (yield from api.listing(call, [row for row in rows if row is not None]))
 
 
 def _info(api: ManagementAPI, name: str, unacked: dict[int, tuple[int, int]]) -> dict[str, Any]:

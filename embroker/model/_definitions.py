@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import weakref
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
@@ -184,39 +184,66 @@ def export_definitions(broker: Broker) -> dict[str, Any]:
     """The broker's vhosts, users, permissions, exchanges, queues, bindings, policies,
     operator policies and vhost limits as a RabbitMQ definitions document (what ``rabbitmqctl
     export_definitions`` writes)."""
-    extra = _extra(broker)
     with broker._lock:
-        users, permissions, topic_permissions = export_users(broker)
-        vhosts = [{"name": name, "limits": export_vhost_limits(vh),
-                   "metadata": extra.vhost_metadata.get(name, {"description": "", "tags": []})}
-                  for name, vh in broker.vhosts.items()]
-        exchanges, queues, bindings = [], [], []
-        for vname, vh in broker.vhosts.items():
-            for exchange in vh.exchanges.values():
-                if exchange.name == "" or exchange.name.startswith("amq."):
-                    continue
-                exchanges.append({"name": exchange.name, "vhost": vname, "type": exchange.type,
-                                  "durable": exchange.durable,
-                                  "auto_delete": exchange.auto_delete,
-                                  "internal": exchange.internal,
-                                  "arguments": dict(exchange.arguments)})
-                for binding in exchange.bindings.values():
-                    bindings.append({"source": exchange.name, "vhost": vname,
-                                     "destination": binding.destination.name,
-                                     "destination_type": binding.destination.kind,
-                                     "routing_key": binding.routing_key,
-                                     "arguments": dict(binding.arguments)})
-            for queue in vh.queues.values():
-                if queue.exclusive:
-                    continue
-                arguments = dict(queue.arguments)
-                # As RabbitMQ writes it: the type, and x-queue-type kept in the arguments
-                # (its import reads the type from there).
-                qtype = arguments.get("x-queue-type", "classic")
-                queues.append({"name": queue.name, "vhost": vname, "durable": queue.durable,
-                               "auto_delete": queue.auto_delete, "type": qtype,
-                               "arguments": arguments})
-        policies, parameters = export_policies(broker), export_parameters(broker)
+        steps = export_steps(broker)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+
+#: How many exchanges and queues :func:`export_steps` exports between two yields.
+EXPORT_STEP = 200
+
+
+def export_steps(broker: Broker) -> Generator[None, None, dict[str, Any]]:
+    """:func:`export_definitions` in steps: it yields after every :data:`EXPORT_STEP`
+    exchanges or queues, and returns the document. The caller holds the broker's lock while
+    it advances the generator (and may let it go between steps: what changes in between is
+    exported as it is when its step comes)."""
+    extra = _extra(broker)
+    users, permissions, topic_permissions = export_users(broker)
+    vhosts = [{"name": name, "limits": export_vhost_limits(vh),
+               "metadata": extra.vhost_metadata.get(name, {"description": "", "tags": []})}
+              for name, vh in broker.vhosts.items()]
+    exchanges: list[dict[str, Any]] = []
+    queues: list[dict[str, Any]] = []
+    bindings: list[dict[str, Any]] = []
+    done = 0
+    for vname, vh in list(broker.vhosts.items()):
+        for exchange in list(vh.exchanges.values()):
+            done += 1
+            if not done % EXPORT_STEP:
+                yield
+            if exchange.name == "" or exchange.name.startswith("amq.") or \
+                    vh.exchanges.get(exchange.name) is not exchange:  # (gone since)
+                continue
+            exchanges.append({"name": exchange.name, "vhost": vname, "type": exchange.type,
+                              "durable": exchange.durable,
+                              "auto_delete": exchange.auto_delete,
+                              "internal": exchange.internal,
+                              "arguments": dict(exchange.arguments)})
+            for binding in list(exchange.bindings.values()):
+                bindings.append({"source": exchange.name, "vhost": vname,
+                                 "destination": binding.destination.name,
+                                 "destination_type": binding.destination.kind,
+                                 "routing_key": binding.routing_key,
+                                 "arguments": dict(binding.arguments)})
+        for queue in list(vh.queues.values()):
+            done += 1
+            if not done % EXPORT_STEP:
+                yield
+            if queue.exclusive or queue.deleted:
+                continue
+            arguments = dict(queue.arguments)
+            # As RabbitMQ writes it: the type, and x-queue-type kept in the arguments
+            # (its import reads the type from there).
+            qtype = arguments.get("x-queue-type", "classic")
+            queues.append({"name": queue.name, "vhost": vname, "durable": queue.durable,
+                           "auto_delete": queue.auto_delete, "type": qtype,
+                           "arguments": arguments})
+    policies, parameters = export_policies(broker), export_parameters(broker)
     return {"rabbit_version": RABBITMQ_VERSION, "rabbitmq_version": RABBITMQ_VERSION,
             "product_name": "embroker", "product_version": _embroker_version(),
             "users": users, "vhosts": vhosts, "permissions": permissions,
