@@ -254,6 +254,8 @@ class _Nfa:
         self.predicates = _Predicates(is_bytes)
         self.prev_reads = _START
         self.next_reads = 0
+        # The parsed tree is alive while the NFA is built, so an item's id names it.
+        self._item_bits: dict[tuple[Any, int, int], int] = {}
         self.size = 0  # nodes, and copies of repeated items that create none (``(?:){9999}``)
 
     def _grow(self, amount: int = 1) -> None:
@@ -345,6 +347,15 @@ class _Nfa:
         return self.node(_ASSERT, kind, after)
 
     def _predicate(self, op: Any, av: Any, flags: int) -> int:
+        """The bit of a one-character item (each copy of a repeated item is the same object:
+        its bit is looked up, not written again)."""
+        key = (op, id(av), flags)
+        bit = self._item_bits.get(key)
+        if bit is None:
+            bit = self._item_bits[key] = self._write_predicate(op, av, flags)
+        return bit
+
+    def _write_predicate(self, op: Any, av: Any, flags: int) -> int:
         """The bit of a one-character item, written back as a one-character pattern."""
         ignore = flags & _FLAG_I
         test_flags = flags & (_FLAG_I | _FLAG_A)
@@ -898,8 +909,8 @@ class Pattern(Generic[AnyStr]):
     False
     """
 
-    __slots__ = ("_budget", "_fullmatch", "_given_flags", "_re", "_search", "_subject_type", "flags",
-                 "pattern")
+    __slots__ = ("_budget", "_fullmatch", "_given_flags", "_nfa", "_re", "_search_dfa",
+                 "_subject_type", "flags", "pattern")
 
     def __init__(self, pattern: AnyStr, flags: int, budget: int, quick: bool) -> None:
         nfa, start, parsed_flags, safe = _parse(pattern, flags, whole=False)
@@ -910,7 +921,8 @@ class Pattern(Generic[AnyStr]):
         self._budget = budget
         self._subject_type: type = bytes if isinstance(pattern, bytes) else str
         self._given_flags = flags
-        self._search = _Dfa(nfa, start, search=True, budget=budget)
+        self._nfa: tuple[_Nfa, int] | None = (nfa, start)
+        self._search_dfa: _Dfa | None = None
         self._fullmatch: _Dfa | None = None
         #: ``re``'s compiled pattern, when it is safe to run (see :func:`_backtrack_safe`).
         self._re: re.Pattern[AnyStr] | None = (re.compile(pattern, flags) if quick and safe
@@ -937,9 +949,12 @@ class Pattern(Generic[AnyStr]):
         quick = self._re
         if quick is not None:
             return quick.search(subject) is not None
+        dfa = self._search_dfa
+        if dfa is None:
+            dfa = self._search
         if subject.__class__ is not self._subject_type:
             subject = self._check(subject)
-        return _run(self._search, subject)
+        return _run(dfa, subject)
 
     def fullmatch(self, subject: AnyStr) -> bool:
         """Whether the whole of ``subject`` matches (``re.fullmatch(...) is not None``).
@@ -959,6 +974,16 @@ class Pattern(Generic[AnyStr]):
         if subject.__class__ is not self._subject_type:
             subject = self._check(subject)
         return _run(dfa, subject)
+
+    @property
+    def _search(self) -> _Dfa:
+        dfa = self._search_dfa
+        if dfa is None:
+            assert self._nfa is not None
+            nfa, start = self._nfa
+            dfa = self._search_dfa = _Dfa(nfa, start, search=True, budget=self._budget)
+            self._nfa = None
+        return dfa
 
     def _check(self, subject: Any) -> Any:
         if self._subject_type is str:
