@@ -111,7 +111,8 @@ def catastrophic(re_sizes: list[int], sizes: list[int]) -> None:
 def cold_dfas() -> None:
     rng = random.Random(1)
     subject = "".join(rng.choice("ab") for _ in range(2000))
-    print("\npatterns whose DFA never warms up, a random 2,000-character subject over 'ab'")
+    print("\npatterns whose DFA never warms up, a random 2,000-character subject over 'ab' "
+          "(compiling included)")
     print(f"{'pattern':28} {'nodes':>6} {'us/char':>9} {'computed':>9} {'flushes':>8}")
     for pattern in ["[ab]*a[ab]{20}c", "[ab]*a[ab]{200}c", "[ab]*a[ab]{1000}c",
                     "(?:[ab]*a[ab]{8}){20}c", "(?:.*a.{0,30}){20}c", "(?:.*a.{0,30}){30}c"]:
