@@ -5,13 +5,16 @@ Theory of operation
 A client opens with PeerProperties, SaslHandshake, SaslAuthenticate (PLAIN), answers our Tune
 with its own, then Open picks a virtual host; each step is allowed in one state only
 (:data:`EXPECTED`), anything else closes the connection. Once open, requests are answered in
-the order they come, each through the model as the AMQP layers do (one model channel: streams
-are declared, deleted, read and written with the model's checks and texts):
+the order they come, each through one operation of the model (one model channel: its
+``stream_*`` operations), which checks the permission the command needs, then that the stream
+exists, then the rest, in RabbitMQ 3.10.8's order; this layer only turns the model's errors into
+response codes (:func:`_code`; an error that takes RabbitMQ's reader down drops the connection):
 
-- Create / Delete: ``queue.declare`` of a durable ``x-queue-type: stream`` queue (the
-  arguments ``max-age``, ``max-length-bytes``, ``stream-max-segment-size-bytes``,
-  ``initial-cluster-size``, ``queue-leader-locator`` become its ``x-`` arguments) / its
-  deletion.
+- Create / Delete: a durable ``x-queue-type: stream`` queue (the arguments ``max-age``,
+  ``max-length-bytes``, ``stream-max-segment-size-bytes``, ``initial-cluster-size``,
+  ``queue-leader-locator`` become its ``x-`` arguments; an existing one must be that stream) /
+  its deletion. A deleted stream takes the publishers and subscriptions every connection had
+  on it, each connection told once (MetadataUpdate).
 - DeclarePublisher / Publish / DeletePublisher: a Publish frame's messages for one stream are
   one chunk; a publisher with a reference is deduplicated (a publishing id not above the last
   one written for the reference is confirmed and not written again); QueryPublisherSequence
@@ -70,7 +73,7 @@ from ..errors import (
     PreconditionFailed,
 )
 from ..model._message import Message
-from ..model._stream import Chunk, ChunkReader, FilterSpec, OffsetSpec, SacMember
+from ..model._stream import Chunk, ChunkReader, FilterSpec, OffsetSpec, SacMember, StreamLog
 from ._frames import (
     DEFAULT_FRAME_MAX,
     Code,
@@ -99,15 +102,6 @@ NEGOTIATION_STEP_TIMEOUT: Final = 10.0
 
 #: Offset types of Subscribe (PROTOCOL.adoc).
 _OFFSET_TYPES: Final = {1: "first", 2: "last", 3: "next"}
-
-#: Create's arguments and the queue arguments they are (rabbit_stream_utils, v3.10.8).
-_CREATE_ARGUMENTS: Final = {
-    "max-length-bytes": ("x-max-length-bytes", int),
-    "max-age": ("x-max-age", str),
-    "stream-max-segment-size-bytes": ("x-stream-max-segment-size-bytes", int),
-    "initial-cluster-size": ("x-initial-cluster-size", int),
-    "queue-leader-locator": ("x-queue-leader-locator", str),
-}
 
 
 class State(enum.Enum):
@@ -152,11 +146,12 @@ class _Subscription:
     """A subscription: its reader once reading; a single active consumer waits, inactive, with
     what it asked for, until it is activated and its client says where to start."""
 
-    __slots__ = ("credit", "filter", "group", "member", "reader", "spec", "stream")
+    __slots__ = ("credit", "filter", "group", "log", "member", "reader", "spec", "stream")
 
-    def __init__(self, stream: str, spec: OffsetSpec, credit: int,
+    def __init__(self, stream: str, log: StreamLog, spec: OffsetSpec, credit: int,
                  filter_spec: FilterSpec | None) -> None:
         self.stream = stream
+        self.log = log
         self.spec = spec
         self.credit = credit
         self.filter = filter_spec
@@ -208,6 +203,11 @@ class StreamConnection:
         self._channel: ModelChannel | None = None
         self._publishers: dict[int, _Publisher] = {}
         self._subscriptions: dict[int, _Subscription] = {}
+        #: The streams it has publishers or subscriptions on: told when one is deleted.
+        self._monitored: dict[str, StreamLog] = {}
+        #: Inside its own Delete: the streams gone, told after the response (as RabbitMQ).
+        self._deleting = False
+        self._gone_later: list[str] = []
         #: ConsumerUpdate requests we sent, by correlation id: the subscription they activate.
         self._updates: dict[int, int] = {}
         self._correlation = itertools.count(1)
@@ -288,6 +288,9 @@ class StreamConnection:
             for subscription in subscriptions:
                 self._stop(subscription)
             self._publishers.clear()
+            for log in self._monitored.values():
+                log.monitors.pop(self, None)
+            self._monitored.clear()
             if self.model is not None:
                 self.model.close()
                 self.model = None
@@ -473,25 +476,15 @@ class StreamConnection:
         stream = f.string()
         given = f.properties()
         f.end()
-        arguments: dict[str, Any] = {"x-queue-type": "stream"}
-        code: int = Code.OK
-        for key, value in given.items():
-            known = _CREATE_ARGUMENTS.get(key.removeprefix("x-"))
-            if known is None:
-                continue
-            name, kind = known
-            try:
-                arguments[name] = kind(value)
-            except ValueError:
-                code = Code.PRECONDITION_FAILED
-        if code == Code.OK:
-            if stream in self.channel.vhost.queues:
-                code = Code.STREAM_ALREADY_EXISTS
-            else:
-                try:
-                    self.channel.queue_declare(stream, durable=True, arguments=arguments)
-                except AMQPError as exc:
-                    code = _code(exc)
+        try:
+            created = self.channel.stream_create(stream, given)
+        except AMQPError as exc:
+            if exc.hard:  # (RabbitMQ's stream manager crashes, and takes this reader with it)
+                self._drop(exc.reply_text)
+                return
+            code = _code(exc)
+        else:
+            code = Code.OK if created else Code.STREAM_ALREADY_EXISTS
         self._send(self._respond(Key.CREATE, correlation, code).frame())
 
     def _on_delete(self, f: Fields) -> None:
@@ -499,15 +492,17 @@ class StreamConnection:
         stream = f.string()
         f.end()
         code: int = Code.OK
-        queue = self.channel.vhost.queues.get(stream)
-        if queue is None or queue.stream is None:
-            code = Code.STREAM_DOES_NOT_EXIST
-        else:
-            try:
-                self.channel.queue_delete(stream)
-            except AMQPError as exc:
-                code = _code(exc)
+        self._deleting = True
+        try:
+            self.channel.stream_delete(stream)
+        except AMQPError as exc:
+            code = _code(exc)
+        finally:
+            self._deleting = False
         self._send(self._respond(Key.DELETE, correlation, code).frame())
+        gone, self._gone_later = self._gone_later, []
+        for name in gone:  # (its own publishers and subscriptions on it: after the response)
+            self._send_not_available(name)
 
     def _on_metadata(self, f: Fields) -> None:
         correlation = f.uint32()
@@ -517,12 +512,48 @@ class StreamConnection:
         w.int32(1).uint16(0).string(self.advertised_host).uint32(self.advertised_port)
         w.int32(len(streams))
         for stream in streams:
-            queue = self.channel.vhost.queues.get(stream)
-            if queue is None or queue.stream is None:
-                w.string(stream).uint16(Code.STREAM_DOES_NOT_EXIST).uint16(0xFFFF).int32(0)
+            try:
+                self.channel.stream_topology(stream)
+            except AMQPError as exc:
+                w.string(stream).uint16(_code(exc)).uint16(0xFFFF).int32(0)
             else:
                 w.string(stream).uint16(Code.OK).uint16(0).int32(0)
         self._send(w.frame())
+
+    # -- streams deleted -----------------------------------------------------------------------
+
+    def _monitor(self, stream: str, log: StreamLog) -> None:
+        # Told when the stream is deleted, while it has publishers or subscriptions on it.
+        if self._monitored.get(stream) is not log:
+            self._monitored[stream] = log
+            log.monitors[self] = lambda: self._stream_gone(stream)
+
+    def _unmonitor_unused(self, stream: str) -> None:
+        if any(p.stream == stream for p in self._publishers.values()) or \
+                any(s.stream == stream for s in self._subscriptions.values()):
+            return
+        log = self._monitored.pop(stream, None)
+        if log is not None:
+            log.monitors.pop(self, None)
+
+    def _stream_gone(self, stream: str) -> None:
+        # A stream it publishes to or reads is deleted: its publishers and subscriptions on it
+        # go, and it is told once (rabbit_stream_reader: clean_state_after_stream_deletion
+        # ...: one MetadataUpdate STREAM_NOT_AVAILABLE per stream, checked live).
+        self._monitored.pop(stream, None)
+        for publisher_id in [i for i, p in self._publishers.items() if p.stream == stream]:
+            del self._publishers[publisher_id]
+        for subscription_id in [i for i, s in self._subscriptions.items() if s.stream == stream]:
+            del self._subscriptions[subscription_id]  # (its reader went with the log)
+        if self._deleting:
+            self._gone_later.append(stream)
+        else:
+            self._send_not_available(stream)
+            self._notify()
+
+    def _send_not_available(self, stream: str) -> None:
+        self._send(Writer(Key.METADATA_UPDATE).uint16(Code.STREAM_NOT_AVAILABLE)
+                   .string(stream).frame())
 
     # -- publishing ----------------------------------------------------------------------------
 
@@ -533,22 +564,25 @@ class StreamConnection:
         stream = f.string()
         f.end()
         code: int = Code.OK
-        if publisher_id in self._publishers:
-            code = Code.PRECONDITION_FAILED
+        taken = publisher_id in self._publishers or (bool(reference) and any(
+            p.stream == stream and p.reference == reference for p in self._publishers.values()))
+        try:
+            log = self.channel.stream_writer(stream, taken=taken)
+        except AMQPError as exc:
+            code = _code(exc)
         else:
-            try:
-                self.channel.stream(stream, write=True)
-                self._publishers[publisher_id] = _Publisher(stream, reference)
-            except AMQPError as exc:
-                code = _code(exc)
+            self._publishers[publisher_id] = _Publisher(stream, reference)
+            self._monitor(stream, log)
         self._send(self._respond(Key.DECLARE_PUBLISHER, correlation, code).frame())
 
     def _on_delete_publisher(self, f: Fields) -> None:
         correlation = f.uint32()
         publisher_id = f.uint8()
         f.end()
-        code = Code.OK if self._publishers.pop(publisher_id, None) is not None \
-            else Code.PUBLISHER_DOES_NOT_EXIST
+        publisher = self._publishers.pop(publisher_id, None)
+        if publisher is not None:
+            self._unmonitor_unused(publisher.stream)
+        code = Code.OK if publisher is not None else Code.PUBLISHER_DOES_NOT_EXIST
         self._send(self._respond(Key.DELETE_PUBLISHER, correlation, code).frame())
 
     def _on_publish(self, f: Fields) -> None:
@@ -618,13 +652,11 @@ class StreamConnection:
         stream = f.string()
         f.end()
         try:
-            queue = self.channel.stream(stream)
+            sequence = self.channel.stream_publisher_sequence(stream, reference)
         except AMQPError as exc:
             self._send(self._respond(Key.QUERY_PUBLISHER_SEQUENCE, correlation, _code(exc))
                        .uint64(0).frame())
             return
-        assert queue.stream is not None
-        sequence = max(queue.stream.writers.get(reference, 0), 0)
         self._send(self._respond(Key.QUERY_PUBLISHER_SEQUENCE, correlation)
                    .uint64(sequence).frame())
 
@@ -651,24 +683,25 @@ class StreamConnection:
         filter_spec = _subscription_filter(properties) if rabbitmq4 else None
         # RabbitMQ 3.11+: single-active-consumer, in the group its "name" property names
         sac = rabbitmq4 and properties.get("single-active-consumer", "").lower() == "true"
-        if sac and not properties.get("name"):
-            self._send(self._respond(Key.SUBSCRIBE, correlation,
-                                     Code.PRECONDITION_FAILED).frame())
+        # (read permission, the stream, the subscription id, a single active consumer's name:
+        # RabbitMQ's order, v3.10.8 and v4.1.4)
+        try:
+            log = self.channel.stream_reader(stream)
+        except AMQPError as exc:
+            self._send(self._respond(Key.SUBSCRIBE, correlation, _code(exc)).frame())
             return
         if subscription_id in self._subscriptions:
             self._send(self._respond(Key.SUBSCRIBE, correlation,
                                      Code.SUBSCRIPTION_ID_ALREADY_EXISTS).frame())
             return
-        try:
-            queue = self.channel.stream(stream)
-        except AMQPError as exc:
-            self._send(self._respond(Key.SUBSCRIBE, correlation, _code(exc)).frame())
+        if sac and not properties.get("name"):
+            self._send(self._respond(Key.SUBSCRIBE, correlation,
+                                     Code.PRECONDITION_FAILED).frame())
             return
-        log = queue.stream
-        assert log is not None
         self._send(self._respond(Key.SUBSCRIBE, correlation).frame())  # before any chunk
-        subscription = _Subscription(stream, spec, credit, filter_spec)
+        subscription = _Subscription(stream, log, spec, credit, filter_spec)
         self._subscriptions[subscription_id] = subscription
+        self._monitor(stream, log)
         if not sac:
             self._start(subscription_id, subscription, spec)
             return
@@ -680,24 +713,14 @@ class StreamConnection:
     def _start(self, subscription_id: int, subscription: _Subscription,
                spec: OffsetSpec) -> None:
         # The subscription reads from ``spec``: its chunks go out as its credit allows.
-        queue = self.channel.vhost.queues.get(subscription.stream)
-        if queue is None or queue.stream is None:
-            return
-
         def on_chunk(chunk: Chunk) -> None:
             self._send(chunk_frame(subscription_id, chunk.first_offset, chunk.timestamp,
                                    _entries(chunk, self.broker.profile.rabbitmq4)))
             self._notify()
 
-        def on_gone() -> None:
-            self._subscriptions.pop(subscription_id, None)
-            self._send(Writer(Key.METADATA_UPDATE).uint16(Code.STREAM_NOT_AVAILABLE)
-                       .string(subscription.stream).frame())
-            self._notify()
-
         credit, subscription.credit = subscription.credit, 0
-        subscription.reader = queue.stream.reader(spec, credit, on_chunk, on_gone,
-                                                  subscription.filter)
+        subscription.reader = subscription.log.reader(spec, credit, on_chunk, _nothing,
+                                                      subscription.filter)
 
     def _activate(self, subscription_id: int) -> None:
         # A single active consumer becomes active: ask its client where to start
@@ -735,11 +758,8 @@ class StreamConnection:
         # leaves its group, which activates the next one.
         if subscription.reader is not None:
             subscription.reader.close()
-        if subscription.group is not None and subscription.member is not None \
-                and self._channel is not None:
-            queue = self._channel.vhost.queues.get(subscription.stream)
-            if queue is not None and queue.stream is not None:
-                queue.stream.leave_group(subscription.group, subscription.member)
+        if subscription.group is not None and subscription.member is not None:
+            subscription.log.leave_group(subscription.group, subscription.member)
 
     def _on_credit(self, f: Fields) -> None:
         subscription_id = f.uint8()
@@ -762,6 +782,7 @@ class StreamConnection:
         found = self._subscriptions.pop(subscription_id, None)
         if found is not None:
             self._stop(found)
+            self._unmonitor_unused(found.stream)
         self._send(self._respond(Key.UNSUBSCRIBE, correlation, Code.OK if found is not None
                                  else Code.SUBSCRIPTION_ID_DOES_NOT_EXIST).frame())
 
@@ -771,11 +792,9 @@ class StreamConnection:
         offset = f.uint64()
         f.end()
         try:
-            queue = self.channel.stream(stream)
+            self.channel.stream_store_offset(stream, reference, offset)
         except AMQPError:
             return  # no response to StoreOffset (PROTOCOL.adoc)
-        assert queue.stream is not None
-        queue.stream.offsets[reference] = offset
 
     def _on_query_offset(self, f: Fields) -> None:
         correlation = f.uint32()
@@ -783,13 +802,11 @@ class StreamConnection:
         stream = f.string()
         f.end()
         try:
-            queue = self.channel.stream(stream)
+            offset = self.channel.stream_query_offset(stream, reference)
         except AMQPError as exc:
             self._send(self._respond(Key.QUERY_OFFSET, correlation, _code(exc)).uint64(0)
                        .frame())
             return
-        assert queue.stream is not None
-        offset = queue.stream.offsets.get(reference)
         self._send(self._respond(Key.QUERY_OFFSET, correlation,
                                  Code.OK if offset is not None else Code.NO_OFFSET)
                    .uint64(offset or 0).frame())
@@ -817,30 +834,27 @@ class StreamConnection:
         routing_key = f.string()
         super_stream = f.string()
         f.end()
-        exchange = self.channel.vhost.exchanges.get(super_stream)
-        if exchange is None:
-            self._send(self._respond(Key.ROUTE, correlation, Code.STREAM_DOES_NOT_EXIST)
-                       .int32(0).frame())
+        try:
+            streams = self.channel.super_stream_route(super_stream, routing_key)
+        except AMQPError as exc:
+            self._send(self._respond(Key.ROUTE, correlation, _code(exc)).int32(0).frame())
             return
-        streams = [b.destination.name for b in exchange.bindings.values()
-                   if b.routing_key == routing_key
-                   and getattr(b.destination, "stream", None) is not None]
         self._send(self._respond(Key.ROUTE, correlation).strings(streams).frame())
 
     def _on_partitions(self, f: Fields) -> None:
         correlation = f.uint32()
         super_stream = f.string()
         f.end()
-        exchange = self.channel.vhost.exchanges.get(super_stream)
-        if exchange is None:
-            self._send(self._respond(Key.PARTITIONS, correlation, Code.STREAM_DOES_NOT_EXIST)
-                       .int32(0).frame())
+        try:
+            streams = self.channel.super_stream_partitions(super_stream)
+        except AMQPError as exc:
+            self._send(self._respond(Key.PARTITIONS, correlation, _code(exc)).int32(0).frame())
             return
-        ordered = sorted((b for b in exchange.bindings.values()
-                          if getattr(b.destination, "stream", None) is not None),
-                         key=lambda b: _order(b.arguments))
-        names = list(dict.fromkeys(b.destination.name for b in ordered))
-        self._send(self._respond(Key.PARTITIONS, correlation).strings(names).frame())
+        self._send(self._respond(Key.PARTITIONS, correlation).strings(streams).frame())
+
+
+def _nothing() -> None:
+    """(A subscription's reader is not told its stream is gone: its connection is, once.)"""
 
 
 def _subscription_filter(properties: dict[str, str]) -> FilterSpec | None:
@@ -850,11 +864,6 @@ def _subscription_filter(properties: dict[str, str]) -> FilterSpec | None:
     if not values:
         return None
     return values, properties.get("match-unfiltered", "false").lower() == "true"
-
-
-def _order(arguments: dict[str, Any]) -> int:
-    order = arguments.get("x-stream-partition-order")
-    return order if isinstance(order, int) else 0
 
 
 def _entries(chunk: Chunk, rabbitmq4: bool) -> list[bytes]:
