@@ -26,8 +26,11 @@ retention asynchronously (an ``osiris_retention`` process); embroker does it at 
 Each publish through AMQP 0-9-1 or 1.0 is one chunk; a stream-protocol ``publish`` frame's
 messages for one stream are one chunk, as osiris writes a batch.
 
-Who must hear that a stream is gone (a connection with publishers or subscriptions on it:
-RabbitMQ's reader monitors the stream's member) registers a callback in
+A :class:`ChunkReader` (a stream-protocol subscription) is sent whole chunks as its credit
+allows; its owner may pause it (RabbitMQ's reader sends chunks with ``sendfile``, paced by its
+socket: embroker's connection pauses its readers while too much of its output is unwritten) and
+resume it, its credit and position kept. Who else must hear that a stream is gone (a connection
+with publishers on it: RabbitMQ's reader monitors the stream's member) registers a callback in
 :attr:`StreamLog.monitors`.
 """
 
@@ -250,13 +253,14 @@ class ChunkReader:
     Attributes:
         position: the offset of the next message it has not been sent.
         credit: how many more chunks it may be sent.
+        paused: whether it is sent nothing for now, whatever its credit (:meth:`pause`).
     """
 
-    __slots__ = ("credit", "filter", "log", "on_chunk", "on_gone", "position")
+    __slots__ = ("credit", "filter", "log", "on_chunk", "on_gone", "paused", "position")
 
     def __init__(self, log: StreamLog, position: int, credit: int,
                  on_chunk: Callable[[Chunk], None], on_gone: Callable[[], None],
-                 filter_spec: FilterSpec | None = None) -> None:
+                 filter_spec: FilterSpec | None = None, *, paused: bool = False) -> None:
         self.log = log
         self.position = position
         self.credit = credit
@@ -265,6 +269,17 @@ class ChunkReader:
         #: Its filter (RabbitMQ 3.13+), or ``None``: the chunks that do not match are skipped
         #: and take no credit.
         self.filter = filter_spec
+        self.paused = paused
+
+    def pause(self) -> None:
+        """Send nothing more until :meth:`resume` (its owner's output waits to be written);
+        ``on_chunk`` may call it, and is then not called again."""
+        self.paused = True
+
+    def resume(self) -> None:
+        """Send again: the chunks its credit allows go out at once."""
+        self.paused = False
+        self.pump()
 
     def add_credit(self, credit: int) -> None:
         """More credit: the chunks it allows go out at once."""
@@ -275,7 +290,7 @@ class ChunkReader:
         """Send the chunks its credit allows (the whole chunk that holds its position first,
         as osiris sends a chunk whole: the client skips what is before its offset)."""
         log = self.log
-        while self.credit > 0 and self in log.readers:
+        while self.credit > 0 and not self.paused and self in log.readers:
             position = max(self.position, log.first_offset)
             chunk = log.chunk_at(position)
             if chunk is None:
@@ -390,12 +405,12 @@ class StreamLog:
         return chunk
 
     def reader(self, spec: OffsetSpec, credit: int, on_chunk: Callable[[Chunk], None],
-               on_gone: Callable[[], None],
-               filter_spec: FilterSpec | None = None) -> ChunkReader:
+               on_gone: Callable[[], None], filter_spec: FilterSpec | None = None, *,
+               paused: bool = False) -> ChunkReader:
         """A new chunk reader from where ``spec`` says (see :meth:`start_offset`); the chunks
-        its credit allows go out at once."""
+        its credit allows go out at once, unless it starts ``paused``."""
         reader = ChunkReader(self, self.start_offset(spec), credit, on_chunk, on_gone,
-                             filter_spec)
+                             filter_spec, paused=paused)
         self.readers.append(reader)
         reader.pump()
         return reader

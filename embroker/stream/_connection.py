@@ -29,6 +29,18 @@ Message bodies are AMQP 1.0 messages: a message published here keeps its bytes f
 readers and is read by 0-9-1 and 1.0 consumers through the 1.0 codec (``embroker.amqp10``);
 a message published over AMQP is sent to stream readers encoded by that codec.
 
+Output is bounded as RabbitMQ's is paced by its socket (its reader sends chunks with
+``sendfile``, blocking while the socket is full): the connection counts the bytes it has not
+seen written, those :meth:`~StreamConnection.data_to_send` has not returned and those its
+driver says it still holds of what it did return (:meth:`~StreamConnection.written`, after
+each write). While they are :data:`MAX_UNSENT` or more, its subscriptions' readers are paused,
+their credit kept (a Credit adds to it, a publish elsewhere waits in the log); once they are
+down to :data:`RESUME_UNSENT`, the readers go on, from the subscription after the one whose
+chunk paused them, so one with much credit does not keep the others waiting. Past
+:data:`MAX_UNREAD` it is ``blocked``: its driver stops reading from the client (as the
+management port's HTTP connections). A driver that never calls
+:meth:`~StreamConnection.written` is taken to write all it is given at once.
+
 Errors: bad bytes raise :class:`StreamProtocolError` inside, which closes this connection with
 a Close frame (its code and reason), nothing else; the model's refusals of a request become
 its response code.
@@ -91,7 +103,7 @@ if TYPE_CHECKING:
     from ..model._channel import Channel as ModelChannel
     from ..model._connection import Connection as ModelConnection
 
-__all__ = ["State", "StreamConnection"]
+__all__ = ["MAX_UNREAD", "MAX_UNSENT", "RESUME_UNSENT", "State", "StreamConnection"]
 
 #: What we offer in Tune (RabbitMQ's defaults: 1 MiB frames, 60 s heartbeats).
 FRAME_MAX: Final = DEFAULT_FRAME_MAX
@@ -99,6 +111,17 @@ HEARTBEAT: Final = 60
 #: How long each step of the opening may take (rabbit_stream_reader's
 #: ``connection_negotiation_step_timeout``, 10_000 ms in v3.10.8).
 NEGOTIATION_STEP_TIMEOUT: Final = 10.0
+
+#: Unwritten output at which a connection's subscriptions stop being sent chunks: twice the
+#: largest chunk a stream-protocol publisher writes (a Publish frame within FRAME_MAX), and half
+#: of what makes the connection ``blocked`` (MAX_UNREAD), so a subscriber that reads slowly is
+#: still read from (its Credit, its heartbeats) while it is paced.
+MAX_UNSENT: Final = 2 * 1024 * 1024
+#: Unwritten output down to which they are sent chunks again.
+RESUME_UNSENT: Final = MAX_UNSENT // 2
+#: Unwritten output past which the client is not read from (``blocked``): the management port's
+#: ``MAX_PENDING_OUTPUT``, the listener's bound for what it holds for a stream client.
+MAX_UNREAD: Final = 4 * 1024 * 1024
 
 #: Offset types of Subscribe (PROTOCOL.adoc).
 _OFFSET_TYPES: Final = {1: "first", 2: "last", 3: "next"}
@@ -199,6 +222,15 @@ class StreamConnection:
         self.heartbeat = HEARTBEAT
         self._reader = FrameReader(FRAME_MAX)
         self._out = bytearray()
+        #: Of what data_to_send returned, the bytes its driver still holds (its last report).
+        self._held = 0
+        #: Whether its driver reports what it wrote (:meth:`written`): then what it was given
+        #: counts as held until it says otherwise.
+        self._paced = False
+        #: Whether its subscriptions' readers are paused (too much output unwritten).
+        self._paused = False
+        #: The subscription sent the chunk that paused them: the others go first next time.
+        self._paused_by: int | None = None
         self.model: ModelConnection | None = None
         self._channel: ModelChannel | None = None
         self._publishers: dict[int, _Publisher] = {}
@@ -228,15 +260,40 @@ class StreamConnection:
         return bool(self._out)
 
     @property
+    def unsent(self) -> int:
+        """The bytes of output not written yet, as far as it knows: those
+        :meth:`data_to_send` has not returned, and those its driver last said it still held."""
+        return len(self._out) + self._held
+
+    @property
     def blocked(self) -> bool:
-        return False
+        """Whether to stop reading from the client: it leaves too much output unread."""
+        return self.unsent > MAX_UNREAD
 
     def data_to_send(self) -> bytes:
+        """The bytes to write (and forget). Taking them may let paused subscriptions go on:
+        their chunks are then ready for the next call (``on_output`` is called)."""
         data = bytes(self._out)
         self._out.clear()
         if data:
             self._last_sent = self.broker.clock.monotonic()
+            if self._paced:
+                self._held += len(data)
+        if self._paused:
+            with self.broker.locked():
+                self._resume()
         return data
+
+    def written(self, unsent: int) -> None:
+        """Its driver's report after writing: of all the bytes :meth:`data_to_send` returned,
+        ``unsent`` are not written yet (what the socket did not take). From the first report
+        on, what it is given counts as unsent until the next report; paused subscriptions
+        resume once little enough is left (``on_output`` is called when that makes output)."""
+        with self.broker.locked():
+            self._paced = True
+            self._held = unsent
+            if self._paused:
+                self._resume()
 
     def receive_data(self, data: bytes) -> None:
         """Feed bytes from the client (``b""``: it closed the socket). Never raises for bad
@@ -322,6 +379,31 @@ class StreamConnection:
 
     def _send(self, frame: bytes) -> None:
         self._out += frame
+
+    def _pause(self, subscription_id: int) -> None:
+        # Too much output unwritten: no subscription is sent chunks until it is written.
+        self._paused = True
+        self._paused_by = subscription_id
+        for subscription in self._subscriptions.values():
+            if subscription.reader is not None:
+                subscription.reader.pause()
+
+    def _resume(self) -> None:
+        # Enough written: the readers go on, from the subscription after the one that paused
+        # them, until their credit is spent or the output is too much again.
+        if self.unsent > RESUME_UNSENT or self.state is State.CLOSED:
+            return
+        self._paused = False
+        ids = list(self._subscriptions)
+        first = ids.index(self._paused_by) + 1 if self._paused_by in self._subscriptions else 0
+        readers = [reader for i in ids[first:] + ids[:first]
+                   if (reader := self._subscriptions[i].reader) is not None]
+        for reader in readers:
+            reader.paused = False
+        for reader in readers:
+            if self._paused:
+                break
+            reader.pump()
 
     def _notify(self) -> None:
         if self.on_output is not None:
@@ -716,11 +798,15 @@ class StreamConnection:
         def on_chunk(chunk: Chunk) -> None:
             self._send(chunk_frame(subscription_id, chunk.first_offset, chunk.timestamp,
                                    _entries(chunk, self.broker.profile.rabbitmq4)))
+            if self.unsent >= MAX_UNSENT:
+                self._pause(subscription_id)
             self._notify()
 
         credit, subscription.credit = subscription.credit, 0
         subscription.reader = subscription.log.reader(spec, credit, on_chunk, _nothing,
-                                                      subscription.filter)
+                                                      subscription.filter, paused=True)
+        if not self._paused:  # (known as a reader of the connection before it reads)
+            subscription.reader.resume()
 
     def _activate(self, subscription_id: int) -> None:
         # A single active consumer becomes active: ask its client where to start
