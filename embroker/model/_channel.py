@@ -536,22 +536,6 @@ class Channel:
             raise NotFound(f"no {self.vhost.resource('queue', name)} (stream)")
         return q.stream
 
-    def stream(self, name: str, *, write: bool = False) -> Queue:
-        """The stream ``name``, for the stream protocol, once this connection may read it (or
-        write to it).
-
-        Raises:
-            AccessRefused: (403) no read (write) permission on it.
-            NotFound: (404) no such queue, or a queue that is not a stream (the stream
-                protocol's "stream does not exist").
-        """
-        if write:
-            self.connection.access.write_queue(name)
-        else:
-            self.connection.access.read_queue(name)
-        self._stream_log(name)
-        return self.vhost.queues[name]
-
     def stream_create(self, name: str, arguments: dict[str, str]) -> bool:
         """Create the stream ``name`` (the stream protocol's Create, its arguments as given:
         :func:`~._stream.create_arguments`); returns whether it was created, ``False`` when
@@ -645,13 +629,32 @@ class Channel:
             raise PreconditionFailed(f"publisher already declared on stream '{name}'")
         return self._stream_log(name)
 
+    def stream_written(self, name: str, reference: str) -> int:
+        """The last publishing id written to stream ``name`` by publisher ``reference`` (-1
+        for none, or no reference): what a publish with that reference deduplicates against
+        (osiris' writer tracking). Checked as :meth:`stream_publish`."""
+        self.connection.access.write_queue(name)
+        return self._stream_log(name).writers.get(reference, -1) if reference else -1
+
     def stream_publish(self, name: str, messages: tuple[Message, ...],
                        raw: tuple[bytes, ...] | None = None,
-                       filter_values: tuple[str | None, ...] | None = None) -> int:
+                       filter_values: tuple[str | None, ...] | None = None, *,
+                       reference: str = "", last: int = -1) -> int:
         """Write messages to stream ``name`` as one chunk (a stream-protocol publish; with
-        their filter values, RabbitMQ 3.13+); returns the offset of the first. Checked as
-        :meth:`stream` with ``write``."""
-        return self.stream(name, write=True).append_chunk(messages, raw, filter_values)
+        their filter values, RabbitMQ 3.13+); returns the offset of the first. With a
+        publisher ``reference``, ``last`` is the last publishing id among them (see
+        :meth:`stream_written`). Write permission, then that the stream exists.
+
+        Raises:
+            AccessRefused: (403) no write permission on it.
+            NotFound: (404) no such stream.
+        """
+        self.connection.access.write_queue(name)
+        log = self._stream_log(name)
+        offset = self.vhost.queues[name].append_chunk(messages, raw, filter_values)
+        if reference:
+            log.writers[reference] = last
+        return offset
 
     def stream_publisher_sequence(self, name: str, reference: str) -> int:
         """The last publishing id written by publisher ``reference`` (0 for none):

@@ -684,13 +684,10 @@ class StreamConnection:
         values: list[str | None] = []
         refused: list[int] = []
         try:
-            queue = self.channel.stream(publisher.stream, write=True)
+            last = self.channel.stream_written(publisher.stream, publisher.reference)
         except AMQPError as exc:
             self._publish_errors(publisher_id, [pid for pid, _v, _d in entries], _code(exc))
             return
-        assert queue.stream is not None
-        writers = queue.stream.writers
-        last = writers.get(publisher.reference, -1) if publisher.reference else -1
         for publishing_id, value, data in entries:
             if publisher.reference and publishing_id <= last:
                 confirmed.append(publishing_id)  # a duplicate: confirmed, not written again
@@ -709,13 +706,12 @@ class StreamConnection:
         if messages:
             try:
                 self.channel.stream_publish(publisher.stream, tuple(messages), tuple(raw),
-                                            tuple(values) if v2 else None)
+                                            tuple(values) if v2 else None,
+                                            reference=publisher.reference, last=last)
             except AMQPError as exc:
                 refused, confirmed = confirmed, []
                 self._publish_errors(publisher_id, refused, _code(exc))
                 return
-            if publisher.reference:
-                writers[publisher.reference] = last
         if confirmed:
             w = Writer(Key.PUBLISH_CONFIRM).uint8(publisher_id).int32(len(confirmed))
             for publishing_id in confirmed:
