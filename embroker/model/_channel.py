@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, final
 
 from ..errors import (
     AccessRefused,
+    ChannelException,
+    InternalError,
     NoRoute,
     NotAllowed,
     NotFound,
@@ -33,17 +35,24 @@ from ..errors import (
     PreconditionFailed,
 )
 from . import _faults, _firehose, _history
-from ._arguments import parse_expiration, validate_consumer_arguments
+from ._arguments import (
+    check_equivalent_field,
+    check_equivalent_queue_arguments,
+    parse_expiration,
+    validate_consumer_arguments,
+)
 from ._consumer import Browser, Consumer, Delivery, Unacked
 from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
 from ._message import Message, QueuedMessage
 from ._names import REPLY_TO, random_name, reply_name
-from ._stream import parse_offset_spec
+from ._stream import MAX_SEGMENT_SIZE, create_arguments, parse_offset_spec
 from ._tx import HeldPublish, HeldSettlement, Settlement, TxRecord
 
 if TYPE_CHECKING:
     from ._connection import Connection
+    from ._exchange import Binding
     from ._queue import Queue
+    from ._stream import StreamLog
     from ._vhost import DeclareOk
 
 __all__ = ["Channel", "ReplyConsumer"]
@@ -54,6 +63,11 @@ _NO_ROUTE = NoRoute("")
 
 def _by_tag(pair: tuple[int, Unacked]) -> int:
     return pair[0]
+
+
+def _partition_order(binding: Binding) -> int:
+    order = binding.arguments.get("x-stream-partition-order")
+    return order if isinstance(order, int) else 0
 
 
 @final
@@ -514,32 +528,200 @@ class Channel:
         parse_offset_spec(arguments.get("x-stream-offset"), q.stream.now_ms())
 
     # -- the stream protocol ---------------------------------------------------------------
+    #
+    # Each command as RabbitMQ 3.10.8's rabbit_stream_reader and rabbit_stream_manager check it:
+    # the permission it needs on the stream's queue resource first, then that the stream exists,
+    # then the rest; so a user without the permission learns nothing of which streams exist.
+    # Metadata, Route and Partitions check no permission (RabbitMQ's neither: checked live).
 
-    def stream(self, name: str, *, write: bool = False) -> Queue:
-        """The stream ``name``, for the stream protocol, once this connection may read it (or
-        write to it).
-
-        Raises:
-            AccessRefused: (403) no read (write) permission on it.
-            NotFound: (404) no such queue, or a queue that is not a stream (the stream
-                protocol's "stream does not exist").
-        """
-        if write:
-            self.connection.access.write_queue(name)
-        else:
-            self.connection.access.read_queue(name)
+    def _stream_log(self, name: str) -> StreamLog:
         q = self.vhost.queues.get(name)
         if q is None or q.stream is None:
             raise NotFound(f"no {self.vhost.resource('queue', name)} (stream)")
-        return q
+        return q.stream
+
+    def stream_create(self, name: str, arguments: dict[str, str]) -> bool:
+        """Create the stream ``name`` (the stream protocol's Create, its arguments as given:
+        :func:`~._stream.create_arguments`); returns whether it was created, ``False`` when
+        an equivalent stream exists (STREAM_ALREADY_EXISTS). RabbitMQ 3.10.8's order
+        (rabbit_stream_reader, rabbit_stream_manager:create_stream/4): the name (``\r`` and
+        ``\n`` taken out of it), configure permission, the arguments, then an existing queue
+        of that name, then the declaration's own checks.
+
+        Raises:
+            PreconditionFailed: (406) an empty or ``amq.`` name; bad arguments; a queue of
+                that name that is not the stream these arguments declare (another type, other
+                arguments, exclusive...).
+            AccessRefused: (403) no configure permission on the name.
+            InternalError: (541) an argument that crashes RabbitMQ's stream manager (an
+                integer that is not one, an ``x-max-age`` that does not start with digits): it
+                takes the client's connection down, nothing is created.
+        """
+        name = name.replace("\r", "").replace("\n", "")  # (rabbit_stream_utils)
+        if not name or name.startswith("amq."):
+            raise PreconditionFailed(f"'{name}' is not a correct name for a stream")
+        self.connection.access.queue_declare(self.vhost, name, {})
+        declared = create_arguments(arguments)
+        found = self.vhost.queues.get(name)
+        if found is not None:
+            # rabbit_amqqueue:assert_equivalence/5 with a durable, non auto-delete queue of no
+            # owner: any difference is the manager's validation_failed.
+            where = self.vhost.resource("queue", name)
+            if found.exclusive_owner is not None:
+                raise PreconditionFailed(f"{where} is exclusive to another connection")
+            try:
+                check_equivalent_field(where, "durable", found.durable, True)
+                check_equivalent_field(where, "auto_delete", found.auto_delete, False)
+                check_equivalent_queue_arguments(where, found.arguments, declared)
+            except ChannelException as exc:
+                raise PreconditionFailed(exc.reply_text) from None
+            return False
+        size = declared.get("x-stream-max-segment-size-bytes")
+        if size is not None and size > MAX_SEGMENT_SIZE:  # (rabbit_stream_queue:declare/2)
+            raise PreconditionFailed("Exceeded max value for x-stream-max-segment-size-bytes")
+        max_age = declared.get("x-max-age")
+        if max_age is not None and not "0" <= max_age[:1] <= "9":
+            # (rabbit_amqqueue:check_max_age/1: list_to_integer("") in the stream manager)
+            raise InternalError(f"stream argument 'max-age' has no number: {max_age!r}")
+        self.vhost.declare_queue(name, self.connection, durable=True, arguments=declared)
+        return True
+
+    def stream_delete(self, name: str) -> None:
+        """Delete the stream ``name`` (the stream protocol's Delete): configure permission,
+        then that it is a stream (rabbit_stream_manager:delete_stream/3).
+
+        Raises:
+            AccessRefused: (403) no configure permission on the name.
+            NotFound: (404) no such queue, or a queue that is not a stream.
+        """
+        self.connection.access.queue_delete(name)
+        self._stream_log(name)
+        self.vhost.delete_queue(name, self.connection)
+
+    def stream_topology(self, name: str) -> None:
+        """Whether ``name`` is a stream, for Metadata (``rabbit_stream_manager:topology/2``:
+        no permission is checked; RabbitMQ 3.10.8 answers a user with none).
+
+        Raises:
+            NotFound: (404) no such stream.
+        """
+        self._stream_log(name)
+
+    def stream_reader(self, name: str) -> StreamLog:
+        """The log of stream ``name``, to subscribe to it: read permission, then that it
+        exists (rabbit_stream_reader's subscribe; the subscription id is checked after).
+
+        Raises:
+            AccessRefused: (403) no read permission on it.
+            NotFound: (404) no such stream.
+        """
+        self.connection.access.read_queue(name)
+        return self._stream_log(name)
+
+    def stream_writer(self, name: str, *, taken: bool = False) -> StreamLog:
+        """The log of stream ``name``, to declare a publisher on it: write permission, then
+        ``taken`` (the publisher id, or the reference on this stream, is already in use on the
+        connection), then that the stream exists (rabbit_stream_reader's declare_publisher).
+
+        Raises:
+            AccessRefused: (403) no write permission on it.
+            PreconditionFailed: (406) ``taken``.
+            NotFound: (404) no such stream.
+        """
+        self.connection.access.write_queue(name)
+        if taken:
+            raise PreconditionFailed(f"publisher already declared on stream '{name}'")
+        return self._stream_log(name)
+
+    def stream_written(self, name: str, reference: str) -> int:
+        """The last publishing id written to stream ``name`` by publisher ``reference`` (-1
+        for none, or no reference): what a publish with that reference deduplicates against
+        (osiris' writer tracking). Checked as :meth:`stream_publish`."""
+        self.connection.access.write_queue(name)
+        return self._stream_log(name).writers.get(reference, -1) if reference else -1
 
     def stream_publish(self, name: str, messages: tuple[Message, ...],
                        raw: tuple[bytes, ...] | None = None,
-                       filter_values: tuple[str | None, ...] | None = None) -> int:
+                       filter_values: tuple[str | None, ...] | None = None, *,
+                       reference: str = "", last: int = -1) -> int:
         """Write messages to stream ``name`` as one chunk (a stream-protocol publish; with
-        their filter values, RabbitMQ 3.13+); returns the offset of the first. Checked as
-        :meth:`stream` with ``write``."""
-        return self.stream(name, write=True).append_chunk(messages, raw, filter_values)
+        their filter values, RabbitMQ 3.13+); returns the offset of the first. With a
+        publisher ``reference``, ``last`` is the last publishing id among them (see
+        :meth:`stream_written`). Write permission, then that the stream exists.
+
+        Raises:
+            AccessRefused: (403) no write permission on it.
+            NotFound: (404) no such stream.
+        """
+        self.connection.access.write_queue(name)
+        log = self._stream_log(name)
+        offset = self.vhost.queues[name].append_chunk(messages, raw, filter_values)
+        if reference:
+            log.writers[reference] = last
+        return offset
+
+    def stream_publisher_sequence(self, name: str, reference: str) -> int:
+        """The last publishing id written by publisher ``reference`` (0 for none):
+        QueryPublisherSequence, read permission, then that the stream exists.
+
+        Raises:
+            AccessRefused: (403) no read permission on it.
+            NotFound: (404) no such stream.
+        """
+        self.connection.access.read_queue(name)
+        return max(self._stream_log(name).writers.get(reference, 0), 0)
+
+    def stream_query_offset(self, name: str, reference: str) -> int | None:
+        """The offset consumer ``reference`` stored, or ``None``: QueryOffset, read
+        permission, then that the stream exists.
+
+        Raises:
+            AccessRefused: (403) no read permission on it.
+            NotFound: (404) no such stream.
+        """
+        self.connection.access.read_queue(name)
+        return self._stream_log(name).offsets.get(reference)
+
+    def stream_store_offset(self, name: str, reference: str, offset: int) -> None:
+        """Store consumer ``reference``'s offset: StoreOffset, *write* permission (RabbitMQ
+        3.10.8 checks write: a user who may only read cannot store), then that the stream
+        exists.
+
+        Raises:
+            AccessRefused: (403) no write permission on it.
+            NotFound: (404) no such stream.
+        """
+        self.connection.access.write_queue(name)
+        self._stream_log(name).offsets[reference] = offset
+
+    def super_stream_route(self, super_stream: str, routing_key: str) -> list[str]:
+        """The streams a message with ``routing_key`` reaches through exchange
+        ``super_stream``, in name order (``rabbit_stream_manager:route/3``: the exchange
+        routes it as a publish would, then the queues that are streams; no permission).
+
+        Raises:
+            NotFound: (404) no such exchange.
+        """
+        exchange = self.vhost.exchanges.get(super_stream)
+        if exchange is None:
+            raise NotFound(f"no {self.vhost.resource('exchange', super_stream)}")
+        queues = self.vhost._route(exchange, [routing_key], None)[0]
+        return [q.name for q in queues if q.stream is not None]
+
+    def super_stream_partitions(self, super_stream: str) -> list[str]:
+        """The streams bound to exchange ``super_stream``, by their bindings'
+        ``x-stream-partition-order`` (``rabbit_stream_manager:partitions/2``, no permission).
+
+        Raises:
+            NotFound: (404) no such exchange.
+        """
+        exchange = self.vhost.exchanges.get(super_stream)
+        if exchange is None:
+            raise NotFound(f"no {self.vhost.resource('exchange', super_stream)}")
+        bindings = sorted((b for b in exchange.bindings.values()
+                           if getattr(b.destination, "stream", None) is not None),
+                          key=_partition_order)
+        return list(dict.fromkeys(b.destination.name for b in bindings))
 
     def browse(self, queue: str) -> Browser:
         """Look at a queue's ready messages without taking them (AMQP 1.0's distribution-mode

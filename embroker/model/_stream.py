@@ -25,6 +25,13 @@ retention asynchronously (an ``osiris_retention`` process); embroker does it at 
 
 Each publish through AMQP 0-9-1 or 1.0 is one chunk; a stream-protocol ``publish`` frame's
 messages for one stream are one chunk, as osiris writes a batch.
+
+A :class:`ChunkReader` (a stream-protocol subscription) is sent whole chunks as its credit
+allows; its owner may pause it (RabbitMQ's reader sends chunks with ``sendfile``, paced by its
+socket: embroker's connection pauses its readers while too much of its output is unwritten) and
+resume it, its credit and position kept. Who else must hear that a stream is gone (a connection
+with publishers on it: RabbitMQ's reader monitors the stream's member) registers a callback in
+:attr:`StreamLog.monitors`.
 """
 
 from __future__ import annotations
@@ -33,14 +40,14 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
 
-from ..errors import InternalError
+from ..errors import InternalError, PreconditionFailed
 
 if TYPE_CHECKING:
     from ._clock import Clock, Timer
     from ._message import Message
 
 __all__ = ["Chunk", "ChunkReader", "FilterSpec", "OffsetSpec", "SacMember", "StreamLog", "chunk_matches",
-           "consumer_filter", "max_age_ms", "parse_offset_spec"]
+           "consumer_filter", "create_arguments", "max_age_ms", "parse_offset_spec"]
 
 #: osiris' default ``max_segment_size_bytes`` (RabbitMQ's stream default: 500 MB).
 DEFAULT_SEGMENT_SIZE: Final = 500_000_000
@@ -48,6 +55,24 @@ DEFAULT_SEGMENT_SIZE: Final = 500_000_000
 CHUNK_HEADER_SIZE: Final = 48
 #: The size field in front of each simple entry of a chunk.
 ENTRY_HEADER_SIZE: Final = 4
+
+#: The largest ``x-stream-max-segment-size-bytes`` a stream is declared with (RabbitMQ 3.10.8's
+#: ``?MAX_STREAM_MAX_SEGMENT_SIZE``, rabbit_common/include/rabbit.hrl).
+MAX_SEGMENT_SIZE: Final = 3_000_000_000
+
+#: The stream protocol's Create arguments and the queue arguments they become, integers or
+#: strings (rabbit_stream_manager:stream_queue_arguments/2, v3.10.8).
+_CREATE_ARGUMENTS: Final = {
+    "max-length-bytes": ("x-max-length-bytes", True),
+    "max-age": ("x-max-age", False),
+    "stream-max-segment-size-bytes": ("x-stream-max-segment-size-bytes", True),
+    "initial-cluster-size": ("x-initial-cluster-size", True),
+    "queue-leader-locator": ("x-queue-leader-locator", False),
+}
+#: rabbit_queue_location:queue_leader_locators/0 (v3.10.8), the deprecated ones included.
+_LEADER_LOCATORS: Final = frozenset({"client-local", "balanced", "random", "least-leaders"})
+#: What Erlang's ``binary_to_integer/1`` reads.
+_ERLANG_INTEGER: Final = re.compile(r"[+-]?[0-9]+")
 
 #: rabbit_amqqueue:unit_value_in_ms/1.
 _UNIT_MS: Final = {"Y": 365 * 86_400_000, "M": 30 * 86_400_000, "D": 86_400_000,
@@ -72,6 +97,43 @@ def max_age_ms(value: str) -> int | None:
         return None
     unit = _UNIT_MS.get(match.group(2))
     return None if unit is None else int(match.group(1)) * unit
+
+
+def create_arguments(given: dict[str, str]) -> dict[str, Any]:
+    """The queue arguments of a stream-protocol Create with ``given`` arguments, as RabbitMQ
+    3.10.8's stream manager makes and checks them (``rabbit_stream_manager``:
+    ``stream_queue_arguments/2`` then ``validate_stream_queue_arguments/1``): the arguments it
+    knows, with or without their ``x-`` (``max-age``...), become ``x-`` arguments and
+    ``x-queue-type: stream``; the others are ignored.
+
+    >>> create_arguments({"max-age": "1h", "x-max-length-bytes": "100", "foo": "bar"})
+    {'x-queue-type': 'stream', 'x-max-age': '1h', 'x-max-length-bytes': 100}
+
+    Raises:
+        InternalError: (541) a value that must be an integer is not one: RabbitMQ's stream
+            manager crashes (``binary_to_integer``), and the client's connection with it.
+        PreconditionFailed: (406) ``initial-cluster-size`` not positive, or an unknown
+            ``queue-leader-locator``.
+    """
+    arguments: dict[str, Any] = {"x-queue-type": "stream"}
+    for key, value in given.items():
+        known = _CREATE_ARGUMENTS.get(key.removeprefix("x-"))
+        if known is None:
+            continue
+        name, integer = known
+        if not integer:
+            arguments[name] = value
+        elif _ERLANG_INTEGER.fullmatch(value):
+            arguments[name] = int(value)
+        else:
+            raise InternalError(f"stream argument '{key}' is not an integer: {value!r}")
+    size = arguments.get("x-initial-cluster-size")
+    if size is not None and size <= 0:
+        raise PreconditionFailed(f"invalid initial-cluster-size: {size}")
+    locator = arguments.get("x-queue-leader-locator")
+    if locator is not None and locator not in _LEADER_LOCATORS:
+        raise PreconditionFailed(f"invalid queue-leader-locator: '{locator}'")
+    return arguments
 
 
 def parse_offset_spec(value: Any, now_ms: int) -> OffsetSpec:
@@ -191,13 +253,14 @@ class ChunkReader:
     Attributes:
         position: the offset of the next message it has not been sent.
         credit: how many more chunks it may be sent.
+        paused: whether it is sent nothing for now, whatever its credit (:meth:`pause`).
     """
 
-    __slots__ = ("credit", "filter", "log", "on_chunk", "on_gone", "position")
+    __slots__ = ("credit", "filter", "log", "on_chunk", "on_gone", "paused", "position")
 
     def __init__(self, log: StreamLog, position: int, credit: int,
                  on_chunk: Callable[[Chunk], None], on_gone: Callable[[], None],
-                 filter_spec: FilterSpec | None = None) -> None:
+                 filter_spec: FilterSpec | None = None, *, paused: bool = False) -> None:
         self.log = log
         self.position = position
         self.credit = credit
@@ -206,6 +269,17 @@ class ChunkReader:
         #: Its filter (RabbitMQ 3.13+), or ``None``: the chunks that do not match are skipped
         #: and take no credit.
         self.filter = filter_spec
+        self.paused = paused
+
+    def pause(self) -> None:
+        """Send nothing more until :meth:`resume` (its owner's output waits to be written);
+        ``on_chunk`` may call it, and is then not called again."""
+        self.paused = True
+
+    def resume(self) -> None:
+        """Send again: the chunks its credit allows go out at once."""
+        self.paused = False
+        self.pump()
 
     def add_credit(self, credit: int) -> None:
         """More credit: the chunks it allows go out at once."""
@@ -216,7 +290,7 @@ class ChunkReader:
         """Send the chunks its credit allows (the whole chunk that holds its position first,
         as osiris sends a chunk whole: the client skips what is before its offset)."""
         log = self.log
-        while self.credit > 0 and self in log.readers:
+        while self.credit > 0 and not self.paused and self in log.readers:
             position = max(self.position, log.first_offset)
             chunk = log.chunk_at(position)
             if chunk is None:
@@ -256,7 +330,7 @@ class StreamLog:
     """
 
     __slots__ = ("_age_timer", "_clock", "_segment_bytes", "first_offset", "groups", "max_age",
-                 "max_bytes",
+                 "max_bytes", "monitors",
                  "next_offset", "offsets", "on_truncate", "readers", "segment_size", "segments",
                  "writers")
 
@@ -278,6 +352,10 @@ class StreamLog:
         self.on_truncate: Any = None
         #: Its chunk readers (stream-protocol subscriptions), in the order they came.
         self.readers: list[ChunkReader] = []
+        #: Who is told when the stream is deleted (after its readers), by owner: a
+        #: stream-protocol connection with publishers or subscriptions on it (RabbitMQ's
+        #: reader monitors the stream's member while it has either).
+        self.monitors: dict[object, Callable[[], None]] = {}
         #: Publisher reference -> the last publishing id written (deduplication: osiris'
         #: writer tracking).
         self.writers: dict[str, int] = {}
@@ -327,12 +405,12 @@ class StreamLog:
         return chunk
 
     def reader(self, spec: OffsetSpec, credit: int, on_chunk: Callable[[Chunk], None],
-               on_gone: Callable[[], None],
-               filter_spec: FilterSpec | None = None) -> ChunkReader:
+               on_gone: Callable[[], None], filter_spec: FilterSpec | None = None, *,
+               paused: bool = False) -> ChunkReader:
         """A new chunk reader from where ``spec`` says (see :meth:`start_offset`); the chunks
-        its credit allows go out at once."""
+        its credit allows go out at once, unless it starts ``paused``."""
         reader = ChunkReader(self, self.start_offset(spec), credit, on_chunk, on_gone,
-                             filter_spec)
+                             filter_spec, paused=paused)
         self.readers.append(reader)
         reader.pump()
         return reader
@@ -396,13 +474,17 @@ class StreamLog:
             group[0].activate()
 
     def stop(self) -> None:
-        """The stream is deleted: its timer must not fire, its readers are told."""
+        """The stream is deleted: its timer must not fire, its readers are told, then its
+        monitors."""
         if self._age_timer is not None:
             self._age_timer.cancel()
             self._age_timer = None
         readers, self.readers = self.readers, []
         for reader in readers:
             reader.on_gone()
+        monitors, self.monitors = self.monitors, {}
+        for monitor in monitors.values():
+            monitor()
 
     # -- reading -------------------------------------------------------------------------------
 

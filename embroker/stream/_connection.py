@@ -5,13 +5,16 @@ Theory of operation
 A client opens with PeerProperties, SaslHandshake, SaslAuthenticate (PLAIN), answers our Tune
 with its own, then Open picks a virtual host; each step is allowed in one state only
 (:data:`EXPECTED`), anything else closes the connection. Once open, requests are answered in
-the order they come, each through the model as the AMQP layers do (one model channel: streams
-are declared, deleted, read and written with the model's checks and texts):
+the order they come, each through one operation of the model (one model channel: its
+``stream_*`` operations), which checks the permission the command needs, then that the stream
+exists, then the rest, in RabbitMQ 3.10.8's order; this layer only turns the model's errors into
+response codes (:func:`_code`; an error that takes RabbitMQ's reader down drops the connection):
 
-- Create / Delete: ``queue.declare`` of a durable ``x-queue-type: stream`` queue (the
-  arguments ``max-age``, ``max-length-bytes``, ``stream-max-segment-size-bytes``,
-  ``initial-cluster-size``, ``queue-leader-locator`` become its ``x-`` arguments) / its
-  deletion.
+- Create / Delete: a durable ``x-queue-type: stream`` queue (the arguments ``max-age``,
+  ``max-length-bytes``, ``stream-max-segment-size-bytes``, ``initial-cluster-size``,
+  ``queue-leader-locator`` become its ``x-`` arguments; an existing one must be that stream) /
+  its deletion. A deleted stream takes the publishers and subscriptions every connection had
+  on it, each connection told once (MetadataUpdate).
 - DeclarePublisher / Publish / DeletePublisher: a Publish frame's messages for one stream are
   one chunk; a publisher with a reference is deduplicated (a publishing id not above the last
   one written for the reference is confirmed and not written again); QueryPublisherSequence
@@ -25,6 +28,18 @@ are declared, deleted, read and written with the model's checks and texts):
 Message bodies are AMQP 1.0 messages: a message published here keeps its bytes for stream
 readers and is read by 0-9-1 and 1.0 consumers through the 1.0 codec (``embroker.amqp10``);
 a message published over AMQP is sent to stream readers encoded by that codec.
+
+Output is bounded as RabbitMQ's is paced by its socket (its reader sends chunks with
+``sendfile``, blocking while the socket is full): the connection counts the bytes it has not
+seen written, those :meth:`~StreamConnection.data_to_send` has not returned and those its
+driver says it still holds of what it did return (:meth:`~StreamConnection.written`, after
+each write). While they are :data:`MAX_UNSENT` or more, its subscriptions' readers are paused,
+their credit kept (a Credit adds to it, a publish elsewhere waits in the log); once they are
+down to :data:`RESUME_UNSENT`, the readers go on, from the subscription after the one whose
+chunk paused them, so one with much credit does not keep the others waiting. Past
+:data:`MAX_UNREAD` it is ``blocked``: its driver stops reading from the client (as the
+management port's HTTP connections). A driver that never calls
+:meth:`~StreamConnection.written` is taken to write all it is given at once.
 
 Errors: bad bytes raise :class:`StreamProtocolError` inside, which closes this connection with
 a Close frame (its code and reason), nothing else; the model's refusals of a request become
@@ -70,7 +85,7 @@ from ..errors import (
     PreconditionFailed,
 )
 from ..model._message import Message
-from ..model._stream import Chunk, ChunkReader, FilterSpec, OffsetSpec, SacMember
+from ..model._stream import Chunk, ChunkReader, FilterSpec, OffsetSpec, SacMember, StreamLog
 from ._frames import (
     DEFAULT_FRAME_MAX,
     Code,
@@ -88,7 +103,7 @@ if TYPE_CHECKING:
     from ..model._channel import Channel as ModelChannel
     from ..model._connection import Connection as ModelConnection
 
-__all__ = ["State", "StreamConnection"]
+__all__ = ["MAX_UNREAD", "MAX_UNSENT", "RESUME_UNSENT", "State", "StreamConnection"]
 
 #: What we offer in Tune (RabbitMQ's defaults: 1 MiB frames, 60 s heartbeats).
 FRAME_MAX: Final = DEFAULT_FRAME_MAX
@@ -97,17 +112,19 @@ HEARTBEAT: Final = 60
 #: ``connection_negotiation_step_timeout``, 10_000 ms in v3.10.8).
 NEGOTIATION_STEP_TIMEOUT: Final = 10.0
 
+#: Unwritten output at which a connection's subscriptions stop being sent chunks: twice the
+#: largest chunk a stream-protocol publisher writes (a Publish frame within FRAME_MAX), and half
+#: of what makes the connection ``blocked`` (MAX_UNREAD), so a subscriber that reads slowly is
+#: still read from (its Credit, its heartbeats) while it is paced.
+MAX_UNSENT: Final = 2 * 1024 * 1024
+#: Unwritten output down to which they are sent chunks again.
+RESUME_UNSENT: Final = MAX_UNSENT // 2
+#: Unwritten output past which the client is not read from (``blocked``): the management port's
+#: ``MAX_PENDING_OUTPUT``, the listener's bound for what it holds for a stream client.
+MAX_UNREAD: Final = 4 * 1024 * 1024
+
 #: Offset types of Subscribe (PROTOCOL.adoc).
 _OFFSET_TYPES: Final = {1: "first", 2: "last", 3: "next"}
-
-#: Create's arguments and the queue arguments they are (rabbit_stream_utils, v3.10.8).
-_CREATE_ARGUMENTS: Final = {
-    "max-length-bytes": ("x-max-length-bytes", int),
-    "max-age": ("x-max-age", str),
-    "stream-max-segment-size-bytes": ("x-stream-max-segment-size-bytes", int),
-    "initial-cluster-size": ("x-initial-cluster-size", int),
-    "queue-leader-locator": ("x-queue-leader-locator", str),
-}
 
 
 class State(enum.Enum):
@@ -152,11 +169,12 @@ class _Subscription:
     """A subscription: its reader once reading; a single active consumer waits, inactive, with
     what it asked for, until it is activated and its client says where to start."""
 
-    __slots__ = ("credit", "filter", "group", "member", "reader", "spec", "stream")
+    __slots__ = ("credit", "filter", "group", "log", "member", "reader", "spec", "stream")
 
-    def __init__(self, stream: str, spec: OffsetSpec, credit: int,
+    def __init__(self, stream: str, log: StreamLog, spec: OffsetSpec, credit: int,
                  filter_spec: FilterSpec | None) -> None:
         self.stream = stream
+        self.log = log
         self.spec = spec
         self.credit = credit
         self.filter = filter_spec
@@ -204,10 +222,24 @@ class StreamConnection:
         self.heartbeat = HEARTBEAT
         self._reader = FrameReader(FRAME_MAX)
         self._out = bytearray()
+        #: Of what data_to_send returned, the bytes its driver still holds (its last report).
+        self._held = 0
+        #: Whether its driver reports what it wrote (:meth:`written`): then what it was given
+        #: counts as held until it says otherwise.
+        self._paced = False
+        #: Whether its subscriptions' readers are paused (too much output unwritten).
+        self._paused = False
+        #: The subscription sent the chunk that paused them: the others go first next time.
+        self._paused_by: int | None = None
         self.model: ModelConnection | None = None
         self._channel: ModelChannel | None = None
         self._publishers: dict[int, _Publisher] = {}
         self._subscriptions: dict[int, _Subscription] = {}
+        #: The streams it has publishers or subscriptions on: told when one is deleted.
+        self._monitored: dict[str, StreamLog] = {}
+        #: Inside its own Delete: the streams gone, told after the response (as RabbitMQ).
+        self._deleting = False
+        self._gone_later: list[str] = []
         #: ConsumerUpdate requests we sent, by correlation id: the subscription they activate.
         self._updates: dict[int, int] = {}
         self._correlation = itertools.count(1)
@@ -228,15 +260,40 @@ class StreamConnection:
         return bool(self._out)
 
     @property
+    def unsent(self) -> int:
+        """The bytes of output not written yet, as far as it knows: those
+        :meth:`data_to_send` has not returned, and those its driver last said it still held."""
+        return len(self._out) + self._held
+
+    @property
     def blocked(self) -> bool:
-        return False
+        """Whether to stop reading from the client: it leaves too much output unread."""
+        return self.unsent > MAX_UNREAD
 
     def data_to_send(self) -> bytes:
+        """The bytes to write (and forget). Taking them may let paused subscriptions go on:
+        their chunks are then ready for the next call (``on_output`` is called)."""
         data = bytes(self._out)
         self._out.clear()
         if data:
             self._last_sent = self.broker.clock.monotonic()
+            if self._paced:
+                self._held += len(data)
+        if self._paused:
+            with self.broker.locked():
+                self._resume()
         return data
+
+    def written(self, unsent: int) -> None:
+        """Its driver's report after writing: of all the bytes :meth:`data_to_send` returned,
+        ``unsent`` are not written yet (what the socket did not take). From the first report
+        on, what it is given counts as unsent until the next report; paused subscriptions
+        resume once little enough is left (``on_output`` is called when that makes output)."""
+        with self.broker.locked():
+            self._paced = True
+            self._held = unsent
+            if self._paused:
+                self._resume()
 
     def receive_data(self, data: bytes) -> None:
         """Feed bytes from the client (``b""``: it closed the socket). Never raises for bad
@@ -288,6 +345,9 @@ class StreamConnection:
             for subscription in subscriptions:
                 self._stop(subscription)
             self._publishers.clear()
+            for log in self._monitored.values():
+                log.monitors.pop(self, None)
+            self._monitored.clear()
             if self.model is not None:
                 self.model.close()
                 self.model = None
@@ -319,6 +379,31 @@ class StreamConnection:
 
     def _send(self, frame: bytes) -> None:
         self._out += frame
+
+    def _pause(self, subscription_id: int) -> None:
+        # Too much output unwritten: no subscription is sent chunks until it is written.
+        self._paused = True
+        self._paused_by = subscription_id
+        for subscription in self._subscriptions.values():
+            if subscription.reader is not None:
+                subscription.reader.pause()
+
+    def _resume(self) -> None:
+        # Enough written: the readers go on, from the subscription after the one that paused
+        # them, until their credit is spent or the output is too much again.
+        if self.unsent > RESUME_UNSENT or self.state is State.CLOSED:
+            return
+        self._paused = False
+        ids = list(self._subscriptions)
+        first = ids.index(self._paused_by) + 1 if self._paused_by in self._subscriptions else 0
+        readers = [reader for i in ids[first:] + ids[:first]
+                   if (reader := self._subscriptions[i].reader) is not None]
+        for reader in readers:
+            reader.paused = False
+        for reader in readers:
+            if self._paused:
+                break
+            reader.pump()
 
     def _notify(self) -> None:
         if self.on_output is not None:
@@ -473,25 +558,15 @@ class StreamConnection:
         stream = f.string()
         given = f.properties()
         f.end()
-        arguments: dict[str, Any] = {"x-queue-type": "stream"}
-        code: int = Code.OK
-        for key, value in given.items():
-            known = _CREATE_ARGUMENTS.get(key.removeprefix("x-"))
-            if known is None:
-                continue
-            name, kind = known
-            try:
-                arguments[name] = kind(value)
-            except ValueError:
-                code = Code.PRECONDITION_FAILED
-        if code == Code.OK:
-            if stream in self.channel.vhost.queues:
-                code = Code.STREAM_ALREADY_EXISTS
-            else:
-                try:
-                    self.channel.queue_declare(stream, durable=True, arguments=arguments)
-                except AMQPError as exc:
-                    code = _code(exc)
+        try:
+            created = self.channel.stream_create(stream, given)
+        except AMQPError as exc:
+            if exc.hard:  # (RabbitMQ's stream manager crashes, and takes this reader with it)
+                self._drop(exc.reply_text)
+                return
+            code = _code(exc)
+        else:
+            code = Code.OK if created else Code.STREAM_ALREADY_EXISTS
         self._send(self._respond(Key.CREATE, correlation, code).frame())
 
     def _on_delete(self, f: Fields) -> None:
@@ -499,15 +574,17 @@ class StreamConnection:
         stream = f.string()
         f.end()
         code: int = Code.OK
-        queue = self.channel.vhost.queues.get(stream)
-        if queue is None or queue.stream is None:
-            code = Code.STREAM_DOES_NOT_EXIST
-        else:
-            try:
-                self.channel.queue_delete(stream)
-            except AMQPError as exc:
-                code = _code(exc)
+        self._deleting = True
+        try:
+            self.channel.stream_delete(stream)
+        except AMQPError as exc:
+            code = _code(exc)
+        finally:
+            self._deleting = False
         self._send(self._respond(Key.DELETE, correlation, code).frame())
+        gone, self._gone_later = self._gone_later, []
+        for name in gone:  # (its own publishers and subscriptions on it: after the response)
+            self._send_not_available(name)
 
     def _on_metadata(self, f: Fields) -> None:
         correlation = f.uint32()
@@ -517,12 +594,48 @@ class StreamConnection:
         w.int32(1).uint16(0).string(self.advertised_host).uint32(self.advertised_port)
         w.int32(len(streams))
         for stream in streams:
-            queue = self.channel.vhost.queues.get(stream)
-            if queue is None or queue.stream is None:
-                w.string(stream).uint16(Code.STREAM_DOES_NOT_EXIST).uint16(0xFFFF).int32(0)
+            try:
+                self.channel.stream_topology(stream)
+            except AMQPError as exc:
+                w.string(stream).uint16(_code(exc)).uint16(0xFFFF).int32(0)
             else:
                 w.string(stream).uint16(Code.OK).uint16(0).int32(0)
         self._send(w.frame())
+
+    # -- streams deleted -----------------------------------------------------------------------
+
+    def _monitor(self, stream: str, log: StreamLog) -> None:
+        # Told when the stream is deleted, while it has publishers or subscriptions on it.
+        if self._monitored.get(stream) is not log:
+            self._monitored[stream] = log
+            log.monitors[self] = lambda: self._stream_gone(stream)
+
+    def _unmonitor_unused(self, stream: str) -> None:
+        if any(p.stream == stream for p in self._publishers.values()) or \
+                any(s.stream == stream for s in self._subscriptions.values()):
+            return
+        log = self._monitored.pop(stream, None)
+        if log is not None:
+            log.monitors.pop(self, None)
+
+    def _stream_gone(self, stream: str) -> None:
+        # A stream it publishes to or reads is deleted: its publishers and subscriptions on it
+        # go, and it is told once (rabbit_stream_reader: clean_state_after_stream_deletion
+        # ...: one MetadataUpdate STREAM_NOT_AVAILABLE per stream, checked live).
+        self._monitored.pop(stream, None)
+        for publisher_id in [i for i, p in self._publishers.items() if p.stream == stream]:
+            del self._publishers[publisher_id]
+        for subscription_id in [i for i, s in self._subscriptions.items() if s.stream == stream]:
+            del self._subscriptions[subscription_id]  # (its reader went with the log)
+        if self._deleting:
+            self._gone_later.append(stream)
+        else:
+            self._send_not_available(stream)
+            self._notify()
+
+    def _send_not_available(self, stream: str) -> None:
+        self._send(Writer(Key.METADATA_UPDATE).uint16(Code.STREAM_NOT_AVAILABLE)
+                   .string(stream).frame())
 
     # -- publishing ----------------------------------------------------------------------------
 
@@ -533,22 +646,25 @@ class StreamConnection:
         stream = f.string()
         f.end()
         code: int = Code.OK
-        if publisher_id in self._publishers:
-            code = Code.PRECONDITION_FAILED
+        taken = publisher_id in self._publishers or (bool(reference) and any(
+            p.stream == stream and p.reference == reference for p in self._publishers.values()))
+        try:
+            log = self.channel.stream_writer(stream, taken=taken)
+        except AMQPError as exc:
+            code = _code(exc)
         else:
-            try:
-                self.channel.stream(stream, write=True)
-                self._publishers[publisher_id] = _Publisher(stream, reference)
-            except AMQPError as exc:
-                code = _code(exc)
+            self._publishers[publisher_id] = _Publisher(stream, reference)
+            self._monitor(stream, log)
         self._send(self._respond(Key.DECLARE_PUBLISHER, correlation, code).frame())
 
     def _on_delete_publisher(self, f: Fields) -> None:
         correlation = f.uint32()
         publisher_id = f.uint8()
         f.end()
-        code = Code.OK if self._publishers.pop(publisher_id, None) is not None \
-            else Code.PUBLISHER_DOES_NOT_EXIST
+        publisher = self._publishers.pop(publisher_id, None)
+        if publisher is not None:
+            self._unmonitor_unused(publisher.stream)
+        code = Code.OK if publisher is not None else Code.PUBLISHER_DOES_NOT_EXIST
         self._send(self._respond(Key.DELETE_PUBLISHER, correlation, code).frame())
 
     def _on_publish(self, f: Fields) -> None:
@@ -568,13 +684,10 @@ class StreamConnection:
         values: list[str | None] = []
         refused: list[int] = []
         try:
-            queue = self.channel.stream(publisher.stream, write=True)
+            last = self.channel.stream_written(publisher.stream, publisher.reference)
         except AMQPError as exc:
             self._publish_errors(publisher_id, [pid for pid, _v, _d in entries], _code(exc))
             return
-        assert queue.stream is not None
-        writers = queue.stream.writers
-        last = writers.get(publisher.reference, -1) if publisher.reference else -1
         for publishing_id, value, data in entries:
             if publisher.reference and publishing_id <= last:
                 confirmed.append(publishing_id)  # a duplicate: confirmed, not written again
@@ -593,13 +706,12 @@ class StreamConnection:
         if messages:
             try:
                 self.channel.stream_publish(publisher.stream, tuple(messages), tuple(raw),
-                                            tuple(values) if v2 else None)
+                                            tuple(values) if v2 else None,
+                                            reference=publisher.reference, last=last)
             except AMQPError as exc:
                 refused, confirmed = confirmed, []
                 self._publish_errors(publisher_id, refused, _code(exc))
                 return
-            if publisher.reference:
-                writers[publisher.reference] = last
         if confirmed:
             w = Writer(Key.PUBLISH_CONFIRM).uint8(publisher_id).int32(len(confirmed))
             for publishing_id in confirmed:
@@ -618,13 +730,11 @@ class StreamConnection:
         stream = f.string()
         f.end()
         try:
-            queue = self.channel.stream(stream)
+            sequence = self.channel.stream_publisher_sequence(stream, reference)
         except AMQPError as exc:
             self._send(self._respond(Key.QUERY_PUBLISHER_SEQUENCE, correlation, _code(exc))
                        .uint64(0).frame())
             return
-        assert queue.stream is not None
-        sequence = max(queue.stream.writers.get(reference, 0), 0)
         self._send(self._respond(Key.QUERY_PUBLISHER_SEQUENCE, correlation)
                    .uint64(sequence).frame())
 
@@ -651,24 +761,25 @@ class StreamConnection:
         filter_spec = _subscription_filter(properties) if rabbitmq4 else None
         # RabbitMQ 3.11+: single-active-consumer, in the group its "name" property names
         sac = rabbitmq4 and properties.get("single-active-consumer", "").lower() == "true"
-        if sac and not properties.get("name"):
-            self._send(self._respond(Key.SUBSCRIBE, correlation,
-                                     Code.PRECONDITION_FAILED).frame())
+        # (read permission, the stream, the subscription id, a single active consumer's name:
+        # RabbitMQ's order, v3.10.8 and v4.1.4)
+        try:
+            log = self.channel.stream_reader(stream)
+        except AMQPError as exc:
+            self._send(self._respond(Key.SUBSCRIBE, correlation, _code(exc)).frame())
             return
         if subscription_id in self._subscriptions:
             self._send(self._respond(Key.SUBSCRIBE, correlation,
                                      Code.SUBSCRIPTION_ID_ALREADY_EXISTS).frame())
             return
-        try:
-            queue = self.channel.stream(stream)
-        except AMQPError as exc:
-            self._send(self._respond(Key.SUBSCRIBE, correlation, _code(exc)).frame())
+        if sac and not properties.get("name"):
+            self._send(self._respond(Key.SUBSCRIBE, correlation,
+                                     Code.PRECONDITION_FAILED).frame())
             return
-        log = queue.stream
-        assert log is not None
         self._send(self._respond(Key.SUBSCRIBE, correlation).frame())  # before any chunk
-        subscription = _Subscription(stream, spec, credit, filter_spec)
+        subscription = _Subscription(stream, log, spec, credit, filter_spec)
         self._subscriptions[subscription_id] = subscription
+        self._monitor(stream, log)
         if not sac:
             self._start(subscription_id, subscription, spec)
             return
@@ -680,24 +791,18 @@ class StreamConnection:
     def _start(self, subscription_id: int, subscription: _Subscription,
                spec: OffsetSpec) -> None:
         # The subscription reads from ``spec``: its chunks go out as its credit allows.
-        queue = self.channel.vhost.queues.get(subscription.stream)
-        if queue is None or queue.stream is None:
-            return
-
         def on_chunk(chunk: Chunk) -> None:
             self._send(chunk_frame(subscription_id, chunk.first_offset, chunk.timestamp,
                                    _entries(chunk, self.broker.profile.rabbitmq4)))
-            self._notify()
-
-        def on_gone() -> None:
-            self._subscriptions.pop(subscription_id, None)
-            self._send(Writer(Key.METADATA_UPDATE).uint16(Code.STREAM_NOT_AVAILABLE)
-                       .string(subscription.stream).frame())
+            if self.unsent >= MAX_UNSENT:
+                self._pause(subscription_id)
             self._notify()
 
         credit, subscription.credit = subscription.credit, 0
-        subscription.reader = queue.stream.reader(spec, credit, on_chunk, on_gone,
-                                                  subscription.filter)
+        subscription.reader = subscription.log.reader(spec, credit, on_chunk, _nothing,
+                                                      subscription.filter, paused=True)
+        if not self._paused:  # (known as a reader of the connection before it reads)
+            subscription.reader.resume()
 
     def _activate(self, subscription_id: int) -> None:
         # A single active consumer becomes active: ask its client where to start
@@ -735,11 +840,8 @@ class StreamConnection:
         # leaves its group, which activates the next one.
         if subscription.reader is not None:
             subscription.reader.close()
-        if subscription.group is not None and subscription.member is not None \
-                and self._channel is not None:
-            queue = self._channel.vhost.queues.get(subscription.stream)
-            if queue is not None and queue.stream is not None:
-                queue.stream.leave_group(subscription.group, subscription.member)
+        if subscription.group is not None and subscription.member is not None:
+            subscription.log.leave_group(subscription.group, subscription.member)
 
     def _on_credit(self, f: Fields) -> None:
         subscription_id = f.uint8()
@@ -762,6 +864,7 @@ class StreamConnection:
         found = self._subscriptions.pop(subscription_id, None)
         if found is not None:
             self._stop(found)
+            self._unmonitor_unused(found.stream)
         self._send(self._respond(Key.UNSUBSCRIBE, correlation, Code.OK if found is not None
                                  else Code.SUBSCRIPTION_ID_DOES_NOT_EXIST).frame())
 
@@ -771,11 +874,9 @@ class StreamConnection:
         offset = f.uint64()
         f.end()
         try:
-            queue = self.channel.stream(stream)
+            self.channel.stream_store_offset(stream, reference, offset)
         except AMQPError:
             return  # no response to StoreOffset (PROTOCOL.adoc)
-        assert queue.stream is not None
-        queue.stream.offsets[reference] = offset
 
     def _on_query_offset(self, f: Fields) -> None:
         correlation = f.uint32()
@@ -783,13 +884,11 @@ class StreamConnection:
         stream = f.string()
         f.end()
         try:
-            queue = self.channel.stream(stream)
+            offset = self.channel.stream_query_offset(stream, reference)
         except AMQPError as exc:
             self._send(self._respond(Key.QUERY_OFFSET, correlation, _code(exc)).uint64(0)
                        .frame())
             return
-        assert queue.stream is not None
-        offset = queue.stream.offsets.get(reference)
         self._send(self._respond(Key.QUERY_OFFSET, correlation,
                                  Code.OK if offset is not None else Code.NO_OFFSET)
                    .uint64(offset or 0).frame())
@@ -817,30 +916,27 @@ class StreamConnection:
         routing_key = f.string()
         super_stream = f.string()
         f.end()
-        exchange = self.channel.vhost.exchanges.get(super_stream)
-        if exchange is None:
-            self._send(self._respond(Key.ROUTE, correlation, Code.STREAM_DOES_NOT_EXIST)
-                       .int32(0).frame())
+        try:
+            streams = self.channel.super_stream_route(super_stream, routing_key)
+        except AMQPError as exc:
+            self._send(self._respond(Key.ROUTE, correlation, _code(exc)).int32(0).frame())
             return
-        streams = [b.destination.name for b in exchange.bindings.values()
-                   if b.routing_key == routing_key
-                   and getattr(b.destination, "stream", None) is not None]
         self._send(self._respond(Key.ROUTE, correlation).strings(streams).frame())
 
     def _on_partitions(self, f: Fields) -> None:
         correlation = f.uint32()
         super_stream = f.string()
         f.end()
-        exchange = self.channel.vhost.exchanges.get(super_stream)
-        if exchange is None:
-            self._send(self._respond(Key.PARTITIONS, correlation, Code.STREAM_DOES_NOT_EXIST)
-                       .int32(0).frame())
+        try:
+            streams = self.channel.super_stream_partitions(super_stream)
+        except AMQPError as exc:
+            self._send(self._respond(Key.PARTITIONS, correlation, _code(exc)).int32(0).frame())
             return
-        ordered = sorted((b for b in exchange.bindings.values()
-                          if getattr(b.destination, "stream", None) is not None),
-                         key=lambda b: _order(b.arguments))
-        names = list(dict.fromkeys(b.destination.name for b in ordered))
-        self._send(self._respond(Key.PARTITIONS, correlation).strings(names).frame())
+        self._send(self._respond(Key.PARTITIONS, correlation).strings(streams).frame())
+
+
+def _nothing() -> None:
+    """(A subscription's reader is not told its stream is gone: its connection is, once.)"""
 
 
 def _subscription_filter(properties: dict[str, str]) -> FilterSpec | None:
@@ -850,11 +946,6 @@ def _subscription_filter(properties: dict[str, str]) -> FilterSpec | None:
     if not values:
         return None
     return values, properties.get("match-unfiltered", "false").lower() == "true"
-
-
-def _order(arguments: dict[str, Any]) -> int:
-    order = arguments.get("x-stream-partition-order")
-    return order if isinstance(order, int) else 0
 
 
 def _entries(chunk: Chunk, rabbitmq4: bool) -> list[bytes]:

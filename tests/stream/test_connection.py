@@ -210,10 +210,11 @@ def test_create_and_delete_answer_codes(peer: Peer, broker: Broker) -> None:
         {"max-age": "1D", "stream-max-segment-size-bytes": "1000"}).frame()) == Code.OK
     assert broker.queues["t"].arguments == {"x-queue-type": "stream", "x-max-age": "1D",
                                             "x-stream-max-segment-size-bytes": 1000}
-    assert code(peer.request(Key.CREATE).string("t").properties({}).frame()) == \
+    assert code(peer.request(Key.CREATE).string("t").properties(
+        {"max-age": "1D", "stream-max-segment-size-bytes": "1000"}).frame()) == \
         Code.STREAM_ALREADY_EXISTS
-    assert code(peer.request(Key.CREATE).string("u").properties(
-        {"max-age": "0D"}).frame()) == Code.PRECONDITION_FAILED
+    assert code(peer.request(Key.CREATE).string("t").properties({}).frame()) == \
+        Code.PRECONDITION_FAILED  # (not the stream these arguments declare: RabbitMQ 3.10.8)
     assert code(peer.request(Key.DELETE).string("t").frame()) == Code.OK
     assert code(peer.request(Key.DELETE).string("t").frame()) == Code.STREAM_DOES_NOT_EXIST
 

@@ -8,8 +8,10 @@ import socket
 import time
 import urllib.parse
 
+import pytest
+
 from embroker import Broker, ManualClock
-from embroker.stream import Key, State, Writer
+from embroker.stream import MAX_UNSENT, Key, State, Writer
 from tests.management.test_api import Api
 from tests.stream.interop import SCRIPTS, run
 from tests.stream.test_connection import Peer
@@ -155,3 +157,47 @@ def test_the_event_exchange_says_a_stream_connection_speaks_stream() -> None:
     created = ch.basic_get(q, auto_ack=True)
     assert created is not None
     assert created.properties["headers"]["protocol"] == "stream"
+
+
+def _listener_reports_what_it_wrote() -> bool:
+    from embroker.server import _HttpClient
+
+    return "written" in _HttpClient.__slots__
+
+
+@pytest.mark.xfail(not _listener_reports_what_it_wrote(), strict=True,
+                   reason="server.py does not tell a stream connection what it wrote yet "
+                          "(StreamConnection.written: issue #34)")
+def test_the_listener_holds_a_bounded_output_for_a_client_that_reads_nothing() -> None:
+    """8 subscriptions on a 3 MiB stream, credit for all of it, a client that reads nothing:
+    the listener holds about MAX_UNSENT for it (not 8 x 3 MiB); then it reads, and gets every
+    chunk of every subscription in order."""
+    broker = Broker()
+    subscriptions, chunks, body = 8, 48, 64 * 1024
+    with broker.connect() as client:
+        channel = client.channel()
+        channel.queue_declare("s", durable=True, arguments={"x-queue-type": "stream"})
+        for i in range(chunks):
+            channel.basic_publish("", "s", bytes([i]) * body)
+    with broker.serve(stream_port=0) as server:
+        assert server.stream_port is not None
+        raw = RawClient("127.0.0.1", server.stream_port)
+        raw.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        raw.open()
+        for subscription in range(subscriptions):
+            raw.sock.sendall(raw.request(Key.SUBSCRIBE).uint8(subscription).string("s")
+                             .uint16(1).uint16(1000).properties({}).frame())
+        log = broker.queues["s"].stream
+        assert log is not None
+        assert _wait(lambda: len(log.readers) == subscriptions)
+        held = server._on_loop(lambda: sum(len(c.wbuf) for c in server._http_clients.values()),
+                               5)
+        assert held <= MAX_UNSENT + body + 100
+        delivered: dict[int, list[int]] = {}
+        while sum(map(len, delivered.values())) < subscriptions * chunks:
+            key, frame = raw.next()
+            if key == Key.DELIVER:
+                delivered.setdefault(frame[0], []).append(int.from_bytes(frame[25:33], "big"))
+        assert delivered == {s: list(range(chunks)) for s in range(subscriptions)}
+        raw.close()
+        assert not server.errors, server.errors
