@@ -24,6 +24,20 @@ def _user(text: str) -> tuple[str, str]:
     return name, password
 
 
+def _limit(text: str) -> tuple[str, int | None]:
+    kind, sep, value = text.partition("=")
+    kinds = ("amqp", "management", "stream")
+    if not sep or kind not in kinds:
+        raise argparse.ArgumentTypeError(
+            f"expected KIND=N with KIND one of {', '.join(kinds)}, got {text!r}")
+    if value == "infinity":
+        return kind, None
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of connections (1 or more) or infinity, got {text!r}")
+    return kind, int(value)
+
+
 def _property(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -65,40 +79,25 @@ def _serve(args: argparse.Namespace) -> int:
             return 1
     for item in ignored:
         print(f"embroker: ignored from {item}", file=sys.stderr)
-    # The management API: port 15672 as RabbitMQ's, any free one when --port 0 asks for any.
-    management_port = None if args.no_management else (
-        args.management_port if args.management_port is not None
-        else (0 if args.port == 0 else 15672))
     for name, _password in args.user or ():
         broker.set_user_tags(name, "administrator")  # as RabbitMQ's default user
-    try:
-        server = Server(broker, args.host, args.port, heartbeat=args.heartbeat,
-                        amqp10_port=args.amqp10_port, management_port=management_port,
-                        stream_port=args.stream_port)
-    except PortInUse as exc:
-        if management_port and exc.port == management_port and exc.port != args.port:
-            advice = ("choose another with --management-port N, --management-port 0 for any "
-                      "free port, or --no-management")
-        else:
-            advice = "choose another with --port N, or --port 0 for any free port"
-        print(f"embroker: {exc} (another broker, perhaps RabbitMQ, is listening there); "
-              f"{advice}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"embroker: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
-              file=sys.stderr)
+    server = _listen(broker, args)
+    if server is None:
         return 1
     # The URL names a user and a vhost that exist: the first --user given (else guest), and /
-    # (else the first vhost); no credentials when the users came from definitions only.
+    # (else the first vhost); no credentials when the users came from definitions only. No
+    # password either (the line ends up in CI logs), but guest's, which is no secret.
     credentials = ""
     if users:
         user = args.user[0][0] if args.user else next(iter(users))
-        credentials = f"{quote(user, safe='')}:{quote(users[user], safe='')}@"
+        credentials = quote(user, safe="") + (
+            ":guest" if (user, users[user]) == ("guest", "guest") else "") + "@"
     vhost = "/" if "/" in broker.vhosts else next(iter(broker.vhosts), "/")
     host = f"[{server.host}]" if ":" in server.host else server.host
     url = (f"amqp://{credentials}{host}:{server.port}/"
            + ("" if vhost == "/" else quote(vhost, safe="")))
-    also = f", AMQP 1.0 alone on {server.amqp10_url}" if server.amqp10_port is not None else ""
+    also = f", AMQP 1.0 alone on amqp://{credentials}{host}:{server.amqp10_port}" \
+        if server.amqp10_port is not None else ""
     if server.stream_port is not None:
         also += f", the stream protocol on port {server.stream_port}"
     if server.management is not None:
@@ -110,20 +109,92 @@ def _serve(args: argparse.Namespace) -> int:
         also += f"; management API and console on {server.management_url}"
     plugins = f"; plugins: {', '.join(sorted(broker.plugins.enabled))}" \
         if broker.plugins.enabled else ""
-    print(f"embroker {__version__} listening on {url} (AMQP 0-9-1 and 1.0{also}; vhosts: "
-          f"{', '.join(broker.vhosts)}; users: {', '.join(broker.users)}{plugins}; "
-          "Ctrl-C stops)", flush=True)
 
     def stop(*_: object) -> None:
         threading.Thread(target=server.stop, daemon=True).start()
 
-    signal.signal(signal.SIGTERM, stop)
-    try:
+    try:  # (Ctrl-C as soon as the line is out, before the loop runs: a clean stop too)
+        print(f"embroker {__version__} listening on {url} (AMQP 0-9-1 and 1.0{also}; vhosts: "
+              f"{', '.join(broker.vhosts)}; users: {', '.join(broker.users)}{plugins}; "
+              "Ctrl-C stops)", flush=True)
+        signal.signal(signal.SIGTERM, stop)
         server.serve_forever()
     except KeyboardInterrupt:
         server.stop()
     print("embroker stopped", flush=True)
     return 0
+
+
+#: RabbitMQ's AMQP and management ports: ``serve``'s defaults.
+_AMQP_PORT = 5672
+_MANAGEMENT_PORT = 15672
+#: What moves a port the user named, for the line that says it is taken.
+_ADVICE = {
+    "amqp": "choose another with --port N, or --port 0 for any free port",
+    "amqp10": "choose another with --amqp10-port N, or --amqp10-port 0 for any free port",
+    "management": "choose another with --management-port N, --management-port 0 for any free "
+                  "port, or --no-management",
+    "stream": "choose another with --stream-port N, or --stream-port 0 for any free port"}
+
+
+def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
+    """The listener on the ports asked for; ``None`` (and one line on standard error saying
+    why and what to do) when it cannot have them.
+
+    A port the user named must be had. A port only implied by a default never stops ``serve``
+    from starting beside a RabbitMQ: 5672 when ``--port`` is not given, and 15672 when
+    ``--management-port`` is not given and the AMQP port is RabbitMQ's 5672 (another
+    ``--port`` implies any free port for the management API, as ``--port 5673`` beside a
+    RabbitMQ means); taken, each becomes any free port, said on standard error.
+    """
+    ports: dict[str, int | None] = {
+        "amqp": args.port if args.port is not None else _AMQP_PORT,
+        "amqp10": args.amqp10_port,
+        "management": None if args.no_management else (
+            args.management_port if args.management_port is not None
+            else _MANAGEMENT_PORT if args.port in (None, _AMQP_PORT) else 0),
+        "stream": args.stream_port}
+    implied = {"amqp": args.port is None,
+               "management": not args.no_management and args.management_port is None}
+    moved: list[tuple[str, int]] = []
+    while True:
+        try:
+            server = Server(broker, args.host, ports["amqp"] or 0, heartbeat=args.heartbeat,
+                            amqp10_port=ports["amqp10"], management_port=ports["management"],
+                            stream_port=ports["stream"],
+                            max_connections=dict(args.max_connections or ()),
+                            management_allow_hosts=args.management_allow_host or ())
+        except PortInUse as exc:
+            # The first port bound, in Server's order, that has the number: the one taken.
+            kind = next((k for k, port in ports.items() if port and port == exc.port), "amqp")
+            if implied.get(kind):
+                implied[kind] = False
+                moved.append((kind, exc.port))
+                ports[kind] = 0
+                continue
+            print(f"embroker: {exc} (another broker, perhaps RabbitMQ, is listening there); "
+                  f"{_ADVICE[kind]}", file=sys.stderr)
+            return None
+        except OSError as exc:
+            print(f"embroker: cannot listen on {args.host}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return None
+        except ValueError as exc:
+            print(f"embroker: {exc}", file=sys.stderr)
+            return None
+        break
+    for kind, port in moved:
+        if kind == "amqp":
+            print(f"embroker: port {port} on {args.host} is in use (another broker, perhaps "
+                  f"RabbitMQ, is listening there): AMQP is served on port {server.port} "
+                  f"instead, and clients of port {port} reach the other broker (--port N "
+                  "chooses)", file=sys.stderr, flush=True)
+        else:
+            print(f"embroker: port {port} on {args.host} is in use (another broker, perhaps "
+                  "RabbitMQ, is listening there): the management API is served on port "
+                  f"{server.management_port} instead (--management-port N chooses)",
+                  file=sys.stderr, flush=True)
+    return server
 
 
 def _demo(_args: argparse.Namespace) -> int:
@@ -151,13 +222,17 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="run a broker that AMQP 0-9-1 and 1.0 clients connect to")
     serve.add_argument("--host", default="localhost",
                        help="address to listen on; localhost (the default) means 127.0.0.1 and ::1")
-    serve.add_argument("--port", type=int, default=5672,
-                       help="port to listen on (default 5672, as RabbitMQ; 0 for any free port)")
+    serve.add_argument("--port", type=int, default=None,
+                       help="port to listen on (0 for any free port); default 5672, as "
+                            "RabbitMQ, or any free port when 5672 is taken (said on standard "
+                            "error)")
     serve.add_argument("--vhost", action="append", metavar="NAME",
                        help="a virtual host to create besides / (repeatable)")
     serve.add_argument("--user", action="append", type=_user, metavar="NAME:PASSWORD",
-                       help="a user with full permissions on every vhost, besides guest:guest "
-                            "(which may only connect from this machine) (repeatable)")
+                       help="an administrator (tag administrator, as RabbitMQ's default user: "
+                            "full permissions on every vhost, and every management API "
+                            "operation), besides guest:guest (which may only connect from this "
+                            "machine) (repeatable)")
     serve.add_argument("--no-default-vhost", action="store_true",
                        help="do not create the vhost / (give --vhost)")
     serve.add_argument("--no-default-user", action="store_true",
@@ -178,9 +253,22 @@ def main(argv: list[str] | None = None) -> int:
                             "5552; 0 for any free port); none unless asked for")
     serve.add_argument("--management-port", type=int, default=None, metavar="N",
                        help="serve RabbitMQ's management HTTP API and the console on port N "
-                            "(default 15672 as RabbitMQ; any free port when --port is 0)")
+                            "(0 for any free port); default 15672, as RabbitMQ, when --port "
+                            "is left at 5672, else any free port; any free port too when "
+                            "15672 is taken")
     serve.add_argument("--no-management", action="store_true",
                        help="serve no management API")
+    serve.add_argument("--management-allow-host", action="append", metavar="NAME",
+                       help="answer management requests addressed to NAME (Host) or made by "
+                            "its pages (Origin), besides this broker's address, localhost "
+                            "and loopback addresses; NAME:PORT for one port; * for any "
+                            "(repeatable; see docs/management.md)")
+    serve.add_argument("--max-connections", action="append", type=_limit,
+                       metavar="KIND=N",
+                       help="the most connections a port holds, KIND one of amqp, management, "
+                            "stream, N a number or infinity (repeatable); defaults as "
+                            "RabbitMQ: infinity, but management: 10240 or a quarter of "
+                            "ulimit -n, the fewer")
     serve.add_argument("--rabbitmqadmin", type=Path, default=None, metavar="PATH",
                        help="a copy of RabbitMQ's rabbitmqadmin script to serve at "
                             "/cli/rabbitmqadmin (embroker ships none)")

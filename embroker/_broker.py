@@ -11,6 +11,8 @@ from .model._history import events_of
 from .server import Server
 
 if TYPE_CHECKING:
+    from collections.abc import Collection, Mapping
+
     import pika
 
     from .memory import MemoryConnection
@@ -205,7 +207,9 @@ class Broker(model.Broker):
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, *, heartbeat: int = 60,
               amqp10_port: int | None = None, management: bool | int = False,
-              stream_port: int | None = None) -> Server:
+              stream_port: int | None = None,
+              max_connections: Mapping[str, int | None] | None = None,
+              management_allow_hosts: Collection[str] = ()) -> Server:
         """Start a listener that real AMQP 0-9-1 and AMQP 1.0 clients can connect to (one port
         serves both, told apart by the protocol header, as RabbitMQ's).
 
@@ -225,11 +229,20 @@ class Broker(model.Broker):
                 ``server.management_url``; docs/management.md).
             stream_port: also serve RabbitMQ's stream protocol on this port (0: any free
                 port; see ``server.stream_port``; docs/streams.md).
+            max_connections: the most connections a port holds, by kind (``"amqp"``,
+                ``"management"``, ``"stream"``; ``None``: no limit); a kind left out keeps
+                RabbitMQ's default (``embroker.server.default_max_connections``).
+            management_allow_hosts: more names the management port answers for (``Host``)
+                and whose pages it answers (``Origin``), besides its own address,
+                ``localhost`` and loopback addresses; ``"*"``: any (docs/management.md).
 
         Raises:
             PortInUse: the port is taken.
+            ValueError: ``max_connections`` names no kind of port, or a limit under 1.
         """
         management_port = None if management is False else (
             0 if management is True else int(management))
         return Server(self, host, port, heartbeat=heartbeat, amqp10_port=amqp10_port,
-                      management_port=management_port, stream_port=stream_port).start()
+                      management_port=management_port, stream_port=stream_port,
+                      max_connections=max_connections,
+                      management_allow_hosts=management_allow_hosts).start()

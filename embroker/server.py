@@ -16,8 +16,13 @@ Nothing a client sends, and no bug, stops the loop:
 - an unexpected error in a timer (a queue's expiry...) is logged and kept the same way, and the
   other timers still run;
 - sockets that do not finish the handshake in time are closed (RabbitMQ's 10 s), and when
-  ``accept`` fails (too many open files) the listener backs off instead of
-  spinning, saying so once per interval.
+  ``accept`` fails on a port (too many open files) that port backs off instead of spinning,
+  saying so once per interval, while the other ports go on accepting;
+- each port may hold at most so many connections (``max_connections``): one at its limit stops
+  accepting (the kernel queues the newcomers) until one of its connections closes, and the
+  other ports go on. Only the management port has a limit by default, so that an HTTP client,
+  the one a web page can drive, cannot take every descriptor and stop AMQP clients from
+  connecting (:func:`default_max_connections`).
 
 Threads
 -------
@@ -52,7 +57,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar, final, overload
 
@@ -73,19 +78,24 @@ from .model._faults import DeliveryFault
 
 if TYPE_CHECKING:
     from .management import ManagementAPI
-    from .management._http import HttpConnection
+    from .management._http import HostPolicy, HttpConnection
     from .model import Broker, Message
     from .model import Channel as ModelChannel
     from .model import Connection as ModelConnection
     from .stream import StreamConnection
 
-__all__ = ["ERRORS_KEPT", "ClientConnection", "ErrorLog", "PortInUse", "Server"]
+__all__ = ["ERRORS_KEPT", "ClientConnection", "ErrorLog", "PortInUse", "Server",
+           "default_max_connections"]
 
 try:
     from fcntl import ioctl
     from termios import FIONREAD
 except ImportError:  # (Windows: the loop does not hold for acks, see _hold)
     ioctl = None  # type: ignore[assignment]
+try:
+    import resource
+except ImportError:  # (Windows: no descriptor limit to read)
+    resource = None  # type: ignore[assignment]
 
 log = logging.getLogger("embroker.server")
 
@@ -158,8 +168,37 @@ _ACCEPT_BACKOFF = 0.05
 _ACCEPT_BACKOFF_MAX = 1.0
 #: accept() errors that mean "no resources now", not "this listener is broken".
 _RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-#: At most one warning about failing accepts per this many seconds.
+#: At most one warning about failing accepts (or a port at its limit) per this many seconds.
 _WARN_INTERVAL = 10.0
+#: The most connections RabbitMQ 3.10.8's management listener holds: it passes ranch (2.1.0)
+#: no ``max_connections`` (rabbit_web_dispatch_sup.erl gives ranch the ``tcp_config`` socket
+#: options alone), so ranch's defaults hold, 1024 a connection supervisor, and one supervisor
+#: for each of its 10 acceptors (``num_conns_sups`` defaults to ``num_acceptors``).
+_RANCH_MAX_CONNECTIONS = 10 * 1024
+#: The share of the process's descriptors the management port may hold at most (one in
+#: four): below RabbitMQ's limit wherever ``ulimit -n`` is under 40,960.
+_HTTP_SHARE = 4
+#: The kinds of port, as ``max_connections`` names them.
+_KINDS = ("amqp", "management", "stream")
+
+
+def default_max_connections() -> dict[str, int | None]:
+    """The most connections each kind of port holds unless told otherwise, as RabbitMQ:
+
+    - ``"amqp"`` (the AMQP port, and the AMQP 1.0 port each): no limit, RabbitMQ's
+      ``connection_max`` (``infinity``; tcp_listener_sup.erl gives it to ranch);
+    - ``"stream"``: no limit (the stream plugin's listener takes the same ``connection_max``);
+    - ``"management"``: RabbitMQ's 10,240 (ranch's defaults, :data:`_RANCH_MAX_CONNECTIONS`),
+      but at most a quarter of the process's descriptors (``RLIMIT_NOFILE``, read now): HTTP
+      clients that a web page opens, or that hold requests unfinished, cannot take the
+      descriptors AMQP clients need to connect. (With ``ulimit -n 1024``: 256.)
+    """
+    http = _RANCH_MAX_CONNECTIONS
+    if resource is not None:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft != resource.RLIM_INFINITY:
+            http = max(1, min(http, soft // _HTTP_SHARE))
+    return {"amqp": None, "management": http, "stream": None}
 #: How many of its unexpected errors a listener keeps (the most recent; :class:`ErrorLog`).
 ERRORS_KEPT = 20
 #: How the note on a kept error begins.
@@ -281,13 +320,16 @@ class ErrorLog(Sequence[BaseException]):
 class _Client:
     """A socket being served and its connection."""
 
-    __slots__ = ("conn", "connected_at", "events", "peer", "sock", "stalled_until", "streams",
-                 "wbuf")
+    __slots__ = ("conn", "connected_at", "events", "peer", "port", "sock", "stalled_until",
+                 "streams", "wbuf")
 
     def __init__(self, sock: socket.socket, peer: str,
-                 connection: Callable[[_Client], SniffingConnection]) -> None:
+                 connection: Callable[[_Client], SniffingConnection],
+                 port: _Port | None = None) -> None:
         self.sock = sock
         self.peer = peer
+        #: The port it came in on (its count of connections goes down as it leaves).
+        self.port = port
         self.wbuf = bytearray()
         self.events = selectors.EVENT_READ
         #: A fault: nothing is written to the socket until then (time.monotonic()).
@@ -306,12 +348,13 @@ class _HttpClient:
     """A socket of the management port and its HTTP connection, or of the stream port and its
     stream-protocol connection (neither is an AMQP connection)."""
 
-    __slots__ = ("conn", "events", "peer", "sock", "stalled_until", "wbuf")
+    __slots__ = ("conn", "events", "peer", "port", "sock", "stalled_until", "wbuf")
 
     def __init__(self, sock: socket.socket, peer: str,
-                 conn: HttpConnection | StreamConnection) -> None:
+                 conn: HttpConnection | StreamConnection, port: _Port | None = None) -> None:
         self.sock = sock
         self.peer = peer
+        self.port = port
         self.wbuf = bytearray()
         self.events = selectors.EVENT_READ
         self.stalled_until = 0.0
@@ -332,6 +375,46 @@ class _Call:
 
 
 _AnyClient = _Client | _HttpClient
+
+
+@final
+class _Port:
+    """One port the listener serves: its sockets (127.0.0.1 and ::1 for ``localhost``), what it
+    serves, how many connections it holds and may hold, and whether its accepts are paused
+    (the loop's alone).
+
+    It is selected for reading (accepting) while the listener runs, unless it holds its
+    ``limit`` of connections or accept() failed for lack of resources less than ``backoff``
+    ago (``paused_until``); each port on its own.
+    """
+
+    __slots__ = ("backoff", "failures", "kind", "limit", "number", "open", "paused_until",
+                 "selected", "sockets", "warned")
+
+    def __init__(self, kind: str, number: int, sockets: list[socket.socket],
+                 limit: int | None) -> None:
+        #: ``"amqp"``, ``"amqp10"`` (AMQP 1.0 alone), ``"management"`` or ``"stream"``.
+        self.kind = kind
+        self.number = number
+        self.sockets = sockets
+        #: The most connections it holds at once (``None``: no limit).
+        self.limit = limit
+        #: How many of its connections are open.
+        self.open = 0
+        #: Until when accept() is not tried (time.monotonic(); 0: not paused).
+        self.paused_until = 0.0
+        self.backoff = _ACCEPT_BACKOFF
+        self.failures = 0
+        self.warned = -_WARN_INTERVAL
+        self.selected = False
+
+    @property
+    def full(self) -> bool:
+        return self.limit is not None and self.open >= self.limit
+
+    def __repr__(self) -> str:
+        limit = "no limit" if self.limit is None else f"at most {self.limit}"
+        return f"<port {self.number} ({self.kind}): {self.open} connection(s), {limit}>"
 
 
 def _waiting(sock: socket.socket) -> int:
@@ -426,15 +509,36 @@ class Server:
             port (0: any free port), from the same loop (see :mod:`embroker.management`).
         stream_port: also serve RabbitMQ's stream protocol on this port (0: any free port),
             from the same loop (see :mod:`embroker.stream`).
+        max_connections: the most connections a port holds at once, by kind of port:
+            ``"amqp"`` (the AMQP port; the AMQP 1.0 port has as many of its own),
+            ``"management"``, ``"stream"``; ``None`` for no limit. A kind left out keeps its
+            default (:func:`default_max_connections`: RabbitMQ's). A port at its limit
+            accepts nothing more until one of its connections closes; the others go on.
+        management_allow_hosts: more names the management port answers requests for, besides
+            the listener's own address, ``localhost`` and loopback addresses (a name, or
+            ``name:port``; ``"*"``: any), and whose pages it answers (``Origin``); see
+            docs/management.md.
 
     Raises:
         PortInUse: the port is taken.
+        ValueError: ``max_connections`` names no kind of port, or a limit under 1.
     """
 
     def __init__(self, broker: Broker, host: str = "127.0.0.1", port: int = 0, *,
                  heartbeat: int = 60, handshake_timeout: float = 10.0,
                  amqp10_port: int | None = None, management_port: int | None = None,
-                 stream_port: int | None = None) -> None:
+                 stream_port: int | None = None,
+                 max_connections: Mapping[str, int | None] | None = None,
+                 management_allow_hosts: Collection[str] = ()) -> None:
+        limits = default_max_connections()
+        for kind, limit in (max_connections or {}).items():
+            if kind not in limits:
+                raise ValueError(f"max_connections: no port is {kind!r}: give "
+                                 f"{', '.join(map(repr, _KINDS))}")
+            if limit is not None and limit < 1:
+                raise ValueError(f"max_connections: {kind!r} must hold one connection or "
+                                 f"more (None: no limit), not {limit}")
+            limits[kind] = limit
         self.broker = broker
         # The broker's lock (``broker.locked()``), kept at hand: every model call runs under it.
         self._locked = broker.locked()
@@ -451,11 +555,9 @@ class Server:
         self._selector = selectors.DefaultSelector()
         self._read_buffer = memoryview(bytearray(_READ_SIZE))  # the loop's alone (_read)
         self._listeners: list[socket.socket] = []
-        self._accepting = False
-        self._accept_resumes = 0.0
-        self._accept_backoff = _ACCEPT_BACKOFF
-        self._accept_failures = 0
-        self._accept_warned = -_WARN_INTERVAL
+        #: The ports served, each with its sockets, limit and pause (the loop's alone).
+        self._ports: list[_Port] = []
+        self._paused_ports: set[_Port] = set()  # accept() failed: resumes at paused_until
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -469,34 +571,40 @@ class Server:
         self._stalled: set[_Client] = set()  # clients whose output a fault holds back
         #: AMQP 1.0 clients whose output waits after an attach, and until when (``pause_at``).
         self._paused: dict[_AnyClient, float] = {}
-        self.port = self._listen(host, port)
-        shared = len(self._listeners)
+        self.port = self._listen(host, port, "amqp", limits["amqp"])
         #: The port that serves AMQP 1.0 alone (``None`` unless asked for).
-        self.amqp10_port = self._listen(host, amqp10_port) if amqp10_port is not None else None
-        self._amqp10_only = set(self._listeners[shared:])
+        self.amqp10_port = self._listen(host, amqp10_port, "amqp10", limits["amqp"]) \
+            if amqp10_port is not None else None
         # The management port: HTTP clients, kept apart from the AMQP ones (they are no
         # broker connections); the loop's alone, as _dirty.
         self._http_clients: dict[int, _HttpClient] = {}
         self._management: ManagementAPI | None = None
-        before = len(self._listeners)
         #: The port of the management HTTP API and console (``None`` unless asked for).
-        self.management_port = (self._listen(host, management_port)
-                                if management_port is not None else None)
-        self._http_only = set(self._listeners[before:])
-        before = len(self._listeners)
+        self.management_port = self._listen(host, management_port, "management",
+                                            limits["management"]) \
+            if management_port is not None else None
         #: The port of the stream protocol (``None`` unless asked for). Its clients are kept
         #: with the HTTP ones: they are no AMQP connections.
-        self.stream_port = self._listen(host, stream_port) if stream_port is not None else None
-        self._stream_only = set(self._listeners[before:])
+        self.stream_port = self._listen(host, stream_port, "stream", limits["stream"]) \
+            if stream_port is not None else None
+        #: The most connections each kind of port holds (``None``: no limit).
+        self.max_connections: dict[str, int | None] = limits
+        #: The names the management port answers besides its own (``management_allow_hosts``).
+        self.management_allow_hosts = tuple(management_allow_hosts)
+        self._hosts: HostPolicy | None = None  # the management port's, made with the API
         if management_port is not None:
             from .management import ManagementAPI  # h11 and the API: only when served
+            from .management._http import HostPolicy
 
             self._management = ManagementAPI(broker, self)
+            own = {host, *(sock.getsockname()[0] for sock in self._listeners)}
+            self._hosts = HostPolicy.of(own, self.management_allow_hosts)
         broker._on_blocked.append(self._on_blocked)
         broker._on_restart.append(self._on_restart)
         broker._servers.append(self)
 
-    def _listen(self, host: str, port: int) -> int:
+    def _listen(self, host: str, port: int, kind: str, limit: int | None) -> int:
+        sockets: list[socket.socket] = []
         for family, address in _addresses(host):
             sock = socket.socket(family, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -516,7 +624,9 @@ class Server:
             sock.listen(512)
             sock.setblocking(False)
             self._listeners.append(sock)
+            sockets.append(sock)
             port = sock.getsockname()[1]
+        self._ports.append(_Port(kind, port, sockets, limit))
         return port
 
     def _close_listeners(self) -> None:
@@ -579,7 +689,8 @@ class Server:
 
     def _prepare(self) -> None:
         self._running = True
-        self._set_accepting(True)
+        for port in self._ports:
+            self._select_port(port)
         self._selector.register(self._wake_r, selectors.EVENT_READ, self._wake_r)
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -647,8 +758,9 @@ class Server:
             clock_now = clock.monotonic()
         if deadline is not None:
             timeout = min(timeout, max(0.0, deadline - clock_now))
-        if not self._accepting:
-            timeout = min(timeout, max(0.0, self._accept_resumes - now))
+        if self._paused_ports:
+            timeout = min(timeout, max(0.0, min(p.paused_until for p in self._paused_ports)
+                                       - now))
         if self._stalled:
             timeout = min(timeout, max(0.0, min(c.stalled_until for c in self._stalled) - now))
         if self._paused:
@@ -660,8 +772,8 @@ class Server:
             self._let_stream(ready)  # (the sockets' bytes stay there: read them all below)
         for key, mask in ready:
             data = key.data
-            if data is None:
-                self._accept(key.fileobj)  # type: ignore[arg-type]
+            if type(data) is _Port:
+                self._accept(key.fileobj, data)  # type: ignore[arg-type]
             elif data is self._wake_r:
                 with contextlib.suppress(BlockingIOError, OSError):
                     while self._wake_r.recv(4096):
@@ -672,8 +784,11 @@ class Server:
                 if mask & selectors.EVENT_WRITE:
                     self._dirty.add(data)
         now = time.monotonic()
-        if not self._accepting and now >= self._accept_resumes:
-            self._set_accepting(True)
+        if self._paused_ports:
+            for port in [p for p in self._paused_ports if p.paused_until <= now]:
+                self._paused_ports.discard(port)  # the pause is over: try accept() again
+                port.paused_until = 0.0
+                self._select_port(port)
         if self._stalled:
             for client in [c for c in self._stalled if c.stalled_until <= now]:
                 self._stalled.discard(client)  # the stall is over: write what it held
@@ -789,60 +904,87 @@ class Server:
 
     # -- accepting -----------------------------------------------------------------------------
 
-    def _set_accepting(self, on: bool) -> None:
-        if on == self._accepting:
+    def _select_port(self, port: _Port) -> None:
+        """Select ``port`` for reading (accepting) or not: while the listener runs, unless it
+        is full (at its limit) or paused (accept() failed for lack of resources)."""
+        on = self._running and not port.full and not port.paused_until
+        if on == port.selected:
             return
-        for sock in self._listeners:
+        for sock in port.sockets:
             if on:
-                self._selector.register(sock, selectors.EVENT_READ, None)
+                self._selector.register(sock, selectors.EVENT_READ, port)
             else:
                 with contextlib.suppress(KeyError, ValueError):
                     self._selector.unregister(sock)
-        self._accepting = on
+        port.selected = on
 
-    def _accept(self, listener: socket.socket) -> None:
+    def _accept(self, listener: socket.socket, port: _Port) -> None:
         while True:
+            if port.full:  # the rest wait in the kernel's queue until one of them closes
+                self._select_port(port)
+                now = time.monotonic()
+                if now - port.warned >= _WARN_INTERVAL:
+                    log.warning("port %d holds %d connections, its limit: new clients wait "
+                                "until one of them closes (max_connections)", port.number,
+                                port.open)
+                    port.warned = now
+                return
             try:
                 sock, address = listener.accept()
             except (BlockingIOError, InterruptedError):
-                self._accept_backoff = _ACCEPT_BACKOFF
+                port.backoff = _ACCEPT_BACKOFF
                 return
             except OSError as exc:
-                self._accept_failed(exc)
+                self._accept_failed(port, exc)
                 return
+            port.open += 1
             try:
                 sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 peer = _peer_name(sock, address)
-                if listener in self._http_only:
-                    self._accept_http(sock, peer)
+                if port.kind == "management":
+                    self._accept_http(sock, peer, port)
                     continue
-                if listener in self._stream_only:
-                    self._accept_stream(sock, peer)
+                if port.kind == "stream":
+                    self._accept_stream(sock, peer, port)
                     continue
                 with self._locked:
                     client = _Client(sock, peer, functools.partial(
-                        self._connection, amqp10_only=listener in self._amqp10_only))
+                        self._connection, amqp10_only=port.kind == "amqp10"), port)
                     self._clients[sock.fileno()] = client
                 self._selector.register(sock, selectors.EVENT_READ, client)
             except Exception as exc:  # a socket that died at once, or a bug: this one only
                 self._bug(exc, "accepting a connection")
                 sock.close()
+                self._left(port)
                 continue
             log.info("accepted connection from %s", peer)
 
-    def _accept_http(self, sock: socket.socket, peer: str) -> None:
-        from .management._http import HttpConnection
+    def _left(self, port: _Port | None) -> None:
+        """A connection of ``port`` closed: one more may come."""
+        if port is not None:
+            port.open -= 1
+            if not port.selected:
+                self._select_port(port)
+
+    def _accept_http(self, sock: socket.socket, peer: str, port: _Port) -> None:
+        from .management._http import HostPolicy, HttpConnection
 
         assert self._management is not None
-        conn = HttpConnection(self._management, peer=peer, loopback=_over_loopback(sock),
+        assert self._hosts is not None
+        hosts = self._hosts
+        local = sock.getsockname()[0]  # the address the client asked for (0.0.0.0: which one)
+        if local not in hosts.own:
+            hosts = HostPolicy(hosts.own | {local.lower()}, hosts.allowed)
+        conn = HttpConnection(self._management, screen=self._management.screen, hosts=hosts,
+                              peer=peer, loopback=_over_loopback(sock),
                               server_header=self._management.server_header)
-        client = _HttpClient(sock, peer, conn)
+        client = _HttpClient(sock, peer, conn, port)
         self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)
         log.debug("accepted HTTP connection from %s", peer)
 
-    def _accept_stream(self, sock: socket.socket, peer: str) -> None:
+    def _accept_stream(self, sock: socket.socket, peer: str, port: _Port) -> None:
         from .stream import StreamConnection
 
         assert self.stream_port is not None
@@ -850,7 +992,7 @@ class Server:
             conn = StreamConnection(self.broker, peer=peer, loopback=_over_loopback(sock),
                                     advertised_host=self.host if self.host != "localhost"
                                     else "127.0.0.1", advertised_port=self.stream_port)
-        client = _HttpClient(sock, peer, conn)
+        client = _HttpClient(sock, peer, conn, port)
         conn.on_output = functools.partial(self._has_output, client)
         self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)
@@ -874,23 +1016,25 @@ class Server:
                                       loopback=_over_loopback(client.sock),
                                       amqp10_only=amqp10_only)
 
-    def _accept_failed(self, exc: OSError) -> None:
+    def _accept_failed(self, port: _Port, exc: OSError) -> None:
         if exc.errno not in _RESOURCE_ERRNOS:
-            log.warning("accept failed: %s", exc)
+            log.warning("accept failed on port %d: %s", port.number, exc)
             return
-        # Out of file descriptors (or memory): stop accepting for a while rather than spin on
-        # a listener that stays readable; the clients already connected go on.
-        self._set_accepting(False)
-        self._accept_resumes = time.monotonic() + self._accept_backoff
-        self._accept_backoff = min(self._accept_backoff * 2, _ACCEPT_BACKOFF_MAX)
-        self._accept_failures += 1
+        # Out of file descriptors (or memory): stop accepting on this port for a while rather
+        # than spin on a listener that stays readable; the clients already connected go on, and
+        # so do the other ports (each pauses when its own accept() fails).
         now = time.monotonic()
-        if now - self._accept_warned >= _WARN_INTERVAL:
-            log.warning("cannot accept connections: %s (%d failure(s) since the last warning); "
-                        "pausing accept for up to %.2fs", exc.strerror or exc,
-                        self._accept_failures, _ACCEPT_BACKOFF_MAX)
-            self._accept_warned = now
-            self._accept_failures = 0
+        port.paused_until = now + port.backoff
+        port.backoff = min(port.backoff * 2, _ACCEPT_BACKOFF_MAX)
+        self._paused_ports.add(port)
+        self._select_port(port)
+        port.failures += 1
+        if now - port.warned >= _WARN_INTERVAL:
+            log.warning("cannot accept connections on port %d: %s (%d failure(s) since the "
+                        "last warning); pausing its accept for up to %.2fs", port.number,
+                        exc.strerror or exc, port.failures, _ACCEPT_BACKOFF_MAX)
+            port.warned = now
+            port.failures = 0
 
     # -- reading, timers, writing ----------------------------------------------------------------
 
@@ -1043,13 +1187,15 @@ class Server:
                 self._selector.unregister(client.sock)
             client.events = 0
         if isinstance(client, _HttpClient):
-            self._http_clients.pop(fileno, None)
+            if self._http_clients.pop(fileno, None) is not None:
+                self._left(client.port)
             client.conn.connection_lost()
             client.sock.close()
             return
         try:
             with self._locked:
-                self._clients.pop(fileno, None)
+                if self._clients.pop(fileno, None) is not None:
+                    self._left(client.port)
                 client.conn.connection_lost()
         except Exception as exc:  # releasing its channels failed: still close the socket
             self._bug(exc, f"releasing the connection from {client.peer}")
@@ -1114,7 +1260,8 @@ class Server:
             call = self._calls.popleft()
             call.error = RuntimeError(f"{self!r} stopped")
             call.done.set()
-        self._set_accepting(False)
+        for port in self._ports:
+            self._select_port(port)  # (not running: none is selected)
         self._close_listeners()
         self._selector.close()
         self._wake_r.close()
@@ -1169,7 +1316,7 @@ class Server:
         reasons = []
         for key, mask in self._selector.select(0):
             data = key.data
-            if data is None:
+            if type(data) is _Port:
                 reasons.append("a client is waiting to be accepted")
             elif isinstance(data, _Client) and mask & selectors.EVENT_READ:
                 reasons.append(f"input from {_describe(data)} not read yet")

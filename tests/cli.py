@@ -24,6 +24,24 @@ def serve(*args: str, quiet: bool = True) -> subprocess.Popen[str]:
         preexec_fn=_as_from_a_terminal)  # noqa: PLW1509 (no threads run it)
 
 
+#: ``embroker serve`` with RabbitMQ's ports (the defaults 5672 and 15672) replaced by two the
+#: test chose: ``python -c`` with the program's two constants changed, then its ``main``.
+_WITH_DEFAULTS = ("import sys; import embroker.__main__ as cli; "
+                  "cli._AMQP_PORT, cli._MANAGEMENT_PORT = int(sys.argv[1]), int(sys.argv[2]); "
+                  "sys.exit(cli.main(['serve', *sys.argv[3:]]))")
+
+
+def serve_with_defaults(amqp: int, management: int, *args: str) -> subprocess.Popen[str]:
+    """``embroker serve --host 127.0.0.1 --quiet ARGS`` whose default ports are ``amqp`` and
+    ``management`` instead of 5672 and 15672 (which a test never binds: a RabbitMQ may hold
+    them, and the tests must not depend on it)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _WITH_DEFAULTS, str(amqp), str(management), "--host",
+         "127.0.0.1", "--quiet", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_as_from_a_terminal)  # noqa: PLW1509 (no threads run it)
+
+
 def interrupt(proc: subprocess.Popen[str], timeout: float = 10) -> tuple[str, str]:
     """Ctrl-C: SIGINT, then what it printed. A process still running after ``timeout`` is
     killed (no listener outlives the test) and the test fails."""

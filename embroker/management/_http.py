@@ -5,17 +5,40 @@ Theory of operation
 :class:`HttpConnection` is what the listener's selector loop serves on the management port, with
 the same small interface as the AMQP connections (``receive_data``, ``data_to_send``,
 ``has_output``, ``should_close``, ``blocked``, ``tick``, ``connection_lost``...): bytes in,
-bytes out, no socket. h11 parses the requests and frames the responses; each complete request
-goes to the application (a callable from :class:`Request` to :class:`Response`, the management
-API) and its response is queued at once, so the loop writes it on the same turn.
+bytes out, no socket. h11 parses the requests and frames the responses. A request is looked at
+as soon as its headers are in, before any of its body is kept:
+
+1. its header block must be within :data:`MAX_HEADERS` bytes and :data:`MAX_HEADER_FIELDS`
+   fields (431 otherwise, whole or not);
+2. its ``Host`` must name this broker and its ``Origin``, if any, must be the console's own
+   (:class:`HostPolicy`; 403 otherwise): a web page the developer visits cannot drive the API,
+   neither through DNS rebinding nor with a cross-site form;
+3. the application's ``screen`` may answer it from its headers alone (no such route, a method
+   the route lacks, credentials that fail);
+4. a body over ``max_body`` bytes is refused (413).
+
+An answer given at one of these steps closes the connection (``connection: close``) and the
+body is never kept: what the client still sends of it is read and dropped for at most
+:data:`LINGER` seconds, so that a client that sends its body before reading (most do) reads the
+answer instead of a reset. A request that passes them has its body read (``100 Continue`` first
+if the client waits for it) and goes to the application (a callable from :class:`Request` to
+:class:`Response`, the management API); its response is queued at once, so the loop writes it on
+the same turn.
 
 - **Keep-alive and pipelining**: after a response, the next request already received is served
   (h11's ``start_next_cycle``), in order; ``Connection: close`` and HTTP/1.0 end the connection
   after the response.
-- **Limits**: request line and headers at most :data:`MAX_HEADERS` bytes, a body at most
-  ``max_body`` bytes (413, before it is read), a request finished within ``request_timeout``
-  seconds of its first byte (408), a keep-alive connection idle for at most ``idle_timeout``
-  seconds; a client that does not read its responses stops being read from once
+- **Time** (read from ``clock`` when the listener calls :meth:`HttpConnection.tick`): the
+  headers of a connection's first request must be in within ``request_timeout`` seconds of its
+  start, those of a later request within ``request_timeout`` of their first byte (408; a new
+  connection that sent nothing is closed without an answer); a body within ``body_timeout`` of
+  its headers (408); a connection with no request in progress is closed after
+  ``idle_timeout`` seconds with nothing received. (RabbitMQ 3.10.8's management listener,
+  cowboy 2.8: 5 s for the first request's headers, counted from the connection's start, 408
+  or a silent close; then 60 s without a byte closes the connection, silently, whether between
+  requests or in a body, and nothing bounds a body that keeps trickling in: embroker bounds it
+  whole.)
+- **Memory**: a client that does not read its responses stops being read from once
   :data:`MAX_PENDING_OUTPUT` bytes wait for it (``blocked`` here, and the listener applies the
   same bound to what it holds for the socket), so it costs that and its socket's buffers, no
   more. The bound is per HTTP connection and has nothing to do with the broker's memory alarm
@@ -29,30 +52,168 @@ API) and its response is queued at once, so the loop writes it on the same turn.
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
 from urllib.parse import parse_qsl, unquote
 
 import h11
 
-__all__ = ["MAX_HEADERS", "MAX_PENDING_OUTPUT", "HttpConnection", "Request", "Response"]
+__all__ = ["BODY_TIMEOUT", "IDLE_TIMEOUT", "LINGER", "MAX_HEADERS", "MAX_HEADER_FIELDS",
+           "MAX_PENDING_OUTPUT", "REQUEST_TIMEOUT", "HostPolicy", "HttpConnection", "Request",
+           "Response"]
 
-#: The largest request line and header block accepted (bytes): more is 431.
+#: The largest request line and header block accepted (bytes), complete or not: more is 431.
+#: (cowboy bounds each line instead, and only while it is incomplete in its buffer: RabbitMQ
+#: 3.10.8 answered a 70,000-byte header 431, and a 4,200-byte one 200; embroker's bound is on
+#: the whole block, however it arrives.)
 MAX_HEADERS = 65_536
+#: The most header fields a request may carry: more is 431 (cowboy's ``max_headers``, which
+#: RabbitMQ's management listener keeps: 100 fields answered, 101 refused 431, checked live).
+MAX_HEADER_FIELDS = 100
 #: Bytes of responses a client may leave unread before the connection stops reading from it.
 MAX_PENDING_OUTPUT = 4 * 1024 * 1024
 #: The largest request body accepted by default (RabbitMQ's ``management.http.max_body_size``
 #: is 20 MiB).
 MAX_BODY = 20 * 1024 * 1024
+#: Seconds for a request's headers (cowboy's ``request_timeout``, 5000 ms, which RabbitMQ's
+#: management listener keeps: ``management.tcp.request_timeout`` sets it).
+REQUEST_TIMEOUT = 5.0
+#: Seconds a connection with no request in progress may stay silent (cowboy's
+#: ``idle_timeout``, 60000 ms; ``management.tcp.idle_timeout``).
+IDLE_TIMEOUT = 60.0
+#: Seconds for a request's body, from the end of its headers (embroker's own: cowboy's
+#: ``idle_timeout`` restarts at every byte, so a body that trickles in is never timed out).
+BODY_TIMEOUT = 60.0
+#: Seconds a connection that answered before reading a body keeps reading (and dropping) the
+#: rest of it before it closes (cowboy's ``linger_timeout``, 1000 ms).
+LINGER = 1.0
 
-_REASONS = {200: b"OK", 201: b"Created", 204: b"No Content", 301: b"Moved Permanently",
-            304: b"Not Modified", 400: b"Bad Request", 401: b"Unauthorized",
-            403: b"Forbidden", 404: b"Not Found", 405: b"Method Not Allowed",
-            408: b"Request Timeout", 413: b"Content Too Large", 415: b"Unsupported Media Type",
-            431: b"Request Header Fields Too Large", 500: b"Internal Server Error",
-            503: b"Service Unavailable"}
+_REASONS = {100: b"Continue", 200: b"OK", 201: b"Created", 204: b"No Content",
+            301: b"Moved Permanently", 304: b"Not Modified", 400: b"Bad Request",
+            401: b"Unauthorized", 403: b"Forbidden", 404: b"Not Found",
+            405: b"Method Not Allowed", 408: b"Request Timeout", 413: b"Content Too Large",
+            415: b"Unsupported Media Type", 431: b"Request Header Fields Too Large",
+            500: b"Internal Server Error", 503: b"Service Unavailable"}
+
+
+def _split_host(value: str) -> tuple[str, int | None] | None:
+    """``"Name:port"`` -> ``("name", port)`` (``"[::1]:80"`` -> ``("::1", 80)``; no port:
+    ``None``); ``None`` for what is no host."""
+    value = value.strip()
+    port_text = ""
+    if value.startswith("["):
+        name, sep, rest = value[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            return None
+        port_text = rest[1:]
+    elif value.count(":") == 1:
+        name, _, port_text = value.partition(":")
+    else:
+        name = value
+    if port_text and not (port_text.isdigit() and port_text.isascii()):
+        return None
+    name = name.lower().rstrip(".")
+    if not name:
+        return None
+    return name, int(port_text) if port_text else None
+
+
+def _is_loopback(name: str) -> bool:
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+@final
+@dataclass(frozen=True)
+class HostPolicy:
+    """Which ``Host`` and ``Origin`` headers the management port answers (403 otherwise).
+
+    A ``Host`` is answered when it names this machine in a way only its own user can: the
+    listener's own address (``own``), ``localhost``, any loopback literal (``127.0.0.1``,
+    ``[::1]``...), whatever the port, or an entry of ``allowed``. A page on another site cannot
+    send one of those: a DNS rebinding attack sends its own name, which resolves to this
+    machine but is not among them. A request with no ``Host`` (HTTP/1.0) is answered.
+
+    An ``Origin`` (browsers send it on every request a page's script or form makes, except
+    simple GETs of the same origin) is answered when it is the origin of the request itself,
+    ``http://`` and the request's ``Host``: a page of the console. Another one (a page of another
+    site, ``null`` from a sandbox or a file) is answered only when ``allowed`` names it.
+
+    Args:
+        own: the listener's own addresses and name (``"127.0.0.1"``, ``"::1"``, the ``--host``
+            given), lower case, no port.
+        allowed: more names to answer (``"broker.internal"``, ``"dev.example:3000"``: with a
+            port, that port only); ``"*"``: every ``Host`` and every ``Origin``.
+    """
+
+    own: frozenset[str] = frozenset()
+    allowed: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, own: Collection[str] = (), allowed: Collection[str] = ()) -> HostPolicy:
+        """A policy from names as given (any case, ``[::1]`` or ``::1``)."""
+        def names(values: Collection[str], ports: bool) -> frozenset[str]:
+            found = set()
+            for value in values:
+                if value == "*":
+                    found.add(value)
+                    continue
+                split = _split_host(value)
+                if split is not None:
+                    found.add(split[0] if split[1] is None or not ports
+                              else f"{split[0]}:{split[1]}")
+            return frozenset(found)
+        return cls(names(own, ports=False), names(allowed, ports=True))
+
+    def _listed(self, name: str, port: int | None) -> bool:
+        return name in self.allowed or (port is not None and f"{name}:{port}" in self.allowed)
+
+    def host_refusal(self, host: str | None) -> str | None:
+        """Why a request with this ``Host`` header is refused (``None``: it is answered)."""
+        if host is None or "*" in self.allowed:
+            return None
+        split = _split_host(host)
+        if split is not None:
+            name, port = split
+            if name == "localhost" or name in self.own or _is_loopback(name) or \
+                    self._listed(name, port):
+                return None
+        shown = split[0] if split is not None else host
+        return (f"Host {host!r} names neither this broker nor a loopback address (a web page "
+                "whose own name resolves to this machine, DNS rebinding, sends such a Host); "
+                f"to answer it, start the broker with --management-allow-host {shown} "
+                f"(Broker.serve(management_allow_hosts=[{shown!r}]))")
+
+    def origin_refusal(self, origin: str | None, host: str | None) -> str | None:
+        """Why a request with this ``Origin`` (and ``Host``) is refused (``None``: answered)."""
+        if origin is None or "*" in self.allowed:
+            return None
+        scheme, sep, rest = origin.strip().partition("://")
+        split = _split_host(rest) if sep and "/" not in rest else None
+        if split is not None:
+            name, port = split
+            default = {"http": 80, "https": 443}.get(scheme.lower())
+            own = _split_host(host) if host is not None else None
+            if scheme.lower() == "http" and own is not None and \
+                    (name, port or 80) == (own[0], own[1] or 80):
+                return None  # a page of the console itself
+            if self._listed(name, port or default):
+                return None
+        shown = (f"{split[0]}:{split[1]}" if split[1] is not None else split[0]) \
+            if split is not None else origin
+        return (f"a page of {origin} sent this request, not a page of this broker's console "
+                "(a cross-site request); to answer such requests, start the broker with "
+                f"--management-allow-host {shown} "
+                f"(Broker.serve(management_allow_hosts=[{shown!r}]))")
 
 
 @final
@@ -106,6 +267,14 @@ def _status_for(error: h11.ProtocolError) -> int:
     return hint if isinstance(hint, int) and 400 <= hint < 600 else 400
 
 
+def _buffered(conn: h11.Connection) -> int:
+    """How many received bytes h11 holds unparsed. (h11 says so publicly only with a copy,
+    ``trailing_data``; its buffer's length is read directly where it has the one it has had
+    since 0.10.)"""
+    buffer = getattr(conn, "_receive_buffer", None)
+    return len(buffer) if buffer is not None else len(conn.trailing_data[0])
+
+
 @final
 class HttpConnection:
     """The server side of one HTTP/1.1 connection: bytes in, the application's answers out.
@@ -113,38 +282,63 @@ class HttpConnection:
     Args:
         app: turns a request into a response (called with no lock held: it takes what it
             needs).
+        screen: answers a request from its headers alone, before its body is read (``None``:
+            read the body and ask ``app``); see ``ManagementAPI.screen``.
+        hosts: which ``Host`` and ``Origin`` headers are answered (:class:`HostPolicy`; by
+            default ``localhost`` and loopback addresses only).
         peer: the client's address (``"127.0.0.1:53211"``), for the application and logs.
         loopback: whether the client came over a loopback interface.
         max_body: the largest body accepted (413 beyond it).
-        request_timeout: seconds from a request's first byte to its last (408 beyond).
-        idle_timeout: seconds a keep-alive connection may wait between requests.
+        request_timeout: seconds for a request's headers: from the connection's start for the
+            first one, from their first byte for the next ones (408 beyond).
+        idle_timeout: seconds a connection with no request in progress may stay silent.
+        body_timeout: seconds for a request's body, from the end of its headers (408 beyond).
         clock: where ``tick`` reads the time (``time.monotonic``; a test's own).
         server_header: the ``server`` header of every response.
     """
 
-    __slots__ = ("_app", "_clock", "_closing", "_h11", "_idle_timeout", "_last_activity",
-                 "_max_body", "_out", "_request", "_request_started", "_request_timeout",
+    __slots__ = ("_app", "_body_deadline", "_body_timeout", "_clock", "_closing",
+                 "_cycle_start", "_expected", "_fed", "_h11", "_head_deadline", "_head_seen", "_hosts",
+                 "_idle_timeout", "_last_activity", "_linger_left", "_linger_until",
+                 "_max_body", "_out", "_request", "_request_timeout", "_screen",
                  "_server_header", "failure", "loopback", "peer", "requests_served")
 
-    def __init__(self, app: Callable[[Request], Response], *, peer: str = "",
-                 loopback: bool = True, max_body: int = MAX_BODY,
-                 request_timeout: float = 60.0, idle_timeout: float = 120.0,
+    def __init__(self, app: Callable[[Request], Response], *,
+                 screen: Callable[[Request], Response | None] | None = None,
+                 hosts: HostPolicy | None = None, peer: str = "", loopback: bool = True,
+                 max_body: int = MAX_BODY, request_timeout: float = REQUEST_TIMEOUT,
+                 idle_timeout: float = IDLE_TIMEOUT, body_timeout: float = BODY_TIMEOUT,
                  clock: Callable[[], float] = time.monotonic,
                  server_header: str = "embroker") -> None:
         self._app = app
+        self._screen = screen
+        self._hosts = hosts if hosts is not None else HostPolicy()
         self.peer = peer
         self.loopback = loopback
         self._max_body = max_body
         self._request_timeout = request_timeout
         self._idle_timeout = idle_timeout
+        self._body_timeout = body_timeout
         self._clock = clock
         self._server_header = server_header.encode()
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEADERS)
         self._out = bytearray()
         self._closing = False
-        self._request: tuple[h11.Request, bytearray] | None = None
-        self._request_started: float | None = None
+        self._request: tuple[Request, bytearray] | None = None
         self._last_activity = clock()
+        # The first request's headers are due request_timeout after the connection's start;
+        # a later one's after its first byte (None: no request begun).
+        self._head_deadline: float | None = self._last_activity + request_timeout
+        self._head_seen = False  # whether a byte of the awaited headers came
+        self._body_deadline: float | None = None
+        self._expected: int | None = 0  # the request's body's length (None: chunked)
+        # Bytes given to h11, and how many of them came before the request being parsed.
+        self._fed = 0
+        self._cycle_start = 0
+        # After an answer given before the body was read: until when, and how many more bytes
+        # of the body (None: unknown), what the client sends is read and dropped.
+        self._linger_until: float | None = None
+        self._linger_left: int | None = None
         #: What the listener reads (as of the AMQP connections): an error met while sending.
         self.failure: Exception | None = None
         #: How many requests were answered on this connection.
@@ -163,7 +357,7 @@ class HttpConnection:
     @property
     def should_close(self) -> bool:
         """Whether the connection is over (the socket closes once its output is written)."""
-        return self._closing
+        return self._closing and self._linger_until is None
 
     @property
     def blocked(self) -> bool:
@@ -186,10 +380,19 @@ class HttpConnection:
         listener answers them with :meth:`internal_error`).
         """
         if self._closing:
+            if self._linger_until is not None:  # the rest of a body the answer left unread
+                if self._linger_left is not None:
+                    self._linger_left -= len(data)
+                if not data or (self._linger_left is not None and self._linger_left <= 0):
+                    self._linger_until = None  # all of it came, or the client closed
             return
-        self._last_activity = self._clock()
-        if data and self._request_started is None and self._request is None:
-            self._request_started = self._last_activity
+        now = self._clock()
+        self._last_activity = now
+        if data and self._request is None:
+            if self._head_deadline is None:  # the first byte of a later request's headers
+                self._head_deadline = now + self._request_timeout
+            self._head_seen = True
+        self._fed += len(data)
         try:
             self._h11.receive_data(data)
         except RuntimeError:  # data after the client closed its side, or after an error
@@ -198,20 +401,31 @@ class HttpConnection:
         self._process()
 
     def tick(self) -> float | None:
-        """Close a connection whose request is too slow (408) or that stayed idle too long."""
-        if self._closing:
-            return None
+        """Time out what is late: headers or a body (408), a silent connection, the end of a
+        body the connection drops (see the module's docstring)."""
         now = self._clock()
-        if self._request_started is not None and now - self._request_started > \
-                self._request_timeout:
-            self._refuse(408, b"request timeout")
-        elif self._request_started is None and now - self._last_activity > self._idle_timeout:
+        if self._closing:
+            if self._linger_until is not None and now >= self._linger_until:
+                self._linger_until = None
+            return None
+        if self._head_deadline is not None and now >= self._head_deadline:
+            if self._head_seen:
+                self._refuse(408, "request headers not received within "
+                                  f"{self._request_timeout:g} s", linger=False)
+            else:  # nothing came: closed without an answer, as cowboy does
+                self._closing = True
+        elif self._body_deadline is not None and now >= self._body_deadline:
+            self._refuse(408, f"request body not received within {self._body_timeout:g} s",
+                         linger=False)
+        elif self._head_deadline is None and self._request is None and \
+                now - self._last_activity >= self._idle_timeout:
             self._closing = True
         return None
 
     def close(self, _error: Any = None) -> None:
         """End the connection (the broker shuts down): after the output already queued."""
         self._closing = True
+        self._linger_until = None
 
     def internal_error(self, error: Any) -> None:
         """The application failed on a request (a bug): answer 500 if no answer has begun,
@@ -223,9 +437,11 @@ class HttpConnection:
             self._send(Response(500, body, [("content-type", "application/json")]),
                        close=True)
         self._closing = True
+        self._linger_until = None
 
     def connection_lost(self) -> None:
         self._closing = True
+        self._linger_until = None
 
     def publishers_blocked(self, _reason: str) -> None:
         """(AMQP's resource alarms do not concern HTTP clients.)"""
@@ -241,13 +457,14 @@ class HttpConnection:
             try:
                 event = conn.next_event()
             except h11.RemoteProtocolError as error:
-                self._refuse(_status_for(error), str(error).encode("utf-8", "replace")[:200])
+                self._refuse(_status_for(error), str(error)[:200], linger=False)
                 return
             if event is h11.NEED_DATA:
                 return
             if event is h11.PAUSED:
                 if conn.our_state is h11.DONE and conn.their_state is h11.DONE:
                     conn.start_next_cycle()
+                    self._next_cycle()
                     continue
                 if conn.our_state is h11.MUST_CLOSE or conn.their_state in (
                         h11.MUST_CLOSE, h11.CLOSED):
@@ -259,7 +476,7 @@ class HttpConnection:
                 if self._request is not None:
                     body = self._request[1]
                     if len(body) + len(event.data) > self._max_body:
-                        self._refuse(413, b"request body too large")
+                        self._refuse(413, "request body too large")
                         return
                     body += event.data
             elif isinstance(event, h11.EndOfMessage):
@@ -268,20 +485,21 @@ class HttpConnection:
                 self._closing = True
                 return
 
-    def _begin(self, event: h11.Request) -> None:
-        length = _content_length(event.headers)
-        if length is not None and length > self._max_body:
-            self._refuse(413, b"request body too large")
-            return
-        self._request = (event, bytearray())
-        if self._request_started is None:
-            self._request_started = self._clock()
+    def _next_cycle(self) -> None:
+        """A response was sent and h11 awaits the next request: what was received of it
+        already, if anything, starts its clock."""
+        waiting = _buffered(self._h11)
+        self._cycle_start = self._fed - waiting
+        self._head_seen = waiting > 0
+        self._head_deadline = self._clock() + self._request_timeout if waiting else None
 
-    def _answer(self) -> None:
-        assert self._request is not None
-        event, body = self._request
-        self._request = None
-        self._request_started = None
+    def _begin(self, event: h11.Request) -> None:
+        """A request's headers are in: check them, screen the request, then read its body."""
+        size = self._fed - _buffered(self._h11) - self._cycle_start
+        if size > MAX_HEADERS or len(event.headers) > MAX_HEADER_FIELDS:
+            self._refuse(431, f"request headers too large (at most {MAX_HEADERS} bytes and "
+                              f"{MAX_HEADER_FIELDS} fields)", linger=False)
+            return
         target = event.target.decode("latin-1")
         path, _, query_string = target.partition("?")
         headers: dict[str, str] = {}
@@ -291,19 +509,55 @@ class HttpConnection:
             headers[key] = f"{headers[key]},{text}" if key in headers else text
         request = Request(event.method.decode("ascii", "replace").upper(), path,
                           dict(parse_qsl(query_string, keep_blank_values=True)), headers,
-                          bytes(body), self.peer, self.loopback)
+                          b"", self.peer, self.loopback)
+        self._head_deadline = None
+        self._head_seen = False
+        self._expected = _body_length(event.headers)
+        length = _content_length(event.headers)
+        refusal = self._hosts.host_refusal(headers.get("host")) or \
+            self._hosts.origin_refusal(headers.get("origin"), headers.get("host"))
+        if refusal is not None:
+            self._refuse(403, refusal)
+            return
+        if self._screen is not None:
+            answer = self._screen(request)  # an exception is a bug: the listener answers 500
+            if answer is not None:
+                self._answer_early(request, answer)
+                return
+        if length is not None and length > self._max_body:
+            self._refuse(413, "request body too large")
+            return
+        if self._h11.they_are_waiting_for_100_continue:
+            self._out += self._h11.send(h11.InformationalResponse(
+                status_code=100, headers=[], reason=b"Continue"))
+        self._request = (request, bytearray())
+        self._body_deadline = self._clock() + self._body_timeout
+
+    def _answer_early(self, request: Request, response: Response) -> None:
+        """Send the screen's answer and close, the body unread."""
+        linger = self._h11.their_state is h11.SEND_BODY
+        self._send(response, close=True, head=request.method == "HEAD")
+        self.requests_served += 1
+        self._closing = True
+        if linger:
+            self._start_linger(self._expected)
+
+    def _answer(self) -> None:
+        assert self._request is not None
+        request, body = self._request
+        self._request = None
+        self._body_deadline = None
+        request.body = bytes(body)
         response = self._app(request)  # an exception here is a bug: the listener answers 500
-        if request.method == "HEAD":
-            response = Response(response.status, b"", [
-                *[(k, v) for k, v in response.headers if k != "content-length"],
-                ("content-length", str(len(response.body)))])
-            self._send(response, head=True)
-        else:
-            self._send(response)
+        self._send(response, head=request.method == "HEAD")
         self.requests_served += 1
         self._last_activity = self._clock()
 
     def _send(self, response: Response, *, close: bool = False, head: bool = False) -> None:
+        if head:
+            response = Response(response.status, b"", [
+                *[(k, v) for k, v in response.headers if k != "content-length"],
+                ("content-length", str(len(response.body)))])
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers
                    if k not in ("content-length", "connection")]
         if not head:
@@ -327,15 +581,29 @@ class HttpConnection:
         if conn.our_state is h11.MUST_CLOSE:
             self._closing = True
 
-    def _refuse(self, status: int, reason: bytes) -> None:
-        """Answer a request that cannot be served with ``status`` and close."""
+    def _refuse(self, status: int, reason: str, *, linger: bool = True) -> None:
+        """Answer a request that cannot be served with ``status`` and close; with ``linger``,
+        read and drop the rest of a body still coming first (see :data:`LINGER`)."""
+        linger = linger and self._h11.their_state is h11.SEND_BODY
+        read = len(self._request[1]) if self._request is not None else 0
         if self._h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-            text = reason.decode("utf-8", "replace").replace('"', "'")
-            body = ('{"error":"' + _REASONS.get(status, b"error").decode() + '","reason":"'
-                    + text + '"}').encode()
+            body = json.dumps({"error": _REASONS.get(status, b"error").decode(),
+                               "reason": reason}, separators=(",", ":")).encode()
             self._send(Response(status, body, [("content-type", "application/json")]),
                        close=True)
         self._closing = True
+        self._request = None
+        self._body_deadline = None
+        if linger:
+            self._start_linger(self._expected, read)
+
+    def _start_linger(self, length: int | None, read: int = 0) -> None:
+        """Drop what comes of a body of ``length`` bytes (``None``: unknown), ``read`` of them
+        parsed already, for :data:`LINGER` seconds at most."""
+        left = None if length is None else length - read - _buffered(self._h11)
+        if left is None or left > 0:
+            self._linger_until = self._clock() + LINGER
+            self._linger_left = left
 
 
 def _content_length(headers: Any) -> int | None:
@@ -346,6 +614,15 @@ def _content_length(headers: Any) -> int | None:
             except ValueError:
                 return None
     return None
+
+
+def _body_length(headers: Any) -> int | None:
+    """How long the body of a request with these headers is: its content-length, 0 without
+    one, ``None`` when chunked (unknown)."""
+    for name, value in headers:
+        if name == b"transfer-encoding" and b"chunked" in value.lower():
+            return None
+    return _content_length(headers) or 0
 
 
 def json_headers(extra: Mapping[str, str] | None = None) -> list[tuple[str, str]]:

@@ -202,17 +202,20 @@ def test_accept_failing_for_lack_of_descriptors_pauses_and_warns_once(
         broker: Broker, caplog: pytest.LogCaptureFixture) -> None:
     server = Server(broker)
     try:
-        server._set_accepting(True)
+        server._running = True
+        (port,) = server._ports
+        server._select_port(port)
         caplog.set_level(logging.WARNING, "embroker.server")
         full = OSError(errno.EMFILE, "Too many open files")
         for _ in range(5):
-            server._accept_failed(full)
-        assert not server._accepting  # not selected for reading until the pause ends
-        assert server._accept_backoff == 1.0  # 0.05 doubled, capped at a second
+            server._accept_failed(port, full)
+        assert not port.selected  # not selected for reading until the pause ends
+        assert port.backoff == 1.0  # 0.05 doubled, capped at a second
         warnings = [r.getMessage() for r in caplog.records]
         assert len(warnings) == 1
-        assert "cannot accept connections" in warnings[0]
+        assert f"cannot accept connections on port {server.port}" in warnings[0]
     finally:
+        server._running = False
         server.stop()
 
 

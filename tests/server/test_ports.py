@@ -1,0 +1,187 @@
+"""Each port on its own (issue #34): a port at its connection limit, or whose accept() fails for
+lack of descriptors, stops accepting alone; the other ports go on."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pika
+import pytest
+
+from embroker import Broker
+from embroker.server import Server, _Port, default_max_connections
+from embroker.testing import wait_until
+
+
+def _port(server: Server, number: int | None) -> _Port:
+    (port,) = [p for p in server._ports if p.number == number]
+    return port
+
+
+def _selected(server: Server, number: int | None) -> bool:
+    """Whether the loop selects that port's sockets for reading (accepts on it), asked on the
+    loop's own thread."""
+    port = _port(server, number)
+
+    def look() -> bool:
+        keys = server._selector.get_map()
+        return all(sock.fileno() in keys for sock in port.sockets)
+    return bool(server._on_loop(look))
+
+
+def _answer(sock: socket.socket) -> bytes:
+    sock.settimeout(10)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+GET = b"GET /api/overview HTTP/1.1\r\nHost: localhost\r\n\r\n"
+
+
+def test_the_default_limits_are_rabbitmq_s() -> None:
+    limits = default_max_connections()
+    assert limits["amqp"] is None  # connection_max = infinity
+    assert limits["stream"] is None
+    assert limits["management"] is not None
+    assert 1 <= limits["management"] <= 10 * 1024  # ranch: 1024 a supervisor, 10 of them
+
+
+def test_max_connections_names_kinds_of_port_and_limits_of_one_or_more(broker: Broker) -> None:
+    with pytest.raises(ValueError, match="no port is 'http'"):
+        Server(broker, max_connections={"http": 5})
+    with pytest.raises(ValueError, match="one connection or more"):
+        Server(broker, max_connections={"amqp": 0})
+
+
+def test_a_port_at_its_limit_accepts_no_more_until_one_closes_and_the_others_go_on(
+        broker: Broker) -> None:
+    with broker.serve(management=True, max_connections={"management": 2}) as server:
+        port = server.management_port
+        assert port is not None
+        assert server.max_connections["management"] == 2
+        held = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+        wait_until(lambda: _port(server, port).open == 2)
+        assert not _selected(server, port)  # full: not accepting
+        waiting = socket.create_connection(("127.0.0.1", port))  # queued by the kernel
+        waiting.sendall(GET)
+        conn = pika.BlockingConnection(pika.URLParameters(server.url))  # AMQP goes on
+        conn.channel().queue_declare("q")
+        assert _selected(server, server.port)
+        assert _port(server, port).open == 2
+        held[0].close()  # one leaves: the one that waited is accepted and answered
+        assert _answer(waiting).startswith(b"HTTP/1.1 401 ")
+        conn.close()
+        for sock in [*held, waiting]:
+            sock.close()
+        wait_until(lambda: _port(server, port).open == 0)
+        assert _selected(server, port)
+    assert server.errors == []
+
+
+def test_an_amqp_port_at_its_limit_leaves_the_management_port_accepting(broker: Broker) -> None:
+    with broker.serve(management=True, max_connections={"amqp": 1}) as server:
+        first = pika.BlockingConnection(pika.URLParameters(server.url))
+        wait_until(lambda: not _selected(server, server.port))
+        assert server.management_port is not None
+        with socket.create_connection(("127.0.0.1", server.management_port)) as http:
+            http.sendall(GET)
+            assert _answer(http).startswith(b"HTTP/1.1 401 ")
+        first.close()
+        second = pika.BlockingConnection(pika.URLParameters(server.url))
+        second.close()
+    assert server.errors == []
+
+
+@pytest.fixture
+def accept_fails_on() -> Iterator[set[int]]:
+    """Descriptors of listening sockets whose accept() fails with EMFILE (too many open files)
+    while they are in the set."""
+    failing: set[int] = set()
+    accept = socket.socket.accept
+
+    def patched(self: socket.socket) -> Any:
+        if self.fileno() in failing:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return accept(self)
+
+    socket.socket.accept = patched  # type: ignore[method-assign]
+    try:
+        yield failing
+    finally:
+        socket.socket.accept = accept  # type: ignore[method-assign]
+
+
+def test_accept_failing_on_one_port_pauses_that_port_alone(
+        broker: Broker, accept_fails_on: set[int]) -> None:
+    with broker.serve(management=True) as server:
+        management = _port(server, server.management_port)
+        accept_fails_on.update(sock.fileno() for sock in management.sockets)
+        assert server.management_port is not None
+        http = socket.create_connection(("127.0.0.1", server.management_port))
+        http.sendall(GET)
+        wait_until(lambda: server._on_loop(lambda: management.backoff > 0.05))
+        assert _selected(server, server.port)  # the AMQP port accepts on
+        conn = pika.BlockingConnection(pika.URLParameters(server.url))
+        conn.channel().queue_declare("q")
+        conn.close()
+        accept_fails_on.clear()  # descriptors again: the paused port takes its client
+        assert _answer(http).startswith(b"HTTP/1.1 401 ")
+        http.close()
+    assert server.errors == []
+
+
+_FD_LIMITED_SERVER = textwrap.dedent("""
+    import resource, sys
+    from embroker import Broker
+    resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
+    server = Broker().serve(management=True)
+    print(server.port, server.management_port, server.max_connections["management"],
+          flush=True)
+    sys.stdin.read()          # until the test closes our stdin
+    server.stop()
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs RLIMIT_NOFILE semantics of Linux")
+def test_half_sent_http_requests_cannot_take_the_descriptors_amqp_clients_need() -> None:
+    """With ``ulimit -n 200``, 220 HTTP clients that send half a request each took every
+    descriptor and stopped AMQP accepts; the management port now holds at most a quarter of
+    them (50), the rest wait in the kernel's queue, and AMQP clients connect."""
+    proc = subprocess.Popen([sys.executable, "-c", _FD_LIMITED_SERVER], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    socks: list[socket.socket] = []
+    try:
+        assert proc.stdout is not None
+        assert proc.stdin is not None
+        amqp, management, limit = map(int, proc.stdout.readline().split())
+        assert limit == 50
+        for _ in range(220):
+            sock = socket.create_connection(("127.0.0.1", management))
+            sock.sendall(b"PUT /api/definitions HTTP/1.1\r\nHost: localhost\r\n")
+            socks.append(sock)
+        url = f"amqp://guest:guest@127.0.0.1:{amqp}/?stack_timeout=5"
+        for _ in range(20):
+            conn = pika.BlockingConnection(pika.URLParameters(url))
+            conn.channel().queue_declare("", exclusive=True)
+            conn.close()
+    finally:
+        for sock in socks:
+            sock.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(10)
+    stderr = proc.stderr.read() if proc.stderr is not None else ""
+    assert "Traceback" not in stderr
