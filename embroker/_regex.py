@@ -78,8 +78,8 @@ characters:
 Measured (``benchmarks/regex.py``, one shared core): a warm search of a 24-character name costs
 0.15-0.2 microseconds through the quick path and about 0.9 on the DFA (``re``: 0.1-0.3);
 ``^(a+)+$`` against ``"a" * 10_000 + "!"`` 0.33 ms (``re``: 0.6 s at 24 characters); the worst
-patterns found near the node limit, whose DFA never warms up, 50-110 microseconds per
-character.
+patterns found near the node limit, whose DFA never warms up, about 10-14 microseconds per
+character (50-110 at 2,000 nodes, the limit this module was first measured with).
 
 The caches are memo tables whose entries are pure functions of their keys: two threads sharing
 a compiled pattern at worst compute an entry twice.
@@ -103,15 +103,22 @@ from dataclasses import dataclass
 from typing import Any, AnyStr, Final, Generic, final, overload
 
 __all__ = ["CACHE_BUDGET", "MAX_NFA_NODES", "QUICK_ITEMS", "Pattern", "Statistics",
-           "UnsupportedPattern", "compile"]
+           "UnsupportedPattern", "compile", "error"]
+
+#: What :func:`compile` raises for a pattern it refuses: ``re``'s error (syntax), and
+#: :class:`UnsupportedPattern`, a subclass.
+error = re.error
 
 # The parser of the running Python (one module under two names); typed loosely on purpose: its
 # trees are converted to the NFA below at once and nothing else touches them.
 _parser: Any = importlib.import_module("re._parser" if sys.version_info >= (3, 11) else "sre_parse")
 _c: Any = importlib.import_module("re._constants" if sys.version_info >= (3, 11) else "sre_constants")
 
-#: Patterns whose NFA would have more nodes are refused ("too complex").
-MAX_NFA_NODES: Final = 2000
+#: Patterns whose NFA would have more nodes are refused ("too complex"). The bound sets the worst
+#: cost of a character whose transition is not cached yet (about 10 microseconds at 500 nodes,
+#: 70-110 at 2,000 here): at 500, the worst pattern found costs 3-4 ms against a 255-character
+#: name, one item of a management listing's step (a queue name is at most 255 bytes).
+MAX_NFA_NODES: Final = 500
 #: Bytes (as estimated: see _ENTRY) of DFA cache a compiled pattern may hold before its cache is
 #: emptied.
 CACHE_BUDGET: Final = 1 << 20

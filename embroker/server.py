@@ -108,6 +108,11 @@ _READ_SIZE = 262_144
 #: stops reading its requests (as MAX_PENDING_OUTPUT of embroker.management: the same 4 MiB).
 _HTTP_UNREAD = 4 * 1024 * 1024
 _TICK = 0.5  # at most this long between looks at heartbeats, handshakes and timers
+#: How long one turn of the loop spends on the steps of management answers worked out in steps
+#: (a listing, an export: embroker.management._steps), across every HTTP client that waits for
+#: one, taken in turn: so that however many requests a dashboard or a hostile client sends, the
+#: AMQP clients wait at most about this (and one step) for the loop.
+_WORK_PER_TURN = 0.002
 #: A select that answers within this found input waiting already: a client is streaming...
 _STREAMING = 0.00005
 #: ...and the loop lets it go on writing before reading, so that one read takes many of its
@@ -348,7 +353,7 @@ class _HttpClient:
     """A socket of the management port and its HTTP connection, or of the stream port and its
     stream-protocol connection (neither is an AMQP connection)."""
 
-    __slots__ = ("conn", "events", "peer", "port", "sock", "stalled_until", "wbuf")
+    __slots__ = ("conn", "events", "peer", "port", "sock", "stalled_until", "wbuf", "written")
 
     def __init__(self, sock: socket.socket, peer: str,
                  conn: HttpConnection | StreamConnection, port: _Port | None = None) -> None:
@@ -359,6 +364,9 @@ class _HttpClient:
         self.events = selectors.EVENT_READ
         self.stalled_until = 0.0
         self.conn = conn
+        #: Told how much of its output is not written yet, after each write (a stream
+        #: connection: it pauses its readers while too much waits).
+        self.written: Callable[[int], None] | None = None
 
 
 @final
@@ -551,6 +559,8 @@ class Server:
         # See "Threads" in the module's docstring for who changes these.
         self._clients: dict[int, _Client] = {}
         self._dirty: set[_AnyClient] = set()
+        # HTTP clients whose answer is worked out in steps, in the order they are served.
+        self._working: deque[_HttpClient] = deque()
         self._handoff: deque[_AnyClient] = deque()
         self._selector = selectors.DefaultSelector()
         self._read_buffer = memoryview(bytearray(_READ_SIZE))  # the loop's alone (_read)
@@ -765,6 +775,8 @@ class Server:
             timeout = min(timeout, max(0.0, min(c.stalled_until for c in self._stalled) - now))
         if self._paused:
             timeout = min(timeout, max(0.0, min(self._paused.values()) - now))
+        if self._working:
+            timeout = 0.0  # (an answer is being worked out: look at the sockets, then go on)
         waited = time.perf_counter()
         ready = self._selector.select(timeout)
         if _BATCH_PAUSE and ready and not self._hold(ready) and (
@@ -797,6 +809,8 @@ class Server:
             for paused in [c for c, until in self._paused.items() if until <= now]:
                 del self._paused[paused]  # the pause after an attach is over
                 self._dirty.add(paused)
+        if self._working:
+            self._work()
         if now >= next_tick:
             self._tick()
             next_tick = time.monotonic() + _TICK
@@ -976,7 +990,7 @@ class Server:
         local = sock.getsockname()[0]  # the address the client asked for (0.0.0.0: which one)
         if local not in hosts.own:
             hosts = HostPolicy(hosts.own | {local.lower()}, hosts.allowed)
-        conn = HttpConnection(self._management, screen=self._management.screen, hosts=hosts,
+        conn = HttpConnection(self._management.begin, screen=self._management.screen, hosts=hosts,
                               peer=peer, loopback=_over_loopback(sock),
                               server_header=self._management.server_header)
         client = _HttpClient(sock, peer, conn, port)
@@ -994,6 +1008,7 @@ class Server:
                                     else "127.0.0.1", advertised_port=self.stream_port)
         client = _HttpClient(sock, peer, conn, port)
         conn.on_output = functools.partial(self._has_output, client)
+        client.written = conn.written
         self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)
         log.debug("accepted stream protocol connection from %s", peer)
@@ -1053,6 +1068,7 @@ class Server:
                 conn.receive_data(data)
             if conn.has_output or conn.blocked or conn.should_close:
                 self._dirty.add(client)
+            self._note_work(client)
             return
         # Once the protocol header chose the protocol, its connection is fed directly (what
         # SniffingConnection.receive_data would do, without the extra call on every read).
@@ -1099,6 +1115,30 @@ class Server:
         for client in self._clients.values():
             if client.conn.has_output:
                 self._dirty.add(client)
+
+    def _note_work(self, client: _HttpClient) -> None:
+        """Serve the steps of ``client``'s answer, if it waits for one and reads what it was
+        sent."""
+        if getattr(client.conn, "has_work", False) and len(client.wbuf) <= _HTTP_UNREAD and \
+                client not in self._working:
+            self._working.append(client)
+
+    def _work(self) -> None:
+        """Steps of the answers HTTP clients wait for, each client in turn, for at most
+        :data:`_WORK_PER_TURN` in all (at least one step)."""
+        working = self._working
+        deadline = time.perf_counter() + _WORK_PER_TURN
+        for _ in range(len(working)):
+            client = working.popleft()
+            conn = client.conn
+            with self._isolated(client):
+                conn.work()  # type: ignore[union-attr]
+            if conn.has_output or conn.should_close:
+                self._dirty.add(client)
+            if getattr(conn, "has_work", False) and client.sock.fileno() >= 0:
+                working.append(client)  # (one that reads nothing comes back from _write)
+            if time.perf_counter() > deadline:
+                break
 
     def _flush(self) -> None:
         handoff = self._handoff
@@ -1160,6 +1200,10 @@ class Server:
             wbuf += rest
             self._paused[client] = time.monotonic() + _ATTACH_PAUSE
             stalled = True
+        if type(client) is _HttpClient:
+            if client.written is not None:  # (a stream connection paces its readers by it)
+                client.written(len(client.wbuf))
+            self._note_work(client)
         if conn.should_close and not client.wbuf:
             self._drop(client)
             return

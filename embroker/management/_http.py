@@ -21,9 +21,11 @@ An answer given at one of these steps closes the connection (``connection: close
 body is never kept: what the client still sends of it is read and dropped for at most
 :data:`LINGER` seconds, so that a client that sends its body before reading (most do) reads the
 answer instead of a reset. A request that passes them has its body read (``100 Continue`` first
-if the client waits for it) and goes to the application (a callable from :class:`Request` to
-:class:`Response`, the management API); its response is queued at once, so the loop writes it on
-the same turn.
+if the client waits for it) and goes to the application (a callable from :class:`Request` to a
+:class:`Response`, or to :class:`Work` to be done in steps: the management API's ``begin``). A
+response is queued at once, so the loop writes it on the same turn; work is stepped by the
+listener, one step per turn of its loop (:meth:`HttpConnection.work`), while the client's next
+requests wait their turn, and its response is queued when the last step gives it.
 
 - **Keep-alive and pipelining**: after a response, the next request already received is served
   (h11's ``start_next_cycle``), in order; ``Connection: close`` and HTTP/1.0 end the connection
@@ -57,14 +59,14 @@ import json
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, final
+from typing import Any, Protocol, final
 from urllib.parse import parse_qsl, unquote
 
 import h11
 
 __all__ = ["BODY_TIMEOUT", "IDLE_TIMEOUT", "LINGER", "MAX_HEADERS", "MAX_HEADER_FIELDS",
            "MAX_PENDING_OUTPUT", "REQUEST_TIMEOUT", "HostPolicy", "HttpConnection", "Request",
-           "Response"]
+           "Response", "Work"]
 
 #: The largest request line and header block accepted (bytes), complete or not: more is 431.
 #: (cowboy bounds each line instead, and only while it is incomplete in its buffer: RabbitMQ
@@ -262,6 +264,16 @@ class Response:
         return None
 
 
+class Work(Protocol):
+    """An answer the application works out in steps (the management API's ``Pending``)."""
+
+    def step(self) -> Response | None:
+        """One short step; the response once there is one."""
+
+    def close(self) -> None:
+        """Stop (the client went away)."""
+
+
 def _status_for(error: h11.ProtocolError) -> int:
     hint = getattr(error, "error_status_hint", 400)
     return hint if isinstance(hint, int) and 400 <= hint < 600 else 400
@@ -280,8 +292,8 @@ class HttpConnection:
     """The server side of one HTTP/1.1 connection: bytes in, the application's answers out.
 
     Args:
-        app: turns a request into a response (called with no lock held: it takes what it
-            needs).
+        app: turns a request into a response, or into :class:`Work` whose steps
+            :meth:`work` takes (called with no lock held: it takes what it needs).
         screen: answers a request from its headers alone, before its body is read (``None``:
             read the body and ask ``app``); see ``ManagementAPI.screen``.
         hosts: which ``Host`` and ``Origin`` headers are answered (:class:`HostPolicy`; by
@@ -301,9 +313,9 @@ class HttpConnection:
                  "_cycle_start", "_expected", "_fed", "_h11", "_head_deadline", "_head_seen", "_hosts",
                  "_idle_timeout", "_last_activity", "_linger_left", "_linger_until",
                  "_max_body", "_out", "_request", "_request_timeout", "_screen",
-                 "_server_header", "failure", "loopback", "peer", "requests_served")
+                 "_server_header", "_work", "failure", "loopback", "peer", "requests_served")
 
-    def __init__(self, app: Callable[[Request], Response], *,
+    def __init__(self, app: Callable[[Request], Response | Work], *,
                  screen: Callable[[Request], Response | None] | None = None,
                  hosts: HostPolicy | None = None, peer: str = "", loopback: bool = True,
                  max_body: int = MAX_BODY, request_timeout: float = REQUEST_TIMEOUT,
@@ -325,6 +337,8 @@ class HttpConnection:
         self._out = bytearray()
         self._closing = False
         self._request: tuple[Request, bytearray] | None = None
+        # A request whose answer the application works out in steps.
+        self._work: tuple[Request, Work] | None = None
         self._last_activity = clock()
         # The first request's headers are due request_timeout after the connection's start;
         # a later one's after its first byte (None: no request begun).
@@ -353,6 +367,29 @@ class HttpConnection:
     @property
     def has_output(self) -> bool:
         return bool(self._out)
+
+    @property
+    def has_work(self) -> bool:
+        """Whether a request's answer is being worked out: the listener takes its steps
+        (:meth:`work`) while the client reads what it was sent (no step while
+        :attr:`blocked`)."""
+        return self._work is not None and not self._closing and not self.blocked
+
+    def work(self) -> None:
+        """One step of the answer being worked out; once it gives the response, it is sent
+        and the client's next request, if it came, is served. An exception is the
+        application's bug (the listener answers it with :meth:`internal_error`)."""
+        if self._work is None or self._closing:
+            return
+        request, work = self._work
+        response = work.step()
+        if response is None:
+            return
+        self._work = None
+        self._send(response, head=request.method == "HEAD")
+        self.requests_served += 1
+        self._last_activity = self._clock()
+        self._process()
 
     @property
     def should_close(self) -> bool:
@@ -418,7 +455,7 @@ class HttpConnection:
             self._refuse(408, f"request body not received within {self._body_timeout:g} s",
                          linger=False)
         elif self._head_deadline is None and self._request is None and \
-                now - self._last_activity >= self._idle_timeout:
+                self._work is None and now - self._last_activity >= self._idle_timeout:
             self._closing = True
         return None
 
@@ -426,6 +463,12 @@ class HttpConnection:
         """End the connection (the broker shuts down): after the output already queued."""
         self._closing = True
         self._linger_until = None
+        self._stop_work()
+
+    def _stop_work(self) -> None:
+        if self._work is not None:
+            work, self._work = self._work[1], None
+            work.close()
 
     def internal_error(self, error: Any) -> None:
         """The application failed on a request (a bug): answer 500 if no answer has begun,
@@ -438,10 +481,12 @@ class HttpConnection:
                        close=True)
         self._closing = True
         self._linger_until = None
+        self._work = None  # (its steps failed: nothing to close)
 
     def connection_lost(self) -> None:
         self._closing = True
         self._linger_until = None
+        self._stop_work()
 
     def publishers_blocked(self, _reason: str) -> None:
         """(AMQP's resource alarms do not concern HTTP clients.)"""
@@ -453,7 +498,7 @@ class HttpConnection:
 
     def _process(self) -> None:
         conn = self._h11
-        while not self._closing:
+        while not self._closing and self._work is None:  # (the next request waits its turn)
             try:
                 event = conn.next_event()
             except h11.RemoteProtocolError as error:
@@ -549,6 +594,9 @@ class HttpConnection:
         self._body_deadline = None
         request.body = bytes(body)
         response = self._app(request)  # an exception here is a bug: the listener answers 500
+        if not isinstance(response, Response):
+            self._work = (request, response)
+            return
         self._send(response, head=request.method == "HEAD")
         self.requests_served += 1
         self._last_activity = self._clock()

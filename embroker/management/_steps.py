@@ -37,8 +37,9 @@ __all__ = ["RUN", "STEP_SECONDS", "Steps", "document", "each", "encode", "locked
 STEP_SECONDS: Final = 0.001
 #: How many rows one step sorts (C's sort: about 0.3 ms for 2,000 rows of a key tuple here).
 RUN: Final = 2000
-#: How often a step looks at the clock (items).
-_EVERY: Final = 32
+#: How often a step looks at the clock (items): at every one, since one item may cost
+#: milliseconds (a regular expression near its size limit against a long name: 3-4 ms).
+_EVERY: Final = 1
 
 _T = TypeVar("_T")
 _U = TypeVar("_U")

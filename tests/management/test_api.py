@@ -354,3 +354,20 @@ def test_the_console_shows_a_message_only_to_who_could_get_it(
     assert status == 200
     assert "messages" not in view
     assert view["messages_refused"]
+
+
+def test_a_regular_expression_filter_runs_in_linear_time_or_is_refused(
+        served: tuple[Broker, Server]) -> None:
+    """The issue's ``^(a+)+$`` against a name of 40 a's and a "!": Python's re would take 2^40
+    steps on the listener's thread; embroker._regex answers at once. What a linear engine cannot
+    match (a back reference) is a 400, where RabbitMQ's PCRE would take it."""
+    broker, server = served
+    channel = broker.connect().channel()
+    channel.queue_declare("a" * 40 + "!")
+    channel.queue_declare("aaa")
+    api = Api(server)
+    found = api("GET", "/queues?name=%5E(a%2B)%2B%24&use_regex=true&columns=name")
+    assert found == (200, [{"name": "aaa"}])
+    status, refused = api("GET", "/queues?name=(a)%5C1&use_regex=true")
+    assert status == 400
+    assert "back" in refused["reason"]

@@ -616,3 +616,57 @@ def test_h11_is_imported_only_by_a_listener_that_serves_the_management_api() -> 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout.split() == ["False", "False", "False", "True"]
+
+
+class _Steps:
+    """Work in ``n`` steps whose answer echoes the request (a stand-in for Pending)."""
+
+    def __init__(self, request: Request, n: int) -> None:
+        self.request, self.left, self.closed = request, n, False
+
+    def step(self) -> Response | None:
+        self.left -= 1
+        return echo(self.request) if self.left == 0 else None
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_an_answer_in_steps_is_sent_after_its_last_step_and_the_next_request_waits() -> None:
+    started: list[_Steps] = []
+
+    def app(request: Request) -> Response | _Steps:
+        if request.path == "/slow":
+            started.append(_Steps(request, 3))
+            return started[-1]
+        return echo(request)
+    conn = HttpConnection(app)
+    conn.receive_data(b"GET /slow HTTP/1.1\r\nhost: localhost\r\n\r\n"
+                      b"GET /fast HTTP/1.1\r\nhost: localhost\r\n\r\n")
+    assert conn.has_work
+    assert conn.data_to_send() == b""  # (the pipelined request waits its turn)
+    conn.work()
+    conn.work()
+    assert conn.data_to_send() == b""
+    conn.work()
+    assert not conn.has_work
+    assert [r.split(b"\r\n\r\n", 1)[1] for r in responses(conn.data_to_send())] == [
+        b"GET /slow 0", b"GET /fast 0"]
+
+
+def test_a_client_that_goes_away_stops_the_work_and_no_timeout_cuts_it_short() -> None:
+    now = [0.0]
+    started: list[_Steps] = []
+
+    def app(request: Request) -> _Steps:
+        started.append(_Steps(request, 1000))
+        return started[-1]
+    conn = HttpConnection(app, clock=lambda: now[0])
+    conn.receive_data(b"GET /slow HTTP/1.1\r\nhost: localhost\r\n\r\n")
+    now[0] += IDLE_TIMEOUT + REQUEST_TIMEOUT + 1
+    conn.tick()
+    assert conn.has_work
+    assert not conn.should_close
+    conn.connection_lost()
+    assert started[0].closed
+    assert not conn.has_work

@@ -8,8 +8,6 @@ import socket
 import time
 import urllib.parse
 
-import pytest
-
 from embroker import Broker, ManualClock
 from embroker.stream import MAX_UNSENT, Key, State, Writer
 from tests.management.test_api import Api
@@ -159,15 +157,6 @@ def test_the_event_exchange_says_a_stream_connection_speaks_stream() -> None:
     assert created.properties["headers"]["protocol"] == "stream"
 
 
-def _listener_reports_what_it_wrote() -> bool:
-    from embroker.server import _HttpClient
-
-    return "written" in _HttpClient.__slots__
-
-
-@pytest.mark.xfail(not _listener_reports_what_it_wrote(), strict=True,
-                   reason="server.py does not tell a stream connection what it wrote yet "
-                          "(StreamConnection.written: issue #34)")
 def test_the_listener_holds_a_bounded_output_for_a_client_that_reads_nothing() -> None:
     """8 subscriptions on a 3 MiB stream, credit for all of it, a client that reads nothing:
     the listener holds about MAX_UNSENT for it (not 8 x 3 MiB); then it reads, and gets every
