@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, final
 
+from .. import _regex
 from ._definitions import Properties
 from ._message import parse_message, to_amqp10
 from ._selector import _and, _negate, _or
@@ -618,7 +619,10 @@ def _compile_pattern(pattern: str, escape: str | None) -> _Pattern:
             out.append(".")
         else:
             out.append(re.escape(_check_char(char)))
-    return ("regex", re.compile("^" + "".join(out) + "$"))
+    try:  # (a client's pattern: matched in linear time, never by backtracking)
+        return ("regex", _regex.compile("^" + "".join(out) + "$"))
+    except _regex.error as exc:
+        raise SqlError(f"LIKE pattern too large: {exc}") from None
 
 
 def _like(subject: bytes, pattern: _Pattern) -> Any:
@@ -637,7 +641,7 @@ def _like(subject: bytes, pattern: _Pattern) -> Any:
         text = subject.decode()
     except UnicodeDecodeError:
         return None  # not UTF-8: unknown
-    return pattern[1].search(text) is not None
+    return pattern[1].search(text)
 
 
 # -- evaluation ----------------------------------------------------------------------------------

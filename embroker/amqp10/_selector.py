@@ -20,6 +20,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
+from .. import _regex
+
 if TYPE_CHECKING:
     from ..model import Message
 
@@ -343,7 +345,13 @@ def _in(left: _Eval, values: frozenset[str]) -> _Eval:
     return test
 
 
-def _like_regex(pattern: str, escape: str | None) -> re.Pattern[str]:
+def _like_regex(pattern: str, escape: str | None) -> _regex.Pattern[str]:
+    """A LIKE pattern as a regular expression, matched by :mod:`embroker._regex` (the pattern
+    is a client's: ``'%a%a%a%a%b'`` would backtrack polynomially in ``re`` on every message).
+
+    Raises:
+        SelectorError: a pattern too large for the linear-time matcher.
+    """
     out = []
     chars = iter(pattern)
     for char in chars:
@@ -355,13 +363,16 @@ def _like_regex(pattern: str, escape: str | None) -> re.Pattern[str]:
             out.append(".")
         else:
             out.append(re.escape(char))
-    return re.compile("".join(out), re.S)
+    try:
+        return _regex.compile("".join(out), re.S)
+    except _regex.error as exc:
+        raise SelectorError(f"LIKE pattern {pattern!r}: {exc}") from None
 
 
-def _like(left: _Eval, regex: re.Pattern[str]) -> _Eval:
+def _like(left: _Eval, regex: _regex.Pattern[str]) -> _Eval:
     def test(m: Message) -> _Value:
         value = left(m)
         if value is None:
             return _UNKNOWN
-        return isinstance(value, str) and regex.fullmatch(value) is not None
+        return isinstance(value, str) and regex.fullmatch(value)
     return test

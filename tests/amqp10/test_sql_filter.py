@@ -410,3 +410,22 @@ def test_the_jms_selector_shares_the_logic() -> None:
     """One home for three-valued logic: the JMS selector of browsing links uses it too."""
     assert Selector("a = 1 OR missing = 1").matches_values({"a": 1})
     assert not Selector("a = 1 AND missing = 1").matches_values({"a": 1})
+
+
+@pytest.mark.parametrize("expression", [
+    "p LIKE '" + "%a" * 12 + "%b'",  # the SQL filter's LIKE (.*? runs)
+])
+def test_a_like_pattern_a_client_sends_is_matched_without_backtracking(expression: str) -> None:
+    """A client's LIKE pattern of many ``%`` against a long value: with re's backtracking,
+    ``%a%a...%b`` against 60 a's takes C(60, 12) steps; embroker._regex answers at once."""
+    from embroker.amqp10._filters import _compile_pattern, _like
+
+    pattern = _compile_pattern(expression.split("'")[1], None)
+    assert _like(b"a" * 60, pattern) is False
+    assert _like(b"a" * 60 + b"b", pattern) is True
+
+
+def test_a_jms_like_pattern_is_matched_without_backtracking() -> None:
+    selector = Selector("p LIKE '" + "%a" * 12 + "%b'")
+    assert not selector.matches_values({"p": "a" * 60})
+    assert selector.matches_values({"p": "a" * 60 + "b"})
