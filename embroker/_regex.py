@@ -103,7 +103,7 @@ from dataclasses import dataclass
 from typing import Any, AnyStr, Final, Generic, final, overload
 
 __all__ = ["CACHE_BUDGET", "MAX_NFA_NODES", "QUICK_ITEMS", "Pattern", "Statistics",
-           "UnsupportedPattern", "compile", "error"]
+           "UnsupportedPattern", "compile", "compile_set", "error"]
 
 #: What :func:`compile` raises for a pattern it refuses: ``re``'s error (syntax), and
 #: :class:`UnsupportedPattern`, a subclass.
@@ -1047,3 +1047,21 @@ def compile(pattern: str | bytes, flags: int = 0, *,
     if isinstance(pattern, bytes):
         return Pattern(pattern, flags, cache_budget, quick)
     raise TypeError("first argument must be string or compiled pattern")
+
+
+@functools.lru_cache(maxsize=4096)
+def compile_set(pattern: AnyStr) -> Pattern[AnyStr] | re.Pattern[AnyStr]:
+    r"""A pattern an administrator or a policymaker set (a permission expression, a policy's
+    pattern), compiled for :meth:`search`\ es on every name it meets: by :func:`compile` when
+    a linear-time engine can match it, else by Python's :mod:`re` (lookarounds and back
+    references, which RabbitMQ's PCRE takes and users write: ``^(?!amq\.).*``), whose
+    backtracking is then the setter's to answer for. ``search`` is truthy when it matches,
+    either way. Cached (the same pattern is met on every publish).
+
+    Raises:
+        re.error: a pattern Python's ``re`` does not compile either.
+    """
+    try:
+        return compile(pattern)
+    except UnsupportedPattern:
+        return re.compile(pattern)

@@ -81,7 +81,6 @@ from __future__ import annotations
 
 import base64
 import enum
-import functools
 import hashlib
 import hmac
 import ipaddress
@@ -92,6 +91,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
 
+from .. import _regex
 from ..errors import AccessControlError, AccessRefused, ConnectionForced, DefinitionsError, NotAllowed
 from ._exchange import EXCHANGE_TYPES
 
@@ -305,26 +305,22 @@ USER_LIMITS: Final = ("max-connections", "max-channels")
 FULL_ACCESS: Final = Permissions(".*", ".*", ".*")
 
 
-@functools.lru_cache(maxsize=4096)
-def _compiled(pattern: bytes) -> re.Pattern[bytes] | None:
-    try:
-        return re.compile(pattern)
-    except re.error:
-        return None
-
-
 def _grants(expression: str, name: str) -> bool:
     """Whether a permission expression grants ``name``: RabbitMQ's ``re:run`` (a match
-    anywhere), with ``""`` meaning ``^$``."""
+    anywhere), with ``""`` meaning ``^$``; matched over the UTF-8 bytes by
+    :func:`embroker._regex.compile_set` (in linear time unless it needs a lookaround)."""
     if expression == ".*":
         return True
-    compiled = _compiled((expression or "^$").encode())
-    return compiled is not None and compiled.search(name.encode()) is not None
+    try:
+        compiled = _regex.compile_set((expression or "^$").encode())
+    except re.error:
+        return False
+    return bool(compiled.search(name.encode()))
 
 
 def _validate_expression(expression: str) -> None:
     try:
-        re.compile(expression.encode())
+        _regex.compile_set(expression.encode())
     except re.error as exc:
         raise AccessControlError(f"invalid regular expression '{expression}': {exc}") from None
 

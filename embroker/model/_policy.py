@@ -76,6 +76,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Union, cast, final
 
 from .. import _erlang
+from .. import _regex as _regexes
 from ..errors import DefinitionsError, NotAllowed, PolicyError, PolicyWarning, PreconditionFailed
 
 if TYPE_CHECKING:
@@ -404,7 +405,7 @@ def validate_policy(pattern: Any, definition: Any, priority: Any = 0, apply_to: 
             error = f"pattern should be a binary but was {_erlang.term(pattern)}"
         else:
             try:
-                re.compile(pattern)
+                _regexes.compile_set(pattern)
             except re.error as exc:
                 # RabbitMQ prints PCRE's message and offset; this is Python's.
                 error = ("pattern should be regular expression but is invalid: "
@@ -442,12 +443,13 @@ class Policy:
     vhost: str = "/"
     operator: bool = False
     rabbitmq4: bool = False
-    _regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _regex: _regexes.Pattern[str] | re.Pattern[str] = field(init=False, repr=False,
+                                                            compare=False)
     _not_for: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "definition", MappingProxyType(dict(self.definition)))
-        object.__setattr__(self, "_regex", re.compile(self.pattern))
+        object.__setattr__(self, "_regex", _regexes.compile_set(self.pattern))
         keys = set(self.definition)
         refusing = _NOT_FOR_4 if self.rabbitmq4 else _NOT_FOR
         object.__setattr__(self, "_not_for", frozenset(
@@ -475,7 +477,7 @@ class Policy:
             return False
         if queue_type is not None and queue_type in self._not_for:
             return False
-        return self._regex.search(name) is not None
+        return bool(self._regex.search(name))
 
     def to_definitions(self) -> dict[str, Any]:
         """As a definitions document lists it (``"apply-to"``, the definition as an object)."""

@@ -603,3 +603,19 @@ def test_user_limits_are_rabbitmqs_two_integers(tagged: Broker) -> None:
     for bad in ({"max-connections": "x"}, {"max-queues": 1}, {"max-channels": True}):
         with pytest.raises(AccessControlError, match="Validation failed"):
             tagged.set_user_limits("mgmt", bad)
+
+
+def test_a_permission_expression_is_matched_in_linear_time_or_by_re_for_lookarounds(
+        broker: Broker) -> None:
+    """Expressions are searched in every name a user's operations meet: ^(a+)+$ against a
+    name of 40 a's and a "!" would be 2^40 steps of re's backtracking (embroker._regex:
+    linear); a lookaround, which RabbitMQ's PCRE takes, still works (re)."""
+    broker.add_user("u", "pw")
+    broker.set_permissions("u", "^(a+)+$", "^(?!amq\\.).*", ".*")
+    channel = broker.connect(user="u").channel()
+    with pytest.raises(AccessRefused):
+        channel.queue_declare("a" * 40 + "!")
+    channel = broker.connect(user="u").channel()
+    channel.queue_declare("aaaa")
+    with pytest.raises(AccessRefused, match="amq.default"):  # write: the lookahead refuses
+        channel.basic_publish("", "aaaa", b"m")

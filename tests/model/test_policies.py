@@ -425,3 +425,18 @@ def test_policy_warnings_can_be_silenced(broker: Broker) -> None:
         warnings.simplefilter("error")
         warnings.simplefilter("ignore", PolicyWarning)
         broker.set_policy("ha", ".*", {"ha-mode": "all"})
+
+
+def test_a_policy_pattern_is_matched_in_linear_time_or_by_re_for_lookarounds() -> None:
+    """A policymaker's pattern meets every queue name declared: ^(a+)+$ against 40 a's and a
+    "!" (2^40 steps of re) is linear on embroker._regex; RabbitMQ's idiom ^(?!amq\\.).*
+    (a lookahead) still applies (re)."""
+    broker = Broker()
+    broker.set_policy("catastrophic", "^(a+)+$", {"max-length": 1}, apply_to="queues")
+    broker.set_policy("not-amq", "^(?!amq\\.).*", {"message-ttl": 1000}, apply_to="queues",
+                      priority=-1)
+    channel = broker.connect().channel()
+    channel.queue_declare("a" * 40 + "!")
+    channel.queue_declare("aaaa")
+    assert broker.queues["aaaa"].policy.name == "catastrophic"
+    assert broker.queues["a" * 40 + "!"].policy.name == "not-amq"
