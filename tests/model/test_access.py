@@ -617,5 +617,5 @@ def test_a_permission_expression_is_matched_in_linear_time_or_by_re_for_lookarou
         channel.queue_declare("a" * 40 + "!")
     channel = broker.connect(user="u").channel()
     channel.queue_declare("aaaa")
-    with pytest.raises(AccessRefused, match="amq.default"):  # write: the lookahead refuses
+    with pytest.raises(AccessRefused, match=r"amq\.default"):  # write: the lookahead refuses
         channel.basic_publish("", "aaaa", b"m")
