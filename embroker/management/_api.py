@@ -110,7 +110,11 @@ class ManagementAPI:
         """Answer a whole request (the body read), every step of it at once: for callers that
         are not the listener's loop, which uses :meth:`begin`."""
         answer = self.begin(request)
-        return answer.run() if isinstance(answer, Pending) else answer
+        if isinstance(answer, Pending):
+            answer = answer.run()
+        if answer.parts is not None:  # (one body, for a caller that wants it whole)
+            answer = Response(answer.status, answer.content(), answer.headers)
+        return answer
 
     def begin(self, request: Request) -> Response | Pending:
         """Answer a whole request (the body read), or begin to: a handler that works in steps
@@ -228,8 +232,18 @@ class ManagementAPI:
 
     def reply(self, value: Any) -> Response:
         """A 200 answer with ``value`` as JSON, as RabbitMQ writes it."""
-        body = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+        return self.reply_json(json.dumps(value, separators=(",", ":"),
+                                          ensure_ascii=False).encode())
+
+    @staticmethod
+    def reply_json(body: bytes) -> Response:
+        """A 200 answer with ``body``, JSON text already."""
         return Response(200, body, list(_JSON))
+
+    @staticmethod
+    def reply_parts(parts: list[bytes]) -> Response:
+        """A 200 answer whose JSON text is ``parts``, in order (sent without a join)."""
+        return Response(200, headers=list(_JSON), parts=parts)
 
     def _error(self, error: HttpError, segments: list[str]) -> Response:
         if segments[1:2] == ["embroker"]:
@@ -336,31 +350,27 @@ class ManagementAPI:
             finally:
                 connection.close()
 
-    def listing(self, call: Call, items: list[dict[str, Any]]) -> Steps[Response]:
-        """``items`` with RabbitMQ's list options of the request applied (:mod:`._listing`),
+    def listing(self, call: Call, rows: list[Any],
+                to_dict: Callable[[Any], dict[str, Any]] | None = None,
+                locked: bool = False) -> Steps[Response]:
+        """``rows`` (dicts, or objects ``to_dict`` makes them, under the broker's lock when
+        ``locked``) with RabbitMQ's list options of the request applied (:mod:`._listing`),
         as JSON, in steps."""
-        found = yield from _listing.apply(call.request.query, items)
+        lock = self.broker.locked() if locked else None
+        if to_dict is not None and not any(o in call.request.query for o in _listing.OPTIONS):
+            # (no option: each row's JSON in its step, in RabbitMQ's default order)
+            if rows and "name" in _run_locked(lock, to_dict, rows[0]):
+                rows = yield from _steps.sort(
+                    rows, lambda r: _listing.by_vhost_and_name(to_dict(r)), lock=lock)
+            return self.reply_parts((yield from _steps.encode(rows, lambda r: _steps.dumps(
+                to_dict(r)), lock)))
+        found = yield from _listing.apply(call.request.query, rows, to_dict or (lambda r: r),
+                                          lock)
         if isinstance(found, dict):  # a page
             page = yield from _steps.encode(found.pop("items"))
-            body = json.dumps(found, separators=(",", ":"))[:-1].encode() + \
-                b',"items":' + page + b"}"
-        else:
-            body = yield from _steps.encode(found)
-        return Response(200, body, list(_JSON))
-
-    def listing_json(self, call: Call, rows: list[Any], sort_key: Callable[[Any], Any],
-                     to_json: Callable[[Any], str],
-                     to_dict: Callable[[Any], dict[str, Any]]) -> Steps[Response]:
-        """A listing of ``rows`` (snapshots read under the lock), in steps without the lock:
-        with no list option (``sort``, ``columns``, ``name``, ``page``), its JSON text written
-        row by row in RabbitMQ's default order; else through :meth:`listing`."""
-        query = call.request.query
-        if any(option in query for option in _listing.OPTIONS):
-            items = yield from _steps.each(rows, to_dict)
-            return (yield from self.listing(call, items))
-        rows = yield from _steps.sort(rows, sort_key)
-        body = yield from _steps.encode(rows, to_json)
-        return Response(200, body, list(_JSON))
+            return self.reply_parts([json.dumps(found, separators=(",", ":"))[:-1].encode(),
+                                     b',"items":', *page, b"}"])
+        return self.reply_parts((yield from _steps.encode(found)))
 
     def wire(self) -> dict[int, Any]:
         """The listener's AMQP and stream clients by ``id`` of their model connection."""
@@ -421,6 +431,13 @@ class Pending:
     def close(self) -> None:
         """Give up (the client went away): the handler stops where it is."""
         self._steps.close()
+
+
+def _run_locked(lock: Any, function: Callable[[Any], Any], argument: Any) -> Any:
+    if lock is None:
+        return function(argument)
+    with lock:
+        return function(argument)
 
 
 def split_peer(peer: str) -> tuple[str, int]:

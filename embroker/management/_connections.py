@@ -106,13 +106,11 @@ def _named_or_404(api: ManagementAPI, call: Call) -> tuple[Connection, Mapping[i
 @route("GET", "connections", Rule.ANY)
 @route("GET", "vhosts/{vhost}/connections", Rule.VHOST)
 def _connections(api: ManagementAPI, call: Call) -> Steps[Response]:
-    lock = api.broker.locked()
-    with lock:
+    with api.broker.locked():
         wire = api.wire()
         connections = _listed(api, call)
-    items = yield from steps.each(
-        connections, lambda c: _connection_info(api, c, wire, call.user), lock)
-    return (yield from api.listing(call, items))
+    return (yield from api.listing(call, connections, lambda c: _connection_info(
+        api, c, wire, call.user), locked=True))
 
 
 @route("GET", "connections/{name}", Rule.OWNER, owner=_connection_owner)

@@ -57,6 +57,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import time
+from collections import deque
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, final
@@ -64,7 +65,7 @@ from urllib.parse import parse_qsl, unquote
 
 import h11
 
-__all__ = ["BODY_TIMEOUT", "IDLE_TIMEOUT", "LINGER", "MAX_HEADERS", "MAX_HEADER_FIELDS",
+__all__ = ["BODY_SLICE", "BODY_TIMEOUT", "IDLE_TIMEOUT", "LINGER", "MAX_HEADERS", "MAX_HEADER_FIELDS",
            "MAX_PENDING_OUTPUT", "REQUEST_TIMEOUT", "HostPolicy", "HttpConnection", "Request",
            "Response", "Work"]
 
@@ -81,6 +82,10 @@ MAX_PENDING_OUTPUT = 4 * 1024 * 1024
 #: The largest request body accepted by default (RabbitMQ's ``management.http.max_body_size``
 #: is 20 MiB).
 MAX_BODY = 20 * 1024 * 1024
+#: A body longer than this is sent this much a step of the listener's loop
+#: (:meth:`HttpConnection.work`), so that a long answer (a listing of 5,000 queues: 9 MB) costs
+#: the loop a quarter of a megabyte's copy a turn, not several copies of the whole at once.
+BODY_SLICE = 256 * 1024
 #: Seconds for a request's headers (cowboy's ``request_timeout``, 5000 ms, which RabbitMQ's
 #: management listener keeps: ``management.tcp.request_timeout`` sets it).
 REQUEST_TIMEOUT = 5.0
@@ -251,11 +256,29 @@ class Request:
 @final
 @dataclass
 class Response:
-    """An HTTP response: status, headers (names in lower case), body."""
+    """An HTTP response: status, headers (names in lower case), body.
+
+    ``parts``: a long body given in pieces, in order (then ``body`` is their join, made only
+    if asked): the connection sends them a slice a step and never joins them whole.
+    """
 
     status: int
     body: bytes = b""
     headers: list[tuple[str, str]] = field(default_factory=list)
+    parts: list[bytes] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.parts is not None:
+            self.body = b""
+
+    @property
+    def length(self) -> int:
+        """The body's length in bytes."""
+        return len(self.body) if self.parts is None else sum(map(len, self.parts))
+
+    def content(self) -> bytes:
+        """The whole body (the parts joined, for callers that want one ``bytes``)."""
+        return self.body if self.parts is None else b"".join(self.parts)
 
     def header(self, name: str) -> str | None:
         for key, value in self.headers:
@@ -309,11 +332,12 @@ class HttpConnection:
         server_header: the ``server`` header of every response.
     """
 
-    __slots__ = ("_app", "_body_deadline", "_body_timeout", "_clock", "_closing",
-                 "_cycle_start", "_expected", "_fed", "_h11", "_head_deadline", "_head_seen", "_hosts",
-                 "_idle_timeout", "_last_activity", "_linger_left", "_linger_until",
-                 "_max_body", "_out", "_request", "_request_timeout", "_screen",
-                 "_server_header", "_work", "failure", "loopback", "peer", "requests_served")
+    __slots__ = ("_app", "_body", "_body_close", "_body_deadline", "_body_timeout", "_clock",
+                 "_closing", "_cycle_start", "_expected", "_fed", "_h11", "_head_deadline",
+                 "_head_seen", "_hosts", "_idle_timeout", "_last_activity", "_linger_left",
+                 "_linger_until", "_max_body", "_out", "_out_size", "_request",
+                 "_request_timeout", "_screen", "_server_header", "_work", "failure",
+                 "loopback", "peer", "requests_served")
 
     def __init__(self, app: Callable[[Request], Response | Work], *,
                  screen: Callable[[Request], Response | None] | None = None,
@@ -334,7 +358,14 @@ class HttpConnection:
         self._clock = clock
         self._server_header = server_header.encode()
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEADERS)
-        self._out = bytearray()
+        # What is to send, in pieces (a response's body as it came: no copy before the one
+        # data_to_send makes), and how many bytes.
+        self._out: list[bytes | memoryview] = []
+        self._out_size = 0
+        # The rest of a long body, sent a slice a step (see work()), and whether the
+        # connection closes after it.
+        self._body: deque[bytes | memoryview] | None = None
+        self._body_close = False
         self._closing = False
         self._request: tuple[Request, bytearray] | None = None
         # A request whose answer the application works out in steps.
@@ -368,18 +399,33 @@ class HttpConnection:
     def has_output(self) -> bool:
         return bool(self._out)
 
+    def _emit(self, pieces: list[Any] | None) -> None:
+        for piece in pieces or ():
+            if piece:
+                self._out.append(piece)
+                self._out_size += len(piece)
+
     @property
     def has_work(self) -> bool:
-        """Whether a request's answer is being worked out: the listener takes its steps
-        (:meth:`work`) while the client reads what it was sent (no step while
+        """Whether a request's answer is being worked out, or a long one sent: the listener
+        takes its steps (:meth:`work`) while the client reads what it was sent (no step while
         :attr:`blocked`)."""
-        return self._work is not None and not self._closing and not self.blocked
+        return (self._work is not None or self._body is not None) and not self._closing and \
+            not self.blocked
 
     def work(self) -> None:
-        """One step of the answer being worked out; once it gives the response, it is sent
-        and the client's next request, if it came, is served. An exception is the
-        application's bug (the listener answers it with :meth:`internal_error`)."""
-        if self._work is None or self._closing:
+        """One step: a slice of :data:`BODY_SLICE` bytes of a long body being sent, or of the
+        answer being worked out; once that gives the response, it is sent and the client's
+        next request, if it came, is served. An exception is the application's bug (the
+        listener answers it with :meth:`internal_error`)."""
+        if self._closing:
+            return
+        if self._body is not None:
+            self._send_slice()
+            if self._body is None:
+                self._process()
+            return
+        if self._work is None:
             return
         request, work = self._work
         response = work.step()
@@ -399,15 +445,17 @@ class HttpConnection:
     @property
     def blocked(self) -> bool:
         """Whether to stop reading from the client: it leaves too much output unread."""
-        return len(self._out) > MAX_PENDING_OUTPUT
+        return self._out_size > MAX_PENDING_OUTPUT
 
     @property
     def close_reason(self) -> object:
         return None
 
     def data_to_send(self) -> bytes:
-        data = bytes(self._out)
-        self._out.clear()
+        out = self._out
+        data = bytes(out[0]) if len(out) == 1 else b"".join(out)
+        out.clear()
+        self._out_size = 0
         return data
 
     def receive_data(self, data: bytes) -> None:
@@ -498,7 +546,8 @@ class HttpConnection:
 
     def _process(self) -> None:
         conn = self._h11
-        while not self._closing and self._work is None:  # (the next request waits its turn)
+        # (the next request waits its turn: after the answer being worked out or sent)
+        while not self._closing and self._work is None and self._body is None:
             try:
                 event = conn.next_event()
             except h11.RemoteProtocolError as error:
@@ -573,8 +622,8 @@ class HttpConnection:
             self._refuse(413, "request body too large")
             return
         if self._h11.they_are_waiting_for_100_continue:
-            self._out += self._h11.send(h11.InformationalResponse(
-                status_code=100, headers=[], reason=b"Continue"))
+            self._emit([self._h11.send(h11.InformationalResponse(
+                status_code=100, headers=[], reason=b"Continue"))])
         self._request = (request, bytearray())
         self._body_deadline = self._clock() + self._body_timeout
 
@@ -605,11 +654,11 @@ class HttpConnection:
         if head:
             response = Response(response.status, b"", [
                 *[(k, v) for k, v in response.headers if k != "content-length"],
-                ("content-length", str(len(response.body)))])
+                ("content-length", str(response.length))])
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers
                    if k not in ("content-length", "connection")]
         if not head:
-            headers.append((b"content-length", str(len(response.body)).encode()))
+            headers.append((b"content-length", str(response.length).encode()))
         else:
             headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers
                         if k == "content-length"]
@@ -618,15 +667,51 @@ class HttpConnection:
             headers.append((b"connection", b"close"))
         conn = self._h11
         try:
-            self._out += conn.send(h11.Response(status_code=response.status, headers=headers,
-                                                reason=_REASONS.get(response.status, b"")))
+            self._emit(conn.send_with_data_passthrough(h11.Response(
+                status_code=response.status, headers=headers,
+                reason=_REASONS.get(response.status, b""))))
+            if response.parts is not None and not head:  # a slice a step (work())
+                self._body, self._body_close = deque(response.parts), close
+                self._send_slice()
+                return
             if response.body and not head:
-                self._out += conn.send(h11.Data(data=response.body))
-            self._out += conn.send(h11.EndOfMessage())
+                if len(response.body) > BODY_SLICE:  # the rest a slice a step (work())
+                    self._body = deque([memoryview(response.body)])
+                    self._body_close = close
+                    self._send_slice()
+                    return
+                self._emit(conn.send_with_data_passthrough(h11.Data(data=response.body)))
+            self._emit(conn.send_with_data_passthrough(h11.EndOfMessage()))
         except h11.LocalProtocolError:  # h11 refuses (a state we did not foresee): close
             self._closing = True
             return
         if conn.our_state is h11.MUST_CLOSE:
+            self._closing = True
+
+    def _send_slice(self) -> None:
+        """About :data:`BODY_SLICE` more bytes of the body being sent (whole parts, or a slice
+        of a long one); its end once all are sent."""
+        assert self._body is not None
+        conn, rest, sent = self._h11, self._body, 0
+        try:
+            while rest and sent < BODY_SLICE:
+                part = rest.popleft()
+                if len(part) > BODY_SLICE - sent:  # (a long part: a slice of it now)
+                    cut = max(BODY_SLICE - sent, 1)
+                    rest.appendleft(memoryview(part)[cut:])
+                    part = memoryview(part)[:cut]
+                if part:
+                    self._emit(conn.send_with_data_passthrough(
+                        h11.Data(data=part)))  # type: ignore[arg-type]
+                sent += len(part)
+            if not rest:
+                self._body = None
+                self._emit(conn.send_with_data_passthrough(h11.EndOfMessage()))
+        except h11.LocalProtocolError:  # (as in _send)
+            self._body = None
+            self._closing = True
+            return
+        if self._body is None and conn.our_state is h11.MUST_CLOSE:
             self._closing = True
 
     def _refuse(self, status: int, reason: str, *, linger: bool = True) -> None:

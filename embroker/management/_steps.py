@@ -25,13 +25,15 @@ one row's JSON), a C sort of :data:`RUN` rows, and the final join of the JSON te
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import time
 from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final, TypeVar
 
-__all__ = ["RUN", "STEP_SECONDS", "Steps", "document", "each", "encode", "locked", "run", "sort"]
+__all__ = ["RUN", "STEP_SECONDS", "Steps", "array_parts", "document", "dumps", "each", "encode",
+           "locked", "run", "sort"]
 
 #: How long one step of a request may hold the listener's thread (seconds).
 STEP_SECONDS: Final = 0.001
@@ -74,11 +76,13 @@ def each(items: Iterable[_T], work: Callable[[_T], _U],
                 return out
 
 
-def sort(items: list[_T], key: Callable[[_T], Any], *, reverse: bool = False) -> Steps[list[_T]]:
-    """``sorted(items, key=key, reverse=reverse)`` in steps: the keys in steps, runs of
-    :data:`RUN` sorted one a step, then merged in steps (stable, as ``sorted``)."""
+def sort(items: list[_T], key: Callable[[_T], Any], *, reverse: bool = False,
+         lock: AbstractContextManager[object] | None = None) -> Steps[list[_T]]:
+    """``sorted(items, key=key, reverse=reverse)`` in steps: the keys in steps (under
+    ``lock``), runs of :data:`RUN` sorted one a step, then merged in steps (stable, as
+    ``sorted``)."""
     sign = -1 if reverse else 1  # (equal keys keep their order either way, as sorted's)
-    keyed = yield from each(range(len(items)), lambda i: (key(items[i]), sign * i))
+    keyed = yield from each(range(len(items)), lambda i: (key(items[i]), sign * i), lock)
     runs = []
     for start in range(0, len(keyed), RUN):
         runs.append(sorted(keyed[start:start + RUN], reverse=reverse))
@@ -89,12 +93,32 @@ def sort(items: list[_T], key: Callable[[_T], Any], *, reverse: bool = False) ->
     return (yield from each(merged, lambda pair: items[sign * pair[1]]))
 
 
-def encode(rows: Sequence[Any], to_json: Callable[[Any], str] | None = None) -> Steps[bytes]:
-    """The JSON text of the list ``rows`` (each row's by ``to_json``, else ``json.dumps``),
-    in steps."""
-    dump = to_json or _dumps
-    parts = yield from each(rows, dump)
-    return ("[" + ",".join(parts) + "]").encode()
+def encode(rows: Sequence[Any], to_json: Callable[[Any], str] | None = None,
+           lock: AbstractContextManager[object] | None = None) -> Steps[list[bytes]]:
+    """The JSON text of the list ``rows`` (each row's by ``to_json``, else ``json.dumps``;
+    under ``lock``), in steps. (Each row's bytes are made in its step: the last step only
+    joins bytes, a copy, where joining text and encoding it took 16 ms for 9 MB here.)"""
+    dump = to_json or dumps
+    parts = yield from each(rows, lambda row: dump(row).encode(), lock)
+    return array_parts(parts)
+
+
+def array_parts(parts: list[bytes]) -> list[bytes]:
+    """The JSON array of elements whose JSON texts are ``parts``, as pieces to send in turn
+    (never joined whole: a 9 MB join took 3-8 ms of the loop here)."""
+    if not parts:
+        return [b"[]"]
+    out = [b"[", parts[0]]
+    for part in itertools.islice(parts, 1, None):
+        out.append(b",")
+        out.append(part)
+    out.append(b"]")
+    return out
+
+
+def dumps(value: Any) -> str:
+    """``value``'s JSON text, as the API writes it."""
+    return _dumps(value)
 
 
 def _dumps(value: Any) -> str:
@@ -123,7 +147,8 @@ def document(value: dict[str, Any]) -> Steps[bytes]:
     list written in steps (:func:`encode`)."""
     parts = []
     for key, item in value.items():
-        text = (yield from encode(item)) if isinstance(item, list) else _dumps(item).encode()
+        text = b"".join((yield from encode(item))) if isinstance(item, list) else \
+            _dumps(item).encode()
         parts.append(_dumps(key).encode() + b":" + text)
     return b"{" + b",".join(parts) + b"}"
 

@@ -27,7 +27,7 @@ def _vhosts(api: ManagementAPI, call: Call) -> Steps[Response]:
         names = api.visible(call)
     rows = yield from steps.each(names, lambda name: _info(api, name, unacked)
                                  if name in broker.vhosts else None, lock)
-    return (yield from api.listing(call, [row for row in rows if row is not None]))
+    return (yield from api.listing(call, [row for row in rows if row is not None]))  # (few)
 
 
 def _info(api: ManagementAPI, name: str, unacked: dict[int, tuple[int, int]]) -> dict[str, Any]:

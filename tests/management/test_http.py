@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from embroker import Broker
 from embroker.management import HttpConnection, Request, Response
 from embroker.management._http import (
+    BODY_SLICE,
     BODY_TIMEOUT,
     IDLE_TIMEOUT,
     LINGER,
@@ -424,11 +425,18 @@ def test_a_body_that_trickles_in_has_60_s_from_the_end_of_its_headers() -> None:
 
 
 def test_a_client_that_reads_nothing_stops_being_read_from() -> None:
+    """Its long answers are sent a slice a step (BODY_SLICE) until MAX_PENDING_OUTPUT waits for
+    it: then no more steps, no more reads, until it reads."""
     big = Response(200, b"x" * (MAX_PENDING_OUTPUT // 2 + 1))
     conn = HttpConnection(lambda _request: big)
     conn.receive_data(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n" * 2)
+    steps = 0
+    while conn.has_work:
+        conn.work()
+        steps += 1
+    assert steps >= MAX_PENDING_OUTPUT // BODY_SLICE - 1
     assert conn.blocked
-    conn.data_to_send()
+    assert len(conn.data_to_send()) > MAX_PENDING_OUTPUT
     assert not conn.blocked
 
 
