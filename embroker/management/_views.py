@@ -137,7 +137,7 @@ def unacked_by_queue(connections: Iterable[Connection]) -> dict[int, tuple[int, 
 @final
 class QueueSnapshot(NamedTuple):
     """What the API shows of a queue, read under the broker's lock (:func:`queue_snapshot`):
-    plain values, so that the JSON is written after the lock is let go."""
+    plain values, which a listing may turn into JSON after the lock is let go."""
 
     vhost: str
     name: str

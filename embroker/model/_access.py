@@ -73,8 +73,14 @@ behaves as before permissions were enforced. Users added with
 
 Where embroker differs: RabbitMQ's channels cache up to 12 recent successful checks until the
 channel goes idle, so for a moment an open channel may still do what a revoked permission
-allowed; embroker checks afresh every time. Expressions are compiled by Python's :mod:`re`, so
-PCRE-only syntax (``\\Q...\\E``...) is refused when set.
+allowed; embroker checks afresh every time. Expressions are Python's syntax, so PCRE-only
+syntax (``\\Q...\\E``...) is refused when set; they are matched by :mod:`embroker._regex` in
+time linear in the name, or by :mod:`re` for what needs it (lookarounds: ``^(?!amq\\.).*``).
+
+**The management API** names one of RabbitMQ's rules for each of its methods (:class:`Rule`,
+``rabbit_mgmt_util:is_authorized_*``); :meth:`AccessControl.authorize` is what each rule
+means, and :meth:`AccessControl.visible_vhosts`, :meth:`~AccessControl.listed_vhosts` and
+:meth:`~AccessControl.sees_items_of` what its listings show a user.
 """
 
 from __future__ import annotations
@@ -333,9 +339,9 @@ def _expand_topic_variables(expression: str, user: str, vhost: str) -> str:
 
 @final
 class User:
-    """A user: name, password (plain, or a :class:`HashedPassword`), tags and limits (kept for
-    definitions, not enforced), and whether it is one of the broker's default users (given full
-    permissions on each virtual host created)."""
+    """A user: name, password (plain, or a :class:`HashedPassword`), tags and limits
+    (validated, kept for definitions, not enforced), and whether it is one of the broker's
+    default users (given full permissions on each virtual host created)."""
 
     __slots__ = ("default", "limits", "name", "password", "tags")
 
@@ -840,8 +846,9 @@ class UserAdministration:
             self._user(name).limits = checked
 
     def set_user_tags(self, name: str, *tags: str) -> None:
-        """``rabbitmqctl set_user_tags`` (kept and exported; embroker has no management UI to
-        give them a meaning)."""
+        """``rabbitmqctl set_user_tags``: ``impersonator`` (from the next login), and the
+        management tags, which decide what the user may do in the management API
+        (:class:`Rule`)."""
         with self._lock:
             self._user(name).tags = list(tags)
             if self.plugins.events is not None:
