@@ -56,16 +56,7 @@ def each(items: Iterable[_T], work: Callable[[_T], _U],
     append = out.append
     source = iter(items)
     clock = time.perf_counter
-    with lock if lock is not None else nullcontext():
-        deadline = clock() + STEP_SECONDS
-        for count, item in enumerate(source, 1):
-            append(work(item))
-            if not count % _EVERY and clock() > deadline:
-                break
-        else:
-            return out
     while True:
-        yield
         with lock if lock is not None else nullcontext():
             deadline = clock() + STEP_SECONDS
             for count, item in enumerate(source, 1):
@@ -73,7 +64,8 @@ def each(items: Iterable[_T], work: Callable[[_T], _U],
                 if not count % _EVERY and clock() > deadline:
                     break
             else:
-                return out
+                return out  # (all done within this step: no yield)
+        yield
 
 
 def sort(items: list[_T], key: Callable[[_T], Any], *, reverse: bool = False,
