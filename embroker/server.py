@@ -113,6 +113,11 @@ _TICK = 0.5  # at most this long between looks at heartbeats, handshakes and tim
 #: one, taken in turn: so that however many requests a dashboard or a hostile client sends, the
 #: AMQP clients wait at most about this (and one step) for the loop.
 _WORK_PER_TURN = 0.002
+#: How many answers are worked out at once (the others wait their turn, costing nothing until
+#: their first step): what a listing builds between its steps is held for each, so this bounds
+#: what many clients asking for long answers at once may hold (a listing of 5,000 queues holds
+#: about 9 MB until it is sent).
+_ACTIVE_WORK = 4
 #: A select that answers within this found input waiting already: a client is streaming...
 _STREAMING = 0.00005
 #: ...and the loop lets it go on writing before reading, so that one read takes many of its
@@ -1124,21 +1129,26 @@ class Server:
             self._working.append(client)
 
     def _work(self) -> None:
-        """Steps of the answers HTTP clients wait for, each client in turn, for at most
-        :data:`_WORK_PER_TURN` in all (at least one step)."""
+        """Steps of the answers HTTP clients wait for: the first :data:`_ACTIVE_WORK` clients,
+        each in turn, for at most :data:`_WORK_PER_TURN` in all (at least one step); the
+        others wait in line."""
         working = self._working
         deadline = time.perf_counter() + _WORK_PER_TURN
-        for _ in range(len(working)):
-            client = working.popleft()
+        active = [working.popleft() for _ in range(min(len(working), _ACTIVE_WORK))]
+        waiting: list[_HttpClient] = []  # (not stepped this turn: first next turn)
+        stepped: list[_HttpClient] = []
+        for index, client in enumerate(active):
+            if index and time.perf_counter() > deadline:
+                waiting = active[index:]
+                break
             conn = client.conn
             with self._isolated(client):
                 conn.work()  # type: ignore[union-attr]
             if conn.has_output or conn.should_close:
                 self._dirty.add(client)
             if getattr(conn, "has_work", False) and client.sock.fileno() >= 0:
-                working.append(client)  # (one that reads nothing comes back from _write)
-            if time.perf_counter() > deadline:
-                break
+                stepped.append(client)  # (one that reads nothing comes back from _write)
+        working.extendleft(reversed(waiting + stepped))
 
     def _flush(self) -> None:
         handoff = self._handoff
