@@ -99,14 +99,63 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("embroker_reference", "like --embroker-reference URL", default="")
     parser.addini("embroker_management", "like --embroker-management URL", default="")
     parser.addini("embroker_trace", "like --embroker-trace N", default="10")
-    parser.addini("embroker_strict", "strict mode for every test: true, unroutable or false",
-                  default="false")
+    parser.addini("embroker_strict", "strict mode for every test: true, unroutable or false "
+                  "(another value stops the run)", default="false")
     parser.addini("embroker_plugins", "RabbitMQ plugins every test's broker enables (names "
                   "separated by spaces, commas or lines)", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", _MARKER_HELP)
+    _check_options(config)
+
+
+#: ``embroker_strict``'s values (any case), and what each means.
+STRICT_VALUES = {"true": "strict", "yes": "strict", "on": "strict", "1": "strict",
+                 "unroutable": "unroutable",
+                 "false": None, "no": None, "off": None, "0": None, "": None}
+
+
+def _usage(option: str, value: object, valid: str) -> pytest.UsageError:
+    text = f"embroker: {option} = {value!r} is not a value it takes: {valid}"
+    if isinstance(value, str) and "#" in value:
+        text += (" (pytest keeps what follows a value on its line, comments included: put a "
+                 "comment on a line of its own)")
+    return pytest.UsageError(text)
+
+
+def _check_options(config: pytest.Config) -> None:
+    """Every ini and command-line option the plugin reads, read once before any test: a value
+    it cannot read stops the run and says what it takes (a typo, or an inline comment, never
+    turns an option quietly off)."""
+    from embroker.model._plugins import PLUGINS
+
+    strict = str(config.getini("embroker_strict"))
+    if strict.strip().lower() not in STRICT_VALUES:
+        raise _usage("embroker_strict", strict, "true, unroutable or false (also yes/no, on/off, "
+                     "1/0)")
+    trace = config.getoption("embroker_trace")
+    if trace is None:
+        text = str(config.getini("embroker_trace")).strip()
+        if text and not text.isdigit():
+            raise _usage("embroker_trace", config.getini("embroker_trace"),
+                         "how many routing decisions a failed test's report shows, a whole "
+                         "number (0: no embroker section)")
+    elif trace < 0:
+        raise _usage("--embroker-trace", trace, "a whole number, 0 or more")
+    plugins = str(config.getini("embroker_plugins") or "").replace(",", " ").split()
+    unknown = [name for name in plugins if name not in PLUGINS]
+    if unknown:
+        raise _usage("embroker_plugins", " ".join(unknown), "RabbitMQ's names of the plugins "
+                     f"embroker implements: {', '.join(PLUGINS)}")
+    for option, ini, schemes in (("--embroker-reference", "embroker_reference",
+                                  ("amqp", "amqps")),
+                                 ("--embroker-management", "embroker_management",
+                                  ("http", "https"))):
+        given = config.getoption(option.lstrip("-").replace("-", "_"))
+        name, value = (option, given) if given else (ini, str(config.getini(ini) or ""))
+        if value and value.split("://", 1)[0].lower() not in schemes:
+            raise _usage(name, value, f"a URL, {' or '.join(s + '://...' for s in schemes)}")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -176,9 +225,8 @@ def embroker_config(request: pytest.FixtureRequest) -> dict[str, Any]:
 def _strict(request: pytest.FixtureRequest, config: dict[str, Any]) -> str | None:
     """``None`` (not strict), ``"strict"`` or ``"unroutable"``."""
     value: Any = config.get("strict")
-    if value is None:
-        value = str(request.config.getini("embroker_strict")).strip().lower()
-        value = {"true": True, "1": True, "yes": True, "unroutable": "unroutable"}.get(value)
+    if value is None:  # (the ini value, checked at configure time)
+        return STRICT_VALUES[str(request.config.getini("embroker_strict")).strip().lower()]
     if value is True:
         return "strict"
     if value == "unroutable":

@@ -292,6 +292,44 @@ def test_strict_mode_from_the_ini_file(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2, errors=1)
 
 
+@pytest.mark.parametrize(("line", "named"), [
+    ("embroker_strict = true          # or: unroutable", "embroker_strict"),
+    ("embroker_strict = yes-please", "embroker_strict"),
+    ("embroker_trace = ten", "embroker_trace"),
+    ("embroker_plugins = rabbitmq_delayed_message_exchange rabbitmq_nope", "embroker_plugins"),
+    ("embroker_reference = localhost:5672", "embroker_reference"),
+    ("embroker_management = 127.0.0.1:15672", "embroker_management"),
+])
+def test_an_ini_value_the_plugin_cannot_read_stops_the_run_and_says_what_it_takes(
+        pytester: pytest.Pytester, line: str, named: str) -> None:
+    """(The documented ``embroker_strict = true  # or: unroutable`` turned strict mode off:
+    pytest keeps the comment in the value.)"""
+    pytester.makeini(f"[pytest]\n{line}\n")
+    pytester.makepyfile("def test_it(broker):\n    pass\n")
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*embroker: {named} = *is not a value it takes*"])
+    if "#" in line:
+        result.stderr.fnmatch_lines(["*comment on a line of its own*"])
+
+
+def test_a_command_line_value_the_plugin_cannot_read_stops_the_run(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_it(broker):\n    pass\n")
+    result = run(pytester, "--embroker-trace=-1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--embroker-trace = -1 is not a value it takes*"])
+    result = run(pytester, "--embroker-reference=rabbitmq.local")
+    result.stderr.fnmatch_lines(["*--embroker-reference = 'rabbitmq.local'*amqp://*"])
+
+
+@pytest.mark.parametrize("value", ["yes", "On", "1", "unroutable", "false", "0"])
+def test_the_strict_values_the_plugin_takes(pytester: pytest.Pytester, value: str) -> None:
+    pytester.makeini(f"[pytest]\nembroker_strict = {value}\n")
+    pytester.makepyfile("def test_it(broker):\n    pass\n")
+    run(pytester).assert_outcomes(passed=1)
+
+
 # -- the failure report --------------------------------------------------------------------------
 
 REPORTED = """
