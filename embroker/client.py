@@ -22,7 +22,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, final
 
 from .amqp091._properties import encode_properties
-from .errors import AMQPError, ChannelClosed, ChannelException, ConnectionClosed
+from .errors import (
+    AMQPError,
+    ChannelClosed,
+    ChannelException,
+    ConnectionClosed,
+    NackError,
+    UnroutableError,
+)
 from .model import (
     PROPERTY_NAMES,
     Cancelled,
@@ -91,6 +98,18 @@ def _model_call(method: Callable[Concatenate[Channel, P], R]) -> Callable[Concat
     wrapper.__qualname__ = method.__qualname__
     wrapper.__doc__ = method.__doc__
     return wrapper
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    """PEP 678's ``add_note`` (Python 3.11+; ``__notes__`` before, which pytest shows)."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+    else:
+        notes = getattr(exc, "__notes__", None)
+        if notes is None:
+            notes = []
+            exc.__notes__ = notes  # type: ignore[attr-defined]
+        notes.append(note)
 
 
 def _properties(properties: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
@@ -235,7 +254,11 @@ class Channel:
 
     def _failed(self, exc: AMQPError) -> None:
         # As on the wire: a channel exception closes the channel, a connection exception the
-        # connection.
+        # connection. (Under the broker's lock.) A 404 names the name most likely meant.
+        if exc.missing is not None:
+            meant = self._model.vhost.suggest(*exc.missing)
+            if meant is not None:
+                _add_note(exc, f"did you mean {exc.missing[0]} '{meant}'?")
         if isinstance(exc, ChannelException):
             self.closed_by = exc
             self._model.close()
@@ -356,21 +379,39 @@ class Channel:
 
     def basic_publish(self, exchange: str, routing_key: str, body: bytes | str,
                       properties: dict[str, Any] | None = None, mandatory: bool = False) -> None:
-        """Publish a message; ``properties`` is a dict of basic property names."""
+        """Publish a message; ``properties`` is a dict of basic property names.
+
+        In confirm mode (:meth:`confirm_delivery`), as pika's ``BlockingChannel``: a mandatory
+        message that comes back raises :class:`~embroker.errors.UnroutableError`, a nack
+        :class:`~embroker.errors.NackError` (after the return callbacks have run).
+        """
         if type(body) is not bytes:
             body = body.encode("utf-8") if isinstance(body, str) else bytes(body)
         props, encoded = _properties(properties) if properties else ({}, None)
+        model = self._model
         with self._locked:
-            if not self._model.is_open:
+            if not model.is_open:
                 self._check_open()
+            confirming = model.confirm_mode
+            pending, confirmed = len(self._pending), len(self.confirms)
             try:
-                self._model.basic_publish(exchange, routing_key, body, props, mandatory=mandatory,
-                                          encoded_properties=encoded)
+                model.basic_publish(exchange, routing_key, body, props, mandatory=mandatory,
+                                    encoded_properties=encoded)
             except AMQPError as exc:
                 self._failed(exc)
                 raise
+            if confirming:
+                returned = [ReturnedMessage(e.reply_code, e.reply_text, e.exchange,
+                                            e.routing_key, e.message)
+                            for channel, e in list(self._pending)[pending:]
+                            if channel is self and isinstance(e, Returned)]
+                nacked = any(not ack for _tag, _multiple, ack in self.confirms[confirmed:])
         if self._pending:
             self.connection.process_data_events()
+        if confirming and nacked:
+            raise NackError(list(returned))
+        if confirming and returned:
+            raise UnroutableError(list(returned))
 
     def basic_get(self, queue: str = "", auto_ack: bool = False) -> Delivery | None:
         """Take one message (basic.get); ``None`` when the queue is empty."""

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Mapping
-from typing import ClassVar, final
+from typing import TYPE_CHECKING, ClassVar, final
 
 from typing_extensions import Self
+
+if TYPE_CHECKING:
+    from .client import ReturnedMessage
 
 __all__ = [
     "REPLY_CODES",
@@ -42,6 +45,7 @@ __all__ = [
     "FrameError",
     "InternalError",
     "InvalidPath",
+    "NackError",
     "NoConsumers",
     "NoRoute",
     "NotAllowed",
@@ -55,6 +59,7 @@ __all__ = [
     "ResourceLocked",
     "SyntaxErrorAMQP",
     "UnexpectedFrame",
+    "UnroutableError",
     "error_for_code",
 ]
 
@@ -78,6 +83,9 @@ class AMQPError(Exception):
         self.text = text
         self.class_id = class_id
         self.method_id = method_id
+        #: What a 404 found missing, ``(kind, name)`` (``("exchange", "order")``): the
+        #: in-process client and ``explain()`` look for the name that was meant.
+        self.missing: tuple[str, str] | None = None
 
     @property
     def reply_text(self) -> str:
@@ -284,6 +292,27 @@ class ChannelClosed(RuntimeError):
     def __init__(self, reason: AMQPError | None) -> None:
         super().__init__(f"channel is closed{f': {reason}' if reason else ''}")
         self.reason = reason
+
+
+class UnroutableError(RuntimeError):
+    """The in-process client's ``basic_publish`` in confirm mode: a mandatory message came back
+    (basic.return), as pika's ``BlockingChannel`` raises ``UnroutableError``. ``messages``: the
+    returned messages (:class:`embroker.client.ReturnedMessage`)."""
+
+    def __init__(self, messages: list[ReturnedMessage]) -> None:
+        super().__init__(f"{len(messages)} message(s) returned: {messages!r}")
+        self.messages = messages
+
+
+class NackError(RuntimeError):
+    """The in-process client's ``basic_publish`` in confirm mode: the broker nacked the message
+    (a queue with ``x-overflow`` reject-publish was full, or a test injected a nack), as pika's
+    ``BlockingChannel`` raises ``NackError``. ``messages``: the message returned with it, if
+    it was mandatory and came back too."""
+
+    def __init__(self, messages: list[ReturnedMessage]) -> None:
+        super().__init__(f"message nacked by the broker{f': {messages!r}' if messages else ''}")
+        self.messages = messages
 
 
 class ConnectionClosed(RuntimeError):

@@ -399,9 +399,41 @@ def assert_routed(broker: AnyBroker, *, queues: Iterable[str], exchange: str | N
             return decision
     checks = _criteria(exchange, routing_key, vhost, body, headers, json, where)
     how = "exactly" if exact else "at least"
-    raise AssertionError(_report(
-        f"expected a publish with {_describe(checks)} routed to {how} "
-        f"{sorted(wanted)}, but none was", broker, candidates, checks, exchange, routing_key))
+    headline = (f"expected a publish with {_describe(checks)} routed to {how} "
+                f"{sorted(wanted)}, but none was")
+    report = _report(headline, broker, candidates, checks, exchange, routing_key)
+    if candidates:  # how the last publish that matched differs in its queues
+        first, _, rest = report.partition("\n")
+        report = "\n".join([first, *_queue_difference(broker, candidates[-1], wanted, exact),
+                            *([rest] if rest else [])])
+    raise AssertionError(report)
+
+
+def _queue_difference(broker: AnyBroker, decision: RoutingDecision, wanted: set[str],
+                      exact: bool) -> list[str]:
+    """What the last matching publish did with the queues asked for: those it did not reach,
+    whether they exist (and the name meant when one does not), and those it reached
+    instead."""
+    reached = set(decision.queues)
+    lines = ["The last publish that matched:"]
+    for name in sorted(wanted - reached):
+        why = ""
+        if isinstance(broker, model.Broker):
+            with broker.locked():
+                host = broker.vhosts.get(decision.vhost)
+                if host is not None and name not in host.queues:
+                    meant = host.suggest("queue", name)
+                    why = (f" (there is no queue '{name}' in vhost '{decision.vhost}'"
+                           + (f"; did you mean '{meant}'?)" if meant else ")"))
+                elif host is not None:
+                    why = " (the queue exists; no binding led the message there)"
+        lines.append(f"  expected, not reached: '{name}'{why}")
+    extra = sorted(reached - wanted)
+    if extra and exact:
+        lines.append("  reached instead: " + ", ".join(f"'{q}'" for q in extra))
+    elif not reached:
+        lines.append("  reached no queue")
+    return lines
 
 
 def _assert_outcome(broker: AnyBroker, outcomes: tuple[Outcome, ...], what: str, exchange: str | None,

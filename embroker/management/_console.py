@@ -128,7 +128,7 @@ def _decisions_since(broker: Broker, since: int, vhost: str, call: Call) -> dict
             "queues": list(decision.queues), "outcome": str(decision.outcome)}
         if _may_see(broker, call, decision):
             entry.update({
-                "explain": str(decision.explain()),
+                "explain": str(decision.explain(suggest=False)),
                 "history": [str(event) for event in decision.history()],
                 "payload": decision.message.body[:200].decode("utf-8", "replace")})
         else:

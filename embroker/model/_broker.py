@@ -134,6 +134,7 @@ class Broker(UserAdministration, PolicyCommands):
         self._connection_ids = itertools.count(1)
         #: The most recent routing decisions, oldest first.
         self.trace = Trace(trace_limit, trace_bytes, events=trace_events, lock=self._lock)
+        self.trace.suggest = self._suggest
         #: What the broker says of itself to clients (see ``server_properties`` above).
         self.profile = Profile.parse(as_rabbitmq, deprecated_features)
         self.server_properties = _server_properties(as_rabbitmq, self.profile, server_properties)
@@ -188,6 +189,12 @@ class Broker(UserAdministration, PolicyCommands):
         return self._lock
 
     # -- virtual hosts -------------------------------------------------------------------------
+
+    def _suggest(self, vhost: str, kind: str, name: str) -> str | None:
+        """The ``kind`` of vhost ``vhost`` that ``name`` was most likely meant to be (hints of
+        errors and explanations); under the broker's lock."""
+        host = self.vhosts.get(vhost)
+        return host.suggest(kind, name) if host is not None else None
 
     def add_vhost(self, name: str, *, created_by: str | None = None) -> VirtualHost:
         """Create a virtual host (with its standard exchanges); returns the existing one if any.

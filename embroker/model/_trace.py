@@ -8,7 +8,7 @@ import json
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal, final, overload
 
@@ -72,7 +72,8 @@ class RoutingDecision(MessageFields):
         released: for a delayed message whose delay ran out, ``(exchange, delay in ms)``.
     """
 
-    __slots__ = ("_events", "_lock", "_routed", "_size", "_visited", "body_dropped", "cause",
+    __slots__ = ("_events", "_lock", "_routed", "_size", "_trace", "_visited", "body_dropped",
+                 "cause",
                  "dead_letter", "error", "exchange", "headers_dropped", "held", "keys",
                  "mandatory", "matched", "message", "notes", "released", "vhost")
 
@@ -108,6 +109,8 @@ class RoutingDecision(MessageFields):
         # exchanges it visited, its message when the trace lets it go) happens under; set by
         # the trace that records it. Reads that need more than one attribute take it.
         self._lock: AbstractContextManager[object] = _UNRECORDED
+        # The trace that recorded it (what names exist now, for explain()'s hints).
+        self._trace: Trace | None = None
 
     def let_go(self) -> None:
         """Let the message body and headers go (the trace's byte budget); the rest stays, and
@@ -152,8 +155,18 @@ class RoutingDecision(MessageFields):
 
     @property
     def queues(self) -> tuple[str, ...]:
-        """The names of the queues that took the message, in delivery order (a queue that
-        refused it because it was full is in :attr:`refused` instead)."""
+        """The names of the queues that took the message, in RabbitMQ's delivery order: sorted
+        by name (``lists:usort`` of the routed queues), whatever the order of the bindings
+        (a queue that refused it because it was full is in :attr:`refused` instead).
+
+        >>> from embroker import Broker
+        >>> ch = Broker().connect().channel()
+        >>> for q in ("zeta", "alpha"):
+        ...     _ = ch.queue_declare(q); ch.queue_bind(q, "amq.fanout")
+        >>> ch.basic_publish("amq.fanout", "", b"m")
+        >>> ch.connection.broker.trace[-1].queues
+        ('alpha', 'zeta')
+        """
         events = self._events
         if events is not None:
             with self._lock:
@@ -236,14 +249,27 @@ class RoutingDecision(MessageFields):
         return (f"<RoutingDecision exchange={self.exchange!r} routing_key={self.routing_key!r}"
                 f" -> {target}>")
 
-    def explain(self) -> Explanation:
+    def explain(self, *, suggest: bool = True) -> Explanation:
         """Say in words where the message went and why, or why it went nowhere, and where it
         is now. The text shows as text in the REPL (see :class:`Explanation`). Written under
-        the broker's lock, from one consistent state."""
-        with self._lock:
-            return Explanation("\n".join(self._explain_lines()))
+        the broker's lock, from one consistent state.
 
-    def _explain_lines(self) -> list[str]:
+        With ``suggest``, an exchange or queue that does not exist is followed by the name it
+        was most likely meant to be, if the vhost has one now (``did you mean 'orders'?``: a
+        comparison with up to a few hundred names, milliseconds at most).
+        """
+        with self._lock:
+            return Explanation("\n".join(self._explain_lines(suggest)))
+
+    def _hint(self, kind: str, name: str, suggest: bool) -> str:
+        """``"; did you mean 'orders'?"``, or ``""``."""
+        trace = self._trace
+        if not suggest or trace is None or trace.suggest is None:
+            return ""
+        meant = trace.suggest(self.vhost, kind, name)
+        return f"; did you mean '{meant}'?" if meant is not None else ""
+
+    def _explain_lines(self, suggest: bool) -> list[str]:
         name = f"'{self.exchange}'" if self.exchange else "'' (the default exchange)"
         how = "Published"
         if self.dead_letter is not None:
@@ -266,7 +292,9 @@ class RoutingDecision(MessageFields):
         if len(self.keys) > 1:
             lines.append(f"  routing keys with CC/BCC: {list(self.keys)}")
         if self.error is not None:
-            lines.append(f"  refused: {self.error.reply_code} {self.error.reply_text}")
+            missing = self.error.missing
+            lines.append(f"  refused: {self.error.reply_code} {self.error.reply_text}"
+                         + (self._hint(*missing, suggest) if missing else ""))
             return lines
         queues = self.queues
         refused = self.refused
@@ -299,7 +327,7 @@ class RoutingDecision(MessageFields):
         for xname, note in self.notes:
             notes.setdefault(xname, []).append(note)
         for exchange, bindings, to_ae in self._visited:
-            lines.extend(self._explain_exchange(exchange, bindings, matched))
+            lines.extend(self._explain_exchange(exchange, bindings, matched, suggest))
             lines.extend(f"    {note}" for note in notes.get(exchange.name, ()))
             if to_ae:
                 lines.append(f"    nothing matched: passed on to its alternate exchange "
@@ -341,14 +369,15 @@ class RoutingDecision(MessageFields):
         return lines
 
     def _explain_exchange(self, exchange: Exchange, bindings: tuple[Binding, ...],
-                          matched: set[int]) -> list[str]:
+                          matched: set[int], suggest: bool) -> list[str]:
         if exchange.name == "":
             hit = [b for b in self.matched if b.source is exchange]
             if hit:
                 return [f"  the default exchange routes to the queue named by the key: "
                         f"{', '.join(repr(b.routing_key) for b in hit)}"]
             return [f"  the default exchange routes to the queue named by the key, and there is "
-                    f"no queue {' or '.join(repr(k) for k in self.keys)}"]
+                    f"no queue {' or '.join(repr(k) for k in self.keys)}"
+                    + self._hint("queue", self.keys[0], suggest)]
         lines = [f"  exchange '{exchange.name}' ({exchange.type}) has {len(bindings)} binding(s)"]
         headers = self.headers
         holds = any(name == exchange.name for name, _until, _delay in self.held)
@@ -470,6 +499,9 @@ class Trace(Sequence[RoutingDecision]):
         #: How many decisions were ever recorded (a bookmark: ``trace.total`` now, and later
         #: the decisions since are the last ``trace.total - bookmark``).
         self.total = 0
+        #: ``(vhost, kind, name) -> the name meant, or None``: the broker's, for the hints of
+        #: ``explain()`` (a trace of its own has none).
+        self.suggest: Callable[[str, str, str], str | None] | None = None
 
     @property
     def maxlen(self) -> int:
@@ -487,6 +519,7 @@ class Trace(Sequence[RoutingDecision]):
             self._bytes -= large.popleft()._size  # the oldest goes, by count
         decisions.append(decision)
         decision._lock = self._lock
+        decision._trace = self
         self.total += 1
         message = decision.message
         if self.events:

@@ -28,7 +28,7 @@ from ._deadletter import dead_letter_message, is_dead_letter_cycle
 from ._event_exchange import INTERNAL_USER
 from ._exchange import EXCHANGE_TYPES, Binding, Choice, Exchange, binding_key
 from ._message import Message
-from ._names import REPLY_TO, is_reply_name, random_name, resource
+from ._names import REPLY_TO, is_reply_name, nearest, random_name, resource
 from ._policy import Policies, dead_letter_cause
 from ._queue import Queue
 from ._trace import RoutingDecision, Visit
@@ -149,14 +149,27 @@ class VirtualHost:
         try:
             return self.exchanges[name]
         except KeyError:
-            raise NotFound(f"no {self.resource('exchange', name)}") from None
+            raise self.missing("exchange", name) from None
 
     def lookup_queue(self, name: str) -> Queue:
         """The queue ``name``; raises NotFound (404) "no queue 'q' in vhost '/'"."""
         try:
             return self.queues[name]
         except KeyError:
-            raise NotFound(f"no {self.resource('queue', name)}") from None
+            raise self.missing("queue", name) from None
+
+    def missing(self, kind: str, name: str) -> NotFound:
+        """RabbitMQ's 404 for a ``kind`` (``"queue"``, ``"exchange"``) named ``name`` that
+        this vhost does not have, knowing what was missing (for :meth:`suggest`)."""
+        error = NotFound(f"no {self.resource(kind, name)}")
+        error.missing = (kind, name)
+        return error
+
+    def suggest(self, kind: str, name: str) -> str | None:
+        """The name of this vhost's ``kind`` that ``name`` was most likely meant to be
+        (:func:`~._names.nearest`), or ``None``. (Under the broker's lock.)"""
+        names = self.queues if kind == "queue" else self.exchanges
+        return nearest(name, names)
 
     def check_exclusive_access(self, queue: Queue, connection: Connection | None) -> None:
         """Raise ResourceLocked (405) when ``queue`` is exclusive to another connection."""
@@ -405,9 +418,9 @@ class VirtualHost:
         dest = self.queues.get(destination) if kind == "queue" else self.exchanges.get(
             destination)
         if exchange is None:
-            raise NotFound(f"no {self.resource('exchange', source)}")
+            raise self.missing("exchange", source)
         if dest is None:
-            raise NotFound(f"no {self.resource(kind, destination)}")
+            raise self.missing(kind, destination)
         if isinstance(dest, Queue):
             self.check_exclusive_access(dest, connection)
         return exchange, dest
@@ -555,7 +568,7 @@ class VirtualHost:
         """
         exchange = self.exchanges.get(exchange_name)
         if exchange is None:
-            raise NotFound(f"no {self.resource('exchange', exchange_name)}")
+            raise self.missing("exchange", exchange_name)
         if exchange.internal:
             raise AccessRefused(
                 f"cannot publish to internal {self.resource('exchange', exchange_name)}")

@@ -514,6 +514,10 @@ def _state(broker: AnyBroker, count: int) -> str:
     for decision in shown:
         lines.append(f"- {decision!r}")
         with contextlib.suppress(NeedsEmbroker):
+            if decision.outcome in ("refused", "returned", "unroutable"):
+                # why it went nowhere, and the name meant where one is missing
+                lines.extend(f"    {line}" for line in decision.explain().splitlines()[1:])
+                continue
             lines.extend(f"    {event}" for event in decision.history())
             lines.extend(f"    now: {fate}" for fate in decision.fate())
     if isinstance(broker, model.Broker):

@@ -113,7 +113,7 @@ class _InProcessChannel:
         self._deliveries: list[Delivered] = []
 
     def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        from embroker.errors import AMQPError, ConnectionClosed
+        from embroker.errors import AMQPError, ConnectionClosed, NackError, UnroutableError
 
         if method == "flow":
             raise NotImplementedError("the in-process client has no channel.flow")
@@ -124,6 +124,8 @@ class _InProcessChannel:
         no_wait = kwargs.pop("no_wait", False)  # no replies in-process: only the result goes
         try:
             result = getattr(self.ch, method)(*args, **kwargs)
+        except (UnroutableError, NackError):  # (pika's raising on a return or a nack: both
+            result = None                     # are events here, as on the wire)
         except AMQPError as e:
             raise BrokerError("connection" if e.hard else "channel", e.reply_code,
                               e.wire_reply_text) from e

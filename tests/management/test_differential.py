@@ -27,6 +27,9 @@ DELIBERATE: dict[tuple[str, str, str], str] = {
         "embroker reads no configuration file",
     ("connections_and_consumers", "GET /nodes", "shape.0.log_files"):
         "embroker writes no log file",
+    ("connections_and_consumers", "GET /nodes", "shape.0.cluster_links"):
+        "the Erlang distribution links of RabbitMQ's node: none, or one while a CLI tool runs "
+        "against it (.ci/run's rabbitmq-plugins, say); embroker has none",
     ("connections_and_consumers", "GET /health/checks/port-listener/1", "body.ports"):
         "the ports each node listens on (RabbitMQ's clustering port 25672, 5672, 15672)",
     ("policies_limits_definitions", "GET /definitions/{vhost}", "values.*.parameters"):

@@ -6,6 +6,7 @@ import pytest
 
 from embroker import Broker, ManualClock
 from embroker.client import Channel
+from embroker.errors import NackError
 from embroker.model._history import LIMIT
 
 
@@ -23,7 +24,8 @@ def test_a_queue_that_refuses_a_publish_is_not_listed_as_reached(broker: Broker,
     ch.queue_declare("tiny", arguments={"x-max-length": 1, "x-overflow": "reject-publish"})
     ch.confirm_delivery()
     ch.basic_publish("", "tiny", b"1")
-    ch.basic_publish("", "tiny", b"2")
+    with pytest.raises(NackError):  # (as pika's BlockingChannel)
+        ch.basic_publish("", "tiny", b"2")
     decision = broker.trace[-1]
     assert decision.queues == ()
     assert decision.refused == (("tiny", "reject-publish"),)

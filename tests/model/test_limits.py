@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from embroker import Broker
 from embroker.client import Channel
+from embroker.errors import NackError
 
 from .conftest import bodies
 
@@ -61,7 +64,8 @@ def test_reject_publish_nacks_the_publisher(broker: Broker, ch: Channel) -> None
     ch.queue_bind("other", "amq.fanout", "")
     ch.confirm_delivery()
     ch.basic_publish("amq.fanout", "", b"0")
-    ch.basic_publish("amq.fanout", "", b"1")
+    with pytest.raises(NackError):  # (as pika's BlockingChannel)
+        ch.basic_publish("amq.fanout", "", b"1")
     # RabbitMQ nacks with multiple=true when nothing else is unconfirmed.
     assert ch.confirms == [(1, False, True), (2, True, False)]
     assert bodies(ch, "q") == [b"0"]

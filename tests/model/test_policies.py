@@ -17,7 +17,7 @@ import pytest
 from embroker import Broker, ManualClock
 from embroker._erlang import term as erlang_term
 from embroker.client import Channel
-from embroker.errors import NotAllowed, PolicyError, PolicyWarning, PreconditionFailed
+from embroker.errors import NackError, NotAllowed, PolicyError, PolicyWarning, PreconditionFailed
 from embroker.model._policy import Policy, queue_settings
 
 from .conftest import bodies
@@ -167,7 +167,8 @@ def test_reject_publish_keeps_messages_over_a_lowered_limit(broker: Broker, ch: 
     broker.set_policy("cap", "^q$", {"max-length": 2})
     assert len(broker.queues["q"]) == 5
     ch.confirm_delivery()
-    ch.basic_publish("", "q", b"refused")
+    with pytest.raises(NackError):
+        ch.basic_publish("", "q", b"refused")
     assert ch.confirms[-1][2] is False
     broker.clear_policy("cap")
     broker.set_policy("cap", "^q$", {"max-length": 2, "overflow": "drop-head"})

@@ -125,7 +125,55 @@ def test_a_failing_helper_explains_the_routing(pytester: pytest.Pytester) -> Non
     assert ("expected a publish with exchange='events' routed to exactly ['audit'], but none was "
             "(1 matching, 1 similar)") in out
     assert "no match -> queue 'audit': pattern 'order.created' does not match 'order.create'" in out
-    assert "raise AssertionError(_report(" not in out  # the helper's own frames are hidden
+    assert "raise AssertionError(" not in out  # the helper's own frames are hidden
+
+
+def test_a_wrong_queue_name_says_which_queues_were_missed_and_which_reached(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        from embroker.testing import assert_routed
+
+        def test_typo(broker, amqp_channel):
+            amqp_channel.exchange_declare("orders", "topic")
+            amqp_channel.queue_declare("orders-work")
+            amqp_channel.queue_declare("audit")
+            amqp_channel.queue_bind("orders-work", "orders", "order.*")
+            amqp_channel.basic_publish("orders", "order.created", b"{}")
+            assert_routed(broker, exchange="orders", queues=["orders-wrok", "audit"])
+    """)
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*The last publish that matched:",
+        "*expected, not reached: 'audit' (the queue exists; no binding led the message there)",
+        "*expected, not reached: 'orders-wrok' (there is no queue 'orders-wrok' in vhost '/'; "
+        "did you mean 'orders-work'?)",
+        "*reached instead: 'orders-work'"])
+
+
+def test_the_report_of_a_failed_test_says_why_a_publish_went_nowhere(
+        pytester: pytest.Pytester) -> None:
+    """The embroker section shows explain() for a refused, returned or unroutable publish
+    (before: its repr alone), with the name meant."""
+    pytester.makepyfile("""
+        import pytest
+        from embroker.errors import NotFound
+
+        def test_misspelt(broker, amqp_channel):
+            amqp_channel.exchange_declare("orders", "topic")
+            amqp_channel.queue_declare("orders-work")
+            with pytest.raises(NotFound):
+                amqp_channel.basic_publish("order", "order.created", b"{}")
+            channel = broker.connect().channel()
+            channel.basic_publish("", "orders-wrk", b"{}", mandatory=True)
+            assert False, "the order went nowhere"
+    """)
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*refused: 404 NOT_FOUND - no exchange 'order' in vhost '/'; did you mean 'orders'?",
+        "*reached no queue: returned to the publisher (mandatory)",
+        "*there is no queue 'orders-wrk'; did you mean 'orders-work'?"])
 
 
 def test_reference_option(pytester: pytest.Pytester) -> None:
