@@ -18,13 +18,16 @@ Plain values encode as before: ``int`` as ``I`` when it fits 32 bits, else ``l``
 
 from __future__ import annotations
 
+import base64
 import datetime
 import decimal
+import json
+from collections.abc import Mapping
 from typing import Any, ClassVar, final
 
 __all__ = [
     "Byte", "Float32", "Long", "Short", "Timestamp", "UnsignedByte", "UnsignedInt",
-    "UnsignedShort", "field_type",
+    "UnsignedShort", "field_type", "json_value", "shown",
 ]
 
 
@@ -142,3 +145,59 @@ def field_type(value: Any) -> str:
     if isinstance(value, decimal.Decimal):
         return "decimal"
     return "void" if value is None else type(value).__name__
+
+
+def json_value(value: Any) -> Any:
+    """An AMQP field value as RabbitMQ's management API writes it in JSON
+    (``rabbit_misc:amqp_table``), and its UI shows it: tables as objects, arrays as lists,
+    every integer type as a number, a timestamp as its seconds since the epoch, void as
+    ``"undefined"``, bytes as text, or ``"Not UTF-8, base64 is: ..."`` when they are not UTF-8.
+
+    A decimal is its number (RabbitMQ 3.10 writes decimal ``1.25``, scale 2 and value 125, as
+    ``2.125``: embroker does not copy that).
+
+    >>> json_value({"n": Long(7), "t": datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc),
+    ...             "v": None, "b": b"\\xff", "a": [Short(1), "x"]})
+    {'n': 7, 't': 1767312000, 'v': 'undefined', 'b': 'Not UTF-8, base64 is: /w==', 'a': [1, 'x']}
+    """
+    if isinstance(value, str) or (isinstance(value, (int, float)) and type(value) in _PLAIN):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            encoded = base64.b64encode(raw).decode()
+            lines = "\n".join(encoded[i:i + 76] for i in range(0, len(encoded), 76))
+            return "Not UTF-8, base64 is: " + lines
+    if value is None:
+        return "undefined"
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, datetime.datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc)
+        return int(moment.timestamp())
+    if isinstance(value, decimal.Decimal):
+        return float(value) if value.is_finite() else str(value)
+    return str(value)
+
+
+_PLAIN = (int, float, bool)
+
+
+def shown(value: Any) -> str:
+    """A field value (a header, a table) as a person reads it in embroker's explanations and
+    its console: :func:`json_value`'s JSON, not a Python ``repr``.
+
+    >>> shown({"x-retry": Long(1), "kind": "paid"})
+    '{"x-retry": 1, "kind": "paid"}'
+    """
+    return json.dumps(json_value(value), ensure_ascii=False)

@@ -18,6 +18,8 @@ permission on that queue (``Channel.browse``).
 from __future__ import annotations
 
 import heapq
+import itertools
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..model._access import Rule
@@ -26,7 +28,8 @@ from . import _views as views
 from ._routes import Call, HttpError, bad_request, not_found, route
 
 if TYPE_CHECKING:
-    from ..model import Broker
+    from ..model import Broker, Connection, Exchange, Queue, VirtualHost
+    from ..model._message import QueuedMessage
     from ..model._trace import RoutingDecision
     from ._api import ManagementAPI
 
@@ -62,11 +65,9 @@ def _console(api: ManagementAPI, call: Call) -> Any:
             raise not_found()
         vhost = broker.vhosts[name]
         queues = vhost.queues
-        exchanges = [x for x in vhost.exchanges.values()
-                     if x.name and not x.name.startswith("amq.")]
-        exchanges.sort(key=lambda x: x.name)
-        shown_x = exchanges[:CONSOLE_OBJECTS]
         shown_q = heapq.nsmallest(CONSOLE_OBJECTS, queues)
+        exchanges = _exchanges(vhost, [queues[n] for n in shown_q])
+        shown_x = exchanges[:CONSOLE_OBJECTS]
         unacked = views.unacked_by_queue(broker.connections.values())
         drawn = {*(x.name for x in shown_x), *shown_q}
         bindings = [{"source": b.source.name, "destination": b.destination.name,
@@ -80,12 +81,10 @@ def _console(api: ManagementAPI, call: Call) -> Any:
             if not (connection.is_open and connection.vhost.name in shown and
                     broker.access.sees_items_of(call.user, connection.user)):
                 continue
-            client = connection.client_properties
             connections.append({
-                "name": str(client.get("connection_name") or
-                            api.identity(connection, wire)[0]),
-                "client": str(client.get("product", "")), "user": connection.user,
-                "vhost": connection.vhost.name,
+                "name": _connection_name(api, connection, wire),
+                "client": str(connection.client_properties.get("product", "")),
+                "user": connection.user, "vhost": connection.vhost.name,
                 "channels": sorted(views.amqp_channels(connection))})
         answer: dict[str, Any] = {
             "vhosts": shown, "vhost": name,
@@ -94,9 +93,8 @@ def _console(api: ManagementAPI, call: Call) -> Any:
                         "messages": ready + sum(unacked.get(id(q), (0, 0))[0]
                                                 for q in queues.values())},
             "exchanges": [{"name": x.name, "type": x.type} for x in shown_x],
-            "queues": [{"name": n, "ready": queues[n].message_count,
-                        "unacked": unacked.get(id(queues[n]), (0, 0))[0],
-                        "consumers": queues[n].consumer_count} for n in shown_q],
+            "queues": [_queue(queues[n], unacked.get(id(queues[n]), (0, 0))[0])
+                       for n in shown_q],
             "bindings": bindings, "connections": connections,
             "trace": _decisions_since(broker, since, name, call),
         }
@@ -107,6 +105,32 @@ def _console(api: ManagementAPI, call: Call) -> Any:
             except HttpError as refused:  # (no read permission there, say): the rest stands
                 answer["messages_refused"] = refused.reason
     return answer
+
+
+def _exchanges(vhost: VirtualHost, queues: list[Queue]) -> list[Exchange]:
+    """The exchanges the graph draws: the default exchange first (a retry loop goes through
+    it), then the vhost's own by name, with the ``amq.*`` ones something uses (a binding from
+    them, or a queue's dead letters)."""
+    used = {q.dead_letter_exchange for q in queues}
+    builtin = [x for x in vhost.exchanges.values() if x.name.startswith("amq.")
+               and (x.bindings or x.name in used)]
+    own = [x for x in vhost.exchanges.values() if x.name and not x.name.startswith("amq.")]
+    return [vhost.exchanges[""], *sorted([*builtin, *own], key=lambda x: x.name)]
+
+
+def _queue(queue: Queue, unacked: int) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": queue.name, "ready": queue.message_count,
+                             "unacked": unacked, "consumers": queue.consumer_count}
+    if queue.dead_letter_exchange is not None:  # (its own argument, or a policy's)
+        entry["dead_letter_exchange"] = queue.dead_letter_exchange
+        entry["dead_letter_routing_key"] = queue.dead_letter_routing_key
+    return entry
+
+
+def _connection_name(api: ManagementAPI, connection: Connection, wire: Any) -> str:
+    """What the console calls a connection: the name its client gave it, else RabbitMQ's."""
+    given = connection.client_properties.get("connection_name")
+    return str(given or api.identity(connection, wire)[0])
 
 
 def _decisions_since(broker: Broker, since: int, vhost: str, call: Call) -> dict[str, Any]:
@@ -147,13 +171,37 @@ def _may_see(broker: Broker, call: Call, decision: RoutingDecision) -> bool:
                for queue in decision.queues)
 
 
-def _peek(api: ManagementAPI, call: Call, vhost: str, name: str) -> list[dict[str, Any]]:
-    if name not in api.broker.vhosts[vhost].queues:
-        return []
+def _peek(api: ManagementAPI, call: Call, vhost: str, name: str) -> dict[str, Any]:
+    """The first ready messages of queue ``name`` and those delivered and not acknowledged
+    yet, each with its consumer (or ``basic.get``): read permission on the queue, as for a
+    look at its ready messages (:meth:`Channel.browse <embroker.model.Channel.browse>`)."""
+    queue = api.broker.vhosts[vhost].queues.get(name)
+    if queue is None:
+        return {"ready": [], "unacked": []}
     with api.channel(call, vhost) as channel:
         entries = channel.browse(name).take(CONSOLE_MESSAGES)
-        return [{"redelivered": e.redelivered, "routing_key": e.message.routing_key,
-                 "payload": e.message.body[:2000].decode("utf-8", "replace"),
-                 "payload_bytes": len(e.message.body),
-                 "history": [str(event) for event in events_of(e.message.history)]}
-                for e in entries]
+    held = itertools.islice(_unacked_in(api, queue), CONSOLE_MESSAGES)
+    return {"ready": [_message(e) for e in entries], "unacked": list(held)}
+
+
+def _unacked_in(api: ManagementAPI, queue: Queue) -> Iterator[dict[str, Any]]:
+    wire = api.wire()
+    for connection in api.broker.connections.values():
+        for number, channel in views.amqp_channels(connection).items():
+            for tag, (held, entry, consumer) in channel.unacked():
+                if held is queue:
+                    yield {**_message(entry), "delivery_tag": tag, "channel": number,
+                           "connection": _connection_name(api, connection, wire),
+                           "consumer": consumer.tag if consumer else None}
+
+
+def _message(entry: QueuedMessage) -> dict[str, Any]:
+    """A message as RabbitMQ's management shows a message it got (exchange, routing key,
+    properties with their headers as its JSON), its body's start and what happened to it."""
+    message = entry.message
+    return {"redelivered": entry.redelivered, "exchange": message.exchange,
+            "routing_key": message.routing_key,
+            "properties": views.json_value(message.properties),
+            "payload": message.body[:2000].decode("utf-8", "replace"),
+            "payload_bytes": len(message.body),
+            "history": [str(event) for event in events_of(message.history)]}

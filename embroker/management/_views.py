@@ -21,13 +21,13 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, final
 from urllib.parse import quote_plus
 
-from ..fieldtypes import field_type
+from ..fieldtypes import json_value
 
 if TYPE_CHECKING:
     from ..model import Binding, Channel, Connection, Consumer, Exchange, Queue, VirtualHost
 
-__all__ = ["NODE", "QueueSnapshot", "binding_info", "exchange_info", "properties_key", "queue_info",
-           "queue_json", "queue_snapshot", "vhost_info"]
+__all__ = ["NODE", "QueueSnapshot", "binding_info", "exchange_info", "json_value", "properties_key",
+           "queue_info", "queue_json", "queue_snapshot", "vhost_info"]
 
 #: The node name embroker reports (one node).
 NODE = "embroker@localhost"
@@ -64,23 +64,6 @@ def iso_time(epoch: float) -> str:
     """RabbitMQ's ``idle_since`` format: ``2026-11-24T09:24:54.154+00:00``."""
     text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch))
     return f"{text}.{int(epoch * 1000) % 1000:03d}+00:00"
-
-
-def json_value(value: Any) -> Any:
-    """An AMQP field value as RabbitMQ's JSON shows it: tables as objects, arrays as lists,
-    bytes as text, timestamps and decimals as numbers."""
-    if isinstance(value, Mapping):
-        return {str(k): json_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_value(v) for v in value]
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).decode("utf-8", "replace")
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    try:
-        return float(value) if field_type(value) == "decimal" else str(value)
-    except (TypeError, ValueError):
-        return str(value)
 
 
 # -- bindings -------------------------------------------------------------------------------------

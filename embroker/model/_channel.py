@@ -21,7 +21,7 @@ What a channel keeps:
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import (
@@ -144,6 +144,11 @@ class Channel:
     @property
     def unacked_tags(self) -> list[int]:
         return list(self._unacked)
+
+    def unacked(self) -> Iterator[tuple[int, Unacked]]:
+        """The deliveries not acknowledged yet, by delivery tag, oldest first (a live view:
+        read it under the broker's lock)."""
+        return iter(self._unacked.items())
 
     # -- names ---------------------------------------------------------------------------------
 

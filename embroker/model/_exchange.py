@@ -25,7 +25,7 @@ from typing_extensions import override
 
 from .. import _erlang
 from ..errors import PreconditionFailed
-from ..fieldtypes import field_type
+from ..fieldtypes import field_type, shown
 from ._policy import Policy, alternate_exchange
 
 if TYPE_CHECKING:
@@ -533,8 +533,22 @@ class HeadersExchange(Exchange):
             if key not in data:
                 reasons.append(f"header '{key}' is missing")
             elif want is not None and _erlang_value(want) != _erlang_value(data[key]):
-                reasons.append(f"header '{key}' is {data[key]!r}, the binding wants {want!r}")
+                got, wanted = shown(data[key]), shown(want)
+                if got == wanted:  # (equal as JSON, apart in AMQP: 1 as a long, 1 as a short)
+                    got, wanted = _typed(data[key]), _typed(want)
+                reasons.append(f"header '{key}' is {got}, the binding wants {wanted}")
         return f"x-match {kind}: " + "; ".join(reasons)
+
+
+def _typed(value: Any) -> str:
+    """A header value shown with the AMQP type of each number in it: ``{"a": 1 (long)}``."""
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{shown(k)}: {_typed(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_typed(v) for v in value) + "]"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{shown(value)} ({field_type(value)})"
+    return shown(value)
 
 
 def _header_patterns(arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

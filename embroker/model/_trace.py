@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal, final, overload
 
+from ..fieldtypes import shown
 from . import _faults, _history
 from ._history import Fate, MessageEvent
 from ._message import Message, MessageFields
@@ -280,7 +281,7 @@ class RoutingDecision(MessageFields):
                    f"exchange '{self.released[0]}' and published again")
         headers = self.headers
         lines = [f"{how} to exchange {name} in vhost '{self.vhost}' with routing key "
-                 f"'{self.routing_key}'" + (f", headers {headers!r}" if headers else "")]
+                 f"'{self.routing_key}'" + (f", headers {shown(headers)}" if headers else "")]
         if self.headers_dropped or self.body_dropped:
             lines.append("  (the trace let this message's "
                          + " and ".join(w for w, gone in (("body", self.body_dropped),

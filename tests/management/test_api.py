@@ -5,10 +5,13 @@ closing connections), and the options tools use."""
 from __future__ import annotations
 
 import base64
+import datetime
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +19,9 @@ import pika
 import pytest
 
 from embroker import Broker, Server
+from embroker.fieldtypes import Long
+
+from .record import reference_base
 
 
 class Api:
@@ -242,7 +248,8 @@ def test_the_console_gets_what_it_shows_in_one_request(served: tuple[Broker, Ser
     assert view["summary"]["queues"] == CONSOLE_OBJECTS + 5
     assert len(view["queues"]) == CONSOLE_OBJECTS
     assert view["queues"][0] == {"name": "q0000", "ready": 0, "unacked": 0, "consumers": 0}
-    assert view["exchanges"] == [{"name": "events", "type": "topic"}]
+    assert view["exchanges"] == [{"name": "", "type": "direct"},
+                                 {"name": "events", "type": "topic"}]
     assert view["bindings"] == [{"source": "events", "destination": "q0000",
                                  "destination_type": "queue", "routing_key": "order.*"}]
     since = view["trace"]["total"]
@@ -256,11 +263,45 @@ def test_the_console_gets_what_it_shows_in_one_request(served: tuple[Broker, Ser
         (["order.created"], ["q0000"], "routed"), (["user.created"], [], "unroutable")]
     assert "order.*" in decisions[0]["explain"]
     assert decisions[1]["explain"] == str(broker.trace[-1].explain())
-    assert [m["payload"] for m in view["messages"]] == ["hello"]
+    assert [m["payload"] for m in view["messages"]["ready"]] == ["hello"]
     assert broker.queues["q0000"].message_count == 1  # looked at, not taken
     assert view["summary"]["messages"] == 1
     status, _ = api("GET", "/embroker/console?vhost=nowhere")
     assert status == 404
+
+
+def test_the_console_shows_unacked_messages_with_their_consumer_and_dead_letter_targets(
+        served: tuple[Broker, Server]) -> None:
+    """A retry loop: work dead-letters to 'retry', whose queue dead-letters back through the
+    default exchange. The graph has what draws it; the queue panel what a consumer holds."""
+    broker, server = served
+    api = Api(server)
+    channel = broker.connect().channel()
+    channel.exchange_declare("retry", "fanout")
+    channel.queue_declare("work", arguments={"x-dead-letter-exchange": "retry"})
+    channel.queue_declare("work.retry", arguments={
+        "x-message-ttl": 30000, "x-dead-letter-exchange": "",
+        "x-dead-letter-routing-key": "work"})
+    channel.queue_bind("work.retry", "retry")
+    channel.exchange_declare("events", "topic")
+    channel.exchange_bind("events", "amq.topic", "#")
+    channel.basic_publish("", "work", b"first", {"headers": {"attempt": Long(1)}})
+    channel.basic_publish("", "work", b"second")
+    held = broker.connect(client_properties={"connection_name": "worker-1"}).channel()
+    held.basic_qos(prefetch_count=1)
+    held.basic_consume("work", lambda *_: None, consumer_tag="worker-tag")
+    _status, view = api("GET", "/embroker/console?queue=work")
+    assert [x["name"] for x in view["exchanges"]] == ["", "amq.topic", "events", "retry"]
+    by_name = {q["name"]: q for q in view["queues"]}
+    assert by_name["work"]["dead_letter_exchange"] == "retry"
+    assert (by_name["work.retry"]["dead_letter_exchange"],
+            by_name["work.retry"]["dead_letter_routing_key"]) == ("", "work")
+    messages = view["messages"]
+    assert [m["payload"] for m in messages["ready"]] == ["second"]
+    (unacked,) = messages["unacked"]
+    assert (unacked["payload"], unacked["consumer"], unacked["connection"], unacked["channel"],
+            unacked["delivery_tag"]) == ("first", "worker-tag", "worker-1", 1, 1)
+    assert unacked["properties"] == {"headers": {"attempt": 1}}
 
 
 def test_the_exchange_types_listed_are_those_a_declare_may_name() -> None:
@@ -371,3 +412,45 @@ def test_a_regular_expression_filter_runs_in_linear_time_or_is_refused(
     status, refused = api("GET", "/queues?name=(a)%5C1&use_regex=true")
     assert status == 400
     assert "back" in refused["reason"]
+
+
+#: Headers of every AMQP type JSON has no name for (a decimal aside: RabbitMQ 3.10 writes 1.25,
+#: scale 2 and value 125, as 2.125; embroker writes the number).
+TYPED_HEADERS = {"t": datetime.datetime(2026, 1, 2, 3, 4, 5), "raw": b"\xff\x00", "void": None,
+                 "big": 2**40, "list": [1, "s"], "table": {"x": 1}, "yes": True}
+#: What RabbitMQ 3.10.8 answered for them (rabbit_misc:amqp_value, utf8_safe), live on this run
+#: too when EMBROKER_REFERENCE_URL is set.
+TYPED_HEADERS_JSON = {"t": 1767323045, "raw": "Not UTF-8, base64 is: /wA=", "void": "undefined",
+                      "big": 1099511627776, "list": [1, "s"], "table": {"x": 1}, "yes": True}
+
+
+def _got_headers(base: str, amqp_url: str, auth: str) -> Any:
+    connection = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    channel = connection.channel()
+    name = f"typed-headers-{uuid.uuid4().hex[:8]}"
+    channel.queue_declare(name)
+    try:
+        channel.basic_publish("", name, b"x", pika.BasicProperties(headers=TYPED_HEADERS,
+                                                                   timestamp=1700000000))
+        request = urllib.request.Request(
+            f"{base}/queues/%2F/{name}/get", method="POST",
+            data=json.dumps({"count": 1, "ackmode": "ack_requeue_false",
+                             "encoding": "auto"}).encode(),
+            headers={"authorization": auth, "content-type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            (got,) = json.loads(response.read())
+        return got["properties"]
+    finally:
+        channel.queue_delete(name)
+        connection.close()
+
+
+def test_got_messages_show_typed_headers_as_rabbitmq_writes_them(
+        served: tuple[Broker, Server]) -> None:
+    _broker, server = served
+    api = Api(server)
+    properties = _got_headers(api.base, server.url, api.auth)
+    assert properties == {"timestamp": 1700000000, "headers": TYPED_HEADERS_JSON}
+    reference = os.environ.get("EMBROKER_REFERENCE_URL")
+    if reference:
+        assert _got_headers(reference_base(reference), reference, api.auth) == properties

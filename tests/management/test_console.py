@@ -5,6 +5,7 @@ shows its messages; screenshots are taken (and written to the docs with
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 from collections.abc import Iterator
@@ -76,6 +77,9 @@ def test_a_publish_shows_up_in_the_console_and_expands_to_its_explanation(
     assert "refund.asked" in summaries[0]
     assert "order.paid" in summaries[1]
     assert "billing" in summaries[1]
+    # Each item is numbered by its decision's id (Chromium numbered a reversed list 16..9).
+    ids = browser.evaluate("[...document.querySelectorAll('#trace li')].map(li => li.value)")
+    assert ids == [broker.trace.total, broker.trace.total - 1]
     browser.wait_for("document.querySelector('#connections').textContent"
                      ".includes('checkout-service')")
 
@@ -95,24 +99,152 @@ def test_a_publish_shows_up_in_the_console_and_expands_to_its_explanation(
     # A click on a queue shows its ready messages, looked at and left there.
     browser.click("#graph .queue[data-queue='shipping']")
     browser.wait_for("document.querySelector('#queue-name').textContent === 'shipping' && "
-                     "document.querySelector('#messages').textContent.includes('42')")
+                     "document.querySelector('#messages .payload').textContent.includes('42')")
     assert broker.queues["shipping"].message_count == 1
     _screenshot(browser, tmp_path, "console-queue.png")
     connection.close()
 
 
-def test_the_console_asks_for_a_login_when_guest_cannot(
+def _log_in(browser: Browser, user: str, password: str) -> None:
+    browser.evaluate(f"document.querySelector('#user').value = {json.dumps(user)}; "
+                     f"document.querySelector('#password').value = {json.dumps(password)}; true")
+    browser.click("#login button")
+
+
+def test_the_console_asks_for_a_login_when_guest_cannot_and_says_why_one_is_refused(
         browser: Browser, tmp_path: Path) -> None:
-    broker = Broker(users={"ops": "secret"})
+    broker = Broker(users={"ops": "secret", "app": "pw"})
     broker.set_user_tags("ops", "administrator")
     with broker.serve(management=True) as server:
         browser.open(server.management_url)
         browser.wait_for("!document.querySelector('#login').hidden")
-        browser.evaluate("document.querySelector('#user').value = 'ops'; "
-                         "document.querySelector('#password').value = 'secret'; true")
-        browser.click("#login button")
+        # Empty (guest is no user here), labelled, and no refusal the user did not ask for.
+        assert browser.evaluate("[document.querySelector('#user').value, "
+                                "document.querySelector('#password').value, "
+                                "document.querySelector('label[for=user]').textContent, "
+                                "document.querySelector('label[for=password]').textContent, "
+                                "document.querySelector('#login-error').textContent]") == [
+            "", "", "Username", "Password", ""]
+        _screenshot(browser, tmp_path, "console-login.png")
+        _log_in(browser, "ops", "wrong")
+        assert browser.wait_for("document.querySelector('#login-error').textContent") == (
+            "Login refused for 'ops': Login failed")
+        _log_in(browser, "app", "pw")  # a user without a management tag
+        browser.wait_for("document.querySelector('#login-error').textContent.includes('app')")
+        assert browser.evaluate("document.querySelector('#login-error').textContent") == (
+            "Login refused for 'app': Not management user")
+        _log_in(browser, "ops", "secret")
         browser.wait_for("document.querySelector('#login').hidden && "
                          "document.querySelector('#summary').textContent.includes('queues')")
+        assert browser.evaluate("document.querySelector('#who-name').textContent") == "ops"
         assert json.loads(browser.evaluate("JSON.stringify([...document.querySelectorAll("
                                            "'#vhost option')].map(o => o.value))")) == ["/"]
+        browser.click("#logout")
+        browser.wait_for("!document.querySelector('#login').hidden")
         assert server.errors == []
+
+
+def test_the_console_logs_in_with_the_credentials_in_its_address(browser: Browser) -> None:
+    """http://ops:secret@host:port/ (fetch refuses a URL with credentials: the page asked
+    with them and showed nothing but a TypeError)."""
+    broker = Broker(users={"ops": "secret"})
+    broker.set_user_tags("ops", "administrator")
+    with broker.serve(management=True) as server:
+        address = server.management_url.removeprefix("http://")
+        browser.call("Page.navigate", url=f"http://ops:secret@{address}")
+        browser.wait_for("document.querySelector('#summary')?.textContent.includes('queues')")
+        assert browser.evaluate("document.querySelector('#who-name').textContent") == "ops"
+        assert "Error" not in browser.evaluate("document.querySelector('#status').textContent")
+        browser.call("Page.navigate", url=f"http://ops:nope@{address}")
+        browser.wait_for("document.querySelector('#login-error')?.textContent")
+        assert browser.evaluate("document.querySelector('#login-error').textContent") == (
+            "The user in the page's address, 'ops', was refused: Login failed")
+        assert server.errors == []
+
+
+@pytest.fixture
+def retry_loop() -> Iterator[tuple[Broker, Server]]:
+    """An orders service's topology: a work queue whose rejects go to a retry queue that sends
+    them back after 30 s through the default exchange, a queue with a long name."""
+    broker = Broker()
+    channel = broker.connect().channel()
+    channel.exchange_declare("orders", "topic")
+    channel.exchange_declare("orders.retry", "fanout")
+    channel.queue_declare("orders.work", arguments={"x-dead-letter-exchange": "orders.retry"})
+    channel.queue_declare("orders.work.retry-in-30-seconds", arguments={
+        "x-message-ttl": 30000, "x-dead-letter-exchange": "",
+        "x-dead-letter-routing-key": "orders.work"})
+    channel.queue_declare(LONG_NAME)
+    channel.queue_bind("orders.work", "orders", "order.*")
+    channel.queue_bind(LONG_NAME, "orders", "order.#")
+    channel.queue_bind("orders.work.retry-in-30-seconds", "orders.retry")
+    with broker.serve(management=True) as server:
+        yield broker, server
+        assert server.errors == []
+
+
+LONG_NAME = "orders.analytics.europe-west.replica-2.events-of-the-invoicing-service-v2"
+
+
+def test_the_graph_draws_dead_letter_routes_the_default_exchange_and_whole_labels(
+        browser: Browser, retry_loop: tuple[Broker, Server], tmp_path: Path) -> None:
+    _broker, server = retry_loop
+    browser.open(server.management_url)
+    browser.wait_for("document.querySelectorAll('#graph .queue').length === 3")
+    # The retry loop: work -> orders.retry -> work.retry -> (AMQP default) -> work.
+    labels = browser.evaluate("[...document.querySelectorAll('#graph .edge-label')]"
+                              ".map(t => t.querySelector('title')?.textContent ?? t.textContent)")
+    assert "dead letters" in labels
+    assert "dead letters → orders.work" in labels
+    assert browser.evaluate("document.querySelectorAll('#graph path.dead-letter').length") == 2
+    assert browser.evaluate("document.querySelector('#graph [data-exchange=\"\"]')"
+                            ".textContent").startswith("(AMQP default) (direct)")
+    assert browser.evaluate("document.querySelectorAll('#graph path.default-route').length") == 1
+    # Every label inside its box, the drawing inside its panel: a name too long for it is cut
+    # with an ellipsis, and whole in the node's title.
+    cut = browser.evaluate("""[...document.querySelectorAll('#graph g')].filter(g => {
+        const r = g.querySelector('rect').getBBox();
+        return [...g.querySelectorAll('text')].some(t => {
+            const b = t.getBBox(); return b.x + b.width > r.x + r.width; }); })
+        .map(g => g.textContent)""")
+    assert cut == []
+    assert browser.evaluate("document.querySelector('#graph').getBoundingClientRect().right <= "
+                            "document.querySelector('#topology-panel').getBoundingClientRect()"
+                            ".right")
+    node = f"#graph [data-queue='{LONG_NAME}']"
+    assert browser.evaluate(f"document.querySelector(\"{node} title\").textContent") == LONG_NAME
+    shown = browser.evaluate(f"document.querySelector(\"{node} text\").textContent")
+    assert LONG_NAME.startswith(shown.removesuffix("…"))
+    _screenshot(browser, tmp_path, "console-graph.png")
+
+
+def test_the_queue_panel_shows_headers_as_rabbitmq_does_and_unacked_messages_with_their_consumer(
+        browser: Browser, retry_loop: tuple[Broker, Server], tmp_path: Path) -> None:
+    _broker, server = retry_loop
+    connection = pika.BlockingConnection(pika.URLParameters(
+        server.url + "?client_properties={'connection_name':'order-worker'}"))
+    channel = connection.channel()
+    headers = {"attempt": 2, "sent": datetime.datetime(2026, 1, 2, 3, 4, 5),
+               "trail": {"from": "checkout", "ids": [7, 8]}}
+    for body in (b'{"order": 1}', b'{"order": 2}'):
+        channel.basic_publish("orders", "order.paid", body,
+                              pika.BasicProperties(headers=headers, content_type="application/json"))
+    method, _properties, _body = channel.basic_get("orders.work")  # held, not acknowledged
+    assert method is not None
+    browser.open(server.management_url)
+    browser.wait_for("document.querySelectorAll('#graph .queue').length === 3")
+    browser.click("#graph .queue[data-queue='orders.work']")
+    browser.wait_for("document.querySelectorAll('#messages .message').length === 2")
+    text = browser.evaluate("document.querySelector('#messages').innerText")
+    assert "Long(" not in text
+    assert "datetime" not in text
+    ready, held = browser.evaluate("[...document.querySelectorAll('#messages .message')]"
+                                   ".map(m => m.innerText)")
+    assert "1767323045" in ready  # a timestamp is its seconds, as RabbitMQ's UI shows it
+    assert "checkout" in ready
+    assert "application/json" in ready
+    assert '{"order": 2}' in ready
+    assert held.startswith("delivery tag 1 on channel 1 of order-worker, taken by basic.get")
+    assert '{"order": 1}' in held
+    _screenshot(browser, tmp_path, "console-messages.png")
+    connection.close()

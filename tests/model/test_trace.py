@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 
 from embroker import Broker
 from embroker.client import Channel
 from embroker.errors import NotFound
+from embroker.fieldtypes import Long, Short
 
 
 def test_explain_names_the_binding_that_differs_by_one_word(broker: Broker, ch: Channel) -> None:
@@ -27,7 +29,22 @@ def test_explain_headers_mismatch(broker: Broker, ch: Channel) -> None:
     ch.queue_declare("q")
     ch.queue_bind("q", "h", "", {"x-match": "all", "kind": "order", "region": "eu"})
     ch.basic_publish("h", "", b"", {"headers": {"kind": "order", "region": "us"}})
-    assert "header 'region' is 'us', the binding wants 'eu'" in broker.trace[-1].explain()
+    assert 'header \'region\' is "us", the binding wants "eu"' in broker.trace[-1].explain()
+
+
+def test_explain_shows_headers_as_json_not_python_reprs(broker: Broker, ch: Channel) -> None:
+    ch.exchange_declare("h", "headers")
+    ch.queue_declare("q")
+    ch.queue_bind("q", "h", "", {"x-match": "all", "retries": "1", "t": {"a": Short(1)}})
+    sent = datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc)
+    ch.basic_publish("h", "", b"", {"headers": {"retries": Long(1), "sent": sent,
+                                                "t": {"a": Long(1)}}})
+    text = str(broker.trace[-1].explain())
+    assert 'headers {"retries": 1, "sent": 1767312000, "t": {"a": 1}}' in text
+    assert 'header \'retries\' is 1, the binding wants "1"' in text
+    # Equal as JSON, apart as AMQP types (inside a table RabbitMQ compares types too): the
+    # types say why.
+    assert """header 't' is {"a": 1 (long)}, the binding wants {"a": 1 (short)}""" in text
 
 
 def test_explain_default_exchange_and_missing_queue(broker: Broker, ch: Channel) -> None:

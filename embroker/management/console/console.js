@@ -1,64 +1,174 @@
 // embroker's console: polls the broker that serves this page, one request a second
 // (GET api/embroker/console: what the page shows, and nothing more).
 "use strict";
-let auth = sessionStorage.getItem("embroker-auth") || "Basic " + btoa("guest:guest");
-let vhost = null, queue = null, seen = 0, busy = false;
 const $ = (id) => document.getElementById(id);
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
 const q = encodeURIComponent;
+// The page's address without the credentials it may carry (http://user:pass@host/): fetch
+// refuses a URL with credentials, and a relative one takes them from the page's.
+const base = location.origin + location.pathname;
+
+// Basic credentials in UTF-8, as RabbitMQ reads them (btoa alone takes Latin-1 only).
+const basic = (user, password) =>
+  "Basic " + btoa(String.fromCharCode(...new TextEncoder().encode(user + ":" + password)));
+
+// Who the console asks as: the login of this tab, else the credentials in the page's address,
+// else guest (which RabbitMQ lets in from this machine unless it was removed or changed).
+let login = JSON.parse(sessionStorage.getItem("embroker-login") || "null");
+const address = new URL(document.URL);  // (Chromium keeps credentials there, not in location)
+if (!login && address.username) {
+  const user = decodeURIComponent(address.username);
+  login = {user, auth: basic(user, decodeURIComponent(address.password)), how: "address"};
+}
+if (!login) login = {user: "guest", auth: basic("guest", "guest"), how: "default"};
+let vhost = null, queue = null, seen = 0, busy = false;
+const byName = new Set();  // queues the trace saw reached through the default exchange
 
 async function api(path) {
-  const used = auth;
-  const answer = await fetch("api/" + path, {headers: {Authorization: used}});
+  const used = login;
+  const answer = await fetch(new URL("api/" + path, base), {headers: {Authorization: used.auth}});
   if (answer.status === 401) {
-    // (an answer to the credentials of before the login form was sent asks for nothing)
-    if (used === auth) $("login").hidden = false;
+    if (used === login) refused(used, await answer.json().catch(() => ({})));
     throw new Error("login");
   }
   if (!answer.ok) throw new Error(answer.status + " " + path);
-  $("login").hidden = true;
   return answer.json();
+}
+
+function refused(used, body) {
+  // (guest refused without being asked for says nothing: the form is the first the user sees)
+  const why = body.reason || "refused";
+  $("login-error").textContent = used.how === "default" ? "" :
+    used.how === "address" ? `The user in the page's address, '${used.user}', was refused: ${why}` :
+    `Login refused for '${used.user}': ${why}`;
+  login = null;
+  sessionStorage.removeItem("embroker-login");
+  showLogin(true);
+}
+
+function showLogin(shown) {
+  $("login").hidden = !shown;
+  $("who").hidden = shown;
+  document.querySelector("main").hidden = shown;
+  if (shown) $("user").focus();
 }
 
 $("login").addEventListener("submit", (event) => {
   event.preventDefault();
-  auth = "Basic " + btoa($("user").value + ":" + $("password").value);
-  sessionStorage.setItem("embroker-auth", auth);
-  $("login").hidden = true;
+  const user = $("user").value;
+  login = {user, auth: basic(user, $("password").value), how: "form"};
+  sessionStorage.setItem("embroker-login", JSON.stringify(login));
+  $("password").value = "";
+  $("login-error").textContent = "";
+  showLogin(false);
   refresh();
 });
-$("vhost").addEventListener("change", () => {
-  vhost = $("vhost").value; queue = null; seen = 0; $("trace").innerHTML = ""; refresh();
+$("logout").addEventListener("click", () => {
+  login = null;
+  sessionStorage.removeItem("embroker-login");
+  $("login-error").textContent = "";
+  showLogin(true);
 });
+$("vhost").addEventListener("change", () => {
+  vhost = $("vhost").value; queue = null; seen = 0; byName.clear(); $("trace").innerHTML = ""; refresh();
+});
+
+// -- the graph: exchanges on the left, queues on the right; bindings, dead letters ------------
+
+const measure = document.createElement("canvas").getContext("2d");
+function width(text, px) {
+  measure.font = `${px}px system-ui, sans-serif`;
+  return measure.measureText(text).width;
+}
+// A label cut to `room` pixels with an ellipsis (the whole of it is the node's title).
+function fitted(text, px, room) {
+  if (width(text, px) <= room) return text;
+  let cut = text;
+  while (cut.length > 1 && width(cut + "…", px) > room) cut = cut.slice(0, -1);
+  return cut + "…";
+}
+const exchangeLabel = (x) => (x.name === "" ? "(AMQP default)" : x.name) + ` (${x.type})`;
+const queueCounts = (x) => `${x.ready} ready, ${x.unacked} unacked, ${x.consumers} consumers`;
 
 function graph(view) {
   const exchanges = view.exchanges, queues = view.queues;
-  const rowH = 30, width = 680, xw = 190, qw = 290;
-  const height = Math.max(exchanges.length, queues.length, 1) * rowH + 20;
-  const xs = new Map(exchanges.map((x, i) => [x.name, 10 + i * rowH]));
-  const qs = new Map(queues.map((x, i) => [x.name, 10 + i * rowH]));
-  let svg = "";
-  for (const b of view.bindings) {
-    const y1 = xs.get(b.source) + 11;
-    const target = b.destination_type === "queue" ? qs.get(b.destination) : xs.get(b.destination);
-    if (target === undefined) continue;
-    const x2 = b.destination_type === "queue" ? width - qw : 10, y2 = target + 11;
-    svg += `<path class="edge" d="M${10 + xw},${y1} C${width / 2},${y1} ${width / 2},${y2} ${x2},${y2}"/>`;
-    const lx = b.destination_type === "queue" ? x2 - 6 : 10 + xw + 6;  // by the arrow's end
-    svg += `<text class="edge-label" text-anchor="${b.destination_type === "queue" ? "end" : "start"}" x="${lx}" y="${y2 - 3}">${esc(b.routing_key)}</text>`;
+  const xRow = 30, qRow = 40, pad = 14, minGap = 200;
+  // Both columns as wide as their labels, within the panel: a name too long for it is cut
+  // with an ellipsis rather than by the panel's edge.
+  const panel = Math.max(520, $("topology-panel").clientWidth - 30);
+  let xw = Math.max(120, ...exchanges.map((x) => width(exchangeLabel(x), 12) + pad));
+  let qw = Math.max(170, ...queues.map((x) => Math.max(width(x.name, 12), width(queueCounts(x), 11)) + pad));
+  const room = panel - minGap - 20;
+  if (xw + qw > room) {
+    xw = Math.min(xw, Math.max(120, room * 0.4, room - qw));
+    qw = Math.min(qw, room - xw);
   }
+  const gap = Math.max(minGap, Math.min(300, panel - 20 - xw - qw));
+  const qx = 10 + xw + gap, full = qx + qw + 10;
+  const height = Math.max(exchanges.length * xRow, queues.length * qRow, 30) + 20;
+  const xs = new Map(exchanges.map((x, i) => [x.name, 10 + i * xRow + 11]));  // middles
+  const qs = new Map(queues.map((x, i) => [x.name, 10 + i * qRow + 17]));
+  const right = 10 + xw;
+  let edges = "";
+  const edge = (cls, d, label, lx, ly, anchor) => {
+    edges += `<path class="${cls}" d="${d}" marker-end="url(#arrow-${cls})"/>`;
+    if (!label) return;
+    const text = fitted(label, 11, gap - 30);  // (cut: whole in its title)
+    edges += `<text class="edge-label" text-anchor="${anchor}" x="${lx}" y="${ly}">` +
+      (text === label ? "" : `<title>${esc(label)}</title>`) + `${esc(text)}</text>`;
+  };
+  const across = (y1, y2) => `M${right},${y1} C${right + gap / 2},${y1} ${qx - gap / 2},${y2} ${qx - 2},${y2}`;
+  for (const b of view.bindings) {
+    const y1 = xs.get(b.source);
+    if (b.destination_type === "queue") {
+      const y2 = qs.get(b.destination);
+      if (y2 !== undefined) edge("binding", across(y1, y2), b.routing_key, qx - 8, y2 - 4, "end");
+    } else {  // exchange to exchange: a loop on the right of the exchanges' column
+      const y2 = xs.get(b.destination);
+      if (y2 === undefined) continue;
+      edge("binding", `M${right},${y1} C${right + 70},${y1} ${right + 70},${y2} ${right + 2},${y2}`,
+           b.routing_key, right + 8, y2 + 14, "start");
+    }
+  }
+  // The default exchange routes to the queue its routing key names: drawn where the key is
+  // known (a dead-letter routing key) or the trace saw it.
+  const viaDefault = new Set(byName);
+  for (const x of queues) {
+    if (x.dead_letter_exchange === undefined) continue;
+    const y1 = qs.get(x.name), y2 = xs.get(x.dead_letter_exchange);
+    const key = x.dead_letter_routing_key;
+    if (y2 !== undefined) {
+      edge("dead-letter", `M${qx},${y1} C${qx - gap / 2},${y1 + 10} ${right + gap / 2},${y2} ${right + 2},${y2}`,
+           "dead letters" + (key ? " → " + key : ""), qx - 8, y1 + 14, "end");
+    }
+    if (x.dead_letter_exchange === "" && key) viaDefault.add(key);
+  }
+  for (const name of viaDefault) {
+    const y2 = qs.get(name);
+    if (y2 !== undefined && xs.has("")) edge("default-route", across(xs.get(""), y2), "", 0, 0, "");
+  }
+  let nodes = "";
   for (const x of exchanges) {
-    svg += `<g class="exchange"><rect x="10" y="${xs.get(x.name)}" width="${xw}" height="22" rx="4"/>` +
-      `<text x="16" y="${xs.get(x.name) + 15}">${esc(x.name)} (${esc(x.type)})</text></g>`;
+    const label = exchangeLabel(x), y = xs.get(x.name) - 11;
+    nodes += `<g class="exchange" data-exchange="${esc(x.name)}"><title>${esc(label)}</title>` +
+      `<rect x="10" y="${y}" width="${xw}" height="22" rx="4"/>` +
+      `<text x="17" y="${y + 15}">${esc(fitted(label, 12, xw - pad))}</text></g>`;
   }
   for (const x of queues) {
-    svg += `<g class="queue${x.name === queue ? " chosen" : ""}" data-queue="${esc(x.name)}"><rect x="${width - qw}" y="${qs.get(x.name)}" width="${qw}" height="22" rx="4"/>` +
-      `<text x="${width - qw + 6}" y="${qs.get(x.name) + 15}">${esc(x.name)}: ${x.ready} ready, ${x.unacked} unacked, ${x.consumers} consumers</text></g>`;
+    const y = qs.get(x.name) - 17;
+    nodes += `<g class="queue${x.name === queue ? " chosen" : ""}" data-queue="${esc(x.name)}"><title>${esc(x.name)}</title>` +
+      `<rect x="${qx}" y="${y}" width="${qw}" height="34" rx="4"/>` +
+      `<text x="${qx + 7}" y="${y + 14}">${esc(fitted(x.name, 12, qw - pad))}</text>` +
+      `<text class="counts" x="${qx + 7}" y="${y + 28}">${esc(fitted(queueCounts(x), 11, qw - pad))}</text></g>`;
   }
-  $("graph").setAttribute("viewBox", `0 0 ${width} ${height}`);
-  $("graph").style.height = height + "px";
-  $("graph").innerHTML = svg;
-  for (const node of document.querySelectorAll(".queue")) {
+  const defs = ["binding", "dead-letter", "default-route"].map((cls) =>
+    `<marker id="arrow-${cls}" class="${cls}" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L8,4 L0,8 z"/></marker>`).join("");
+  const svg = $("graph");
+  svg.setAttribute("viewBox", `0 0 ${full} ${height}`);
+  svg.setAttribute("width", full);
+  svg.setAttribute("height", height);
+  svg.innerHTML = `<defs>${defs}</defs>${edges}${nodes}`;
+  for (const node of svg.querySelectorAll(".queue")) {
     node.addEventListener("click", () => { queue = node.dataset.queue; refresh(); });
   }
   const more = [];
@@ -67,15 +177,20 @@ function graph(view) {
   $("more").textContent = more.length ? `(and ${more.join(", ")}: the first by name are shown)` : "";
 }
 
+// -- the trace: newest first, each numbered by its decision's id ---------------------------
+
 function trace(decisions) {
   for (const d of decisions) {
     if (d.id <= seen) continue;
     seen = d.id;
     if (d.vhost !== vhost) continue;
+    if (d.exchange === "") for (const name of d.queues) byName.add(name);
     const li = document.createElement("li");
     li.className = "decision";
+    li.value = d.id;
+    li.dataset.id = d.id;
     const summary = `<summary><span class="${esc(d.outcome)}">${esc(d.outcome)}</span> ` +
-      `<b>${esc(d.exchange || "(default)")}</b> ${esc(d.routing_keys.join(", "))} → ${esc(d.queues.join(", ") || "no queue")}</summary>`;
+      `<b>${esc(d.exchange || "(AMQP default)")}</b> ${esc(d.routing_keys.join(", "))} → ${esc(d.queues.join(", ") || "no queue")}</summary>`;
     // (a message this user could not get: where it went, and that the rest is hidden)
     li.innerHTML = d.hidden ? `<details>${summary}<p class="hidden-note">${esc(d.explain)}</p></details>` :
       `<details>${summary}` +
@@ -87,31 +202,66 @@ function trace(decisions) {
   while ($("trace").children.length > 200) $("trace").lastElementChild.remove();
 }
 
+// -- the chosen queue's messages, as RabbitMQ's management UI shows a message it got ----------
+
+// A property or header value: tables as tables, arrays as lists, the rest as text.
+function value(v) {
+  if (Array.isArray(v)) {
+    if (v.every((x) => x === null || typeof x !== "object")) return esc(v.join(", "));
+    return `<ul class="array">${v.map((x) => `<li>${value(x)}</li>`).join("")}</ul>`;
+  }
+  if (v !== null && typeof v === "object") return table(v);
+  return esc(v);
+}
+function table(o) {
+  const rows = Object.entries(o).map(([k, v]) => `<tr><th>${esc(k)}</th><td>${value(v)}</td></tr>`).join("");
+  return `<table class="fields">${rows}</table>`;
+}
+
+function message(m) {
+  const fields = {"Exchange": m.exchange === "" ? "(AMQP default)" : m.exchange, "Routing key": m.routing_key, "Redelivered": m.redelivered ? "●" : "○"};
+  const held = m.consumer === undefined ? "" :
+    `<p class="held">delivery tag ${m.delivery_tag} on channel ${m.channel} of ${esc(m.connection)}, ` +
+    (m.consumer === null ? "taken by basic.get" : `consumer ${esc(m.consumer)}`) + "</p>";
+  const payload = `${m.payload_bytes} bytes` + (m.payload_bytes > m.payload.length ? " (the start shown)" : "");
+  return `<div class="message">${held}<table class="fields">` +
+    Object.entries(fields).map(([k, v]) => `<tr><th>${k}</th><td>${esc(v)}</td></tr>`).join("") +
+    `<tr><th>Properties</th><td>${Object.keys(m.properties).length ? table(m.properties) : ""}</td></tr>` +
+    `<tr><th>Payload</th><td><small>${payload}</small><pre class="payload">${esc(m.payload)}</pre></td></tr>` +
+    (m.history.length ? `<tr><th>History</th><td><pre class="history">${esc(m.history.join("\n"))}</pre></td></tr>` : "") +
+    `</table></div>`;
+}
+
 function messages(view) {
   if (!queue) return;
   $("queue-name").textContent = queue;
   if (view.messages_refused) { $("messages").innerHTML = `<p>${esc(view.messages_refused)}</p>`; return; }
-  const found = view.messages || [];
-  $("messages").innerHTML = found.length ? found.map((m) =>
-    `<pre>${esc(m.routing_key)} ${m.redelivered ? "(redelivered) " : ""}${esc(m.payload)}\n${esc(m.history.join("\n"))}</pre>`).join("") :
-    "<p>no ready message</p>";
+  const found = view.messages || {ready: [], unacked: []};
+  const counts = view.queues.find((x) => x.name === queue) || {ready: 0, unacked: 0};
+  const heading = (what, count, shown) =>
+    `<h3>${what}: ${count}${count > shown.length ? ` (the first ${shown.length} shown)` : ""}</h3>`;
+  $("messages").innerHTML =
+    heading("Ready", counts.ready, found.ready) + found.ready.map(message).join("") +
+    heading("Unacknowledged", counts.unacked, found.unacked) + found.unacked.map(message).join("");
 }
 
 async function refresh() {
-  if (busy) return;  // a slow answer: the next tick asks again
+  if (busy || !login) return;  // a slow answer: the next tick asks again
   busy = true;
   try {
     let path = "embroker/console?since=" + seen;
     if (vhost !== null) path += "&vhost=" + q(vhost);
     if (queue) path += "&queue=" + q(queue);
     const view = await api(path);
+    showLogin(false);
+    $("who-name").textContent = login.user;
     if (vhost === null || view.vhost !== vhost) { vhost = view.vhost; }
     $("vhost").innerHTML = view.vhosts.map((n) => `<option ${n === vhost ? "selected" : ""}>${esc(n)}</option>`).join("");
     const t = view.summary;
     $("summary").textContent = `${t.connections} connections, ${t.queues} queues, ${t.messages} messages`;
-    graph(view);
     trace(view.trace.decisions);
     seen = Math.max(seen, view.trace.total);
+    graph(view);
     messages(view);
     $("connections").innerHTML = "<tr><th>connection</th><th>client</th><th>user</th><th>vhost</th><th>channels</th></tr>" +
       view.connections.map((c) => `<tr><td>${esc(c.name)}</td><td>${esc(c.client)}</td>` +
