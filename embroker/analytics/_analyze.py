@@ -70,7 +70,8 @@ def analyze(definitions: str | os.PathLike[str], traffic: str | os.PathLike[str]
             spark: SparkSession | None = None, master: str | None = None,
             remote: str | None = None, conf: dict[str, str] | None = None,
             progress: Callable[[str], None] = lambda _m: None,
-            spark_progress: bool = False) -> dict[str, Any]:
+            spark_progress: bool = False,
+            spark_log: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """What ``embroker analyze`` does: replay ``traffic`` through ``definitions`` (and
     ``against``), write ``out/report.html``, ``out/routes.jsonl``, the Parquet tables and
     ``out/summary.json``, and return the summary.
@@ -78,6 +79,10 @@ def analyze(definitions: str | os.PathLike[str], traffic: str | os.PathLike[str]
     Args:
         spark: a session to use (kept open); without one, a session is started (``master``,
             ``remote``, ``conf``; local[*] by default) and stopped at the end.
+        progress: called with a line for each phase.
+        spark_progress: Spark's stage bars on this process's standard error.
+        spark_log: a file for the output of the processes a session started here runs
+            (Java's and log4j's lines, the Python workers'); without one, the terminal.
 
     Raises:
         TopologyError: a definitions file that cannot be read or loaded.
@@ -105,7 +110,8 @@ def analyze(definitions: str | os.PathLike[str], traffic: str | os.PathLike[str]
     own = spark is None
     if spark is None:
         progress(f"starting Spark ({'Spark Connect ' + remote if remote else master or 'local[*]'})")
-        spark = session(master=master, remote=remote, conf=conf, progress=spark_progress)
+        spark = session(master=master, remote=remote, conf=conf, progress=spark_progress,
+                        log=spark_log)
     try:
         clean_outputs(spark, target)
         progress(f"reading {display(source)}")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 __all__ = ["add_commands", "run_analyze", "run_capture"]
@@ -54,7 +57,11 @@ def add_commands(commands: Any) -> None:
                        help="a Spark Connect server (or local[N] to start one here)")
     analyze.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                          help="a Spark setting (repeatable)")
-    analyze.add_argument("--quiet", action="store_true", help="no progress display")
+    shown = analyze.add_mutually_exclusive_group()
+    shown.add_argument("--quiet", action="store_true", help="no progress display")
+    shown.add_argument("--verbose", action="store_true",
+                       help="Spark's own output too (Java's and log4j's lines, its stage bars), "
+                            "which otherwise goes to a log file named only if the run fails")
     analyze.set_defaults(run=run_analyze)
 
     capture = commands.add_parser(
@@ -77,6 +84,24 @@ def add_commands(commands: Any) -> None:
     capture.set_defaults(run=run_capture)
 
 
+#: What clears a terminal's line and puts the cursor at its start.
+CLEAR_LINE = "\r\x1b[K"
+
+
+def _spark_log() -> Path:
+    """A new file for Spark's own output (deleted after a run that succeeds)."""
+    fd, name = tempfile.mkstemp(prefix="embroker-analyze-", suffix=".spark.log")
+    os.close(fd)
+    return Path(name)
+
+
+def _kept(log: Path | None) -> str:
+    """Where Spark's own output is, for a failed run (empty if it wrote none)."""
+    if log is None or not log.exists() or log.stat().st_size == 0:
+        return ""
+    return f"\n(Spark's own output, Java's and log4j's lines: {log}; --verbose shows it)"
+
+
 def _fail(message: str) -> int:
     print(f"embroker: {message}", file=sys.stderr)
     return 2
@@ -90,10 +115,13 @@ def run_analyze(args: argparse.Namespace) -> int:
     from ._topology import TopologyError
 
     start = time.monotonic()
+    # Spark's stage bars redraw a line of the terminal ("\r"): a progress line clears it first.
+    bars = args.verbose and sys.stderr.isatty()
 
     def progress(message: str) -> None:
         if not args.quiet:
-            print(f"[{time.monotonic() - start:6.1f}s] {message}", file=sys.stderr, flush=True)
+            print(f"{CLEAR_LINE if bars else ''}[{time.monotonic() - start:6.1f}s] {message}",
+                  file=sys.stderr, flush=True)
 
     conf = {}
     for item in args.conf:
@@ -101,13 +129,26 @@ def run_analyze(args: argparse.Namespace) -> int:
         if not sep:
             return _fail(f"--conf expects KEY=VALUE, got {item!r}")
         conf[key] = value
+    log = None if args.verbose else _spark_log()
+    kept = ""  # (Spark's own output is kept when Spark failed, not when the input was wrong)
     try:
         summary = analyze(args.definitions, args.traffic, args.out, against=args.against,
                           vhost=args.vhost, exchange_types=dict(args.exchange_type),
                           master=args.master, remote=args.remote, conf=conf,
-                          progress=progress, spark_progress=not args.quiet)
-    except (TopologyError, TrafficError, AnalyticsError) as exc:
+                          progress=progress, spark_progress=bars, spark_log=log)
+    except (TopologyError, TrafficError) as exc:
         return _fail(str(exc))
+    except AnalyticsError as exc:
+        kept = _kept(log)
+        return _fail(str(exc) + kept)
+    except BaseException:  # (a traceback, or ^C: Spark's output may say more)
+        kept = _kept(log)
+        if kept:
+            print(kept.strip(), file=sys.stderr)
+        raise
+    finally:
+        if log is not None and not kept:
+            log.unlink(missing_ok=True)
     recorded = summary["recorded"]
     line = f"{summary['messages']:,} messages, {summary['inputs']:,} distinct routing inputs"
     if recorded:

@@ -127,13 +127,43 @@ def _environment(name: str, value: str | None) -> Iterator[None]:
             os.environ[name] = before
 
 
+@contextlib.contextmanager
+def _output_to(log: str | os.PathLike[str] | None) -> Iterator[None]:
+    """This process's standard output and error go to ``log`` while the block runs, for the
+    processes started meanwhile to keep (Spark's JVM writes its own lines to them, its log4j
+    lines and its Python workers' too); nothing changes when ``log`` is None."""
+    if log is None:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    try:
+        with open(log, "ab") as file:
+            os.dup2(file.fileno(), 1)
+            os.dup2(file.fileno(), 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, before in zip((1, 2), saved, strict=True):
+            os.dup2(before, fd)
+            os.close(before)
+
+
 def session(*, master: str | None = None, remote: str | None = None,
             conf: dict[str, str] | None = None, app_name: str = "embroker analyze",
-            progress: bool = True) -> SparkSession:
+            progress: bool = True, log: str | os.PathLike[str] | None = None) -> SparkSession:
     """A Spark session: embedded ``local[*]`` by default, a cluster with ``master``, or Spark
     Connect with ``remote`` (``sc://host:port``, or ``local[N]`` to start a local Connect
     server). Python workers on this machine run with the driver's interpreter unless
     ``spark.pyspark.python`` or ``PYSPARK_PYTHON`` says otherwise (:func:`worker_python`).
+
+    ``progress`` shows Spark's stage bars; ``log`` is a file for what the processes Spark
+    starts here write (its JVM, a local Connect server, their Python workers: Java's and
+    log4j's lines), which otherwise go to this process's terminal. In local mode Spark binds
+    to 127.0.0.1 unless ``SPARK_LOCAL_IP`` says otherwise (not to the machine's first
+    interface, with a warning that the host name resolves to a loopback address).
 
     Raises:
         AnalyticsError: pyspark or Java missing.
@@ -171,7 +201,10 @@ def session(*, master: str | None = None, remote: str | None = None,
         builder = builder.config(key, value)
     # The workers' interpreter is read from the environment when the context (or the local
     # Connect server's JVM) starts, and only then.
-    with _environment("PYSPARK_PYTHON", worker_python(master, remote, conf)):
+    loopback = "127.0.0.1" if _is_local(master, remote) and not os.environ.get(
+        "SPARK_LOCAL_IP") else None
+    with _environment("PYSPARK_PYTHON", worker_python(master, remote, conf)), \
+            _environment("SPARK_LOCAL_IP", loopback), _output_to(log):
         spark = builder.getOrCreate()
     # Python workers elsewhere (a cluster's executors, a Connect server) need embroker to
     # route: send it, with its two dependencies, as a zip of pure-Python packages.

@@ -10,13 +10,14 @@ executors are told when theirs lacks it: test_cluster.py.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from embroker.analytics._spark import worker_python
+from embroker.analytics._spark import _output_to, worker_python
 
 from .conftest import DATA
 
@@ -55,9 +56,12 @@ def test_spark_pyspark_python_wins_and_is_applied(monkeypatch: pytest.MonkeyPatc
 
 def _analyze(tmp_path: Path, python3_dir: Path, *where: str) -> subprocess.CompletedProcess[str]:
     """``embroker analyze`` run as pipx or an IDE runs a tool: the virtual environment's
-    interpreter by its path, nothing activated, another ``python3`` first on PATH."""
+    interpreter by its path, nothing activated, another ``python3`` first on PATH (and a
+    temporary folder of its own, to see what it leaves there)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "VIRTUAL_ENV")}
     env["PATH"] = os.pathsep.join([str(python3_dir), env.get("PATH", "")])
+    (tmp_path / "tmp").mkdir()
+    env["TMPDIR"] = str(tmp_path / "tmp")
     return subprocess.run(
         [sys.executable, "-m", "embroker", "analyze", "--definitions", str(DATA / "definitions.json"),
          "--exchange-type", "audit=headers", "--traffic", str(DATA / "capture.parquet"),
@@ -72,3 +76,38 @@ def test_analyze_from_a_venv_that_is_not_activated_routes_in_its_own_interpreter
     result = _analyze(tmp_path, bare_python.parent, "--master", "local[1]")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "35 of 35 recorded routes agree (100.0 %)" in result.stdout
+    # Issue 35, item 7: the terminal shows embroker's progress lines, whole, and nothing of
+    # Java's, log4j's or Spark's stage bars (they went to a log, deleted after a good run).
+    lines = result.stderr.splitlines()
+    assert lines[0].endswith("] starting Spark (local[1])")
+    assert all(re.fullmatch(r"\[ *\d+\.\ds\] [^\r\x1b]+", line) for line in lines), lines
+    assert list((tmp_path / "tmp").glob("embroker-analyze-*")) == []
+
+
+@pytest.mark.spark
+def test_analyze_verbose_shows_sparks_own_output_without_the_loopback_warning(
+        tmp_path: Path, bare_python: Path) -> None:
+    """--verbose: Java's and log4j's lines are the user's to see; local mode binds Spark to
+    127.0.0.1, so none of them is Spark's 'hostname resolves to a loopback address'."""
+    result = _analyze(tmp_path, bare_python.parent, "--master", "local[1]", "--verbose")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "log4j" in result.stderr
+    assert "resolves to a loopback address" not in result.stderr
+    assert "\r" not in result.stderr  # (no stage bars where standard error is no terminal)
+
+
+def test_what_processes_started_meanwhile_write_goes_to_the_log_for_good(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """_output_to: Spark's JVM, started in the block, keeps writing to the log after it, and
+    this process's own lines go where they went before."""
+    log = tmp_path / "spark.log"
+    with _output_to(log):
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import sys; print('started', flush=True); "
+             "sys.stdin.readline(); print('log4j later', file=sys.stderr)"],
+            stdin=subprocess.PIPE, text=True)
+    print("[ 0.1s] a progress line", file=sys.stderr, flush=True)
+    child.communicate("go\n", timeout=30)
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "[ 0.1s] a progress line\n")
+    assert log.read_text() == "started\nlog4j later\n"
