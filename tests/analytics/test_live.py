@@ -24,7 +24,7 @@ from . import recording
 from .conftest import DATA
 
 pytest.importorskip("pyarrow", reason="pyarrow is not installed (the spark extra)")
-pytest.importorskip("amqpstorm", reason="amqpstorm is not installed (the test extra)")
+pytest.importorskip("amqpstorm", reason="amqpstorm is not installed (the test dependency group)")
 
 
 def _reference() -> tuple[str, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -248,6 +249,33 @@ def test_plugin_is_registered_by_entry_point() -> None:
     assert entry.value == "pytest_embroker.plugin"
     assert Path(entry.load().__file__).parent.name == "pytest_embroker"
     assert Broker.__module__.startswith("embroker")  # the plugin depends on embroker
+
+
+def test_the_plugin_adds_no_warning_to_a_users_run(pytester: pytest.Pytester) -> None:
+    """Issue 35, item 8: a project's pytest run with the plugin shows the project's warnings
+    only, deprecations included (pytest-asyncio, if installed here, is left out: it is this
+    suite's, not the plugin's; the test below keeps it out of what users install)."""
+    pytester.makepyfile(test_app="""
+        def test_it(amqp_channel, broker):
+            amqp_channel.queue_declare("q")
+            assert broker.queues["q"].message_count == 0
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:asyncio", "-W", "always", "-p",
+                                           "no:cacheprovider")
+    result.assert_outcomes(passed=1, warnings=0)
+    shown = result.stdout.str() + result.stderr.str()
+    assert re.findall(r"\w*Warning\b|warnings summary", shown) == []
+
+
+def test_no_extra_brings_a_pytest_plugin_into_a_users_environment() -> None:
+    """What a user installs by an extra's name: no test suite's dependencies (they are the
+    'test' dependency group), so no pytest-asyncio, whose warning would show on every run of
+    a project that does not configure it."""
+    from importlib.metadata import requires
+
+    needs = requires("embroker") or []
+    assert not [n for n in needs if "extra == \"test\"" in n or "extra == 'test'" in n]
+    assert not [n for n in needs if n.lower().startswith(("pytest", "anyio"))]
 
 
 # -- the marker's errors -------------------------------------------------------------------------
