@@ -138,10 +138,12 @@ def metadata_code(frame: tuple[int, bytes]) -> Code:
 
 
 class Target:
-    """A broker with a stream port, and its administration: users, super streams."""
+    """A broker with a stream port, and its administration: users, and over an AMQP 0-9-1
+    ``channel`` (the in-process client's or pika's: the same methods) super streams, queues."""
 
     host = "127.0.0.1"
     port = 0
+    channel: Any
 
     def add_user(self, name: str, permissions: tuple[str, str, str]) -> None:
         raise NotImplementedError
@@ -151,16 +153,17 @@ class Target:
 
     def super_stream(self, name: str, stream: str) -> None:
         """A direct exchange ``name`` bound to ``stream`` with key ``k``."""
-        raise NotImplementedError
+        self.channel.exchange_declare(name, "direct", durable=True)
+        self.channel.queue_bind(stream, name, "k")
 
     def delete_exchange(self, name: str) -> None:
-        raise NotImplementedError
+        self.channel.exchange_delete(name)
 
     def classic_queue(self, name: str) -> None:
-        raise NotImplementedError
+        self.channel.queue_declare(name, durable=True)
 
     def delete_queue(self, name: str) -> None:
-        raise NotImplementedError
+        self.channel.queue_delete(name)
 
     def client(self, user: str = "guest", password: str = "guest") -> Client:
         return Client(self.host, self.port, user, password)
@@ -178,19 +181,6 @@ class EmbrokerTarget(Target):
 
     def delete_user(self, name: str) -> None:
         self.broker.delete_user(name)
-
-    def super_stream(self, name: str, stream: str) -> None:
-        self.channel.exchange_declare(name, "direct", durable=True)
-        self.channel.queue_bind(stream, name, "k")
-
-    def delete_exchange(self, name: str) -> None:
-        self.channel.exchange_delete(name)
-
-    def classic_queue(self, name: str) -> None:
-        self.channel.queue_declare(name, durable=True)
-
-    def delete_queue(self, name: str) -> None:
-        self.channel.queue_delete(name)
 
 
 class ReferenceTarget(Target):
@@ -223,19 +213,6 @@ class ReferenceTarget(Target):
 
     def delete_user(self, name: str) -> None:
         self._call("DELETE", f"/users/{name}")
-
-    def super_stream(self, name: str, stream: str) -> None:
-        self.channel.exchange_declare(name, "direct", durable=True)
-        self.channel.queue_bind(stream, name, "k")
-
-    def delete_exchange(self, name: str) -> None:
-        self.channel.exchange_delete(name)
-
-    def classic_queue(self, name: str) -> None:
-        self.channel.queue_declare(name, durable=True)
-
-    def delete_queue(self, name: str) -> None:
-        self.channel.queue_delete(name)
 
     def close(self) -> None:
         self.connection.close()
