@@ -175,11 +175,9 @@ def _peek(api: ManagementAPI, call: Call, vhost: str, name: str) -> dict[str, An
     """The first ready messages of queue ``name`` and those delivered and not acknowledged
     yet, each with its consumer (or ``basic.get``): read permission on the queue, as for a
     look at its ready messages (:meth:`Channel.browse <embroker.model.Channel.browse>`)."""
-    queue = api.broker.vhosts[vhost].queues.get(name)
-    if queue is None:
-        return {"ready": [], "unacked": []}
-    with api.channel(call, vhost) as channel:
+    with api.channel(call, vhost) as channel:  # (read permission, then that it exists)
         entries = channel.browse(name).take(CONSOLE_MESSAGES)
+    queue = api.broker.vhosts[vhost].queues[name]
     held = itertools.islice(_unacked_in(api, queue), CONSOLE_MESSAGES)
     return {"ready": [_message(e) for e in entries], "unacked": list(held)}
 

@@ -394,7 +394,10 @@ def test_the_console_shows_a_message_only_to_who_could_get_it(
     status, view = Api(server, "reader", "pw")("GET", "/embroker/console?queue=theirs")
     assert status == 200
     assert "messages" not in view
-    assert view["messages_refused"]
+    assert view["messages_refused"] == "Access refused."
+    # Permission before existence: a queue that does not exist is refused the same way.
+    _status, view = Api(server, "reader", "pw")("GET", "/embroker/console?queue=their-other")
+    assert view["messages_refused"] == "Access refused."
 
 
 def test_a_regular_expression_filter_runs_in_linear_time_or_is_refused(
