@@ -54,7 +54,7 @@ from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound
 from ..model._access import NO_ITEM, ManagementRefused, Rule
 from . import _listing, _steps
 from ._http import Request, Response
-from ._routes import Call, HttpError, Method, Route, bad_request, find, not_found
+from ._routes import Call, HttpError, Method, bad_request, find, not_found
 from ._steps import Steps
 from ._tracing import Tracing
 
@@ -178,7 +178,7 @@ class ManagementAPI:
             return method, Call(request, "", frozenset(), params)
         user, tags = self._authenticate(request)
         call = Call(request, user, tags, params)
-        self._authorize(route, method, call)
+        self._authorize(method, call)
         return method, call
 
     def _authenticate(self, request: Request) -> tuple[str, frozenset[str]]:
@@ -204,7 +204,7 @@ class ManagementAPI:
                 raise HttpError(401, "not_authorised", refused.reason) from None
         return name, tags
 
-    def _authorize(self, route: Route, method: Method, call: Call) -> None:
+    def _authorize(self, method: Method, call: Call) -> None:
         owner = NO_ITEM
         with self.broker.locked():
             if method.owner is not None:
@@ -232,8 +232,7 @@ class ManagementAPI:
 
     def reply(self, value: Any) -> Response:
         """A 200 answer with ``value`` as JSON, as RabbitMQ writes it."""
-        return self.reply_json(json.dumps(value, separators=(",", ":"),
-                                          ensure_ascii=False).encode())
+        return self.reply_json(_steps.dumps(value).encode())
 
     @staticmethod
     def reply_json(body: bytes) -> Response:
@@ -364,8 +363,7 @@ class ManagementAPI:
                     rows, lambda r: _listing.by_vhost_and_name(to_dict(r)), lock=lock)
             return self.reply_parts((yield from _steps.encode(rows, lambda r: _steps.dumps(
                 to_dict(r)), lock)))
-        found = yield from _listing.apply(call.request.query, rows, to_dict or (lambda r: r),
-                                          lock)
+        found = yield from _listing.apply(call.request.query, rows, to_dict, lock)
         if isinstance(found, dict):  # a page
             page = yield from _steps.encode(found.pop("items"))
             return self.reply_parts([json.dumps(found, separators=(",", ":"))[:-1].encode(),

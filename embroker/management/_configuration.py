@@ -31,8 +31,7 @@ def _definitions_get(api: ManagementAPI, call: Call) -> Steps[Response]:
     """The export in steps (the model's, a bounded number of objects each), then its JSON."""
     whole = yield from steps.locked(export_steps(api.broker), api.broker.locked())
     body = yield from steps.document(whole)
-    return Response(200, body, [("content-type", "application/json"),
-                                ("cache-control", "no-cache")])
+    return api.reply_json(body)
 
 
 @route("POST", "definitions", Rule.ADMIN, body=_DOCUMENT)

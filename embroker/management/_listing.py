@@ -29,7 +29,7 @@ from . import _steps as steps
 from ._routes import bad_request
 from ._steps import Steps
 
-__all__ = ["MAX_PAGE_SIZE", "OPTIONS", "apply", "by_vhost_and_name"]
+__all__ = ["MAX_PAGE_SIZE", "OPTIONS", "apply", "by_vhost_and_name", "truthy"]
 
 #: The query parameters that make a listing more than the rows in their default order.
 OPTIONS: Final = ("sort", "columns", "name", "page")
@@ -41,12 +41,13 @@ def _identity(row: Any) -> Any:
     return row
 
 
-def _truthy(value: str | None) -> bool:
+def truthy(value: str | None) -> bool:
+    """A query parameter's boolean as RabbitMQ reads it (``true``)."""
     return value is not None and value.lower() in ("true", "1", "yes")
 
 
 def apply(query: Mapping[str, str], rows: list[Any],
-          to_dict: Callable[[Any], dict[str, Any]] = _identity,
+          to_dict: Callable[[Any], dict[str, Any]] | None = None,
           lock: AbstractContextManager[object] | None = None) -> Steps[Any]:
     """``rows`` as the list options of ``query`` ask (the module's documentation), in steps:
     the list of their objects (``to_dict`` of each, under ``lock``), or a page object when
@@ -58,6 +59,7 @@ def apply(query: Mapping[str, str], rows: list[Any],
     Raises:
         HttpError: 400 for an expression that does not compile, or a page out of range.
     """
+    as_dict = to_dict or _identity
     page = size = 0
     if "page" in query:  # (checked first: a bad page costs no work)
         try:
@@ -70,16 +72,16 @@ def apply(query: Mapping[str, str], rows: list[Any],
                               f"pages start at 1, sizes at most {MAX_PAGE_SIZE})")
     name = query.get("name")
     if name:
-        if _truthy(query.get("use_regex")):
+        if truthy(query.get("use_regex")):
             try:
                 pattern = _regex.compile(name)
             except _regex.error as exc:  # (a syntax error, or what a linear engine cannot do)
                 raise bad_request(f"invalid regular expression: {exc}") from None
-            keep = yield from steps.each(rows, lambda r: pattern.search(_name(to_dict(r))),
+            keep = yield from steps.each(rows, lambda r: pattern.search(_name(as_dict(r))),
                                          lock)
         else:
             needle = name.lower()
-            keep = yield from steps.each(rows, lambda r: needle in _name(to_dict(r)).lower(),
+            keep = yield from steps.each(rows, lambda r: needle in _name(as_dict(r)).lower(),
                                          lock)
         rows = list(itertools.compress(rows, keep))
     sort = query.get("sort")
@@ -94,10 +96,10 @@ def apply(query: Mapping[str, str], rows: list[Any],
                 return (0, "")
             return (1, value) if isinstance(value, (int, float)) and not isinstance(
                 value, bool) else (2, str(value))
-        rows = yield from steps.sort(rows, lambda r: key(to_dict(r)),
-                                     reverse=_truthy(query.get("sort_reverse")), lock=lock)
-    elif rows and "name" in to_dict(rows[0]):
-        rows = yield from steps.sort(rows, lambda r: by_vhost_and_name(to_dict(r)),
+        rows = yield from steps.sort(rows, lambda r: key(as_dict(r)),
+                                     reverse=truthy(query.get("sort_reverse")), lock=lock)
+    elif rows and "name" in as_dict(rows[0]):
+        rows = yield from steps.sort(rows, lambda r: by_vhost_and_name(as_dict(r)),
                                      lock=lock)
     if page:
         total = len(rows)
@@ -105,7 +107,7 @@ def apply(query: Mapping[str, str], rows: list[Any],
         if page > pages:
             raise bad_request(f"page out of range: {page} > {pages}")
         rows = rows[(page - 1) * size: page * size]
-    items = rows if to_dict is _identity else (yield from steps.each(rows, to_dict, lock))
+    items = rows if to_dict is None else (yield from steps.each(rows, to_dict, lock))
     columns = query.get("columns")
     if columns:
         wanted = columns.split(",")

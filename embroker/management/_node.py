@@ -238,16 +238,8 @@ def _healthchecks_node(api: ManagementAPI, call: Call) -> Any:
 
 
 @route("GET", "health/checks/alarms", Rule.ANY)
+@route("GET", "health/checks/local-alarms", Rule.ANY)  # (one node: its alarms are all)
 def _health_alarms(api: ManagementAPI, call: Call) -> Any:
-    return _alarm_check(api)
-
-
-@route("GET", "health/checks/local-alarms", Rule.ANY)
-def _health_local_alarms(api: ManagementAPI, call: Call) -> Any:
-    return _alarm_check(api)
-
-
-def _alarm_check(api: ManagementAPI) -> Any:
     with api.broker.locked():
         blocked, reason = api.broker.publishers_blocked, api.broker.blocked_reason
     if blocked:

@@ -33,15 +33,12 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final, TypeVar
 
 __all__ = ["RUN", "STEP_SECONDS", "Steps", "array_parts", "document", "dumps", "each", "encode",
-           "locked", "run", "sort"]
+           "locked", "sort"]
 
 #: How long one step of a request may hold the listener's thread (seconds).
 STEP_SECONDS: Final = 0.001
 #: How many rows one step sorts (C's sort: about 0.3 ms for 2,000 rows of a key tuple here).
 RUN: Final = 2000
-#: How often a step looks at the clock (items): at every one, since one item may cost
-#: milliseconds (a regular expression near its size limit against a long name: 3-4 ms).
-_EVERY: Final = 1
 
 _T = TypeVar("_T")
 _U = TypeVar("_U")
@@ -59,9 +56,9 @@ def each(items: Iterable[_T], work: Callable[[_T], _U],
     while True:
         with lock if lock is not None else nullcontext():
             deadline = clock() + STEP_SECONDS
-            for count, item in enumerate(source, 1):
-                append(work(item))
-                if not count % _EVERY and clock() > deadline:
+            for item in source:  # (the clock after every item: one may cost milliseconds,
+                append(work(item))  # a regular expression near its size limit, say)
+                if clock() > deadline:
                     break
             else:
                 return out  # (all done within this step: no yield)
@@ -110,10 +107,6 @@ def array_parts(parts: list[bytes]) -> list[bytes]:
 
 def dumps(value: Any) -> str:
     """``value``'s JSON text, as the API writes it."""
-    return _dumps(value)
-
-
-def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -140,15 +133,6 @@ def document(value: dict[str, Any]) -> Steps[bytes]:
     parts = []
     for key, item in value.items():
         text = b"".join((yield from encode(item))) if isinstance(item, list) else \
-            _dumps(item).encode()
-        parts.append(_dumps(key).encode() + b":" + text)
+            dumps(item).encode()
+        parts.append(dumps(key).encode() + b":" + text)
     return b"{" + b",".join(parts) + b"}"
-
-
-def run(steps: Steps[_T]) -> _T:
-    """Every step of ``steps`` at once; its result (for callers that are not the loop)."""
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]

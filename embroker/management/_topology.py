@@ -28,10 +28,6 @@ if TYPE_CHECKING:
     from ._api import ManagementAPI
 
 
-def _truthy(value: str | None) -> bool:
-    return value is not None and value.lower() in ("true", "1", "yes")
-
-
 # -- exchanges --------------------------------------------------------------------------------------
 
 @route("GET", "exchanges", Rule.VHOST)
@@ -84,7 +80,7 @@ def _exchange_delete(api: ManagementAPI, call: Call) -> Any:
         if name not in vhost.exchanges:
             raise not_found()
         with api.channel(call, vhost.name) as channel:
-            channel.exchange_delete(name, if_unused=_truthy(call.request.query.get("if-unused")))
+            channel.exchange_delete(name, if_unused=_listing.truthy(call.request.query.get("if-unused")))
     return Response(204)
 
 
@@ -262,8 +258,8 @@ def _queue_delete(api: ManagementAPI, call: Call) -> Any:
     with api.broker.locked():
         queue = api.queue(call)
         with api.channel(call, call.params["vhost"]) as channel:
-            channel.queue_delete(queue.name, if_unused=_truthy(query.get("if-unused")),
-                                 if_empty=_truthy(query.get("if-empty")))
+            channel.queue_delete(queue.name, if_unused=_listing.truthy(query.get("if-unused")),
+                                 if_empty=_listing.truthy(query.get("if-empty")))
     return Response(204)
 
 
