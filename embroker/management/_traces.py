@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ..model._access import Rule
 from . import _views as views
-from ._http import Response
+from ._http import BODY_SLICE, Response
 from ._routes import Call, bad_request, not_found, route
 from ._schema import ABSENT, Field, Schema, anything
+from ._steps import Steps
 from ._tracing import TracingError
 
 if TYPE_CHECKING:
@@ -102,23 +104,29 @@ def _trace_files(api: ManagementAPI, call: Call) -> Any:
 
 @route("GET", "trace-files/{name}", Rule.ADMIN)
 @route("GET", "trace-files/node/{node}/{name}", Rule.ADMIN)
-def _trace_file(api: ManagementAPI, call: Call) -> Any:
-    _node_param(call)
-    with api.broker.locked():
-        path = api.tracing.file(call.params["name"])
-        if path is None:
-            raise not_found()
-        data = path.read_bytes()
-    return Response(200, data, [("content-type", "text/plain")])
+def _trace_file(api: ManagementAPI, call: Call) -> Steps[Response]:
+    """The log read a slice a step, the broker's lock not held (a log grows without bound)."""
+    path = _trace_path(api, call)
+    parts = []
+    with path.open("rb") as log:
+        while part := log.read(BODY_SLICE):
+            parts.append(part)
+            yield
+    return Response(200, headers=[("content-type", "text/plain")], parts=parts)
 
 
 @route("DELETE", "trace-files/{name}", Rule.ADMIN)
 @route("DELETE", "trace-files/node/{node}/{name}", Rule.ADMIN)
 def _trace_file_delete(api: ManagementAPI, call: Call) -> Any:
+    _trace_path(api, call).unlink(missing_ok=True)
+    return Response(204)
+
+
+def _trace_path(api: ManagementAPI, call: Call) -> Path:
+    """The log file the request names (404 if none), found under the lock, used outside it."""
     _node_param(call)
     with api.broker.locked():
         path = api.tracing.file(call.params["name"])
-        if path is None:
-            raise not_found()
-        path.unlink()
-    return Response(204)
+    if path is None:
+        raise not_found()
+    return path
