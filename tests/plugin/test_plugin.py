@@ -399,11 +399,24 @@ def test_a_command_line_value_the_plugin_cannot_read_stops_the_run(
     result.stderr.fnmatch_lines(["*--embroker-reference = 'rabbitmq.local'*amqp://*"])
 
 
-@pytest.mark.parametrize("value", ["yes", "On", "1", "unroutable", "false", "0"])
-def test_the_strict_values_the_plugin_takes(pytester: pytest.Pytester, value: str) -> None:
+@pytest.mark.parametrize(("value", "errors"), [
+    ("yes", 1), ("On", 1), ("1", 1), ("unroutable", 2), ("false", 0), ("0", 0)])
+def test_the_strict_values_the_plugin_takes(pytester: pytest.Pytester, value: str,
+                                            errors: int) -> None:
+    """Each value means what it says: strict fails the test that leaves a delivery
+    unacknowledged, unroutable the one that published to no queue too, false neither."""
     pytester.makeini(f"[pytest]\nembroker_strict = {value}\n")
-    pytester.makepyfile("def test_it(broker):\n    pass\n")
-    run(pytester).assert_outcomes(passed=1)
+    pytester.makepyfile("""
+        def test_unacked(broker, amqp_channel):
+            amqp_channel.queue_declare("q")
+            amqp_channel.basic_publish("", "q", b"x")
+            amqp_channel.basic_get("q")
+            amqp_channel.connection.close = lambda: None  # the test keeps it open
+
+        def test_unroutable(broker, amqp_channel):
+            amqp_channel.basic_publish("", "no-such-queue", b"x")
+    """)
+    run(pytester).assert_outcomes(passed=2, errors=errors)
 
 
 # -- the failure report --------------------------------------------------------------------------
