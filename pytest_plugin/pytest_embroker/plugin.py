@@ -134,17 +134,8 @@ def _check_options(config: pytest.Config) -> None:
     if strict.strip().lower() not in STRICT_VALUES:
         raise _usage("embroker_strict", strict, "true, unroutable or false (also yes/no, on/off, "
                      "1/0)")
-    trace = config.getoption("embroker_trace")
-    if trace is None:
-        text = str(config.getini("embroker_trace")).strip()
-        if text and not text.isdigit():
-            raise _usage("embroker_trace", config.getini("embroker_trace"),
-                         "how many routing decisions a failed test's report shows, a whole "
-                         "number (0: no embroker section)")
-    elif trace < 0:
-        raise _usage("--embroker-trace", trace, "a whole number, 0 or more")
-    plugins = str(config.getini("embroker_plugins") or "").replace(",", " ").split()
-    unknown = [name for name in plugins if name not in PLUGINS]
+    _trace_count(config)
+    unknown = [name for name in _plugins(config, None) if name not in PLUGINS]
     if unknown:
         raise _usage("embroker_plugins", " ".join(unknown), "RabbitMQ's names of the plugins "
                      f"embroker implements: {', '.join(PLUGINS)}")
@@ -156,6 +147,28 @@ def _check_options(config: pytest.Config) -> None:
         name, value = (option, given) if given else (ini, str(config.getini(ini) or ""))
         if value and value.split("://", 1)[0].lower() not in schemes:
             raise _usage(name, value, f"a URL, {' or '.join(s + '://...' for s in schemes)}")
+
+
+def _trace_count(config: pytest.Config) -> int:
+    """How many routing decisions a failed test's report shows: ``--embroker-trace``, else
+    the ini option, else 10."""
+    count: int | None = config.getoption("embroker_trace")
+    if count is None:
+        text = str(config.getini("embroker_trace")).strip()
+        if text and not text.isdigit():
+            raise _usage("embroker_trace", config.getini("embroker_trace"),
+                         "how many routing decisions a failed test's report shows, a whole "
+                         "number (0: no embroker section)")
+        return int(text or 10)
+    if count < 0:
+        raise _usage("--embroker-trace", count, "a whole number, 0 or more")
+    return count
+
+
+def _management(config: pytest.Config) -> str | None:
+    """The reference's management API given by option or ini (``None``: its default)."""
+    value = config.getoption("embroker_management") or config.getini("embroker_management")
+    return str(value) if value else None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -182,9 +195,7 @@ def _admin(config: pytest.Config) -> Admin | None:
         from embroker._reference import find_admin
 
         url = _reference(config)
-        management = (config.getoption("embroker_management")
-                      or config.getini("embroker_management") or None)
-        config.stash[_ADMIN] = find_admin(url, management) if url else None
+        config.stash[_ADMIN] = find_admin(url, _management(config)) if url else None
     return config.stash[_ADMIN]
 
 
@@ -355,10 +366,9 @@ def management_url(request: pytest.FixtureRequest) -> str:
     if url_option:
         from embroker._reference import _parse
 
-        management = (request.config.getoption("embroker_management")
-                      or request.config.getini("embroker_management") or None)
+        management = _management(request.config)
         if management:
-            return str(management).rstrip("/").removesuffix("/api") + "/"
+            return management.rstrip("/").removesuffix("/api") + "/"
         return f"http://{_parse(url_option).host}:15672/"
     server: Server = request.getfixturevalue("amqp_server")
     return server.management_url
@@ -494,9 +504,7 @@ def pytest_runtest_makereport(item: pytest.Item,
     if report.failed and not getattr(report, "wasxfail", None):
         brokers = item.stash.get(_BROKERS, [])
         if brokers:
-            count = item.config.getoption("embroker_trace")
-            if count is None:
-                count = int(item.config.getini("embroker_trace") or 10)
+            count = _trace_count(item.config)
             if count > 0:
                 with contextlib.suppress(Exception):  # a report must never fail the run
                     report.sections.append(("embroker", "\n\n".join(
