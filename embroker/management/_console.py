@@ -30,7 +30,6 @@ from ._routes import Call, HttpError, bad_request, not_found, route
 if TYPE_CHECKING:
     from ..model import Broker, Connection, Exchange, Queue, VirtualHost
     from ..model._message import QueuedMessage
-    from ..model._trace import RoutingDecision
     from ._api import ManagementAPI
 
 #: How many exchanges and queues the console's graph shows (the first by name; it says how many
@@ -150,7 +149,7 @@ def _decisions_since(broker: Broker, since: int, vhost: str, call: Call) -> dict
             "id": start + offset + 1, "vhost": decision.vhost,
             "exchange": decision.exchange, "routing_keys": list(decision.keys),
             "queues": list(decision.queues), "outcome": str(decision.outcome)}
-        if _may_see(broker, call, decision):
+        if broker.access.sees_message(call.user, decision.vhost, decision.queues):
             entry.update({
                 "explain": str(decision.explain(suggest=False)),
                 "history": [str(event) for event in decision.history()],
@@ -160,15 +159,6 @@ def _decisions_since(broker: Broker, since: int, vhost: str, call: Call) -> dict
                           "hidden": True})
         found.append(entry)
     return {"total": total, "decisions": found}
-
-
-def _may_see(broker: Broker, call: Call, decision: RoutingDecision) -> bool:
-    """Whether ``call``'s user could get the decision's message: an administrator, or read
-    permission on a queue it reached (the module's documentation)."""
-    if "administrator" in call.tags:
-        return True
-    return any(broker.access.may(call.user, decision.vhost, "queue", queue, "read")
-               for queue in decision.queues)
 
 
 def _peek(api: ManagementAPI, call: Call, vhost: str, name: str) -> dict[str, Any]:

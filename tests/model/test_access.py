@@ -591,6 +591,17 @@ def test_listings_show_vhosts_as_rabbitmqs_filters_do(tagged: Broker) -> None:
     assert not access.sees_items_of("mgmt", "admin")
 
 
+def test_what_a_message_carried_is_seen_by_administrators_and_who_could_get_it(
+        tagged: Broker) -> None:
+    access = tagged.access
+    tagged.set_permissions("mgmt", ".*", ".*", "^mine-", vhost="mine")
+    assert access.sees_message("admin", "theirs", ["q"])  # no permissions there: still
+    assert access.sees_message("mgmt", "mine", ["other", "mine-q"])
+    assert not access.sees_message("mgmt", "mine", ["other"])
+    assert not access.sees_message("monitor", "theirs", ["q"])  # monitoring is not reading
+    assert not access.sees_message("mgmt", "mine", [])
+
+
 def test_the_creator_of_a_vhost_gets_full_permissions_on_it(tagged: Broker) -> None:
     tagged.add_vhost("new", created_by="admin")
     assert tagged.access.permissions("admin", "new") == Permissions(".*", ".*", ".*")
