@@ -65,6 +65,8 @@ from urllib.parse import parse_qsl, unquote
 
 import h11
 
+from ..model._access import is_loopback
+
 __all__ = ["BODY_SLICE", "BODY_TIMEOUT", "IDLE_TIMEOUT", "LINGER", "MAX_HEADERS", "MAX_HEADER_FIELDS",
            "MAX_PENDING_OUTPUT", "REQUEST_TIMEOUT", "HostPolicy", "HttpConnection", "Request",
            "Response", "Work"]
@@ -130,13 +132,11 @@ def _split_host(value: str) -> tuple[str, int | None] | None:
 
 
 def _is_loopback(name: str) -> bool:
+    """Whether a host name is a loopback address (a name is not: ``localhost`` aside)."""
     try:
-        address = ipaddress.ip_address(name)
+        return is_loopback(ipaddress.ip_address(name))
     except ValueError:
         return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback
 
 
 @final

@@ -387,12 +387,15 @@ class AccessControl:
         """Whether ``name`` may log in with ``password`` from a client that came over a loopback
         interface (``loopback``) or not: an existing user, a non-blank password that matches,
         and not a loopback-only user from elsewhere."""
+        return self._credentials_match(name, password) and self.allowed_from(
+            name, loopback=loopback)
+
+    def _credentials_match(self, name: str, password: str) -> bool:
+        """An existing user, and a non-blank password that matches (RabbitMQ refuses blank
+        passwords outright)."""
         user = self.users.get(name)
-        if user is None or password == "":  # RabbitMQ refuses blank passwords outright
-            return False
-        if not _password_matches(user.password, password):
-            return False
-        return self.allowed_from(name, loopback=loopback)
+        return user is not None and password != "" and _password_matches(user.password,
+                                                                            password)
 
     def allowed_from(self, name: str, *, loopback: bool) -> bool:
         """Whether ``name`` may connect from where the client is: a loopback-only user (guest,
@@ -426,8 +429,7 @@ class AccessControl:
                 client is asked for credentials again), ``"User can only log in via
                 localhost"``, ``"Not management user"``.
         """
-        user = self.users.get(name)
-        if user is None or password == "" or not _password_matches(user.password, password):
+        if not self._credentials_match(name, password):
             raise ManagementRefused("Login failed", challenge=True)
         if not self.allowed_from(name, loopback=loopback):
             raise ManagementRefused("User can only log in via localhost")
