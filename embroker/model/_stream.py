@@ -248,7 +248,8 @@ def message_size(message: Message) -> int:
 @final
 class ChunkReader:
     """A reader of whole chunks (a stream-protocol subscription): from its offset, one chunk per
-    unit of credit, handed to ``on_chunk``; ``on_gone`` when the stream is deleted.
+    unit of credit, handed to ``on_chunk`` (who holds it hears of a deletion through the
+    stream's :attr:`StreamLog.monitors`).
 
     Attributes:
         position: the offset of the next message it has not been sent.
@@ -256,20 +257,19 @@ class ChunkReader:
         paused: whether it is sent nothing for now, whatever its credit (:meth:`pause`).
     """
 
-    __slots__ = ("credit", "filter", "log", "on_chunk", "on_gone", "paused", "position")
+    __slots__ = ("credit", "filter", "log", "on_chunk", "paused", "position")
 
     def __init__(self, log: StreamLog, position: int, credit: int,
-                 on_chunk: Callable[[Chunk], None], on_gone: Callable[[], None],
-                 filter_spec: FilterSpec | None = None, *, paused: bool = False) -> None:
+                 on_chunk: Callable[[Chunk], None],
+                 filter_spec: FilterSpec | None = None) -> None:
         self.log = log
         self.position = position
         self.credit = credit
         self.on_chunk = on_chunk
-        self.on_gone = on_gone
         #: Its filter (RabbitMQ 3.13+), or ``None``: the chunks that do not match are skipped
         #: and take no credit.
         self.filter = filter_spec
-        self.paused = paused
+        self.paused = False
 
     def pause(self) -> None:
         """Send nothing more until :meth:`resume` (its owner's output waits to be written);
@@ -405,12 +405,10 @@ class StreamLog:
         return chunk
 
     def reader(self, spec: OffsetSpec, credit: int, on_chunk: Callable[[Chunk], None],
-               on_gone: Callable[[], None], filter_spec: FilterSpec | None = None, *,
-               paused: bool = False) -> ChunkReader:
+               filter_spec: FilterSpec | None = None) -> ChunkReader:
         """A new chunk reader from where ``spec`` says (see :meth:`start_offset`); the chunks
-        its credit allows go out at once, unless it starts ``paused``."""
-        reader = ChunkReader(self, self.start_offset(spec), credit, on_chunk, on_gone,
-                             filter_spec, paused=paused)
+        its credit allows go out at once."""
+        reader = ChunkReader(self, self.start_offset(spec), credit, on_chunk, filter_spec)
         self.readers.append(reader)
         reader.pump()
         return reader
@@ -474,14 +472,12 @@ class StreamLog:
             group[0].activate()
 
     def stop(self) -> None:
-        """The stream is deleted: its timer must not fire, its readers are told, then its
-        monitors."""
+        """The stream is deleted: its timer must not fire, its readers read no more, its
+        monitors are told."""
         if self._age_timer is not None:
             self._age_timer.cancel()
             self._age_timer = None
-        readers, self.readers = self.readers, []
-        for reader in readers:
-            reader.on_gone()
+        self.readers = []
         monitors, self.monitors = self.monitors, {}
         for monitor in monitors.values():
             monitor()

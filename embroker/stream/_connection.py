@@ -799,10 +799,12 @@ class StreamConnection:
             self._notify()
 
         credit, subscription.credit = subscription.credit, 0
-        subscription.reader = subscription.log.reader(spec, credit, on_chunk, _nothing,
-                                                      subscription.filter, paused=True)
-        if not self._paused:  # (known as a reader of the connection before it reads)
-            subscription.reader.resume()
+        # (known as the subscription's reader before it reads: on_chunk may pause it)
+        reader = subscription.reader = subscription.log.reader(spec, 0, on_chunk,
+                                                               subscription.filter)
+        if self._paused:
+            reader.pause()
+        reader.add_credit(credit)
 
     def _activate(self, subscription_id: int) -> None:
         # A single active consumer becomes active: ask its client where to start
@@ -933,10 +935,6 @@ class StreamConnection:
             self._send(self._respond(Key.PARTITIONS, correlation, _code(exc)).int32(0).frame())
             return
         self._send(self._respond(Key.PARTITIONS, correlation).strings(streams).frame())
-
-
-def _nothing() -> None:
-    """(A subscription's reader is not told its stream is gone: its connection is, once.)"""
 
 
 def _subscription_filter(properties: dict[str, str]) -> FilterSpec | None:
