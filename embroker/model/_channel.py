@@ -707,9 +707,7 @@ class Channel:
         Raises:
             NotFound: (404) no such exchange.
         """
-        exchange = self.vhost.exchanges.get(super_stream)
-        if exchange is None:
-            raise NotFound(f"no {self.vhost.resource('exchange', super_stream)}")
+        exchange = self.vhost.lookup_exchange(super_stream)
         queues = self.vhost._route(exchange, [routing_key], None)[0]
         return [q.name for q in queues if q.stream is not None]
 
@@ -720,9 +718,7 @@ class Channel:
         Raises:
             NotFound: (404) no such exchange.
         """
-        exchange = self.vhost.exchanges.get(super_stream)
-        if exchange is None:
-            raise NotFound(f"no {self.vhost.resource('exchange', super_stream)}")
+        exchange = self.vhost.lookup_exchange(super_stream)
         bindings = sorted((b for b in exchange.bindings.values()
                            if getattr(b.destination, "stream", None) is not None),
                           key=_partition_order)

@@ -15,7 +15,7 @@ import pytest
 
 from embroker import Broker
 from embroker.client import Channel
-from embroker.errors import InternalError, NotImplementedAMQP, PreconditionFailed
+from embroker.errors import InternalError, NotFound, NotImplementedAMQP, PreconditionFailed
 from embroker.model import ManualClock
 from embroker.model._stream import StreamLog, max_age_ms, parse_offset_spec
 
@@ -398,3 +398,25 @@ def test_definitions_keep_a_stream_and_routing_explains_it(broker: Broker, ch: C
     assert queue.stream is not None
     assert queue.arguments == {"x-queue-type": "stream", "x-max-age": "1D"}
     assert queue.stream.max_age == 86_400_000
+
+
+def test_a_super_stream_routes_through_its_exchange_type_and_lists_partitions_in_order(
+        broker: Broker, ch: Channel) -> None:
+    """rabbit_stream_manager:route/3 routes the key as a publish would (a topic exchange's
+    patterns too), keeping the queues that are streams; partitions/2 orders the bindings by
+    x-stream-partition-order. A missing exchange is 404, naming what is missing (for "did you mean")."""
+    ch.exchange_declare("orders", "topic", durable=True)
+    for order, (name, pattern) in enumerate([("s-eu", "eu.#"), ("s-us", "us.*"),
+                                             ("s-all", "#")]):
+        declare(ch, name)
+        ch.queue_bind(name, "orders", pattern, {"x-stream-partition-order": 2 - order})
+    ch.queue_declare("classic", durable=True)
+    ch.queue_bind("classic", "orders", "#")
+    model = broker.open_connection("/").open_channel(1)
+    assert model.super_stream_route("orders", "eu.paris.new") == ["s-all", "s-eu"]
+    assert model.super_stream_route("orders", "us.ny.new") == ["s-all"]
+    assert model.super_stream_partitions("orders") == ["s-all", "s-us", "s-eu"]
+    with pytest.raises(NotFound) as missing:
+        model.super_stream_route("order", "eu")
+    assert missing.value.reply_text == "NOT_FOUND - no exchange 'order' in vhost '/'"
+    assert missing.value.missing == ("exchange", "order")  # (what "did you mean" goes by)
