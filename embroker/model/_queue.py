@@ -564,8 +564,7 @@ class Queue:
                 return True
         self._ready.append(entry)
         self._ready_bytes += len(message.body)
-        if message.properties.get("delivery_mode") == 2:
-            self._count_persistent(message, 1)
+        self._count_persistent(message, 1)
         if self._consumer_count:
             self.dispatch()
         if limited:
@@ -623,11 +622,11 @@ class Queue:
     def _take(self) -> QueuedMessage:
         entry = self._ready.popleft()
         self._ready_bytes -= len(entry.message.body)
-        if entry.message.properties.get("delivery_mode") == 2:
-            self._count_persistent(entry.message, -1)
+        self._count_persistent(entry.message, -1)
         return entry
 
     def _count_persistent(self, message: Message, sign: int) -> None:
+        """Count a ready message in (``sign`` 1) or out (-1), if it is persistent."""
         if message.properties.get("delivery_mode") == 2:
             counts = self._ready_persistent
             counts[0] += sign
@@ -650,8 +649,7 @@ class Queue:
         self.unacked += 1
         entry = self._ready.popleft()
         self._ready_bytes -= len(entry.message.body)
-        if entry.message.properties.get("delivery_mode") == 2:
-            self._count_persistent(entry.message, -1)
+        self._count_persistent(entry.message, -1)
         if self._expiring:
             self._expire_head()  # as RabbitMQ: a newly exposed expired head goes at once
         if self._enqueuers:
