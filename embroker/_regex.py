@@ -1042,7 +1042,7 @@ def compile(pattern: str | bytes, flags: int = 0, *,
         ValueError: flags that do not fit the pattern (``re``'s).
         TypeError: a pattern that is neither ``str`` nor ``bytes``.
     """
-    if isinstance(pattern, str):
+    if isinstance(pattern, str):  # (two branches: each makes its own Pattern type)
         return Pattern(pattern, flags, cache_budget, quick)
     if isinstance(pattern, bytes):
         return Pattern(pattern, flags, cache_budget, quick)

@@ -29,6 +29,7 @@ from .errors import (
     ConnectionClosed,
     NackError,
     UnroutableError,
+    add_note,
 )
 from .model import (
     PROPERTY_NAMES,
@@ -98,18 +99,6 @@ def _model_call(method: Callable[Concatenate[Channel, P], R]) -> Callable[Concat
     wrapper.__qualname__ = method.__qualname__
     wrapper.__doc__ = method.__doc__
     return wrapper
-
-
-def _add_note(exc: BaseException, note: str) -> None:
-    """PEP 678's ``add_note`` (Python 3.11+; ``__notes__`` before, which pytest shows)."""
-    if hasattr(exc, "add_note"):
-        exc.add_note(note)
-    else:
-        notes = getattr(exc, "__notes__", None)
-        if notes is None:
-            notes = []
-            exc.__notes__ = notes  # type: ignore[attr-defined]
-        notes.append(note)
 
 
 def _properties(properties: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
@@ -258,7 +247,7 @@ class Channel:
         if exc.missing is not None:
             meant = self._model.vhost.suggest(*exc.missing)
             if meant is not None:
-                _add_note(exc, f"did you mean {exc.missing[0]} '{meant}'?")
+                add_note(exc, f"did you mean {exc.missing[0]} '{meant}'?")
         if isinstance(exc, ChannelException):
             self.closed_by = exc
             self._model.close()

@@ -364,3 +364,15 @@ class PortInUse(OSError):
 
     def __str__(self) -> str:
         return f"port {self.port} on {self.host} is in use"
+
+
+def add_note(exc: BaseException, note: str) -> None:
+    """PEP 678's ``add_note`` (Python 3.11+; ``__notes__`` before, which pytest shows)."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+    else:
+        notes = getattr(exc, "__notes__", None)
+        if notes is None:
+            notes = []
+            exc.__notes__ = notes  # type: ignore[attr-defined]
+        notes.append(note)

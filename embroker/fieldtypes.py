@@ -160,7 +160,7 @@ def json_value(value: Any) -> Any:
     ...             "v": None, "b": b"\\xff", "a": [Short(1), "x"]})
     {'n': 7, 't': 1767312000, 'v': 'undefined', 'b': 'Not UTF-8, base64 is: /w==', 'a': [1, 'x']}
     """
-    if isinstance(value, str) or (isinstance(value, (int, float)) and type(value) in _PLAIN):
+    if isinstance(value, str) or type(value) in (int, float, bool):
         return value
     if isinstance(value, Mapping):
         return {str(k): json_value(v) for k, v in value.items()}
@@ -176,9 +176,7 @@ def json_value(value: Any) -> Any:
             return "Not UTF-8, base64 is: " + lines
     if value is None:
         return "undefined"
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
+    if isinstance(value, int):  # (a typed one: Long, Short...)
         return int(value)
     if isinstance(value, float):
         return float(value)
@@ -188,9 +186,6 @@ def json_value(value: Any) -> Any:
     if isinstance(value, decimal.Decimal):
         return float(value) if value.is_finite() else str(value)
     return str(value)
-
-
-_PLAIN = (int, float, bool)
 
 
 def shown(value: Any) -> str:

@@ -71,6 +71,7 @@ from .errors import (
     ConnectionForced,
     InternalError,
     PortInUse,
+    add_note,
     error_for_code,
 )
 from .model._access import is_loopback
@@ -268,9 +269,7 @@ class ErrorLog(Sequence[BaseException]):
         notes = getattr(exc, "__notes__", None)
         if not any(isinstance(n, str) and n.startswith(_NOTE) for n in notes or ()):
             note = f"{_NOTE}{where})\n" + "".join(stack).rstrip()
-            add_note = getattr(exc, "add_note", None)
-            if add_note is not None:
-                add_note(note)
+            add_note(exc, note)
         with self._guard:
             self._kept.append((exc, "".join(stack)))
             self.total += 1
