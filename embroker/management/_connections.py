@@ -154,8 +154,9 @@ def _no_owner(api: ManagementAPI, call: Call) -> object:
 
 @route("GET", "connections/username/{username}", Rule.OWNER, owner=_no_owner)
 def _connections_of_user(api: ManagementAPI, call: Call) -> Any:
+    wire = api.wire()
     with api.broker.locked():
-        return [{"name": api.identity(c, api.wire())[0], "vhost": c.vhost.name, "user": c.user,
+        return [{"name": api.identity(c, wire)[0], "vhost": c.vhost.name, "user": c.user,
                  "node": views.NODE} for c in _user_connections(api, call)]
 
 
