@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
-from ..errors import AMQPError, NotAllowed
+from ..errors import AMQPError
 from ..fieldtypes import Long, Timestamp
 from ..model import Returned
 from ..model._access import Rule
@@ -19,7 +19,7 @@ from . import _listing
 from . import _steps as steps
 from . import _views as views
 from ._http import Response
-from ._routes import Call, HttpError, bad_request, not_found, route
+from ._routes import Call, bad_request, not_found, route
 from ._schema import Field, Schema, boolean, integer, json_object, optional, table, text
 from ._steps import Steps
 
@@ -120,24 +120,14 @@ def _exchange_publish(api: ManagementAPI, call: Call) -> Any:
         raise bad_request(["unsupported_encoding", encoding])
     props = _amqp_properties(body["properties"])
     returned: list[object] = []
-    with api.broker.locked():
-        if vhost not in api.broker.vhosts:
-            raise HttpError(404, "not_found", "vhost_not_found")
+    with api.channel(call, vhost) as channel:
+        channel.listener = returned.append  # basic.return of the mandatory publish
         try:
-            connection = api.broker.open_connection(vhost, user=call.user, name=(
-                f"management API ({call.user})"))
-        except NotAllowed:
-            raise HttpError(401, "not_authorised", "Access refused.") from None
-        try:
-            channel = connection.open_channel(1)
-            channel.listener = returned.append  # basic.return of the mandatory publish
-            # As RabbitMQ's management: mandatory, and routed unless it comes back; a refusal
-            # keeps the channel's close reason ("404 NOT_FOUND - no exchange ...").
+            # As RabbitMQ's management: mandatory, and routed unless it comes back; any
+            # refusal is 400 with the channel's close reason ("404 NOT_FOUND - no exchange").
             channel.basic_publish(name, body["routing_key"], data, props, mandatory=True)
         except AMQPError as error:
             raise bad_request(f"{error.reply_code} {error.reply_text}") from None
-        finally:
-            connection.close()
     return {"routed": not any(isinstance(event, Returned) for event in returned)}
 
 
