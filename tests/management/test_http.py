@@ -3,6 +3,7 @@ hostile HTTP client against a listener that serves AMQP clients meanwhile."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import select
@@ -574,7 +575,7 @@ def test_unauthenticated_clients_with_unfinished_bodies_hold_none_of_their_bodie
         socks = []
         for _ in range(5):
             sock = socket.create_connection(("127.0.0.1", port))
-            sock.sendall(b"PUT /api/definitions HTTP/1.1\r\nHost: localhost\r\n"
+            sock.sendall(b"POST /api/definitions HTTP/1.1\r\nHost: localhost\r\n"
                          b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
                          % MAX_BODY)
             sock.settimeout(5)
@@ -588,6 +589,39 @@ def test_unauthenticated_clients_with_unfinished_bodies_hold_none_of_their_bodie
         assert len(screen.seen) == 5
         for sock in socks:
             sock.close()
+    assert server.errors == []
+
+
+@pytest.mark.parametrize(("credentials", "reason"), [
+    (None, b""), (b"Basic " + base64.b64encode(b"watch:pw"), b"Not administrator user"),
+    (b"Basic " + base64.b64encode(b"guest:wrong"), b"Login failed")])
+def test_the_apis_own_screen_refuses_from_the_headers_before_any_of_the_body(
+        credentials: bytes | None, reason: bytes) -> None:
+    """ManagementAPI.screen itself (no stand-in): no credentials, a user whose tags the
+    route's rule refuses (a monitor importing definitions), a wrong password: 401 as soon as
+    the headers are in, with a body of 20 MiB announced and none of it sent."""
+    broker = Broker()
+    broker.add_user("watch", "pw", tags=["monitoring"])
+    with broker.serve(management=True) as server:
+        port = server.management_port
+        assert port is not None
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(b"POST /api/definitions HTTP/1.1\r\nHost: localhost\r\n"
+                         + (b"Authorization: " + credentials + b"\r\n" if credentials else b"")
+                         + b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                         % MAX_BODY)
+            sock.settimeout(5)
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += sock.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 401 ")
+            if reason:
+                head, _, body = answer.partition(b"\r\n\r\n")
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                while len(body) < length:
+                    body += sock.recv(4096)
+                assert reason in body
     assert server.errors == []
 
 
