@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,3 +112,40 @@ def test_what_processes_started_meanwhile_write_goes_to_the_log_for_good(
     out, err = capfd.readouterr()
     assert (out, err) == ("", "[ 0.1s] a progress line\n")
     assert log.read_text() == "started\nlog4j later\n"
+
+
+@pytest.mark.parametrize(("outcome", "code", "kept"), [
+    ("spark failed", 2, True), ("bad traffic", 2, False), ("done", 0, False)])
+def test_sparks_log_is_named_when_spark_fails_and_deleted_otherwise(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        outcome: str, code: int, kept: bool) -> None:
+    """The command's side of Spark's own output (no Spark needed: ``analyze`` stands in,
+    writing to the log it is given as Spark's JVM would)."""
+    import tempfile
+
+    import embroker.analytics._analyze as analyze_module
+    from embroker.__main__ import main
+    from embroker.analytics._inputs import TrafficError
+    from embroker.analytics._spark import AnalyticsError
+
+    logs: list[Path] = []
+
+    def analyze(*_args: Any, spark_log: Path, **_kwargs: Any) -> dict[str, Any]:
+        logs.append(spark_log)
+        spark_log.write_text("WARN Utils: what Java said\n")
+        if outcome == "spark failed":
+            raise AnalyticsError("Spark's Python workers could not import pyarrow")
+        if outcome == "bad traffic":
+            raise TrafficError("traffic.log: line 1 is not JSON")
+        return {"recorded": 0, "messages": 1, "inputs": 1}
+
+    monkeypatch.setattr(analyze_module, "analyze", analyze)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["analyze", "--definitions", "d.json", "--traffic", "t.log", "--out",
+                 str(tmp_path / "out")]) == code
+    err = capsys.readouterr().err
+    (log,) = logs
+    assert log.parent == tmp_path
+    assert log.exists() is kept
+    assert (str(log) in err) is kept
+    assert "what Java said" not in err
