@@ -120,8 +120,10 @@ def run_condition(amqp_url: str, http_port: int, vhost: str, name: str, seconds:
 
 
 def report(name: str, times: list[float], requests: int, ours: float | None = None) -> float:
+    """A line of the table (with ``ours``, embroker's median for the same condition: the
+    ratio of it to this median); returns the median."""
     median = percentile(times, 0.5)
-    ratio = f"{median / ours:8.2f}" if ours else " " * 8
+    ratio = f"{ours / median:8.2f}" if ours is not None and median else " " * 8
     print(f"  {name:12} {len(times):8} {median:8.3f} {percentile(times, 0.99):8.3f} "
           f"{max(times):9.2f} {requests:9} {ratio}")
     return median
@@ -193,10 +195,7 @@ def reference_side(queues: int, seconds: float, clients: int, ours: dict[str, fl
             times, requests = run_condition(
                 f"amqp://guest:guest@127.0.0.1:5672/{quoted}", 15672, vhost, name, seconds,
                 clients, "guest:guest")
-            median = percentile(times, 0.5)
-            ratio = ours[name] / median if median else 0.0
-            print(f"  {name:12} {len(times):8} {median:8.3f} {percentile(times, 0.99):8.3f} "
-                  f"{max(times):9.2f} {requests:9} {ratio:8.2f}")
+            report(name, times, requests, ours[name])
     finally:
         call("DELETE", f"/vhosts/{quoted}")
 

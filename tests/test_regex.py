@@ -186,10 +186,7 @@ CASES: list[tuple[str, int, str, bool]] = [
 def test_each_construct_answers_as_re(pattern: str, flags: int, subject: str,
                                       expected: bool) -> None:
     assert (re.search(pattern, subject, flags) is not None) == expected  # the case itself
-    assert _regex.compile(pattern, flags).search(subject) == expected
-    assert _regex.compile(pattern, flags, quick=False).search(subject) == expected
-    whole = re.fullmatch(pattern, subject, flags) is not None
-    assert _regex.compile(pattern, flags, quick=False).fullmatch(subject) == whole
+    _agree(pattern, flags, subject)  # search and fullmatch, quick path and linear engine
 
 
 BYTES_CASES: list[tuple[bytes, int, bytes, bool]] = [
@@ -210,8 +207,7 @@ BYTES_CASES: list[tuple[bytes, int, bytes, bool]] = [
 def test_bytes_patterns_answer_as_re(pattern: bytes, flags: int, subject: bytes,
                                      expected: bool) -> None:
     assert (re.search(pattern, subject, flags) is not None) == expected
-    assert _regex.compile(pattern, flags, quick=False).search(subject) == expected
-    assert _regex.compile(pattern, flags).search(subject) == expected
+    _agree(pattern, flags, subject)
 
 
 def test_bytearray_and_memoryview_subjects_are_searched_as_bytes() -> None:

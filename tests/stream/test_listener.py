@@ -12,6 +12,7 @@ from embroker import Broker, ManualClock
 from embroker.stream import MAX_UNSENT, Key, State, Writer
 from tests.management.test_api import Api
 from tests.stream.interop import SCRIPTS, run
+from tests.stream.test_backpressure import CHUNK_BODY, stream_of
 from tests.stream.test_connection import Peer
 from tests.stream.test_raw_frames import RawClient
 
@@ -162,12 +163,8 @@ def test_the_listener_holds_a_bounded_output_for_a_client_that_reads_nothing() -
     the listener holds about MAX_UNSENT for it (not 8 x 3 MiB); then it reads, and gets every
     chunk of every subscription in order."""
     broker = Broker()
-    subscriptions, chunks, body = 8, 48, 64 * 1024
-    with broker.connect() as client:
-        channel = client.channel()
-        channel.queue_declare("s", durable=True, arguments={"x-queue-type": "stream"})
-        for i in range(chunks):
-            channel.basic_publish("", "s", bytes([i]) * body)
+    subscriptions, chunks = 8, 48
+    stream_of(broker, chunks)  # (of 64 KiB each)
     with broker.serve(stream_port=0) as server:
         assert server.stream_port is not None
         raw = RawClient("127.0.0.1", server.stream_port)
@@ -181,7 +178,7 @@ def test_the_listener_holds_a_bounded_output_for_a_client_that_reads_nothing() -
         assert _wait(lambda: len(log.readers) == subscriptions)
         held = server._on_loop(lambda: sum(len(c.wbuf) for c in server._http_clients.values()),
                                5)
-        assert held <= MAX_UNSENT + body + 100
+        assert held <= MAX_UNSENT + CHUNK_BODY + 100
         delivered: dict[int, list[int]] = {}
         while sum(map(len, delivered.values())) < subscriptions * chunks:
             key, frame = raw.next()
