@@ -15,7 +15,7 @@ from . import Broker, __version__
 from .analytics._cli import add_commands as add_analytics_commands
 from .errors import AMQPError, DefinitionsError
 from .model._plugins import PLUGINS
-from .server import PortInUse, Server
+from .server import _KINDS, PortInUse, Server
 
 
 def _user(text: str) -> tuple[str, str]:
@@ -26,11 +26,10 @@ def _user(text: str) -> tuple[str, str]:
 
 
 def _limit(text: str) -> tuple[str, int | None]:
-    kind, sep, value = text.partition("=")
-    kinds = ("amqp", "management", "stream")
-    if not sep or kind not in kinds:
+    kind, sep, value = text.partition("=")  # (checked here too: a usage error at once)
+    if not sep or kind not in _KINDS:
         raise argparse.ArgumentTypeError(
-            f"expected KIND=N with KIND one of {', '.join(kinds)}, got {text!r}")
+            f"expected KIND=N with KIND one of {', '.join(_KINDS)}, got {text!r}")
     if value == "infinity":
         return kind, None
     if not value.isdigit() or int(value) < 1:

@@ -165,6 +165,21 @@ def test_cli_help_names_the_program_embroker() -> None:
     assert user_help.startswith("an administrator (tag administrator")
 
 
+@pytest.mark.parametrize(("value", "says"), [
+    ("amqp", "expected KIND=N with KIND one of amqp, management, stream"),
+    ("smtp=5", "expected KIND=N with KIND one of amqp, management, stream"),
+    ("stream=0", "expected a number of connections (1 or more) or infinity"),
+    ("management=lots", "expected a number of connections (1 or more) or infinity")])
+def test_a_max_connections_the_command_cannot_read_is_a_usage_error(
+        value: str, says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from embroker.__main__ import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["serve", "--max-connections", value])
+    assert stopped.value.code == 2
+    assert says in capsys.readouterr().err
+
+
 def test_restart_drops_wire_clients_and_they_can_reconnect(broker: Broker) -> None:
     with broker.serve() as server:
         conn = pika.BlockingConnection(pika.URLParameters(server.url))
