@@ -16,7 +16,13 @@ import pytest
 
 from embroker import Broker
 from embroker.errors import PreconditionFailed
-from embroker.model._definitions import DefinitionsError, HashedPassword, hash_password
+from embroker.model._definitions import (
+    EXPORT_STEP,
+    DefinitionsError,
+    HashedPassword,
+    export_steps,
+    hash_password,
+)
 
 #: Exported from RabbitMQ 3.10.8 with ``rabbitmqctl export_definitions`` (unrelated queues cut).
 EXPORTED = Path(__file__).parent / "data" / "rabbitmq-3.10-definitions.json"
@@ -58,6 +64,35 @@ def test_export_then_load_gives_the_same_definitions(tmp_path: Path) -> None:
     assert again.users["app"] == "pw"
     assert again.users["app"] != "other"
     assert isinstance(again.users["app"], HashedPassword)
+
+
+def test_the_export_in_steps_leaves_out_what_was_deleted_between_its_steps() -> None:
+    """export_steps lets the broker's lock go between steps: an exchange or a queue deleted
+    meanwhile is not exported (an exchange declared again under its name came after the
+    export listed the vhost's exchanges: neither is)."""
+    broker = Broker()
+    channel = broker.connect().channel()
+    names = [f"n{i:03d}" for i in range(EXPORT_STEP + 50)]
+    for name in names:
+        channel.exchange_declare(name, "fanout", durable=True)
+        channel.queue_declare(name, durable=True)
+    steps = export_steps(broker)
+    next(steps)  # (the first EXPORT_STEP exchanges are behind it)
+    channel.exchange_delete(names[-1])
+    channel.queue_delete(names[0])
+    channel.exchange_delete(names[-2])
+    channel.exchange_declare(names[-2], "direct", durable=True)  # another one, same name
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            document = done.value
+            break
+    exported = {x["name"]: x["type"] for x in document["exchanges"]}
+    assert names[-1] not in exported
+    assert names[-2] not in exported  # (the one met is gone; the new one came after)
+    assert names[0] not in {q["name"] for q in document["queues"]}
+    assert len(document["queues"]) == len(names) - 1
 
 
 def test_hashed_passwords_follow_rabbitmq() -> None:
