@@ -429,3 +429,17 @@ def test_a_jms_like_pattern_is_matched_without_backtracking() -> None:
     selector = Selector("p LIKE '" + "%a" * 12 + "%b'")
     assert not selector.matches_values({"p": "a" * 60})
     assert selector.matches_values({"p": "a" * 60 + "b"})
+
+
+def test_a_like_pattern_too_large_to_match_in_linear_time_is_a_filter_error() -> None:
+    """Past the linear matcher's size (MAX_NFA_NODES) a pattern is refused, with why, in
+    both dialects: never handed to a backtracking matcher."""
+    from embroker._regex import MAX_NFA_NODES
+    from embroker.amqp10._filters import SqlError, _compile_pattern
+    from embroker.amqp10._selector import SelectorError
+
+    huge = "%a_" * MAX_NFA_NODES
+    with pytest.raises(SqlError, match="LIKE pattern too large"):
+        _compile_pattern(huge, None)
+    with pytest.raises(SelectorError, match="LIKE pattern"):
+        Selector(f"p LIKE '{huge}'")
