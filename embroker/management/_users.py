@@ -6,11 +6,18 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AccessControlError, DefinitionsError
-from ..model._access import SHA256, HashedPassword, Rule, User, hash_password
+from ..model._access import (
+    SHA256,
+    AccessControl,
+    HashedPassword,
+    Rule,
+    User,
+    hash_password,
+)
 from ._http import Response
 from ._routes import Call, HttpError, bad_request, not_found, route
 from ._schema import ABSENT, Field, Schema, boolean, json_object, optional, text, text_or_list
@@ -138,30 +145,43 @@ def _user_delete(api: ManagementAPI, call: Call) -> Any:
     return Response(204)
 
 
+def permission_rows(access: AccessControl, users: Iterable[str], vhosts: Iterable[str], *,
+                    topic: bool = False) -> list[dict[str, Any]]:
+    """The permissions (or topic permissions) of ``users`` in ``vhosts`` as RabbitMQ's
+    management shows them: a row each, ``user`` and ``vhost`` first."""
+    vhosts = list(vhosts)
+    rows = []
+    for user in users:
+        for vhost in vhosts:
+            if topic:
+                entries: Iterable[Any] = access.topic_permissions(user, vhost)
+            else:
+                granted = access.permissions(user, vhost)
+                entries = () if granted is None else (granted,)
+            rows += [{"user": user, "vhost": vhost, **entry._asdict()} for entry in entries]
+    return rows
+
+
 @route("GET", "users/{user}/permissions", Rule.ADMIN)
 def _user_permissions(api: ManagementAPI, call: Call) -> Any:
     broker = api.broker
     with broker.locked():
-        name = _user(api, call).name
-        return [{"user": name, "vhost": vhost, **p._asdict()} for vhost in broker.vhosts
-                if (p := broker.access.permissions(name, vhost)) is not None]
+        return permission_rows(broker.access, [_user(api, call).name], broker.vhosts)
 
 
 @route("GET", "users/{user}/topic-permissions", Rule.ADMIN)
 def _user_topic_permissions(api: ManagementAPI, call: Call) -> Any:
     broker = api.broker
     with broker.locked():
-        name = _user(api, call).name
-        return [{"user": name, "vhost": vhost, **e._asdict()} for vhost in broker.vhosts
-                for e in broker.access.topic_permissions(name, vhost)]
+        return permission_rows(broker.access, [_user(api, call).name], broker.vhosts,
+                               topic=True)
 
 
 @route("GET", "permissions", Rule.ADMIN)
 def _permissions(api: ManagementAPI, call: Call) -> Any:
     broker = api.broker
     with broker.locked():
-        items = [{"user": user, "vhost": vhost, **p._asdict()} for user in broker.access.users
-                 for vhost in broker.vhosts if (p := broker.access.permissions(user, vhost))]
+        items = permission_rows(broker.access, broker.access.users, broker.vhosts)
     return api.listing(call, items)
 
 
@@ -169,10 +189,10 @@ def _permissions(api: ManagementAPI, call: Call) -> Any:
 def _permission_get(api: ManagementAPI, call: Call) -> Any:
     vhost, user = call.params["vhost"], call.params["user"]
     with api.broker.locked():
-        found = api.broker.access.permissions(user, vhost)
-        if found is None or user not in api.broker.access.users:
-            raise not_found()
-        return {"user": user, "vhost": vhost, **found._asdict()}
+        found = permission_rows(api.broker.access, [user], [vhost])
+    if not found:
+        raise not_found()
+    return found[0]
 
 
 _PERMISSIONS = Schema({key: Field(text, required=True) for key in
@@ -226,9 +246,7 @@ def _revoke(api: ManagementAPI, call: Call, held: Callable[[str, str], object],
 def _topic_permissions(api: ManagementAPI, call: Call) -> Any:
     broker = api.broker
     with broker.locked():
-        items = [{"user": user, "vhost": vhost, **e._asdict()} for user in broker.access.users
-                 for vhost in broker.vhosts
-                 for e in broker.access.topic_permissions(user, vhost)]
+        items = permission_rows(broker.access, broker.access.users, broker.vhosts, topic=True)
     return api.listing(call, items)
 
 
@@ -236,10 +254,10 @@ def _topic_permissions(api: ManagementAPI, call: Call) -> Any:
 def _topic_permission_get(api: ManagementAPI, call: Call) -> Any:
     vhost, user = call.params["vhost"], call.params["user"]
     with api.broker.locked():
-        found = api.broker.access.topic_permissions(user, vhost)
-        if not found:
-            raise not_found()
-        return [{"user": user, "vhost": vhost, **e._asdict()} for e in found]
+        found = permission_rows(api.broker.access, [user], [vhost], topic=True)
+    if not found:
+        raise not_found()
+    return found
 
 
 @route("PUT", "topic-permissions/{vhost}/{user}", Rule.ADMIN, body=_TOPIC_PERMISSIONS)

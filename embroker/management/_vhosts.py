@@ -13,6 +13,7 @@ from ._http import Response
 from ._routes import Call, route
 from ._schema import Field, Schema, boolean, text, text_or_list
 from ._steps import Steps
+from ._users import permission_rows
 
 if TYPE_CHECKING:
     from ._api import ManagementAPI
@@ -88,17 +89,14 @@ def _vhost_start(api: ManagementAPI, call: Call) -> Any:
 @route("GET", "vhosts/{vhost}/permissions", Rule.ADMIN)
 def _vhost_permissions(api: ManagementAPI, call: Call) -> Any:
     with api.broker.locked():
-        name = api.vhost(call).name
-        items = [{"vhost": name, "user": user, **p._asdict()}
-                 for user, p in api.broker.list_permissions(name).items()]
+        access = api.broker.access
+        items = permission_rows(access, access.users, [api.vhost(call).name])
     return api.listing(call, items)
 
 
 @route("GET", "vhosts/{vhost}/topic-permissions", Rule.ADMIN)
 def _vhost_topic_permissions(api: ManagementAPI, call: Call) -> Any:
     with api.broker.locked():
-        name = api.vhost(call).name
-        items = [{"vhost": name, "user": user, **e._asdict()}
-                 for user, entries in api.broker.list_topic_permissions(name).items()
-                 for e in entries]
+        access = api.broker.access
+        items = permission_rows(access, access.users, [api.vhost(call).name], topic=True)
     return api.listing(call, items)
