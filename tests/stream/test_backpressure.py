@@ -100,18 +100,25 @@ def stream_of(broker: Broker, chunks: int) -> None:
 FRAME = 4 + 4 + 1 + 48 + 4 + CHUNK_BODY + 200
 
 
-def test_subscriptions_stop_while_the_output_is_unwritten_and_go_on_in_order_once_written(
-) -> None:
-    """One connection, 20 subscriptions from the first offset, credit for all 64 chunks each,
-    a client that reads nothing: what is held stays within the bound (instead of 20 x 4 MiB).
-    Then it reads: every subscription gets every chunk, in order, once; a publish made while
-    they were paused comes after."""
+def _subscribed_to_all() -> tuple[Broker, Driver]:
+    """A stream of CHUNKS chunks and one connection with SUBSCRIPTIONS subscriptions from its
+    first offset, credit for all of it, that has written nothing yet."""
     broker = Broker()
     stream_of(broker, CHUNKS)
     driver = Driver(broker)
     driver.open()
     for subscription in range(SUBSCRIPTIONS):
         driver.subscribe(subscription, 1000)
+    return broker, driver
+
+
+def test_subscriptions_stop_while_the_output_is_unwritten_and_go_on_in_order_once_written(
+) -> None:
+    """One connection, 20 subscriptions from the first offset, credit for all 64 chunks each,
+    a client that reads nothing: what is held stays within the bound (instead of 20 x 4 MiB).
+    Then it reads: every subscription gets every chunk, in order, once; a publish made while
+    they were paused comes after."""
+    broker, driver = _subscribed_to_all()
     with broker.connect() as other:
         other.channel().basic_publish("", "s", b"late")  # (offset 64, while they are paused)
     assert driver.most_held <= MAX_UNSENT + FRAME
@@ -127,12 +134,7 @@ def test_subscriptions_stop_while_the_output_is_unwritten_and_go_on_in_order_onc
 def test_they_go_on_in_turns() -> None:
     """Each time the output is written, the chunks go to the subscriptions from the next one
     on: none is sent its whole stream while another has been sent nothing."""
-    broker = Broker()
-    stream_of(broker, CHUNKS)
-    driver = Driver(broker)
-    driver.open()
-    for subscription in range(SUBSCRIPTIONS):
-        driver.subscribe(subscription, 1000)
+    _broker, driver = _subscribed_to_all()
     while driver.held:
         driver.drain()
         counts = [len(driver.delivered.get(s, [])) for s in range(SUBSCRIPTIONS)]
