@@ -24,11 +24,11 @@ include the two ``time.thread_time()`` calls around each turn (a system call on 
 machines); the line under the table says what an empty pair of them costs here, to subtract by
 eye. Nothing is asserted.
 
-The loop's pause for streaming clients (``embroker.server._BATCH_PAUSE``) is off here, and with it
-the hold for a consumer's acks (``Server._hold``): every turn
-of this harness finds the client's bytes waiting already, which the loop takes for a client
-that streams and pauses for, where a paced client's bytes arrive while the loop waits in select
-(no pause). With it on, each turn here would count a pause's system calls for one message.
+The loop's batching pauses (``embroker._batching.BatchingPolicy(enabled=False)``) are off here,
+the hold for a consumer's acks with them: every turn of this harness finds the client's bytes
+waiting already, which the loop takes for a client that streams and pauses for, where a paced
+client's bytes arrive while the loop waits in select (no pause). With them on, each turn here
+would count a pause's system calls for one message.
 
 A second table measures the machine with no broker: the part of the figures above, and of the
 other benchmarks' server CPU, that no change to embroker's code can remove:
@@ -60,6 +60,7 @@ from processing import FRAME_MAX, HANDSHAKE, PUBLISH
 
 import embroker.server as server_module
 from embroker import Broker
+from embroker._batching import BatchingPolicy
 from embroker.amqp091 import FrameParser, encode_method_frame, methods
 from embroker.server import Server
 
@@ -69,8 +70,8 @@ class Rig:
 
     def __init__(self) -> None:
         self.broker = Broker()
-        server_module._BATCH_PAUSE = 0.0  # (see the module's docstring)
-        self.server = Server(self.broker)
+        # (no batching pauses: see the module's docstring)
+        self.server = Server(self.broker, batching=BatchingPolicy(enabled=False))
         self.server._prepare()
         self.server._loop_ident = threading.get_ident()  # this thread is the loop's
         self.next_tick = time.monotonic() + 3600  # no heartbeat ticks in the timed part

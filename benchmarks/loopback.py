@@ -73,7 +73,6 @@ import os
 import statistics
 import threading
 import time
-import types
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -81,7 +80,6 @@ from dataclasses import dataclass
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
-import embroker.server as server_module
 from embroker import Broker
 from embroker.amqp091._connection import ServerConnection
 from embroker.server import Server
@@ -206,30 +204,32 @@ def _profiled(profiler: cProfile.Profile | None, probe: Probe) -> Iterator[None]
 
 @contextlib.contextmanager
 def _counted(server: Server, probe: Probe) -> Iterator[None]:
-    """Count the listener's turns and the sleeps of its pauses (``Server._hold``,
-    ``Server._let_stream``) into ``probe.counts``: the server module gets a copy of ``time``
-    whose ``sleep`` counts (a module's attributes cost the same to look up)."""
+    """Count the listener's turns and the sleeps of its batching pauses into ``probe.counts``:
+    the listener's policy gets a pacer whose ``sleep`` counts (embroker._batching.Pacer)."""
     counts = [0, 0]
     turn = server._turn
+    pacer = server.batching.pacer
 
     def counted_turn(next_tick: float) -> float:
         counts[0] += 1
         return turn(next_tick)
 
-    def counted_sleep(seconds: float) -> None:
-        counts[1] += 1
-        time.sleep(seconds)
+    class CountingPacer:
+        perf_counter = staticmethod(pacer.perf_counter)
+        sched_yield = staticmethod(pacer.sched_yield)
 
-    counting_time = types.ModuleType("time")
-    counting_time.__dict__.update(time.__dict__)
-    counting_time.sleep = counted_sleep  # type: ignore[attr-defined]
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            counts[1] += 1
+            pacer.sleep(seconds)
+
     server._turn = counted_turn  # type: ignore[method-assign]
-    server_module.time = counting_time  # type: ignore[attr-defined]
+    server.batching.pacer = CountingPacer()
     probe.counts = lambda: (counts[0], counts[1])
     try:
         yield
     finally:
-        server_module.time = time  # type: ignore[attr-defined]
+        server.batching.pacer = pacer
 
 
 class RabbitTarget(Target):

@@ -61,9 +61,9 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar, final, overload
 
+from ._batching import BatchingPolicy, Plan, on_one_cpu
 from ._sniff import SniffingConnection
 from .amqp091 import ServerConnection as Amqp091Connection
-from .amqp091 import methods
 from .amqp10 import ServerConnection as Amqp10Connection
 from .errors import (
     ChannelException,
@@ -88,11 +88,6 @@ if TYPE_CHECKING:
 __all__ = ["ERRORS_KEPT", "ClientConnection", "ErrorLog", "PortInUse", "Server",
            "default_max_connections"]
 
-try:
-    from fcntl import ioctl
-    from termios import FIONREAD
-except ImportError:  # (Windows: the loop does not hold for acks, see _hold)
-    ioctl = None  # type: ignore[assignment]
 try:
     import resource
 except ImportError:  # (Windows: no descriptor limit to read)
@@ -119,56 +114,6 @@ _WORK_PER_TURN = 0.002
 #: what many clients asking for long answers at once may hold (a listing of 5,000 queues holds
 #: about 9 MB until it is sent).
 _ACTIVE_WORK = 4
-#: A select that answers within this found input waiting already: a client is streaming...
-_STREAMING = 0.00005
-#: ...and the loop lets it go on writing before reading, so that one read takes many of its
-#: frames: this long, then, as long as it keeps sending, steps twice as long each time up to
-#: ``_HOLD_MAX`` in all (``Server._let_stream``). A client in the listener's own process (a
-#: test's pika) hands the interpreter lock to the loop at every send(); read at once, each read
-#: would hold one publish and cost a whole turn (pika's pipelined lines in
-#: benchmarks/loopback.py: 0.36-0.55x RabbitMQ's rate without the pause, 0.58-0.99x with a fixed
-#: 200 us, and about half the loop's CPU per message; tx 0.9x -> 1.1x with the steps). A client
-#: that waits for each answer finds the loop waiting in select, not here: no delay for it; one
-#: that sent a burst and waits is read after the first step.
-#: On one CPU (the listener's thread may run on one only: ``taskset``, a container's cpuset), that
-#: test fails: a client in the listener's process has written all it could before the loop runs,
-#: so select answers at once for a client that waits for each answer too. There the loop first
-#: gives the CPU away (``os.sched_yield``): a client still writing runs and writes on, and the
-#: steps follow; one that waits for an answer sent nothing more, and is read at once. (pika
-#: confirming one by one, pinned to one CPU: 1.3k msg/s with two pauses a message -> 6.1-7.1k
-#: msg/s with 0.06; the pipelined lines of benchmarks/pipelined.py within their noise, tx 22 -> 30-41
-#: messages a turn.)
-#: A select that the loop had to wait for is no sign either way for a client whose writes wake
-#: it a few at a time, each later than the turn before (pika's transactions: a publish every
-#: 40 us, read 125 us after the write in the median). So a client whose last read held
-#: ``_PIPELINED`` commands or more and got no answer pipelines (``_Client.streams``): it gets
-#: the steps too, unless what waits ends with a whole command other than a publish, which it may
-#: wait on (``_ends_in_command``: a commit, a declare after a burst). (pika's tx line, 100
-#: publishes a commit: 5 -> 18.5 messages a turn, 23.6 -> 16.0 us of the listener's CPU a
-#: message, 0.81-0.85x RabbitMQ's rate -> 1.06-1.12x; five publishes then a declare, 1.7k -> 1.6k
-#: rounds a second, one pause more each.)
-_BATCH_PAUSE = 0.0001
-#: Commands in one read (none of them answered) that make a client one that pipelines.
-_PIPELINED = 3
-#: A consumer's acks are waited for instead (``Server._hold``), quick select or not. When a
-#: select finds bytes from a client that holds at least two deliveries unacked, the loop looks
-#: again after ``_HOLD_STEP`` and, if more came, sleeps for as long as the rest of half of them
-#: take at that pace (at most ``_HOLD_MAX`` in all): one read then takes many acks and one write
-#: many deliveries, and the client, with half its deliveries still in hand, does not run dry. A
-#: client that sends nothing more in the step, or has half of them waiting already, is read at
-#: once. (pika consuming, benchmarks/pipelined.py, in the listener's process: prefetch 100 from
-#: 0.95x RabbitMQ's rate to 1.10x; in another process, prefetch 10 from 15k msg/s to 20k.)
-_HOLD_STEP = 0.00005
-_HOLD_MAX = 0.001
-#: The size of a basic.ack frame: the bytes waiting in a socket over it count the acks there.
-_ACK_FRAME = 21
-#: An AMQP 0-9-1 frame's payload size, 3 bytes into its header (after type and channel).
-_FRAME_SIZE = struct.Struct(">I")
-#: basic.publish's class and method ids, as a method frame's payload begins.
-_PUBLISH_ID = methods.BasicPublish.INDEX.to_bytes(4, "big")
-#: At most this many waiting bytes are looked at to see whether a pipelining client's last
-#: command may wait for an answer; more than that is a client still streaming.
-_PEEK_MAX = 4096
 #: How long the rest of an AMQP 1.0 client's output waits after the answer to a receiving
 #: link's attach (``pause_at``): long enough for a client in another thread or process to read
 #: the attach on its own before the first transfers, as it does with RabbitMQ.
@@ -329,8 +274,8 @@ class ErrorLog(Sequence[BaseException]):
 class _Client:
     """A socket being served and its connection."""
 
-    __slots__ = ("conn", "connected_at", "events", "peer", "port", "sock", "stalled_until",
-                 "streams", "wbuf")
+    __slots__ = ("answered", "conn", "connected_at", "events", "peer", "port", "sock",
+                 "stalled_until", "streams", "wbuf")
 
     def __init__(self, sock: socket.socket, peer: str,
                  connection: Callable[[_Client], SniffingConnection],
@@ -345,11 +290,20 @@ class _Client:
         self.stalled_until = 0.0
         #: When the client connected (time.time(): the management API's ``connected_at``).
         self.connected_at = time.time()
-        #: Whether its last read held ``_PIPELINED`` commands or more, none answered, and it
-        #: is no consumer with acks to come (``Server._hold`` waits for those): it pipelines,
-        #: so the loop lets it go on writing before the next read (``Server._let_stream``).
+        #: What the batching policy reads (embroker._batching.Readiness): whether its last
+        #: read got an answer (it may wait for the next one), and whether that read held the
+        #: policy's ``pipelined`` commands or more, none answered, and it is no consumer with
+        #: acks to come (it pipelines).
+        self.answered = True
         self.streams = False
         self.conn = connection(self)
+
+    def unacked(self) -> int:
+        """The deliveries it holds unacknowledged as an AMQP 0-9-1 consumer."""
+        inner = self.conn.inner
+        if type(inner) is not Amqp091Connection or inner.model is None:
+            return 0
+        return inner.model.consumer_unacked()
 
 
 @final
@@ -429,56 +383,6 @@ class _Port:
         return f"<port {self.number} ({self.kind}): {self.open} connection(s), {limit}>"
 
 
-def _waiting(sock: socket.socket) -> int:
-    """How many bytes ``sock`` has waiting to be read (0 if it cannot tell)."""
-    buffer = bytearray(4)
-    try:
-        ioctl(sock.fileno(), FIONREAD, buffer)
-    except OSError:
-        return 0
-    return int.from_bytes(buffer, sys.byteorder)
-
-
-def _pipelining(ready: list[tuple[selectors.SelectorKey, int]]) -> bool:
-    """Whether one of the ready clients pipelines (``_Client.streams``) and is still writing:
-    what it wrote does not end with a whole command other than a publish (a ``tx.commit``, a
-    ``queue.declare`` after a burst of publishes: the client may wait for the answer now, and
-    is read at once)."""
-    if ioctl is None:
-        return False
-    for key, _mask in ready:
-        client = key.data
-        if type(client) is _Client and client.streams and not _ends_in_command(client.sock):
-            return True
-    return False
-
-
-def _ends_in_command(sock: socket.socket) -> bool:
-    """Whether the bytes waiting in ``sock`` (looked at, not read) end with a whole method
-    frame other than basic.publish's."""
-    waiting = _waiting(sock)
-    if not waiting or waiting > _PEEK_MAX:
-        return False
-    try:
-        data = sock.recv(waiting, socket.MSG_PEEK)
-    except OSError:
-        return False
-    end, pos, last = len(data), 0, -1
-    while pos + 7 <= end:  # the frames' headers alone, to the last one
-        last, pos = pos, pos + _FRAME_SIZE.unpack_from(data, pos + 3)[0] + 8
-    if pos != end or last < 0 or data[last] != 1:
-        return False  # a frame still coming, or content
-    return data[last + 7:last + 11] != _PUBLISH_ID
-
-
-def _on_one_cpu() -> bool:
-    """Whether this thread may run on one CPU only (``False`` where the platform cannot tell)."""
-    try:
-        return len(os.sched_getaffinity(0)) == 1
-    except (AttributeError, OSError):
-        return False
-
-
 def _addresses(host: str) -> list[tuple[socket.AddressFamily, str]]:
     if host == "localhost":
         families = [(socket.AF_INET, "127.0.0.1")]
@@ -541,7 +445,8 @@ class Server:
                  amqp10_port: int | None = None, management_port: int | None = None,
                  stream_port: int | None = None,
                  max_connections: Mapping[str, int | None] | None = None,
-                 management_allow_hosts: Collection[str] = ()) -> None:
+                 management_allow_hosts: Collection[str] = (),
+                 batching: BatchingPolicy | None = None) -> None:
         limits = default_max_connections()
         for kind, limit in (max_connections or {}).items():
             if kind not in limits:
@@ -578,8 +483,9 @@ class Server:
         self._running = False
         self._thread: threading.Thread | None = None
         self._loop_ident: int | None = None
-        #: Whether the loop's thread may run on one CPU only (``_let_stream``); set as it starts.
-        self._one_cpu = False
+        #: Which ready clients are read at once and which after a pause (embroker._batching);
+        #: its ``one_cpu`` is set as the loop starts.
+        self.batching = batching if batching is not None else BatchingPolicy()
         # Work other threads hand to the loop (faults, settle's questions).
         self._calls: deque[_Call] = deque()
         self._stalled: set[_Client] = set()  # clients whose output a fault holds back
@@ -748,7 +654,7 @@ class Server:
 
     def _run(self) -> None:
         self._loop_ident = threading.get_ident()
-        self._one_cpu = _on_one_cpu()
+        self.batching.one_cpu = on_one_cpu()
         next_tick = 0.0
         try:
             while self._running:
@@ -781,11 +687,17 @@ class Server:
             timeout = min(timeout, max(0.0, min(self._paused.values()) - now))
         if self._working:
             timeout = 0.0  # (an answer is being worked out: look at the sockets, then go on)
-        waited = time.perf_counter()
+        batching = self.batching
+        waited = batching.pacer.perf_counter()
         ready = self._selector.select(timeout)
-        if _BATCH_PAUSE and ready and not self._hold(ready) and (
-                time.perf_counter() - waited < _STREAMING or _pipelining(ready)):
-            self._let_stream(ready)  # (the sockets' bytes stay there: read them all below)
+        plan: Plan | None = None
+        if ready and batching.enabled:
+            clients = [key.data for key, mask in ready
+                       if type(key.data) is _Client and mask & selectors.EVENT_READ]
+            if clients:
+                plan = batching.plan(clients, batching.pacer.perf_counter() - waited)
+                if not plan.later:
+                    plan = None
         for key, mask in ready:
             data = key.data
             if type(data) is _Port:
@@ -795,10 +707,19 @@ class Server:
                     while self._wake_r.recv(4096):
                         pass
             else:
-                if mask & selectors.EVENT_READ:
+                if mask & selectors.EVENT_READ and (plan is None or data not in plan.later):
                     self._read(data)
                 if mask & selectors.EVENT_WRITE:
                     self._dirty.add(data)
+        if plan is not None:
+            # The clients read at once get their answers before the pause: a request/response
+            # client never waits for a pipelining one's batch. (The held ones' bytes stay in
+            # their sockets meanwhile: one read takes them all.)
+            self._flush()
+            batching.pause(plan)
+            for client in plan.later:
+                if client.sock.fileno() >= 0:
+                    self._read(client)
         now = time.monotonic()
         if self._paused_ports:
             for port in [p for p in self._paused_ports if p.paused_until <= now]:
@@ -825,60 +746,6 @@ class Server:
             self._run_calls()
             self._flush()
         return next_tick
-
-    @staticmethod
-    def _hold(ready: list[tuple[selectors.SelectorKey, int]]) -> bool:
-        """Let a ready consumer go on acking before it is read (``_HOLD_STEP``); whether the
-        loop waited for one (then the pause for streaming clients is not taken)."""
-        if ioctl is None:
-            return False
-        for key, mask in ready:
-            client = key.data
-            if (type(client) is not _Client or not mask & selectors.EVENT_READ
-                    or type(client.conn.inner) is not Amqp091Connection):
-                continue
-            model = client.conn.inner.model
-            wanted = model.consumer_unacked() // 2 if model is not None else 0
-            if wanted < 1:
-                continue
-            waiting = _waiting(client.sock) // _ACK_FRAME
-            if waiting >= wanted:  # (or it is publishing: its frames are larger)
-                return False
-            time.sleep(_HOLD_STEP)  # how fast do they come?
-            came = _waiting(client.sock) // _ACK_FRAME - waiting
-            missing = wanted - waiting - came
-            if came > 0 and missing > 0:  # the rest of the wait in one sleep, at that pace
-                time.sleep(min(missing * _HOLD_STEP / came, _HOLD_MAX - _HOLD_STEP))
-            return True
-        return False
-
-    def _let_stream(self, ready: list[tuple[selectors.SelectorKey, int]]) -> None:
-        """Let streaming clients go on writing before they are read (``_BATCH_PAUSE``): for
-        steps twice as long each time, as long as they keep sending, up to ``_HOLD_MAX``; on
-        one CPU, only if they wrote on while the loop gave the CPU away."""
-        clients = [key.data.sock for key, mask in ready
-                   if type(key.data) is _Client and mask & selectors.EVENT_READ]
-        if not clients:
-            return
-        if ioctl is None:
-            time.sleep(_BATCH_PAUSE)
-            return
-        waiting = sum(map(_waiting, clients))
-        if self._one_cpu:
-            os.sched_yield()
-            before, waiting = waiting, sum(map(_waiting, clients))
-            if waiting == before:
-                return  # (none of them is still writing: each waits for an answer)
-        step = _BATCH_PAUSE
-        held = 0.0
-        while True:
-            time.sleep(step)
-            held += step
-            before, waiting = waiting, sum(map(_waiting, clients))
-            rest = _HOLD_MAX - held
-            if waiting == before or rest < _HOLD_STEP / 10:  # (stopped, or all of it waited)
-                return
-            step = min(2 * step, rest)
 
     # -- errors --------------------------------------------------------------------------------
 
@@ -1087,11 +954,14 @@ class Server:
         inner = sniffing.inner  # (the protocol's connection: has_output covers should_close)
         if inner.has_output or inner.blocked:
             self._dirty.add(client)
-            client.streams = False  # (it asked for something, or is answered: it may wait now)
-        elif type(inner) is Amqp091Connection:
-            model = inner.model
-            client.streams = inner.commands_read >= _PIPELINED and (
-                model is None or model.consumer_unacked() < 2)
+            client.answered = True  # (it asked for something, or is answered: it may wait now)
+            client.streams = False
+        else:
+            client.answered = False
+            if type(inner) is Amqp091Connection:
+                model = inner.model
+                client.streams = inner.commands_read >= self.batching.pipelined and (
+                    model is None or model.consumer_unacked() < 2)
 
     def _run_timers(self) -> None:
         with self._locked:
