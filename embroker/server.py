@@ -48,11 +48,9 @@ import errno
 import functools
 import ipaddress
 import logging
-import os
 import selectors
 import socket
 import struct
-import sys
 import threading
 import time
 import traceback
