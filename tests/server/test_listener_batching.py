@@ -308,7 +308,7 @@ def test_a_request_response_client_is_answered_before_the_pause_for_a_pipelining
         _turn(server)
         assert answered_before_pause == [True]
         (ack,) = FrameParser(max_frame_size=131072).feed(confirming.recv(4096))
-        assert ack.method == methods.BasicAck(delivery_tag=round_trip)  # type: ignore[attr-defined]
+        assert ack.method == methods.BasicAck(delivery_tag=round_trip)
         answered_before_pause.clear()
     assert len(pauses) == 3  # one pause a turn, for the streamer alone
     assert server.broker.queues["q"].message_count == 1 + 6 + 3
