@@ -12,10 +12,11 @@ from pathlib import Path
 from urllib.parse import quote
 
 from . import Broker, __version__
+from ._transport import PORT_KINDS
 from .analytics._cli import add_commands as add_analytics_commands
 from .errors import AMQPError, DefinitionsError
 from .model._plugins import PLUGINS
-from .server import _KINDS, PortInUse, Server
+from .server import PortInUse, Server
 
 
 def _user(text: str) -> tuple[str, str]:
@@ -27,9 +28,9 @@ def _user(text: str) -> tuple[str, str]:
 
 def _limit(text: str) -> tuple[str, int | None]:
     kind, sep, value = text.partition("=")  # (checked here too: a usage error at once)
-    if not sep or kind not in _KINDS:
+    if not sep or kind not in PORT_KINDS:
         raise argparse.ArgumentTypeError(
-            f"expected KIND=N with KIND one of {', '.join(_KINDS)}, got {text!r}")
+            f"expected KIND=N with KIND one of {', '.join(PORT_KINDS)}, got {text!r}")
     if value == "infinity":
         return kind, None
     if not value.isdigit() or int(value) < 1:

@@ -200,10 +200,10 @@ class Broker(model.Broker):
     def memory_connections(self) -> list[MemoryConnection]:
         """The in-memory client connections open on this broker, oldest first, each with
         the faults a test can inject (as ``server.connections`` for TCP clients)."""
-        from .memory import MemoryConnection
+        from .memory import MemoryConnection, MemoryLink
 
         with self.locked():
-            return [MemoryConnection(link) for link in list(self._memory_links)]
+            return [MemoryConnection(link) for link in self.transports.of(MemoryLink)]
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, *, heartbeat: int = 60,
               amqp10_port: int | None = None, management: bool | int = False,

@@ -4,7 +4,7 @@
 processed, every frame the broker owes has been written, consumers with room have been given
 what their queues hold, and no timer is due. The model's part is checked here, under the
 broker's lock; each running listener checks its own part (sockets, buffers) on its loop's thread
-when asked (``Server._settle_report``), so that the answer is a consistent snapshot.
+when asked (``Server.settle_report``), so that the answer is a consistent snapshot.
 
 Without a running listener nobody else runs the timers that fall due (expiry with a
 :class:`~embroker.SystemClock`), so settling runs them, as ``broker.tick()`` does.
@@ -66,27 +66,17 @@ _REPORT_GRACE = 1.0
 _UNANSWERED = "did not answer in time"
 
 
-def _servers(broker: Broker) -> list[Any]:
-    return [s for s in getattr(broker, "_servers", ()) if s.running]
-
-
 def _pass(broker: Broker, remaining: float) -> list[str]:
-    servers = _servers(broker)
     with broker.locked():
-        if not servers:
+        if not broker.transports.listening:
             broker.clock.run_due()  # nobody else runs them
-        # In-memory links: what their clients wrote is read and answered here, in this
-        # thread (what is queued for a client counts as written, as a socket's buffer does).
-        links = list(getattr(broker, "_memory_links", ()))
-        for link in links:
-            if link.pump() and link._notify is not None:
-                link._notify()  # its client has answers to read: wake its loop
-        reasons = busy(broker)
-        for link in links:
-            reasons.extend(link.busy())
-    for server in servers:
-        reasons.extend(server._settle_report(max(remaining, 0.001)))
-    return reasons
+    # Each transport first: an in-memory link reads and answers what its client wrote (in this
+    # thread), a listener answers from its own loop; then the broker's own state.
+    reasons: list[str] = []
+    for transport in broker.transports:
+        reasons.extend(transport.settle_report(max(remaining, 0.001)))
+    with broker.locked():
+        return busy(broker) + reasons
 
 
 def settle(broker: Broker, timeout: float = 5.0) -> None:
@@ -112,8 +102,10 @@ def settle(broker: Broker, timeout: float = 5.0) -> None:
 
 def _transports_busy(broker: Broker) -> list[str]:
     # The asyncio transports of in-memory links (embroker.memory.aio) with bytes in flight.
-    return [f"in-memory connection {t.link.peer}: bytes in flight"
-            for t in list(broker.__dict__.get("_memory_transports", ())) if t.busy]
+    from .memory import MemoryLink
+
+    return [f"in-memory connection {link.peer}: bytes in flight"
+            for link in broker.transports.of(MemoryLink) if link.reader is not None and link.reader.busy]
 
 
 #: Without a view of the loop's ready callbacks (a loop other than asyncio's own), this many
@@ -132,7 +124,7 @@ async def settle_async(broker: Broker, timeout: float = 5.0) -> None:
     __tracebackhide__ = True
     deadline = time.monotonic() + timeout
     loop = asyncio.get_running_loop()
-    if not _servers(broker):
+    if not broker.transports.listening:
         ready = getattr(loop, "_ready", None)
         quiet = 0
         while True:

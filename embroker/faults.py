@@ -67,10 +67,10 @@ class Faults:
     def connections(self) -> list[ClientConnection | MemoryConnection]:
         """The client connections: the listener's (``server.connections``), then the in-memory
         ones (``broker.memory_connections``)."""
-        from .memory import MemoryConnection
+        from .memory import MemoryConnection, MemoryLink
 
         with self.broker.locked():
-            memory = [MemoryConnection(link) for link in list(self.broker._memory_links)]
+            memory = [MemoryConnection(link) for link in self.broker.transports.of(MemoryLink)]
         return [*(self.server.connections if self.server is not None else []), *memory]
 
     def connection(self, name: str | None = None) -> ClientConnection | MemoryConnection:
@@ -126,21 +126,14 @@ class Faults:
         """Drop the connection a message matching ``predicate`` is delivered to, right after
         the delivery is written: a consumer that crashes while it processes that message (it
         is redelivered to the next one). TCP and in-memory connections alike."""
-        from .memory import MemoryConnection
-        from .memory._link import drop_after_delivery
-
         only = self.connection(name) if name is not None else None
-        link = only._link if isinstance(only, MemoryConnection) else None
-        server = self.server
 
-        def action(channel: Channel, message: Message) -> None:
-            if isinstance(only, MemoryConnection) or server is None:
-                drop_after_delivery(self.broker, channel, only=link)
-            elif only is None:
-                if not drop_after_delivery(self.broker, channel):
-                    server._drop_on_delivery(channel, message, only=None)
-            else:
-                server._drop_on_delivery(channel, message, only=only)
+        def action(channel: Channel, _message: Message) -> None:
+            # (under the broker's lock, as the model delivers)
+            for carried in [only] if only is not None else self.connections:
+                if carried.model is channel.connection:
+                    carried.drop_after_delivery()
+                    return
 
         fault = DeliveryFault(predicate, action, times)
         with self.broker.locked():

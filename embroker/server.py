@@ -43,7 +43,7 @@ The loop's thread owns the sockets, the selector and the listener's own tables; 
 from __future__ import annotations
 
 import contextlib
-import enum
+import dataclasses
 import errno
 import functools
 import ipaddress
@@ -61,30 +61,26 @@ from typing import TYPE_CHECKING, Any, ClassVar, final, overload
 
 from ._batching import BatchingPolicy, Plan, on_one_cpu
 from ._sniff import SniffingConnection
+from ._transport import PORT_KINDS, CarriedConnection, PortPolicy, SansIOConnection, client_properties
 from .amqp091 import ServerConnection as Amqp091Connection
 from .amqp10 import ServerConnection as Amqp10Connection
 from .errors import (
-    ChannelException,
     ConnectionException,
     ConnectionForced,
     InternalError,
     PortInUse,
     add_note,
-    error_for_code,
 )
 from .model._access import is_loopback
-from .model._faults import DeliveryFault
 
 if TYPE_CHECKING:
     from .management import ManagementAPI
-    from .management._http import HostPolicy, HttpConnection
-    from .model import Broker, Message
-    from .model import Channel as ModelChannel
+    from .management._http import HostPolicy
+    from .model import Broker
     from .model import Connection as ModelConnection
-    from .stream import StreamConnection
 
 __all__ = ["ERRORS_KEPT", "ClientConnection", "ErrorLog", "PortInUse", "Server",
-           "default_max_connections"]
+           "WireConnection", "default_max_connections"]
 
 try:
     import resource
@@ -132,8 +128,6 @@ _RANCH_MAX_CONNECTIONS = 10 * 1024
 #: The share of the process's descriptors the management port may hold at most (one in
 #: four): below RabbitMQ's limit wherever ``ulimit -n`` is under 40,960.
 _HTTP_SHARE = 4
-#: The kinds of port, as ``max_connections`` names them.
-_KINDS = ("amqp", "management", "stream")
 
 
 def default_max_connections() -> dict[str, int | None]:
@@ -270,14 +264,14 @@ class ErrorLog(Sequence[BaseException]):
 
 @final
 class _Client:
-    """A socket being served and its connection."""
+    """A socket being served and its connection: an AMQP connection (sniffed: 0-9-1 or 1.0),
+    the management API's HTTP, or the stream protocol, as its port's policy says."""
 
-    __slots__ = ("answered", "conn", "connected_at", "events", "peer", "port", "sock",
-                 "stalled_until", "streams", "wbuf")
+    __slots__ = ("amqp", "answered", "bound", "conn", "connected_at", "events", "peer", "port",
+                 "sock", "stalled_until", "streams", "wbuf", "written")
 
     def __init__(self, sock: socket.socket, peer: str,
-                 connection: Callable[[_Client], SniffingConnection],
-                 port: _Port | None = None) -> None:
+                 connection: Callable[[_Client], Any], port: _Port | None = None) -> None:
         self.sock = sock
         self.peer = peer
         #: The port it came in on (its count of connections goes down as it leaves).
@@ -294,35 +288,32 @@ class _Client:
         #: acks to come (it pipelines).
         self.answered = True
         self.streams = False
-        self.conn = connection(self)
+        #: Told how much of its output is not written yet, after each write (a stream
+        #: connection: it pauses its readers while too much waits).
+        self.written: Callable[[int], None] | None = None
+        #: Its protocol connection: an AMQP one is reached through ``conn.inner`` (the
+        #: protocol header chose it); the others are ``conn`` itself.
+        self.conn: Any = connection(self)
+        #: Its port's policy, kept at hand for the loop's hot paths.
+        self.amqp = type(self.conn) is SniffingConnection
+        #: Unwritten output past which the loop stops reading it (PortPolicy.output_bound).
+        self.bound = port.policy.output_bound if port is not None else (
+            None if self.amqp else _HTTP_UNREAD)
+
+    @property
+    def protocol(self) -> SansIOConnection:
+        """Its protocol connection (an AMQP one's, once the protocol header chose it)."""
+        conn: SansIOConnection = self.conn.inner if self.amqp else self.conn
+        return conn
 
     def unacked(self) -> int:
         """The deliveries it holds unacknowledged as an AMQP 0-9-1 consumer."""
+        if not self.amqp:
+            return 0
         inner = self.conn.inner
         if type(inner) is not Amqp091Connection or inner.model is None:
             return 0
         return inner.model.consumer_unacked()
-
-
-@final
-class _HttpClient:
-    """A socket of the management port and its HTTP connection, or of the stream port and its
-    stream-protocol connection (neither is an AMQP connection)."""
-
-    __slots__ = ("conn", "events", "peer", "port", "sock", "stalled_until", "wbuf", "written")
-
-    def __init__(self, sock: socket.socket, peer: str,
-                 conn: HttpConnection | StreamConnection, port: _Port | None = None) -> None:
-        self.sock = sock
-        self.peer = peer
-        self.port = port
-        self.wbuf = bytearray()
-        self.events = selectors.EVENT_READ
-        self.stalled_until = 0.0
-        self.conn = conn
-        #: Told how much of its output is not written yet, after each write (a stream
-        #: connection: it pauses its readers while too much waits).
-        self.written: Callable[[int], None] | None = None
 
 
 @final
@@ -338,7 +329,6 @@ class _Call:
         self.error: BaseException | None = None
 
 
-_AnyClient = _Client | _HttpClient
 
 
 @final
@@ -353,16 +343,17 @@ class _Port:
     """
 
     __slots__ = ("backoff", "failures", "kind", "limit", "number", "open", "paused_until",
-                 "selected", "sockets", "warned")
+                 "policy", "selected", "sockets", "warned")
 
-    def __init__(self, kind: str, number: int, sockets: list[socket.socket],
-                 limit: int | None) -> None:
+    def __init__(self, policy: PortPolicy, number: int, sockets: list[socket.socket]) -> None:
+        #: What it allows its clients (embroker._transport.PortPolicy).
+        self.policy = policy
         #: ``"amqp"``, ``"amqp10"`` (AMQP 1.0 alone), ``"management"`` or ``"stream"``.
-        self.kind = kind
+        self.kind = policy.kind
         self.number = number
         self.sockets = sockets
         #: The most connections it holds at once (``None``: no limit).
-        self.limit = limit
+        self.limit = policy.max_connections
         #: How many of its connections are open.
         self.open = 0
         #: Until when accept() is not tried (time.monotonic(); 0: not paused).
@@ -449,7 +440,7 @@ class Server:
         for kind, limit in (max_connections or {}).items():
             if kind not in limits:
                 raise ValueError(f"max_connections: no port is {kind!r}: give "
-                                 f"{', '.join(map(repr, _KINDS))}")
+                                 f"{', '.join(map(repr, PORT_KINDS))}")
             if limit is not None and limit < 1:
                 raise ValueError(f"max_connections: {kind!r} must hold one connection or "
                                  f"more (None: no limit), not {limit}")
@@ -465,10 +456,10 @@ class Server:
         self.errors = ErrorLog(self._locked)
         # See "Threads" in the module's docstring for who changes these.
         self._clients: dict[int, _Client] = {}
-        self._dirty: set[_AnyClient] = set()
+        self._dirty: set[_Client] = set()
         # HTTP clients whose answer is worked out in steps, in the order they are served.
-        self._working: deque[_HttpClient] = deque()
-        self._handoff: deque[_AnyClient] = deque()
+        self._working: deque[_Client] = deque()
+        self._handoff: deque[_Client] = deque()
         self._selector = selectors.DefaultSelector()
         self._read_buffer = memoryview(bytearray(_READ_SIZE))  # the loop's alone (_read)
         self._listeners: list[socket.socket] = []
@@ -488,22 +479,25 @@ class Server:
         self._calls: deque[_Call] = deque()
         self._stalled: set[_Client] = set()  # clients whose output a fault holds back
         #: AMQP 1.0 clients whose output waits after an attach, and until when (``pause_at``).
-        self._paused: dict[_AnyClient, float] = {}
-        self.port = self._listen(host, port, "amqp", limits["amqp"])
+        self._paused: dict[_Client, float] = {}
+        self.port = self._listen(host, port, PortPolicy.for_amqp(
+            limits["amqp"], handshake_timeout=handshake_timeout))
         #: The port that serves AMQP 1.0 alone (``None`` unless asked for).
-        self.amqp10_port = self._listen(host, amqp10_port, "amqp10", limits["amqp"]) \
+        self.amqp10_port = self._listen(host, amqp10_port, PortPolicy.for_amqp(
+            limits["amqp"], amqp10_only=True, handshake_timeout=handshake_timeout)) \
             if amqp10_port is not None else None
         # The management port: HTTP clients, kept apart from the AMQP ones (they are no
         # broker connections); the loop's alone, as _dirty.
-        self._http_clients: dict[int, _HttpClient] = {}
+        self._http_clients: dict[int, _Client] = {}
         self._management: ManagementAPI | None = None
         #: The port of the management HTTP API and console (``None`` unless asked for).
-        self.management_port = self._listen(host, management_port, "management",
-                                            limits["management"]) \
+        self.management_port = self._listen(host, management_port, PortPolicy.for_management(
+            limits["management"], _HTTP_UNREAD)) \
             if management_port is not None else None
         #: The port of the stream protocol (``None`` unless asked for). Its clients are kept
         #: with the HTTP ones: they are no AMQP connections.
-        self.stream_port = self._listen(host, stream_port, "stream", limits["stream"]) \
+        self.stream_port = self._listen(host, stream_port, PortPolicy.for_stream(
+            limits["stream"], _HTTP_UNREAD)) \
             if stream_port is not None else None
         #: The most connections each kind of port holds (``None``: no limit).
         self.max_connections: dict[str, int | None] = limits
@@ -517,11 +511,9 @@ class Server:
             self._management = ManagementAPI(broker, self)
             own = {host, *(sock.getsockname()[0] for sock in self._listeners)}
             self._hosts = HostPolicy.of(own, self.management_allow_hosts)
-        broker._on_blocked.append(self._on_blocked)
-        broker._on_restart.append(self._on_restart)
-        broker._servers.append(self)
+        broker.transports.add(self)
 
-    def _listen(self, host: str, port: int, kind: str, limit: int | None) -> int:
+    def _listen(self, host: str, port: int, policy: PortPolicy) -> int:
         sockets: list[socket.socket] = []
         for family, address in _addresses(host):
             sock = socket.socket(family, socket.SOCK_STREAM)
@@ -544,7 +536,7 @@ class Server:
             self._listeners.append(sock)
             sockets.append(sock)
             port = sock.getsockname()[1]
-        self._ports.append(_Port(kind, port, sockets, limit))
+        self._ports.append(_Port(policy, port, sockets))
         return port
 
     def _close_listeners(self) -> None:
@@ -620,12 +612,7 @@ class Server:
                 self._thread.join(timeout)
         else:
             self._close_listeners()
-        with contextlib.suppress(ValueError):
-            self.broker._on_blocked.remove(self._on_blocked)
-        with contextlib.suppress(ValueError):
-            self.broker._on_restart.remove(self._on_restart)
-        with contextlib.suppress(ValueError):
-            self.broker._servers.remove(self)
+        self.broker.transports.remove(self)
 
     @property
     def running(self) -> bool:
@@ -691,7 +678,8 @@ class Server:
         plan: Plan | None = None
         if ready and batching.enabled:
             clients = [key.data for key, mask in ready
-                       if type(key.data) is _Client and mask & selectors.EVENT_READ]
+                       if type(key.data) is _Client and key.data.amqp
+                       and mask & selectors.EVENT_READ]
             if clients:
                 plan = batching.plan(clients, batching.pacer.perf_counter() - waited)
                 if not plan.later:
@@ -754,7 +742,7 @@ class Server:
                   text.rstrip())
 
     @contextlib.contextmanager
-    def _isolated(self, client: _AnyClient) -> Iterator[None]:
+    def _isolated(self, client: _Client) -> Iterator[None]:
         """Run work for one connection: a bug closes that connection (541), nothing else."""
         try:
             yield
@@ -762,7 +750,7 @@ class Server:
             self._bug(exc, f"the connection from {client.peer}")
             self._fail(client, exc)
 
-    def _fail(self, client: _AnyClient, exc: BaseException) -> None:
+    def _fail(self, client: _Client, exc: BaseException) -> None:
         # Tell the client why (541) if we still can, then let the flush close the socket.
         try:
             with self._locked:
@@ -777,7 +765,7 @@ class Server:
                 self._calls.append(_Call(functools.partial(self._drop_if_served, client)))
                 self._wake()
 
-    def _has_output(self, client: _AnyClient) -> None:
+    def _has_output(self, client: _Client) -> None:
         """``client`` has something to write: the loop writes it (woken if need be)."""
         if threading.get_ident() == self._loop_ident:
             self._dirty.add(client)
@@ -833,7 +821,7 @@ class Server:
                     continue
                 with self._locked:
                     client = _Client(sock, peer, functools.partial(
-                        self._connection, amqp10_only=port.kind == "amqp10"), port)
+                        self._connection, policy=port.policy), port)
                     self._clients[sock.fileno()] = client
                 self._selector.register(sock, selectors.EVENT_READ, client)
             except Exception as exc:  # a socket that died at once, or a bug: this one only
@@ -862,7 +850,7 @@ class Server:
         conn = HttpConnection(self._management.begin, screen=self._management.screen, hosts=hosts,
                               peer=peer, loopback=_over_loopback(sock),
                               server_header=self._management.server_header)
-        client = _HttpClient(sock, peer, conn, port)
+        client = _Client(sock, peer, lambda _client: conn, port)
         self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)
         log.debug("accepted HTTP connection from %s", peer)
@@ -875,14 +863,17 @@ class Server:
             conn = StreamConnection(self.broker, peer=peer, loopback=_over_loopback(sock),
                                     advertised_host=self.host if self.host != "localhost"
                                     else "127.0.0.1", advertised_port=self.stream_port)
-        client = _HttpClient(sock, peer, conn, port)
+        client = _Client(sock, peer, lambda _client: conn, port)
         conn.on_output = functools.partial(self._has_output, client)
         client.written = conn.written
         self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)
         log.debug("accepted stream protocol connection from %s", peer)
 
-    def _connection(self, client: _Client, *, amqp10_only: bool = False) -> SniffingConnection:
+    def _connection(self, client: _Client, *, policy: PortPolicy | None = None,
+                    ) -> SniffingConnection:
+        policy = policy if policy is not None else PortPolicy.for_amqp(
+            None, handshake_timeout=self.handshake_timeout)
         def output_ready() -> None:
             # Called by the connection (under the broker lock) when it has something to send
             # that its own input did not cause: a delivery, a confirm, a cancel... Caused by
@@ -896,9 +887,9 @@ class Server:
         with self._locked:
             return SniffingConnection(self.broker, peer=client.peer, on_output=output_ready,
                                       heartbeat=self.heartbeat,
-                                      handshake_timeout=self.handshake_timeout,
+                                      handshake_timeout=policy.handshake_timeout,
                                       loopback=_over_loopback(client.sock),
-                                      amqp10_only=amqp10_only)
+                                      amqp10_only=policy.kind == "amqp10")
 
     def _accept_failed(self, port: _Port, exc: OSError) -> None:
         if exc.errno not in _RESOURCE_ERRNOS:
@@ -922,7 +913,7 @@ class Server:
 
     # -- reading, timers, writing ----------------------------------------------------------------
 
-    def _read(self, client: _AnyClient) -> None:
+    def _read(self, client: _Client) -> None:
         buffer = self._read_buffer
         try:
             size = client.sock.recv_into(buffer)
@@ -932,7 +923,7 @@ class Server:
             size = 0
         data = buffer[:size].tobytes()
         conn = client.conn
-        if isinstance(client, _HttpClient):  # the management API takes the broker's lock for what it reads
+        if not client.amqp:  # (the management API and the stream protocol take the lock)
             with self._isolated(client):
                 conn.receive_data(data)
             if conn.has_output or conn.blocked or conn.should_close:
@@ -988,11 +979,12 @@ class Server:
             if client.conn.has_output:
                 self._dirty.add(client)
 
-    def _note_work(self, client: _HttpClient) -> None:
+    def _note_work(self, client: _Client) -> None:
         """Serve the steps of ``client``'s answer, if it waits for one and reads what it was
         sent."""
-        if getattr(client.conn, "has_work", False) and len(client.wbuf) <= _HTTP_UNREAD and \
-                client not in self._working:
+        bound = client.bound
+        if getattr(client.conn, "has_work", False) and (
+                bound is None or len(client.wbuf) <= bound) and client not in self._working:
             self._working.append(client)
 
     def _work(self) -> None:
@@ -1002,15 +994,15 @@ class Server:
         working = self._working
         deadline = time.perf_counter() + _WORK_PER_TURN
         active = [working.popleft() for _ in range(min(len(working), _ACTIVE_WORK))]
-        waiting: list[_HttpClient] = []  # (not stepped this turn: first next turn)
-        stepped: list[_HttpClient] = []
+        waiting: list[_Client] = []  # (not stepped this turn: first next turn)
+        stepped: list[_Client] = []
         for index, client in enumerate(active):
             if index and time.perf_counter() > deadline:
                 waiting = active[index:]
                 break
             conn = client.conn
             with self._isolated(client):
-                conn.work()  # type: ignore[union-attr]
+                conn.work()
             if conn.has_output or conn.should_close:
                 self._dirty.add(client)
             if getattr(conn, "has_work", False) and client.sock.fileno() >= 0:
@@ -1031,17 +1023,17 @@ class Server:
                 self._bug(exc, f"the connection from {client.peer}")
                 self._fail(client, exc)
 
-    def _write(self, client: _AnyClient) -> None:
+    def _write(self, client: _Client) -> None:
         # An AMQP client's protocol connection, asked directly (SniffingConnection only passes
         # these on to it): the hot write path.
-        conn: Any = client.conn.inner if type(client) is _Client else client.conn
+        conn: Any = client.conn.inner if client.amqp else client.conn
         if conn.failure is not None:  # sending it something failed, in another's work
             failure, conn.failure = conn.failure, None
             self._bug(failure, f"sending to the connection from {client.peer}")
             self._fail(client, failure)
         with self._locked:
             data = conn.data_to_send()
-            pause = conn.pause_at if type(client) is _Client else None
+            pause = conn.pause_at if client.amqp else None
         stalled = bool(client.stalled_until) and client.stalled_until > time.monotonic()
         rest = b""
         if client in self._paused:
@@ -1077,15 +1069,16 @@ class Server:
             wbuf += rest
             self._paused[client] = time.monotonic() + _ATTACH_PAUSE
             stalled = True
-        if type(client) is _HttpClient:
+        if not client.amqp:
             if client.written is not None:  # (a stream connection paces its readers by it)
                 client.written(len(client.wbuf))
             self._note_work(client)
         if conn.should_close and not client.wbuf:
             self._drop(client)
             return
-        events = 0 if conn.blocked or (isinstance(client, _HttpClient) and
-                                       len(client.wbuf) > _HTTP_UNREAD) else selectors.EVENT_READ
+        bound = client.bound
+        events = 0 if conn.blocked or (bound is not None and len(client.wbuf) > bound) \
+            else selectors.EVENT_READ
         if client.wbuf and not stalled:
             events |= selectors.EVENT_WRITE
         if events != client.events:
@@ -1097,7 +1090,7 @@ class Server:
                 self._selector.modify(client.sock, events, client)
             client.events = events
 
-    def _drop(self, client: _AnyClient) -> None:
+    def _drop(self, client: _Client) -> None:
         # On the loop's thread. The client leaves the table under the lock, with its connection.
         fileno = client.sock.fileno()
         self._dirty.discard(client)
@@ -1107,7 +1100,7 @@ class Server:
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(client.sock)
             client.events = 0
-        if isinstance(client, _HttpClient):
+        if not client.amqp:
             if self._http_clients.pop(fileno, None) is not None:
                 self._left(client.port)
             client.conn.connection_lost()
@@ -1142,14 +1135,20 @@ class Server:
                 action(client)
             self._has_output(client)
 
-    def _on_blocked(self, blocked: bool, reason: str) -> None:
+    # (what the broker asks of its transports: embroker.model._transports.Transport)
+
+    @property
+    def runs_timers(self) -> bool:
+        return self._running
+
+    def on_blocked(self, blocked: bool, reason: str) -> None:
         # Called under the broker lock, from any thread.
         if blocked:
             self._each_client(lambda client: client.conn.publishers_blocked(reason))
         else:
             self._each_client(lambda client: client.conn.publishers_unblocked())
 
-    def _on_restart(self) -> None:
+    def on_restart(self) -> None:
         # Called under the broker lock, from any thread: every client is told the broker is
         # going down, as a RabbitMQ node that stops does.
         self._each_client(lambda client: client.conn.close(ConnectionForced(
@@ -1222,9 +1221,11 @@ class Server:
 
     # -- quiescence ----------------------------------------------------------------------------
 
-    def _settle_report(self, timeout: float) -> list[str]:
+    def settle_report(self, timeout: float) -> list[str]:
         """What this listener still has to do (empty when quiet), as seen from its own loop
         right after a turn: see :meth:`embroker.Broker.settle`."""
+        if not self._running:
+            return []
         try:
             reasons: list[str] = self._on_loop(self._busy, timeout)
         except RuntimeError:
@@ -1284,7 +1285,38 @@ class Server:
         with self._locked:
             return iter([c.conn.inner for c in self._clients.values()])
 
-    def _drop_if_served(self, client: _AnyClient) -> None:
+    def wire_connections(self) -> dict[int, WireConnection]:
+        """The broker connections this listener carries (AMQP and stream), by ``id`` of their
+        model connection (:attr:`Broker.connections <embroker.Broker.connections>`' values),
+        as the management API shows them. Call it holding the broker still
+        (``broker.locked()``)."""
+        found: dict[int, WireConnection] = {}
+        for client in [*self._clients.values(), *self._http_clients.values()]:
+            conn: Any = client.protocol
+            model = getattr(conn, "model", None)
+            if model is None:
+                continue  # (an HTTP client, or a handshake not done yet)
+            protocol = "AMQP 1-0" if type(conn) is Amqp10Connection else (
+                "AMQP 0-9-1" if type(conn) is Amqp091Connection else "stream")
+            found[id(model)] = WireConnection(
+                client.peer, _sockname(client.sock), client.connected_at, protocol,
+                getattr(conn, "channel_max", 0), getattr(conn, "frame_max", 0),
+                getattr(conn, "heartbeat", 0), bool(getattr(conn, "blocked", False)))
+        return found
+
+    def close_connection(self, connection: ModelConnection, error: ConnectionException) -> bool:
+        """Close ``connection`` with ``error`` (connection.close, or the stream protocol's
+        Close), if this listener carries it; whether it did. Call it holding the broker still;
+        the close is written by the loop."""
+        for client in [*self._clients.values(), *self._http_clients.values()]:
+            conn: Any = client.protocol
+            if getattr(conn, "model", None) is connection:
+                client.conn.close(error)
+                self._has_output(client)
+                return True
+        return False
+
+    def _drop_if_served(self, client: _Client) -> None:
         # On the loop's thread: drop a client another thread failed, unless it went meanwhile.
         if client.sock.fileno() >= 0 and self._clients.get(client.sock.fileno()) is client:
             self._drop(client)
@@ -1315,43 +1347,38 @@ class Server:
         client.stalled_until = time.monotonic() + seconds
         self._stalled.add(client)
 
-    def _drop_on_delivery(self, channel: ModelChannel, _message: Message, *,
-                          only: ClientConnection | None) -> None:
-        # Called by the model (under the lock, on any thread) as it delivers a matching
-        # message: drop that connection once the delivery is written.
-        for client in list(self._clients.values()):
-            if client.conn.inner.model is channel.connection and (
-                    only is None or only._client is client):
-                self._calls.append(_Call(functools.partial(self._kill, client, flush=True,
-                                                           reason="dropped by a test after a "
-                                                                  "delivery (embroker.faults)")))
-                self._wake()
-                return
 
-    def drop_on_delivery(self, predicate: Callable[[Message], object], *, times: int = 1,
-                         connection: ClientConnection | None = None) -> DeliveryFault:
-        """Drop the connection a message matching ``predicate`` is delivered to (basic.deliver
-        or get-ok), right after writing that delivery, with no connection.close: a client
-        that crashes while it processes a message. At most ``times`` times; only on
-        ``connection`` if given. Returns the armed fault (``broker._delivery_faults``)."""
-        fault = DeliveryFault(predicate, functools.partial(self._drop_on_delivery,
-                                                           only=connection), times)
-        with self._locked:
-            self.broker._delivery_faults.append(fault)
-        return fault
+@final
+@dataclasses.dataclass(frozen=True, slots=True)
+class WireConnection:
+    """A broker connection as a listener carries it (:meth:`Server.wire_connections`)."""
+
+    #: The client's address (``"127.0.0.1:53211"``) and the listener's that it reached.
+    peer: str
+    local: str
+    #: When it connected (``time.time()``).
+    connected_at: float
+    #: ``"AMQP 0-9-1"``, ``"AMQP 1-0"`` (RabbitMQ's spelling) or ``"stream"``.
+    protocol: str
+    channel_max: int
+    frame_max: int
+    #: The heartbeat interval agreed, in seconds (0: none).
+    heartbeat: int
+    #: Its publishers are blocked (a resource alarm).
+    blocked: bool
+
+
+def _sockname(sock: socket.socket) -> str:
+    try:
+        name = sock.getsockname()
+    except OSError:
+        return ":0"
+    return f"{name[0]}:{name[1]}"
 
 
 def _describe(client: _Client) -> str:
-    name = _client_properties(client).get("connection_name")
+    name = client_properties(client.conn.inner).get("connection_name")
     return f"{client.peer} ({name!r})" if isinstance(name, str) else client.peer
-
-
-def _client_properties(client: _Client) -> dict[str, Any]:
-    # What the client said of itself: 0-9-1's client properties; a 1.0 client's container id.
-    inner = client.conn.inner
-    if isinstance(inner, Amqp091Connection):
-        return inner.client_properties
-    return {"container_id": inner.container_id} if inner.container_id else {}
 
 
 def _names(connections: list[ClientConnection]) -> list[str]:
@@ -1359,132 +1386,63 @@ def _names(connections: list[ClientConnection]) -> list[str]:
 
 
 @final
-class ClientConnection:
-    """A client connection a listener serves, as a test sees it (``server.connections``), with
-    the faults a test can inject into it. Each fault runs on the listener's thread and has
-    happened when the call returns.
+class _SocketCarrier:
+    """How the listener carries one AMQP client (embroker._transport.Carrier): a fault runs on
+    the loop's thread, which owns the socket."""
 
-    Attributes:
-        peer: the client's address (``"127.0.0.1:53211"``).
-        client_properties: what the client said of itself in connection.start-ok.
-        connection_name: the name the client gave (``client_properties["connection_name"]``).
-    """
-
-    __slots__ = ("_client", "_server", "client_properties", "connection_name", "peer")
+    __slots__ = ("_client", "_server")
 
     def __init__(self, server: Server, client: _Client) -> None:
         self._server = server
         self._client = client
-        self.peer = client.peer
-        self.client_properties: dict[str, Any] = dict(_client_properties(client))
-        name = self.client_properties.get("connection_name")
-        self.connection_name: str | None = name if isinstance(name, str) else None
 
     @property
-    def product(self) -> str | None:
-        """The client library (``client_properties["product"]``: ``"Pika Python Client
-        Library"``...)."""
-        product = self.client_properties.get("product")
-        return product if isinstance(product, str) else None
+    def peer(self) -> str:
+        return self._client.peer
 
     @property
-    def protocol(self) -> str:
-        """``"AMQP 0-9-1"`` or ``"AMQP 1.0"``."""
-        return "AMQP 1.0" if isinstance(self._client.conn.inner, Amqp10Connection) else \
-            "AMQP 0-9-1"
+    def protocol(self) -> Amqp091Connection | Amqp10Connection:
+        inner: Amqp091Connection | Amqp10Connection = self._client.conn.inner
+        return inner
 
-    @property
-    def user(self) -> str:
-        return self._client.conn.inner.user
+    def locked(self) -> AbstractContextManager[object]:
+        return self._server._locked
 
-    @property
-    def model(self) -> ModelConnection | None:
-        """The broker-side connection (``None`` until connection.open / open)."""
-        return self._client.conn.inner.model
+    def alive(self) -> bool:
+        return self._client.sock.fileno() >= 0
 
-    @property
-    def vhost(self) -> str | None:
-        model = self._client.conn.inner.model
-        return model.vhost.name if model is not None else None
+    def act(self, action: Callable[[], None]) -> None:
+        server, client = self._server, self._client
 
-    @property
-    def state(self) -> enum.Enum:
-        """Where the connection is: ``OPEN``, or a handshake or closing step (the protocol's
-        ``ConnectionState``)."""
-        return self._client.conn.inner.state
+        def run() -> None:
+            with server._locked:
+                action()
+            server._dirty.add(client)
+        server._on_loop(run)
 
-    @property
-    def is_open(self) -> bool:
-        inner = self._client.conn.inner
-        with self._server._locked:
-            return inner.model is not None and not inner.should_close \
-                and self._client.sock.fileno() >= 0
-
-    @property
-    def channels(self) -> list[int]:
-        """The numbers of its open channels (an AMQP 1.0 connection's sessions)."""
-        inner = self._client.conn.inner
-        with self._server._locked:
-            return sorted(inner.channels if isinstance(inner, Amqp091Connection)
-                          else inner.sessions)
-
-    def __repr__(self) -> str:
-        name = f" {self.connection_name!r}" if self.connection_name else ""
-        return (f"<ClientConnection{name} from {self.peer} ({self.product or 'unknown client'}), "
-                f"{self.state.value}>")
-
-    # -- faults --------------------------------------------------------------------------------
-
-    def kill(self, *, reset: bool = False) -> None:
-        """Close the socket abruptly, with no connection.close (as a broker that crashes, or a
-        network that fails): unacknowledged messages go back to their queues. ``reset`` sends
-        a TCP RST instead of a FIN."""
+    def kill(self, reset: bool) -> None:
         self._server._on_loop(functools.partial(self._server._kill, self._client, reset=reset))
 
-    def close(self, reply_code: int = 320,
-              reply_text: str = "broker forced connection closure with reason 'shutdown'",
-              ) -> None:
-        """Close the connection from the broker's side with connection.close carrying
-        ``reply_code`` (a connection exception: 320, 501-541) and ``reply_text`` (the text
-        after the reply name: ``"CONNECTION_FORCED - <reply_text>"``)."""
-        error = error_for_code(reply_code, reply_text)
-        if not isinstance(error, ConnectionException):
-            raise ValueError(f"{reply_code} is a channel exception: use close_channel()")
-
-        def close() -> None:
-            with self._server._locked:
-                self._client.conn.close(error)
-            self._server._dirty.add(self._client)
-        self._server._on_loop(close)
-
-    def close_channel(self, channel: int, reply_code: int = 406,
-                      reply_text: str = "closed by a test (embroker.faults)") -> None:
-        """Close one channel from the broker's side with channel.close carrying ``reply_code``
-        (a channel exception: 403, 404, 405, 406...) and ``reply_text``; its unacknowledged
-        messages go back to their queues.
-
-        Raises:
-            LookupError: the connection has no such open channel.
-        """
-        error = error_for_code(reply_code, reply_text)
-        if not isinstance(error, ChannelException):
-            raise ValueError(f"{reply_code} is a connection exception: use close()")
-
-        inner = self._client.conn.inner
-        if not isinstance(inner, Amqp091Connection):
-            raise TypeError(f"{self!r} speaks AMQP 1.0: it has sessions, not channels")
-
-        def close() -> None:
-            with self._server._locked:
-                if channel not in inner.channels:
-                    raise LookupError(f"no open channel {channel} on {self!r}; its channels "
-                                      f"are {sorted(inner.channels)}")
-                inner.close_channel(channel, error)
-            self._server._dirty.add(self._client)
-        self._server._on_loop(close)
-
     def stall(self, seconds: float) -> None:
-        """Write nothing to this client for ``seconds`` (real time): it stops hearing from the
-        broker, heartbeats included, so a client with heartbeats shorter than that times out.
-        What was held is written afterwards."""
         self._server._on_loop(functools.partial(self._server._stall, self._client, seconds))
+
+    def drop_after_delivery(self) -> None:
+        # (under the broker's lock, on any thread: the loop writes the delivery, then drops)
+        server = self._server
+        server._calls.append(_Call(functools.partial(
+            server._kill, self._client, flush=True,
+            reason="dropped by a test after a delivery (embroker.faults)")))
+        server._wake()
+
+
+@final
+class ClientConnection(CarriedConnection):
+    """A client connection a listener serves, as a test sees it (``server.connections``), with
+    the faults a test can inject into it (:class:`~embroker._transport.CarriedConnection`).
+    Each fault runs on the listener's thread and has happened when the call returns; ``stall``
+    counts real time."""
+
+    __slots__ = ("_client",)
+
+    def __init__(self, server: Server, client: _Client) -> None:
+        super().__init__(_SocketCarrier(server, client))

@@ -688,28 +688,31 @@ def leaks(broker: Broker, *, unroutable: bool = False, settle_timeout: float = 1
     on a running listener, connections of a stopped listener that still hold consumers,
     unacknowledged deliveries, listener errors, and (with ``unroutable``) publishes that
     reached no queue. Settles the broker first (up to ``settle_timeout`` seconds)."""
+    from .memory import MemoryLink
+    from .server import Server
+
     problems = []
     try:
         settle(broker, settle_timeout)
     except SettleTimeout as exc:
         problems.append("the broker did not settle: " + "; ".join(exc.reasons))
     with broker.locked():
-        servers = list(broker._servers)
+        servers = broker.transports.of(Server)
         live: set[int] = set()
         for server in servers:
-            for connection in server.connections:
-                model_connection = connection.model
+            for carried in server.connections:
+                model_connection = carried.model
                 if model_connection is not None:
                     live.add(id(model_connection))
-                if server.running and connection.is_open:
-                    problems.append(f"client connection left open: {connection!r}")
+                if server.running and carried.is_open:
+                    problems.append(f"client connection left open: {carried!r}")
             errors = server.errors  # the last 20, and a count of them all
             kept = list(errors)
             if errors.total > len(kept):
                 problems.append(f"{errors.total - len(kept)} earlier listener error(s) not kept "
                                 f"({errors.total} in all; the last {len(kept)} follow)")
             problems.extend(f"listener error: {type(e).__name__}: {e}" for e in kept)
-        for link in list(getattr(broker, "_memory_links", ())):  # in-memory clients
+        for link in broker.transports.of(MemoryLink):  # in-memory clients
             if link.conn.model is not None:
                 live.add(id(link.conn.model))
             if not link.eof:

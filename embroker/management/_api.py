@@ -60,7 +60,7 @@ from ._tracing import Tracing
 
 if TYPE_CHECKING:
     from ..model import Broker, Channel, Connection, Queue, VirtualHost
-    from ..server import Server
+    from ..server import Server, WireConnection
 
 __all__ = ["ManagementAPI"]
 
@@ -370,30 +370,21 @@ class ManagementAPI:
                                      b',"items":', *page, b"}"])
         return self.reply_parts((yield from _steps.encode(found)))
 
-    def wire(self) -> dict[int, Any]:
-        """The listener's AMQP and stream clients by ``id`` of their model connection."""
-        found: dict[int, Any] = {}
-        if self.server is not None:
-            for client in list(self.server._clients.values()):
-                model = client.conn.inner.model
-                if model is not None:
-                    found[id(model)] = client
-            for other in list(self.server._http_clients.values()):  # (the stream port's)
-                model = getattr(other.conn, "model", None)
-                if model is not None:
-                    found[id(model)] = other
-        return found
+    def wire(self) -> dict[int, WireConnection]:
+        """The connections the listener carries (AMQP and stream), by ``id`` of their model
+        connection (under the broker's lock)."""
+        return self.server.wire_connections() if self.server is not None else {}
 
     def identity(self, connection: Connection,
-                 wire: Mapping[int, Any]) -> tuple[str, tuple[str, int]]:
+                 wire: Mapping[int, WireConnection]) -> tuple[str, tuple[str, int]]:
         """A connection's name as RabbitMQ's management shows it (``peer -> here``) and its
         peer's address."""
-        client = wire.get(id(connection))
-        if client is None:
+        carried = wire.get(id(connection))
+        if carried is None:
             return f"{connection.name} (in-process)", ("", 0)
-        host, port = split_peer(client.peer)
-        here = split_peer(sockname(client.sock))
-        return f"{client.peer} -> {here[0]}:{here[1]}", (host, port)
+        host, port = split_peer(carried.peer)
+        here = split_peer(carried.local)
+        return f"{carried.peer} -> {here[0]}:{here[1]}", (host, port)
 
 
 @final
@@ -443,9 +434,3 @@ def split_peer(peer: str) -> tuple[str, int]:
     return host.strip("[]"), int(port) if port.isdigit() else 0
 
 
-def sockname(sock: Any) -> str:
-    try:
-        name = sock.getsockname()
-    except OSError:
-        return ":0"
-    return f"{name[0]}:{name[1]}"

@@ -13,28 +13,30 @@ from ..errors import ConnectionForced
 from ..model._access import NO_ITEM, Rule
 from . import _steps as steps
 from . import _views as views
-from ._api import sockname, split_peer
+from ._api import split_peer
 from ._http import Response
 from ._routes import Call, not_found, route
 from ._steps import Steps
 
 if TYPE_CHECKING:
     from ..model import Connection, Queue
+    from ..server import WireConnection
     from ._api import ManagementAPI
 
 
-def _connection_info(api: ManagementAPI, connection: Connection, wire: Mapping[int, Any],
-                     who: str) -> dict[str, Any]:
-    client = wire.get(id(connection))
+def _connection_info(api: ManagementAPI, connection: Connection,
+                     wire: Mapping[int, WireConnection], who: str) -> dict[str, Any]:
+    carried = wire.get(id(connection))
     name, (peer_host, peer_port) = api.identity(connection, wire)
-    here = split_peer(sockname(client.sock)) if client is not None else ("", 0)
+    here = split_peer(carried.local) if carried is not None else ("", 0)
+    connected_at = carried.connected_at if carried is not None else api._started
     properties = views.json_value(connection.client_properties)
     provided = connection.client_properties.get("connection_name")
     if views.is_stream(connection):  # rabbit_stream_reader's ?CREATION_EVENT_KEYS (v3.10.8)
         details = connection.details
         return {
             "auth_mechanism": "PLAIN", "channel_max": 0, "client_properties": properties,
-            "connected_at": int(getattr(client, "connected_at", api._started) * 1000),
+            "connected_at": int(connected_at * 1000),
             "frame_max": details.get("frame_max", 0), "host": here[0], "name": name,
             "node": views.NODE, "peer_cert_issuer": None, "peer_cert_subject": None,
             "peer_cert_validity": None, "peer_host": peer_host, "peer_port": peer_port,
@@ -42,24 +44,24 @@ def _connection_info(api: ManagementAPI, connection: Connection, wire: Mapping[i
             "ssl_hash": None, "ssl_key_exchange": None, "ssl_protocol": None,
             "timeout": details.get("heartbeat", 0), "user": connection.user,
             "user_who_performed_action": who, "vhost": connection.vhost.name}
-    inner = client.conn.inner if client is not None else None
     info: dict[str, Any] = {
-        "auth_mechanism": "PLAIN", "channel_max": getattr(inner, "channel_max", 0),
+        "auth_mechanism": "PLAIN",
+        "channel_max": carried.channel_max if carried is not None else 0,
         "channels": len(connection.channels), "client_properties": properties,
-        "connected_at": int(getattr(client, "connected_at", api._started) * 1000),
-        "frame_max": getattr(inner, "frame_max", 0), "garbage_collection": dict(views._GC),
+        "connected_at": int(connected_at * 1000),
+        "frame_max": carried.frame_max if carried is not None else 0,
+        "garbage_collection": dict(views._GC),
         "host": here[0], "name": name, "node": views.NODE,
         "peer_cert_issuer": None, "peer_cert_subject": None, "peer_cert_validity": None,
         "peer_host": peer_host, "peer_port": peer_port, "port": here[1],
-        "protocol": ("AMQP 0-9-1" if client is None or type(inner).__module__.startswith(
-            "embroker.amqp091") else "AMQP 1-0"),
+        "protocol": carried.protocol if carried is not None else "AMQP 0-9-1",
         "recv_cnt": 0, "recv_oct": 0, "recv_oct_details": views.rate(), "reductions": 0,
         "reductions_details": views.rate(), "send_cnt": 0, "send_oct": 0,
         "send_oct_details": views.rate(), "send_pend": 0, "ssl": False, "ssl_cipher": None,
         "ssl_hash": None, "ssl_key_exchange": None, "ssl_protocol": None,
-        "state": "blocked" if getattr(inner, "blocked", False) else "running",
-        "timeout": getattr(inner, "heartbeat", 0),
-        "type": "network" if client is not None else "direct", "user": connection.user,
+        "state": "blocked" if carried is not None and carried.blocked else "running",
+        "timeout": carried.heartbeat if carried is not None else 0,
+        "type": "network" if carried is not None else "direct", "user": connection.user,
         "user_who_performed_action": who, "vhost": connection.vhost.name,
     }
     if isinstance(provided, str):
@@ -124,20 +126,15 @@ def _connection_get(api: ManagementAPI, call: Call) -> Any:
 def _connection_delete(api: ManagementAPI, call: Call) -> Any:
     reason = call.request.headers.get("x-reason", "Closed via management plugin")
     with api.broker.locked():
-        connection, wire = _named_or_404(api, call)
-        _close(api, connection, wire, reason)
+        connection, _wire = _named_or_404(api, call)
+        _close(api, connection, reason)
     return Response(204)
 
 
-def _close(api: ManagementAPI, connection: Connection, wire: Mapping[int, Any],
-           reason: str) -> None:
-    client = wire.get(id(connection))
+def _close(api: ManagementAPI, connection: Connection, reason: str) -> None:
     error = ConnectionForced(reason)
-    if client is not None and api.server is not None:
-        client.conn.close(error)
-        api.server._has_output(client)
-    else:
-        connection.close_by_broker(error)
+    if api.server is None or not api.server.close_connection(connection, error):
+        connection.close_by_broker(error)  # (an in-process or in-memory connection)
 
 
 def _user_connections(api: ManagementAPI, call: Call) -> list[Connection]:
@@ -164,9 +161,8 @@ def _connections_of_user(api: ManagementAPI, call: Call) -> Any:
 def _close_connections_of_user(api: ManagementAPI, call: Call) -> Any:
     reason = call.request.headers.get("x-reason", "Closed via management plugin")
     with api.broker.locked():
-        wire = api.wire()
         for connection in _user_connections(api, call):
-            _close(api, connection, wire, reason)
+            _close(api, connection, reason)
     return Response(204)
 
 

@@ -35,49 +35,39 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, final
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Protocol, final
 
-from ..amqp091._connection import ConnectionState
+from .._transport import CarriedConnection
 from ..amqp091._connection import ServerConnection as Amqp091Connection
 from ..errors import (
-    ChannelException,
-    ConnectionException,
     ConnectionForced,
     InternalError,
-    error_for_code,
 )
 
 if TYPE_CHECKING:
     from ..model import Broker
-    from ..model import Channel as ModelChannel
-    from ..model import Connection as ModelConnection
     from ..model._clock import Timer
 
-__all__ = ["MemoryConnection", "MemoryLink", "drop_after_delivery", "links"]
+__all__ = ["MemoryConnection", "MemoryLink", "Reader", "links"]
 
 log = logging.getLogger("embroker.memory")
 
 _ids = itertools.count(1)
 
 
+class Reader(Protocol):
+    """What carries a link's bytes to its client in an event loop (an asyncio transport)."""
+
+    @property
+    def busy(self) -> bool:
+        """Bytes are in flight: written by the broker, not handed to the client yet."""
+        ...
+
+
 def links(broker: Broker) -> list[MemoryLink]:
-    """The in-memory links open on ``broker`` (oldest first): a live list, under its lock."""
-    return broker._memory_links
-
-
-def drop_after_delivery(broker: Broker, channel: ModelChannel, *,
-                        only: MemoryLink | None = None) -> bool:
-    """A delivery fault's action for in-memory links: the link the delivery on ``channel`` goes
-    to ends once that delivery is written (the client reads it, then its connection is lost).
-    Returns whether an in-memory link took it (else the listener's clients may). Under the
-    broker's lock."""
-    for link in list(broker._memory_links):
-        if link.conn.model is channel.connection and (only is None or only is link):
-            link._drop_after_write = True
-            if not link.conn._reading:  # the delivery is out already (a consumer's)
-                link._wake()
-            return True
-    return False
+    """The in-memory links open on ``broker`` (oldest first), under its lock."""
+    return broker.transports.of(MemoryLink)
 
 
 @final
@@ -115,12 +105,13 @@ class MemoryLink:
         self.stalled_until = 0.0
         self._timer: Timer | None = None
         self._closed = False
+        #: The asyncio transport its client reads through (embroker.memory.aio), if any:
+        #: ``settle_async`` waits for it to hand over the bytes in flight.
+        self.reader: Reader | None = None
         with broker.locked():
             self.conn = Amqp091Connection(broker, peer=self.peer, on_output=self._output_ready,
                                           heartbeat=heartbeat, loopback=True)
-            broker._memory_links.append(self)
-            broker._on_blocked.append(self._on_blocked)
-            broker._on_restart.append(self._on_restart)
+            broker.transports.add(self)
             self._schedule(self.conn.tick())
 
     def __repr__(self) -> str:
@@ -218,11 +209,7 @@ class MemoryLink:
         self._forget()
 
     def _forget(self) -> None:
-        broker = self.broker
-        for registry, item in ((broker._memory_links, self), (broker._on_blocked, self._on_blocked),
-                               (broker._on_restart, self._on_restart)):
-            if item in registry:
-                registry.remove(item)  # type: ignore[arg-type]
+        self.broker.transports.remove(self)
         reason = self.lost or self.conn.end_reason()
         log.info("in-memory connection %s ended: %s", self.conn.describe(), reason)
 
@@ -275,19 +262,32 @@ class MemoryLink:
         if self._notify is not None:
             self._notify()
 
-    def _on_blocked(self, blocked: bool, reason: str) -> None:
+    # -- what the broker asks of its transports (embroker.model._transports.Transport) --------
+
+    #: Its timers run on whichever thread moves the broker's clock, not a thread of its own.
+    runs_timers = False
+
+    def on_blocked(self, blocked: bool, reason: str) -> None:
         if blocked:
             self.conn.publishers_blocked(reason)
         else:
             self.conn.publishers_unblocked()
         self._wake()
 
-    def _on_restart(self) -> None:
+    def on_restart(self) -> None:
         self.conn.close(ConnectionForced("broker forced connection closure with reason "
                                          "'shutdown'"))
         self._wake()
 
     # -- settle --------------------------------------------------------------------------------
+
+    def settle_report(self, timeout: float) -> list[str]:
+        """What this link still has to do, once what its client wrote is read and answered
+        (in this thread: what is queued for the client counts as written)."""
+        with self.broker.locked():
+            if self.pump() and self._notify is not None:
+                self._notify()  # its client has answers to read: wake its loop
+            return self.busy()
 
     def busy(self) -> list[str]:
         """What this link still has to do (call under the broker's lock after :meth:`pump`)."""
@@ -301,70 +301,35 @@ class MemoryLink:
 
 
 @final
-class MemoryConnection:
-    """An in-memory client connection, as a test sees it (``broker.memory_connections``), with
-    the faults a test can inject into it (the same as
-    :class:`~embroker.server.ClientConnection`'s). Each fault has happened when the call
-    returns; the client notices when it next reads.
-    """
+class _LinkCarrier:
+    """How an in-memory link carries its client (embroker._transport.Carrier): a fault runs in
+    the caller's thread, under the broker's lock; a stall counts the broker's clock."""
 
-    __slots__ = ("_link", "client_properties", "connection_name", "peer")
+    __slots__ = ("_link",)
 
     def __init__(self, link: MemoryLink) -> None:
         self._link = link
-        self.peer = link.peer
-        self.client_properties: dict[str, Any] = dict(link.conn.client_properties)
-        name = self.client_properties.get("connection_name")
-        self.connection_name: str | None = name if isinstance(name, str) else None
 
     @property
-    def product(self) -> str | None:
-        product = self.client_properties.get("product")
-        return product if isinstance(product, str) else None
+    def peer(self) -> str:
+        return self._link.peer
 
     @property
-    def protocol(self) -> str:
-        return "AMQP 0-9-1"
+    def protocol(self) -> Amqp091Connection:
+        return self._link.conn
 
-    @property
-    def user(self) -> str:
-        return self._link.conn.user
+    def locked(self) -> AbstractContextManager[object]:
+        return self._link.broker.locked()
 
-    @property
-    def model(self) -> ModelConnection | None:
-        return self._link.conn.model
+    def alive(self) -> bool:
+        return not self._link.eof
 
-    @property
-    def vhost(self) -> str | None:
-        model = self._link.conn.model
-        return model.vhost.name if model is not None else None
-
-    @property
-    def state(self) -> ConnectionState:
-        return self._link.conn.state
-
-    @property
-    def is_open(self) -> bool:
+    def act(self, action: Callable[[], None]) -> None:
         with self._link.broker.locked():
-            return self._link.conn.model is not None and not self._link.eof \
-                and not self._link.conn.should_close
+            action()
+            self._link._wake()
 
-    @property
-    def channels(self) -> list[int]:
-        with self._link.broker.locked():
-            return sorted(self._link.conn.channels)
-
-    def __repr__(self) -> str:
-        name = f" {self.connection_name!r}" if self.connection_name else ""
-        return (f"<MemoryConnection{name} {self.peer} ({self.product or 'unknown client'}), "
-                f"{self.state.value}>")
-
-    # -- faults --------------------------------------------------------------------------------
-
-    def kill(self, *, reset: bool = False) -> None:
-        """End the stream abruptly, with no connection.close: unacknowledged messages go back
-        to their queues and the client sees its connection lost. (``reset`` is accepted for
-        symmetry with the TCP fault; a memory stream has no RST.)"""
+    def kill(self, reset: bool) -> None:
         link = self._link
         with link.broker.locked():
             if link.eof:
@@ -377,41 +342,30 @@ class MemoryConnection:
             if link._notify is not None:
                 link._notify()
 
-    def close(self, reply_code: int = 320,
-              reply_text: str = "broker forced connection closure with reason 'shutdown'",
-              ) -> None:
-        """Close the connection from the broker's side with connection.close."""
-        error = error_for_code(reply_code, reply_text)
-        if not isinstance(error, ConnectionException):
-            raise ValueError(f"{reply_code} is a channel exception: use close_channel()")
-        link = self._link
-        with link.broker.locked():
-            link.conn.close(error)
-            link._wake()
-
-    def close_channel(self, channel: int, reply_code: int = 406,
-                      reply_text: str = "closed by a test (embroker.faults)") -> None:
-        """Close one channel from the broker's side with channel.close.
-
-        Raises:
-            LookupError: the connection has no such open channel.
-        """
-        error = error_for_code(reply_code, reply_text)
-        if not isinstance(error, ChannelException):
-            raise ValueError(f"{reply_code} is a connection exception: use close()")
-        link = self._link
-        with link.broker.locked():
-            if channel not in link.conn.channels:
-                raise LookupError(f"no open channel {channel} on {self!r}; its channels are "
-                                  f"{sorted(link.conn.channels)}")
-            link.conn.close_channel(channel, error)
-            link._wake()
-
     def stall(self, seconds: float) -> None:
-        """Write nothing to this client for ``seconds`` of the broker's clock (heartbeats
-        included); what was held is written afterwards."""
         link = self._link
         with link.broker.locked():
             clock = link.broker.clock
             link.stalled_until = clock.monotonic() + seconds
             clock.call_at(link.stalled_until, link._wake)
+
+    def drop_after_delivery(self) -> None:
+        link = self._link
+        link._drop_after_write = True
+        if not link.conn._reading:  # the delivery is out already (a consumer's)
+            link._wake()
+
+
+@final
+class MemoryConnection(CarriedConnection):
+    """An in-memory client connection, as a test sees it (``broker.memory_connections``), with
+    the faults a test can inject into it (the same as
+    :class:`~embroker.server.ClientConnection`'s: :class:`~embroker._transport.CarriedConnection`).
+    Each fault has happened when the call returns; the client notices when it next reads;
+    ``stall`` counts the broker's clock.
+    """
+
+    __slots__ = ("_link",)
+
+    def __init__(self, link: MemoryLink) -> None:
+        super().__init__(_LinkCarrier(link))

@@ -209,7 +209,7 @@ class VirtualLoop:
     def _idle(self) -> None:
         timers = self._timers
         clock = self.broker.clock
-        servers = bool(getattr(self.broker, "_servers", ()))
+        servers = self.broker.transports.listening
         if isinstance(clock, ManualClock) and threading.current_thread() is not \
                 threading.main_thread():
             # A client in a thread of its own (an application's worker): the test moves the

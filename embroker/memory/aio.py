@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import weakref
 from typing import TYPE_CHECKING, Any
 
 import aio_pika
@@ -164,24 +163,10 @@ class TransportFactory(_TransportFactory):
                           if holder else None)
         transport = _Transport(link, protocol, loop)
         holder.append(transport)
-        _transports(broker).add(transport)
+        link.reader = transport
         protocol.connection_made(transport)
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
         return reader, writer
-
-
-def _transports(broker: Broker) -> weakref.WeakSet[_Transport]:
-    found: weakref.WeakSet[_Transport] | None = broker.__dict__.get("_memory_transports")
-    if found is None:
-        found = weakref.WeakSet()
-        broker.__dict__["_memory_transports"] = found
-    return found
-
-
-def busy_transports(broker: Broker) -> list[str]:
-    """The in-memory asyncio transports of ``broker`` with work pending (for settle)."""
-    return [f"in-memory connection {t.link.peer}: bytes in flight" for t in
-            list(_transports(broker)) if t.busy]
 
 
 class _Memory:

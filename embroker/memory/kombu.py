@@ -120,7 +120,7 @@ class _MemoryTransport(_AbstractTransport):  # type: ignore[misc]
         me = threading.current_thread()
         alone = not any(other.owner is not me and other.owner.is_alive()
                         for other in links(broker))
-        if isinstance(broker.clock, ManualClock) and not broker._servers and alone:
+        if isinstance(broker.clock, ManualClock) and not broker.transports.listening and alone:
             if timeout is None:
                 from ._loop import Deadlock
 

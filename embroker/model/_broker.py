@@ -22,6 +22,7 @@ from ._policy import PolicyCommands
 from ._profile import Profile
 from ._queue import Queue
 from ._trace import Trace
+from ._transports import Transports
 from ._vhost import VirtualHost
 
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "Broker"]
@@ -144,15 +145,12 @@ class Broker(UserAdministration, PolicyCommands):
         self._memory_alarm = False
         self.publishers_blocked = False
         self.blocked_reason = ""
-        # Called with (blocked, reason) when publishers are blocked or unblocked; a listener
-        # subscribes to tell its clients (connection.blocked / unblocked).
-        self._on_blocked: list[Callable[[bool, str], None]] = []
-        # Called when restart() begins; a listener subscribes to drop its clients.
+        #: What carries clients to it: the listeners and the in-memory links register
+        #: themselves here, are told of resource alarms and restarts, and are asked by
+        #: ``settle()`` what they still have to do (:class:`~._transports.Transports`).
+        self.transports = Transports()
+        # Called when restart() begins, besides the transports: a stream connection closes.
         self._on_restart: list[Callable[[], None]] = []
-        # The listeners serving this broker (they add themselves): what settle() asks.
-        self._servers: list[Any] = []
-        # The in-memory client links (embroker.memory): what settle() pumps and faults find.
-        self._memory_links: list[Any] = []
         # Faults a test armed (embroker.faults): nacked publishes, drops on delivery.
         self._publish_faults: list[PublishNack] = []
         self._delivery_faults: list[DeliveryFault] = []
@@ -300,8 +298,7 @@ class Broker(UserAdministration, PolicyCommands):
             if self.publishers_blocked:
                 return
             self.publishers_blocked, self.blocked_reason = True, reason
-            for callback in list(self._on_blocked):
-                callback(True, reason)
+            self.transports.blocked(True, reason)
 
     def unblock_publishers(self) -> None:
         """End :meth:`block_publishers`: clients get connection.unblocked."""
@@ -309,8 +306,7 @@ class Broker(UserAdministration, PolicyCommands):
             if not self.publishers_blocked:
                 return
             self.publishers_blocked, self.blocked_reason = False, ""
-            for callback in list(self._on_blocked):
-                callback(False, "")
+            self.transports.blocked(False, "")
 
     # -- restarts -------------------------------------------------------------------------------
 
@@ -320,6 +316,7 @@ class Broker(UserAdministration, PolicyCommands):
         queues keep only their persistent messages (``delivery_mode`` 2), unacknowledged ones
         included. Application tests use it to check their reconnection logic."""
         with self._lock:
+            self.transports.restarting()
             for callback in list(self._on_restart):
                 callback()
             for connection in list(self.connections.values()):

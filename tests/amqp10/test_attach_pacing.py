@@ -90,7 +90,7 @@ def test_the_listener_writes_the_rest_after_the_pause(broker: Broker,
     try:
         socket = _Socket()
         client = server_module._Client(socket, "test", server._connection)  # type: ignore[arg-type]
-        handshake = Client(client.conn)  # type: ignore[arg-type]
+        handshake = Client(client.conn)
         handshake.open()
         handshake.begin()
         client.conn.receive_data(_attach_and_flow())

@@ -10,7 +10,7 @@ import pytest
 
 from embroker import Broker
 from embroker import server as server_module
-from embroker.server import Server, _HttpClient
+from embroker.server import Server, _Client
 
 
 class _Work:
@@ -36,6 +36,11 @@ def listener() -> Any:
     server.stop()
 
 
+def _served(sock: socket.socket, name: str, work: _Work) -> _Client:
+    """A listener's client of ``sock`` whose connection is ``work``."""
+    return _Client(sock, name, lambda _client: work)
+
+
 def test_a_few_answers_are_worked_out_at_once_each_in_turn_the_others_wait(
         listener: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(server_module, "_WORK_PER_TURN", 1.0)  # (every active one a turn)
@@ -44,7 +49,7 @@ def test_a_few_answers_are_worked_out_at_once_each_in_turn_the_others_wait(
     for name in "abcdef":
         sock, other = socket.socketpair()
         sockets += [sock, other]
-        client = _HttpClient(sock, name, _Work(name, 2, log))  # type: ignore[arg-type]
+        client = _served(sock, name, _Work(name, 2, log))
         listener._working.append(client)
     try:
         listener._work()
@@ -67,7 +72,7 @@ def test_the_budget_of_a_turn_leaves_the_rest_first_in_line(
     for name in "abc":
         sock, other = socket.socketpair()
         sockets += [sock, other]
-        listener._working.append(_HttpClient(sock, name, _Work(name, 5, log)))  # type: ignore[arg-type]
+        listener._working.append(_served(sock, name, _Work(name, 5, log)))
     try:
         for _ in range(3):
             listener._work()
