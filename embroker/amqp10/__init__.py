@@ -20,7 +20,7 @@ flow control and settlement, bytes in and bytes out. Errors are
 from __future__ import annotations
 
 from embroker.amqp10._address import Node, parse_address, queue_address
-from embroker.amqp10._connection import ConnectionState, ServerConnection, serial_add, serial_diff
+from embroker.amqp10._connection import ConnectionState, ServerConnection
 from embroker.amqp10._definitions import (
     COMPOSITES,
     Accepted,
@@ -81,6 +81,7 @@ from embroker.amqp10._frames import (
 )
 from embroker.amqp10._message import AMQP10_TYPE, ParsedMessage, parse_message, to_amqp10, to_model
 from embroker.amqp10._selector import Selector, SelectorError
+from embroker.amqp10._session import serial_add, serial_diff
 from embroker.amqp10._types import (
     Array,
     Byte,

@@ -17,7 +17,9 @@ The connection goes through the states in ``ConnectionState``::
 Inside, sessions (``begin``/``end``) hold links (``attach``/``detach``); each is an endpoint
 that an error can end on its own: a :class:`~._errors.LinkError` detaches its link (closed,
 with the error), a :class:`~._errors.SessionError` ends its session, anything else closes the
-connection. Errors become frames in exactly one place, :meth:`ServerConnection._fail`.
+connection. Errors become frames in one place each: the connection's in
+:meth:`ServerConnection._fail_connection`, a session's in :meth:`~._session.Sessions.end_session`,
+a link's in :meth:`~._session.Sessions.detach_with_error`.
 
 The broker model is driven as a 0-9-1 client would drive it: each session is a model channel
 (in confirm mode, so each publish learns whether a queue refused it, and mandatory, so it
@@ -30,71 +32,46 @@ Flow control (Part 2 section 2.5.6 and 2.6.7): session windows count transfer *f
 numbers, RFC 1982); link credit counts *deliveries* and is absolute (``delivery-count +
 link-credit`` of the receiver's last flow). A delivery that the client's incoming window cannot
 take yet waits in its session until a ``flow`` opens the window.
+
+The work is split by role. This module holds the connection itself and its connection-level
+frames: the protocol headers, SASL, ``open``, ``close``, the heartbeats and the idle and handshake
+time-outs, and the dispatch of every other frame to the role object that serves it (each holds a
+reference to the connection, whose state they share):
+
+- :class:`~._session.Sessions` (``_session.py``): ``begin`` and ``end``, the session windows,
+  ``flow``, ``attach`` and ``detach``;
+- :class:`~._incoming.IncomingLinks` (``_incoming.py``): the links the client sends on
+  (publishes, their dispositions, transactions);
+- :class:`~._outgoing.OutgoingLinks` (``_outgoing.py``): the links the client receives on
+  (consume and browse, credit, deliveries, the client's settlements);
+- :class:`~._management_link.ManagementLinks` (``_management_link.py``): RabbitMQ 4's
+  management node link pairs.
 """
 
 from __future__ import annotations
 
-import contextlib
-import datetime
 import enum
 import itertools
-import struct
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
-from ..errors import (
-    AccessRefused,
-    AMQPError,
-    NotAllowed,
-    NotFound,
-    PreconditionFailed,
-    ResourceLocked,
-)
-from ..model._events import Cancelled, ChannelEvent, Confirmed, Delivered, Returned
-from ..model._names import REPLY_TO
-from ._address import Node, parse_address, queue_address
+from ..errors import AMQPError, NotAllowed
 from ._definitions import (
-    Accepted,
     Attach,
     Begin,
     Close,
-    Coordinator,
-    Declare,
-    Declared,
-    DeleteOnClose,
     Detach,
-    Discharge,
     Disposition,
     End,
     Error,
     Flow,
-    Modified,
     Open,
-    Received,
-    Rejected,
-    Released,
     SaslInit,
     SaslMechanisms,
     SaslOutcome,
-    Source,
-    Target,
-    TransactionalState,
     Transfer,
 )
-from ._errors import ConnectionError10, DecodeError, FramingError, LinkError, ProtocolError, SessionError
-from ._filters import (
-    SQL_FILTER,
-    SQL_FILTER_KEY,
-    FilterView,
-    SqlError,
-    descriptor_is,
-    parse_property_filter,
-    parse_sql,
-    property_filters_match,
-    sql_filter,
-    view_of,
-)
+from ._errors import ConnectionError10, DecodeError, FramingError, ProtocolError, SessionError
 from ._frames import (
     AMQP_HEADER,
     EMPTY_FRAME,
@@ -104,54 +81,30 @@ from ._frames import (
     Frame,
     FrameReader,
     encode_frame,
-    encode_transfer_frames,
 )
-from ._management import MANAGEMENT_ADDRESS, ManagementNode
-from ._message import Kept, _value_to_091, encode_deaths, parse_message, to_amqp10, to_model
-from ._selector import Selector, SelectorError
-from ._types import Array, Described, Symbol, Timestamp, UInt, ULong, decode_value
+from ._incoming import IncomingLinks
+from ._management_link import ManagementLinks
+from ._outgoing import OutgoingLinks
+from ._session import Sessions, _Session
+from ._types import Symbol, UInt
 
 if TYPE_CHECKING:
-    from ..model import Broker, Browser, Message, Queue
-    from ..model import Channel as ModelChannel
+    from ..model import Broker
     from ..model import Connection as ModelConnection
 
 __all__ = ["ConnectionState", "ServerConnection"]
+
 
 #: What the server offers in ``open`` (RabbitMQ 4 offers the same frame size).
 MAX_FRAME_SIZE: Final = 131072
 CHANNEL_MAX: Final = 65535
 #: Our idle time-out in milliseconds: a client silent this long is closed.
 IDLE_TIME_OUT: Final = 60000
-#: The session incoming window we keep open (frames); refilled when half is used.
-INCOMING_WINDOW: Final = 65536
 #: The credit a sending client gets on each link (as RabbitMQ 3.10 grants); refilled when
 #: half is used.
 LINK_CREDIT: Final = 65536
-#: The credit a client gets for management requests, topped up at half (RabbitMQ 4's
-#: ``?MAX_MANAGEMENT_LINK_CREDIT``).
-MANAGEMENT_LINK_CREDIT: Final = 8
 #: How long to wait for the client's ``close`` after ours (seconds).
 CLOSE_TIMEOUT: Final = 1.0
-_SERIAL: Final = 1 << 32
-_HALF: Final = 1 << 31
-_OUTCOMES: Final = (Symbol("amqp:accepted:list"), Symbol("amqp:rejected:list"),
-                    Symbol("amqp:released:list"), Symbol("amqp:modified:list"))
-_SELECTOR: Final = "apache.org:selector-filter:string"
-_VOLATILE: Final = "rabbitmq:volatile-queue"
-_SELECTOR_CODE: Final = 0x0000468C00000004
-_TAG = struct.Struct(">Q")
-
-
-def serial_add(a: int, b: int) -> int:
-    """``a + b`` in 32-bit serial number arithmetic (RFC 1982)."""
-    return (a + b) % _SERIAL
-
-
-def serial_diff(a: int, b: int) -> int:
-    """``a - b`` as a signed distance in 32-bit serial number arithmetic (RFC 1982)."""
-    d = (a - b) % _SERIAL
-    return d - _SERIAL if d >= _HALF else d
 
 
 class ConnectionState(enum.Enum):
@@ -162,149 +115,6 @@ class ConnectionState(enum.Enum):
     OPENED = "open"
     CLOSE_SENT = "close sent: waiting for the client's close"
     CLOSED = "closed"
-
-
-#: The mapping of the model's refusals to AMQP 1.0 error conditions.
-_CONDITIONS: Final[dict[type[AMQPError], str]] = {
-    NotFound: "amqp:not-found", AccessRefused: "amqp:unauthorized-access",
-    PreconditionFailed: "amqp:precondition-failed", ResourceLocked: "amqp:resource-locked",
-}
-
-
-def _condition(error: AMQPError) -> str:
-    return _CONDITIONS.get(type(error), "amqp:internal-error" if error.hard else
-                           "amqp:precondition-failed")
-
-
-# -- links --------------------------------------------------------------------------------------
-
-class _Link:
-    """A link attached in a session; ``handle`` is the client's and ours."""
-
-    def __init__(self, session: _Session, attach: Attach) -> None:
-        self.session = session
-        self.name = attach.name
-        self.handle = int(attach.handle)
-        self.delivery_count = 0
-        self.credit = 0
-        self.detached = False
-
-
-@final
-class _Incoming(_Link):
-    """The client sends, we receive: messages published to a node (or to each one's ``to``)."""
-
-    def __init__(self, session: _Session, attach: Attach, node: Node | None) -> None:
-        super().__init__(session, attach)
-        self.node = node
-        target = attach.target
-        self.address = target.address if isinstance(target, Target) else None
-        self.presettled = attach.snd_settle_mode == 1
-        self.delivery_count = int(attach.initial_delivery_count or 0)
-        self.max_credit = session.connection.link_credit
-        # The delivery being received, while it spans frames.
-        self.partial: bytearray | None = None
-        self.partial_id = 0
-        self.partial_settled = False
-        self.partial_state: Any = None
-        self.coordinator = isinstance(attach.target, Coordinator)
-        #: How the routing trace names this link's publishes.
-        self.origin = f"AMQP 1.0 link '{self.name}' to " + (
-            f"'{self.address}'" if self.address is not None else "each message's 'to'")
-
-
-@final
-class _Outgoing(_Link):
-    """We send, the client receives: a model consumer on a queue, or a browser of it."""
-
-    def __init__(self, session: _Session, attach: Attach, queue: Queue | None) -> None:
-        super().__init__(session, attach)
-        #: The queue it takes from (``None`` for a volatile queue: direct reply-to).
-        self.queue = queue
-        #: A volatile queue's model channel (its direct reply-to consumer), closed with it.
-        self.reply_channel: ModelChannel | None = None
-        self.presettled = attach.snd_settle_mode == 1
-        self.consumer_tag = ""
-        self.drain = False
-        #: A queue this link created (dynamic, or for an exchange source): deleted with it.
-        self.own_queue = False
-        #: Browsing (distribution-mode copy): the model's look at the queue, and the selector
-        #: it passes messages through.
-        self.browser: Browser | None = None
-        self.selector: Selector | None = None
-        self.unsettled: set[int] = set()
-
-    @property
-    def browse(self) -> bool:
-        return self.browser is not None
-
-
-@final
-class _ManagementLink(_Link):
-    """A half of a link pair to the management node: ``requests`` when the client sends (we
-    grant it credit), else the half we answer on (the client grants credit)."""
-
-    def __init__(self, session: _Session, attach: Attach, requests: bool) -> None:
-        super().__init__(session, attach)
-        self.requests = requests
-        if requests:
-            self.delivery_count = int(attach.initial_delivery_count or 0)
-            self.credit = MANAGEMENT_LINK_CREDIT
-
-
-class _Txn:
-    """A local transaction: a model channel in tx mode holds its publishes; its settlements
-    wait here (session channel, delivery tag, outcome) until the discharge."""
-
-    __slots__ = ("channel", "failed", "settles")
-
-    def __init__(self, channel: ModelChannel) -> None:
-        self.channel = channel
-        self.settles: list[tuple[int, int, Any]] = []
-        self.failed: str | None = None
-
-
-# -- sessions -----------------------------------------------------------------------------------
-
-@final
-class _Session:
-    """A session: its windows, its links by handle, its model channel and unsettled
-    deliveries (by delivery-id)."""
-
-    def __init__(self, connection: ServerConnection, channel: int, begin: Begin) -> None:
-        self.connection = connection
-        self.channel = channel
-        self.next_incoming_id = int(begin.next_outgoing_id)
-        self.incoming_window = INCOMING_WINDOW
-        self.next_outgoing_id = 0
-        self.remote_incoming_window = int(begin.incoming_window)
-        self.remote_outgoing_window = int(begin.outgoing_window)
-        self.handle_max = min(int(begin.handle_max), 0xFFFFFFFF)
-        self.links: dict[int, _Link] = {}
-        #: Handles we detached (refused or closed with an error) whose detach the client has
-        #: not yet answered: what it sends on them meanwhile crossed ours and is dropped.
-        self.detaching: set[int] = set()
-        self.by_tag: dict[str, _Outgoing] = {}
-        self.next_delivery_id = 0
-        #: Deliveries sent and not settled: delivery-id -> (link, model delivery tag).
-        self.unsettled: dict[int, tuple[_Outgoing, int]] = {}
-        self.pending: deque[bytes] = deque()
-        self.dispositions: list[tuple[int, Any]] = []
-        #: Link pairs to the management node, by link name: [requests half, responses half].
-        self.pairs: dict[str, list[_ManagementLink | None]] = {}
-        self._management: ManagementNode | None = None
-        self.ended = False
-        self.model: ModelChannel = connection.model_channel(channel, self)
-
-    @property
-    def management(self) -> ManagementNode:
-        if self._management is None:
-            self._management = ManagementNode(self.model)
-        return self._management
-
-
-_ACCEPTED: Final = Accepted()
-_RELEASED: Final = Released()
 
 
 @final
@@ -335,7 +145,7 @@ class ServerConnection:
         self.loopback = loopback
         self.state = ConnectionState.HEADER
         self._on_output = on_output
-        self._out: list[bytes] = []
+        self._out: list[bytes] = []  # the role objects append to this list: never rebound
         self._reader = FrameReader(MIN_MAX_FRAME_SIZE)
         if heartbeat is not None:  # the listener's 0-9-1 setting, in seconds
             idle_time_out = heartbeat
@@ -359,10 +169,9 @@ class ServerConnection:
         self.model: ModelConnection | None = None
         self.sessions: dict[int, _Session] = {}
         self._ending: set[int] = set()  # channels whose session we ended, awaiting its end
-        self._txns: dict[bytes, _Txn] = {}
-        self._txn_ids = itertools.count(1)
+        #: The numbers of the model channels that are not a session's (transactions, volatile
+        #: queues).
         self._model_channels = itertools.count(1 << 16)
-        self._browsers: list[_Outgoing] = []
         now = broker.clock.monotonic()
         self._last_received = now
         self._last_sent = now
@@ -384,10 +193,22 @@ class ServerConnection:
         self._attach_mark: int | None = None
         #: True while the broker blocks publishers and this connection published.
         self.blocked = False
-        # Per publish: what the model told us (a return, a nack).
-        self._returned = False
-        self._nacked = False
+        #: Whether outcomes of received deliveries wait to be flushed (by the sending links).
         self._unflushed = False
+        # The roles (see the module's docstring), which share this connection's state.
+        self._session_role = sessions = Sessions(self)
+        self._incoming_links = IncomingLinks(self, sessions)
+        self._outgoing_links = OutgoingLinks(self, sessions)
+        self._management_links = ManagementLinks(self, sessions)
+        #: The performatives a session takes, each with its handler.
+        self._handlers: Final[dict[type[Any], _Handler]] = {
+            Attach: sessions.on_attach,
+            Flow: sessions.on_flow,
+            Transfer: sessions.on_transfer,
+            Disposition: self._outgoing_links.on_disposition,
+            Detach: sessions.on_detach,
+            End: sessions.on_end,
+        }
 
     def __repr__(self) -> str:
         return f"<amqp10.ServerConnection {self.peer or id(self)} {self.state.name}>"
@@ -457,8 +278,8 @@ class ServerConnection:
             self._finish()
         except ProtocolError as exc:
             self._fail_connection(exc)
-        self._flush_dispositions()
-        self._pump_browsers()
+        self._incoming_links.flush_dispositions()
+        self._outgoing_links.pump_browsers()
 
     def connection_lost(self) -> None:
         """The socket is gone: release everything the connection held."""
@@ -564,7 +385,7 @@ class ServerConnection:
         if performative is None:
             return  # an empty frame: it only keeps the connection alive
         if self._unflushed and type(performative) is not Transfer:
-            self._flush_dispositions()  # outcomes go out before what follows the transfers
+            self._incoming_links.flush_dispositions()  # outcomes go out before what follows the transfers
         if state is ConnectionState.CLOSE_SENT:
             if isinstance(performative, Close):
                 self._finish()
@@ -585,7 +406,7 @@ class ServerConnection:
         if channel > self.channel_max:
             raise FramingError(f"channel {channel} is over channel-max {self.channel_max}")
         if isinstance(performative, Begin):
-            self._begin(channel, performative)
+            self._session_role.begin(channel, performative)
             return
         session = self.sessions.get(channel)
         if session is None:
@@ -597,13 +418,13 @@ class ServerConnection:
                                     f"{type(performative).__name__} on channel {channel}, "
                                     "where no session has begun")
         try:
-            handler = _HANDLERS.get(type(performative))
+            handler = self._handlers.get(type(performative))
             if handler is None:
                 raise ConnectionError10("amqp:illegal-state",
                                         f"unexpected {type(performative).__name__}")
-            handler(self, session, performative, frame.payload)
+            handler(session, performative, frame.payload)
         except SessionError as exc:
-            self._end_session(session, exc)
+            self._session_role.end_session(session, exc)
 
     # -- connection -------------------------------------------------------------------------------
 
@@ -693,11 +514,9 @@ class ServerConnection:
 
     def _teardown(self) -> None:
         for session in list(self.sessions.values()):
-            self._drop_session(session)
+            self._session_role.drop_session(session)
         self.sessions.clear()
-        for txn in self._txns.values():
-            txn.channel.close()
-        self._txns.clear()
+        self._incoming_links.close_transactions()
         if self.model is not None:
             self.model.close()
 
@@ -716,7 +535,7 @@ class ServerConnection:
             self.state = ConnectionState.CLOSE_SENT
             self._closing_since = self.broker.clock.monotonic()
             for session in list(self.sessions.values()):
-                self._drop_session(session)
+                self._session_role.drop_session(session)
             self.sessions.clear()
         else:
             self._finish()
@@ -761,1039 +580,8 @@ class ServerConnection:
                 self._out.append(EMPTY_FRAME)
                 self._last_sent = now
             deadlines.append(self._last_sent + interval)
-        self._pump_browsers()
+        self._outgoing_links.pump_browsers()
         return min(deadlines) if deadlines else None
 
-    # -- sessions ---------------------------------------------------------------------------------
 
-    def model_channel(self, number: int, session: _Session) -> ModelChannel:
-        assert self.model is not None
-        channel = self.model.open_channel(number)
-        channel.confirm_select()
-        channel.listener = _ModelEvents(self, session)
-        return channel
-
-    def _begin(self, channel: int, begin: Begin) -> None:
-        if begin.remote_channel is not None:
-            raise ConnectionError10("amqp:illegal-state",
-                                    "begin answers a begin we never sent (remote-channel set)")
-        if channel in self.sessions or channel in self._ending:
-            raise ConnectionError10("amqp:illegal-state",
-                                    f"channel {channel} already has a session")
-        if self.model is None:
-            raise ConnectionError10("amqp:illegal-state", "no connection open")
-        session = _Session(self, channel, begin)
-        self.sessions[channel] = session
-        self._frame(channel, Begin(remote_channel=channel, next_outgoing_id=UInt(0),
-                                   incoming_window=UInt(INCOMING_WINDOW),
-                                   outgoing_window=UInt(0xFFFFFFFF),
-                                   handle_max=UInt(session.handle_max)))
-
-    def _on_end(self, session: _Session, end: End, payload: bytes) -> None:
-        self._drop_session(session)
-        del self.sessions[session.channel]
-        self._frame(session.channel, End())
-
-    def _end_session(self, session: _Session, error: ProtocolError) -> None:
-        """End a session with an error; frames for it are ignored until the client's end."""
-        self._drop_session(session)
-        self.sessions.pop(session.channel, None)
-        self._ending.add(session.channel)
-        self._frame(session.channel,
-                    End(error=Error(Symbol(error.condition), error.description[:1024])))
-
-    def _drop_session(self, session: _Session) -> None:
-        if session.ended:
-            return
-        session.ended = True
-        for link in list(session.links.values()):
-            self._drop_link(link)
-        session.links.clear()
-        session.model.close()  # requeues whatever is still unsettled, in order
-
-    # -- links ------------------------------------------------------------------------------------
-
-    def _on_attach(self, session: _Session, attach: Attach, payload: bytes) -> None:
-        handle = int(attach.handle)
-        if handle > session.handle_max:
-            raise ConnectionError10("amqp:connection:framing-error",
-                                    f"handle {handle} is over handle-max {session.handle_max}")
-        if handle in session.links or handle in session.detaching:
-            raise SessionError("amqp:session:handle-in-use", f"handle {handle} is in use")
-        if self._is_management(attach):
-            self._attach_management(session, attach)
-        elif attach.role:
-            self._attach_outgoing(session, attach)
-        else:
-            self._attach_incoming(session, attach)
-
-    # -- the management node (RabbitMQ 4's link pair, rabbit_amqp_session) ------------------------
-
-    def _is_management(self, attach: Attach) -> bool:
-        terminus = attach.source if attach.role else attach.target
-        return isinstance(terminus, (Source, Target)) and \
-            terminus.address == MANAGEMENT_ADDRESS and self.broker.profile.rabbitmq4
-
-    def _attach_management(self, session: _Session, attach: Attach) -> None:
-        requests = not attach.role  # the client sends requests on its sender
-        try:
-            properties = attach.properties or {}
-            if properties.get(Symbol("paired")) is not True:
-                raise LinkError("amqp:invalid-field",
-                                "Link property 'paired' is not set to boolean value 'true'")
-            if requests and attach.snd_settle_mode != 1:
-                raise LinkError("amqp:invalid-field", "management requests are sent "
-                                "pre-settled: attach with snd-settle-mode settled")
-            pair = session.pairs.setdefault(attach.name, [None, None])
-            if pair[0 if requests else 1] is not None:
-                raise LinkError("amqp:precondition-failed",
-                                f"received invalid attach for management link pair "
-                                f"'{attach.name}': that half is attached already")
-        except LinkError as exc:
-            self._refuse(session, attach, exc)
-            return
-        link = _ManagementLink(session, attach, requests)
-        pair[0 if requests else 1] = link
-        session.links[link.handle] = link
-        if requests:
-            self._frame(session.channel, Attach(
-                name=attach.name, handle=attach.handle, role=True, snd_settle_mode=1,
-                rcv_settle_mode=0, source=attach.source, target=attach.target,
-                max_message_size=ULong(self.broker.max_message_size),
-                properties=attach.properties))
-            self._link_flow(link)
-        else:
-            self._frame(session.channel, Attach(
-                name=attach.name, handle=attach.handle, role=False, snd_settle_mode=1,
-                rcv_settle_mode=attach.rcv_settle_mode, source=attach.source,
-                target=attach.target, initial_delivery_count=UInt(0),
-                max_message_size=attach.max_message_size, properties=attach.properties))
-
-    def _management_request(self, link: _ManagementLink, transfer: Transfer,
-                            payload: bytes) -> None:
-        """One request on the requests half: answered on the pair's other half."""
-        session = link.session
-        if not link.requests:
-            raise LinkError("amqp:not-allowed", "transfer on a link where the client receives")
-        if link.credit <= 0:
-            raise LinkError("amqp:link:transfer-limit-exceeded",
-                            f"insufficient credit ({link.credit}) for management link from "
-                            "client to RabbitMQ")
-        if not transfer.settled or transfer.more:
-            raise SessionError("amqp:invalid-field", "management requests are one settled "
-                               "transfer each")
-        responses = session.pairs.get(link.name, [None, None])[1]
-        if responses is None:
-            raise SessionError("amqp:precondition-failed",
-                               "received transfer on half open management link pair")
-        if responses.credit <= 0:
-            raise SessionError("amqp:precondition-failed",
-                               f"insufficient credit ({responses.credit}) for management link "
-                               "from RabbitMQ to client")
-        response = session.management.handle(payload)
-        link.credit -= 1
-        link.delivery_count += 1
-        if link.credit <= MANAGEMENT_LINK_CREDIT // 2:
-            link.credit = MANAGEMENT_LINK_CREDIT
-            self._link_flow(link)
-        responses.credit -= 1
-        responses.delivery_count += 1
-        delivery_id = session.next_delivery_id
-        session.next_delivery_id = serial_add(delivery_id, 1)
-        self._send_transfer(session, Transfer(
-            handle=UInt(responses.handle), delivery_id=UInt(delivery_id), delivery_tag=b"",
-            message_format=UInt(0), settled=True), response)
-
-    def _send_transfer(self, session: _Session, transfer: Transfer, payload: bytes) -> None:
-        """Send a transfer, split into frames, as far as the session's window lets them go now;
-        the rest waits in ``session.pending`` for the peer's next flow."""
-        for frame in encode_transfer_frames(session.channel, transfer, payload,
-                                            self.peer_max_frame_size):
-            if session.remote_incoming_window > 0 and not session.pending:
-                self._out.append(frame)
-                session.remote_incoming_window -= 1
-                session.next_outgoing_id = serial_add(session.next_outgoing_id, 1)
-            else:
-                session.pending.append(frame)
-
-    def _refuse(self, session: _Session, attach: Attach, error: ProtocolError) -> None:
-        # Part 2 figure 2.33: attach with a null terminus on our side, then detach (closed).
-        if attach.role:  # the client receives: we are the sender, the source is ours to null
-            reply = Attach(name=attach.name, handle=attach.handle, role=False,
-                           snd_settle_mode=attach.snd_settle_mode, source=None,
-                           target=attach.target, initial_delivery_count=UInt(0))
-        else:
-            reply = Attach(name=attach.name, handle=attach.handle, role=True,
-                           snd_settle_mode=attach.snd_settle_mode, source=attach.source,
-                           target=None)
-        self._frame(session.channel, reply)
-        session.detaching.add(int(attach.handle))
-        self._frame(session.channel, Detach(handle=attach.handle, closed=True, error=Error(
-            Symbol(error.condition), error.description[:1024])))
-
-    def _attach_incoming(self, session: _Session, attach: Attach) -> None:
-        target = attach.target
-        node: Node | None = None
-        try:
-            if target is None:
-                raise LinkError("amqp:invalid-field", "a sending link needs a target")
-            if isinstance(target, Coordinator):
-                if attach.snd_settle_mode == 1:
-                    raise LinkError("amqp:invalid-field",
-                                    "transaction controllers cannot send pre-settled")
-            elif target.dynamic:
-                raise LinkError("amqp:not-implemented", "dynamic targets are not supported")
-            elif target.address is not None:
-                node = self._resolve_target(session, target)
-        except LinkError as exc:
-            self._refuse(session, attach, exc)
-            return
-        except AMQPError as exc:
-            self._refuse(session, attach, LinkError(_condition(exc), exc.text))
-            return
-        link = _Incoming(session, attach, node)
-        session.links[link.handle] = link
-        reply_target: Any = target
-        if isinstance(target, Coordinator):
-            reply_target = Coordinator(capabilities=(Symbol("amqp:local-transactions"),))
-        self._frame(session.channel, Attach(
-            name=attach.name, handle=attach.handle, role=True,
-            snd_settle_mode=attach.snd_settle_mode, rcv_settle_mode=0, source=attach.source,
-            target=reply_target, max_message_size=ULong(self.broker.max_message_size)))
-        link.credit = link.max_credit
-        self._link_flow(link)
-
-    def _resolve_target(self, session: _Session, target: Target) -> Node:
-        """What a sending link's target names, checked (and for a v1 ``/queue/Q``, declared)
-        by the model as RabbitMQ does when the link attaches: the node must exist and this
-        connection may publish to it (``rabbit_amqp_session:ensure_target/4``).
-
-        Raises:
-            LinkError: an address in none of the forms.
-            AMQPError: the model's refusal (no such queue or exchange, no permission...).
-        """
-        node = parse_address(target.address, "target", v1=self._v1)
-        channel = session.model
-        if node.kind == "queue":
-            if node.declare:
-                channel.queue_declare(node.name, durable=_durable(target.durable))
-            channel.check_publish("", queue=node.name)
-        else:
-            if node.version == 1 and node.name:  # 3.x: a passive declare first (404)
-                channel.exchange_declare(node.name, passive=True)
-            channel.check_publish(node.name)
-        return node
-
-    def _attach_outgoing(self, session: _Session, attach: Attach) -> None:
-        source = attach.source
-        try:
-            if source is None:
-                raise LinkError("amqp:invalid-field", "a receiving link needs a source")
-            link, reply_source = self._make_outgoing(session, attach, source)
-        except LinkError as exc:
-            self._refuse(session, attach, exc)
-            return
-        except AMQPError as exc:
-            self._refuse(session, attach, LinkError(_condition(exc), exc.text))
-            return
-        session.links[link.handle] = link
-        self._frame(session.channel, Attach(
-            name=attach.name, handle=attach.handle, role=False,
-            snd_settle_mode=1 if link.presettled else 0, rcv_settle_mode=0,
-            source=reply_source, target=attach.target, initial_delivery_count=UInt(0)))
-        if self._attach_mark is None:
-            self._attach_mark = len(self._out)
-        if link.browse:
-            self._browsers.append(link)
-
-    def _make_outgoing(self, session: _Session, attach: Attach,
-                       source: Source) -> tuple[_Outgoing, Source]:
-        """A receiving link: a consumer of its queue, or (distribution-mode copy) a browser of
-        it, made by the model, which checks them as basic.consume (read permission, the
-        queue's existence, its exclusive owner). A v1 ``/queue/Q`` is declared first; an
-        exchange source consumes from a private queue bound to the exchange, deleted with the
-        link.
-
-        Raises:
-            LinkError: an address in none of the forms, a selector that does not parse or that
-                a consuming link cannot apply.
-            AMQPError: the model's refusal.
-        """
-        channel = session.model
-        browse = source.distribution_mode == "copy"
-        selector, filters = self._selector(source, browse)
-        message_filter, expressions = self._expressions(source)
-        own = False
-        if source.dynamic and _VOLATILE in (source.capabilities or ()):
-            return self._volatile(session, attach, source)
-        if source.dynamic:
-            name = channel.queue_declare("", exclusive=True).queue
-            own = True
-        else:
-            node = parse_address(source.address, "source", v1=self._v1)
-            if node.kind == "queue":
-                name = node.name
-                if node.declare:
-                    channel.queue_declare(name, durable=_durable(source.durable))
-            else:
-                channel.exchange_declare(node.name, passive=True)  # 404 first
-                name = channel.queue_declare("", exclusive=True).queue
-                own = True
-        try:
-            if own and not source.dynamic:
-                channel.queue_bind(name, node.name, node.key or "")
-            if browse:
-                browser = channel.browse(name)
-                link = _Outgoing(session, attach, browser.queue)
-                link.browser, link.selector, link.presettled = browser, selector, True
-            else:
-                tag = channel.basic_consume(name, f"amqp10-{session.channel}-{int(attach.handle)}",
-                                            no_ack=attach.snd_settle_mode == 1, exclusive=False,
-                                            arguments=_stream_arguments(
-                                                source, self.broker.profile.rabbitmq4),
-                                            link_credit=True,
-                                            message_filter=message_filter)
-                consumer = channel.consumers[tag]
-                consumer.credit = 0
-                link = _Outgoing(session, attach, consumer.queue)
-                link.consumer_tag = tag
-                session.by_tag[tag] = link
-        except AMQPError:
-            if own:
-                self.broker.vhosts[self.vhost].delete_queue(name, self.model)
-            raise
-        link.own_queue = own
-        reply = Source(
-            address=queue_address(name) if source.dynamic else source.address,
-            durable=source.durable, expiry_policy=source.expiry_policy,
-            timeout=source.timeout, dynamic=source.dynamic,
-            distribution_mode=Symbol("copy") if link.browse else None,
-            filter=self._echoed_filters(source, filters, expressions) or None,
-            default_outcome=_RELEASED,
-            outcomes=_OUTCOMES, capabilities=source.capabilities)
-        return link, reply
-
-    def _volatile(self, session: _Session, attach: Attach,
-                  source: Source) -> tuple[_Outgoing, Source]:
-        """RabbitMQ 4.2's volatile queue: a dynamic receiver with the capability
-        ``rabbitmq:volatile-queue`` (durability none, expiry link-detach, timeout 0,
-        pre-settled) is a direct reply-to consumer of its own; its address is the reply-to
-        address (``rabbit_amqp_session:ensure_source/9``, ``rabbit_volatile_queue``)."""
-        if not (self.broker.profile.at_least(4, 2) and not source.durable
-                and source.expiry_policy == "link-detach" and not source.timeout
-                and attach.snd_settle_mode == 1):
-            raise LinkError("amqp:not-implemented", f"Dynamic source not supported: "
-                            f"{source!r}")
-        assert self.model is not None
-        channel = self.model.open_channel(next(self._model_channels))
-        channel.listener = _ModelEvents(self, session)
-        tag = channel.basic_consume(REPLY_TO, f"amqp10-{session.channel}-{int(attach.handle)}",
-                                    no_ack=True)
-        reply = channel.reply_consumer
-        assert reply is not None
-        link = _Outgoing(session, attach, None)
-        link.consumer_tag, link.presettled, link.reply_channel = tag, True, channel
-        link.credit = 0
-        session.by_tag[tag] = link
-        return link, Source(
-            address=queue_address(reply.address), durable=source.durable,
-            expiry_policy=source.expiry_policy, timeout=UInt(0), dynamic=True,
-            dynamic_node_properties={Symbol("lifetime-policy"): DeleteOnClose(),
-                                     Symbol("supported-dist-modes"): Array(
-                                         0xA3, [Symbol("move")])},
-            distribution_mode=Symbol("move"), capabilities=(Symbol(_VOLATILE),))
-
-    def _echoed_filters(self, source: Source, filters: dict[Any, Any],
-                        expressions: set[Any]) -> dict[Any, Any]:
-        # The stream filters and filter expressions are applied (by the consumer they become):
-        # the reply says so, in the order they were asked for ("the sending endpoint sets the
-        # filter actually in place", Part 3 section 3.5.3).
-        applied = {*_stream_filters(source, self.broker.profile.rabbitmq4),
-                   *expressions}
-        given = source.filter or {}
-        return {**filters, **{key: value for key, value in given.items() if key in applied}}
-
-    def _expressions(self, source: Source) -> tuple[Callable[[Message], bool] | None, set[Any]]:
-        """The filter expressions of a source (RabbitMQ 4.1's property filters, 4.2's SQL
-        filter) as one predicate on messages, and the keys of those applied. As v4.2.9
-        ``rabbit_amqp_session:parse_filters/2`` folds the filter set from its last entry to
-        its first: a filter that does not parse is left out (the attach goes on); one
-        properties and one application-properties filter at most (a later one wins); an SQL
-        filter (key ``sql-filter``) excludes property filters and the other way round,
-        whichever comes last winning. The stream filters come first and are not expressions.
-        RabbitMQ applies them on streams only; on other queues they are echoed and ignored
-        (``rabbit_stream_queue:entry_to_msg/6`` is their only reader)."""
-        profile = self.broker.profile
-        if not profile.at_least(4, 1) or not source.filter:
-            return None, set()
-        streams = _stream_filters(source, True)
-        sql: Callable[[FilterView], bool] | None = None
-        props: dict[str, Any] = {}
-        applied: set[Any] = set()
-        for key, value in reversed(list(source.filter.items())):
-            if key in streams or type(key) is not Symbol or (
-                    str(key).startswith("rabbitmq:stream-")
-                    and getattr(value, "descriptor", None) is None):
-                continue
-            if str(key) == SQL_FILTER_KEY and profile.at_least(4, 2):
-                if sql is None and not props and isinstance(value, Described) and (
-                        descriptor_is(value.descriptor, SQL_FILTER)) and (
-                        type(value.value) is str):
-                    try:
-                        ast = parse_sql(value.value)
-                    except SqlError:
-                        continue
-                    sql = sql_filter(ast, self._now_ms)
-                    applied.add(key)
-                continue
-            parsed = parse_property_filter(value)
-            if parsed is not None and sql is None and parsed[0] not in props:
-                props[parsed[0]] = parsed
-                applied.add(key)
-        if sql is not None:
-            test = sql
-            return (lambda message: test(view_of(message))), applied
-        if props:
-            filters = list(props.values())
-            return (lambda message: property_filters_match(filters, view_of(message))), applied
-        return None, applied
-
-    def _now_ms(self) -> int:
-        return int(self.broker.clock.time() * 1000)
-
-    @staticmethod
-    def _selector(source: Source, browse: bool) -> tuple[Selector | None, dict[Any, Any]]:
-        """The JMS selector a receiving link asks for, and the filters the reply echoes. A
-        selector applies to browsing links; a consuming link that asks for one is refused
-        (RabbitMQ 4 leaves it out of the reply, so a client that does not look delivers every
-        message as if it matched: refusing says so). Other filters are left out of the reply,
-        which tells the client they are not applied (Part 3 section 3.5.3)."""
-        for key, value in (source.filter or {}).items():
-            described = getattr(value, "descriptor", None)
-            if key == _SELECTOR or described in (_SELECTOR, _SELECTOR_CODE):
-                if not browse:
-                    raise LinkError(
-                        "amqp:not-implemented",
-                        f"filter '{key}' ({_SELECTOR}) is applied on browsing links "
-                        "(distribution-mode copy) only, not on a link that consumes")
-                text = getattr(value, "value", value)
-                try:
-                    return Selector(str(text)), {key: value}
-                except SelectorError as exc:
-                    raise LinkError("amqp:invalid-field", f"selector: {exc}") from None
-        return None, {}
-
-    def _on_detach(self, session: _Session, detach: Detach, payload: bytes) -> None:
-        handle = int(detach.handle)
-        if handle in session.detaching:
-            session.detaching.discard(handle)  # the answer to our detach
-            return
-        link = session.links.pop(handle, None)
-        if link is None:
-            raise SessionError("amqp:session:unattached-handle",
-                               f"detach of handle {int(detach.handle)}, which is not attached")
-        self._drop_link(link)
-        # Closed detaches are always answered closed (RabbitMQ 3.10 did not, and hung proton).
-        self._frame(session.channel, Detach(handle=detach.handle, closed=detach.closed))
-
-    def _detach_with_error(self, link: _Link, error: ProtocolError) -> None:
-        session = link.session
-        session.links.pop(link.handle, None)
-        session.detaching.add(link.handle)
-        self._drop_link(link)
-        self._frame(session.channel, Detach(handle=UInt(link.handle), closed=True, error=Error(
-            Symbol(error.condition), error.description[:1024])))
-
-    def _drop_link(self, link: _Link) -> None:
-        if link.detached:
-            return
-        link.detached = True
-        if isinstance(link, _ManagementLink):
-            pair = link.session.pairs.get(link.name)
-            if pair is not None:
-                pair[0 if link.requests else 1] = None
-                if pair == [None, None]:
-                    del link.session.pairs[link.name]
-            return
-        if not isinstance(link, _Outgoing):
-            return
-        session = link.session
-        channel = session.model
-        if link.reply_channel is not None:  # a volatile queue goes with its link
-            session.by_tag.pop(link.consumer_tag, None)
-            link.reply_channel.close()
-            return
-        if link.consumer_tag:
-            session.by_tag.pop(link.consumer_tag, None)
-            if not session.ended:
-                channel.basic_cancel(link.consumer_tag)
-                # A link's unsettled deliveries go back to the queue with it.
-                for delivery_id in sorted(link.unsettled):
-                    entry = session.unsettled.pop(delivery_id, None)
-                    if entry is not None:
-                        with contextlib.suppress(AMQPError):  # its queue is gone
-                            channel.basic_reject(entry[1], requeue=True)
-                link.unsettled.clear()
-        if link in self._browsers:
-            self._browsers.remove(link)
-        if link.own_queue and link.queue is not None and not link.queue.deleted:
-            # The broker's own clean-up of what the link made (no permission is asked again).
-            self.broker.vhosts[self.vhost].delete_queue_object(link.queue)
-
-    # -- flow ---------------------------------------------------------------------------------------
-
-    def _session_flow(self, session: _Session, link: _Link | None = None, *,
-                      echo: bool = False, available: int | None = None) -> None:
-        flow = Flow(next_incoming_id=UInt(session.next_incoming_id),
-                    incoming_window=UInt(session.incoming_window),
-                    next_outgoing_id=UInt(session.next_outgoing_id),
-                    outgoing_window=UInt(0xFFFFFFFF))
-        if link is not None:
-            flow.handle = UInt(link.handle)
-            flow.delivery_count = UInt(link.delivery_count % _SERIAL)
-            flow.link_credit = UInt(link.credit)
-            flow.available = None if available is None else UInt(min(available, 0xFFFFFFFF))
-            flow.drain = isinstance(link, _Outgoing) and link.drain
-            flow.echo = echo
-        self._frame(session.channel, flow)
-
-    def _link_flow(self, link: _Link) -> None:
-        available = link.queue.message_count if isinstance(link, _Outgoing) \
-            and link.queue is not None else None
-        self._session_flow(link.session, link, available=available)
-
-    def _on_flow(self, session: _Session, flow: Flow, payload: bytes) -> None:
-        # The client's session state: how many more transfer frames it takes from us.
-        next_incoming = int(flow.next_incoming_id) if flow.next_incoming_id is not None else 0
-        session.remote_incoming_window = serial_diff(
-            serial_add(next_incoming, int(flow.incoming_window)), session.next_outgoing_id)
-        session.remote_outgoing_window = int(flow.outgoing_window)
-        self._send_pending(session)
-        if flow.handle is None:
-            if flow.echo:
-                self._session_flow(session)
-            return
-        link = session.links.get(int(flow.handle))
-        if link is None:
-            if int(flow.handle) in session.detaching:
-                return
-            raise SessionError("amqp:session:unattached-handle",
-                               f"flow for handle {int(flow.handle)}, which is not attached")
-        if isinstance(link, _Outgoing):
-            self._receiver_flow(link, flow)
-        elif isinstance(link, _ManagementLink) and not link.requests:
-            if flow.link_credit is not None:  # credit is absolute (section 2.6.7)
-                delivery_count = int(flow.delivery_count) if flow.delivery_count is not None \
-                    else 0
-                link.credit = max(0, serial_diff(serial_add(delivery_count,
-                                                            int(flow.link_credit)),
-                                                 link.delivery_count % _SERIAL))
-                if flow.drain:
-                    link.delivery_count += link.credit
-                    link.credit = 0
-            if flow.echo or flow.drain:
-                self._link_flow(link)
-        elif flow.echo:
-            self._link_flow(link)
-
-    def _receiver_flow(self, link: _Outgoing, flow: Flow) -> None:
-        # Credit is absolute: the receiver's delivery-count plus its link-credit, less ours.
-        if flow.link_credit is None:
-            if flow.echo:
-                self._link_flow(link)
-            return
-        delivery_count = int(flow.delivery_count) if flow.delivery_count is not None else 0
-        credit = serial_diff(serial_add(delivery_count, int(flow.link_credit)),
-                             link.delivery_count % _SERIAL)
-        link.credit = max(0, credit)
-        link.drain = flow.drain
-        if link.browse:
-            self._pump_browser(link)
-        else:
-            consumer = link.session.model.consumers.get(link.consumer_tag)
-            if consumer is not None:
-                consumer.set_credit(link.credit)  # deliveries follow, as credit allows
-                link.credit = consumer.credit or 0
-        if link.drain and link.credit:
-            # Drain: nothing more to send, so the credit is used up by advancing the count.
-            link.delivery_count += link.credit
-            link.credit = 0
-            consumer = link.session.model.consumers.get(link.consumer_tag)
-            if consumer is not None:
-                consumer.credit = 0
-            self._link_flow(link)
-        elif flow.echo or link.drain:
-            self._link_flow(link)
-
-    # -- transfers in ---------------------------------------------------------------------------
-
-    def _on_transfer(self, session: _Session, transfer: Transfer, payload: bytes) -> None:
-        if session.incoming_window <= 0:
-            raise SessionError("amqp:session:window-violation",
-                               "transfer beyond the session's incoming window")
-        session.incoming_window -= 1
-        session.next_incoming_id = serial_add(session.next_incoming_id, 1)
-        link = session.links.get(int(transfer.handle))
-        if link is None:
-            if int(transfer.handle) in session.detaching:
-                return
-            raise SessionError("amqp:session:unattached-handle",
-                               f"transfer on handle {int(transfer.handle)}, which is not "
-                               "attached")
-        if session.incoming_window < INCOMING_WINDOW // 2:
-            session.incoming_window = INCOMING_WINDOW
-            self._session_flow(session)
-        try:
-            if isinstance(link, _ManagementLink):
-                self._management_request(link, transfer, payload)
-                return
-            if not isinstance(link, _Incoming):
-                raise LinkError("amqp:not-allowed", "transfer on a link where the client "
-                                "receives")
-            self._receive(link, transfer, payload)
-        except LinkError as exc:
-            self._detach_with_error(link, exc)
-
-    def _receive(self, link: _Incoming, transfer: Transfer, payload: bytes) -> None:
-        if link.partial is None:
-            if transfer.delivery_id is None:
-                raise SessionError("amqp:invalid-field",
-                                   "the first transfer of a delivery needs a delivery-id")
-            if link.credit <= 0:
-                raise LinkError("amqp:link:transfer-limit-exceeded",
-                                "transfer without link credit")
-            link.credit -= 1
-            link.delivery_count += 1
-            link.partial = bytearray()
-            link.partial_id = int(transfer.delivery_id)
-            link.partial_settled = bool(transfer.settled)
-            link.partial_state = transfer.state
-        elif transfer.delivery_id is not None and int(transfer.delivery_id) != link.partial_id:
-            raise SessionError("amqp:invalid-field", "a continuation transfer names another "
-                               "delivery-id")
-        if transfer.settled:
-            link.partial_settled = True
-        if transfer.state is not None:
-            link.partial_state = transfer.state
-        if transfer.aborted:
-            link.partial = None  # an aborted delivery is simply forgotten
-            self._replenish(link)
-            return
-        link.partial += payload
-        limit = self.broker.max_message_size
-        if len(link.partial) > limit:
-            link.partial = None
-            raise LinkError("amqp:link:message-size-exceeded",
-                            f"message larger than the broker's max_message_size ({limit} bytes)")
-        if transfer.more:
-            return
-        data, link.partial = bytes(link.partial), None
-        delivery_id, settled = link.partial_id, link.partial_settled
-        if link.coordinator:
-            outcome = self._coordinate(data)
-        else:
-            outcome = self._publish(link, data, link.partial_state)
-        if not settled:
-            link.session.dispositions.append((delivery_id, outcome))
-            self._unflushed = True
-        self._replenish(link)
-
-    def _replenish(self, link: _Incoming) -> None:
-        if link.credit < link.max_credit // 2 and not link.detached:
-            link.credit = link.max_credit
-            self._link_flow(link)
-
-    def _flush_dispositions(self) -> None:
-        # Outcomes of the deliveries received in one read, in ranges where they agree.
-        self._unflushed = False
-        for session in self.sessions.values():
-            pending = session.dispositions
-            if not pending:
-                continue
-            session.dispositions = []
-            first, last, state = pending[0][0], pending[0][0], pending[0][1]
-            for delivery_id, outcome in pending[1:]:
-                if (delivery_id == serial_add(last, 1) and outcome is state
-                        and state is _ACCEPTED):
-                    last = delivery_id
-                    continue
-                self._disposition(session, first, last, state)
-                first = last = delivery_id
-                state = outcome
-            self._disposition(session, first, last, state)
-
-    def _disposition(self, session: _Session, first: int, last: int, state: Any) -> None:
-        self._frame(session.channel, Disposition(role=True, first=UInt(first),
-                                                 last=UInt(last) if last != first else None,
-                                                 settled=True, state=state))
-
-    def _publish(self, link: _Incoming, data: bytes, state: Any) -> Any:
-        """Route one message; returns its outcome for the client."""
-        txn: _Txn | None = None
-        if isinstance(state, TransactionalState):
-            txn = self._txns.get(state.txn_id)
-            if txn is None:
-                return Rejected(error=Error(Symbol("amqp:transaction:unknown-id"),
-                                            "unknown transaction id"))
-        try:
-            parsed = parse_message(data)
-        except DecodeError as exc:
-            return self._rejected(txn, state, "amqp:decode-error", exc.description)
-        node = link.node
-        if node is None:  # the anonymous terminus (rabbit_amqp_session:lookup_target/7)
-            to = parsed.properties.to if parsed.properties is not None else None
-            if to is None:
-                return self._rejected(txn, state, "amqp:precondition-failed",
-                                      "anonymous terminus requires 'to' address to be set")
-            try:
-                node = parse_address(to)
-            except LinkError:
-                node = None
-            if node is None or node.version != 2:
-                return self._rejected(txn, state, "amqp:precondition-failed",
-                                      f"bad 'to' address string: {to}")
-        if node.kind == "queue":
-            exchange, key = "", node.name
-        else:
-            exchange = node.name
-            key = node.key if node.key is not None else (
-                parsed.properties.subject if parsed.properties is not None
-                and parsed.properties.subject is not None else "")
-        properties, body = to_model(parsed)
-        kept = Kept(properties, parsed.message_annotations, parsed.bare)
-        if self.broker.publishers_blocked:
-            self.blocked = True
-        channel = txn.channel if txn is not None else link.session.model
-        self._returned = self._nacked = False
-        # A reply to a volatile queue (direct reply-to) is routed there, not returned.
-        mandatory = not (exchange == "" and channel.vhost.is_reply_address(key))
-        try:
-            channel.basic_publish(exchange, key, body, properties, mandatory=mandatory,
-                                  amqp10=kept, origin=link.origin)
-        except AMQPError as exc:
-            if txn is not None:
-                txn.failed = exc.text
-            return self._rejected(txn, state, _condition(exc), exc.text)
-        if txn is not None:
-            return TransactionalState(state.txn_id, _ACCEPTED)
-        if self._nacked:
-            return Rejected(error=Error(Symbol("amqp:resource-limit-exceeded"),
-                                        "a queue refused the message: it is full "
-                                        "(x-overflow reject-publish)"))
-        if self._returned:
-            return _RELEASED
-        return _ACCEPTED
-
-    @staticmethod
-    def _rejected(txn: _Txn | None, state: Any, condition: str, description: str) -> Any:
-        rejected = Rejected(error=Error(Symbol(condition), description[:1024]))
-        if txn is not None:
-            return TransactionalState(state.txn_id, rejected)
-        return rejected
-
-    # -- transactions (Part 4) ---------------------------------------------------------------------
-
-    def _coordinate(self, data: bytes) -> Any:
-        try:
-            parsed = parse_message(data)
-            section = decode_value(parsed.body)[0] if parsed.body else None
-            value = getattr(section, "value", None)
-        except DecodeError as exc:
-            return Rejected(error=Error(Symbol("amqp:decode-error"), exc.description))
-        assert self.model is not None
-        if isinstance(value, Declare):
-            txn_id = struct.pack(">I", next(self._txn_ids))
-            channel = self.model.open_channel(next(self._model_channels))
-            channel.tx_select()
-            channel.listener = _ignore_events
-            self._txns[txn_id] = _Txn(channel)
-            return Declared(txn_id)
-        if isinstance(value, Discharge):
-            txn = self._txns.pop(value.txn_id, None)
-            if txn is None:
-                return Rejected(error=Error(Symbol("amqp:transaction:unknown-id"),
-                                            f"unknown transaction id {value.txn_id!r}"))
-            if value.fail or txn.failed is not None:
-                txn.channel.tx_rollback()
-                txn.channel.close()
-                for session_channel, tag, _outcome in txn.settles:  # acquired: back again
-                    self._settle_tag(session_channel, tag, _RELEASED)
-                if not value.fail:
-                    return Rejected(error=Error(Symbol("amqp:transaction:rollback"),
-                                                f"rolled back: {txn.failed}"))
-                return _ACCEPTED
-            txn.channel.tx_commit()
-            txn.channel.close()
-            for session_channel, tag, outcome in txn.settles:
-                self._settle_tag(session_channel, tag, outcome)
-            return _ACCEPTED
-        return Rejected(error=Error(Symbol("amqp:decode-error"),
-                                    "a coordinator takes declare and discharge messages"))
-
-    def _settle_tag(self, session_channel: int, tag: int, outcome: Any) -> None:
-        session = self.sessions.get(session_channel)
-        if session is not None and not session.ended:
-            self._apply_outcome(session, tag, outcome)
-
-    # -- dispositions -------------------------------------------------------------------------------
-
-    def _on_disposition(self, session: _Session, disposition: Disposition, payload: bytes) -> None:
-        if not disposition.role:
-            return  # about deliveries the client sent: we settle those at once ourselves
-        first = int(disposition.first)
-        last = int(disposition.last) if disposition.last is not None else first
-        span = serial_diff(last, first)
-        if span < 0:
-            raise SessionError("amqp:invalid-field", f"disposition range {first}..{last}")
-        unsettled = session.unsettled
-        if span + 1 <= len(unsettled):
-            ids = [serial_add(first, i) for i in range(span + 1)]
-        else:
-            ids = sorted((i for i in unsettled if 0 <= serial_diff(i, first) <= span),
-                         key=lambda i: serial_diff(i, first))
-        state = disposition.state
-        if (state is None and not disposition.settled) or isinstance(state, Received):
-            return  # not an outcome yet
-        answer = []
-        for delivery_id in ids:
-            entry = unsettled.pop(delivery_id, None)
-            if entry is None:
-                continue
-            link, tag = entry
-            link.unsettled.discard(delivery_id)
-            if isinstance(state, TransactionalState):
-                txn = self._txns.get(state.txn_id)
-                if txn is None:
-                    raise SessionError("amqp:transaction:unknown-id",
-                                       f"unknown transaction id {state.txn_id!r}")
-                txn.settles.append((session.channel, tag, state.outcome or _RELEASED))
-            else:
-                self._apply_outcome(session, tag, state or _RELEASED)
-            if not disposition.settled:
-                answer.append(delivery_id)
-        for delivery_id in answer:  # the client did not settle: we do, with its outcome
-            self._frame(session.channel, Disposition(role=False, first=UInt(delivery_id),
-                                                     settled=True, state=state))
-
-    def _apply_outcome(self, session: _Session, tag: int, state: Any) -> None:
-        """A receiver's outcome as RabbitMQ 4 settles it (``settle_op_from_outcome/1``):
-        accepted acks, rejected discards (dead-lettered; a failed delivery), released requeues,
-        modified requeues or (undeliverable-here) discards, counting a failed delivery when
-        delivery-failed is set."""
-        channel = session.model
-        try:
-            if isinstance(state, Accepted):
-                channel.basic_ack(tag)
-            elif isinstance(state, Rejected):
-                channel.basic_reject(tag, requeue=False)
-            elif isinstance(state, Modified):
-                channel.modify(tag, delivery_failed=bool(state.delivery_failed),
-                               undeliverable_here=bool(state.undeliverable_here),
-                               annotations=_modified_annotations(state))
-            else:  # released
-                channel.basic_reject(tag, requeue=True)
-        except AMQPError:
-            pass  # the delivery's queue is gone
-
-    # -- deliveries out ----------------------------------------------------------------------------
-
-    def _deliver(self, session: _Session, consumer_tag: str, delivery_tag: int,
-                 redelivered: bool, exchange: str, routing_key: str, message: Message,
-                 failures: int) -> None:
-        link = session.by_tag.get(consumer_tag)
-        if link is None or session.ended:
-            return
-        annotations: dict[Any, Any] = {Symbol("x-exchange"): exchange,
-                                       Symbol("x-routing-key"): routing_key}
-        if message.deaths:
-            annotations[Symbol("x-opt-deaths")] = encode_deaths(message.deaths)
-        # The header as RabbitMQ 4 writes it (mc_amqp:update_header_from_anns/2): delivery-count
-        # is the failed deliveries; first-acquirer only for a message never delivered, never
-        # failed and never dead-lettered.
-        first = not redelivered and not failures and not message.deaths
-        payload = to_amqp10(message, first_acquirer=first, delivery_count=failures,
-                            annotations=annotations)
-        link.credit = max(0, link.credit - 1)
-        self._transfer(session, link, _TAG.pack(delivery_tag), payload, delivery_tag)
-
-    def _transfer(self, session: _Session, link: _Outgoing, tag: bytes, payload: bytes,
-                  model_tag: int | None) -> None:
-        delivery_id = session.next_delivery_id
-        session.next_delivery_id = serial_add(delivery_id, 1)
-        link.delivery_count += 1
-        settled = link.presettled or model_tag is None
-        if not settled and model_tag is not None:
-            session.unsettled[delivery_id] = (link, model_tag)
-            link.unsettled.add(delivery_id)
-        self._send_transfer(session, Transfer(
-            handle=UInt(link.handle), delivery_id=UInt(delivery_id), delivery_tag=tag,
-            message_format=UInt(0), settled=settled), payload)
-        self._output_ready()
-
-    def _send_pending(self, session: _Session) -> None:
-        pending = session.pending
-        while pending and session.remote_incoming_window > 0:
-            self._out.append(pending.popleft())
-            session.remote_incoming_window -= 1
-            session.next_outgoing_id = serial_add(session.next_outgoing_id, 1)
-
-    def _pump_browsers(self) -> None:
-        for link in list(self._browsers):
-            if link.credit > 0 and not link.session.ended:
-                self._pump_browser(link)
-
-    def _pump_browser(self, link: _Outgoing) -> None:
-        """Show a browsing link the queue's messages it has not seen, as credit allows."""
-        browser = link.browser
-        if browser is None or browser.gone:
-            return
-        selector = link.selector
-        shown = browser.take(link.credit, selector.matches if selector is not None else None)
-        for entry in shown:
-            message = entry.message
-            payload = to_amqp10(message, first_acquirer=False, delivery_count=entry.failures,
-                                annotations={Symbol("x-exchange"): message.exchange,
-                                             Symbol("x-routing-key"): message.routing_key})
-            link.credit -= 1
-            self._transfer(link.session, link, _TAG.pack(entry.seq), payload, None)
-        sent = bool(shown)
-        if link.drain and link.credit:
-            link.delivery_count += link.credit
-            link.credit = 0
-            self._link_flow(link)
-        elif sent:
-            self._output_ready()
-
-    def _cancelled(self, session: _Session, consumer_tag: str) -> None:
-        # The queue under a receiving link was deleted: the link is detached with an error.
-        link = session.by_tag.pop(consumer_tag, None)
-        if link is None or link.detached:
-            return
-        link.consumer_tag = ""
-        self._detach_with_error(link, LinkError("amqp:resource-deleted",
-                                                f"queue '{link.queue.name if link.queue else ''}' "
-                                                "was deleted"))
-        self._output_ready()
-
-
-def _modified_annotations(state: Modified) -> dict[str, Any] | None:
-    """The ``message-annotations`` of a modified outcome as 0-9-1 header values. Their keys
-    must be symbols that start with ``x-`` ("all symbolic keys except those beginning with
-    "x-" are reserved", Part 3 section 3.2.10): RabbitMQ 4 has no clause for others and its
-    session ends; so does this one, saying why."""
-    annotations = state.message_annotations
-    if not annotations:
-        return None
-    if not all(isinstance(k, Symbol) and k.startswith("x-") for k in annotations):
-        raise SessionError("amqp:invalid-field", "the message-annotations of a modified "
-                           "outcome must have symbol keys that start with 'x-'")
-    return {str(k): _value_to_091(v) for k, v in annotations.items()}
-
-
-#: The source filter that says where a link reading a stream starts (RabbitMQ's 1.0 plugin).
-STREAM_OFFSET_SPEC: Final = "rabbitmq:stream-offset-spec"
-#: RabbitMQ 4's source filters choosing a stream's chunks by filter value (3.13+ filtering).
-STREAM_FILTER: Final = "rabbitmq:stream-filter"
-STREAM_MATCH_UNFILTERED: Final = "rabbitmq:stream-match-unfiltered"
-_STREAM_FILTERS: Final = (STREAM_OFFSET_SPEC, STREAM_FILTER, STREAM_MATCH_UNFILTERED)
-
-
-def _stream_filters(source: Source, rabbitmq4: bool) -> dict[Any, tuple[str, Any]]:
-    """The stream filters of a source, by their key in its filter set: (name, value). RabbitMQ
-    3.10 knows a filter by its key and takes a plain value; RabbitMQ 4 (v4.1.4
-    ``rabbit_amqp_session:parse_filters/2``) by its value's descriptor, under any key, and
-    adds ``rabbitmq:stream-filter`` and ``rabbitmq:stream-match-unfiltered``."""
-    found: dict[Any, tuple[str, Any]] = {}
-    for key, value in (source.filter or {}).items():
-        descriptor = getattr(value, "descriptor", None)
-        if rabbitmq4 and isinstance(descriptor, str) and descriptor in _STREAM_FILTERS:
-            found[key] = (str(descriptor), getattr(value, "value", None))
-        elif key == STREAM_OFFSET_SPEC:
-            found[key] = (STREAM_OFFSET_SPEC, getattr(value, "value", value)
-                          if descriptor is not None else value)
-    return found
-
-
-def _stream_arguments(source: Source, rabbitmq4: bool = False) -> dict[str, Any] | None:
-    """The consumer arguments a source's stream filters become, as RabbitMQ's 1.0 plugin maps
-    them (3.10.8 ``source_filters_to_consumer_args/1``, 4.1.4 ``parse_filters/2``): the offset
-    spec a timestamp (milliseconds, taken to the second as 0-9-1 timestamps are), a string
-    (``first``, ``last``, ``next``, an interval such as ``10m``) or an integer offset; with
-    RabbitMQ 4, ``x-stream-filter`` (a string or a list of strings) and
-    ``x-stream-match-unfiltered`` (a boolean). Other values are ignored."""
-    arguments: dict[str, Any] = {}
-    for name, spec in _stream_filters(source, rabbitmq4).values():
-        if name == STREAM_OFFSET_SPEC:
-            if isinstance(spec, Timestamp):
-                arguments["x-stream-offset"] = datetime.datetime.fromtimestamp(
-                    int(spec) // 1000, datetime.timezone.utc)
-            elif isinstance(spec, str):
-                arguments["x-stream-offset"] = str(spec)
-            elif isinstance(spec, int) and not isinstance(spec, bool) and (
-                    spec >= 0 or not rabbitmq4):
-                arguments["x-stream-offset"] = int(spec)
-        elif name == STREAM_FILTER:
-            if isinstance(spec, str):
-                arguments["x-stream-filter"] = str(spec)
-            elif isinstance(spec, list):
-                arguments["x-stream-filter"] = [str(v) for v in spec if isinstance(v, str)]
-        elif isinstance(spec, bool):
-            arguments["x-stream-match-unfiltered"] = spec
-    return arguments or None
-
-
-def _durable(durability: object) -> bool:
-    """Whether a v1 ``/queue/Q`` terminus declares a durable queue: for the terminus
-    durabilities configuration (1) and unsettled-state (2), not for none (0, the default)
-    (``rabbit_amqp1_0_link_util:durable/1``)."""
-    return isinstance(durability, int) and durability > 0
-
-
-def _ignore_events(event: ChannelEvent) -> None:
-    pass  # a transaction's channel: its publishes are settled at the discharge
-
-
-@final
-class _ModelEvents:
-    """The one place that hears a session's model channel: deliveries, returns, confirms and
-    cancels (the model's events), turned into this connection's calls."""
-
-    __slots__ = ("connection", "session")
-
-    def __init__(self, connection: ServerConnection, session: _Session) -> None:
-        self.connection = connection
-        self.session = session
-
-    def __call__(self, event: ChannelEvent) -> None:
-        # Events come in the middle of the model's work (another connection's publish, a timer):
-        # a failure here is this connection's alone and must not unwind the model.
-        connection = self.connection
-        try:
-            if isinstance(event, Delivered):
-                connection._deliver(self.session, event.consumer_tag, event.delivery_tag,
-                                    event.redelivered, event.exchange, event.routing_key,
-                                    event.message, event.failures)
-            elif isinstance(event, Returned):
-                connection._returned = True
-            elif isinstance(event, Confirmed):
-                if not event.ack:
-                    connection._nacked = True
-            elif isinstance(event, Cancelled):
-                connection._cancelled(self.session, event.consumer_tag)
-        except Exception as exc:  # a bug: the listener closes this connection
-            connection.failure = exc
-            connection._output_ready()
-
-
-_Handler = Callable[[ServerConnection, _Session, Any, bytes], None]
-
-#: The performatives a session takes, each with its handler.
-_HANDLERS: Final[dict[type[Any], _Handler]] = {
-    Attach: ServerConnection._on_attach,
-    Flow: ServerConnection._on_flow,
-    Transfer: ServerConnection._on_transfer,
-    Disposition: ServerConnection._on_disposition,
-    Detach: ServerConnection._on_detach,
-    End: ServerConnection._on_end,
-}
-
+_Handler = Callable[[_Session, Any, bytes], None]
