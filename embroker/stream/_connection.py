@@ -69,7 +69,6 @@ from ..errors import (
     NotFound,
     PreconditionFailed,
 )
-from ..model._message import Message
 from ..model._stream import Chunk, ChunkReader, FilterSpec, OffsetSpec, SacMember, StreamLog
 from ._frames import (
     DEFAULT_FRAME_MAX,
@@ -664,35 +663,14 @@ class StreamConnection:
             self._publish_errors(publisher_id, [pid for pid, _v, _d in entries],
                                  Code.PUBLISHER_DOES_NOT_EXIST)
             return
-        confirmed: list[int] = []
-        messages: list[Message] = []
-        raw: list[bytes] = []
-        values: list[str | None] = []
-        refused: list[int] = []
+        profile = self.broker.profile
         try:
-            last = self.channel.stream_written(publisher.stream, publisher.reference)
+            confirmed = self.channel.stream_publish_batch(
+                publisher.stream, entries, lambda data: from_stream(data, profile),
+                reference=publisher.reference, filtered=v2)
         except AMQPError as exc:
             self._publish_errors(publisher_id, [pid for pid, _v, _d in entries], _code(exc))
             return
-        for publishing_id, value, data in entries:
-            if publisher.reference and publishing_id <= last:
-                confirmed.append(publishing_id)  # a duplicate: confirmed, not written again
-                continue
-            properties, body = from_stream(data, self.broker.profile)
-            messages.append(Message("", publisher.stream, properties, body))
-            raw.append(data)
-            values.append(value)
-            confirmed.append(publishing_id)
-            last = max(last, publishing_id)
-        if messages:
-            try:
-                self.channel.stream_publish(publisher.stream, tuple(messages), tuple(raw),
-                                            tuple(values) if v2 else None,
-                                            reference=publisher.reference, last=last)
-            except AMQPError as exc:
-                refused, confirmed = confirmed, []
-                self._publish_errors(publisher_id, refused, _code(exc))
-                return
         if confirmed:
             w = Writer(Key.PUBLISH_CONFIRM).uint8(publisher_id).int32(len(confirmed))
             for publishing_id in confirmed:
