@@ -26,7 +26,7 @@ from embroker.errors import AccessControlError, NotAllowed
 
 from .record import reference_base
 
-Api = Callable[[str, str, Any], tuple[int, Any]]
+Api = Callable[..., tuple[int, Any]]
 
 
 def _api(base: str, user: str = "guest", password: str = "guest") -> Api:
