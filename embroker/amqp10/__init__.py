@@ -79,7 +79,17 @@ from embroker.amqp10._frames import (
     encode_frame,
     encode_transfer_frames,
 )
-from embroker.amqp10._message import AMQP10_TYPE, ParsedMessage, parse_message, to_amqp10, to_model
+from embroker.amqp10._message import (
+    AMQP10_TYPE,
+    ParsedMessage,
+    from_stream,
+    parse_message,
+    to_amqp10,
+    to_model,
+    to_stream,
+    value_from_091,
+    value_to_091,
+)
 from embroker.amqp10._selector import Selector, SelectorError
 from embroker.amqp10._session import serial_add, serial_diff
 from embroker.amqp10._types import (
@@ -116,7 +126,7 @@ __all__ = [
     "SaslChallenge", "SaslInit", "SaslMechanisms", "SaslOutcome", "SaslResponse", "Selector",
     "SelectorError", "ServerConnection", "SessionError", "Short", "Source", "Symbol", "Target",
     "Timestamp", "TransactionalState", "Transfer", "UByte", "UInt", "ULong", "UShort",
-    "decode_value", "encode_frame", "encode_transfer_frames", "encode_value", "parse_address",
-    "parse_message", "queue_address", "serial_add", "serial_diff", "skip_value", "to_amqp10",
-    "to_model",
+    "decode_value", "encode_frame", "encode_transfer_frames", "encode_value", "from_stream",
+    "parse_address", "parse_message", "queue_address", "serial_add", "serial_diff", "skip_value",
+    "to_amqp10", "to_model", "to_stream", "value_from_091", "value_to_091",
 ]

@@ -37,7 +37,7 @@ from .._erlterm import field_value_term, phash2
 from ..errors import AccessRefused, AMQPError, NotFound, PreconditionFailed
 from ._definitions import SECTION_AMQP_VALUE, Properties
 from ._errors import DecodeError, SessionError
-from ._message import _value_from_091, _value_to_091
+from ._message import value_from_091, value_to_091
 from ._types import Described, Symbol, UInt, ULong, decode_value, encode_value
 
 if TYPE_CHECKING:
@@ -134,13 +134,13 @@ def _arguments(value: Any, what: str) -> dict[str, Any]:
     for key, item in value.items():
         if not isinstance(key, str):
             raise _Status("400", f"unsupported argument {{{_erlang(key)},{_erlang(item)}}}")
-        table[str(key)] = _value_to_091(item)
+        table[str(key)] = value_to_091(item)
     return table
 
 
 def _amqp_arguments(table: dict[str, Any]) -> dict[Any, Any]:
     """A 0-9-1 table as the response's map (``args_amqpl_to_amqp/1``: utf8 keys)."""
-    return {str(key): _value_from_091(value) for key, value in table.items()}
+    return {str(key): value_from_091(value) for key, value in table.items()}
 
 
 def _decode_properties(body: Any, what: str, booleans: tuple[str, ...],

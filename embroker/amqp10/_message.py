@@ -1,4 +1,7 @@
-"""AMQP 1.0 messages (Part 3 section 3.2) and their mapping to and from the broker's messages.
+"""AMQP 1.0 messages (Part 3 section 3.2) and their mapping to and from the broker's messages:
+the one home of message conversion, for the AMQP 1.0 and stream surfaces alike (through the
+names :mod:`embroker.amqp10` exports), keyed by the broker's RabbitMQ profile where RabbitMQ's
+versions differ (:func:`from_stream`, :func:`to_stream`).
 
 A transfer's payload is a sequence of sections: header, delivery-annotations,
 message-annotations, then the *bare message* (properties, application-properties, the body:
@@ -81,9 +84,10 @@ from ._types import (
 
 if TYPE_CHECKING:
     from ..model import Message
+    from ..model._profile import Profile
 
-__all__ = ["AMQP10_TYPE", "Kept", "ParsedMessage", "encode_deaths", "parse_message", "to_amqp10",
-           "to_model"]
+__all__ = ["AMQP10_TYPE", "Kept", "ParsedMessage", "encode_deaths", "from_stream", "parse_message",
+           "to_amqp10", "to_model", "to_stream", "value_from_091", "value_to_091"]
 
 #: The 0-9-1 ``type`` of a message whose body is AMQP 1.0 sections other than data.
 AMQP10_TYPE: Final = "amqp-1.0"
@@ -200,7 +204,7 @@ def parse_message(payload: bytes) -> ParsedMessage:
 
 # -- 1.0 -> model -------------------------------------------------------------------------------
 
-def _value_to_091(value: Any) -> Any:
+def value_to_091(value: Any) -> Any:
     """An AMQP 1.0 value as a 0-9-1 header value, typed as RabbitMQ's ``to_091`` types it
     (a long stays a long, a uint an unsignedint...)."""
     if value is None or isinstance(value, bool):
@@ -223,13 +227,16 @@ def _value_to_091(value: Any) -> Any:
     if isinstance(value, uuid.UUID):
         return f"urn:uuid:{value}"
     if isinstance(value, list):
-        return [_value_to_091(v) for v in value]
+        return [value_to_091(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _value_to_091(v) for k, v in value.items()}
+        return {str(k): value_to_091(v) for k, v in value.items()}
     if isinstance(value, Described):
-        return _value_to_091(value.value)
+        return value_to_091(value.value)
     return str(value)  # pragma: no cover - every decoded type is handled above
 
+
+#: (The name ``_connection`` imports, until it imports :func:`value_to_091`.)
+_value_to_091 = value_to_091
 
 #: RabbitMQ's ``to_091`` for the integer types (a ulong travels as a long).
 _TO_091_INTS: Final[dict[type[int], type[int]]] = {
@@ -271,10 +278,10 @@ def to_model(message: ParsedMessage) -> tuple[dict[str, Any], bytes]:
             continue
         if len(key.encode()) > 255:
             continue
-        headers["CC" if key == "x-cc" else key] = _value_to_091(value)
+        headers["CC" if key == "x-cc" else key] = value_to_091(value)
     for key, value in message.application_properties.items():
         if isinstance(key, str) and len(key.encode()) <= 255:
-            headers[key] = _value_to_091(value)
+            headers[key] = value_to_091(value)
     header = message.header
     if header is not None:
         props["delivery_mode"] = 2 if header.durable else 1
@@ -322,7 +329,7 @@ def to_model(message: ParsedMessage) -> tuple[dict[str, Any], bytes]:
 
 # -- model -> 1.0 -------------------------------------------------------------------------------
 
-def _value_from_091(value: Any) -> Any:
+def value_from_091(value: Any) -> Any:
     """A 0-9-1 header value as an AMQP 1.0 value (RabbitMQ's ``from_091``)."""
     if isinstance(value, bool) or value is None or isinstance(value, bytes):
         return value
@@ -342,9 +349,9 @@ def _value_from_091(value: Any) -> Any:
             value = value.replace(tzinfo=_UTC)
         return Timestamp(int(value.timestamp()) * 1000)
     if isinstance(value, (list, tuple)):
-        return [_value_from_091(v) for v in value]
+        return [value_from_091(v) for v in value]
     if isinstance(value, dict):
-        return {Symbol(k) if isinstance(k, str) and k.isascii() else str(k): _value_from_091(v)
+        return {Symbol(k) if isinstance(k, str) and k.isascii() else str(k): value_from_091(v)
                 for k, v in value.items()}
     return str(value)
 
@@ -426,11 +433,11 @@ def to_amqp10(message: Message, *, first_acquirer: bool, delivery_count: int,
         if key == "x-stream-offset" and isinstance(value, int):
             mapped[Symbol(key)] = ULong(value)  # a stream's offset: a ulong, as RabbitMQ 3.10.8
         elif key.startswith("x-"):
-            mapped[Symbol(key) if key.isascii() else key] = _value_from_091(value)
+            mapped[Symbol(key) if key.isascii() else key] = value_from_091(value)
         elif key == "CC" and isinstance(value, list):
-            mapped[Symbol("x-cc")] = _value_from_091(value)
+            mapped[Symbol("x-cc")] = value_from_091(value)
         elif not isinstance(value, (list, tuple, dict)):
-            app[key] = _value_from_091(value)
+            app[key] = value_from_091(value)
     basic_type = props.get("type")
     if isinstance(basic_type, str) and basic_type != AMQP10_TYPE:
         mapped[Symbol("x-basic-type")] = basic_type
@@ -541,3 +548,126 @@ def encode_body_value(value: Any) -> bytes:
     encode_value(value, out)
     return bytes(out)
 
+
+
+# -- stream messages ----------------------------------------------------------------------------
+
+def from_stream(data: bytes, profile: Profile) -> tuple[dict[str, Any], bytes]:
+    """The 0-9-1 properties and body of a message published over the stream protocol, as
+    AMQP 0-9-1 and 1.0 consumers get it: RabbitMQ 3.10's mapping (:func:`_model_310`), or
+    RabbitMQ 4's (:func:`to_model`) under its profile. Bytes that are not an AMQP 1.0 message
+    (osiris takes any) are the body, with no properties."""
+    try:
+        parsed = parse_message(data)
+        return to_model(parsed) if profile.rabbitmq4 else _model_310(parsed)
+    except DecodeError:
+        return {}, data
+
+
+def to_stream(message: Message, profile: Profile) -> bytes:
+    """The AMQP 1.0 bytes a stream reader gets for a message published over AMQP, with its
+    exchange and routing key as annotations: RabbitMQ 3.10's ``rabbit_msg_record``
+    (:func:`_record_310`), or RabbitMQ 4's message container under its profile."""
+    if not profile.rabbitmq4:
+        return _record_310(message)
+    return to_amqp10(message, first_acquirer=False, delivery_count=0,
+                     annotations={Symbol("x-exchange"): message.exchange,
+                                  Symbol("x-routing-key"): message.routing_key})
+
+
+def _model_310(message: ParsedMessage) -> tuple[dict[str, Any], bytes]:
+    """A message published over the stream protocol as RabbitMQ 3.10.8's AMQP 0-9-1
+    consumers get it (``rabbit_msg_record:to_amqp091/1``): the 1.0 properties as basic
+    properties, ``x-basic-type`` and ``x-basic-app-id`` of the application properties as
+    type and app-id and the others as headers, ``x-basic-priority``,
+    ``x-basic-delivery-mode`` and ``x-basic-expiration`` of the message annotations (the
+    others are dropped); the body is the data section's bytes."""
+    props: dict[str, Any] = {}
+    p = message.properties
+    if p is not None:
+        for key, value in (("message_id", p.message_id), ("correlation_id", p.correlation_id),
+                           ("reply_to", p.reply_to), ("content_type", p.content_type),
+                           ("content_encoding", p.content_encoding)):
+            if isinstance(value, str):
+                props[key] = str(value)
+        if isinstance(p.user_id, bytes):
+            props["user_id"] = p.user_id.decode("utf-8", "replace")
+        if isinstance(p.creation_time, int):
+            props["timestamp"] = fieldtypes.Timestamp(int(p.creation_time) // 1000)
+    headers: dict[str, Any] = {}
+    for key, value in message.application_properties.items():
+        if key == "x-basic-type" and isinstance(value, str):
+            props["type"] = str(value)
+        elif key == "x-basic-app-id" and isinstance(value, str):
+            props["app_id"] = str(value)
+        elif isinstance(key, str) and len(key.encode()) <= 255:
+            headers[str(key)] = value_to_091(value)
+    if headers:
+        props["headers"] = headers
+    annotations = message.message_annotations
+    for key, prop in (("x-basic-priority", "priority"),
+                      ("x-basic-delivery-mode", "delivery_mode")):
+        value = annotations.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 256:
+            props[prop] = int(value)
+    expiration = annotations.get("x-basic-expiration")
+    if isinstance(expiration, str):
+        props["expiration"] = str(expiration)
+    if message.body_kind == SECTION_DATA:
+        return props, message.data
+    return props, message.body
+
+
+def _record_310(message: Message) -> bytes:
+    """An AMQP 0-9-1 message as RabbitMQ 3.10.8 writes it to a stream
+    (``rabbit_msg_record:from_amqp091/2``, then ``add_message_annotations`` with the exchange
+    and routing key): no header; properties; message annotations ``x-routing-key``,
+    ``x-exchange``, ``x-basic-priority``, ``x-basic-delivery-mode``, ``x-basic-expiration``;
+    application properties ``x-basic-type``, ``x-basic-app-id`` then the headers; the body as
+    one data section."""
+    props = message.properties
+    timestamp = props.get("timestamp")
+    if isinstance(timestamp, datetime.datetime):
+        timestamp = int(timestamp.replace(tzinfo=timestamp.tzinfo or datetime.timezone.utc)
+                        .timestamp())
+    user_id = props.get("user_id")
+    out = bytearray()
+
+    def text(key: str) -> str | None:
+        value = props.get(key)
+        return value if isinstance(value, str) else None
+
+    content_type, content_encoding = text("content_type"), text("content_encoding")
+    Properties(
+        message_id=text("message_id"),
+        user_id=user_id.encode() if isinstance(user_id, str) else None,
+        reply_to=text("reply_to"), correlation_id=text("correlation_id"),
+        content_type=Symbol(content_type) if content_type is not None else None,
+        content_encoding=Symbol(content_encoding) if content_encoding is not None else None,
+        creation_time=Timestamp(timestamp * 1000) if isinstance(timestamp, int) else None,
+    ).encode_into(out)
+    annotations: dict[Any, Any] = {Symbol("x-routing-key"): message.routing_key,
+                                   Symbol("x-exchange"): message.exchange}
+    for key, prop in (("x-basic-priority", "priority"),
+                      ("x-basic-delivery-mode", "delivery_mode")):
+        value = props.get(prop)
+        if isinstance(value, int):
+            annotations[Symbol(key)] = UByte(value & 0xFF)
+    if text("expiration") is not None:
+        annotations[Symbol("x-basic-expiration")] = text("expiration")
+    application: dict[Any, Any] = {}
+    for key, prop in (("x-basic-type", "type"), ("x-basic-app-id", "app_id")):
+        if text(prop) is not None:
+            application[key] = text(prop)
+    for key, value in (props.get("headers") or {}).items():
+        if not isinstance(value, list | tuple | dict):  # (unsupported_header_value_type)
+            application[key] = value_from_091(value)
+    record = bytearray(b"\x00\x53\x72")  # message annotations, then the properties
+    encode_value(annotations, record)
+    record += out
+    if application:
+        record += b"\x00\x53\x74"
+        encode_value(application, record)
+    record += b"\x00\x53\x75"  # data
+    encode_value(message.body, record)
+    return bytes(record)

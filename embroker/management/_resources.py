@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     _node,
     _topology,
     _traces,
+    _user_limits,
     _users,
     _vhosts,
 )

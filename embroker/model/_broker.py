@@ -197,9 +197,9 @@ class Broker(UserAdministration, PolicyCommands):
     def add_vhost(self, name: str, *, created_by: str | None = None) -> VirtualHost:
         """Create a virtual host (with its standard exchanges); returns the existing one if any.
 
-        ``created_by``: the user who asks (the management API's), who gets full permissions on
-        a vhost it creates, as RabbitMQ's ``rabbit_vhost:put_vhost`` grants them; the default
-        users get them on every vhost created.
+        ``created_by``: the user who asks (the management API's), who alone gets full
+        permissions on a vhost it creates, as RabbitMQ's ``rabbit_vhost:put_vhost`` grants
+        them; without one, the default users get them.
         """
         with self._lock:
             vhost = self.vhosts.get(name)
@@ -270,7 +270,9 @@ class Broker(UserAdministration, PolicyCommands):
 
         Raises:
             NotAllowed: (530) no such virtual host, ``user`` has no access to it, or its
-                ``max-connections`` is reached.
+                ``max-connections`` is reached, or ``user``'s own ``max-connections`` (its
+                user limit; not on a stream connection, which RabbitMQ's stream reader does
+                not check, v3.10.8 and v4.1.0).
         """
         with self._lock:
             host = self.vhost(vhost)
@@ -280,6 +282,8 @@ class Broker(UserAdministration, PolicyCommands):
                                         name=name, access=UNRESTRICTED)
             else:
                 host.policies.check_connection_limit(user)
+                if (details or {}).get("protocol") != "stream":
+                    self._check_user_connection_limit(user)
                 self.access.check_vhost(user, vhost)
                 connection = Connection(host, user=user, client_properties=client_properties,
                                         name=name, access=self.access.grant(user, vhost))
@@ -287,6 +291,15 @@ class Broker(UserAdministration, PolicyCommands):
             if self.plugins.events is not None:
                 self.plugins.events.connection_created(connection)
             return connection
+
+    def _check_user_connection_limit(self, user: str) -> None:
+        # rabbit_reader:is_over_user_connection_limit/1 (v3.10.8), after the vhost's limit and
+        # before vhost access: its tracked connections (every protocol's) against the limit.
+        limit = self.user_limit(user, "max-connections")
+        if limit is not None and (limit == 0 or sum(
+                1 for c in self.connections.values() if c.user == user) >= limit):
+            raise NotAllowed(f"connection refused for user '{user}': user connection limit "
+                             f"({limit}) is reached")
 
     # -- resource alarms ------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ What a channel keeps:
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import (
@@ -638,21 +638,31 @@ class Channel:
             raise PreconditionFailed(f"publisher already declared on stream '{name}'")
         return self._stream_log(name)
 
-    def stream_written(self, name: str, reference: str) -> int:
-        """The last publishing id written to stream ``name`` by publisher ``reference`` (-1
-        for none, or no reference): what a publish with that reference deduplicates against
-        (osiris' writer tracking). Checked as :meth:`stream_publish`."""
-        self.connection.access.write_queue(name)
-        return self._stream_log(name).writers.get(reference, -1) if reference else -1
-
     def stream_publish(self, name: str, messages: tuple[Message, ...],
                        raw: tuple[bytes, ...] | None = None,
-                       filter_values: tuple[str | None, ...] | None = None, *,
-                       reference: str = "", last: int = -1) -> int:
-        """Write messages to stream ``name`` as one chunk (a stream-protocol publish; with
-        their filter values, RabbitMQ 3.13+); returns the offset of the first. With a
-        publisher ``reference``, ``last`` is the last publishing id among them (see
-        :meth:`stream_written`). Write permission, then that the stream exists.
+                       filter_values: tuple[str | None, ...] | None = None) -> int:
+        """Write messages to stream ``name`` as one chunk (with their filter values, RabbitMQ
+        3.13+); returns the offset of the first. Write permission, then that the stream
+        exists. (A stream-protocol publisher publishes with :meth:`stream_publish_batch`.)
+
+        Raises:
+            AccessRefused: (403) no write permission on it.
+            NotFound: (404) no such stream.
+        """
+        self.connection.access.write_queue(name)
+        self._stream_log(name)
+        return self.vhost.queues[name].append_chunk(messages, raw, filter_values)
+
+    def stream_publish_batch(self, name: str, entries: Sequence[tuple[int, str | None, bytes]],
+                             decode: Callable[[bytes], tuple[dict[str, Any], bytes]], *,
+                             reference: str = "", filtered: bool = False) -> list[int]:
+        """A stream-protocol Publish of one publisher: its ``(publishing id, filter value,
+        bytes)`` entries, the new ones written to stream ``name`` as one chunk (each as
+        ``decode`` reads its bytes for AMQP consumers, keeping the bytes for stream readers);
+        returns the publishing ids confirmed, in order. A publisher with a ``reference`` is
+        deduplicated as osiris' writer tracking does: an id not above the last one written
+        for the reference is confirmed and not written again. Write permission, then that the
+        stream exists (rabbit_stream_reader's publish), before anything is written.
 
         Raises:
             AccessRefused: (403) no write permission on it.
@@ -660,10 +670,26 @@ class Channel:
         """
         self.connection.access.write_queue(name)
         log = self._stream_log(name)
-        offset = self.vhost.queues[name].append_chunk(messages, raw, filter_values)
-        if reference:
-            log.writers[reference] = last
-        return offset
+        last = log.writers.get(reference, -1) if reference else -1
+        confirmed: list[int] = []
+        messages: list[Message] = []
+        raw: list[bytes] = []
+        values: list[str | None] = []
+        for publishing_id, value, data in entries:
+            confirmed.append(publishing_id)
+            if reference and publishing_id <= last:
+                continue  # a duplicate: confirmed, not written again
+            properties, body = decode(data)
+            messages.append(Message("", name, properties, body))
+            raw.append(data)
+            values.append(value)
+            last = max(last, publishing_id)
+        if messages:
+            self.vhost.queues[name].append_chunk(tuple(messages), tuple(raw),
+                                                 tuple(values) if filtered else None)
+            if reference:
+                log.writers[reference] = last
+        return confirmed
 
     def stream_publisher_sequence(self, name: str, reference: str) -> int:
         """The last publishing id written by publisher ``reference`` (0 for none):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, final
 
-from ..errors import ChannelError, ConnectionException
+from ..errors import ChannelError, ConnectionException, NotAllowed
 from ._access import UNRESTRICTED, Grant
 from ._channel import Channel
 
@@ -61,14 +61,34 @@ class Connection:
         """Consumer deliveries (not basic.get ones) its channels hold unsettled."""
         return sum(channel.consumer_unacked for channel in self.channels.values())
 
+    @property
+    def has_tracked_channels(self) -> bool:
+        """Whether its channels are the AMQP 0-9-1 channels RabbitMQ tracks and counts against
+        a user's ``max-channels``: not an AMQP 1.0 connection's sessions and links (RabbitMQ
+        4's sessions check no user limit), nor a stream connection's (it has none), nor an
+        unchecked in-process connection's."""
+        return self.access is not UNRESTRICTED and self.details.get("protocol") != "stream" \
+            and self.client_properties.get("protocol") != "AMQP 1.0"
+
     def open_channel(self, number: int) -> Channel:
         """Open channel ``number``.
 
         Raises:
             ChannelError: (504) that channel is open already.
+            NotAllowed: (530) its user's ``max-channels`` is reached (its user limit:
+                rabbit_reader:create_channel/2, v3.10.8, counting the user's channels on every
+                connection).
         """
         if number in self.channels:
             raise channel_already_open()
+        broker = self.vhost.broker
+        if self.has_tracked_channels:
+            limit = broker.user_limit(self.user, "max-channels")
+            if limit is not None and (limit == 0 or sum(
+                    len(c.channels) for c in broker.connections.values()
+                    if c.user == self.user and c.has_tracked_channels) >= limit):
+                raise NotAllowed(f"number of channels opened for user '{self.user}' has "
+                                 f"reached the maximum allowed user limit of ({limit})")
         channel = self.channels[number] = Channel(self, number)
         events = self.vhost.broker.plugins.events
         if events is not None:

@@ -55,27 +55,12 @@ closes.
 
 from __future__ import annotations
 
-import datetime
 import enum
 import itertools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Final, final
 
-from .. import fieldtypes
-from ..amqp10 import (
-    DecodeError,
-    Properties,
-    Symbol,
-    Timestamp,
-    UByte,
-    encode_value,
-    parse_message,
-    to_amqp10,
-)
-from ..amqp10._definitions import SECTION_DATA
-from ..amqp10._message import ParsedMessage, to_model
-from ..amqp10._message import _value_from_091 as value_from_091
-from ..amqp10._message import _value_to_091 as value_to_091
+from ..amqp10 import from_stream, to_stream
 from ..errors import (
     AccessRefused,
     AMQPError,
@@ -84,7 +69,6 @@ from ..errors import (
     NotFound,
     PreconditionFailed,
 )
-from ..model._message import Message
 from ..model._stream import Chunk, ChunkReader, FilterSpec, OffsetSpec, SacMember, StreamLog
 from ._frames import (
     DEFAULT_FRAME_MAX,
@@ -102,6 +86,7 @@ if TYPE_CHECKING:
     from ..model import Broker as ModelBroker
     from ..model._channel import Channel as ModelChannel
     from ..model._connection import Connection as ModelConnection
+    from ..model._profile import Profile
 
 __all__ = ["MAX_UNREAD", "MAX_UNSENT", "RESUME_UNSENT", "State", "StreamConnection"]
 
@@ -678,40 +663,14 @@ class StreamConnection:
             self._publish_errors(publisher_id, [pid for pid, _v, _d in entries],
                                  Code.PUBLISHER_DOES_NOT_EXIST)
             return
-        confirmed: list[int] = []
-        messages: list[Message] = []
-        raw: list[bytes] = []
-        values: list[str | None] = []
-        refused: list[int] = []
+        profile = self.broker.profile
         try:
-            last = self.channel.stream_written(publisher.stream, publisher.reference)
+            confirmed = self.channel.stream_publish_batch(
+                publisher.stream, entries, lambda data: from_stream(data, profile),
+                reference=publisher.reference, filtered=v2)
         except AMQPError as exc:
             self._publish_errors(publisher_id, [pid for pid, _v, _d in entries], _code(exc))
             return
-        for publishing_id, value, data in entries:
-            if publisher.reference and publishing_id <= last:
-                confirmed.append(publishing_id)  # a duplicate: confirmed, not written again
-                continue
-            try:
-                parsed = parse_message(data)
-                properties, body = (to_model(parsed) if self.broker.profile.rabbitmq4
-                                    else _model_310(parsed))
-            except DecodeError:
-                properties, body = {}, data  # osiris takes any bytes; AMQP readers get them
-            messages.append(Message("", publisher.stream, properties, body))
-            raw.append(data)
-            values.append(value)
-            confirmed.append(publishing_id)
-            last = max(last, publishing_id)
-        if messages:
-            try:
-                self.channel.stream_publish(publisher.stream, tuple(messages), tuple(raw),
-                                            tuple(values) if v2 else None,
-                                            reference=publisher.reference, last=last)
-            except AMQPError as exc:
-                refused, confirmed = confirmed, []
-                self._publish_errors(publisher_id, refused, _code(exc))
-                return
         if confirmed:
             w = Writer(Key.PUBLISH_CONFIRM).uint8(publisher_id).int32(len(confirmed))
             for publishing_id in confirmed:
@@ -793,7 +752,7 @@ class StreamConnection:
         # The subscription reads from ``spec``: its chunks go out as its credit allows.
         def on_chunk(chunk: Chunk) -> None:
             self._send(chunk_frame(subscription_id, chunk.first_offset, chunk.timestamp,
-                                   _entries(chunk, self.broker.profile.rabbitmq4)))
+                                   _entries(chunk, self.broker.profile)))
             if self.unsent >= MAX_UNSENT:
                 self._pause(subscription_id)
             self._notify()
@@ -946,113 +905,9 @@ def _subscription_filter(properties: dict[str, str]) -> FilterSpec | None:
     return values, properties.get("match-unfiltered", "false").lower() == "true"
 
 
-def _entries(chunk: Chunk, rabbitmq4: bool) -> list[bytes]:
-    """The AMQP 1.0 bytes of a chunk's messages: as published over this protocol, or encoded
-    from an AMQP publish with its exchange and routing key as annotations (as RabbitMQ 3.10's
-    ``rabbit_msg_record`` does; RabbitMQ 4's message container under its profile)."""
+def _entries(chunk: Chunk, profile: Profile) -> list[bytes]:
+    """The AMQP 1.0 bytes of a chunk's messages: as published over this protocol, or as
+    :func:`~embroker.amqp10.to_stream` writes a message published over AMQP."""
     if chunk.raw is not None:
         return list(chunk.raw)
-    if not rabbitmq4:
-        return [_record_310(m) for m in chunk.messages]
-    return [to_amqp10(m, first_acquirer=False, delivery_count=0,
-                      annotations={Symbol("x-exchange"): m.exchange,
-                                   Symbol("x-routing-key"): m.routing_key})
-            for m in chunk.messages]
-
-
-def _model_310(message: ParsedMessage) -> tuple[dict[str, Any], bytes]:
-    """A message published over the stream protocol as RabbitMQ 3.10.8's AMQP 0-9-1
-    consumers get it (``rabbit_msg_record:to_amqp091/1``): the 1.0 properties as basic
-    properties, ``x-basic-type`` and ``x-basic-app-id`` of the application properties as
-    type and app-id and the others as headers, ``x-basic-priority``,
-    ``x-basic-delivery-mode`` and ``x-basic-expiration`` of the message annotations (the
-    others are dropped); the body is the data section's bytes."""
-    props: dict[str, Any] = {}
-    p = message.properties
-    if p is not None:
-        for key, value in (("message_id", p.message_id), ("correlation_id", p.correlation_id),
-                           ("reply_to", p.reply_to), ("content_type", p.content_type),
-                           ("content_encoding", p.content_encoding)):
-            if isinstance(value, str):
-                props[key] = str(value)
-        if isinstance(p.user_id, bytes):
-            props["user_id"] = p.user_id.decode("utf-8", "replace")
-        if isinstance(p.creation_time, int):
-            props["timestamp"] = fieldtypes.Timestamp(int(p.creation_time) // 1000)
-    headers: dict[str, Any] = {}
-    for key, value in message.application_properties.items():
-        if key == "x-basic-type" and isinstance(value, str):
-            props["type"] = str(value)
-        elif key == "x-basic-app-id" and isinstance(value, str):
-            props["app_id"] = str(value)
-        elif isinstance(key, str) and len(key.encode()) <= 255:
-            headers[str(key)] = value_to_091(value)
-    if headers:
-        props["headers"] = headers
-    annotations = message.message_annotations
-    for key, prop in (("x-basic-priority", "priority"),
-                      ("x-basic-delivery-mode", "delivery_mode")):
-        value = annotations.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 256:
-            props[prop] = int(value)
-    expiration = annotations.get("x-basic-expiration")
-    if isinstance(expiration, str):
-        props["expiration"] = str(expiration)
-    if message.body_kind == SECTION_DATA:
-        return props, message.data
-    return props, message.body
-
-
-def _record_310(message: Message) -> bytes:
-    """An AMQP 0-9-1 message as RabbitMQ 3.10.8 writes it to a stream
-    (``rabbit_msg_record:from_amqp091/2``, then ``add_message_annotations`` with the exchange
-    and routing key): no header; properties; message annotations ``x-routing-key``,
-    ``x-exchange``, ``x-basic-priority``, ``x-basic-delivery-mode``, ``x-basic-expiration``;
-    application properties ``x-basic-type``, ``x-basic-app-id`` then the headers; the body as
-    one data section."""
-    props = message.properties
-    timestamp = props.get("timestamp")
-    if isinstance(timestamp, datetime.datetime):
-        timestamp = int(timestamp.replace(tzinfo=timestamp.tzinfo or datetime.timezone.utc)
-                        .timestamp())
-    user_id = props.get("user_id")
-    out = bytearray()
-
-    def text(key: str) -> str | None:
-        value = props.get(key)
-        return value if isinstance(value, str) else None
-
-    content_type, content_encoding = text("content_type"), text("content_encoding")
-    Properties(
-        message_id=text("message_id"),
-        user_id=user_id.encode() if isinstance(user_id, str) else None,
-        reply_to=text("reply_to"), correlation_id=text("correlation_id"),
-        content_type=Symbol(content_type) if content_type is not None else None,
-        content_encoding=Symbol(content_encoding) if content_encoding is not None else None,
-        creation_time=Timestamp(timestamp * 1000) if isinstance(timestamp, int) else None,
-    ).encode_into(out)
-    annotations: dict[Any, Any] = {Symbol("x-routing-key"): message.routing_key,
-                                   Symbol("x-exchange"): message.exchange}
-    for key, prop in (("x-basic-priority", "priority"),
-                      ("x-basic-delivery-mode", "delivery_mode")):
-        value = props.get(prop)
-        if isinstance(value, int):
-            annotations[Symbol(key)] = UByte(value & 0xFF)
-    if text("expiration") is not None:
-        annotations[Symbol("x-basic-expiration")] = text("expiration")
-    application: dict[Any, Any] = {}
-    for key, prop in (("x-basic-type", "type"), ("x-basic-app-id", "app_id")):
-        if text(prop) is not None:
-            application[key] = text(prop)
-    for key, value in (props.get("headers") or {}).items():
-        if not isinstance(value, list | tuple | dict):  # (unsupported_header_value_type)
-            application[key] = value_from_091(value)
-    record = bytearray(b"\x00\x53\x72")  # message annotations, then the properties
-    encode_value(annotations, record)
-    record += out
-    if application:
-        record += b"\x00\x53\x74"
-        encode_value(application, record)
-    record += b"\x00\x53\x75"  # data
-    encode_value(message.body, record)
-    return bytes(record)
+    return [to_stream(m, profile) for m in chunk.messages]

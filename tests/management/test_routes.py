@@ -144,9 +144,6 @@ NOT_SERVED = {
     "/all-configuration": "the old name of /definitions",
     "/parameters/:component/:vhost/:name": "no runtime parameters (federation, shovel)",
     "/global-parameters/:name": "the only global parameter is the cluster name",
-    "/user-limits/:user/:name": "user limits are set through PUT /users/:user",
-    "/user-limits": "(the same)",
-    "/user-limits/:user": "(the same)",
     "/feature-flags/:name/enable": "no feature flags",
     "/topic-permissions/:vhost/:user/:exchange": "topic permissions per exchange are listed "
                                                  "and set through /topic-permissions/:vhost/:user",

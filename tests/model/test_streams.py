@@ -15,7 +15,13 @@ import pytest
 
 from embroker import Broker
 from embroker.client import Channel
-from embroker.errors import InternalError, NotFound, NotImplementedAMQP, PreconditionFailed
+from embroker.errors import (
+    AccessRefused,
+    InternalError,
+    NotFound,
+    NotImplementedAMQP,
+    PreconditionFailed,
+)
 from embroker.model import ManualClock
 from embroker.model._stream import StreamLog, max_age_ms, parse_offset_spec
 
@@ -420,3 +426,34 @@ def test_a_super_stream_routes_through_its_exchange_type_and_lists_partitions_in
         model.super_stream_route("order", "eu")
     assert missing.value.reply_text == "NOT_FOUND - no exchange 'order' in vhost '/'"
     assert missing.value.missing == ("exchange", "order")  # (what "did you mean" goes by)
+
+
+def test_stream_publish_batch_deduplicates_a_publisher_reference_in_the_model() -> None:
+    """A stream-protocol Publish is one model operation: with a reference, an id not above the
+    last written for it is confirmed and not written again (osiris' writer tracking)."""
+    broker = Broker()
+    ch = broker.connect().channel()
+    declare(ch)
+    model = ch.model
+
+    def decode(data: bytes) -> tuple[dict[str, Any], bytes]:
+        return {}, data
+
+    assert model.stream_publish_batch("s", [(1, None, b"a"), (2, None, b"b")], decode,
+                                      reference="p") == [1, 2]
+    assert model.stream_publish_batch("s", [(2, None, b"b"), (3, None, b"c")], decode,
+                                      reference="p") == [2, 3]
+    assert model.stream_publisher_sequence("s", "p") == 3
+    assert [m.body for m in broker.queues["s"].messages] == [b"a", b"b", b"c"]
+    # without a reference nothing is a duplicate
+    assert model.stream_publish_batch("s", [(1, None, b"d")], decode) == [1]
+    assert len(broker.queues["s"].messages) == 4
+
+
+def test_stream_publish_batch_checks_write_permission_before_the_stream_exists() -> None:
+    broker = Broker()
+    broker.add_user("reader", "pw")
+    broker.set_permissions("reader", "", "", ".*")
+    ch = broker.connect(user="reader").channel()
+    with pytest.raises(AccessRefused):
+        ch.model.stream_publish_batch("missing", [(1, None, b"a")], lambda d: ({}, d))
