@@ -4,9 +4,11 @@ Theory of operation
 -------------------
 :class:`ManagementAPI` is the application behind each :class:`~._http.HttpConnection` of a
 listener's management port: a request in, a response out, on the listener's loop thread. The
-routes are declared in the resource modules (``_node``, ``_vhosts``, ``_users``, ``_topology``,
-``_connections``, ``_configuration``, ``_traces``, ``_console``): each method of each path names
-its access rule and its body's schema (:mod:`._routes`). A request goes through RabbitMQ's steps
+routes are declared in the resource modules, one per resource (``_vhosts``, ``_users``,
+``_permissions``, ``_exchanges``, ``_queues``, ``_bindings``, ``_connections``, ``_channels``,
+``_consumers``, ``_definitions``, ``_policies``, ``_parameters``, ``_traces``, ``_node``,
+``_console``: :mod:`._resources`): each method of each path names its access rule and its
+body's schema (:mod:`._routes`). A request goes through RabbitMQ's steps
 (``cowboy_rest`` in ``rabbit_mgmt_wm_*``), in its order, here and nowhere else:
 
 1. the route (404 ``Object Not Found``), then the method (405 with ``allow``; OPTIONS is
@@ -51,7 +53,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from .._version import __version__
 from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound
-from ..model._access import NO_ITEM, ManagementRefused, Rule
+from ..model._access import NO_ITEM, ManagementRefused, Rule, User
 from . import _listing, _steps
 from ._http import Request, Response
 from ._routes import Call, HttpError, Method, bad_request, find, not_found
@@ -302,9 +304,32 @@ class ManagementAPI:
             shown = [name] if name in shown else []
         return [self.broker.vhosts[v] for v in shown]
 
+    def listed_connections(self, call: Call) -> list[Connection]:
+        """The open connections a listing shows ``call``'s user (``filter_conn_ch_list``): the
+        path's vhost's (404 if there is none) or every vhost's, then its own unless it is a
+        monitoring user."""
+        vhost = call.params.get("vhost")
+        if vhost is not None:
+            self.vhost(call)
+        return [c for c in self.broker.connections.values() if c.is_open
+                and (vhost is None or c.vhost.name == vhost)
+                and self.sees_items_of(call, c.user)]
+
+    def sees_items_of(self, call: Call, owner: str) -> bool:
+        """Whether ``call``'s user is shown the connections, channels and consumers of user
+        ``owner`` (``filter_user``)."""
+        return self.broker.access.sees_items_of(call.user, owner)
+
     def vhost(self, call: Call) -> VirtualHost:
         """The vhost the path names (404 if there is none)."""
         found = self.broker.vhosts.get(call.params["vhost"])
+        if found is None:
+            raise not_found()
+        return found
+
+    def user(self, call: Call) -> User:
+        """The user the path names (404 if there is none)."""
+        found = self.broker.access.users.get(call.params["user"])
         if found is None:
             raise not_found()
         return found

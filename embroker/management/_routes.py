@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-A resource module (``_node.py``, ``_topology.py``...) registers its handlers with
+A resource module (``_queues.py``, ``_users.py``...) registers its handlers with
 :func:`route`, one decorator per method of a path, and the decorator line answers "who may do
 this?": it names one :class:`~embroker.model._access.Rule` of RabbitMQ's vocabulary
 (``is_authorized_vhost``, ``is_authorized_admin``...), as each ``rabbit_mgmt_wm_*`` module's
