@@ -31,8 +31,10 @@ as that user (``broker.open_connection(vhost, user=...)``, as RabbitMQ's managem
 a direct connection) and calls its channel, so the equivalence rules, the permission checks and
 the errors are the same as on the wire; the connection is closed before the lock is let go, so
 no one sees it. Users, permissions, policies, limits and definitions go through the broker's
-``rabbitmqctl`` commands. Which vhosts, connections and channels a listing shows a user is the
-model's answer too (``visible_vhosts``, ``listed_vhosts``, ``sees_items_of``).
+``rabbitmqctl`` commands. Which vhosts, connections, channels and messages a request shows a
+user is the model's answer too (``visible_vhosts``, ``listed_vhosts``, ``sees_items_of``...),
+asked through this class (:meth:`ManagementAPI.listed`, :meth:`ManagementAPI.sees_items_of`...):
+this module alone asks the model's access control anything.
 
 What a handler reads, it reads under the broker's lock (``broker.locked()``) into plain values;
 most answers are turned into JSON after the lock is let go (the queue listings: their rows are
@@ -46,7 +48,7 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
@@ -177,13 +179,12 @@ class ManagementAPI:
         if params.get("source") == "amq.default":
             params["source"] = ""
         if method.rule is Rule.PUBLIC:
-            return method, Call(request, "", frozenset(), params)
-        user, tags = self._authenticate(request)
-        call = Call(request, user, tags, params)
+            return method, Call(request, "", params)
+        call = Call(request, self._authenticate(request), params)
         self._authorize(method, call)
         return method, call
 
-    def _authenticate(self, request: Request) -> tuple[str, frozenset[str]]:
+    def _authenticate(self, request: Request) -> str:
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "basic":
@@ -197,36 +198,30 @@ class ManagementAPI:
             try:
                 if not sep:
                     raise ManagementRefused("Login failed", challenge=True)
-                tags = self.broker.access.management_login(name, password,
-                                                           loopback=request.loopback)
+                self.broker.access.management_login(name, password, loopback=request.loopback)
             except ManagementRefused as refused:
                 if refused.challenge:
                     raise HttpError(401, "not_authorized", refused.reason,
                                     headers=[CHALLENGE]) from None
                 raise HttpError(401, "not_authorised", refused.reason) from None
-        return name, tags
+        return name
 
     def _authorize(self, method: Method, call: Call) -> None:
-        owner = NO_ITEM
-        with self.broker.locked():
-            if method.owner is not None:
-                owner = method.owner(self, call)
-            self.authorize(call, method.rule, vhost=call.params.get("vhost"), owner=owner,
-                           delete=call.request.method == "DELETE")
-
-    def authorize(self, call: Call, rule: Rule, *, vhost: str | None = None,
-                  owner: object = NO_ITEM, delete: bool = False) -> None:
-        """The model's answer to whether ``call``'s user may do what ``rule`` guards in
-        ``vhost`` (the dispatcher's, for the path; a handler's, for a vhost its query names).
+        """Step 3: the model's answer to whether ``call``'s user may use ``method`` (the vhost
+        its rule looks at is the path's, or the one the method's ``vhost`` names; the item's
+        user, for :attr:`Rule.OWNER`).
 
         Raises:
             HttpError: 401 ``not_authorised`` with RabbitMQ's reason.
         """
         with self.broker.locked():
+            owner = method.owner(self, call) if method.owner is not None else NO_ITEM
+            vhost = method.vhost(self, call) if method.vhost is not None else \
+                call.params.get("vhost")
             try:
-                self.broker.access.authorize(call.user, rule, vhost=vhost,
+                self.broker.access.authorize(call.user, method.rule, vhost=vhost,
                                              vhosts=self.broker.vhosts, owner=owner,
-                                             delete=delete)
+                                             delete=call.request.method == "DELETE")
             except ManagementRefused as refused:
                 raise HttpError(401, "not_authorised", refused.reason) from None
 
@@ -289,6 +284,9 @@ class ManagementAPI:
 
     # -- what the handlers share (under the broker's lock unless said) ---------------------------
 
+    # What a listing shows a user is the model's answer (``AccessControl``'s filters, RabbitMQ's
+    # ``filter_vhost``, ``filter_user``...), asked here for the handlers, never decided by them.
+
     def visible(self, call: Call) -> list[str]:
         """The vhosts whose existence ``call``'s user is shown (``list_visible_vhosts``)."""
         return self.broker.access.visible_vhosts(call.user, self.broker.vhosts)
@@ -319,6 +317,17 @@ class ManagementAPI:
         """Whether ``call``'s user is shown the connections, channels and consumers of user
         ``owner`` (``filter_user``)."""
         return self.broker.access.sees_items_of(call.user, owner)
+
+    def sees_message(self, call: Call, vhost: str, queues: Iterable[str]) -> bool:
+        """Whether ``call``'s user is shown what a message that reached ``queues`` of
+        ``vhost`` carried (:meth:`AccessControl.sees_message
+        <embroker.model._access.AccessControl.sees_message>`)."""
+        return self.broker.access.sees_message(call.user, vhost, queues)
+
+    def sees_node(self, call: Call) -> bool:
+        """Whether ``call``'s user is shown the node's details in the overview
+        (``rabbit_mgmt_util:is_monitor``)."""
+        return self.broker.access.sees_node(call.user)
 
     def vhost(self, call: Call) -> VirtualHost:
         """The vhost the path names (404 if there is none)."""

@@ -400,6 +400,26 @@ def test_the_console_shows_a_message_only_to_who_could_get_it(
     assert view["messages_refused"] == "Access refused."
 
 
+def test_the_console_shows_a_vhost_only_to_a_user_the_vhost_rule_lets_in(
+        served: tuple[Broker, Server]) -> None:
+    """The console's vhost is its query's: the dispatcher checks ``is_authorized_vhost`` on it
+    as on a path's (401 with RabbitMQ's reason to a user with no permissions there, before
+    anything of it is read); a user who may look at no vhost is shown none (404)."""
+    broker, server = served
+    broker.add_vhost("other")
+    broker.add_user("reader", "pw", tags=["management"])
+    broker.set_permissions("reader", ".*", ".*", ".*", vhost="/")
+    broker.add_user("nobody", "pw", tags=["management"])
+    reader = Api(server, "reader", "pw")
+    assert reader("GET", "/embroker/console?vhost=other") == (401, {
+        "error": "not_authorised", "reason": "User not authorised to access virtual host"})
+    status, view = reader("GET", "/embroker/console")
+    assert (status, view["vhosts"], view["vhost"]) == (200, ["/"], "/")
+    assert Api(server)("GET", "/embroker/console?vhost=other")[0] == 200  # an administrator
+    assert Api(server, "nobody", "pw")("GET", "/embroker/console")[0] == 404
+    assert Api(server, "nobody", "pw")("GET", "/embroker/console?vhost=other")[0] == 404
+
+
 def test_a_regular_expression_filter_runs_in_linear_time_or_is_refused(
         served: tuple[Broker, Server]) -> None:
     """The issue's ``^(a+)+$`` against a name of 40 a's and a "!": Python's re would take 2^40
