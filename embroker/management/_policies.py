@@ -24,21 +24,32 @@ def _policy_json(policy: Policy) -> dict[str, Any]:
             "priority": policy.priority}
 
 
-def _table(api: ManagementAPI, vhost: str, operator: bool) -> dict[str, Policy]:
+def _operator(call: Call) -> bool:
+    """Whether the path is an operator policy's (``/api/operator-policies/...``)."""
+    return call.request.segments[1] == "operator-policies"
+
+
+def _table(api: ManagementAPI, vhost: str, call: Call) -> dict[str, Policy]:
     policies = api.broker.vhosts[vhost].policies
-    return policies.operator_policies if operator else policies.policies
+    return policies.operator_policies if _operator(call) else policies.policies
 
 
-def _policy_list(api: ManagementAPI, call: Call, operator: bool) -> Any:
+@route("GET", "policies", Rule.VHOST)
+@route("GET", "policies/{vhost}", Rule.VHOST)
+@route("GET", "operator-policies", Rule.VHOST)
+@route("GET", "operator-policies/{vhost}", Rule.VHOST)
+def _policy_list(api: ManagementAPI, call: Call) -> Any:
     with api.broker.locked():
         items = [_policy_json(p) for vhost in api.listed(call)
-                 for p in _table(api, vhost.name, operator).values()]
+                 for p in _table(api, vhost.name, call).values()]
     return api.listing(call, items)
 
 
-def _policy_get(api: ManagementAPI, call: Call, operator: bool) -> Any:
+@route("GET", "policies/{vhost}/{name}", Rule.POLICIES)
+@route("GET", "operator-policies/{vhost}/{name}", Rule.ADMIN)
+def _policy_get(api: ManagementAPI, call: Call) -> Any:
     with api.broker.locked():
-        policy = _table(api, api.vhost(call).name, operator).get(call.params["name"])
+        policy = _table(api, api.vhost(call).name, call).get(call.params["name"])
         if policy is None:
             raise not_found()
         return _policy_json(policy)
@@ -49,13 +60,15 @@ _POLICY = Schema({"pattern": Field(anything, required=True),
                   "priority": Field(anything, 0), "apply-to": Field(anything, "all")})
 
 
-def _policy_put(api: ManagementAPI, call: Call, operator: bool) -> Any:
+@route("PUT", "policies/{vhost}/{name}", Rule.POLICIES, body=_POLICY)
+@route("PUT", "operator-policies/{vhost}/{name}", Rule.ADMIN, body=_POLICY)
+def _policy_put(api: ManagementAPI, call: Call) -> Any:
     vhost, name = call.params["vhost"], call.params["name"]
     body = call.body
     broker = api.broker
     with broker.locked():
-        existed = name in _table(api, api.vhost(call).name, operator)
-        setter = broker.set_operator_policy if operator else broker.set_policy
+        existed = name in _table(api, api.vhost(call).name, call)
+        setter = broker.set_operator_policy if _operator(call) else broker.set_policy
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -71,58 +84,17 @@ def _escaped(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _policy_delete(api: ManagementAPI, call: Call, operator: bool) -> Any:
+@route("DELETE", "policies/{vhost}/{name}", Rule.POLICIES)
+@route("DELETE", "operator-policies/{vhost}/{name}", Rule.ADMIN)
+def _policy_delete(api: ManagementAPI, call: Call) -> Any:
     vhost, name = call.params["vhost"], call.params["name"]
     with api.broker.locked():
         api.vhost(call)
         try:
-            if operator:
+            if _operator(call):
                 api.broker.clear_operator_policy(name, vhost=vhost)
             else:
                 api.broker.clear_policy(name, vhost=vhost)
         except PolicyError:
             raise not_found() from None
     return Response(204)
-
-
-
-@route("GET", "policies", Rule.VHOST)
-@route("GET", "policies/{vhost}", Rule.VHOST)
-def _policies(api: ManagementAPI, call: Call) -> Any:
-    return _policy_list(api, call, operator=False)
-
-
-@route("GET", "policies/{vhost}/{name}", Rule.POLICIES)
-def _policy(api: ManagementAPI, call: Call) -> Any:
-    return _policy_get(api, call, operator=False)
-
-
-@route("PUT", "policies/{vhost}/{name}", Rule.POLICIES, body=_POLICY)
-def _policy_set(api: ManagementAPI, call: Call) -> Any:
-    return _policy_put(api, call, operator=False)
-
-
-@route("DELETE", "policies/{vhost}/{name}", Rule.POLICIES)
-def _policy_clear(api: ManagementAPI, call: Call) -> Any:
-    return _policy_delete(api, call, operator=False)
-
-
-@route("GET", "operator-policies", Rule.VHOST)
-@route("GET", "operator-policies/{vhost}", Rule.VHOST)
-def _operator_policies(api: ManagementAPI, call: Call) -> Any:
-    return _policy_list(api, call, operator=True)
-
-
-@route("GET", "operator-policies/{vhost}/{name}", Rule.ADMIN)
-def _operator_policy(api: ManagementAPI, call: Call) -> Any:
-    return _policy_get(api, call, operator=True)
-
-
-@route("PUT", "operator-policies/{vhost}/{name}", Rule.ADMIN, body=_POLICY)
-def _operator_policy_set(api: ManagementAPI, call: Call) -> Any:
-    return _policy_put(api, call, operator=True)
-
-
-@route("DELETE", "operator-policies/{vhost}/{name}", Rule.ADMIN)
-def _operator_policy_clear(api: ManagementAPI, call: Call) -> Any:
-    return _policy_delete(api, call, operator=True)
