@@ -26,15 +26,19 @@ from .record import reference_base
 
 
 class Api:
-    def __init__(self, server: Server, user: str = "guest", password: str = "guest") -> None:
-        self.base = server.management_url + "api"
+    """The management API of ``server`` (or at a base URL: the reference's) as ``user``; a
+    body is sent as JSON, or as it is when it is bytes."""
+
+    def __init__(self, server: Server | str, user: str = "guest", password: str = "guest"
+                 ) -> None:
+        self.base = server if isinstance(server, str) else server.management_url + "api"
         self.auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
     def __call__(self, method: str, path: str, body: Any = None,
                  headers: dict[str, str] | None = None) -> tuple[int, Any]:
+        data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
         request = urllib.request.Request(
-            self.base + path, method=method,
-            data=json.dumps(body).encode() if body is not None else None,
+            self.base + path, method=method, data=data,
             headers={"authorization": self.auth, "content-type": "application/json",
                      **(headers or {})})
         try:
@@ -437,23 +441,6 @@ REFUSED_WITH_BAD_BODIES = [
 ]
 
 
-def _send(base: str, auth: str, method: str, path: str, body: bytes | None = None
-          ) -> tuple[int, Any]:
-    request = urllib.request.Request(base + path, method=method, data=body, headers={
-        "authorization": auth, "content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            raw = response.read()
-            return response.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as error:
-        raw = error.read()
-        return error.code, json.loads(raw) if raw else None
-
-
-def _basic(user: str, password: str) -> str:
-    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-
-
 def test_a_refused_user_is_told_so_before_its_body_is_read(
         served: tuple[Broker, Server]) -> None:
     """The dispatcher's order is RabbitMQ's: the rule, then the body. A user the rule refuses
@@ -464,28 +451,26 @@ def test_a_refused_user_is_told_so_before_its_body_is_read(
     user, vhost = f"refused-{uuid.uuid4().hex[:8]}", f"elsewhere-{uuid.uuid4().hex[:8]}"
     broker.add_vhost(vhost)
     broker.add_user(user, "pw", tags=["management"])
-    auth = _basic(user, "pw")
+    refused = Api(server, user, "pw")
     cases = [(method, path.format(vhost=vhost), body)
              for method, path, body, _reason in REFUSED_WITH_BAD_BODIES]
     expected = [(401, {"error": "not_authorised", "reason": reason})
                 for *_, reason in REFUSED_WITH_BAD_BODIES]
     api = ManagementAPI(broker)
-    whole = [api(Request(method, "/api" + path, {}, {"authorization": auth}, body))
+    whole = [api(Request(method, "/api" + path, {}, {"authorization": refused.auth}, body))
              for method, path, body in cases]
     assert [(answer.status, json.loads(answer.content())) for answer in whole] == expected
-    base = server.management_url + "api"
-    assert [_send(base, auth, *case) for case in cases] == expected
+    assert [refused(*case) for case in cases] == expected
     reference = os.environ.get("EMBROKER_REFERENCE_URL")
     if reference:
-        base, admin = reference_base(reference), _basic("guest", "guest")
-        _send(base, admin, "PUT", f"/users/{user}",
-              json.dumps({"password": "pw", "tags": "management"}).encode())
-        _send(base, admin, "PUT", f"/vhosts/{vhost}", b"{}")
+        admin = Api(reference_base(reference))
+        admin("PUT", f"/users/{user}", {"password": "pw", "tags": "management"})
+        admin("PUT", f"/vhosts/{vhost}", {})
         try:
-            assert [_send(base, auth, *case) for case in cases] == expected
+            assert [Api(admin.base, user, "pw")(*case) for case in cases] == expected
         finally:
-            _send(base, admin, "DELETE", f"/vhosts/{vhost}")
-            _send(base, admin, "DELETE", f"/users/{user}")
+            admin("DELETE", f"/vhosts/{vhost}")
+            admin("DELETE", f"/users/{user}")
 
 
 def test_a_regular_expression_filter_runs_in_linear_time_or_is_refused(
