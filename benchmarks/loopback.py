@@ -11,7 +11,9 @@ line: its ``SelectConnection``, also in this thread); 100-byte bodies:
 - publish: N ``basic_publish`` to the default exchange, no confirms, then one round trip
   (``queue_declare(passive=True)``) so that the broker has read them all;
 - publish, confirms: N ``basic_publish`` on a ``confirm_delivery()`` channel (pika waits for
-  each basic.ack: one by one);
+  each basic.ack: one by one); and the same with pika in another process (``spawn``), which
+  shares no interpreter lock with the listener (its server CPU includes that client's
+  connection and 100 untimed publishes);
 - publish, confirms in windows of 100: N publishes, 100 at a time, each window waiting for all
   its basic.ack (or nack) before the next is published (see below for why this line uses pika's
   ``SelectConnection``);
@@ -69,6 +71,7 @@ import argparse
 import contextlib
 import cProfile
 import functools
+import multiprocessing
 import os
 import statistics
 import threading
@@ -129,6 +132,8 @@ class Probe:
     def __init__(self, cpu: Callable[[], float] | None = None) -> None:
         self.cpu = cpu
         self.profiling = False  # read by the listener thread (see _profiled)
+        #: The URL of the broker under test, for a client in another process.
+        self.url: str | None = None
         #: The listener's turns and sleeps so far (see _counted), embroker only.
         self.counts: Callable[[], tuple[int, int]] | None = None
 
@@ -165,6 +170,7 @@ class EmbrokerTarget(Target):
             profiler = cProfile.Profile()
         with _profiled(profiler, probe), broker.serve() as server, _counted(server, probe):
             probe.cpu = _thread_cpu_clock(_server_thread(server))
+            probe.url = server.url
             yield pika.URLParameters(server.url), probe
         if server.errors:
             print(f"  !! embroker server errors during {label}: {server.errors!r}")
@@ -254,7 +260,9 @@ class RabbitTarget(Target):
     @contextlib.contextmanager
     def session(self, label: str) -> Iterator[tuple[pika.URLParameters, Probe]]:
         try:
-            yield self.params, Probe()
+            probe = Probe()
+            probe.url = self.url
+            yield self.params, probe
         finally:
             self.cleanup()
 
@@ -344,6 +352,44 @@ def publish_confirms(target: Target, n: int) -> Sample:
         sample = _timed(work, probe, n)
         conn.close()
         return sample
+
+
+def _confirms_in_child(url: str, queue: str, n: int) -> tuple[float, float]:
+    """In a process of its own: pika declares ``queue``, publishes 100 messages with confirms
+    (not timed), then ``n`` more, each waiting for its basic.ack. Returns the seconds of those
+    ``n`` and the process's CPU seconds meanwhile."""
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    ch = conn.channel()
+    ch.queue_declare(queue)
+    ch.confirm_delivery()
+    for _ in range(100):
+        ch.basic_publish("", queue, BODY)
+    cpu, start = time.thread_time(), time.perf_counter()
+    for _ in range(n):
+        ch.basic_publish("", queue, BODY)
+    seconds, cpu = time.perf_counter() - start, time.thread_time() - cpu
+    conn.close()
+    return seconds, cpu
+
+
+def publish_confirms_elsewhere(target: Target, n: int) -> Sample:
+    """``publish_confirms`` with pika in another process (``_confirms_in_child``): the round
+    trip of a client that does not share the listener's interpreter lock, as an application's
+    process or a test runner's worker. The server's CPU covers the child's connection and its
+    100 untimed publishes too."""
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool, target.session("confirms-elsewhere") as (params, probe):
+        queue = target.queue_name("confirms-elsewhere")
+        url = probe.url or target_url(params)
+        server_before = probe.server_cpu()
+        seconds, client_cpu = pool.apply(_confirms_in_child, (url, queue, n))
+        server_cpu = probe.server_cpu() - server_before if probe.cpu is not None else None
+        return Sample(seconds, n, server_cpu, client_cpu)
+
+
+def target_url(params: pika.URLParameters) -> str:
+    """An AMQP URL for ``params`` (guest's credentials, as every target here uses)."""
+    return f"amqp://guest:guest@{params.host}:{params.port}/"
 
 
 class _WindowedPublisher:
@@ -595,6 +641,7 @@ def main() -> None:
     rate_lines: list[tuple[str, Callable[[Target, int], Sample], int]] = [
         (f"publish {n:,} x 100 B, no confirms", publish, n),
         (f"publish {n:,}, confirms one by one", publish_confirms, n),
+        ("  the same, pika in another process", publish_confirms_elsewhere, n),
         (f"publish {n:,}, confirms, window {CONFIRM_WINDOW}", publish_confirms_batched, n),
         (f"tx {n_tx // TX_BATCH:,} x ({TX_BATCH} publishes + commit)", publish_tx, n_tx),
     ]

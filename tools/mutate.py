@@ -5,6 +5,9 @@
     python tools/mutate.py 'qos_*' tx_commit_without_select     some (names or shell patterns)
     python tools/mutate.py --tests-from 382f4f5                 the suite as it was at a commit
     python tools/mutate.py --tests tests/model tests/conformance  other tests
+    python tools/mutate.py 'mgmt_*' 'rule_*' --tests tests/management/test_api.py \
+        tests/management/test_differential.py tests/model/test_access.py \
+        tests/management/test_routes.py      the authorization mutants, the route table last
 
 Each mutation is a rule of RabbitMQ's that embroker models, broken on purpose: a file, an exact
 snippet of its source (it must occur exactly once) and what replaces it. The script copies the
@@ -37,9 +40,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The offline tests each mutant runs by default, fastest to fail first.
-DEFAULT_TESTS = ("tests/model", "tests/test_testing.py", "tests/conformance", "tests/server",
-                 "tests/clients")
+#: The offline tests each mutant runs by default, fastest to fail first (the management API's
+#: route table and the stream permission order first: seconds, and what pins the
+#: authorization mutants; the management API's answers after the model's).
+DEFAULT_TESTS = ("tests/management/test_routes.py", "tests/stream/test_permission_order.py",
+                 "tests/model", "tests/test_testing.py", "tests/conformance", "tests/server",
+                 "tests/clients", "tests/management/test_api.py",
+                 "tests/management/test_differential.py")
 #: A mutant that runs longer than this (an endless loop, say) counts as killed.
 TIMEOUT_SECONDS = 900
 
@@ -74,6 +81,13 @@ DEADLETTER = "embroker/model/_deadletter.py"
 ARGUMENTS = "embroker/model/_arguments.py"
 CONSUMER = "embroker/model/_consumer.py"
 DISPATCH = "embroker/amqp091/_dispatch.py"
+ACCESS = "embroker/model/_access.py"
+MANAGEMENT = "embroker/management/_api.py"
+
+
+def _mgmt(module: str) -> str:
+    """A resource module of the management API (``users``: ``_users.py``)."""
+    return f"embroker/management/_{module}.py"
 
 M = Mutation
 MUTATIONS: list[Mutation] = [
@@ -342,8 +356,8 @@ MUTATIONS: list[Mutation] = [
       'updated = {**entry, "count": _wrap_int64(count)}',
       "a repeated death at the same queue for the same reason increments its count"),
     M("expiration_kept_when_dead_lettered", DEADLETTER,
-      "expiration = properties.pop(\"expiration\", None)",
-      "expiration = properties.get(\"expiration\")",
+      "expiration = properties.pop(\"expiration\", None)\n    if expiration is not None:",
+      "expiration = properties.get(\"expiration\")\n    if expiration is not None:",
       "a dead-lettered message loses its expiration (kept as original-expiration)"),
     M("no_x_first_death_headers", DEADLETTER,
       '        headers["x-first-death-reason"] = reason\n',
@@ -389,6 +403,144 @@ MUTATIONS: list[Mutation] = [
       'BasicCancelOk(consumer_tag=m.consumer_tag), no_wait=True)',
       'BasicCancelOk(consumer_tag=m.consumer_tag), no_wait=False)',
       "basic.cancel with no-wait gets no cancel-ok"),
+    # -- the management API's authorization table (a route's rule, per method) ----------------
+    M("mgmt_delete_user_any_user", _mgmt("users"),
+      '@route("DELETE", "users/{user}", Rule.ADMIN)',
+      '@route("DELETE", "users/{user}", Rule.ANY)',
+      "only an administrator deletes a user (DELETE /api/users/:user)"),
+    M("mgmt_delete_queue_any_user", _mgmt("queues"),
+      '@route("DELETE", "queues/{vhost}/{name}", Rule.VHOST)',
+      '@route("DELETE", "queues/{vhost}/{name}", Rule.ANY)',
+      "deleting a queue needs access to its vhost (is_authorized_vhost)"),
+    M("mgmt_definitions_to_monitors", _mgmt("definitions"),
+      '@route("GET", "definitions", Rule.ADMIN)',
+      '@route("GET", "definitions", Rule.MONITOR)',
+      "only an administrator exports the definitions (the users' password hashes)"),
+    M("mgmt_users_to_monitors", _mgmt("users"),
+      '@route("GET", "users", Rule.ADMIN)',
+      '@route("GET", "users", Rule.MONITOR)',
+      "only an administrator lists the users"),
+    M("mgmt_operator_policy_to_policymakers", _mgmt("policies"),
+      '@route("PUT", "operator-policies/{vhost}/{name}", Rule.ADMIN, body=_POLICY)',
+      '@route("PUT", "operator-policies/{vhost}/{name}", Rule.POLICIES, body=_POLICY)',
+      "only an administrator sets an operator policy"),
+    M("mgmt_policy_to_vhost_users", _mgmt("policies"),
+      '@route("PUT", "policies/{vhost}/{name}", Rule.POLICIES, body=_POLICY)',
+      '@route("PUT", "policies/{vhost}/{name}", Rule.VHOST, body=_POLICY)',
+      "setting a policy needs the policymaker tag, not only access to the vhost"),
+    M("mgmt_nodes_to_any_user", _mgmt("node"),
+      '@route("GET", "nodes", Rule.MONITOR)',
+      '@route("GET", "nodes", Rule.ANY)',
+      "only monitors and administrators see the nodes"),
+    M("mgmt_queue_actions_to_vhost_users", _mgmt("queues"),
+      '@route("POST", "queues/{vhost}/{name}/actions", Rule.ADMIN,',
+      '@route("POST", "queues/{vhost}/{name}/actions", Rule.VHOST,',
+      "only an administrator runs a queue's mirroring actions"),
+    M("mgmt_console_any_vhost", _mgmt("console"),
+      '@route("GET", "embroker/console", Rule.VHOST, vhost=_chosen)',
+      '@route("GET", "embroker/console", Rule.ANY)',
+      "the console shows a vhost only to a user the vhost rule lets in"),
+    M("mgmt_console_rule_ignores_the_query", _mgmt("console"),
+      '@route("GET", "embroker/console", Rule.VHOST, vhost=_chosen)',
+      '@route("GET", "embroker/console", Rule.VHOST)',
+      "the console's vhost rule looks at the vhost its query names"),
+    # -- the rules themselves (AccessControl.authorize) ------------------------------------------
+    M("mgmt_monitor_closes_connections", MANAGEMENT,
+      'delete=call.request.method == "DELETE")',
+      'delete=False)',
+      "a monitor reads everyone's connections but closes only its own (a DELETE is not a GET)"),
+    M("rule_owner_delete_like_get", ACCESS,
+      "            if not delete and \"monitoring\" in tags:\n",
+      "            if \"monitoring\" in tags:\n",
+      "is_authorized_user: monitoring users may read another user's item, not delete it"),
+    M("rule_vhost_lets_monitors_in", ACCESS,
+      "        if rule is Rule.VHOST_VISIBLE:\n            in_vhost = in_vhost or",
+      "        if rule in (Rule.VHOST_VISIBLE, Rule.VHOST):\n            in_vhost = in_vhost or",
+      "is_authorized_vhost lets a monitor into a vhost only with permissions there"),
+    M("rule_policies_without_policymaker", ACCESS,
+      'if not (in_vhost and "policymaker" in tags):',
+      'if not in_vhost:',
+      "is_authorized_policies needs the policymaker tag"),
+    M("rule_global_parameters_to_anyone", ACCESS,
+      '        if rule is Rule.GLOBAL_PARAMETERS:\n            if "policymaker" not in tags:',
+      '        if rule is Rule.GLOBAL_PARAMETERS:\n            if False:',
+      "is_authorized_global_parameters needs the policymaker tag"),
+    # -- the dispatcher's order (route, method, credentials, rule, body, handler) ---------------
+    M("mgmt_body_before_authorization", MANAGEMENT,
+      "        call = Call(request, self._authenticate(request), params)\n"
+      "        self._authorize(method, call)\n",
+      "        call = Call(request, self._authenticate(request), params)\n"
+      "        if method.body is not None and request.body:\n"
+      "            call.body = method.body.read(request.body)\n"
+      "        self._authorize(method, call)\n",
+      "a refused user is told so before its body is read (is_authorized before the body)"),
+    M("mgmt_existence_before_permission", MANAGEMENT,
+      "            owner = method.owner(self, call) if method.owner is not None else NO_ITEM\n",
+      "            owner = method.owner(self, call) if method.owner is not None else NO_ITEM\n"
+      "            if method.owner is not None and owner is NO_ITEM and \"name\" in call.params:\n"
+      "                raise not_found()\n",
+      "a user refused another user's connection learns nothing of whether it exists"),
+    M("mgmt_rule_before_credentials", MANAGEMENT,
+      "        if method.rule is Rule.PUBLIC:\n",
+      "        if method.rule is not Rule.ADMIN:\n",
+      "every route but /api/auth asks for credentials"),
+    # -- the stream operations' check order (permission, then existence) ----------------------
+    M("stream_delete_existence_first", CHANNEL,
+      "        self.connection.access.queue_delete(name)\n        self._stream_log(name)\n",
+      "        self._stream_log(name)\n        self.connection.access.queue_delete(name)\n",
+      "stream Delete checks configure permission before the stream exists"),
+    M("stream_reader_existence_first", CHANNEL,
+      "        self.connection.access.read_queue(name)\n        return self._stream_log(name)\n\n"
+      "    def stream_writer",
+      "        log = self._stream_log(name)\n        self.connection.access.read_queue(name)\n"
+      "        return log\n\n    def stream_writer",
+      "stream Subscribe checks read permission before the stream exists"),
+    M("stream_writer_existence_first", CHANNEL,
+      "        self.connection.access.write_queue(name)\n        if taken:",
+      "        self._stream_log(name)\n        self.connection.access.write_queue(name)\n"
+      "        if taken:",
+      "stream DeclarePublisher checks write permission before the stream exists"),
+    M("stream_writer_taken_after_existence", CHANNEL,
+      "        if taken:\n            raise PreconditionFailed(f\"publisher already declared on "
+      "stream '{name}'\")\n        return self._stream_log(name)\n",
+      "        log = self._stream_log(name)\n        if taken:\n            raise "
+      "PreconditionFailed(f\"publisher already declared on stream '{name}'\")\n        return log\n",
+      "stream DeclarePublisher refuses a publisher id in use before it looks for the stream"),
+    M("stream_publish_existence_first", CHANNEL,
+      "        self.connection.access.write_queue(name)\n        log = self._stream_log(name)\n",
+      "        log = self._stream_log(name)\n        self.connection.access.write_queue(name)\n",
+      "a stream publish checks write permission before the stream exists"),
+    M("stream_query_offset_existence_first", CHANNEL,
+      "        self.connection.access.read_queue(name)\n"
+      "        return self._stream_log(name).offsets.get(reference)\n",
+      "        offsets = self._stream_log(name).offsets\n"
+      "        self.connection.access.read_queue(name)\n        return offsets.get(reference)\n",
+      "stream QueryOffset checks read permission before the stream exists"),
+    M("stream_store_offset_existence_first", CHANNEL,
+      "        self.connection.access.write_queue(name)\n"
+      "        self._stream_log(name).offsets[reference] = offset\n",
+      "        offsets = self._stream_log(name).offsets\n"
+      "        self.connection.access.write_queue(name)\n        offsets[reference] = offset\n",
+      "stream StoreOffset checks write permission before the stream exists"),
+    M("stream_store_offset_needs_read", CHANNEL,
+      "        self.connection.access.write_queue(name)\n"
+      "        self._stream_log(name).offsets[reference] = offset\n",
+      "        self.connection.access.read_queue(name)\n"
+      "        self._stream_log(name).offsets[reference] = offset\n",
+      "stream StoreOffset needs write permission (RabbitMQ 3.10.8), not read"),
+    M("stream_publisher_sequence_existence_first", CHANNEL,
+      "        self.connection.access.read_queue(name)\n"
+      "        return max(self._stream_log(name).writers.get(reference, 0), 0)\n",
+      "        writers = self._stream_log(name).writers\n"
+      "        self.connection.access.read_queue(name)\n"
+      "        return max(writers.get(reference, 0), 0)\n",
+      "stream QueryPublisherSequence checks read permission before the stream exists"),
+    M("stream_create_arguments_before_permission", CHANNEL,
+      "        self.connection.access.queue_declare(self.vhost, name, {})\n"
+      "        declared = create_arguments(arguments)\n",
+      "        declared = create_arguments(arguments)\n"
+      "        self.connection.access.queue_declare(self.vhost, name, {})\n",
+      "stream Create checks configure permission before its arguments"),
 ]
 
 

@@ -4,9 +4,11 @@ Theory of operation
 -------------------
 :class:`ManagementAPI` is the application behind each :class:`~._http.HttpConnection` of a
 listener's management port: a request in, a response out, on the listener's loop thread. The
-routes are declared in the resource modules (``_node``, ``_vhosts``, ``_users``, ``_topology``,
-``_connections``, ``_configuration``, ``_traces``, ``_console``): each method of each path names
-its access rule and its body's schema (:mod:`._routes`). A request goes through RabbitMQ's steps
+routes are declared in the resource modules, one per resource (``_vhosts``, ``_users``,
+``_permissions``, ``_exchanges``, ``_queues``, ``_bindings``, ``_connections``, ``_channels``,
+``_consumers``, ``_definitions``, ``_policies``, ``_parameters``, ``_traces``, ``_node``,
+``_console``: :mod:`._resources`): each method of each path names its access rule and its
+body's schema (:mod:`._routes`). A request goes through RabbitMQ's steps
 (``cowboy_rest`` in ``rabbit_mgmt_wm_*``), in its order, here and nowhere else:
 
 1. the route (404 ``Object Not Found``), then the method (405 with ``allow``; OPTIONS is
@@ -29,8 +31,10 @@ as that user (``broker.open_connection(vhost, user=...)``, as RabbitMQ's managem
 a direct connection) and calls its channel, so the equivalence rules, the permission checks and
 the errors are the same as on the wire; the connection is closed before the lock is let go, so
 no one sees it. Users, permissions, policies, limits and definitions go through the broker's
-``rabbitmqctl`` commands. Which vhosts, connections and channels a listing shows a user is the
-model's answer too (``visible_vhosts``, ``listed_vhosts``, ``sees_items_of``).
+``rabbitmqctl`` commands. Which vhosts, connections, channels and messages a request shows a
+user is the model's answer too (``visible_vhosts``, ``listed_vhosts``, ``sees_items_of``...),
+asked through this class (:meth:`ManagementAPI.listed`, :meth:`ManagementAPI.sees_items_of`...):
+this module alone asks the model's access control anything.
 
 What a handler reads, it reads under the broker's lock (``broker.locked()``) into plain values;
 most answers are turned into JSON after the lock is let go (the queue listings: their rows are
@@ -44,14 +48,14 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
 from .._version import __version__
 from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound
-from ..model._access import NO_ITEM, ManagementRefused, Rule
+from ..model._access import NO_ITEM, ManagementRefused, Rule, User
 from . import _listing, _steps
 from ._http import Request, Response
 from ._routes import Call, HttpError, Method, bad_request, find, not_found
@@ -175,13 +179,12 @@ class ManagementAPI:
         if params.get("source") == "amq.default":
             params["source"] = ""
         if method.rule is Rule.PUBLIC:
-            return method, Call(request, "", frozenset(), params)
-        user, tags = self._authenticate(request)
-        call = Call(request, user, tags, params)
+            return method, Call(request, "", params)
+        call = Call(request, self._authenticate(request), params)
         self._authorize(method, call)
         return method, call
 
-    def _authenticate(self, request: Request) -> tuple[str, frozenset[str]]:
+    def _authenticate(self, request: Request) -> str:
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "basic":
@@ -195,36 +198,30 @@ class ManagementAPI:
             try:
                 if not sep:
                     raise ManagementRefused("Login failed", challenge=True)
-                tags = self.broker.access.management_login(name, password,
-                                                           loopback=request.loopback)
+                self.broker.access.management_login(name, password, loopback=request.loopback)
             except ManagementRefused as refused:
                 if refused.challenge:
                     raise HttpError(401, "not_authorized", refused.reason,
                                     headers=[CHALLENGE]) from None
                 raise HttpError(401, "not_authorised", refused.reason) from None
-        return name, tags
+        return name
 
     def _authorize(self, method: Method, call: Call) -> None:
-        owner = NO_ITEM
-        with self.broker.locked():
-            if method.owner is not None:
-                owner = method.owner(self, call)
-            self.authorize(call, method.rule, vhost=call.params.get("vhost"), owner=owner,
-                           delete=call.request.method == "DELETE")
-
-    def authorize(self, call: Call, rule: Rule, *, vhost: str | None = None,
-                  owner: object = NO_ITEM, delete: bool = False) -> None:
-        """The model's answer to whether ``call``'s user may do what ``rule`` guards in
-        ``vhost`` (the dispatcher's, for the path; a handler's, for a vhost its query names).
+        """Step 3: the model's answer to whether ``call``'s user may use ``method`` (the vhost
+        its rule looks at is the path's, or the one the method's ``vhost`` names; the item's
+        user, for :attr:`Rule.OWNER`).
 
         Raises:
             HttpError: 401 ``not_authorised`` with RabbitMQ's reason.
         """
         with self.broker.locked():
+            owner = method.owner(self, call) if method.owner is not None else NO_ITEM
+            vhost = method.vhost(self, call) if method.vhost is not None else \
+                call.params.get("vhost")
             try:
-                self.broker.access.authorize(call.user, rule, vhost=vhost,
+                self.broker.access.authorize(call.user, method.rule, vhost=vhost,
                                              vhosts=self.broker.vhosts, owner=owner,
-                                             delete=delete)
+                                             delete=call.request.method == "DELETE")
             except ManagementRefused as refused:
                 raise HttpError(401, "not_authorised", refused.reason) from None
 
@@ -287,6 +284,9 @@ class ManagementAPI:
 
     # -- what the handlers share (under the broker's lock unless said) ---------------------------
 
+    # What a listing shows a user is the model's answer (``AccessControl``'s filters, RabbitMQ's
+    # ``filter_vhost``, ``filter_user``...), asked here for the handlers, never decided by them.
+
     def visible(self, call: Call) -> list[str]:
         """The vhosts whose existence ``call``'s user is shown (``list_visible_vhosts``)."""
         return self.broker.access.visible_vhosts(call.user, self.broker.vhosts)
@@ -302,9 +302,43 @@ class ManagementAPI:
             shown = [name] if name in shown else []
         return [self.broker.vhosts[v] for v in shown]
 
+    def listed_connections(self, call: Call) -> list[Connection]:
+        """The open connections a listing shows ``call``'s user (``filter_conn_ch_list``): the
+        path's vhost's (404 if there is none) or every vhost's, then its own unless it is a
+        monitoring user."""
+        vhost = call.params.get("vhost")
+        if vhost is not None:
+            self.vhost(call)
+        return [c for c in self.broker.connections.values() if c.is_open
+                and (vhost is None or c.vhost.name == vhost)
+                and self.sees_items_of(call, c.user)]
+
+    def sees_items_of(self, call: Call, owner: str) -> bool:
+        """Whether ``call``'s user is shown the connections, channels and consumers of user
+        ``owner`` (``filter_user``)."""
+        return self.broker.access.sees_items_of(call.user, owner)
+
+    def sees_message(self, call: Call, vhost: str, queues: Iterable[str]) -> bool:
+        """Whether ``call``'s user is shown what a message that reached ``queues`` of
+        ``vhost`` carried (:meth:`AccessControl.sees_message
+        <embroker.model._access.AccessControl.sees_message>`)."""
+        return self.broker.access.sees_message(call.user, vhost, queues)
+
+    def sees_node(self, call: Call) -> bool:
+        """Whether ``call``'s user is shown the node's details in the overview
+        (``rabbit_mgmt_util:is_monitor``)."""
+        return self.broker.access.sees_node(call.user)
+
     def vhost(self, call: Call) -> VirtualHost:
         """The vhost the path names (404 if there is none)."""
         found = self.broker.vhosts.get(call.params["vhost"])
+        if found is None:
+            raise not_found()
+        return found
+
+    def user(self, call: Call) -> User:
+        """The user the path names (404 if there is none)."""
+        found = self.broker.access.users.get(call.params["user"])
         if found is None:
             raise not_found()
         return found

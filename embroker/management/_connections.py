@@ -1,17 +1,16 @@
-"""Connections, channels and consumers (``rabbit_mgmt_wm_connections``, ``_connection``,
-``_connections_vhost``, ``_connection_channels``, ``_connection_user_name``, ``_channels``,
-``_channels_vhost``, ``_channel``, ``_consumers``): a user sees and closes its own; monitoring
-users see everyone's, administrators close everyone's (RabbitMQ's ``is_authorized_user``)."""
+"""Connections: listing, one by name, a user's, closing, and a connection's channels
+(``rabbit_mgmt_wm_connections``, ``_connection``, ``_connections_vhost``,
+``_connection_user_name``, ``_connection_channels``): a user sees and closes its own;
+monitoring users see everyone's, administrators close everyone's (RabbitMQ's
+``is_authorized_user``)."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConnectionForced
 from ..model._access import NO_ITEM, Rule
-from . import _steps as steps
 from . import _views as views
 from ._api import split_peer
 from ._http import Response
@@ -19,7 +18,7 @@ from ._routes import Call, not_found, route
 from ._steps import Steps
 
 if TYPE_CHECKING:
-    from ..model import Connection, Queue
+    from ..model import Connection
     from ..server import WireConnection
     from ._api import ManagementAPI
 
@@ -69,21 +68,6 @@ def _connection_info(api: ManagementAPI, connection: Connection,
     return info
 
 
-
-
-def _listed(api: ManagementAPI, call: Call) -> list[Connection]:
-    """The open connections a listing shows ``call``'s user (``filter_conn_ch_list``): the
-    path's vhost's (404 if there is none) or every vhost's, then its own unless it is a
-    monitoring user."""
-    vhost = call.params.get("vhost")
-    if vhost is not None:
-        api.vhost(call)
-    access = api.broker.access
-    return [c for c in api.broker.connections.values() if c.is_open
-            and (vhost is None or c.vhost.name == vhost)
-            and access.sees_items_of(call.user, c.user)]
-
-
 def _named(api: ManagementAPI, call: Call) -> tuple[Connection, Mapping[int, Any]] | None:
     """The open connection the path names, among every user's, with the listener's clients."""
     wire = api.wire()
@@ -110,7 +94,7 @@ def _named_or_404(api: ManagementAPI, call: Call) -> tuple[Connection, Mapping[i
 def _connections(api: ManagementAPI, call: Call) -> Steps[Response]:
     with api.broker.locked():
         wire = api.wire()
-        connections = _listed(api, call)
+        connections = api.listed_connections(call)
     return (yield from api.listing(call, connections, lambda c: _connection_info(
         api, c, wire, call.user), locked=True))
 
@@ -174,78 +158,3 @@ def _connection_channels(api: ManagementAPI, call: Call) -> Any:
         items = [views.channel_info(ch, name, peer, connection.user, call.user)
                  for ch in views.amqp_channels(connection).values()]
     return api.listing(call, items)
-
-
-@route("GET", "channels", Rule.ANY)
-@route("GET", "vhosts/{vhost}/channels", Rule.VHOST)
-def _channels(api: ManagementAPI, call: Call) -> Steps[Response]:
-    lock = api.broker.locked()
-    with lock:
-        wire = api.wire()
-        connections = _listed(api, call)
-
-    def channels_of(connection: Connection) -> list[dict[str, Any]]:
-        name, peer = api.identity(connection, wire)
-        return [views.channel_info(ch, name, peer, connection.user, call.user)
-                for ch in sorted(views.amqp_channels(connection).values(),
-                                 key=lambda c: c.number)]
-    found = yield from steps.each(connections, channels_of, lock)
-    return (yield from api.listing(call, list(itertools.chain.from_iterable(found))))
-
-
-def _named_channel(api: ManagementAPI, call: Call) -> tuple[Any, Connection, str,
-                                                             tuple[str, int]] | None:
-    wire = api.wire()
-    for connection in api.broker.connections.values():
-        if not connection.is_open:
-            continue
-        name, peer = api.identity(connection, wire)
-        for channel in views.amqp_channels(connection).values():
-            if views.channel_name(name, channel.number) == call.params["name"]:
-                return channel, connection, name, peer
-    return None
-
-
-def _channel_owner(api: ManagementAPI, call: Call) -> object:
-    found = _named_channel(api, call)
-    return found[1].user if found is not None else NO_ITEM
-
-
-@route("GET", "channels/{name}", Rule.OWNER, owner=_channel_owner)
-def _channel_get(api: ManagementAPI, call: Call) -> Any:
-    with api.broker.locked():
-        found = _named_channel(api, call)
-        if found is None:
-            raise not_found()
-        channel, connection, name, peer = found
-        info = views.channel_info(channel, name, peer, connection.user, call.user)
-        info["consumer_details"] = [views.consumer_info(c, name, peer, connection.user)
-                                    for c in channel.consumers.values()]
-    info.update({"deliveries": [], "publishes": []})
-    return dict(sorted(info.items()))
-
-
-@route("GET", "consumers", Rule.ANY)
-@route("GET", "consumers/{vhost}", Rule.ANY)
-def _consumers(api: ManagementAPI, call: Call) -> Steps[Response]:
-    """Every consumer of the path's vhost (404 if there is none) or of every vhost, then the
-    user's own unless it is a monitoring user (``rabbit_mgmt_wm_consumers``: ``filter_user``
-    on the consumer's channel)."""
-    lock = api.broker.locked()
-    with lock:
-        vhost = call.params.get("vhost")
-        hosts = [api.vhost(call)] if vhost is not None else list(api.broker.vhosts.values())
-        wire = api.wire()
-        queues = [q for host in hosts for q in host.queues.values() if q.consumer_count]
-    access = api.broker.access
-
-    def consumers_of(queue: Queue) -> list[dict[str, Any]]:
-        found = []
-        for consumer in queue.consumers:
-            connection = consumer.channel.connection
-            if access.sees_items_of(call.user, connection.user):
-                name, peer = api.identity(connection, wire)
-                found.append(views.consumer_info(consumer, name, peer, connection.user))
-        return found
-    found = yield from steps.each(queues, consumers_of, lock)
-    return (yield from api.listing(call, list(itertools.chain.from_iterable(found))))

@@ -28,7 +28,7 @@ from . import _views as views
 from ._routes import Call, HttpError, bad_request, not_found, route
 
 if TYPE_CHECKING:
-    from ..model import Broker, Connection, Exchange, Queue, VirtualHost
+    from ..model import Connection, Exchange, Queue, VirtualHost
     from ..model._message import QueuedMessage
     from ._api import ManagementAPI
 
@@ -45,7 +45,21 @@ CONSOLE_MESSAGES = 50
 HIDDEN = "hidden: you may not read any queue this message reached"
 
 
-@route("GET", "embroker/console", Rule.ANY)
+def _shown(api: ManagementAPI, call: Call) -> list[str]:
+    """The vhosts the console lets ``call``'s user choose: those a listing covers."""
+    return [vhost.name for vhost in api.listed(call)]
+
+
+def _chosen(api: ManagementAPI, call: Call) -> str | None:
+    """The vhost a poll shows, the one its rule looks at: the query's ``vhost``, else ``/`` or
+    the first the user may choose (``None``: it may choose none)."""
+    shown = _shown(api, call)
+    if not shown:
+        return None
+    return call.request.query.get("vhost") or ("/" if "/" in shown else shown[0])
+
+
+@route("GET", "embroker/console", Rule.VHOST, vhost=_chosen)
 def _console(api: ManagementAPI, call: Call) -> Any:
     """Everything the console shows, in one request per poll (the module's documentation)."""
     query = call.request.query
@@ -55,12 +69,9 @@ def _console(api: ManagementAPI, call: Call) -> Any:
         raise bad_request("since must be an integer") from None
     broker = api.broker
     with broker.locked():
-        shown = broker.access.listed_vhosts(call.user, broker.vhosts)
-        if not shown:
-            raise not_found()
-        name = query.get("vhost") or ("/" if "/" in shown else shown[0])
-        api.authorize(call, Rule.VHOST, vhost=name)
-        if name not in broker.vhosts:
+        shown = _shown(api, call)
+        name = _chosen(api, call)
+        if name is None or name not in broker.vhosts:
             raise not_found()
         vhost = broker.vhosts[name]
         queues = vhost.queues
@@ -78,7 +89,7 @@ def _console(api: ManagementAPI, call: Call) -> Any:
         connections = []
         for connection in broker.connections.values():
             if not (connection.is_open and connection.vhost.name in shown and
-                    broker.access.sees_items_of(call.user, connection.user)):
+                    api.sees_items_of(call, connection.user)):
                 continue
             connections.append({
                 "name": _connection_name(api, connection, wire),
@@ -95,7 +106,7 @@ def _console(api: ManagementAPI, call: Call) -> Any:
             "queues": [_queue(queues[n], unacked.get(id(queues[n]), (0, 0))[0])
                        for n in shown_q],
             "bindings": bindings, "connections": connections,
-            "trace": _decisions_since(broker, since, name, call),
+            "trace": _decisions_since(api, since, name, call),
         }
         chosen = query.get("queue")
         if chosen:
@@ -132,11 +143,12 @@ def _connection_name(api: ManagementAPI, connection: Connection, wire: Any) -> s
     return str(given or api.identity(connection, wire)[0])
 
 
-def _decisions_since(broker: Broker, since: int, vhost: str, call: Call) -> dict[str, Any]:
+def _decisions_since(api: ManagementAPI, since: int, vhost: str, call: Call
+                     ) -> dict[str, Any]:
     """The decisions of ``vhost`` after ``since`` (at most :data:`CONSOLE_DECISIONS`, the
     newest, among the last :data:`CONSOLE_SCAN` of the trace: another vhost's traffic does
     not crowd them out unless it is that busy)."""
-    trace = broker.trace
+    trace = api.broker.trace
     total = trace.total
     first = total - len(trace)
     start = max(since, first, total - CONSOLE_SCAN)
@@ -149,7 +161,7 @@ def _decisions_since(broker: Broker, since: int, vhost: str, call: Call) -> dict
             "id": start + offset + 1, "vhost": decision.vhost,
             "exchange": decision.exchange, "routing_keys": list(decision.keys),
             "queues": list(decision.queues), "outcome": str(decision.outcome)}
-        if broker.access.sees_message(call.user, decision.vhost, decision.queues):
+        if api.sees_message(call, decision.vhost, decision.queues):
             entry.update({
                 "explain": str(decision.explain(suggest=False)),
                 "history": [str(event) for event in decision.history()],

@@ -59,8 +59,8 @@ def _overview(api: ManagementAPI, call: Call) -> Any:
     user's covers the vhosts it may log in to and its own connections, without the node's
     details (``rabbit_mgmt_wm_overview``: ``get_overview(User, Range)``)."""
     broker = api.broker
-    monitor = "monitoring" in call.tags
     with broker.locked():
+        monitor = api.sees_node(call)
         vhosts = [broker.vhosts[v] for v in api.visible(call)]
         unacked = views.unacked_by_queue(broker.connections.values())
         queues = [q for vh in vhosts for q in vh.queues.values()]
@@ -68,7 +68,7 @@ def _overview(api: ManagementAPI, call: Call) -> Any:
         pending = sum(unacked.get(id(q), (0, 0))[0] for q in queues)
         names = {vh.name for vh in vhosts}
         connections = [c for c in broker.connections.values() if c.vhost.name in names
-                       and broker.access.sees_items_of(call.user, c.user)]
+                       and api.sees_items_of(call, c.user)]
         totals = {"channels": sum(len(views.amqp_channels(c)) for c in connections),
                   "connections": len(connections),
                   "exchanges": sum(len(vh.exchanges) for vh in vhosts),

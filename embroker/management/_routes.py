@@ -2,17 +2,23 @@
 
 Theory of operation
 -------------------
-A resource module (``_node.py``, ``_topology.py``...) registers its handlers with
+A resource module (``_queues.py``, ``_users.py``...) registers its handlers with
 :func:`route`, one decorator per method of a path, and the decorator line answers "who may do
 this?": it names one :class:`~embroker.model._access.Rule` of RabbitMQ's vocabulary
 (``is_authorized_vhost``, ``is_authorized_admin``...), as each ``rabbit_mgmt_wm_*`` module's
 ``is_authorized/2`` does, and, for a method that takes a body, the body's
-:class:`~._schema.Schema`. The dispatcher (:meth:`ManagementAPI.__call__
+:class:`~._schema.Schema`. The vhost a rule looks at is the one the path names (or, for a path
+that names none, the one the route's ``vhost`` function reads from the request); the item a
+:attr:`~embroker.model._access.Rule.OWNER` rule looks at is the one its ``owner`` function
+finds. The dispatcher (:meth:`ManagementAPI.__call__
 <embroker.management._api.ManagementAPI>`) alone runs RabbitMQ's order for every request
 (``cowboy_rest``): the route, the method, the credentials, the rule (the model's
 :meth:`~embroker.model._access.AccessControl.authorize`), the body, then the handler, which
 answers whether the resource exists and does the work. No handler checks an access rule
-itself; ``tests/management/test_routes.py`` walks the table against RabbitMQ's.
+itself: what a listing shows a user is asked of the model through the dispatcher's
+:class:`~embroker.management._api.ManagementAPI` (``listed``, ``sees_items_of``...).
+``tests/management/test_routes.py`` walks the table against RabbitMQ's, and fails when a
+module other than the dispatcher calls the access checks.
 
 A handler returns a JSON-able value (answered 200), a :class:`~._http.Response`, or raises
 :class:`HttpError`.
@@ -65,12 +71,11 @@ def bad_request(reason: Any) -> HttpError:
 @final
 @dataclass
 class Call:
-    """One authorised request: who asks, with which management tags, the route's parameters
-    and the body as its schema read it (``{}`` for a method without one)."""
+    """One authorised request: who asks, the route's parameters and the body as its schema read
+    it (``{}`` for a method without one)."""
 
     request: Request
     user: str
-    tags: frozenset[str]
     params: dict[str, str]
     body: dict[str, Any] = field(default_factory=dict)
 
@@ -78,6 +83,11 @@ class Call:
 Handler = Callable[["ManagementAPI", Call], Any]
 #: For :attr:`Rule.OWNER`: the user of the item the path names, or ``NO_ITEM``.
 Owner = Callable[["ManagementAPI", Call], object]
+#: For a rule that looks at a vhost, on a path that names none: the vhost the request is
+#: about (the console's, from its query), or ``None``.
+Scope = Callable[["ManagementAPI", Call], "str | None"]
+#: The rules that look at the vhost of the request.
+VHOST_RULES: Final = frozenset({Rule.VHOST, Rule.VHOST_VISIBLE, Rule.POLICIES})
 
 
 @final
@@ -89,6 +99,7 @@ class Method:
     handler: Handler
     body: Schema | None = None
     owner: Owner | None = None
+    vhost: Scope | None = None
 
 
 @final
@@ -133,13 +144,17 @@ ROUTES: list[Route] = []
 
 
 def route(method: str, pattern: str, rule: Rule, *, body: Schema | None = None,
-          owner: Owner | None = None) -> Callable[[Handler], Handler]:
+          owner: Owner | None = None, vhost: Scope | None = None
+          ) -> Callable[[Handler], Handler]:
     """Register the decorated function as ``method`` of ``pattern`` (under ``/api/``), used
     by those ``rule`` lets through, with ``body`` read by that schema (``owner``: the item's
-    user, for :attr:`Rule.OWNER`)."""
+    user, for :attr:`Rule.OWNER`; ``vhost``: the vhost ``rule`` looks at, for a path that
+    names none)."""
     assert method in METHODS, method
+    assert isinstance(rule, Rule), pattern
     assert (rule is Rule.OWNER) == (owner is not None), pattern
     parts = tuple(pattern.strip("/").split("/"))
+    assert vhost is None or (rule in VHOST_RULES and "{vhost}" not in parts), pattern
 
     def register(handler: Handler) -> Handler:
         found = next((r for r in ROUTES if r.parts == parts), None)
@@ -147,7 +162,7 @@ def route(method: str, pattern: str, rule: Rule, *, body: Schema | None = None,
             found = Route(pattern)
             ROUTES.append(found)
         assert method not in found.methods, f"{method} /api/{pattern} registered twice"
-        found.methods[method] = Method(rule, handler, body, owner)
+        found.methods[method] = Method(rule, handler, body, owner, vhost)
         return handler
     return register
 

@@ -31,7 +31,7 @@ from typing import Any, Final, final
 from ._routes import bad_request
 
 __all__ = ["ABSENT", "Field", "Schema", "anything", "boolean", "decode", "integer", "json_object", "optional",
-           "table", "text", "text_or_list"]
+           "table", "text", "text_or_list", "text_or_number"]
 
 _MISSING: Final = object()
 #: A :class:`Field`'s default that leaves an absent key out of what :meth:`Schema.read`
@@ -161,6 +161,14 @@ def text(value: Any) -> str:
     if isinstance(value, str):
         return value
     raise bad_request(["not_a_string", value])
+
+
+def text_or_number(value: Any) -> str:
+    """A routing key or an exchange type: a JSON string, or a number as its digits (RabbitMQ
+    takes a number so)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise bad_request(["not_a_string", value])
+    return value if isinstance(value, str) else str(value)
 
 
 def text_or_list(value: Any) -> list[str]:

@@ -1,5 +1,4 @@
-"""Virtual hosts and who has permissions in them (``rabbit_mgmt_wm_vhosts``, ``_vhost``,
-``_vhost_restart``, ``_permissions_vhost``, ``_topic_permissions_vhost``)."""
+"""Virtual hosts (``rabbit_mgmt_wm_vhosts``, ``_vhost``, ``_vhost_restart``)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from ._http import Response
 from ._routes import Call, route
 from ._schema import Field, Schema, boolean, text, text_or_list
 from ._steps import Steps
-from ._users import permission_rows
 
 if TYPE_CHECKING:
     from ._api import ManagementAPI
@@ -84,19 +82,3 @@ def _vhost_start(api: ManagementAPI, call: Call) -> Any:
     with api.broker.locked():
         api.vhost(call)
     return Response(204)
-
-
-@route("GET", "vhosts/{vhost}/permissions", Rule.ADMIN)
-def _vhost_permissions(api: ManagementAPI, call: Call) -> Any:
-    with api.broker.locked():
-        access = api.broker.access
-        items = permission_rows(access, access.users, [api.vhost(call).name])
-    return api.listing(call, items)
-
-
-@route("GET", "vhosts/{vhost}/topic-permissions", Rule.ADMIN)
-def _vhost_topic_permissions(api: ManagementAPI, call: Call) -> Any:
-    with api.broker.locked():
-        access = api.broker.access
-        items = permission_rows(access, access.users, [api.vhost(call).name], topic=True)
-    return api.listing(call, items)

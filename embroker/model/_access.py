@@ -527,6 +527,12 @@ class AccessControl:
         to monitoring users and administrators."""
         return owner == name or "monitoring" in self.management_tags(name)
 
+    def sees_node(self, name: str) -> bool:
+        """Whether the management API's overview shows ``name`` the node's details (its name,
+        listeners and contexts, and the consumer total): monitoring users and administrators
+        (``rabbit_mgmt_wm_overview``: ``rabbit_mgmt_util:is_monitor``)."""
+        return "monitoring" in self.management_tags(name)
+
     # -- authorization -------------------------------------------------------------------------
 
     def permissions(self, user: str, vhost: str) -> Permissions | None:

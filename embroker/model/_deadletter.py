@@ -156,19 +156,27 @@ def dead_letter_message(message: Message, reason: str, queue: str, exchange: str
             headers["x-death"] = _death_entries(deaths, queue, reason, info)
         else:
             headers["x-death"] = [{"count": Long(1), **info}]
-    if routing_key is not None:
-        headers.pop("CC", None)
-        keys: tuple[str, ...] = (routing_key,)
-    else:
-        keys = message.keys
-    properties["headers"] = dict(sorted(headers.items()))  # RabbitMQ sorts the table
-    dead = Message(exchange, keys[0], properties, message.body,
-                   routing_keys=keys if len(keys) > 1 else None)
+    dead = _republished(message, exchange, routing_key, properties, headers)
     # The broker's own history too, for AMQP 1.0 consumers (x-opt-deaths: RabbitMQ 3.10's
     # plugin showed them none, embroker's 1.0 is RabbitMQ 4's).
     dead.deaths = _record_death(message.deaths, queue, reason, message.exchange,
                                 tuple(info["routing-keys"]), _ttl(expiration), int(now * 1000))
     return dead
+
+
+def _republished(message: Message, exchange: str, routing_key: str | None,
+                 properties: dict[str, Any], headers: dict[str, Any]) -> Message:
+    """The dead-lettered message, with ``headers`` sorted (RabbitMQ sorts the table): routed
+    with ``x-dead-letter-routing-key`` alone, its ``CC`` header dropped, or else with every key
+    it was first routed with."""
+    if routing_key is not None:
+        headers.pop("CC", None)
+        keys: tuple[str, ...] = (routing_key,)
+    else:
+        keys = message.keys
+    properties["headers"] = dict(sorted(headers.items()))
+    return Message(exchange, keys[0], properties, message.body,
+                   routing_keys=keys if len(keys) > 1 else None)
 
 
 def _ttl(expiration: Any) -> int | None:
@@ -231,14 +239,7 @@ def _dead_letter_message_4(message: Message, reason: str, queue: str, exchange: 
         headers[f"x-{which}-death-reason"] = reason
         headers[f"x-{which}-death-queue"] = queue
         headers[f"x-{which}-death-exchange"] = message.exchange
-    if routing_key is not None:
-        headers.pop("CC", None)
-        keys: tuple[str, ...] = (routing_key,)
-    else:
-        keys = message.keys
-    properties["headers"] = dict(sorted(headers.items()))
-    dead = Message(exchange, keys[0], properties, message.body,
-                   routing_keys=keys if len(keys) > 1 else None)
+    dead = _republished(message, exchange, routing_key, properties, headers)
     dead.deaths = deaths
     return dead
 

@@ -6,13 +6,16 @@ plugin's ``rabbit_tracing_wm_*``), transcribed here by hand from the source so t
 
 from __future__ import annotations
 
+import ast
 import re
+from pathlib import Path
 
 import pytest
 
+import embroker.management
 from embroker.management import _resources  # noqa: F401  (the routes, registered)
-from embroker.management._routes import ROUTES
-from embroker.model._access import Rule
+from embroker.management._routes import METHODS, ROUTES, VHOST_RULES, find
+from embroker.model._access import MANAGEMENT_TAGS, Rule
 
 ANY, ADMIN, MONITOR = Rule.ANY, Rule.ADMIN, Rule.MONITOR
 VHOST, VISIBLE, POLICIES = Rule.VHOST, Rule.VHOST_VISIBLE, Rule.POLICIES
@@ -155,7 +158,7 @@ NOT_SERVED = {
 }
 
 #: embroker's own routes (not RabbitMQ's), and their rules.
-EMBROKER = {"/embroker/console": {"GET": ANY}}
+EMBROKER = {"/embroker/console": {"GET": VHOST}}  # (the vhost its query names)
 
 
 def _shape(pattern: str) -> str:
@@ -174,3 +177,99 @@ def test_every_route_and_method_has_rabbitmqs_rule() -> None:
 def test_a_route_embroker_does_not_serve_is_rabbitmqs(path: str) -> None:
     assert path in RABBITMQ
     assert _shape(path) not in {_shape(r.pattern) for r in ROUTES}
+
+
+def test_every_route_and_method_names_a_rule() -> None:
+    """Each method of each route says who may use it: a rule of the vocabulary, with what the
+    rule looks at (the item's owner for OWNER; a vhost for a path naming none only with a rule
+    that looks at one), and a handler; a body only for PUT and POST."""
+    assert ROUTES
+    for route in ROUTES:
+        assert route.methods, route
+        for verb, method in route.methods.items():
+            where = f"{verb} /api/{route.pattern}"
+            assert verb in METHODS, where
+            assert isinstance(method.rule, Rule), where
+            assert callable(method.handler), where
+            assert (method.rule is Rule.OWNER) == (method.owner is not None), where
+            if method.vhost is not None:
+                assert method.rule in VHOST_RULES, where
+                assert "{vhost}" not in route.parts, where
+            if method.body is not None:
+                assert verb in ("PUT", "POST"), where
+
+
+def _first_difference(a: tuple[str, ...], b: tuple[str, ...]) -> int | None:
+    """Where a literal of one pattern meets a parameter of the other, if they can match one
+    path (``None``: they cannot)."""
+    if len(a) != len(b):
+        return None
+    first = None
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        if x != y and not (x.startswith("{") or y.startswith("{")):
+            return None
+        if first is None and x.startswith("{") != y.startswith("{"):
+            first = i
+    return first
+
+
+def test_a_path_two_patterns_match_goes_to_the_one_with_the_literal() -> None:
+    """``users/bulk-delete`` is not the user called bulk-delete, ``connections/username/x``
+    not the channels of a connection called username: of two patterns that can match one path,
+    the one with a literal where the other has a parameter is tried first, whichever module
+    registers them."""
+    pairs = 0
+    for i, earlier in enumerate(ROUTES):
+        for later in ROUTES[i + 1:]:
+            at = _first_difference(earlier.parts, later.parts)
+            if at is not None:
+                pairs += 1
+                assert not earlier.parts[at].startswith("{"), (earlier, later)
+                path = [p if not p.startswith("{") else "x" for p in earlier.parts]
+                found = find(path)
+                assert found is not None, path
+                assert found[0] is earlier, path
+    assert pairs >= 3
+
+
+#: What the model's access control answers, asked only by the dispatcher (``_api.py``):
+#: whether a user may use a route, may do something in a vhost, or is shown an item.
+#: (``login`` is not here: the tracing plugin's tracer logs in as its own user, as a client.)
+ACCESS_CHECKS = frozenset({
+    "authorize", "check", "check_vhost", "check_topic", "management_login",
+    "management_tags", "login_vhosts", "visible_vhosts", "listed_vhosts", "sees_items_of",
+    "sees_message", "sees_node", "allowed_from"})
+DISPATCHER = "_api.py"
+
+
+def _access_questions(tree: ast.AST) -> list[str]:
+    """Calls of the access checks (``x.authorize(...)``; ``broker.access.<check>(...)``) and
+    tag tests (``"monitoring" in tags``) in a module."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            held = node.value  # (``broker.access.x``, or ``access = broker.access`` first)
+            through_access = (isinstance(held, ast.Attribute) and held.attr == "access") or \
+                (isinstance(held, ast.Name) and held.id == "access")
+            if node.attr in ACCESS_CHECKS and (through_access or node.attr == "authorize"):
+                found.append(f"line {node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and \
+                node.left.value in MANAGEMENT_TAGS:
+            right = node.comparators[0]
+            name = right.attr if isinstance(right, ast.Attribute) else getattr(right, "id", "")
+            if "tags" in name:
+                found.append(f"line {node.lineno}: {node.left.value!r} in {name}")
+    return found
+
+
+def test_only_the_dispatcher_asks_the_access_checks() -> None:
+    """No handler decides an access question: the rule is the route's, checked by the
+    dispatcher, and what a listing shows a user is the model's answer asked through the
+    dispatcher's ``ManagementAPI`` (``listed``, ``sees_items_of``...)."""
+    folder = Path(embroker.management.__file__).parent
+    modules = sorted(folder.glob("*.py"))
+    assert folder / DISPATCHER in modules
+    asked = {path.name: _access_questions(ast.parse(path.read_text(encoding="utf-8")))
+             for path in modules if path.name != DISPATCHER}
+    assert {name: found for name, found in asked.items() if found} == {}
+    assert _access_questions(ast.parse((folder / DISPATCHER).read_text(encoding="utf-8")))

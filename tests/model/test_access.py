@@ -612,7 +612,7 @@ def test_user_limits_are_rabbitmqs_two_integers(tagged: Broker) -> None:
     tagged.set_user_limits("mgmt", {"max-connections": 5, "max-channels": 0})
     assert tagged.access.users["mgmt"].limits == {"max-connections": 5, "max-channels": 0}
     for bad in ({"max-connections": "x"}, {"max-queues": 1}, {"max-channels": True}):
-        with pytest.raises(AccessControlError, match="should be a number|Unrecognised terms"):
+        with pytest.raises(AccessControlError, match=r"should be a number|Unrecognised terms"):
             tagged.set_user_limits("mgmt", bad)
 
 

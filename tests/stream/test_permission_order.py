@@ -589,7 +589,8 @@ def test_create_with_an_argument_that_crashes_rabbitmqs_stream_manager_drops_the
 
 @pytest.mark.parametrize("name", ["s", "missing"])
 @pytest.mark.parametrize("operation", [
-    "create", "delete", "reader", "writer", "publisher sequence", "query offset", "store offset"])
+    "create", "delete", "reader", "writer", "publisher sequence", "query offset", "store offset",
+    "publish"])
 def test_the_model_refuses_without_permission_whether_the_stream_exists_or_not(
         operation: str, name: str) -> None:
     """The order is the model's (the stream layer only turns its errors into codes): each
@@ -611,9 +612,13 @@ def test_the_model_refuses_without_permission_whether_the_stream_exists_or_not(
         "publisher sequence": lambda n: channel.stream_publisher_sequence(n, "r"),
         "query offset": lambda n: channel.stream_query_offset(n, "r"),
         "store offset": lambda n: channel.stream_store_offset(n, "r", 1),
+        "publish": lambda n: channel.stream_publish_batch(
+            n, [(1, None, b"m")], lambda data: ({}, data), reference="r"),
     }
     with pytest.raises(AccessRefused):
         operations[operation](name)
     assert set(broker.queues) == {"s"}
     assert broker.queues["s"].stream is not None
     assert broker.queues["s"].stream.offsets == {}
+    assert broker.queues["s"].stream.writers == {}
+    assert broker.queues["s"].message_count == 0

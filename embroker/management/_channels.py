@@ -1,0 +1,68 @@
+"""Channels: listing, a vhost's, one by name (``rabbit_mgmt_wm_channels``, ``_channels_vhost``,
+``_channel``): a user sees its own, monitoring users everyone's (RabbitMQ's
+``is_authorized_user`` and ``filter_conn_ch_list``)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+from ..model._access import NO_ITEM, Rule
+from . import _steps as steps
+from . import _views as views
+from ._http import Response
+from ._routes import Call, not_found, route
+from ._steps import Steps
+
+if TYPE_CHECKING:
+    from ..model import Connection
+    from ._api import ManagementAPI
+
+
+@route("GET", "channels", Rule.ANY)
+@route("GET", "vhosts/{vhost}/channels", Rule.VHOST)
+def _channels(api: ManagementAPI, call: Call) -> Steps[Response]:
+    lock = api.broker.locked()
+    with lock:
+        wire = api.wire()
+        connections = api.listed_connections(call)
+
+    def channels_of(connection: Connection) -> list[dict[str, Any]]:
+        name, peer = api.identity(connection, wire)
+        return [views.channel_info(ch, name, peer, connection.user, call.user)
+                for ch in sorted(views.amqp_channels(connection).values(),
+                                 key=lambda c: c.number)]
+    found = yield from steps.each(connections, channels_of, lock)
+    return (yield from api.listing(call, list(itertools.chain.from_iterable(found))))
+
+
+def _named_channel(api: ManagementAPI, call: Call) -> tuple[Any, Connection, str,
+                                                             tuple[str, int]] | None:
+    wire = api.wire()
+    for connection in api.broker.connections.values():
+        if not connection.is_open:
+            continue
+        name, peer = api.identity(connection, wire)
+        for channel in views.amqp_channels(connection).values():
+            if views.channel_name(name, channel.number) == call.params["name"]:
+                return channel, connection, name, peer
+    return None
+
+
+def _channel_owner(api: ManagementAPI, call: Call) -> object:
+    found = _named_channel(api, call)
+    return found[1].user if found is not None else NO_ITEM
+
+
+@route("GET", "channels/{name}", Rule.OWNER, owner=_channel_owner)
+def _channel_get(api: ManagementAPI, call: Call) -> Any:
+    with api.broker.locked():
+        found = _named_channel(api, call)
+        if found is None:
+            raise not_found()
+        channel, connection, name, peer = found
+        info = views.channel_info(channel, name, peer, connection.user, call.user)
+        info["consumer_details"] = [views.consumer_info(c, name, peer, connection.user)
+                                    for c in channel.consumers.values()]
+    info.update({"deliveries": [], "publishes": []})
+    return dict(sorted(info.items()))
