@@ -35,6 +35,7 @@ from urllib.parse import quote, unquote_to_bytes
 
 from .._erlterm import field_value_term, phash2
 from ..errors import AccessRefused, AMQPError, NotFound, PreconditionFailed
+from ..model._names import has_cr_lf, is_default_exchange, reserved
 from ._definitions import SECTION_AMQP_VALUE, Properties
 from ._errors import DecodeError, SessionError
 from ._message import value_from_091, value_to_091
@@ -162,7 +163,7 @@ def _decode_properties(body: Any, what: str, booleans: tuple[str, ...],
 
 
 def _prohibit_cr_lf(name: str) -> None:
-    if "\n" in name or "\r" in name:
+    if has_cr_lf(name):
         raise _Status("400", f"Bad name '{name}': line feed and carriage return characters "
                              "not allowed")
 
@@ -309,7 +310,7 @@ class ManagementNode:
             raise _Status("400", "declare queue with empty name not allowed")
         _prohibit_cr_lf(name)
         vhost = self.channel.vhost
-        if name.startswith("amq."):
+        if reserved(name):
             raise _Status("403", f"{vhost.resource('queue', name)} starts with reserved "
                                  "prefix 'amq.'")
         existed = name in vhost.queues
@@ -351,13 +352,13 @@ class ManagementNode:
         vhost = channel.vhost
         # check_type/1 first: any refusal is a 400 (line 200)
         self._model(lambda: vhost.exchange_type(spec["type"]), conflict="400")
-        if name == "":
+        if is_default_exchange(name):
             raise _Status("403", "operation not permitted on the default exchange")
         if name not in vhost.exchanges:
             self._model(lambda: channel.connection.access.exchange_declare(
                 vhost, name, spec["type"], spec["arguments"]))
             _prohibit_cr_lf(name)
-            if name.startswith("amq."):
+            if reserved(name):
                 raise _Status("403", f"{vhost.resource('exchange', name)} starts with "
                                      "reserved prefix 'amq.'")
         self._model(lambda: channel.exchange_declare(
@@ -370,9 +371,9 @@ class ManagementNode:
         name = self._exchange_name(segments)
         _prohibit_cr_lf(name)
         vhost = self.channel.vhost
-        if name == "":
+        if is_default_exchange(name):
             raise _Status("403", "operation not permitted on the default exchange")
-        if name.startswith("amq."):
+        if reserved(name):
             raise _Status("403", f"{vhost.resource('exchange', name)} starts with reserved "
                                  "prefix 'amq.'")
         self._model(lambda: self.channel.exchange_delete(name))

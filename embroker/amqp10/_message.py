@@ -235,9 +235,6 @@ def value_to_091(value: Any) -> Any:
     return str(value)  # pragma: no cover - every decoded type is handled above
 
 
-#: (The name ``_connection`` imports, until it imports :func:`value_to_091`.)
-_value_to_091 = value_to_091
-
 #: RabbitMQ's ``to_091`` for the integer types (a ulong travels as a long).
 _TO_091_INTS: Final[dict[type[int], type[int]]] = {
     Byte: fieldtypes.Byte, UByte: fieldtypes.UnsignedByte, Short: fieldtypes.Short,

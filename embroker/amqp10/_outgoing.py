@@ -57,7 +57,7 @@ from ._filters import (
     sql_filter,
     view_of,
 )
-from ._message import _value_to_091, encode_deaths, to_amqp10
+from ._message import encode_deaths, to_amqp10, value_to_091
 from ._selector import Selector, SelectorError
 from ._session import (
     _RELEASED,
@@ -535,7 +535,7 @@ def _modified_annotations(state: Modified) -> dict[str, Any] | None:
     if not all(isinstance(k, Symbol) and k.startswith("x-") for k in annotations):
         raise SessionError("amqp:invalid-field", "the message-annotations of a modified "
                            "outcome must have symbol keys that start with 'x-'")
-    return {str(k): _value_to_091(v) for k, v in annotations.items()}
+    return {str(k): value_to_091(v) for k, v in annotations.items()}
 
 
 #: The source filter that says where a link reading a stream starts (RabbitMQ's 1.0 plugin).

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model._access import Rule
 from ..model._history import events_of
+from ..model._names import reserved
 from . import _views as views
 from ._routes import Call, HttpError, bad_request, not_found, route
 
@@ -122,9 +123,9 @@ def _exchanges(vhost: VirtualHost, queues: list[Queue]) -> list[Exchange]:
     it), then the vhost's own by name, with the ``amq.*`` ones something uses (a binding from
     them, or a queue's dead letters)."""
     used = {q.dead_letter_exchange for q in queues}
-    builtin = [x for x in vhost.exchanges.values() if x.name.startswith("amq.")
+    builtin = [x for x in vhost.exchanges.values() if reserved(x.name)
                and (x.bindings or x.name in used)]
-    own = [x for x in vhost.exchanges.values() if x.name and not x.name.startswith("amq.")]
+    own = [x for x in vhost.exchanges.values() if x.name and not reserved(x.name)]
     return [vhost.exchanges[""], *sorted([*builtin, *own], key=lambda x: x.name)]
 
 

@@ -100,6 +100,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
 from .. import _erlang, _regex
 from ..errors import AccessControlError, AccessRefused, ConnectionForced, DefinitionsError, NotAllowed
 from ._exchange import EXCHANGE_TYPES
+from ._names import is_default_exchange, reserved
 
 if TYPE_CHECKING:
     from ._broker import Broker
@@ -673,10 +674,10 @@ class Grant:
     def exchange_declare(self, vhost: VirtualHost, name: str, type_: str,
                          arguments: Mapping[str, Any] | None) -> None:
         """exchange.declare, not passive (passive declares check nothing)."""
-        if self._access is None or type_ not in EXCHANGE_TYPES or name == "":
+        if self._access is None or type_ not in EXCHANGE_TYPES or is_default_exchange(name):
             return  # 503 unknown type / 403 default exchange come first
         self._check("exchange", name, "configure")
-        if name in vhost.exchanges or name.startswith("amq."):
+        if name in vhost.exchanges or reserved(name):
             return  # an existing exchange (no AE check) / 403 reserved name
         alternate = (arguments or {}).get("alternate-exchange")
         if isinstance(alternate, str):  # another type is a 406 first
@@ -684,7 +685,7 @@ class Grant:
             self._check("exchange", alternate, "write")
 
     def exchange_delete(self, name: str) -> None:
-        if self._access is None or name == "" or name.startswith("amq."):
+        if self._access is None or is_default_exchange(name) or reserved(name):
             return  # 403 default exchange / system exchange come first
         self._check("exchange", name, "configure")
 

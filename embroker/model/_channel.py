@@ -44,7 +44,7 @@ from ._arguments import (
 from ._consumer import Browser, Consumer, Delivery, Unacked
 from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
 from ._message import Message, QueuedMessage
-from ._names import REPLY_TO, random_name, reply_name
+from ._names import REPLY_TO, random_name, reply_name, reserved, without_cr_lf
 from ._stream import MAX_SEGMENT_SIZE, create_arguments, parse_offset_spec
 from ._tx import HeldPublish, HeldSettlement, Settlement, TxRecord
 
@@ -562,8 +562,8 @@ class Channel:
                 integer that is not one, an ``x-max-age`` that does not start with digits): it
                 takes the client's connection down, nothing is created.
         """
-        name = name.replace("\r", "").replace("\n", "")  # (rabbit_stream_utils)
-        if not name or name.startswith("amq."):
+        name = without_cr_lf(name)
+        if not name or reserved(name):
             raise PreconditionFailed(f"'{name}' is not a correct name for a stream")
         self.connection.access.queue_declare(self.vhost, name, {})
         declared = create_arguments(arguments)

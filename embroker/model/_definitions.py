@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from ..errors import DefinitionsError
 from ._access import SHA256, HashedPassword, export_users, hash_password, load_users
+from ._names import is_default_exchange, reserved
 from ._plugins import PLUGIN_OF_TYPE
 from ._policy import DefinitionsPlan, export_parameters, export_policies, export_vhost_limits
 
@@ -139,7 +140,7 @@ def load_definitions(broker: Broker, source: str | os.PathLike[str] | Mapping[st
         load_users(broker, document, lambda section: _items(document, section), vhost)
         for item in _items(document, "exchanges"):
             name = _field(item, "name", "exchanges")
-            if name == "" or name.startswith("amq."):
+            if is_default_exchange(name) or reserved(name):
                 continue  # system exchanges: RabbitMQ skips them too
             xtype = _field(item, "type", "exchanges")
             _check_plugin(broker, item, name, xtype)
@@ -216,7 +217,7 @@ def export_steps(broker: Broker) -> Generator[None, None, dict[str, Any]]:
             done += 1
             if not done % EXPORT_STEP:
                 yield
-            if exchange.name == "" or exchange.name.startswith("amq.") or \
+            if is_default_exchange(exchange.name) or reserved(exchange.name) or \
                     vh.exchanges.get(exchange.name) is not exchange:  # (gone since)
                 continue
             exchanges.append({"name": exchange.name, "vhost": vname, "type": exchange.type,

@@ -1,4 +1,14 @@
-"""Names: server-generated ones, the reserved ones, and how RabbitMQ names a resource in texts."""
+"""Names: server-generated ones, the reserved ones, and how RabbitMQ names a resource in texts.
+
+The names RabbitMQ sets apart live here, and every surface asks here: the ``amq.`` prefix it
+keeps for its own exchanges and server-named queues (:func:`reserved`), carriage returns and
+line feeds (:func:`has_cr_lf`, refused or stripped), and the default exchange, whose name is
+empty (:func:`is_default_exchange`). What is refused is the same on every surface; how the
+refusal is worded is each surface's own, as in RabbitMQ: AMQP 0-9-1 says ``queue name 'amq.x'
+contains reserved prefix 'amq.*'`` (``rabbit_channel``), RabbitMQ 4's AMQP 1.0 management node
+``queue 'amq.x' in vhost '/' starts with reserved prefix 'amq.'`` (``rabbit_amqp_management``),
+the stream protocol ``'amq.x' is not a correct name for a stream`` (``rabbit_stream_manager``).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +19,25 @@ import hmac
 import os
 from collections.abc import Iterable
 
-__all__ = ["REPLY_TO", "is_reply_name", "nearest", "random_name", "reply_name", "resource"]
+__all__ = [
+    "REPLY_TO",
+    "RESERVED_PREFIX",
+    "has_cr_lf",
+    "is_default_exchange",
+    "is_reply_name",
+    "nearest",
+    "random_name",
+    "reply_name",
+    "reserved",
+    "resource",
+    "without_cr_lf",
+]
 
 #: :func:`nearest` compares a name with this many candidates at most (the closest in length).
 NEAREST_CANDIDATES = 500
+
+#: The prefix of the names RabbitMQ keeps for itself (``amq.direct``, ``amq.gen-...``).
+RESERVED_PREFIX = "amq."
 
 #: The pseudo-queue of direct reply-to.
 REPLY_TO = "amq.rabbitmq.reply-to"
@@ -88,3 +113,23 @@ def nearest(name: str, candidates: Iterable[str]) -> str | None:
         del near[NEAREST_CANDIDATES:]
     found = difflib.get_close_matches(name, near, n=1, cutoff=0.75)
     return found[0] if found else None
+
+
+def reserved(name: str) -> bool:
+    """Whether ``name`` carries the reserved prefix (declares and deletes of it are refused)."""
+    return name.startswith(RESERVED_PREFIX)
+
+
+def has_cr_lf(name: str) -> bool:
+    """Whether ``name`` holds a carriage return or a line feed."""
+    return "\r" in name or "\n" in name
+
+
+def without_cr_lf(name: str) -> str:
+    """``name`` without its carriage returns and line feeds (``rabbit_stream_utils``)."""
+    return name.replace("\r", "").replace("\n", "")
+
+
+def is_default_exchange(name: str) -> bool:
+    """Whether ``name`` is the default exchange's (the empty name)."""
+    return name == ""

@@ -28,7 +28,15 @@ from ._deadletter import dead_letter_message, is_dead_letter_cycle
 from ._event_exchange import INTERNAL_USER
 from ._exchange import EXCHANGE_TYPES, Binding, Choice, Exchange, binding_key
 from ._message import Message
-from ._names import REPLY_TO, is_reply_name, nearest, random_name, resource
+from ._names import (
+    REPLY_TO,
+    is_default_exchange,
+    is_reply_name,
+    nearest,
+    random_name,
+    reserved,
+    resource,
+)
 from ._policy import Policies, dead_letter_cause
 from ._queue import Queue
 from ._trace import RoutingDecision, Visit
@@ -183,7 +191,7 @@ class VirtualHost:
             "property value does not match that of the original declaration.")
 
     def _check_not_default(self, name: str) -> None:
-        if name == "":
+        if is_default_exchange(name):
             raise AccessRefused("operation not permitted on the default exchange")
 
     # -- exchanges -----------------------------------------------------------------------------
@@ -202,7 +210,7 @@ class VirtualHost:
         self._check_not_default(name)
         exchange = self.exchanges.get(name)
         if exchange is None:
-            if name.startswith("amq."):
+            if reserved(name):
                 raise AccessRefused(
                     f"exchange name '{name}' contains reserved prefix 'amq.*'")
             ae = arguments.get("alternate-exchange")
@@ -245,7 +253,7 @@ class VirtualHost:
                         user: str = INTERNAL_USER) -> None:
         """exchange.delete; a missing exchange is not an error (as RabbitMQ 3.10)."""
         self._check_not_default(name)
-        if name.startswith("amq."):
+        if reserved(name):
             raise AccessRefused(f"deletion of system {self.resource('exchange', name)} not allowed")
         exchange = self.exchanges.get(name)
         if exchange is None:
@@ -303,7 +311,7 @@ class VirtualHost:
                     if arguments["x-queue-type"] in ("quorum", "stream") else
                     f"Cannot declare a server-named queue for type {arguments['x-queue-type']}")
             name = random_name("amq.gen-")
-        elif name.startswith("amq."):
+        elif reserved(name):
             raise AccessRefused(f"queue name '{name}' contains reserved prefix 'amq.*'")
         if connection is not None:
             connection.access.queue_declare(self, name, arguments)
