@@ -1150,7 +1150,8 @@ class Server:
 
     def on_restart(self) -> None:
         # Called under the broker lock, from any thread: every client is told the broker is
-        # going down, as a RabbitMQ node that stops does.
+        # going down, as a RabbitMQ node that stops does (a stream connection is told by its
+        # model connection: Broker.restart).
         self._each_client(lambda client: client.conn.close(ConnectionForced(
             "broker forced connection closure with reason 'shutdown'")))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -149,8 +149,6 @@ class Broker(UserAdministration, PolicyCommands):
         #: themselves here, are told of resource alarms and restarts, and are asked by
         #: ``settle()`` what they still have to do (:class:`~._transports.Transports`).
         self.transports = Transports()
-        # Called when restart() begins, besides the transports: a stream connection closes.
-        self._on_restart: list[Callable[[], None]] = []
         # Faults a test armed (embroker.faults): nacked publishes, drops on delivery.
         self._publish_faults: list[PublishNack] = []
         self._delivery_faults: list[DeliveryFault] = []
@@ -330,10 +328,13 @@ class Broker(UserAdministration, PolicyCommands):
         included. Application tests use it to check their reconnection logic."""
         with self._lock:
             self.transports.restarting()
-            for callback in list(self._on_restart):
-                callback()
+            shutdown = ConnectionForced("broker forced connection closure with reason "
+                                        "'shutdown'")
             for connection in list(self.connections.values()):
-                connection.close()
+                if connection.on_closed_by_broker is not None:  # a protocol's: it is told
+                    connection.close_by_broker(shutdown)
+                else:
+                    connection.close()
             for vhost in self.vhosts.values():
                 vhost.restart()
 

@@ -64,7 +64,6 @@ from ..amqp10 import from_stream, to_stream
 from ..errors import (
     AccessRefused,
     AMQPError,
-    ConnectionForced,
     NotAllowed,
     NotFound,
     PreconditionFailed,
@@ -336,13 +335,8 @@ class StreamConnection:
             if self.model is not None:
                 self.model.close()
                 self.model = None
-                self.broker._on_restart.remove(self._on_restart)
             self.state = State.CLOSED
             self.should_close = True
-
-    def _on_restart(self) -> None:
-        # (``broker.restart()``: the node goes down, and its stream readers stop with it)
-        self.close(ConnectionForced("broker forced connection closure with reason 'shutdown'"))
 
     def internal_error(self, error: AMQPError) -> None:
         """A bug while serving this connection: close it (INTERNAL_ERROR)."""
@@ -513,7 +507,6 @@ class StreamConnection:
             return
         self.vhost = vhost
         self.model.on_closed_by_broker = self.close
-        self.broker._on_restart.append(self._on_restart)
         self._channel = self.model.open_channel(1)
         self._send(self._respond(Key.OPEN, correlation).properties({
             "advertised_host": self.advertised_host,
