@@ -195,27 +195,26 @@ class BatchingPolicy:
     hold_step: float = 0.00005
     hold_max: float = 0.001
 
-    def plan(self, ready: Sequence[Readiness], waited: float) -> Plan:
-        """Split the clients ready for reading; ``waited``: how long the select took."""
-        if not self.enabled or not ready:
-            return Plan(ready)
+    def plan(self, ready: Sequence[Readiness], waited: float) -> Plan | None:
+        """Split the clients ready for reading; ``waited``: how long the select took. ``None``:
+        read every one at once (the common case, answered without building anything: the
+        loop asks on every turn, and a round trip pays for what it costs)."""
         count = self.waiting
         if count is not None:
             for client in ready:  # rule 1: a consumer whose acks are coming
                 wanted = client.unacked() // 2
                 if wanted >= 1 and count(client.sock) // ACK_FRAME < wanted:
-                    return self._split(ready, client, holding=True)
-        quick = waited < self.streaming
-        later = [client for client in ready if not client.answered and (
-            quick or (count is not None and client.streams
-                      and not self.ends_in_command(client.sock)))]
+                    return Plan([c for c in ready if c is not client], (client,), True)
+        if waited < self.streaming:  # rule 2: bytes were waiting, from a client unanswered
+            later = [c for c in ready if not c.answered]
+        elif count is not None:  # ... or one that pipelines and is still writing
+            later = [c for c in ready if not c.answered and c.streams
+                     and not self.ends_in_command(c.sock)]
+        else:
+            return None
         if not later:
-            return Plan(ready)
+            return None  # rule 3: each may wait for an answer
         return Plan([c for c in ready if c not in later], later)
-
-    @staticmethod
-    def _split(ready: Sequence[Readiness], held: Readiness, *, holding: bool) -> Plan:
-        return Plan([c for c in ready if c is not held], [held], holding)
 
     def pause(self, plan: Plan) -> None:
         """Let ``plan.later`` go on writing (rule 1 or 2) before the listener reads them."""

@@ -267,8 +267,8 @@ class _Client:
     """A socket being served and its connection: an AMQP connection (sniffed: 0-9-1 or 1.0),
     the management API's HTTP, or the stream protocol, as its port's policy says."""
 
-    __slots__ = ("amqp", "answered", "bound", "conn", "connected_at", "events", "peer", "port",
-                 "sock", "stalled_until", "streams", "wbuf", "written")
+    __slots__ = ("amqp", "answered", "bound", "conn", "connected_at", "events", "held", "peer",
+                 "port", "sock", "stalled_until", "streams", "wbuf", "written")
 
     def __init__(self, sock: socket.socket, peer: str,
                  connection: Callable[[_Client], Any], port: _Port | None = None) -> None:
@@ -288,6 +288,7 @@ class _Client:
         #: acks to come (it pipelines).
         self.answered = True
         self.streams = False
+        self.held = 0
         #: Told how much of its output is not written yet, after each write (a stream
         #: connection: it pauses its readers while too much waits).
         self.written: Callable[[int], None] | None = None
@@ -307,13 +308,15 @@ class _Client:
         return conn
 
     def unacked(self) -> int:
-        """The deliveries it holds unacknowledged as an AMQP 0-9-1 consumer."""
-        if not self.amqp:
-            return 0
+        """The deliveries it holds unacknowledged as an AMQP 0-9-1 consumer, as of the loop's
+        last read or write for it (``held``: counted then, off the round trip's path)."""
+        return self.held
+
+    def count_held(self) -> None:
+        """Count :meth:`unacked` now (after a read or a write)."""
         inner = self.conn.inner
-        if type(inner) is not Amqp091Connection or inner.model is None:
-            return 0
-        return inner.model.consumer_unacked()
+        model = inner.model if type(inner) is Amqp091Connection else None
+        self.held = model.consumer_unacked() if model is not None else 0
 
 
 @final
@@ -677,13 +680,18 @@ class Server:
         ready = self._selector.select(timeout)
         plan: Plan | None = None
         if ready and batching.enabled:
-            clients = [key.data for key, mask in ready
-                       if type(key.data) is _Client and key.data.amqp
-                       and mask & selectors.EVENT_READ]
-            if clients:
-                plan = batching.plan(clients, batching.pacer.perf_counter() - waited)
-                if not plan.later:
-                    plan = None
+            waited = batching.pacer.perf_counter() - waited
+            if len(ready) == 1:  # (the common case, without building a list)
+                key, mask = ready[0]
+                one = key.data
+                if type(one) is _Client and one.amqp and mask & selectors.EVENT_READ:
+                    plan = batching.plan((one,), waited)
+            else:
+                clients = [key.data for key, mask in ready
+                           if type(key.data) is _Client and key.data.amqp
+                           and mask & selectors.EVENT_READ]
+                if clients:
+                    plan = batching.plan(clients, waited)
         for key, mask in ready:
             data = key.data
             if type(data) is _Port:
@@ -943,14 +951,19 @@ class Server:
         inner = sniffing.inner  # (the protocol's connection: has_output covers should_close)
         if inner.has_output or inner.blocked:
             self._dirty.add(client)
-            client.answered = True  # (it asked for something, or is answered: it may wait now)
+            # It asked for something, or is answered: it may wait now, unless that read held
+            # several commands (it pipelines: a publisher with a window of confirms).
+            client.answered = type(inner) is not Amqp091Connection or inner.commands_read < 2
             client.streams = False
         else:
-            client.answered = False
+            # (A read that completed no command, a publish's first frames, says nothing new:
+            # a client waiting for its answer writes the rest of its request at once.)
+            if type(inner) is not Amqp091Connection or inner.commands_read:
+                client.answered = False
             if type(inner) is Amqp091Connection:
-                model = inner.model
-                client.streams = inner.commands_read >= self.batching.pipelined and (
-                    model is None or model.consumer_unacked() < 2)
+                client.count_held()
+                client.streams = inner.commands_read >= self.batching.pipelined and \
+                    client.held < 2
 
     def _run_timers(self) -> None:
         with self._locked:
@@ -1076,6 +1089,8 @@ class Server:
         if conn.should_close and not client.wbuf:
             self._drop(client)
             return
+        if client.amqp and data:
+            client.count_held()  # (deliveries went out: the batching policy's hold reads it)
         bound = client.bound
         events = 0 if conn.blocked or (bound is not None and len(client.wbuf) > bound) \
             else selectors.EVENT_READ
