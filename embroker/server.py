@@ -108,6 +108,8 @@ _WORK_PER_TURN = 0.002
 #: what many clients asking for long answers at once may hold (a listing of 5,000 queues holds
 #: about 9 MB until it is sent).
 _ACTIVE_WORK = 4
+#: basic.deliver's class and method ids: written, a consumer holds more deliveries unacked.
+_DELIVER = b"\x00\x3c\x00\x3c"
 #: How long the rest of an AMQP 1.0 client's output waits after the answer to a receiving
 #: link's attach (``pause_at``): long enough for a client in another thread or process to read
 #: the attach on its own before the first transfers, as it does with RabbitMQ.
@@ -961,7 +963,8 @@ class Server:
             if type(inner) is not Amqp091Connection or inner.commands_read:
                 client.answered = False
             if type(inner) is Amqp091Connection:
-                client.count_held()
+                if client.held:
+                    client.count_held()  # (its acks came: fewer in hand)
                 client.streams = inner.commands_read >= self.batching.pipelined and \
                     client.held < 2
 
@@ -1089,7 +1092,7 @@ class Server:
         if conn.should_close and not client.wbuf:
             self._drop(client)
             return
-        if client.amqp and data:
+        if client.amqp and _DELIVER in data:
             client.count_held()  # (deliveries went out: the batching policy's hold reads it)
         bound = client.bound
         events = 0 if conn.blocked or (bound is not None and len(client.wbuf) > bound) \
