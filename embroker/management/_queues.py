@@ -177,6 +177,8 @@ def _got(delivery: Any, encoding: str, truncate: int | None) -> dict[str, Any]:
     return {"payload_bytes": size, "redelivered": delivery.redelivered,
             "exchange": delivery.exchange, "routing_key": delivery.routing_key,
             "message_count": delivery.message_count,
-            "properties": views.json_value(delivery.message.properties),
+            # (rabbit_mgmt_format:amqp_props: a proplist, which is [] when empty)
+            "properties": views.json_value(delivery.message.properties)
+            if delivery.message.properties else [],
             "payload": payload, "payload_encoding": payload_encoding}
 
