@@ -100,7 +100,7 @@ def _serve(args: argparse.Namespace) -> int:
     also = f", AMQP 1.0 alone on amqp://{credentials}{host}:{server.amqp10_port}" \
         if server.amqp10_port is not None else ""
     if server.stream_port is not None:
-        also += f", the stream protocol on port {server.stream_port}"
+        also += f", the stream protocol on {server.stream_url}"
     if server.management is not None:
         server.management.rabbitmqadmin = args.rabbitmqadmin
         if args.trace_dir is not None:
@@ -172,7 +172,9 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
                             amqp10_port=ports["amqp10"], management_port=ports["management"],
                             stream_port=ports["stream"],
                             max_connections=dict(args.max_connections or ()),
-                            management_allow_hosts=args.management_allow_host or ())
+                            management_allow_hosts=args.management_allow_host or (),
+                            stream_advertised_host=args.stream_advertised_host,
+                            stream_advertised_port=args.stream_advertised_port)
         except PortInUse as exc:
             # The first port bound, in Server's order, that has the number: the one taken.
             kind = next((k for k, port in ports.items() if port and port == exc.port), "amqp")
@@ -260,6 +262,13 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--stream-port", type=int, default=None, metavar="N",
                        help="also serve RabbitMQ's stream protocol on port N (RabbitMQ's is "
                             "5552; 0 for any free port); none unless asked for")
+    serve.add_argument("--stream-advertised-host", default=None, metavar="NAME",
+                       help="the host the stream protocol's Open and Metadata name (RabbitMQ's "
+                            "stream.advertised_host); default localhost, the host part of the "
+                            "node's name, as RabbitMQ's")
+    serve.add_argument("--stream-advertised-port", type=int, default=None, metavar="N",
+                       help="the port they name (stream.advertised_port); default the stream "
+                            "port")
     serve.add_argument("--management-port", type=int, default=None, metavar="N",
                        help="serve RabbitMQ's management HTTP API and the console on port N "
                             "(0 for any free port); default 15672, as RabbitMQ, when --port "

@@ -209,7 +209,9 @@ class Broker(model.Broker):
               amqp10_port: int | None = None, management: bool | int = False,
               stream_port: int | None = None,
               max_connections: Mapping[str, int | None] | None = None,
-              management_allow_hosts: Collection[str] = ()) -> Server:
+              management_allow_hosts: Collection[str] = (),
+              stream_advertised_host: str | None = None,
+              stream_advertised_port: int | None = None) -> Server:
         """Start a listener that real AMQP 0-9-1 and AMQP 1.0 clients can connect to (one port
         serves both, told apart by the protocol header, as RabbitMQ's).
 
@@ -229,6 +231,10 @@ class Broker(model.Broker):
                 ``server.management_url``; docs/management.md).
             stream_port: also serve RabbitMQ's stream protocol on this port (0: any free
                 port; see ``server.stream_port``; docs/streams.md).
+            stream_advertised_host, stream_advertised_port: the host and port the stream
+                protocol's Open and Metadata name (RabbitMQ's ``stream.advertised_host`` and
+                ``stream.advertised_port``); by default, as RabbitMQ's, the host part of the
+                node's name (``localhost``) and the stream port (``server.stream_url``).
             max_connections: the most connections a port holds, by kind (``"amqp"``,
                 ``"management"``, ``"stream"``; ``None``: no limit); a kind left out keeps
                 RabbitMQ's default (``embroker.server.default_max_connections``).
@@ -245,4 +251,6 @@ class Broker(model.Broker):
         return Server(self, host, port, heartbeat=heartbeat, amqp10_port=amqp10_port,
                       management_port=management_port, stream_port=stream_port,
                       max_connections=max_connections,
-                      management_allow_hosts=management_allow_hosts).start()
+                      management_allow_hosts=management_allow_hosts,
+                      stream_advertised_host=stream_advertised_host,
+                      stream_advertised_port=stream_advertised_port).start()

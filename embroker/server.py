@@ -72,6 +72,7 @@ from .errors import (
     add_note,
 )
 from .model._access import is_loopback
+from .model._names import NODE
 
 if TYPE_CHECKING:
     from .management import ManagementAPI
@@ -440,6 +441,8 @@ class Server:
                  stream_port: int | None = None,
                  max_connections: Mapping[str, int | None] | None = None,
                  management_allow_hosts: Collection[str] = (),
+                 stream_advertised_host: str | None = None,
+                 stream_advertised_port: int | None = None,
                  batching: BatchingPolicy | None = None) -> None:
         limits = default_max_connections()
         for kind, limit in (max_connections or {}).items():
@@ -504,6 +507,14 @@ class Server:
         self.stream_port = self._listen(host, stream_port, PortPolicy.for_stream(
             limits["stream"], _HTTP_UNREAD)) \
             if stream_port is not None else None
+        #: What the stream protocol's Open and Metadata name as this node (RabbitMQ's
+        #: ``stream.advertised_host`` and ``advertised_port``): by default, as
+        #: ``rabbit_stream:host/0`` and ``port/0`` (v3.10.8), the host part of the node's name
+        #: (``localhost``) and the stream listener's port.
+        self.stream_advertised_host = stream_advertised_host if stream_advertised_host \
+            else NODE.partition("@")[2]
+        self.stream_advertised_port = stream_advertised_port if stream_advertised_port \
+            else self.stream_port
         #: The most connections each kind of port holds (``None``: no limit).
         self.max_connections: dict[str, int | None] = limits
         #: The names the management port answers besides its own (``management_allow_hosts``).
@@ -579,6 +590,19 @@ class Server:
     def management(self) -> ManagementAPI | None:
         """The management API this listener serves (``None`` without a management port)."""
         return self._management
+
+    @property
+    def stream_url(self) -> str | None:
+        """``rabbitmq-stream://USER:PASSWORD@HOST:PORT/%2f`` for stream-protocol clients, on
+        the host and port the node advertises (a client that compares them with what it
+        connected to then stays); ``None`` without a stream port."""
+        if self.stream_port is None:
+            return None
+        user = "guest" if "guest" in self.broker.users else next(iter(self.broker.users), "guest")
+        password = self.broker.users.get(user, "guest")
+        host = self.stream_advertised_host
+        host = f"[{host}]" if ":" in host else host
+        return f"rabbitmq-stream://{user}:{password}@{host}:{self.stream_advertised_port}/%2f"
 
     @property
     def amqp10_url(self) -> str:
@@ -871,8 +895,8 @@ class Server:
         assert self.stream_port is not None
         with self._locked:
             conn = StreamConnection(self.broker, peer=peer, loopback=_over_loopback(sock),
-                                    advertised_host=self.host if self.host != "localhost"
-                                    else "127.0.0.1", advertised_port=self.stream_port)
+                                    advertised_host=self.stream_advertised_host,
+                                    advertised_port=self.stream_advertised_port or 0)
         client = _Client(sock, peer, lambda _client: conn, port)
         conn.on_output = functools.partial(self._has_output, client)
         client.written = conn.written

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, final
 from urllib.parse import quote_plus
 
 from ..fieldtypes import json_value
+from ..model._names import NODE
 
 if TYPE_CHECKING:
     from ..model import Binding, Channel, Connection, Consumer, Exchange, Queue, VirtualHost
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["NODE", "QueueSnapshot", "binding_info", "exchange_info", "json_value", "properties_key",
            "queue_info", "queue_json", "queue_snapshot", "vhost_info"]
 
-#: The node name embroker reports (one node).
-NODE = "embroker@localhost"
 
 _RATE = {"rate": 0.0}
 _GC = {"fullsweep_after": 0, "max_heap_size": 0, "min_bin_vheap_size": 0, "min_heap_size": 0,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..fieldtypes import Long
 from ._message import Message
+from ._names import NODE
 
 if TYPE_CHECKING:
     from ._channel import Channel
@@ -26,8 +27,6 @@ __all__ = ["NODE", "TRACE_EXCHANGE", "delivered", "published"]
 
 #: The exchange the firehose publishes to.
 TRACE_EXCHANGE = "amq.rabbitmq.trace"
-#: The node name the copies carry.
-NODE = "embroker@localhost"
 
 
 def _headers(channel: Channel, message: Message) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterable
 
 __all__ = [
+    "NODE",
     "REPLY_TO",
     "RESERVED_PREFIX",
     "has_cr_lf",
@@ -35,6 +36,10 @@ __all__ = [
 
 #: :func:`nearest` compares a name with this many candidates at most (the closest in length).
 NEAREST_CANDIDATES = 500
+
+#: The node's name, as RabbitMQ's APIs, traces and tools show it (one node): its host part is
+#: what the stream protocol advertises by default (``rabbit_stream:hostname_from_node/0``).
+NODE = "embroker@localhost"
 
 #: The prefix of the names RabbitMQ keeps for itself (``amq.direct``, ``amq.gen-...``).
 RESERVED_PREFIX = "amq."

@@ -13,9 +13,11 @@ def test_cli_serves_the_stream_protocol() -> None:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        match = re.search(r"the stream protocol on port (\d+)", line)
+        # (the URL names the host the node advertises, as RabbitMQ's: its clients stay on it)
+        match = re.search(r"the stream protocol on rabbitmq-stream://guest:guest@localhost:"
+                          r"(\d+)/%2f", line)
         assert match is not None, line
-        transcript = run(SCRIPTS["deduplication"], "127.0.0.1", int(match.group(1)))
+        transcript = run(SCRIPTS["deduplication"], "localhost", int(match.group(1)))
         assert transcript[0] == ("sequence", 4)
     finally:
         _out, err = interrupt(proc)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import urllib.parse
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from embroker import Broker
 from embroker.amqp10 import Properties, Symbol, Timestamp
-from embroker.stream import FrameReader, Key, Writer
+from embroker.stream import Fields, FrameReader, Key, Writer
 
 #: RabbitMQ's stream port on the reference's host.
 REFERENCE_STREAM_PORT = 5552
@@ -41,7 +42,8 @@ class RawClient:
             self.reader.feed(data)
         return frame[0], frame[2]
 
-    def open(self) -> None:
+    def open(self) -> tuple[int, bytes]:
+        """Peer properties, SASL PLAIN as guest, tune, open ``/``; the Open's answer."""
         self.exchange(self.request(Key.PEER_PROPERTIES).properties({}).frame())
         self.exchange(self.request(Key.SASL_HANDSHAKE).frame())
         self.exchange(self.request(Key.SASL_AUTHENTICATE).string("PLAIN")
@@ -49,7 +51,7 @@ class RawClient:
         tune = self.next()
         assert tune == (Key.TUNE, Writer(0).uint32(1_048_576).uint32(60).frame()[8:])
         self.sock.sendall(Writer(Key.TUNE).uint32(1_048_576).uint32(0).frame())
-        self.exchange(self.request(Key.OPEN).string("/").frame())
+        return self.exchange(self.request(Key.OPEN).string("/").frame())
 
     def close(self) -> None:
         self.sock.close()
@@ -244,3 +246,52 @@ def test_a_message_crosses_the_same_way_on_the_reference(carry: Any, expected: A
     url = os.environ["EMBROKER_REFERENCE_URL"]
     host = urllib.parse.urlsplit(url).hostname or "127.0.0.1"
     assert carry(url, host, REFERENCE_STREAM_PORT) == expected
+
+
+def advertised(host: str, port: int) -> tuple[dict[str, str], list[tuple[int, str, int]]]:
+    """What a node advertises: the Open's properties, and the brokers a Metadata of a stream
+    names (reference, host, port)."""
+    c = RawClient(host, port)
+    name = f"embroker-advertised-{uuid.uuid4().hex[:8]}"
+    try:
+        _key, opened = c.open()
+        f = Fields(opened)
+        f.uint32()
+        assert f.uint16() == 1
+        properties = f.properties()
+        c.exchange(c.request(Key.CREATE).string(name).properties({}).frame())
+        _key, body = c.exchange(c.request(Key.METADATA).strings([name]).frame())
+        f = Fields(body)
+        f.uint32()
+        brokers = [(f.uint16(), f.string(), f.uint32()) for _ in range(f.int32())]
+        c.exchange(c.request(Key.DELETE).string(name).frame())
+        return properties, brokers
+    finally:
+        c.close()
+
+
+def test_open_and_metadata_advertise_the_host_part_of_the_node_name_as_rabbitmq(
+        embroker_port: int) -> None:
+    # rabbit_stream:host/0 (v3.10.8): stream.advertised_host, else the host part of the
+    # node's name; port/0: stream.advertised_port, else the listener's. RabbitMQ here is
+    # rabbit@localhost and embroker embroker@localhost: both say localhost, whatever address
+    # the client reached (before, embroker said 127.0.0.1, and clients that compare reconnected).
+    assert advertised("127.0.0.1", embroker_port) == (
+        {"advertised_host": "localhost", "advertised_port": str(embroker_port)},
+        [(0, "localhost", embroker_port)])
+    reference = os.environ.get("EMBROKER_REFERENCE_URL")
+    if reference:
+        host = urllib.parse.urlsplit(reference).hostname or "127.0.0.1"
+        assert advertised(host, REFERENCE_STREAM_PORT) == (
+            {"advertised_host": "localhost", "advertised_port": str(REFERENCE_STREAM_PORT)},
+            [(0, "localhost", REFERENCE_STREAM_PORT)])
+
+
+def test_the_advertised_host_and_port_are_set_as_rabbitmqs_advertised_host_and_port() -> None:
+    with Broker().serve(stream_port=0, stream_advertised_host="streams.example",
+                        stream_advertised_port=5552) as server:
+        assert server.stream_port is not None
+        assert advertised("127.0.0.1", server.stream_port) == (
+            {"advertised_host": "streams.example", "advertised_port": "5552"},
+            [(0, "streams.example", 5552)])
+        assert server.stream_url == "rabbitmq-stream://guest:guest@streams.example:5552/%2f"
