@@ -484,7 +484,13 @@ class StreamConnection:
         f.end()
         self.frame_max = min(frame_max, FRAME_MAX) if frame_max else FRAME_MAX
         self.heartbeat = min(heartbeat, HEARTBEAT) if heartbeat else 0
-        self._reader.frame_max = self.frame_max
+        # What it reads from now on: RabbitMQ checks no inbound frame against frame_max
+        # (rabbit_stream_core:incoming_data/2, "TODO: check max frame size", v3.10.8 and v4.1.0),
+        # so a client batching a Publish past it is served. embroker bounds what it buffers
+        # for one frame by the broker's largest message instead (128 MiB, as RabbitMQ 3.10's
+        # max_message_size; 16 MiB under the RabbitMQ 4 profile): FRAME_TOO_LARGE past it.
+        # (Before authentication, frame_max holds: nobody unknown makes it buffer more.)
+        self._reader.frame_max = max(self.frame_max, self.broker.max_message_size)
         self.state = State.OPEN
 
     def _on_open(self, f: Fields) -> None:

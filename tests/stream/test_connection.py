@@ -221,7 +221,7 @@ def test_create_and_delete_answer_codes(peer: Peer, broker: Broker) -> None:
 
 @pytest.mark.parametrize(("frame", "code"), [
     (Writer(0x7777).frame(), Code.UNKNOWN_FRAME),
-    (struct.pack(">I", 2_000_000), Code.FRAME_TOO_LARGE),
+    (struct.pack(">I", 128 * 1024 * 1024 + 1), Code.FRAME_TOO_LARGE),  # (max_message_size)
     (Writer(Key.OPEN).uint32(1).frame(), Code.UNKNOWN_FRAME),  # (too short for Open)
     (Writer(Key.PEER_PROPERTIES).uint32(1).int32(0).frame(), Code.UNKNOWN_FRAME),  # wrong state
 ])
@@ -232,6 +232,17 @@ def test_bad_frames_close_the_connection_with_a_code(peer: Peer, frame: bytes, c
     assert f.uint16() == code
     assert peer.conn.should_close
     assert peer.send(Writer(Key.HEARTBEAT).frame()) == [], "nothing after the close"
+
+
+def test_before_it_is_tuned_a_frame_over_frame_max_closes_the_connection(broker: Broker) -> None:
+    # (after Tune the bound is the broker's largest message, as tests/stream/test_raw_frames.py
+    # shows with a Publish past frame_max; before it, nobody unknown makes it buffer more)
+    p = Peer(broker)
+    ((key, f),) = p.send(struct.pack(">I", 2_000_000))
+    assert key == Key.CLOSE
+    f.uint32()
+    assert f.uint16() == Code.FRAME_TOO_LARGE
+    assert p.conn.should_close
 
 
 # -- hostile input ---------------------------------------------------------------------------
