@@ -93,7 +93,7 @@ import ipaddress
 import os
 import re
 import threading
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
 
@@ -728,6 +728,20 @@ class Grant:
         exchange = vhost.exchanges.get(source)
         if exchange is not None and exchange.type == "topic":
             self._access.check_topic(self.user, self.vhost, source, routing_key, "read")
+
+    def super_stream(self, name: str, partitions: Sequence[str]) -> None:
+        """Creating or deleting super stream ``name`` over ``partitions`` (RabbitMQ 4.1's
+        ``rabbit_stream_utils:check_super_stream_management_permitted/4``): configure on the
+        exchange, configure on every partition, read on the exchange, write on every
+        partition."""
+        if self._access is None:
+            return
+        self._check("exchange", name, "configure")
+        for partition in partitions:
+            self._check("queue", partition, "configure")
+        self._check("exchange", name, "read")
+        for partition in partitions:
+            self._check("queue", partition, "write")
 
     def write_exchange(self, name: str) -> None:
         """Publishing to exchange ``name`` at all: the write permission basic.publish checks

@@ -34,6 +34,7 @@ from ..errors import (
     NotImplementedAMQP,
     PreconditionFailed,
 )
+from ..fieldtypes import Long
 from . import _faults, _firehose, _history
 from ._arguments import (
     check_equivalent_field,
@@ -749,6 +750,99 @@ class Channel:
                            if getattr(b.destination, "stream", None) is not None),
                           key=_partition_order)
         return list(dict.fromkeys(b.destination.name for b in bindings))
+
+    def super_stream_create(self, name: str, partitions: Sequence[str],
+                            binding_keys: Sequence[str], arguments: dict[str, str]) -> bool:
+        """CreateSuperStream (RabbitMQ 3.13+, the RabbitMQ 4 profile): a durable direct
+        exchange ``name`` (``x-super-stream``), a stream per partition (``arguments`` as
+        Create takes them, ``queue-leader-locator`` ``balanced`` unless given) and a binding
+        from the exchange to each, with its binding key and ``x-stream-partition-order``.
+        Returns ``False`` when an exchange or queue of those names exists
+        (STREAM_ALREADY_EXISTS). RabbitMQ 4.1.0's order (rabbit_stream_reader,
+        rabbit_stream_manager:create_super_stream/6): the name (``\r`` and ``\n`` taken
+        out), the permissions, then the partitions and keys, the vhost's queue limit, an
+        existing exchange, existing queues; what was created is taken back if a partition
+        fails.
+
+        Raises:
+            PreconditionFailed: (406) an empty or ``amq.`` name; as many binding keys as
+                partitions wanted; duplicate or bad partition names; the queue limit.
+            AccessRefused: (403) :meth:`Grant.super_stream <._access.Grant.super_stream>`.
+        """
+        name = without_cr_lf(name)
+        if not name or reserved(name):
+            raise PreconditionFailed(f"'{name}' is not a correct name for a super stream")
+        self.connection.access.super_stream(name, partitions)
+        if len(partitions) != len(binding_keys):
+            raise PreconditionFailed("There must be the same number of partitions and binding "
+                                     "keys")
+        if len(set(partitions)) != len(partitions):
+            raise PreconditionFailed(f"Duplicate partition names found {list(partitions)}")
+        bad = [p for p in partitions if not without_cr_lf(p) or reserved(without_cr_lf(p))]
+        if bad:
+            raise PreconditionFailed(f"{bad} is not a correct partition names")
+        vhost = self.vhost
+        limit = vhost.policies.limits.get("max-queues")
+        if isinstance(limit, int) and limit >= 0 and len(vhost.queues) + len(partitions) > limit:
+            raise PreconditionFailed(
+                f"Cannot declare super stream {name} with {len(partitions)} partition(s) "
+                f"because queue limit {limit} in vhost '{vhost.name}' is reached")
+        if name in vhost.exchanges or any(without_cr_lf(p) in vhost.queues for p in partitions):
+            return False
+        user = self.connection.user
+        vhost.declare_exchange(name, "direct", durable=True,
+                               arguments={"x-super-stream": True}, user=user)
+        created: list[str] = []
+        given = {"queue-leader-locator": "balanced", **arguments}
+        try:
+            for partition in partitions:
+                partition = without_cr_lf(partition)
+                vhost.declare_queue(partition, self.connection, durable=True,
+                                    arguments=create_arguments(given))
+                created.append(partition)
+            for order, (partition, key) in enumerate(zip(created, binding_keys, strict=True)):
+                vhost.bind(name, "queue", partition, key,
+                           {"x-stream-partition-order": Long(order)}, self.connection)
+        except ChannelException:
+            for partition in created:  # (the manager's rollback operations)
+                vhost.delete_queue(partition, None)
+            vhost.delete_exchange(name, user=user)
+            raise
+        return True
+
+    def super_stream_delete(self, name: str) -> None:
+        """DeleteSuperStream (the RabbitMQ 4 profile): the exchange, then its partitions.
+        RabbitMQ 4.1.0's order: the permissions (over the partitions the exchange has, none
+        when it does not exist), then that it exists.
+
+        Raises:
+            AccessRefused: (403) :meth:`Grant.super_stream <._access.Grant.super_stream>`.
+            NotFound: (404) no such exchange.
+        """
+        try:
+            partitions = self.super_stream_partitions(name)
+        except NotFound:
+            partitions = []
+        self.connection.access.super_stream(name, partitions)
+        self.vhost.lookup_exchange(name)
+        self.vhost.delete_exchange(name, user=self.connection.user)
+        for partition in partitions:
+            self.vhost.delete_queue(partition, None)
+
+    def stream_stats(self, name: str) -> dict[str, int]:
+        """StreamStats (the RabbitMQ 4 profile): ``first_chunk_id`` and ``committed_chunk_id``,
+        the offsets of the stream's first and last chunks (-1 when it has none, as osiris'
+        ``get_stats``). Read permission, then that the stream exists (rabbit_stream_reader).
+
+        Raises:
+            AccessRefused: (403) no read permission on it.
+            NotFound: (404) no such stream.
+        """
+        self.connection.access.read_queue(name)
+        log = self._stream_log(name)
+        chunks = list(log.chunks)
+        return {"first_chunk_id": chunks[0].first_offset if chunks else -1,
+                "committed_chunk_id": chunks[-1].first_offset if chunks else -1}
 
     def browse(self, queue: str) -> Browser:
         """Look at a queue's ready messages without taking them (AMQP 1.0's distribution-mode

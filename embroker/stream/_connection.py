@@ -139,6 +139,23 @@ EXPECTED: Final = {
 }
 
 
+#: The commands RabbitMQ 3.13 added, served under the RabbitMQ 4 profile only.
+_SINCE_3_13: Final = frozenset({Key.EXCHANGE_COMMAND_VERSIONS, Key.STREAM_STATS,
+                                Key.CREATE_SUPER_STREAM, Key.DELETE_SUPER_STREAM})
+
+#: What RabbitMQ 4.1.0 answers ExchangeCommandVersions with, in its order
+#: (``rabbit_stream_utils:command_versions/0``): the commands a client may send, and their
+#: versions (Publish 2: filter values).
+COMMAND_VERSIONS: Final = (
+    (Key.DECLARE_PUBLISHER, 1, 1), (Key.PUBLISH, 1, 2), (Key.QUERY_PUBLISHER_SEQUENCE, 1, 1),
+    (Key.DELETE_PUBLISHER, 1, 1), (Key.SUBSCRIBE, 1, 1), (Key.CREDIT, 1, 1),
+    (Key.STORE_OFFSET, 1, 1), (Key.QUERY_OFFSET, 1, 1), (Key.UNSUBSCRIBE, 1, 1),
+    (Key.CREATE, 1, 1), (Key.DELETE, 1, 1), (Key.METADATA, 1, 1), (Key.CLOSE, 1, 1),
+    (Key.HEARTBEAT, 1, 1), (Key.ROUTE, 1, 1), (Key.PARTITIONS, 1, 1),
+    (Key.STREAM_STATS, 1, 1), (Key.CREATE_SUPER_STREAM, 1, 1),
+    (Key.DELETE_SUPER_STREAM, 1, 1))
+
+
 def _code(error: AMQPError) -> int:
     if isinstance(error, NotFound):
         return Code.STREAM_DOES_NOT_EXIST
@@ -419,8 +436,8 @@ class StreamConnection:
         except ValueError:
             raise StreamProtocolError("unknown frame") from None  # (RabbitMQ 3.10.8's text)
         rabbitmq4 = self.broker.profile.rabbitmq4
-        if command is Key.EXCHANGE_COMMAND_VERSIONS and not rabbitmq4:
-            raise StreamProtocolError("unknown frame")  # (new in RabbitMQ 3.13)
+        if command in _SINCE_3_13 and not rabbitmq4:
+            raise StreamProtocolError("unknown frame")  # (RabbitMQ 3.10's reader has none)
         if command not in EXPECTED[self.state]:
             raise StreamProtocolError(f"{command.name} in state {self.state.value}")
         if version != 1 and not (version == 2 and command is Key.PUBLISH and rabbitmq4):
@@ -860,14 +877,58 @@ class StreamConnection:
             f.uint16()
             f.uint16()
         f.end()
-        # Every request key from 1 (clients index the answer by key), all in version 1 but
-        # Publish (2: filter values); Deliver stays 1 (no committed offset sent).
         w = self._respond(Key.EXCHANGE_COMMAND_VERSIONS, correlation)
-        keys = [k for k in Key if k <= Key.PARTITIONS]
-        w.int32(len(keys))
-        for key in keys:
-            w.uint16(key).uint16(1).uint16(2 if key is Key.PUBLISH else 1)
+        w.int32(len(COMMAND_VERSIONS))
+        for key, low, high in COMMAND_VERSIONS:
+            w.uint16(key).uint16(low).uint16(high)
         self._send(w.frame())
+
+    def _on_stream_stats(self, f: Fields) -> None:
+        correlation = f.uint32()
+        stream = f.string()
+        f.end()
+        try:
+            stats = self.channel.stream_stats(stream)
+        except AMQPError as exc:
+            w = self._respond(Key.STREAM_STATS, correlation, _code(exc)).int32(0)
+        else:
+            w = self._respond(Key.STREAM_STATS, correlation).int32(len(stats))
+            for key, value in stats.items():
+                w.string(key).int64(value)
+        self._send(w.frame())
+
+    def _on_create_super_stream(self, f: Fields) -> None:
+        correlation = f.uint32()
+        name = f.string()
+        partitions = f.strings()
+        binding_keys = f.strings()
+        arguments = f.properties()
+        f.end()
+        try:
+            created = self.channel.super_stream_create(name, partitions, binding_keys,
+                                                       arguments)
+        except AMQPError as exc:
+            code = _code(exc)
+        else:
+            code = Code.OK if created else Code.STREAM_ALREADY_EXISTS
+        self._send(self._respond(Key.CREATE_SUPER_STREAM, correlation, code).frame())
+
+    def _on_delete_super_stream(self, f: Fields) -> None:
+        correlation = f.uint32()
+        name = f.string()
+        f.end()
+        code: int = Code.OK
+        self._deleting = True
+        try:
+            self.channel.super_stream_delete(name)
+        except AMQPError as exc:
+            code = _code(exc)
+        finally:
+            self._deleting = False
+        self._send(self._respond(Key.DELETE_SUPER_STREAM, correlation, code).frame())
+        gone, self._gone_later = self._gone_later, []
+        for stream in gone:  # (its own publishers and subscriptions on them: after it)
+            self._send_not_available(stream)
 
     # -- super streams (3.10: Route and Partitions over an exchange's bindings) ---------------
 

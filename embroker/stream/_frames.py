@@ -54,6 +54,11 @@ class Key(enum.IntEnum):
     CONSUMER_UPDATE = 0x001A
     #: RabbitMQ 3.13+ (the RabbitMQ 4 profile): which versions of each command both speak.
     EXCHANGE_COMMAND_VERSIONS = 0x001B
+    #: RabbitMQ 3.13+ (the RabbitMQ 4 profile): a stream's first and committed chunk ids.
+    STREAM_STATS = 0x001C
+    #: RabbitMQ 3.13+ (the RabbitMQ 4 profile): a super stream made or deleted at once.
+    CREATE_SUPER_STREAM = 0x001D
+    DELETE_SUPER_STREAM = 0x001E
 
 
 class Code(enum.IntEnum):
@@ -251,6 +256,10 @@ class Writer:
 
     def int32(self, v: int) -> Writer:
         self._out += struct.pack(">i", v)
+        return self
+
+    def int64(self, v: int) -> Writer:
+        self._out += struct.pack(">q", v)
         return self
 
     def uint64(self, v: int) -> Writer:

@@ -32,6 +32,7 @@ from rstream import (
 from embroker import Broker
 from embroker.client import Channel
 from embroker.stream import Key, Writer
+from embroker.stream._connection import COMMAND_VERSIONS
 from tests.stream.test_connection import Peer
 
 STREAM = {"x-queue-type": "stream"}
@@ -98,8 +99,15 @@ def test_exchange_command_versions_only_with_the_4_profile() -> None:
     f.uint32()
     assert f.uint16() == 1
     versions = [(f.uint16(), f.uint16(), f.uint16()) for _ in range(f.count())]
-    assert versions[Key.PUBLISH - 1] == (Key.PUBLISH, 1, 2), "indexed by key, as clients read"
-    assert all(k == i + 1 for i, (k, _lo, _hi) in enumerate(versions))
+    # RabbitMQ 4.1.0's list as it is (rabbit_stream_utils:command_versions/0): the commands a
+    # client sends, in that order; rstream reads Publish's at index key - 1, which it is there.
+    assert versions == [(int(k), lo, hi) for k, lo, hi in COMMAND_VERSIONS]
+    assert [Key(k).name for k, _lo, _hi in versions] == [
+        "DECLARE_PUBLISHER", "PUBLISH", "QUERY_PUBLISHER_SEQUENCE", "DELETE_PUBLISHER",
+        "SUBSCRIBE", "CREDIT", "STORE_OFFSET", "QUERY_OFFSET", "UNSUBSCRIBE", "CREATE", "DELETE",
+        "METADATA", "CLOSE", "HEARTBEAT", "ROUTE", "PARTITIONS", "STREAM_STATS",
+        "CREATE_SUPER_STREAM", "DELETE_SUPER_STREAM"]
+    assert versions[Key.PUBLISH - 1] == (Key.PUBLISH, 1, 2)
 
 
 def test_publish_v2_filter_values_and_subscription_filters() -> None:
