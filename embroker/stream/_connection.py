@@ -574,17 +574,24 @@ class StreamConnection:
         correlation = f.uint32()
         stream = f.string()
         f.end()
+        self._delete_streams(Key.DELETE, correlation,
+                             lambda: self.channel.stream_delete(stream))
+
+    def _delete_streams(self, key: Key, correlation: int, delete: Callable[[], None]) -> None:
+        """Run ``delete`` (a stream, or a super stream and its partitions, go) and answer it;
+        then this connection's own publishers and subscriptions on what went are told, after
+        the response."""
         code: int = Code.OK
         self._deleting = True
         try:
-            self.channel.stream_delete(stream)
+            delete()
         except AMQPError as exc:
             code = _code(exc)
         finally:
             self._deleting = False
-        self._send(self._respond(Key.DELETE, correlation, code).frame())
+        self._send(self._respond(key, correlation, code).frame())
         gone, self._gone_later = self._gone_later, []
-        for name in gone:  # (its own publishers and subscriptions on it: after the response)
+        for name in gone:
             self._send_not_available(name)
 
     def _on_metadata(self, f: Fields) -> None:
@@ -917,18 +924,8 @@ class StreamConnection:
         correlation = f.uint32()
         name = f.string()
         f.end()
-        code: int = Code.OK
-        self._deleting = True
-        try:
-            self.channel.super_stream_delete(name)
-        except AMQPError as exc:
-            code = _code(exc)
-        finally:
-            self._deleting = False
-        self._send(self._respond(Key.DELETE_SUPER_STREAM, correlation, code).frame())
-        gone, self._gone_later = self._gone_later, []
-        for stream in gone:  # (its own publishers and subscriptions on them: after it)
-            self._send_not_available(stream)
+        self._delete_streams(Key.DELETE_SUPER_STREAM, correlation,
+                             lambda: self.channel.super_stream_delete(name))
 
     # -- super streams (3.10: Route and Partitions over an exchange's bindings) ---------------
 

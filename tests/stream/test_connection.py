@@ -57,11 +57,11 @@ class Peer:
         self.corr += 1
         return Writer(key).uint32(self.corr)
 
-    def open(self) -> None:
+    def open(self, user: str = "guest", password: str = "guest") -> None:
         self.send(self.request(Key.PEER_PROPERTIES).properties({"product": "test"}).frame())
         self.send(self.request(Key.SASL_HANDSHAKE).frame())
         replies = self.send(self.request(Key.SASL_AUTHENTICATE).string("PLAIN")
-                            .bytes_(b"\0guest\0guest").frame())
+                            .bytes_(f"\0{user}\0{password}".encode()).frame())
         assert [k for k, _ in replies] == [response_key(Key.SASL_AUTHENTICATE), Key.TUNE]
         self.send(Writer(Key.TUNE).uint32(1_048_576).uint32(0).frame())
         (opened,) = self.send(self.request(Key.OPEN).string("/").frame())
@@ -344,11 +344,7 @@ def test_permissions_are_the_models(broker: Broker) -> None:
     broker.add_user("reader", "pw")
     broker.set_permissions("reader", "^$", "^$", "^s$")
     p = Peer(broker)
-    p.send(p.request(Key.PEER_PROPERTIES).properties({}).frame())
-    p.send(p.request(Key.SASL_HANDSHAKE).frame())
-    p.send(p.request(Key.SASL_AUTHENTICATE).string("PLAIN").bytes_(b"\0reader\0pw").frame())
-    p.send(Writer(Key.TUNE).uint32(0).uint32(0).frame())
-    p.send(p.request(Key.OPEN).string("/").frame())
+    p.open("reader", "pw")
 
     def code(frame: bytes) -> int:
         ((_key, f), *_rest) = p.send(frame)

@@ -133,11 +133,7 @@ def test_managing_a_super_stream_needs_every_permission_rabbitmq_checks(
     broker.add_user("u", "pw")
     broker.set_permissions("u", configure, write, read)
     peer = Peer(broker)
-    peer.send(peer.request(Key.PEER_PROPERTIES).properties({}).frame())
-    peer.send(peer.request(Key.SASL_HANDSHAKE).frame())
-    peer.send(peer.request(Key.SASL_AUTHENTICATE).string("PLAIN").bytes_(b"\0u\0pw").frame())
-    peer.send(Writer(Key.TUNE).uint32(1_048_576).uint32(0).frame())
-    peer.send(peer.request(Key.OPEN).string("/").frame())
+    peer.open("u", "pw")
     assert _create(peer, "ss", ["ss-0", "ss-1"], ["0"]) == Code.ACCESS_REFUSED  # (not 406)
     assert "ss" not in broker.exchanges
     assert _create(_opened(broker), "ss", ["ss-0", "ss-1"], ["0", "1"]) == Code.OK
@@ -173,11 +169,7 @@ def test_stream_stats_are_the_first_and_committed_chunk_ids() -> None:
     broker.add_user("u", "pw")
     broker.set_permissions("u", ".*", ".*", "^$")
     other = Peer(broker)
-    other.send(other.request(Key.PEER_PROPERTIES).properties({}).frame())
-    other.send(other.request(Key.SASL_HANDSHAKE).frame())
-    other.send(other.request(Key.SASL_AUTHENTICATE).string("PLAIN").bytes_(b"\0u\0pw").frame())
-    other.send(Writer(Key.TUNE).uint32(1_048_576).uint32(0).frame())
-    other.send(other.request(Key.OPEN).string("/").frame())
+    other.open("u", "pw")
     assert _stats(other, "nowhere") == (Code.ACCESS_REFUSED, {})  # (permission first)
 
 
