@@ -10,12 +10,13 @@ a connection through :class:`SansIOConnection` alone.
 
 The listener has one client type for every socket; what differs between its ports is data, a
 :class:`PortPolicy`: how many connections the port holds, how much unwritten output a client
-may leave before the loop stops reading it, whether the batching policy
-(:mod:`embroker._batching`) applies, whether the loop takes the broker's lock around the
-connection's input, and whether its connections are broker connections (listed, and open to
-faults). Limits a connection enforces itself before it is authenticated (handshake and header
-timeouts, header sizes) live in the connection and are passed to it from the policy where the
-listener sets them (``handshake_timeout``).
+may leave before the loop stops reading it, and whether its clients speak AMQP. An AMQP client
+(0-9-1 or 1.0, sniffed) is a broker connection (listed, open to faults), the batching policy
+(:mod:`embroker._batching`) decides when it is read, and the loop feeds it under the broker's
+lock; the management API's and the stream protocol's connections take the lock themselves.
+Limits a connection enforces itself before it is authenticated (handshake and header timeouts,
+header sizes) live in the connection and are passed to it from the policy where the listener
+sets them (``handshake_timeout``).
 
 A test sees a carried AMQP connection as a :class:`CarriedConnection`, whatever carries it: its
 properties and its faults (kill, close, close a channel, stall) are written once, over a
@@ -91,13 +92,9 @@ class PortPolicy:
     #: Bytes of output a client may leave unwritten before the loop stops reading its input
     #: (``None``: the connection decides, with ``blocked``).
     output_bound: int | None = None
-    #: The batching policy decides when the loop reads its clients (AMQP: they pipeline).
-    batching: bool = False
-    #: The loop feeds input under the broker's lock (the connection calls the model as it
-    #: parses); ``False``: the connection takes the lock itself, for what it reads.
-    locked: bool = False
-    #: Its clients speak AMQP (0-9-1 or 1.0, sniffed): the listener's table of broker
-    #: connections (``server.connections``, faults); the others are HTTP or stream clients.
+    #: Its clients speak AMQP (0-9-1 or 1.0, sniffed): broker connections the loop feeds under
+    #: the broker's lock and reads as the batching policy says, listed in
+    #: ``server.connections`` and open to faults; the others are HTTP or stream clients.
     amqp: bool = False
     #: How long a socket may take to open its connection (RabbitMQ's ``handshake_timeout``).
     handshake_timeout: float = 10.0
@@ -105,8 +102,7 @@ class PortPolicy:
     @classmethod
     def for_amqp(cls, max_connections: int | None, *, amqp10_only: bool = False,
              handshake_timeout: float = 10.0) -> PortPolicy:
-        return cls("amqp10" if amqp10_only else "amqp", max_connections, batching=True,
-                   locked=True, amqp=True,
+        return cls("amqp10" if amqp10_only else "amqp", max_connections, amqp=True,
                    handshake_timeout=handshake_timeout)
 
     @classmethod

@@ -299,7 +299,8 @@ class _Client:
         #: protocol header chose it); the others are ``conn`` itself.
         self.conn: Any = connection(self)
         #: Its port's policy, kept at hand for the loop's hot paths.
-        self.amqp = type(self.conn) is SniffingConnection
+        self.amqp = port.policy.amqp if port is not None else \
+            type(self.conn) is SniffingConnection
         #: Unwritten output past which the loop stops reading it (PortPolicy.output_bound).
         self.bound = port.policy.output_bound if port is not None else (
             None if self.amqp else _HTTP_UNREAD)
