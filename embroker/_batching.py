@@ -35,10 +35,18 @@ The rules, each measured (see the constants' notes for the figures):
    sending, up to :attr:`~BatchingPolicy.hold_max` in all. On one CPU, the policy first gives
    the CPU away (``os.sched_yield``): a client that wrote nothing more meanwhile waits for an
    answer and is read at once.
-3. Every other client is read at once: a client whose last read was answered may be waiting
-   for the next answer, whatever the timing says. (Before this rule a quick select alone meant
-   "streaming": with the machine busy, a client that publishes and waits for each confirm, in
-   the listener's process, found its bytes read after a 100 us pause every time.)
+3. Every other client is read at once: a client whose last read completed one command and got
+   an answer may be waiting for the next answer, whatever the timing says. A read that
+   completed no command (pika sends a publish's three frames in three send()s) says nothing
+   new, and one that completed several and got answers is a pipeliner (a window of
+   confirms). (Before this rule a quick select alone meant "streaming": with the machine busy,
+   pika confirming one by one in the listener's process paid two pauses a message, 1,560
+   msg/s; now none, 6,000-7,000 msg/s, on the same run.)
+
+The policy is asked on every turn, so its common answer (read everything at once) builds
+nothing, and a consumer's deliveries in hand are counted by the listener when deliveries are
+written or acks read, not at select time: what the loop does between a select and a read is on
+every round trip's path.
 
 Nothing here reads the wall clock or a socket on its own: :class:`SystemPacer` and the two
 socket functions are what the listener passes in, and the tests pass recorders.

@@ -840,9 +840,10 @@ class Channel:
         """
         self.connection.access.read_queue(name)
         log = self._stream_log(name)
-        chunks = list(log.chunks)
-        return {"first_chunk_id": chunks[0].first_offset if chunks else -1,
-                "committed_chunk_id": chunks[-1].first_offset if chunks else -1}
+        first = next(iter(log.chunks), None)
+        last = next((segment[-1] for segment in reversed(log.segments) if segment), None)
+        return {"first_chunk_id": first.first_offset if first is not None else -1,
+                "committed_chunk_id": last.first_offset if last is not None else -1}
 
     def browse(self, queue: str) -> Browser:
         """Look at a queue's ready messages without taking them (AMQP 1.0's distribution-mode
