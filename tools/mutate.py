@@ -225,7 +225,7 @@ MUTATIONS: list[Mutation] = [
       'pass',
       "redeclaring an exchange with another alternate-exchange is a 406"),
     M("amq_queue_names_allowed", VHOST,
-      "        elif name.startswith(\"amq.\"):\n            raise AccessRefused(f\"queue name",
+      "        elif reserved(name):\n            raise AccessRefused(f\"queue name",
       "        elif False:\n            raise AccessRefused(f\"queue name",
       "queue names starting with amq. are refused (403)"),
     M("exclusive_queue_open_to_all", VHOST,
