@@ -658,7 +658,8 @@ class Channel:
                              decode: Callable[[bytes], tuple[dict[str, Any], bytes]], *,
                              reference: str = "", filtered: bool = False) -> list[int]:
         """A stream-protocol Publish of one publisher: its ``(publishing id, filter value,
-        bytes)`` entries, the new ones written to stream ``name`` as one chunk (each as
+        bytes)`` entries, the new ones written to stream ``name`` in the chunks osiris' writer
+        makes of them (:meth:`StreamLog.batches <._stream.StreamLog.batches>`; each as
         ``decode`` reads its bytes for AMQP consumers, keeping the bytes for stream readers);
         returns the publishing ids confirmed, in order. A publisher with a ``reference`` is
         deduplicated as osiris' writer tracking does: an id not above the last one written
@@ -685,9 +686,14 @@ class Channel:
             raw.append(data)
             values.append(value)
             last = max(last, publishing_id)
-        if messages:
-            self.vhost.queues[name].append_chunk(tuple(messages), tuple(raw),
-                                                 tuple(values) if filtered else None)
+        if messages:  # (in the chunks osiris' writer makes of one burst)
+            queue = self.vhost.queues[name]
+            start = 0
+            for size in log.batches(len(messages)):
+                end = start + size
+                queue.append_chunk(tuple(messages[start:end]), tuple(raw[start:end]),
+                                   tuple(values[start:end]) if filtered else None)
+                start = end
             if reference:
                 log.writers[reference] = last
         return confirmed

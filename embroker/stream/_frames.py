@@ -298,15 +298,16 @@ class Writer:
 
 def chunk_frame(subscription_id: int, first_offset: int, timestamp: int,
                 entries: Sequence[bytes]) -> bytes:
-    """A Deliver frame holding one osiris chunk (v1 header, 48 bytes; simple entries: a
-    ``uint32`` size whose top bit is 0, then the bytes) with its CRC32 of the data.
+    """A Deliver frame holding one osiris chunk (v1 header, 48 bytes, epoch 1 as a stream
+    created once on RabbitMQ 3.10.8; simple entries: a ``uint32`` size whose top bit is 0, then
+    the bytes) with its CRC32 of the data.
 
     >>> frame = chunk_frame(0, 7, 1000, [b"a", b"bc"])
     >>> len(frame) == 4 + 4 + 1 + 48 + (4 + 1) + (4 + 2)
     True
     """
     data = b"".join(struct.pack(">I", len(e)) + e for e in entries)
-    header = struct.pack(">bbHIqQQiIII", 0x50, 0, len(entries), len(entries), timestamp, 0,
+    header = struct.pack(">bbHIqQQiIII", 0x50, 0, len(entries), len(entries), timestamp, 1,
                          first_offset, _signed32(zlib.crc32(data)), len(data), 0, 0)
     return Writer(Key.DELIVER).uint8(subscription_id).raw(header).raw(data).frame()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import struct
 import urllib.parse
 import uuid
 from collections.abc import Iterator
@@ -339,3 +340,66 @@ def test_a_publish_past_frame_max_is_confirmed_as_rabbitmq_confirms_it(
         host = urllib.parse.urlsplit(reference).hostname or "127.0.0.1"
         assert publish_past_frame_max(host, REFERENCE_STREAM_PORT, 100_000) == \
             (1_700_009, 100_000)
+
+
+def chunks_of_bursts(host: str, port: int, bursts: list[int]) -> tuple[list[int], list[int], int]:
+    """Publish frames of ``bursts`` messages, each confirmed before the next, on a new stream;
+    then the records of each chunk from ``first``, every chunk header's epoch, and the offset a
+    subscription from ``last`` starts at."""
+    c = RawClient(host, port)
+    name = f"embroker-chunks-{uuid.uuid4().hex[:8]}"
+    try:
+        c.open()
+        c.exchange(c.request(Key.CREATE).string(name).properties({}).frame())
+        c.exchange(c.request(Key.DECLARE_PUBLISHER).uint8(1).string("").string(name).frame())
+        publishing_id = 0
+        for count in bursts:
+            w = Writer(Key.PUBLISH).uint8(1).int32(count)
+            for _ in range(count):
+                publishing_id += 1
+                w.uint64(publishing_id).bytes_(EMPTY_MESSAGE)
+            c.sock.sendall(w.frame())
+            confirmed = 0
+            while confirmed < count:
+                key, body = c.next()
+                f = Fields(body)
+                assert key == Key.PUBLISH_CONFIRM
+                assert f.uint8() == 1
+                confirmed += f.int32()
+
+        def chunks(subscription: int, offset_type: int, wanted: int) -> list[tuple[int, int, int]]:
+            c.exchange(c.request(Key.SUBSCRIBE).uint8(subscription).string(name)
+                       .uint16(offset_type).uint16(1000).properties({}).frame())
+            found: list[tuple[int, int, int]] = []
+            while sum(records for _id, records, _epoch in found) < wanted:
+                key, body = c.next()
+                if key == Key.DELIVER:
+                    header = struct.unpack(">bbHIqQQiIII", body[1:49])
+                    found.append((header[6], header[3], header[5]))  # chunk id, records, epoch
+            return found
+
+        everything = chunks(1, 1, sum(bursts))  # first
+        last_chunk = everything[-1]
+        (from_last,) = chunks(2, 2, last_chunk[1])  # last: the last chunk alone
+        c.exchange(c.request(Key.DELETE).string(name).frame())
+        return ([records for _id, records, _epoch in everything],
+                sorted({epoch for _id, _records, epoch in everything}), from_last[0])
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize(("bursts", "sizes", "last"), [
+    ([4999], [32, 64, 128, 256, 512, 1024, 2048, 935], 4064),
+    ([100, 100, 100], [32, 64, 4, 64, 36, 64, 36], 264),
+], ids=["one-publish-of-4999", "three-publishes-of-100"])
+def test_a_publish_is_stored_in_the_chunks_osiris_makes_of_it(
+        embroker_port: int, bursts: list[int], sizes: list[int], last: int) -> None:
+    # osiris' writer (a gen_batch_server) takes a burst in chunks of 32, doubling while they
+    # fill up to 8,192, halving when one does not: so `last` starts where RabbitMQ's does.
+    # Chunk headers carry epoch 1 (a stream created once). Recorded from RabbitMQ 3.10.8.
+    # (Before, embroker stored one chunk per Publish and sent epoch 0.)
+    assert chunks_of_bursts("127.0.0.1", embroker_port, bursts) == (sizes, [1], last)
+    reference = os.environ.get("EMBROKER_REFERENCE_URL")
+    if reference:
+        host = urllib.parse.urlsplit(reference).hostname or "127.0.0.1"
+        assert chunks_of_bursts(host, REFERENCE_STREAM_PORT, bursts) == (sizes, [1], last)
