@@ -22,6 +22,7 @@ _DOCUMENT = Schema({}, whole=True)
 
 
 @route("GET", "definitions", Rule.ADMIN)
+@route("GET", "all-configuration", Rule.ADMIN)  # (its old name: the same module in 3.10.8)
 def _definitions_get(api: ManagementAPI, call: Call) -> Steps[Response]:
     """The export in steps (the model's, a bounded number of objects each), then its JSON."""
     whole = yield from steps.locked(export_steps(api.broker), api.broker.locked())
@@ -30,6 +31,7 @@ def _definitions_get(api: ManagementAPI, call: Call) -> Steps[Response]:
 
 
 @route("POST", "definitions", Rule.ADMIN, body=_DOCUMENT)
+@route("POST", "all-configuration", Rule.ADMIN, body=_DOCUMENT)
 def _definitions_post(api: ManagementAPI, call: Call) -> Any:
     _refuse_forms(call)
     return _load(api, call.body, None)

@@ -224,6 +224,23 @@ def _aliveness(api: ManagementAPI, call: Call) -> Any:
     return {"status": "ok"}
 
 
+@route("DELETE", "reset", Rule.ADMIN)
+@route("DELETE", "reset/{node}", Rule.ADMIN)
+def _reset(api: ManagementAPI, call: Call) -> Any:
+    """rabbit_mgmt_wm_reset: clear the statistics; embroker's are exact (counted when asked),
+    so there is nothing to clear. Another node's name is 404, as RabbitMQ answers."""
+    if call.params.get("node", views.NODE) != views.NODE:
+        raise not_found()
+    return Response(204)
+
+
+@route("POST", "rebalance/queues", Rule.ADMIN)
+def _rebalance_queues(api: ManagementAPI, call: Call) -> Any:
+    """rabbit_mgmt_wm_rebalance_queues: spread queue leaders over the nodes; one node has
+    nothing to move (RabbitMQ answers 204 there too)."""
+    return Response(204)
+
+
 @route("GET", "healthchecks/node", Rule.ANY)  # (3.10's deprecated node check)
 @route("GET", "health/checks/certificate-expiration/{within}/{unit}", Rule.ANY)  # (no TLS)
 @route("GET", "health/checks/virtual-hosts", Rule.ANY)

@@ -144,15 +144,11 @@ NOT_SERVED = {
     "/nodes/:node/memory/ets/relative": "(the same)",
     "/nodes/:node/memory/ets/:filter": "(the same)",
     "/nodes/:node/memory/ets/:filter/relative": "(the same)",
-    "/all-configuration": "the old name of /definitions",
     "/parameters/:component/:vhost/:name": "no runtime parameters (federation, shovel)",
     "/global-parameters/:name": "the only global parameter is the cluster name",
     "/feature-flags/:name/enable": "no feature flags",
     "/topic-permissions/:vhost/:user/:exchange": "topic permissions per exchange are listed "
                                                  "and set through /topic-permissions/:vhost/:user",
-    "/reset": "statistics are exact and need no reset",
-    "/reset/:node": "(the same)",
-    "/rebalance/queues": "one node",
     "/auth/attempts/:node": "no record of authentication attempts",
     "/auth/attempts/:node/source": "(the same)",
 }
