@@ -1335,11 +1335,7 @@ class Server:
         as the management API shows them. Call it holding the broker still
         (``broker.locked()``)."""
         found: dict[int, WireConnection] = {}
-        for client in [*self._clients.values(), *self._http_clients.values()]:
-            conn: Any = client.protocol
-            model = getattr(conn, "model", None)
-            if model is None:
-                continue  # (an HTTP client, or a handshake not done yet)
+        for client, conn, model in self._carried():
             protocol = "AMQP 1-0" if type(conn) is Amqp10Connection else (
                 "AMQP 0-9-1" if type(conn) is Amqp091Connection else "stream")
             found[id(model)] = WireConnection(
@@ -1352,13 +1348,21 @@ class Server:
         """Close ``connection`` with ``error`` (connection.close, or the stream protocol's
         Close), if this listener carries it; whether it did. Call it holding the broker still;
         the close is written by the loop."""
-        for client in [*self._clients.values(), *self._http_clients.values()]:
-            conn: Any = client.protocol
-            if getattr(conn, "model", None) is connection:
+        for client, _conn, model in self._carried():
+            if model is connection:
                 client.conn.close(error)
                 self._has_output(client)
                 return True
         return False
+
+    def _carried(self) -> Iterator[tuple[_Client, Any, ModelConnection]]:
+        """The clients whose connection is a broker connection (AMQP and stream, opened), with
+        their protocol connection and its model connection; not HTTP clients, not handshakes."""
+        for client in [*self._clients.values(), *self._http_clients.values()]:
+            conn: Any = client.protocol
+            model = getattr(conn, "model", None)
+            if model is not None:
+                yield client, conn, model
 
     def _drop_if_served(self, client: _Client) -> None:
         # On the loop's thread: drop a client another thread failed, unless it went meanwhile.

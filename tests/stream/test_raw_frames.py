@@ -54,6 +54,16 @@ class RawClient:
         self.sock.sendall(Writer(Key.TUNE).uint32(1_048_576).uint32(0).frame())
         return self.exchange(self.request(Key.OPEN).string("/").frame())
 
+    def new_publisher(self, prefix: str) -> str:
+        """Open, create a stream named after ``prefix`` and declare publisher 1 on it (no
+        reference); its name."""
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        self.open()
+        self.exchange(self.request(Key.CREATE).string(name).properties({}).frame())
+        self.exchange(self.request(Key.DECLARE_PUBLISHER).uint8(1).string("").string(name)
+                      .frame())
+        return name
+
     def close(self) -> None:
         self.sock.close()
 
@@ -306,11 +316,8 @@ def publish_past_frame_max(host: str, port: int, count: int) -> tuple[int, int]:
     """A publisher batching ``count`` messages into one Publish frame past the 1 MiB frame_max
     it was tuned to; the frame's size and how many publishing ids come back confirmed."""
     c = RawClient(host, port)
-    name = f"embroker-big-publish-{uuid.uuid4().hex[:8]}"
     try:
-        c.open()
-        c.exchange(c.request(Key.CREATE).string(name).properties({}).frame())
-        c.exchange(c.request(Key.DECLARE_PUBLISHER).uint8(1).string("").string(name).frame())
+        name = c.new_publisher("embroker-big-publish")
         w = Writer(Key.PUBLISH).uint8(1).int32(count)
         for publishing_id in range(count):
             w.uint64(publishing_id).bytes_(EMPTY_MESSAGE)
@@ -347,11 +354,8 @@ def chunks_of_bursts(host: str, port: int, bursts: list[int]) -> tuple[list[int]
     then the records of each chunk from ``first``, every chunk header's epoch, and the offset a
     subscription from ``last`` starts at."""
     c = RawClient(host, port)
-    name = f"embroker-chunks-{uuid.uuid4().hex[:8]}"
     try:
-        c.open()
-        c.exchange(c.request(Key.CREATE).string(name).properties({}).frame())
-        c.exchange(c.request(Key.DECLARE_PUBLISHER).uint8(1).string("").string(name).frame())
+        name = c.new_publisher("embroker-chunks")
         publishing_id = 0
         for count in bursts:
             w = Writer(Key.PUBLISH).uint8(1).int32(count)
