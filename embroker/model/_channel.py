@@ -46,7 +46,7 @@ from ._consumer import Browser, Consumer, Delivery, Unacked
 from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
 from ._message import Message, QueuedMessage
 from ._names import REPLY_TO, random_name, reply_name, reserved, without_cr_lf
-from ._stream import MAX_SEGMENT_SIZE, create_arguments, parse_offset_spec
+from ._stream import MAX_SEGMENT_SIZE, Entry, create_arguments, parse_offset_spec
 from ._tx import HeldPublish, HeldSettlement, Settlement, TxRecord
 
 if TYPE_CHECKING:
@@ -654,17 +654,19 @@ class Channel:
         self._stream_log(name)
         return self.vhost.queues[name].append_chunk(messages, raw, filter_values)
 
-    def stream_publish_batch(self, name: str, entries: Sequence[tuple[int, str | None, bytes]],
+    def stream_publish_batch(self, name: str, entries: Sequence[tuple[int, str | None, Entry]],
                              decode: Callable[[bytes], tuple[dict[str, Any], bytes]], *,
                              reference: str = "", filtered: bool = False) -> list[int]:
         """A stream-protocol Publish of one publisher: its ``(publishing id, filter value,
-        bytes)`` entries, the new ones written to stream ``name`` in the chunks osiris' writer
-        makes of them (:meth:`StreamLog.batches <._stream.StreamLog.batches>`; each as
-        ``decode`` reads its bytes for AMQP consumers, keeping the bytes for stream readers);
-        returns the publishing ids confirmed, in order. A publisher with a ``reference`` is
-        deduplicated as osiris' writer tracking does: an id not above the last one written
-        for the reference is confirmed and not written again. Write permission, then that the
-        stream exists (rabbit_stream_reader's publish), before anything is written.
+        entry)`` entries, the new ones written to stream ``name`` in the chunks osiris' writer
+        makes of them (:meth:`StreamLog.batches <._stream.StreamLog.batches>`). An entry is a
+        message's bytes or a :class:`~._stream.SubBatch` of records; each record is kept as
+        ``decode`` reads its bytes for AMQP consumers (when the broker can read it), the entry
+        as it came for stream readers. Returns the publishing ids confirmed, in order: one per
+        entry. A publisher with a ``reference`` is deduplicated as osiris' writer tracking
+        does: an id not above the last one written for the reference is confirmed and not
+        written again. Write permission, then that the stream exists (rabbit_stream_reader's
+        publish), before anything is written.
 
         Raises:
             AccessRefused: (403) no write permission on it.
@@ -674,26 +676,28 @@ class Channel:
         log = self._stream_log(name)
         last = log.writers.get(reference, -1) if reference else -1
         confirmed: list[int] = []
-        messages: list[Message] = []
-        raw: list[bytes] = []
-        values: list[str | None] = []
-        for publishing_id, value, data in entries:
+        written: list[tuple[Entry, tuple[Message | None, ...], str | None]] = []
+        for publishing_id, value, entry in entries:
             confirmed.append(publishing_id)
             if reference and publishing_id <= last:
                 continue  # a duplicate: confirmed, not written again
-            properties, body = decode(data)
-            messages.append(Message("", name, properties, body))
-            raw.append(data)
-            values.append(value)
+            if isinstance(entry, bytes):
+                messages: tuple[Message | None, ...] = (Message("", name, *decode(entry)),)
+            else:  # a sub-batch: its records at the offsets it counts (osiris' parse_records)
+                records = (entry.records() or [])[:entry.count]
+                messages = (*(Message("", name, *decode(r)) for r in records),
+                            *(None,) * (entry.count - len(records)))
+            written.append((entry, messages, value))
             last = max(last, publishing_id)
-        if messages:  # (in the chunks osiris' writer makes of one burst)
+        if written:  # (in the chunks osiris' writer makes of one burst)
             queue = self.vhost.queues[name]
             start = 0
-            for size in log.batches(len(messages)):
-                end = start + size
-                queue.append_chunk(tuple(messages[start:end]), tuple(raw[start:end]),
-                                   tuple(values[start:end]) if filtered else None)
-                start = end
+            for size in log.batches(len(written)):
+                batch = written[start:start + size]
+                queue.append_chunk(tuple(m for _e, ms, _v in batch for m in ms),
+                                   tuple(e for e, _ms, _v in batch),
+                                   tuple(v for _e, _ms, v in batch) if filtered else None)
+                start += size
             if reference:
                 log.writers[reference] = last
         return confirmed

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, final
 from weakref import WeakKeyDictionary
 
+from ..errors import InternalError
 from ..fieldtypes import Long
 from . import _history
 from ._message import Message, QueuedMessage
@@ -45,6 +46,7 @@ from ._names import resource
 from ._policy import Policy, effective_definition, queue_settings
 from ._stream import (
     DEFAULT_SEGMENT_SIZE,
+    Entry,
     StreamLog,
     chunk_matches,
     consumer_filter,
@@ -902,10 +904,12 @@ class Queue:
 
     # -- streams -------------------------------------------------------------------------------
 
-    def append_chunk(self, messages: tuple[Message, ...], raw: tuple[bytes, ...] | None = None,
+    def append_chunk(self, messages: tuple[Message | None, ...],
+                     raw: tuple[Entry, ...] | None = None,
                      filter_values: tuple[str | None, ...] | None = None) -> int:
-        """Write messages to a stream as one chunk and deliver them to the consumers that have
-        room; returns the offset of the first.
+        """Write messages to a stream as one chunk (one per record, see
+        :class:`~._stream.Chunk`) and deliver them to the consumers that have room; returns the
+        offset of the first.
 
         Runtime complexity: ``O(m + c)`` for ``m`` messages and ``c`` consumers.
         """
@@ -913,7 +917,7 @@ class Queue:
         if filter_values is None and self.vhost.broker.profile.rabbitmq4:
             # RabbitMQ 3.13+: an AMQP message's x-stream-filter-value header is its filter value
             # (v4.1.4 rabbit_stream_queue:stream_message/1)
-            filter_values = tuple(_filter_value(m) for m in messages)
+            filter_values = tuple(_filter_value(m) for m in messages if m is not None)
         chunk = self.stream.append(messages, raw, filter_values)
         if self._consumer_count:
             self._dispatch_stream()
@@ -936,7 +940,16 @@ class Queue:
                     positions[consumer] = chunk.next_offset
                     continue
                 message = chunk.messages[offset - chunk.first_offset]
+                if chunk.unparsed and (not rabbitmq4 or chunk.malformed):
+                    # a sub-batch it cannot read: RabbitMQ 3.10's reader crashes on the chunk
+                    # (osiris hands it the sub-batch unparsed), 4.x's on a malformed one (v4.1.0
+                    # rabbit_stream_queue:stream_entries/5 parses every sub-batch of a chunk it
+                    # reads), before any of its records goes: the consumer's connection, 541
+                    consumer.channel.connection.close_by_broker(InternalError(""))
+                    break
                 positions[consumer] = offset + 1
+                if message is None:
+                    continue  # nothing there for AMQP readers (a compressed sub-batch...)
                 keep = consumer.message_filter
                 if keep is not None and not keep(message):
                     continue  # RabbitMQ 4.1+: filtered out per message, no credit taken

@@ -24,7 +24,13 @@ segment boundaries in the same way as RabbitMQ's, not at byte-identical places. 
 retention asynchronously (an ``osiris_retention`` process); embroker does it at once.
 
 Each publish through AMQP 0-9-1 or 1.0 is one chunk; a stream-protocol ``publish`` frame's
-messages for one stream are one chunk, as osiris writes a batch.
+entries are the chunks osiris' writer makes of a burst (:meth:`StreamLog.batches`).
+
+A chunk holds *entries* and counts *records*: a simple entry is one record, a
+:class:`SubBatch` (a stream-protocol client's sub-entry batching) is as many records as it says,
+stored and delivered to stream-protocol readers as it came (osiris never decompresses one).
+Offsets count records. An AMQP consumer is given each record of an uncompressed sub-batch as a
+message of its own; a compressed one it cannot read (see :attr:`Chunk.messages`).
 
 A :class:`ChunkReader` (a stream-protocol subscription) is sent whole chunks as its credit
 allows; its owner may pause it (RabbitMQ's reader sends chunks with ``sendfile``, paced by its
@@ -46,8 +52,9 @@ if TYPE_CHECKING:
     from ._clock import Clock, Timer
     from ._message import Message
 
-__all__ = ["Chunk", "ChunkReader", "FilterSpec", "OffsetSpec", "SacMember", "StreamLog", "chunk_matches",
-           "consumer_filter", "create_arguments", "max_age_ms", "parse_offset_spec"]
+__all__ = ["Chunk", "ChunkReader", "FilterSpec", "OffsetSpec", "SacMember", "StreamLog", "SubBatch",
+           "chunk_matches", "consumer_filter", "create_arguments", "max_age_ms",
+           "parse_offset_spec"]
 
 #: osiris' default ``max_segment_size_bytes`` (RabbitMQ's stream default: 500 MB).
 DEFAULT_SEGMENT_SIZE: Final = 500_000_000
@@ -55,6 +62,8 @@ DEFAULT_SEGMENT_SIZE: Final = 500_000_000
 CHUNK_HEADER_SIZE: Final = 48
 #: The size field in front of each simple entry of a chunk.
 ENTRY_HEADER_SIZE: Final = 4
+#: The header of a sub-batch entry: type and compression, records, uncompressed and stored size.
+SUB_BATCH_HEADER_SIZE: Final = 11
 
 #: The largest ``x-stream-max-segment-size-bytes`` a stream is declared with (RabbitMQ 3.10.8's
 #: ``?MAX_STREAM_MAX_SEGMENT_SIZE``, rabbit_common/include/rabbit.hrl).
@@ -176,34 +185,108 @@ WRITER_BATCH_MAX: Final = 8192
 
 
 @final
+class SubBatch:
+    """A sub-entry of a stream-protocol Publish (osiris' SubBatchEntry): ``count`` records a
+    client batched into one entry, compressed as its 3-bit ``compression`` says (0 none, 1
+    gzip, 2 snappy, 3 lz4, 4 zstd, 7 the client's own: the broker takes any, as osiris does)
+    into ``data``; ``uncompressed_size`` is what the client says they take uncompressed.
+
+    >>> SubBatch(0, 2, 10, bytes.fromhex("00000001" "61" "00000001" "62")).records()
+    [b'a', b'b']
+    >>> SubBatch(1, 2, 10, b"gzip").records() is None  # compressed: only clients read it
+    True
+    """
+
+    __slots__ = ("compression", "count", "data", "uncompressed_size")
+
+    def __init__(self, compression: int, count: int, uncompressed_size: int, data: bytes) -> None:
+        self.compression = compression
+        self.count = count
+        self.uncompressed_size = uncompressed_size
+        self.data = data
+
+    @property
+    def size(self) -> int:
+        """Its bytes in a chunk, header included."""
+        return SUB_BATCH_HEADER_SIZE + len(self.data)
+
+    def records(self) -> list[bytes] | None:
+        """Its records, when the broker can read them: uncompressed, and ``data`` simple
+        entries (a size whose top bit is 0, then the bytes), however many ``count`` says;
+        else ``None``. (RabbitMQ 3.10's osiris would also read a nested uncompressed sub-batch;
+        embroker, as 4.x, does not.)"""
+        if self.compression:
+            return None
+        data, records, pos = self.data, [], 0
+        while pos < len(data):
+            if pos + 4 > len(data) or data[pos] & 0x80:
+                return None
+            end = pos + 4 + int.from_bytes(data[pos:pos + 4], "big")
+            if end > len(data):
+                return None
+            records.append(data[pos + 4:end])
+            pos = end
+        return records
+
+    def __repr__(self) -> str:
+        return f"<SubBatch of {self.count} records, compression {self.compression}>"
+
+
+#: What a chunk keeps of each entry for stream-protocol readers: a simple entry's bytes, or a
+#: sub-batch.
+Entry = bytes | SubBatch
+
+
+@final
 class Chunk:
-    """Messages written to a stream together: the offset of the first, when (milliseconds
-    since the epoch), and their size as osiris counts it."""
+    """Entries written to a stream together: the offset of the first record, when
+    (milliseconds since the epoch), and their size as osiris counts it."""
 
-    __slots__ = ("filter_values", "first_offset", "messages", "raw", "size", "timestamp",
-                 "unfiltered")
+    __slots__ = ("filter_values", "first_offset", "malformed", "messages", "raw", "size",
+                 "timestamp", "unfiltered", "unparsed")
 
-    def __init__(self, first_offset: int, timestamp: int, messages: Sequence[Message],
-                 raw: Sequence[bytes] | None = None,
+    def __init__(self, first_offset: int, timestamp: int, messages: Sequence[Message | None],
+                 raw: Sequence[Entry] | None = None,
                  filter_values: Sequence[str | None] | None = None) -> None:
         self.first_offset = first_offset
         self.timestamp = timestamp
-        self.messages: tuple[Message, ...] = tuple(messages)
+        #: One per offset, as AMQP consumers get it, ``None`` where they get nothing: the
+        #: records of a sub-batch the broker cannot read, and the offsets a sub-batch counts
+        #: past the records it holds (a record past its count is not kept).
+        self.messages: tuple[Message | None, ...] = tuple(messages)
+        #: Whether it holds a sub-batch osiris hands its readers unparsed (compressed, or not
+        #: simple entries): RabbitMQ 3.10's AMQP readers crash on the chunk.
+        self.unparsed = False
+        #: Whether one of those is uncompressed (not simple entries): RabbitMQ 4.x's AMQP
+        #: readers crash on the chunk too (they skip a compressed one).
+        self.malformed = False
         values = list(filter_values) if filter_values is not None else [None] * len(messages)
         #: The filter values of its messages (RabbitMQ 3.13+: osiris keeps them in the chunk's
         #: Bloom filter), and whether some message has none.
         self.filter_values: frozenset[str] = frozenset(v for v in values if v is not None)
         self.unfiltered = any(v is None for v in values)
-        #: The AMQP 1.0 bytes of each message as a stream-protocol publisher sent them (osiris
-        #: keeps them as they came), or ``None`` for messages published over AMQP.
-        self.raw: tuple[bytes, ...] | None = tuple(raw) if raw is not None else None
-        sizes = ([len(r) for r in self.raw] if self.raw is not None
-                 else [message_size(m) for m in self.messages])
-        self.size = CHUNK_HEADER_SIZE + sum(ENTRY_HEADER_SIZE + n for n in sizes)
+        #: Each entry as a stream-protocol publisher sent it (osiris keeps them as they came),
+        #: or ``None`` for messages published over AMQP (one entry each).
+        self.raw: tuple[Entry, ...] | None = tuple(raw) if raw is not None else None
+        if self.raw is None:
+            self.size = CHUNK_HEADER_SIZE + sum(ENTRY_HEADER_SIZE + message_size(m)
+                                                for m in self.messages if m is not None)
+        else:
+            self.size = CHUNK_HEADER_SIZE + sum(
+                ENTRY_HEADER_SIZE + len(e) if isinstance(e, bytes) else e.size for e in self.raw)
+            for e in self.raw:
+                if isinstance(e, SubBatch) and e.records() is None:
+                    self.unparsed = True
+                    self.malformed = self.malformed or not e.compression
 
     @property
     def next_offset(self) -> int:
         return self.first_offset + len(self.messages)
+
+    @property
+    def entries(self) -> int:
+        """How many entries it holds (a sub-batch is one)."""
+        return len(self.raw) if self.raw is not None else len(self.messages)
 
     def __repr__(self) -> str:
         return f"<Chunk {self.first_offset}..{self.next_offset - 1} at {self.timestamp}>"
@@ -416,9 +499,10 @@ class StreamLog:
                 if size == self.batch_size else max(self.batch_size // 2, WRITER_BATCH_MIN)
         return sizes
 
-    def append(self, messages: Sequence[Message], raw: Sequence[bytes] | None = None,
+    def append(self, messages: Sequence[Message | None], raw: Sequence[Entry] | None = None,
                filter_values: Sequence[str | None] | None = None) -> Chunk:
-        """Write ``messages`` as one chunk; returns it. Opens a new segment first when the one
+        """Write ``messages`` (one per record; see :class:`Chunk` for ``raw``) as one chunk;
+        returns it. Opens a new segment first when the one
         being written is full (then retention runs, as osiris does at roll-over).
 
         Runtime complexity: ``O(m)`` for ``m`` messages, plus ``O(s)`` for ``s`` segments at a
@@ -555,13 +639,15 @@ class StreamLog:
         return None
 
     def read(self, offset: int) -> Message | None:
-        """The message at ``offset``, or ``None`` when it is not (or no longer) in the log."""
+        """The message at ``offset``, or ``None`` when it is not (or no longer) in the log, or
+        is a record of a sub-batch the broker cannot read."""
         chunk = self.chunk_at(offset)
         return None if chunk is None else chunk.messages[offset - chunk.first_offset]
 
     def messages(self) -> list[Message]:
-        """Every message kept, oldest first."""
-        return [m for chunk in self.chunks for m in chunk.messages]
+        """Every message kept, oldest first (not the records of sub-batches the broker cannot
+        read)."""
+        return [m for chunk in self.chunks for m in chunk.messages if m is not None]
 
     def _check(self) -> None:
         chunks = list(self.chunks)

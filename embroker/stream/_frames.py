@@ -16,6 +16,8 @@ import zlib
 from collections.abc import Sequence
 from typing import Final, final
 
+from ..model._stream import SubBatch
+
 __all__ = [
     "Code", "Fields", "FrameReader", "Key", "StreamProtocolError", "Writer", "chunk_frame",
     "response_key",
@@ -210,6 +212,16 @@ class Fields:
         length = self.int32()
         return b"" if length < 0 else self._take(length)
 
+    def entry(self) -> bytes | SubBatch:
+        """A Publish entry: a message's bytes (a size whose top bit is 0), or a sub-entry (top
+        bit 1: compression, records, uncompressed size, then the stored bytes)."""
+        if self._pos < len(self._data) and self._data[self._pos] & 0x80:
+            kind = self.uint8()
+            count = self.uint16()
+            uncompressed = self.uint32()
+            return SubBatch((kind >> 4) & 0x7, count, uncompressed, self._take(self.uint32()))
+        return self._take(self.uint32())
+
     def count(self) -> int:
         """An array's count (at most as many items as bytes left)."""
         n = self.int32()
@@ -297,17 +309,25 @@ class Writer:
 
 
 def chunk_frame(subscription_id: int, first_offset: int, timestamp: int,
-                entries: Sequence[bytes]) -> bytes:
+                entries: Sequence[bytes | SubBatch], records: int | None = None) -> bytes:
     """A Deliver frame holding one osiris chunk (v1 header, 48 bytes, epoch 1 as a stream
-    created once on RabbitMQ 3.10.8; simple entries: a ``uint32`` size whose top bit is 0, then
-    the bytes) with its CRC32 of the data.
+    created once on RabbitMQ 3.10.8) of ``entries`` holding ``records`` (one per entry when not
+    given), with the CRC32 of the data. A simple entry is a ``uint32`` size whose top bit is 0,
+    then the bytes; a sub-batch as the client sent it (``0x80`` or'ed with its compression
+    shifted 4, records, uncompressed size, size, bytes).
 
     >>> frame = chunk_frame(0, 7, 1000, [b"a", b"bc"])
     >>> len(frame) == 4 + 4 + 1 + 48 + (4 + 1) + (4 + 2)
     True
+    >>> chunk_frame(0, 7, 1000, [SubBatch(1, 3, 9, b"xy")], 3)[-13:].hex()
+    '90000300000009000000027879'
     """
-    data = b"".join(struct.pack(">I", len(e)) + e for e in entries)
-    header = struct.pack(">bbHIqQQiIII", 0x50, 0, len(entries), len(entries), timestamp, 1,
+    data = b"".join(struct.pack(">I", len(e)) + e if isinstance(e, bytes)
+                    else struct.pack(">BHII", 0x80 | e.compression << 4, e.count,
+                                     e.uncompressed_size, len(e.data)) + e.data
+                    for e in entries)
+    count = len(entries) if records is None else records
+    header = struct.pack(">bbHIqQQiIII", 0x50, 0, len(entries), count, timestamp, 1,
                          first_offset, _signed32(zlib.crc32(data)), len(data), 0, 0)
     return Writer(Key.DELIVER).uint8(subscription_id).raw(header).raw(data).frame()
 

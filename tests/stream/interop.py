@@ -10,6 +10,8 @@ from typing import Any
 
 from rstream import (
     AMQPMessage,
+    CompressionType,
+    ConfirmationStatus,
     Consumer,
     ConsumerOffsetSpecification,
     MessageContext,
@@ -171,6 +173,37 @@ async def super_stream(host: str, port: int, amqp_url: str) -> list[Any]:
     return out
 
 
+async def sub_entry_batching(host: str, port: int, _amqp_url: str) -> list[Any]:
+    """Sub-entries of records, uncompressed and gzipped, among single messages: one
+    confirmation each, the records read one by one at offsets of their own."""
+    stream = _name("sub-entry")
+    out: list[Any] = []
+    confirmed: list[bool] = []
+    every = asyncio.Event()
+
+    async def on_confirm(status: ConfirmationStatus) -> None:
+        confirmed.append(status.is_confirmed)
+        if len(confirmed) == 3:
+            every.set()
+
+    async with Producer(host, port=port, username="guest", password="guest") as producer:
+        await producer.create_stream(stream)
+        for compression, bodies in ((CompressionType.No, [b"n1", b"n2", b"n3"]),
+                                    (CompressionType.Gzip, [b"g1", b"g2"]),
+                                    (CompressionType.No, [b"last"])):
+            await producer.send_sub_entry(stream, [AMQPMessage(body=b) for b in bodies],
+                                          compression_type=compression,
+                                          on_publish_confirm=on_confirm)
+        await asyncio.wait_for(every.wait(), 10)
+        out.append(("confirmed", confirmed))
+        out.append(("first", [(o, b) for o, b, _p in await _read(
+            host, port, stream, ConsumerOffsetSpecification(OffsetType.FIRST, None), 6)]))
+        out.append(("offset 4", [(o, b) for o, b, _p in await _read(
+            host, port, stream, ConsumerOffsetSpecification(OffsetType.OFFSET, 4), 2)]))
+        await producer.delete_stream(stream)
+    return out
+
+
 def _numbered(body: bytes, publishing_id: int) -> AMQPMessage:
     # (rstream 1.1's AMQPMessage(publishing_id=...) fails in its base class's __new__)
     message = AMQPMessage(body=body)
@@ -182,4 +215,5 @@ SCRIPTS: dict[str, Script] = {
     "produce_and_consume": produce_and_consume,
     "deduplication": deduplication,
     "super_stream": super_stream,
+    "sub_entry_batching": sub_entry_batching,
 }

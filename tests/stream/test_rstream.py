@@ -41,6 +41,11 @@ EXPECTED: dict[str, list[Any]] = {
         ("sequence", 4), ("unknown sequence", 0),
         ("read", [(0, b"a1"), (1, b"a2"), (2, b"a3"), (3, b"b4")]),
     ],
+    "sub_entry_batching": [
+        ("confirmed", [True, True, True]),
+        ("first", [(0, b"n1"), (1, b"n2"), (2, b"n3"), (3, b"g1"), (4, b"g2"), (5, b"last")]),
+        ("offset 4", [(4, b"g2"), (5, b"last")]),
+    ],
     "super_stream": [
         ("partitions", ["-0", "-1", "-2"]),
         ("route 0", ["-0"]), ("route 2", ["-2"]), ("route 9", []),
