@@ -676,7 +676,7 @@ class Channel:
         log = self._stream_log(name)
         last = log.writers.get(reference, -1) if reference else -1
         confirmed: list[int] = []
-        written: list[tuple[Entry, tuple[Message | None, ...], str | None]] = []
+        written: list[tuple[Entry, tuple[Message | None, ...], str | None, int]] = []
         for publishing_id, value, entry in entries:
             confirmed.append(publishing_id)
             if reference and publishing_id <= last:
@@ -687,19 +687,18 @@ class Channel:
                 records = (entry.records() or [])[:entry.count]
                 messages = (*(Message("", name, *decode(r)) for r in records),
                             *(None,) * (entry.count - len(records)))
-            written.append((entry, messages, value))
             last = max(last, publishing_id)
+            written.append((entry, messages, value, last))
         if written:  # (in the chunks osiris' writer makes of one burst)
             queue = self.vhost.queues[name]
             start = 0
             for size in log.batches(len(written)):
                 batch = written[start:start + size]
-                queue.append_chunk(tuple(m for _e, ms, _v in batch for m in ms),
-                                   tuple(e for e, _ms, _v in batch),
-                                   tuple(v for _e, _ms, v in batch) if filtered else None)
+                queue.append_chunk(tuple(m for _e, ms, _v, _l in batch for m in ms),
+                                   tuple(e for e, _ms, _v, _l in batch),
+                                   tuple(v for _e, _ms, v, _l in batch) if filtered else None,
+                                   writer=(reference, batch[-1][3]) if reference else None)
                 start += size
-            if reference:
-                log.writers[reference] = last
         return confirmed
 
     def stream_publisher_sequence(self, name: str, reference: str) -> int:
@@ -734,7 +733,7 @@ class Channel:
             NotFound: (404) no such stream.
         """
         self.connection.access.write_queue(name)
-        self._stream_log(name).offsets[reference] = offset
+        self._stream_log(name).store_offset(reference, offset)
 
     def super_stream_route(self, super_stream: str, routing_key: str) -> list[str]:
         """The streams a message with ``routing_key`` reaches through exchange

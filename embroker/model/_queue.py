@@ -538,7 +538,7 @@ class Queue:
         Runtime complexity: ``O(1)`` amortised.
         """
         if self.stream is not None:
-            self.append_chunk((message,))
+            self.append_chunk((message,), writer=self.stream.amqp_writer(publisher))
             return True
         limited = self._max_length is not None or self._max_bytes is not None
         if limited and self._overflow != "drop-head" and (
@@ -906,10 +906,11 @@ class Queue:
 
     def append_chunk(self, messages: tuple[Message | None, ...],
                      raw: tuple[Entry, ...] | None = None,
-                     filter_values: tuple[str | None, ...] | None = None) -> int:
+                     filter_values: tuple[str | None, ...] | None = None, *,
+                     writer: tuple[str, int] | None = None) -> int:
         """Write messages to a stream as one chunk (one per record, see
-        :class:`~._stream.Chunk`) and deliver them to the consumers that have room; returns the
-        offset of the first.
+        :class:`~._stream.Chunk`; ``writer`` as :meth:`~._stream.StreamLog.append` takes it)
+        and deliver them to the consumers that have room; returns the offset of the first.
 
         Runtime complexity: ``O(m + c)`` for ``m`` messages and ``c`` consumers.
         """
@@ -918,7 +919,7 @@ class Queue:
             # RabbitMQ 3.13+: an AMQP message's x-stream-filter-value header is its filter value
             # (v4.1.4 rabbit_stream_queue:stream_message/1)
             filter_values = tuple(_filter_value(m) for m in messages if m is not None)
-        chunk = self.stream.append(messages, raw, filter_values)
+        chunk = self.stream.append(messages, raw, filter_values, writer=writer)
         if self._consumer_count:
             self._dispatch_stream()
         return chunk.first_offset

@@ -17,6 +17,11 @@ segment being written:
 Afterwards the log's first offset (what ``first`` reads from) is the first offset of its oldest
 segment. A consumer whose place was removed goes on at the new first offset.
 
+osiris also writes what it tracks (each writer's last sequence, each consumer's stored offset)
+into the log: in a chunk's trailer, in a chunk of its own for a stored offset that comes with
+no message, and as a snapshot at the start of each new segment. Those chunks take an offset
+each and no reader is sent them (:data:`CHUNK_TRACKING_DELTA`, :data:`CHUNK_TRACKING_SNAPSHOT`).
+
 Sizes are counted as osiris counts them for a chunk (a 48-byte header, then per message a 4-byte
 size and the message), with the message counted as its body and its routing key and header
 names (embroker does not encode 0-9-1 messages as AMQP 1.0 in the model): retention cuts at
@@ -42,9 +47,12 @@ with publishers on it: RabbitMQ's reader monitors the stream's member) registers
 
 from __future__ import annotations
 
+import itertools
 import re
+import secrets
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, final
+from weakref import WeakKeyDictionary
 
 from ..errors import InternalError, PreconditionFailed
 
@@ -87,6 +95,8 @@ _ERLANG_INTEGER: Final = re.compile(r"[+-]?[0-9]+")
 _UNIT_MS: Final = {"Y": 365 * 86_400_000, "M": 30 * 86_400_000, "D": 86_400_000,
                    "h": 3_600_000, "m": 60_000, "s": 1000}
 _MAX_AGE: Final = re.compile(r"([0-9]*)(.*)", re.DOTALL)
+#: The made-up process numbers of AMQP writers (:meth:`StreamLog.amqp_writer`).
+_PIDS: Final = itertools.count()
 
 #: What a consumer starts from: ``"first"``, ``"last"``, ``"next"``, an offset, or
 #: ``("timestamp", milliseconds since the epoch)``.
@@ -183,6 +193,22 @@ def parse_offset_spec(value: Any, now_ms: int) -> OffsetSpec:
 WRITER_BATCH_MIN: Final = 32
 WRITER_BATCH_MAX: Final = 8192
 
+#: osiris' chunk types (osiris_log.erl, v1.3.1): messages; what tracking took in with no message
+#: to carry it (a stored offset); what tracking holds, at the start of a segment. Each takes an
+#: offset; readers are sent user chunks only.
+CHUNK_USER: Final = 0
+CHUNK_TRACKING_DELTA: Final = 1
+CHUNK_TRACKING_SNAPSHOT: Final = 2
+#: How many writers' sequences a tracking snapshot keeps, the latest (osiris_tracking's
+#: ``?MAX_SEQUENCES``).
+MAX_SEQUENCES: Final = 255
+
+
+def sequence_size(writer: str) -> int:
+    """The bytes of a writer's sequence in a chunk's trailer (osiris_tracking:flush/1: type, id
+    size, id, sequence)."""
+    return 10 + len(writer.encode())
+
 
 @final
 class SubBatch:
@@ -242,14 +268,20 @@ class Chunk:
     """Entries written to a stream together: the offset of the first record, when
     (milliseconds since the epoch), and their size as osiris counts it."""
 
-    __slots__ = ("filter_values", "first_offset", "malformed", "messages", "raw", "size",
-                 "timestamp", "unfiltered", "unparsed")
+    __slots__ = ("filter_values", "first_offset", "kind", "malformed", "messages", "raw", "size",
+                 "timestamp", "trailer", "unfiltered", "unparsed")
 
     def __init__(self, first_offset: int, timestamp: int, messages: Sequence[Message | None],
                  raw: Sequence[Entry] | None = None,
-                 filter_values: Sequence[str | None] | None = None) -> None:
+                 filter_values: Sequence[str | None] | None = None, *,
+                 trailer: int = 0) -> None:
         self.first_offset = first_offset
         self.timestamp = timestamp
+        #: Its osiris chunk type (:data:`CHUNK_USER`, or a tracking chunk's: :meth:`tracking`).
+        self.kind = CHUNK_USER
+        #: The bytes of its trailer: the sequences of the writers whose messages it holds
+        #: (osiris writes them; RabbitMQ's readers send the trailer's size, not its bytes).
+        self.trailer = trailer
         #: One per offset, as AMQP consumers get it, ``None`` where they get nothing: the
         #: records of a sub-batch the broker cannot read, and the offsets a sub-batch counts
         #: past the records it holds (a record past its count is not kept).
@@ -269,15 +301,24 @@ class Chunk:
         #: or ``None`` for messages published over AMQP (one entry each).
         self.raw: tuple[Entry, ...] | None = tuple(raw) if raw is not None else None
         if self.raw is None:
-            self.size = CHUNK_HEADER_SIZE + sum(ENTRY_HEADER_SIZE + message_size(m)
-                                                for m in self.messages if m is not None)
+            self.size = CHUNK_HEADER_SIZE + trailer + sum(
+                ENTRY_HEADER_SIZE + message_size(m) for m in self.messages if m is not None)
         else:
-            self.size = CHUNK_HEADER_SIZE + sum(
+            self.size = CHUNK_HEADER_SIZE + trailer + sum(
                 ENTRY_HEADER_SIZE + len(e) if isinstance(e, bytes) else e.size for e in self.raw)
             for e in self.raw:
                 if isinstance(e, SubBatch) and e.records() is None:
                     self.unparsed = True
                     self.malformed = self.malformed or not e.compression
+
+    @classmethod
+    def tracking(cls, first_offset: int, timestamp: int, kind: int, size: int) -> Chunk:
+        """A tracking chunk (:data:`CHUNK_TRACKING_DELTA` or :data:`CHUNK_TRACKING_SNAPSHOT`)
+        of ``size`` bytes of tracking data, in one entry: one offset, nothing to read."""
+        chunk = cls(first_offset, timestamp, (None,))
+        chunk.kind = kind
+        chunk.size = CHUNK_HEADER_SIZE + ENTRY_HEADER_SIZE + size
+        return chunk
 
     @property
     def next_offset(self) -> int:
@@ -387,7 +428,7 @@ class ChunkReader:
             if chunk is None:
                 return
             self.position = chunk.next_offset
-            if not chunk_matches(chunk, self.filter):
+            if chunk.kind != CHUNK_USER or not chunk_matches(chunk, self.filter):
                 continue
             self.credit -= 1
             self.on_chunk(chunk)
@@ -420,7 +461,8 @@ class StreamLog:
         segment_size: ``x-stream-max-segment-size-bytes``.
     """
 
-    __slots__ = ("_age_timer", "_clock", "_segment_bytes", "batch_size", "first_offset", "groups",
+    __slots__ = ("__weakref__", "_age_timer", "_amqp_writers", "_clock", "_segment_bytes",
+                 "batch_size", "first_offset", "groups",
                  "max_age", "max_bytes", "monitors",
                  "next_offset", "offsets", "on_truncate", "readers", "segment_size", "segments",
                  "writers")
@@ -447,9 +489,11 @@ class StreamLog:
         #: stream-protocol connection with publishers or subscriptions on it (RabbitMQ's
         #: reader monitors the stream's member while it has either).
         self.monitors: dict[object, Callable[[], None]] = {}
-        #: Publisher reference -> the last publishing id written (deduplication: osiris'
-        #: writer tracking).
+        #: Writer -> its last sequence written, the latest last (osiris' writer tracking): a
+        #: stream-protocol publisher's reference and its last publishing id (deduplication),
+        #: or an AMQP writer's id (:meth:`amqp_writer`) and how many it wrote.
         self.writers: dict[str, int] = {}
+        self._amqp_writers: WeakKeyDictionary[object, str] = WeakKeyDictionary()
         #: How many entries osiris' writer takes into its next chunk (:meth:`batches`).
         self.batch_size = WRITER_BATCH_MIN
         #: Consumer reference -> the offset it stored (StoreOffset: osiris' offset tracking).
@@ -500,25 +544,73 @@ class StreamLog:
         return sizes
 
     def append(self, messages: Sequence[Message | None], raw: Sequence[Entry] | None = None,
-               filter_values: Sequence[str | None] | None = None) -> Chunk:
+               filter_values: Sequence[str | None] | None = None, *,
+               writer: tuple[str, int] | None = None) -> Chunk:
         """Write ``messages`` (one per record; see :class:`Chunk` for ``raw``) as one chunk;
-        returns it. Opens a new segment first when the one
-        being written is full (then retention runs, as osiris does at roll-over).
+        returns it. ``writer``: who wrote them and the sequence of the last (osiris tracks it,
+        in the chunk's trailer). Opens a new segment first when the one being written is full.
 
-        Runtime complexity: ``O(m)`` for ``m`` messages, plus ``O(s)`` for ``s`` segments at a
-        roll-over.
+        Runtime complexity: ``O(m)`` for ``m`` messages, plus ``O(s + w)`` for ``s`` segments
+        and ``w`` writers at a roll-over.
         """
-        if self.segments[-1] and self._segment_bytes >= self.segment_size:
-            self.segments.append([])
-            self._segment_bytes = 0
-            self.apply_retention()
-        chunk = Chunk(self.next_offset, self.now_ms(), messages, raw, filter_values)
-        self.segments[-1].append(chunk)
-        self._segment_bytes += chunk.size
-        self.next_offset = chunk.next_offset
+        self._roll()
+        trailer = 0
+        if writer is not None:
+            self.writers.pop(writer[0], None)  # (the latest last)
+            self.writers[writer[0]] = writer[1]
+            trailer = sequence_size(writer[0])
+        chunk = Chunk(self.next_offset, self.now_ms(), messages, raw, filter_values,
+                      trailer=trailer)
+        self._add(chunk)
         for reader in list(self.readers):
             reader.pump()
         return chunk
+
+    def store_offset(self, reference: str, offset: int) -> None:
+        """Consumer ``reference`` stores ``offset`` (StoreOffset): osiris tracks it and, having
+        no message to carry it, writes a tracking chunk, which takes an offset."""
+        self.offsets[reference] = offset
+        self._roll()
+        self._add(Chunk.tracking(self.next_offset, self.now_ms(), CHUNK_TRACKING_DELTA,
+                                 2 + len(reference.encode()) + 8))
+
+    def amqp_writer(self, publisher: object | None) -> tuple[str, int]:
+        """The writer an AMQP publisher (a channel, a dead-lettering queue, ``None`` for the
+        broker) is to this stream, and its next sequence: RabbitMQ's stream client names
+        itself after its process and a GUID (``<0.12345.0>_`` and 22 characters:
+        rabbit_stream_queue:init/1, v3.10.8), and counts its writes."""
+        key = self if publisher is None else publisher
+        name = self._amqp_writers.get(key)
+        if name is None:
+            pid = 10_000 + next(_PIDS) % 90_000  # (a node that has run a while: 5 digits)
+            name = self._amqp_writers[key] = f"<0.{pid}.0>_{secrets.token_urlsafe(16)}"
+        return name, self.writers.get(name, 0) + 1
+
+    def _roll(self) -> None:
+        # A new segment when the one being written is full. osiris first writes what its
+        # tracking holds, if anything, as the new segment's first chunk (a snapshot: offsets
+        # below the first are dropped, the latest MAX_SEQUENCES writers kept:
+        # osiris_log:evaluate_tracking_snapshot/2 and osiris_tracking:snapshot/3, v1.3.1);
+        # then retention runs.
+        if not self.segments[-1] or self._segment_bytes < self.segment_size:
+            return
+        self.segments.append([])
+        self._segment_bytes = 0
+        if self.writers or self.offsets:
+            first = self.first_offset
+            self.offsets = {r: o for r, o in self.offsets.items() if o >= first}
+            for writer in list(self.writers)[:-MAX_SEQUENCES]:
+                del self.writers[writer]
+            size = (sum(sequence_size(w) + 8 for w in self.writers)
+                    + sum(2 + len(r.encode()) + 8 for r in self.offsets))
+            self._add(Chunk.tracking(self.next_offset, self.now_ms(), CHUNK_TRACKING_SNAPSHOT,
+                                     size))
+        self.apply_retention()
+
+    def _add(self, chunk: Chunk) -> None:
+        self.segments[-1].append(chunk)
+        self._segment_bytes += chunk.size
+        self.next_offset = chunk.next_offset
 
     def reader(self, spec: OffsetSpec, credit: int, on_chunk: Callable[[Chunk], None],
                filter_spec: FilterSpec | None = None) -> ChunkReader:
@@ -609,9 +701,12 @@ class StreamLog:
             return self.first_offset
         if spec == "next":
             return self.next_offset
-        if spec == "last":
-            last = self.segments[-1][-1] if self.segments[-1] else None
-            return last.first_offset if last is not None else self.next_offset
+        if spec == "last":  # (the last user chunk: osiris' last_user_chunk_location)
+            for segment in reversed(self.segments):
+                for chunk in reversed(segment):
+                    if chunk.kind == CHUNK_USER:
+                        return chunk.first_offset
+            return self.next_offset
         if isinstance(spec, tuple):
             for chunk in self.chunks:
                 if chunk.timestamp >= spec[1]:

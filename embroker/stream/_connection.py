@@ -785,7 +785,8 @@ class StreamConnection:
         # The subscription reads from ``spec``: its chunks go out as its credit allows.
         def on_chunk(chunk: Chunk) -> None:
             self._send(chunk_frame(subscription_id, chunk.first_offset, chunk.timestamp,
-                                   _entries(chunk, self.broker.profile), len(chunk.messages)))
+                                   _entries(chunk, self.broker.profile), len(chunk.messages),
+                                   chunk.trailer))
             if self.unsent >= MAX_UNSENT:
                 self._pause(subscription_id)
             self._notify()

@@ -309,12 +309,14 @@ class Writer:
 
 
 def chunk_frame(subscription_id: int, first_offset: int, timestamp: int,
-                entries: Sequence[bytes | SubBatch], records: int | None = None) -> bytes:
+                entries: Sequence[bytes | SubBatch], records: int | None = None,
+                trailer: int = 0) -> bytes:
     """A Deliver frame holding one osiris chunk (v1 header, 48 bytes, epoch 1 as a stream
     created once on RabbitMQ 3.10.8) of ``entries`` holding ``records`` (one per entry when not
     given), with the CRC32 of the data. A simple entry is a ``uint32`` size whose top bit is 0,
     then the bytes; a sub-batch as the client sent it (``0x80`` or'ed with its compression
-    shifted 4, records, uncompressed size, size, bytes).
+    shifted 4, records, uncompressed size, size, bytes). The header gives the chunk's
+    ``trailer`` size; its bytes are not sent (RabbitMQ 3.10.8 sends the data alone).
 
     >>> frame = chunk_frame(0, 7, 1000, [b"a", b"bc"])
     >>> len(frame) == 4 + 4 + 1 + 48 + (4 + 1) + (4 + 2)
@@ -328,7 +330,7 @@ def chunk_frame(subscription_id: int, first_offset: int, timestamp: int,
                     for e in entries)
     count = len(entries) if records is None else records
     header = struct.pack(">bbHIqQQiIII", 0x50, 0, len(entries), count, timestamp, 1,
-                         first_offset, _signed32(zlib.crc32(data)), len(data), 0, 0)
+                         first_offset, _signed32(zlib.crc32(data)), len(data), trailer, 0)
     return Writer(Key.DELIVER).uint8(subscription_id).raw(header).raw(data).frame()
 
 
