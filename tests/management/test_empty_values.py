@@ -65,13 +65,13 @@ def _queues_scenario(base: str) -> dict[str, Any]:
         deadline = time.monotonic() + 30  # (RabbitMQ's statistics come every 5 s)
         for name in ("classic", "quorum", "stream"):
             while True:
-                status, queue = api("GET", f"/queues/{where}/{name}", None)
+                queue = api("GET", f"/queues/{where}/{name}", None)[1]
                 if "messages" in queue or time.monotonic() > deadline:
                     break
                 time.sleep(0.5)
             seen[name] = {"fields": _fields(queue), "empty": _empties(queue)}
         while True:
-            status, listed = api("GET", f"/queues/{where}", None)
+            listed = api("GET", f"/queues/{where}", None)[1]
             if all("messages" in q for q in listed) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
