@@ -370,7 +370,9 @@ class ServerConnection:
             self.mechanism = method.mechanism
             events = self.broker.plugins.events
             try:
-                self.user = _handshake.authenticate(self.broker, method, loopback=self.loopback)
+                self.user = _handshake.authenticate(
+                    self.broker, method, loopback=self.loopback,
+                    address=self.peer.rpartition(":")[0].strip("[]"))
             except AccessRefused as exc:
                 credentials = _handshake.parse_credentials(
                     method.mechanism, method.response if isinstance(method.response, bytes)

@@ -80,12 +80,15 @@ def login_refused(mechanism: str) -> AccessRefused:
                          "For details see the broker logfile.")
 
 
-def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = False) -> str:
-    """Check the credentials of connection.start-ok; returns the user name.
+def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = False,
+                 address: str = "") -> str:
+    """Check the credentials of connection.start-ok; returns the user name. The attempt
+    counts in the broker's ``access.attempts`` (``amqp091``).
 
     Args:
         loopback: whether the client came over a loopback interface (``guest`` may only
             log in from there: the broker's ``loopback_users``).
+        address: the client's address (``"127.0.0.1"``; ``""``: unknown).
 
     Raises:
         CommandInvalid: (503) a mechanism that was not offered.
@@ -98,7 +101,11 @@ def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = 
     response = method.response if isinstance(method.response, bytes) else \
         str(method.response).encode("utf-8", "surrogateescape")
     credentials = parse_credentials(mechanism, response)
-    if credentials is None or not broker.access.login(*credentials, loopback=loopback):
+    if credentials is None:  # (RabbitMQ counts a response it cannot read, without a user)
+        broker.access.attempts.record("amqp091", False, address=address)
+        raise login_refused(mechanism)
+    if not broker.access.login(*credentials, loopback=loopback, protocol="amqp091",
+                               address=address):
         raise login_refused(mechanism)
     return credentials[0]
 

@@ -356,15 +356,17 @@ class ServerConnection:
 
     def _authenticate(self, mechanism: str, response: bytes) -> str | None:
         if mechanism == "PLAIN":
+            # (counted as RabbitMQ 3.10's AMQP 1.0 plugin counts them: amqp10, no address)
             parts = response.split(b"\x00")
-            if len(parts) != 3:
-                return None
             try:
+                if len(parts) != 3:
+                    raise UnicodeDecodeError("utf-8", b"", 0, 0, "not PLAIN")
                 user, password = parts[1].decode("utf-8"), parts[2].decode("utf-8")
             except UnicodeDecodeError:
+                self.broker.access.attempts.record("amqp10", False)
                 return None
-            return user if self.broker.access.login(user, password,
-                                                    loopback=self.loopback) else None
+            return user if self.broker.access.login(user, password, loopback=self.loopback,
+                                                    protocol="amqp10") else None
         if mechanism == "ANONYMOUS":
             return self.broker.access.login_anonymous(
                 loopback=self.loopback, rabbitmq4=self.broker.profile.rabbitmq4)

@@ -24,6 +24,9 @@ body's schema (:mod:`._routes`). A request goes through RabbitMQ's steps
 
 Steps 1 to 3 need only the request's headers: :meth:`ManagementAPI.screen` runs them before
 the body is read, so a client that may not use a route never gets a byte of its body buffered.
+Steps 2 and 3 are the request's login, counted once as an ``http`` authentication attempt
+(``broker.access.attempts``) by the model's access control, as RabbitMQ counts its
+``is_authorized``: a request the screen let through is not counted again.
 
 Everything a request changes goes through the model's own operations, the ones AMQP 0-9-1 uses,
 as the HTTP user: a declare, delete, bind, publish or get opens a model connection to the vhost
@@ -159,7 +162,10 @@ class ManagementAPI:
             admitted = self._admit(request, segments[1:])
         except HttpError as error:
             return self._error(error, segments)
-        return admitted if isinstance(admitted, Response) else None
+        if isinstance(admitted, Response):
+            return admitted
+        request.screened = True
+        return None
 
     def _admit(self, request: Request, segments: list[str]) -> Response | tuple[Method, Call]:
         """Steps 1 to 3 of the module's documentation: the method to run and its call, or the
@@ -198,7 +204,8 @@ class ManagementAPI:
             try:
                 if not sep:
                     raise ManagementRefused("Login failed", challenge=True)
-                self.broker.access.management_login(name, password, loopback=request.loopback)
+                self.broker.access.management_login(name, password, loopback=request.loopback,
+                                                     address=split_peer(request.peer)[0])
             except ManagementRefused as refused:
                 if refused.challenge:
                     raise HttpError(401, "not_authorized", refused.reason,
@@ -221,7 +228,9 @@ class ManagementAPI:
             try:
                 self.broker.access.authorize(call.user, method.rule, vhost=vhost,
                                              vhosts=self.broker.vhosts, owner=owner,
-                                             delete=call.request.method == "DELETE")
+                                             delete=call.request.method == "DELETE",
+                                             address=None if call.request.screened else
+                                             split_peer(call.request.peer)[0])
             except ManagementRefused as refused:
                 raise HttpError(401, "not_authorised", refused.reason) from None
 

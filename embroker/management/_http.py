@@ -235,6 +235,8 @@ class Request:
         headers: the headers, names in lower case (a repeated header's values joined by ``,``).
         body: the body's bytes.
         peer: the client's address; ``loopback``: whether it came over a loopback interface.
+        screened: the application's ``screen`` let it through on its headers (its login is
+            done and counted: the application does not count it again).
     """
 
     method: str
@@ -244,6 +246,7 @@ class Request:
     body: bytes = b""
     peer: str = ""
     loopback: bool = True
+    screened: bool = False
 
     @property
     def segments(self) -> list[str]:

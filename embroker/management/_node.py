@@ -1,6 +1,7 @@
 """The node: overview, cluster name, nodes, whoami, extensions, auth, aliveness and health checks
 (``rabbit_mgmt_wm_overview``, ``_cluster_name``, ``_nodes``, ``_node``, ``_whoami``,
-``_extensions``, ``_auth``, ``_aliveness_test``, ``_healthchecks``, ``_health_check_*``)."""
+``_extensions``, ``_auth``, ``_auth_attempts``, ``_aliveness_test``, ``_healthchecks``,
+``_health_check_*``)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def _failed(body: dict[str, Any]) -> Response:
 
 
 def cluster_name(api: ManagementAPI) -> str:
-    return str(api.broker.server_properties.get("cluster_name", "embroker"))
+    return api.broker.cluster_name
 
 
 @route("GET", "overview", Rule.ANY)
@@ -140,8 +141,7 @@ _CLUSTER_NAME = Schema({"name": Field(text, required=True)})
 
 @route("PUT", "cluster-name", Rule.ADMIN, body=_CLUSTER_NAME)
 def _cluster_name_put(api: ManagementAPI, call: Call) -> Any:
-    with api.broker.locked():
-        api.broker.server_properties["cluster_name"] = call.body["name"]
+    api.broker.set_global_parameter("cluster_name", call.body["name"])
     return Response(204)
 
 
@@ -191,6 +191,38 @@ def _node(api: ManagementAPI) -> dict[str, Any]:
         "ra_open_file_metrics": {"ra_log_segment_writer": 0, "ra_log_wal": 0},
         "name": views.NODE, "type": "disc", "running": True,
     }
+
+
+@route("GET", "auth/attempts/{node}", Rule.MONITOR)
+def _auth_attempts(api: ManagementAPI, call: Call) -> Any:
+    """rabbit_mgmt_wm_auth_attempts: the logins tried per protocol (the model counts them
+    where it decides them: ``broker.access.attempts``); another node is 404."""
+    if call.params["node"] != views.NODE:
+        raise not_found()
+    with api.broker.locked():
+        return api.broker.access.attempts.by_protocol()
+
+
+@route("GET", "auth/attempts/{node}/source", Rule.MONITOR)
+def _auth_attempts_by_source(api: ManagementAPI, call: Call) -> Any:
+    """The same per client address and user: none unless tracking of sources is on
+    (``broker.access.attempts.track_sources``, RabbitMQ's ``track_auth_attempt_source``,
+    off by default)."""
+    if call.params["node"] != views.NODE:
+        raise not_found()
+    with api.broker.locked():
+        return api.broker.access.attempts.by_source()
+
+
+@route("DELETE", "auth/attempts/{node}", Rule.MONITOR)
+@route("DELETE", "auth/attempts/{node}/source", Rule.MONITOR)
+def _auth_attempts_reset(api: ManagementAPI, call: Call) -> Any:
+    """Forget the counts, both kinds (``rabbit_core_metrics:reset_auth_attempt_metrics``)."""
+    if call.params["node"] != views.NODE:
+        raise not_found()
+    with api.broker.locked():
+        api.broker.access.attempts.reset()
+    return Response(204)
 
 
 @route("GET", "extensions", Rule.ANY)

@@ -124,6 +124,7 @@ def _topic_permissions(api: ManagementAPI, call: Call) -> Any:
 
 
 @route("GET", "topic-permissions/{vhost}/{user}", Rule.ADMIN)
+@route("GET", "topic-permissions/{vhost}/{user}/{exchange}", Rule.ADMIN)
 def _topic_permission_get(api: ManagementAPI, call: Call) -> Any:
     vhost, user = call.params["vhost"], call.params["user"]
     with api.broker.locked():
@@ -134,6 +135,7 @@ def _topic_permission_get(api: ManagementAPI, call: Call) -> Any:
 
 
 @route("PUT", "topic-permissions/{vhost}/{user}", Rule.ADMIN, body=_TOPIC_PERMISSIONS)
+@route("PUT", "topic-permissions/{vhost}/{user}/{exchange}", Rule.ADMIN, body=_TOPIC_PERMISSIONS)
 def _topic_permission_put(api: ManagementAPI, call: Call) -> Any:
     return _grant(api, call, ("exchange", "write", "read"),
                   api.broker.access.topic_permissions, api.broker.set_topic_permissions)
@@ -143,6 +145,18 @@ def _topic_permission_put(api: ManagementAPI, call: Call) -> Any:
 def _topic_permission_delete(api: ManagementAPI, call: Call) -> Any:
     return _revoke(api, call, api.broker.access.topic_permissions,
                    api.broker.clear_topic_permissions)
+
+
+@route("DELETE", "topic-permissions/{vhost}/{user}/{exchange}", Rule.ADMIN)
+def _topic_permission_delete_exchange(api: ManagementAPI, call: Call) -> Any:
+    """The user's topic permissions on one exchange (none there: 204 all the same, as long as
+    the user has some in the vhost). With the exchange in the path, GET answers all of the
+    user's topic permissions in the vhost and PUT sets the body's exchange, as
+    rabbit_mgmt_wm_topic_permission (one module for both paths) does."""
+    exchange = call.params["exchange"]
+    return _revoke(api, call, api.broker.access.topic_permissions,
+                   lambda user, vhost: api.broker.clear_topic_permissions(
+                       user, exchange, vhost=vhost))
 
 
 @route("GET", "vhosts/{vhost}/permissions", Rule.ADMIN)

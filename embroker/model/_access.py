@@ -119,6 +119,7 @@ __all__ = [
     "SHA512",
     "USER_LIMITS",
     "AccessControl",
+    "AuthAttempts",
     "Grant",
     "HashedPassword",
     "ManagementRefused",
@@ -359,6 +360,73 @@ class User:
 
 
 @final
+class AuthAttempts:
+    """How many times clients tried to log in, and how it went, per protocol
+    (``rabbit_core_metrics``: ``auth_attempts``, ``auth_attempts_failed``,
+    ``auth_attempts_succeeded``), as the management API's ``/api/auth/attempts/{node}`` shows
+    them; and per source (client address, user, protocol) when :attr:`track_sources` is on
+    (RabbitMQ's ``track_auth_attempt_source``, off by default: the sources of a broker open to
+    the world are unbounded). Counted by :class:`AccessControl` where each login is decided.
+
+    Cost: one dictionary update per login (two while sources are tracked); at most
+    :data:`MAX_SOURCES` sources are kept, and past that only new sources go uncounted by
+    source (their protocol still counts them).
+    """
+
+    #: The most sources kept while :attr:`track_sources` is on.
+    MAX_SOURCES: Final = 10_000
+
+    def __init__(self) -> None:
+        #: Count per source too (address, user, protocol); a change counts from the next
+        #: login.
+        self.track_sources = False
+        self._protocols: dict[str, list[int]] = {}
+        self._sources: dict[tuple[str, str, str], list[int]] = {}
+
+    def record(self, protocol: str, succeeded: bool, *, address: str = "",
+               user: str = "") -> None:
+        """Count one attempt over ``protocol`` (``amqp091``, ``amqp10``, ``stream``,
+        ``http``) by ``user`` from ``address`` (either may be unknown: ``""``; an attempt
+        with neither is not counted by source)."""
+        _count(self._protocols, protocol, succeeded)
+        if self.track_sources and (address or user):
+            key = (address, user, protocol)
+            if key in self._sources or len(self._sources) < self.MAX_SOURCES:
+                _count(self._sources, key, succeeded)
+
+    def by_protocol(self) -> list[dict[str, Any]]:
+        """A row per protocol that had an attempt: ``protocol``, ``auth_attempts``,
+        ``auth_attempts_failed``, ``auth_attempts_succeeded``."""
+        return [{"protocol": protocol, **_attempts(counts)}
+                for protocol, counts in self._protocols.items()]
+
+    def by_source(self) -> list[dict[str, Any]]:
+        """A row per source, :meth:`by_protocol`'s fields after ``remote_address`` and
+        ``username`` (none unless :attr:`track_sources` was on)."""
+        return [{"remote_address": address, "username": user, "protocol": protocol,
+                 **_attempts(counts)}
+                for (address, user, protocol), counts in self._sources.items()]
+
+    def reset(self) -> None:
+        """Forget every count (``rabbit_core_metrics:reset_auth_attempt_metrics``)."""
+        self._protocols.clear()
+        self._sources.clear()
+
+
+def _count(table: dict[Any, list[int]], key: Any, succeeded: bool) -> None:
+    counts = table.get(key)
+    if counts is None:
+        counts = table[key] = [0, 0, 0]
+    counts[0] += 1
+    counts[1 if succeeded else 2] += 1
+
+
+def _attempts(counts: list[int]) -> dict[str, int]:
+    return {"auth_attempts": counts[0], "auth_attempts_failed": counts[2],
+            "auth_attempts_succeeded": counts[1]}
+
+
+@final
 class AccessControl:
     """A broker's users and their permissions, and the checks RabbitMQ makes with them.
 
@@ -381,15 +449,31 @@ class AccessControl:
         self.anonymous: tuple[str, str] | None = ("guest", "guest")
         self._permissions: dict[tuple[str, str], Permissions] = {}
         self._topic_permissions: dict[tuple[str, str, str], TopicPermissions] = {}
+        #: The logins tried and how they went, per protocol (and per source when tracked).
+        self.attempts = AuthAttempts()
 
     # -- authentication ------------------------------------------------------------------------
 
-    def login(self, name: str, password: str, *, loopback: bool) -> bool:
+    def login(self, name: str, password: str, *, loopback: bool, protocol: str | None = None,
+              address: str = "") -> bool:
         """Whether ``name`` may log in with ``password`` from a client that came over a loopback
         interface (``loopback``) or not: an existing user, a non-blank password that matches,
-        and not a loopback-only user from elsewhere."""
-        return self._credentials_match(name, password) and self.allowed_from(
-            name, loopback=loopback)
+        and not a loopback-only user from elsewhere (:meth:`check_login`)."""
+        return self.check_login(name, password, loopback=loopback, protocol=protocol,
+                                address=address) is None
+
+    def check_login(self, name: str, password: str, *, loopback: bool,
+                    protocol: str | None = None, address: str = "") -> str | None:
+        """Why ``name`` may not log in with ``password`` (``"credentials"``: no such user, a
+        blank or wrong password; ``"loopback"``: a loopback-only user from elsewhere), or
+        ``None``: it may. A client's login over ``protocol`` (``amqp091``, ``amqp10``,
+        ``stream``) from ``address`` counts in :attr:`attempts`."""
+        refused = None if self._credentials_match(name, password) else "credentials"
+        if refused is None and not self.allowed_from(name, loopback=loopback):
+            refused = "loopback"
+        if protocol is not None:
+            self.attempts.record(protocol, refused is None, address=address, user=name)
+        return refused
 
     def _credentials_match(self, name: str, password: str) -> bool:
         """An existing user, and a non-blank password that matches (RabbitMQ refuses blank
@@ -415,15 +499,22 @@ class AccessControl:
             return None
         user, password = self.anonymous
         if rabbitmq4:
-            return user if self.login(user, password, loopback=loopback) else None
-        return user if self.allowed_from(user, loopback=loopback) else None
+            allowed = self.login(user, password, loopback=loopback)
+        else:
+            allowed = self.allowed_from(user, loopback=loopback)
+        self.attempts.record("amqp10", allowed, user=user)
+        return user if allowed else None
 
     # -- the management API (rabbit_mgmt_util) -------------------------------------------------
 
-    def management_login(self, name: str, password: str, *, loopback: bool) -> frozenset[str]:
+    def management_login(self, name: str, password: str, *, loopback: bool,
+                         address: str = "") -> frozenset[str]:
         """Log in to the management API as RabbitMQ's ``rabbit_mgmt_util:is_authorized/6``
         does: the password, then the place (``loopback_users``), then one of
-        :data:`MANAGEMENT_TAGS`. Returns the user's management tags.
+        :data:`MANAGEMENT_TAGS`. Returns the user's management tags. A refusal counts as a
+        failed ``http`` attempt from ``address`` in :attr:`attempts` (a login that passes
+        counts once :meth:`authorize` has let it through: RabbitMQ's attempt is the
+        credentials and the route's rule together).
 
         Raises:
             ManagementRefused: ``"Login failed"`` (no such user, a wrong or blank password: the
@@ -431,13 +522,16 @@ class AccessControl:
                 localhost"``, ``"Not management user"``.
         """
         if not self._credentials_match(name, password):
-            raise ManagementRefused("Login failed", challenge=True)
-        if not self.allowed_from(name, loopback=loopback):
-            raise ManagementRefused("User can only log in via localhost")
-        tags = self.management_tags(name)
-        if not tags:
-            raise ManagementRefused("Not management user")
-        return tags
+            refused = ManagementRefused("Login failed", challenge=True)
+        elif not self.allowed_from(name, loopback=loopback):
+            refused = ManagementRefused("User can only log in via localhost")
+        else:
+            tags = self.management_tags(name)
+            if tags:
+                return tags
+            refused = ManagementRefused("Not management user")
+        self.attempts.record("http", False, address=address, user=name)
+        raise refused
 
     def management_tags(self, name: str) -> frozenset[str]:
         """The management tags of ``name`` (:data:`MANAGEMENT_TAGS`), with what each implies
@@ -453,9 +547,11 @@ class AccessControl:
 
     def authorize(self, name: str, rule: Rule, *, vhost: str | None = None,
                   vhosts: Collection[str] = (), owner: object = NO_ITEM,
-                  delete: bool = False) -> None:
+                  delete: bool = False, address: str | None = None) -> None:
         """Whether ``name`` (logged in, a management user) may use a method whose route names
-        ``rule``: RabbitMQ 3.10.8's ``rabbit_mgmt_util:is_authorized_*`` functions.
+        ``rule``: RabbitMQ 3.10.8's ``rabbit_mgmt_util:is_authorized_*`` functions. With an
+        ``address`` (the HTTP client's), the answer ends the request's login, and counts in
+        :attr:`attempts` as an ``http`` attempt that succeeded or failed.
 
         Args:
             vhost: the vhost the path names (``None``: it names none); ``vhosts``: the names
@@ -471,6 +567,18 @@ class AccessControl:
                 authorised to access virtual host"``, ``"User not authorised to access
                 object"``...).
         """
+        if address is None:
+            self._authorize(name, rule, vhost, vhosts, owner, delete)
+            return
+        try:
+            self._authorize(name, rule, vhost, vhosts, owner, delete)
+        except ManagementRefused:
+            self.attempts.record("http", False, address=address, user=name)
+            raise
+        self.attempts.record("http", True, address=address, user=name)
+
+    def _authorize(self, name: str, rule: Rule, vhost: str | None, vhosts: Collection[str],
+                   owner: object, delete: bool) -> None:
         tags = self.management_tags(name)
         if "administrator" in tags or rule is Rule.PUBLIC or rule is Rule.ANY:
             return  # (an administrator is a monitor and a policymaker, and sees every vhost)

@@ -17,6 +17,7 @@ from ._clock import Clock, SystemClock
 from ._connection import Connection
 from ._exchange import Exchange
 from ._faults import DeliveryFault, PublishNack
+from ._parameters import ParameterCommands
 from ._plugins import Plugins
 from ._policy import PolicyCommands
 from ._profile import Profile
@@ -62,7 +63,7 @@ def _server_properties(as_rabbitmq: str | None, profile: Profile,
     return properties
 
 
-class Broker(UserAdministration, PolicyCommands):
+class Broker(UserAdministration, PolicyCommands, ParameterCommands):
     """An AMQP broker with RabbitMQ's semantics, as plain objects.
 
     Args:
@@ -139,6 +140,7 @@ class Broker(UserAdministration, PolicyCommands):
         #: What the broker says of itself to clients (see ``server_properties`` above).
         self.profile = Profile.parse(as_rabbitmq, deprecated_features)
         self.server_properties = _server_properties(as_rabbitmq, self.profile, server_properties)
+        self._init_parameters()
         self.max_message_size = max_message_size if max_message_size is not None else (
             DEFAULT_MAX_MESSAGE_SIZE_4 if self.profile.rabbitmq4 else DEFAULT_MAX_MESSAGE_SIZE)
         self.memory_high_watermark = memory_high_watermark

@@ -16,7 +16,8 @@ policies (the ``operator_policy`` runtime parameters) and vhost limits (``vhost-
 and apply as in RabbitMQ (``_policy``). Other runtime parameters (federation upstreams,
 shovels...) need links to other brokers that a test broker does not have, so a document that
 has any is refused with an error that names each, unless the caller asks to load the rest
-(``ignore_unsupported``). ``global_parameters`` (the cluster name) are ignored.
+(``ignore_unsupported``). ``global_parameters`` are set as RabbitMQ sets them
+(``cluster_name`` renames the cluster).
 
 As RabbitMQ does, system exchanges (the default exchange and ``amq.*``) are neither imported nor
 exported, and exclusive queues are not exported.
@@ -129,6 +130,12 @@ def load_definitions(broker: Broker, source: str | os.PathLike[str] | Mapping[st
     """
     document = _read(source)
     plan = DefinitionsPlan(document, vhost, ignore_unsupported)
+    global_parameters = [(str(_field(item, "name", "global_parameters")), item.get("value"))
+                         for item in _items(document, "global_parameters")]
+    for name, value in global_parameters:
+        if name == "cluster_name" and not isinstance(value, str):
+            raise DefinitionsError(f"the global parameter cluster_name should be a string, "
+                                   f"not {value!r}")
     extra = _extra(broker)
     with broker._lock:
         plan.check_queue_limits(broker)
@@ -138,6 +145,8 @@ def load_definitions(broker: Broker, source: str | os.PathLike[str] | Mapping[st
             if "metadata" in item:
                 extra.vhost_metadata[name] = item["metadata"]
         load_users(broker, document, lambda section: _items(document, section), vhost)
+        for name, value in global_parameters:
+            broker.set_global_parameter(name, value)
         for item in _items(document, "exchanges"):
             name = _field(item, "name", "exchanges")
             if is_default_exchange(name) or reserved(name):
@@ -249,7 +258,9 @@ def export_steps(broker: Broker) -> Generator[None, None, dict[str, Any]]:
             "product_name": "embroker", "product_version": _embroker_version(),
             "users": users, "vhosts": vhosts, "permissions": permissions,
             "topic_permissions": topic_permissions,
-            "parameters": parameters, "global_parameters": [],
+            "parameters": parameters,
+            "global_parameters": [{"name": name, "value": value}
+                                  for name, value in broker.global_parameters().items()],
             "policies": policies, "queues": queues, "exchanges": exchanges,
             "bindings": bindings}
 

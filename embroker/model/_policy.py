@@ -378,42 +378,85 @@ def _validate_definition(definition: Any, operator: bool, validators: _Validator
     return None
 
 
+#: A value :func:`policy_errors` is not given (a key missing from a runtime parameter).
+MISSING: Final[Any] = object()
+
+
+def policy_errors(pattern: Any = MISSING, definition: Any = MISSING, priority: Any = MISSING,
+                  apply_to: Any = MISSING, *, operator: bool = False,
+                  profile: Profile | None = None) -> list[str]:
+    """Every reason RabbitMQ refuses a policy's values for, in the order it reports them (the
+    definition, then apply-to, the pattern and the priority: ``rabbit_policy``'s validators,
+    last first); a value not given (:data:`MISSING`) is not checked.
+
+    ``profile``: the RabbitMQ whose validators apply (3.10's without one).
+    """
+    errors = []
+    if definition is not MISSING:
+        if profile is not None and profile.rabbitmq4:
+            validators = _validators_4(operator, profile.permits("queue_master_locator"))
+        else:
+            validators = _OPERATOR_VALIDATORS if operator else _VALIDATORS
+        error = _validate_definition(definition, operator, validators)
+        if error is not None:
+            errors.append(error)
+    if apply_to is not MISSING:
+        if profile is not None and profile.rabbitmq4:
+            if apply_to not in APPLY_TO_4:
+                errors.append(f"apply-to '{apply_to}' unrecognised; should be one of: "
+                              "'queues', 'classic_queues',  'quorum_queues', 'streams', "
+                              "'exchanges', or 'all'")
+        elif apply_to not in APPLY_TO:
+            errors.append(f"apply-to '{apply_to}' unrecognised; should be 'queues', "
+                          "'exchanges' or 'all'")
+    if pattern is not MISSING:
+        if not isinstance(pattern, str):
+            errors.append(f"pattern should be a binary but was {_erlang.term(pattern)}")
+        else:
+            try:
+                _regexes.compile_set(pattern)
+            except re.error as exc:
+                # RabbitMQ prints PCRE's message and offset; this is Python's.
+                errors.append("pattern should be regular expression but is invalid: "
+                              f'{{"{exc.msg}",{exc.pos or 0}}}')
+    if priority is not MISSING and (not isinstance(priority, (int, float))
+                                    or isinstance(priority, bool)):
+        errors.append(f"priority should be a number, actually was {_erlang.term(priority)}")
+    return errors
+
+
 def validate_policy(pattern: Any, definition: Any, priority: Any = 0, apply_to: Any = "all", *,
                     operator: bool = False, profile: Profile | None = None) -> None:
-    """Refuse a policy RabbitMQ would refuse, with its text (the definition is checked first,
-    then apply-to, the pattern and the priority: RabbitMQ reports the first error in that order).
+    """Refuse a policy RabbitMQ would refuse, with its text: every reason of
+    :func:`policy_errors`, a line each (the definition's first, then apply-to's, the
+    pattern's and the priority's).
 
     ``profile``: the RabbitMQ whose validators apply (3.10's without one).
 
     Raises:
         PolicyError: ``Validation failed`` and RabbitMQ's reason.
     """
-    if profile is not None and profile.rabbitmq4:
-        validators = _validators_4(operator, profile.permits("queue_master_locator"))
-        error = _validate_definition(definition, operator, validators)
-        if error is None and apply_to not in APPLY_TO_4:
-            error = (f"apply-to '{apply_to}' unrecognised; should be one of: 'queues', "
-                     "'classic_queues',  'quorum_queues', 'streams', 'exchanges', or 'all'")
-    else:
-        error = _validate_definition(
-            definition, operator, _OPERATOR_VALIDATORS if operator else _VALIDATORS)
-        if error is None and apply_to not in APPLY_TO:
-            error = (f"apply-to '{apply_to}' unrecognised; should be 'queues', 'exchanges' "
-                     "or 'all'")
-    if error is None:
-        if not isinstance(pattern, str):
-            error = f"pattern should be a binary but was {_erlang.term(pattern)}"
-        else:
-            try:
-                _regexes.compile_set(pattern)
-            except re.error as exc:
-                # RabbitMQ prints PCRE's message and offset; this is Python's.
-                error = ("pattern should be regular expression but is invalid: "
-                         f'{{"{exc.msg}",{exc.pos or 0}}}')
-    if error is None and (not isinstance(priority, (int, float)) or isinstance(priority, bool)):
-        error = f"priority should be a number, actually was {_erlang.term(priority)}"
-    if error is not None:
-        raise PolicyError.validation(error)
+    errors = policy_errors(pattern, definition, priority, apply_to, operator=operator,
+                           profile=profile)
+    if errors:
+        raise PolicyError.validation("\n".join(errors))
+
+
+def limit_errors(definition: Any) -> list[str]:
+    """Every reason RabbitMQ refuses a vhost's limits for (``rabbit_vhost_limit``), in its
+    order: unknown keys, then ``max-queues``, then ``max-connections``."""
+    if not isinstance(definition, Mapping):
+        return [f"limits not a list {_erlang.term(definition)}"]
+    known = ("max-queues", "max-connections")  # RabbitMQ reports in this order
+    errors = []
+    unknown = [t for t in _sorted_terms(definition) if t[0] not in known]
+    if unknown:
+        errors.append(f"Unrecognised terms {_erlang.term(unknown)} in limits")
+    for key in known:
+        if key in definition and not _is_int(definition[key]):
+            errors.append(
+                f"{key} should be a number, actually was {_erlang.term(definition[key])}")
+    return errors
 
 
 # -- policies ---------------------------------------------------------------------------------------
@@ -888,16 +931,9 @@ class Policies:
         Raises:
             PolicyError: as RabbitMQ's validation (a non-integer, an unknown key).
         """
-        if not isinstance(definition, Mapping):
-            raise PolicyError.validation(f"limits not a list {_erlang.term(definition)}")
-        known = ("max-queues", "max-connections")  # RabbitMQ reports in this order
-        unknown = [t for t in _sorted_terms(definition) if t[0] not in known]
-        if unknown:
-            raise PolicyError.validation(f"Unrecognised terms {_erlang.term(unknown)} in limits")
-        for key in known:
-            if key in definition and not _is_int(definition[key]):
-                raise PolicyError.validation(
-                    f"{key} should be a number, actually was {_erlang.term(definition[key])}")
+        errors = limit_errors(definition)
+        if errors:
+            raise PolicyError.validation("\n".join(errors))
         self.limits = dict(definition)
 
     def _limit(self, key: str) -> int | None:
@@ -1183,20 +1219,11 @@ def export_policies(broker: Broker) -> list[dict[str, Any]]:
 
 
 def export_parameters(broker: Broker) -> list[dict[str, Any]]:
-    """The ``parameters`` section: vhost limits and operator policies, as RabbitMQ writes
-    them, except that an operator policy's definition is an object (RabbitMQ 3.10 writes a list
-    of pairs that its own import refuses)."""
-    out: list[dict[str, Any]] = []
-    for name, vhost in broker.vhosts.items():
-        if vhost.policies.limits:
-            out.append({"vhost": name, "component": "vhost-limits", "name": "limits",
-                        "value": dict(vhost.policies.limits)})
-        for policy in vhost.policies.operator_policies.values():
-            value = policy.to_definitions()
-            out.append({"vhost": name, "component": "operator_policy", "name": policy.name,
-                        "value": {k: value[k] for k in ("apply-to", "definition", "pattern",
-                                                        "priority")}})
-    return out
+    """The ``parameters`` section: vhost limits and operator policies
+    (:meth:`Broker.parameters <embroker.model.Broker.parameters>`), as RabbitMQ writes them,
+    except that an operator policy's definition is an object (RabbitMQ 3.10 writes a list of
+    pairs that its own import refuses)."""
+    return broker.parameters()
 
 
 def export_vhost_limits(vhost: VirtualHost) -> list[list[Any]]:

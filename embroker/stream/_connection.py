@@ -487,12 +487,19 @@ class StreamConnection:
             user = parts[1].decode("utf-8", "replace")
             password = parts[2].decode("utf-8", "replace")
         access = self.broker.access
-        if len(parts) != 3 or not access.login(user, password, loopback=True):
+        address = self.peer.rpartition(":")[0].strip("[]")
+        if len(parts) != 3:
+            access.attempts.record("stream", False, address=address)
+            refused: str | None = "credentials"
+        else:
+            refused = access.check_login(user, password, loopback=self.loopback,
+                                         protocol="stream", address=address)
+        if refused == "credentials":
             self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
                                      Code.AUTHENTICATION_FAILURE).frame())
             self._close(Code.AUTHENTICATION_FAILURE, "authentication failure")
             return
-        if not access.allowed_from(user, loopback=self.loopback):
+        if refused == "loopback":
             self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
                                      Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK).frame())
             self._close(Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK,

@@ -28,7 +28,8 @@ _AUTH = {"authorization": "Basic " + base64.b64encode(b"guest:guest").decode()}
 _EXISTING = {"vhost": "/", "name": "q", "user": "guest", "source": "x", "kind": "q",
              "destination": "q", "props": "~", "node": "embroker@localhost",
              "component": "federation-upstream", "limit": "max-queues", "within": "1",
-             "unit": "days", "port": "5672", "protocol": "amqp", "username": "guest"}
+             "unit": "days", "port": "5672", "protocol": "amqp", "username": "guest",
+             "exchange": "amq.topic"}
 
 
 def _json() -> st.SearchStrategy[Any]:

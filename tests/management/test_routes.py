@@ -138,19 +138,14 @@ RABBITMQ: dict[str, dict[str, Rule]] = {
 
 #: RabbitMQ's routes embroker does not serve (answered 404), and why.
 NOT_SERVED = {
-    "/nodes/:node/memory": "the Erlang VM's memory breakdown",
+    "/nodes/:node/memory": "the Erlang VM's memory breakdown (its allocators, ETS tables, "
+                           "binaries, code, atoms...): a Python process has none of these to "
+                           "measure",
     "/nodes/:node/memory/relative": "(the same)",
     "/nodes/:node/memory/ets": "(the same: Erlang's ETS tables)",
     "/nodes/:node/memory/ets/relative": "(the same)",
     "/nodes/:node/memory/ets/:filter": "(the same)",
     "/nodes/:node/memory/ets/:filter/relative": "(the same)",
-    "/parameters/:component/:vhost/:name": "no runtime parameters (federation, shovel)",
-    "/global-parameters/:name": "the only global parameter is the cluster name",
-    "/feature-flags/:name/enable": "no feature flags",
-    "/topic-permissions/:vhost/:user/:exchange": "topic permissions per exchange are listed "
-                                                 "and set through /topic-permissions/:vhost/:user",
-    "/auth/attempts/:node": "no record of authentication attempts",
-    "/auth/attempts/:node/source": "(the same)",
 }
 
 #: embroker's own routes (not RabbitMQ's), and their rules.
