@@ -13,7 +13,6 @@ import os
 import re
 import urllib.parse
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pika
@@ -29,14 +28,6 @@ from .test_user_limits import _api
 
 REFERENCE = os.environ.get("EMBROKER_REFERENCE_URL")
 NOT_FOUND = [404, {"error": "Object Not Found", "reason": "Not Found"}]
-
-
-@pytest.fixture
-def served() -> Iterator[Server]:
-    broker = Broker()
-    with broker.serve(management=True) as server:
-        yield server
-        assert server.errors == []
 
 
 def _both(served: Server) -> list[str]:

@@ -11,7 +11,7 @@ import json
 import os
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -32,14 +32,6 @@ def _api(base: str, user: str = "guest", password: str = "guest") -> Api:
     """test_api's client for the management API at ``base`` (``.../api``)."""
     where = cast(Server, SimpleNamespace(management_url=base.removesuffix("api")))
     return ManagementClient(where, user, password)
-
-
-@pytest.fixture
-def served() -> Iterator[Server]:
-    broker = Broker()
-    with broker.serve(management=True) as server:
-        yield server
-        assert server.errors == []
 
 
 def _reference() -> tuple[str, str] | None:
