@@ -51,7 +51,7 @@ def embroker_server() -> Iterator[tuple[str, int]]:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        match = re.search(r"the stream protocol on port (\d+)", line)
+        match = re.search(r"the stream protocol on rabbitmq-stream://[^/]*:(\d+)/", line)
         if match is None:
             raise RuntimeError(f"embroker did not start: {line!r}")
         yield "127.0.0.1", int(match.group(1))
