@@ -61,9 +61,12 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from .amqp091 import methods
+
+if TYPE_CHECKING:
+    from ._tls import TLSSocket
 
 try:
     from fcntl import ioctl
@@ -106,7 +109,8 @@ class SystemPacer:
 class Readiness(Protocol):
     """What the policy reads of a ready client (the listener's client object has these)."""
 
-    sock: socket.socket
+    #: Its socket (a TLS one's bytes are counted and looked at as they came: ciphertext).
+    sock: socket.socket | TLSSocket
     #: Its last read got an answer: it may be waiting for the next one.
     answered: bool
     #: Its last read held ``pipelined`` commands or more, none answered (and it is no consumer
@@ -129,7 +133,7 @@ class Plan:
     holding: bool = False
 
 
-def waiting(sock: socket.socket) -> int:
+def waiting(sock: socket.socket | TLSSocket) -> int:
     """How many bytes ``sock`` has waiting to be read (0 if it cannot tell)."""
     fileno = sock.fileno()
     if ioctl is None or fileno < 0:  # (closed: while the loop served the clients read at once)
@@ -142,7 +146,7 @@ def waiting(sock: socket.socket) -> int:
     return int.from_bytes(buffer, sys.byteorder)
 
 
-def ends_in_command(sock: socket.socket) -> bool:
+def ends_in_command(sock: socket.socket | TLSSocket) -> bool:
     """Whether the bytes waiting in ``sock`` (looked at, not read) end with a whole method
     frame other than basic.publish's."""
     count = waiting(sock)
@@ -179,8 +183,9 @@ class BatchingPolicy:
     pacer: Pacer = field(default_factory=SystemPacer)
     #: The bytes waiting in a socket; ``None``: the platform cannot count them (no hold, and a
     #: quick select alone means a stream, paused for once, ``pause_step``).
-    waiting: Callable[[socket.socket], int] | None = waiting if ioctl is not None else None
-    ends_in_command: Callable[[socket.socket], bool] = ends_in_command
+    waiting: Callable[[socket.socket | TLSSocket], int] | None = \
+        waiting if ioctl is not None else None
+    ends_in_command: Callable[[socket.socket | TLSSocket], bool] = ends_in_command
     #: The loop's thread may run on one CPU only (``on_one_cpu``, read as the loop starts).
     one_cpu: bool = False
     enabled: bool = True

@@ -11,12 +11,14 @@ from .model._history import events_of
 from .server import Server
 
 if TYPE_CHECKING:
+    import ssl
     from collections.abc import Collection, Mapping
 
     import pika
 
     from .memory import MemoryConnection
     from .memory.pika import BlockingConnection
+    from .tls import TLSOptions
 
 __all__ = ["Broker"]
 
@@ -211,7 +213,10 @@ class Broker(model.Broker):
               max_connections: Mapping[str, int | None] | None = None,
               management_allow_hosts: Collection[str] = (),
               stream_advertised_host: str | None = None,
-              stream_advertised_port: int | None = None) -> Server:
+              stream_advertised_port: int | None = None,
+              tls: ssl.SSLContext | TLSOptions | None = None, tls_port: int | None = None,
+              stream_tls_port: int | None = None,
+              management_tls_port: int | None = None) -> Server:
         """Start a listener that real AMQP 0-9-1 and AMQP 1.0 clients can connect to (one port
         serves both, told apart by the protocol header, as RabbitMQ's).
 
@@ -241,6 +246,12 @@ class Broker(model.Broker):
             management_allow_hosts: more names the management port answers for (``Host``)
                 and whose pages it answers (``Origin``), besides its own address,
                 ``localhost`` and loopback addresses; ``"*"``: any (docs/management.md).
+            tls: the TLS ports' settings: :class:`~embroker.tls.TLSOptions` (RabbitMQ's
+                ``ssl_options``) or a server-side ``ssl.SSLContext`` (docs/tls.md).
+            tls_port: serve amqps on this port (0: any free port; ``server.tls_url``): AMQP
+                0-9-1 and 1.0 over TLS, as RabbitMQ's ``listeners.ssl``.
+            stream_tls_port, management_tls_port: the stream protocol and the management API
+                over TLS (RabbitMQ's ``stream.listeners.ssl`` and ``management.ssl.port``).
 
         Raises:
             PortInUse: the port is taken.
@@ -253,4 +264,6 @@ class Broker(model.Broker):
                       max_connections=max_connections,
                       management_allow_hosts=management_allow_hosts,
                       stream_advertised_host=stream_advertised_host,
-                      stream_advertised_port=stream_advertised_port).start()
+                      stream_advertised_port=stream_advertised_port, tls=tls,
+                      tls_port=tls_port, stream_tls_port=stream_tls_port,
+                      management_tls_port=management_tls_port).start()

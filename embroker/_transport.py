@@ -27,6 +27,7 @@ on its loop thread; a link runs it in the caller's thread under the broker's loc
 from __future__ import annotations
 
 import enum
+import ssl
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -98,20 +99,26 @@ class PortPolicy:
     amqp: bool = False
     #: How long a socket may take to open its connection (RabbitMQ's ``handshake_timeout``).
     handshake_timeout: float = 10.0
+    #: TLS between the socket and the connection (a TLS port: amqps, the stream protocol's
+    #: or the management API's), or ``None``.
+    tls: ssl.SSLContext | None = None
 
     @classmethod
     def for_amqp(cls, max_connections: int | None, *, amqp10_only: bool = False,
-             handshake_timeout: float = 10.0) -> PortPolicy:
+                 handshake_timeout: float = 10.0,
+                 tls: ssl.SSLContext | None = None) -> PortPolicy:
         return cls("amqp10" if amqp10_only else "amqp", max_connections, amqp=True,
-                   handshake_timeout=handshake_timeout)
+                   handshake_timeout=handshake_timeout, tls=tls)
 
     @classmethod
-    def for_management(cls, max_connections: int | None, output_bound: int) -> PortPolicy:
-        return cls("management", max_connections, output_bound)
+    def for_management(cls, max_connections: int | None, output_bound: int,
+                       tls: ssl.SSLContext | None = None) -> PortPolicy:
+        return cls("management", max_connections, output_bound, tls=tls)
 
     @classmethod
-    def for_stream(cls, max_connections: int | None, output_bound: int) -> PortPolicy:
-        return cls("stream", max_connections, output_bound)
+    def for_stream(cls, max_connections: int | None, output_bound: int,
+                   tls: ssl.SSLContext | None = None) -> PortPolicy:
+        return cls("stream", max_connections, output_bound, tls=tls)
 
 
 class Carrier(Protocol):

@@ -50,6 +50,7 @@ import ipaddress
 import logging
 import selectors
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -61,6 +62,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, final, overload
 
 from ._batching import BatchingPolicy, Plan, on_one_cpu
 from ._sniff import SniffingConnection
+from ._tls import TLSSocket
 from ._transport import PORT_KINDS, CarriedConnection, PortPolicy, SansIOConnection, client_properties
 from .amqp091 import ServerConnection as Amqp091Connection
 from .amqp10 import ServerConnection as Amqp10Connection
@@ -73,6 +75,7 @@ from .errors import (
 )
 from .model._access import is_loopback
 from .model._names import NODE
+from .tls import TLSOptions, server_context
 
 if TYPE_CHECKING:
     from .management import ManagementAPI
@@ -271,11 +274,13 @@ class _Client:
     the management API's HTTP, or the stream protocol, as its port's policy says."""
 
     __slots__ = ("amqp", "answered", "bound", "conn", "connected_at", "events", "held", "peer",
-                 "port", "sock", "stalled_until", "streams", "wbuf", "written")
+                 "port", "sock", "stalled_until", "streams", "tls", "wbuf", "written")
 
-    def __init__(self, sock: socket.socket, peer: str,
+    def __init__(self, sock: socket.socket | TLSSocket, peer: str,
                  connection: Callable[[_Client], Any], port: _Port | None = None) -> None:
         self.sock = sock
+        #: Its TLS session (the same object as ``sock``), on a TLS port; else ``None``.
+        self.tls = sock if type(sock) is TLSSocket else None
         self.peer = peer
         #: The port it came in on (its count of connections goes down as it leaves).
         self.port = port
@@ -389,7 +394,7 @@ def _addresses(host: str) -> list[tuple[socket.AddressFamily, str]]:
     return [(family, host)]
 
 
-def _over_loopback(sock: socket.socket) -> bool:
+def _over_loopback(sock: socket.socket | TLSSocket) -> bool:
     """Whether a client came in over a loopback interface. RabbitMQ asks the socket's own
     address (``rabbit_net:is_loopback/1``), which is loopback exactly when the peer's is."""
     try:
@@ -444,7 +449,10 @@ class Server:
                  management_allow_hosts: Collection[str] = (),
                  stream_advertised_host: str | None = None,
                  stream_advertised_port: int | None = None,
-                 batching: BatchingPolicy | None = None) -> None:
+                 batching: BatchingPolicy | None = None,
+                 tls: ssl.SSLContext | TLSOptions | None = None, tls_port: int | None = None,
+                 stream_tls_port: int | None = None,
+                 management_tls_port: int | None = None) -> None:
         limits = default_max_connections()
         for kind, limit in (max_connections or {}).items():
             if kind not in limits:
@@ -454,6 +462,11 @@ class Server:
                 raise ValueError(f"max_connections: {kind!r} must hold one connection or "
                                  f"more (None: no limit), not {limit}")
             limits[kind] = limit
+        if tls is None and (tls_port, stream_tls_port, management_tls_port) != (None,) * 3:
+            raise ValueError("a TLS port needs TLS settings: tls=TLSOptions(certfile=...) or an "
+                             "ssl.SSLContext")
+        #: The server-side context of the TLS ports (``None``: no TLS port).
+        self.tls: ssl.SSLContext | None = server_context(tls) if tls is not None else None
         self.broker = broker
         # The broker's lock (``broker.locked()``), kept at hand: every model call runs under it.
         self._locked = broker.locked()
@@ -495,6 +508,11 @@ class Server:
         self.amqp10_port = self._listen(host, amqp10_port, PortPolicy.for_amqp(
             limits["amqp"], amqp10_only=True, handshake_timeout=handshake_timeout)) \
             if amqp10_port is not None else None
+        #: The amqps port (RabbitMQ's 5671: AMQP 0-9-1 and 1.0 over TLS, sniffed as on the
+        #: plain one), ``None`` unless asked for.
+        self.tls_port = self._listen(host, tls_port, PortPolicy.for_amqp(
+            limits["amqp"], handshake_timeout=handshake_timeout, tls=self.tls)) \
+            if tls_port is not None else None
         # The management port: HTTP clients, kept apart from the AMQP ones (they are no
         # broker connections); the loop's alone, as _dirty.
         self._http_clients: dict[int, _Client] = {}
@@ -508,6 +526,16 @@ class Server:
         self.stream_port = self._listen(host, stream_port, PortPolicy.for_stream(
             limits["stream"], _HTTP_UNREAD)) \
             if stream_port is not None else None
+        #: The stream protocol over TLS (RabbitMQ's 5551), ``None`` unless asked for.
+        self.stream_tls_port = self._listen(host, stream_tls_port, PortPolicy.for_stream(
+            limits["stream"], _HTTP_UNREAD, tls=self.tls)) \
+            if stream_tls_port is not None else None
+        #: The management API and console over HTTPS (RabbitMQ's 15671), ``None`` unless
+        #: asked for.
+        self.management_tls_port = self._listen(
+            host, management_tls_port, PortPolicy.for_management(
+                limits["management"], _HTTP_UNREAD, tls=self.tls)) \
+            if management_tls_port is not None else None
         #: What the stream protocol's Open and Metadata name as this node (RabbitMQ's
         #: ``stream.advertised_host`` and ``advertised_port``): by default, as
         #: ``rabbit_stream:host/0`` and ``port/0`` (v3.10.8), the host part of the node's name
@@ -521,7 +549,7 @@ class Server:
         #: The names the management port answers besides its own (``management_allow_hosts``).
         self.management_allow_hosts = tuple(management_allow_hosts)
         self._hosts: HostPolicy | None = None  # the management port's, made with the API
-        if management_port is not None:
+        if management_port is not None or management_tls_port is not None:
             from .management import ManagementAPI  # h11 and the API: only when served
             from .management._http import HostPolicy
 
@@ -604,6 +632,43 @@ class Server:
         host = self.stream_advertised_host
         host = f"[{host}]" if ":" in host else host
         return f"rabbitmq-stream://{user}:{password}@{host}:{self.stream_advertised_port}/%2f"
+
+    @property
+    def tls_url(self) -> str:
+        """``amqps://USER:PASSWORD@HOST:PORT/`` of the amqps port.
+
+        Raises:
+            RuntimeError: the listener serves no amqps port (``tls_port``).
+        """
+        if self.tls_port is None:
+            raise RuntimeError("this listener serves no amqps port: start it with "
+                               "broker.serve(tls=..., tls_port=0) (serve --tls-port N)")
+        return "amqps" + self._url(self.tls_port)[4:] + "/"
+
+    @property
+    def stream_tls_url(self) -> str | None:
+        """``rabbitmq-stream+tls://USER:PASSWORD@HOST:PORT/%2f`` of the stream protocol's TLS
+        port, on the host the node advertises; ``None`` without one."""
+        if self.stream_tls_port is None:
+            return None
+        user = "guest" if "guest" in self.broker.users else next(iter(self.broker.users), "guest")
+        password = self.broker.users.get(user, "guest")
+        host = self.stream_advertised_host
+        host = f"[{host}]" if ":" in host else host
+        return f"rabbitmq-stream+tls://{user}:{password}@{host}:{self.stream_tls_port}/%2f"
+
+    @property
+    def management_tls_url(self) -> str:
+        """``https://HOST:PORT/`` of the management API and console over HTTPS.
+
+        Raises:
+            RuntimeError: the listener serves no HTTPS port (``management_tls_port``).
+        """
+        if self.management_tls_port is None:
+            raise RuntimeError("this listener serves no management API over HTTPS: start it "
+                               "with broker.serve(tls=..., management_tls_port=0)")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"https://{host}:{self.management_tls_port}/"
 
     @property
     def amqp10_url(self) -> str:
@@ -848,14 +913,16 @@ class Server:
                 sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 peer = _peer_name(sock, address)
+                carried: socket.socket | TLSSocket = sock if port.policy.tls is None \
+                    else TLSSocket(sock, port.policy.tls)
                 if port.kind == "management":
-                    self._accept_http(sock, peer, port)
+                    self._accept_http(carried, peer, port)
                     continue
                 if port.kind == "stream":
-                    self._accept_stream(sock, peer, port)
+                    self._accept_stream(carried, peer, port)
                     continue
                 with self._locked:
-                    client = _Client(sock, peer, functools.partial(
+                    client = _Client(carried, peer, functools.partial(
                         self._connection, policy=port.policy), port)
                     self._clients[sock.fileno()] = client
                 self._selector.register(sock, selectors.EVENT_READ, client)
@@ -873,7 +940,7 @@ class Server:
             if not port.selected:
                 self._select_port(port)
 
-    def _accept_http(self, sock: socket.socket, peer: str, port: _Port) -> None:
+    def _accept_http(self, sock: socket.socket | TLSSocket, peer: str, port: _Port) -> None:
         from .management._http import HostPolicy, HttpConnection
 
         assert self._management is not None
@@ -890,14 +957,16 @@ class Server:
         self._selector.register(sock, selectors.EVENT_READ, client)
         log.debug("accepted HTTP connection from %s", peer)
 
-    def _accept_stream(self, sock: socket.socket, peer: str, port: _Port) -> None:
+    def _accept_stream(self, sock: socket.socket | TLSSocket, peer: str, port: _Port) -> None:
         from .stream import StreamConnection
 
         assert self.stream_port is not None
         with self._locked:
+            advertised = self.stream_advertised_port if port.policy.tls is None \
+                else self.stream_tls_port  # (RabbitMQ's advertised_tls_port: the TLS port)
             conn = StreamConnection(self.broker, peer=peer, loopback=_over_loopback(sock),
                                     advertised_host=self.stream_advertised_host,
-                                    advertised_port=self.stream_advertised_port or 0)
+                                    advertised_port=advertised or 0)
         client = _Client(sock, peer, lambda _client: conn, port)
         conn.on_output = functools.partial(self._has_output, client)
         client.written = conn.written
@@ -957,6 +1026,8 @@ class Server:
         except OSError:
             size = 0
         data = buffer[:size].tobytes()
+        if client.tls is not None and client.tls.unsent:
+            self._dirty.add(client)  # (the handshake's answer the socket did not take)
         conn = client.conn
         if not client.amqp:  # (the management API and the stream protocol take the lock)
             with self._isolated(client):
@@ -1068,6 +1139,9 @@ class Server:
         # An AMQP client's protocol connection, asked directly (SniffingConnection only passes
         # these on to it): the hot write path.
         conn: Any = client.conn.inner if client.amqp else client.conn
+        tls = client.tls
+        if tls is not None and tls.unsent:
+            tls.flush()
         if conn.failure is not None:  # sending it something failed, in another's work
             failure, conn.failure = conn.failure, None
             self._bug(failure, f"sending to the connection from {client.peer}")
@@ -1114,7 +1188,7 @@ class Server:
             if client.written is not None:  # (a stream connection paces its readers by it)
                 client.written(len(client.wbuf))
             self._note_work(client)
-        if conn.should_close and not client.wbuf:
+        if conn.should_close and not client.wbuf and (tls is None or tls.flush()):
             self._drop(client)
             return
         if client.amqp and _DELIVER in data:
@@ -1122,7 +1196,7 @@ class Server:
         bound = client.bound
         events = 0 if conn.blocked or (bound is not None and len(client.wbuf) > bound) \
             else selectors.EVENT_READ
-        if client.wbuf and not stalled:
+        if (client.wbuf or (tls is not None and tls.unsent)) and not stalled:
             events |= selectors.EVENT_WRITE
         if events != client.events:
             if not client.events:
@@ -1416,7 +1490,7 @@ class WireConnection:
     blocked: bool
 
 
-def _sockname(sock: socket.socket) -> str:
+def _sockname(sock: socket.socket | TLSSocket) -> str:
     try:
         name = sock.getsockname()
     except OSError:
