@@ -6,6 +6,7 @@ import argparse
 import gc
 import logging
 import signal
+import ssl
 import sys
 import threading
 from pathlib import Path
@@ -17,6 +18,7 @@ from .analytics._cli import add_commands as add_analytics_commands
 from .errors import AMQPError, DefinitionsError
 from .model._plugins import PLUGINS
 from .server import PortInUse, Server
+from .tls import TLSOptions
 
 
 def _user(text: str) -> tuple[str, str]:
@@ -99,15 +101,22 @@ def _serve(args: argparse.Namespace) -> int:
            + ("" if vhost == "/" else quote(vhost, safe="")))
     also = f", AMQP 1.0 alone on amqp://{credentials}{host}:{server.amqp10_port}" \
         if server.amqp10_port is not None else ""
+    if server.tls_port is not None:
+        also += f", amqps://{credentials}{host}:{server.tls_port}/"
     if server.stream_port is not None:
         also += f", the stream protocol on {server.stream_url}"
+    if server.stream_tls_port is not None:
+        also += f", the stream protocol over TLS on {server.stream_tls_url}"
     if server.management is not None:
         server.management.rabbitmqadmin = args.rabbitmqadmin
         if args.trace_dir is not None:
             from .management._tracing import Tracing
 
             server.management.tracing = Tracing(broker, args.trace_dir)
-        also += f"; management API and console on {server.management_url}"
+        also += "; management API and console on " + " and ".join(
+            url for url in (server.management_port is not None and server.management_url,
+                            server.management_tls_port is not None and server.management_tls_url)
+            if url)
     plugins = f"; plugins: {', '.join(sorted(broker.plugins.enabled))}" \
         if broker.plugins.enabled else ""
 
@@ -143,7 +152,12 @@ _ADVICE = {
     "amqp10": "choose another with --amqp10-port N, or --amqp10-port 0 for any free port",
     "management": "choose another with --management-port N, --management-port 0 for any free "
                   "port, or --no-management",
-    "stream": "choose another with --stream-port N, or --stream-port 0 for any free port"}
+    "stream": "choose another with --stream-port N, or --stream-port 0 for any free port",
+    "tls": "choose another with --tls-port N, or --tls-port 0 for any free port",
+    "stream_tls": "choose another with --stream-tls-port N, or --stream-tls-port 0 for any "
+                  "free port",
+    "management_tls": "choose another with --management-tls-port N, or "
+                      "--management-tls-port 0 for any free port"}
 
 
 def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
@@ -162,7 +176,26 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
         "management": None if args.no_management else (
             args.management_port if args.management_port is not None
             else _MANAGEMENT_PORT if args.port in (None, _AMQP_PORT) else 0),
-        "stream": args.stream_port}
+        "stream": args.stream_port, "tls": args.tls_port,
+        "stream_tls": args.stream_tls_port, "management_tls": args.management_tls_port}
+    tls: ssl.SSLContext | None = None
+    if args.certfile is not None:
+        options = TLSOptions(certfile=args.certfile, keyfile=args.keyfile,
+                             cacertfile=args.cacertfile, password=args.key_password,
+                             verify="verify_peer" if args.verify_peer else "verify_none",
+                             fail_if_no_peer_cert=args.fail_if_no_peer_cert,
+                             versions=tuple(args.tls_version or ("tlsv1.3", "tlsv1.2")))
+        try:
+            tls = options.context()
+        except (OSError, ssl.SSLError) as exc:
+            files = ", ".join(f for f in (args.certfile, args.keyfile, args.cacertfile) if f)
+            print(f"embroker: cannot use the TLS files {files}: "
+                  f"{getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+            return None
+    elif any(ports[k] is not None for k in ("tls", "stream_tls", "management_tls")):
+        print("embroker: a TLS port needs a certificate: --certfile FILE (and --keyfile FILE "
+              "unless the key is in it)", file=sys.stderr)
+        return None
     implied = {"amqp": args.port is None,
                "management": not args.no_management and args.management_port is None}
     moved: list[tuple[str, int]] = []
@@ -174,7 +207,10 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
                             max_connections=dict(args.max_connections or ()),
                             management_allow_hosts=args.management_allow_host or (),
                             stream_advertised_host=args.stream_advertised_host,
-                            stream_advertised_port=args.stream_advertised_port)
+                            stream_advertised_port=args.stream_advertised_port,
+                            tls=tls, tls_port=ports["tls"],
+                            stream_tls_port=ports["stream_tls"],
+                            management_tls_port=ports["management_tls"])
         except PortInUse as exc:
             # The first port bound, in Server's order, that has the number: the one taken.
             kind = next((k for k, port in ports.items() if port and port == exc.port), "amqp")
@@ -269,6 +305,36 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--stream-advertised-port", type=int, default=None, metavar="N",
                        help="the port they name (stream.advertised_port); default the stream "
                             "port")
+    serve.add_argument("--tls-port", type=int, default=None, metavar="N",
+                       help="also serve amqps (AMQP 0-9-1 and 1.0 over TLS) on port N "
+                            "(RabbitMQ's is 5671; 0 for any free port); needs --certfile")
+    serve.add_argument("--stream-tls-port", type=int, default=None, metavar="N",
+                       help="also serve the stream protocol over TLS on port N (RabbitMQ's is "
+                            "5551)")
+    serve.add_argument("--management-tls-port", type=int, default=None, metavar="N",
+                       help="also serve the management API over HTTPS on port N (RabbitMQ's "
+                            "is 15671)")
+    serve.add_argument("--certfile", default=None, metavar="FILE",
+                       help="the TLS ports' certificate, PEM, its chain after it "
+                            "(ssl_options.certfile)")
+    serve.add_argument("--keyfile", default=None, metavar="FILE",
+                       help="its private key, PEM (ssl_options.keyfile); default: in "
+                            "--certfile")
+    serve.add_argument("--key-password", default=None, metavar="PASSWORD",
+                       help="the key's password (ssl_options.password)")
+    serve.add_argument("--cacertfile", default=None, metavar="FILE",
+                       help="the authorities client certificates are checked against "
+                            "(ssl_options.cacertfile)")
+    serve.add_argument("--verify-peer", action="store_true",
+                       help="ask clients for a certificate and check one sent "
+                            "(ssl_options.verify = verify_peer)")
+    serve.add_argument("--fail-if-no-peer-cert", action="store_true",
+                       help="with --verify-peer, refuse a client without a certificate "
+                            "(ssl_options.fail_if_no_peer_cert = true)")
+    serve.add_argument("--tls-version", action="append", metavar="VERSION",
+                       choices=("tlsv1.3", "tlsv1.2", "tlsv1.1", "tlsv1"),
+                       help="a TLS version the TLS ports take (ssl_options.versions.N; "
+                            "repeat it); default tlsv1.3 and tlsv1.2, as RabbitMQ")
     serve.add_argument("--management-port", type=int, default=None, metavar="N",
                        help="serve RabbitMQ's management HTTP API and the console on port N "
                             "(0 for any free port); default 15672, as RabbitMQ, when --port "
