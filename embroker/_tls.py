@@ -22,6 +22,7 @@ handshake timeout, which counts from the TCP connection.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 from typing import Any, Final, final
@@ -88,13 +89,16 @@ class TLSSocket:
                 # (into the buffer: a count, which typeshed does not know)
                 read: int = self._tls.read(len(buffer) - count,
                                            buffer[count:])  # type: ignore[assignment]
-                if not read:
+                if not read:  # the peer's close_notify: ours in answer, then the end
+                    ended = True
+                    self._close_notify()
                     break
                 count += read
         except ssl.SSLWantReadError:
             pass
-        except ssl.SSLZeroReturnError:  # the peer's close_notify
+        except ssl.SSLZeroReturnError:
             ended = True
+            self._close_notify()
         except ssl.SSLError as exc:
             self.error = exc
             ended = True
@@ -104,6 +108,10 @@ class TLSSocket:
         if ended:
             return 0
         raise BlockingIOError
+
+    def _close_notify(self) -> None:
+        with contextlib.suppress(ssl.SSLError):
+            self._tls.unwrap()
 
     # -- writing ---------------------------------------------------------------------------
 

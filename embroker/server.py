@@ -960,7 +960,6 @@ class Server:
     def _accept_stream(self, sock: socket.socket | TLSSocket, peer: str, port: _Port) -> None:
         from .stream import StreamConnection
 
-        assert self.stream_port is not None
         with self._locked:
             advertised = self.stream_advertised_port if port.policy.tls is None \
                 else self.stream_tls_port  # (RabbitMQ's advertised_tls_port: the TLS port)

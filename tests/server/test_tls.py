@@ -1,0 +1,325 @@
+"""TLS on the listener's ports (amqps, the stream protocol's, the management API's): each
+client's own way of asking for TLS works, a bad handshake costs its connection alone, and the
+verify settings act as RabbitMQ's ``ssl_options`` say."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import ssl
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pika
+import pytest
+import trustme
+
+from embroker import Broker, ManualClock
+from embroker.server import Server
+from embroker.testing import advance, wait_until
+from embroker.tls import TLSOptions
+
+
+@dataclass(frozen=True)
+class Files:
+    ca: trustme.CA
+    cacertfile: str
+    certfile: str
+    keyfile: str
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Files:
+    ca = trustme.CA()
+    leaf = ca.issue_cert("localhost", "127.0.0.1")
+    where = tmp_path_factory.mktemp("tls")
+    ca.cert_pem.write_to_path(str(where / "ca.pem"))
+    leaf.cert_chain_pems[0].write_to_path(str(where / "server.pem"))
+    leaf.private_key_pem.write_to_path(str(where / "server.key"))
+    return Files(ca, str(where / "ca.pem"), str(where / "server.pem"), str(where / "server.key"))
+
+
+def options(files: Files, **more: Any) -> TLSOptions:
+    return TLSOptions(certfile=files.certfile, keyfile=files.keyfile,
+                      cacertfile=files.cacertfile, **more)
+
+
+@pytest.fixture
+def server(files: Files) -> Iterator[Server]:
+    with Broker().serve(tls=options(files), tls_port=0, stream_tls_port=0,
+                        management_tls_port=0) as srv:
+        yield srv
+        assert srv.errors == []
+
+
+#: How pika says a TLS handshake failed (its own error, or ssl's as it is).
+REFUSED = (pika.exceptions.AMQPConnectionError, ssl.SSLError, ConnectionError)
+
+
+def client_context(files: Files) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=files.cacertfile)
+
+
+def pika_over_tls(files: Files, port: int, context: ssl.SSLContext | None = None,
+                  ) -> pika.BlockingConnection:
+    return pika.BlockingConnection(pika.ConnectionParameters(
+        "localhost", port, ssl_options=pika.SSLOptions(context or client_context(files),
+                                                       "localhost")))
+
+
+# -- each client's own way -------------------------------------------------------------------
+
+
+def test_pika_publishes_and_consumes_over_amqps_with_its_ssl_options(
+        server: Server, files: Files) -> None:
+    assert server.tls_port is not None
+    assert server.tls_url == f"amqps://guest:guest@127.0.0.1:{server.tls_port}/"
+    connection = pika_over_tls(files, server.tls_port)
+    channel = connection.channel()
+    channel.queue_declare("tls")
+    big = bytes(range(256)) * 20_000  # (5 MB: many TLS records, a socket that fills up)
+    for body in (b"small", big):
+        channel.basic_publish("", "tls", body)
+    got = []
+    for method, _props, body in channel.consume("tls", inactivity_timeout=5):
+        assert method is not None
+        got.append(body)
+        channel.basic_ack(method.delivery_tag)
+        if len(got) == 2:
+            break
+    assert got == [b"small", big]
+    connection.close()
+
+
+def test_aio_pika_connects_with_an_amqps_url_and_its_cafile(server: Server, files: Files) -> None:
+    import aio_pika
+
+    async def run() -> bytes:
+        url = f"amqps://guest:guest@localhost:{server.tls_port}/?cafile={files.cacertfile}"
+        connection = await aio_pika.connect(url)
+        async with connection:
+            channel = await connection.channel()
+            queue = await channel.declare_queue("aio-tls")
+            await channel.default_exchange.publish(aio_pika.Message(b"hello"), "aio-tls")
+            message = await queue.get(timeout=5)
+            await message.ack()
+            return message.body
+
+    assert asyncio.run(asyncio.wait_for(run(), 20)) == b"hello"
+
+
+def test_kombu_sends_and_reads_with_broker_use_ssl(server: Server, files: Files) -> None:
+    import kombu
+
+    ssl_options = {"ca_certs": files.cacertfile, "cert_reqs": ssl.CERT_REQUIRED,
+                   "server_hostname": "localhost"}
+    with kombu.Connection(f"amqp://guest:guest@localhost:{server.tls_port}//",
+                          ssl=ssl_options) as connection:
+        queue = connection.SimpleQueue("kombu-tls")
+        queue.put({"n": 1})
+        message = queue.get(timeout=5)
+        assert message.payload == {"n": 1}
+        message.ack()
+        queue.close()
+
+
+def test_amqpstorm_connects_with_its_ssl_options(server: Server, files: Files) -> None:
+    import amqpstorm
+
+    connection = amqpstorm.Connection(
+        "localhost", "guest", "guest", port=server.tls_port, ssl=True,
+        ssl_options={"context": client_context(files), "server_hostname": "localhost"})
+    channel = connection.channel()
+    channel.queue.declare("storm-tls")
+    channel.basic.publish(b"storm", "storm-tls")
+    message = channel.basic.get("storm-tls")
+    assert message is not None
+    assert message.body == "storm"
+    connection.close()
+
+
+def test_proton_speaks_amqp_1_0_over_amqps_with_its_ssl_domain(
+        server: Server, files: Files) -> None:
+    from proton import Message, SSLDomain
+    from proton.utils import BlockingConnection
+
+    server.broker.connect().channel().queue_declare("proton-tls")
+    domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    domain.set_trusted_ca_db(files.cacertfile)
+    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+    connection = BlockingConnection(f"amqps://guest:guest@localhost:{server.tls_port}",
+                                    ssl_domain=domain, timeout=10)
+    try:
+        sender = connection.create_sender("/queues/proton-tls")
+        sender.send(Message(body="over tls"))
+        receiver = connection.create_receiver("/queues/proton-tls")
+        assert receiver.receive(timeout=5).body == "over tls"
+        receiver.accept()
+    finally:
+        connection.close()
+
+
+def test_rstream_publishes_and_reads_over_the_stream_tls_port(
+        server: Server, files: Files) -> None:
+    from rstream import (
+        AMQPMessage,
+        Consumer,
+        ConsumerOffsetSpecification,
+        OffsetType,
+        Producer,
+        amqp_decoder,
+    )
+
+    assert server.stream_tls_port is not None
+    port = server.stream_tls_port
+    context = client_context(files)
+
+    async def run() -> list[bytes]:
+        got: list[bytes] = []
+        done = asyncio.Event()
+        async with Producer("localhost", port=port, username="guest", password="guest",
+                            ssl_context=context) as producer:
+            await producer.create_stream("tls-stream")
+            await producer.send_wait("tls-stream", AMQPMessage(body=b"s1"))
+
+            async def on_message(message: Any, _context: Any) -> None:
+                got.append(bytes(message.body))
+                done.set()
+
+            consumer = Consumer("localhost", port=port, username="guest", password="guest",
+                                ssl_context=context)
+            await consumer.start()
+            await consumer.subscribe("tls-stream", on_message, decoder=amqp_decoder,
+                                     offset_specification=(
+                ConsumerOffsetSpecification(OffsetType.FIRST, None)))
+            await asyncio.wait_for(done.wait(), 10)
+            await consumer.close()
+        return got
+
+    assert asyncio.run(asyncio.wait_for(run(), 30)) == [b"s1"]
+
+
+def test_the_management_api_answers_over_https(server: Server, files: Files) -> None:
+    request = urllib.request.Request(server.management_tls_url + "api/overview")
+    request.add_header("Authorization", "Basic Z3Vlc3Q6Z3Vlc3Q=")  # guest:guest
+    with urllib.request.urlopen(request, context=client_context(files), timeout=10) as answer:
+        assert answer.status == 200
+        assert "rabbitmq_version" in json.loads(answer.read())
+
+
+# -- handshakes that go wrong ----------------------------------------------------------------
+
+
+def test_a_client_that_does_not_trust_the_certificate_fails_its_handshake_alone(
+        server: Server, files: Files) -> None:
+    assert server.tls_port is not None
+    stranger = ssl.create_default_context()  # (the system's authorities alone)
+    with pytest.raises(REFUSED):
+        pika_over_tls(files, server.tls_port, stranger)
+    fine = pika_over_tls(files, server.tls_port)  # the listener goes on
+    fine.channel().queue_declare("after")
+    fine.close()
+
+
+def test_garbage_instead_of_a_handshake_closes_that_socket_alone(
+        server: Server, files: Files) -> None:
+    assert server.tls_port is not None
+    garbage = socket.create_connection(("127.0.0.1", server.tls_port), timeout=5)
+    garbage.sendall(b"AMQP\x00\x00\x09\x01" + b"\x16\x03\x01\xff\xff" * 100)
+    wait_until(lambda: garbage.recv(4096) == b"")  # (OpenSSL sends no alert for it: the end)
+    wait_until(lambda: not server.connections)
+    fine = pika_over_tls(files, server.tls_port)
+    fine.channel().queue_declare("after-garbage")
+    fine.close()
+    garbage.close()
+
+
+def test_a_stalled_handshake_is_closed_after_the_handshake_timeout(files: Files) -> None:
+    clock = ManualClock()
+    broker = Broker(clock=clock)
+    with broker.serve(tls=options(files), tls_port=0) as server:
+        assert server.tls_port is not None
+        stalled = socket.create_connection(("127.0.0.1", server.tls_port), timeout=5)
+        wait_until(lambda: len(server.connections) == 1)
+        advance(broker, 10)  # RabbitMQ's handshake_timeout, as for a plain socket
+        wait_until(lambda: stalled.recv(1) == b"")
+        stalled.close()
+        assert server.errors == []
+
+
+def test_tls_1_1_is_refused_by_the_default_versions_1_3_and_1_2(server: Server, files: Files) -> None:
+    old = client_context(files)
+    old.minimum_version = ssl.TLSVersion.TLSv1
+    old.maximum_version = ssl.TLSVersion.TLSv1_1
+    old.set_ciphers("DEFAULT:@SECLEVEL=0")
+    with pytest.raises(REFUSED):
+        pika_over_tls(files, server.tls_port or 0, old)
+
+
+# -- verify and fail_if_no_peer_cert ---------------------------------------------------------
+
+
+def client_with_certificate(files: Files, tmp_path: Path, name: str) -> ssl.SSLContext:
+    context = client_context(files)
+    leaf = files.ca.issue_cert(name)
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "client.pem"))
+    context.load_cert_chain(str(tmp_path / "client.pem"))
+    return context
+
+
+@pytest.mark.parametrize(("fail_if_no_peer_cert", "without", "with_one"), [
+    (False, "connects", "connects"),
+    (True, "refused", "connects"),
+])
+def test_verify_peer_asks_for_a_certificate_and_fail_if_no_peer_cert_requires_it(
+        files: Files, tmp_path: Path, fail_if_no_peer_cert: bool, without: str,
+        with_one: str) -> None:
+    settings = options(files, verify="verify_peer", fail_if_no_peer_cert=fail_if_no_peer_cert)
+
+    def outcome(context: ssl.SSLContext) -> str:
+        try:
+            pika_over_tls(files, server.tls_port or 0, context).close()
+        except REFUSED:
+            return "refused"
+        return "connects"
+
+    with Broker().serve(tls=settings, tls_port=0) as server:
+        assert outcome(client_context(files)) == without
+        assert outcome(client_with_certificate(files, tmp_path, "client")) == with_one
+        assert server.errors == []
+
+
+def test_a_certificate_from_another_authority_is_refused_under_verify_peer(
+        files: Files, tmp_path: Path) -> None:
+    other = trustme.CA().issue_cert("client")
+    other.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "other.pem"))
+    context = client_context(files)
+    context.load_cert_chain(str(tmp_path / "other.pem"))
+    with Broker().serve(tls=options(files, verify="verify_peer"), tls_port=0) as server:
+        with pytest.raises(REFUSED):
+            pika_over_tls(files, server.tls_port or 0, context)
+        assert server.errors == []
+
+
+def test_a_tls_port_without_settings_is_refused_with_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="a TLS port needs TLS settings"):
+        Broker().serve(tls_port=0)
+
+
+def test_a_password_protected_key_and_an_ec_key_are_taken(files: Files, tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    leaf = files.ca.issue_cert("localhost", key_type=trustme.KeyType.ECDSA)
+    key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), None)
+    (tmp_path / "ec.key").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"secret")))
+    leaf.cert_chain_pems[0].write_to_path(str(tmp_path / "ec.pem"))
+    settings = TLSOptions(certfile=str(tmp_path / "ec.pem"), keyfile=str(tmp_path / "ec.key"),
+                          password="secret")
+    with Broker().serve(tls=settings, tls_port=0) as server:
+        pika_over_tls(files, server.tls_port or 0).close()
