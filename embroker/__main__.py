@@ -67,7 +67,9 @@ def _serve(args: argparse.Namespace) -> int:
         broker = Broker(vhosts=tuple(vhosts), users=users, as_rabbitmq=args.as_rabbitmq,
                         server_properties=dict(args.server_property or ()),
                         deprecated_features=dict.fromkeys(args.deny or (), False) or None,
-                        plugins=args.plugin or ())
+                        plugins=args.plugin or (),
+                        auth_mechanisms=args.auth_mechanism or ("PLAIN", "AMQPLAIN"),
+                        ssl_cert_login_from=args.ssl_cert_login_from)
     except ValueError as exc:
         print(f"embroker: {exc}", file=sys.stderr)
         return 2
@@ -335,6 +337,15 @@ def main(argv: list[str] | None = None) -> int:
                        choices=("tlsv1.3", "tlsv1.2", "tlsv1.1", "tlsv1"),
                        help="a TLS version the TLS ports take (ssl_options.versions.N; "
                             "repeat it); default tlsv1.3 and tlsv1.2, as RabbitMQ")
+    serve.add_argument("--auth-mechanism", action="append", metavar="NAME",
+                       choices=("PLAIN", "AMQPLAIN", "EXTERNAL"),
+                       help="a SASL mechanism AMQP clients are offered, in order (repeat it; "
+                            "RabbitMQ's auth_mechanisms.N); default PLAIN and AMQPLAIN; "
+                            "EXTERNAL logs in by client certificate, over TLS only")
+    serve.add_argument("--ssl-cert-login-from", default="distinguished_name",
+                       choices=("distinguished_name", "common_name"),
+                       help="EXTERNAL's user name: the certificate's subject or its common name "
+                            "(ssl_cert_login_from)")
     serve.add_argument("--management-port", type=int, default=None, metavar="N",
                        help="serve RabbitMQ's management HTTP API and the console on port N "
                             "(0 for any free port); default 15672, as RabbitMQ, when --port "

@@ -22,6 +22,7 @@ from .amqp091._frames import ProtocolHeaderKind, parse_protocol_header
 from .amqp10._connection import ServerConnection as Amqp10Connection
 
 if TYPE_CHECKING:
+    from .amqp091._handshake import PeerCertificate
     from .model import Broker
 
 __all__ = ["SniffingConnection"]
@@ -43,7 +44,7 @@ class SniffingConnection:
     def __init__(self, broker: Broker, *, peer: str = "",
                  on_output: Callable[[], None] | None = None, heartbeat: int = 60,
                  handshake_timeout: float = 10.0, loopback: bool = False,
-                 amqp10_only: bool = False) -> None:
+                 amqp10_only: bool = False, tls: PeerCertificate | None = None) -> None:
         self._args = (broker, peer, on_output, heartbeat, handshake_timeout)
         self.loopback = loopback
         self._connected_at = broker.clock.monotonic()
@@ -53,7 +54,7 @@ class SniffingConnection:
         #: The protocol's connection (0-9-1 until a 1.0 header arrives).
         self.inner: Amqp091Connection | Amqp10Connection = Amqp091Connection(
             broker, peer=peer, on_output=on_output, heartbeat=heartbeat,
-            handshake_timeout=handshake_timeout, loopback=loopback)
+            handshake_timeout=handshake_timeout, loopback=loopback, tls=tls)
 
     def receive_data(self, data: bytes) -> None:
         if self.sniffed or not data:

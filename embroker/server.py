@@ -992,7 +992,7 @@ class Server:
                                       heartbeat=self.heartbeat,
                                       handshake_timeout=policy.handshake_timeout,
                                       loopback=_over_loopback(client.sock),
-                                      amqp10_only=policy.kind == "amqp10")
+                                      amqp10_only=policy.kind == "amqp10", tls=client.tls)
 
     def _accept_failed(self, port: _Port, exc: OSError) -> None:
         if exc.errno not in _RESOURCE_ERRNOS:

@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     from ..model import Broker, Message
     from ..model import Channel as ModelChannel
     from ..model import Connection as ModelConnection
+    from ._handshake import PeerCertificate
 
 __all__ = ["ConnectionState", "ServerConnection"]
 
@@ -161,10 +162,13 @@ class ServerConnection:
     def __init__(self, broker: Broker, *, peer: str = "", on_output: Callable[[], None] | None = None,
                  heartbeat: int = HEARTBEAT, frame_max: int = FRAME_MAX,
                  channel_max: int = CHANNEL_MAX,
-                 handshake_timeout: float = HANDSHAKE_TIMEOUT, loopback: bool = False) -> None:
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT, loopback: bool = False,
+                 tls: PeerCertificate | None = None) -> None:
         self.broker = broker
         self.peer = peer
         self.loopback = loopback
+        #: Its TLS session, when it came over TLS (SASL EXTERNAL's certificate).
+        self.tls = tls
         self.state = ConnectionState.HEADER
         self._out: list[bytes] = []
         self._on_output = on_output
@@ -361,7 +365,7 @@ class ServerConnection:
             self.should_close = True
             return False
         self.state = ConnectionState.START_OK
-        self._send_method(0, _handshake.start(self.broker))
+        self._send_method(0, _handshake.start(self.broker, self.tls))
         return True
 
     def _handshake(self, method: Method) -> None:
@@ -372,7 +376,7 @@ class ServerConnection:
             try:
                 self.user = _handshake.authenticate(
                     self.broker, method, loopback=self.loopback,
-                    address=self.peer.rpartition(":")[0].strip("[]"))
+                    address=self.peer.rpartition(":")[0].strip("[]"), tls=self.tls)
             except AccessRefused as exc:
                 credentials = _handshake.parse_credentials(
                     method.mechanism, method.response if isinstance(method.response, bytes)

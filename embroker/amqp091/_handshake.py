@@ -7,7 +7,7 @@ keeps the state (which method it waits for) and sends the frames.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from ..errors import AccessRefused, AMQPError, CommandInvalid, NotAllowed
 from ._fields import decode_table
@@ -32,8 +32,25 @@ SERVER_CAPABILITIES: Final = {
     "direct_reply_to": True,
 }
 
-#: The SASL mechanisms offered, in the order of connection.start.
+#: The SASL mechanisms offered by default, in the order of connection.start (RabbitMQ's
+#: ``auth_mechanisms``; a broker's own are ``Broker.auth_mechanisms``).
 MECHANISMS: Final = ("PLAIN", "AMQPLAIN")
+#: The mechanisms RabbitMQ 3.10 knows without plugins (an unknown one is told apart from one
+#: known and not offered): rabbit_auth_mechanism_plain, _amqplain, _cr_demo.
+_KNOWN: Final = frozenset({"PLAIN", "AMQPLAIN", "RABBIT-CR-DEMO"})
+
+
+class PeerCertificate(Protocol):
+    """What the handshake asks of a TLS connection (the listener's ``TLSSocket``)."""
+
+    def peer_certificate(self) -> dict[str, Any] | None: ...
+
+
+def mechanisms(broker: Broker, tls: PeerCertificate | None) -> tuple[str, ...]:
+    """The mechanisms a client is offered: the broker's ``auth_mechanisms``, EXTERNAL only
+    over TLS (``rabbit_auth_mechanism_ssl:should_offer/1``, v3.10.8: offered with or without a
+    client certificate, which is then refused with a clear reason)."""
+    return tuple(m for m in broker.auth_mechanisms if m != "EXTERNAL" or tls is not None)
 
 
 class Tuning(NamedTuple):
@@ -44,14 +61,15 @@ class Tuning(NamedTuple):
     heartbeat: int
 
 
-def start(broker: Broker) -> ConnectionStart:
+def start(broker: Broker, tls: PeerCertificate | None = None) -> ConnectionStart:
     """The connection.start the server opens with: what the broker says of itself
-    (``Broker(server_properties=..., as_rabbitmq=...)``) and the capabilities."""
+    (``Broker(server_properties=..., as_rabbitmq=...)``), the capabilities and the
+    mechanisms (:func:`mechanisms`)."""
     return ConnectionStart(
         version_major=0, version_minor=9,
         server_properties={**broker.server_properties,
                            "capabilities": dict(SERVER_CAPABILITIES)},
-        mechanisms=" ".join(MECHANISMS), locales="en_US")
+        mechanisms=" ".join(mechanisms(broker, tls)), locales="en_US")
 
 
 def parse_credentials(mechanism: str, response: bytes) -> tuple[str, str] | None:
@@ -81,7 +99,7 @@ def login_refused(mechanism: str) -> AccessRefused:
 
 
 def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = False,
-                 address: str = "") -> str:
+                 address: str = "", tls: PeerCertificate | None = None) -> str:
     """Check the credentials of connection.start-ok; returns the user name. The attempt
     counts in the broker's ``access.attempts`` (``amqp091``).
 
@@ -89,15 +107,24 @@ def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = 
         loopback: whether the client came over a loopback interface (``guest`` may only
             log in from there: the broker's ``loopback_users``).
         address: the client's address (``"127.0.0.1"``; ``""``: unknown).
+        tls: the connection's TLS session, if it came over TLS (EXTERNAL's certificate).
 
     Raises:
-        CommandInvalid: (503) a mechanism that was not offered.
+        CommandInvalid: (503) a mechanism unknown, or known and not offered (RabbitMQ's two
+            texts, rabbit_reader:auth_mechanism_to_module/2).
         AccessRefused: (403) unknown user, blank or wrong password, a loopback-only user from
-            elsewhere (see :func:`login_refused`).
+            elsewhere; for EXTERNAL no certificate, or one whose name is no user (see
+            :func:`login_refused`).
     """
     mechanism = method.mechanism
-    if mechanism not in MECHANISMS:
-        raise CommandInvalid(f"unknown authentication mechanism '{mechanism}'")
+    offered = mechanisms(broker, tls)
+    if mechanism not in offered:
+        known = _KNOWN | ({"EXTERNAL"} if "EXTERNAL" in broker.auth_mechanisms else set())
+        if mechanism not in known:
+            raise CommandInvalid(f"unknown authentication mechanism '{mechanism}'")
+        raise CommandInvalid(f"invalid authentication mechanism '{mechanism}'")
+    if mechanism == "EXTERNAL":
+        return _external(broker, tls, loopback=loopback, address=address)
     response = method.response if isinstance(method.response, bytes) else \
         str(method.response).encode("utf-8", "surrogateescape")
     credentials = parse_credentials(mechanism, response)
@@ -108,6 +135,25 @@ def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = 
                                address=address):
         raise login_refused(mechanism)
     return credentials[0]
+
+
+def _external(broker: Broker, tls: PeerCertificate | None, *, loopback: bool,
+              address: str) -> str:
+    # rabbit_auth_mechanism_ssl (v3.10.8): the name from the verified client certificate,
+    # then check_user_login with no password, then loopback_users. (Its reasons for a refusal
+    # go to RabbitMQ's log; the client is told login_refused's text, as for PLAIN.)
+    from ..tls import certificate_login
+
+    certificate = tls.peer_certificate() if tls is not None else None
+    name = certificate_login(certificate, broker.ssl_cert_login_from) \
+        if certificate is not None else None
+    if name is None:  # "connection peer presented no TLS (x.509) certificate"
+        broker.access.attempts.record("amqp091", False, address=address)
+        raise login_refused("EXTERNAL")
+    if not broker.access.login_external(name, loopback=loopback, protocol="amqp091",
+                                        address=address):
+        raise login_refused("EXTERNAL")
+    return name
 
 
 def tune(offer: Tuning, method: ConnectionTuneOk, *, frame_min: int = FRAME_MIN_SIZE) -> Tuning:

@@ -488,6 +488,16 @@ class AccessControl:
         logging in, AMQP 1.0's SASL ANONYMOUS (no password) included."""
         return loopback or name not in self.loopback_users
 
+    def login_external(self, name: str, *, loopback: bool, protocol: str,
+                       address: str = "") -> bool:
+        """SASL EXTERNAL: whether ``name`` (a client certificate's, which TLS verified) may
+        log in: an existing user, no password asked (``rabbit_access_control:
+        check_user_login/2`` with no credentials), from where the client is; counted in
+        :attr:`attempts`."""
+        allowed = name in self.users and self.allowed_from(name, loopback=loopback)
+        self.attempts.record(protocol, allowed, address=address, user=name)
+        return allowed
+
     def login_anonymous(self, *, loopback: bool, rabbitmq4: bool) -> str | None:
         """SASL ANONYMOUS (AMQP 1.0): the user it logs in as, or ``None`` (refused, or
         switched off). RabbitMQ 4 logs in with :attr:`anonymous`'s name and password, so a

@@ -104,6 +104,13 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
             ``rabbitmq_sharding`` for ``x-modulus-hash``, ``rabbitmq_random_exchange``,
             ``rabbitmq_recent_history_exchange``, ``rabbitmq_event_exchange``): the exchange
             types they bring exist only then (see :attr:`plugins`, docs/plugins.md).
+        auth_mechanisms: the SASL mechanisms AMQP clients are offered, in this order
+            (RabbitMQ's ``auth_mechanisms``): ``PLAIN``, ``AMQPLAIN``, and ``EXTERNAL``
+            (``rabbitmq_auth_mechanism_ssl``: the client certificate's name, offered on TLS
+            connections only; docs/tls.md).
+        ssl_cert_login_from: what ``EXTERNAL`` takes as the user name:
+            ``"distinguished_name"`` (the certificate's subject, RabbitMQ's format) or
+            ``"common_name"`` (RabbitMQ's ``ssl_cert_login_from``).
 
     Every call into the model, from the listener's thread or a test's, runs under the broker's
     one lock: the in-process client, the listener and the testing helpers take it, and the
@@ -124,13 +131,24 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
                  as_rabbitmq: str | None = None,
                  deprecated_features: Mapping[str, bool] | None = None,
                  loopback_users: Iterable[str] = ("guest",),
-                 plugins: Iterable[str] = ()) -> None:
+                 plugins: Iterable[str] = (),
+                 auth_mechanisms: Iterable[str] = ("PLAIN", "AMQPLAIN"),
+                 ssl_cert_login_from: str = "distinguished_name") -> None:
         self._lock = threading.RLock()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.clock._guard = self._lock  # ManualClock.advance() holds it
         #: Users and permissions (see :mod:`embroker.model._access`).
         self.access = AccessControl(users if users is not None else {"guest": "guest"},
                                     loopback_users)
+        self.auth_mechanisms = tuple(auth_mechanisms)
+        unknown = set(self.auth_mechanisms) - {"PLAIN", "AMQPLAIN", "EXTERNAL"}
+        if unknown:
+            raise ValueError(f"auth_mechanisms: no mechanism {', '.join(sorted(unknown))} "
+                             "(PLAIN, AMQPLAIN, EXTERNAL)")
+        if ssl_cert_login_from not in ("distinguished_name", "common_name"):
+            raise ValueError(f"ssl_cert_login_from: 'distinguished_name' or 'common_name', "
+                             f"not {ssl_cert_login_from!r}")
+        self.ssl_cert_login_from = ssl_cert_login_from
         self.vhosts: dict[str, VirtualHost] = {}
         self.connections: dict[int, Connection] = {}
         self._connection_ids = itertools.count(1)

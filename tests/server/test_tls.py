@@ -323,3 +323,97 @@ def test_a_password_protected_key_and_an_ec_key_are_taken(files: Files, tmp_path
                           password="secret")
     with Broker().serve(tls=settings, tls_port=0) as server:
         pika_over_tls(files, server.tls_port or 0).close()
+
+
+# -- SASL EXTERNAL (rabbitmq_auth_mechanism_ssl) ---------------------------------------------
+
+
+def external_login(server: Server, files: Files, context: ssl.SSLContext) -> str:
+    """Log in with pika's EXTERNAL credentials; the user name the broker took, or why not."""
+    try:
+        connection = pika.BlockingConnection(pika.ConnectionParameters(
+            "localhost", server.tls_port or 0,
+            credentials=pika.credentials.ExternalCredentials(),
+            ssl_options=pika.SSLOptions(context, "localhost")))
+    except pika.exceptions.ProbableAuthenticationError as exc:
+        return f"refused: {exc}"
+    except pika.exceptions.AMQPConnectionError as exc:
+        return f"failed: {exc!r}"
+    try:
+        return next(c.user for c in server.connections)
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(("login_from", "user"), [
+    ("distinguished_name", "CN=app-1,OU=testing,O=example"),
+    ("common_name", "app-1"),
+])
+def test_external_logs_in_as_the_client_certificates_name(
+        files: Files, tmp_path: Path, login_from: str, user: str) -> None:
+    # rabbit_ssl:peer_cert_auth_name/2 (v3.10.8): the subject, last attribute first
+    # (rabbit_cert_info:format_rdn_sequence/1), or the common name
+    leaf = files.ca.issue_cert("client", common_name="app-1", organization_name="example",
+                               organization_unit_name="testing")
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "client.pem"))
+    context = client_context(files)
+    context.load_cert_chain(str(tmp_path / "client.pem"))
+    broker = Broker(users={user: "unused", "guest": "guest"},
+                    auth_mechanisms=("PLAIN", "AMQPLAIN", "EXTERNAL"),
+                    ssl_cert_login_from=login_from)
+    broker.set_permissions(user, ".*", ".*", ".*")
+    with broker.serve(tls=options(files, verify="verify_peer"), tls_port=0) as server:
+        assert external_login(server, files, context) == user
+        assert server.errors == []
+
+
+def test_external_without_a_certificate_or_a_user_is_refused(
+        files: Files, tmp_path: Path) -> None:
+    leaf = files.ca.issue_cert("client", common_name="nobody")
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "client.pem"))
+    stranger = client_context(files)
+    stranger.load_cert_chain(str(tmp_path / "client.pem"))
+    broker = Broker(auth_mechanisms=("PLAIN", "EXTERNAL"), ssl_cert_login_from="common_name")
+    with broker.serve(tls=options(files, verify="verify_peer"), tls_port=0) as server:
+        refused = "refused: ConnectionClosedByBroker: (403) 'ACCESS_REFUSED - Login was " \
+                  "refused using authentication mechanism EXTERNAL. For details see the " \
+                  "broker logfile.'"
+        assert external_login(server, files, client_context(files)) == refused  # no cert
+        assert external_login(server, files, stranger) == refused  # no user "nobody"
+        assert server.errors == []
+
+
+def mechanisms_offered(port: int, context: ssl.SSLContext | None) -> bytes:
+    """The mechanisms of connection.start on ``port`` (over TLS with ``context``)."""
+    from pamqp import frame
+
+    from embroker.amqp091 import PROTOCOL_HEADER
+
+    raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+    sock = context.wrap_socket(raw, server_hostname="localhost") if context else raw
+    try:
+        sock.sendall(PROTOCOL_HEADER)
+        data = b""
+        while True:
+            data += sock.recv(65536)
+            try:
+                _size, _channel, start = frame.unmarshal(data)
+            except Exception:  # (pamqp: not a whole frame yet)
+                continue
+            mechanisms: bytes = start.mechanisms.encode() \
+                if isinstance(start.mechanisms, str) else start.mechanisms
+            return mechanisms
+    finally:
+        sock.close()
+
+
+def test_external_is_offered_over_tls_alone_and_only_when_configured(files: Files) -> None:
+    # rabbit_auth_mechanism_ssl:should_offer/1: a TLS socket, with a certificate or without
+    broker = Broker(auth_mechanisms=("PLAIN", "AMQPLAIN", "EXTERNAL"))
+    with broker.serve(tls=options(files), tls_port=0) as server:
+        assert mechanisms_offered(server.port, None) == b"PLAIN AMQPLAIN"
+        assert mechanisms_offered(server.tls_port or 0, client_context(files)) == \
+            b"PLAIN AMQPLAIN EXTERNAL"
+    with Broker().serve(tls=options(files), tls_port=0) as server:  # (not by default)
+        assert mechanisms_offered(server.tls_port or 0, client_context(files)) == \
+            b"PLAIN AMQPLAIN"
