@@ -12,7 +12,12 @@ Fixtures:
 - ``embroker_faults``: :class:`embroker.faults.Faults` for the test's broker and listener;
 - ``embroker_expectations``: strict :class:`embroker.testing.Expectations`, checked after the test;
 - ``shared_broker`` / ``shared_amqp_url``: one broker and listener for the whole session (for
-  applications whose workers start slowly), reset to their baseline before each test.
+  applications whose workers start slowly), reset to their baseline before each test;
+- TLS (``pip install pytest-embroker[tls]``, trustme): ``embroker_tls`` a throwaway certificate
+  authority and the server's files for the session; ``amqps_server`` / ``amqps_url`` a listener
+  with an amqps port (it asks clients for a certificate and checks one sent);
+  ``tls_client_context`` an ``ssl.SSLContext`` that trusts it; ``tls_client_certificate`` a
+  client certificate's files for SASL EXTERNAL logins (docs/tls.md).
 
 Strict mode (``embroker_strict`` ini option, or the marker's ``strict=``) fails a test at
 teardown when it left client connections open, deliveries unacknowledged, consumers on a
@@ -28,7 +33,10 @@ internals (the virtual clock, ``explain()``...) skips with the reason.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator, Iterator
+import ssl
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -44,16 +52,36 @@ from embroker.testing import (  # noqa: E402
     leaks,
     make_broker,
 )
+from embroker.tls import TLSOptions  # noqa: E402
 
 if TYPE_CHECKING:
     from embroker import RoutingDecision
     from embroker._reference import Admin, ReferenceBroker
     from embroker.testing import AnyBroker
 
-__all__ = ["amqp10_url", "amqp_channel", "amqp_server", "amqp_url", "broker", "embroker_config",
-           "embroker_expectations", "embroker_faults", "embroker_reference", "management_url",
-           "memory_pika", "memory_url",
-           "shared_amqp_url", "shared_broker"]
+__all__ = [
+    "ClientCertificate",
+    "TLSFiles",
+    "amqp10_url",
+    "amqp_channel",
+    "amqp_server",
+    "amqp_url",
+    "amqps_server",
+    "amqps_url",
+    "broker",
+    "embroker_config",
+    "embroker_expectations",
+    "embroker_faults",
+    "embroker_reference",
+    "embroker_tls",
+    "management_url",
+    "memory_pika",
+    "memory_url",
+    "shared_amqp_url",
+    "shared_broker",
+    "tls_client_certificate",
+    "tls_client_context",
+]
 
 #: The marker's arguments, and what each does (the marker's help, and its error on a typo).
 MARKER_ARGUMENTS = {
@@ -437,6 +465,106 @@ def embroker_expectations(request: pytest.FixtureRequest,
     report = getattr(request.node, "rep_call", None)
     if report is None or report.passed:
         expectations.verify()
+
+
+# -- TLS -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """A throwaway certificate authority and a server certificate it issued for ``localhost``
+    and ``127.0.0.1``, as PEM files (``embroker_tls``)."""
+
+    #: The authority (a ``trustme.CA``): it issues more certificates.
+    ca: Any
+    cacertfile: str
+    certfile: str
+    keyfile: str
+
+    def options(self, **more: Any) -> TLSOptions:
+        """:class:`~embroker.tls.TLSOptions` with these files (and ``more`` settings)."""
+        return TLSOptions(certfile=self.certfile, keyfile=self.keyfile,
+                          cacertfile=self.cacertfile, **more)
+
+    def client_context(self) -> ssl.SSLContext:
+        """A client-side context that trusts the authority (and checks the host name)."""
+        return ssl.create_default_context(cafile=self.cacertfile)
+
+
+@dataclass(frozen=True)
+class ClientCertificate:
+    """A client certificate's files (``tls_client_certificate``): ``certfile`` holds the
+    certificate, ``keyfile`` its key, ``pemfile`` both; ``user`` the name SASL EXTERNAL logs in
+    as with RabbitMQ's default ``ssl_cert_login_from`` (its distinguished name)."""
+
+    certfile: str
+    keyfile: str
+    pemfile: str
+    user: str
+
+    def context(self, files: TLSFiles) -> ssl.SSLContext:
+        """A client context that trusts ``files``' authority and presents this certificate."""
+        context = files.client_context()
+        context.load_cert_chain(self.pemfile)
+        return context
+
+
+@pytest.fixture(scope="session")
+def embroker_tls(tmp_path_factory: pytest.TempPathFactory) -> TLSFiles:
+    """A throwaway certificate authority and server certificate for the session (trustme)."""
+    trustme = pytest.importorskip(
+        "trustme", reason="the TLS fixtures need trustme: pip install pytest-embroker[tls]")
+    ca = trustme.CA()
+    leaf = ca.issue_cert("localhost", "127.0.0.1", "::1")
+    where = tmp_path_factory.mktemp("embroker-tls")
+    ca.cert_pem.write_to_path(str(where / "ca.pem"))
+    leaf.cert_chain_pems[0].write_to_path(str(where / "server.pem"))
+    leaf.private_key_pem.write_to_path(str(where / "server.key"))
+    return TLSFiles(ca, str(where / "ca.pem"), str(where / "server.pem"),
+                    str(where / "server.key"))
+
+
+@pytest.fixture
+def amqps_server(request: pytest.FixtureRequest, broker: Broker,
+                 embroker_tls: TLSFiles) -> Iterator[Server]:
+    """A loopback listener on ``broker`` with an amqps port (``server.tls_url``) besides the
+    plain one, which asks clients for a certificate and checks one sent (``verify_peer``,
+    without ``fail_if_no_peer_cert``); raises the listener's errors after the test."""
+    _skip_in_reference(request, "the amqps_server fixture")
+    with broker.serve(tls=embroker_tls.options(verify="verify_peer"), tls_port=0) as server:
+        yield server
+    check_server(server)
+
+
+@pytest.fixture
+def amqps_url(amqps_server: Server) -> str:
+    """``amqps://guest:guest@localhost:PORT/`` of this test's listener (``localhost``: the name
+    its certificate holds)."""
+    return f"amqps://guest:guest@localhost:{amqps_server.tls_port}/"
+
+
+@pytest.fixture
+def tls_client_context(embroker_tls: TLSFiles) -> ssl.SSLContext:
+    """A client ``ssl.SSLContext`` that trusts ``embroker_tls``'s authority."""
+    return embroker_tls.client_context()
+
+
+@pytest.fixture
+def tls_client_certificate(embroker_tls: TLSFiles,
+                           tmp_path: Path) -> Callable[[str], ClientCertificate]:
+    """Issue a client certificate: ``tls_client_certificate("app")`` gives the files of one
+    whose common name is ``app`` (organization ``embroker``)."""
+    def issue(common_name: str) -> ClientCertificate:
+        leaf = embroker_tls.ca.issue_cert(common_name, common_name=common_name,
+                                          organization_name="embroker",
+                                          organization_unit_name="tests")
+        base = tmp_path / f"client-{common_name}"
+        leaf.cert_chain_pems[0].write_to_path(f"{base}.pem")
+        leaf.private_key_pem.write_to_path(f"{base}.key")
+        leaf.private_key_and_cert_chain_pem.write_to_path(f"{base}-with-key.pem")
+        return ClientCertificate(f"{base}.pem", f"{base}.key", f"{base}-with-key.pem",
+                                 f"CN={common_name},OU=tests,O=embroker")
+
+    return issue
 
 
 # -- a broker for the whole session ---------------------------------------------------------------
