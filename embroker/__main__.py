@@ -18,7 +18,7 @@ from .analytics._cli import add_commands as add_analytics_commands
 from .errors import AMQPError, DefinitionsError
 from .model._plugins import PLUGINS
 from .server import PortInUse, Server
-from .tls import TLSOptions
+from .tls import TLS_VERSIONS, TLSOptions
 
 
 def _user(text: str) -> tuple[str, str]:
@@ -186,7 +186,7 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
                              cacertfile=args.cacertfile, password=args.key_password,
                              verify="verify_peer" if args.verify_peer else "verify_none",
                              fail_if_no_peer_cert=args.fail_if_no_peer_cert,
-                             versions=tuple(args.tls_version or ("tlsv1.3", "tlsv1.2")))
+                             versions=tuple(args.tls_version or TLS_VERSIONS))
         try:
             tls = options.context()
         except (OSError, ssl.SSLError) as exc:
@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--tls-version", action="append", metavar="VERSION",
                        choices=("tlsv1.3", "tlsv1.2", "tlsv1.1", "tlsv1"),
                        help="a TLS version the TLS ports take (ssl_options.versions.N; "
-                            "repeat it); default tlsv1.3 and tlsv1.2, as RabbitMQ")
+                            "repeat it); default all four, as RabbitMQ 3.10")
     serve.add_argument("--auth-mechanism", action="append", metavar="NAME",
                        choices=("PLAIN", "AMQPLAIN", "EXTERNAL"),
                        help="a SASL mechanism AMQP clients are offered, in order (repeat it; "

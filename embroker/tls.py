@@ -34,7 +34,9 @@ class TLSOptions:
         verify: ``"verify_none"`` (no client certificate is asked for) or ``"verify_peer"``
             (one is asked for and checked when sent).
         fail_if_no_peer_cert: with ``verify_peer``, refuse a client that sends none.
-        versions: the TLS versions taken (RabbitMQ 3.10's default: 1.3 and 1.2).
+        versions: the TLS versions taken. RabbitMQ 3.10's default is every version its
+            Erlang has but SSL 3 (``rabbit_ssl_options:fix_ssl_protocol_versions/1``): 1.3,
+            1.2, 1.1 and 1.0 (checked live: a TLS 1.1 client connects).
         ciphers: an OpenSSL cipher list (TLS 1.2 and below), or ``None`` for ``ssl``'s default.
     """
 
@@ -44,7 +46,7 @@ class TLSOptions:
     password: str | None = None
     verify: Literal["verify_none", "verify_peer"] = "verify_none"
     fail_if_no_peer_cert: bool = False
-    versions: tuple[str, ...] = ("tlsv1.3", "tlsv1.2")
+    versions: tuple[str, ...] = ("tlsv1.3", "tlsv1.2", "tlsv1.1", "tlsv1")
     ciphers: str | None = None
 
     def __post_init__(self) -> None:

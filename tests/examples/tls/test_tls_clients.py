@@ -10,10 +10,10 @@ from collections.abc import Callable
 
 import pika
 import pytest
+from pytest_embroker.plugin import ClientCertificate, TLSFiles
 
 from embroker import Broker, Server
 from embroker.testing import assert_published
-from pytest_embroker.plugin import ClientCertificate, TLSFiles
 
 
 def test_pika_publishes_over_amqps(amqps_server: Server, broker: Broker,
