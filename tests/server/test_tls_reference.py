@@ -1,7 +1,6 @@
 """TLS against a RabbitMQ node of the test's own, configured with the same certificates as
-embroker (a copy of the reference's install: its own node name, ports, config file and data
-folder, so the shared reference is left alone): each handshake and login outcome as a client
-sees it must be the same on both.
+embroker (tests/server/tls_node.py): each handshake and login outcome as a client sees it must be
+the same on both.
 
 Runs when ``EMBROKER_REFERENCE_URL`` is set and ``rabbitmq-server`` is installed; the node
 takes about 10 s to start and is stopped after the module."""
@@ -9,15 +8,9 @@ takes about 10 s to start and is stopped after the module."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import ssl
-import subprocess
-import tempfile
-import time
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pika
 import pytest
@@ -25,105 +18,26 @@ import trustme
 
 from embroker import Broker
 from embroker.tls import TLSOptions
+from tests.server.tls_node import NAMES, USER, Pki, available, tls_node
 
 pytestmark = pytest.mark.skipif(
-    not os.environ.get("EMBROKER_REFERENCE_URL") or shutil.which("rabbitmq-server") is None,
+    not os.environ.get("EMBROKER_REFERENCE_URL") or not available(),
     reason="needs EMBROKER_REFERENCE_URL and rabbitmq-server (a RabbitMQ node of its own)")
-
-#: The DN a client certificate of ours gets as its user (checked on both brokers).
-USER = "CN=app-1,OU=testing,O=example"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class Pki:
-    def __init__(self, where: Path) -> None:
-        self.ca = trustme.CA()
-        self.cacertfile = str(where / "ca.pem")
-        self.certfile = str(where / "server.pem")
-        self.keyfile = str(where / "server.key")
-        self.ca.cert_pem.write_to_path(self.cacertfile)
-        leaf = self.ca.issue_cert("localhost", "127.0.0.1")
-        leaf.cert_chain_pems[0].write_to_path(self.certfile)
-        leaf.private_key_pem.write_to_path(self.keyfile)
-        self.where = where
-
-    def client(self, ca: trustme.CA | None = None, **names: str) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=self.cacertfile)
-        if ca is not None or names:
-            leaf = (ca or self.ca).issue_cert("client", **names)
-            path = self.where / f"client-{uuid.uuid4().hex[:8]}.pem"
-            leaf.private_key_and_cert_chain_pem.write_to_path(str(path))
-            context.load_cert_chain(str(path))
-        return context
 
 
 @pytest.fixture(scope="module")
 def pki() -> Iterator[Pki]:
-    # (a folder of its own under the system's temporary one, open to all: RabbitMQ's scripts
-    # run the node as the rabbitmq user, who cannot enter pytest's)
-    where = Path(tempfile.mkdtemp(prefix="embroker-tls-reference-"))
-    where.chmod(0o777)
-    pki = Pki(where)
-    for path in where.iterdir():
-        path.chmod(0o644)
+    pki = Pki()
     yield pki
-    shutil.rmtree(where, ignore_errors=True)
+    pki.remove()
 
 
 @pytest.fixture(scope="module")
 def reference(pki: Pki) -> Iterator[tuple[int, int]]:
-    """A RabbitMQ node with an amqps port: verify_peer, no fail_if_no_peer_cert, EXTERNAL
-    offered; its (plain, TLS) ports."""
-    where = Path(pki.where)
-    node = f"embroker-tls-{os.getpid()}@localhost"
-    plain, tls, dist = _free_port(), _free_port(), _free_port()
-    (where / "rabbitmq.conf").write_text(
-        f"listeners.tcp.default = {plain}\nlisteners.ssl.default = {tls}\n"
-        f"ssl_options.cacertfile = {pki.cacertfile}\nssl_options.certfile = {pki.certfile}\n"
-        f"ssl_options.keyfile = {pki.keyfile}\nssl_options.verify = verify_peer\n"
-        "ssl_options.fail_if_no_peer_cert = false\nauth_mechanisms.1 = PLAIN\n"
-        "auth_mechanisms.2 = AMQPLAIN\nauth_mechanisms.3 = EXTERNAL\n"
-        "loopback_users = none\n")
-    (where / "enabled_plugins").write_text("[rabbitmq_auth_mechanism_ssl].\n")
-    for path in where.iterdir():
-        path.chmod(0o644)
-    env = {**os.environ, "RABBITMQ_NODENAME": node,
-           "RABBITMQ_CONFIG_FILE": str(where / "rabbitmq"),
-           "RABBITMQ_MNESIA_BASE": str(where / "mnesia"), "RABBITMQ_LOG_BASE": str(where / "log"),
-           "RABBITMQ_ENABLED_PLUGINS_FILE": str(where / "enabled_plugins"),
-           "RABBITMQ_DIST_PORT": str(dist), "RABBITMQ_PID_FILE": str(where / "pid")}
-    process = subprocess.Popen(["rabbitmq-server"], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", tls), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None:
-                    pytest.skip("the TLS reference node did not start")
-                time.sleep(0.5)
-        else:
-            pytest.skip("the TLS reference node did not start within 60 s")
-        ctl = ["rabbitmqctl", "-n", node]
-        subprocess.run([*ctl, "add_user", USER, "unused"], check=True, capture_output=True)
-        subprocess.run([*ctl, "set_permissions", USER, ".*", ".*", ".*"], check=True,
-                       capture_output=True)
-        yield plain, tls
-    finally:
-        subprocess.run(["rabbitmqctl", "-n", node, "stop"], check=False, capture_output=True,
-                       timeout=60)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with tls_node(pki) as ports:
+        if ports is None:
+            pytest.skip("the TLS reference node did not start")
+        yield ports
 
 
 def outcomes(port: int, pki: Pki) -> dict[str, str]:
@@ -145,8 +59,7 @@ def outcomes(port: int, pki: Pki) -> dict[str, str]:
             return f"failed: {text[:80]}"
         return "connects"
 
-    names = {"common_name": "app-1", "organization_name": "example",
-             "organization_unit_name": "testing"}
+    names = NAMES
     old = pki.client()
     old.minimum_version = ssl.TLSVersion.TLSv1_2
     old.maximum_version = ssl.TLSVersion.TLSv1_2
