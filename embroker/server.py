@@ -965,7 +965,8 @@ class Server:
                 else self.stream_tls_port  # (RabbitMQ's advertised_tls_port: the TLS port)
             conn = StreamConnection(self.broker, peer=peer, loopback=_over_loopback(sock),
                                     advertised_host=self.stream_advertised_host,
-                                    advertised_port=advertised or 0)
+                                    advertised_port=advertised or 0,
+                                    tls=sock if type(sock) is TLSSocket else None)
         client = _Client(sock, peer, lambda _client: conn, port)
         conn.on_output = functools.partial(self._has_output, client)
         client.written = conn.written

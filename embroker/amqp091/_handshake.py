@@ -47,10 +47,8 @@ class PeerCertificate(Protocol):
 
 
 def mechanisms(broker: Broker, tls: PeerCertificate | None) -> tuple[str, ...]:
-    """The mechanisms a client is offered: the broker's ``auth_mechanisms``, EXTERNAL only
-    over TLS (``rabbit_auth_mechanism_ssl:should_offer/1``, v3.10.8: offered with or without a
-    client certificate, which is then refused with a clear reason)."""
-    return tuple(m for m in broker.auth_mechanisms if m != "EXTERNAL" or tls is not None)
+    """The mechanisms a client is offered (``Broker.offered_mechanisms``)."""
+    return broker.offered_mechanisms(tls=tls is not None)
 
 
 class Tuning(NamedTuple):
@@ -139,20 +137,32 @@ def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = 
 
 def _external(broker: Broker, tls: PeerCertificate | None, *, loopback: bool,
               address: str) -> str:
-    # rabbit_auth_mechanism_ssl (v3.10.8): the name from the verified client certificate,
-    # then check_user_login with no password, then loopback_users. (Its reasons for a refusal
-    # go to RabbitMQ's log; the client is told login_refused's text, as for PLAIN.)
+    # (RabbitMQ's reasons for a refusal go to its log; the client is told login_refused's
+    # text, as for PLAIN)
+    name = external_login(broker, tls, loopback=loopback, protocol="amqp091",
+                          address=address)
+    if name is None:
+        raise login_refused("EXTERNAL")
+    return name
+
+
+def external_login(broker: Broker, tls: PeerCertificate | None, *, loopback: bool,
+                   protocol: str, address: str = "") -> str | None:
+    """SASL EXTERNAL (rabbit_auth_mechanism_ssl, v3.10.8): the name of the verified client
+    certificate (``Broker.ssl_cert_login_from``), a user that exists (no password) and may
+    connect from where the client is; ``None``: refused (no certificate, no such user, a
+    loopback-only user from elsewhere). Counted in the broker's ``access.attempts``."""
     from ..tls import certificate_login
 
     certificate = tls.peer_certificate() if tls is not None else None
     name = certificate_login(certificate, broker.ssl_cert_login_from) \
         if certificate is not None else None
     if name is None:  # "connection peer presented no TLS (x.509) certificate"
-        broker.access.attempts.record("amqp091", False, address=address)
-        raise login_refused("EXTERNAL")
-    if not broker.access.login_external(name, loopback=loopback, protocol="amqp091",
+        broker.access.attempts.record(protocol, False, address=address)
+        return None
+    if not broker.access.login_external(name, loopback=loopback, protocol=protocol,
                                         address=address):
-        raise login_refused("EXTERNAL")
+        return None
     return name
 
 

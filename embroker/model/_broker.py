@@ -341,6 +341,13 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
 
     # -- restarts -------------------------------------------------------------------------------
 
+    def offered_mechanisms(self, *, tls: bool) -> tuple[str, ...]:
+        """The SASL mechanisms a client is offered (AMQP 0-9-1's connection.start, the stream
+        protocol's SaslHandshake): :attr:`auth_mechanisms`, EXTERNAL only over TLS
+        (``rabbit_auth_mechanism_ssl:should_offer/1``, v3.10.8: offered with or without a
+        client certificate, which is then refused with a clear reason)."""
+        return tuple(m for m in self.auth_mechanisms if m != "EXTERNAL" or tls)
+
     def restart(self) -> None:
         """Act as a RabbitMQ node that restarts: every connection is closed (clients over the
         wire get 320 CONNECTION_FORCED), non-durable exchanges and queues vanish, and durable

@@ -60,6 +60,7 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, final
 
+from ..amqp091._handshake import external_login, parse_credentials
 from ..amqp10 import from_stream, to_stream
 from ..errors import (
     AccessRefused,
@@ -90,6 +91,7 @@ from ._frames import (
 )
 
 if TYPE_CHECKING:
+    from ..amqp091._handshake import PeerCertificate
     from ..model import Broker as ModelBroker
     from ..model._channel import Channel as ModelChannel
     from ..model._connection import Connection as ModelConnection
@@ -215,9 +217,12 @@ class StreamConnection:
 
     def __init__(self, broker: ModelBroker, *, peer: str = "", advertised_host: str = "localhost",
                  advertised_port: int = 5552, loopback: bool = True,
-                 on_output: Callable[[], None] | None = None) -> None:
+                 on_output: Callable[[], None] | None = None,
+                 tls: PeerCertificate | None = None) -> None:
         self.broker = broker
         self.peer = peer
+        #: Its TLS session, when it came over TLS (SASL EXTERNAL's certificate).
+        self.tls = tls
         self.advertised_host = advertised_host
         self.advertised_port = advertised_port
         self.loopback = loopback
@@ -469,7 +474,9 @@ class StreamConnection:
     def _on_sasl_handshake(self, f: Fields) -> None:
         correlation = f.uint32()
         f.end()
-        self._send(self._respond(Key.SASL_HANDSHAKE, correlation).strings(["PLAIN"]).frame())
+        # (rabbit_stream_utils:auth_mechanisms/1: as AMQP 0-9-1's, checked live)
+        self._send(self._respond(Key.SASL_HANDSHAKE, correlation).strings(
+            list(self.broker.offered_mechanisms(tls=self.tls is not None))).frame())
         self.state = State.SASL_AUTHENTICATE
 
     def _on_sasl_authenticate(self, f: Fields) -> None:
@@ -477,23 +484,26 @@ class StreamConnection:
         mechanism = f.string()
         data = f.bytes_()
         f.end()
-        if mechanism != "PLAIN":
+        if mechanism not in self.broker.offered_mechanisms(tls=self.tls is not None):
             self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
                                      Code.SASL_MECHANISM_NOT_SUPPORTED).frame())
             return
-        parts = data.split(b"\x00")
-        user = password = ""
-        if len(parts) == 3:
-            user = parts[1].decode("utf-8", "replace")
-            password = parts[2].decode("utf-8", "replace")
         access = self.broker.access
         address = self.peer.rpartition(":")[0].strip("[]")
-        if len(parts) != 3:
-            access.attempts.record("stream", False, address=address)
-            refused: str | None = "credentials"
+        refused: str | None
+        if mechanism == "EXTERNAL":
+            name = external_login(self.broker, self.tls, loopback=self.loopback,
+                                  protocol="stream", address=address)
+            user, refused = name or "", None if name is not None else "credentials"
         else:
-            refused = access.check_login(user, password, loopback=self.loopback,
-                                         protocol="stream", address=address)
+            credentials = parse_credentials(mechanism, data)
+            user = credentials[0] if credentials is not None else ""
+            if credentials is None:
+                access.attempts.record("stream", False, address=address)
+                refused = "credentials"
+            else:
+                refused = access.check_login(*credentials, loopback=self.loopback,
+                                             protocol="stream", address=address)
         if refused == "credentials":
             self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
                                      Code.AUTHENTICATION_FAILURE).frame())

@@ -419,3 +419,53 @@ def test_external_is_offered_over_tls_alone_and_only_when_configured(files: File
     with Broker().serve(tls=options(files), tls_port=0) as server:  # (not by default)
         assert mechanisms_offered(server.tls_port or 0, client_context(files)) == \
             b"PLAIN AMQPLAIN"
+
+
+def test_rstream_logs_in_with_external_over_the_stream_tls_port(
+        files: Files, tmp_path: Path) -> None:
+    # rabbit_stream_reader (v3.10.8) offers the node's auth_mechanisms, EXTERNAL over TLS
+    from rstream import Producer
+    from rstream.constants import SlasMechanism
+
+    user = "CN=streamer,OU=testing,O=example"
+    broker = Broker(users={user: "unused"}, auth_mechanisms=("PLAIN", "AMQPLAIN", "EXTERNAL"))
+    broker.set_permissions(user, ".*", ".*", ".*")
+    leaf = files.ca.issue_cert("client", common_name="streamer", organization_name="example",
+                               organization_unit_name="testing")
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "client.pem"))
+    context = client_context(files)
+    context.load_cert_chain(str(tmp_path / "client.pem"))
+
+    async def run(port: int) -> bool:
+        async with Producer("localhost", port=port, username="", password="",
+                            ssl_context=context,
+                            sasl_configuration_mechanism=SlasMechanism.MechanismExternal,
+                            ) as producer:
+            await producer.create_stream("by-certificate")
+            return bool(await producer.stream_exists("by-certificate"))
+
+    with broker.serve(tls=options(files, verify="verify_peer"), stream_tls_port=0) as server:
+        assert asyncio.run(asyncio.wait_for(run(server.stream_tls_port or 0), 20))
+        assert server.errors == []
+
+
+def test_a_flood_of_half_open_handshakes_does_not_stop_the_listener(files: Files) -> None:
+    clock = ManualClock()
+    broker = Broker(clock=clock)
+    with broker.serve(tls=options(files), tls_port=0) as server:
+        port = server.tls_port or 0
+        half_open = []
+        for index in range(100):  # half say nothing, half send a ClientHello's first bytes
+            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+            if index % 2:
+                sock.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+            half_open.append(sock)
+        wait_until(lambda: len(server.connections) == 100)
+        fine = pika_over_tls(files, port)  # served meanwhile
+        fine.channel().queue_declare("during-the-flood")
+        advance(broker, 10)  # the handshake timeout: each half-open one goes
+        wait_until(lambda: len(server.connections) == 1)
+        fine.close()
+        for sock in half_open:
+            sock.close()
+        assert server.errors == []

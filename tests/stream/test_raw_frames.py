@@ -529,3 +529,34 @@ def test_a_chunk_published_over_amqp_carries_its_writers_sequence_as_rabbitmq_do
         # (the pid's digits vary with the node's age: a fresh node's may have 4)
         assert len(set(got)) == 1
         assert got[0] in range(2 + len("<0.1.0>_") + 22 + 8, 45 + 1)
+
+
+def sasl(host: str, port: int) -> tuple[list[str], int]:
+    """SaslHandshake's mechanisms, and SaslAuthenticate's code for guest with AMQPLAIN."""
+    from embroker.amqp091._fields import encode_table
+
+    c = RawClient(host, port)
+    try:
+        c.exchange(c.request(Key.PEER_PROPERTIES).properties({}).frame())
+        f = Fields(c.exchange(c.request(Key.SASL_HANDSHAKE).frame())[1])
+        f.uint32()
+        assert f.uint16() == 1
+        mechanisms = f.strings()
+        table = encode_table({"LOGIN": "guest", "PASSWORD": "guest"})[4:]
+        f = Fields(c.exchange(c.request(Key.SASL_AUTHENTICATE).string("AMQPLAIN")
+                              .bytes_(table).frame())[1])
+        f.uint32()
+        return mechanisms, f.uint16()
+    finally:
+        c.close()
+
+
+def test_the_sasl_mechanisms_are_amqps_and_amqplain_logs_in_as_on_rabbitmq(
+        embroker_port: int) -> None:
+    # rabbit_stream_utils:auth_mechanisms/1 (v3.10.8): the node's auth_mechanisms, as AMQP
+    # 0-9-1 offers them. (Before, embroker offered PLAIN alone.)
+    assert sasl("127.0.0.1", embroker_port) == (["PLAIN", "AMQPLAIN"], 1)
+    reference = os.environ.get("EMBROKER_REFERENCE_URL")
+    if reference:
+        host = urllib.parse.urlsplit(reference).hostname or "127.0.0.1"
+        assert sasl(host, REFERENCE_STREAM_PORT) == (["PLAIN", "AMQPLAIN"], 1)
