@@ -8,6 +8,7 @@ in ``rabbitmq.conf``; docs/tls.md puts them side by side).
 from __future__ import annotations
 
 import ssl
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -76,8 +77,10 @@ class TLSOptions:
         versions = sorted(TLS_VERSIONS[v] for v in self.versions)
         if TLS_VERSIONS["tlsv1.1"] >= versions[0]:
             context.set_ciphers("DEFAULT:@SECLEVEL=0")  # (OpenSSL 3 refuses them at level 1)
-        context.minimum_version = versions[0]
-        context.maximum_version = versions[-1]
+        with warnings.catch_warnings():  # (ssl deprecates 1.0 and 1.1: RabbitMQ takes them)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            context.minimum_version = versions[0]
+            context.maximum_version = versions[-1]
         if self.ciphers is not None:
             context.set_ciphers(self.ciphers)
         context.load_cert_chain(self.certfile, self.keyfile, self.password)
