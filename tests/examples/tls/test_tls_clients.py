@@ -9,7 +9,6 @@ import ssl
 from collections.abc import Callable
 
 import pika
-import pytest
 from pytest_embroker.plugin import ClientCertificate, TLSFiles
 
 from embroker import Broker, Server
@@ -51,12 +50,12 @@ def test_kombu_and_celery_use_broker_use_ssl(amqps_server: Server, broker: Broke
     assert_published(broker, routing_key="tasks", json={"task": "charge"})
 
 
-@pytest.mark.embroker(users={"CN=billing,OU=tests,O=embroker": "unused"})
 def test_an_external_login_by_client_certificate(
         amqps_server: Server, broker: Broker, embroker_tls: TLSFiles,
         tls_client_certificate: Callable[[str], ClientCertificate]) -> None:
     broker.auth_mechanisms = ("PLAIN", "AMQPLAIN", "EXTERNAL")  # (RabbitMQ's auth_mechanisms)
     certificate = tls_client_certificate("billing")
+    broker.add_user(certificate.user, "unused")  # (EXTERNAL asks for no password)
     broker.set_permissions(certificate.user, ".*", ".*", ".*")
     parameters = pika.ConnectionParameters(
         "localhost", amqps_server.tls_port,
