@@ -38,7 +38,7 @@ class SniffingConnection:
         amqp10_only: a 1.0-only port: every client is served AMQP 1.0.
     """
 
-    __slots__ = ("_args", "_connected_at", "_inbox", "amqp10_only", "inner", "loopback",
+    __slots__ = ("_args", "_connected_at", "_inbox", "_tls", "amqp10_only", "inner", "loopback",
                  "sniffed")
 
     def __init__(self, broker: Broker, *, peer: str = "",
@@ -46,6 +46,7 @@ class SniffingConnection:
                  handshake_timeout: float = 10.0, loopback: bool = False,
                  amqp10_only: bool = False, tls: PeerCertificate | None = None) -> None:
         self._args = (broker, peer, on_output, heartbeat, handshake_timeout)
+        self._tls = tls
         self.loopback = loopback
         self._connected_at = broker.clock.monotonic()
         self._inbox = b""
@@ -72,7 +73,7 @@ class SniffingConnection:
                                           idle_time_out=heartbeat,
                                           handshake_timeout=handshake_timeout,
                                           connected_at=self._connected_at,
-                                          loopback=self.loopback)
+                                          loopback=self.loopback, tls=self._tls)
         self.inner.receive_data(inbox)
 
     # -- what the listener asks of every connection ---------------------------------------------

@@ -55,6 +55,7 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
+from ..amqp091._handshake import external_login
 from ..errors import AMQPError, NotAllowed
 from ._definitions import (
     Attach,
@@ -89,6 +90,7 @@ from ._session import Sessions, _Session
 from ._types import Symbol, UInt
 
 if TYPE_CHECKING:
+    from ..amqp091._handshake import PeerCertificate
     from ..model import Broker
     from ..model import Connection as ModelConnection
 
@@ -138,9 +140,12 @@ class ServerConnection:
                  max_frame_size: int = MAX_FRAME_SIZE,
                  channel_max: int = CHANNEL_MAX, link_credit: int = LINK_CREDIT,
                  heartbeat: int | None = None, handshake_timeout: float = 10.0,
-                 connected_at: float | None = None, loopback: bool = False) -> None:
+                 connected_at: float | None = None, loopback: bool = False,
+                 tls: PeerCertificate | None = None) -> None:
         self.broker = broker
         self.peer = peer
+        #: Its TLS session, when it came over TLS (SASL EXTERNAL's certificate).
+        self.tls = tls
         #: Whether the client came over a loopback interface (``guest`` may log in only then).
         self.loopback = loopback
         self.state = ConnectionState.HEADER
@@ -322,8 +327,13 @@ class ServerConnection:
 
     def _header(self, header: bytes) -> None:
         if self.state is ConnectionState.HEADER and header == SASL_HEADER:
+            # (never AMQPLAIN, which RabbitMQ 3.10 offers: proton then falls back to
+            # ANONYMOUS; see shared/notes/amqp10-interop.md) EXTERNAL where it is offered to
+            # AMQP 0-9-1 clients: configured, over TLS
             offered = self.broker.access.anonymous is not None
-            mechanisms = ["PLAIN"] + (["ANONYMOUS"] if offered else [])
+            mechanisms = ["PLAIN"] + (["ANONYMOUS"] if offered else []) + (
+                ["EXTERNAL"] if "EXTERNAL" in self.broker.offered_mechanisms(
+                    tls=self.tls is not None) else [])
             self._send(SASL_HEADER)
             self._out.append(encode_frame(0, SaslMechanisms(tuple(Symbol(m) for m in mechanisms)),
                                           kind=FRAME_SASL))
@@ -367,6 +377,10 @@ class ServerConnection:
                 return None
             return user if self.broker.access.login(user, password, loopback=self.loopback,
                                                     protocol="amqp10") else None
+        if mechanism == "EXTERNAL" and "EXTERNAL" in self.broker.offered_mechanisms(
+                tls=self.tls is not None):
+            return external_login(self.broker, self.tls, loopback=self.loopback,
+                                  protocol="amqp10")
         if mechanism == "ANONYMOUS":
             return self.broker.access.login_anonymous(
                 loopback=self.loopback, rabbitmq4=self.broker.profile.rabbitmq4)

@@ -469,3 +469,31 @@ def test_a_flood_of_half_open_handshakes_does_not_stop_the_listener(files: Files
         for sock in half_open:
             sock.close()
         assert server.errors == []
+
+
+def test_proton_logs_in_with_external_over_amqps(files: Files, tmp_path: Path) -> None:
+    from proton import SSLDomain
+    from proton.utils import BlockingConnection
+
+    user = "CN=proton-app,OU=testing,O=example"
+    broker = Broker(users={user: "unused"}, auth_mechanisms=("PLAIN", "AMQPLAIN", "EXTERNAL"))
+    broker.set_permissions(user, ".*", ".*", ".*")
+    broker.connect().channel().queue_declare("by-certificate")
+    leaf = files.ca.issue_cert("client", common_name="proton-app", organization_name="example",
+                               organization_unit_name="testing")
+    leaf.cert_chain_pems[0].write_to_path(str(tmp_path / "client.pem"))
+    leaf.private_key_pem.write_to_path(str(tmp_path / "client.key"))
+    domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    domain.set_trusted_ca_db(files.cacertfile)
+    domain.set_credentials(str(tmp_path / "client.pem"), str(tmp_path / "client.key"), None)
+    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+    with broker.serve(tls=options(files, verify="verify_peer"), tls_port=0) as server:
+        connection = BlockingConnection(f"amqps://localhost:{server.tls_port}",
+                                        ssl_domain=domain, allowed_mechs="EXTERNAL",
+                                        timeout=10)
+        try:
+            connection.create_sender("/queues/by-certificate")
+            assert [c.user for c in server.connections] == [user]
+        finally:
+            connection.close()
+        assert server.errors == []
