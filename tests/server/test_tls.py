@@ -497,3 +497,26 @@ def test_proton_logs_in_with_external_over_amqps(files: Files, tmp_path: Path) -
         finally:
             connection.close()
         assert server.errors == []
+
+
+@pytest.mark.parametrize("encoding", ["pkcs1", "pkcs8"])
+def test_an_rsa_key_in_either_pem_encoding_and_a_certificate_file_with_its_chain_are_taken(
+        files: Files, tmp_path: Path, encoding: str) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    intermediate = files.ca.create_child_ca(key_type=trustme.KeyType.RSA)
+    leaf = intermediate.issue_cert("localhost", key_type=trustme.KeyType.RSA)
+    key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), None)
+    form = serialization.PrivateFormat.TraditionalOpenSSL if encoding == "pkcs1" \
+        else serialization.PrivateFormat.PKCS8
+    pem = key.private_bytes(serialization.Encoding.PEM, form, serialization.NoEncryption())
+    assert pem.startswith(b"-----BEGIN RSA PRIVATE KEY" if encoding == "pkcs1"
+                          else b"-----BEGIN PRIVATE KEY")
+    (tmp_path / "server.key").write_bytes(pem)
+    (tmp_path / "chain.pem").write_bytes(b"".join(p.bytes() for p in leaf.cert_chain_pems))
+    assert len(leaf.cert_chain_pems) == 2  # (the leaf, then the intermediate it came from)
+    settings = TLSOptions(certfile=str(tmp_path / "chain.pem"),
+                          keyfile=str(tmp_path / "server.key"))
+    with Broker().serve(tls=settings, tls_port=0) as server:
+        pika_over_tls(files, server.tls_port or 0).close()  # (trusts the root alone)
+        assert server.errors == []

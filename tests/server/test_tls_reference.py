@@ -7,6 +7,7 @@ takes about 10 s to start and is stopped after the module."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import socket
 import ssl
@@ -32,12 +33,19 @@ def pki() -> Iterator[Pki]:
     pki.remove()
 
 
-@pytest.fixture(scope="module")
-def reference(pki: Pki) -> Iterator[tuple[int, int]]:
-    with tls_node(pki) as ports:
+#: The two configurations compared: ssl_options.fail_if_no_peer_cert, ssl_cert_login_from.
+CONFIGURATIONS = [(False, "distinguished_name"), (True, "common_name")]
+
+
+@pytest.fixture(scope="module", params=CONFIGURATIONS, ids=["optional-dn", "required-cn"])
+def configuration(request: pytest.FixtureRequest, pki: Pki,
+                  ) -> Iterator[tuple[bool, str, tuple[int, int]]]:
+    fail_if_no_peer_cert, login_from = request.param
+    with tls_node(pki, fail_if_no_peer_cert=fail_if_no_peer_cert,
+                  login_from=login_from) as ports:
         if ports is None:
             pytest.skip("the TLS reference node did not start")
-        yield ports
+        yield fail_if_no_peer_cert, login_from, ports
 
 
 def outcomes(port: int, pki: Pki) -> dict[str, str]:
@@ -53,7 +61,8 @@ def outcomes(port: int, pki: Pki) -> dict[str, str]:
             return f"refused: {exc.args[0]}" if exc.args else "refused"
         except (pika.exceptions.AMQPConnectionError, ssl.SSLError, ConnectionError) as exc:
             text = repr(exc)
-            for alert in ("UNKNOWN_CA", "PROTOCOL_VERSION", "CERTIFICATE_REQUIRED"):
+            for alert in ("UNKNOWN_CA", "PROTOCOL_VERSION", "CERTIFICATE_REQUIRED",
+                          "CERTIFICATE_EXPIRED", "HANDSHAKE_FAILURE"):
                 if alert in text:
                     return f"handshake: {alert}"
             return f"failed: {text[:80]}"
@@ -66,8 +75,14 @@ def outcomes(port: int, pki: Pki) -> dict[str, str]:
     oldest = pki.client()
     oldest.minimum_version = oldest.maximum_version = ssl.TLSVersion.TLSv1_1
     oldest.set_ciphers("DEFAULT:@SECLEVEL=0")
+    expired = pki.client()
+    leaf = pki.ca.issue_cert("client", common_name="app-1", not_before=datetime.datetime(
+        2020, 1, 1), not_after=datetime.datetime(2021, 1, 1))
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(pki.where / "expired.pem"))
+    expired.load_cert_chain(str(pki.where / "expired.pem"))
     return {
         "plain, no certificate": attempt(pki.client()),
+        "plain, an expired certificate": attempt(expired),
         "plain, a certificate": attempt(pki.client(**names)),
         "plain, another authority's certificate": attempt(pki.client(trustme.CA(), **names)),
         "external, the certificate's DN a user": attempt(pki.client(**names), external=True),
@@ -100,13 +115,16 @@ def mechanisms(port: int, context: ssl.SSLContext | None) -> str:
 
 
 def test_tls_handshakes_and_external_logins_as_rabbitmq_3_10_answers_them(
-        reference: tuple[int, int], pki: Pki) -> None:
-    broker = Broker(users={"guest": "guest", USER: "unused"}, loopback_users=(),
-                    auth_mechanisms=("PLAIN", "AMQPLAIN", "EXTERNAL"))
-    broker.set_permissions(USER, ".*", ".*", ".*")
+        configuration: tuple[bool, str, tuple[int, int]], pki: Pki) -> None:
+    fail_if_no_peer_cert, login_from, (plain, tls) = configuration
+    broker = Broker(users={"guest": "guest", USER: "unused", NAMES["common_name"]: "unused"},
+                    loopback_users=(), auth_mechanisms=("PLAIN", "AMQPLAIN", "EXTERNAL"),
+                    ssl_cert_login_from=login_from)
+    for user in (USER, NAMES["common_name"]):
+        broker.set_permissions(user, ".*", ".*", ".*")
     settings = TLSOptions(certfile=pki.certfile, keyfile=pki.keyfile,
-                          cacertfile=pki.cacertfile, verify="verify_peer")
-    plain, tls = reference
+                          cacertfile=pki.cacertfile, verify="verify_peer",
+                          fail_if_no_peer_cert=fail_if_no_peer_cert)
     theirs = outcomes(tls, pki)
     with broker.serve(tls=settings, tls_port=0) as server:
         ours = outcomes(server.tls_port or 0, pki)
@@ -115,7 +133,10 @@ def test_tls_handshakes_and_external_logins_as_rabbitmq_3_10_answers_them(
         assert server.errors == []
     assert ours == theirs
     assert theirs["external, the certificate's DN a user"] == "connects"
-    # (every version but SSL 3 by default: rabbit_ssl_options:fix_ssl_protocol_versions/1)
-    assert theirs["TLS 1.1"] == "connects"
+    assert theirs["plain, no certificate"] == (
+        "handshake: CERTIFICATE_REQUIRED" if fail_if_no_peer_cert else "connects")
+    if not fail_if_no_peer_cert:
+        # (every version but SSL 3 by default: rabbit_ssl_options:fix_ssl_protocol_versions/1)
+        assert theirs["TLS 1.1"] == "connects"
     assert ours_offered == (mechanisms(plain, None), mechanisms(tls, pki.client())) == (
         "PLAIN AMQPLAIN", "PLAIN AMQPLAIN EXTERNAL")

@@ -69,10 +69,12 @@ def available() -> bool:
 
 
 @contextlib.contextmanager
-def tls_node(pki: Pki) -> Iterator[tuple[int, int] | None]:
-    """A RabbitMQ node with an amqps port (verify_peer, no fail_if_no_peer_cert, EXTERNAL
-    offered, no loopback users, user :data:`USER`); its (plain, TLS) ports, or ``None`` when it
-    did not start within 60 s. Stopped after."""
+def tls_node(pki: Pki, *, fail_if_no_peer_cert: bool = False,
+             login_from: str = "distinguished_name") -> Iterator[tuple[int, int] | None]:
+    """A RabbitMQ node with an amqps port (verify_peer, ``fail_if_no_peer_cert``, EXTERNAL
+    offered with ``ssl_cert_login_from``, no loopback users, user :data:`USER` and, for the
+    common name, ``app-1``); its (plain, TLS) ports, or ``None`` when it did not start within
+    60 s. Stopped after."""
     where = pki.where
     node = f"embroker-tls-{os.getpid()}-{uuid.uuid4().hex[:6]}@localhost"
     plain, tls, dist = _free_port(), _free_port(), _free_port()
@@ -80,8 +82,9 @@ def tls_node(pki: Pki) -> Iterator[tuple[int, int] | None]:
         f"listeners.tcp.default = {plain}\nlisteners.ssl.default = {tls}\n"
         f"ssl_options.cacertfile = {pki.cacertfile}\nssl_options.certfile = {pki.certfile}\n"
         f"ssl_options.keyfile = {pki.keyfile}\nssl_options.verify = verify_peer\n"
-        "ssl_options.fail_if_no_peer_cert = false\nauth_mechanisms.1 = PLAIN\n"
-        "auth_mechanisms.2 = AMQPLAIN\nauth_mechanisms.3 = EXTERNAL\n"
+        f"ssl_options.fail_if_no_peer_cert = {str(fail_if_no_peer_cert).lower()}\n"
+        "auth_mechanisms.1 = PLAIN\nauth_mechanisms.2 = AMQPLAIN\n"
+        f"auth_mechanisms.3 = EXTERNAL\nssl_cert_login_from = {login_from}\n"
         "loopback_users = none\n")
     (where / "enabled_plugins").write_text("[rabbitmq_auth_mechanism_ssl].\n")
     for path in where.iterdir():
@@ -105,9 +108,10 @@ def tls_node(pki: Pki) -> Iterator[tuple[int, int] | None]:
                     yield None
                     return
                 time.sleep(0.5)
-        subprocess.run([*ctl, "add_user", USER, "unused"], check=True, capture_output=True)
-        subprocess.run([*ctl, "set_permissions", USER, ".*", ".*", ".*"], check=True,
-                       capture_output=True)
+        for user in (USER, NAMES["common_name"]):
+            subprocess.run([*ctl, "add_user", user, "unused"], check=True, capture_output=True)
+            subprocess.run([*ctl, "set_permissions", user, ".*", ".*", ".*"], check=True,
+                           capture_output=True)
         yield plain, tls
     finally:
         subprocess.run([*ctl, "stop"], check=False, capture_output=True, timeout=60)
