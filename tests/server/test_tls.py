@@ -520,3 +520,43 @@ def test_an_rsa_key_in_either_pem_encoding_and_a_certificate_file_with_its_chain
     with Broker().serve(tls=settings, tls_port=0) as server:
         pika_over_tls(files, server.tls_port or 0).close()  # (trusts the root alone)
         assert server.errors == []
+
+
+def test_pikas_asyncio_adapter_connects_with_its_ssl_options(
+        server: Server, files: Files) -> None:
+    from pika.adapters.asyncio_connection import AsyncioConnection
+
+    async def run() -> bool:
+        loop = asyncio.get_running_loop()
+        opened: asyncio.Future[bool] = loop.create_future()
+        connection = AsyncioConnection(
+            pika.ConnectionParameters("localhost", server.tls_port, ssl_options=pika.SSLOptions(
+                client_context(files), "localhost")),
+            on_open_callback=lambda _c: opened.set_result(True),
+            on_open_error_callback=lambda _c, exc: opened.set_exception(exc),
+            custom_ioloop=loop)
+        result = await asyncio.wait_for(opened, 10)
+        connection.close()
+        return result
+
+    assert asyncio.run(run())
+
+
+def test_aio_pika_presents_a_client_certificate_from_its_url(files: Files,
+                                                             tmp_path: Path) -> None:
+    import aio_pika
+
+    leaf = files.ca.issue_cert("client", common_name="aio")
+    leaf.cert_chain_pems[0].write_to_path(str(tmp_path / "client.pem"))
+    leaf.private_key_pem.write_to_path(str(tmp_path / "client.key"))
+    settings = options(files, verify="verify_peer", fail_if_no_peer_cert=True)
+
+    async def run(port: int) -> None:
+        url = (f"amqps://guest:guest@localhost:{port}/?cafile={files.cacertfile}"
+               f"&certfile={tmp_path / 'client.pem'}&keyfile={tmp_path / 'client.key'}")
+        connection = await aio_pika.connect(url)
+        await connection.close()
+
+    with Broker().serve(tls=settings, tls_port=0) as server:
+        asyncio.run(asyncio.wait_for(run(server.tls_port or 0), 20))  # (refused without it)
+        assert server.errors == []
