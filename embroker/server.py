@@ -589,11 +589,15 @@ class Server:
             sock.close()
         self._listeners.clear()
 
-    def _url(self, port: int) -> str:
+    def _credentials(self) -> str:
+        """``USER:PASSWORD`` of a user of the broker (guest if there is one), for URLs."""
         user = "guest" if "guest" in self.broker.users else next(iter(self.broker.users), "guest")
-        password = self.broker.users.get(user, "guest")
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"amqp://{user}:{password}@{host}:{port}"
+        return f"{user}:{self.broker.users.get(user, 'guest')}"
+
+    def _url(self, port: int, scheme: str = "amqp", host: str | None = None) -> str:
+        host = self.host if host is None else host
+        host = f"[{host}]" if ":" in host else host
+        return f"{scheme}://{self._credentials()}@{host}:{port}"
 
     @property
     def url(self) -> str:
@@ -627,11 +631,8 @@ class Server:
         connected to then stays); ``None`` without a stream port."""
         if self.stream_port is None:
             return None
-        user = "guest" if "guest" in self.broker.users else next(iter(self.broker.users), "guest")
-        password = self.broker.users.get(user, "guest")
-        host = self.stream_advertised_host
-        host = f"[{host}]" if ":" in host else host
-        return f"rabbitmq-stream://{user}:{password}@{host}:{self.stream_advertised_port}/%2f"
+        return self._url(self.stream_advertised_port or 0, "rabbitmq-stream",
+                         self.stream_advertised_host) + "/%2f"
 
     @property
     def tls_url(self) -> str:
@@ -643,7 +644,7 @@ class Server:
         if self.tls_port is None:
             raise RuntimeError("this listener serves no amqps port: start it with "
                                "broker.serve(tls=..., tls_port=0) (serve --tls-port N)")
-        return "amqps" + self._url(self.tls_port)[4:] + "/"
+        return self._url(self.tls_port, "amqps") + "/"
 
     @property
     def stream_tls_url(self) -> str | None:
@@ -651,11 +652,8 @@ class Server:
         port, on the host the node advertises; ``None`` without one."""
         if self.stream_tls_port is None:
             return None
-        user = "guest" if "guest" in self.broker.users else next(iter(self.broker.users), "guest")
-        password = self.broker.users.get(user, "guest")
-        host = self.stream_advertised_host
-        host = f"[{host}]" if ":" in host else host
-        return f"rabbitmq-stream+tls://{user}:{password}@{host}:{self.stream_tls_port}/%2f"
+        return self._url(self.stream_tls_port, "rabbitmq-stream+tls",
+                         self.stream_advertised_host) + "/%2f"
 
     @property
     def management_tls_url(self) -> str:
