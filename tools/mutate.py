@@ -446,8 +446,8 @@ MUTATIONS: list[Mutation] = [
       "the console's vhost rule looks at the vhost its query names"),
     # -- the rules themselves (AccessControl.authorize) ------------------------------------------
     M("mgmt_monitor_closes_connections", MANAGEMENT,
-      'delete=call.request.method == "DELETE")',
-      'delete=False)',
+      'delete=call.request.method == "DELETE",',
+      'delete=False,',
       "a monitor reads everyone's connections but closes only its own (a DELETE is not a GET)"),
     M("rule_owner_delete_like_get", ACCESS,
       "            if not delete and \"monitoring\" in tags:\n",
@@ -518,15 +518,15 @@ MUTATIONS: list[Mutation] = [
       "stream QueryOffset checks read permission before the stream exists"),
     M("stream_store_offset_existence_first", CHANNEL,
       "        self.connection.access.write_queue(name)\n"
-      "        self._stream_log(name).offsets[reference] = offset\n",
-      "        offsets = self._stream_log(name).offsets\n"
-      "        self.connection.access.write_queue(name)\n        offsets[reference] = offset\n",
+      "        self._stream_log(name).store_offset(reference, offset)\n",
+      "        log = self._stream_log(name)\n"
+      "        self.connection.access.write_queue(name)\n        log.store_offset(reference, offset)\n",
       "stream StoreOffset checks write permission before the stream exists"),
     M("stream_store_offset_needs_read", CHANNEL,
       "        self.connection.access.write_queue(name)\n"
-      "        self._stream_log(name).offsets[reference] = offset\n",
+      "        self._stream_log(name).store_offset(reference, offset)\n",
       "        self.connection.access.read_queue(name)\n"
-      "        self._stream_log(name).offsets[reference] = offset\n",
+      "        self._stream_log(name).store_offset(reference, offset)\n",
       "stream StoreOffset needs write permission (RabbitMQ 3.10.8), not read"),
     M("stream_publisher_sequence_existence_first", CHANNEL,
       "        self.connection.access.read_queue(name)\n"
@@ -541,6 +541,40 @@ MUTATIONS: list[Mutation] = [
       "        declared = create_arguments(arguments)\n"
       "        self.connection.access.queue_declare(self.vhost, name, {})\n",
       "stream Create checks configure permission before its arguments"),
+    # -- streams: sub-entries and osiris' tracking (#37) ---------------------------------------
+    M("sub_batch_compressed_records_read", "embroker/model/_stream.py",
+      "        if self.compression:\n            return None\n        data, records, pos",
+      "        data, records, pos",
+      "a compressed sub-batch's records are not the broker's to read"),
+    M("sub_batch_skipped_under_3_10_too", QUEUE,
+      "if chunk.unparsed and (not rabbitmq4 or chunk.malformed):",
+      "if chunk.unparsed and chunk.malformed:",
+      "RabbitMQ 3.10's AMQP readers crash (541) on a chunk with a compressed sub-batch"),
+    M("store_offset_takes_no_offset", "embroker/model/_stream.py",
+      "        self.offsets[reference] = offset\n        self._roll()\n",
+      "        self.offsets[reference] = offset\n        return\n",
+      "a StoreOffset writes a tracking chunk that takes an offset"),
+    M("tracking_chunks_sent_to_readers", "embroker/model/_stream.py",
+      "if chunk.kind != CHUNK_USER or not chunk_matches(chunk, self.filter):",
+      "if not chunk_matches(chunk, self.filter):",
+      "no reader is sent a tracking chunk"),
+    # -- TLS and EXTERNAL (#38) ----------------------------------------------------------------
+    M("external_offered_without_tls", "embroker/model/_broker.py",
+      'return tuple(m for m in self.auth_mechanisms if m != "EXTERNAL" or tls)',
+      "return tuple(self.auth_mechanisms)",
+      "EXTERNAL is offered over TLS alone"),
+    M("external_dn_in_certificate_order", "embroker/tls.py",
+      "for key, value in rdn) for rdn in reversed(subject))",
+      "for key, value in rdn) for rdn in subject)",
+      "EXTERNAL's DN puts the last attribute first, as rabbit_cert_info"),
+    M("external_needs_no_user", ACCESS,
+      "allowed = name in self.users and self.allowed_from(name, loopback=loopback)",
+      "allowed = self.allowed_from(name, loopback=loopback)",
+      "EXTERNAL logs in only as an existing user"),
+    M("tls_output_unbounded", "embroker/_tls.py",
+      "        if not self.flush() or not self.handshaken:\n",
+      "        if not self.handshaken:\n",
+      "no plaintext is taken while ciphertext waits for the socket"),
 ]
 
 

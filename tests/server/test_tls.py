@@ -560,3 +560,36 @@ def test_aio_pika_presents_a_client_certificate_from_its_url(files: Files,
     with Broker().serve(tls=settings, tls_port=0) as server:
         asyncio.run(asyncio.wait_for(run(server.tls_port or 0), 20))  # (refused without it)
         assert server.errors == []
+
+
+def test_a_stream_reader_that_reads_nothing_over_tls_holds_a_bounded_backlog(
+        files: Files) -> None:
+    # The stream connection pauses its readers while its output waits unwritten (2 MiB): over
+    # TLS too, since the TLS session takes no plaintext while ciphertext waits for the socket.
+    from embroker.stream import MAX_UNSENT, FrameReader, Key
+    from tests.stream.test_raw_frames import RawClient
+
+    broker = Broker()
+    channel = broker.connect().channel()
+    channel.queue_declare("big-stream", durable=True, arguments={"x-queue-type": "stream"})
+    for _ in range(400):  # 40 MB in chunks of 100 KB
+        channel.basic_publish("", "big-stream", b"x" * 100_000)
+    with broker.serve(tls=options(files), stream_tls_port=0) as server:
+        raw = socket.create_connection(("127.0.0.1", server.stream_tls_port or 0), timeout=5)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        client = RawClient.__new__(RawClient)  # (its frames, over a TLS socket)
+        client.sock = client_context(files).wrap_socket(raw, server_hostname="localhost")
+        client.reader, client.correlation = FrameReader(0), 0
+        client.open()
+        client.sock.sendall(client.request(Key.SUBSCRIBE).uint8(1).string("big-stream")
+                            .uint16(1).uint16(1000).properties({}).frame())
+
+        def backlog() -> int:  # (on the loop's thread)
+            (held,) = server._http_clients.values()  # (the stream client)
+            return len(held.wbuf) + (len(held.tls.unsent) if held.tls is not None else 0)
+
+        wait_until(lambda: server._on_loop(backlog) > MAX_UNSENT // 2)
+        for _ in range(20):  # (the loop goes on turning: the backlog stays where it is)
+            assert server._on_loop(backlog) <= MAX_UNSENT + 2 * 200_000
+        client.sock.close()
+        assert server.errors == []
