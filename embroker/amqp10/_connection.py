@@ -510,7 +510,14 @@ class ServerConnection:
             vhost, user=self.user, client_properties={"container_id": self.container_id,
                                                       "protocol": "AMQP 1.0"},
             name=f"amqp 1.0 connection {self.peer}" if self.peer else None)
+        self.model.on_closed_by_broker = self._closed_by_broker
         self.vhost = vhost
+
+    def _closed_by_broker(self, error: Any) -> None:
+        # The broker closes it (its user or vhost deleted, a reader's crash: 541): close
+        # carries why, and the listener is told there is output.
+        self.close(error)
+        self._output_ready()
 
     def _server_properties(self) -> dict[Any, Any]:
         """The broker's server properties (``product``, ``version``... as for 0-9-1, so

@@ -6,6 +6,8 @@ over 0-9-1. Against RabbitMQ: the golden scenarios of ``scenarios.py``; here, th
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from embroker import Broker
@@ -104,3 +106,20 @@ def test_a_connection_browses_and_consumes_its_own_exclusive_queue(
         assert broker.queues[name].message_count == 1
     finally:
         c.close()
+
+
+def test_a_connection_of_a_deleted_user_is_closed_with_connection_forced(
+        broker: Broker, user: Any) -> None:
+    # (as a 0-9-1 connection is: 320 and "user 'X' is deleted"; before, the 1.0 connection
+    # stayed open on a closed model connection)
+    from proton import ConnectionException
+
+    name = user("leaving", ".*", ".*", ".*")
+    broker.connect().channel().queue_declare("q")
+    with broker.serve() as server:
+        connection = connect_as(server, name)
+        connection.create_sender("/queues/q")
+        broker.delete_user(name)
+        with pytest.raises(ConnectionException, match=r"amqp:connection:forced.*is deleted"):
+            connection.create_sender("/queues/q")
+        assert server.errors == []
