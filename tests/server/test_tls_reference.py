@@ -59,13 +59,10 @@ def outcomes(port: int, pki: Pki) -> dict[str, str]:
                 ssl_options=pika.SSLOptions(context, "localhost"))).close()
         except pika.exceptions.ProbableAuthenticationError as exc:
             return f"refused: {exc.args[0]}" if exc.args else "refused"
-        except (pika.exceptions.AMQPConnectionError, ssl.SSLError, ConnectionError) as exc:
-            text = repr(exc)
-            for alert in ("UNKNOWN_CA", "PROTOCOL_VERSION", "CERTIFICATE_REQUIRED",
-                          "CERTIFICATE_EXPIRED", "HANDSHAKE_FAILURE"):
-                if alert in text:
-                    return f"handshake: {alert}"
-            return f"failed: {text[:80]}"
+        except (pika.exceptions.AMQPConnectionError, ssl.SSLError, ConnectionError):
+            # (which alert pika reports depends on timing: RabbitMQ's socket may close before
+            # pika reads its alert, a StreamLostError then; the same outcome for the client)
+            return "refused in the TLS handshake"
         return "connects"
 
     names = NAMES
@@ -129,14 +126,15 @@ def test_tls_handshakes_and_external_logins_as_rabbitmq_3_10_answers_them(
     with broker.serve(tls=settings, tls_port=0) as server:
         ours = outcomes(server.tls_port or 0, pki)
         ours_offered = (mechanisms(server.port, None),
-                        mechanisms(server.tls_port or 0, pki.client()))
+                        mechanisms(server.tls_port or 0, pki.client(**NAMES)))
         assert server.errors == []
     assert ours == theirs
     assert theirs["external, the certificate's DN a user"] == "connects"
     assert theirs["plain, no certificate"] == (
-        "handshake: CERTIFICATE_REQUIRED" if fail_if_no_peer_cert else "connects")
+        "refused in the TLS handshake" if fail_if_no_peer_cert else "connects")
+    assert theirs["plain, an expired certificate"] == "refused in the TLS handshake"
     if not fail_if_no_peer_cert:
         # (every version but SSL 3 by default: rabbit_ssl_options:fix_ssl_protocol_versions/1)
         assert theirs["TLS 1.1"] == "connects"
-    assert ours_offered == (mechanisms(plain, None), mechanisms(tls, pki.client())) == (
+    assert ours_offered == (mechanisms(plain, None), mechanisms(tls, pki.client(**NAMES))) == (
         "PLAIN AMQPLAIN", "PLAIN AMQPLAIN EXTERNAL")

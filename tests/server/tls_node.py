@@ -75,8 +75,10 @@ def tls_node(pki: Pki, *, fail_if_no_peer_cert: bool = False,
     offered with ``ssl_cert_login_from``, no loopback users, user :data:`USER` and, for the
     common name, ``app-1``); its (plain, TLS) ports, or ``None`` when it did not start within
     60 s. Stopped after."""
-    where = pki.where
     node = f"embroker-tls-{os.getpid()}-{uuid.uuid4().hex[:6]}@localhost"
+    where = pki.where / node.partition("@")[0]  # (each node its own files)
+    where.mkdir()
+    where.chmod(0o777)
     plain, tls, dist = _free_port(), _free_port(), _free_port()
     (where / "rabbitmq.conf").write_text(
         f"listeners.tcp.default = {plain}\nlisteners.ssl.default = {tls}\n"
