@@ -84,16 +84,16 @@ def _queues_scenario(base: str) -> dict[str, Any]:
         api("DELETE", f"/vhosts/{where}")
 
 
-_CLASSIC_EMPTIES = {"arguments": {}, "effective_policy_definition": {},
+_CLASSIC_EMPTIES: dict[str, Any] = {"arguments": {}, "effective_policy_definition": {},
                     "exclusive_consumer_tag": None, "head_message_timestamp": None,
                     "operator_policy": None, "policy": None, "recoverable_slaves": None,
                     "single_active_consumer_tag": None}
-_QUORUM_EMPTIES = {"effective_policy_definition": {}, "operator_policy": None, "policy": None,
+_QUORUM_EMPTIES: dict[str, Any] = {"effective_policy_definition": {}, "operator_policy": None, "policy": None,
                    "single_active_consumer_ctag": None}
-_STREAM_EMPTIES = {"effective_policy_definition": {}, "operator_policy": None, "policy": None}
+_STREAM_EMPTIES: dict[str, Any] = {"effective_policy_definition": {}, "operator_policy": None, "policy": None}
 #: A single queue's GET adds its traffic (none yet); ``consumer_details`` is there only once the
 #: queue has had a consumer (RabbitMQ's statistics have a row for it only then).
-_SINGLE = {"deliveries": [], "incoming": []}
+_SINGLE: dict[str, Any] = {"deliveries": [], "incoming": []}
 
 #: RabbitMQ 3.10.8's answers (recorded live).
 QUEUES = {

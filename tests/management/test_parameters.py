@@ -316,7 +316,7 @@ def _global_parameters_scenario(base: str) -> list[Any]:
     name = f"embroker_test_{uuid.uuid4().hex[:8]}"
     seen: list[Any] = []
     try:
-        for method, body in [
+        steps: list[tuple[str, Any]] = [
             ("GET", None), ("DELETE", None),
             ("PUT", {"value": {"a": [1, {"b": None}], "c": {}}}), ("GET", None),
             ("PUT", {"value": "text"}), ("GET", None),
@@ -324,7 +324,8 @@ def _global_parameters_scenario(base: str) -> list[Any]:
             ("PUT", {"name": "x"}),
             ("PUT", {"value": None}), ("GET", None),
             ("DELETE", None), ("DELETE", None), ("GET", None),
-        ]:
+        ]
+        for method, body in steps:
             seen.append([method, body, list(api(method, f"/global-parameters/{name}", body))])
         status, listed = api("GET", "/global-parameters", None)
         seen.append(["GET all", status, sorted(p["name"] for p in listed)])

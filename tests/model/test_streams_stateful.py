@@ -111,8 +111,8 @@ class StreamMachine(RuleBasedStateMachine):
             assert all(self.published[o] == b for _t, o, b in got)
             for a, b in itertools.pairwise(offsets):
                 # nothing is skipped, but what retention removed before it was read
-                kept = range(max(a + 1, log.first_offset), b)
-                assert all(o not in self.published for o in kept), (a, b, log.first_offset)
+                between = range(max(a + 1, log.first_offset), b)
+                assert all(o not in self.published for o in between), (a, b, log.first_offset)
 
 
 TestStreamMachine = StreamMachine.TestCase

@@ -105,7 +105,9 @@ def _send(server: Server, client: socket.socket, data: bytes) -> None:
 def _accepted(server: Server, client: socket.socket) -> socket.socket:
     """The listener's side of ``client``."""
     name = client.getsockname()
-    return next(c.sock for c in server._clients.values() if c.sock.getpeername() == name)
+    sock = next(c.sock for c in server._clients.values() if c.sock.getpeername() == name)
+    assert isinstance(sock, socket.socket)  # (a plain port: no TLS)
+    return sock
 
 
 def _frames(server: Server, client: socket.socket, parser: FrameParser) -> list[object]:

@@ -131,7 +131,7 @@ def test_amqpstorm_connects_with_its_ssl_options(server: Server, files: Files) -
     import amqpstorm
 
     connection = amqpstorm.Connection(
-        "localhost", "guest", "guest", port=server.tls_port, ssl=True,
+        "localhost", "guest", "guest", port=server.tls_port or 0, ssl=True,
         ssl_options={"context": client_context(files), "server_hostname": "localhost"})
     channel = connection.channel()
     channel.queue.declare("storm-tls")
@@ -147,7 +147,8 @@ def test_proton_speaks_amqp_1_0_over_amqps_with_its_ssl_domain(
     from proton import Message, SSLDomain
     from proton.utils import BlockingConnection
 
-    server.broker.connect().channel().queue_declare("proton-tls")
+    with pika_over_tls(files, server.tls_port or 0) as declaring:
+        declaring.channel().queue_declare("proton-tls")
     domain = SSLDomain(SSLDomain.MODE_CLIENT)
     domain.set_trusted_ca_db(files.cacertfile)
     domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
@@ -282,17 +283,17 @@ def test_verify_peer_asks_for_a_certificate_and_fail_if_no_peer_cert_requires_it
         with_one: str) -> None:
     settings = options(files, verify="verify_peer", fail_if_no_peer_cert=fail_if_no_peer_cert)
 
-    def outcome(context: ssl.SSLContext) -> str:
+    def outcome(listener: Server, context: ssl.SSLContext) -> str:
         try:
-            pika_over_tls(files, server.tls_port or 0, context).close()
+            pika_over_tls(files, listener.tls_port or 0, context).close()
         except REFUSED:
             return "refused"
         return "connects"
 
-    with Broker().serve(tls=settings, tls_port=0) as server:
-        assert outcome(client_context(files)) == without
-        assert outcome(client_with_certificate(files, tmp_path, "client")) == with_one
-        assert server.errors == []
+    with Broker().serve(tls=settings, tls_port=0) as listener:
+        assert outcome(listener, client_context(files)) == without
+        assert outcome(listener, client_with_certificate(files, tmp_path, "client")) == with_one
+        assert listener.errors == []
 
 
 def test_a_certificate_from_another_authority_is_refused_under_verify_peer(

@@ -15,12 +15,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import trustme
 
 #: The DN a client certificate of ``Pki.client(**NAMES)`` gets as its user.
 USER = "CN=app-1,OU=testing,O=example"
-NAMES = {"common_name": "app-1", "organization_name": "example",
+NAMES: dict[str, Any] = {"common_name": "app-1", "organization_name": "example",
          "organization_unit_name": "testing"}
 
 
@@ -49,7 +50,7 @@ class Pki:
         for path in self.where.iterdir():
             path.chmod(0o644)
 
-    def client(self, ca: trustme.CA | None = None, **names: str) -> ssl.SSLContext:
+    def client(self, ca: trustme.CA | None = None, **names: Any) -> ssl.SSLContext:
         """A client context that trusts the authority, with a certificate of ``ca`` (ours by
         default) when ``names`` or ``ca`` are given."""
         context = ssl.create_default_context(cafile=self.cacertfile)
