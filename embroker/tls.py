@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import ssl
 import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
-__all__ = ["TLS_VERSIONS", "TLSOptions", "certificate_login", "server_context"]
+__all__ = ["TLS_VERSIONS", "TLSOptions", "server_context"]
 
 #: ``ssl_options.versions.N`` values and the ``ssl`` versions they name.
 TLS_VERSIONS: Final = {
@@ -95,52 +94,3 @@ def server_context(tls: ssl.SSLContext | TLSOptions) -> ssl.SSLContext:
     if isinstance(tls, ssl.SSLContext):
         return tls
     return tls.context()
-
-
-#: ``ssl``'s names of subject attributes and RabbitMQ's (``rabbit_cert_info:format_rdn/1``).
-_ATTRIBUTES: Final = {
-    "surname": "SN", "givenName": "GIVENNAME", "initials": "INITIALS",
-    "generationQualifier": "GENERATIONQUALIFIER", "commonName": "CN", "localityName": "L",
-    "stateOrProvinceName": "ST", "organizationName": "O", "organizationalUnitName": "OU",
-    "title": "TITLE", "countryName": "C", "serialNumber": "SERIALNUMBER",
-    "pseudonym": "PSEUDONYM", "domainComponent": "DC", "emailAddress": "EMAILADDRESS",
-    "streetAddress": "STREET", "userId": "UID",
-}
-
-
-def certificate_login(certificate: Mapping[str, Any], login_from: str) -> str | None:
-    """The user name SASL EXTERNAL takes from a verified client certificate (``ssl``'s
-    decoded form), as RabbitMQ 3.10.8's ``rabbit_ssl:peer_cert_auth_name/2``:
-    ``"distinguished_name"``, its subject with the last attribute first, joined by commas
-    (``O=client,CN=host``: ``rabbit_cert_info:format_rdn_sequence/1``), values escaped as it
-    escapes them; ``"common_name"``, its common names joined by commas. ``None``: no name.
-
-    >>> subject = ((("commonName", "host"),), (("organizationName", "a,b"),))
-    >>> certificate_login({"subject": subject}, "distinguished_name")
-    'O=a\\\\,b,CN=host'
-    >>> certificate_login({"subject": subject}, "common_name")
-    'host'
-    """
-    subject = certificate.get("subject") or ()
-    if login_from == "common_name":
-        names = [value for rdn in subject for key, value in rdn if key == "commonName"]
-        return ",".join(names) if names else None
-    return ",".join("+".join(f"{_ATTRIBUTES.get(key, key)}={_escape(value)}"
-                             for key, value in rdn) for rdn in reversed(subject))
-
-
-def _escape(value: str) -> str:
-    # rabbit_cert_info:escape_rdn_value/2: a leading space or #, a trailing space, and
-    # "+,;<>\\ escaped with a backslash; bytes under 32 or from 126, as \\XX of their UTF-8
-    out = []
-    data = value.encode("utf-8")
-    for index, byte in enumerate(data):
-        char = chr(byte)
-        if (index == 0 and char in " #") or (char == " " and index == len(data) - 1) \
-                or char in '"+,;<>\\':
-            out.append("\\" + char)
-        elif byte < 32 or byte >= 126:
-            out.append(f"\\{byte:02X}")
-        else:
-            out.append(char)
-    return "".join(out)

@@ -563,7 +563,7 @@ MUTATIONS: list[Mutation] = [
       'return tuple(m for m in self.auth_mechanisms if m != "EXTERNAL" or tls)',
       "return tuple(self.auth_mechanisms)",
       "EXTERNAL is offered over TLS alone"),
-    M("external_dn_in_certificate_order", "embroker/tls.py",
+    M("external_dn_in_certificate_order", "embroker/model/_access.py",
       "for key, value in rdn) for rdn in reversed(subject))",
       "for key, value in rdn) for rdn in subject)",
       "EXTERNAL's DN puts the last attribute first, as rabbit_cert_info"),

@@ -148,22 +148,11 @@ def _external(broker: Broker, tls: PeerCertificate | None, *, loopback: bool,
 
 def external_login(broker: Broker, tls: PeerCertificate | None, *, loopback: bool,
                    protocol: str, address: str = "") -> str | None:
-    """SASL EXTERNAL (rabbit_auth_mechanism_ssl, v3.10.8): the name of the verified client
-    certificate (``Broker.ssl_cert_login_from``), a user that exists (no password) and may
-    connect from where the client is; ``None``: refused (no certificate, no such user, a
-    loopback-only user from elsewhere). Counted in the broker's ``access.attempts``."""
-    from ..tls import certificate_login
-
+    """SASL EXTERNAL over a connection's TLS session: the user its client certificate logs in
+    as, or ``None`` (``AccessControl.login_external``, ``Broker.ssl_cert_login_from``)."""
     certificate = tls.peer_certificate() if tls is not None else None
-    name = certificate_login(certificate, broker.ssl_cert_login_from) \
-        if certificate is not None else None
-    if name is None:  # "connection peer presented no TLS (x.509) certificate"
-        broker.access.attempts.record(protocol, False, address=address)
-        return None
-    if not broker.access.login_external(name, loopback=loopback, protocol=protocol,
-                                        address=address):
-        return None
-    return name
+    return broker.access.login_external(certificate, broker.ssl_cert_login_from,
+                                        loopback=loopback, protocol=protocol, address=address)
 
 
 def tune(offer: Tuning, method: ConnectionTuneOk, *, frame_min: int = FRAME_MIN_SIZE) -> Tuning:

@@ -128,6 +128,7 @@ __all__ = [
     "TopicPermissions",
     "User",
     "UserAdministration",
+    "certificate_login",
     "hash_password",
     "is_loopback",
 ]
@@ -426,6 +427,55 @@ def _attempts(counts: list[int]) -> dict[str, int]:
             "auth_attempts_succeeded": counts[1]}
 
 
+#: ``ssl``'s names of subject attributes and RabbitMQ's (``rabbit_cert_info:format_rdn/1``).
+_ATTRIBUTES: Final = {
+    "surname": "SN", "givenName": "GIVENNAME", "initials": "INITIALS",
+    "generationQualifier": "GENERATIONQUALIFIER", "commonName": "CN", "localityName": "L",
+    "stateOrProvinceName": "ST", "organizationName": "O", "organizationalUnitName": "OU",
+    "title": "TITLE", "countryName": "C", "serialNumber": "SERIALNUMBER",
+    "pseudonym": "PSEUDONYM", "domainComponent": "DC", "emailAddress": "EMAILADDRESS",
+    "streetAddress": "STREET", "userId": "UID",
+}
+
+
+def certificate_login(certificate: Mapping[str, Any], login_from: str) -> str | None:
+    """The user name SASL EXTERNAL takes from a verified client certificate (``ssl``'s
+    decoded form), as RabbitMQ 3.10.8's ``rabbit_ssl:peer_cert_auth_name/2``:
+    ``"distinguished_name"``, its subject with the last attribute first, joined by commas
+    (``O=client,CN=host``: ``rabbit_cert_info:format_rdn_sequence/1``), values escaped as it
+    escapes them; ``"common_name"``, its common names joined by commas. ``None``: no name.
+
+    >>> subject = ((("commonName", "host"),), (("organizationName", "a,b"),))
+    >>> certificate_login({"subject": subject}, "distinguished_name")
+    'O=a\\\\,b,CN=host'
+    >>> certificate_login({"subject": subject}, "common_name")
+    'host'
+    """
+    subject = certificate.get("subject") or ()
+    if login_from == "common_name":
+        names = [value for rdn in subject for key, value in rdn if key == "commonName"]
+        return ",".join(names) if names else None
+    return ",".join("+".join(f"{_ATTRIBUTES.get(key, key)}={_escape(value)}"
+                             for key, value in rdn) for rdn in reversed(subject))
+
+
+def _escape(value: str) -> str:
+    # rabbit_cert_info:escape_rdn_value/2: a leading space or #, a trailing space, and
+    # "+,;<>\\ escaped with a backslash; bytes under 32 or from 126, as \\XX of their UTF-8
+    out = []
+    data = value.encode("utf-8")
+    for index, byte in enumerate(data):
+        char = chr(byte)
+        if (index == 0 and char in " #") or (char == " " and index == len(data) - 1) \
+                or char in '"+,;<>\\':
+            out.append("\\" + char)
+        elif byte < 32 or byte >= 126:
+            out.append(f"\\{byte:02X}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 @final
 class AccessControl:
     """A broker's users and their permissions, and the checks RabbitMQ makes with them.
@@ -488,15 +538,20 @@ class AccessControl:
         logging in, AMQP 1.0's SASL ANONYMOUS (no password) included."""
         return loopback or name not in self.loopback_users
 
-    def login_external(self, name: str, *, loopback: bool, protocol: str,
-                       address: str = "") -> bool:
-        """SASL EXTERNAL: whether ``name`` (a client certificate's, which TLS verified) may
-        log in: an existing user, no password asked (``rabbit_access_control:
-        check_user_login/2`` with no credentials), from where the client is; counted in
-        :attr:`attempts`."""
+    def login_external(self, certificate: Mapping[str, Any] | None, login_from: str, *,
+                       loopback: bool, protocol: str, address: str = "") -> str | None:
+        """SASL EXTERNAL (rabbit_auth_mechanism_ssl, v3.10.8): the user a verified client
+        certificate (``ssl``'s decoded form; ``None``: none sent) logs in as, by its name
+        (:func:`certificate_login`, ``login_from``), an existing user, no password asked
+        (``rabbit_access_control:check_user_login/2`` with no credentials), from where the
+        client is; ``None``: refused. Counted in :attr:`attempts`."""
+        name = certificate_login(certificate, login_from) if certificate is not None else None
+        if name is None:  # "connection peer presented no TLS (x.509) certificate"
+            self.attempts.record(protocol, False, address=address)
+            return None
         allowed = name in self.users and self.allowed_from(name, loopback=loopback)
         self.attempts.record(protocol, allowed, address=address, user=name)
-        return allowed
+        return name if allowed else None
 
     def login_anonymous(self, *, loopback: bool, rabbitmq4: bool) -> str | None:
         """SASL ANONYMOUS (AMQP 1.0): the user it logs in as, or ``None`` (refused, or
