@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pika
 
@@ -152,3 +153,38 @@ def test_the_startup_line_names_users_but_no_password() -> None:
     finally:
         out, err = interrupt(proc)
     assert "s3cret" not in out + err
+
+
+def test_serve_takes_rabbitmqs_tls_options_and_names_a_file_it_cannot_use(
+        tmp_path: Path) -> None:
+    import ssl
+
+    import trustme
+
+    ca = trustme.CA()
+    leaf = ca.issue_cert("localhost", "127.0.0.1")
+    leaf.cert_chain_pems[0].write_to_path(str(tmp_path / "server.pem"))
+    leaf.private_key_pem.write_to_path(str(tmp_path / "server.key"))
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    proc = serve("--no-management", "--tls-port", "0", "--certfile", str(tmp_path / "server.pem"),
+                 "--keyfile", str(tmp_path / "server.key"), "--tls-version", "tlsv1.3")
+    try:
+        assert proc.stdout is not None
+        found = re.search(r"amqps://guest:guest@127\.0\.0\.1:(\d+)/", proc.stdout.readline())
+        assert found is not None
+        context = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
+        with socket.create_connection(("127.0.0.1", int(found[1])), timeout=5) as raw, \
+                context.wrap_socket(raw, server_hostname="localhost") as tls:
+            assert tls.version() == "TLSv1.3"
+            tls.sendall(b"AMQP\x00\x00\x09\x01")
+            assert tls.recv(7)[:1] == b"\x01"  # connection.start, over TLS
+    finally:
+        interrupt(proc)
+    for args, says in ((("--tls-port", "0"), "a TLS port needs a certificate"),
+                       (("--tls-port", "0", "--certfile", str(tmp_path / "none.pem")),
+                        f"cannot use the TLS files {tmp_path / 'none.pem'}")):
+        failed = serve("--no-management", *args)
+        _out, err = failed.communicate(timeout=30)
+        assert failed.returncode == 1
+        (line,) = err.strip().splitlines()
+        assert says in line
