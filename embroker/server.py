@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, final, overload
 from ._batching import BatchingPolicy, Plan, on_one_cpu
 from ._sniff import SniffingConnection
 from ._tls import TLSSocket
+from ._version import __version__
 from ._transport import PORT_KINDS, CarriedConnection, PortPolicy, SansIOConnection, client_properties
 from .amqp091 import ServerConnection as Amqp091Connection
 from .amqp10 import ServerConnection as Amqp10Connection
@@ -79,7 +80,7 @@ from .tls import TLSOptions, server_context
 
 if TYPE_CHECKING:
     from .management import ManagementAPI
-    from .management._http import HostPolicy
+    from .management._http import HostPolicy, Request, Response
     from .model import Broker
     from .model import Connection as ModelConnection
 
@@ -101,6 +102,9 @@ _READ_SIZE = 262_144
 #: Bytes of answers an HTTP client of the management port may leave unread before the loop
 #: stops reading its requests (as MAX_PENDING_OUTPUT of embroker.management: the same 4 MiB).
 _HTTP_UNREAD = 4 * 1024 * 1024
+#: The most clients a node's control port (serve_control) holds at once: RabbitMQ's tools open
+#: one each, and a script runs them one after another.
+_CONTROL_CLIENTS = 64
 _TICK = 0.5  # at most this long between looks at heartbeats, handshakes and timers
 #: How long one turn of the loop spends on the steps of management answers worked out in steps
 #: (a listing, an export: embroker.management._steps), across every HTTP client that waits for
@@ -517,6 +521,9 @@ class Server:
         # broker connections); the loop's alone, as _dirty.
         self._http_clients: dict[int, _Client] = {}
         self._management: ManagementAPI | None = None
+        # A node's control interface (serve_control): its application and screen.
+        self._control: tuple[Callable[[Request], Response],
+                             Callable[[Request], Response | None]] | None = None
         #: The port of the management HTTP API and console (``None`` unless asked for).
         self.management_port = self._listen(host, management_port, PortPolicy.for_management(
             limits["management"], _HTTP_UNREAD)) \
@@ -919,6 +926,9 @@ class Server:
                 if port.kind == "stream":
                     self._accept_stream(carried, peer, port)
                     continue
+                if port.kind == "control":
+                    self._accept_control(carried, peer, port)
+                    continue
                 with self._locked:
                     client = _Client(carried, peer, functools.partial(
                         self._connection, policy=port.policy), port)
@@ -954,6 +964,30 @@ class Server:
         self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)
         log.debug("accepted HTTP connection from %s", peer)
+
+    def serve_control(self, app: Callable[[Request], Response],
+                      screen: Callable[[Request], Response | None]) -> int:
+        """Serve a node's control interface (embroker.control: what RabbitMQ's tools ask a
+        node) on a port of its own, on loopback only; returns the port. It answers HTTP
+        requests with ``app`` (``screen`` refuses them from their headers alone) and stays
+        open while the node's application is stopped (``stop_app``)."""
+        number = self._listen("127.0.0.1", 0, PortPolicy("control", _CONTROL_CLIENTS,
+                                                         _HTTP_UNREAD))
+        self._control = (app, screen)
+        if self._running:
+            self._on_loop(lambda: self._select_port(self._ports[-1]))
+        return number
+
+    def _accept_control(self, sock: socket.socket | TLSSocket, peer: str, port: _Port) -> None:
+        from .management._http import HostPolicy, HttpConnection
+
+        assert self._control is not None
+        app, screen = self._control
+        conn = HttpConnection(app, screen=screen, hosts=HostPolicy.of({"127.0.0.1"}), peer=peer,
+                              loopback=True, server_header=f"embroker/{__version__}")
+        client = _Client(sock, peer, lambda _client: conn, port)
+        self._http_clients[sock.fileno()] = client
+        self._selector.register(sock, selectors.EVENT_READ, client)
 
     def _accept_stream(self, sock: socket.socket | TLSSocket, peer: str, port: _Port) -> None:
         from .stream import StreamConnection

@@ -1,0 +1,145 @@
+"""How RabbitMQ 3.10.8's tools print values and rows (its ``table`` and ``json`` formatters).
+
+The node sends each value as JSON, with a few tagged forms for the Erlang terms the tools print
+in their own ways (:mod:`._ops` makes them):
+
+- ``{"$table": [[key, type, value], ...]}``: an AMQP table as RabbitMQ keeps it (queue and
+  consumer arguments, client properties); an array is ``{"$array": [[type, value], ...]}``;
+- ``{"$pid": "<rabbit@host.1.2.0>"}``: an Erlang pid;
+- ``{"$ip": "127.0.0.1"}``: an address (a tuple in Erlang);
+- ``{"$atoms": [...]}``: a list of atoms (user tags, node names);
+- ``{"$map": {...}}``: an Erlang map (``cluster_state``).
+
+The table formatter prints each as ``RabbitMQ.CLI.Formatters.FormatterHelpers`` does: an AMQP
+table as Erlang's ``~tp`` of ``[{Key, Value}]`` (``[{"x-max-length",10}]``), atoms bare and
+joined by ``", "`` in brackets, a map as ``#{k => v}``, ``true``/``false``; the JSON formatter
+writes one object per row (``[`` and ``]`` on lines of their own, rows after the first starting
+with ``,``) and turns tuples into lists, as Elixir's JSON encoder does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["json_rows", "table_rows", "table_value"]
+
+
+def _charlist(text: str) -> str:
+    """A string as ``~tp`` prints a printable charlist: ``"..."`` with ``"`` and ``\\``
+    escaped (control characters as ``\\n``...)."""
+    escapes = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\x1b": "\\e", "\b": "\\b", "\f": "\\f",
+               "\v": "\\v", "\x7f": "\\d"}
+    out = []
+    for char in text:
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif char in escapes:
+            out.append(escapes[char])
+        elif ord(char) < 32:
+            out.append(f"\\^{chr(ord(char) + 64)}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def _term(value: Any) -> str:
+    """A prettified AMQP value as ``~tp`` prints it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "undefined"
+    if isinstance(value, str):
+        return _charlist(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, dict) and "$table" in value:
+        return "[" + ",".join("{" + _charlist(k) + "," + _term(v) + "}"
+                              for k, _type, v in value["$table"]) + "]"
+    if isinstance(value, dict) and "$array" in value:
+        return "[" + ",".join(_term(v) for _type, v in value["$array"]) + "]"
+    if isinstance(value, list):
+        return "[" + ",".join(map(_term, value)) + "]"
+    return json.dumps(value)
+
+
+def table_value(value: Any) -> str:
+    """One value as the table formatter prints it (``format_info_item``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "undefined"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, dict):
+        if "$table" in value:
+            return _term(value) if value["$table"] else "[]"
+        if "$array" in value:
+            return _term(value)
+        if "$pid" in value:
+            return str(value["$pid"])
+        if "$ip" in value:
+            return str(value["$ip"])
+        if "$atoms" in value:
+            return "[" + ", ".join(value["$atoms"]) + "]"
+        if "$map" in value:
+            return "#{" + ", ".join(f"{k} => {table_value(v)}"
+                                    for k, v in value["$map"].items()) + "}"
+        return "#{" + ", ".join(f"{k} => {table_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(table_value(v) for v in value) + "]" if value else "[]"
+    return str(value)
+
+
+def _json_value(value: Any) -> Any:
+    """One value as the JSON formatter writes it (tuples as lists)."""
+    if isinstance(value, dict):
+        if "$table" in value:
+            return [[k, t, _json_value(v)] for k, t, v in value["$table"]]
+        if "$array" in value:
+            return [[t, _json_value(v)] for t, v in value["$array"]]
+        if "$pid" in value:
+            return _pid_json(str(value["$pid"]))
+        if "$ip" in value:
+            address = str(value["$ip"])
+            parts = address.split(".")
+            return [int(p) for p in parts] if len(parts) == 4 and all(
+                p.isdigit() for p in parts) else address
+        if "$atoms" in value:
+            return list(value["$atoms"])
+        if "$map" in value:
+            return {k: _json_value(v) for k, v in value["$map"].items()}
+        return {k: _json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def _pid_json(pid: str) -> str:
+    """``<rabbit@host.CREATION.N.S>`` as the JSON formatter writes a remote pid:
+    ``#PID<INDEX.N.S>`` (Elixir's inspect of a pid of another node)."""
+    parts = pid.strip("<>").rsplit(".", 3)
+    if len(parts) == 4:
+        return f"#PID<{int(parts[1]) % 32768}.{parts[2]}.{parts[3]}>"
+    return pid
+
+
+def table_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
+               headers: bool) -> list[str]:
+    """The lines of the table formatter: a header (unless ``headers`` is false), then one
+    tab-separated line per row."""
+    lines = ["\t".join(columns)] if headers and rows else []
+    lines += ["\t".join(table_value(v) for v in row) for row in rows]
+    return lines
+
+
+def json_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """The JSON formatter's text for rows (without its final newline)."""
+    objects = [json.dumps({c: _json_value(v) for c, v in zip(columns, row)},
+                          separators=(",", ":"), ensure_ascii=False) for row in rows]
+    return "[\n" + "\n,".join(objects) + ("\n" if objects else "") + "]"

@@ -1,0 +1,229 @@
+"""A running embroker as RabbitMQ's tools see a node: a name, a control port, an application.
+
+A :class:`Node` joins a :class:`~embroker.Broker` and the :class:`~embroker.server.Server`
+serving it to the tools: it serves the control interface on the server's loop
+(``Server.serve_control``, :mod:`._service`), writes the node's registry file
+(:mod:`._registry`) so that ``rabbitmqctl -n NAME`` finds it, and answers what the tools ask of
+a node (status, listeners, alarms, stop_app...). ``embroker serve`` and ``rabbitmq-server``
+both run one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, final
+
+from .._version import __version__
+from ..errors import ConnectionForced
+from ..model._plugins import PLUGINS
+from ._ops import OPERATIONS
+from ._registry import NodeEntry, register, unregister
+from ._service import ControlError, ControlService
+
+if TYPE_CHECKING:
+    from ..management import ManagementAPI
+    from ..model import Broker, Connection
+    from ..server import Server
+
+__all__ = ["LISTENER_PLUGINS", "Node"]
+
+#: The plugins that are listeners in embroker (served when their port is), with RabbitMQ's
+#: protocol name for ``rabbitmq-diagnostics listeners``.
+LISTENER_PLUGINS = {"rabbitmq_management": "http", "rabbitmq_stream": "stream",
+                    "rabbitmq_amqp1_0": "amqp1_0"}
+#: What ``rabbitmq-diagnostics listeners`` says each protocol is for (v3.10.8's texts).
+PURPOSES = {
+    "amqp": "AMQP 0-9-1 and AMQP 1.0",
+    "amqp/ssl": "AMQP 0-9-1 and AMQP 1.0 over TLS",
+    "http": "HTTP API",
+    "https": "HTTP API over TLS (HTTPS)",
+    "stream": "RabbitMQ Stream",
+    "stream/ssl": "RabbitMQ Stream over TLS",
+    "clustering": "inter-node and CLI tool communication",
+}
+
+
+@final
+class Node:
+    """``broker`` served by ``server`` under the node name ``name`` (see the module's
+    docstring). :meth:`start` serves the control port and registers the node; :meth:`close`
+    unregisters it.
+
+    Args:
+        on_stop: what ``rabbitmqctl stop`` does (stop the process's server); called from a
+            thread of its own.
+        enabled_plugins_file: the file ``rabbitmq-plugins`` reads and writes (``None``: none).
+        data_dir: the node's data folder (``rabbitmq-diagnostics status``, the disk monitor).
+        config_files: the configuration files it was started from, for ``status``.
+        log_file: where it logs (``status``), if anywhere.
+    """
+
+    def __init__(self, broker: Broker, server: Server, name: str, *,
+                 on_stop: Callable[[], None] | None = None,
+                 enabled_plugins_file: Path | None = None, data_dir: Path | None = None,
+                 config_files: Iterable[Path] = (), log_file: Path | None = None,
+                 folder: Path | None = None) -> None:
+        self.broker = broker
+        self.server = server
+        self.name = name
+        self.started = time.time()
+        #: The node's "creation" (the middle part of its pids): its start time, so the pids of
+        #: one run never match another's.
+        self.creation = int(self.started) % 1_000_000_000
+        self.on_stop = on_stop if on_stop is not None else server.stop
+        self.enabled_plugins_file = enabled_plugins_file
+        self.data_dir = data_dir if data_dir is not None else Path.cwd()
+        self.config_files = tuple(config_files)
+        self.log_file = log_file
+        self._folder = folder
+        self._entry: NodeEntry | None = None
+        self._views: ManagementAPI | None = None
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name} control port {self.control_port}>"
+
+    @property
+    def views(self) -> ManagementAPI:
+        """The management API's views of the model (the server's own API when it serves one),
+        which listings share with it."""
+        if self.server.management is not None:
+            return self.server.management
+        if self._views is None:
+            from ..management import ManagementAPI
+
+            self._views = ManagementAPI(self.broker, self.server)
+        return self._views
+
+    @property
+    def control_port(self) -> int | None:
+        return self._entry.control_port if self._entry is not None else None
+
+    def start(self) -> Node:
+        """Serve the control interface and register the node (see :mod:`._registry`).
+
+        Raises:
+            NodeNameInUse: a live node has the name.
+        """
+        cookie = NodeEntry.new_cookie()
+        service = ControlService(self, cookie, OPERATIONS)
+        port = self.server.serve_control(service, service.screen)
+        self._entry = NodeEntry(self.name, os.getpid(), port, cookie, self._ports())
+        register(self._entry, self._folder)
+        return self
+
+    def close(self) -> None:
+        """Unregister the node (its control port closes with the server)."""
+        if self._entry is not None:
+            unregister(self._entry, self._folder)
+            self._entry = None
+        if self._views is not None:
+            self._views.close()
+
+    def __enter__(self) -> Node:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- what the tools ask -----------------------------------------------------------------------
+
+    def _ports(self) -> dict[str, int]:
+        server = self.server
+        found = {"amqp": server.port, "amqp/ssl": server.tls_port,
+                 "http": server.management_port, "https": server.management_tls_port,
+                 "stream": server.stream_port, "stream/ssl": server.stream_tls_port}
+        return {name: port for name, port in found.items() if port is not None}
+
+    @property
+    def app_running(self) -> bool:
+        return bool(getattr(self.server, "app_running", True))
+
+    def listeners(self) -> list[dict[str, Any]]:
+        """The node's listeners as ``rabbitmq-diagnostics listeners`` lists them."""
+        if not self.app_running:
+            return []
+        host = self.server.host
+        interface = "[::]" if host in ("", "::", "0.0.0.0") else host
+        return [{"interface": interface, "port": port, "protocol": name,
+                 "purpose": PURPOSES[name], "node": self.name}
+                for name, port in self._ports().items()]
+
+    def alarms(self) -> list[str]:
+        """The resource alarms in effect (``memory``, ``disk``)."""
+        found = getattr(self.server, "alarms", None)
+        if found is not None:
+            return list(found)
+        return ["memory"] if self.broker.publishers_blocked else []
+
+    def plugin_states(self) -> dict[str, Any]:
+        """Each plugin embroker has, whether it is enabled, and the enabled-plugins file."""
+        enabled = set(self.broker.plugins.enabled)
+        ports = self._ports()
+        if "http" in ports or "https" in ports:
+            enabled.add("rabbitmq_management")
+        if "stream" in ports or "stream/ssl" in ports:
+            enabled.add("rabbitmq_stream")
+        enabled.add("rabbitmq_amqp1_0")  # (always served: sniffed on the AMQP port)
+        return {"available": sorted({*PLUGINS, *LISTENER_PLUGINS}), "enabled": sorted(enabled),
+                "file": str(self.enabled_plugins_file or ""), "version": __version__}
+
+    def status(self) -> dict[str, Any]:
+        """What ``rabbitmqctl status`` shows of the node."""
+        return {
+            "pid": os.getpid(), "node": self.name, "version": __version__,
+            "rabbitmq_version": self.broker.server_properties.get("version", ""),
+            "uptime": int(time.time() - self.started), "running": self.app_running,
+            "listeners": self.listeners(), "alarms": self.alarms(),
+            "plugins": self.plugin_states(), "data_dir": str(self.data_dir),
+            "config_files": [str(p) for p in self.config_files],
+            "log_file": str(self.log_file) if self.log_file is not None else "",
+            "vm_memory_high_watermark": getattr(self.server, "vm_memory_high_watermark", None),
+            "memory_used": _call(self.server, "memory_used"),
+            "disk_free_limit": getattr(self.server, "disk_free_limit", None),
+            "connections": len(self.broker.connections),
+            "queues": sum(len(v.queues) for v in self.broker.vhosts.values()),
+            "vhosts": len(self.broker.vhosts),
+        }
+
+    def close_connection(self, connection: Connection, reason: str) -> None:
+        """Close ``connection`` as ``rabbitmqctl close_connection``: 320 CONNECTION_FORCED
+        with the reason given. Call it holding the broker still."""
+        error = ConnectionForced(reason)
+        if not self.server.close_connection(connection, error):
+            connection.close_by_broker(error)
+
+    def stop_soon(self) -> None:
+        """``rabbitmqctl stop``: the node stops once this answer is out."""
+        threading.Timer(0.05, self.on_stop).start()
+
+    def stop_app(self) -> None:
+        self._lifecycle("stop_app")()
+
+    def start_app(self) -> None:
+        self._lifecycle("start_app")()
+
+    def reset(self) -> None:
+        self._lifecycle("reset")()
+
+    def set_vm_memory_high_watermark(self, *, fraction: float | None = None,
+                                     absolute: int | None = None) -> None:
+        self._lifecycle("set_vm_memory_high_watermark")(fraction, absolute=absolute)
+
+    def set_disk_free_limit(self, *, absolute: int | None = None,
+                            mem_relative: float | None = None) -> None:
+        self._lifecycle("set_disk_free_limit")(absolute, mem_relative=mem_relative)
+
+    def _lifecycle(self, name: str) -> Callable[..., Any]:
+        method = getattr(self.server, name, None)
+        if method is None:
+            raise ControlError(f"{name} is not supported by this embroker", 70)
+        return method  # type: ignore[no-any-return]
+
+
+def _call(target: object, name: str) -> Any:
+    method = getattr(target, name, None)
+    return method() if callable(method) else None

@@ -1,0 +1,822 @@
+"""What a node does for RabbitMQ's tools: one function per operation of the control interface.
+
+Each operation takes the node and a JSON object of arguments and returns a JSON value; the
+tools format it (:mod:`._ctl`). Every change goes through the broker's own ``rabbitmqctl``
+methods (``add_user``, ``set_policy``...) and every listing reads the model under the broker's
+lock, as the management API does, with its views: the rules live in the model, once.
+
+A failure is a :class:`~._service.ControlError` carrying the text RabbitMQ's tool prints and
+its exit code; a refusal by the model (an :class:`~embroker.errors.AMQPError`) is shown with
+the model's text.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._version import __version__
+from ..errors import AMQPError
+from ..fieldtypes import field_type
+from ..management import _views as views
+from ..model._definitions import vhost_metadata
+from ._service import ControlError
+
+if TYPE_CHECKING:
+    from ..model import Broker, Connection, Queue, VirtualHost
+    from ._node import Node
+
+__all__ = ["INFO_KEYS", "OPERATIONS"]
+
+Operation = Callable[["Node", dict[str, Any]], Any]
+OPERATIONS: dict[str, Operation] = {}
+
+#: The CLI's exit codes (sysexits.h, as RabbitMQ's tools use them).
+EX_USAGE, EX_DATAERR, EX_NOUSER, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL = 64, 65, 67, 69, 70, 75
+
+
+def operation(name: str) -> Callable[[Operation], Operation]:
+    def register(function: Operation) -> Operation:
+        OPERATIONS[name] = function
+        return function
+    return register
+
+
+def _text(arguments: Mapping[str, Any], name: str, default: str | None = None) -> str:
+    value = arguments.get(name, default)
+    if not isinstance(value, str):
+        raise ControlError(f"{name}: expected a string", EX_USAGE)
+    return value
+
+
+def _vhost(broker: Broker, arguments: Mapping[str, Any]) -> VirtualHost:
+    name = _text(arguments, "vhost", "/")
+    vhost = broker.vhosts.get(name)
+    if vhost is None:
+        raise ControlError(f"Virtual host '{name}' does not exist", EX_DATAERR)
+    return vhost
+
+
+# -- node ---------------------------------------------------------------------------------------
+
+@operation("ping")
+def _ping(node: Node, arguments: dict[str, Any]) -> Any:
+    return "pong"
+
+
+@operation("await_startup")
+def _await_startup(node: Node, arguments: dict[str, Any]) -> Any:
+    return node.app_running
+
+
+@operation("status")
+def _status(node: Node, arguments: dict[str, Any]) -> Any:
+    return node.status()
+
+
+@operation("listeners")
+def _listeners(node: Node, arguments: dict[str, Any]) -> Any:
+    return node.listeners()
+
+
+@operation("alarms")
+def _alarms(node: Node, arguments: dict[str, Any]) -> Any:
+    return node.alarms()
+
+
+@operation("environment")
+def _environment(node: Node, arguments: dict[str, Any]) -> Any:
+    return {"version": __version__, "pid": os.getpid(), "node": node.name}
+
+
+@operation("stop")
+def _stop(node: Node, arguments: dict[str, Any]) -> Any:
+    node.stop_soon()
+    return None
+
+
+@operation("stop_app")
+def _stop_app(node: Node, arguments: dict[str, Any]) -> Any:
+    node.stop_app()
+    return None
+
+
+@operation("start_app")
+def _start_app(node: Node, arguments: dict[str, Any]) -> Any:
+    node.start_app()
+    return None
+
+
+@operation("reset")
+def _reset(node: Node, arguments: dict[str, Any]) -> Any:
+    node.reset()
+    return None
+
+
+@operation("set_vm_memory_high_watermark")
+def _set_vm_memory_high_watermark(node: Node, arguments: dict[str, Any]) -> Any:
+    fraction, absolute = arguments.get("fraction"), arguments.get("absolute")
+    node.set_vm_memory_high_watermark(fraction=fraction, absolute=absolute)
+    return None
+
+
+@operation("set_disk_free_limit")
+def _set_disk_free_limit(node: Node, arguments: dict[str, Any]) -> Any:
+    node.set_disk_free_limit(absolute=arguments.get("absolute"),
+                             mem_relative=arguments.get("mem_relative"))
+    return None
+
+
+# -- listings -----------------------------------------------------------------------------------
+
+#: What each listing may show (``rabbitmqctl list_*``'s info keys, v3.10.8), in RabbitMQ's
+#: order, and what it shows when none are named.
+INFO_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "queues": (("name", "durable", "auto_delete", "arguments", "policy", "pid", "owner_pid",
+                "exclusive", "exclusive_consumer_pid", "exclusive_consumer_tag",
+                "messages_ready", "messages_unacknowledged", "messages", "messages_ready_ram",
+                "messages_unacknowledged_ram", "messages_ram", "messages_persistent",
+                "message_bytes", "message_bytes_ready", "message_bytes_unacknowledged",
+                "message_bytes_ram", "message_bytes_persistent", "head_message_timestamp",
+                "disk_reads", "disk_writes", "consumers", "consumer_utilisation",
+                "consumer_capacity", "memory", "slave_pids", "synchronised_slave_pids",
+                "state", "type", "leader", "members", "online"), ("name", "messages")),
+    "exchanges": (("name", "type", "durable", "auto_delete", "internal", "arguments",
+                   "policy"), ("name", "type")),
+    "bindings": (("source_name", "source_kind", "destination_name", "destination_kind",
+                  "routing_key", "arguments"),
+                 ("source_name", "source_kind", "destination_name", "destination_kind",
+                  "routing_key", "arguments")),
+    "connections": (("pid", "name", "port", "host", "peer_port", "peer_host", "ssl",
+                     "ssl_protocol", "ssl_key_exchange", "ssl_cipher", "ssl_hash",
+                     "peer_cert_subject", "peer_cert_issuer", "peer_cert_validity", "state",
+                     "channels", "protocol", "auth_mechanism", "user", "vhost", "timeout",
+                     "frame_max", "channel_max", "client_properties", "recv_oct", "recv_cnt",
+                     "send_oct", "send_cnt", "send_pend", "connected_at"),
+                    ("user", "peer_host", "peer_port", "state")),
+    "channels": (("pid", "connection", "name", "number", "user", "vhost", "transactional",
+                  "confirm", "consumer_count", "messages_unacknowledged",
+                  "messages_uncommitted", "acks_uncommitted", "messages_unconfirmed",
+                  "prefetch_count", "global_prefetch_count"),
+                 ("pid", "user", "consumer_count", "messages_unacknowledged")),
+    "consumers": (("queue_name", "channel_pid", "consumer_tag", "ack_required",
+                   "prefetch_count", "active", "activity_status", "arguments"),
+                  ("queue_name", "channel_pid", "consumer_tag", "ack_required",
+                   "prefetch_count", "active", "arguments")),
+    "vhosts": (("name", "description", "tags", "default_queue_type", "tracing",
+                "cluster_state"), ("name",)),
+}
+
+
+def _pid(node: Node, kind: int, number: int) -> dict[str, str]:
+    """An Erlang pid as RabbitMQ's tools print it (:mod:`._format`'s ``$pid``), for a queue
+    (kind 0), a connection (1) or a channel (2) of this node: stable for the object's life,
+    unique on the node."""
+    return {"$pid": f"<{node.name}.{node.creation}.{number}.{kind}>"}
+
+
+def _typed(value: Any) -> Any:
+    """An AMQP field value tagged for the tools (:mod:`._format`): tables and arrays with
+    their values' AMQP types, as RabbitMQ keeps them."""
+    if isinstance(value, Mapping):
+        return {"$table": [[str(k), field_type(v), _typed(v)] for k, v in value.items()]}
+    if isinstance(value, (list, tuple)):
+        return {"$array": [[field_type(v), _typed(v)] for v in value]}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("latin-1")
+    if isinstance(value, datetime.datetime):
+        return int(value.timestamp())
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    return value
+
+
+def _ip(host: Any) -> Any:
+    return {"$ip": host} if isinstance(host, str) and host else host
+
+
+def _queue_row(node: Node, queue: Queue, unacked: Mapping[int, tuple[int, int]]) -> dict[str, Any]:
+    info = views.queue_info(queue, unacked.get(id(queue), (0, 0)))
+    classic = info["type"] == "classic"
+    owner = queue.exclusive_owner if queue.exclusive else None
+    row = {key: info.get(key, "") for key in INFO_KEYS["queues"][0]}
+    members = {"$atoms": [node.name]} if not classic else ""
+    row.update({
+        "arguments": _typed(queue.arguments),
+        "pid": _pid(node, 0, id(queue) % 1_000_000),
+        "owner_pid": _pid(node, 1, owner.id) if owner is not None else "",
+        "exclusive": queue.exclusive if classic else "",
+        "exclusive_consumer_pid": "", "exclusive_consumer_tag": info.get(
+            "exclusive_consumer_tag") or "",
+        "policy": info.get("policy") or "", "head_message_timestamp": "",
+        "disk_reads": 0, "disk_writes": 0, "slave_pids": "", "synchronised_slave_pids": "",
+        "leader": node.name if not classic else "", "members": members, "online": members,
+        "messages_ready_ram": info.get("messages_ready_ram", info.get("messages_ready")),
+        "messages_unacknowledged_ram": info.get("messages_unacknowledged_ram",
+                                                info.get("messages_unacknowledged")),
+        "consumer_utilisation": info.get("consumer_utilisation") or "",
+        "consumer_capacity": info.get("consumer_capacity") or 0,
+        "state": "running",
+    })
+    return row
+
+
+def _connection_rows(node: Node) -> list[dict[str, Any]]:
+    from ..management._connections import _connection_info
+
+    api = node.views
+    wire = api.wire()
+    rows = []
+    for connection in node.broker.connections.values():
+        if not connection.is_open:
+            continue
+        info = _connection_info(api, connection, wire, "rmq-cli")
+        row = {key: info.get(key, "") for key in INFO_KEYS["connections"][0]}
+        row.update({"pid": _pid(node, 1, connection.id), "channels": info.get("channels", 0),
+                    "ssl": info.get("ssl", False), "host": _ip(info.get("host")),
+                    "peer_host": _ip(info.get("peer_host")),
+                    "client_properties": _typed(connection.client_properties),
+                    "ssl_protocol": info.get("ssl_protocol") or "",
+                    "ssl_key_exchange": info.get("ssl_key_exchange") or "",
+                    "ssl_cipher": info.get("ssl_cipher") or "",
+                    "ssl_hash": info.get("ssl_hash") or "",
+                    "peer_cert_subject": info.get("peer_cert_subject") or "",
+                    "peer_cert_issuer": info.get("peer_cert_issuer") or "",
+                    "peer_cert_validity": info.get("peer_cert_validity") or ""})
+        rows.append(row)
+    return rows
+
+
+def _channel_pid(node: Node, connection: Connection, number: int) -> dict[str, str]:
+    return _pid(node, 2, connection.id * 65536 + number)
+
+
+def _listing(node: Node, kind: str, vhost: VirtualHost | None) -> list[dict[str, Any]]:
+    broker = node.broker
+    if kind == "queues":
+        assert vhost is not None
+        unacked = views.unacked_by_queue(broker.connections.values())
+        return [_queue_row(node, q, unacked) for q in vhost.queues.values()]
+    if kind == "exchanges":
+        assert vhost is not None
+        return [{"name": x.name, "type": x.type, "durable": x.durable,
+                 "auto_delete": x.auto_delete, "internal": x.internal,
+                 "arguments": _typed(x.arguments),
+                 "policy": x.policy.name if x.policy is not None else ""}
+                for x in vhost.exchanges.values()]
+    if kind == "bindings":
+        assert vhost is not None
+        found: list[tuple[str, str, str, str, Mapping[str, Any]]] = [
+            ("", q.name, "queue", q.name, {}) for q in vhost.queues.values()]
+        found += [(b.source.name, b.destination.name, b.destination.kind, b.routing_key,
+                   b.arguments)
+                  for x in vhost.exchanges.values() if x.name for b in x.bindings.values()]
+        return [{"source_name": source, "source_kind": "exchange",
+                 "destination_name": destination, "destination_kind": kind_,
+                 "routing_key": key, "arguments": _typed(arguments)}
+                for source, destination, kind_, key, arguments in found]
+    if kind == "connections":
+        return _connection_rows(node)
+    if kind == "channels":
+        rows = []
+        api = node.views
+        wire = api.wire()
+        for connection in broker.connections.values():
+            if not connection.is_open:
+                continue
+            name, peer = api.identity(connection, wire)
+            for channel in views.amqp_channels(connection).values():
+                info = views.channel_info(channel, name, peer, connection.user, "rmq-cli")
+                row = {key: info.get(key, "") for key in INFO_KEYS["channels"][0]}
+                row.update({"pid": _channel_pid(node, connection, channel.number),
+                            "connection": _pid(node, 1, connection.id), "name": info["name"]})
+                rows.append(row)
+        return rows
+    if kind == "consumers":
+        assert vhost is not None
+        rows = []
+        for queue in vhost.queues.values():
+            for consumer in queue.consumers:
+                info = views.consumer_info(consumer, "", ("", 0), "")
+                rows.append({
+                    "queue_name": queue.name,
+                    "channel_pid": _channel_pid(node, consumer.channel.connection,
+                                                consumer.channel.number),
+                    "consumer_tag": consumer.tag, "ack_required": info["ack_required"],
+                    "prefetch_count": info["prefetch_count"], "active": info["active"],
+                    "activity_status": info["activity_status"],
+                    "arguments": _typed(consumer.arguments)})
+        return rows
+    if kind == "vhosts":
+        rows = []
+        for host in broker.vhosts.values():
+            metadata = vhost_metadata(broker, host.name)
+            rows.append({"name": host.name,
+                         "description": str(metadata.get("description", "")),
+                         "tags": {"$atoms": list(metadata.get("tags", []))},
+                         "default_queue_type": "undefined", "tracing": host.tracing,
+                         "cluster_state": {"$map": {node.name: "running"}}})
+        return rows
+    raise ControlError(f"nothing to list as {kind!r}", EX_USAGE)
+
+
+def _columns(kind: str, arguments: Mapping[str, Any]) -> list[str]:
+    allowed, default = INFO_KEYS[kind]
+    given = arguments.get("columns") or list(default)
+    if not isinstance(given, list) or not all(isinstance(c, str) for c in given):
+        raise ControlError("columns: expected a list of names", EX_USAGE)
+    return given
+
+
+@operation("list")
+def _list(node: Node, arguments: dict[str, Any]) -> Any:
+    """Rows of one listing (``kind``: queues, exchanges, ...), each the named columns."""
+    kind = _text(arguments, "kind")
+    if kind not in INFO_KEYS:
+        raise ControlError(f"nothing to list as {kind!r}", EX_USAGE)
+    columns = _columns(kind, arguments)
+    with node.broker.locked():
+        vhost = _vhost(node.broker, arguments) if kind in (
+            "queues", "exchanges", "bindings", "consumers") else None
+        rows = _listing(node, kind, vhost)
+    return [[row.get(column) for column in columns] for row in rows]
+
+
+@operation("list_users")
+def _list_users(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        return [{"user": name, "tags": {"$atoms": list(broker.access.users[name].tags)}}
+                for name in broker.access.users]
+
+
+@operation("list_permissions")
+def _list_permissions(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        vhost = _vhost(broker, arguments).name
+        return [{"user": user, "configure": p.configure, "write": p.write, "read": p.read}
+                for user, p in broker.list_permissions(vhost).items()]
+
+
+@operation("list_user_permissions")
+def _list_user_permissions(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    user = _text(arguments, "user")
+    with broker.locked():
+        _user(broker, user)
+        rows = []
+        for vhost in broker.vhosts:
+            permissions = broker.access.permissions(user, vhost)
+            if permissions is not None:
+                rows.append({"vhost": vhost, "configure": permissions.configure,
+                             "write": permissions.write, "read": permissions.read})
+        return rows
+
+
+@operation("list_topic_permissions")
+def _list_topic_permissions(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        vhost = _vhost(broker, arguments).name
+        return [{"user": user, "exchange": p.exchange, "write": p.write, "read": p.read}
+                for user, found in broker.list_topic_permissions(vhost).items() for p in found]
+
+
+@operation("list_user_topic_permissions")
+def _list_user_topic_permissions(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    user = _text(arguments, "user")
+    with broker.locked():
+        _user(broker, user)
+        return [{"vhost": vhost, "exchange": p.exchange, "write": p.write, "read": p.read}
+                for vhost in broker.vhosts
+                for p in broker.access.topic_permissions(user, vhost)]
+
+
+def _policy_rows(policies: Iterable[Any]) -> list[dict[str, Any]]:
+    return [{"vhost": p.vhost, "name": p.name, "pattern": p.pattern, "apply-to": p.apply_to,
+             "definition": views.json_value(dict(p.definition)), "priority": p.priority}
+            for p in policies]
+
+
+@operation("list_policies")
+def _list_policies(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        return _policy_rows(broker.list_policies(_vhost(broker, arguments).name))
+
+
+@operation("list_operator_policies")
+def _list_operator_policies(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        return _policy_rows(broker.list_operator_policies(_vhost(broker, arguments).name))
+
+
+@operation("list_vhost_limits")
+def _list_vhost_limits(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        if arguments.get("global"):
+            return [{"vhost": name, "limits": broker.list_vhost_limits(name)}
+                    for name in broker.vhosts if broker.list_vhost_limits(name)]
+        vhost = _vhost(broker, arguments).name
+        return [{"vhost": vhost, "limits": broker.list_vhost_limits(vhost)}]
+
+
+@operation("list_user_limits")
+def _list_user_limits(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        if arguments.get("user") is None:
+            return [{"user": user, "limits": limits}
+                    for user, limits in broker.user_limits().items() if limits]
+        user = _text(arguments, "user")
+        _user(broker, user)
+        return [{"user": user, "limits": broker.user_limits(user).get(user, {})}]
+
+
+@operation("list_parameters")
+def _list_parameters(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        vhost = _vhost(broker, arguments).name
+        return [{"component": p["component"], "name": p["name"], "value": p["value"]}
+                for p in broker.parameters(vhost=vhost)]
+
+
+@operation("list_global_parameters")
+def _list_global_parameters(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        return [{"name": name, "value": value}
+                for name, value in broker.global_parameters().items()]
+
+
+# -- users --------------------------------------------------------------------------------------
+
+def _user(broker: Broker, name: str) -> None:
+    if name not in broker.access.users:
+        raise ControlError(f'User "{name}" does not exist', EX_NOUSER)
+
+
+@operation("add_user")
+def _add_user(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    name, password = _text(arguments, "user"), _text(arguments, "password")
+    with broker.locked():
+        if name in broker.access.users:
+            raise ControlError(f'User "{name}" already exists', EX_SOFTWARE)
+        broker.add_user(name, password)
+    return None
+
+
+@operation("delete_user")
+def _delete_user(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    name = _text(arguments, "user")
+    with broker.locked():
+        _user(broker, name)
+        broker.delete_user(name)
+    return None
+
+
+@operation("change_password")
+def _change_password(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    name = _text(arguments, "user")
+    with broker.locked():
+        _user(broker, name)
+        broker.change_password(name, _text(arguments, "password"))
+    return None
+
+
+@operation("clear_password")
+def _clear_password(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    name = _text(arguments, "user")
+    with broker.locked():
+        _user(broker, name)
+        broker.clear_password(name)
+    return None
+
+
+@operation("set_user_tags")
+def _set_user_tags(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    name = _text(arguments, "user")
+    tags = arguments.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise ControlError("tags: expected a list of names", EX_USAGE)
+    with broker.locked():
+        _user(broker, name)
+        broker.set_user_tags(name, *tags)
+    return None
+
+
+@operation("authenticate_user")
+def _authenticate_user(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    name, password = _text(arguments, "user"), _text(arguments, "password")
+    with broker.locked():
+        refusal = broker.access.check_login(name, password, loopback=True)
+    if refusal is not None:
+        raise ControlError(f"Error: failed to authenticate user \"{name}\"\n"
+                           f"user '{name}' - invalid credentials", EX_NOUSER, plain=True)
+    return None
+
+
+# -- vhosts -------------------------------------------------------------------------------------
+
+@operation("add_vhost")
+def _add_vhost(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    name = _text(arguments, "vhost")
+    with broker.locked():
+        if name in broker.vhosts:
+            raise ControlError(f'Virtual host "{name}" already exists', EX_SOFTWARE)
+        broker.add_vhost(name, created_by="rmq-cli")  # (a user of no one: no permissions)
+    return None
+
+
+@operation("delete_vhost")
+def _delete_vhost(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    name = _text(arguments, "vhost")
+    with broker.locked():
+        if name not in broker.vhosts:
+            raise ControlError(f'Virtual host "{name}" does not exist', EX_DATAERR)
+        broker.delete_vhost(name)
+    return None
+
+
+# -- permissions --------------------------------------------------------------------------------
+
+@operation("set_permissions")
+def _set_permissions(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    name = _text(arguments, "user")
+    with broker.locked():
+        vhost = _vhost(broker, arguments).name
+        _user(broker, name)
+        broker.set_permissions(name, _text(arguments, "configure"), _text(arguments, "write"),
+                               _text(arguments, "read"), vhost=vhost)
+    return None
+
+
+@operation("clear_permissions")
+def _clear_permissions(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    name = _text(arguments, "user")
+    with broker.locked():
+        vhost = _vhost(broker, arguments).name
+        _user(broker, name)
+        broker.clear_permissions(name, vhost=vhost)
+    return None
+
+
+@operation("set_topic_permissions")
+def _set_topic_permissions(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    name = _text(arguments, "user")
+    with broker.locked():
+        vhost = _vhost(broker, arguments).name
+        _user(broker, name)
+        broker.set_topic_permissions(name, _text(arguments, "exchange"),
+                                     _text(arguments, "write"), _text(arguments, "read"),
+                                     vhost=vhost)
+    return None
+
+
+@operation("clear_topic_permissions")
+def _clear_topic_permissions(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    name = _text(arguments, "user")
+    exchange = arguments.get("exchange")
+    with broker.locked():
+        vhost = _vhost(broker, arguments).name
+        _user(broker, name)
+        broker.clear_topic_permissions(name, exchange if isinstance(exchange, str) else None,
+                                       vhost=vhost)
+    return None
+
+
+# -- policies, limits, parameters ------------------------------------------------------------
+
+@operation("set_policy")
+def _set_policy(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    setter = broker.set_operator_policy if arguments.get("operator") else broker.set_policy
+    with broker.locked():
+        vhost = _vhost(broker, arguments).name
+        setter(_text(arguments, "name"), _text(arguments, "pattern"),
+               _text(arguments, "definition"), priority=_number(arguments, "priority", 0),
+               apply_to=_text(arguments, "apply_to", "all"), vhost=vhost)
+    return None
+
+
+def _number(arguments: Mapping[str, Any], name: str, default: int) -> int | float:
+    value = arguments.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ControlError(f"{name}: expected a number", EX_USAGE)
+    return value
+
+
+@operation("clear_policy")
+def _clear_policy(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    clear = broker.clear_operator_policy if arguments.get("operator") else broker.clear_policy
+    with broker.locked():
+        vhost = _vhost(broker, arguments).name
+        clear(_text(arguments, "name"), vhost=vhost)
+    return None
+
+
+@operation("set_vhost_limits")
+def _set_vhost_limits(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        vhost = _vhost(broker, arguments).name
+        broker.set_vhost_limits(_text(arguments, "definition"), vhost=vhost)
+    return None
+
+
+@operation("clear_vhost_limits")
+def _clear_vhost_limits(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        broker.clear_vhost_limits(vhost=_vhost(broker, arguments).name)
+    return None
+
+
+@operation("set_user_limits")
+def _set_user_limits(node: Node, arguments: dict[str, Any]) -> Any:
+    import json
+
+    broker = node.broker
+    name = _text(arguments, "user")
+    try:
+        limits = json.loads(_text(arguments, "definition"))
+    except ValueError:
+        raise ControlError("JSON decoding error", EX_DATAERR) from None
+    if not isinstance(limits, dict):
+        raise ControlError("JSON decoding error", EX_DATAERR)
+    with broker.locked():
+        _user(broker, name)
+        broker.set_user_limits(name, limits)
+    return None
+
+
+@operation("clear_user_limits")
+def _clear_user_limits(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    name = _text(arguments, "user")
+    with broker.locked():
+        _user(broker, name)
+        broker.clear_user_limits(name, _text(arguments, "limit", "all"))
+    return None
+
+
+@operation("set_parameter")
+def _set_parameter(node: Node, arguments: dict[str, Any]) -> Any:
+    import json
+
+    broker = node.broker
+    try:
+        value = json.loads(_text(arguments, "value"))
+    except ValueError:
+        raise ControlError("JSON decoding error", EX_DATAERR) from None
+    with broker.locked():
+        broker.set_parameter(_text(arguments, "component"), _text(arguments, "name"), value,
+                             vhost=_vhost(broker, arguments).name)
+    return None
+
+
+@operation("clear_parameter")
+def _clear_parameter(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        broker.clear_parameter(_text(arguments, "component"), _text(arguments, "name"),
+                               vhost=_vhost(broker, arguments).name)
+    return None
+
+
+# -- queues -------------------------------------------------------------------------------------
+
+def _queue(broker: Broker, arguments: Mapping[str, Any]) -> Queue:
+    vhost = _vhost(broker, arguments)
+    name = _text(arguments, "queue")
+    queue = vhost.queues.get(name)
+    if queue is None:
+        raise ControlError(f"queue '{name}' in vhost '{vhost.name}' not found", EX_DATAERR)
+    return queue
+
+
+def _cli_channel(broker: Broker, vhost: str) -> Any:
+    """A channel of a connection of no user, as the CLI's direct connection: the model's own
+    operations, without a user's permissions (rabbitmqctl is the node's administrator)."""
+    connection = broker.open_connection(vhost)
+    return connection, connection.channel()
+
+
+@operation("purge_queue")
+def _purge_queue(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        queue = _queue(broker, arguments)
+        connection, channel = _cli_channel(broker, queue.vhost.name)
+        try:
+            return channel.queue_purge(queue.name)
+        finally:
+            connection.close()
+
+
+@operation("delete_queue")
+def _delete_queue(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        queue = _queue(broker, arguments)
+        connection, channel = _cli_channel(broker, queue.vhost.name)
+        try:
+            return channel.queue_delete(queue.name, if_unused=bool(arguments.get("if_unused")),
+                                        if_empty=bool(arguments.get("if_empty")))
+        except AMQPError as exc:
+            raise ControlError(exc.reply_text, EX_SOFTWARE) from None
+        finally:
+            if connection.is_open:
+                connection.close()
+
+
+# -- connections, tracing, definitions ----------------------------------------------------------
+
+@operation("close_connection")
+def _close_connection(node: Node, arguments: dict[str, Any]) -> Any:
+    pid = _text(arguments, "pid")
+    reason = _text(arguments, "reason", "")
+    with node.broker.locked():
+        for connection in node.broker.connections.values():
+            if connection.is_open and _pid(node, 1, connection.id) == pid:
+                node.close_connection(connection, reason)
+                return None
+    return None  # (RabbitMQ's says nothing of a pid that has gone)
+
+
+@operation("close_all_connections")
+def _close_all_connections(node: Node, arguments: dict[str, Any]) -> Any:
+    reason = _text(arguments, "reason", "")
+    vhost = arguments.get("vhost")
+    limit = arguments.get("limit")
+    closed = []
+    with node.broker.locked():
+        for connection in list(node.broker.connections.values()):
+            if not connection.is_open or (vhost is not None and connection.vhost.name != vhost):
+                continue
+            if isinstance(limit, int) and len(closed) >= limit:
+                break
+            node.close_connection(connection, reason)
+            closed.append(_pid(node, 1, connection.id))
+    return closed
+
+
+@operation("trace")
+def _trace(node: Node, arguments: dict[str, Any]) -> Any:
+    broker = node.broker
+    with broker.locked():
+        _vhost(broker, arguments).tracing = bool(arguments.get("on"))
+    return None
+
+
+@operation("export_definitions")
+def _export_definitions(node: Node, arguments: dict[str, Any]) -> Any:
+    return node.broker.definitions()
+
+
+@operation("import_definitions")
+def _import_definitions(node: Node, arguments: dict[str, Any]) -> Any:
+    document = arguments.get("definitions")
+    if not isinstance(document, dict):
+        raise ControlError("the definitions are no JSON object", EX_DATAERR)
+    from ..errors import DefinitionsError
+
+    try:
+        node.broker.load_definitions(document)
+    except DefinitionsError as exc:
+        raise ControlError(str(exc), EX_DATAERR) from None
+    return None
+
+
+# -- plugins ------------------------------------------------------------------------------------
+
+@operation("plugins")
+def _plugins(node: Node, arguments: dict[str, Any]) -> Any:
+    return node.plugin_states()
+
+
+def uptime(started: float) -> int:
+    return int(time.time() - started)
+

@@ -1,0 +1,97 @@
+"""The node's control interface: what RabbitMQ's tools ask a running node, over loopback HTTP.
+
+RabbitMQ's tools call functions in the node over Erlang distribution and format the answers
+themselves. embroker's node serves a small HTTP/1.1 interface on a loopback port of the
+listener's own loop (``Server.serve_control``), parsed by the management API's bounded
+:class:`~embroker.management._http.HttpConnection`: ``POST /op/NAME`` with a JSON object of
+arguments, answered ``200`` with ``{"result": ...}`` or ``{"error": {...}}``. The tools format
+the answer (:mod:`._ctl`).
+
+Authorization is the node's cookie, as with Erlang's: every request carries it in the
+``x-embroker-cookie`` header, compared in constant time, and a request without it is refused
+from its headers alone, before a byte of its body is kept. The cookie is in the node's registry
+file, which only the user who started the node can read (:mod:`._registry`). Whoever holds it
+may do everything, as whoever holds an Erlang cookie may.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, final
+
+from ..errors import AMQPError
+from ..management._http import Request, Response
+
+if TYPE_CHECKING:
+    from ._node import Node
+
+__all__ = ["COOKIE_HEADER", "ControlError", "ControlService"]
+
+COOKIE_HEADER = "x-embroker-cookie"
+
+
+class ControlError(Exception):
+    """A command that failed the way RabbitMQ's would: the text its tool prints after
+    ``Error:`` (or in full when ``plain``), and the tool's exit code (``sysexits``: 64 usage,
+    65 data, 69 unavailable, 70 software)."""
+
+    def __init__(self, message: str, code: int = 70, *, plain: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.plain = plain
+
+    def as_json(self) -> dict[str, Any]:
+        return {"message": self.message, "code": self.code, "plain": self.plain}
+
+
+def _json(status: int, value: Any) -> Response:
+    return Response(status, json.dumps(value, separators=(",", ":")).encode(),
+                    [("content-type", "application/json")])
+
+
+@final
+class ControlService:
+    """The application of the control port (see the module's docstring)."""
+
+    def __init__(self, node: Node, cookie: str,
+                 operations: dict[str, Callable[[Node, dict[str, Any]], Any]]) -> None:
+        self.node = node
+        self._cookie = cookie.encode()
+        self._operations = operations
+
+    def screen(self, request: Request) -> Response | None:
+        """Refuse from the headers alone: another method, another path, no or a wrong cookie."""
+        given = request.headers.get(COOKIE_HEADER, "").encode()
+        if not hmac.compare_digest(given, self._cookie):
+            return _json(403, {"error": {"message": "the node's cookie is wrong", "code": 77,
+                                         "plain": False}})
+        segments = request.segments
+        if request.method != "POST" or len(segments) != 2 or segments[0] != "op":
+            return _json(404, {"error": {"message": "no such route", "code": 70,
+                                         "plain": False}})
+        if segments[1] not in self._operations:
+            return _json(404, {"error": {"message": f"no operation {segments[1]!r} here",
+                                         "code": 64, "plain": False}})
+        return None
+
+    def __call__(self, request: Request) -> Response:
+        refused = self.screen(request) if not request.screened else None
+        if refused is not None:
+            return refused
+        operation = self._operations[request.segments[1]]
+        try:
+            arguments = json.loads(request.body or b"{}")
+        except ValueError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            return _json(400, {"error": {"message": "the arguments are no JSON object",
+                                         "code": 64, "plain": False}})
+        try:
+            return _json(200, {"result": operation(self.node, arguments)})
+        except ControlError as exc:
+            return _json(200, {"error": exc.as_json()})
+        except AMQPError as exc:  # the model refused: its text, as RabbitMQ's CLI shows it
+            return _json(200, {"error": ControlError(exc.reply_text).as_json()})
