@@ -1,0 +1,1 @@
+"""Starting embroker the way RabbitMQ starts: its environment variables and configuration files."""
