@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
+from .amqp091._connection import CHANNEL_MAX, FRAME_MAX
 from .amqp091._connection import ServerConnection as Amqp091Connection
 from .amqp091._frames import ProtocolHeaderKind, parse_protocol_header
 from .amqp10._connection import ServerConnection as Amqp10Connection
@@ -35,6 +36,7 @@ class SniffingConnection:
     Args:
         broker, peer, on_output, heartbeat, handshake_timeout, loopback: for the connection
             chosen.
+        frame_max, channel_max: what the 0-9-1 connection's connection.tune offers.
         amqp10_only: a 1.0-only port: every client is served AMQP 1.0.
     """
 
@@ -44,7 +46,8 @@ class SniffingConnection:
     def __init__(self, broker: Broker, *, peer: str = "",
                  on_output: Callable[[], None] | None = None, heartbeat: int = 60,
                  handshake_timeout: float = 10.0, loopback: bool = False,
-                 amqp10_only: bool = False, tls: PeerCertificate | None = None) -> None:
+                 amqp10_only: bool = False, tls: PeerCertificate | None = None,
+                 frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX) -> None:
         self._args = (broker, peer, on_output, heartbeat, handshake_timeout)
         self._tls = tls
         self.loopback = loopback
@@ -54,8 +57,8 @@ class SniffingConnection:
         self.sniffed = False
         #: The protocol's connection (0-9-1 until a 1.0 header arrives).
         self.inner: Amqp091Connection | Amqp10Connection = Amqp091Connection(
-            broker, peer=peer, on_output=on_output, heartbeat=heartbeat,
-            handshake_timeout=handshake_timeout, loopback=loopback, tls=tls)
+            broker, peer=peer, on_output=on_output, heartbeat=heartbeat, frame_max=frame_max,
+            channel_max=channel_max, handshake_timeout=handshake_timeout, loopback=loopback, tls=tls)
 
     def receive_data(self, data: bytes) -> None:
         if self.sniffed or not data:

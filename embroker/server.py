@@ -66,6 +66,7 @@ from ._tls import TLSSocket
 from ._version import __version__
 from ._transport import PORT_KINDS, CarriedConnection, PortPolicy, SansIOConnection, client_properties
 from .amqp091 import ServerConnection as Amqp091Connection
+from .amqp091._connection import CHANNEL_MAX, FRAME_MAX
 from .amqp10 import ServerConnection as Amqp10Connection
 from .errors import (
     ConnectionException,
@@ -423,6 +424,9 @@ class Server:
         broker: the broker to serve.
         host, port: where to listen.
         heartbeat: the heartbeat interval offered to clients, in seconds (0: none).
+        frame_max, channel_max: the largest frame (bytes) and the most channels AMQP 0-9-1's
+            connection.tune offers (RabbitMQ's ``frame_max`` and ``channel_max``: 131072 and
+            2047 by default; 0 means no limit).
         handshake_timeout: how long a socket may take from connecting to connection.open
             (RabbitMQ's ``handshake_timeout``, 10 s).
         amqp10_port: also listen on this port for AMQP 1.0 alone (0: any free port).
@@ -456,7 +460,8 @@ class Server:
                  batching: BatchingPolicy | None = None,
                  tls: ssl.SSLContext | TLSOptions | None = None, tls_port: int | None = None,
                  stream_tls_port: int | None = None,
-                 management_tls_port: int | None = None) -> None:
+                 management_tls_port: int | None = None,
+                 frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX) -> None:
         limits = default_max_connections()
         for kind, limit in (max_connections or {}).items():
             if kind not in limits:
@@ -476,6 +481,9 @@ class Server:
         self._locked = broker.locked()
         self.host = host
         self.heartbeat = heartbeat
+        #: What AMQP 0-9-1's connection.tune offers (RabbitMQ's ``frame_max``, ``channel_max``).
+        self.frame_max = frame_max
+        self.channel_max = channel_max
         self.handshake_timeout = handshake_timeout
         #: Unexpected exceptions raised while serving (bugs): the last 20 and a count of them
         #: all (:class:`ErrorLog`). Tests should find it empty.
@@ -1022,7 +1030,8 @@ class Server:
 
         with self._locked:
             return SniffingConnection(self.broker, peer=client.peer, on_output=output_ready,
-                                      heartbeat=self.heartbeat,
+                                      heartbeat=self.heartbeat, frame_max=self.frame_max,
+                                      channel_max=self.channel_max,
                                       handshake_timeout=policy.handshake_timeout,
                                       loopback=_over_loopback(client.sock),
                                       amqp10_only=policy.kind == "amqp10", tls=client.tls)

@@ -518,7 +518,8 @@ class ServerConnection:
     def _open_channel(self, number: int, method: Method) -> None:
         if not isinstance(method, ChannelOpen):
             raise ChannelError("expected 'channel.open'")
-        if len(self.channels) >= self.channel_max:  # RabbitMQ counts channels, not numbers
+        if self.channel_max and len(self.channels) >= self.channel_max:  # (0: no limit)
+            # RabbitMQ counts channels, not numbers
             raise NotAllowed(f"number of channels opened ({len(self.channels)}) has reached "
                              f"the negotiated channel_max ({self.channel_max})")
         assert self.model is not None

@@ -1,0 +1,872 @@
+"""RabbitMQ 3.10's node configuration, read as embroker's settings: the environment
+(``RABBITMQ_*``), ``rabbitmq-env.conf``, ``rabbitmq.conf`` (and ``conf.d/*.conf``), the
+``enabled_plugins`` file. Pure: it reads files, never starts anything.
+
+Theory of operation (RabbitMQ 3.10.8's ``rabbit_env.erl``, ``rabbit_prelaunch_conf.erl``,
+``rabbit.erl``, ``rabbit_plugins.erl``; ``deps/rabbit/priv/schema/rabbit.schema``):
+
+1. Each variable ``RABBITMQ_X`` is read from the environment, else as ``X`` without the prefix
+   (``rabbit_env:get_prefixed_env_var/1``); an empty value counts as unset (but
+   ``RABBITMQ_ENABLED_PLUGINS=""``, which means no plugin).
+2. ``rabbitmq-env.conf`` (``RABBITMQ_CONF_ENV_FILE``, default
+   ``$SYS_PREFIX/etc/rabbitmq/rabbitmq-env.conf``) fills in only the variables the
+   environment leaves unset: "In order of preference, the startup scripts get their values
+   from the environment, from rabbitmq-env.conf and finally from the built-in default values"
+   (rabbitmq-env.conf(5)). RabbitMQ sources it with ``sh``; embroker reads its assignments
+   (``NAME=value``, ``export NAME=value``, quotes, ``$NAME``/``${NAME}``) and refuses any other
+   shell line, naming it.
+3. The main configuration file is ``RABBITMQ_CONFIG_FILE``, default
+   ``$SYS_PREFIX/etc/rabbitmq/rabbitmq``: used as named when it exists (``.conf``: the new
+   format), else with ``.config`` then ``.conf`` appended; none found is no error
+   (``find_actual_main_config_file/1``). Then every file matching ``RABBITMQ_CONFIG_FILES``
+   (default ``.../conf.d/*.conf``; a directory means all its files), sorted, later files
+   overriding earlier ones. An Erlang-terms ``.config`` file and ``advanced.config``
+   (``RABBITMQ_ADVANCED_CONFIG_FILE``) are not read: each is named in one line.
+4. Precedence between the environment and the files: ``RABBITMQ_NODE_IP_ADDRESS`` and
+   ``RABBITMQ_NODE_PORT`` make the AMQP listener the configuration starts from
+   (``rabbit_env:context_to_app_env_vars1/2`` sets ``tcp_listeners``), which ``listeners.tcp.*``
+   in rabbitmq.conf replace (the file is applied after); ``RABBITMQ_DEFAULT_USER``,
+   ``_PASS`` and ``_VHOST`` win over ``default_user`` and company
+   (``rabbit:get_default_data_param/1`` prefers a value whose origin is the environment).
+5. Plugins: ``RABBITMQ_ENABLED_PLUGINS`` (a comma list, ``ALL``, or empty for none) replaces
+   the ``enabled_plugins`` file (RabbitMQ rewrites the file with it); otherwise the file
+   (``RABBITMQ_ENABLED_PLUGINS_FILE``, default ``.../enabled_plugins``), an Erlang list
+   ``[rabbitmq_management,rabbitmq_stream].``; a missing file is no plugin
+   (``rabbit_plugins:read_enabled/1``). The management listener exists only with
+   ``rabbitmq_management`` (or a plugin that depends on it), the stream listeners only with
+   ``rabbitmq_stream``.
+6. A rabbitmq.conf key no schema of RabbitMQ 3.10.8 (or its bundled plugins) knows is an
+   error, as cuttlefish refuses it; a known key embroker does not honour becomes one line of
+   :attr:`NodeSettings.unsupported`.
+
+``RABBITMQ_DIST_PORT`` is read and checked, then ignored: embroker has no Erlang distribution.
+"""
+
+from __future__ import annotations
+
+import glob
+import ipaddress
+import os
+import re
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal, final
+
+from ..model._plugins import PLUGINS
+from ..tls import TLS_VERSIONS, TLSOptions
+from ._keys import RABBITMQ_KEYS
+
+__all__ = ["ConfigError", "Listener", "NodeSettings", "parse_conf", "read_node_settings"]
+
+
+class ConfigError(Exception):
+    """A configuration RabbitMQ would refuse to start with; the message is one line, naming the
+    file and line where there is one (``/etc/rabbitmq/rabbitmq.conf:3: ...``)."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """Where a listener listens: ``host`` ``"auto"`` is every interface (RabbitMQ's default,
+    ``rabbit_networking``'s ``auto``)."""
+
+    host: str
+    port: int
+
+
+#: RabbitMQ's default ports (rabbit's and the plugins' application defaults).
+AMQP_PORT: Final = 5672
+MANAGEMENT_PORT: Final = 15672
+STREAM_PORT: Final = 5552
+
+#: The plugins RabbitMQ 3.10.8 ships (its ``plugins`` folder).
+RABBITMQ_PLUGINS: Final = frozenset({
+    "rabbitmq_amqp1_0", "rabbitmq_auth_backend_cache", "rabbitmq_auth_backend_http",
+    "rabbitmq_auth_backend_ldap", "rabbitmq_auth_backend_oauth2", "rabbitmq_auth_mechanism_ssl",
+    "rabbitmq_aws", "rabbitmq_consistent_hash_exchange", "rabbitmq_event_exchange",
+    "rabbitmq_federation", "rabbitmq_federation_management", "rabbitmq_jms_topic_exchange",
+    "rabbitmq_management", "rabbitmq_management_agent", "rabbitmq_mqtt",
+    "rabbitmq_peer_discovery_aws", "rabbitmq_peer_discovery_common",
+    "rabbitmq_peer_discovery_consul", "rabbitmq_peer_discovery_etcd",
+    "rabbitmq_peer_discovery_k8s", "rabbitmq_prometheus", "rabbitmq_random_exchange",
+    "rabbitmq_recent_history_exchange", "rabbitmq_sharding", "rabbitmq_shovel",
+    "rabbitmq_shovel_management", "rabbitmq_stomp", "rabbitmq_stream", "rabbitmq_stream_common",
+    "rabbitmq_stream_management", "rabbitmq_top", "rabbitmq_tracing", "rabbitmq_trust_store",
+    "rabbitmq_web_dispatch", "rabbitmq_web_mqtt", "rabbitmq_web_mqtt_examples",
+    "rabbitmq_web_stomp", "rabbitmq_web_stomp_examples"})
+
+#: Plugins embroker serves without a broker plugin: what each brings in embroker.
+SERVED_PLUGINS: Final = {
+    "rabbitmq_management": "the management listener",
+    "rabbitmq_management_agent": "the management API's statistics",
+    "rabbitmq_web_dispatch": "the management listener",
+    "rabbitmq_stream": "the stream listeners",
+    "rabbitmq_stream_common": "the stream protocol",
+    "rabbitmq_stream_management": "the management API's stream pages",
+    "rabbitmq_amqp1_0": "AMQP 1.0 (always served on the AMQP ports)",
+    "rabbitmq_auth_mechanism_ssl": "SASL EXTERNAL (auth_mechanisms.N = EXTERNAL)",
+    "rabbitmq_tracing": "the management API's tracing",
+}
+
+#: Plugins that bring up the management listener (rabbitmq_management and its dependents).
+_MANAGEMENT_PLUGINS = frozenset({"rabbitmq_management", "rabbitmq_stream_management",
+                                 "rabbitmq_shovel_management", "rabbitmq_federation_management",
+                                 "rabbitmq_tracing"})
+_STREAM_PLUGINS = frozenset({"rabbitmq_stream", "rabbitmq_stream_management"})
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class NodeSettings:
+    """What a RabbitMQ 3.10 node would be, as embroker's settings
+    (:func:`read_node_settings`).
+
+    Attributes:
+        node_name: ``name@host`` (``RABBITMQ_NODENAME``; default ``rabbit@`` the short host
+            name, or the long one with ``RABBITMQ_USE_LONGNAME``).
+        use_longname: ``RABBITMQ_USE_LONGNAME`` (1, yes or true).
+        dist_port: ``RABBITMQ_DIST_PORT`` (default the AMQP port + 20000); not used.
+        amqp_listeners, tls_listeners: the AMQP 0-9-1/1.0 listeners, plain and TLS
+            (``listeners.tcp.*``, ``listeners.ssl.*``, ``RABBITMQ_NODE_*``).
+        stream_listeners, stream_tls_listeners: ``stream.listeners.tcp.*`` / ``.ssl.*``
+            (default 5552 / none); empty without the stream plugin.
+        management_port, management_ip: ``management.tcp.port`` (or the older
+            ``management.listener.port``), default 15672, ``None`` without the plugin.
+        management_tls_port: ``management.ssl.port``; ``None`` unless set (and the plugin on).
+        tls: ``ssl_options.*``, ``None`` without a certificate.
+        management_tls: ``management.ssl.*`` files, when given.
+        stream_advertised_host, stream_advertised_port: ``stream.advertised_*``.
+        default_user, default_pass, default_vhost, default_user_tags, default_permissions:
+            the user and vhost RabbitMQ creates on first start (guest, guest, /,
+            administrator, ``.*`` thrice), none when definitions are loaded at start.
+        loopback_users: users that may only connect over loopback (``guest``).
+        heartbeat, frame_max, channel_max: what connection.tune offers (60, 131072, 2047).
+        handshake_timeout: seconds (``handshake_timeout`` is in milliseconds: 10000).
+        max_message_size: bytes (``None``: embroker's default, RabbitMQ's 128 MiB).
+        auth_mechanisms, ssl_cert_login_from: SASL.
+        definitions: the definitions files or folders to load at start
+            (``load_definitions``, ``management.load_definitions``,
+            ``definitions.local.path``).
+        plugins: every enabled plugin, by RabbitMQ's name, sorted.
+        cluster_name: ``cluster_name`` (``None``: unset).
+        vm_memory_high_watermark: ``("relative", 0.4)`` (RabbitMQ's default) or
+            ``("absolute", bytes)``.
+        disk_free_limit: ``("absolute", 50000000)`` (the default) or ``("relative", x)``.
+        log_file, log_file_level, log_console, log_console_level: ``log.file`` (``None``:
+            ``log.file = false``), ``log.file.level``, ``log.console``,
+            ``log.console.level``, for the node to honour.
+        mnesia_base, mnesia_dir, log_base, main_log_file: the data and log places
+            (``RABBITMQ_MNESIA_BASE``, ``_MNESIA_DIR``, ``_LOG_BASE``, ``_LOGS``).
+        config_files: the rabbitmq.conf files read, in order.
+        conf_env_file: the rabbitmq-env.conf read, ``None`` if there was none.
+        advanced_config_file: an advanced.config present (not honoured).
+        unsupported: one line per setting RabbitMQ knows and embroker does not honour
+            (``rabbitmq.conf:7: cluster_formation.peer_discovery_backend: not honoured by
+            embroker``), for the node to print.
+    """
+
+    node_name: str
+    use_longname: bool = False
+    dist_port: int = AMQP_PORT + 20000
+    amqp_listeners: tuple[Listener, ...] = (Listener("auto", AMQP_PORT),)
+    tls_listeners: tuple[Listener, ...] = ()
+    stream_listeners: tuple[Listener, ...] = ()
+    stream_tls_listeners: tuple[Listener, ...] = ()
+    management_port: int | None = None
+    management_ip: str | None = None
+    management_tls_port: int | None = None
+    tls: TLSOptions | None = None
+    management_tls: TLSOptions | None = None
+    stream_advertised_host: str | None = None
+    stream_advertised_port: int | None = None
+    default_user: str = "guest"
+    default_pass: str = "guest"
+    default_vhost: str = "/"
+    default_user_tags: tuple[str, ...] = ("administrator",)
+    default_permissions: tuple[str, str, str] = (".*", ".*", ".*")
+    loopback_users: tuple[str, ...] = ("guest",)
+    heartbeat: int = 60
+    frame_max: int = 131072
+    channel_max: int = 2047
+    handshake_timeout: float = 10.0
+    max_message_size: int | None = None
+    auth_mechanisms: tuple[str, ...] = ("PLAIN", "AMQPLAIN")
+    ssl_cert_login_from: str = "distinguished_name"
+    definitions: tuple[str, ...] = ()
+    plugins: tuple[str, ...] = ()
+    cluster_name: str | None = None
+    vm_memory_high_watermark: tuple[Literal["relative", "absolute"], float] = ("relative", 0.4)
+    disk_free_limit: tuple[Literal["relative", "absolute"], float] = ("absolute", 50_000_000)
+    log_file: str | None = None
+    log_file_level: str = "info"
+    log_console: bool = False
+    log_console_level: str = "info"
+    mnesia_base: str = "/var/lib/rabbitmq/mnesia"
+    mnesia_dir: str = ""
+    log_base: str = "/var/log/rabbitmq"
+    main_log_file: str = ""
+    config_files: tuple[str, ...] = ()
+    conf_env_file: str | None = None
+    advanced_config_file: str | None = None
+    unsupported: tuple[str, ...] = field(default=())
+
+    @property
+    def broker_plugins(self) -> tuple[str, ...]:
+        """The enabled plugins that are embroker broker plugins (``Broker(plugins=...)``)."""
+        return tuple(p for p in self.plugins if p in PLUGINS)
+
+    @property
+    def seeds_default_data(self) -> bool:
+        """Whether the default user and vhost are created: not when definitions are loaded at
+        start ("Will not seed default virtual host and user: have definitions to load",
+        ``rabbit:maybe_insert_default_data/0``)."""
+        return not self.definitions
+
+    def broker_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``embroker.Broker(...)``.
+
+        The default user gets full permissions on every vhost (``Broker(users=...)``); the node
+        applies :attr:`default_user_tags` and narrower :attr:`default_permissions` after
+        (``broker.set_user_tags``, ``broker.set_permissions``), and loads
+        :attr:`definitions`. The memory watermark is passed when absolute (embroker counts
+        the message bodies held), not when relative (a share of the machine's memory).
+        """
+        seed = self.seeds_default_data
+        kwargs: dict[str, Any] = {
+            "vhosts": (self.default_vhost,) if seed else (),
+            "users": {self.default_user: self.default_pass} if seed else {},
+            "loopback_users": self.loopback_users,
+            "plugins": self.broker_plugins,
+            "auth_mechanisms": self.auth_mechanisms,
+            "ssl_cert_login_from": self.ssl_cert_login_from,
+            "max_message_size": self.max_message_size,
+        }
+        if self.cluster_name is not None:
+            kwargs["server_properties"] = {"cluster_name": self.cluster_name}
+        kind, value = self.vm_memory_high_watermark
+        if kind == "absolute":
+            kwargs["memory_high_watermark"] = int(value)
+        return kwargs
+
+    def server_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``embroker.server.Server(broker, ...)``.
+
+        embroker listens on one host for all its ports, one port of each kind: the first
+        AMQP listener's host (``"auto"``, every interface, becomes ``0.0.0.0``: embroker's
+        listener takes one address family per host) and port; the other listeners are lines of
+        :attr:`unsupported`. With ``listeners.tcp = none`` the AMQP port is any free port
+        (embroker always has one).
+        """
+        first = self.amqp_listeners[0] if self.amqp_listeners else None
+        host = first.host if first is not None else "localhost"
+        kwargs: dict[str, Any] = {
+            "host": "0.0.0.0" if host == "auto" else host,
+            "port": first.port if first is not None else 0,
+            "heartbeat": self.heartbeat,
+            "handshake_timeout": self.handshake_timeout,
+            "frame_max": self.frame_max,
+            "channel_max": self.channel_max,
+            "tls": self.tls if self.tls is not None else self.management_tls,
+            "tls_port": self.tls_listeners[0].port if self.tls_listeners else None,
+            "management_port": self.management_port,
+            "management_tls_port": self.management_tls_port,
+            "stream_port": self.stream_listeners[0].port if self.stream_listeners else None,
+            "stream_tls_port": self.stream_tls_listeners[0].port
+            if self.stream_tls_listeners else None,
+            "stream_advertised_host": self.stream_advertised_host,
+            "stream_advertised_port": self.stream_advertised_port,
+        }
+        if kwargs["tls"] is None:
+            kwargs["tls_port"] = kwargs["stream_tls_port"] = kwargs["management_tls_port"] = None
+        return kwargs
+
+
+# -- the environment --------------------------------------------------------------------------
+
+def _env(environ: Mapping[str, str], name: str, *, keep_empty: bool = False) -> str | None:
+    """``RABBITMQ_X``, else ``X`` (rabbit_env:get_prefixed_env_var/1); empty is unset."""
+    for key in (name, name.removeprefix("RABBITMQ_")):
+        value = environ.get(key)
+        if value is not None and (value or keep_empty):
+            return value
+    return None
+
+
+def _yes(value: str) -> bool:
+    return value.strip().lower() in ("1", "yes", "true")
+
+
+_SH_ASSIGN = re.compile(r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)")
+_SH_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _sh_value(text: str, known: Mapping[str, str], where: str) -> str:
+    out: list[str] = []
+    i = 0
+
+    def expand(s: str) -> str:
+        return _SH_VAR.sub(lambda m: known.get(m.group(1) or m.group(2), ""), s)
+
+    while i < len(text):
+        c = text[i]
+        if c == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise ConfigError(f"{where}: unterminated quote")
+            out.append(text[i + 1:end])
+            i = end + 1
+        elif c == '"':
+            end = text.find('"', i + 1)
+            if end < 0:
+                raise ConfigError(f"{where}: unterminated quote")
+            out.append(expand(text[i + 1:end]))
+            i = end + 1
+        elif c == "#" and (i == 0 or text[i - 1].isspace()):
+            break
+        elif c.isspace():
+            if text[i:].strip() and not text[i:].strip().startswith("#"):
+                raise ConfigError(f"{where}: embroker reads only variable assignments "
+                                  "(NAME=value) from rabbitmq-env.conf")
+            break
+        else:
+            j = i
+            while j < len(text) and text[j] not in "'\"" and not text[j].isspace():
+                j += 1
+            out.append(expand(text[i:j]))
+            i = j
+    return "".join(out)
+
+
+def read_env_file(path: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables ``rabbitmq-env.conf`` at ``path`` sets (as written: ``NODENAME``,
+    ``RABBITMQ_NODE_PORT``...).
+
+    Raises:
+        ConfigError: a line that is no assignment, or a file that cannot be read.
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read it: {exc}") from None
+    known = dict(environ)
+    found: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        match = _SH_ASSIGN.fullmatch(stripped)
+        if match is None:
+            raise ConfigError(f"{path}:{number}: embroker reads only variable assignments "
+                              f"(NAME=value) from rabbitmq-env.conf, not {stripped!r}")
+        value = _sh_value(match.group(2), known, f"{path}:{number}")
+        known[match.group(1)] = found[match.group(1)] = value
+    return found
+
+
+def _merge_env_file(environ: Mapping[str, str], file_vars: Mapping[str, str]) -> dict[str, str]:
+    """The environment, then rabbitmq-env.conf for what it leaves unset (rabbit_env's
+    re-export: a variable already set, prefixed or not, is kept)."""
+    merged = dict(environ)
+    for name, value in file_vars.items():
+        bare = name.removeprefix("RABBITMQ_")
+        if environ.get("RABBITMQ_" + bare) or environ.get(bare):
+            continue
+        merged[name] = value
+    return merged
+
+
+# -- rabbitmq.conf ----------------------------------------------------------------------------
+
+_WORD = r"(?:\\\.|[A-Za-z0-9_-])+"
+_SETTING = re.compile(rf"[ \t]*({_WORD}(?:\.{_WORD})*)[ \t]*=[ \t]*(.*)")
+_INCLUDE = re.compile(r"[ \t]*include[ \t]+\S")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One ``key = value`` line of a rabbitmq.conf."""
+
+    key: tuple[str, ...]
+    value: str
+    file: str
+    line: int
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.key)
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def parse_conf(text: str, file: str = "rabbitmq.conf") -> list[Setting]:
+    """The settings of a rabbitmq.conf, in order, as cuttlefish's grammar reads them
+    (``conf_parse.peg``): ``key = value``, keys of dot-separated words (letters, digits,
+    ``_``, ``-``, ``\\.`` for a dot inside a word), a value up to a ``#`` or the end of the
+    line, or between single quotes, ``#`` comments, blank lines.
+
+    Raises:
+        ConfigError: a line that is none of those (``include`` lines too: embroker does not
+            follow them), naming ``file`` and the line. Nothing else.
+    """
+    settings: list[Setting] = []
+    for number, raw in enumerate(text.split("\n"), 1):
+        line = raw.removesuffix("\r")
+        stripped = line.strip(" \t")
+        if not stripped or stripped.startswith("#"):
+            continue
+        if _INCLUDE.match(line):
+            raise ConfigError(f"{file}:{number}: include is not supported by embroker: "
+                              "put the settings in this file, or in conf.d/*.conf")
+        match = _SETTING.fullmatch(line)
+        if match is None:
+            raise ConfigError(f"{file}:{number}: syntax error: expected 'key = value', got "
+                              f"{stripped[:60]!r}")
+        rest = match.group(2)
+        if rest.startswith("'"):
+            end = rest.find("'", 1)
+            tail = rest[end + 1:].strip(" \t") if end > 0 else "x"
+            if end < 0 or (tail and not tail.startswith("#")):
+                raise ConfigError(f"{file}:{number}: syntax error: a quoted value must end "
+                                  "with ' and nothing but a comment after it")
+            value = rest[1:end]
+        else:
+            value = rest.split("#", 1)[0].rstrip(" \t")
+            if not value:
+                raise ConfigError(f"{file}:{number}: syntax error: no value for "
+                                  f"{match.group(1)!r}")
+        key = tuple(word.replace("\\.", ".") for word in re.findall(_WORD, match.group(1)))
+        settings.append(Setting(key, value, file, number))
+    return settings
+
+
+def _known(key: tuple[str, ...]) -> bool:
+    return any(_matches(pattern, key) for pattern in _PATTERNS.get(len(key), ()))
+
+
+def _matches(pattern: tuple[str, ...], key: tuple[str, ...]) -> bool:
+    return all(p.startswith("$") or p == k for p, k in zip(pattern, key, strict=True))
+
+
+_PATTERNS: dict[int, list[tuple[str, ...]]] = {}
+for _pattern in RABBITMQ_KEYS:
+    _parts = tuple(_pattern.split("."))
+    _PATTERNS.setdefault(len(_parts), []).append(_parts)
+
+
+# -- values -----------------------------------------------------------------------------------
+
+def _bad(s: Setting, expected: str) -> ConfigError:
+    return ConfigError(f"{s.where}: {s.name} = {s.value!r}: expected {expected}")
+
+
+def _int(s: Setting, *, low: int = 0, high: int | None = None) -> int:
+    if not re.fullmatch(r"-?[0-9]+", s.value):
+        raise _bad(s, "an integer")
+    value = int(s.value)
+    if value < low or (high is not None and value > high):
+        raise _bad(s, f"an integer from {low}" + (f" to {high}" if high is not None else ""))
+    return value
+
+
+def _float(s: Setting) -> float:
+    try:
+        return float(s.value)
+    except ValueError:
+        raise _bad(s, "a number such as 0.4") from None
+
+
+def _bool(s: Setting) -> bool:
+    if s.value not in ("true", "false"):
+        raise _bad(s, "true or false")
+    return s.value == "true"
+
+
+def _choice(s: Setting, *choices: str) -> str:
+    if s.value not in choices:
+        raise _bad(s, " or ".join(choices))
+    return s.value
+
+
+def _bytesize(s: Setting) -> int:
+    """cuttlefish's bytesize: an integer, or with KB, MB, GB (1024-based, either case)."""
+    match = re.fullmatch(r"([0-9]+)([kKmMgG][bB])?", s.value)
+    if match is None:
+        raise _bad(s, "a size such as 131072 or 128KB")
+    unit = (match.group(2) or "").lower()
+    return int(match.group(1)) * {"": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3}[unit]
+
+
+#: rabbit_resource_monitor_misc:parse_information_unit/1's units.
+_INFO_UNITS = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3,
+               "gib": 1024**3, "kb": 1000, "mb": 1000**2, "gb": 1000**3}
+
+
+def _information(s: Setting) -> int:
+    match = re.fullmatch(r"([0-9]+)([A-Za-z]+)?", s.value)
+    unit = (match.group(2) or "").lower() if match else ""
+    if match is None or unit not in _INFO_UNITS:
+        raise _bad(s, "a number of bytes, with a unit such as 2GB, 512MiB or 50MB")
+    return int(match.group(1)) * _INFO_UNITS[unit]
+
+
+def _listener(s: Setting) -> Listener:
+    """cuttlefish's ``[integer, ip]``: a port (every interface), or ``address:port``."""
+    if re.fullmatch(r"[0-9]+", s.value):
+        return Listener("auto", _int(s, high=65535))
+    host, sep, port = s.value.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise _bad(s, "a port, or an IP address and a port (127.0.0.1:5672, ::1:5672)") \
+            from None
+    if not sep or not re.fullmatch(r"[0-9]+", port) or int(port) > 65535:
+        raise _bad(s, "a port, or an IP address and a port (127.0.0.1:5672, ::1:5672)")
+    return Listener(host, int(port))
+
+
+# -- the whole ---------------------------------------------------------------------------------
+
+def _main_config_file(base: str) -> tuple[str, str] | None:
+    """(file, "cuttlefish" or "erlang"), as rabbit_prelaunch_conf:find_actual_main_config_file."""
+    if os.path.isfile(base):
+        if base.endswith(".config"):
+            return base, "erlang"
+        if base.endswith(".conf"):
+            return base, "cuttlefish"
+        text = Path(base).read_text(encoding="utf-8", errors="replace").strip()
+        return base, ("erlang" if text.startswith("[") and text.endswith(".") else "cuttlefish")
+    if os.path.isfile(base + ".config"):
+        return base + ".config", "erlang"
+    if os.path.isfile(base + ".conf"):
+        return base + ".conf", "cuttlefish"
+    return None
+
+
+def _additional_config_files(pattern: str) -> list[str]:
+    if os.path.isdir(pattern):
+        pattern = os.path.join(pattern, "*")
+    return sorted(f for f in glob.glob(pattern) if os.path.isfile(f))
+
+
+_ATOM = re.compile(r"\s*(?:([a-z][A-Za-z0-9_@]*)|'((?:[^'\\]|\\.)*)')\s*")
+
+
+def read_enabled_plugins(path: str) -> list[str]:
+    """The plugins an ``enabled_plugins`` file lists (``[rabbitmq_management].``); none when
+    it does not exist (rabbit_plugins:read_enabled/1).
+
+    Raises:
+        ConfigError: a file that is not one Erlang list of atoms ending with a dot.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the enabled plugins file: {exc}") from None
+    text = re.sub(r"%[^\n]*", "", text).strip()
+    if not text:
+        return []
+    if not (text.startswith("[") and text.endswith(".")
+            and text[:-1].rstrip().endswith("]")):
+        raise ConfigError(f"{path}: malformed enabled plugins file: expected a list of "
+                          "plugin names such as [rabbitmq_management,rabbitmq_stream].")
+    inner = text[1:-1].rstrip()[:-1].strip()
+    names: list[str] = []
+    for item in inner.split(",") if inner else []:
+        match = _ATOM.fullmatch(item)
+        if match is None:
+            raise ConfigError(f"{path}: malformed enabled plugins file: {item.strip()!r} "
+                              "is no plugin name")
+        names.append(match.group(1) or match.group(2))
+    return names
+
+
+def _short_host() -> str:
+    return socket.gethostname().split(".")[0]
+
+
+def _long_host() -> str:
+    return socket.getfqdn()
+
+
+def read_node_settings(environ: Mapping[str, str], *,
+                       hostname: str | None = None) -> NodeSettings:
+    """The settings of the node RabbitMQ 3.10 would start with ``environ`` (see the module's
+    docstring for the rules and their sources).
+
+    Args:
+        environ: the environment (``os.environ``).
+        hostname: the host name node names default to (default: this machine's, short or
+            long as ``RABBITMQ_USE_LONGNAME`` says).
+
+    Raises:
+        ConfigError: one line, naming the file and line where there is one: a variable or a
+            setting RabbitMQ would refuse, a rabbitmq.conf key RabbitMQ does not know, a file
+            that cannot be read.
+    """
+    sys_prefix = environ.get("SYS_PREFIX", "")
+    etc = os.path.join(sys_prefix or "/", "etc", "rabbitmq")
+    conf_env = _env(environ, "RABBITMQ_CONF_ENV_FILE") or os.path.join(etc, "rabbitmq-env.conf")
+    conf_env_file: str | None = None
+    if os.path.isfile(conf_env):
+        environ = _merge_env_file(environ, read_env_file(conf_env, environ))
+        conf_env_file = conf_env
+    unsupported: list[str] = []
+
+    longname = _yes(_env(environ, "RABBITMQ_USE_LONGNAME") or "")
+    host = hostname or (_long_host() if longname else _short_host())
+    name = _env(environ, "RABBITMQ_NODENAME") or "rabbit"
+    node_name = name if "@" in name else f"{name}@{host}"
+
+    def port_var(var: str, default: int) -> int:
+        value = _env(environ, var)
+        if value is None:
+            return default
+        if not value.isdigit() or int(value) > 65535:
+            raise ConfigError(f"Invalid value for ${var}: {value!r}")
+        return int(value)
+
+    node_port = port_var("RABBITMQ_NODE_PORT", AMQP_PORT)
+    dist_port = port_var("RABBITMQ_DIST_PORT", node_port + 20000)
+    ip = _env(environ, "RABBITMQ_NODE_IP_ADDRESS") or "auto"
+    amqp_listeners: tuple[Listener, ...] = (Listener(ip, node_port),)
+
+    mnesia_base = _env(environ, "RABBITMQ_MNESIA_BASE") or os.path.join(
+        sys_prefix or "/", "var", "lib", "rabbitmq", "mnesia")
+    mnesia_dir = _env(environ, "RABBITMQ_MNESIA_DIR") or os.path.join(mnesia_base, node_name)
+    log_base = _env(environ, "RABBITMQ_LOG_BASE") or os.path.join(
+        sys_prefix or "/", "var", "log", "rabbitmq")
+    main_log_file = _env(environ, "RABBITMQ_LOGS") or os.path.join(log_base, f"{node_name}.log")
+
+    # Plugins.
+    listed = _env(environ, "RABBITMQ_ENABLED_PLUGINS", keep_empty=True)
+    if listed is None:
+        plugins_file = _env(environ, "RABBITMQ_ENABLED_PLUGINS_FILE") or \
+            os.path.join(etc, "enabled_plugins")
+        enabled = read_enabled_plugins(plugins_file)
+    elif listed == "ALL":
+        enabled = sorted(RABBITMQ_PLUGINS)
+    else:
+        enabled = [p.strip() for p in listed.split(",") if p.strip()]
+    plugins = tuple(sorted(set(enabled)))
+    for plugin in plugins:
+        if plugin in PLUGINS or plugin in SERVED_PLUGINS:
+            continue
+        if plugin in RABBITMQ_PLUGINS:
+            unsupported.append(f"plugin {plugin}: not implemented by embroker")
+        else:
+            unsupported.append(f"plugin {plugin}: no such plugin in RabbitMQ 3.10 (ignored)")
+    management_on = bool(_MANAGEMENT_PLUGINS & set(plugins))
+    stream_on = bool(_STREAM_PLUGINS & set(plugins))
+
+    # Configuration files.
+    config_base = _env(environ, "RABBITMQ_CONFIG_FILE") or os.path.join(etc, "rabbitmq")
+    main = _main_config_file(config_base)
+    files: list[str] = []
+    if main is not None and main[1] == "erlang":
+        unsupported.append(f"{main[0]}: the Erlang-terms configuration format is not read by "
+                           "embroker (use rabbitmq.conf)")
+    elif main is not None:
+        files.append(main[0])
+    files += _additional_config_files(
+        _env(environ, "RABBITMQ_CONFIG_FILES") or os.path.join(etc, "conf.d", "*.conf"))
+    advanced = _env(environ, "RABBITMQ_ADVANCED_CONFIG_FILE") or \
+        os.path.join(etc, "advanced.config")
+    advanced_file = advanced if os.path.isfile(advanced) else None
+    if advanced_file is not None:
+        unsupported.append(f"{advanced_file}: advanced.config is not honoured by embroker")
+
+    settings: dict[str, Setting] = {}
+    for path in files:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read it: {exc}") from None
+        for setting in parse_conf(text, path):
+            if not _known(setting.key):
+                raise ConfigError(f"{setting.where}: {setting.name}: no such setting in "
+                                  "RabbitMQ 3.10 (cuttlefish refuses unknown settings)")
+            settings.pop(setting.name, None)  # later wins, and keeps its place
+            settings[setting.name] = setting
+
+    values = _Values(settings, unsupported)
+    return values.build(
+        node_name=node_name, use_longname=longname, dist_port=dist_port,
+        amqp_listeners=amqp_listeners, management_on=management_on, stream_on=stream_on,
+        plugins=plugins, environ=environ, mnesia_base=mnesia_base, mnesia_dir=mnesia_dir,
+        log_base=log_base, main_log_file=main_log_file, config_files=tuple(files),
+        conf_env_file=conf_env_file, advanced_config_file=advanced_file)
+
+
+class _Values:
+    """The settings read, taken key by key; what is left over is unsupported."""
+
+    def __init__(self, settings: Mapping[str, Setting], unsupported: list[str]) -> None:
+        self.settings = dict(settings)
+        self.unsupported = unsupported
+
+    def take(self, name: str) -> Setting | None:
+        return self.settings.pop(name, None)
+
+    def prefix(self, prefix: str) -> list[Setting]:
+        """Settings ``prefix.X`` (one more segment), in the order cuttlefish sorts them."""
+        found = sorted((s for n, s in self.settings.items()
+                        if len(s.key) == prefix.count(".") + 2 and n.startswith(prefix + ".")),
+                       key=lambda s: s.key)
+        for s in found:
+            del self.settings[s.name]
+        return found
+
+    def listeners(self, prefix: str, default: tuple[Listener, ...]) -> tuple[Listener, ...]:
+        none = self.take(prefix)
+        items = self.prefix(prefix)
+        if none is not None:
+            _choice(none, "none")
+            return ()
+        return tuple(_listener(s) for s in items) if items else default
+
+    def tls(self, prefix: str) -> TLSOptions | None:
+        files = {k: self.take(f"{prefix}.{k}") for k in
+                 ("certfile", "keyfile", "cacertfile", "password", "verify",
+                  "fail_if_no_peer_cert")}
+        versions = self.prefix(f"{prefix}.versions")
+        ciphers = self.prefix(f"{prefix}.ciphers")
+        if files["certfile"] is None:
+            for s in [*(s for s in files.values() if s is not None), *versions, *ciphers]:
+                self.unsupported.append(f"{s.where}: {s.name}: no {prefix}.certfile, so no "
+                                        "TLS: not used")
+            return None
+        for v in versions:
+            _choice(v, *TLS_VERSIONS)
+        verify = _choice(files["verify"], "verify_peer", "verify_none") \
+            if files["verify"] is not None else "verify_none"
+        extra: dict[str, Any] = {"versions": tuple(v.value for v in versions)} \
+            if versions else {}
+        return TLSOptions(
+            **extra, certfile=files["certfile"].value,
+            keyfile=files["keyfile"].value if files["keyfile"] else None,
+            cacertfile=files["cacertfile"].value if files["cacertfile"] else None,
+            password=files["password"].value if files["password"] else None,
+            verify="verify_peer" if verify == "verify_peer" else "verify_none",
+            fail_if_no_peer_cert=_bool(files["fail_if_no_peer_cert"])
+            if files["fail_if_no_peer_cert"] else False,
+            ciphers=":".join(c.value for c in ciphers) or None)
+
+    def build(self, *, environ: Mapping[str, str], management_on: bool, stream_on: bool,
+              amqp_listeners: tuple[Listener, ...], **given: Any) -> NodeSettings:
+        kw: dict[str, Any] = dict(given)
+        kw["amqp_listeners"] = amqp_listeners = self.listeners("listeners.tcp", amqp_listeners)
+        kw["tls_listeners"] = self.listeners("listeners.ssl", ())
+        kw["tls"] = self.tls("ssl_options")
+        for extra in amqp_listeners[1:]:
+            self.unsupported.append(f"AMQP listener {extra.host}:{extra.port}: embroker "
+                                    "serves one AMQP port (the first listener's)")
+        stream = self.listeners("stream.listeners.tcp", (Listener("auto", STREAM_PORT),))
+        stream_tls = self.listeners("stream.listeners.ssl", ())
+        kw["stream_listeners"] = stream if stream_on else ()
+        kw["stream_tls_listeners"] = stream_tls if stream_on else ()
+        if (s := self.take("stream.advertised_host")) is not None:
+            kw["stream_advertised_host"] = s.value
+        if (s := self.take("stream.advertised_port")) is not None:
+            kw["stream_advertised_port"] = _int(s, low=1, high=65535)
+
+        port = self.take("management.tcp.port") or self.take("management.listener.port")
+        ip = self.take("management.tcp.ip") or self.take("management.listener.ip")
+        tls_port = self.take("management.ssl.port")
+        kw["management_tls"] = self.tls("management.ssl")
+        if management_on:
+            kw["management_port"] = _int(port, high=65535) if port else MANAGEMENT_PORT
+            kw["management_ip"] = ip.value if ip else None
+            if tls_port is not None:
+                kw["management_tls_port"] = _int(tls_port, high=65535)
+                kw["management_port"] = _int(port, high=65535) if port else None
+
+        simple: dict[str, tuple[str, Any]] = {
+            "default_user": ("default_user", str), "default_pass": ("default_pass", str),
+            "default_vhost": ("default_vhost", str), "cluster_name": ("cluster_name", str),
+            "heartbeat": ("heartbeat", _int),
+            "frame_max": ("frame_max", _bytesize),
+            "channel_max": ("channel_max", lambda s: _int(s, high=65535)),
+            "max_message_size": ("max_message_size",
+                                 lambda s: _int(s, low=1, high=512 * 1024 * 1024)),
+            "ssl_cert_login_from": ("ssl_cert_login_from", lambda s: _choice(
+                s, "distinguished_name", "common_name")),
+        }
+        for key, (attr, convert) in simple.items():
+            s = self.take(key)
+            if s is not None:
+                kw[attr] = convert(s) if convert is not str else s.value
+        if (s := self.take("handshake_timeout")) is not None:
+            if s.value == "infinity":
+                self.unsupported.append(f"{s.where}: handshake_timeout = infinity: not "
+                                        "honoured by embroker (10 s)")
+            else:
+                kw["handshake_timeout"] = _int(s) / 1000
+        tags = self.prefix("default_user_tags")
+        if tags:
+            kw["default_user_tags"] = tuple(t.key[-1] for t in tags if _bool(t))
+        perms = {p.key[-1]: p.value for p in self.prefix("default_permissions")}
+        if perms:
+            kw["default_permissions"] = (perms.get("configure", ".*"), perms.get("write", ".*"),
+                                         perms.get("read", ".*"))
+        none = self.take("loopback_users")
+        users = self.prefix("loopback_users")
+        if none is not None:
+            _choice(none, "none")
+            kw["loopback_users"] = ()
+        elif users:
+            kw["loopback_users"] = tuple(u.key[-1] for u in users if _bool(u))
+        mechanisms = self.prefix("auth_mechanisms")
+        if mechanisms:
+            for m in mechanisms:
+                _choice(m, "PLAIN", "AMQPLAIN", "EXTERNAL")
+            kw["auth_mechanisms"] = tuple(m.value for m in mechanisms)
+        definitions = [s for s in (self.take("load_definitions"),
+                                   self.take("management.load_definitions"),
+                                   self.take("definitions.local.path")) if s is not None]
+        for s in definitions:
+            if not os.path.exists(s.value):
+                raise ConfigError(f"{s.where}: {s.name} = {s.value!r}: no such file or "
+                                  "directory")
+        kw["definitions"] = tuple(dict.fromkeys(s.value for s in definitions))
+        relative, absolute = (self.take("vm_memory_high_watermark.relative"),
+                              self.take("vm_memory_high_watermark.absolute"))
+        if absolute is not None and relative is None:
+            kw["vm_memory_high_watermark"] = ("absolute", _information(absolute))
+        elif relative is not None:
+            kw["vm_memory_high_watermark"] = ("relative", _float(relative))
+        relative, absolute = (self.take("disk_free_limit.relative"),
+                              self.take("disk_free_limit.absolute"))
+        if absolute is not None and relative is None:
+            kw["disk_free_limit"] = ("absolute", _information(absolute))
+        elif relative is not None:
+            kw["disk_free_limit"] = ("relative", _float(relative))
+        if (s := self.take("log.file")) is not None:
+            kw["log_file"] = None if s.value == "false" else s.value
+        else:
+            kw["log_file"] = given["main_log_file"]
+        if (s := self.take("log.file.level")) is not None:
+            kw["log_file_level"] = s.value
+        if (s := self.take("log.console")) is not None:
+            kw["log_console"] = _bool(s)
+        if (s := self.take("log.console.level")) is not None:
+            kw["log_console_level"] = s.value
+
+        # The environment's default user and vhost win over the file's.
+        for var, attr in (("RABBITMQ_DEFAULT_USER", "default_user"),
+                          ("RABBITMQ_DEFAULT_PASS", "default_pass"),
+                          ("RABBITMQ_DEFAULT_VHOST", "default_vhost")):
+            value = _env(environ, var)
+            if value is not None:
+                kw[attr] = value
+        for s in self.settings.values():
+            self.unsupported.append(f"{s.where}: {s.name}: not honoured by embroker")
+        kw["unsupported"] = tuple(self.unsupported)
+        return NodeSettings(**kw)
