@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
 import signal
 import ssl
 import sys
@@ -15,6 +16,7 @@ from urllib.parse import quote
 from . import Broker, __version__
 from ._transport import PORT_KINDS
 from .analytics._cli import add_commands as add_analytics_commands
+from .control._node import Node
 from .errors import AMQPError, DefinitionsError
 from .model._plugins import PLUGINS
 from .server import PortInUse, Server
@@ -122,6 +124,8 @@ def _serve(args: argparse.Namespace) -> int:
     plugins = f"; plugins: {', '.join(sorted(broker.plugins.enabled))}" \
         if broker.plugins.enabled else ""
 
+    node = _node(broker, server, args.node)
+
     def stop(*_: object) -> None:
         threading.Thread(target=server.stop, daemon=True).start()
 
@@ -136,13 +140,35 @@ def _serve(args: argparse.Namespace) -> int:
     try:  # (Ctrl-C as soon as the line is out, before the loop runs: a clean stop too)
         print(f"embroker {__version__} listening on {url} (AMQP 0-9-1 and 1.0{also}; vhosts: "
               f"{', '.join(broker.vhosts)}; users: {', '.join(broker.users)}{plugins}; "
-              "Ctrl-C stops)", flush=True)
+              f"node {node.name}; Ctrl-C stops)", flush=True)
         signal.signal(signal.SIGTERM, stop)
         server.serve_forever()
     except KeyboardInterrupt:
         server.stop()
+    finally:
+        node.close()
     print("embroker stopped", flush=True)
     return 0
+
+
+def _node(broker: Broker, server: Server, name: str | None) -> Node:
+    """The node RabbitMQ's tools reach this broker as (``embroker ctl``, ``rabbitmqctl`` from
+    ``embroker shims``): ``--node``, else ``RABBITMQ_NODENAME`` or ``rabbit@<host>``; a
+    default name another embroker has is made unique with this process's id (said on
+    standard error), as a default port is."""
+    from .control._registry import NodeNameInUse, default_node_name, qualify
+
+    chosen = qualify(name) if name else default_node_name()
+    try:
+        return Node(broker, server, chosen).start()
+    except NodeNameInUse:
+        if name:
+            raise
+        local, _at, host = chosen.partition("@")
+        other = f"{local}-{os.getpid()}@{host}"
+        print(f"embroker: node name {chosen} is taken by another embroker; this one is "
+              f"{other} (rabbitmqctl -n {other})", file=sys.stderr)
+        return Node(broker, server, other).start()
 
 
 #: RabbitMQ's AMQP and management ports: ``serve``'s defaults.
@@ -262,7 +288,40 @@ def _demo(_args: argparse.Namespace) -> int:
     return 0
 
 
+#: RabbitMQ's command-line tools (embroker.control), by the names ``embroker`` takes them under:
+#: each reads its own command line, as RabbitMQ's does.
+_TOOLS = {"ctl": "rabbitmqctl", "rabbitmqctl": "rabbitmqctl",
+          "diagnostics": "rabbitmq-diagnostics", "rabbitmq-diagnostics": "rabbitmq-diagnostics",
+          "plugins": "rabbitmq-plugins", "rabbitmq-plugins": "rabbitmq-plugins",
+          "rabbitmq-server": "rabbitmq-server"}
+
+
+def _tool(name: str, argv: list[str]) -> int:
+    if name == "rabbitmq-server":
+        from .control._server_cli import main as server_main
+
+        return server_main(argv)
+    if name == "rabbitmq-plugins":
+        from .control._plugins_cli import main as plugins_main
+
+        return plugins_main(argv)
+    from .control._ctl import run
+
+    return run(name, argv)
+
+
+def _shims(args: argparse.Namespace) -> int:
+    from .control._shims import write_shims
+
+    for path in write_shims(args.dir):
+        print(path)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in _TOOLS:  # (before argparse: their options are RabbitMQ's)
+        return _tool(_TOOLS[argv[0]], argv[1:])
     parser = argparse.ArgumentParser(
         prog="embroker", description="An embedded AMQP 0-9-1 broker with RabbitMQ's semantics "
         "(also: python -m embroker).")
@@ -387,11 +446,21 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--plugin", action="append", metavar="NAME",
                        help="enable a RabbitMQ plugin, by RabbitMQ's name (repeatable): "
                             + ", ".join(PLUGINS))
+    serve.add_argument("--node", default=None, metavar="NAME",
+                       help="the node name RabbitMQ's tools reach this broker by "
+                            "(rabbitmqctl -n NAME; default RABBITMQ_NODENAME or rabbit@HOST)")
     serve.add_argument("--quiet", action="store_true", help="log only warnings and errors")
     serve.set_defaults(run=_serve)
     demo = commands.add_parser("demo", help="route a few messages in-process and explain each")
     demo.set_defaults(run=_demo)
     add_analytics_commands(commands)  # analyze, capture (embroker.analytics; Spark when run)
+    shims = commands.add_parser(
+        "shims", help="write rabbitmqctl, rabbitmq-diagnostics, rabbitmq-plugins and "
+        "rabbitmq-server into DIR, each running embroker's (put DIR first on PATH); also "
+        "`embroker ctl ...`, `embroker diagnostics ...`, `embroker plugins ...`, "
+        "`embroker rabbitmq-server`")
+    shims.add_argument("dir", type=Path, metavar="DIR")
+    shims.set_defaults(run=_shims)
     args = parser.parse_args(argv)
     result: int = args.run(args)
     return result

@@ -169,7 +169,8 @@ class Node:
             enabled.add("rabbitmq_stream")
         enabled.add("rabbitmq_amqp1_0")  # (always served: sniffed on the AMQP port)
         return {"available": sorted({*PLUGINS, *LISTENER_PLUGINS}), "enabled": sorted(enabled),
-                "file": str(self.enabled_plugins_file or ""), "version": __version__}
+                "file": str(self.enabled_plugins_file or ""), "version": __version__,
+                "rabbitmq_version": self.broker.server_properties.get("version", "")}
 
     def status(self) -> dict[str, Any]:
         """What ``rabbitmqctl status`` shows of the node."""

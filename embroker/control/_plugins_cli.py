@@ -1,0 +1,156 @@
+"""``rabbitmq-plugins`` for embroker nodes: ``list``, ``is_enabled``, ``enable``, ``disable``
+and ``directories``, printed as RabbitMQ 3.10.8's tool prints them.
+
+The plugins are the ones embroker has: the exchange types (``rabbitmq_consistent_hash_exchange``
+and the others of ``Broker(plugins=...)``) and the listeners (``rabbitmq_management``,
+``rabbitmq_stream``, and ``rabbitmq_amqp1_0``, always on). ``enable`` and ``disable`` write the
+node's enabled-plugins file (``RABBITMQ_ENABLED_PLUGINS_FILE``, the Erlang list RabbitMQ
+writes); a node takes its plugins as it starts, so a change applies at its next start, which
+the tool says (RabbitMQ applies it at once).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from ._client import NodeUnreachable
+from ._ctl import BOLD, PLAIN, Invocation, UsageError, _unreachable, parse
+from ._ops import EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE
+from ._service import ControlError
+
+__all__ = ["main"]
+
+_USAGES = {
+    "list": "list [pattern] [--verbose] [--minimal] [--enabled] [--implicitly-enabled]",
+    "enable": "enable <plugin1> [ <plugin2>] | --all [--offline] [--online]",
+    "disable": "disable <plugin1> [ <plugin2>] | --all [--offline] [--online]",
+    "is_enabled": "is_enabled <plugin1> [ <plugin2>] [--offline] [--online]",
+    "directories": "directories [--offline] [--online]",
+}
+
+
+def _version(state: dict[str, Any]) -> str:
+    return str(state.get("rabbitmq_version") or state.get("version"))
+
+
+def _list(inv: Invocation, state: dict[str, Any]) -> None:
+    pattern = inv.arguments[0] if inv.arguments else ".*"
+    enabled = set(state["enabled"])
+    names = [n for n in state["available"] if re.search(pattern, n)]
+    if inv.options.get("enabled") or inv.options.get("implicit"):
+        names = [n for n in names if n in enabled]
+    if inv.options.get("formatter") == "json":
+        version = [ord(c) for c in _version(state)]
+        print(json.dumps({"format": "normal", "plugins": [
+            {"enabled": "enabled" if n in enabled else "not_enabled", "name": n,
+             "running": n in enabled, "running_version": version if n in enabled else "",
+             "version": version} for n in names]}, separators=(",", ":")), file=inv.out)
+        return
+    inv.say(f'Listing plugins with pattern "{pattern}" ...')
+    if inv.options.get("minimal"):
+        for name in names:
+            print(name, file=inv.out)
+        return
+    if not inv.quiet:
+        print(" Configured: E = explicitly enabled; e = implicitly enabled\n"
+              f" | Status: * = running on {inv.node}\n |/", file=inv.out)
+    width = max(map(len, names), default=0)
+    for name in names:
+        mark = "[E*]" if name in enabled else "[  ]"
+        print(f"{mark} {name.ljust(width)} {_version(state)}", file=inv.out)
+
+
+def _write_enabled(path: Path, names: Sequence[str]) -> None:
+    path.write_text("[" + ",".join(names) + "].\n")
+
+
+def _change(inv: Invocation, state: dict[str, Any], enable: bool) -> int | None:
+    wanted = list(state["available"]) if inv.options.get("all") else list(inv.arguments)
+    inv.say(f"{'Enabling' if enable else 'Disabling'} plugins on node {inv.node}:\n"
+            + "\n".join(wanted))
+    unknown = [n for n in wanted if n not in state["available"]]
+    if enable and unknown:
+        raise ControlError("{:plugins_not_found, [" + ", ".join(f":{n}" for n in unknown)
+                           + "]}", EX_SOFTWARE)
+    enabled = set(state["enabled"])
+    configured = sorted(enabled | set(wanted) if enable else enabled - set(wanted))
+    print("The following plugins have been configured:\n"
+          + "".join(f"  {n}\n" for n in configured)
+          + f"Applying plugin configuration to {inv.node}...", file=inv.out)
+    if set(configured) == enabled:
+        print("Plugin configuration unchanged.", file=inv.out)
+        return None
+    if not state["file"]:
+        raise ControlError(f"node {inv.node} has no enabled plugins file "
+                           "(RABBITMQ_ENABLED_PLUGINS_FILE): its plugins are its "
+                           "Broker(plugins=...) or serve --plugin", EX_SOFTWARE)
+    _write_enabled(Path(state["file"]), [n for n in configured if n != "rabbitmq_amqp1_0"])
+    print(f"embroker applies plugins as a node starts: restart {inv.node} to apply this "
+          "configuration", file=inv.out)
+    return None
+
+
+def _is_enabled(inv: Invocation, state: dict[str, Any]) -> None:
+    for name in inv.arguments:
+        inv.say(f"Asking node {inv.node} if plugin {name} is enabled...")
+        if name not in state["enabled"]:
+            raise ControlError(f"Plugin {name} is not enabled on node {inv.node}. Enabled "
+                               f"plugins and dependencies: {', '.join(state['enabled'])}",
+                               EX_UNAVAILABLE)
+        print(f"Plugin {name} is enabled on node {inv.node}", file=inv.out)
+
+
+def main(argv: Sequence[str], *, out: IO[str] | None = None, err: IO[str] | None = None,
+         environ: Any = None) -> int:
+    """Run one ``rabbitmq-plugins`` command line; its exit code."""
+    import os
+
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    flags = {"-e": "enabled", "--enabled": "enabled", "-E": "enabled",
+             "--implicitly-enabled": "implicit", "-m": "minimal", "--minimal": "minimal",
+             "-v": "verbose", "--verbose": "verbose", "--all": "all", "--offline": "offline",
+             "--online": "online"}
+    options: dict[str, Any] = {flags[a]: True for a in argv if a in flags}
+    try:
+        name, arguments, parsed = parse("rabbitmq-plugins", [a for a in argv if a not in flags])
+    except UsageError as exc:
+        print(f"Error: {exc}", file=err)
+        return EX_USAGE
+    options.update(parsed)
+    inv = Invocation("rabbitmq-plugins", name or "", arguments, options, out, err,
+                     os.environ if environ is None else environ, list(argv))
+    if name not in _USAGES:
+        print(f"\n{BOLD}Usage{PLAIN}\n\nrabbitmq-plugins [-n <node>] [-l|--longnames] "
+              "[-q|--quiet] <command> [<command options>]\n\nAvailable commands:\n\n"
+              + "\n".join(f"   {c}" for c in sorted(_USAGES)), file=err if name else out)
+        return EX_USAGE
+    if name in ("enable", "disable", "is_enabled") and not arguments and \
+            not options.get("all"):
+        print(f"Error (argument validation): not enough arguments.\nArguments given:\n\t"
+              f"{' '.join(argv)}\n\n{BOLD}Usage{PLAIN}\n\nrabbitmq-plugins [--node <node>] "
+              f"[--longnames] [--quiet] {_USAGES[name]}", file=err)
+        return EX_USAGE
+    try:
+        state = inv.ask("plugins")
+        if name == "list":
+            _list(inv, state)
+        elif name == "is_enabled":
+            _is_enabled(inv, state)
+        elif name == "directories":
+            print(f"Listing plugin directories used by node {inv.node}\nPlugin archives "
+                  f"directory: (built into embroker)\nPlugin expansion directory: (none)\n"
+                  f"Enabled plugins file: {state['file']}", file=out)
+        else:
+            return _change(inv, state, name == "enable") or 0
+    except NodeUnreachable:
+        return _unreachable(inv)
+    except ControlError as exc:
+        print(exc.message if exc.plain else f"Error:\n{exc.message}", file=err)
+        return exc.code
+    return 0
