@@ -54,7 +54,12 @@ _FLAGS = {"-q": "quiet", "--quiet": "quiet", "-s": "silent", "--silent": "silent
 
 
 class UsageError(Exception):
-    """A command line RabbitMQ's tool refuses before reaching the node (exit 64)."""
+    """A command line RabbitMQ's tool refuses before reaching the node (exit 64, or 65 for
+    a bad argument's value)."""
+
+    def __init__(self, message: str, code: int = EX_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @final
@@ -159,7 +164,7 @@ def parse(tool: str, argv: Sequence[str]) -> tuple[str | None, list[str], dict[s
         elif item in _FLAGS:
             options[_FLAGS[item]] = True
         elif item.startswith("-") and len(item) > 1 and not _number(item):
-            raise UsageError(f"invalid options for this command:\n{item}")
+            raise UsageError(f"Invalid options for this command:\n{item} : ")
         else:
             positional.append(item)
     command_name = positional.pop(0) if positional else None
@@ -179,10 +184,10 @@ def _usage_text(tool: str, spec: Command) -> str:
             f"{spec.usage} [--timeout <timeout>]\n")
 
 
-def _argument_error(inv: Invocation, spec: Command, reason: str) -> int:
+def _argument_error(inv: Invocation, spec: Command, reason: str, code: int = EX_USAGE) -> int:
     print(f"Error (argument validation): {reason}\nArguments given:\n\t"
           f"{' '.join(inv.given)}\n{_usage_text(inv.tool, spec)}", end="", file=inv.err)
-    return EX_USAGE
+    return code
 
 
 def _unreachable(inv: Invocation) -> int:
@@ -210,12 +215,13 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     environ = os.environ if environ is None else environ
+    given = [a for a in argv if a not in ("-q", "--quiet", "-s", "--silent")]
     try:
         name, arguments, options = parse(tool, argv)
     except UsageError as exc:
-        print(f"Error: {exc}", file=err)
+        print(f"Error (argument validation): {exc}\nArguments given:\n\t{' '.join(given)}",
+              file=err)
         return EX_USAGE
-    given = [a for a in argv if a not in ("-q", "--quiet", "-s", "--silent")]
     if name is None or name == "help" and not arguments:
         print(f"\n{BOLD}Usage{PLAIN}\n\n{tool} [-n <node>] [-t <timeout>] [-l|--longnames] "
               f"[-q|--quiet] <command> [<command options>]\n\nAvailable commands:\n\n" + "\n".join(
@@ -246,7 +252,7 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
     try:
         code = spec.run(inv)
     except UsageError as exc:
-        return _argument_error(inv, spec, str(exc))
+        return _argument_error(inv, spec, str(exc), exc.code)
     except NodeUnreachable:
         return _unreachable(inv)
     except ControlError as exc:
@@ -419,20 +425,18 @@ def _list_vhost_limits(inv: Invocation) -> None:
 
 @command("list_user_limits", "list_user_limits [--user <username>] [--global]")
 def _list_user_limits(inv: Invocation) -> None:
-    user = inv.options.get("user")
-    if user is None:
-        inv.say("Listing limits for all users ...")
-    else:
-        inv.say(f'Listing limits for user "{user}" ...')
+    every = bool(inv.options.get("global"))
+    user = None if every else str(inv.options.get("user", "guest"))  # (its default user)
+    inv.say("Listing limits for all users ..." if every
+            else f'Listing limits for user "{user}" ...')
     found = inv.ask("list_user_limits", user=user)
     if inv.options.get("formatter") == "json":
         _dict_rows(inv, ("user", "limits"), found)
-    elif user is None:
+    elif every:
         _rows(inv, ("user", "limits"), [[f["user"], _limits_text(f["limits"])] for f in found])
     else:
         for item in found:
-            if item["limits"]:
-                print(_limits_text(item["limits"]), file=inv.out)
+            print(_limits_text(item["limits"]), file=inv.out)
 
 
 @command("list_parameters", "list_parameters [--vhost <vhost>] [--no-table-headers]")
@@ -459,16 +463,22 @@ def _list_global_parameters(inv: Invocation) -> None:
 
 def _simple(name: str, usage: str, arity: tuple[int, int | None],
             banner: Callable[[Invocation], str], operation: str,
-            arguments: Callable[[Invocation], dict[str, Any]]) -> None:
+            arguments: Callable[[Invocation], dict[str, Any]],
+            done: Callable[[Invocation], str] | None = None) -> None:
+    """A command that asks one operation and prints its banner (and ``done`` after)."""
     def run_simple(inv: Invocation) -> None:
         inv.say(banner(inv))
         inv.ask(operation, **arguments(inv))
+        if done is not None:
+            print(done(inv), file=inv.out)
     command(name, usage, arity)(run_simple)
 
 
 _simple("add_user", "add_user <username> <password>", (2, 2),
         lambda inv: f'Adding user "{inv.arguments[0]}" ...', "add_user",
-        lambda inv: {"user": inv.arguments[0], "password": inv.arguments[1]})
+        lambda inv: {"user": inv.arguments[0], "password": inv.arguments[1]},
+        lambda inv: "Done. Don't forget to grant the user permissions to some virtual hosts! "
+                    "See 'rabbitmqctl help set_permissions' to learn more.")
 _simple("delete_user", "delete_user <username>", (1, 1),
         lambda inv: f'Deleting user "{inv.arguments[0]}" ...', "delete_user",
         lambda inv: {"user": inv.arguments[0]})
@@ -484,7 +494,8 @@ _simple("set_user_tags", "set_user_tags <username> <tag> [...]", (1, None),
         lambda inv: {"user": inv.arguments[0], "tags": inv.arguments[1:]})
 _simple("authenticate_user", "authenticate_user <username> <password>", (2, 2),
         lambda inv: f'Authenticating user "{inv.arguments[0]}" ...', "authenticate_user",
-        lambda inv: {"user": inv.arguments[0], "password": inv.arguments[1]})
+        lambda inv: {"user": inv.arguments[0], "password": inv.arguments[1]},
+        lambda inv: "Success")
 _simple("add_vhost", 'add_vhost <vhost> [--description <description> --tags "<tag1>,<tag2>,<...>" '
         "--default-queue-type <quorum|classic|stream>]", (1, 1),
         lambda inv: f'Adding vhost "{inv.arguments[0]}" ...', "add_vhost",
@@ -598,8 +609,7 @@ def _delete_queue(inv: Invocation) -> None:
     count = inv.ask("delete_queue", queue=name, vhost=inv.vhost,
                     if_empty=bool(inv.options.get("if_empty")),
                     if_unused=bool(inv.options.get("if_unused")))
-    print(f"Queue was successfully deleted with {count} message"
-          + ("" if count == 1 else "s"), file=inv.out)
+    print(f"Queue was successfully deleted with {count} ready messages", file=inv.out)
 
 
 @command("close_connection", "close_connection <connection pid> <explanation>", (2, 2))
@@ -622,8 +632,9 @@ def _close_all_connections(inv: Invocation) -> None:
         inv.say(f"Closing all connections in vhost {inv.vhost}, reason: {reason}...")
     else:
         inv.say(f"Closing {limit} connections in vhost {inv.vhost}, reason: {reason}...")
-    inv.ask("close_all_connections", reason=reason, vhost=None if every else inv.vhost,
-            limit=limit or None)
+    closed = inv.ask("close_all_connections", reason=reason,
+                     vhost=None if every else inv.vhost, limit=limit or None)
+    print(f"Closed {len(closed)} connections", file=inv.out)
 
 
 @command("trace_on", "trace_on [--vhost <vhost>]")
@@ -794,7 +805,7 @@ def _set_vm_memory_high_watermark(inv: Invocation) -> None:
             raise UsageError("not enough arguments.")
         amount = parse_bytes(inv.arguments[1])
         if amount is None:
-            raise UsageError("The threshold should be an integer.")
+            raise UsageError("Bad argument.", EX_DATAERR)
         inv.say(f"Setting memory threshold on {inv.node} to {inv.arguments[1]} bytes ...")
         inv.ask("set_vm_memory_high_watermark", absolute=amount)
         return
@@ -803,9 +814,11 @@ def _set_vm_memory_high_watermark(inv: Invocation) -> None:
     try:
         fraction = float(inv.arguments[0])
     except ValueError:
-        raise UsageError("The threshold should be a fraction between 0.0 and 1.0") from None
+        raise UsageError("Bad argument: The threshold should be a fraction between 0.0 and "
+                         "1.0", EX_DATAERR) from None
     if not 0.0 <= fraction <= 1.0:
-        raise UsageError("The threshold should be a fraction between 0.0 and 1.0")
+        raise UsageError("Bad argument: The threshold should be a fraction between 0.0 and 1.0",
+                         EX_DATAERR)
     inv.say(f"Setting memory threshold on {inv.node} to {inv.arguments[0]} ...")
     inv.ask("set_vm_memory_high_watermark", fraction=fraction)
 
@@ -819,7 +832,7 @@ def _set_disk_free_limit(inv: Invocation) -> None:
         try:
             fraction = float(inv.arguments[1])
         except ValueError:
-            raise UsageError("The threshold should be a floating point number.") from None
+            raise UsageError("Bad argument.", EX_DATAERR) from None
         inv.say(f"Setting disk free limit on {inv.node} to {inv.arguments[1]} times the "
                 "total RAM ...")
         inv.ask("set_disk_free_limit", mem_relative=fraction)
@@ -828,8 +841,7 @@ def _set_disk_free_limit(inv: Invocation) -> None:
         raise UsageError("too many arguments.")
     amount = parse_bytes(inv.arguments[0])
     if amount is None:
-        raise UsageError("Incorrect format for limit: please use a positive integer, or a "
-                         "number followed by a unit (KB, MB, GB...)")
+        raise UsageError("Bad argument.", EX_DATAERR)
     inv.say(f"Setting disk free limit on {inv.node} to {inv.arguments[0]} bytes ...")
     inv.ask("set_disk_free_limit", absolute=amount)
 

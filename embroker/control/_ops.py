@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import json
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -53,11 +54,16 @@ def _text(arguments: Mapping[str, Any], name: str, default: str | None = None) -
     return value
 
 
-def _vhost(broker: Broker, arguments: Mapping[str, Any]) -> VirtualHost:
+def _vhost(broker: Broker, arguments: Mapping[str, Any], *, code: int = EX_DATAERR,
+           plain: bool = True) -> VirtualHost:
+    """The vhost named, or RabbitMQ's error: "Virtual host 'v' does not exist" alone, exit 65
+    (set_policy, delete_vhost), or after ``Error:`` with the name unquoted, exit 69 (the
+    permission commands: ``plain=False``)."""
     name = _text(arguments, "vhost", "/")
     vhost = broker.vhosts.get(name)
     if vhost is None:
-        raise ControlError(f"Virtual host '{name}' does not exist", EX_DATAERR)
+        raise ControlError(f"Virtual host '{name}' does not exist" if plain else
+                           f"Virtual host {name} does not exist", code, plain=plain)
     return vhost
 
 
@@ -315,9 +321,12 @@ def _listing(node: Node, kind: str, vhost: VirtualHost | None) -> list[dict[str,
         rows = []
         for host in broker.vhosts.values():
             metadata = vhost_metadata(broker, host.name)
-            rows.append({"name": host.name,
-                         "description": str(metadata.get("description", "")),
-                         "tags": {"$atoms": list(metadata.get("tags", []))},
+            described = bool(metadata) or host.name == "/"
+            rows.append({"name": host.name,  # (no metadata: RabbitMQ shows "" for both)
+                         "description": str(metadata.get("description", "Default virtual host"
+                                                         if host.name == "/" else "")),
+                         "tags": {"$atoms": list(metadata.get("tags", []))} if described
+                         else "",
                          "default_queue_type": "undefined", "tracing": host.tracing,
                          "cluster_state": {"$map": {node.name: "running"}}})
         return rows
@@ -460,9 +469,12 @@ def _list_global_parameters(node: Node, arguments: dict[str, Any]) -> Any:
 
 # -- users --------------------------------------------------------------------------------------
 
-def _user(broker: Broker, name: str) -> None:
+def _user(broker: Broker, name: str, *, quoted: bool = True) -> None:
+    """RabbitMQ's error for a missing user: quoted by the user commands, not by the
+    permission commands (exit 67 both)."""
     if name not in broker.access.users:
-        raise ControlError(f'User "{name}" does not exist', EX_NOUSER)
+        raise ControlError(f'User "{name}" does not exist' if quoted else
+                           f"User {name} does not exist", EX_NOUSER)
 
 
 @operation("add_user")
@@ -527,7 +539,7 @@ def _authenticate_user(node: Node, arguments: dict[str, Any]) -> Any:
         refusal = broker.access.check_login(name, password, loopback=True)
     if refusal is not None:
         raise ControlError(f"Error: failed to authenticate user \"{name}\"\n"
-                           f"user '{name}' - invalid credentials", EX_NOUSER, plain=True)
+                           f"user '{name}' - invalid credentials", EX_DATAERR)
     return None
 
 
@@ -538,8 +550,8 @@ def _add_vhost(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
     name = _text(arguments, "vhost")
     with broker.locked():
-        if name in broker.vhosts:
-            raise ControlError(f'Virtual host "{name}" already exists', EX_SOFTWARE)
+        if name in broker.vhosts:  # (RabbitMQ 3.10.8 says nothing: exit 0)
+            return None
         broker.add_vhost(name, created_by="rmq-cli")  # (a user of no one: no permissions)
     return None
 
@@ -550,7 +562,7 @@ def _delete_vhost(node: Node, arguments: dict[str, Any]) -> Any:
     name = _text(arguments, "vhost")
     with broker.locked():
         if name not in broker.vhosts:
-            raise ControlError(f'Virtual host "{name}" does not exist', EX_DATAERR)
+            raise ControlError(f"Virtual host '{name}' does not exist", EX_DATAERR, plain=True)
         broker.delete_vhost(name)
     return None
 
@@ -562,8 +574,8 @@ def _set_permissions(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
     name = _text(arguments, "user")
     with broker.locked():
-        vhost = _vhost(broker, arguments).name
-        _user(broker, name)
+        vhost = _vhost(broker, arguments, code=EX_UNAVAILABLE, plain=False).name
+        _user(broker, name, quoted=False)
         broker.set_permissions(name, _text(arguments, "configure"), _text(arguments, "write"),
                                _text(arguments, "read"), vhost=vhost)
     return None
@@ -574,8 +586,8 @@ def _clear_permissions(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
     name = _text(arguments, "user")
     with broker.locked():
-        vhost = _vhost(broker, arguments).name
-        _user(broker, name)
+        vhost = _vhost(broker, arguments, code=EX_UNAVAILABLE, plain=False).name
+        _user(broker, name, quoted=False)
         broker.clear_permissions(name, vhost=vhost)
     return None
 
@@ -585,8 +597,8 @@ def _set_topic_permissions(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
     name = _text(arguments, "user")
     with broker.locked():
-        vhost = _vhost(broker, arguments).name
-        _user(broker, name)
+        vhost = _vhost(broker, arguments, code=EX_UNAVAILABLE, plain=False).name
+        _user(broker, name, quoted=False)
         broker.set_topic_permissions(name, _text(arguments, "exchange"),
                                      _text(arguments, "write"), _text(arguments, "read"),
                                      vhost=vhost)
@@ -599,8 +611,8 @@ def _clear_topic_permissions(node: Node, arguments: dict[str, Any]) -> Any:
     name = _text(arguments, "user")
     exchange = arguments.get("exchange")
     with broker.locked():
-        vhost = _vhost(broker, arguments).name
-        _user(broker, name)
+        vhost = _vhost(broker, arguments, code=EX_UNAVAILABLE, plain=False).name
+        _user(broker, name, quoted=False)
         broker.clear_topic_permissions(name, exchange if isinstance(exchange, str) else None,
                                        vhost=vhost)
     return None
@@ -612,6 +624,7 @@ def _clear_topic_permissions(node: Node, arguments: dict[str, Any]) -> Any:
 def _set_policy(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
     setter = broker.set_operator_policy if arguments.get("operator") else broker.set_policy
+    _json_argument(arguments, "definition")  # (RabbitMQ decodes it first)
     with broker.locked():
         vhost = _vhost(broker, arguments).name
         setter(_text(arguments, "name"), _text(arguments, "pattern"),
@@ -640,6 +653,7 @@ def _clear_policy(node: Node, arguments: dict[str, Any]) -> Any:
 @operation("set_vhost_limits")
 def _set_vhost_limits(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
+    _json_argument(arguments, "definition")
     with broker.locked():
         vhost = _vhost(broker, arguments).name
         broker.set_vhost_limits(_text(arguments, "definition"), vhost=vhost)
@@ -654,20 +668,27 @@ def _clear_vhost_limits(node: Node, arguments: dict[str, Any]) -> Any:
     return None
 
 
+#: RabbitMQ's text for an argument that is no JSON (rabbit_json, v3.10.8).
+_BADARG = "JSON decoding error. Reason: badarg"
+
+
+def _json_argument(arguments: Mapping[str, Any], name: str) -> Any:
+    try:
+        return json.loads(_text(arguments, name))
+    except ValueError:
+        raise ControlError(_BADARG, EX_UNAVAILABLE) from None
+
+
 @operation("set_user_limits")
 def _set_user_limits(node: Node, arguments: dict[str, Any]) -> Any:
-    import json
-
     broker = node.broker
     name = _text(arguments, "user")
-    try:
-        limits = json.loads(_text(arguments, "definition"))
-    except ValueError:
-        raise ControlError("JSON decoding error", EX_DATAERR) from None
+    limits = _json_argument(arguments, "definition")
     if not isinstance(limits, dict):
-        raise ControlError("JSON decoding error", EX_DATAERR)
+        raise ControlError(_BADARG, EX_UNAVAILABLE)
     with broker.locked():
-        _user(broker, name)
+        if name not in broker.access.users:
+            raise ControlError(f'{{:no_such_user, "{name}"}}', EX_UNAVAILABLE)
         broker.set_user_limits(name, limits)
     return None
 
@@ -684,13 +705,8 @@ def _clear_user_limits(node: Node, arguments: dict[str, Any]) -> Any:
 
 @operation("set_parameter")
 def _set_parameter(node: Node, arguments: dict[str, Any]) -> Any:
-    import json
-
     broker = node.broker
-    try:
-        value = json.loads(_text(arguments, "value"))
-    except ValueError:
-        raise ControlError("JSON decoding error", EX_DATAERR) from None
+    value = _json_argument(arguments, "value")
     with broker.locked():
         broker.set_parameter(_text(arguments, "component"), _text(arguments, "name"), value,
                              vhost=_vhost(broker, arguments).name)
@@ -709,11 +725,14 @@ def _clear_parameter(node: Node, arguments: dict[str, Any]) -> Any:
 # -- queues -------------------------------------------------------------------------------------
 
 def _queue(broker: Broker, arguments: Mapping[str, Any]) -> Queue:
-    vhost = _vhost(broker, arguments)
+    """The queue named, or RabbitMQ's ``not_found`` (exit 69), missing vhost or queue."""
+    vhost = broker.vhosts.get(_text(arguments, "vhost", "/"))
+    if vhost is None:
+        raise ControlError("not_found", EX_UNAVAILABLE)
     name = _text(arguments, "queue")
     queue = vhost.queues.get(name)
     if queue is None:
-        raise ControlError(f"queue '{name}' in vhost '{vhost.name}' not found", EX_DATAERR)
+        raise ControlError("not_found", EX_UNAVAILABLE)
     return queue
 
 
@@ -740,13 +759,18 @@ def _purge_queue(node: Node, arguments: dict[str, Any]) -> Any:
 def _delete_queue(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
     with broker.locked():
-        queue = _queue(broker, arguments)
+        try:
+            queue = _queue(broker, arguments)
+        except ControlError:
+            raise ControlError("Queue not found", EX_USAGE) from None
         connection, channel = _cli_channel(broker, queue.vhost.name)
         try:
             return channel.queue_delete(queue.name, if_unused=bool(arguments.get("if_unused")),
                                         if_empty=bool(arguments.get("if_empty")))
-        except AMQPError as exc:
-            raise ControlError(exc.reply_text, EX_SOFTWARE) from None
+        except AMQPError as exc:  # (if-unused, if-empty: RabbitMQ's CLI texts, exit 64)
+            text = "Queue is in use" if "in use" in exc.reply_text else (
+                "Queue is not empty" if "not empty" in exc.reply_text else exc.reply_text)
+            raise ControlError(text, EX_USAGE) from None
         finally:
             if connection.is_open:
                 connection.close()
@@ -758,9 +782,11 @@ def _delete_queue(node: Node, arguments: dict[str, Any]) -> Any:
 def _close_connection(node: Node, arguments: dict[str, Any]) -> Any:
     pid = _text(arguments, "pid")
     reason = _text(arguments, "reason", "")
+    if not (pid.startswith("<") and pid.endswith(">") and pid.count(".") >= 2):
+        raise ControlError(f'Error:\n{{:invalid_pid_syntax, "{pid}"}}', EX_UNAVAILABLE)
     with node.broker.locked():
         for connection in node.broker.connections.values():
-            if connection.is_open and _pid(node, 1, connection.id) == pid:
+            if connection.is_open and _pid(node, 1, connection.id)["$pid"] == pid:
                 node.close_connection(connection, reason)
                 return None
     return None  # (RabbitMQ's says nothing of a pid that has gone)
@@ -779,15 +805,17 @@ def _close_all_connections(node: Node, arguments: dict[str, Any]) -> Any:
             if isinstance(limit, int) and len(closed) >= limit:
                 break
             node.close_connection(connection, reason)
-            closed.append(_pid(node, 1, connection.id))
+            closed.append(_pid(node, 1, connection.id)["$pid"])
     return closed
 
 
 @operation("trace")
 def _trace(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
-    with broker.locked():
-        _vhost(broker, arguments).tracing = bool(arguments.get("on"))
+    with broker.locked():  # (RabbitMQ 3.10.8 answers success for a missing vhost too)
+        vhost = broker.vhosts.get(_text(arguments, "vhost", "/"))
+        if vhost is not None:
+            vhost.tracing = bool(arguments.get("on"))
     return None
 
 

@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, final
 
-from ..errors import AMQPError
+from ..errors import AccessControlError, AMQPError, PolicyError
 from ..management._http import Request, Response
 
 if TYPE_CHECKING:
@@ -95,3 +95,9 @@ class ControlService:
             return _json(200, {"error": exc.as_json()})
         except AMQPError as exc:  # the model refused: its text, as RabbitMQ's CLI shows it
             return _json(200, {"error": ControlError(exc.reply_text).as_json()})
+        except PolicyError as exc:  # (its text is rabbitmqctl's: "Validation failed"...)
+            text = str(exc)
+            return _json(200, {"error": ControlError(
+                text + "\n" if text.startswith("Validation") else text, 69).as_json()})
+        except AccessControlError as exc:  # a user or permission change refused
+            return _json(200, {"error": ControlError(str(exc), 69).as_json()})
