@@ -48,10 +48,13 @@ import errno
 import functools
 import ipaddress
 import logging
+import os
 import selectors
+import shutil
 import socket
 import ssl
 import struct
+import sys
 import threading
 import time
 import traceback
@@ -85,8 +88,10 @@ if TYPE_CHECKING:
     from .model import Broker
     from .model import Connection as ModelConnection
 
-__all__ = ["ERRORS_KEPT", "ClientConnection", "ErrorLog", "PortInUse", "Server",
-           "WireConnection", "default_max_connections"]
+__all__ = ["APP_RUNNING", "DEFAULT_DISK_FREE_LIMIT", "DEFAULT_VM_MEMORY_HIGH_WATERMARK",
+           "ERRORS_KEPT", "MEMORY_CHECK_INTERVAL", "AppRunning", "ClientConnection", "ErrorLog",
+           "PortInUse", "Server", "WireConnection", "default_max_connections", "memory_used",
+           "total_memory"]
 
 try:
     import resource
@@ -158,6 +163,51 @@ def default_max_connections() -> dict[str, int | None]:
         if soft != resource.RLIM_INFINITY:
             http = max(1, min(http, soft // _HTTP_SHARE))
     return {"amqp": None, "management": http, "stream": None}
+#: RabbitMQ's memory monitor: the share of the RAM past which the memory alarm is raised, and
+#: how often it measures (vm_memory_monitor.erl, rabbit_memory.hrl, v3.10.8: 0.4, 1000 ms);
+#: the RAM assumed where it cannot be read (``MEMORY_SIZE_FOR_UNKNOWN_OS``: 1 GiB).
+DEFAULT_VM_MEMORY_HIGH_WATERMARK = 0.4
+MEMORY_CHECK_INTERVAL = 1.0
+_UNKNOWN_TOTAL_MEMORY = 1_073_741_824
+#: RabbitMQ's disk monitor (rabbit_disk_monitor.erl, v3.10.8): the free space of the data
+#: directory under which the disk alarm is raised (50,000,000 bytes), and how often it looks:
+#: ``2 * (free - limit) / 250,000`` ms, between 100 ms and 10 s, every 10 s while alarmed.
+DEFAULT_DISK_FREE_LIMIT = 50_000_000
+_DISK_MIN_INTERVAL = 0.1
+_DISK_MAX_INTERVAL = 10.0
+_DISK_FAST_RATE = 250_000  # bytes a millisecond (FAST_RATE)
+#: What ``rabbitmqctl reset`` says while the application runs (its CLI, live on 3.10.8).
+APP_RUNNING = ("this command requires the 'rabbit' app to be stopped on the target node. "
+               "Stop it with 'rabbitmqctl stop_app'.")
+
+
+class AppRunning(RuntimeError):
+    """The broker's application runs: stop it first (:meth:`Server.stop_app`)."""
+
+
+def memory_used() -> int:
+    """This process's resident memory in bytes: ``/proc/self/statm`` (Linux), else the peak
+    resident size ``getrusage`` reports (the best a portable call gives)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    if resource is None:
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # (bytes on macOS, else KiB)
+
+
+def total_memory() -> int:
+    """The machine's RAM in bytes (RabbitMQ's 1 GiB where it cannot be read)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return _UNKNOWN_TOTAL_MEMORY
+    return total if total > 0 else _UNKNOWN_TOTAL_MEMORY
+
+
 #: How many of its unexpected errors a listener keeps (the most recent; :class:`ErrorLog`).
 ERRORS_KEPT = 20
 #: How the note on a kept error begins.
@@ -571,9 +621,37 @@ class Server:
             self._management = ManagementAPI(broker, self)
             own = {host, *(sock.getsockname()[0] for sock in self._listeners)}
             self._hosts = HostPolicy.of(own, self.management_allow_hosts)
+        #: The application runs (``rabbitmqctl stop_app`` / ``start_app``): :attr:`app_running`.
+        self._app_running = True
+        #: The folder whose file system the disk monitor watches (RabbitMQ's data directory).
+        self.data_dir = os.getcwd()
+        # The memory watermark as set: a share of the RAM, or bytes (absolute).
+        self._watermark: tuple[float | None, int | None] = (DEFAULT_VM_MEMORY_HIGH_WATERMARK,
+                                                            None)
+        #: The memory alarm's limit in bytes (the watermark applied to the RAM).
+        self.vm_memory_limit = int(DEFAULT_VM_MEMORY_HIGH_WATERMARK * total_memory())
+        #: The disk alarm's limit: the least free space, in bytes.
+        self.disk_free_limit = DEFAULT_DISK_FREE_LIMIT
+        #: The free space the disk monitor last saw, in bytes (``None``: not looked yet).
+        self.disk_free: int | None = None
+        self._memory_due = 0.0  # (time.monotonic(): when each monitor looks next)
+        self._disk_due = 0.0
         broker.transports.add(self)
 
     def _listen(self, host: str, port: int, policy: PortPolicy) -> int:
+        sockets = self._bind(host, port)
+        port = sockets[0].getsockname()[1]
+        self._ports.append(_Port(policy, port, sockets))
+        return port
+
+    def _bind(self, host: str, port: int, *, keep_others: bool = False) -> list[socket.socket]:
+        """Listening sockets on ``host``'s addresses and ``port`` (0: a free one, the same for
+        each address), added to ``_listeners``.
+
+        Raises:
+            PortInUse: the port is taken (every listener is closed then, unless
+                ``keep_others``: only this port's).
+        """
         sockets: list[socket.socket] = []
         for family, address in _addresses(host):
             sock = socket.socket(family, socket.SOCK_STREAM)
@@ -584,10 +662,15 @@ class Server:
                 sock.bind((address, port))
             except OSError as exc:
                 sock.close()
-                if family == socket.AF_INET6 and self._listeners:
+                if family == socket.AF_INET6 and sockets:
                     log.debug("not listening on [%s]:%d: %s", address, port, exc)
                     continue
-                self._close_listeners()
+                if keep_others:
+                    for opened in sockets:
+                        opened.close()
+                        self._listeners.remove(opened)
+                else:
+                    self._close_listeners()
                 if exc.errno == errno.EADDRINUSE:
                     raise PortInUse(host, port) from None
                 raise
@@ -596,8 +679,7 @@ class Server:
             self._listeners.append(sock)
             sockets.append(sock)
             port = sock.getsockname()[1]
-        self._ports.append(_Port(policy, port, sockets))
-        return port
+        return sockets
 
     def _close_listeners(self) -> None:
         for sock in self._listeners:
@@ -738,6 +820,224 @@ class Server:
         self._prepare()
         self._thread = threading.current_thread()
         self._run()
+
+    # -- the application: rabbitmqctl stop_app, start_app, reset -----------------------------
+
+    @property
+    def app_running(self) -> bool:
+        """Whether the broker's application runs (``rabbitmqctl stop_app`` stops it)."""
+        return self._app_running
+
+    def stop_app(self) -> None:
+        """``rabbitmqctl stop_app`` (RabbitMQ 3.10.8): every port stops listening but a control
+        port's (AMQP, amqps, AMQP 1.0, stream, management: a client is refused), every client
+        connection is closed as a node that stops closes them (AMQP 0-9-1: 320
+        CONNECTION_FORCED "broker forced connection closure with reason 'shutdown'"; AMQP
+        1.0: ``amqp:connection:forced``; stream: dropped; HTTP: dropped), and the broker
+        keeps what a restart keeps (:meth:`Broker.restart <embroker.Broker.restart>`: durable
+        exchanges, queues and bindings, persistent messages). The resource alarms end.
+        Nothing happens if it is stopped already. Safe from any thread, the loop's too.
+        """
+        self._in_loop(self._stop_app)
+
+    def start_app(self) -> None:
+        """``rabbitmqctl start_app``: the ports listen again on the same numbers, and the
+        memory watermark and disk free limit are the configured ones again (as RabbitMQ,
+        which reads its configuration again: what ``set_vm_memory_high_watermark`` set is
+        gone). Nothing happens if it runs already. Safe from any thread.
+
+        Raises:
+            PortInUse: one of its ports is taken now (no port listens then: call again once
+                it is free).
+        """
+        self._in_loop(self._start_app)
+
+    def reset(self) -> None:
+        """``rabbitmqctl reset``: :meth:`Broker.reset_node <embroker.Broker.reset_node>` (the
+        broker as freshly constructed), while the application is stopped.
+
+        Raises:
+            AppRunning: the application runs (RabbitMQ's text: :data:`APP_RUNNING`).
+        """
+        if self._app_running:
+            raise AppRunning(APP_RUNNING)
+        self._in_loop(self.broker.reset_node)
+
+    def force_reset(self) -> None:
+        """``rabbitmqctl force_reset``: on one node, the same as :meth:`reset`."""
+        self.reset()
+
+    def _in_loop(self, function: Callable[[], Any]) -> Any:
+        # On the loop's thread when it runs (the caller's own thread when that is the loop);
+        # in the caller's thread when there is no loop.
+        if self._running:
+            return self._on_loop(function, timeout=30.0)
+        return function()
+
+    def _stop_app(self) -> None:
+        if not self._app_running:
+            return
+        self._app_running = False
+        for port in self._ports:
+            if port.policy.kind == "control":
+                continue
+            self._paused_ports.discard(port)
+            port.paused_until = 0.0
+            if port.selected:
+                for sock in port.sockets:
+                    with contextlib.suppress(KeyError, ValueError):
+                        self._selector.unregister(sock)
+                port.selected = False
+            for sock in port.sockets:
+                sock.close()
+                with contextlib.suppress(ValueError):
+                    self._listeners.remove(sock)
+            port.sockets = []
+        with self._locked:
+            self.broker.restart()  # (each AMQP client is told: on_restart)
+            for name in self.broker.alarms:
+                self.broker.clear_alarm(name)
+        for client in [*self._http_clients.values()]:  # stream and HTTP clients go
+            if client.port is None or client.port.policy.kind != "control":
+                self._drop(client)
+        log.info("the application stopped: its ports are closed")
+
+    def _start_app(self) -> None:
+        if self._app_running:
+            return
+        reopened: list[_Port] = []
+        try:
+            for port in self._ports:
+                if port.policy.kind != "control" and not port.sockets:
+                    port.sockets = self._bind(self.host, port.number, keep_others=True)
+                    reopened.append(port)
+        except PortInUse as exc:
+            for port in reopened:
+                for sock in port.sockets:
+                    sock.close()
+                    self._listeners.remove(sock)
+                port.sockets = []
+            add_note(exc, f"start_app: port {exc.port} ({_kind(self._ports, exc.port)}) is "
+                          "taken now; the application stays stopped")
+            raise
+        self._app_running = True
+        for port in reopened:
+            self._select_port(port)
+        self._watermark = (DEFAULT_VM_MEMORY_HIGH_WATERMARK, None)
+        self.vm_memory_limit = int(DEFAULT_VM_MEMORY_HIGH_WATERMARK * total_memory())
+        self.disk_free_limit = DEFAULT_DISK_FREE_LIMIT
+        self._monitor(time.monotonic(), force=True)
+        log.info("the application started: ports %s listen again",
+                 ", ".join(str(p.number) for p in reopened))
+
+    # -- resource alarms: rabbitmqctl set_vm_memory_high_watermark, set_disk_free_limit --------
+
+    @property
+    def alarms(self) -> list[str]:
+        """The resource alarms in effect: ``["disk"]``, ``["memory"]``, ``["disk",
+        "memory"]`` or ``[]`` (``rabbitmq-diagnostics alarms``, which lists the disk alarm
+        first)."""
+        return self.broker.alarms
+
+    @property
+    def vm_memory_high_watermark(self) -> float | None:
+        """The memory watermark as a share of the RAM (``None`` when set in bytes:
+        :attr:`vm_memory_limit`)."""
+        return self._watermark[0]
+
+    def memory_used(self) -> int:
+        """The memory the memory monitor measures: this process's resident memory, in bytes
+        (RabbitMQ measures its Erlang VM's)."""
+        return memory_used()
+
+    def set_vm_memory_high_watermark(self, fraction: float | None = None, *,
+                                     absolute: int | None = None) -> None:
+        """``rabbitmqctl set_vm_memory_high_watermark FRACTION`` (or ``absolute BYTES``): the
+        memory alarm is raised while :meth:`memory_used` is above ``fraction`` of the RAM
+        (``0``: at once) or ``absolute`` bytes (at most the RAM), and cleared below it. The
+        monitor measures now, then every second (RabbitMQ's interval).
+
+        Raises:
+            ValueError: neither or both given, a fraction not in 0..1 (RabbitMQ's CLI refuses
+                those), or negative bytes.
+            RuntimeError: the application is stopped.
+        """
+        if (fraction is None) == (absolute is None):
+            raise ValueError("give a fraction of the RAM, or absolute bytes")
+        if fraction is not None and not 0 <= fraction <= 1:
+            raise ValueError(f"the memory watermark is a fraction of the RAM from 0 to 1, not "
+                             f"{fraction}")
+        if absolute is not None and absolute < 0:
+            raise ValueError(f"the memory watermark cannot be negative ({absolute} bytes)")
+        self._check_app("set_vm_memory_high_watermark")
+        total = total_memory()
+        limit = int(fraction * total) if fraction is not None else min(absolute or 0, total)
+
+        def apply() -> None:
+            self._watermark = (fraction, absolute)
+            self.vm_memory_limit = limit
+            self._check_memory(time.monotonic())
+        self._in_loop(apply)
+
+    def set_disk_free_limit(self, absolute: int | None = None, *,
+                            mem_relative: float | None = None) -> None:
+        """``rabbitmqctl set_disk_free_limit BYTES`` (or ``mem_relative FRACTION``): the disk
+        alarm is raised while the free space of :attr:`data_dir`'s file system is below
+        ``absolute`` bytes, or ``mem_relative`` times the RAM; the monitor looks now, then as
+        RabbitMQ's does (sooner the nearer the limit: 100 ms to 10 s).
+
+        Raises:
+            ValueError: neither or both given, or a negative value.
+            RuntimeError: the application is stopped.
+        """
+        if (absolute is None) == (mem_relative is None):
+            raise ValueError("give a limit in bytes, or relative to the RAM (mem_relative)")
+        if (absolute if absolute is not None else mem_relative or 0) < 0:
+            raise ValueError("the disk free limit cannot be negative")
+        self._check_app("set_disk_free_limit")
+        limit = absolute if absolute is not None else round((mem_relative or 0) * total_memory())
+
+        def apply() -> None:
+            self.disk_free_limit = limit
+            self._check_disk(time.monotonic())
+        self._in_loop(apply)
+
+    def _check_app(self, command: str) -> None:
+        if not self._app_running:
+            raise RuntimeError(f"{command}: the application is stopped (RabbitMQ: \"this "
+                               "command requires the 'rabbit' app to be running on the target "
+                               "node. Start it with 'rabbitmqctl start_app'.\")")
+
+    def _monitor(self, now: float, *, force: bool = False) -> None:
+        # On the loop's thread (or with no loop): each monitor when it is due.
+        if force or now >= self._memory_due:
+            self._check_memory(now)
+        if force or now >= self._disk_due:
+            self._check_disk(now)
+
+    def _check_memory(self, now: float) -> None:
+        # vm_memory_monitor:internal_update/1: alarmed while used > limit.
+        self._memory_due = now + MEMORY_CHECK_INTERVAL
+        self._set_alarm("memory", memory_used() > self.vm_memory_limit)
+
+    def _check_disk(self, now: float) -> None:
+        # rabbit_disk_monitor:internal_update/1: alarmed while free < limit; the next look
+        # as its interval/1.
+        free = shutil.disk_usage(self.data_dir).free
+        self.disk_free = free
+        alarmed = free < self.disk_free_limit
+        self._set_alarm("disk", alarmed)
+        ideal = 2 * (free - self.disk_free_limit) / _DISK_FAST_RATE / 1000
+        self._disk_due = now + (_DISK_MAX_INTERVAL if alarmed else
+                                max(_DISK_MIN_INTERVAL, min(_DISK_MAX_INTERVAL, ideal)))
+
+    def _set_alarm(self, resource: str, on: bool) -> None:
+        with self._locked:
+            if on:
+                self.broker.set_alarm(resource)
+            else:
+                self.broker.clear_alarm(resource)
+
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -891,7 +1191,7 @@ class Server:
     def _select_port(self, port: _Port) -> None:
         """Select ``port`` for reading (accepting) or not: while the listener runs, unless it
         is full (at its limit) or paused (accept() failed for lack of resources)."""
-        on = self._running and not port.full and not port.paused_until
+        on = self._running and bool(port.sockets) and not port.full and not port.paused_until
         if on == port.selected:
             return
         for sock in port.sockets:
@@ -1117,6 +1417,11 @@ class Server:
         with self._locked:
             self.broker.clock.run_due(on_error=self._timer_failed)
             self.broker.check_resources()
+        if self._app_running:
+            try:
+                self._monitor(time.monotonic())
+            except Exception as exc:  # (a disk that cannot be read...): logged, kept
+                self._bug(exc, "the resource monitors")
         for client in list(self._clients.values()):
             with self._isolated(client), self._locked:
                 client.conn.tick()
@@ -1529,6 +1834,10 @@ class WireConnection:
     heartbeat: int
     #: Its publishers are blocked (a resource alarm).
     blocked: bool
+
+
+def _kind(ports: list[_Port], number: int) -> str:
+    return next((p.kind for p in ports if p.number == number), "?")
 
 
 def _sockname(sock: socket.socket | TLSSocket) -> str:

@@ -30,6 +30,9 @@ __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "Broker"]
 
 #: RabbitMQ's default ``max_message_size``: 128 MiB.
 DEFAULT_MAX_MESSAGE_SIZE = 128 * 1024 * 1024
+#: The resources RabbitMQ raises alarms for, in the order its reader names them
+#: (``connection.blocked``'s reason "low on disk & memory", live on 3.10.8).
+ALARM_RESOURCES = ("disk", "memory")
 #: RabbitMQ 4's: 16 MiB (v4.1.4 deps/rabbit/Makefile).
 DEFAULT_MAX_MESSAGE_SIZE_4 = 16 * 1024 * 1024
 
@@ -138,8 +141,10 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.clock._guard = self._lock  # ManualClock.advance() holds it
         #: Users and permissions (see :mod:`embroker.model._access`).
-        self.access = AccessControl(users if users is not None else {"guest": "guest"},
-                                    loopback_users)
+        # What reset() rebuilds the broker from (RabbitMQ recreates its default user and
+        # vhost as a reset node starts).
+        self._initial = (tuple(vhosts), dict(users if users is not None else {"guest": "guest"}))
+        self.access = AccessControl(self._initial[1], loopback_users)
         self.auth_mechanisms = tuple(auth_mechanisms)
         unknown = set(self.auth_mechanisms) - {"PLAIN", "AMQPLAIN", "EXTERNAL"}
         if unknown:
@@ -163,6 +168,10 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
             DEFAULT_MAX_MESSAGE_SIZE_4 if self.profile.rabbitmq4 else DEFAULT_MAX_MESSAGE_SIZE)
         self.memory_high_watermark = memory_high_watermark
         self._memory_alarm = False
+        #: The resource alarms raised with :meth:`set_alarm` (``"memory"``, ``"disk"``).
+        self._alarms: set[str] = set()
+        # Publishers are blocked by an alarm (not by a test's block_publishers).
+        self._blocked_by_alarm = False
         self.publishers_blocked = False
         self.blocked_reason = ""
         #: What carries clients to it: the listeners and the in-memory links register
@@ -334,10 +343,62 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
     def unblock_publishers(self) -> None:
         """End :meth:`block_publishers`: clients get connection.unblocked."""
         with self._lock:
+            self._blocked_by_alarm = False
             if not self.publishers_blocked:
                 return
             self.publishers_blocked, self.blocked_reason = False, ""
             self.transports.blocked(False, "")
+
+    @property
+    def alarms(self) -> list[str]:
+        """The resource alarms in effect: ``"disk"``, ``"memory"``, both or none, in that
+        order (``rabbitmq-diagnostics alarms`` lists the disk alarm first). ``"memory"`` is
+        set by a listener's memory monitor (:meth:`Server.set_vm_memory_high_watermark
+        <embroker.server.Server.set_vm_memory_high_watermark>`) or by
+        :attr:`memory_high_watermark`."""
+        with self._lock:
+            found = set(self._alarms)
+            if self._memory_alarm:
+                found.add("memory")
+            return [name for name in ALARM_RESOURCES if name in found]
+
+    def set_alarm(self, resource: str) -> None:
+        """Raise the ``"memory"`` or ``"disk"`` alarm (``rabbit_alarm:set_alarm``): with the
+        first alarm, publishers are blocked (:meth:`block_publishers`) with the reason
+        RabbitMQ's reader gives (``"low on memory"``, ``"low on disk"``, ``"low on disk &
+        memory"``: what is in effect when a client is told); a second alarm tells nobody again.
+
+        Raises:
+            ValueError: no such resource.
+        """
+        if resource not in ALARM_RESOURCES:
+            raise ValueError(f"no resource alarm {resource!r}: 'memory' or 'disk'")
+        with self._lock:
+            if resource not in self._alarms:
+                self._alarms.add(resource)
+                self._alarms_changed()
+
+    def clear_alarm(self, resource: str) -> None:
+        """Clear the ``"memory"`` or ``"disk"`` alarm: publishers are unblocked
+        (connection.unblocked) when the last alarm clears."""
+        with self._lock:
+            if resource in self._alarms:
+                self._alarms.discard(resource)
+                self._alarms_changed()
+
+    def _alarms_changed(self) -> None:
+        # Under the lock. rabbit_reader's blocked_by_message/1 (v3.10.8): "low on " and the
+        # resources in effect joined with " & " (live: "low on disk & memory").
+        active = self.alarms
+        if active:
+            reason = "low on " + " & ".join(active)
+            if not self.publishers_blocked:
+                self.block_publishers(reason)
+                self._blocked_by_alarm = True
+            elif self._blocked_by_alarm:
+                self.blocked_reason = reason  # (what a client told from now on reads)
+        elif self.publishers_blocked and self._blocked_by_alarm:
+            self.unblock_publishers()
 
     # -- restarts -------------------------------------------------------------------------------
 
@@ -364,6 +425,38 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
                     connection.close()
             for vhost in self.vhosts.values():
                 vhost.restart()
+
+    def reset_node(self) -> None:
+        """``rabbitmqctl reset`` (and ``force_reset``, the same on one node): the broker is as
+        freshly constructed, with the virtual hosts and users it was constructed with (their
+        default permissions and tags) and nothing else: no other vhost, user, queue, exchange,
+        binding, policy, parameter or limit; global parameters as new (a new cluster id, the
+        first cluster name). Every connection is closed first (as :meth:`restart`). The
+        plugins stay enabled; the settings given to the constructor stay. Resource alarms
+        are the monitors' (a listener's): they stay as they are.
+
+        (Not :meth:`embroker.Broker.reset`, which returns a shared broker to its baseline
+        between tests and keeps its connections.)
+
+        RabbitMQ resets a node only while its application is stopped: a listener's
+        :meth:`Server.reset <embroker.server.Server.reset>` checks that; the model has no
+        listeners and does not.
+        """
+        with self._lock:
+            self.restart()
+            for name in list(self.vhosts):
+                self.delete_vhost(name)
+            vhosts, users = self._initial
+            loopback, anonymous = self.access.loopback_users, self.access.anonymous
+            self.access = AccessControl(users, loopback)
+            self.access.anonymous = anonymous
+            self.server_properties["cluster_name"] = self._default_cluster_name
+            self._init_parameters()
+            self._publish_faults.clear()
+            self._delivery_faults.clear()
+            for name in vhosts:
+                self.add_vhost(name)
+            self.plugins.start()
 
     # -- time ----------------------------------------------------------------------------------
 
@@ -394,12 +487,9 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
             return
         with self._lock:
             over = limit is not None and self.held_bytes() > limit
-            if over and not self._memory_alarm and not self.publishers_blocked:
-                self._memory_alarm = True
-                self.block_publishers("low on memory")
-            elif not over and self._memory_alarm:
-                self._memory_alarm = False
-                self.unblock_publishers()
+            if over != self._memory_alarm:
+                self._memory_alarm = over
+                self._alarms_changed()
 
     # -- the trace -----------------------------------------------------------------------------
 
