@@ -222,7 +222,7 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
         print(f"Error (argument validation): {exc}\nArguments given:\n\t{' '.join(given)}",
               file=err)
         return EX_USAGE
-    if name is None or name == "help" and not arguments:
+    if name is None or (name == "help" and not arguments):
         print(f"\n{BOLD}Usage{PLAIN}\n\n{tool} [-n <node>] [-t <timeout>] [-l|--longnames] "
               f"[-q|--quiet] <command> [<command options>]\n\nAvailable commands:\n\n" + "\n".join(
                   f"   {c}" for c, spec in sorted(COMMANDS.items()) if tool in spec.tools),
@@ -686,8 +686,8 @@ def _import_definitions(inv: Invocation) -> None:
         raise ControlError(f"Failed to deserialise input (format: json) (error: {exc})",
                            EX_DATAERR) from None
     inv.ask("import_definitions", definitions=document)
-    print(f"Successfully started definition import. This process is asynchronous and can "
-          f"take some time.", file=inv.out)
+    print("Successfully started definition import. This process is asynchronous and can "
+          "take some time.", file=inv.out)
 
 
 # -- the node -----------------------------------------------------------------------------------
@@ -697,7 +697,7 @@ def _ping(inv: Invocation) -> None:
     inv.say(f"Will ping {inv.node}. This only checks if the OS process is running and "
             "registered with epmd. Timeout: 60000 ms.")
     inv.ask("ping")
-    print(f"Ping succeeded", file=inv.out)
+    print("Ping succeeded", file=inv.out)
 
 
 @command("await_startup", "await_startup", (0, 0), ("rabbitmqctl", "rabbitmq-diagnostics"))
@@ -854,7 +854,10 @@ def _status(inv: Invocation) -> None:
         print(json.dumps(status, separators=(",", ":")), file=inv.out)
         return
     out = inv.out
-    bold = (lambda s: f"{BOLD}{s}{PLAIN}")
+
+    def bold(text: str) -> str:
+        return f"{BOLD}{text}{PLAIN}"
+
     print(f"{bold('Runtime')}\n\nOS PID: {status['pid']}\nOS: {sys.platform.capitalize()}\n"
           f"Uptime (seconds): {status['uptime']}\nIs under maintenance?: false\n"
           f"RabbitMQ version: {status['rabbitmq_version']}\n"

@@ -140,6 +140,6 @@ def table_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
 
 def json_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """The JSON formatter's text for rows (without its final newline)."""
-    objects = [json.dumps({c: _json_value(v) for c, v in zip(columns, row)},
+    objects = [json.dumps({c: _json_value(v) for c, v in zip(columns, row, strict=True)},
                           separators=(",", ":"), ensure_ascii=False) for row in rows]
     return "[\n" + "\n,".join(objects) + ("\n" if objects else "") + "]"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, final
 from .._version import __version__
 from ..errors import ConnectionForced
 from ..model._plugins import PLUGINS
+from ..server import APP_RUNNING, AppRunning, PortInUse
 from ._ops import OPERATIONS
 from ._registry import NodeEntry, register, unregister
 from ._service import ControlError, ControlService
@@ -76,7 +77,8 @@ class Node:
         self.creation = int(self.started) % 1_000_000_000
         self.on_stop = on_stop if on_stop is not None else server.stop
         self.enabled_plugins_file = enabled_plugins_file
-        self.data_dir = data_dir if data_dir is not None else Path.cwd()
+        self.data_dir = data_dir if data_dir is not None else Path(server.data_dir)
+        server.data_dir = str(self.data_dir)  # (where the disk monitor looks)
         self.config_files = tuple(config_files)
         self.log_file = log_file
         self._folder = folder
@@ -140,7 +142,7 @@ class Node:
 
     @property
     def app_running(self) -> bool:
-        return bool(getattr(self.server, "app_running", True))
+        return self.server.app_running
 
     def listeners(self) -> list[dict[str, Any]]:
         """The node's listeners as ``rabbitmq-diagnostics listeners`` lists them."""
@@ -154,10 +156,7 @@ class Node:
 
     def alarms(self) -> list[str]:
         """The resource alarms in effect (``memory``, ``disk``)."""
-        found = getattr(self.server, "alarms", None)
-        if found is not None:
-            return list(found)
-        return ["memory"] if self.broker.publishers_blocked else []
+        return list(self.server.alarms)
 
     def plugin_states(self) -> dict[str, Any]:
         """Each plugin embroker has, whether it is enabled, and the enabled-plugins file."""
@@ -182,9 +181,11 @@ class Node:
             "plugins": self.plugin_states(), "data_dir": str(self.data_dir),
             "config_files": [str(p) for p in self.config_files],
             "log_file": str(self.log_file) if self.log_file is not None else "",
-            "vm_memory_high_watermark": getattr(self.server, "vm_memory_high_watermark", None),
-            "memory_used": _call(self.server, "memory_used"),
-            "disk_free_limit": getattr(self.server, "disk_free_limit", None),
+            "vm_memory_high_watermark": self.server.vm_memory_high_watermark,
+            "vm_memory_limit": self.server.vm_memory_limit,
+            "memory_used": self.server.memory_used(),
+            "disk_free_limit": self.server.disk_free_limit,
+            "disk_free": self.server.disk_free,
             "connections": len(self.broker.connections),
             "queues": sum(len(v.queues) for v in self.broker.vhosts.values()),
             "vhosts": len(self.broker.vhosts),
@@ -202,29 +203,31 @@ class Node:
         threading.Timer(0.05, self.on_stop).start()
 
     def stop_app(self) -> None:
-        self._lifecycle("stop_app")()
+        self.server.stop_app()
 
     def start_app(self) -> None:
-        self._lifecycle("start_app")()
+        try:
+            self.server.start_app()
+        except PortInUse as exc:
+            raise ControlError(f"{exc}: the port was taken while the application was stopped",
+                               70) from None
 
     def reset(self) -> None:
-        self._lifecycle("reset")()
+        try:
+            self.server.reset()
+        except AppRunning:
+            raise ControlError(APP_RUNNING, 69) from None
 
     def set_vm_memory_high_watermark(self, *, fraction: float | None = None,
                                      absolute: int | None = None) -> None:
-        self._lifecycle("set_vm_memory_high_watermark")(fraction, absolute=absolute)
+        try:
+            self.server.set_vm_memory_high_watermark(fraction, absolute=absolute)
+        except (ValueError, RuntimeError) as exc:
+            raise ControlError(str(exc), 65 if isinstance(exc, ValueError) else 69) from None
 
     def set_disk_free_limit(self, *, absolute: int | None = None,
                             mem_relative: float | None = None) -> None:
-        self._lifecycle("set_disk_free_limit")(absolute, mem_relative=mem_relative)
-
-    def _lifecycle(self, name: str) -> Callable[..., Any]:
-        method = getattr(self.server, name, None)
-        if method is None:
-            raise ControlError(f"{name} is not supported by this embroker", 70)
-        return method  # type: ignore[no-any-return]
-
-
-def _call(target: object, name: str) -> Any:
-    method = getattr(target, name, None)
-    return method() if callable(method) else None
+        try:
+            self.server.set_disk_free_limit(absolute, mem_relative=mem_relative)
+        except (ValueError, RuntimeError) as exc:
+            raise ControlError(str(exc), 65 if isinstance(exc, ValueError) else 69) from None

@@ -334,7 +334,7 @@ def _listing(node: Node, kind: str, vhost: VirtualHost | None) -> list[dict[str,
 
 
 def _columns(kind: str, arguments: Mapping[str, Any]) -> list[str]:
-    allowed, default = INFO_KEYS[kind]
+    _allowed, default = INFO_KEYS[kind]
     given = arguments.get("columns") or list(default)
     if not isinstance(given, list) or not all(isinstance(c, str) for c in given):
         raise ControlError("columns: expected a list of names", EX_USAGE)
@@ -736,11 +736,12 @@ def _queue(broker: Broker, arguments: Mapping[str, Any]) -> Queue:
     return queue
 
 
-def _cli_channel(broker: Broker, vhost: str) -> Any:
+def _cli_channel(broker: Broker, vhost: str) -> tuple[Connection, Any]:
     """A channel of a connection of no user, as the CLI's direct connection: the model's own
     operations, without a user's permissions (rabbitmqctl is the node's administrator)."""
-    connection = broker.open_connection(vhost)
-    return connection, connection.channel()
+    connection = broker.open_connection(vhost, client_properties={"product": "rabbitmqctl"},
+                                        name="rabbitmqctl")
+    return connection, connection.open_channel(1)
 
 
 @operation("purge_queue")
@@ -797,7 +798,7 @@ def _close_all_connections(node: Node, arguments: dict[str, Any]) -> Any:
     reason = _text(arguments, "reason", "")
     vhost = arguments.get("vhost")
     limit = arguments.get("limit")
-    closed = []
+    closed: list[str] = []
     with node.broker.locked():
         for connection in list(node.broker.connections.values()):
             if not connection.is_open or (vhost is not None and connection.vhost.name != vhost):

@@ -12,6 +12,7 @@ on stderr, one line per key, before it starts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -145,14 +146,12 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     ports = ", ".join(f"{name} {port}" for name, port in node._ports().items())
-    try:  # (a few lines only: they fit in any pipe's buffer, read or not)
+    with contextlib.suppress(OSError, ValueError):  # (a few lines: they fit in any pipe)
         print(f"  ##  ##      embroker as RabbitMQ node {settings.node_name}\n"
               f"  ##  ##      listening on {server.host}: {ports}\n"
               f"  ##########  Logs: {log_file or '(none)'}\n"
               f"  ######  ##\n  ##########  Starting broker... completed", file=out,
               flush=True)
-    except (OSError, ValueError):
-        pass
     try:
         server.serve_forever()
     finally:
