@@ -101,7 +101,7 @@ class Invocation:
 
     def say(self, line: str | None) -> None:
         """A banner or information line (not with ``-q``/``-s``)."""
-        if line is not None and not self.quiet:
+        if line is not None and not self.quiet and self.options.get("formatter") != "json":
             print(line, file=self.out)
 
     def entry(self) -> NodeEntry:
@@ -250,6 +250,8 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
     if high is not None and len(arguments) > high:
         return _argument_error(inv, spec, "too many arguments.")
     try:
+        if spec.name not in ("stop", "await_startup", "wait"):  # (no banner for no node)
+            inv.entry()
         code = spec.run(inv)
     except UsageError as exc:
         return _argument_error(inv, spec, str(exc), exc.code)

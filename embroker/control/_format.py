@@ -101,8 +101,8 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, dict):
         if "$table" in value:
             return [[k, t, _json_value(v)] for k, t, v in value["$table"]]
-        if "$array" in value:
-            return [[t, _json_value(v)] for t, v in value["$array"]]
+        if "$array" in value:  # (a list of {Type, Value}: a proplist, so an object)
+            return {t: _json_value(v) for t, v in value["$array"]}
         if "$pid" in value:
             return _pid_json(str(value["$pid"]))
         if "$ip" in value:

@@ -1,0 +1,343 @@
+"""rabbitmqctl, rabbitmq-diagnostics and rabbitmq-plugins against an embroker node, compared
+with what RabbitMQ 3.10.8's own tools printed for the same state (tests/control/golden/,
+recorded live by record_golden.py): banners, headers, rows, JSON layout, error texts and
+exit codes. Rows are compared as a set: RabbitMQ lists in its tables' hash order, embroker in
+creation order. Pids, ports and memory vary from run to run and are masked."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pika
+import pytest
+
+from embroker import Broker
+from embroker.control._ctl import run
+from embroker.control._node import Node
+from embroker.control._plugins_cli import main as plugins
+from embroker.control._registry import lookup
+from embroker.server import Server
+
+GOLDEN = Path(__file__).parent / "golden"
+NODE = "rabbit@localhost"
+
+
+def golden(tool: str, case: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((GOLDEN / tool / f"{case}.json").read_text())
+    return data
+
+
+@pytest.fixture(autouse=True)
+def _nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBROKER_NODES_DIR", str(tmp_path / "nodes"))
+    monkeypatch.setenv("RABBITMQ_NODENAME", NODE)  # (the golden files' node)
+
+
+def _golden_state(broker: Broker) -> None:
+    """The state record_golden.py builds in RabbitMQ (golden/README.md), minus its traffic."""
+    broker.add_vhost("ctl-golden", created_by="rmq-cli")
+    for user, tags in (("ctl-golden-admin", ["administrator"]), ("ctl-golden-plain", []),
+                       ("ctl-golden-multi", ["monitoring", "policymaker"])):
+        broker.add_user(user, "pw", tags=tags)
+    broker.set_permissions("ctl-golden-admin", ".*", ".*", ".*", vhost="ctl-golden")
+    broker.set_permissions("ctl-golden-plain", r"^q\.", r"^ex\.", r"^(q|ex)\.", vhost="ctl-golden")
+    broker.set_permissions("ctl-golden-multi", "", "", ".*", vhost="ctl-golden")
+    broker.set_topic_permissions("ctl-golden-plain", "ex.topic", r"^a\.", r"^b\.",
+                                 vhost="ctl-golden")
+    broker.set_topic_permissions("ctl-golden-multi", "amq.topic", ".*", ".*", vhost="ctl-golden")
+    connection = broker.open_connection("ctl-golden")
+    ch = connection.open_channel(1)
+    ch.queue_declare("q.args", durable=True,
+                     arguments={"x-max-length": 10, "x-message-ttl": 60000})
+    ch.queue_declare("q.quorum", durable=True, arguments={"x-queue-type": "quorum"})
+    ch.queue_declare("q.transient", durable=False)
+    ch.queue_declare("q.classic", durable=True)
+    ch.exchange_declare("ex.topic", "topic", durable=True)
+    ch.exchange_declare("ex.fanout", "fanout", durable=False, auto_delete=True)
+    ch.queue_bind("q.transient", "ex.fanout", "")
+    ch.queue_bind("q.args", "ex.fanout", "any key",
+                  arguments={"flag": True, "list": [1, "two"], "table": {"k": "v"}})
+    ch.queue_bind("q.classic", "ex.topic", "classic.#")
+    ch.exchange_bind("ex.fanout", "ex.topic", "fan.#")
+    ch.queue_bind("q.quorum", "ex.topic", "quorum.*", arguments={"n": 7, "x-note": "golden"})
+    connection.close()
+    client = broker.connect(vhost="ctl-golden").channel()
+    for _ in range(3):
+        client.basic_publish("", "q.classic", b"m", properties={"delivery_mode": 2})
+    for _ in range(2):
+        client.basic_publish("", "q.quorum", b"m", properties={"delivery_mode": 2})
+    client.basic_qos(prefetch_count=1)  # (a consumer holding one of q.classic's, unacked)
+    client.basic_consume("q.classic", lambda *_: None, consumer_tag="ctl-golden-consumer")
+    broker.set_policy("p1", r"^q\.", {"max-length": 100}, priority=1, apply_to="queues",
+                      vhost="ctl-golden")
+
+
+@pytest.fixture
+def node() -> Iterator[Node]:
+    broker = Broker()
+    _golden_state(broker)
+    with Server(broker) as server, Node(broker, server, NODE) as running:
+        yield running
+        assert server.errors == []
+
+
+def ctl(*argv: str, tool: str = "rabbitmqctl") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(tool, list(argv), out=out, err=err) if tool != "rabbitmq-plugins" else \
+        plugins(list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+_VARYING = re.compile(r"<rabbit@[^>]*>|#PID<[^>]*>")
+
+
+def _lines(text: str) -> tuple[list[str], set[str]]:
+    """The lines before the rows (banners, header) and the rows, pids masked."""
+    lines = [_VARYING.sub("PID", line) for line in text.splitlines()]
+    head = [line for line in lines if line.startswith(("Timeout:", "Listing "))]
+    return head, set(lines[len(head):])
+
+
+# -- listings, each formatter and option, against the golden files ------------------------------
+
+LISTINGS = [
+    f"list_{kind}{variant}"
+    for kind in ("queues", "exchanges", "bindings", "consumers", "permissions",
+                 "topic_permissions", "policies")
+    for variant in ("", "_q", "_s", "_no_table_headers", "_table", "_missing_vhost")
+] + ["list_queues_cols1", "list_queues_cols2", "list_exchanges_cols1", "list_bindings_cols1",
+     "list_queues_local", "list_queues_online", "list_queues_offline", "list_queues_timeout"]
+
+
+@pytest.mark.parametrize("case", LISTINGS)
+def test_listing_prints_what_rabbitmqctl_prints(node: Node, case: str) -> None:
+    expected = golden("rabbitmqctl", case)
+    code, out, err = ctl(*expected["argv"][1:])
+    assert (code, err) == (expected["exit"], expected["stderr"])
+    assert _lines(out) == _lines(expected["stdout"])
+
+
+JSON_LISTINGS = [f"list_{kind}_json" for kind in ("queues", "exchanges", "bindings",
+                                                  "permissions", "topic_permissions")] + [
+    "list_queues_cols1_json", "list_queues_cols2_json", "list_exchanges_cols1_json",
+    "list_bindings_cols1_json", "list_queues_q_json"]
+
+
+@pytest.mark.parametrize("case", JSON_LISTINGS)
+def test_json_formatter_writes_rabbitmqs_layout_and_values(node: Node, case: str) -> None:
+    expected = golden("rabbitmqctl", case)
+    code, out, _err = ctl(*expected["argv"][1:])
+    assert code == expected["exit"]
+    assert _json_lines(out) == _json_lines(expected["stdout"])
+
+
+def _json_lines(text: str) -> tuple[str, str, list[str], list[str]]:
+    """The JSON formatter's layout: ``[``, the first row alone, each next one after ``,``,
+    ``]``; and the rows (pids masked) in order."""
+    lines = [_VARYING.sub("PID", line) for line in text.splitlines()]
+    rows = lines[1:-1]
+    return (lines[0], lines[-1], [line[:2] for line in rows[:1]] + sorted(
+        line[:2] for line in rows[1:]), sorted(line.lstrip(",") for line in rows))
+
+
+def test_list_users_shows_tags_as_rabbitmq(node: Node) -> None:
+    for case in ("list_users", "list_users_json", "list_users_s"):
+        expected = golden("rabbitmqctl", case)
+        code, out, _err = ctl(*expected["argv"][1:])
+        assert code == 0
+        if "json" in case:
+            assert _json_lines(out) == _json_lines(expected["stdout"])
+        else:
+            assert sorted(out.splitlines()) == sorted(expected["stdout"].splitlines())
+
+
+def test_consumers_and_connections(node: Node) -> None:
+    for case in ("list_consumers", "list_consumers_cols1"):
+        expected = golden("rabbitmqctl", case)
+        assert _lines(ctl(*expected["argv"][1:])[1]) == _lines(expected["stdout"])
+    expected = golden("rabbitmqctl", "list_consumers_json")
+    assert _json_lines(ctl(*expected["argv"][1:])[1]) == _json_lines(expected["stdout"])
+    params = pika.ConnectionParameters("127.0.0.1", node.server.port, "ctl-golden",
+                                       pika.PlainCredentials("ctl-golden-admin", "pw"))
+    with pika.BlockingConnection(params) as connection:
+        connection.channel()
+        code, out, _err = ctl("list_connections", "-s")
+        assert ("ctl-golden-admin", "127.0.0.1", "running") in [
+            tuple(line.split("\t")[i] for i in (0, 1, 3)) for line in out.splitlines()]
+        code, out, _err = ctl("list_connections", "pid", "user", "-s")
+        pid = next(line.split("\t")[0] for line in out.splitlines() if "ctl-golden" in line)
+        code, out, err = ctl("close_connection", pid, "golden test")
+        assert (code, out, err) == (0, f"Closing connection {pid}, reason: golden test...\n", "")
+        with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as closed:
+            connection.process_data_events(1)
+        assert (closed.value.reply_code, closed.value.reply_text) == (
+            320, "CONNECTION_FORCED - golden test")
+
+
+# -- errors: texts and exit codes ------------------------------------------------------------
+
+ERRORS = ["list_queues_unknown_column", "list_exchanges_unknown_column",
+          "list_bindings_unknown_column", "list_users_unknown_column",
+          "wrong_arity_list_queues", "delete_user_missing", "delete_vhost_missing",
+          "change_password_missing_user", "set_user_tags_missing_user",
+          "set_permissions_missing_user", "set_permissions_missing_vhost",
+          "clear_permissions_missing_user", "clear_permissions_missing_vhost",
+          "set_topic_permissions_missing_user", "clear_policy_missing",
+          "set_policy_bad_json", "set_policy_missing_vhost", "set_policy_bad_apply_to",
+          "set_policy_unknown_key", "set_vhost_limits_bad_json", "purge_queue_missing",
+          "purge_queue_missing_vhost", "delete_queue_missing",
+          "authenticate_user_missing_user", "set_user_limits_missing_user",
+          "close_connection_bad_pid", "trace_on", "trace_on_missing_vhost",
+          "set_vm_memory_high_watermark_2", "set_disk_free_limit_abc",
+          "set_vm_memory_high_watermark_same", "set_disk_free_limit_same"]
+
+
+@pytest.mark.parametrize("case", ERRORS)
+def test_refusals_have_rabbitmqs_text_and_exit_code(node: Node, case: str) -> None:
+    expected = golden("rabbitmqctl", case)
+    code, out, err = ctl(*expected["argv"][1:])
+    assert (code, out) == (expected["exit"], expected["stdout"])
+    if "argument validation" in expected["stderr"]:  # (the usage text after it is ours)
+        assert err.split("\n\x1b")[0] == expected["stderr"].split("\n\x1b")[0]
+    else:
+        assert err == expected["stderr"]
+
+
+def test_a_node_that_is_not_running_is_exit_69_with_rabbitmqs_first_line() -> None:
+    expected = golden("rabbitmqctl", "missing_node_list_queues")
+    code, out, err = ctl(*expected["argv"][1:])
+    assert (code, out) == (69, "")
+    assert err.splitlines()[0] == expected["stderr"].splitlines()[0]
+
+
+def test_users_vhosts_and_permissions_round_trip(node: Node) -> None:
+    broker = node.broker
+    assert ctl("add_user", "bob", "s3cret")[0] == 0
+    assert ctl("add_user", "bob", "s3cret")[:3:2] == (70, 'Error:\nUser "bob" already exists\n')
+    assert ctl("authenticate_user", "bob", "s3cret")[1].endswith("Success\n")
+    assert ctl("authenticate_user", "bob", "wrong")[0] == 65
+    assert ctl("set_user_tags", "bob", "management", "monitoring")[0] == 0
+    assert ctl("add_vhost", "v1")[0] == 0
+    assert broker.access.permissions("bob", "v1") is None  # (rabbitmqctl grants nothing)
+    assert ctl("set_permissions", "-p", "v1", "bob", ".*", "", ".*")[0] == 0
+    assert ctl("list_user_permissions", "bob", "-s")[1] == "v1\t.*\t\t.*\n"
+    assert ctl("set_vhost_limits", "-p", "v1", '{"max-queues": 3}')[0] == 0
+    assert ctl("list_vhost_limits", "-p", "v1", "-q")[1] == '{"max-queues":3}\n'
+    assert ctl("set_user_limits", "bob", '{"max-connections": 2}')[0] == 0
+    assert ctl("list_user_limits", "--user", "bob", "-q")[1] == '{"max-connections":2}\n'
+    assert ctl("delete_vhost", "v1")[0] == 0 and "v1" not in broker.vhosts
+    assert ctl("delete_user", "bob")[0] == 0 and "bob" not in broker.users
+
+
+def test_definitions_export_and_import(node: Node, tmp_path: Path) -> None:
+    path = tmp_path / "defs.json"
+    code, out, _err = ctl("export_definitions", str(path))
+    assert (code, out) == (0, f'Exporting definitions in JSON to a file at "{path}" ...\n')
+    document = json.loads(path.read_text())
+    assert {q["name"] for q in document["queues"]} >= {"q.args", "q.classic"}
+    fresh = Broker()
+    with Server(fresh) as server, Node(fresh, server, "rabbit@fresh"):
+        code, out, _err = ctl("-n", "rabbit@fresh", "import_definitions", str(path))
+        assert code == 0 and out.endswith("can take some time.\n")
+        assert "q.args" in fresh.vhost("ctl-golden").queues
+
+
+# -- the node's application and alarms ---------------------------------------------------------
+
+def test_stop_app_closes_clients_and_start_app_serves_again(node: Node) -> None:
+    params = pika.ConnectionParameters("127.0.0.1", node.server.port)
+    connection = pika.BlockingConnection(params)
+    assert ctl("stop_app") == (0, f"Stopping rabbit application on node {NODE} ...\n", "")
+    with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as closed:
+        connection.process_data_events(1)
+    assert closed.value.reply_code == 320
+    assert ctl("reset")[0] == 0
+    assert ctl("start_app")[0] == 0
+    assert "ctl-golden" not in node.broker.vhosts  # (reset: the broker as constructed)
+    with pika.BlockingConnection(params) as again:
+        again.channel().queue_declare("after")
+    assert ctl("list_queues", "-s")[1] == "after\t0\n"
+
+
+def test_reset_refused_while_the_app_runs(node: Node) -> None:
+    code, _out, err = ctl("reset")
+    assert code == 69
+    assert "requires the 'rabbit' app to be stopped" in err
+
+
+def test_memory_alarm_blocks_publishers_and_is_listed(node: Node) -> None:
+    params = pika.ConnectionParameters("127.0.0.1", node.server.port)
+    with pika.BlockingConnection(params) as connection:
+        blocked: list[str] = []
+        connection.add_on_connection_blocked_callback(
+            lambda _c, frame: blocked.append(frame.method.reason))
+        assert ctl("set_vm_memory_high_watermark", "0")[0] == 0
+        connection.process_data_events(0.5)
+        assert blocked == ["low on memory"]
+        code, out, err = ctl("check_local_alarms", tool="rabbitmq-diagnostics")
+        assert code == 69 and "memory" in err
+        assert ctl("set_vm_memory_high_watermark", "0.4")[0] == 0
+        code, out, _err = ctl("alarms", tool="rabbitmq-diagnostics")
+        assert out.endswith("reported no alarms, local or clusterwide\n")
+
+
+# -- diagnostics and plugins --------------------------------------------------------------------
+
+def test_diagnostics_ping_listeners_and_ports(node: Node) -> None:
+    assert ctl("ping", tool="rabbitmq-diagnostics")[1].endswith("Ping succeeded\n")
+    code, out, _err = ctl("listeners", tool="rabbitmq-diagnostics")
+    assert f"port: {node.server.port}, protocol: amqp, purpose: AMQP 0-9-1 and AMQP 1.0" in out
+    assert ctl("check_port_connectivity", tool="rabbitmq-diagnostics")[0] == 0
+    assert ctl("check_port_listener", str(node.server.port), tool="rabbitmq-diagnostics")[0] == 0
+    assert ctl("check_running", tool="rabbitmq-diagnostics")[0] == 0
+
+
+def test_plugins_list_and_is_enabled(node: Node) -> None:
+    code, out, _err = ctl("list", tool="rabbitmq-plugins")
+    assert out.splitlines()[:4] == golden("rabbitmq-plugins", "list")["stdout"].splitlines()[:4]
+    assert "[E*] rabbitmq_amqp1_0" in out
+    expected = golden("rabbitmq-plugins", "is_enabled_not")
+    code, out, err = ctl(*expected["argv"][1:], tool="rabbitmq-plugins")
+    assert (code, out) == (69, expected["stdout"])
+
+
+# -- the shims and rabbitmq-server, as processes ------------------------------------------------
+
+def test_shims_drive_a_node_started_by_rabbitmq_server(tmp_path: Path) -> None:
+    """An unmodified shell script, as CI scripts are: it starts rabbitmq-server from
+    RabbitMQ's environment, waits for it with rabbitmq-diagnostics, sets it up with
+    rabbitmqctl and stops it."""
+    bin_dir = tmp_path / "bin"
+    subprocess.run([sys.executable, "-m", "embroker", "shims", str(bin_dir)], check=True,
+                   capture_output=True)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+           "RABBITMQ_NODENAME": "ci-node", "RABBITMQ_NODE_PORT": "0",
+           "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+           "RABBITMQ_CONFIG_FILE": str(tmp_path / "none"),
+           "RABBITMQ_LOG_BASE": str(tmp_path / "log"),
+           "RABBITMQ_MNESIA_BASE": str(tmp_path / "data"),
+           "RABBITMQ_ENABLED_PLUGINS_FILE": str(tmp_path / "enabled_plugins")}
+    script = """
+set -e
+rabbitmq-server -detached
+rabbitmqctl await_startup --timeout 20
+rabbitmqctl add_vhost ci
+rabbitmqctl add_user ci-user ci-pass
+rabbitmqctl set_permissions -p ci ci-user '.*' '.*' '.*'
+rabbitmqctl list_vhosts -s
+rabbitmq-diagnostics -q check_running
+rabbitmqctl stop
+"""
+    result = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "/\nci\n" in result.stdout
+    assert lookup("ci-node@" + os.uname().nodename.split(".")[0]) is None
