@@ -66,8 +66,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, final, overload
 from ._batching import BatchingPolicy, Plan, on_one_cpu
 from ._sniff import SniffingConnection
 from ._tls import TLSSocket
-from ._version import __version__
 from ._transport import PORT_KINDS, CarriedConnection, PortPolicy, SansIOConnection, client_properties
+from ._version import __version__
 from .amqp091 import ServerConnection as Amqp091Connection
 from .amqp091._connection import CHANNEL_MAX, FRAME_MAX
 from .amqp10 import ServerConnection as Amqp10Connection

@@ -121,8 +121,9 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
     try:
         broker, server = build(settings)
     except PortInUse as exc:
-        print(f"embroker: {exc}: another broker listens there (a RabbitMQ?); set "
-              "RABBITMQ_NODE_PORT or listeners.tcp.default to another port", file=err)
+        print(f"embroker: cannot listen: {exc} (held by another broker, a RabbitMQ?); give "
+              "the node other ports (RABBITMQ_NODE_PORT, listeners.* in rabbitmq.conf, or "
+              "fewer plugins in RABBITMQ_ENABLED_PLUGINS_FILE)", file=err)
         return 75
     except (DefinitionsError, AMQPError, OSError, ValueError) as exc:
         print(f"embroker: cannot start node {settings.node_name}: {exc}", file=err)

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (a recording script: its case tables read best a line each)
 """Record what RabbitMQ 3.10.8's command-line tools print, as golden files.
 
 Run against a live RabbitMQ 3.10.8 node (rabbit@localhost, AMQP on 127.0.0.1:5672,
@@ -23,14 +24,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pika
 
@@ -62,10 +62,10 @@ ONLY = sys.argv[1] if len(sys.argv) > 1 else None
 def run(argv: list[str], timeout: float = 60, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         argv,
+        check=False,
         input=stdin,
         stdin=None if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         env=ENV,
         timeout=timeout,
     )
@@ -99,7 +99,7 @@ def case(
     timeout: float = 90,
     only_if: Callable[[], bool] | None = None,
 ) -> subprocess.CompletedProcess[bytes] | None:
-    if ONLY and ONLY not in name and ONLY != tool:
+    if ONLY and ONLY not in name and tool != ONLY:
         return None
     if only_if is not None and not only_if():
         print(f"skip {tool}/{name}: precondition not met")
@@ -231,9 +231,9 @@ def setup() -> Holder:
 # ---------------------------------------------------------------------------------------
 # the cases
 
-LIST_NOTE = ("State: see golden/README.md (vhost ctl-golden, held connection '%s' with one "
+LIST_NOTE = (f"State: see golden/README.md (vhost ctl-golden, held connection '{CONN_NAME}' with one "
              "consumer on q.classic, prefetch 1). Row order is RabbitMQ's (not sorted); compare "
-             "rows as a set unless the note says otherwise." % CONN_NAME)
+             "rows as a set unless the note says otherwise.")
 GLOBAL_NOTE = (" Lists objects of the whole node: on a shared node other work's objects appear "
                "too (rows not named ctl-golden* are not part of the golden state).")
 
@@ -296,22 +296,22 @@ def list_cases() -> None:
         else:
             base = [cmd]
         rctl(f"{cmd}", base, note)
-        rctl(f"{cmd}_q", base + ["-q"], note + " -q (quiet).")
-        rctl(f"{cmd}_s", base + ["-s"], note + " -s (silent).")
-        rctl(f"{cmd}_no_table_headers", base + ["--no-table-headers"], note)
-        rctl(f"{cmd}_json", base + ["--formatter", "json"], note)
-        rctl(f"{cmd}_q_json", base + ["-q", "--formatter", "json"], note)
-        rctl(f"{cmd}_table", base + ["--formatter", "table"], note)
+        rctl(f"{cmd}_q", [*base, "-q"], note + " -q (quiet).")
+        rctl(f"{cmd}_s", [*base, "-s"], note + " -s (silent).")
+        rctl(f"{cmd}_no_table_headers", [*base, "--no-table-headers"], note)
+        rctl(f"{cmd}_json", [*base, "--formatter", "json"], note)
+        rctl(f"{cmd}_q_json", [*base, "-q", "--formatter", "json"], note)
+        rctl(f"{cmd}_table", [*base, "--formatter", "table"], note)
         for i, cols in enumerate(selections, 1):
             rctl(f"{cmd}_cols{i}", base + cols, note + " Explicit columns.")
             rctl(f"{cmd}_cols{i}_json", base + cols + ["--formatter", "json"], note + " Explicit columns.")
         if selections or cmd in ("list_users", "list_permissions", "list_policies"):
-            rctl(f"{cmd}_unknown_column", base + ["name", "nosuchcolumn"], "Unknown info item.")
+            rctl(f"{cmd}_unknown_column", [*base, "name", "nosuchcolumn"], "Unknown info item.")
     # formatters other than json/table, on one command each
     q = ["list_queues", "-p", VHOST, "name", "messages", "arguments", "durable"]
     for fmt in ("pretty_table", "csv", "erlang"):
-        rctl(f"list_queues_{fmt}", q + ["--formatter", fmt], LIST_NOTE)
-    rctl("list_queues_bogus_formatter", q + ["--formatter", "bogus"], "Unknown formatter.")
+        rctl(f"list_queues_{fmt}", [*q, "--formatter", fmt], LIST_NOTE)
+    rctl("list_queues_bogus_formatter", [*q, "--formatter", "bogus"], "Unknown formatter.")
     rctl("list_users_pretty_table", ["list_users", "--formatter", "pretty_table"], LIST_NOTE + GLOBAL_NOTE)
     rctl("list_bindings_csv", ["list_bindings", "-p", VHOST, "--formatter", "csv"], LIST_NOTE)
     rctl("list_queues_all_columns_json",
@@ -460,7 +460,7 @@ def queue_cases() -> None:
     # a scratch queue for success cases
     with admin_channel() as ch:
         ch.queue_declare("q.scratch", durable=True)
-        for i in range(2):
+        for _i in range(2):
             ch.basic_publish("", "q.scratch", b"x", pika.BasicProperties(delivery_mode=2))
     time.sleep(1)
     rctl("purge_queue", ["purge_queue", *p, "q.scratch"], "q.scratch: 2 messages.")

@@ -1,0 +1,94 @@
+"""RabbitMQ's tools against embroker and against RabbitMQ: ``rabbitmq-server`` to the first
+confirmed publish, and one ``rabbitmqctl list_queues`` round trip (a process each time, as a
+script runs it). RabbitMQ's figures use the local installation's tools and its running node
+(the start of a RabbitMQ node of one's own is timed by tests/server/private_node.py: ~10 s).
+
+    python benchmarks/cli.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pika
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_to_publish(shims: Path, folder: Path) -> float:
+    port = _free_port()
+    env = {**os.environ, "PATH": f"{shims}:{os.environ['PATH']}",
+           "RABBITMQ_NODENAME": f"bench-{port}", "RABBITMQ_NODE_PORT": str(port),
+           "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1", "RABBITMQ_CONFIG_FILE": str(folder / "no"),
+           "RABBITMQ_LOG_BASE": str(folder), "RABBITMQ_MNESIA_BASE": str(folder),
+           "RABBITMQ_ENABLED_PLUGINS_FILE": str(folder / "enabled_plugins"),
+           "EMBROKER_NODES_DIR": str(folder / "nodes")}
+    began = time.perf_counter()
+    process = subprocess.Popen([str(shims / "rabbitmq-server")], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while True:  # (as tools that start a node do: poll the AMQP port, use it at once)
+            try:
+                connection = pika.BlockingConnection(
+                    pika.ConnectionParameters("127.0.0.1", port, connection_attempts=1))
+                break
+            except pika.exceptions.AMQPConnectionError:
+                time.sleep(0.01)
+        channel = connection.channel()
+        channel.confirm_delivery()
+        channel.basic_publish("", "", b"first")
+        elapsed = time.perf_counter() - began
+        connection.close()
+        return elapsed
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def round_trip(command: list[str], env: dict[str, str]) -> float:
+    began = time.perf_counter()
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    return time.perf_counter() - began
+
+
+def main() -> int:
+    folder = Path(tempfile.mkdtemp())
+    shims = folder / "bin"
+    subprocess.run([sys.executable, "-m", "embroker", "shims", str(shims)], check=True,
+                   capture_output=True)
+    starts = [start_to_publish(shims, folder) for _ in range(3)]
+    print(f"embroker rabbitmq-server to first confirmed publish: best {min(starts):.3f} s "
+          f"(of {', '.join(f'{s:.3f}' for s in starts)})")
+    env = {**os.environ, "EMBROKER_NODES_DIR": str(folder / "nodes"),
+           "RABBITMQ_NODENAME": "bench-ctl"}
+    server = subprocess.Popen([sys.executable, "-m", "embroker", "serve", "--port", "0",
+                               "--no-management", "--node", "bench-ctl", "--quiet"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert server.stdout is not None
+    server.stdout.readline()
+    ours = [round_trip([str(shims / "rabbitmqctl"), "list_queues"], env) for _ in range(5)]
+    server.terminate()
+    server.wait(10)
+    print(f"embroker rabbitmqctl list_queues: best {min(ours):.3f} s")
+    real = shutil.which("rabbitmqctl", path="/usr/sbin:/usr/bin")
+    if real is not None:
+        theirs = [round_trip([real, "list_queues"], dict(os.environ)) for _ in range(5)]
+        print(f"RabbitMQ rabbitmqctl list_queues: best {min(theirs):.3f} s "
+              f"(ratio {min(theirs) / min(ours):.1f})")
+    shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
