@@ -1,5 +1,6 @@
 """Fixtures shared by the test folders: a broker, and a listener on it."""
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -20,3 +21,15 @@ def server(broker: Broker) -> Iterator[Server]:
     assert server.errors == []
     broker._check()
 
+
+@pytest.fixture(autouse=True, scope="session")
+def _node_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The nodes the tests start (``embroker serve`` in a subprocess, rabbitmq-server, a
+    ``Node``) register in a folder of the session's, not in the user's registry."""
+    previous = os.environ.get("EMBROKER_NODES_DIR")
+    os.environ["EMBROKER_NODES_DIR"] = str(tmp_path_factory.mktemp("nodes"))
+    yield
+    if previous is None:
+        del os.environ["EMBROKER_NODES_DIR"]
+    else:
+        os.environ["EMBROKER_NODES_DIR"] = previous
