@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any, final
 
 from ._client import NodeUnreachable, call
-from ._format import json_rows, table_rows, table_value
+from ._format import csv_rows, json_rows, table_rows, table_value
 from ._ops import EX_DATAERR, EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, INFO_KEYS
 from ._registry import NodeEntry, default_node_name, lookup, qualify
 from ._service import ControlError
@@ -101,7 +101,8 @@ class Invocation:
 
     def say(self, line: str | None) -> None:
         """A banner or information line (not with ``-q``/``-s``)."""
-        if line is not None and not self.quiet and self.options.get("formatter") != "json":
+        if line is not None and not self.quiet and \
+                self.options.get("formatter") not in ("json", "csv"):
             print(line, file=self.out)
 
     def entry(self) -> NodeEntry:
@@ -240,9 +241,9 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
         print(_usage_text(tool, spec), file=out)
         return 0
     formatter = options.get("formatter", "table")
-    if formatter not in ("table", "json"):
+    if formatter not in ("table", "json", "csv"):
         print(f"Error: the {formatter!r} formatter is not supported by embroker's {tool} "
-              "(table, json)", file=err)
+              "(table, json, csv)", file=err)
         return EX_USAGE
     low, high = spec.arity
     if len(arguments) < low:
@@ -280,6 +281,9 @@ def main(tool: str, argv: Sequence[str] | None = None) -> int:
 def _rows(inv: Invocation, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     if inv.options.get("formatter") == "json":
         print(json_rows(columns, rows), file=inv.out)
+        return
+    if inv.options.get("formatter") == "csv":
+        print(csv_rows(columns, rows), end="", file=inv.out)
         return
     headers = not (inv.options.get("silent") or inv.options.get("no_table_headers"))
     for line in table_rows(columns, rows, headers=headers):

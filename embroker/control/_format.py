@@ -19,11 +19,13 @@ with ``,``) and turns tuples into lists, as Elixir's JSON encoder does.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["json_rows", "table_rows", "table_value"]
+__all__ = ["csv_rows", "json_rows", "table_rows", "table_value"]
 
 
 def _charlist(text: str) -> str:
@@ -143,3 +145,13 @@ def json_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     objects = [json.dumps({c: _json_value(v) for c, v in zip(columns, row, strict=True)},
                           separators=(",", ":"), ensure_ascii=False) for row in rows]
     return "[\n" + "\n,".join(objects) + ("\n" if objects else "") + "]"
+
+
+def csv_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """The CSV formatter's text: a header, then each row, every field quoted (``""`` inside),
+    values as the table formatter prints them."""
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([table_value(v) for v in row] for row in rows)
+    return out.getvalue()

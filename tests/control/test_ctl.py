@@ -148,6 +148,15 @@ def _json_lines(text: str) -> tuple[str, str, list[str], list[str]]:
         line[:2] for line in rows[1:]), sorted(line.lstrip(",") for line in rows))
 
 
+@pytest.mark.parametrize("case", ["list_queues_csv", "list_bindings_csv"])
+def test_csv_formatter_quotes_every_field(node: Node, case: str) -> None:
+    expected = golden("rabbitmqctl", case)
+    code, out, _err = ctl(*expected["argv"][1:])
+    assert code == 0
+    ours, theirs = out.splitlines(), expected["stdout"].splitlines()
+    assert (ours[0], sorted(ours[1:])) == (theirs[0], sorted(theirs[1:]))
+
+
 def test_list_users_shows_tags_as_rabbitmq(node: Node) -> None:
     for case in ("list_users", "list_users_json", "list_users_s"):
         expected = golden("rabbitmqctl", case)
