@@ -56,6 +56,27 @@ def start_to_publish(shims: Path, folder: Path) -> float:
         process.wait(10)
 
 
+def rabbitmq_start_to_publish() -> float | None:
+    """The same with the local RabbitMQ: a node of its own (tests/server/private_node.py),
+    timed from its start to the first confirmed publish; ``None`` without RabbitMQ."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.server.private_node import available, private_node
+
+    if not available():
+        return None
+    began = time.perf_counter()
+    with private_node() as node:
+        if node is None:
+            return None
+        connection = pika.BlockingConnection(pika.URLParameters(node.url))
+        channel = connection.channel()
+        channel.confirm_delivery()
+        channel.basic_publish("", "", b"first")
+        elapsed = time.perf_counter() - began
+        connection.close()
+    return elapsed
+
+
 def round_trip(command: list[str], env: dict[str, str]) -> float:
     began = time.perf_counter()
     subprocess.run(command, env=env, check=True, capture_output=True)
@@ -70,6 +91,10 @@ def main() -> int:
     starts = [start_to_publish(shims, folder) for _ in range(3)]
     print(f"embroker rabbitmq-server to first confirmed publish: best {min(starts):.3f} s "
           f"(of {', '.join(f'{s:.3f}' for s in starts)})")
+    reference = rabbitmq_start_to_publish()
+    if reference is not None:
+        print(f"RabbitMQ rabbitmq-server (a node of its own) to first confirmed publish: "
+              f"{reference:.3f} s (ratio {reference / min(starts):.0f})")
     env = {**os.environ, "EMBROKER_NODES_DIR": str(folder / "nodes"),
            "RABBITMQ_NODENAME": "bench-ctl"}
     server = subprocess.Popen([sys.executable, "-m", "embroker", "serve", "--port", "0",

@@ -84,7 +84,7 @@ from .tls import TLSOptions, server_context
 
 if TYPE_CHECKING:
     from .management import ManagementAPI
-    from .management._http import HostPolicy, Request, Response
+    from .management._http import HostPolicy, Request, Response, Work
     from .model import Broker
     from .model import Connection as ModelConnection
 
@@ -580,7 +580,7 @@ class Server:
         self._http_clients: dict[int, _Client] = {}
         self._management: ManagementAPI | None = None
         # A node's control interface (serve_control): its application and screen.
-        self._control: tuple[Callable[[Request], Response],
+        self._control: tuple[Callable[[Request], Response | Work],
                              Callable[[Request], Response | None]] | None = None
         #: The port of the management HTTP API and console (``None`` unless asked for).
         self.management_port = self._listen(host, management_port, PortPolicy.for_management(
@@ -1273,7 +1273,7 @@ class Server:
         self._selector.register(sock, selectors.EVENT_READ, client)
         log.debug("accepted HTTP connection from %s", peer)
 
-    def serve_control(self, app: Callable[[Request], Response],
+    def serve_control(self, app: Callable[[Request], Response | Work],
                       screen: Callable[[Request], Response | None]) -> int:
         """Serve a node's control interface (embroker.control: what RabbitMQ's tools ask a
         node) on a port of its own, on loopback only; returns the port. It answers HTTP

@@ -7,8 +7,8 @@ import json
 import socket
 from typing import Any
 
+from ._protocol import COOKIE_HEADER, ControlError
 from ._registry import NodeEntry
-from ._service import COOKIE_HEADER, ControlError
 
 __all__ = ["NodeUnreachable", "call"]
 

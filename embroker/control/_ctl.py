@@ -27,9 +27,8 @@ from typing import IO, Any, final
 
 from ._client import NodeUnreachable, call
 from ._format import csv_rows, json_rows, table_rows, table_value
-from ._ops import EX_DATAERR, EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, INFO_KEYS
+from ._protocol import EX_DATAERR, EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, INFO_KEYS, ControlError
 from ._registry import NodeEntry, default_node_name, lookup, qualify
-from ._service import ControlError
 
 __all__ = ["Invocation", "diagnostics", "main", "rabbitmqctl"]
 

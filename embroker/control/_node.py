@@ -22,8 +22,9 @@ from ..errors import ConnectionForced
 from ..model._plugins import PLUGINS
 from ..server import APP_RUNNING, AppRunning, PortInUse
 from ._ops import OPERATIONS
+from ._protocol import ControlError
 from ._registry import NodeEntry, register, unregister
-from ._service import ControlError, ControlService
+from ._service import ControlService
 
 if TYPE_CHECKING:
     from ..management import ManagementAPI

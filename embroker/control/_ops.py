@@ -17,7 +17,7 @@ import decimal
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
@@ -25,19 +25,25 @@ from ..errors import AMQPError
 from ..fieldtypes import field_type
 from ..management import _views as views
 from ..model._definitions import vhost_metadata
-from ._service import ControlError
+from ._protocol import (
+    EX_DATAERR,
+    EX_NOUSER,
+    EX_SOFTWARE,
+    EX_UNAVAILABLE,
+    EX_USAGE,
+    INFO_KEYS,
+    ControlError,
+)
 
 if TYPE_CHECKING:
     from ..model import Broker, Connection, Queue, VirtualHost
     from ._node import Node
 
-__all__ = ["INFO_KEYS", "OPERATIONS"]
+__all__ = ["OPERATIONS"]
 
 Operation = Callable[["Node", dict[str, Any]], Any]
 OPERATIONS: dict[str, Operation] = {}
 
-#: The CLI's exit codes (sysexits.h, as RabbitMQ's tools use them).
-EX_USAGE, EX_DATAERR, EX_NOUSER, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL = 64, 65, 67, 69, 70, 75
 
 
 def operation(name: str) -> Callable[[Operation], Operation]:
@@ -139,45 +145,6 @@ def _set_disk_free_limit(node: Node, arguments: dict[str, Any]) -> Any:
 
 # -- listings -----------------------------------------------------------------------------------
 
-#: What each listing may show (``rabbitmqctl list_*``'s info keys, v3.10.8), in RabbitMQ's
-#: order, and what it shows when none are named.
-INFO_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "queues": (("name", "durable", "auto_delete", "arguments", "policy", "pid", "owner_pid",
-                "exclusive", "exclusive_consumer_pid", "exclusive_consumer_tag",
-                "messages_ready", "messages_unacknowledged", "messages", "messages_ready_ram",
-                "messages_unacknowledged_ram", "messages_ram", "messages_persistent",
-                "message_bytes", "message_bytes_ready", "message_bytes_unacknowledged",
-                "message_bytes_ram", "message_bytes_persistent", "head_message_timestamp",
-                "disk_reads", "disk_writes", "consumers", "consumer_utilisation",
-                "consumer_capacity", "memory", "slave_pids", "synchronised_slave_pids",
-                "state", "type", "leader", "members", "online"), ("name", "messages")),
-    "exchanges": (("name", "type", "durable", "auto_delete", "internal", "arguments",
-                   "policy"), ("name", "type")),
-    "bindings": (("source_name", "source_kind", "destination_name", "destination_kind",
-                  "routing_key", "arguments"),
-                 ("source_name", "source_kind", "destination_name", "destination_kind",
-                  "routing_key", "arguments")),
-    "connections": (("pid", "name", "port", "host", "peer_port", "peer_host", "ssl",
-                     "ssl_protocol", "ssl_key_exchange", "ssl_cipher", "ssl_hash",
-                     "peer_cert_subject", "peer_cert_issuer", "peer_cert_validity", "state",
-                     "channels", "protocol", "auth_mechanism", "user", "vhost", "timeout",
-                     "frame_max", "channel_max", "client_properties", "recv_oct", "recv_cnt",
-                     "send_oct", "send_cnt", "send_pend", "connected_at"),
-                    ("user", "peer_host", "peer_port", "state")),
-    "channels": (("pid", "connection", "name", "number", "user", "vhost", "transactional",
-                  "confirm", "consumer_count", "messages_unacknowledged",
-                  "messages_uncommitted", "acks_uncommitted", "messages_unconfirmed",
-                  "prefetch_count", "global_prefetch_count"),
-                 ("pid", "user", "consumer_count", "messages_unacknowledged")),
-    "consumers": (("queue_name", "channel_pid", "consumer_tag", "ack_required",
-                   "prefetch_count", "active", "activity_status", "arguments"),
-                  ("queue_name", "channel_pid", "consumer_tag", "ack_required",
-                   "prefetch_count", "active", "arguments")),
-    "vhosts": (("name", "description", "tags", "default_queue_type", "tracing",
-                "cluster_state"), ("name",)),
-}
-
-
 def _pid(node: Node, kind: int, number: int) -> dict[str, str]:
     """An Erlang pid as RabbitMQ's tools print it (:mod:`._format`'s ``$pid``), for a queue
     (kind 0), a connection (1) or a channel (2) of this node: stable for the object's life,
@@ -261,19 +228,20 @@ def _channel_pid(node: Node, connection: Connection, number: int) -> dict[str, s
     return _pid(node, 2, connection.id * 65536 + number)
 
 
-def _listing(node: Node, kind: str, vhost: VirtualHost | None) -> list[dict[str, Any]]:
+Row = Callable[[Any], dict[str, Any]]
+
+
+def _listing(node: Node, kind: str, vhost: VirtualHost | None) -> tuple[list[Any], Row]:
+    """What a listing shows (read now, under the broker's lock) and how each item becomes a
+    row (in slices, later: see :func:`_list`)."""
     broker = node.broker
     if kind == "queues":
         assert vhost is not None
         unacked = views.unacked_by_queue(broker.connections.values())
-        return [_queue_row(node, q, unacked) for q in vhost.queues.values()]
+        return list(vhost.queues.values()), lambda q: _queue_row(node, q, unacked)
     if kind == "exchanges":
         assert vhost is not None
-        return [{"name": x.name, "type": x.type, "durable": x.durable,
-                 "auto_delete": x.auto_delete, "internal": x.internal,
-                 "arguments": _typed(x.arguments),
-                 "policy": x.policy.name if x.policy is not None else ""}
-                for x in vhost.exchanges.values()]
+        return list(vhost.exchanges.values()), _exchange_row
     if kind == "bindings":
         assert vhost is not None
         found: list[tuple[str, str, str, str, Mapping[str, Any]]] = [
@@ -281,56 +249,66 @@ def _listing(node: Node, kind: str, vhost: VirtualHost | None) -> list[dict[str,
         found += [(b.source.name, b.destination.name, b.destination.kind, b.routing_key,
                    b.arguments)
                   for x in vhost.exchanges.values() if x.name for b in x.bindings.values()]
-        return [{"source_name": source, "source_kind": "exchange",
-                 "destination_name": destination, "destination_kind": kind_,
-                 "routing_key": key, "arguments": _typed(arguments)}
-                for source, destination, kind_, key, arguments in found]
+        return found, _binding_row
     if kind == "connections":
-        return _connection_rows(node)
+        return _connection_rows(node), lambda row: row
     if kind == "channels":
-        rows = []
         api = node.views
         wire = api.wire()
-        for connection in broker.connections.values():
-            if not connection.is_open:
-                continue
-            name, peer = api.identity(connection, wire)
-            for channel in views.amqp_channels(connection).values():
-                info = views.channel_info(channel, name, peer, connection.user, "rmq-cli")
-                row = {key: info.get(key, "") for key in INFO_KEYS["channels"][0]}
-                row.update({"pid": _channel_pid(node, connection, channel.number),
-                            "connection": _pid(node, 1, connection.id), "name": info["name"]})
-                rows.append(row)
-        return rows
+        channels = [(connection, channel, *api.identity(connection, wire))
+                    for connection in broker.connections.values() if connection.is_open
+                    for channel in views.amqp_channels(connection).values()]
+        return channels, lambda item: _channel_row(node, *item)
     if kind == "consumers":
         assert vhost is not None
-        rows = []
-        for queue in vhost.queues.values():
-            for consumer in queue.consumers:
-                info = views.consumer_info(consumer, "", ("", 0), "")
-                rows.append({
-                    "queue_name": queue.name,
-                    "channel_pid": _channel_pid(node, consumer.channel.connection,
-                                                consumer.channel.number),
-                    "consumer_tag": consumer.tag, "ack_required": info["ack_required"],
-                    "prefetch_count": info["prefetch_count"], "active": info["active"],
-                    "activity_status": info["activity_status"],
-                    "arguments": _typed(consumer.arguments)})
-        return rows
+        return [c for q in vhost.queues.values() for c in q.consumers], \
+            lambda consumer: _consumer_row(node, consumer)
     if kind == "vhosts":
-        rows = []
-        for host in broker.vhosts.values():
-            metadata = vhost_metadata(broker, host.name)
-            described = bool(metadata) or host.name == "/"
-            rows.append({"name": host.name,  # (no metadata: RabbitMQ shows "" for both)
-                         "description": str(metadata.get("description", "Default virtual host"
-                                                         if host.name == "/" else "")),
-                         "tags": {"$atoms": list(metadata.get("tags", []))} if described
-                         else "",
-                         "default_queue_type": "undefined", "tracing": host.tracing,
-                         "cluster_state": {"$map": {node.name: "running"}}})
-        return rows
+        return list(broker.vhosts.values()), lambda host: _vhost_row(node, host)
     raise ControlError(f"nothing to list as {kind!r}", EX_USAGE)
+
+
+def _exchange_row(exchange: Any) -> dict[str, Any]:
+    return {"name": exchange.name, "type": exchange.type, "durable": exchange.durable,
+            "auto_delete": exchange.auto_delete, "internal": exchange.internal,
+            "arguments": _typed(exchange.arguments),
+            "policy": exchange.policy.name if exchange.policy is not None else ""}
+
+
+def _binding_row(binding: tuple[str, str, str, str, Mapping[str, Any]]) -> dict[str, Any]:
+    source, destination, kind, key, arguments = binding
+    return {"source_name": source, "source_kind": "exchange", "destination_name": destination,
+            "destination_kind": kind, "routing_key": key, "arguments": _typed(arguments)}
+
+
+def _channel_row(node: Node, connection: Connection, channel: Any, name: str,
+                 peer: tuple[str, int]) -> dict[str, Any]:
+    info = views.channel_info(channel, name, peer, connection.user, "rmq-cli")
+    row = {key: info.get(key, "") for key in INFO_KEYS["channels"][0]}
+    row.update({"pid": _channel_pid(node, connection, channel.number),
+                "connection": _pid(node, 1, connection.id), "name": info["name"]})
+    return row
+
+
+def _consumer_row(node: Node, consumer: Any) -> dict[str, Any]:
+    info = views.consumer_info(consumer, "", ("", 0), "")
+    return {"queue_name": consumer.queue.name,
+            "channel_pid": _channel_pid(node, consumer.channel.connection,
+                                        consumer.channel.number),
+            "consumer_tag": consumer.tag, "ack_required": info["ack_required"],
+            "prefetch_count": info["prefetch_count"], "active": info["active"],
+            "activity_status": info["activity_status"], "arguments": _typed(consumer.arguments)}
+
+
+def _vhost_row(node: Node, host: VirtualHost) -> dict[str, Any]:
+    metadata = vhost_metadata(node.broker, host.name)
+    described = bool(metadata) or host.name == "/"
+    return {"name": host.name,  # (a vhost with no metadata: RabbitMQ shows "" for both)
+            "description": str(metadata.get("description", "Default virtual host"
+                                            if host.name == "/" else "")),
+            "tags": {"$atoms": list(metadata.get("tags", []))} if described else "",
+            "default_queue_type": "undefined", "tracing": host.tracing,
+            "cluster_state": {"$map": {node.name: "running"}}}
 
 
 def _columns(kind: str, arguments: Mapping[str, Any]) -> list[str]:
@@ -341,18 +319,32 @@ def _columns(kind: str, arguments: Mapping[str, Any]) -> list[str]:
     return given
 
 
+#: How many rows of a listing are made in one step of the listener's loop (about 2 ms of
+#: queues): a listing of 10,000 queues costs 200 ms, which other clients must not wait for.
+LISTING_SLICE = 100
+
+
 @operation("list")
-def _list(node: Node, arguments: dict[str, Any]) -> Any:
-    """Rows of one listing (``kind``: queues, exchanges, ...), each the named columns."""
+def _list(node: Node, arguments: dict[str, Any]) -> Generator[None, None, list[list[Any]]]:
+    """Rows of one listing (``kind``: queues, exchanges, ...), each the named columns, made a
+    slice at a time: a generator, which the control service steps as the management API
+    steps its listings."""
     kind = _text(arguments, "kind")
     if kind not in INFO_KEYS:
         raise ControlError(f"nothing to list as {kind!r}", EX_USAGE)
     columns = _columns(kind, arguments)
-    with node.broker.locked():
+    lock = node.broker.locked()
+    with lock:
         vhost = _vhost(node.broker, arguments) if kind in (
             "queues", "exchanges", "bindings", "consumers") else None
-        rows = _listing(node, kind, vhost)
-    return [[row.get(column) for column in columns] for row in rows]
+        items, row_of = _listing(node, kind, vhost)
+    rows: list[list[Any]] = []
+    for start in range(0, len(items), LISTING_SLICE):
+        with lock:  # (an item deleted meanwhile is still listed as it was read)
+            rows += [[row.get(column) for column in columns]
+                     for row in map(row_of, items[start:start + LISTING_SLICE])]
+        yield  # (the listener serves its other clients between slices)
+    return rows
 
 
 @operation("list_users")

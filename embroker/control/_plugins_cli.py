@@ -20,8 +20,7 @@ from typing import IO, Any
 
 from ._client import NodeUnreachable
 from ._ctl import BOLD, PLAIN, Invocation, UsageError, _unreachable, parse
-from ._ops import EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE
-from ._service import ControlError
+from ._protocol import EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, ControlError
 
 __all__ = ["main"]
 

@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 from typing import IO
 
-from .. import Broker
+from .._broker import Broker
 from ..errors import AMQPError, DefinitionsError
 from ..server import PortInUse, Server
 from ._config import ConfigError, NodeSettings, read_node_settings
@@ -86,7 +86,7 @@ def build(settings: NodeSettings) -> tuple[Broker, Server]:
 
 def _detach(argv: list[str], err: IO[str]) -> int:
     """``-detached``: the node in a new session of its own, its output to nothing."""
-    args = [sys.executable, "-m", "embroker", "rabbitmq-server",
+    args = [sys.executable, "-m", "embroker.control", "rabbitmq-server",
             *[a for a in argv if a != "-detached"]]
     subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)

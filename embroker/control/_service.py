@@ -18,34 +18,17 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import AccessControlError, AMQPError, PolicyError
-from ..management._http import Request, Response
+from ..management._http import Request, Response, Work
+from ._protocol import COOKIE_HEADER, ControlError
 
 if TYPE_CHECKING:
     from ._node import Node
 
-__all__ = ["COOKIE_HEADER", "ControlError", "ControlService"]
-
-COOKIE_HEADER = "x-embroker-cookie"
-
-
-class ControlError(Exception):
-    """A command that failed the way RabbitMQ's would: the text its tool prints after
-    ``Error:`` (or in full when ``plain``), and the tool's exit code (``sysexits``: 64 usage,
-    65 data, 69 unavailable, 70 software)."""
-
-    def __init__(self, message: str, code: int = 70, *, plain: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-        self.plain = plain
-
-    def as_json(self) -> dict[str, Any]:
-        return {"message": self.message, "code": self.code, "plain": self.plain}
-
+__all__ = ["ControlService"]
 
 def _json(status: int, value: Any) -> Response:
     return Response(status, json.dumps(value, separators=(",", ":")).encode(),
@@ -77,7 +60,7 @@ class ControlService:
                                          "code": 64, "plain": False}})
         return None
 
-    def __call__(self, request: Request) -> Response:
+    def __call__(self, request: Request) -> Response | Work:
         refused = self.screen(request) if not request.screened else None
         if refused is not None:
             return refused
@@ -89,15 +72,59 @@ class ControlService:
         if not isinstance(arguments, dict):
             return _json(400, {"error": {"message": "the arguments are no JSON object",
                                          "code": 64, "plain": False}})
+        return _answer(lambda: operation(self.node, arguments))
+
+
+def _failure(exc: Exception) -> Response | None:
+    """A failure as the tools print it (``None``: not a refusal but a bug, raised on)."""
+    if isinstance(exc, ControlError):
+        return _json(200, {"error": exc.as_json()})
+    if isinstance(exc, AMQPError):  # the model refused: its text, as RabbitMQ's CLI shows it
+        return _json(200, {"error": ControlError(exc.reply_text).as_json()})
+    if isinstance(exc, PolicyError):  # (its text is rabbitmqctl's: "Validation failed"...)
+        text = str(exc)
+        return _json(200, {"error": ControlError(
+            text + "\n" if text.startswith("Validation") else text, 69).as_json()})
+    if isinstance(exc, AccessControlError):  # a user or permission change refused
+        return _json(200, {"error": ControlError(str(exc), 69).as_json()})
+    return None
+
+
+_REFUSALS = (ControlError, AMQPError, PolicyError, AccessControlError)
+
+
+def _answer(run: Callable[[], Any]) -> Response | Work:
+    """The response to an operation: its result, or its failure as the tools print it. An
+    operation that is a generator is worked out in steps (:class:`_Stepped`)."""
+    try:
+        result = run()
+    except _REFUSALS as exc:
+        refused = _failure(exc)
+        assert refused is not None
+        return refused
+    if isinstance(result, Generator):
+        return _Stepped(result)
+    return _json(200, {"result": result})
+
+
+@final
+class _Stepped:
+    """An operation worked out in steps, one per turn of the listener's loop (the management
+    API's :class:`~embroker.management._http.Work`): a long listing never holds the loop."""
+
+    def __init__(self, steps: Generator[None, None, Any]) -> None:
+        self._steps = steps
+
+    def step(self) -> Response | None:
         try:
-            return _json(200, {"result": operation(self.node, arguments)})
-        except ControlError as exc:
-            return _json(200, {"error": exc.as_json()})
-        except AMQPError as exc:  # the model refused: its text, as RabbitMQ's CLI shows it
-            return _json(200, {"error": ControlError(exc.reply_text).as_json()})
-        except PolicyError as exc:  # (its text is rabbitmqctl's: "Validation failed"...)
-            text = str(exc)
-            return _json(200, {"error": ControlError(
-                text + "\n" if text.startswith("Validation") else text, 69).as_json()})
-        except AccessControlError as exc:  # a user or permission change refused
-            return _json(200, {"error": ControlError(str(exc), 69).as_json()})
+            next(self._steps)
+        except StopIteration as done:
+            return _json(200, {"result": done.value})
+        except _REFUSALS as exc:
+            refused = _failure(exc)
+            assert refused is not None
+            return refused
+        return None
+
+    def close(self) -> None:
+        self._steps.close()

@@ -2,7 +2,7 @@
 
 Each shim is a small ``sh`` script that runs this interpreter (its absolute path: the shims
 work from a virtual environment that is not activated, as pipx and CI runners use one) with
-``-m embroker TOOL``, passing its arguments on unchanged. Put the folder first on ``PATH`` and
+``-m embroker.control TOOL``, passing its arguments on unchanged. Put the folder first on ``PATH`` and
 scripts, test suites and tools that shell out to ``rabbitmqctl`` reach embroker's nodes.
 """
 
@@ -29,7 +29,7 @@ def write_shims(folder: str | os.PathLike[str], *, python: str | None = None) ->
     for tool in TOOLS:
         path = target / tool
         path.write_text(f'#!/bin/sh\n# {tool}, run by embroker (embroker shims)\n'
-                        f'exec {interpreter} -m embroker {tool} "$@"\n')
+                        f'exec {interpreter} -m embroker.control {tool} "$@"\n')
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         written.append(path)
     return written
