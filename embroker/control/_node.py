@@ -172,6 +172,20 @@ class Node:
                 "file": str(self.enabled_plugins_file or ""), "version": __version__,
                 "rabbitmq_version": self.broker.server_properties.get("version", "")}
 
+    def apply_plugins(self, enabled: Iterable[str]) -> dict[str, list[str]]:
+        """Make ``enabled`` the node's plugins, as ``rabbitmq-plugins`` applies a configuration
+        to a running node: the exchange-type plugins start and stop at once
+        (:meth:`Plugins.enable <embroker.model._plugins.Plugins.enable>`); a listener plugin
+        (management, stream) whose port the node does not serve waits for its next start.
+        Returns what ``started``, ``stopped`` and what ``waits``."""
+        wanted = set(enabled)
+        plugins = self.broker.plugins
+        started = sorted(n for n in wanted & set(PLUGINS) if plugins.enable(n))
+        stopped = sorted(n for n in set(plugins.enabled) - wanted if plugins.disable(n))
+        running = set(self.plugin_states()["enabled"])
+        waits = sorted((wanted ^ running) & set(LISTENER_PLUGINS))
+        return {"started": started, "stopped": stopped, "waits": waits}
+
     def status(self) -> dict[str, Any]:
         """What ``rabbitmqctl status`` shows of the node."""
         return {

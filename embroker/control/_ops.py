@@ -838,6 +838,14 @@ def _plugins(node: Node, arguments: dict[str, Any]) -> Any:
     return node.plugin_states()
 
 
+@operation("apply_plugins")
+def _apply_plugins(node: Node, arguments: dict[str, Any]) -> Any:
+    enabled = arguments.get("enabled")
+    if not isinstance(enabled, list) or not all(isinstance(n, str) for n in enabled):
+        raise ControlError("enabled: expected a list of plugin names", EX_USAGE)
+    return node.apply_plugins(enabled)
+
+
 def uptime(started: float) -> int:
     return int(time.time() - started)
 

@@ -3,10 +3,12 @@ and ``directories``, printed as RabbitMQ 3.10.8's tool prints them.
 
 The plugins are the ones embroker has: the exchange types (``rabbitmq_consistent_hash_exchange``
 and the others of ``Broker(plugins=...)``) and the listeners (``rabbitmq_management``,
-``rabbitmq_stream``, and ``rabbitmq_amqp1_0``, always on). ``enable`` and ``disable`` write the
-node's enabled-plugins file (``RABBITMQ_ENABLED_PLUGINS_FILE``, the Erlang list RabbitMQ
-writes); a node takes its plugins as it starts, so a change applies at its next start, which
-the tool says (RabbitMQ applies it at once).
+``rabbitmq_stream``, and ``rabbitmq_amqp1_0``, always on). As RabbitMQ's tool, ``enable`` and
+``disable`` write the enabled-plugins file its own environment names
+(``RABBITMQ_ENABLED_PLUGINS_FILE``, else /etc/rabbitmq/enabled_plugins), refusing a node that
+uses another, then the running node applies the configuration: an exchange type's plugin starts
+or stops at once; a listener's port opens or closes at the node's next start, which the tool
+says. ``--offline`` writes the file alone.
 """
 
 from __future__ import annotations
@@ -20,9 +22,16 @@ from typing import IO, Any
 
 from ._client import NodeUnreachable
 from ._ctl import BOLD, PLAIN, Invocation, UsageError, _unreachable, parse
-from ._protocol import EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, ControlError
+from ._protocol import EX_DATAERR, EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, ControlError
 
 __all__ = ["main"]
+
+#: The plugins embroker has (for ``--offline``, which asks no node): the exchange types' and
+#: the listeners'.
+_AVAILABLE = ("rabbitmq_amqp1_0", "rabbitmq_consistent_hash_exchange",
+              "rabbitmq_delayed_message_exchange", "rabbitmq_event_exchange",
+              "rabbitmq_management", "rabbitmq_random_exchange",
+              "rabbitmq_recent_history_exchange", "rabbitmq_sharding", "rabbitmq_stream")
 
 _USAGES = {
     "list": "list [pattern] [--verbose] [--minimal] [--enabled] [--implicitly-enabled]",
@@ -64,34 +73,74 @@ def _list(inv: Invocation, state: dict[str, Any]) -> None:
         print(f"{mark} {name.ljust(width)} {_version(state)}", file=inv.out)
 
 
+#: Where RabbitMQ's tools read and write the enabled plugins without
+#: ``RABBITMQ_ENABLED_PLUGINS_FILE`` (Debian's and the generic packages' path).
+DEFAULT_ENABLED_PLUGINS_FILE = "/etc/rabbitmq/enabled_plugins"
+
+
 def _write_enabled(path: Path, names: Sequence[str]) -> None:
+    """The file as RabbitMQ writes it: an Erlang list of atoms."""
     path.write_text("[" + ",".join(names) + "].\n")
 
 
-def _change(inv: Invocation, state: dict[str, Any], enable: bool) -> int | None:
-    wanted = list(state["available"]) if inv.options.get("all") else list(inv.arguments)
+def _change(inv: Invocation, state: dict[str, Any] | None, enable: bool) -> int | None:
+    """``enable``/``disable``: the tool's enabled-plugins file is written (the one its own
+    environment names, as RabbitMQ's), then, on line, the running node applies it."""
+    available = sorted(state["available"]) if state is not None else sorted(_AVAILABLE)
+    wanted = available if inv.options.get("all") else list(inv.arguments)
     inv.say(f"{'Enabling' if enable else 'Disabling'} plugins on node {inv.node}:\n"
             + "\n".join(wanted))
-    unknown = [n for n in wanted if n not in state["available"]]
+    unknown = [n for n in wanted if n not in available]
     if enable and unknown:
         raise ControlError("{:plugins_not_found, [" + ", ".join(f":{n}" for n in unknown)
                            + "]}", EX_SOFTWARE)
-    enabled = set(state["enabled"])
-    configured = sorted(enabled | set(wanted) if enable else enabled - set(wanted))
-    print("The following plugins have been configured:\n"
-          + "".join(f"  {n}\n" for n in configured)
-          + f"Applying plugin configuration to {inv.node}...", file=inv.out)
-    if set(configured) == enabled:
+    path = Path(inv.environ.get("RABBITMQ_ENABLED_PLUGINS_FILE")
+                or DEFAULT_ENABLED_PLUGINS_FILE)
+    if state is not None and state["file"] and Path(state["file"]) != path:
+        raise ControlError(f" Could not update enabled plugins file at {path}: target node "
+                           f"{inv.node} uses a different path ({state['file']})", EX_DATAERR,
+                           plain=True)
+    before = set(state["enabled"]) if state is not None else _read_enabled(path)
+    configured = sorted(before | set(wanted) if enable else before - set(wanted))
+    if configured:
+        print("The following plugins have been configured:\n"
+              + "".join(f"  {n}\n" for n in configured), end="", file=inv.out)
+    else:
+        print("All plugins have been disabled.", file=inv.out)
+    if state is None or state["file"]:
+        try:
+            _write_enabled(path, [n for n in configured if n != "rabbitmq_amqp1_0"])
+        except OSError as exc:
+            raise ControlError(f"Could not update enabled plugins file at {path}: "
+                               f"{exc.strerror}", EX_SOFTWARE) from None
+    if state is None:
+        print("Offline change; changes will take effect at broker restart.", file=inv.out)
+        return None
+    print(f"Applying plugin configuration to {inv.node}...", file=inv.out)
+    applied = inv.ask("apply_plugins", enabled=configured)
+    if not applied["started"] and not applied["stopped"] and not applied["waits"]:
         print("Plugin configuration unchanged.", file=inv.out)
         return None
-    if not state["file"]:
-        raise ControlError(f"node {inv.node} has no enabled plugins file "
-                           "(RABBITMQ_ENABLED_PLUGINS_FILE): its plugins are its "
-                           "Broker(plugins=...) or serve --plugin", EX_SOFTWARE)
-    _write_enabled(Path(state["file"]), [n for n in configured if n != "rabbitmq_amqp1_0"])
-    print(f"embroker applies plugins as a node starts: restart {inv.node} to apply this "
-          "configuration", file=inv.out)
+    for key, verb in (("started", "enabled"), ("stopped", "disabled")):
+        if applied[key]:
+            print(f"The following plugins have been {verb}:\n"
+                  + "".join(f"  {n}\n" for n in applied[key])
+                  + f"\n{'started' if key == 'started' else 'stopped'} {len(applied[key])} "
+                  "plugins.", file=inv.out)
+    for name in applied["waits"]:
+        print(f"{name}: embroker opens or closes its listener as the node starts: restart "
+              f"{inv.node} to apply it", file=inv.out)
     return None
+
+
+def _read_enabled(path: Path) -> set[str]:
+    """The plugins an enabled-plugins file lists (none when it is missing)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return set()
+    return {name.strip() for name in text.strip().rstrip(".").strip("[]").split(",")
+            if name.strip()}
 
 
 def _is_enabled(inv: Invocation, state: dict[str, Any]) -> None:
@@ -135,6 +184,12 @@ def main(argv: Sequence[str], *, out: IO[str] | None = None, err: IO[str] | None
               f"{' '.join(argv)}\n\n{BOLD}Usage{PLAIN}\n\nrabbitmq-plugins [--node <node>] "
               f"[--longnames] [--quiet] {_USAGES[name]}", file=err)
         return EX_USAGE
+    if name in ("enable", "disable") and options.get("offline"):
+        try:
+            return _change(inv, None, name == "enable") or 0
+        except ControlError as exc:
+            print(exc.message if exc.plain else f"Error:\n{exc.message}", file=err)
+            return exc.code
     try:
         state = inv.ask("plugins")
         if name == "list":

@@ -105,27 +105,76 @@ class Plugins:
     """
 
     def __init__(self, broker: Broker, names: Iterable[str]) -> None:
+        self._broker = broker
         self.enabled = check_plugins(names)
+        #: The plugin exchange types enabled once and disabled since: a declare of one is
+        #: "invalid", not "unknown" (its atom exists in RabbitMQ's node by then).
+        self.retired_types: frozenset[str] = frozenset()
+        self.exchange_types: Mapping[str, type[Exchange]] = self._types()
+        self.random = random.Random(DEFAULT_RANDOM_SEED)
+        self.delayed: DelayedMessages | None = None
+        self.events: EventPublisher | None = None
+        self._start_state()
+
+    def _types(self) -> dict[str, type[Exchange]]:
         types: dict[str, type[Exchange]] = dict(EXCHANGE_TYPES)
         for xtype, cls in _plugin_types().items():
             if PLUGIN_OF_TYPE[xtype] in self.enabled:
                 types[xtype] = cls
-        if broker.profile.rabbitmq4:  # built in since RabbitMQ 4.0, no plugin needed
+        if self._broker.profile.rabbitmq4:  # built in since RabbitMQ 4.0, no plugin needed
             from ._plugin_exchanges import LocalRandomExchange
 
             types[LocalRandomExchange.type] = LocalRandomExchange
-        self.exchange_types: Mapping[str, type[Exchange]] = types
-        self.random = random.Random(DEFAULT_RANDOM_SEED)
-        self.delayed: DelayedMessages | None = None
-        self.events: EventPublisher | None = None
-        if "rabbitmq_delayed_message_exchange" in self.enabled:
+        return types
+
+    def _start_state(self) -> None:
+        if "rabbitmq_delayed_message_exchange" in self.enabled and self.delayed is None:
             from ._delayed import DelayedMessages
 
-            self.delayed = DelayedMessages(broker)
-        if "rabbitmq_event_exchange" in self.enabled:
+            self.delayed = DelayedMessages(self._broker)
+        if "rabbitmq_event_exchange" in self.enabled and self.events is None:
             from ._event_exchange import EventPublisher
 
-            self.events = EventPublisher(broker)
+            self.events = EventPublisher(self._broker)
+
+    def enable(self, name: str) -> bool:
+        """``rabbitmq-plugins enable NAME`` on a running node: its exchange types can be
+        declared from now on (and the event exchange starts publishing); whether it was off.
+
+        Raises:
+            ValueError: no plugin embroker implements has that name.
+        """
+        check_plugins((name,))
+        with self._broker.locked():
+            if name in self.enabled:
+                return False
+            self.enabled = self.enabled | {name}
+            self.exchange_types = self._types()
+            self.retired_types = self.retired_types - set(PLUGINS[name])
+            self._start_state()
+            if name == "rabbitmq_event_exchange":
+                self.start()
+            return True
+
+    def disable(self, name: str) -> bool:
+        """``rabbitmq-plugins disable NAME`` on a running node: its exchange types can no longer
+        be declared ("invalid exchange type"), while the exchanges of those types declared
+        already go on routing, as on RabbitMQ 3.10.8 (checked live with
+        ``rabbitmq_consistent_hash_exchange``); whether it was on.
+
+        Raises:
+            ValueError: no plugin embroker implements has that name.
+        """
+        check_plugins((name,))
+        with self._broker.locked():
+            if name not in self.enabled:
+                return False
+            self.enabled = self.enabled - {name}
+            self.exchange_types = self._types()
+            self.retired_types = self.retired_types | set(PLUGINS[name])
+            if name == "rabbitmq_event_exchange" and self.events is not None:
+                self.events = None
+            return True
 
     def start(self) -> None:
         """What the plugins set up once the broker's vhosts exist (the event exchange)."""

@@ -243,7 +243,8 @@ class VirtualHost:
         rabbit_exchange:check_type/1)."""
         cls = self.broker.plugins.exchange_types.get(type_)
         if cls is None:
-            adjective = "invalid" if type_ == "" else "unknown"
+            adjective = "invalid" if type_ == "" or type_ in self.broker.plugins.retired_types \
+                else "unknown"
             error = (PreconditionFailed if self.broker.profile.at_least(3, 13, 3)
                      else CommandInvalid)
             raise error(f"{adjective} exchange type '{type_}'")

@@ -322,6 +322,42 @@ def test_plugins_list_and_is_enabled(node: Node) -> None:
     assert (code, out) == (69, expected["stdout"])
 
 
+def test_plugins_enable_and_disable_on_a_running_node(tmp_path: Path) -> None:
+    """As RabbitMQ 3.10.8 (checked live on a node of its own with
+    rabbitmq_consistent_hash_exchange): enabled, its type can be declared at once; disabled, a
+    declare is refused as an "invalid exchange type" while the exchange declared before goes
+    on routing; the tool writes the file its environment names, and refuses a node that uses
+    another one (exit 65)."""
+    path = tmp_path / "enabled_plugins"
+    path.write_text("[].\n")
+    broker = Broker()
+    environ = {**os.environ, "RABBITMQ_ENABLED_PLUGINS_FILE": str(path)}
+    with Server(broker) as server, Node(broker, server, NODE, enabled_plugins_file=path):
+        out, err = io.StringIO(), io.StringIO()
+        assert plugins(["enable", "rabbitmq_consistent_hash_exchange"], out=out, err=err,
+                       environ=environ) == 0
+        assert out.getvalue().endswith("The following plugins have been enabled:\n"
+                                       "  rabbitmq_consistent_hash_exchange\n\n"
+                                       "started 1 plugins.\n")
+        assert path.read_text() == "[rabbitmq_consistent_hash_exchange].\n"
+        channel = broker.connect().channel()
+        channel.exchange_declare("hashed", "x-consistent-hash")
+        channel.queue_declare("q")
+        channel.queue_bind("q", "hashed", "10")
+        assert plugins(["disable", "rabbitmq_consistent_hash_exchange"], out=io.StringIO(),
+                       err=io.StringIO(), environ=environ) == 0
+        channel.basic_publish("hashed", "k", b"still routed")
+        assert broker.queues["q"].message_count == 1
+        with pytest.raises(Exception, match="invalid exchange type 'x-consistent-hash'"):
+            broker.connect().channel().exchange_declare("other", "x-consistent-hash")
+        out, err = io.StringIO(), io.StringIO()
+        assert plugins(["enable", "rabbitmq_sharding"], out=out, err=err,
+                       environ={**os.environ, "RABBITMQ_ENABLED_PLUGINS_FILE": ""}) == 65
+        assert err.getvalue() == (
+            " Could not update enabled plugins file at /etc/rabbitmq/enabled_plugins: target "
+            f"node {NODE} uses a different path ({path})\n")
+
+
 # -- the shims and rabbitmq-server, as processes ------------------------------------------------
 
 def test_shims_drive_a_node_started_by_rabbitmq_server(tmp_path: Path) -> None:
