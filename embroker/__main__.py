@@ -17,6 +17,7 @@ from . import Broker, __version__
 from ._transport import PORT_KINDS
 from .analytics._cli import add_commands as add_analytics_commands
 from .control._node import Node
+from .control._registry import NodeNameInUse
 from .errors import AMQPError, DefinitionsError
 from .model._plugins import PLUGINS
 from .server import PortInUse, Server
@@ -124,7 +125,13 @@ def _serve(args: argparse.Namespace) -> int:
     plugins = f"; plugins: {', '.join(sorted(broker.plugins.enabled))}" \
         if broker.plugins.enabled else ""
 
-    node = _node(broker, server, args.node)
+    try:
+        node = _node(broker, server, args.node)
+    except NodeNameInUse:
+        server.stop()
+        print(f"embroker: node name {args.node} is taken by another running embroker; give "
+              "another with --node", file=sys.stderr)
+        return 1
 
     def stop(*_: object) -> None:
         threading.Thread(target=server.stop, daemon=True).start()
@@ -156,7 +163,7 @@ def _node(broker: Broker, server: Server, name: str | None) -> Node:
     ``embroker shims``): ``--node``, else ``RABBITMQ_NODENAME`` or ``rabbit@<host>``; a
     default name another embroker has is made unique with this process's id (said on
     standard error), as a default port is."""
-    from .control._registry import NodeNameInUse, default_node_name, qualify
+    from .control._registry import default_node_name, qualify
 
     chosen = qualify(name) if name else default_node_name()
     try:

@@ -28,7 +28,7 @@ from typing import IO, Any, final
 from ._client import NodeUnreachable, call
 from ._format import csv_rows, json_rows, table_rows, table_value
 from ._protocol import EX_DATAERR, EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, INFO_KEYS, ControlError
-from ._registry import NodeEntry, default_node_name, lookup, qualify
+from ._registry import NodeEntry, default_node_name, lookup, nodes_dir, qualify
 
 __all__ = ["Invocation", "diagnostics", "main", "rabbitmqctl"]
 
@@ -105,7 +105,7 @@ class Invocation:
             print(line, file=self.out)
 
     def entry(self) -> NodeEntry:
-        found = lookup(self.node)
+        found = lookup(self.node, nodes_dir(self.environ))
         if found is None:
             raise NodeUnreachable(self.node)
         return found

@@ -52,12 +52,12 @@ def _log_file(settings: NodeSettings, err: IO[str]) -> Path | None:
 
 
 def _data_dir(settings: NodeSettings) -> Path:
+    """The node's data folder, for the disk monitor: embroker keeps nothing on disk, so it
+    makes no folder; the nearest one that exists on the way to RabbitMQ's is watched."""
     folder = Path(settings.mnesia_dir or Path(settings.mnesia_base) / settings.node_name)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
-    except OSError:
-        return Path(tempfile.gettempdir())
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return folder
 
 
 def build(settings: NodeSettings) -> tuple[Broker, Server]:
@@ -77,10 +77,11 @@ def build(settings: NodeSettings) -> tuple[Broker, Server]:
         broker.load_definitions(path)
     server = Server(broker, **settings.server_kwargs())
     kind, value = settings.vm_memory_high_watermark
-    setter = getattr(server, "set_vm_memory_high_watermark", None)
-    if setter is not None:
-        setter(value if kind == "relative" else None,
-               absolute=int(value) if kind == "absolute" else None)
+    server.set_vm_memory_high_watermark(value if kind == "relative" else None,
+                                        absolute=int(value) if kind == "absolute" else None)
+    kind, value = settings.disk_free_limit
+    server.set_disk_free_limit(int(value) if kind == "absolute" else None,
+                               mem_relative=value if kind == "relative" else None)
     return broker, server
 
 

@@ -390,3 +390,23 @@ rabbitmqctl stop
     assert result.returncode == 0, result.stderr
     assert "/\nci\n" in result.stdout
     assert lookup("ci-node@" + os.uname().nodename.split(".")[0]) is None
+
+
+def test_serve_names_its_node_and_refuses_a_name_in_use(tmp_path: Path) -> None:
+    """``serve --node NAME``: rabbitmqctl reaches it by that name; a second ``serve`` asking
+    for the same name gets one line and exit 1 (a default name would be made unique)."""
+    command = [sys.executable, "-m", "embroker", "serve", "--port", "0", "--no-management",
+               "--quiet", "--node", "named"]
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout is not None
+        assert "node named@" in first.stdout.readline()
+        assert ctl("-n", "named", "list_vhosts", "-s") == (0, "/\n", "")
+        second = subprocess.run(command, capture_output=True, text=True, timeout=30,
+                                check=False)
+        assert second.returncode == 1
+        assert second.stderr == ("embroker: node name named is taken by another running "
+                                 "embroker; give another with --node\n")
+    finally:
+        first.terminate()
+        first.wait(10)
