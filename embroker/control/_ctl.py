@@ -250,7 +250,7 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
     if high is not None and len(arguments) > high:
         return _argument_error(inv, spec, "too many arguments.")
     try:
-        if spec.name not in ("stop", "await_startup", "wait"):  # (no banner for no node)
+        if spec.name not in ("stop", "await_startup", "wait", "ping"):  # (no banner for no node)
             inv.entry()
         code = spec.run(inv)
     except UsageError as exc:
@@ -701,7 +701,11 @@ def _import_definitions(inv: Invocation) -> None:
 def _ping(inv: Invocation) -> None:
     inv.say(f"Will ping {inv.node}. This only checks if the OS process is running and "
             "registered with epmd. Timeout: 60000 ms.")
-    inv.ask("ping")
+    try:
+        inv.ask("ping")
+    except NodeUnreachable:
+        raise ControlError(f"Failed to connect and authenticate to {inv.node} in "
+                           f"{int(inv.timeout * 1000)} ms", EX_UNAVAILABLE) from None
     print("Ping succeeded", file=inv.out)
 
 
@@ -907,12 +911,35 @@ def _check_running(inv: Invocation) -> None:
     if not inv.ask("await_startup"):
         raise ControlError(f"Error:\nRabbitMQ on node {inv.node} is not running or has not "
                            "fully booted yet (check with is_booting)", EX_SOFTWARE, plain=True)
-    print(f"RabbitMQ has booted and is running on node {inv.node}", file=inv.out)
+    print(f"RabbitMQ on node {inv.node} is fully booted and running", file=inv.out)
+
+
+@command("is_running", "is_running", (0, 0), _DIAGNOSTICS)
+def _is_running(inv: Invocation) -> None:
+    inv.say(f"Asking node {inv.node} for its status ...")
+    if inv.ask("await_startup"):
+        print(f"RabbitMQ on node {inv.node} is fully booted and running", file=inv.out)
+    else:
+        print(f"RabbitMQ on node {inv.node} is not running or has not fully booted yet",
+              file=inv.out)
+
+
+@command("server_version", "server_version", (0, 0), _DIAGNOSTICS)
+def _server_version(inv: Invocation) -> None:
+    inv.say(f"Asking node {inv.node} for its RabbitMQ version...")
+    print(inv.ask("status")["rabbitmq_version"], file=inv.out)
+
+
+@command("check_virtual_hosts", "check_virtual_hosts", (0, 0), _DIAGNOSTICS)
+def _check_virtual_hosts(inv: Invocation) -> None:
+    inv.say(f"Checking if all vhosts are running on node {inv.node} ...")
+    inv.ask("ping")  # (an embroker vhost cannot be down: it is objects in the broker)
+    print(f"Node {inv.node} reported all vhosts as running", file=inv.out)
 
 
 @command("check_local_alarms", "check_local_alarms", (0, 0), _DIAGNOSTICS)
 def _check_local_alarms(inv: Invocation) -> None:
-    inv.say(f"Asking {inv.node} to report any local resource alarms ...")
+    inv.say(f"Asking node {inv.node} to report any local resource alarms ...")
     alarms = inv.ask("alarms")
     if alarms:
         raise ControlError("Error:\n" + "\n".join(
@@ -960,8 +987,8 @@ def _check_port_connectivity(inv: Invocation) -> None:
                                f"{inv.node} failed: port {listener['port']}", EX_SOFTWARE,
                                plain=True) from None
     print(f"Successfully connected to ports "
-          f"{', '.join(str(listener['port']) for listener in found)} on node {inv.node}.",
-          file=inv.out)
+          f"{', '.join(sorted(str(listener['port']) for listener in found))} on node "
+          f"{inv.node}.", file=inv.out)
 
 
 @command("check_port_listener", "check_port_listener <port>", (1, 1), _DIAGNOSTICS)

@@ -43,8 +43,8 @@ PURPOSES = {
     "amqp/ssl": "AMQP 0-9-1 and AMQP 1.0 over TLS",
     "http": "HTTP API",
     "https": "HTTP API over TLS (HTTPS)",
-    "stream": "RabbitMQ Stream",
-    "stream/ssl": "RabbitMQ Stream over TLS",
+    "stream": "stream",
+    "stream/ssl": "stream over TLS",
     "clustering": "inter-node and CLI tool communication",
 }
 
@@ -147,13 +147,16 @@ class Node:
 
     def listeners(self) -> list[dict[str, Any]]:
         """The node's listeners as ``rabbitmq-diagnostics listeners`` lists them."""
-        if not self.app_running:
-            return []
         host = self.server.host
         interface = "[::]" if host in ("", "::", "0.0.0.0") else host
-        return [{"interface": interface, "port": port, "protocol": name,
-                 "purpose": PURPOSES[name], "node": self.name}
-                for name, port in self._ports().items()]
+        found = [{"interface": interface, "port": port, "protocol": name,
+                  "purpose": PURPOSES[name], "node": self.name}
+                 for name, port in self._ports().items()] if self.app_running else []
+        if self.control_port is not None:  # (RabbitMQ's: its distribution port, for its CLI)
+            found.insert(0, {"interface": "127.0.0.1", "port": self.control_port,
+                             "protocol": "clustering", "purpose": PURPOSES["clustering"],
+                             "node": self.name})
+        return found
 
     def alarms(self) -> list[str]:
         """The resource alarms in effect (``memory``, ``disk``)."""

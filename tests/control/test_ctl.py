@@ -313,6 +313,15 @@ def test_diagnostics_ping_listeners_and_ports(node: Node) -> None:
     assert ctl("check_running", tool="rabbitmq-diagnostics")[0] == 0
 
 
+@pytest.mark.parametrize("case", ["ping", "check_running", "is_running", "check_local_alarms",
+                                  "alarms", "check_virtual_hosts", "missing_node_ping"])
+def test_diagnostics_print_what_rabbitmq_diagnostics_prints(node: Node, case: str) -> None:
+    expected = golden("rabbitmq-diagnostics", case)
+    code, out, err = ctl(*expected["argv"][1:], tool="rabbitmq-diagnostics")
+    assert (code, out) == (expected["exit"], expected["stdout"])
+    assert err.split("\n")[0] == expected["stderr"].split("\n")[0]
+
+
 def test_plugins_list_and_is_enabled(node: Node) -> None:
     code, out, _err = ctl("list", tool="rabbitmq-plugins")
     assert out.splitlines()[:4] == golden("rabbitmq-plugins", "list")["stdout"].splitlines()[:4]
