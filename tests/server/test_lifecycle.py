@@ -73,6 +73,22 @@ def test_stop_app_closes_clients_with_320_shutdown_and_every_port_stops_listenin
     assert server.errors == []
 
 
+def test_stop_app_aborts_amqp_1_0_connections_with_no_close_frame() -> None:
+    """As RabbitMQ 3.10.8 (live, proton): the socket closes; proton says "connection
+    aborted" and has no remote condition."""
+    proton_utils = pytest.importorskip("proton.utils")
+    broker = Broker()
+    with broker.serve() as server:
+        conn = proton_utils.BlockingConnection(server.amqp10_url, timeout=5)
+        server.stop_app()
+        with pytest.raises(pytest.importorskip("proton").ConnectionException,
+                           match="connection aborted"):
+            conn.wait(lambda: False, timeout=5)
+        assert conn.conn.remote_condition is None
+        assert broker.connections == {}
+    assert server.errors == []
+
+
 def test_stop_app_keeps_what_a_restart_keeps() -> None:
     broker = Broker()
     with broker.serve() as server:
