@@ -1091,12 +1091,15 @@ class Server:
         for key, mask in ready:
             data = key.data
             if type(data) is _Port:
-                self._accept(key.fileobj, data)  # type: ignore[arg-type]
+                if data.selected:  # (stop_app, from a client served this turn, closes ports)
+                    self._accept(key.fileobj, data)  # type: ignore[arg-type]
             elif data is self._wake_r:
                 with contextlib.suppress(BlockingIOError, OSError):
                     while self._wake_r.recv(4096):
                         pass
             else:
+                if data.sock.fileno() < 0:
+                    continue  # (dropped earlier in this turn: stop_app, a fault)
                 if mask & selectors.EVENT_READ and (plan is None or data not in plan.later):
                     self._read(data)
                 if mask & selectors.EVENT_WRITE:
