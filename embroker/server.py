@@ -833,7 +833,7 @@ class Server:
         port's (AMQP, amqps, AMQP 1.0, stream, management: a client is refused), every client
         connection is closed as a node that stops closes them (AMQP 0-9-1: 320
         CONNECTION_FORCED "broker forced connection closure with reason 'shutdown'"; AMQP
-        1.0: ``amqp:connection:forced``; stream: dropped; HTTP: dropped), and the broker
+        1.0, stream and HTTP: the socket closes, with no close frame), and the broker
         keeps what a restart keeps (:meth:`Broker.restart <embroker.Broker.restart>`: durable
         exchanges, queues and bindings, persistent messages). The resource alarms end.
         Nothing happens if it is stopped already. Safe from any thread, the loop's too.
@@ -893,10 +893,16 @@ class Server:
                 with contextlib.suppress(ValueError):
                     self._listeners.remove(sock)
             port.sockets = []
+        # AMQP 1.0 clients see their socket close, with no close frame (live on 3.10.8: proton
+        # reports "connection aborted"; 0-9-1 clients get their connection.close).
+        amqp10 = [client for client in self._clients.values()
+                  if client.conn.sniffed and type(client.conn.inner) is Amqp10Connection]
         with self._locked:
             self.broker.restart()  # (each AMQP client is told: on_restart)
             for name in self.broker.alarms:
                 self.broker.clear_alarm(name)
+        for client in amqp10:
+            self._kill(client, reason="the application stopped")
         for client in [*self._http_clients.values()]:  # stream and HTTP clients go
             if client.port is None or client.port.policy.kind != "control":
                 self._drop(client)
@@ -1100,12 +1106,15 @@ class Server:
         for key, mask in ready:
             data = key.data
             if type(data) is _Port:
-                self._accept(key.fileobj, data)  # type: ignore[arg-type]
+                if data.selected:  # (stop_app, from a client served this turn, closes ports)
+                    self._accept(key.fileobj, data)  # type: ignore[arg-type]
             elif data is self._wake_r:
                 with contextlib.suppress(BlockingIOError, OSError):
                     while self._wake_r.recv(4096):
                         pass
             else:
+                if data.sock.fileno() < 0:
+                    continue  # (dropped earlier in this turn: stop_app, a fault)
                 if mask & selectors.EVENT_READ and (plan is None or data not in plan.later):
                     self._read(data)
                 if mask & selectors.EVENT_WRITE:

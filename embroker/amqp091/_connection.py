@@ -209,6 +209,9 @@ class ServerConnection:
         #: Set when this connection published while the broker blocks publishers: the owner
         #: stops reading from it until the broker unblocks.
         self.blocked = False
+        # Told connection.blocked (and not unblocked yet); the commands held meanwhile.
+        self._told_blocked = False
+        self._held: list[Command] = []
         #: An unexpected error met while sending it what the model said (a delivery caused by
         #: another connection, say): the owner reports it and calls :meth:`internal_error`.
         self.failure: Exception | None = None
@@ -323,13 +326,10 @@ class ServerConnection:
                 count += 1
                 if self.closed:
                     return  # what a client sends after its close (or ours) is discarded
-                try:
-                    if command.channel in self._closing_channels:
-                        self._while_channel_closing(command)
-                    else:
-                        self._dispatch(command)
-                except AMQPError as exc:
-                    self._fail(exc)  # a connection exception: wait for the client's close-ok
+                if self._held or self._holds(command):
+                    self._held.append(command)  # (read once the alarm clears)
+                    continue
+                self._take(command)
         except ConnectionException as exc:
             # The byte stream itself is broken (framing, syntax, content order): nothing after
             # it can be trusted, so close right after saying why (section 4.2.3).
@@ -340,6 +340,33 @@ class ServerConnection:
             if self._confirms:
                 for channel in list(self._confirms):
                     self._send_confirms(channel)
+
+    def _take(self, command: Command) -> None:
+        try:
+            if command.channel in self._closing_channels:
+                self._while_channel_closing(command)
+            else:
+                self._dispatch(command)
+        except AMQPError as exc:
+            self._fail(exc)  # a connection exception: wait for the client's close-ok
+
+    def _holds(self, command: Command) -> bool:
+        """Whether ``command`` is a publish the broker's resource alarm holds back: as
+        RabbitMQ 3.10.8's reader, a connection is blocked when it publishes during an alarm
+        (``publish_received/1``: told connection.blocked once, with the alarms then in effect),
+        and nothing more of it is read until the last alarm clears (live: neither that publish
+        nor those after it reach a queue meanwhile)."""
+        if not self.broker.publishers_blocked or self.state is not ConnectionState.OPEN:
+            return False
+        route = ROUTES.get(type(command.method))
+        if route is None or not route.publishes or command.channel not in self.channels \
+                or command.channel in self._closing_channels:
+            return False
+        self.blocked = True
+        if not self._told_blocked and self._has_capability("connection.blocked"):
+            self._told_blocked = True
+            self._send_method(0, ConnectionBlocked(reason=self.broker.blocked_reason))
+        return True
 
     def connection_lost(self) -> None:
         """The socket is gone: release everything the connection held."""
@@ -414,8 +441,7 @@ class ServerConnection:
             self.model.on_closed_by_broker = self._closed_by_broker
             self.state = ConnectionState.OPEN
             self._send_method(0, ConnectionOpenOk())
-            if self.broker.publishers_blocked and self._has_capability("connection.blocked"):
-                self._send_method(0, ConnectionBlocked(reason=self.broker.blocked_reason))
+            # (under an alarm, nothing is said until it publishes: RabbitMQ's reader)
 
     def _peer_details(self) -> dict[str, Any]:
         """What the event exchange says of the peer (``peer_host``, ``peer_port``, ``host``,
@@ -462,8 +488,6 @@ class ServerConnection:
             return
         route = ROUTES.get(type(method))  # (the channel lifecycle's methods are not in it)
         if route is not None:
-            if route.publishes and self.broker.publishers_blocked:
-                self.blocked = True
             result = route.call(channel, method, command)
             if route.reply is not None and not (route.no_wait and getattr(method, "no_wait",
                                                                           False)):
@@ -648,15 +672,35 @@ class ServerConnection:
     # -- blocking ------------------------------------------------------------------------------
 
     def publishers_blocked(self, reason: str) -> None:
-        if self.state is ConnectionState.OPEN and self._has_capability("connection.blocked"):
-            self._send_method(0, ConnectionBlocked(reason=reason))
-            self._output_ready()
+        """The broker blocks publishers (a resource alarm): nothing is said now. As RabbitMQ
+        3.10.8's reader, the connection is told (connection.blocked, with the reason then in
+        effect) and stops being read when it publishes (:meth:`_holds`); one that only
+        consumes, or is idle, is never told."""
 
     def publishers_unblocked(self) -> None:
+        """The last alarm cleared: connection.unblocked if it was told it was blocked, then
+        what was held back is read."""
         self.blocked = False
-        if self.state is ConnectionState.OPEN and self._has_capability("connection.blocked"):
-            self._send_method(0, ConnectionUnblocked())
-            self._output_ready()
+        if self._told_blocked:
+            self._told_blocked = False
+            if self.state is ConnectionState.OPEN:
+                self._send_method(0, ConnectionUnblocked())
+        held, self._held = self._held, []
+        if held:
+            self._reading = True
+            try:
+                for index, command in enumerate(held):
+                    if self.closed:
+                        break
+                    if self._holds(command):  # (blocked again meanwhile)
+                        self._held = held[index:]
+                        break
+                    self._take(command)
+            finally:
+                self._reading = False
+                for channel in list(self._confirms):
+                    self._send_confirms(channel)
+        self._output_ready()
 
     # -- what the model sends without being asked ----------------------------------------------
 

@@ -331,9 +331,10 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
     # -- resource alarms ------------------------------------------------------------------------
 
     def block_publishers(self, reason: str = "low on memory") -> None:
-        """Act as RabbitMQ under a resource alarm: clients that announced the
-        ``connection.blocked`` capability are told so, and connections that publish stop being
-        read from until :meth:`unblock_publishers`."""
+        """Act as RabbitMQ under a resource alarm: a connection that publishes meanwhile is
+        told ``connection.blocked`` with ``reason`` (if it announced the capability) and is
+        not read from, that publish included, until :meth:`unblock_publishers` (RabbitMQ
+        3.10.8's reader); those that do not publish are told nothing."""
         with self._lock:
             if self.publishers_blocked:
                 return

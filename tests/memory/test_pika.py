@@ -179,11 +179,18 @@ def test_connection_blocked_and_unblocked(clocked: Broker) -> None:
     connection = clocked.pika_connection()
     connection.add_on_connection_blocked_callback(lambda _c, m: events.append(m.method.reason))
     connection.add_on_connection_unblocked_callback(lambda _c, _m: events.append("unblocked"))
+    channel = connection.channel()
+    channel.queue_declare("q")
     clocked.block_publishers("low on memory")
     connection.process_data_events()
+    assert events == []  # (told as it publishes, as RabbitMQ's reader)
+    channel.basic_publish("", "q", b"held")
+    connection.process_data_events()
+    assert clocked.queues["q"].message_count == 0
     clocked.unblock_publishers()
     connection.process_data_events()
     assert events == ["low on memory", "unblocked"]
+    assert clocked.queues["q"].message_count == 1
     connection.close()
 
 

@@ -261,15 +261,29 @@ def test_heartbeats_are_sent_and_a_silent_client_is_dropped(broker: Broker) -> N
     assert broker.connections == {}
 
 
-def test_blocked_publishers_are_told(broker: Broker) -> None:
+def test_blocked_publishers_are_told_when_they_publish_and_held_until_unblocked(
+        broker: Broker) -> None:
+    """RabbitMQ 3.10.8's reader: an alarm says nothing to a connection until it publishes;
+    then connection.blocked (once), and nothing more of it is read until the alarm clears."""
     client = Client(broker)
     client.handshake()
-    client.server.publishers_blocked("low on memory")
+    client.open_channel()
+    client.call(1, a.methods.QueueDeclare(queue="q"))
+    broker.block_publishers("low on memory")
+    assert client.server.data_to_send() == b""
+    publish = a.encode_message(1, a.methods.BasicPublish(exchange="", routing_key="q"), b"x",
+                               131072, {})
+    (blocked,) = client.send(publish + publish)
+    assert blocked.method == a.methods.ConnectionBlocked(reason="low on memory")
+    assert client.server.blocked
+    assert client.send(publish) == []  # (held: not even read)
+    assert broker.queues["q"].message_count == 0
+    broker.unblock_publishers()
+    client.server.publishers_unblocked()  # (what a transport does: this one is bare)
     frames = list(client.parser.feed(client.server.data_to_send()))
-    assert frames[0].method == a.methods.ConnectionBlocked(reason="low on memory")
-    client.server.publishers_unblocked()
-    frames = list(client.parser.feed(client.server.data_to_send()))
-    assert frames[0].method == a.methods.ConnectionUnblocked()
+    assert [f.method for f in frames] == [a.methods.ConnectionUnblocked()]
+    assert broker.queues["q"].message_count == 3
+    assert not client.server.blocked
 
 
 def test_deleting_a_consumed_queue_sends_basic_cancel(broker: Broker) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from typing import Any
 
 import aio_pika
 import pika
@@ -69,6 +70,22 @@ def test_stop_app_closes_clients_with_320_shutdown_and_every_port_stops_listenin
             assert port is not None
             assert not _refused(port)
         _connect(server).close()
+    assert server.errors == []
+
+
+def test_stop_app_aborts_amqp_1_0_connections_with_no_close_frame() -> None:
+    """As RabbitMQ 3.10.8 (live, proton): the socket closes; proton says "connection
+    aborted" and has no remote condition."""
+    proton_utils = pytest.importorskip("proton.utils")
+    broker = Broker()
+    with broker.serve() as server:
+        conn = proton_utils.BlockingConnection(server.amqp10_url, timeout=5)
+        server.stop_app()
+        with pytest.raises(pytest.importorskip("proton").ConnectionException,
+                           match="connection aborted"):
+            conn.wait(lambda: False, timeout=5)
+        assert conn.conn.remote_condition is None
+        assert broker.connections == {}
     assert server.errors == []
 
 
@@ -238,19 +255,35 @@ def _until(conn: pika.BlockingConnection, events: list[str], expected: list[str]
     wait_until(lambda: conn.process_data_events(0) or events == expected)
 
 
-def test_a_memory_watermark_of_0_blocks_at_once_and_0_4_unblocks() -> None:
+def _publisher(server: Server) -> tuple[pika.BlockingConnection, Any, list[str]]:
+    conn = _connect(server)
+    events = _watch(conn)
+    ch = conn.channel()
+    ch.queue_declare("q")
+    return conn, ch, events
+
+
+def _count(broker: Broker) -> int:
+    return broker.queues["q"].message_count
+
+
+def test_a_memory_watermark_of_0_blocks_a_publisher_at_once_and_0_4_unblocks() -> None:
     broker = Broker()
     with broker.serve() as server:
-        conn = _connect(server)
-        events = _watch(conn)
+        conn, ch, events = _publisher(server)
         server.set_vm_memory_high_watermark(0)
         assert server.alarms == ["memory"]
         assert server.vm_memory_limit == 0
         assert server.memory_used() > 0
+        ch.queue_declare("q", passive=True)  # (a round trip: nothing said until it publishes)
+        assert events == []
+        ch.basic_publish("", "q", b"held")
         _until(conn, events, ["low on memory"])
+        assert _count(broker) == 0
         server.set_vm_memory_high_watermark(0.4)
         assert server.alarms == []
         _until(conn, events, ["low on memory", "unblocked"])
+        wait_until(lambda: _count(broker) == 1)
         server.set_vm_memory_high_watermark(absolute=1)
         assert server.alarms == ["memory"]
         assert server.vm_memory_high_watermark is None
@@ -260,57 +293,58 @@ def test_a_memory_watermark_of_0_blocks_at_once_and_0_4_unblocks() -> None:
     assert server.errors == []
 
 
-def test_a_huge_disk_free_limit_blocks_at_once_and_50mb_unblocks() -> None:
+def test_a_huge_disk_free_limit_blocks_a_publisher_at_once_and_50mb_unblocks() -> None:
     broker = Broker()
     with broker.serve() as server:
         assert server.disk_free_limit == DEFAULT_DISK_FREE_LIMIT == 50_000_000
-        conn = _connect(server)
-        events = _watch(conn)
+        conn, ch, events = _publisher(server)
         server.set_disk_free_limit(HUGE)
         assert server.alarms == ["disk"]
+        ch.basic_publish("", "q", b"held")
         _until(conn, events, ["low on disk"])
         server.set_disk_free_limit(50_000_000)
         assert server.alarms == []
         assert server.disk_free is not None
         _until(conn, events, ["low on disk", "unblocked"])
+        wait_until(lambda: _count(broker) == 1)
         server.set_disk_free_limit(mem_relative=1_000_000.0)
         assert server.alarms == ["disk"]
         server.set_disk_free_limit(mem_relative=0.0)
+        assert server.alarms == []
         conn.close()
     assert server.errors == []
 
 
-def test_two_alarms_block_once_and_unblock_when_the_last_clears() -> None:
+def test_two_alarms_block_each_publisher_once_and_unblock_when_the_last_clears() -> None:
     broker = Broker()
     with broker.serve() as server:
-        conn = _connect(server)
-        events = _watch(conn)
-        ch = conn.channel()
-        ch.queue_declare("q")
+        first, first_ch, first_events = _publisher(server)
         server.set_vm_memory_high_watermark(0)
-        server.set_disk_free_limit(HUGE)
+        first_ch.basic_publish("", "q", b"1")
+        _until(first, first_events, ["low on memory"])
+        server.set_disk_free_limit(HUGE)  # (the blocked one is not told again)
         assert server.alarms == ["disk", "memory"]
-        _until(conn, events, ["low on memory"])
-        late = _connect(server)  # told on connecting, with both
-        late_events = _watch(late)
-        late.channel().basic_publish("", "q", b"held")
+        late, late_ch, late_events = _publisher(server)
+        late_ch.basic_publish("", "q", b"2")
+        _until(late, late_events, ["low on disk & memory"])
         server.set_vm_memory_high_watermark(0.4)
         assert server.alarms == ["disk"]
         assert broker.publishers_blocked
-        assert broker.blocked_reason == "low on disk"
+        assert _count(broker) == 0
         server.set_disk_free_limit(50_000_000)
-        _until(conn, events, ["low on memory", "unblocked"])
-        _until(late, late_events, ["unblocked"])
-        wait_until(lambda: broker.queues["q"].message_count == 1)
-        conn.close()
+        _until(first, first_events, ["low on memory", "unblocked"])
+        _until(late, late_events, ["low on disk & memory", "unblocked"])
+        wait_until(lambda: _count(broker) == 2)
+        first.close()
         late.close()
     assert server.errors == []
 
 
-def test_consumers_go_on_while_publishers_are_blocked() -> None:
+def test_consumers_go_on_untold_while_publishers_are_blocked() -> None:
     broker = Broker()
     with broker.serve() as server:
         consumer = _connect(server)
+        events = _watch(consumer)
         ch = consumer.channel()
         ch.queue_declare("q")
         got: list[bytes] = []
@@ -318,26 +352,37 @@ def test_consumers_go_on_while_publishers_are_blocked() -> None:
         server.set_disk_free_limit(HUGE)
         broker.connect().channel().basic_publish("", "q", b"in-process")
         wait_until(lambda: consumer.process_data_events(0) or got == [b"in-process"])
+        ch.basic_qos(prefetch_count=10)  # (a round trip)
+        assert events == []
         server.set_disk_free_limit(50_000_000)
         consumer.close()
     assert server.errors == []
 
 
-def test_aio_pika_is_blocked_and_unblocked(caplog: pytest.LogCaptureFixture) -> None:
+def test_aio_pika_is_blocked_as_it_publishes_and_unblocked(
+        caplog: pytest.LogCaptureFixture) -> None:
     broker = Broker()
 
     async def scenario(server: Server) -> None:
         conn = await aio_pika.connect(server.url, timeout=5)
         unblocked: asyncio.Event = conn.transport.connection._Connection__connection_unblocked
+        ch = await conn.channel()
+        await ch.declare_queue("q")
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, server.set_vm_memory_high_watermark, 0)
+        # (confirmed: the ack comes once the publish is read, after the alarm)
+        published = asyncio.ensure_future(
+            ch.default_exchange.publish(aio_pika.Message(b"held"), "q"))
         for _ in range(500):
             if not unblocked.is_set():
                 break
             await asyncio.sleep(0.01)  # (the client's loop reads the frame meanwhile)
         assert not unblocked.is_set()
+        assert _count(broker) == 0
         await loop.run_in_executor(None, server.set_vm_memory_high_watermark, 0.4)
         await asyncio.wait_for(unblocked.wait(), 5)
+        await asyncio.wait_for(published, 5)
+        assert _count(broker) == 1
         await conn.close()
 
     with caplog.at_level(logging.WARNING, logger="aiormq.connection"), broker.serve() as server:

@@ -110,7 +110,7 @@ def test_a_bug_sending_a_delivery_closes_the_consumer_not_the_publisher(
             consumer.process_data_events(time_limit=2)
         assert err.value.reply_code == 541
         monkeypatch.undo()
-        wait_until(lambda: broker.queues["q"].message_count == 1)  # requeued, not lost
+        wait_until(lambda: broker.queues["q"].message_count == 1)  # ("one more", held)  # requeued, not lost
         assert pch.basic_get("q", auto_ack=True)[2] == b"m"
         publisher.close()
     assert [str(e) for e in server.errors] == ["cannot send this delivery"]
@@ -296,11 +296,14 @@ def test_the_memory_watermark_blocks_publishers_until_queues_drain() -> None:
         ch.queue_declare("q")
         for _ in range(6):
             ch.basic_publish("", "q", b"x" * 1000)
+        wait_until(lambda: broker.queues["q"].message_count == 6)
         broker.tick()
-        wait_until(lambda: conn.process_data_events(0) or events == ["low on memory"])
         assert broker.publishers_blocked
-        ch.queue_purge("q")
+        ch.basic_publish("", "q", b"one more")  # (told as it publishes, as RabbitMQ's reader)
+        wait_until(lambda: conn.process_data_events(0) or events == ["low on memory"])
+        broker.connect().channel().queue_purge("q")
         broker.tick()
         wait_until(lambda: conn.process_data_events(0) or events[-1:] == ["unblocked"])
+        wait_until(lambda: broker.queues["q"].message_count == 1)  # ("one more", held)
         conn.close()
     assert server.errors == []
