@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -88,6 +91,26 @@ def text(b: bytes) -> tuple[str, bool]:
 
 recorded: list[str] = []
 
+# patterns of run-dependent text: (regex, description)
+VARIABLE_PATTERNS = [
+    (r"<rabbit@[\w.-]+\.\d+\.\d+\.\d+>", "Erlang pids as <node.N.N.N> (table) differ per run"),
+    (r"#PID<\d+\.\d+\.\d+>", "Erlang pids as #PID<N.N.N> (json) differ per run"),
+    (r"127\.0\.0\.1:\d+ -> 127\.0\.0\.1:5672", "the client's ephemeral port in connection/channel names"),
+    (r"rabbitmqcli-\d+-", "the CLI's own node name rabbitmqcli-<N>-<node>"),
+    (r"Erlang cookie hash", "the Erlang cookie hash (per machine)"),
+    (r"other nodes on", "the list of other Erlang nodes registered with epmd"),
+    (r"@vm\b", "the host name 'vm' (short node names are completed with the machine's host name)"),
+    (r"^\d\d:\d\d:\d\d\.\d{3} \[", "a log line with a wall-clock timestamp"),
+    (r"/tmp/ctl-golden-", "a temporary path"),
+    (r"Uptime|uptime", "uptime"),
+    (r"rabbitmq-cluster-id-", "the value of internal_cluster_id (seen to change between runs on the shared node)"),
+    (r"\b1[6-9]\d{11}\b", "millisecond timestamps (connected_at)"),
+]
+
+
+def auto_notes(s: str) -> list[str]:
+    return [desc for rx, desc in VARIABLE_PATTERNS if re.search(rx, s, re.M)]
+
 
 def case(
     tool: str,
@@ -115,6 +138,9 @@ def case(
         "stderr": err,
         "notes": notes,
     }
+    auto = auto_notes(out + err)
+    if auto:
+        doc["notes"] = (notes + " " if notes else "") + "Variable: " + "; ".join(auto) + "."
     if stdin is not None:
         doc["stdin"] = stdin.decode()
     if out_latin or err_latin:
@@ -161,8 +187,23 @@ class Holder:
         if consume:
             self.ch.basic_qos(prefetch_count=1)
             self.ch.basic_consume("q.classic", lambda *a: None, auto_ack=False, consumer_tag=CONSUMER_TAG)
+        # pumped by its own thread (and only by it, until close()) so that a connection.close
+        # from the broker is answered at once: otherwise the connection stays tracked while
+        # RabbitMQ waits for close-ok, and close_all_connections counts it again.
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        try:
+            while not self.stop.is_set() and self.conn.is_open:
+                self.conn.process_data_events(time_limit=0.1)
+        except Exception:
+            pass
 
     def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
         try:
             if self.conn.is_open:
                 self.conn.close()
@@ -172,10 +213,10 @@ class Holder:
 
 def teardown() -> None:
     ctl("delete_vhost", VHOST, check=False)
-    for u in (ADMIN, PLAIN, MULTI, TEMP_USER, "ctl-golden-new", "ctl-golden-imported"):
+    for u in (ADMIN, PLAIN, MULTI, TEMP_USER, "ctl-golden-q", "ctl-golden-nopw"):
         ctl("delete_user", u, check=False)
     ctl("clear_global_parameter", GLOBAL_PARAM, check=False)
-    for v in ("ctl-golden-new", "ctl-golden-imported"):
+    for v in ("ctl-golden-new", "ctl-golden-meta", "ctl-golden-escape"):
         ctl("delete_vhost", v, check=False)
 
 
@@ -287,7 +328,8 @@ def list_cases() -> None:
             rctl(f"{cmd}_missing_user", [cmd, "ctl-golden-nosuch"], "User does not exist.")
         elif cmd == "list_user_limits":
             base = [cmd, "--user", ADMIN]
-            rctl(f"{cmd}_all", [cmd], note)
+            rctl(f"{cmd}_all", [cmd], note + " Without --user it lists the limits of user guest (the default user), "
+                 "not of all users.")
             rctl(f"{cmd}_{PLAIN}", [cmd, "--user", PLAIN], note + " This user has no limits.")
             rctl(f"{cmd}_missing_user", [cmd, "--user", "ctl-golden-nosuch"], "User does not exist.")
         elif scoped:
@@ -330,6 +372,74 @@ def list_cases() -> None:
     rctl("list_queues_timeout", ["list_queues", "-p", VHOST, "-t", "5", "name"], LIST_NOTE + " -t 5.")
 
 
+ESC_VHOST = "ctl-golden-escape"
+ESC_QUEUES = ["q.tab\there", "q.nl\nhere", "q.\u00fc\u00f1\u00ed", 'q."quoted" \\back', "q.comma,semi;"]
+
+
+def escape_cases() -> None:
+    """How names and argument values with special characters are printed."""
+    ctl("add_vhost", ESC_VHOST)
+    ctl("set_permissions", "-p", ESC_VHOST, ADMIN, ".*", ".*", ".*")
+    try:
+        # over the management HTTP API: pika 1.x frames a non-ASCII queue name with a wrong
+        # length (the broker then waits for bytes that never come)
+        for q in ESC_QUEUES:
+            http("PUT", f"/api/queues/{ESC_VHOST}/{q}", {"durable": True})
+        http("PUT", f"/api/queues/{ESC_VHOST}/q.argtypes", {"durable": True, "arguments": {
+            "x-str": "tab\there \"q\" \u00fc", "x-neg": -5, "x-float": 1.5, "x-true": True,
+            "x-false": False, "x-empty-list": [], "x-nested": {"a": [1, {"b": "c"}]}}})
+        http("PUT", f"/api/exchanges/{ESC_VHOST}/ex.\u00fc tab\t", {"type": "direct", "durable": True})
+        http("POST", f"/api/bindings/{ESC_VHOST}/e/ex.\u00fc tab\t/q/q.argtypes",
+             {"routing_key": "rk with\ttab", "arguments": {"s": "v\nnl"}})
+        time.sleep(2)
+        note = ("Vhost ctl-golden-escape: queues " + json.dumps(ESC_QUEUES, ensure_ascii=False)
+                + " and q.argtypes (arguments of many AMQP field types), exchange 'ex.\u00fc tab\\t' bound to "
+                "q.argtypes with routing key 'rk with\\ttab' and arguments {s: 'v\\nnl'}; all declared over the "
+                "management HTTP API (there the newline of 'q.nl\\nhere' is lost: the queue is named 'q.nlhere'). "
+                "Integers given in JSON over HTTP become 'long' (pika's become 'signedint'). Compare rows as a set.")
+        p = ["-p", ESC_VHOST]
+        rctl("escape_list_queues", ["list_queues", *p, "name", "arguments"], note)
+        rctl("escape_list_queues_json", ["list_queues", *p, "name", "arguments", "--formatter", "json"], note)
+        rctl("escape_list_queues_csv", ["list_queues", *p, "name", "arguments", "--formatter", "csv"], note)
+        rctl("escape_list_queues_pretty", ["list_queues", *p, "name", "--formatter", "pretty_table"], note)
+        rctl("escape_list_queues_erlang", ["list_queues", *p, "name", "arguments", "--formatter", "erlang"], note)
+        rctl("escape_list_exchanges", ["list_exchanges", *p, "name", "type"], note)
+        rctl("escape_list_bindings", ["list_bindings", *p], note)
+        rctl("escape_list_bindings_json", ["list_bindings", *p, "--formatter", "json"], note)
+        rctl("escape_purge_queue", ["purge_queue", *p, "q.tab\there"], note)
+        rctl("escape_delete_queue_missing", ["delete_queue", *p, "q.\u00fc-missing"], note)
+    finally:
+        ctl("delete_vhost", ESC_VHOST, check=False)
+
+
+def http(method: str, path: str, body: Any) -> None:
+    import base64
+    import urllib.parse
+    import urllib.request
+
+    url = "http://127.0.0.1:15672" + "/".join(urllib.parse.quote(p, safe="") for p in path.split("/"))
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method=method)
+    auth = base64.b64encode(f"{ADMIN}:{PASSWORDS[ADMIN]}".encode()).decode()
+    req.add_header("Authorization", "Basic " + auth)
+    req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=30) as r:
+        r.read()
+
+
+def info_items_summary() -> None:
+    """derived/list_info_items.json: the columns each list command accepts (from its help)."""
+    items: dict[str, Any] = {}
+    for cmd in LIST_COMMANDS:
+        f = GOLDEN / "rabbitmqctl" / f"help_{cmd}.json"
+        if not f.exists():
+            continue
+        out = json.loads(f.read_text())["stdout"]
+        m = re.search(r"must be one of ([^\n]+)", out)
+        items[cmd] = m.group(1).split(", ") if m else None
+    (GOLDEN / "derived").mkdir(parents=True, exist_ok=True)
+    (GOLDEN / "derived" / "list_info_items.json").write_text(json.dumps(items, indent=2) + "\n")
+
+
 def user_cases() -> None:
     rctl("add_user", ["add_user", TEMP_USER, "temp-pw"], "Creates ctl-golden-temp (deleted later).")
     rctl("add_user_exists", ["add_user", TEMP_USER, "temp-pw"], "User already exists.")
@@ -352,6 +462,10 @@ def user_cases() -> None:
     rctl("set_user_limits_missing_user", ["set_user_limits", "ctl-golden-nosuch", '{"max-connections":3}'], "")
     rctl("clear_user_limits", ["clear_user_limits", TEMP_USER, "max-connections"], "")
     rctl("clear_user_limits_all", ["clear_user_limits", TEMP_USER, "all"], "")
+    rctl("add_user_q", ["add_user", "-q", "ctl-golden-q", "pw"], "-q on a mutating command (user deleted right after).")
+    rctl("delete_user_q", ["delete_user", "-q", "ctl-golden-q"], "")
+    rctl("authenticate_user_cleared_password", ["authenticate_user", TEMP_USER, "temp-pw2"],
+         "After clear_password.")
     rctl("delete_user", ["delete_user", TEMP_USER], "")
     rctl("delete_user_missing", ["delete_user", TEMP_USER], "User no longer exists.")
 
@@ -435,9 +549,17 @@ def policy_cases() -> None:
                                  "^q\\.args$", '{"max-length":50,"message-ttl":30000}'], "Same value as the state's.")
     rctl("set_operator_policy_not_allowed_key", ["set_operator_policy", *p, "op2", "^x",
                                                  '{"alternate-exchange":"amq.fanout"}'], "")
-    rctl("set_operator_policy_bad_apply_to", ["set_operator_policy", *p, "--apply-to", "exchanges", "op2", "^x",
-                                              '{"max-length":1}'], "")
+    rctl("set_operator_policy_apply_to_exchanges", ["set_operator_policy", *p, "--apply-to", "exchanges", "op2",
+                                                    "^x", '{"max-length":1}'],
+         "Accepted although max-length means nothing for exchanges. Removed right after.")
+    rctl("list_operator_policies_two", ["list_operator_policies", *p], "op1 and op2.")
+    rctl("clear_operator_policy", ["clear_operator_policy", *p, "op2"], "")
     rctl("clear_operator_policy_missing", ["clear_operator_policy", *p, "op2"], "")
+    rctl("set_operator_policy_bad_apply_to", ["set_operator_policy", *p, "--apply-to", "things", "op2", "^x",
+                                              '{"max-length":1}'], "")
+    rctl("set_operator_policy_bad_json", ["set_operator_policy", *p, "op2", "^x", "{max"], "")
+    rctl("set_policy_q", ["set_policy", "-q", *p, "--priority", "1", "--apply-to", "queues", "p1", "^q\\.",
+                          '{"max-length":100}'], "-q on a mutating command. Same value as the state's.")
     rctl("set_parameter_unknown_component", ["set_parameter", *p, "federation-upstream", "up1",
                                              '{"uri":"amqp://localhost"}'], "federation plugin not enabled.")
     rctl("clear_parameter_missing", ["clear_parameter", *p, "federation-upstream", "up1"], "")
@@ -506,11 +628,13 @@ def connection_cases() -> None:
     extra2 = Holder("ctl-golden-victim3", consume=False)
     time.sleep(2)
     # only ever with -p ctl-golden: without it close_all_connections closes vhost "/"
+    time.sleep(3)  # connection tracking (which close_all_connections reads) is updated asynchronously
     rctl("close_all_connections_limit", ["close_all_connections", *p, "--limit", "1", "golden test"],
-         "ctl-golden had 3 connections (held, victim2, victim3); closes 1 (which one is not defined). "
-         "The held connection may be closed: the script reopens it.")
+         "ctl-golden had 3 connections (held, victim2, victim3); closes 1 (which one is not defined).")
+    time.sleep(5)
     rctl("close_all_connections", ["close_all_connections", *p, "golden test"],
-         "Closes every remaining connection in ctl-golden (the held one is reopened afterwards).")
+         "Closes the 2 remaining connections in ctl-golden.")
+    time.sleep(5)
     rctl("close_all_connections_none", ["close_all_connections", *p, "golden test"], "No connections left.")
     rctl("close_all_connections_missing_vhost", ["close_all_connections", "-p", "ctl-golden-nosuch", "x"], "")
     rctl("close_all_connections_no_reason", ["close_all_connections", *p], "Missing explanation argument.")
@@ -533,7 +657,7 @@ def definitions_cases(tmp: Path) -> None:
          "Whole node's definitions (other work's objects, password hashes vary): compare the shape "
          "(top-level keys, per-object keys, JSON layout), not bytes.")
     rctl("export_definitions_stdout_json", ["export_definitions", "-", "--formatter", "json"],
-         "Same as export_definitions_stdout, explicit --formatter json.")
+         "Same as export_definitions_stdout, explicit --formatter json. Variable: as export_definitions_stdout.")
     rctl("export_definitions_erlang", ["export_definitions", "-", "--formatter", "erlang"],
          "Erlang term format; shape only.")
     rctl("export_definitions_bad_path", ["export_definitions", "/nonexistent-dir/defs.json"], "")
@@ -704,9 +828,14 @@ def main() -> int:
     holder: Holder | None = None
     tmp = Path(tempfile.mkdtemp(prefix="ctl-golden-"))
     tmp.chmod(0o777)  # the Debian wrapper runs the CLI as user rabbitmq: it must read and write here
+    if ONLY is None:  # a full run replaces every case (no stale files from renamed cases)
+        for f in GOLDEN.glob("*/*.json"):
+            f.unlink()
     try:
         holder = setup()
         list_cases()
+        info_items_summary()
+        escape_cases()
         user_cases()
         vhost_cases()
         permission_cases()
@@ -722,6 +851,7 @@ def main() -> int:
         if holder is not None:
             holder.close()
         teardown()
+        shutil.rmtree(tmp, ignore_errors=True)
     print(f"recorded {len(recorded)} cases")
     return 0
 
