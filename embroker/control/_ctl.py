@@ -16,6 +16,7 @@ tables' hash order, which no script can rely on.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import sys
@@ -233,7 +234,10 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
         arguments = []
     spec = COMMANDS.get(name)
     if spec is None or tool not in spec.tools:
-        print(f"\nCommand '{name}' not found.\n", file=err)
+        known = [c for c, s in COMMANDS.items() if tool in s.tools]
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"Did you mean '{close[0]}'? \n" if close else ""
+        print(f"\nCommand '{name}' not found. \n{hint}", file=err)
         return EX_USAGE
     inv = Invocation(tool, name, arguments, options, out, err, environ, given)
     if options.get("help"):
@@ -382,8 +386,9 @@ def _list_topic_permissions(inv: Invocation) -> None:
 def _list_user_topic_permissions(inv: Invocation) -> None:
     user = inv.arguments[0]
     inv.say(f'Listing topic permissions for user "{user}" ...')
-    _dict_rows(inv, ("vhost", "exchange", "write", "read"),
-               inv.ask("list_user_topic_permissions", user=user))
+    found = inv.ask("list_user_topic_permissions", user=user)
+    inv.options["no_table_headers"] = True  # (RabbitMQ's prints no header here)
+    _dict_rows(inv, ("vhost", "exchange", "write", "read"), found)
 
 
 _POLICY_COLUMNS = ("vhost", "name", "pattern", "apply-to", "definition", "priority")
@@ -409,7 +414,8 @@ def _list_operator_policies(inv: Invocation) -> None:
 
 
 def _limits_text(limits: Mapping[str, Any]) -> str:
-    return json.dumps(dict(limits), separators=(",", ":"))
+    """Limits as RabbitMQ's tools print them: the JSON of an Erlang map, keys in order."""
+    return json.dumps(dict(limits), separators=(",", ":"), sort_keys=True)
 
 
 @command("list_vhost_limits", "list_vhost_limits [--vhost <vhost>] [--global] [--no-table-headers]")
@@ -418,14 +424,16 @@ def _list_vhost_limits(inv: Invocation) -> None:
     inv.say("Listing limits for all vhosts ..." if every
             else f'Listing limits for vhost "{inv.vhost}" ...')
     found = inv.ask("list_vhost_limits", vhost=inv.vhost, **{"global": every})
-    if inv.options.get("formatter") == "json":
-        _dict_rows(inv, ("vhost", "limits"), found)
-    elif every:
+    if every:
         _rows(inv, ("vhost", "limits"), [[f["vhost"], _limits_text(f["limits"])] for f in found])
+        return
+    limits = found[0]["limits"]
+    text = _limits_text(limits) if limits else ""  # (none: an empty line)
+    if inv.options.get("formatter") == "json":
+        print(json.dumps({"node": inv.node, "result": "ok", "value": text},
+                         separators=(",", ":")), file=inv.out)
     else:
-        for item in found:
-            if item["limits"]:
-                print(_limits_text(item["limits"]), file=inv.out)
+        print(text, file=inv.out)
 
 
 @command("list_user_limits", "list_user_limits [--user <username>] [--global]")
@@ -435,13 +443,14 @@ def _list_user_limits(inv: Invocation) -> None:
     inv.say("Listing limits for all users ..." if every
             else f'Listing limits for user "{user}" ...')
     found = inv.ask("list_user_limits", user=user)
-    if inv.options.get("formatter") == "json":
-        _dict_rows(inv, ("user", "limits"), found)
-    elif every:
+    if every:
         _rows(inv, ("user", "limits"), [[f["user"], _limits_text(f["limits"])] for f in found])
+        return
+    text = _limits_text(found[0]["limits"])
+    if inv.options.get("formatter") == "json":
+        print(json.dumps({"message": text}, separators=(",", ":")), file=inv.out)
     else:
-        for item in found:
-            print(_limits_text(item["limits"]), file=inv.out)
+        print(text, file=inv.out)
 
 
 @command("list_parameters", "list_parameters [--vhost <vhost>] [--no-table-headers]")
@@ -474,14 +483,26 @@ def _simple(name: str, usage: str, arity: tuple[int, int | None],
     def run_simple(inv: Invocation) -> None:
         inv.say(banner(inv))
         inv.ask(operation, **arguments(inv))
-        if done is not None:
-            print(done(inv), file=inv.out)
+        if done is not None:  # (not with -q: add_user's advice is no output to parse)
+            inv.say(done(inv))
     command(name, usage, arity)(run_simple)
 
 
-_simple("add_user", "add_user <username> <password>", (2, 2),
+def _password(inv: Invocation) -> str:
+    """The password argument, else a line of standard input, as RabbitMQ's add_user takes it
+    (for passwords kept out of the process list)."""
+    if len(inv.arguments) > 1:
+        return inv.arguments[1]
+    print("Password: ", file=inv.out)
+    line = sys.stdin.readline() if not sys.stdin.isatty() else ""
+    if not line.strip():
+        raise ControlError("Password is not provided via argument or stdin", EX_DATAERR)
+    return line.rstrip("\n")
+
+
+_simple("add_user", "add_user <username> <password>", (1, 2),
         lambda inv: f'Adding user "{inv.arguments[0]}" ...', "add_user",
-        lambda inv: {"user": inv.arguments[0], "password": inv.arguments[1]},
+        lambda inv: {"user": inv.arguments[0], "password": _password(inv)},
         lambda inv: "Done. Don't forget to grant the user permissions to some virtual hosts! "
                     "See 'rabbitmqctl help set_permissions' to learn more.")
 _simple("delete_user", "delete_user <username>", (1, 1),

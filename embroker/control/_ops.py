@@ -369,7 +369,7 @@ def _list_user_permissions(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
     user = _text(arguments, "user")
     with broker.locked():
-        _user(broker, user)
+        _no_such_user(broker, user)
         rows = []
         for vhost in broker.vhosts:
             permissions = broker.access.permissions(user, vhost)
@@ -393,7 +393,7 @@ def _list_user_topic_permissions(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
     user = _text(arguments, "user")
     with broker.locked():
-        _user(broker, user)
+        _no_such_user(broker, user)
         return [{"vhost": vhost, "exchange": p.exchange, "write": p.write, "read": p.read}
                 for vhost in broker.vhosts
                 for p in broker.access.topic_permissions(user, vhost)]
@@ -438,7 +438,7 @@ def _list_user_limits(node: Node, arguments: dict[str, Any]) -> Any:
             return [{"user": user, "limits": limits}
                     for user, limits in broker.user_limits().items() if limits]
         user = _text(arguments, "user")
-        _user(broker, user)
+        _no_such_user(broker, user)
         return [{"user": user, "limits": broker.user_limits(user).get(user, {})}]
 
 
@@ -460,6 +460,13 @@ def _list_global_parameters(node: Node, arguments: dict[str, Any]) -> Any:
 
 
 # -- users --------------------------------------------------------------------------------------
+
+def _no_such_user(broker: Broker, name: str) -> None:
+    """The user listings' and limits' error for a missing user (``{:no_such_user, "x"}``,
+    exit 69: RabbitMQ's CLI prints the node's error term as it is)."""
+    if name not in broker.access.users:
+        raise ControlError(f'{{:no_such_user, "{name}"}}', EX_UNAVAILABLE)
+
 
 def _user(broker: Broker, name: str, *, quoted: bool = True) -> None:
     """RabbitMQ's error for a missing user: quoted by the user commands, not by the
@@ -656,6 +663,8 @@ def _set_vhost_limits(node: Node, arguments: dict[str, Any]) -> Any:
 def _clear_vhost_limits(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
     with broker.locked():
+        if _text(arguments, "vhost", "/") not in broker.vhosts:
+            raise ControlError("Parameter does not exist", EX_UNAVAILABLE)
         broker.clear_vhost_limits(vhost=_vhost(broker, arguments).name)
     return None
 
@@ -679,8 +688,7 @@ def _set_user_limits(node: Node, arguments: dict[str, Any]) -> Any:
     if not isinstance(limits, dict):
         raise ControlError(_BADARG, EX_UNAVAILABLE)
     with broker.locked():
-        if name not in broker.access.users:
-            raise ControlError(f'{{:no_such_user, "{name}"}}', EX_UNAVAILABLE)
+        _no_such_user(broker, name)
         broker.set_user_limits(name, limits)
     return None
 

@@ -78,6 +78,10 @@ def _golden_state(broker: Broker) -> None:
     client.basic_consume("q.classic", lambda *_: None, consumer_tag="ctl-golden-consumer")
     broker.set_policy("p1", r"^q\.", {"max-length": 100}, priority=1, apply_to="queues",
                       vhost="ctl-golden")
+    broker.set_operator_policy("op1", r"^q\.args$", {"max-length": 50, "message-ttl": 30000},
+                               apply_to="queues", vhost="ctl-golden")
+    broker.set_vhost_limits({"max-connections": 10, "max-queues": 20}, vhost="ctl-golden")
+    broker.set_user_limits("ctl-golden-admin", {"max-connections": 5, "max-channels": 10})
 
 
 @pytest.fixture
@@ -214,7 +218,13 @@ ERRORS = ["list_queues_unknown_column", "list_exchanges_unknown_column",
           "authenticate_user_missing_user", "set_user_limits_missing_user",
           "close_connection_bad_pid", "trace_on", "trace_on_missing_vhost",
           "set_vm_memory_high_watermark_2", "set_disk_free_limit_abc",
-          "set_vm_memory_high_watermark_same", "set_disk_free_limit_same"]
+          "set_vm_memory_high_watermark_same", "set_disk_free_limit_same",
+          "list_user_permissions_missing_user", "list_user_topic_permissions_missing_user",
+          "list_user_limits_missing_user", "clear_vhost_limits_missing_vhost",
+          "list_vhost_limits_missing_vhost", "unknown_command_close_match",
+          "list_user_topic_permissions", "list_user_topic_permissions_ctl-golden-multi",
+          "list_vhost_limits_json", "list_user_limits_json", "list_user_limits",
+          "list_vhost_limits"]
 
 
 @pytest.mark.parametrize("case", ERRORS)
@@ -233,6 +243,19 @@ def test_a_node_that_is_not_running_is_exit_69_with_rabbitmqs_first_line() -> No
     code, out, err = ctl(*expected["argv"][1:])
     assert (code, out) == (69, "")
     assert err.splitlines()[0] == expected["stderr"].splitlines()[0]
+
+
+def test_add_user_reads_its_password_from_standard_input(node: Node,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """As RabbitMQ's (recorded: add_user_no_password): without a password argument, a line
+    of standard input; none there is exit 65 with its text."""
+    expected = golden("rabbitmqctl", "add_user_no_password")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    code, out, err = ctl(*expected["argv"][1:])
+    assert (code, out, err) == (expected["exit"], expected["stdout"], expected["stderr"])
+    monkeypatch.setattr(sys, "stdin", io.StringIO("from-stdin\n"))
+    assert ctl("add_user", "piped")[0] == 0
+    assert node.broker.access.check_login("piped", "from-stdin", loopback=True) is None
 
 
 def test_users_vhosts_and_permissions_round_trip(node: Node) -> None:
