@@ -615,12 +615,7 @@ class Server:
         self.management_allow_hosts = tuple(management_allow_hosts)
         self._hosts: HostPolicy | None = None  # the management port's, made with the API
         if management_port is not None or management_tls_port is not None:
-            from .management import ManagementAPI  # h11 and the API: only when served
-            from .management._http import HostPolicy
-
-            self._management = ManagementAPI(broker, self)
-            own = {host, *(sock.getsockname()[0] for sock in self._listeners)}
-            self._hosts = HostPolicy.of(own, self.management_allow_hosts)
+            self._start_management()
         #: The application runs (``rabbitmqctl stop_app`` / ``start_app``): :attr:`app_running`.
         self._app_running = True
         #: The folder whose file system the disk monitor watches (RabbitMQ's data directory).
@@ -873,6 +868,83 @@ class Server:
         if self._running:
             return self._on_loop(function, timeout=30.0)
         return function()
+
+    def _start_management(self) -> None:
+        from .management import ManagementAPI  # h11 and the API: only when served
+        from .management._http import HostPolicy
+
+        self._management = ManagementAPI(self.broker, self)
+        own = {self.host, *(sock.getsockname()[0] for sock in self._listeners)}
+        self._hosts = HostPolicy.of(own, self.management_allow_hosts)
+
+    # -- listeners a plugin brings: rabbitmq-plugins enable/disable on a running node ---------
+
+    def open_listener(self, kind: str, port: int) -> int:
+        """Serve the management API (``kind="management"``) or the stream protocol
+        (``"stream"``) on ``port`` from now on, as ``rabbitmq-plugins enable
+        rabbitmq_management`` (``rabbitmq_stream``) starts its listener on a running node;
+        the port (the one served already, if any). While the application is stopped the port
+        is kept for :meth:`start_app` to open. Safe from any thread.
+
+        Raises:
+            PortInUse: the port is taken.
+            ValueError: another kind of port.
+        """
+        if kind not in ("management", "stream"):
+            raise ValueError(f"open_listener: 'management' or 'stream', not {kind!r}")
+
+        def open_port() -> int:
+            current = self.management_port if kind == "management" else self.stream_port
+            if current is not None:
+                return current
+            policy = PortPolicy.for_management(self.max_connections["management"],
+                                               _HTTP_UNREAD) if kind == "management" \
+                else PortPolicy.for_stream(self.max_connections["stream"], _HTTP_UNREAD)
+            number = self._listen(self.host, port, policy)
+            added = self._ports[-1]
+            if kind == "management":
+                if self._management is None:
+                    self._start_management()
+                self.management_port = number
+            else:
+                self.stream_port = number
+                if self.stream_advertised_port is None:
+                    self.stream_advertised_port = number
+            if not self._app_running:  # (opened by start_app, with the others)
+                for sock in added.sockets:
+                    sock.close()
+                    self._listeners.remove(sock)
+                added.sockets = []
+            elif self._running:
+                self._select_port(added)
+            return number
+        result: int = self._in_loop(open_port)
+        return result
+
+    def close_listener(self, kind: str) -> None:
+        """Stop serving the management API or the stream protocol (its plain port; TLS ports
+        stay), as ``rabbitmq-plugins disable`` stops the plugin's listener: the port closes
+        and its clients are dropped. Safe from any thread."""
+        def close_port() -> None:
+            for port in [p for p in self._ports if p.policy.kind == kind and p.policy.tls is None]:
+                if port.selected:
+                    for sock in port.sockets:
+                        with contextlib.suppress(KeyError, ValueError):
+                            self._selector.unregister(sock)
+                    port.selected = False
+                for sock in port.sockets:
+                    sock.close()
+                    with contextlib.suppress(ValueError):
+                        self._listeners.remove(sock)
+                self._ports.remove(port)
+                self._paused_ports.discard(port)
+                for client in [c for c in self._http_clients.values() if c.port is port]:
+                    self._drop(client)
+            if kind == "management":
+                self.management_port = None
+            elif kind == "stream":
+                self.stream_port = None
+        self._in_loop(close_port)
 
     def _stop_app(self) -> None:
         if not self._app_running:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
@@ -62,13 +62,16 @@ class Node:
         data_dir: the node's data folder (``rabbitmq-diagnostics status``, the disk monitor).
         config_files: the configuration files it was started from, for ``status``.
         log_file: where it logs (``status``), if anywhere.
+        plugin_ports: where ``rabbitmq-plugins enable`` opens a listener plugin's port on the
+            running node (default RabbitMQ's: 15672 and 5552).
     """
 
     def __init__(self, broker: Broker, server: Server, name: str, *,
                  on_stop: Callable[[], None] | None = None,
                  enabled_plugins_file: Path | None = None, data_dir: Path | None = None,
                  config_files: Iterable[Path] = (), log_file: Path | None = None,
-                 folder: Path | None = None) -> None:
+                 folder: Path | None = None,
+                 plugin_ports: Mapping[str, int] | None = None) -> None:
         self.broker = broker
         self.server = server
         self.name = name
@@ -83,6 +86,10 @@ class Node:
         self.config_files = tuple(config_files)
         self.log_file = log_file
         self._folder = folder
+        #: Where a listener plugin enabled on the running node listens (RabbitMQ's defaults,
+        #: or the node's configuration: ``management.tcp.port``, ``stream.listeners.tcp``).
+        self.plugin_ports: dict[str, int] = {"rabbitmq_management": 15672,
+                                             "rabbitmq_stream": 5552, **(plugin_ports or {})}
         self._entry: NodeEntry | None = None
         self._views: ManagementAPI | None = None
 
@@ -177,17 +184,34 @@ class Node:
 
     def apply_plugins(self, enabled: Iterable[str]) -> dict[str, list[str]]:
         """Make ``enabled`` the node's plugins, as ``rabbitmq-plugins`` applies a configuration
-        to a running node: the exchange-type plugins start and stop at once
-        (:meth:`Plugins.enable <embroker.model._plugins.Plugins.enable>`); a listener plugin
-        (management, stream) whose port the node does not serve waits for its next start.
-        Returns what ``started``, ``stopped`` and what ``waits``."""
+        to a running node, at once: the exchange-type plugins
+        (:meth:`Plugins.enable <embroker.model._plugins.Plugins.enable>`) and the listeners
+        (management, stream: :meth:`Server.open_listener <embroker.server.Server.open_listener>`
+        on :attr:`plugin_ports`). Returns which ``started`` and which ``stopped``."""
         wanted = set(enabled)
         plugins = self.broker.plugins
-        started = sorted(n for n in wanted & set(PLUGINS) if plugins.enable(n))
-        stopped = sorted(n for n in set(plugins.enabled) - wanted if plugins.disable(n))
+        started = [n for n in wanted & set(PLUGINS) if plugins.enable(n)]
+        stopped = [n for n in set(plugins.enabled) - wanted if plugins.disable(n)]
         running = set(self.plugin_states()["enabled"])
-        waits = sorted((wanted ^ running) & set(LISTENER_PLUGINS))
-        return {"started": started, "stopped": stopped, "waits": waits}
+        for name, kind in (("rabbitmq_management", "management"), ("rabbitmq_stream", "stream")):
+            if name in wanted and name not in running:
+                try:
+                    self.server.open_listener(kind, self.plugin_ports[name])
+                except PortInUse as exc:
+                    raise ControlError(f"{name} cannot listen: {exc}", 70) from None
+                started.append(name)
+            elif name not in wanted and name in running:
+                self.server.close_listener(kind)
+                stopped.append(name)
+        self._reregister()
+        return {"started": sorted(started), "stopped": sorted(stopped)}
+
+    def _reregister(self) -> None:
+        """The registry file again, with the ports served now."""
+        if self._entry is not None:
+            self._entry = NodeEntry(self.name, self._entry.pid, self._entry.control_port,
+                                    self._entry.cookie, self._ports())
+            register(self._entry, self._folder)
 
     def status(self) -> dict[str, Any]:
         """What ``rabbitmqctl status`` shows of the node."""

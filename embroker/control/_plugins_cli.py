@@ -6,9 +6,9 @@ and the others of ``Broker(plugins=...)``) and the listeners (``rabbitmq_managem
 ``rabbitmq_stream``, and ``rabbitmq_amqp1_0``, always on). As RabbitMQ's tool, ``enable`` and
 ``disable`` write the enabled-plugins file its own environment names
 (``RABBITMQ_ENABLED_PLUGINS_FILE``, else /etc/rabbitmq/enabled_plugins), refusing a node that
-uses another, then the running node applies the configuration: an exchange type's plugin starts
-or stops at once; a listener's port opens or closes at the node's next start, which the tool
-says. ``--offline`` writes the file alone.
+uses another, then the running node applies the configuration at once: an exchange type's
+plugin starts or stops, a listener's port (management, stream) opens or closes. ``--offline``
+writes the file alone.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def _change(inv: Invocation, state: dict[str, Any] | None, enable: bool) -> int 
         return None
     print(f"Applying plugin configuration to {inv.node}...", file=inv.out)
     applied = inv.ask("apply_plugins", enabled=configured)
-    if not applied["started"] and not applied["stopped"] and not applied["waits"]:
+    if not applied["started"] and not applied["stopped"]:
         print("Plugin configuration unchanged.", file=inv.out)
         return None
     for key, verb in (("started", "enabled"), ("stopped", "disabled")):
@@ -127,9 +127,6 @@ def _change(inv: Invocation, state: dict[str, Any] | None, enable: bool) -> int 
                   + "".join(f"  {n}\n" for n in applied[key])
                   + f"\n{'started' if key == 'started' else 'stopped'} {len(applied[key])} "
                   "plugins.", file=inv.out)
-    for name in applied["waits"]:
-        print(f"{name}: embroker opens or closes its listener as the node starts: restart "
-              f"{inv.node} to apply it", file=inv.out)
     return None
 
 

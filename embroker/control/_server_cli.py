@@ -28,6 +28,7 @@ from ..errors import AMQPError, DefinitionsError
 from ..server import PortInUse, Server
 from ._config import ConfigError, NodeSettings, read_node_settings
 from ._node import Node
+from ._plugins_cli import DEFAULT_ENABLED_PLUGINS_FILE
 from ._registry import NodeNameInUse, lookup
 
 __all__ = ["main"]
@@ -130,10 +131,13 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
         print(f"embroker: cannot start node {settings.node_name}: {exc}", file=err)
         return 70
     node = Node(broker, server, settings.node_name,
-                enabled_plugins_file=Path(os.environ.get("RABBITMQ_ENABLED_PLUGINS_FILE", ""))
-                if os.environ.get("RABBITMQ_ENABLED_PLUGINS_FILE") else None,
+                enabled_plugins_file=Path(os.environ.get("RABBITMQ_ENABLED_PLUGINS_FILE")
+                                          or DEFAULT_ENABLED_PLUGINS_FILE),
                 data_dir=_data_dir(settings),
-                config_files=[Path(p) for p in settings.config_files], log_file=log_file)
+                config_files=[Path(p) for p in settings.config_files], log_file=log_file,
+                plugin_ports={"rabbitmq_management": settings.management_port or 15672,
+                              "rabbitmq_stream": settings.stream_listeners[0].port
+                              if settings.stream_listeners else 5552})
     try:
         node.start()
     except NodeNameInUse:

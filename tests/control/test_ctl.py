@@ -451,3 +451,34 @@ def test_serve_names_its_node_and_refuses_a_name_in_use(tmp_path: Path) -> None:
     finally:
         first.terminate()
         first.wait(10)
+
+
+def test_enabling_the_management_plugin_opens_its_listener_at_once(tmp_path: Path) -> None:
+    """As RabbitMQ's: rabbitmq-plugins enable rabbitmq_management on a running node starts
+    the HTTP API on its port; disable stops it (port 0 here: any free port)."""
+    path = tmp_path / "enabled_plugins"
+    environ = {**os.environ, "RABBITMQ_ENABLED_PLUGINS_FILE": str(path)}
+    broker = Broker()
+    with Server(broker) as server, Node(broker, server, NODE, enabled_plugins_file=path,
+                                        plugin_ports={"rabbitmq_management": 0,
+                                                      "rabbitmq_stream": 0}):
+        out = io.StringIO()
+        assert plugins(["enable", "rabbitmq_management", "rabbitmq_stream"], out=out,
+                       err=io.StringIO(), environ=environ) == 0
+        assert out.getvalue().endswith("  rabbitmq_management\n  rabbitmq_stream\n\n"
+                                       "started 2 plugins.\n")
+        assert server.management_port is not None
+        assert server.stream_port is not None
+        import urllib.request
+
+        request = urllib.request.Request(f"http://127.0.0.1:{server.management_port}/api/"
+                                         "overview", headers={"Authorization":
+                                                              "Basic Z3Vlc3Q6Z3Vlc3Q="})
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            assert json.load(answer)["product_name"]
+        listed = ctl("listeners", tool="rabbitmq-diagnostics")[1]
+        assert f"port: {server.stream_port}, protocol: stream" in listed
+        assert plugins(["disable", "rabbitmq_management"], out=io.StringIO(),
+                       err=io.StringIO(), environ=environ) == 0
+        assert server.management_port is None
+        assert "protocol: http" not in ctl("listeners", tool="rabbitmq-diagnostics")[1]
