@@ -627,6 +627,12 @@ class Server:
         self.vm_memory_limit = int(DEFAULT_VM_MEMORY_HIGH_WATERMARK * total_memory())
         #: The disk alarm's limit: the least free space, in bytes.
         self.disk_free_limit = DEFAULT_DISK_FREE_LIMIT
+        #: What :meth:`start_app` sets the watermark and the disk limit back to, as RabbitMQ
+        #: reads its configuration again (``rabbitmq-server`` sets them from
+        #: ``vm_memory_high_watermark.*`` and ``disk_free_limit.*``): (fraction, bytes), bytes.
+        self.configured_watermark: tuple[float | None, int | None] = (
+            DEFAULT_VM_MEMORY_HIGH_WATERMARK, None)
+        self.configured_disk_free_limit = DEFAULT_DISK_FREE_LIMIT
         #: The free space the disk monitor last saw, in bytes (``None``: not looked yet).
         self.disk_free: int | None = None
         self._memory_due = 0.0  # (time.monotonic(): when each monitor looks next)
@@ -1001,9 +1007,10 @@ class Server:
         self._app_running = True
         for port in reopened:
             self._select_port(port)
-        self._watermark = (DEFAULT_VM_MEMORY_HIGH_WATERMARK, None)
-        self.vm_memory_limit = int(DEFAULT_VM_MEMORY_HIGH_WATERMARK * total_memory())
-        self.disk_free_limit = DEFAULT_DISK_FREE_LIMIT
+        fraction, absolute = self._watermark = self.configured_watermark
+        self.vm_memory_limit = int(fraction * total_memory()) if fraction is not None \
+            else min(absolute or 0, total_memory())
+        self.disk_free_limit = self.configured_disk_free_limit
         self._monitor(time.monotonic(), force=True)
         log.info("the application started: ports %s listen again",
                  ", ".join(str(p.number) for p in reopened))

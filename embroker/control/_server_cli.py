@@ -78,11 +78,13 @@ def build(settings: NodeSettings) -> tuple[Broker, Server]:
         broker.load_definitions(path)
     server = Server(broker, **settings.server_kwargs())
     kind, value = settings.vm_memory_high_watermark
-    server.set_vm_memory_high_watermark(value if kind == "relative" else None,
-                                        absolute=int(value) if kind == "absolute" else None)
+    fraction, absolute = (value, None) if kind == "relative" else (None, int(value))
+    server.configured_watermark = (fraction, absolute)
+    server.set_vm_memory_high_watermark(fraction, absolute=absolute)
     kind, value = settings.disk_free_limit
     server.set_disk_free_limit(int(value) if kind == "absolute" else None,
                                mem_relative=value if kind == "relative" else None)
+    server.configured_disk_free_limit = server.disk_free_limit
     return broker, server
 
 

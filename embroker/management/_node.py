@@ -161,16 +161,20 @@ def _node(api: ManagementAPI) -> dict[str, Any]:
     broker = api.broker
     with broker.locked():
         held = broker.held_bytes()
-        alarm = broker.publishers_blocked
+        alarms = list(broker.alarms)
     limit = broker.memory_high_watermark
+    server = api.server  # (the node's monitors, when served: rabbitmqctl set_*_limit)
+    disk_limit = server.disk_free_limit if server is not None else 0
+    disk_free = (server.disk_free or 0) if server is not None else 0
     figures = views.stats(_NODE_FIGURES)
     for name in ("proc_used", "fd_used", "sockets_used"):
         figures[name] = 0
     return {**figures,
         "partitions": [], "os_pid": "0", "fd_total": 1024, "sockets_total": 0,
-        "mem_limit": limit if limit is not None else 0, "mem_alarm": alarm,
+        "mem_limit": limit if limit is not None else 0, "mem_alarm": "memory" in alarms,
         "mem_used": held, "mem_used_details": views.rate(),
-        "disk_free_limit": 0, "disk_free_alarm": False, "disk_free": 0,
+        "disk_free_limit": disk_limit, "disk_free_alarm": "disk" in alarms,
+        "disk_free": disk_free,
         "disk_free_details": views.rate(), "proc_total": 0, "proc_used": 0,
         "rates_mode": "basic", "uptime": int((time.time() - api._started) * 1000),
         "run_queue": 0, "processors": 1, "exchange_types": _exchange_types(api),
@@ -288,16 +292,24 @@ def _healthchecks_node(api: ManagementAPI, call: Call) -> Any:
     return {"status": "ok"}
 
 
+#: How RabbitMQ names each resource of an alarm (``rabbit_alarm:format_as_map/1``, v3.10.8).
+_ALARM_RESOURCES = {"memory": "memory", "disk": "disk space"}
+
+
 @route("GET", "health/checks/alarms", Rule.ANY)
 @route("GET", "health/checks/local-alarms", Rule.ANY)  # (one node: its alarms are all)
 def _health_alarms(api: ManagementAPI, call: Call) -> Any:
+    """The resource alarms in effect (``Broker.alarms``: the memory and disk alarms the node
+    raised, as ``rabbitmq-diagnostics alarms`` lists them), in RabbitMQ's failure body
+    (``rabbit_mgmt_wm_health_check_alarms``, ``..._local_alarms``, v3.10.8)."""
     with api.broker.locked():
-        blocked, reason = api.broker.publishers_blocked, api.broker.blocked_reason
-    if blocked:
-        return _failed({"status": "failed",
-                        "reason": "resource alarm(s) in effect in the cluster",
-                        "alarms": [{"node": views.NODE, "resource": "memory",
-                                    "reason": reason}]})
+        alarms = list(api.broker.alarms)
+    if alarms:
+        where = "on the node" if call.request.path.rstrip("/").endswith("local-alarms") \
+            else "in the cluster"
+        return _failed({"status": "failed", "reason": f"There are alarms in effect {where}",
+                        "alarms": [{"node": views.NODE, "resource": _ALARM_RESOURCES.get(a, a)}
+                                   for a in alarms]})
     return {"status": "ok"}
 
 

@@ -482,3 +482,64 @@ def test_enabling_the_management_plugin_opens_its_listener_at_once(tmp_path: Pat
                        err=io.StringIO(), environ=environ) == 0
         assert server.management_port is None
         assert "protocol: http" not in ctl("listeners", tool="rabbitmq-diagnostics")[1]
+
+
+def test_management_health_checks_report_the_nodes_alarms() -> None:
+    """The management API reads the same alarms as rabbitmq-diagnostics: 503 with
+    rabbit_alarm:format_as_map/1's resources ("memory", "disk space") and the reasons of
+    rabbit_mgmt_wm_health_check_alarms / _local_alarms (v3.10.8 source); /nodes shows the
+    disk monitor's limit and alarm."""
+    import urllib.error
+    import urllib.request
+
+    broker = Broker()
+    with broker.serve(management=True) as server:
+        base = f"http://127.0.0.1:{server.management_port}/api"
+
+        def get(path: str) -> tuple[int, Any]:
+            request = urllib.request.Request(base + path, headers={
+                "Authorization": "Basic Z3Vlc3Q6Z3Vlc3Q="})
+            try:
+                with urllib.request.urlopen(request, timeout=5) as answer:
+                    return answer.status, json.load(answer)
+            except urllib.error.HTTPError as failed:
+                return failed.code, json.load(failed)
+
+        assert get("/health/checks/alarms") == (200, {"status": "ok"})
+        server.set_vm_memory_high_watermark(0)
+        server.set_disk_free_limit(10**18)
+        status, body = get("/health/checks/alarms")
+        assert status == 503
+        assert body["reason"] == "There are alarms in effect in the cluster"
+        assert sorted(a["resource"] for a in body["alarms"]) == ["disk space", "memory"]
+        assert get("/health/checks/local-alarms")[1]["reason"] == (
+            "There are alarms in effect on the node")
+        (about,) = get("/nodes")[1]
+        assert (about["disk_free_limit"], about["disk_free_alarm"], about["mem_alarm"]) == (
+            10**18, True, True)
+        server.set_vm_memory_high_watermark(0.4)
+        server.set_disk_free_limit(50_000_000)
+        assert get("/health/checks/alarms") == (200, {"status": "ok"})
+
+
+def test_start_app_restores_the_configured_limits_not_rabbitmqs_defaults(tmp_path: Path) -> None:
+    """start_app reads the configuration again (as RabbitMQ's): what set_vm_memory_high_watermark
+    and set_disk_free_limit set at run time is gone, rabbitmq.conf's values come back."""
+    from embroker.control._config import read_node_settings
+    from embroker.control._server_cli import build
+
+    conf = tmp_path / "rabbitmq.conf"
+    conf.write_text("vm_memory_high_watermark.relative = 0.6\n"
+                    "disk_free_limit.absolute = 1000000\n")
+    settings = read_node_settings({"RABBITMQ_CONFIG_FILE": str(conf),
+                                   "RABBITMQ_NODE_PORT": "0",
+                                   "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+                                   "RABBITMQ_ENABLED_PLUGINS_FILE": str(tmp_path / "none")})
+    _broker, server = build(settings)
+    with server:
+        assert (server.vm_memory_high_watermark, server.disk_free_limit) == (0.6, 1_000_000)
+        server.set_vm_memory_high_watermark(0.9)
+        server.set_disk_free_limit(2_000_000)
+        server.stop_app()
+        server.start_app()
+        assert (server.vm_memory_high_watermark, server.disk_free_limit) == (0.6, 1_000_000)
