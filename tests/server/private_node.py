@@ -3,7 +3,7 @@ the shared reference at 5672 must never see): a copy of the reference's install 
 node name, ports, config file and data folder under /tmp (open to RabbitMQ's user, as its
 scripts run the node as ``rabbitmq``). It takes about 10 s to start; stopped after.
 
-(tls_node.py is the same with an amqps port and a certificate authority.)"""
+(tls_node.py starts one with an amqps port and a certificate authority through it.)"""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,26 +56,49 @@ class PrivateNode:
         return True
 
 
-def _wait_for(node: PrivateNode, process: subprocess.Popen[bytes], seconds: float) -> bool:
+def free_port() -> int:
+    """A port nothing listens on now (for a node's configuration)."""
+    return _free_port()
+
+
+def _wait_for(port: int, process: subprocess.Popen[bytes], seconds: float) -> bool:
     deadline = time.monotonic() + seconds
-    while not node.listening():
-        if process.poll() is not None or time.monotonic() > deadline:
-            return False
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                return False
         time.sleep(0.5)  # (a real node starting: polled against a deadline)
-    return True
 
 
 @contextlib.contextmanager
-def private_node(config: str = "") -> Iterator[PrivateNode | None]:
-    """A RabbitMQ node of its own on a free port (``config``: more lines of rabbitmq.conf);
-    ``None`` when it did not start within 60 s. Stopped after, its files removed."""
-    where = Path(tempfile.mkdtemp(prefix="embroker-private-node-"))
+def private_node(config: str = "", *, plugins: Iterable[str] = (), ready_port: int | None = None,
+                 under: Path | None = None, prefix: str = "embroker") -> Iterator[PrivateNode | None]:
+    """A RabbitMQ node of its own on a free port; ``None`` when it did not start within 60 s.
+    Stopped after, its files removed.
+
+    Args:
+        config: more lines of rabbitmq.conf (after its AMQP listener and ``loopback_users =
+            none``).
+        plugins: what its enabled_plugins file lists.
+        ready_port: the port whose listening means the node is up (default its AMQP port: a
+            TLS node's amqps port, say).
+        under: the folder its own folder goes in (default a new one under /tmp).
+        prefix: the start of its node name.
+    """
+    name = f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:6]}@localhost"
+    if under is None:
+        where = Path(tempfile.mkdtemp(prefix="embroker-private-node-"))
+    else:
+        where = under / name.partition("@")[0]
+        where.mkdir()
     where.chmod(0o777)
-    name = f"embroker-{os.getpid()}-{uuid.uuid4().hex[:6]}@localhost"
     port, dist = _free_port(), _free_port()
     (where / "rabbitmq.conf").write_text(f"listeners.tcp.default = {port}\n"
                                          "loopback_users = none\n" + config)
-    (where / "enabled_plugins").write_text("[].\n")
+    (where / "enabled_plugins").write_text(f"[{','.join(plugins)}].\n")
     for path in where.iterdir():
         path.chmod(0o644)
     env = {**os.environ, "RABBITMQ_NODENAME": name,
@@ -87,7 +110,7 @@ def private_node(config: str = "") -> Iterator[PrivateNode | None]:
                                stderr=subprocess.DEVNULL, start_new_session=True)
     node = PrivateNode(name, port)
     try:
-        yield node if _wait_for(node, process, 60) else None
+        yield node if _wait_for(ready_port or port, process, 60) else None
     finally:
         with contextlib.suppress(subprocess.TimeoutExpired):
             node.ctl("stop")

@@ -19,7 +19,8 @@ import trustme
 
 from embroker import Broker
 from embroker.tls import TLSOptions
-from tests.server.tls_node import NAMES, USER, Pki, available, tls_node
+from tests.server.private_node import available
+from tests.server.tls_node import NAMES, USER, Pki, tls_node
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("EMBROKER_REFERENCE_URL") or not available(),
