@@ -933,17 +933,8 @@ class Server:
         and its clients are dropped. Safe from any thread."""
         def close_port() -> None:
             for port in [p for p in self._ports if p.policy.kind == kind and p.policy.tls is None]:
-                if port.selected:
-                    for sock in port.sockets:
-                        with contextlib.suppress(KeyError, ValueError):
-                            self._selector.unregister(sock)
-                    port.selected = False
-                for sock in port.sockets:
-                    sock.close()
-                    with contextlib.suppress(ValueError):
-                        self._listeners.remove(sock)
+                self._close_port(port)
                 self._ports.remove(port)
-                self._paused_ports.discard(port)
                 for client in [c for c in self._http_clients.values() if c.port is port]:
                     self._drop(client)
             if kind == "management":
@@ -952,25 +943,28 @@ class Server:
                 self.stream_port = None
         self._in_loop(close_port)
 
+    def _close_port(self, port: _Port) -> None:
+        """Stop listening on ``port`` (its sockets closed; the port kept, to open again)."""
+        self._paused_ports.discard(port)
+        port.paused_until = 0.0
+        if port.selected:
+            for sock in port.sockets:
+                with contextlib.suppress(KeyError, ValueError):
+                    self._selector.unregister(sock)
+            port.selected = False
+        for sock in port.sockets:
+            sock.close()
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(sock)
+        port.sockets = []
+
     def _stop_app(self) -> None:
         if not self._app_running:
             return
         self._app_running = False
         for port in self._ports:
-            if port.policy.kind == "control":
-                continue
-            self._paused_ports.discard(port)
-            port.paused_until = 0.0
-            if port.selected:
-                for sock in port.sockets:
-                    with contextlib.suppress(KeyError, ValueError):
-                        self._selector.unregister(sock)
-                port.selected = False
-            for sock in port.sockets:
-                sock.close()
-                with contextlib.suppress(ValueError):
-                    self._listeners.remove(sock)
-            port.sockets = []
+            if port.policy.kind != "control":
+                self._close_port(port)
         # AMQP 1.0 clients see their socket close, with no close frame (live on 3.10.8: proton
         # reports "connection aborted"; 0-9-1 clients get their connection.close).
         amqp10 = [client for client in self._clients.values()
