@@ -190,16 +190,25 @@ def test_a_close_crossing_ours_is_answered_and_the_other_channels_go_on(target: 
 
 
 def test_channel_open_before_the_close_ok_of_a_crossed_close_is_504(target: Target) -> None:
+    """A channel.open on a channel still closing is the connection's 504. embroker first
+    answers what came before it on that channel (its close, the close-ok of the client's).
+    RabbitMQ's reader sees the channel.open while the channel's own process may not have
+    sent its close yet: under load it closed the connection with nothing before (seen once in
+    CI), so for it the closes before the 504 are optional."""
     c = RawClient(target.port)
     c.send(_publish("k", 1, exchange=_name("missing"))
            + encode_method_frame(1, ChannelClose(reply_code=200, reply_text="bye"))
            + encode_method_frame(1, ChannelOpen()))
     got = c.read_until(lambda _c, m: isinstance(m, ConnectionClose))
-    assert [(ch, type(m).__name__) for ch, m in got[:2]] == [(1, "ChannelClose"),
-                                                               (1, "ChannelCloseOk")]
-    assert got[2] == (0, ConnectionClose(reply_code=504,
-                                         reply_text="CHANNEL_ERROR - second 'channel.open' seen",
-                                         class_id=20, method_id=10))
+    before = [(ch, type(m).__name__) for ch, m in got[:-1]]
+    expected = [(1, "ChannelClose"), (1, "ChannelCloseOk")]
+    if target.name == "RabbitMQ":
+        assert before == expected[:len(before)]
+    else:
+        assert before == expected
+    assert got[-1] == (0, ConnectionClose(reply_code=504,
+                                          reply_text="CHANNEL_ERROR - second 'channel.open' seen",
+                                          class_id=20, method_id=10))
     c.close()
 
 
