@@ -575,6 +575,28 @@ MUTATIONS: list[Mutation] = [
       "        if not self.flush() or not self.handshaken:\n",
       "        if not self.handshaken:\n",
       "no plaintext is taken while ciphertext waits for the socket"),
+    # RabbitMQ's command-line tools (#39): the node's cookie, the registry, what the tools
+    # print, the plugins a running node takes, the reader's alarm.
+    M("control_port_without_cookie", "embroker/control/_service.py",
+      "        if not hmac.compare_digest(given, self._cookie):\n",
+      "        if False:\n",
+      "the control port refuses a request without the node's cookie"),
+    M("registry_takes_a_live_nodes_name", "embroker/control/_registry.py",
+      "    if other is not None and other.pid != entry.pid and other.alive:\n",
+      "    if False:\n",
+      "a live node's name is not taken by another"),
+    M("json_formatter_banner", "embroker/control/_ctl.py",
+      '                self.options.get("formatter") not in ("json", "csv"):\n',
+      '                self.options.get("formatter") not in ("csv",):\n',
+      "rabbitmqctl prints no banner with --formatter json"),
+    M("disabled_plugin_type_unknown", "embroker/model/_vhost.py",
+      '            adjective = "invalid" if type_ == "" or type_ in self.broker.plugins.retired_types \\\n',
+      '            adjective = "invalid" if type_ == "" \\\n',
+      "a disabled plugin's exchange type is 'invalid', not 'unknown'"),
+    M("alarm_unblocks_connections_never_told", "embroker/amqp091/_connection.py",
+      "        if self._told_blocked:\n            self._told_blocked = False\n",
+      "        if True:\n            self._told_blocked = False\n",
+      "connection.unblocked goes only to the connections told connection.blocked"),
 ]
 
 

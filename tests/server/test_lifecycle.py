@@ -409,3 +409,24 @@ def test_alarms_end_at_stop_app_and_the_limits_are_the_configured_ones_at_start_
         assert (server.vm_memory_high_watermark, server.vm_memory_limit) == (0.4, limit)
         assert server.disk_free_limit == 50_000_000
     assert server.errors == []
+
+
+def test_a_connection_never_told_blocked_is_not_told_unblocked() -> None:
+    """connection.unblocked goes to the connections told connection.blocked, no others
+    (rabbit_reader: only a blocked reader unblocks; live on 3.10.8, the reference test)."""
+    broker = Broker()
+    with broker.serve() as server:
+        publisher, channel, told = _publisher(server)
+        idle = _connect(server)
+        idle_told = _watch(idle)
+        server.set_vm_memory_high_watermark(0)
+        channel.basic_publish("", "q", b"held")
+        _until(publisher, told, ["low on memory"])
+        server.set_vm_memory_high_watermark(0.4)
+        _until(publisher, told, ["low on memory", "unblocked"])
+        idle.channel().close()  # (a round trip: anything sent to it is read by now)
+        idle.process_data_events(0)  # (and its callbacks, pika's, are run here)
+        assert idle_told == []
+        idle.close()
+        publisher.close()
+    assert server.errors == []
