@@ -1693,6 +1693,15 @@ class Server:
         else:
             self._each_client(lambda client: client.conn.publishers_unblocked())
 
+    def on_alarms(self, alarms: tuple[str, ...]) -> None:
+        # Called under the broker lock, from any thread: the stream clients stop or start
+        # being read (their blocked says so; the loop looks again once told).
+        disk = "disk" in alarms
+        for client in list(self._http_clients.values()):
+            if client.port is not None and client.port.policy.kind == "stream":
+                client.conn.disk_alarm = disk
+                self._has_output(client)
+
     def on_restart(self) -> None:
         # Called under the broker lock, from any thread: every client is told the broker is
         # going down, as a RabbitMQ node that stops does (a stream connection is told by its

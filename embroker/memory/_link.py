@@ -274,6 +274,9 @@ class MemoryLink:
             self.conn.publishers_unblocked()
         self._wake()
 
+    def on_alarms(self, alarms: tuple[str, ...]) -> None:
+        """(An in-memory link carries AMQP 0-9-1, told by :meth:`on_blocked`.)"""
+
     def on_restart(self) -> None:
         self.conn.close(ConnectionForced("broker forced connection closure with reason "
                                          "'shutdown'"))

@@ -391,6 +391,7 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         # Under the lock. rabbit_reader's blocked_by_message/1 (v3.10.8): "low on " and the
         # resources in effect joined with " & " (live: "low on disk & memory").
         active = self.alarms
+        self.transports.alarms_changed(tuple(active))
         if active:
             reason = "low on " + " & ".join(active)
             if not self.publishers_blocked:

@@ -629,11 +629,18 @@ class Channel:
         ``taken`` (the publisher id, or the reference on this stream, is already in use on the
         connection), then that the stream exists (rabbit_stream_reader's declare_publisher).
 
+        Before all of it, the disk alarm: while it lasts no publisher is declared
+        (rabbit_stream_reader v3.10.8: its declare_publisher clause for a connection under a
+        resource alarm, which only the disk alarm raises for streams, comes first).
+
         Raises:
             AccessRefused: (403) no write permission on it.
-            PreconditionFailed: (406) ``taken``.
+            PreconditionFailed: (406) ``taken``, or the disk alarm.
             NotFound: (404) no such stream.
         """
+        if "disk" in self.vhost.broker.alarms:
+            raise PreconditionFailed(f"cannot create publisher on stream '{name}', connection "
+                                     "is blocked because of resource alarm")
         self.connection.access.write_queue(name)
         if taken:
             raise PreconditionFailed(f"publisher already declared on stream '{name}'")

@@ -41,6 +41,12 @@ class Transport(Protocol):
         Called under the broker's lock."""
         ...
 
+    def on_alarms(self, alarms: tuple[str, ...]) -> None:
+        """The resource alarms in effect changed (``"disk"``, ``"memory"``): for what a
+        protocol does on its own under them (the stream protocol stops reading during the disk
+        alarm). Called under the broker's lock."""
+        ...
+
     def settle_report(self, timeout: float) -> list[str]:
         """What it still has to do (input not read, output not written, a stall), in words;
         empty when quiet. Called without the broker's lock; it may take ``timeout`` seconds
@@ -85,6 +91,11 @@ class Transports:
         """Tell each transport that publishers are blocked or unblocked."""
         for transport in list(self._items):
             transport.on_blocked(blocked, reason)
+
+    def alarms_changed(self, alarms: tuple[str, ...]) -> None:
+        """Tell each transport which resource alarms are in effect now."""
+        for transport in list(self._items):
+            transport.on_alarms(alarms)
 
     def restarting(self) -> None:
         """Tell each transport that the broker restarts."""

@@ -243,6 +243,9 @@ class StreamConnection:
         self._paced = False
         #: Whether its subscriptions' readers are paused (too much output unwritten).
         self._paused = False
+        self._disk_alarm = "disk" in broker.alarms
+        # The read the socket was armed for when the disk alarm came: still taken.
+        self._armed = False
         #: The subscription sent the chunk that paused them: the others go first next time.
         self._paused_by: int | None = None
         self.model: ModelConnection | None = None
@@ -280,9 +283,25 @@ class StreamConnection:
         return len(self._out) + self._held
 
     @property
+    def disk_alarm(self) -> bool:
+        """The disk alarm is in effect (set by its listener). As rabbit_stream_reader
+        (v3.10.8): the connection is read once more (its socket was armed for one more
+        packet when the alarm came), then not until the alarm clears; its heartbeat monitor
+        is paused; no publisher can be declared meanwhile (the model's ``stream_writer``:
+        PRECONDITION_FAILED). The memory alarm does nothing to the stream protocol."""
+        return self._disk_alarm
+
+    @disk_alarm.setter
+    def disk_alarm(self, on: bool) -> None:
+        if on and not self._disk_alarm:
+            self._armed = True
+        self._disk_alarm = on
+
+    @property
     def blocked(self) -> bool:
-        """Whether to stop reading from the client: it leaves too much output unread."""
-        return self.unsent > MAX_UNREAD
+        """Whether to stop reading from the client: it leaves too much output unread, or the
+        disk alarm holds it (:attr:`disk_alarm`)."""
+        return (self._disk_alarm and not self._armed) or self.unsent > MAX_UNREAD
 
     def data_to_send(self) -> bytes:
         """The bytes to write (and forget). Taking them may let paused subscriptions go on:
@@ -320,6 +339,7 @@ class StreamConnection:
                 return
             now = self._last_received = self.broker.clock.monotonic()
             state = self.state
+            self._armed = False  # (the read an alarm let through: taken now)
             self._reader.feed(data)
             try:
                 while not self.should_close:
@@ -345,6 +365,8 @@ class StreamConnection:
             return
         if not self.heartbeat:
             return
+        if self.disk_alarm:  # (rabbit_heartbeat:pause_monitor: not read, not missed)
+            self._last_received = now
         if now - self._last_received > 2 * self.heartbeat:
             self._drop(f"missed heartbeats from client, timeout: {self.heartbeat}s")
         elif now - self._last_sent >= self.heartbeat / 2:
