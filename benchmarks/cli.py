@@ -45,15 +45,20 @@ def start_to_publish(shims: Path, folder: Path) -> float:
                 break
             except pika.exceptions.AMQPConnectionError:
                 time.sleep(0.01)
-        channel = connection.channel()
-        channel.confirm_delivery()
-        channel.basic_publish("", "", b"first")
-        elapsed = time.perf_counter() - began
-        connection.close()
-        return elapsed
+        return _first_publish(connection, began)
     finally:
         process.terminate()
         process.wait(10)
+
+
+def _first_publish(connection: pika.BlockingConnection, began: float) -> float:
+    """Seconds from ``began`` to a first publish confirmed on ``connection`` (then closed)."""
+    channel = connection.channel()
+    channel.confirm_delivery()
+    channel.basic_publish("", "", b"first")
+    elapsed = time.perf_counter() - began
+    connection.close()
+    return elapsed
 
 
 def rabbitmq_start_to_publish() -> float | None:
@@ -68,13 +73,7 @@ def rabbitmq_start_to_publish() -> float | None:
     with private_node() as node:
         if node is None:
             return None
-        connection = pika.BlockingConnection(pika.URLParameters(node.url))
-        channel = connection.channel()
-        channel.confirm_delivery()
-        channel.basic_publish("", "", b"first")
-        elapsed = time.perf_counter() - began
-        connection.close()
-    return elapsed
+        return _first_publish(pika.BlockingConnection(pika.URLParameters(node.url)), began)
 
 
 def round_trip(command: list[str], env: dict[str, str]) -> float:

@@ -304,17 +304,9 @@ _TOOLS = {"ctl": "rabbitmqctl", "rabbitmqctl": "rabbitmqctl",
 
 
 def _tool(name: str, argv: list[str]) -> int:
-    if name == "rabbitmq-server":
-        from .control._server_cli import main as server_main
+    from .control.__main__ import main as tool_main  # (the shims' own dispatch)
 
-        return server_main(argv)
-    if name == "rabbitmq-plugins":
-        from .control._plugins_cli import main as plugins_main
-
-        return plugins_main(argv)
-    from .control._ctl import run
-
-    return run(name, argv)
+    return tool_main([name, *argv])
 
 
 def _shims(args: argparse.Namespace) -> int:

@@ -31,7 +31,7 @@ from ._format import csv_rows, json_rows, table_rows, table_value
 from ._protocol import EX_DATAERR, EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, INFO_KEYS, ControlError
 from ._registry import NodeEntry, default_node_name, lookup, nodes_dir, qualify
 
-__all__ = ["Invocation", "diagnostics", "main", "rabbitmqctl"]
+__all__ = ["Invocation", "run"]
 
 BOLD, PLAIN = "\x1b[1m", "\x1b[0m"
 
@@ -265,18 +265,6 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
         print(exc.message if exc.plain else f"Error:\n{exc.message}", file=err)
         return exc.code
     return code or 0
-
-
-def rabbitmqctl(argv: Sequence[str], **streams: Any) -> int:
-    return run("rabbitmqctl", argv, **streams)
-
-
-def diagnostics(argv: Sequence[str], **streams: Any) -> int:
-    return run("rabbitmq-diagnostics", argv, **streams)
-
-
-def main(tool: str, argv: Sequence[str] | None = None) -> int:
-    return run(tool, sys.argv[1:] if argv is None else argv)
 
 
 # -- printing -----------------------------------------------------------------------------------
@@ -767,28 +755,15 @@ def _wait(inv: Invocation) -> None:
     _await_startup(inv)
 
 
-@command("stop_app", "stop_app")
-def _stop_app(inv: Invocation) -> None:
-    inv.say(f"Stopping rabbit application on node {inv.node} ...")
-    inv.ask("stop_app")
-
-
-@command("start_app", "start_app")
-def _start_app(inv: Invocation) -> None:
-    inv.say(f"Starting node {inv.node} ...")
-    inv.ask("start_app")
-
-
-@command("reset", "reset")
-def _reset(inv: Invocation) -> None:
-    inv.say(f"Resetting node {inv.node} ...")
-    inv.ask("reset")
-
-
-@command("force_reset", "force_reset")
-def _force_reset(inv: Invocation) -> None:
-    inv.say(f"Forcefully resetting node {inv.node} ...")
-    inv.ask("reset")
+_simple("stop_app", "stop_app", (0, 0),
+        lambda inv: f"Stopping rabbit application on node {inv.node} ...", "stop_app",
+        lambda inv: {})
+_simple("start_app", "start_app", (0, 0), lambda inv: f"Starting node {inv.node} ...",
+        "start_app", lambda inv: {})
+_simple("reset", "reset", (0, 0), lambda inv: f"Resetting node {inv.node} ...", "reset",
+        lambda inv: {})
+_simple("force_reset", "force_reset", (0, 0),  # (one node: a reset)
+        lambda inv: f"Forcefully resetting node {inv.node} ...", "reset", lambda inv: {})
 
 
 @command("stop", "stop [--idempotent] [<pidfile>]", (0, 1))

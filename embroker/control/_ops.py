@@ -16,7 +16,6 @@ import datetime
 import decimal
 import json
 import os
-import time
 from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -853,7 +852,4 @@ def _apply_plugins(node: Node, arguments: dict[str, Any]) -> Any:
         raise ControlError("enabled: expected a list of plugin names", EX_USAGE)
     return node.apply_plugins(enabled)
 
-
-def uptime(started: float) -> int:
-    return int(time.time() - started)
 
