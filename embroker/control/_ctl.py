@@ -28,7 +28,15 @@ from typing import IO, Any, final
 
 from ._client import NodeUnreachable, call
 from ._format import csv_rows, json_rows, table_rows, table_value
-from ._protocol import EX_DATAERR, EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, INFO_KEYS, ControlError
+from ._protocol import (
+    EX_DATAERR,
+    EX_SOFTWARE,
+    EX_TEMPFAIL,
+    EX_UNAVAILABLE,
+    EX_USAGE,
+    INFO_KEYS,
+    ControlError,
+)
 from ._registry import NodeEntry, default_node_name, lookup, nodes_dir, qualify
 
 __all__ = ["Invocation", "run"]
@@ -736,7 +744,11 @@ def _await_startup(inv: Invocation) -> None:
 
 @command("wait", "wait [<pidfile>] [--pid|-P <pid>]", (0, 1))
 def _wait(inv: Invocation) -> None:
+    """As RabbitMQ's: the pid file's pid (or ``--pid``), then the node's application; a pid
+    file that does not appear in time is exit 75 with the timeout in milliseconds."""
     pid = inv.options.get("pid")
+    timed_out = ControlError(f"Error: operation wait on node {inv.node} timed out. Timeout "
+                             f"value used: {int(inv.timeout * 1000)}", EX_TEMPFAIL, plain=True)
     if inv.arguments:
         path = Path(inv.arguments[0])
         inv.say(f"Waiting for pid file '{path}' to appear")
@@ -746,13 +758,13 @@ def _wait(inv: Invocation) -> None:
         try:
             pid = path.read_text().strip()
         except OSError:
-            raise ControlError(f"Error:\nError: timed out waiting for pid file {path}",
-                               EX_SOFTWARE, plain=True) from None
-    if pid is not None:
+            raise timed_out from None
         inv.say(f"pid is {pid}")
     inv.say(f"Waiting for erlang distribution on node '{inv.node}' while OS process "
             f"'{pid}' is running")
+    inv.say(f"Waiting for applications 'rabbit_and_plugins' to start on node '{inv.node}'")
     _await_startup(inv)
+    inv.say(f"Applications 'rabbit_and_plugins' are running on node '{inv.node}'")
 
 
 _simple("stop_app", "stop_app", (0, 0),

@@ -224,7 +224,8 @@ ERRORS = ["list_queues_unknown_column", "list_exchanges_unknown_column",
           "list_vhost_limits_missing_vhost", "unknown_command_close_match",
           "list_user_topic_permissions", "list_user_topic_permissions_ctl-golden-multi",
           "list_vhost_limits_json", "list_user_limits_json", "list_user_limits",
-          "list_vhost_limits"]
+          "list_vhost_limits", "set_parameter_unknown_component", "clear_parameter_missing",
+          "wait_missing_pidfile"]
 
 
 @pytest.mark.parametrize("case", ERRORS)
@@ -543,3 +544,46 @@ def test_start_app_restores_the_configured_limits_not_rabbitmqs_defaults(tmp_pat
         server.stop_app()
         server.start_app()
         assert (server.vm_memory_high_watermark, server.disk_free_limit) == (0.6, 1_000_000)
+
+
+def test_wait_for_a_pid_waits_for_the_application_as_rabbitmqctl_says(node: Node) -> None:
+    expected = golden("rabbitmqctl", "wait_pid")
+    pid = expected["argv"][-1]
+    code, out, err = ctl("wait", "--pid", pid)
+    assert (code, out, err) == (0, expected["stdout"], "")
+
+
+def test_close_all_connections_closes_the_vhosts_clients_with_the_reason(node: Node) -> None:
+    """(golden close_all_connections: "Closed N connections"; each client gets 320 with the
+    reason, as rabbitmqctl close_connection's.)"""
+    params = pika.ConnectionParameters("127.0.0.1", node.server.port, "ctl-golden",
+                                       pika.PlainCredentials("ctl-golden-admin", "pw"))
+    elsewhere = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1",
+                                                                  node.server.port))
+    with pika.BlockingConnection(params) as connection:
+        code, out, err = ctl("close_all_connections", "-p", "ctl-golden", "golden test")
+        # (the golden state's consumer, in-process here, and this client)
+        assert (code, err) == (0, "")
+        assert out == golden("rabbitmqctl", "close_all_connections")["stdout"]
+        with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as closed:
+            connection.process_data_events(1)
+        assert (closed.value.reply_code, closed.value.reply_text) == (
+            320, "CONNECTION_FORCED - golden test")
+    assert elsewhere.is_open  # (another vhost's)
+    elsewhere.close()
+    expected = golden("rabbitmqctl", "close_all_connections_none")
+    assert ctl(*expected["argv"][1:])[1] == expected["stdout"]
+
+
+def test_status_shows_the_nodes_sections_and_figures(node: Node) -> None:
+    code, out, _err = ctl("status")
+    assert code == 0
+    sections = [line for line in out.splitlines() if line.startswith("\x1b[1m")]
+    assert sections == [f"\x1b[1m{name}\x1b[0m" for name in (
+        "Runtime", "Plugins", "Data directory", "Config files", "Log file(s)", "Alarms",
+        "Memory", "Free Disk Space", "Totals", "Listeners")]
+    assert f"OS PID: {os.getpid()}" in out
+    assert f"Node name: {NODE}" in out
+    assert f"port: {node.server.port}, protocol: amqp" in out
+    assert "Virtual host count: 2" in out
+    assert ctl("status", "--formatter", "json")[1].startswith('{"pid":')
