@@ -564,6 +564,8 @@ class Server:
         self._stalled: set[_Client] = set()  # clients whose output a fault holds back
         #: AMQP 1.0 clients whose output waits after an attach, and until when (``pause_at``).
         self._paused: dict[_Client, float] = {}
+        # (a port that cannot open closes the ones opened before it: see _listen)
+        self._constructing = True
         self.port = self._listen(host, port, PortPolicy.for_amqp(
             limits["amqp"], handshake_timeout=handshake_timeout))
         #: The port that serves AMQP 1.0 alone (``None`` unless asked for).
@@ -637,49 +639,66 @@ class Server:
         self.disk_free: int | None = None
         self._memory_due = 0.0  # (time.monotonic(): when each monitor looks next)
         self._disk_due = 0.0
+        self._constructing = False
         broker.transports.add(self)
 
     def _listen(self, host: str, port: int, policy: PortPolicy) -> int:
-        sockets = self._bind(host, port)
+        """A new port of ``policy``'s kind on ``host`` and ``port``; its number.
+
+        Raises:
+            PortInUse, OSError: it cannot listen. Nothing else changes, but while the
+                constructor runs: then the ports it opened before are closed too (the server
+                will not exist).
+        """
+        try:
+            sockets = self._bind(host, port)
+        except BaseException:
+            if self._constructing:
+                self._close_listeners()
+                self._selector.close()
+                self._wake_r.close()
+                self._wake_w.close()
+            raise
         port = sockets[0].getsockname()[1]
         self._ports.append(_Port(policy, port, sockets))
         return port
 
-    def _bind(self, host: str, port: int, *, keep_others: bool = False) -> list[socket.socket]:
+    def _bind(self, host: str, port: int) -> list[socket.socket]:
         """Listening sockets on ``host``'s addresses and ``port`` (0: a free one, the same for
-        each address), added to ``_listeners``.
+        each address), added to ``_listeners``: all of them or none. The server's other
+        listening sockets are never touched here (a port that cannot open, as ``rabbitmq-plugins
+        enable`` asks on a running node, must not close the ones serving).
 
         Raises:
-            PortInUse: the port is taken (every listener is closed then, unless
-                ``keep_others``: only this port's).
+            PortInUse: the port is taken (the sockets opened for it are closed again).
+            OSError: another reason it cannot listen (the same).
         """
         sockets: list[socket.socket] = []
-        for family, address in _addresses(host):
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            try:
-                sock.bind((address, port))
-            except OSError as exc:
-                sock.close()
-                if family == socket.AF_INET6 and sockets:
-                    log.debug("not listening on [%s]:%d: %s", address, port, exc)
-                    continue
-                if keep_others:
-                    for opened in sockets:
-                        opened.close()
-                        self._listeners.remove(opened)
-                else:
-                    self._close_listeners()
-                if exc.errno == errno.EADDRINUSE:
-                    raise PortInUse(host, port) from None
-                raise
-            sock.listen(512)
-            sock.setblocking(False)
-            self._listeners.append(sock)
-            sockets.append(sock)
-            port = sock.getsockname()[1]
+        try:
+            for family, address in _addresses(host):
+                sock = socket.socket(family, socket.SOCK_STREAM)
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    if family == socket.AF_INET6:
+                        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                    sock.bind((address, port))
+                except OSError as exc:
+                    sock.close()
+                    if family == socket.AF_INET6 and sockets:
+                        log.debug("not listening on [%s]:%d: %s", address, port, exc)
+                        continue
+                    if exc.errno == errno.EADDRINUSE:
+                        raise PortInUse(host, port) from None
+                    raise
+                sockets.append(sock)
+                sock.listen(512)
+                sock.setblocking(False)
+                port = sock.getsockname()[1]
+        except BaseException:
+            for opened in sockets:
+                opened.close()
+            raise
+        self._listeners += sockets
         return sockets
 
     def _close_listeners(self) -> None:
@@ -987,7 +1006,7 @@ class Server:
         try:
             for port in self._ports:
                 if port.policy.kind != "control" and not port.sockets:
-                    port.sockets = self._bind(self.host, port.number, keep_others=True)
+                    port.sockets = self._bind(self.host, port.number)
                     reopened.append(port)
         except PortInUse as exc:
             for port in reopened:

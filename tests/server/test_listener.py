@@ -49,6 +49,21 @@ def test_port_in_use_is_reported(broker: Broker) -> None:
     assert str(err.value) == f"port {port} on 127.0.0.1 is in use"
 
 
+def test_a_server_that_cannot_have_a_later_port_frees_the_ones_it_opened(broker: Broker) -> None:
+    """All or nothing at construction: a taken management port closes the AMQP port opened
+    before it (which is free again at once)."""
+    with socket.socket() as taken, socket.socket() as probe:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+        probe.close()
+        with pytest.raises(PortInUse):
+            Server(broker, "127.0.0.1", free, management_port=taken.getsockname()[1])
+        with socket.socket() as again:
+            again.bind(("127.0.0.1", free))
+
+
 @pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6 on this machine")
 def test_localhost_listens_on_ipv4_and_ipv6(broker: Broker) -> None:
     try:

@@ -16,6 +16,7 @@ import pika
 import pytest
 
 from embroker import Broker
+from embroker.errors import PortInUse
 from embroker.server import Server, _Port, default_max_connections
 from embroker.testing import wait_until
 
@@ -185,3 +186,31 @@ def test_half_sent_http_requests_cannot_take_the_descriptors_amqp_clients_need()
         proc.wait(10)
     stderr = proc.stderr.read() if proc.stderr is not None else ""
     assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("kind", ["management", "stream"])
+def test_a_listener_that_cannot_open_leaves_every_other_port_serving(broker: Broker,
+                                                                      kind: str) -> None:
+    """``open_listener`` on a taken port (``rabbitmq-plugins enable`` on a running node) raises
+    PortInUse and changes nothing else: the AMQP port and a node's control port go on
+    accepting (issue 44: every listening socket was closed, the loop kept running), and the
+    listener opens on a free port after."""
+    with broker.serve() as server, socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        control = server.serve_control(lambda request: None,  # type: ignore[arg-type,return-value]
+                                       lambda request: None)
+        listeners = [sock.getsockname() for sock in server._listeners]
+        with pytest.raises(PortInUse):
+            server.open_listener(kind, taken)
+        assert [sock.getsockname() for sock in server._listeners] == listeners
+        assert (server.management_port, server.stream_port) == (None, None)
+        assert _selected(server, server.port) and _selected(server, control)
+        connection = pika.BlockingConnection(pika.URLParameters(server.url))
+        connection.channel().queue_declare("after")
+        connection.close()
+        socket.create_connection(("127.0.0.1", control), timeout=5).close()
+        opened = server.open_listener(kind, 0)
+        assert _selected(server, opened)
+    assert server.errors == []
