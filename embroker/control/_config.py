@@ -135,6 +135,11 @@ class NodeSettings:
         management_port, management_ip: ``management.tcp.port`` (or the older
             ``management.listener.port``), default 15672, ``None`` without the plugin.
         management_tls_port: ``management.ssl.port``; ``None`` unless set (and the plugin on).
+        management_plugin_port, stream_plugin_port: where ``rabbitmq-plugins enable`` opens
+            the management (stream) listener on the running node: the configured port
+            (``management.tcp.port``, the first ``stream.listeners.tcp.*``), read whether or
+            not the plugin is on at start, else RabbitMQ's 15672 (5552); ``None``:
+            ``stream.listeners.tcp = none``. See :attr:`plugin_ports`.
         tls: ``ssl_options.*``, ``None`` without a certificate.
         management_tls: ``management.ssl.*`` files, when given.
         stream_advertised_host, stream_advertised_port: ``stream.advertised_*``.
@@ -177,6 +182,8 @@ class NodeSettings:
     management_port: int | None = None
     management_ip: str | None = None
     management_tls_port: int | None = None
+    management_plugin_port: int | None = MANAGEMENT_PORT
+    stream_plugin_port: int | None = STREAM_PORT
     tls: TLSOptions | None = None
     management_tls: TLSOptions | None = None
     stream_advertised_host: str | None = None
@@ -211,6 +218,13 @@ class NodeSettings:
     conf_env_file: str | None = None
     advanced_config_file: str | None = None
     unsupported: tuple[str, ...] = field(default=())
+
+    @property
+    def plugin_ports(self) -> dict[str, int | None]:
+        """Where each listener plugin listens when enabled on the running node, by plugin
+        (``Node(plugin_ports=...)``)."""
+        return {"rabbitmq_management": self.management_plugin_port,
+                "rabbitmq_stream": self.stream_plugin_port}
 
     @property
     def broker_plugins(self) -> tuple[str, ...]:
@@ -771,6 +785,7 @@ class _Values:
         stream = self.listeners("stream.listeners.tcp", (Listener("auto", STREAM_PORT),))
         stream_tls = self.listeners("stream.listeners.ssl", ())
         kw["stream_listeners"] = stream if stream_on else ()
+        kw["stream_plugin_port"] = stream[0].port if stream else None
         kw["stream_tls_listeners"] = stream_tls if stream_on else ()
         if (s := self.take("stream.advertised_host")) is not None:
             kw["stream_advertised_host"] = s.value
@@ -781,6 +796,7 @@ class _Values:
         ip = self.take("management.tcp.ip") or self.take("management.listener.ip")
         tls_port = self.take("management.ssl.port")
         kw["management_tls"] = self.tls("management.ssl")
+        kw["management_plugin_port"] = _int(port, high=65535) if port else MANAGEMENT_PORT
         if management_on:
             kw["management_port"] = _int(port, high=65535) if port else MANAGEMENT_PORT
             kw["management_ip"] = ip.value if ip else None

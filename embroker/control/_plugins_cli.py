@@ -107,8 +107,10 @@ def _change(inv: Invocation, state: dict[str, Any] | None, enable: bool) -> int 
               + "".join(f"  {n}\n" for n in configured), end="", file=inv.out)
     else:
         print("All plugins have been disabled.", file=inv.out)
+    before_bytes: bytes | None = None
     if state is None or state["file"]:
         try:
+            before_bytes = path.read_bytes() if path.exists() else None
             _write_enabled(path, [n for n in configured if n != "rabbitmq_amqp1_0"])
         except OSError as exc:
             raise ControlError(f"Could not update enabled plugins file at {path}: "
@@ -117,7 +119,15 @@ def _change(inv: Invocation, state: dict[str, Any] | None, enable: bool) -> int 
         print("Offline change; changes will take effect at broker restart.", file=inv.out)
         return None
     print(f"Applying plugin configuration to {inv.node}...", file=inv.out)
-    applied = inv.ask("apply_plugins", enabled=configured)
+    try:
+        applied = inv.ask("apply_plugins", enabled=configured)
+    except ControlError:
+        # The node refused (a listener's port is taken) and changed nothing: the file is put
+        # back as it was, so that the node's next start does not fail on it (RabbitMQ's keeps
+        # the new list).
+        if state["file"]:
+            _restore(path, before_bytes)
+        raise
     if not applied["started"] and not applied["stopped"]:
         print("Plugin configuration unchanged.", file=inv.out)
         return None
@@ -128,6 +138,18 @@ def _change(inv: Invocation, state: dict[str, Any] | None, enable: bool) -> int 
                   + f"\n{'started' if key == 'started' else 'stopped'} {len(applied[key])} "
                   "plugins.", file=inv.out)
     return None
+
+
+def _restore(path: Path, content: bytes | None) -> None:
+    """The enabled-plugins file as it was (``None``: there was none)."""
+    try:
+        if content is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(content)
+    except OSError as exc:
+        print(f"Could not restore enabled plugins file at {path}: {exc.strerror}",
+              file=sys.stderr)
 
 
 def _read_enabled(path: Path) -> set[str]:

@@ -137,9 +137,7 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
                                           or DEFAULT_ENABLED_PLUGINS_FILE),
                 data_dir=_data_dir(settings),
                 config_files=[Path(p) for p in settings.config_files], log_file=log_file,
-                plugin_ports={"rabbitmq_management": settings.management_port or 15672,
-                              "rabbitmq_stream": settings.stream_listeners[0].port
-                              if settings.stream_listeners else 5552})
+                plugin_ports=settings.plugin_ports)
     try:
         node.start()
     except NodeNameInUse:

@@ -183,6 +183,23 @@ def test_management_and_stream_settings_need_their_plugin(etc: Path) -> None:
     assert on.stream_listeners == (Listener("auto", 5000),)
 
 
+def test_plugin_ports_are_the_configured_ones_with_the_plugin_off_at_start(etc: Path) -> None:
+    """Where rabbitmq-plugins enable opens a listener plugin on the running node: the
+    configured port, read whether or not the plugin is on at start (issue 44: RabbitMQ's
+    defaults were opened instead), else RabbitMQ's 15672 and 5552; the first stream listener's;
+    ``stream.listeners.tcp = none``: no plain stream port to open."""
+    assert read(etc).plugin_ports == {"rabbitmq_management": 15672, "rabbitmq_stream": 5552}
+    off = read(etc, "management.tcp.port = 15000\nstream.listeners.tcp.1 = 5000\n"
+                    "stream.listeners.tcp.2 = 5001\n")
+    assert off.plugin_ports == {"rabbitmq_management": 15000, "rabbitmq_stream": 5000}
+    on = read(etc, "management.tcp.port = 15000\n", RABBITMQ_ENABLED_PLUGINS="rabbitmq_management")
+    assert on.plugin_ports["rabbitmq_management"] == on.management_port == 15000
+    assert read(etc, "management.listener.port = 15999\n").plugin_ports[
+        "rabbitmq_management"] == 15999
+    assert read(etc, "stream.listeners.tcp = none\n").plugin_ports == {
+        "rabbitmq_management": 15672, "rabbitmq_stream": None}
+
+
 def test_old_style_management_listener_port(etc: Path) -> None:
     s = read(etc, "management.listener.port = 15999\n",
              RABBITMQ_ENABLED_PLUGINS="rabbitmq_management")

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -587,3 +588,126 @@ def test_status_shows_the_nodes_sections_and_figures(node: Node) -> None:
     assert f"port: {node.server.port}, protocol: amqp" in out
     assert "Virtual host count: 2" in out
     assert ctl("status", "--formatter", "json")[1].startswith('{"pid":')
+
+
+#: What RabbitMQ 3.10.8's rabbitmq-plugins prints on stderr (exit 70) when the stream plugin's
+#: listener cannot start on a running node (recorded live on a node of its own, its
+#: stream.listeners.tcp.default held by another socket; its file then lists the plugin, which is
+#: not running). {ADDRESS} and {PORT} are the listener's.
+STREAM_LISTENER_REFUSED = (
+    '{{:case_clause, {{:could_not_start, :rabbitmq_stream, {{:rabbitmq_stream, {{{{:shutdown, '
+    '{{:failed_to_start_child, :"rabbit_stream_listener_sup_{IP}:{PORT}", {{:shutdown, '
+    '{{:failed_to_start_child, {{:ranch_embedded_sup, {{:acceptor, {ADDRESS}, {PORT}}}}}, '
+    '{{:shutdown, {{:failed_to_start_child, {{:ranch_listener_sup, {{:acceptor, {ADDRESS}, '
+    '{PORT}}}}}, {{:shutdown, {{:failed_to_start_child, :ranch_acceptors_sup, {{:listen_error, '
+    '{{:acceptor, {ADDRESS}, {PORT}}}, :eaddrinuse}}}}}}}}}}}}}}}}}}, {{:rabbit_stream, :start, '
+    '[:normal, []]}}}}}}}}}}\n\n')
+
+
+@pytest.mark.parametrize("plugin", ["rabbitmq_management", "rabbitmq_stream"])
+def test_a_plugin_whose_port_is_taken_is_refused_and_the_node_stays_as_it_was(
+        tmp_path: Path, plugin: str) -> None:
+    """rabbitmq-plugins enable of a listener plugin whose configured port is taken: exit 70
+    with RabbitMQ's error, and nothing changes (issue 44): the enabled-plugins file keeps its
+    bytes (RabbitMQ's keeps the new list, which the next start would fail on), the exchange
+    type enabled in the same call is not, the registry entry is the same, and the node goes on
+    serving AMQP and its control port (it used to close every socket and stay alive)."""
+    path = tmp_path / "enabled_plugins"
+    path.write_text("% the operator's file\n[rabbitmq_sharding].\n")
+    environ = {**os.environ, "RABBITMQ_ENABLED_PLUGINS_FILE": str(path)}
+    broker = Broker(plugins=("rabbitmq_sharding",))
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        with Server(broker) as server, Node(broker, server, NODE, enabled_plugins_file=path,
+                                            plugin_ports={plugin: taken}) as node:
+            entry = lookup(NODE)
+            out, err = io.StringIO(), io.StringIO()
+            code = plugins(["enable", plugin, "rabbitmq_consistent_hash_exchange"], out=out,
+                           err=err, environ=environ)
+            assert code == 70
+            assert out.getvalue().endswith(f"Applying plugin configuration to {NODE}...\n")
+            if plugin == "rabbitmq_stream":
+                assert err.getvalue() == STREAM_LISTENER_REFUSED.format(
+                    IP="127.0.0.1", ADDRESS="{127, 0, 0, 1}", PORT=taken)
+            else:
+                assert err.getvalue().startswith(
+                    "{:case_clause, {:could_not_start, :rabbitmq_management, ")
+                assert f"{{:listen_error, {{:acceptor, {{127, 0, 0, 1}}, {taken}}}, " \
+                       ":eaddrinuse}" in err.getvalue()
+            assert path.read_text() == "% the operator's file\n[rabbitmq_sharding].\n"
+            assert broker.plugins.enabled == {"rabbitmq_sharding"}
+            assert lookup(NODE) == entry
+            assert (server.management_port, server.stream_port) == (None, None)
+            with pika.BlockingConnection(pika.URLParameters(server.url)) as connection:
+                connection.channel().queue_declare("still-served")
+            assert ctl("list_queues", "name", "-s") == (0, "still-served\n", "")
+            assert "rabbitmq_consistent_hash_exchange" not in ctl(
+                "list", "-e", "-m", tool="rabbitmq-plugins")[1]
+            holder.close()  # the port is free now: the same command succeeds
+            assert plugins(["enable", plugin], out=io.StringIO(), err=io.StringIO(),
+                           environ=environ) == 0
+            assert taken in (server.management_port, server.stream_port)
+            assert lookup(NODE) != entry  # (its ports: the new listener's)
+            assert node.server.errors == []
+
+
+def _shims_env(tmp_path: Path, conf: str = "", name: str = "ci") -> dict[str, str]:
+    """The shims first on PATH, and RabbitMQ's variables that keep a node started by the shimmed
+    rabbitmq-server away from the machine's own RabbitMQ files and ports."""
+    bin_dir = tmp_path / "bin"
+    if not bin_dir.exists():
+        subprocess.run([sys.executable, "-m", "embroker", "shims", str(bin_dir)], check=True,
+                       capture_output=True)
+    (tmp_path / "rabbitmq.conf").write_text(conf)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "RABBITMQ_NODENAME": f"{name}-{os.getpid()}@localhost", "RABBITMQ_NODE_PORT": "0",
+            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+            "RABBITMQ_CONFIG_FILE": str(tmp_path / "rabbitmq.conf"),
+            "RABBITMQ_CONF_ENV_FILE": str(tmp_path / "rabbitmq-env.conf"),
+            "RABBITMQ_LOG_BASE": str(tmp_path / "log"),
+            "RABBITMQ_MNESIA_BASE": str(tmp_path / "data"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(tmp_path / "enabled_plugins")}
+
+
+def _tool(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=60,
+                          check=False)
+
+
+def test_rabbitmq_server_enables_a_plugin_at_run_time_on_its_configured_port(
+        tmp_path: Path) -> None:
+    """A CI job's steps (issue 44): rabbitmq-server -detached with management.tcp.port and
+    stream.listeners.tcp.default in rabbitmq.conf and no plugin; rabbitmq-plugins enable
+    rabbitmq_management listens on the configured port (not 15672); enabling rabbitmq_stream,
+    whose port another socket holds, is exit 70 and the node goes on: the tools reach it and
+    rabbitmqctl stop stops it."""
+    with socket.socket() as free, socket.socket() as holder:
+        free.bind(("127.0.0.1", 0))
+        management = free.getsockname()[1]
+        free.close()
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        stream = holder.getsockname()[1]
+        env = _shims_env(tmp_path, f"management.tcp.port = {management}\n"
+                                   f"stream.listeners.tcp.default = {stream}\n")
+        (tmp_path / "enabled_plugins").write_text("[].\n")
+        assert _tool(env, "rabbitmq-server", "-detached").returncode == 0
+        try:
+            assert _tool(env, "rabbitmqctl", "await_startup", "--timeout", "20").returncode == 0
+            enabled = _tool(env, "rabbitmq-plugins", "enable", "rabbitmq_management")
+            assert enabled.returncode == 0, enabled.stderr
+            listeners = _tool(env, "rabbitmq-diagnostics", "listeners").stdout
+            assert f"port: {management}, protocol: http" in listeners
+            refused = _tool(env, "rabbitmq-plugins", "enable", "rabbitmq_stream")
+            assert refused.returncode == 70
+            assert ":eaddrinuse" in refused.stderr
+            assert (tmp_path / "enabled_plugins").read_text() == "[rabbitmq_management].\n"
+            assert _tool(env, "rabbitmqctl", "list_vhosts", "-s").stdout == "/\n"
+            assert "protocol: stream" not in _tool(env, "rabbitmq-diagnostics",
+                                                   "listeners").stdout
+        finally:
+            stopped = _tool(env, "rabbitmqctl", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert lookup(env["RABBITMQ_NODENAME"]) is None
