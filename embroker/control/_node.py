@@ -183,6 +183,7 @@ class Node:
             self._entry = None
         if self._views is not None:
             self._views.close()
+            self._views = None
 
     def __enter__(self) -> Node:
         return self.start()
@@ -308,8 +309,12 @@ class Node:
             connection.close_by_broker(error)
 
     def stop_soon(self) -> None:
-        """``rabbitmqctl stop``: the node stops once this answer is out."""
-        threading.Timer(0.05, self.on_stop).start()
+        """``rabbitmqctl stop``: the node leaves the registry now (a tool asking finds no node,
+        a node of that name may start), then stops in a thread of its own: the answer goes out
+        with the listener's last turn, before its ports close (the tool waits for that)."""
+        self.close()
+        threading.Thread(target=self.on_stop, name=f"embroker:stop {self.name}",
+                         daemon=True).start()
 
     def stop_app(self) -> None:
         self.server.stop_app()

@@ -13,6 +13,7 @@ writes the file alone.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import sys
@@ -21,7 +22,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from ._client import NodeUnreachable
-from ._ctl import BOLD, PLAIN, Invocation, UsageError, _unreachable, parse
+from ._ctl import BOLD, COMMANDS, PLAIN, Invocation, UsageError, _unreachable, parse
+from ._help import usage
 from ._protocol import EX_DATAERR, EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, ControlError
 
 __all__ = ["main"]
@@ -192,10 +194,31 @@ def main(argv: Sequence[str], *, out: IO[str] | None = None, err: IO[str] | None
     options.update(parsed)
     inv = Invocation("rabbitmq-plugins", name or "", arguments, options, out, err,
                      os.environ if environ is None else environ, list(argv))
+    if name is None and options.get("version"):
+        name = "version"
+    if name == "version":  # (the tools' own version: no node is asked)
+        return COMMANDS["version"].run(inv) or 0
+    if name is None or (name == "help" and not arguments):
+        # As RabbitMQ's: the usage on stdout and 0 when asked for (help, --help), on stderr
+        # and 64 with no command (-h and -? alone too).
+        asked = name == "help" or options.get("help") == "--help"
+        print(usage("rabbitmq-plugins", _USAGES), end="", file=out if asked else err)
+        return 0 if asked else EX_USAGE
+    if name == "help" or (options.get("help") and name in _USAGES):
+        wanted = arguments[0] if name == "help" else name
+        if wanted not in (*_USAGES, "help", "version"):
+            print(f"Error:\n\nCommand '{wanted}' not found.", file=err)
+            return EX_USAGE
+        print(f"\n{BOLD}Usage{PLAIN}\n\nrabbitmq-plugins [--node <node>] [--longnames] "
+              f"[--quiet] {_USAGES.get(wanted, wanted)}\n", file=out)
+        return 0
     if name not in _USAGES:
-        print(f"\n{BOLD}Usage{PLAIN}\n\nrabbitmq-plugins [-n <node>] [-l|--longnames] "
-              "[-q|--quiet] <command> [<command options>]\n\nAvailable commands:\n\n"
-              + "\n".join(f"   {c}" for c in sorted(_USAGES)), file=err if name else out)
+        close = difflib.get_close_matches(name, list(_USAGES), n=1)
+        if close:
+            print(f"\nCommand '{name}' not found. \nDid you mean '{close[0]}'? \n", file=err)
+        else:
+            print(f"\nCommand '{name}' not found. \n" + usage("rabbitmq-plugins", _USAGES),
+                  end="", file=err)
         return EX_USAGE
     if name in ("enable", "disable", "is_enabled") and not arguments and \
             not options.get("all"):
