@@ -554,6 +554,9 @@ class Server:
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._running = False
+        self._stopped = False  # (stop() was called: it never serves again)
+        # Held while the loop is prepared or the server stops (start, serve_forever, stop).
+        self._lifecycle = threading.Lock()
         self._thread: threading.Thread | None = None
         self._loop_ident: int | None = None
         #: Which ready clients are read at once and which after a pause (embroker._batching);
@@ -798,10 +801,12 @@ class Server:
     # -- start and stop --------------------------------------------------------------------------
 
     def start(self) -> Server:
-        """Start serving in a background thread; returns self."""
-        if self._running:
-            return self
-        self._prepare()
+        """Start serving in a background thread; returns self (a server stopped already
+        serves nothing: its ports are closed)."""
+        with self._lifecycle:
+            if self._running or self._stopped:
+                return self
+            self._prepare()
         self._thread = threading.Thread(target=self._run, name=f"embroker:{self.port}",
                                          daemon=True)
         self._thread.start()
@@ -814,14 +819,16 @@ class Server:
         self._selector.register(self._wake_r, selectors.EVENT_READ, self._wake_r)
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Close every client connection with 320 CONNECTION_FORCED and free the port."""
-        if self._running:
-            self._running = False
+        """Close every client connection with 320 CONNECTION_FORCED and free the port. Safe
+        from any thread (a signal handler's) at any time, before the loop runs too."""
+        with self._lifecycle:
+            running, self._running, self._stopped = self._running, False, True
+            if not running:
+                self._close_listeners()
+        if running:
             self._wake()
             if self._thread is not None and self._thread is not threading.current_thread():
                 self._thread.join(timeout)
-        else:
-            self._close_listeners()
         self.broker.transports.remove(self)
 
     @property
@@ -836,8 +843,12 @@ class Server:
         self.stop()
 
     def serve_forever(self) -> None:
-        """Serve in the calling thread until :meth:`stop` (from a signal handler, say)."""
-        self._prepare()
+        """Serve in the calling thread until :meth:`stop` (from a signal handler, say); at
+        once if it was stopped before it served."""
+        with self._lifecycle:
+            if self._stopped:
+                return
+            self._prepare()
         self._thread = threading.current_thread()
         self._run()
 

@@ -164,6 +164,9 @@ class NodeSettings:
             ``log.console.level``, for the node to honour.
         mnesia_base, mnesia_dir, log_base, main_log_file: the data and log places
             (``RABBITMQ_MNESIA_BASE``, ``_MNESIA_DIR``, ``_LOG_BASE``, ``_LOGS``).
+        pid_file, keep_pid_file_on_exit: where the node writes its process id
+            (``RABBITMQ_PID_FILE``, default ``MNESIA_BASE/NODENAME.pid``) and whether it
+            leaves it when it stops (``RABBITMQ_KEEP_PID_FILE_ON_EXIT``).
         config_files: the rabbitmq.conf files read, in order.
         conf_env_file: the rabbitmq-env.conf read, ``None`` if there was none.
         advanced_config_file: an advanced.config present (not honoured).
@@ -214,6 +217,8 @@ class NodeSettings:
     mnesia_dir: str = ""
     log_base: str = "/var/log/rabbitmq"
     main_log_file: str = ""
+    pid_file: str = ""
+    keep_pid_file_on_exit: bool = False
     config_files: tuple[str, ...] = ()
     conf_env_file: str | None = None
     advanced_config_file: str | None = None
@@ -655,6 +660,8 @@ def read_node_settings(environ: Mapping[str, str], *,
     mnesia_base = _env(environ, "RABBITMQ_MNESIA_BASE") or os.path.join(
         sys_prefix or "/", "var", "lib", "rabbitmq", "mnesia")
     mnesia_dir = _env(environ, "RABBITMQ_MNESIA_DIR") or os.path.join(mnesia_base, node_name)
+    pid_file = _env(environ, "RABBITMQ_PID_FILE") or os.path.join(mnesia_base, f"{node_name}.pid")
+    keep_pid_file = _yes(_env(environ, "RABBITMQ_KEEP_PID_FILE_ON_EXIT") or "")
     log_base = _env(environ, "RABBITMQ_LOG_BASE") or os.path.join(
         sys_prefix or "/", "var", "log", "rabbitmq")
     main_log_file = _env(environ, "RABBITMQ_LOGS") or os.path.join(log_base, f"{node_name}.log")
@@ -715,6 +722,7 @@ def read_node_settings(environ: Mapping[str, str], *,
         node_name=node_name, use_longname=longname, dist_port=dist_port,
         amqp_listeners=amqp_listeners, management_on=management_on, stream_on=stream_on,
         plugins=plugins, environ=environ, mnesia_base=mnesia_base, mnesia_dir=mnesia_dir,
+        pid_file=pid_file, keep_pid_file_on_exit=keep_pid_file,
         log_base=log_base, main_log_file=main_log_file, config_files=tuple(files),
         conf_env_file=conf_env_file, advanced_config_file=advanced_file)
 

@@ -113,6 +113,17 @@ def test_data_and_log_places_are_recorded(etc: Path) -> None:
     assert read(etc, RABBITMQ_MNESIA_DIR="/m").mnesia_dir == "/m"
 
 
+def test_pid_file_is_rabbitmqs(etc: Path) -> None:
+    """rabbit_env:pid_file/1: RABBITMQ_PID_FILE (or PID_FILE), else MNESIA_BASE/NODENAME.pid;
+    keep_pid_file_on_exit/1: RABBITMQ_KEEP_PID_FILE_ON_EXIT (yes, true or 1)."""
+    s = read(etc, RABBITMQ_MNESIA_BASE="/data")
+    assert (s.pid_file, s.keep_pid_file_on_exit) == ("/data/rabbit@box.pid", False)
+    assert read(etc).pid_file == str(etc.parents[1] / "var/lib/rabbitmq/mnesia/rabbit@box.pid")
+    assert read(etc, RABBITMQ_PID_FILE="/run/r.pid").pid_file == "/run/r.pid"
+    assert read(etc, PID_FILE="/run/r.pid").pid_file == "/run/r.pid"
+    assert read(etc, RABBITMQ_KEEP_PID_FILE_ON_EXIT="yes").keep_pid_file_on_exit
+
+
 def test_use_longname(etc: Path) -> None:
     assert read(etc, RABBITMQ_USE_LONGNAME="true").use_longname
     assert not read(etc, RABBITMQ_USE_LONGNAME="no").use_longname

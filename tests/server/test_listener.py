@@ -64,6 +64,19 @@ def test_a_server_that_cannot_have_a_later_port_frees_the_ones_it_opened(broker:
             again.bind(("127.0.0.1", free))
 
 
+def test_a_server_stopped_before_it_serves_never_serves(broker: Broker) -> None:
+    """A SIGTERM between rabbitmq-server's banner and its loop (a job that starts a node and
+    stops it at once) stops the server before serve_forever: serve_forever then returns at
+    once (it raised on the closed sockets), and start serves nothing either."""
+    server = Server(broker)
+    server.stop()
+    server.serve_forever()
+    assert not server.running
+    assert server.start() is server
+    assert not server.running
+    server.stop()
+
+
 @pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6 on this machine")
 def test_localhost_listens_on_ipv4_and_ipv6(broker: Broker) -> None:
     try:
