@@ -403,10 +403,16 @@ def _list_user_topic_permissions(inv: Invocation) -> None:
 _POLICY_COLUMNS = ("vhost", "name", "pattern", "apply-to", "definition", "priority")
 
 
+def _json_text(value: Any) -> str:
+    """A value RabbitMQ keeps as JSON text (a policy's definition, a runtime parameter's
+    value), as every formatter prints it: that text (the json formatter's too, a string:
+    ``"definition":"{\\"max-length\\":100}"``, recorded live)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
 def _policy_rows(inv: Invocation, found: list[dict[str, Any]]) -> None:
     for item in found:
-        item["definition"] = json.dumps(item["definition"], separators=(",", ":")) \
-            if inv.options.get("formatter") != "json" else item["definition"]
+        item["definition"] = _json_text(item["definition"])
     _dict_rows(inv, _POLICY_COLUMNS, found)
 
 
@@ -466,9 +472,8 @@ def _list_user_limits(inv: Invocation) -> None:
 def _list_parameters(inv: Invocation) -> None:
     inv.say(f'Listing runtime parameters for vhost "{inv.vhost}" ...')
     found = inv.ask("list_parameters", vhost=inv.vhost)
-    if inv.options.get("formatter") != "json":
-        for item in found:
-            item["value"] = json.dumps(item["value"], separators=(",", ":"))
+    for item in found:
+        item["value"] = _json_text(item["value"])
     _dict_rows(inv, ("component", "name", "value"), found)
 
 
@@ -476,9 +481,8 @@ def _list_parameters(inv: Invocation) -> None:
 def _list_global_parameters(inv: Invocation) -> None:
     inv.say("Listing global runtime parameters ...")
     found = inv.ask("list_global_parameters")
-    if inv.options.get("formatter") != "json":
-        for item in found:
-            item["value"] = json.dumps(item["value"], separators=(",", ":"))
+    for item in found:
+        item["value"] = _json_text(item["value"])
     _dict_rows(inv, ("name", "value"), found)
 
 

@@ -446,8 +446,21 @@ def _list_parameters(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
     with broker.locked():
         vhost = _vhost(broker, arguments).name
-        return [{"component": p["component"], "name": p["name"], "value": p["value"]}
+        return [{"component": p["component"], "name": p["name"], "value": _stored(p)}
                 for p in broker.parameters(vhost=vhost)]
+
+
+#: The keys of a policy kept as a runtime parameter, in the order RabbitMQ stores them
+#: (``rabbit_policy:set_op/7``: what ``list_parameters`` prints, recorded live).
+_POLICY_VALUE_KEYS = ("pattern", "definition", "priority", "apply-to")
+
+
+def _stored(parameter: Mapping[str, Any]) -> Any:
+    """A runtime parameter's value as RabbitMQ keeps it (a policy's keys in its order)."""
+    value = parameter["value"]
+    if parameter["component"] in ("policy", "operator_policy") and isinstance(value, Mapping):
+        return {key: value[key] for key in _POLICY_VALUE_KEYS if key in value}
+    return value
 
 
 @operation("list_global_parameters")

@@ -120,7 +120,9 @@ LISTINGS = [
                  "topic_permissions", "policies")
     for variant in ("", "_q", "_s", "_no_table_headers", "_table", "_missing_vhost")
 ] + ["list_queues_cols1", "list_queues_cols2", "list_exchanges_cols1", "list_bindings_cols1",
-     "list_queues_local", "list_queues_online", "list_queues_offline", "list_queues_timeout"]
+     "list_queues_local", "list_queues_online", "list_queues_offline", "list_queues_timeout",
+     "list_operator_policies", "list_operator_policies_s", "list_parameters",
+     "list_parameters_s"]
 
 
 @pytest.mark.parametrize("case", LISTINGS)
@@ -134,7 +136,10 @@ def test_listing_prints_what_rabbitmqctl_prints(node: Node, case: str) -> None:
 JSON_LISTINGS = [f"list_{kind}_json" for kind in ("queues", "exchanges", "bindings",
                                                   "permissions", "topic_permissions")] + [
     "list_queues_cols1_json", "list_queues_cols2_json", "list_exchanges_cols1_json",
-    "list_bindings_cols1_json", "list_queues_q_json"]
+    "list_bindings_cols1_json", "list_queues_q_json",
+    # (a policy's definition and a parameter's value: a string of JSON, as RabbitMQ keeps them)
+    "list_policies_json", "list_policies_q_json", "list_operator_policies_json",
+    "list_operator_policies_q_json", "list_parameters_json", "list_parameters_q_json"]
 
 
 @pytest.mark.parametrize("case", JSON_LISTINGS)
@@ -799,3 +804,17 @@ def test_the_tools_version_is_the_default_profiles() -> None:
     from embroker.model._profile import Profile
 
     assert Profile().presented_version == CLI_VERSION
+
+
+def test_global_parameters_print_their_value_as_json_text(node: Node) -> None:
+    """(golden list_global_parameters*: the value is JSON text in every formatter; the
+    reference's internal_cluster_id row is its own.)"""
+    node.broker.set_global_parameter("ctl-golden-gp", {"colour": "blue", "n": 1})
+    for case in ("list_global_parameters", "list_global_parameters_json"):
+        expected = golden("rabbitmqctl", case)
+        code, out, _err = ctl(*expected["argv"][1:])
+        assert code == 0
+        ours, theirs = ({line.lstrip(",") for line in text.splitlines()
+                         if "internal_cluster_id" not in line}
+                        for text in (out, expected["stdout"]))
+        assert ours == theirs
