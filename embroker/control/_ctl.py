@@ -1035,7 +1035,12 @@ def _is_running(inv: Invocation) -> None:
 @command("server_version", "server_version", (0, 0), _DIAGNOSTICS)
 def _server_version(inv: Invocation) -> None:
     inv.say(f"Asking node {inv.node} for its RabbitMQ version...")
-    print(inv.ask("status")["rabbitmq_version"], file=inv.out)
+    version = inv.ask("status")["rabbitmq_version"]
+    if inv.options.get("formatter") == "json":  # (RabbitMQ's: no node key here)
+        print(json.dumps({"result": "ok", "value": version}, separators=(",", ":")),
+              file=inv.out)
+    else:
+        print(version, file=inv.out)
 
 
 @command("check_virtual_hosts", "check_virtual_hosts", (0, 0), _DIAGNOSTICS)

@@ -232,7 +232,7 @@ class Node:
         enabled.add("rabbitmq_amqp1_0")  # (always served: sniffed on the AMQP port)
         return {"available": sorted({*PLUGINS, *LISTENER_PLUGINS}), "enabled": sorted(enabled),
                 "file": str(self.enabled_plugins_file or ""), "version": __version__,
-                "rabbitmq_version": self.broker.server_properties.get("version", "")}
+                "rabbitmq_version": self.rabbitmq_version}
 
     def apply_plugins(self, enabled: Iterable[str]) -> dict[str, list[str]]:
         """Make ``enabled`` the node's plugins, as ``rabbitmq-plugins`` applies a configuration
@@ -281,11 +281,18 @@ class Node:
                                     self._entry.cookie, self._ports())
             register(self._entry, self._folder)
 
+    @property
+    def rabbitmq_version(self) -> str:
+        """The RabbitMQ version the node behaves as: its broker's profile's (``3.10.8``, or
+        ``as_rabbitmq``'s), which ``rabbitmq-diagnostics server_version`` reports (embroker's
+        own version is :attr:`status`'s ``version``)."""
+        return self.broker.profile.presented_version
+
     def status(self) -> dict[str, Any]:
         """What ``rabbitmqctl status`` shows of the node."""
         return {
             "pid": os.getpid(), "node": self.name, "version": __version__,
-            "rabbitmq_version": self.broker.server_properties.get("version", ""),
+            "rabbitmq_version": self.rabbitmq_version,
             "uptime": int(time.time() - self.started), "running": self.app_running,
             "listeners": self.listeners(), "alarms": self.alarms(),
             "plugins": self.plugin_states(), "data_dir": str(self.data_dir),

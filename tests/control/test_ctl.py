@@ -818,3 +818,24 @@ def test_global_parameters_print_their_value_as_json_text(node: Node) -> None:
                          if "internal_cluster_id" not in line}
                         for text in (out, expected["stdout"]))
         assert ours == theirs
+
+
+@pytest.mark.parametrize(("as_rabbitmq", "version"), [(None, "3.10.8"), ("4.1.x", "4.1.0")])
+def test_server_version_is_the_rabbitmq_version_of_the_profile(as_rabbitmq: str | None,
+                                                             version: str) -> None:
+    """rabbitmq-diagnostics server_version says the RabbitMQ version the node behaves as (its
+    profile's, as its AMQP server properties do with --as-rabbitmq), not embroker's (issue 44:
+    a script expecting 3.10.x read embroker's version); status shows both."""
+    from embroker._version import __version__
+
+    broker = Broker(as_rabbitmq=as_rabbitmq)
+    with Server(broker) as server, Node(broker, server, NODE):
+        for case in ("server_version", "server_version_json"):
+            expected = golden("rabbitmq-diagnostics", case)
+            code, out, err = ctl(*expected["argv"][1:], tool="rabbitmq-diagnostics")
+            assert (code, out, err) == (0, expected["stdout"].replace("3.10.8", version), "")
+        status = ctl("status")[1]
+        assert f"RabbitMQ version: {version}\n" in status
+        assert f"embroker version: {__version__}\n" in status
+        assert re.search(rf"\[  \] rabbitmq_sharding +{version}\n",
+                         ctl("list", tool="rabbitmq-plugins")[1])
