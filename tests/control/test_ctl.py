@@ -839,3 +839,46 @@ def test_server_version_is_the_rabbitmq_version_of_the_profile(as_rabbitmq: str 
         assert f"embroker version: {__version__}\n" in status
         assert re.search(rf"\[  \] rabbitmq_sharding +{version}\n",
                          ctl("list", tool="rabbitmq-plugins")[1])
+
+
+def test_list_connections_shows_amqp_091_connections_with_rabbitmqs_protocol_term() -> None:
+    """``protocol`` is the tuple {0,9,1} (table and csv) and [0,9,1] (json), not "AMQP 0-9-1"
+    (issue 44; golden list_connections_cols1*, the held pika connection). As RabbitMQ 3.10.8's
+    (checked live: a proton connection with a sender and an rstream producer open at once),
+    list_connections lists AMQP 0-9-1 connections alone: AMQP 1.0 ones are
+    list_amqp10_connections', stream ones list_stream_connections'."""
+    import asyncio
+
+    from proton.utils import BlockingConnection as ProtonConnection
+    from rstream import Producer
+
+    broker = Broker()
+    broker.add_vhost("ctl-golden")
+    broker.add_user("ctl-golden-admin", "pw", tags=["administrator"])
+    broker.set_permissions("ctl-golden-admin", ".*", ".*", ".*", vhost="ctl-golden")
+    with Server(broker, stream_port=0) as server, Node(broker, server, NODE):
+        params = pika.ConnectionParameters(
+            "127.0.0.1", server.port, "ctl-golden", pika.PlainCredentials("ctl-golden-admin", "pw"),
+            client_properties={"connection_name": "ctl-golden-conn"})
+        amqp10 = ProtonConnection(f"amqp://guest:guest@127.0.0.1:{server.port}",
+                                  allowed_mechs="PLAIN")
+        amqp10.create_sender("/exchange/amq.fanout")
+        with pika.BlockingConnection(params) as connection:
+            connection.channel()
+
+            async def listed_with_a_stream_producer() -> list[tuple[int, str, str]]:
+                async with Producer("127.0.0.1", server.stream_port or 0,
+                                    username="guest", password="guest"):
+                    return [ctl(*golden("rabbitmqctl", case)["argv"][1:]) for case in
+                            ("list_connections_cols1", "list_connections_cols1_json")]
+
+            (code, table, _err), (_code, as_json, _err2) = asyncio.run(
+                listed_with_a_stream_producer())
+        amqp10.close()
+    assert code == 0
+    name = re.compile(r"127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+")
+    assert name.sub("NAME", table) == name.sub(
+        "NAME", golden("rabbitmqctl", "list_connections_cols1")["stdout"])
+    assert name.sub("NAME", as_json) == name.sub(
+        "NAME", golden("rabbitmqctl", "list_connections_cols1_json")["stdout"])
+    assert '"protocol":[0,9,1]' in as_json
