@@ -480,6 +480,10 @@ class Server:
         handshake_timeout: how long a socket may take from connecting to connection.open
             (RabbitMQ's ``handshake_timeout``, 10 s).
         amqp10_port: also listen on this port for AMQP 1.0 alone (0: any free port).
+        amqp10: serve AMQP 1.0 on the AMQP ports too (sniffed from the protocol header), as
+            RabbitMQ 3.10 with its ``rabbitmq_amqp1_0`` plugin (``rabbitmq-server`` takes it
+            from the enabled plugins); ``False``: a 1.0 client gets the 0-9-1 header back, as
+            RabbitMQ without the plugin. :attr:`amqp10` changes it for the next connections.
         management_port: also serve RabbitMQ's management HTTP API and the console on this
             port (0: any free port), from the same loop (see :mod:`embroker.management`).
         stream_port: also serve RabbitMQ's stream protocol on this port (0: any free port),
@@ -511,7 +515,8 @@ class Server:
                  tls: ssl.SSLContext | TLSOptions | None = None, tls_port: int | None = None,
                  stream_tls_port: int | None = None,
                  management_tls_port: int | None = None,
-                 frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX) -> None:
+                 frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX,
+                 amqp10: bool = True) -> None:
         limits = default_max_connections()
         for kind, limit in (max_connections or {}).items():
             if kind not in limits:
@@ -535,6 +540,10 @@ class Server:
         self.frame_max = frame_max
         self.channel_max = channel_max
         self.handshake_timeout = handshake_timeout
+        #: Whether the AMQP ports serve AMQP 1.0 (RabbitMQ's ``rabbitmq_amqp1_0`` plugin:
+        #: ``rabbitmq-plugins enable`` and ``disable`` set it on a running node); read as each
+        #: connection is accepted, so safe to set from any thread.
+        self.amqp10 = amqp10
         #: Unexpected exceptions raised while serving (bugs): the last 20 and a count of them
         #: all (:class:`ErrorLog`). Tests should find it empty.
         self.errors = ErrorLog(self._locked)
@@ -1446,7 +1455,8 @@ class Server:
                                       channel_max=self.channel_max,
                                       handshake_timeout=policy.handshake_timeout,
                                       loopback=_over_loopback(client.sock),
-                                      amqp10_only=policy.kind == "amqp10", tls=client.tls)
+                                      amqp10_only=policy.kind == "amqp10", tls=client.tls,
+                                      amqp10=self.amqp10)
 
     def _accept_failed(self, port: _Port, exc: OSError) -> None:
         if exc.errno not in _RESOURCE_ERRNOS:

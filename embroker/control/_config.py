@@ -105,7 +105,7 @@ SERVED_PLUGINS: Final = {
     "rabbitmq_stream": "the stream listeners",
     "rabbitmq_stream_common": "the stream protocol",
     "rabbitmq_stream_management": "the management API's stream pages",
-    "rabbitmq_amqp1_0": "AMQP 1.0 (always served on the AMQP ports)",
+    "rabbitmq_amqp1_0": "AMQP 1.0 on the AMQP ports",
     "rabbitmq_auth_mechanism_ssl": "SASL EXTERNAL (auth_mechanisms.N = EXTERNAL)",
     "rabbitmq_tracing": "the management API's tracing",
 }
@@ -296,6 +296,7 @@ class NodeSettings:
             if self.stream_tls_listeners else None,
             "stream_advertised_host": self.stream_advertised_host,
             "stream_advertised_port": self.stream_advertised_port,
+            "amqp10": "rabbitmq_amqp1_0" in self.plugins,
         }
         if kwargs["tls"] is None:
             kwargs["tls_port"] = kwargs["stream_tls_port"] = kwargs["management_tls_port"] = None

@@ -229,7 +229,8 @@ class Node:
             enabled.add("rabbitmq_management")
         if "stream" in ports or "stream/ssl" in ports:
             enabled.add("rabbitmq_stream")
-        enabled.add("rabbitmq_amqp1_0")  # (always served: sniffed on the AMQP port)
+        if self.server.amqp10:  # (sniffed on the AMQP ports: rabbitmq_amqp1_0 is that)
+            enabled.add("rabbitmq_amqp1_0")
         return {"available": sorted({*PLUGINS, *LISTENER_PLUGINS}), "enabled": sorted(enabled),
                 "file": str(self.enabled_plugins_file or ""), "version": __version__,
                 "rabbitmq_version": self.rabbitmq_version}
@@ -264,6 +265,10 @@ class Node:
         plugins = self.broker.plugins
         started += [n for n in wanted & set(PLUGINS) if plugins.enable(n)]
         stopped = [n for n in set(plugins.enabled) - wanted if plugins.disable(n)]
+        amqp10 = "rabbitmq_amqp1_0" in wanted
+        if amqp10 != self.server.amqp10:  # (for the next connections: RabbitMQ's reader)
+            self.server.amqp10 = amqp10
+            (started if amqp10 else stopped).append("rabbitmq_amqp1_0")
         for name, kind in _LISTENER_KINDS:
             if name not in wanted and name in running:
                 self.server.close_listener(kind)

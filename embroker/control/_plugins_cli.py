@@ -3,7 +3,9 @@ and ``directories``, printed as RabbitMQ 3.10.8's tool prints them.
 
 The plugins are the ones embroker has: the exchange types (``rabbitmq_consistent_hash_exchange``
 and the others of ``Broker(plugins=...)``) and the listeners (``rabbitmq_management``,
-``rabbitmq_stream``, and ``rabbitmq_amqp1_0``, always on). As RabbitMQ's tool, ``enable`` and
+``rabbitmq_stream``, and ``rabbitmq_amqp1_0``: AMQP 1.0 on the AMQP ports, which ``embroker
+serve`` serves by default and ``rabbitmq-server`` as its enabled-plugins file says). As
+RabbitMQ's tool, ``enable`` and
 ``disable`` write the enabled-plugins file its own environment names
 (``RABBITMQ_ENABLED_PLUGINS_FILE``, else /etc/rabbitmq/enabled_plugins), refusing a node that
 uses another, then the running node applies the configuration at once: an exchange type's
@@ -113,7 +115,7 @@ def _change(inv: Invocation, state: dict[str, Any] | None, enable: bool) -> int 
     if state is None or state["file"]:
         try:
             before_bytes = path.read_bytes() if path.exists() else None
-            _write_enabled(path, [n for n in configured if n != "rabbitmq_amqp1_0"])
+            _write_enabled(path, configured)
         except OSError as exc:
             raise ControlError(f"Could not update enabled plugins file at {path}: "
                                f"{exc.strerror}", EX_SOFTWARE) from None

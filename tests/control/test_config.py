@@ -211,6 +211,14 @@ def test_plugin_ports_are_the_configured_ones_with_the_plugin_off_at_start(etc: 
         "rabbitmq_management": 15672, "rabbitmq_stream": None}
 
 
+def test_amqp10_is_served_with_its_plugin_only(etc: Path) -> None:
+    """As RabbitMQ 3.10: AMQP 1.0 is the rabbitmq_amqp1_0 plugin's, which the enabled-plugins
+    file decides (issue 44: always served, and listed as enabled)."""
+    assert read(etc, plugins="[].\n").server_kwargs()["amqp10"] is False
+    assert read(etc, plugins="[rabbitmq_amqp1_0].\n").server_kwargs()["amqp10"] is True
+    assert read(etc, RABBITMQ_ENABLED_PLUGINS="ALL").server_kwargs()["amqp10"] is True
+
+
 def test_old_style_management_listener_port(etc: Path) -> None:
     s = read(etc, "management.listener.port = 15999\n",
              RABBITMQ_ENABLED_PLUGINS="rabbitmq_management")

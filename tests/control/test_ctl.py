@@ -381,7 +381,9 @@ def test_plugins_enable_and_disable_on_a_running_node(tmp_path: Path) -> None:
     path.write_text("[].\n")
     broker = Broker()
     environ = {**os.environ, "RABBITMQ_ENABLED_PLUGINS_FILE": str(path)}
-    with Server(broker) as server, Node(broker, server, NODE, enabled_plugins_file=path):
+    # (as rabbitmq-server starts a node whose file lists no plugin: no AMQP 1.0 either)
+    with Server(broker, amqp10=False) as server, Node(broker, server, NODE,
+                                                      enabled_plugins_file=path):
         out, err = io.StringIO(), io.StringIO()
         assert plugins(["enable", "rabbitmq_consistent_hash_exchange"], out=out, err=err,
                        environ=environ) == 0
@@ -882,3 +884,50 @@ def test_list_connections_shows_amqp_091_connections_with_rabbitmqs_protocol_ter
     assert name.sub("NAME", as_json) == name.sub(
         "NAME", golden("rabbitmqctl", "list_connections_cols1_json")["stdout"])
     assert '"protocol":[0,9,1]' in as_json
+
+
+def _refuses_amqp10(port: int) -> bool:
+    """Whether the port answers an AMQP 1.0 header with 0-9-1's (RabbitMQ without the plugin)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"AMQP\x03\x01\x00\x00")
+        return sock.recv(8) == b"AMQP\x00\x00\x09\x01"
+
+
+def test_rabbitmq_server_serves_amqp10_as_its_enabled_plugins_file_says(tmp_path: Path) -> None:
+    """Under rabbitmq-server the enabled-plugins file decides, as in RabbitMQ 3.10 (issue 44:
+    an empty file listed rabbitmq_amqp1_0 as [E*] and rabbitmq-plugins enable/disable wrote it
+    away): none, and a 1.0 client gets the 0-9-1 header back; enabled on the running node, the
+    next 1.0 client is served; disabled, refused again. (embroker serve serves 1.0 by default:
+    the node fixture's listing has it [E*].)"""
+    from proton.utils import BlockingConnection as ProtonConnection
+
+    from embroker.control._config import read_node_settings
+    from embroker.control._server_cli import build
+
+    path = tmp_path / "enabled_plugins"
+    path.write_text("[].\n")
+    environ = {"RABBITMQ_CONFIG_FILE": str(tmp_path / "none"), "RABBITMQ_NODE_PORT": "0",
+               "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1", "RABBITMQ_ENABLED_PLUGINS_FILE": str(path),
+               "RABBITMQ_CONF_ENV_FILE": str(tmp_path / "none-env")}
+    broker, server = build(read_node_settings(environ))
+    tool_environ = {**os.environ, **environ}
+    with server, Node(broker, server, NODE, enabled_plugins_file=path):
+        assert "[  ] rabbitmq_amqp1_0 " in ctl("list", tool="rabbitmq-plugins")[1]
+        assert _refuses_amqp10(server.port)
+        out = io.StringIO()
+        assert plugins(["enable", "rabbitmq_amqp1_0"], out=out, err=io.StringIO(),
+                       environ=tool_environ) == 0
+        assert out.getvalue().endswith("The following plugins have been enabled:\n"
+                                       "  rabbitmq_amqp1_0\n\nstarted 1 plugins.\n")
+        assert path.read_text() == "[rabbitmq_amqp1_0].\n"
+        assert "[E*] rabbitmq_amqp1_0 " in ctl("list", tool="rabbitmq-plugins")[1]
+        ProtonConnection(f"amqp://guest:guest@127.0.0.1:{server.port}",
+                         allowed_mechs="PLAIN").close()
+        out = io.StringIO()
+        assert plugins(["disable", "rabbitmq_amqp1_0"], out=out, err=io.StringIO(),
+                       environ=tool_environ) == 0
+        assert out.getvalue().endswith("The following plugins have been disabled:\n"
+                                       "  rabbitmq_amqp1_0\n\nstopped 1 plugins.\n")
+        assert path.read_text() == "[].\n"
+        assert _refuses_amqp10(server.port)
+        assert server.errors == []

@@ -77,6 +77,34 @@ def test_a_server_stopped_before_it_serves_never_serves(broker: Broker) -> None:
     server.stop()
 
 
+def _answer_to(port: int, header: bytes) -> bytes:
+    """What the listener sends back to ``header``, until it closes the socket."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(header)
+        answer = b""
+        while chunk := sock.recv(64):
+            answer += chunk
+        return answer
+
+
+def test_amqp10_off_answers_a_10_header_as_an_unknown_protocol(broker: Broker) -> None:
+    """Without RabbitMQ's rabbitmq_amqp1_0 plugin (``amqp10=False``), an AMQP 1.0 header
+    (SASL or plain) gets the 0-9-1 header back and the socket closes, as RabbitMQ 3.10.8
+    refuses it (checked live: ``AMQP 0 0 9 1``, then the connection closes); 0-9-1 clients go
+    on, and turning it on serves 1.0 to the next connection."""
+    with Server(broker, amqp10=False) as server:
+        assert not server.amqp10
+        assert _answer_to(server.port, b"AMQP\x03\x01\x00\x00") == b"AMQP\x00\x00\x09\x01"
+        assert _answer_to(server.port, b"AMQP\x00\x01\x00\x00") == b"AMQP\x00\x00\x09\x01"
+        pika.BlockingConnection(pika.URLParameters(server.url)).close()
+        server.amqp10 = True
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(b"AMQP\x03\x01\x00\x00")
+            assert sock.recv(8) == b"AMQP\x03\x01\x00\x00"  # (then its SASL mechanisms)
+    assert server.errors == []
+    assert Server(broker).amqp10  # (on by default: embroker serve serves 1.0)
+
+
 @pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6 on this machine")
 def test_localhost_listens_on_ipv4_and_ipv6(broker: Broker) -> None:
     try:
