@@ -70,6 +70,7 @@ from ._transport import PORT_KINDS, CarriedConnection, PortPolicy, SansIOConnect
 from ._version import __version__
 from .amqp091 import ServerConnection as Amqp091Connection
 from .amqp091._connection import CHANNEL_MAX, FRAME_MAX
+from .amqp091._frames import FRAME_MAX_LIMIT
 from .amqp10 import ServerConnection as Amqp10Connection
 from .errors import (
     ConnectionException,
@@ -476,7 +477,8 @@ class Server:
         heartbeat: the heartbeat interval offered to clients, in seconds (0: none).
         frame_max, channel_max: the largest frame (bytes) and the most channels AMQP 0-9-1's
             connection.tune offers (RabbitMQ's ``frame_max`` and ``channel_max``: 131072 and
-            2047 by default; 0 means no limit).
+            2047 by default; 0 means no limit; at most what the method's fields carry,
+            4294967295 and 65535).
         handshake_timeout: how long a socket may take from connecting to connection.open
             (RabbitMQ's ``handshake_timeout``, 10 s).
         amqp10_port: also listen on this port for AMQP 1.0 alone (0: any free port).
@@ -500,7 +502,8 @@ class Server:
 
     Raises:
         PortInUse: the port is taken.
-        ValueError: ``max_connections`` names no kind of port, or a limit under 1.
+        ValueError: ``max_connections`` names no kind of port, or a limit under 1;
+            ``frame_max`` or ``channel_max`` that connection.tune cannot carry.
     """
 
     def __init__(self, broker: Broker, host: str = "127.0.0.1", port: int = 0, *,
@@ -517,6 +520,11 @@ class Server:
                  management_tls_port: int | None = None,
                  frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX,
                  amqp10: bool = True) -> None:
+        for name, value, limit in (("frame_max", frame_max, FRAME_MAX_LIMIT),
+                                   ("channel_max", channel_max, 65535)):
+            if not 0 <= value <= limit:
+                raise ValueError(f"{name}: 0 (no limit) or up to {limit} (what connection.tune "
+                                 f"carries), not {value}")
         limits = default_max_connections()
         for kind, limit in (max_connections or {}).items():
             if kind not in limits:

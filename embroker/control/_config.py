@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, final
 
+from ..amqp091._frames import FRAME_MAX_LIMIT
 from ..model._plugins import PLUGINS
 from ..tls import TLS_VERSIONS, TLSOptions
 from ._keys import RABBITMQ_KEYS
@@ -521,6 +522,17 @@ def _bytesize(s: Setting) -> int:
     return int(match.group(1)) * {"": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3}[unit]
 
 
+def _frame_max(s: Setting) -> int:
+    """``frame_max``: a bytesize that connection.tune can offer. rabbit.schema takes any size
+    and RabbitMQ's node then offers its low 32 bits (its codec truncates the long); embroker
+    refuses one that does not fit instead, naming the bound."""
+    value = _bytesize(s)
+    if value > FRAME_MAX_LIMIT:
+        raise _bad(s, f"a size from 0 to {FRAME_MAX_LIMIT} bytes (connection.tune carries it "
+                      "in 32 bits; 0: no limit)")
+    return value
+
+
 #: rabbit_resource_monitor_misc:parse_information_unit/1's units.
 _INFO_UNITS = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3,
                "gib": 1024**3, "kb": 1000, "mb": 1000**2, "gb": 1000**3}
@@ -817,7 +829,7 @@ class _Values:
             "default_user": ("default_user", str), "default_pass": ("default_pass", str),
             "default_vhost": ("default_vhost", str), "cluster_name": ("cluster_name", str),
             "heartbeat": ("heartbeat", _int),
-            "frame_max": ("frame_max", _bytesize),
+            "frame_max": ("frame_max", _frame_max),
             "channel_max": ("channel_max", lambda s: _int(s, high=65535)),
             "max_message_size": ("max_message_size",
                                  lambda s: _int(s, low=1, high=512 * 1024 * 1024)),

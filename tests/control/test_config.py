@@ -368,6 +368,39 @@ def test_sizes_units_and_tuning(etc: Path) -> None:
         == ("relative", 0.6)
 
 
+@pytest.mark.parametrize("value", ["99999999999999999999999", "4GB", "4294967296"])
+def test_a_frame_max_connection_tune_cannot_carry_is_one_line(etc: Path, value: str) -> None:
+    """rabbit.schema takes frame_max as any bytesize, and RabbitMQ 3.10.8's node then offers
+    its low 32 bits in connection.tune (a long: rabbit_framing_amqp_0_9_1 truncates it; pika
+    still connected to a node of its own with 99999999999999999999999, offered 4135583743).
+    embroker refuses it at start with one line instead (issue 44: accepted, then every
+    connection failed with 541)."""
+    with pytest.raises(ConfigError) as refused:
+        read(etc, f"frame_max = {value}\n")
+    assert str(refused.value) == (
+        f"{etc / 'rabbitmq.conf'}:1: frame_max = '{value}': expected a size from 0 to "
+        "4294967295 bytes (connection.tune carries it in 32 bits; 0: no limit)")
+    assert read(etc, "frame_max = 4294967295\n").frame_max == 4294967295
+
+
+def test_rabbitmq_server_refuses_such_a_frame_max_with_one_line(
+        etc: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from embroker.control._server_cli import main
+
+    (etc / "rabbitmq.conf").write_text("frame_max = 99999999999999999999999\n")
+    monkeypatch.setenv("SYS_PREFIX", str(etc.parents[1]))
+    assert main([]) == 78
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "frame_max = '99999999999999999999999': expected a size from 0 to 4294967295" in err
+
+
+@pytest.mark.parametrize("frame_max", [-1, 2**32])
+def test_the_servers_frame_max_is_bounded_by_connection_tune(frame_max: int) -> None:
+    with pytest.raises(ValueError, match=r"frame_max: 0 \(no limit\) or up to 4294967295"):
+        Server(Broker(), frame_max=frame_max)
+
+
 def test_definitions_mean_no_default_user(etc: Path, tmp_path: Path) -> None:
     """rabbit:maybe_insert_default_data/0: no default vhost and user when definitions load."""
     defs = tmp_path / "defs.json"
