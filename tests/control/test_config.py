@@ -372,7 +372,8 @@ def test_sizes_units_and_tuning(etc: Path) -> None:
 def test_a_frame_max_connection_tune_cannot_carry_is_one_line(etc: Path, value: str) -> None:
     """rabbit.schema takes frame_max as any bytesize, and RabbitMQ 3.10.8's node then offers
     its low 32 bits in connection.tune (a long: rabbit_framing_amqp_0_9_1 truncates it; pika
-    still connected to a node of its own with 99999999999999999999999, offered 4135583743).
+    still connected to a node of its own with 99999999999999999999999, which offers
+    4135583743).
     embroker refuses it at start with one line instead (issue 44: accepted, then every
     connection failed with 541)."""
     with pytest.raises(ConfigError) as refused:
