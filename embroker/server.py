@@ -520,10 +520,10 @@ class Server:
                  management_tls_port: int | None = None,
                  frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX,
                  amqp10: bool = True) -> None:
-        for name, value, limit in (("frame_max", frame_max, FRAME_MAX_LIMIT),
+        for name, value, bound in (("frame_max", frame_max, FRAME_MAX_LIMIT),
                                    ("channel_max", channel_max, 65535)):
-            if not 0 <= value <= limit:
-                raise ValueError(f"{name}: 0 (no limit) or up to {limit} (what connection.tune "
+            if not 0 <= value <= bound:
+                raise ValueError(f"{name}: 0 (no limit) or up to {bound} (what connection.tune "
                                  f"carries), not {value}")
         limits = default_max_connections()
         for kind, limit in (max_connections or {}).items():

@@ -91,7 +91,9 @@ def test_wait_and_stop_with_the_pid_file_of_a_node_rabbitmq_server_started(
         assert waited.returncode == 0, waited.stderr
         pid = pid_file.read_text()
         assert f"pid is {pid}\n" in waited.stdout
-        assert lookup(env["RABBITMQ_NODENAME"]).pid == int(pid)  # type: ignore[union-attr]
+        entry = lookup(env["RABBITMQ_NODENAME"])
+        assert entry is not None
+        assert entry.pid == int(pid)
     finally:
         stopped = _tool(env, "rabbitmqctl", "stop", str(pid_file))
     assert stopped.returncode == 0, stopped.stderr
