@@ -852,22 +852,26 @@ def _pid_from_file(path: str) -> int:
     return int(digits)
 
 
-#: How often the tools look again at what they wait for (a node going down, a pid file).
-POLL_INTERVAL = 0.01
+#: How soon the tools look again at what they wait for (a node going down, its process
+#: ending): at first, then twice as late each time, up to the most.
+POLL_INTERVAL, POLL_INTERVAL_MAX = 0.01, 0.1
 
 
 def _poll(done: Callable[[], bool], deadline: float) -> bool:
     """Wait until ``done()``; whether it came before ``deadline`` (``time.monotonic()``)."""
+    interval = POLL_INTERVAL
     while not done():
         if time.monotonic() >= deadline:
             return False
-        time.sleep(POLL_INTERVAL)
+        time.sleep(interval)
+        interval = min(interval * 2, POLL_INTERVAL_MAX)
     return True
 
 
 def _node_up(entry: NodeEntry) -> bool:
     """Whether the node still serves: its control port accepts (a node that stops closes every
-    port at once) and its process runs."""
+    port at once; the probe closes at once, which the node sees and drops) and its process
+    runs."""
     if not process_alive(entry.pid):
         return False
     try:

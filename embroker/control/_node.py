@@ -139,8 +139,8 @@ class Node:
         self._folder = folder
         #: Where a listener plugin enabled on the running node listens (RabbitMQ's defaults,
         #: or the node's configuration: ``management.tcp.port``, ``stream.listeners.tcp``).
-        self.plugin_ports: dict[str, int | None] = {"rabbitmq_management": 15672,
-                                             "rabbitmq_stream": 5552, **(plugin_ports or {})}
+        self.plugin_ports: dict[str, int | None] = {
+            "rabbitmq_management": 15672, "rabbitmq_stream": 5552, **(plugin_ports or {})}
         self._entry: NodeEntry | None = None
         self._views: ManagementAPI | None = None
 
@@ -239,8 +239,9 @@ class Node:
         """Make ``enabled`` the node's plugins, as ``rabbitmq-plugins`` applies a configuration
         to a running node, at once: the listeners (management, stream: :meth:`Server.open_listener
         <embroker.server.Server.open_listener>` on :attr:`plugin_ports`), then the exchange-type
-        plugins (:meth:`Plugins.enable <embroker.model._plugins.Plugins.enable>`). Returns which
-        ``started`` and which ``stopped``.
+        plugins (:meth:`Plugins.enable <embroker.model._plugins.Plugins.enable>`) and AMQP 1.0
+        (``rabbitmq_amqp1_0``: :attr:`Server.amqp10 <embroker.server.Server.amqp10>`, for the
+        next connections). Returns which ``started`` and which ``stopped``.
 
         Raises:
             ControlError: a listener cannot open (its port is taken, say): RabbitMQ's error
