@@ -29,7 +29,7 @@ from typing import IO, Any, final
 
 from ._client import NodeUnreachable, call
 from ._format import csv_rows, json_rows, table_rows, table_value
-from ._help import CLI_VERSION, usage
+from ._help import BOLD, CLI_VERSION, PLAIN, usage
 from ._protocol import (
     EX_DATAERR,
     EX_SOFTWARE,
@@ -43,7 +43,6 @@ from ._registry import NodeEntry, default_node_name, lookup, nodes_dir, qualify
 
 __all__ = ["Invocation", "run"]
 
-BOLD, PLAIN = "\x1b[1m", "\x1b[0m"
 
 #: Options that take a value, by every name they go by, and the name they are kept under.
 _VALUED = {"-n": "node", "--node": "node", "-p": "vhost", "--vhost": "vhost",

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["CLI_VERSION", "SECTIONS", "usage"]
+__all__ = ["BOLD", "CLI_VERSION", "PLAIN", "SECTIONS", "usage"]
 
 #: The version of RabbitMQ's tools these are (``rabbitmqctl version``): 3.10.8, the RabbitMQ
 #: embroker follows by default. (A node's own version is ``rabbitmq-diagnostics
 #: server_version``: its profile's.)
 CLI_VERSION = "3.10.8"
 
+#: How RabbitMQ's tools set a heading in bold (on a pipe too).
 BOLD, PLAIN = "\x1b[1m", "\x1b[0m"
 
 #: Each tool's sections, in the order its help lists them.
