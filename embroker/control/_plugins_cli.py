@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from ._client import NodeUnreachable
-from ._ctl import BOLD, COMMANDS, PLAIN, Invocation, UsageError, _unreachable, parse
-from ._help import usage
+from ._ctl import COMMANDS, Invocation, UsageError, _unreachable, parse
+from ._help import BOLD, PLAIN, usage
 from ._protocol import EX_DATAERR, EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, ControlError
 
 __all__ = ["main"]
