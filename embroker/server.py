@@ -1349,7 +1349,8 @@ class Server:
             hosts = HostPolicy(hosts.own | {local.lower()}, hosts.allowed)
         conn = HttpConnection(self._management.begin, screen=self._management.screen, hosts=hosts,
                               peer=peer, loopback=_over_loopback(sock),
-                              server_header=self._management.server_header)
+                              server_header=self._management.server_header,
+                              scheme="http" if port.policy.tls is None else "https")
         client = _Client(sock, peer, lambda _client: conn, port)
         self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)

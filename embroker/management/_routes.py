@@ -37,11 +37,15 @@ if TYPE_CHECKING:
     from ._api import ManagementAPI
     from ._schema import Schema
 
-__all__ = ["ROUTES", "Call", "HttpError", "Method", "Route", "bad_request", "find", "not_found",
-           "route"]
+__all__ = ["BODY_METHODS", "ROUTES", "Call", "HttpError", "Method", "Route", "bad_request", "find",
+           "not_found", "route"]
 
 #: Methods a route may have besides OPTIONS (HEAD goes with GET).
 METHODS: Final = ("GET", "PUT", "POST", "DELETE")
+#: The methods whose handlers take a body: RabbitMQ's read one on PUT and POST alone
+#: (``cowboy_rest``'s ``content_types_accepted``); a GET's, a DELETE's or an OPTIONS' body is
+#: never read (the HTTP layer answers such a request without it: ``Request.takes_body``).
+BODY_METHODS: Final = frozenset({"PUT", "POST"})
 
 
 class HttpError(Exception):
@@ -93,13 +97,17 @@ VHOST_RULES: Final = frozenset({Rule.VHOST, Rule.VHOST_VISIBLE, Rule.POLICIES})
 @final
 @dataclass(frozen=True)
 class Method:
-    """One method of a route: who may use it, what body it takes, what answers it."""
+    """One method of a route: who may use it, whether it takes a body and read by what schema,
+    what answers it."""
 
     rule: Rule
     handler: Handler
     body: Schema | None = None
     owner: Owner | None = None
     vhost: Scope | None = None
+    #: Whether it takes a body at all (a PUT or a POST: :data:`BODY_METHODS`); a request
+    #: without one is answered with its body unread.
+    takes_body: bool = False
 
 
 @final
@@ -151,6 +159,7 @@ def route(method: str, pattern: str, rule: Rule, *, body: Schema | None = None,
     user, for :attr:`Rule.OWNER`; ``vhost``: the vhost ``rule`` looks at, for a path that
     names none)."""
     assert method in METHODS, method
+    assert body is None or method in BODY_METHODS, f"{method} /api/{pattern} takes no body"
     assert isinstance(rule, Rule), pattern
     assert (rule is Rule.OWNER) == (owner is not None), pattern
     parts = tuple(pattern.strip("/").split("/"))
@@ -162,7 +171,8 @@ def route(method: str, pattern: str, rule: Rule, *, body: Schema | None = None,
             found = Route(pattern)
             ROUTES.append(found)
         assert method not in found.methods, f"{method} /api/{pattern} registered twice"
-        found.methods[method] = Method(rule, handler, body, owner, vhost)
+        found.methods[method] = Method(rule, handler, body, owner, vhost,
+                                       takes_body=method in BODY_METHODS)
         return handler
     return register
 
