@@ -506,6 +506,9 @@ class HttpConnection:
                 if not data or (self._linger_left is not None and self._linger_left <= 0):
                     self._drained = True  # all of it came, or the client closed
                     self._linger_until = None
+            if not data and not self._closing:  # it went away before its answer: as h11 does
+                self._closing = True            # with a second end of input, stop
+                self._stop_work()
             return
         now = self._clock()
         self._last_activity = now

@@ -798,6 +798,12 @@ def test_a_body_on_a_route_that_takes_none_is_dropped_while_its_answer_is_worked
     assert [r.split(b"\r\n\r\n", 1)[1] for r in responses(out)] == [b"GET /slow 0"]
     assert b"connection: close\r\n" in out
     assert conn.should_close  # (all the announced body came: nothing to linger for)
+    gone = HttpConnection(app, screen=NoBodyScreen(), clock=lambda: now[0])
+    gone.receive_data(b"GET /slow HTTP/1.1\r\nHost: localhost\r\nContent-Length: 9\r\n\r\n")
+    gone.receive_data(b"")  # (it closed before its answer: the work stops, the socket closes)
+    assert started[-1].closed
+    assert gone.should_close
+    assert not gone.has_work
     trickle = HttpConnection(app, screen=NoBodyScreen(), clock=lambda: now[0])
     trickle.receive_data(b"GET /slow HTTP/1.1\r\nHost: localhost\r\n"
                          b"Transfer-Encoding: chunked\r\n\r\n")
