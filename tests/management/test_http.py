@@ -831,7 +831,9 @@ def _filled(pattern: str) -> str:
                               else part for part in pattern.split("/"))
 
 
-def _no_body_requests() -> list[tuple[str, str]]:
+def _requests(with_bodies: bool) -> list[tuple[str, str]]:
+    """Every method of every route (with ``with_bodies``, those that take a body too), and
+    the console's files."""
     from embroker.management import _resources  # noqa: F401  (the routes, registered)
     from embroker.management._routes import ROUTES
 
@@ -839,7 +841,7 @@ def _no_body_requests() -> list[tuple[str, str]]:
              ("HEAD", "/")]
     for route in ROUTES:
         for verb, method in route.methods.items():
-            if not method.takes_body:
+            if with_bodies or not method.takes_body:
                 found.append((verb, _filled(route.pattern)))
                 if verb == "GET":
                     found.append(("HEAD", _filled(route.pattern)))
@@ -847,18 +849,20 @@ def _no_body_requests() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("credentials", [None, "guest:guest"])
-def test_no_route_that_takes_no_body_reads_one_with_or_without_a_login(
+def test_no_body_is_read_before_login_nor_on_a_route_that_takes_none(
         credentials: str | None) -> None:
-    """Every method of every route of the management API that takes no body (GET, HEAD,
-    DELETE, and the console's files), asked with a 20 MiB body announced and none sent: the
+    """The attacker's probe on every route: each method of each route of the management API
+    and the console's files, asked with a 20 MiB body announced and none sent, without
+    credentials; and, as guest, every one that takes no body (GET, HEAD, DELETE...). The
     answer comes from the headers alone (a listing's after its steps), with no 100 Continue,
     and the connection holds none of the body. (Before: ``GET /`` and ``GET /api/auth`` read
     the whole body of a client without credentials.)"""
     from embroker.management import ManagementAPI
 
-    requests = _no_body_requests()
+    requests = _requests(with_bodies=credentials is None)
     assert ("GET", "/api/auth") in requests
     assert ("DELETE", "/api/queues/%2F/x") in requests
+    assert (("PUT", "/api/queues/%2F/x") in requests) == (credentials is None)
     auth = b"" if credentials is None else \
         b"Authorization: Basic " + base64.b64encode(credentials.encode()) + b"\r\n"
     for method, path in requests:
