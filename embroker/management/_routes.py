@@ -9,8 +9,9 @@ this?": it names one :class:`~embroker.model._access.Rule` of RabbitMQ's vocabul
 ``is_authorized/2`` does, and, for a method that takes a body, the body's
 :class:`~._schema.Schema`. Which methods take a body at all is declared here too
 (:data:`BODY_METHODS`: a PUT or a POST, as RabbitMQ's handlers read one): the HTTP layer
-answers any other request without reading its body (``Request.takes_body``). The vhost a rule looks at is the one the path names (or, for a path
-that names none, the one the route's ``vhost`` function reads from the request); the item a
+answers any other request without reading its body (``Request.takes_body``). The vhost a
+rule looks at is the one the path names (or, for a path that names none, the one the route's
+``vhost`` function reads from the request); the item a
 :attr:`~embroker.model._access.Rule.OWNER` rule looks at is the one its ``owner`` function
 finds. The dispatcher (:meth:`ManagementAPI.__call__
 <embroker.management._api.ManagementAPI>`) alone runs RabbitMQ's order for every request
