@@ -20,9 +20,9 @@ Nothing a client sends, and no bug, stops the loop:
   saying so once per interval, while the other ports go on accepting;
 - each port may hold at most so many connections (``max_connections``): one at its limit stops
   accepting (the kernel queues the newcomers) until one of its connections closes, and the
-  other ports go on. Only the management port has a limit by default, so that an HTTP client,
-  the one a web page can drive, cannot take every descriptor and stop AMQP clients from
-  connecting (:func:`default_max_connections`).
+  other ports go on. The management and stream ports have a limit by default, so that an HTTP
+  client (the one a web page can drive) or a stream client that never logs in cannot take
+  every descriptor and stop AMQP clients from connecting (:func:`default_max_connections`).
 
 Threads
 -------
@@ -141,28 +141,35 @@ _WARN_INTERVAL = 10.0
 #: options alone), so ranch's defaults hold, 1024 a connection supervisor, and one supervisor
 #: for each of its 10 acceptors (``num_conns_sups`` defaults to ``num_acceptors``).
 _RANCH_MAX_CONNECTIONS = 10 * 1024
-#: The share of the process's descriptors the management port may hold at most (one in
-#: four): below RabbitMQ's limit wherever ``ulimit -n`` is under 40,960.
-_HTTP_SHARE = 4
+#: The share of the process's descriptors the management port, and the stream port, may each
+#: hold at most (one in four): below RabbitMQ's management limit wherever ``ulimit -n`` is
+#: under 40,960.
+_PORT_SHARE = 4
 
 
 def default_max_connections() -> dict[str, int | None]:
-    """The most connections each kind of port holds unless told otherwise, as RabbitMQ:
+    """The most connections each kind of port holds unless told otherwise, as RabbitMQ, but
+    never more than a quarter of the process's descriptors (``RLIMIT_NOFILE``, read now) on a
+    port a stranger reaches before any login, the HTTP and the stream ones: clients that a web
+    page opens, or that connect and send nothing or half a request, cannot take the
+    descriptors AMQP clients need to connect. (With ``ulimit -n 1024``: 256.)
 
     - ``"amqp"`` (the AMQP port, and the AMQP 1.0 port each): no limit, RabbitMQ's
       ``connection_max`` (``infinity``; tcp_listener_sup.erl gives it to ranch);
-    - ``"stream"``: no limit (the stream plugin's listener takes the same ``connection_max``);
     - ``"management"``: RabbitMQ's 10,240 (ranch's defaults, :data:`_RANCH_MAX_CONNECTIONS`),
-      but at most a quarter of the process's descriptors (``RLIMIT_NOFILE``, read now): HTTP
-      clients that a web page opens, or that hold requests unfinished, cannot take the
-      descriptors AMQP clients need to connect. (With ``ulimit -n 1024``: 256.)
+      within the quarter;
+    - ``"stream"`` (the stream port, and the stream TLS port each): the quarter (the stream
+      plugin's listener takes RabbitMQ's ``connection_max``, no limit; v3.10.8
+      rabbit_stream_sup.erl); no limit where the descriptors have none.
     """
-    http = _RANCH_MAX_CONNECTIONS
+    http: int | None = _RANCH_MAX_CONNECTIONS
+    stream: int | None = None
     if resource is not None:
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         if soft != resource.RLIM_INFINITY:
-            http = max(1, min(http, soft // _HTTP_SHARE))
-    return {"amqp": None, "management": http, "stream": None}
+            share = max(1, soft // _PORT_SHARE)
+            http, stream = min(_RANCH_MAX_CONNECTIONS, share), share
+    return {"amqp": None, "management": http, "stream": stream}
 #: RabbitMQ's memory monitor: the share of the RAM past which the memory alarm is raised, and
 #: how often it measures (vm_memory_monitor.erl, rabbit_memory.hrl, v3.10.8: 0.4, 1000 ms);
 #: the RAM assumed where it cannot be read (``MEMORY_SIZE_FOR_UNKNOWN_OS``: 1 GiB).
@@ -1349,7 +1356,8 @@ class Server:
             hosts = HostPolicy(hosts.own | {local.lower()}, hosts.allowed)
         conn = HttpConnection(self._management.begin, screen=self._management.screen, hosts=hosts,
                               peer=peer, loopback=_over_loopback(sock),
-                              server_header=self._management.server_header)
+                              server_header=self._management.server_header,
+                              scheme="http" if port.policy.tls is None else "https")
         client = _Client(sock, peer, lambda _client: conn, port)
         self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)
