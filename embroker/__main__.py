@@ -133,9 +133,11 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"embroker: node name {args.node} is taken by another running embroker; give "
               "another with --node", file=sys.stderr)
         return 1
-    except ControlError as exc:
+    except ControlError as exc:  # (a node name RabbitMQ refuses: its reason, as rabbitmq-server)
         server.stop()
-        print(f"embroker: {exc.message.splitlines()[0]}", file=sys.stderr)
+        reason = getattr(exc, "reason", None)
+        print(f"embroker: Invalid node name! {reason}" if reason else
+              f"embroker: {exc.message.splitlines()[0]}", file=sys.stderr)
         return 1
     except PortInUse as exc:
         server.stop()
