@@ -81,7 +81,7 @@ def _check_level(path: str, st: os.stat_result, *, final: bool, private: bool,
         raise UntrustedPath(f"{path} is not a folder; {fix}")
     owners = (uid,) if final and private else (0, uid)
     if st.st_uid not in owners:
-        raise _refusal(path, f"belongs to {_who(st.st_uid)}, not to you ({_who(uid)})", fix)
+        raise _refusal(path, f"belongs to {_who(st.st_uid)}, not to you", fix)
     writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
     if writable and not (st.st_mode & stat.S_ISVTX and (not final or shared)):
         raise _refusal(path, f"can be written by others (mode {stat.S_IMODE(st.st_mode):04o})",
