@@ -108,9 +108,15 @@ _READ_SIZE = 262_144
 #: Bytes of answers an HTTP client of the management port may leave unread before the loop
 #: stops reading its requests (as MAX_PENDING_OUTPUT of embroker.management: the same 4 MiB).
 _HTTP_UNREAD = 4 * 1024 * 1024
-#: The most clients a node's control port (serve_control) holds at once: RabbitMQ's tools open
-#: one each, and a script runs them one after another.
+#: The most tools a node's control port (serve_control) holds at once, once they proved they
+#: know the cookie: RabbitMQ's tools open one connection each, and a script runs them one after
+#: another.
 _CONTROL_CLIENTS = 64
+#: The most connections a control port holds that have not proved it yet (each has
+#: embroker.control._handshake.HANDSHAKE_TIMEOUT seconds to): a new one drops the oldest, so
+#: that however many idle sockets another user holds on the port, a tool that knows the cookie
+#: gets in at once.
+_CONTROL_PENDING = 16
 _TICK = 0.5  # at most this long between looks at heartbeats, handshakes and timers
 #: How long one turn of the loop spends on the steps of management answers worked out in steps
 #: (a listing, an export: embroker.management._steps), across every HTTP client that waits for
@@ -586,9 +592,13 @@ class Server:
         # broker connections); the loop's alone, as _dirty.
         self._http_clients: dict[int, _Client] = {}
         self._management: ManagementAPI | None = None
-        # A node's control interface (serve_control): its application and screen.
+        # A node's control interface (serve_control): its application and screen, the node's
+        # name and cookie; its connections not authenticated yet (oldest first), and those
+        # that are (the loop's alone).
         self._control: tuple[Callable[[Request], Response | Work],
-                             Callable[[Request], Response | None]] | None = None
+                             Callable[[Request], Response | None], str, str] | None = None
+        self._control_pending: deque[_Client] = deque()
+        self._control_tools: set[_Client] = set()
         #: The port of the management HTTP API and console (``None`` unless asked for).
         self.management_port = self._listen(host, management_port, PortPolicy.for_management(
             limits["management"], _HTTP_UNREAD)) \
@@ -646,8 +656,9 @@ class Server:
         self._disk_due = 0.0
         broker.transports.add(self)
 
-    def _listen(self, host: str, port: int, policy: PortPolicy) -> int:
-        sockets = self._bind(host, port)
+    def _listen(self, host: str, port: int, policy: PortPolicy, *,
+                keep_others: bool = False) -> int:
+        sockets = self._bind(host, port, keep_others=keep_others)
         port = sockets[0].getsockname()[1]
         self._ports.append(_Port(policy, port, sockets))
         return port
@@ -1364,26 +1375,69 @@ class Server:
         log.debug("accepted HTTP connection from %s", peer)
 
     def serve_control(self, app: Callable[[Request], Response | Work],
-                      screen: Callable[[Request], Response | None]) -> int:
+                      screen: Callable[[Request], Response | None], *, name: str, cookie: str,
+                      host: str = "127.0.0.1", port: int = 0) -> int:
         """Serve a node's control interface (embroker.control: what RabbitMQ's tools ask a
-        node) on a port of its own, on loopback only; returns the port. It answers HTTP
-        requests with ``app`` (``screen`` refuses them from their headers alone) and stays
-        open while the node's application is stopped (``stop_app``)."""
-        number = self._listen("127.0.0.1", 0, PortPolicy("control", _CONTROL_CLIENTS,
-                                                         _HTTP_UNREAD))
-        self._control = (app, screen)
+        node) on a port of its own; returns the port. Each connection first passes the
+        handshake (:mod:`embroker.control._handshake`: the tool proves it knows ``cookie``,
+        the node that it is ``name`` and knows it too), then is answered HTTP requests by
+        ``app`` (``screen`` refuses them from their headers alone). It stays open while the
+        node's application is stopped (``stop_app``).
+
+        Args:
+            host: where it listens (RabbitMQ's distribution's place: ``"auto"``, every
+                interface; loopback by default).
+            port: its port (0: any free one).
+
+        Raises:
+            PortInUse: ``port`` is taken.
+        """
+        number = self._listen("0.0.0.0" if host == "auto" else host, port,
+                              PortPolicy("control", None, _HTTP_UNREAD), keep_others=True)
+        self._control = (app, screen, name, cookie)
         if self._running:
             self._on_loop(lambda: self._select_port(self._ports[-1]))
         return number
 
     def _accept_control(self, sock: socket.socket | TLSSocket, peer: str, port: _Port) -> None:
+        from .control._handshake import NodeHandshake
         from .management._http import HostPolicy, HttpConnection
 
         assert self._control is not None
-        app, screen = self._control
-        conn = HttpConnection(app, screen=screen, hosts=HostPolicy.of({"127.0.0.1"}), peer=peer,
-                              loopback=True, server_header=f"embroker/{__version__}")
-        client = _Client(sock, peer, lambda _client: conn, port)
+        app, screen, name, cookie = self._control
+        loopback = _over_loopback(sock)
+        pending = self._control_pending
+        while len(pending) >= _CONTROL_PENDING:  # the oldest that has not proved itself goes
+            oldest = pending.popleft()
+            oldest.conn.evict()
+            try:
+                self._write(oldest)  # (told -busy, and dropped)
+            except Exception as exc:
+                self._bug(exc, f"dropping the control connection from {oldest.peer}")
+                self._drop(oldest)
+            now = time.monotonic()
+            if now - port.warned >= _WARN_INTERVAL:
+                log.warning("control port %d: more than %d connections that have not proved "
+                            "they know the cookie: the oldest are dropped", port.number,
+                            _CONTROL_PENDING)
+                port.warned = now
+
+        def connection(client: _Client) -> NodeHandshake:
+            def authenticated() -> bool:
+                with contextlib.suppress(ValueError):
+                    pending.remove(client)
+                if len(self._control_tools) >= _CONTROL_CLIENTS:
+                    return False
+                self._control_tools.add(client)
+                return True
+
+            return NodeHandshake(name, cookie, lambda: HttpConnection(
+                app, screen=screen, hosts=HostPolicy.of({"127.0.0.1"}), peer=peer,
+                loopback=loopback, server_header=f"embroker/{__version__}"),
+                on_authenticated=authenticated)
+
+        client = _Client(sock, peer, connection, port)
+        pending.append(client)
         self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)
 
@@ -1656,6 +1710,10 @@ class Server:
         if not client.amqp:
             if self._http_clients.pop(fileno, None) is not None:
                 self._left(client.port)
+            if client.port is not None and client.port.kind == "control":
+                self._control_tools.discard(client)
+                with contextlib.suppress(ValueError):
+                    self._control_pending.remove(client)
             client.conn.connection_lost()
             client.sock.close()
             return

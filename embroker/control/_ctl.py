@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any, final
 
 from ._client import NodeUnreachable, call
+from ._env import tool_node_name
 from ._format import csv_rows, json_rows, table_rows, table_value
 from ._protocol import (
     EX_DATAERR,
@@ -37,7 +38,7 @@ from ._protocol import (
     INFO_KEYS,
     ControlError,
 )
-from ._registry import NodeEntry, default_node_name, lookup, nodes_dir, qualify
+from ._registry import NodeEntry, UntrustedPath, lookup, nodes_dir
 
 __all__ = ["Invocation", "run"]
 
@@ -90,10 +91,16 @@ class Invocation:
 
     @property
     def node(self) -> str:
+        """The node meant, by the rule the node names itself by (:func:`._env.node_name`:
+        ``-n``, ``-l``, ``RABBITMQ_NODENAME`` and rabbitmq-env.conf, as RabbitMQ's CLI).
+
+        Raises:
+            ControlError: RabbitMQ's CLI refuses the name (exit 65), or rabbitmq-env.conf
+                cannot be read (78)."""
         given = self.options.get("node")
-        if given:
-            return qualify(str(given), longnames=bool(self.options.get("longnames")))
-        return default_node_name(self.environ)
+        return tool_node_name(self.environ, given=str(given) if given else None,
+                              longnames=True if self.options.get("longnames") else None,
+                              operation=self.command)
 
     @property
     def quiet(self) -> bool:
@@ -114,9 +121,13 @@ class Invocation:
             print(line, file=self.out)
 
     def entry(self) -> NodeEntry:
-        found = lookup(self.node, nodes_dir(self.environ))
+        node = self.node
+        try:
+            found = lookup(node, nodes_dir(self.environ))
+        except UntrustedPath as exc:  # (another user's folder: never read, one line)
+            raise ControlError(f"the node registry cannot be trusted: {exc}", 77) from None
         if found is None:
-            raise NodeUnreachable(self.node)
+            raise NodeUnreachable(node)
         return found
 
     def ask(self, operation: str, **arguments: Any) -> Any:
@@ -199,9 +210,10 @@ def _argument_error(inv: Invocation, spec: Command, reason: str, code: int = EX_
     return code
 
 
-def _unreachable(inv: Invocation) -> int:
+def _unreachable(inv: Invocation, exc: NodeUnreachable | None = None) -> int:
     node = inv.node
     host = node.partition("@")[2]
+    reason = exc.reason if exc is not None else None
     print(f"Error: unable to perform an operation on node '{node}'. Please see diagnostics "
           "information and suggestions below.\n\nMost common reasons for this are:\n\n"
           " * Target node is unreachable (e.g. due to hostname resolution, TCP connection or "
@@ -212,8 +224,9 @@ def _unreachable(inv: Invocation) -> int:
           " * Consult server logs on node " + node + "\n * If target node is configured to use "
           "long node names, don't forget to use --longnames with CLI tools\n\nDIAGNOSTICS\n"
           f"===========\n\nattempted to contact: ['{node}']\n\n{node}:\n  * unable to connect "
-          f"to the embroker node: no node named {node.partition('@')[0]!r} is registered on "
-          f"{host} (EMBROKER_NODES_DIR)\n", file=inv.err)
+          f"to the embroker node: " + (reason or f"no node named {node.partition('@')[0]!r} is "
+                                       f"registered on {host} (EMBROKER_NODES_DIR)") + "\n",
+          file=inv.err)
     return EX_UNAVAILABLE
 
 
@@ -267,8 +280,8 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
         code = spec.run(inv)
     except UsageError as exc:
         return _argument_error(inv, spec, str(exc), exc.code)
-    except NodeUnreachable:
-        return _unreachable(inv)
+    except NodeUnreachable as exc:
+        return _unreachable(inv, exc)
     except ControlError as exc:
         print(exc.message if exc.plain else f"Error:\n{exc.message}", file=err)
         return exc.code
