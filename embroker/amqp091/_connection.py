@@ -669,6 +669,14 @@ class ServerConnection:
             self._out.append(HEARTBEAT_FRAME)
         return min(self._last_sent + interval, self._last_received + 2 * self.heartbeat)
 
+    def excuse_silence(self) -> None:
+        """Count the client's silence (missed heartbeats) from now on: its transport knows the
+        client could not speak in the time that passed. A test moved the broker's
+        :class:`~embroker.ManualClock` while an in-memory client was not running, or while a
+        socket's client, which lives in real time, was heard from within two intervals of it.
+        """
+        self._last_received = max(self._last_received, self.broker.clock.monotonic())
+
     # -- blocking ------------------------------------------------------------------------------
 
     def publishers_blocked(self, reason: str) -> None:

@@ -419,6 +419,26 @@ def test_the_strict_values_the_plugin_takes(pytester: pytest.Pytester, value: st
     run(pytester).assert_outcomes(passed=2, errors=errors)
 
 
+def test_memory_pika_survives_advance_and_its_teardown_a_dropped_connection(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        from embroker.testing import advance
+
+        @pytest.mark.embroker(clock=True)
+        def test_an_hour_later(broker, memory_pika):
+            channel = memory_pika.channel()
+            channel.queue_declare("q")
+            advance(broker, 3600)
+            channel.basic_publish("", "q", b"x")
+            assert broker.queues["q"].message_count == 1
+
+        def test_killed(broker, memory_pika, embroker_faults):
+            embroker_faults.kill_connection()  # the test never touches it again
+    """)
+    run(pytester).assert_outcomes(passed=2)
+
+
 # -- the failure report --------------------------------------------------------------------------
 
 REPORTED = """
