@@ -23,7 +23,8 @@ Strict mode (``embroker_strict`` ini option, or the marker's ``strict=``) fails 
 teardown when it left client connections open, deliveries unacknowledged, consumers on a
 stopped listener, listener errors or (``"unroutable"``) publishes that reached no queue. A failed
 test's report gets an ``embroker`` section: the last routing decisions with their messages'
-histories, and the queues (``--embroker-trace N``).
+histories, what the broker refused and which connections it dropped (``broker.incidents``), and
+the queues (``--embroker-trace N``).
 
 With ``--embroker-reference URL`` the same tests run against a real RabbitMQ: ``broker`` is then
 a :class:`embroker._reference.ReferenceBroker` on a vhost of its own, and what needs embroker's
@@ -33,6 +34,7 @@ internals (the virtual clock, ``explain()``...) skips with the reason.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import ssl
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -662,6 +664,7 @@ def _state(broker: AnyBroker, count: int) -> str:
             lines.extend(f"    {event}" for event in decision.history())
             lines.extend(f"    now: {fate}" for fate in decision.fate())
     if isinstance(broker, model.Broker):
+        lines.extend(_incidents(broker))
         with broker.locked():
             queues = [q for v in broker.vhosts.values() for q in v.queues.values()]
         lines.append(f"queues ({len(queues)}):" if queues else "no queues")
@@ -673,3 +676,34 @@ def _state(broker: AnyBroker, count: int) -> str:
                 lines.append(f"    ... and {queue.message_count - count} more")
     return "\n".join(lines)
 
+
+
+#: What the report adds under an incident of this reply text: how it comes about.
+_WHY = {
+    "FRAME_ERROR - missed heartbeats from client": (
+        "the client sent nothing for two heartbeat intervals while it ran: its library sends "
+        "heartbeats only while its I/O loop runs (pika: process_data_events; py-amqp and "
+        "kombu: heartbeat_check); heartbeat=0 turns them off"),
+    "FRAME_ERROR - handshake timeout": (
+        "the client opened a socket and did not finish the AMQP handshake within the "
+        "listener's handshake_timeout (10 s)"),
+}
+
+
+def _incidents(broker: Broker) -> list[str]:
+    """What the broker refused (channel and connection errors, with the method) and which
+    connections it dropped, when (the broker's clock) and, for a drop, why that happens."""
+    from embroker import ManualClock
+
+    incidents = list(broker.incidents)
+    if not incidents:
+        return []
+    lines = [f"closed by the broker ({len(incidents)}):"]
+    manual = isinstance(broker.clock, ManualClock)
+    for incident in incidents:
+        when = (f"t={incident.at:.3f} (broker clock)" if manual else
+                datetime.datetime.fromtimestamp(incident.wall).strftime("%H:%M:%S.%f")[:-3])
+        lines.append(f"- at {when}: {incident}")
+        lines.extend(f"    {why}" for text, why in _WHY.items()
+                     if incident.reply_text.startswith(text))
+    return lines

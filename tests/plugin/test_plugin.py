@@ -468,6 +468,54 @@ def test_a_failed_test_reports_the_trace_and_the_queues(pytester: pytest.Pyteste
     ])
 
 
+def test_the_report_says_what_the_broker_refused_and_which_connections_it_dropped(
+        pytester: pytest.Pytester) -> None:
+    """An application that swallows a channel error, and a client the broker dropped for
+    missed heartbeats (py-amqp sends them only when the application calls heartbeat_check):
+    the failure report says what was refused (code, text, method) and what was dropped, when
+    and why (issue 44)."""
+    pytester.makepyfile("""
+        import contextlib
+        import kombu
+        import pika
+        import pytest
+        import embroker.memory.kombu
+        from embroker.testing import advance
+
+        @pytest.mark.embroker(clock=True)
+        def test_app(broker, amqp_url):
+            params = pika.URLParameters(amqp_url)
+            params.client_properties = {"connection_name": "checkout"}
+            connection = pika.BlockingConnection(params)
+            with contextlib.suppress(pika.exceptions.ChannelClosedByBroker):
+                connection.channel().queue_declare("missing", passive=True)
+            with kombu.Connection(broker.kombu_url, heartbeat=10) as worker, \\
+                    worker.Consumer([kombu.Queue("jobs")]):
+                with contextlib.suppress(*worker.connection_errors):
+                    for _ in range(10):
+                        advance(broker, 5)
+                        with contextlib.suppress(TimeoutError):
+                            worker.drain_events(timeout=1)
+            connection.close()
+            assert False, "the application did not do its job"
+    """)
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*- embroker -*",
+        "closed by the broker (2):",
+        "- at t=0.000 (broker clock): channel 1 of connection 127.0.0.1:* ('checkout', user "
+        "'guest', "
+        "vhost '/') closed: 404 NOT_FOUND - no queue 'missing' in vhost '/' (refusing "
+        "queue.declare)",
+        "- at t=20.001 (broker clock): connection memory:* (user 'guest', vhost '/') dropped: "
+        "501 FRAME_ERROR - missed heartbeats from client, timeout: 10s",
+        "    the client sent nothing for two heartbeat intervals while it ran: its library "
+        "sends heartbeats only while its I/O loop runs (pika: process_data_events; py-amqp "
+        "and kombu: heartbeat_check); heartbeat=0 turns them off",
+    ])
+
+
 def test_embroker_trace_chooses_how_many(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(REPORTED)
     result = run(pytester, "--embroker-trace", "1")
