@@ -485,13 +485,51 @@ def assert_dead_lettered(broker: AnyBroker, *, queue: str | None = None, reason:
     if to is not None:
         wanted = set(to)
         checks[f"to={sorted(wanted)!r}"] = lambda d: set(d.queues) == wanted
-    candidates = [d for d in _decisions(broker, dead_letters=True)
-                  if all(check(d) for check in checks.values())]
+    dead = _decisions(broker, dead_letters=True)
+    candidates = [d for d in dead if all(check(d) for check in checks.values())]
     if candidates:
         return candidates[-1]
-    raise AssertionError(_report(f"expected a message dead-lettered with {_describe(checks)}",
-                                 broker, candidates, checks, None, routing_key,
-                                 dead_letters=None))
+    wanted = " ".join(part for part in (
+        f"from queue {queue!r}" if queue is not None else "",
+        f"for {reason!r}" if reason is not None else "",
+        f"with routing key {routing_key!r}" if routing_key is not None else "",
+        f"reaching exactly {sorted(set(to))!r}" if to is not None else "",
+        f"in vhost {vhost!r}" if vhost is not None else "") if part)
+    raise AssertionError(_dead_letter_report(f"expected a message dead-lettered {wanted}".rstrip(),
+                                             broker, dead, checks, queue))
+
+
+def _dead_letter_report(headline: str, broker: AnyBroker, dead: list[RoutingDecision],
+                        checks: Mapping[str, Callable[[RoutingDecision], bool]],
+                        queue: str | None) -> str:
+    """assert_dead_lettered's failure: that nothing was dead-lettered (and what reached the
+    queue meant: where its messages are now), or what was, from which queue, why and where
+    to, and in what it differs from what was expected."""
+    if not dead:
+        pool = _decisions(broker, dead_letters=False)
+        lines = [f"{headline}, and nothing was dead-lettered ({len(pool)} routing decision(s), "
+                 "none a dead-letter)"]
+        reached = [d for d in pool if queue in d.queues] if queue is not None else []
+        shown = (reached or pool)[-SHOWN:]
+        if reached:
+            lines.append(f"What reached queue {queue!r}:")
+        elif shown:
+            lines.append(f"The most recent of {len(pool)} routing decision(s):")
+        for decision in shown:
+            lines.extend(["", f"- {decision!r}"])
+            lines.extend("  " + line for line in _explained(decision))
+        return "\n".join(lines)
+    lines = [f"{headline} (0 matching among {len(dead)} dead-lettered message(s)"
+             + (f"; the last {SHOWN} shown)" if len(dead) > SHOWN else ")")]
+    for decision in dead[-SHOWN:]:
+        assert decision.dead_letter is not None
+        source, why = decision.dead_letter[0], decision.dead_letter[1]
+        differs = [name.split("=", 1)[0] for name, check in checks.items() if not check(decision)]
+        lines.extend(["", f"- dead-lettered from queue {source!r} ({why}) to "
+                          f"{sorted(decision.queues)}: {decision!r}"
+                          + (f"  (differs in {', '.join(differs)})" if differs else "")])
+        lines.extend("  " + line for line in _explained(decision))
+    return "\n".join(lines)
 
 
 def assert_routes(broker: AnyBroker, exchange: str, expected: Mapping[str, Iterable[str]], *,
