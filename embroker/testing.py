@@ -33,6 +33,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union, cast, final, overload
+from urllib.parse import quote
 
 from . import _settle, model
 from ._settle import SettleTimeout
@@ -53,7 +54,7 @@ __all__ = [
     "assert_routed", "assert_routes", "assert_unroutable", "async_wait_until", "check_server",
     "held_messages", "history", "key_matches", "leaks", "make_broker", "published",
     "queue_messages", "route",
-    "settle", "wait_until", "wait_until_drained",
+    "settle", "url_as", "wait_until", "wait_until_drained",
 ]
 
 T = TypeVar("T")
@@ -975,6 +976,38 @@ def check_server(server: Server) -> None:
         shown = f" (the last {len(kept)} kept)" if total > len(kept) else ""
         raise AssertionError(f"the embroker listener met {total} unexpected error(s){shown}: "
                              f"{kept!r}") from kept[0]
+
+
+def url_as(server: Server, user: str, password: str, *, vhost: str = "/",
+           configure: str = ".*", write: str = ".*", read: str = ".*",
+           tags: Iterable[str] = ()) -> str:
+    """The AMQP URL of ``server`` as another user: the user is made (or given this password, if
+    it exists), ``vhost`` too when missing, and the user's permissions there are set to the
+    three regular expressions (RabbitMQ's: ``"^$"`` or ``""`` grants nothing, ``".*"``
+    everything); ``tags`` (``"administrator"``, ``"management"``...) are set when given.
+
+    >>> from embroker import Broker
+    >>> with Broker().serve() as server:
+    ...     url_as(server, "checkout", "s3cret", vhost="shop", write="^orders$")
+    'amqp://checkout:s3cret@127.0.0.1:.../shop'
+
+    Raises:
+        embroker.errors.AccessControlError: a permission that is no regular expression.
+    """
+    broker = server.broker
+    with broker.locked():
+        if user in broker.users:
+            broker.change_password(user, password)
+        else:
+            broker.add_user(user, password)
+        tags = tuple(tags)
+        if tags:
+            broker.set_user_tags(user, *tags)
+        broker.add_vhost(vhost)
+        broker.set_permissions(user, configure, write, read, vhost=vhost)
+    address = server.url.rstrip("/").rpartition("@")[2]
+    path = "" if vhost == "/" else quote(vhost, safe="")
+    return f"amqp://{quote(user, safe='')}:{quote(password, safe='')}@{address}/{path}"
 
 
 def held_messages(broker: AnyBroker) -> list[HeldMessage]:

@@ -5,7 +5,8 @@ Fixtures:
 - ``broker``: a fresh in-memory broker per test, configured by the marker;
 - ``amqp_server`` / ``amqp_url``: a loopback listener on it, started when asked for and stopped
   after the test (``amqp10_url`` is the same listener's URL for AMQP 1.0 clients,
-  ``management_url`` its management HTTP API and console);
+  ``management_url`` its management HTTP API and console; ``amqp_url_for(user, password,
+  vhost=...)`` a URL as another user, made with the permissions asked);
   ``amqp_channel``: an in-process channel;
 - ``memory_pika``: a real pika ``BlockingConnection`` over an in-memory link (no socket);
   ``memory_url``: the URL of the in-memory transports (aio-pika, aiormq, kombu);
@@ -53,6 +54,7 @@ from embroker.testing import (  # noqa: E402
     check_server,
     leaks,
     make_broker,
+    url_as,
 )
 from embroker.tls import TLSOptions  # noqa: E402
 
@@ -68,6 +70,7 @@ __all__ = [
     "amqp_channel",
     "amqp_server",
     "amqp_url",
+    "amqp_url_for",
     "amqps_server",
     "amqps_url",
     "broker",
@@ -384,6 +387,22 @@ def amqp_url(request: pytest.FixtureRequest) -> str:
         return url
     server: Server = request.getfixturevalue("amqp_server")
     return server.url
+
+
+@pytest.fixture
+def amqp_url_for(request: pytest.FixtureRequest) -> Callable[..., str]:
+    """A factory of AMQP URLs as other users of this test's listener:
+    ``amqp_url_for("checkout", "s3cret", vhost="shop", configure="^$", write="^orders$",
+    read="^$", tags=())`` makes the user (and the vhost) with those permissions (all, by
+    default) and returns ``amqp://checkout:s3cret@127.0.0.1:PORT/shop``
+    (:func:`embroker.testing.url_as`). Skips with a reference RabbitMQ: its users are the
+    machine's, not the test's."""
+    _skip_in_reference(request, "amqp_url_for (a user of the test's own)")
+    server: Server = request.getfixturevalue("amqp_server")
+
+    def url_for(user: str, password: str, vhost: str = "/", **permissions: Any) -> str:
+        return url_as(server, user, password, vhost=vhost, **permissions)
+    return url_for
 
 
 @pytest.fixture

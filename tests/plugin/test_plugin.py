@@ -192,6 +192,36 @@ def test_reference_option(pytester: pytest.Pytester) -> None:
                                  "offers neither its management API nor rabbitmqctl*"])
 
 
+def test_amqp_url_for_makes_the_user_and_skips_with_the_reference(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pika
+        import pytest
+
+        def test_users(broker, amqp_url_for):
+            url = amqp_url_for("app", "p@ss:w/rd", vhost="a/b", configure="^app\\\\.",
+                               tags=["monitoring"])
+            assert url.startswith("amqp://app:p%40ss%3Aw%2Frd@127.0.0.1:")
+            assert url.endswith("/a%2Fb")
+            with pika.BlockingConnection(pika.URLParameters(url)) as connection:
+                channel = connection.channel()
+                channel.queue_declare("app.jobs")
+                with pytest.raises(pika.exceptions.ChannelClosedByBroker, match="403"):
+                    channel.queue_declare("other")
+            assert "monitoring" in broker.access.management_tags("app")
+            assert amqp_url_for("app", "again").startswith("amqp://app:again@")  # (exists)
+
+        def test_alone(amqp_url_for):
+            assert amqp_url_for("app", "pw").endswith("/")
+    """)
+    run(pytester).assert_outcomes(passed=2)
+    result = run(pytester, "--embroker-reference", "amqp://guest:guest@rabbit.example:5672/",
+                 "-rs")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*amqp_url_for (a user of the test's own) needs embroker's "
+                                 "internals*"])
+
+
 def test_reference_ini_option(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nembroker_reference = amqp://u:p@h:5672/\n")
     pytester.makepyfile("""
