@@ -978,7 +978,7 @@ def check_server(server: Server) -> None:
                              f"{kept!r}") from kept[0]
 
 
-def url_as(server: Server, user: str, password: str, *, vhost: str = "/",
+def url_as(server: Server | ReferenceBroker, user: str, password: str, *, vhost: str = "/",
            configure: str = ".*", write: str = ".*", read: str = ".*",
            tags: Iterable[str] = ()) -> str:
     """The AMQP URL of ``server`` as another user: the user is made (or given this password, if
@@ -991,16 +991,26 @@ def url_as(server: Server, user: str, password: str, *, vhost: str = "/",
     ...     url_as(server, "checkout", "s3cret", vhost="shop", write="^orders$")
     'amqp://checkout:s3cret@127.0.0.1:.../shop'
 
+    On a reference RabbitMQ (``--embroker-reference``), the user is made in the node for the
+    test, with its permissions in the test's vhost, and deleted after the test; a user the
+    node had already is refused (``ValueError``), and another vhost than ``/`` is
+    :class:`NeedsEmbroker` (each test has one vhost of the node).
+
     Raises:
         embroker.errors.AccessControlError: a permission that is no regular expression.
     """
+    from ._reference import ReferenceBroker
+
+    tags = tuple(tags)
+    if isinstance(server, ReferenceBroker):
+        return server.user_url(user, password, vhost=vhost, permissions=(configure, write, read),
+                               tags=tags)
     broker = server.broker
     with broker.locked():
         if user in broker.users:
             broker.change_password(user, password)
         else:
             broker.add_user(user, password)
-        tags = tuple(tags)
         if tags:
             broker.set_user_tags(user, *tags)
         broker.add_vhost(vhost)

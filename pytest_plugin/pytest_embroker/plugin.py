@@ -395,13 +395,13 @@ def amqp_url_for(request: pytest.FixtureRequest) -> Callable[..., str]:
     ``amqp_url_for("checkout", "s3cret", vhost="shop", configure="^$", write="^orders$",
     read="^$", tags=())`` makes the user (and the vhost) with those permissions (all, by
     default) and returns ``amqp://checkout:s3cret@127.0.0.1:PORT/shop``
-    (:func:`embroker.testing.url_as`). Skips with a reference RabbitMQ: its users are the
-    machine's, not the test's."""
-    _skip_in_reference(request, "amqp_url_for (a user of the test's own)")
-    server: Server = request.getfixturevalue("amqp_server")
+    (:func:`embroker.testing.url_as`). With a reference RabbitMQ, the user is made in the node
+    for the test (with its permissions in the test's vhost) and deleted after it."""
+    where: Any = request.getfixturevalue("broker" if _reference(request.config)
+                                         else "amqp_server")
 
     def url_for(user: str, password: str, vhost: str = "/", **permissions: Any) -> str:
-        return url_as(server, user, password, vhost=vhost, **permissions)
+        return url_as(where, user, password, vhost=vhost, **permissions)
     return url_for
 
 

@@ -1,5 +1,6 @@
 """A service that connects as its own user, with the permissions it has in production: the
-checkout service may publish to ``orders`` and declare nothing (docs/fixtures.md)."""
+checkout service may publish to ``orders`` and declare nothing (docs/fixtures.md). With
+``--embroker-reference`` the user is made in the reference RabbitMQ for the test."""
 
 from __future__ import annotations
 
@@ -27,10 +28,3 @@ def test_checkout_publishes_orders_and_may_declare_nothing(
             channel.queue_declare("scratch")
     assert_routed(broker, exchange="orders", routing_key="order.paid", queues=["billing"])
 
-
-def test_a_user_in_a_vhost_of_its_own(broker: Broker,
-                                      amqp_url_for: Callable[..., str]) -> None:
-    url = amqp_url_for("reports", "p@ss/word", vhost="reporting")  # all permissions there
-    with pika.BlockingConnection(pika.URLParameters(url)) as connection:
-        connection.channel().queue_declare("daily")
-    assert list(broker.vhosts["reporting"].queues) == ["daily"]
