@@ -483,21 +483,21 @@ def assert_dead_lettered(broker: AnyBroker, *, queue: str | None = None, reason:
         checks[f"queue={queue!r}"] = lambda d: d.dead_letter is not None and d.dead_letter[0] == queue
     if reason is not None:
         checks[f"reason={reason!r}"] = lambda d: d.dead_letter is not None and d.dead_letter[1] == reason
-    if to is not None:
-        wanted = set(to)
-        checks[f"to={sorted(wanted)!r}"] = lambda d: set(d.queues) == wanted
+    destinations = set(to) if to is not None else None
+    if destinations is not None:
+        checks[f"to={sorted(destinations)!r}"] = lambda d: set(d.queues) == destinations
     dead = _decisions(broker, dead_letters=True)
     candidates = [d for d in dead if all(check(d) for check in checks.values())]
     if candidates:
         return candidates[-1]
-    wanted = " ".join(part for part in (
+    expected = " ".join(part for part in (
         f"from queue {queue!r}" if queue is not None else "",
         f"for {reason!r}" if reason is not None else "",
         f"with routing key {routing_key!r}" if routing_key is not None else "",
-        f"reaching exactly {sorted(set(to))!r}" if to is not None else "",
+        f"reaching exactly {sorted(destinations)!r}" if destinations is not None else "",
         f"in vhost {vhost!r}" if vhost is not None else "") if part)
-    raise AssertionError(_dead_letter_report(f"expected a message dead-lettered {wanted}".rstrip(),
-                                             broker, dead, checks, queue))
+    raise AssertionError(_dead_letter_report(
+        f"expected a message dead-lettered {expected}".rstrip(), broker, dead, checks, queue))
 
 
 def _dead_letter_report(headline: str, broker: AnyBroker, dead: list[RoutingDecision],

@@ -159,6 +159,9 @@ def test_a_dead_letter_failure_says_nothing_was_dead_lettered_or_what_was() -> N
     assert lines[2] == ("- dead-lettered from queue 'other' (rejected) to ['dead']: "
                         "<RoutingDecision exchange='dlx' routing_key='other' -> queues "
                         "['dead']>  (differs in queue, reason)")
+    with pytest.raises(AssertionError) as refused:
+        assert_dead_lettered(broker, queue="work", to=iter(["dead"]))  # (any iterable)
+    assert str(refused.value).splitlines()[2].endswith("(differs in queue)")
 
 
 def test_queue_messages_does_not_consume(broker: Broker, ch: Channel) -> None:

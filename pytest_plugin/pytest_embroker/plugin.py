@@ -61,6 +61,7 @@ from embroker.tls import TLSOptions  # noqa: E402
 if TYPE_CHECKING:
     from embroker import RoutingDecision
     from embroker._reference import Admin, ReferenceBroker
+    from embroker.model import Broker as ModelBroker
     from embroker.testing import AnyBroker
 
 __all__ = [
@@ -709,7 +710,7 @@ _WHY = {
 }
 
 
-def _incidents(broker: Broker) -> list[str]:
+def _incidents(broker: ModelBroker) -> list[str]:
     """What the broker refused (channel and connection errors, with the method) and which
     connections it dropped, when (the broker's clock) and, for a drop, why that happens."""
     from embroker import ManualClock
