@@ -79,6 +79,7 @@ from .errors import (
     add_note,
 )
 from .model._access import is_loopback
+from .model._clock import ManualClock
 from .model._names import NODE
 from .tls import TLSOptions, server_context
 
@@ -341,8 +342,8 @@ class _Client:
     """A socket being served and its connection: an AMQP connection (sniffed: 0-9-1 or 1.0),
     the management API's HTTP, or the stream protocol, as its port's policy says."""
 
-    __slots__ = ("amqp", "answered", "bound", "conn", "connected_at", "events", "held", "peer",
-                 "port", "sock", "stalled_until", "streams", "tls", "wbuf", "written")
+    __slots__ = ("amqp", "answered", "bound", "conn", "connected_at", "events", "heard_at", "held",
+                 "peer", "port", "sock", "stalled_until", "streams", "tls", "wbuf", "written")
 
     def __init__(self, sock: socket.socket | TLSSocket, peer: str,
                  connection: Callable[[_Client], Any], port: _Port | None = None) -> None:
@@ -358,6 +359,8 @@ class _Client:
         self.stalled_until = 0.0
         #: When the client connected (time.time(): the management API's ``connected_at``).
         self.connected_at = time.time()
+        #: When bytes last came from it (time.monotonic(): its heartbeats on a ManualClock).
+        self.heard_at = time.monotonic()
         #: What the batching policy reads (embroker._batching.Readiness): whether its last
         #: read got an answer (it may wait for the next one), and whether that read held the
         #: policy's ``pipelined`` commands or more, none answered, and it is no consumer with
@@ -1510,6 +1513,8 @@ class Server:
             return
         except OSError:
             size = 0
+        if size:
+            client.heard_at = time.monotonic()
         data = buffer[:size].tobytes()
         if client.tls is not None and client.tls.unsent:
             self._dirty.add(client)  # (the handshake's answer the socket did not take)
@@ -1566,8 +1571,12 @@ class Server:
                 self._monitor(time.monotonic())
             except Exception as exc:  # (a disk that cannot be read...): logged, kept
                 self._bug(exc, "the resource monitors")
+        manual = isinstance(self.broker.clock, ManualClock)
+        now = time.monotonic()
         for client in list(self._clients.values()):
             with self._isolated(client), self._locked:
+                if manual:
+                    self._excuse_silence(client, now)
                 client.conn.tick()
         for http in list(self._http_clients.values()):
             with self._isolated(http):
@@ -1575,6 +1584,17 @@ class Server:
             if http.conn.has_output or http.conn.should_close:
                 self._dirty.add(http)
         self._mark_output()
+
+    @staticmethod
+    def _excuse_silence(client: _Client, now: float) -> None:
+        # A client on a socket lives in real time: while it has been heard from within two
+        # heartbeat intervals of real time, the test moving the broker's ManualClock is not its
+        # silence: the broker's clock counts its silence once it is silent in real time too.
+        conn = client.conn
+        inner = conn.inner if client.amqp and conn.sniffed else None
+        if type(inner) is Amqp091Connection and inner.heartbeat \
+                and now - client.heard_at <= 2 * inner.heartbeat:
+            inner.excuse_silence()
 
     def _mark_output(self) -> None:
         for client in self._clients.values():

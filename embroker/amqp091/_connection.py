@@ -65,6 +65,7 @@ from ._frames import (
 )
 from ._method import Method
 from ._methods import (
+    METHOD_CLASSES,
     BasicCancel,
     BasicDeliver,
     BasicReturn,
@@ -581,8 +582,12 @@ class ServerConnection:
             tell: whether to send the connection.close at all.
         """
         reason = (error.reply_code, error.wire_reply_text, error.class_id, error.method_id)
+        refused = METHOD_CLASSES.get(error.class_id << 16 | error.method_id) \
+            if error.class_id else None
+        method = refused.NAME if refused is not None else ""
         if channel and isinstance(error, ChannelException):
             log.info("%s: channel %d closed by the broker: %s", self.describe(), channel, error)
+            self._incident(error, channel=channel, method=method)
             self._confirms.pop(channel, None)  # as RabbitMQ: a closing channel confirms nothing
             model = self.channels.pop(channel, None)
             if model is not None:
@@ -592,6 +597,8 @@ class ServerConnection:
             self._send_method(channel, ChannelClose(*reason))
             return
         self.close_reason = error
+        if self.state is not ConnectionState.CLOSED:
+            self._incident(error, method=method, dropped=not (tell and self.state in _CAN_CLOSE))
         if tell and self.state in _CAN_CLOSE:
             self._send_method(0, ConnectionClose(*reason))
             if not drop:
@@ -642,6 +649,7 @@ class ServerConnection:
                 self.close_reason = FrameError(  # (the socket closes with no frame)
                     f"handshake timeout: the client did not finish the handshake in time "
                     f"(stopped {self.state.value})")
+                self._incident(self.close_reason, dropped=True)
                 self.connection_lost()
                 return None
             return self._handshake_deadline
@@ -662,12 +670,28 @@ class ServerConnection:
         if now - self._last_received > 2 * self.heartbeat:
             self.close_reason = FrameError("missed heartbeats from client, timeout: "
                                            f"{self.heartbeat}s")
+            self._incident(self.close_reason, dropped=True)
             self.connection_lost()
             return None
         interval = self.heartbeat / 2
         if now - self._last_sent >= interval:
             self._out.append(HEARTBEAT_FRAME)
         return min(self._last_sent + interval, self._last_received + 2 * self.heartbeat)
+
+    def _incident(self, error: AMQPError, *, channel: int = 0, method: str = "",
+                  dropped: bool = False) -> None:
+        # What the broker closed, for broker.incidents (a failed test's report).
+        self.broker.incidents.record(f"connection {self.describe()}", error.reply_code,
+                                     error.reply_text, channel=channel, method=method,
+                                     dropped=dropped)
+
+    def excuse_silence(self) -> None:
+        """Count the client's silence (missed heartbeats) from now on: its transport knows the
+        client could not speak in the time that passed. A test moved the broker's
+        :class:`~embroker.ManualClock` while an in-memory client was not running, or while a
+        socket's client, which lives in real time, was heard from within two intervals of it.
+        """
+        self._last_received = max(self._last_received, self.broker.clock.monotonic())
 
     # -- blocking ------------------------------------------------------------------------------
 

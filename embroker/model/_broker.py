@@ -17,6 +17,7 @@ from ._clock import Clock, SystemClock
 from ._connection import Connection
 from ._exchange import Exchange
 from ._faults import DeliveryFault, PublishNack
+from ._incidents import Incidents
 from ._parameters import ParameterCommands
 from ._plugins import Plugins
 from ._policy import PolicyCommands
@@ -159,6 +160,9 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         self._connection_ids = itertools.count(1)
         #: The most recent routing decisions, oldest first.
         self.trace = Trace(trace_limit, trace_bytes, events=trace_events, lock=self._lock)
+        #: What the broker closed on its clients, oldest first: the operations it refused
+        #: (channel and connection errors) and the connections it dropped (missed heartbeats).
+        self.incidents = Incidents(self)
         self.trace.suggest = self._suggest
         #: What the broker says of itself to clients (see ``server_properties`` above).
         self.profile = Profile.parse(as_rabbitmq, deprecated_features)

@@ -192,6 +192,35 @@ def test_reference_option(pytester: pytest.Pytester) -> None:
                                  "offers neither its management API nor rabbitmqctl*"])
 
 
+def test_amqp_url_for_makes_the_user_with_its_permissions(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pika
+        import pytest
+
+        def test_users(broker, amqp_url_for):
+            url = amqp_url_for("app", "p@ss:w/rd", vhost="a/b", configure="^app\\\\.",
+                               tags=["monitoring"])
+            assert url.startswith("amqp://app:p%40ss%3Aw%2Frd@127.0.0.1:")
+            assert url.endswith("/a%2Fb")
+            with pika.BlockingConnection(pika.URLParameters(url)) as connection:
+                channel = connection.channel()
+                channel.queue_declare("app.jobs")
+                with pytest.raises(pika.exceptions.ChannelClosedByBroker, match="403"):
+                    channel.queue_declare("other")
+            assert "monitoring" in broker.access.management_tags("app")
+            assert amqp_url_for("app", "again").startswith("amqp://app:again@")  # (exists)
+
+        def test_alone(amqp_url_for):
+            assert amqp_url_for("app", "pw").endswith("/")
+    """)
+    run(pytester).assert_outcomes(passed=2)
+    result = run(pytester, "--embroker-reference", "amqp://guest:guest@rabbit.example:5672/",
+                 "-rs")
+    result.assert_outcomes(skipped=2)  # (no vhost can be made there: below for one that can)
+    result.stdout.fnmatch_lines(["*offers neither its management API nor rabbitmqctl*"])
+
+
 def test_reference_ini_option(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nembroker_reference = amqp://u:p@h:5672/\n")
     pytester.makepyfile("""
@@ -419,6 +448,26 @@ def test_the_strict_values_the_plugin_takes(pytester: pytest.Pytester, value: st
     run(pytester).assert_outcomes(passed=2, errors=errors)
 
 
+def test_memory_pika_survives_advance_and_its_teardown_a_dropped_connection(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        from embroker.testing import advance
+
+        @pytest.mark.embroker(clock=True)
+        def test_an_hour_later(broker, memory_pika):
+            channel = memory_pika.channel()
+            channel.queue_declare("q")
+            advance(broker, 3600)
+            channel.basic_publish("", "q", b"x")
+            assert broker.queues["q"].message_count == 1
+
+        def test_killed(broker, memory_pika, embroker_faults):
+            embroker_faults.kill_connection()  # the test never touches it again
+    """)
+    run(pytester).assert_outcomes(passed=2)
+
+
 # -- the failure report --------------------------------------------------------------------------
 
 REPORTED = """
@@ -445,6 +494,54 @@ def test_a_failed_test_reports_the_trace_and_the_queues(pytester: pytest.Pyteste
         "queues (1):",
         "  <queue 'jobs' in vhost '/': 2 ready, 1 unacked, 0 consumers>",
         "    1. <Message exchange='' routing_key='jobs' properties={} body=b'job-1'>",
+    ])
+
+
+def test_the_report_says_what_the_broker_refused_and_which_connections_it_dropped(
+        pytester: pytest.Pytester) -> None:
+    """An application that swallows a channel error, and a client the broker dropped for
+    missed heartbeats (py-amqp sends them only when the application calls heartbeat_check):
+    the failure report says what was refused (code, text, method) and what was dropped, when
+    and why (issue 44)."""
+    pytester.makepyfile("""
+        import contextlib
+        import kombu
+        import pika
+        import pytest
+        import embroker.memory.kombu
+        from embroker.testing import advance
+
+        @pytest.mark.embroker(clock=True)
+        def test_app(broker, amqp_url):
+            params = pika.URLParameters(amqp_url)
+            params.client_properties = {"connection_name": "checkout"}
+            connection = pika.BlockingConnection(params)
+            with contextlib.suppress(pika.exceptions.ChannelClosedByBroker):
+                connection.channel().queue_declare("missing", passive=True)
+            with kombu.Connection(broker.kombu_url, heartbeat=10) as worker, \\
+                    worker.Consumer([kombu.Queue("jobs")]):
+                with contextlib.suppress(*worker.connection_errors):
+                    for _ in range(10):
+                        advance(broker, 5)
+                        with contextlib.suppress(TimeoutError):
+                            worker.drain_events(timeout=1)
+            connection.close()
+            assert False, "the application did not do its job"
+    """)
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*- embroker -*",
+        "closed by the broker (2):",
+        "- at t=0.000 (broker clock): channel 1 of connection 127.0.0.1:* ('checkout', user "
+        "'guest', "
+        "vhost '/') closed: 404 NOT_FOUND - no queue 'missing' in vhost '/' (refusing "
+        "queue.declare)",
+        "- at t=20.001 (broker clock): connection memory:* (user 'guest', vhost '/') dropped: "
+        "501 FRAME_ERROR - missed heartbeats from client, timeout: 10s",
+        "    the client sent nothing for two heartbeat intervals while it ran: its library "
+        "sends heartbeats only while its I/O loop runs (pika: process_data_events; py-amqp "
+        "and kombu: heartbeat_check); heartbeat=0 turns them off",
     ])
 
 
