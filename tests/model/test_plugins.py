@@ -103,7 +103,7 @@ def test_definitions_name_the_plugin_of_a_delayed_type() -> None:
 
 def test_definitions_refuse_what_the_plugin_refuses() -> None:
     broker = Broker(plugins=ALL)
-    with pytest.raises(PreconditionFailed, match="x-recent-history-length"):
+    with pytest.raises(DefinitionsError, match="^precondition_failed: .*x-recent-history-length"):
         broker.load_definitions({"exchanges": [
             {"name": "r", "type": "x-recent-history",
              "arguments": {"x-recent-history-length": 0}}]})
