@@ -106,21 +106,22 @@ def _read_file(path: str | os.PathLike[str]) -> Any:
     Raises:
         DefinitionsError: it cannot be read, or is too big, or not JSON.
     """
+    where = os.fspath(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as file:
             info = os.fstat(file.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise DefinitionsError(f"cannot read {os.fspath(path)}: not a file")
-            if info.st_size > MAX_BYTES:
-                raise DefinitionsError(f"a definitions document has at most {MAX_BYTES} "
-                                       f"bytes; this one has {info.st_size}")
-            raw = file.read(MAX_BYTES + 1)
+            regular = stat.S_ISREG(info.st_mode)
+            raw = file.read(MAX_BYTES + 1) if regular and info.st_size <= MAX_BYTES else b""
     except OSError as exc:
-        raise DefinitionsError(f"cannot read {os.fspath(path)}: "
-                               f"{exc.strerror or exc}") from None
+        raise DefinitionsError(f"cannot read {where}: {exc.strerror or exc}") from None
     except ValueError as exc:  # (a path with a NUL, or that cannot be a file name)
-        raise DefinitionsError(f"cannot read {os.fspath(path)!r}: {exc}") from None
+        raise DefinitionsError(f"cannot read {where!r}: {exc}") from None
+    if not regular:
+        raise DefinitionsError(f"cannot read {where}: not a file")
+    if info.st_size > MAX_BYTES:
+        raise DefinitionsError(f"a definitions document has at most {MAX_BYTES} bytes; this "
+                               f"one has {info.st_size}")
     return parse(raw)
 
 

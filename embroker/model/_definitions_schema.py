@@ -35,8 +35,8 @@ from typing import Any, Final, final
 
 from ..errors import DefinitionsError
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "SECTIONS", "VHOST_SECTIONS", "check", "no_such_vhost",
-           "parse"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "NOT_JSON", "SECTIONS", "VHOST_SECTIONS", "check",
+           "no_such_vhost", "parse", "read"]
 
 #: The largest document read, in bytes (RabbitMQ's ``management.http.max_body_size`` default,
 #: which bounds a document posted to the management API: the same bound for every route).
@@ -186,7 +186,8 @@ SECTIONS: Final[dict[str, dict[str, Field]]] = {
     "exchanges": {"name": _NAME, "vhost": _TEXT, "type": _NAME, "durable": _BOOLEAN,
                   "auto_delete": _BOOLEAN, "internal": _BOOLEAN, "arguments": _TABLE},
     "bindings": {"source": _NAME, "vhost": _TEXT, "destination": _NAME,
-                 "destination_type": Field(_destination_type), "routing_key": _TEXT,
+                 "destination_type": Field(_destination_type, required=True),
+                 "routing_key": _TEXT,
                  "arguments": _TABLE},
 }
 #: The top-level fields read besides the sections (the exporter's version decides how a
@@ -243,6 +244,21 @@ def parse(raw: bytes) -> Any:
                                "levels deep", reason=NOT_JSON) from None
     except ValueError as exc:
         raise DefinitionsError(f"not JSON: {exc}", reason=NOT_JSON) from None
+
+
+def read(raw: bytes) -> dict[str, Any]:
+    """A document's bytes as RabbitMQ's definitions routes decode them before anything else:
+    JSON whose top is an object (empty: ``{}``).
+
+    Raises:
+        DefinitionsError: too big, not JSON, not an object (``reason``:
+            ``failed_to_parse_json``).
+    """
+    document = parse(raw)
+    if not isinstance(document, dict):
+        raise DefinitionsError(f"a definitions document is a JSON object, not {_show(document)}",
+                               reason=NOT_JSON)
+    return document
 
 
 def _walk(document: Any) -> None:

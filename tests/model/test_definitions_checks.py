@@ -149,8 +149,10 @@ REFUSED: list[tuple[Any, str, Any]] = [
      "exchanges[0].internal must be true or false, not 1", None),
     ({"bindings": [{"source": "x", "destination": "q", "destination_type": "topic"}]},
      'bindings[0].destination_type must be "queue" or "exchange", not "topic"', None),
-    ({"bindings": [{"source": "x", "destination": ["q"]}]},
+    ({"bindings": [{"source": "x", "destination": ["q"], "destination_type": "queue"}]},
      'bindings[0].destination must be a string, not ["q"]', None),
+    ({"bindings": [{"source": "x", "destination": "q"}]},
+     """bindings[0] has no 'destination_type': {"source":"x","destination":"q"}""", None),
     ({"users": 5}, "users must be a list of objects, not 5", None),
     ({"users": [{"password": "x", "tags": ""}]},
      """users[0] has no 'name': {"password":"x","tags":""}""", None),
@@ -265,8 +267,10 @@ def test_a_malformed_document_changes_nothing() -> None:
             "users": [{"name": "u", "password": "pw", "tags": ""}],
             "exchanges": [{"name": "x", "vhost": "v", "type": "direct"}],
             "queues": [{"name": "q", "vhost": "v"}],
-            "bindings": [{"source": "x", "vhost": "v", "destination": "q"},
-                         {"source": "x", "vhost": "v", "destination": "q", "routing_key": 7}]})
+            "bindings": [{"source": "x", "vhost": "v", "destination": "q",
+                          "destination_type": "queue"},
+                         {"source": "x", "vhost": "v", "destination": "q",
+                          "destination_type": "queue", "routing_key": 7}]})
     assert _state(broker) == before
 
 
