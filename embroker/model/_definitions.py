@@ -55,7 +55,8 @@ if TYPE_CHECKING:
     from ._vhost import VirtualHost
 
 __all__ = ["SHA256", "DefinitionsError", "HashedPassword", "export_definitions", "hash_password",
-           "load_definitions", "set_vhost_metadata", "vhost_deleted", "vhost_metadata"]
+           "load_definitions", "read_file", "set_vhost_metadata", "vhost_deleted",
+           "vhost_metadata"]
 
 #: The RabbitMQ version whose semantics embroker follows, written as the exporter's version.
 RABBITMQ_VERSION = "3.10.8"
@@ -99,7 +100,7 @@ def vhost_deleted(broker: Broker, name: str) -> None:
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, Mapping[str, Any]]
 
 
-def _read_file(path: str | os.PathLike[str]) -> Any:
+def read_file(path: str | os.PathLike[str]) -> Any:
     """The JSON value of the file at ``path``, bounded (a folder, a FIFO or a device is not
     a file; one over :data:`MAX_BYTES` is refused from its size).
 
@@ -168,12 +169,12 @@ def load_definitions(broker: Broker, source: Source, *, vhost: str | None = "/",
         for name in sorted(os.listdir(source)):  # (rabbit_definitions_import_local_filesystem)
             path = os.path.join(source, name)
             try:
-                ignored += _load(broker, _read_file(path), vhost, ignore_unsupported, scoped)
+                ignored += _load(broker, read_file(path), vhost, ignore_unsupported, scoped)
             except DefinitionsError as exc:
                 raise DefinitionsError(f"{path}: {exc.text}", reason=exc.reason) from None
         return ignored
     if isinstance(source, (str, os.PathLike)):
-        document = _read_file(source)
+        document = read_file(source)
     elif isinstance(source, (bytes, bytearray)):
         document = parse(bytes(source))
     else:
