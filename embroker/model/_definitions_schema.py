@@ -128,7 +128,7 @@ def _flag(value: Any, where: str) -> bool:
     if isinstance(value, bool):
         return value
     if value in ("true", "false"):
-        return value == "true"
+        return bool(value == "true")
     raise _refuse(where, "true or false", value)
 
 

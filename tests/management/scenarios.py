@@ -76,7 +76,8 @@ _PUBLISH_BODIES: tuple[dict[str, object], ...] = (
 #: changes only the run's vhost. What a malformed document does to RabbitMQ (a 500, an Erlang
 #: term for a reason, an item skipped) and what embroker answers instead is in
 #: test_differential.RABBITMQ_FAILS.
-_WRONG_SECTIONS = (("queues", True), ("users", True), ("vhosts", True), ("permissions", True),
+_WRONG_SECTIONS: tuple[tuple[str, object], ...] = (
+                   ("queues", True), ("users", True), ("vhosts", True), ("permissions", True),
                    ("topic_permissions", 5), ("exchanges", "x"), ("global_parameters", True),
                    ("policies", {}), ("parameters", 5), ("bindings", True), ("queues", [5]),
                    ("exchanges", [5]), ("users", [5]), ("queues", [{"name": 5}]))

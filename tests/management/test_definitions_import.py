@@ -107,4 +107,5 @@ def test_an_upload_form_is_refused_with_a_reason(served: tuple[Broker, Server]) 
     _broker, server = served
     status, body = post(server, "definitions", b"--x\r\n\r\n{}\r\n--x--\r\n",
                         "multipart/form-data; boundary=x")
-    assert status == 400 and "multipart/form-data" in body["reason"]
+    assert status == 400
+    assert "multipart/form-data" in body["reason"]
