@@ -77,7 +77,9 @@ def _definitions_vhost_post(api: ManagementAPI, call: Call) -> Any:
     _refuse_forms(call)
     name = call.params["vhost"]
     try:
-        if name not in api.broker.vhosts:
+        with api.broker.locked():
+            missing = name not in api.broker.vhosts
+        if missing:
             read(call.request.body)
             raise HttpError(404, "not_found", "vhost_not_found")
         load_definitions(api.broker, call.request.body, vhost=name, scoped=True)

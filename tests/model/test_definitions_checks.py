@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from typing import Any
 
 import pytest
@@ -248,6 +249,10 @@ def test_the_document_as_a_whole_is_bounded(tmp_path: Any) -> None:
     assert str(refused.value).startswith("not JSON: ")
     with pytest.raises(DefinitionsError, match=r"cannot read .*missing\.json: No such file"):
         Broker().load_definitions(tmp_path / "missing.json")
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # (opened without waiting for a writer, and refused)
+    with pytest.raises(DefinitionsError, match=r"cannot read .*fifo\.json: not a file"):
+        Broker().load_definitions(fifo)
 
 
 # -- what a refusal leaves ----------------------------------------------------------------------------
