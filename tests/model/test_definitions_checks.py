@@ -3,7 +3,8 @@ either loads or is refused with :class:`DefinitionsError`, naming what is wrong;
 changes nothing; a refused item leaves the rest as RabbitMQ 3.10.8's import leaves it.
 
 (The texts of the refusals that RabbitMQ answers too are compared with its own in
-``tests/management/golden/bad_definitions.json`` and ``tests/control/golden/import_definitions``.)
+``tests/management/golden/bad_definitions.json`` and
+``tests/control/golden/rabbitmqctl/import_definitions_refused_*.json``.)
 """
 
 from __future__ import annotations
