@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, final
 
@@ -281,6 +281,7 @@ def _fine(document: Any) -> bool:
         container, depth = stack.pop()
         if depth > MAX_DEPTH:
             return False
+        values: Iterable[Any]
         if type(container) is dict:
             for key in container:
                 if type(key) is not str or not _text_ok(key):
