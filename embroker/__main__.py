@@ -19,7 +19,7 @@ from .analytics._cli import add_commands as add_analytics_commands
 from .control._node import Node
 from .control._protocol import ControlError
 from .control._registry import NodeNameInUse, UntrustedPath
-from .errors import AMQPError, DefinitionsError
+from .errors import DefinitionsError
 from .model._plugins import PLUGINS
 from .server import PortInUse, Server
 from .tls import TLS_VERSIONS, TLSOptions
@@ -83,8 +83,8 @@ def _serve(args: argparse.Namespace) -> int:
         try:
             ignored += [f"{path}: {item}" for item in broker.load_definitions(
                 path, ignore_unsupported=args.ignore_unsupported)]
-        except (OSError, DefinitionsError, AMQPError) as exc:
-            print(f"embroker: cannot load the definitions {path}: {exc}", file=sys.stderr)
+        except DefinitionsError as exc:  # (the model's one error for a document)
+            print(f"embroker: cannot load the definitions {path}: {exc.line}", file=sys.stderr)
             return 1
     for item in ignored:
         print(f"embroker: ignored from {item}", file=sys.stderr)

@@ -919,9 +919,9 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
 
     Raises:
         DefinitionsError: the topology file does not exist (the message names every full path
-            tried), or cannot be loaded.
-        AMQPError: a declaration in it that RabbitMQ would refuse too.
-        PolicyError: a policy RabbitMQ would refuse.
+            tried), or the model refuses it (malformed, or an item RabbitMQ would refuse too:
+            see ``Broker.load_definitions``).
+        PolicyError: one of ``policies`` or ``operator_policies`` RabbitMQ would refuse.
     """
     from . import Broker as PublicBroker
 

@@ -705,22 +705,30 @@ def _export_definitions(inv: Invocation) -> None:
 @command("import_definitions", 'import_definitions <file_path | "-"> [--format <json | erlang>] '
          "[--skip-if-unchanged]", (0, 1))
 def _import_definitions(inv: Invocation) -> None:
+    """RabbitMQ's checks of the file are the tool's (its texts, exit 65); the document is read
+    and checked by the node's model (``Broker.load_definitions``), which says what is wrong
+    with it: the file by its absolute path (the node is this user's, on this machine), standard
+    input as its text."""
     path = inv.arguments[0] if inv.arguments else "-"
     if path == "-":
         inv.say("Importing definitions in JSON from standard input ...")
-        text = sys.stdin.read()
+        raw = getattr(sys.stdin, "buffer", None)
+        text = raw.read().decode("utf-8", "surrogateescape") if raw is not None else \
+            sys.stdin.read()
+        inv.ask("import_definitions", text=text)
     else:
+        file = Path(path)
+        if not file.exists():
+            raise UsageError(f"Bad argument: File {path} does not exist", EX_DATAERR)
         inv.say(f'Importing definitions in JSON from a file at "{path}" ...')
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise ControlError(f"could not read {path}: {exc.strerror}", EX_DATAERR) from None
-    try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise ControlError(f"Failed to deserialise input (format: json) (error: {exc})",
-                           EX_DATAERR) from None
-    inv.ask("import_definitions", definitions=document)
+        if file.is_dir():
+            raise ControlError(f"Path {path} is a directory", EX_DATAERR)
+        if not os.access(file, os.R_OK):
+            raise ControlError(f"No permissions to read from file {path} or its parent "
+                               "directory", EX_DATAERR)
+        if file.stat().st_size == 0:
+            raise ControlError(f"File {path} is zero-sized", EX_DATAERR)
+        inv.ask("import_definitions", path=os.path.abspath(file))
     print("Successfully started definition import. This process is asynchronous and can "
           "take some time.", file=inv.out)
 

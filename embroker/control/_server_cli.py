@@ -113,7 +113,11 @@ def build(settings: NodeSettings) -> tuple[Broker, Server]:
             broker.set_permissions(user, *settings.default_permissions,
                                    vhost=settings.default_vhost)
     for path in settings.definitions:
-        broker.load_definitions(path)
+        # As RabbitMQ's boot import (rabbit_definitions:import_raw/1): each item names its vhost
+        try:
+            broker.load_definitions(path, vhost=None)
+        except DefinitionsError as exc:
+            raise DefinitionsError(f"cannot load the definitions {path}: {exc.line}") from None
     server = Server(broker, **settings.server_kwargs())
     kind, value = settings.vm_memory_high_watermark
     fraction, absolute = (value, None) if kind == "relative" else (None, int(value))

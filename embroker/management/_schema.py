@@ -101,8 +101,9 @@ class Schema:
                  whole: bool = False) -> None:
         self.fields = dict(fields)
         self.missing_separator = missing_separator
-        #: Whether the body is a document handed on whole (a definitions file, which the
-        #: model reads and refuses itself): :meth:`read` returns every key.
+        #: Whether the body is a document the handler hands on unread (a definitions file,
+        #: which the model reads and refuses itself: ``request.body``): :meth:`read` reads
+        #: nothing of it.
         self.whole = whole
 
     def read(self, raw: bytes) -> dict[str, Any]:
@@ -111,9 +112,9 @@ class Schema:
         Raises:
             HttpError: 400 with RabbitMQ's reason.
         """
-        body = decode(raw)
         if self.whole:
-            return body
+            return {}
+        body = decode(raw)
         missing = [key for key, f in self.fields.items() if f.required and key not in body]
         if missing:
             raise bad_request("[" + self.missing_separator.join(

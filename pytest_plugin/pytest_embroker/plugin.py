@@ -46,7 +46,7 @@ import pytest
 
 pytest.register_assert_rewrite("embroker.testing")
 
-from embroker import Broker, Channel, Server  # noqa: E402
+from embroker import Broker, Channel, DefinitionsError, Server  # noqa: E402
 from embroker.faults import Faults  # noqa: E402
 from embroker.testing import (  # noqa: E402
     Expectations,
@@ -313,7 +313,14 @@ def broker(request: pytest.FixtureRequest,
         yield _reference_broker(request, config)  # type: ignore[misc]  # the same helpers work
         return
     config["plugins"] = _plugins(request.config, config.get("plugins"))
-    made = make_broker(base=request.path.parent, **config)
+    refused: DefinitionsError | None = None
+    try:
+        made = make_broker(base=request.path.parent, **config)
+    except DefinitionsError as error:  # (the model's one error: what is wrong, on one line)
+        refused = error
+    if refused is not None:  # (out of the except: no "during handling" of it)
+        pytest.fail(f"@pytest.mark.embroker(topology={config.get('topology')!r}): cannot load "
+                    f"the topology: {refused.line}", pytrace=False)
     _remember(request, made)
     yield made
     if strict is not None:

@@ -338,6 +338,39 @@ def test_a_missing_topology_names_the_full_path(pytester: pytest.Pytester) -> No
                                  f"{pytester.path / 'missing.json'}*"])
 
 
+@pytest.mark.parametrize(("topology", "line"), [
+    ({"queues": True}, "queues must be a list of objects, not true"),
+    ({"queues": [{"name": 5}]}, "queues[0].name must be a string, not 5"),
+    ({"policies": [{"name": "p", "pattern": "^x", "definition": {"max-length": "x"}}]},
+     'Validation failed: &lt;&lt;"x"&gt;&gt; is not a valid maximum length (//p)'),
+])
+def test_a_topology_the_model_refuses_fails_the_test_with_one_line(
+        pytester: pytest.Pytester, topology: object, line: str) -> None:
+    """The model's refusal, as a file and as a dict: the test errors at setup with one line
+    that names the marker and what is wrong, and no traceback of embroker's."""
+    (pytester.path / "defs.json").write_text(json.dumps(topology))
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.embroker(topology="defs.json")
+        def test_file(broker):
+            pass
+
+        @pytest.mark.embroker(topology={topology!r})
+        def test_dict(broker):
+            pass
+    """)
+    result = run(pytester)
+    result.assert_outcomes(errors=2)
+    line = line.replace("[", "[[]")  # (fnmatch's brackets)
+    result.stdout.fnmatch_lines([f"*@pytest.mark.embroker(topology='defs.json'): cannot load "
+                                 f"the topology: {line}"])
+    result.stdout.fnmatch_lines([f"*@pytest.mark.embroker(topology={{*}}): cannot load the "
+                                 f"topology: {line}"])
+    assert "embroker/model" not in result.stdout.str()
+    assert "During handling" not in result.stdout.str()
+
+
 # -- strict mode ---------------------------------------------------------------------------------
 
 def test_strict_mode_fails_a_test_that_leaves_things_behind(pytester: pytest.Pytester) -> None:
@@ -345,11 +378,14 @@ def test_strict_mode_fails_a_test_that_leaves_things_behind(pytester: pytest.Pyt
         import pika
         import pytest
 
+        FORGOTTEN = []  # (alive after the test: not closed by the garbage collector meanwhile)
+
         @pytest.mark.embroker(strict=True)
         def test_leaves_an_unacked_delivery_and_a_connection(broker, amqp_url):
             params = pika.URLParameters(amqp_url)
             params.client_properties = {"connection_name": "forgotten"}
-            ch = pika.BlockingConnection(params).channel()
+            FORGOTTEN.append(pika.BlockingConnection(params))
+            ch = FORGOTTEN[-1].channel()
             ch.queue_declare("jobs")
             ch.basic_publish("", "jobs", b"x")
             ch.basic_get("jobs")
