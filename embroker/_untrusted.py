@@ -36,7 +36,8 @@ import json
 import re
 from typing import Any, Final
 
-__all__ = ["erlang_utf8", "json_bytes", "json_dumps", "json_text", "log_text", "utf8_safe"]
+__all__ = ["erlang_utf8", "json_bytes", "json_dumps", "json_loads", "json_text", "log_text",
+           "utf8_safe"]
 
 #: What RabbitMQ's management API writes for a table value that is no UTF-8, before its base64.
 NOT_UTF8: Final = "Not UTF-8, base64 is: "
@@ -167,6 +168,40 @@ def json_dumps(value: Any, **options: Any) -> str:
     elif text.isascii() or _encodes(text):
         return text
     return json.dumps(_writable(value), **options)
+
+
+#: A JSON escape of a surrogate (half of a pair, or a lone one).
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
+_SURROGATE_ESCAPE_BYTES: Final = re.compile(rb"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def json_loads(text: str | bytes, **options: Any) -> Any:
+    """``json.loads(text, **options)`` for JSON a client sent (a management API body, a
+    definitions file), each lone surrogate its escapes make (``"\\ud800"``, which JSON allows and
+    no UTF-8 can carry) read as U+FFFD, as RabbitMQ's JSON decoder (jsx) reads it; an escaped
+    pair is its character. The one way JSON from outside becomes text in the broker, so that
+    what it holds can always be written again (to AMQP, to JSON, to a log).
+
+    >>> found = json_loads('{"a\\\\ud800": ["\\\\udcff", "\\\\ud83d\\\\ude00"]}')
+    >>> found == {"a\\ufffd": ["\\ufffd", "\\U0001f600"]}
+    True
+    """
+    value = json.loads(text, **options)
+    found = _SURROGATE_ESCAPE.search(text) if isinstance(text, str) else \
+        _SURROGATE_ESCAPE_BYTES.search(text)
+    return value if found is None else _without_lone_surrogates(value)
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub(_REPLACEMENT, value)
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    return value
 
 
 def _encodes(text: str) -> bool:

@@ -49,13 +49,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
+from .._untrusted import json_bytes, json_dumps
 from .._version import __version__
 from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound
 from ..model._access import NO_ITEM, ManagementRefused, Rule, User
@@ -238,7 +238,7 @@ class ManagementAPI:
 
     def reply(self, value: Any) -> Response:
         """A 200 answer with ``value`` as JSON, as RabbitMQ writes it."""
-        return self.reply_json(_steps.dumps(value).encode())
+        return self.reply_json(json_bytes(_steps.dumps(value)))
 
     @staticmethod
     def reply_json(body: bytes) -> Response:
@@ -257,7 +257,7 @@ class ManagementAPI:
             error.headers = [h for h in error.headers if h != CHALLENGE]
         if error.empty:
             return Response(error.status, b"", error.headers)
-        body = json.dumps({"error": error.error, "reason": error.reason},
+        body = json_dumps({"error": error.error, "reason": error.reason},
                           separators=(",", ":")).encode()
         return Response(error.status, body, [("content-type", "application/json"),
                                              *error.headers])
@@ -409,7 +409,7 @@ class ManagementAPI:
         found = yield from _listing.apply(call.request.query, rows, to_dict, lock)
         if isinstance(found, dict):  # a page
             page = yield from _steps.encode(found.pop("items"))
-            return self.reply_parts([json.dumps(found, separators=(",", ":"))[:-1].encode(),
+            return self.reply_parts([json_dumps(found, separators=(",", ":"))[:-1].encode(),
                                      b',"items":', *page, b"}"])
         return self.reply_parts((yield from _steps.encode(found)))
 

@@ -32,7 +32,9 @@ from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
+from .._untrusted import json_loads
 from ..errors import DefinitionsError
+from ..fieldtypes import json_value
 from ._access import SHA256, HashedPassword, export_users, hash_password, load_users
 from ._names import is_default_exchange, reserved
 from ._plugins import PLUGIN_OF_TYPE
@@ -85,7 +87,7 @@ def _read(source: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, An
     if isinstance(source, Mapping):
         return source
     try:
-        document = json.loads(Path(source).read_text(encoding="utf-8"))
+        document = json_loads(Path(source).read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DefinitionsError(f"{source}: not JSON: {exc}") from None
     if not isinstance(document, dict):
@@ -209,7 +211,9 @@ EXPORT_STEP = 200
 
 def export_steps(broker: Broker) -> Generator[None, None, dict[str, Any]]:
     """:func:`export_definitions` in steps: it yields after every :data:`EXPORT_STEP`
-    exchanges or queues, and returns the document. The caller holds the broker's lock while
+    exchanges or queues, and returns the document. Arguments are written as RabbitMQ exports
+    them (``rabbit_misc:amqp_table``: :func:`~embroker.fieldtypes.json_value`), so that the
+    document is JSON whatever a client put in them. The caller holds the broker's lock while
     it advances the generator (and may let it go between steps: what changes in between is
     exported as it is when its step comes)."""
     extra = _extra(broker)
@@ -233,13 +237,13 @@ def export_steps(broker: Broker) -> Generator[None, None, dict[str, Any]]:
                               "durable": exchange.durable,
                               "auto_delete": exchange.auto_delete,
                               "internal": exchange.internal,
-                              "arguments": dict(exchange.arguments)})
+                              "arguments": json_value(exchange.arguments)})
             for binding in list(exchange.bindings.values()):
                 bindings.append({"source": exchange.name, "vhost": vname,
                                  "destination": binding.destination.name,
                                  "destination_type": binding.destination.kind,
                                  "routing_key": binding.routing_key,
-                                 "arguments": dict(binding.arguments)})
+                                 "arguments": json_value(binding.arguments)})
         for queue in list(vh.queues.values()):
             done += 1
             if not done % EXPORT_STEP:
@@ -252,7 +256,7 @@ def export_steps(broker: Broker) -> Generator[None, None, dict[str, Any]]:
             qtype = arguments.get("x-queue-type", "classic")
             queues.append({"name": queue.name, "vhost": vname, "durable": queue.durable,
                            "auto_delete": queue.auto_delete, "type": qtype,
-                           "arguments": arguments})
+                           "arguments": json_value(arguments)})
     policies, parameters = export_policies(broker), export_parameters(broker)
     return {"rabbit_version": RABBITMQ_VERSION, "rabbitmq_version": RABBITMQ_VERSION,
             "product_name": "embroker", "product_version": _embroker_version(),
