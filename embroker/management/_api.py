@@ -49,13 +49,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
-from .._untrusted import json_bytes, json_dumps
+from .._untrusted import json_bytes, json_dumps, log_text
 from .._version import __version__
 from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound
 from ..model._access import NO_ITEM, ManagementRefused, Rule, User
@@ -70,6 +71,9 @@ if TYPE_CHECKING:
     from ..server import Server, WireConnection
 
 __all__ = ["ManagementAPI"]
+
+#: Refused logins (``HTTP access denied: ...``, as RabbitMQ warns of them).
+log = logging.getLogger("embroker.management")
 
 _STATIC = Path(__file__).with_name("console")
 _CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
@@ -207,6 +211,9 @@ class ManagementAPI:
                 self.broker.access.management_login(name, password, loopback=request.loopback,
                                                      address=split_peer(request.peer)[0])
             except ManagementRefused as refused:
+                if sep:  # (as rabbit_mgmt_util:is_authorized/6 warns, the name escaped)
+                    log.warning("HTTP access denied: user '%s' - %s", log_text(name),
+                                "invalid credentials" if refused.challenge else refused.reason)
                 if refused.challenge:
                     raise HttpError(401, "not_authorized", refused.reason,
                                     headers=[CHALLENGE]) from None
