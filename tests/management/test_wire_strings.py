@@ -316,14 +316,13 @@ def test_any_bytes_in_any_string_a_client_sets_leave_every_route_answering_json(
     broker = Broker()
     api = ManagementAPI(broker, trace_dir=trace_dir)
     try:
-        _fill(api, s)
+        _fill(api, broker, s)
         _every_get_route(api, s)
     finally:
         api.tracing.close()
 
 
-def _fill(api: ManagementAPI, s: dict[str, str]) -> None:
-    broker = api.broker
+def _fill(api: ManagementAPI, broker: Broker, s: dict[str, str]) -> None:
     trace = f"strings-{uuid.uuid4().hex[:8]}"
     assert _call(api, "PUT", f"/api/traces/%2F/{trace}", {"format": "json",
                                                           "pattern": "#"})[0] == 201
