@@ -4,12 +4,15 @@ Theory of operation
 -------------------
 A client chooses much of the text the broker later writes: its client properties, queue and
 exchange names, arguments, routing keys, headers, consumer tags, login names, close reasons.
-AMQP 0-9-1 says nothing of their bytes but for short strings, and RabbitMQ checks only some of
-those (``rabbit_binary_parser:assert_utf8``: the short strings of methods without content).
-embroker decodes every wire string with ``surrogateescape`` (:mod:`embroker.amqp091._fields`),
-so that any bytes survive a round trip: a byte that is no UTF-8 becomes a lone surrogate
-(U+DC80 to U+DCFF), which no JSON encoder can write as UTF-8 and which a log line must not carry
-either. This module is the one place that decides what such text becomes:
+AMQP 0-9-1 says nothing of their bytes, and RabbitMQ checks only some of them: the short strings
+of methods without content, which Erlang must read as UTF-8 (``rabbit_binary_parser:
+assert_utf8``; embroker's decoder asks :func:`erlang_utf8`, and a surrogate's encoding passes).
+embroker decodes every other wire string with ``surrogateescape``
+(:mod:`embroker.amqp091._fields`), so that any bytes survive a round trip: a byte that is no
+UTF-8 becomes a lone surrogate (U+DC80 to U+DCFF), which no JSON encoder can write as UTF-8 and
+which a log line must not carry either (AMQP 1.0 and the stream protocol write it as the byte
+it stands for, as RabbitMQ passes such bytes on). This module is the one place that decides
+what such text becomes:
 
 - in JSON (:func:`json_bytes`, :func:`json_dumps`): what RabbitMQ 3.10's JSON encoder (jsx)
   writes for bytes that are no UTF-8: U+FFFD, one for each sequence it cannot read (a lead byte
@@ -19,6 +22,8 @@ either. This module is the one place that decides what such text becomes:
   (:func:`embroker.fieldtypes.json_value` applies it to every table). Valid UTF-8 with control
   characters stays what it is, escaped by JSON itself (``\\n``, ``\\u001b``), as RabbitMQ's.
   Both were read live on a RabbitMQ 3.10.8 (tests/management/test_wire_strings.py);
+- from JSON a client sent (:func:`json_loads`): a lone surrogate its escapes make
+  (``"\\ud800"``) is U+FFFD, as jsx reads it, so that no such text gets in that way;
 - in a log line (:func:`log_text`): every control character, line or paragraph separator,
   bidirectional override, surrogate and backslash escaped in Python's notation (``\\n``,
   ``\\x1b``, ``\\xff`` for a byte that was no UTF-8), so that one log call writes one line and a
