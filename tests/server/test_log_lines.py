@@ -178,3 +178,24 @@ def test_a_refused_external_login_is_logged_with_the_name_tried_and_why(
         "EXTERNAL login refused: connection peer presented no TLS (x.509) certificate",
         f"EXTERNAL login refused: user '{ESCAPED_CN}' - invalid credentials",
         "EXTERNAL login refused: user 'nobody' - invalid credentials"]
+
+
+def test_an_unexpected_errors_message_is_escaped_and_its_frames_follow(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A bug's message may quote a client (a name it failed on): its line is escaped, and the
+    traceback's frames (embroker's own lines) follow it."""
+    from embroker.model import Channel
+
+    def declare(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError(HOSTILE)
+    monkeypatch.setattr(Channel, "queue_declare", declare)
+    broker = Broker()
+    with broker.serve() as server, RawClient("127.0.0.1", server.port) as client:
+        client.call(M.QueueDeclare(queue="q"))  # (541: the bug closes this connection)
+        wait_until(lambda: server.errors)
+        server.errors.clear()
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("unexpected error")]
+    first, *frames = record.getMessage().splitlines()
+    assert first.endswith(f": RuntimeError: {ESCAPED}")
+    assert frames[0] == "Traceback (most recent call last):"
+    assert frames[-1].strip() == "raise RuntimeError(HOSTILE)"
