@@ -67,6 +67,7 @@ from ._batching import BatchingPolicy, Plan, on_one_cpu
 from ._sniff import SniffingConnection
 from ._tls import TLSSocket
 from ._transport import PORT_KINDS, CarriedConnection, PortPolicy, SansIOConnection, client_properties
+from ._untrusted import log_text
 from ._version import __version__
 from .amqp091 import ServerConnection as Amqp091Connection
 from .amqp091._connection import CHANNEL_MAX, FRAME_MAX
@@ -270,13 +271,14 @@ class ErrorLog(Sequence[BaseException]):
         self.total = 0
 
     def record(self, exc: BaseException, where: str) -> str:
-        """Keep ``exc``, met in ``where`` (``"a timer"``...), without its traceback; returns the
-        traceback as text (for the log)."""
+        """Keep ``exc``, met in ``where`` (``"a timer"``...), without its traceback; returns its
+        frames as text (for the log, which writes the message itself: escaped, as it may
+        quote a client)."""
         described = traceback.TracebackException.from_exception(exc)
         lines = list(described.format())
         only = list(described.format_exception_only())
         stack = lines[:-len(only)] if only and lines[-len(only):] == only else lines
-        text = "".join(lines)
+        frames = "".join(traceback.format_tb(exc.__traceback__))
         _without_tracebacks(exc)
         notes = getattr(exc, "__notes__", None)
         if not any(isinstance(n, str) and n.startswith(_NOTE) for n in notes or ()):
@@ -285,7 +287,7 @@ class ErrorLog(Sequence[BaseException]):
         with self._guard:
             self._kept.append((exc, "".join(stack)))
             self.total += 1
-        return text
+        return frames
 
     @property
     def dropped(self) -> int:
@@ -1252,10 +1254,12 @@ class Server:
     # -- errors --------------------------------------------------------------------------------
 
     def _bug(self, exc: BaseException, where: str) -> None:
-        # Logged as text: a handler that keeps records (pytest's) keeps no frames either.
-        text = self.errors.record(exc, where)
-        log.error("unexpected error in %s: %s: %s\n%s", where, type(exc).__name__, exc,
-                  text.rstrip())
+        # Logged as text: a handler that keeps records (pytest's) keeps no frames either. The
+        # message may quote a client (a name in a KeyError): escaped, it is the line's end,
+        # and the stack follows it (the frames' lines are embroker's own).
+        frames = self.errors.record(exc, where)
+        log.error("unexpected error in %s: %s: %s\nTraceback (most recent call last):\n%s",
+                  where, type(exc).__name__, log_text(exc), frames.rstrip())
 
     @contextlib.contextmanager
     def _isolated(self, client: _Client) -> Iterator[None]:
@@ -1753,7 +1757,7 @@ class Server:
             else:
                 reason = inner.close_reason
                 log.info("AMQP 1.0 connection %s ended%s", _describe(client),
-                         f": {reason}" if reason else "")
+                         f": {log_text(reason)}" if reason else "")
         except Exception as exc:  # describing it failed: say so, and go on
             self._bug(exc, f"logging the end of the connection from {client.peer}")
 
@@ -2027,7 +2031,7 @@ def _sockname(sock: socket.socket | TLSSocket) -> str:
 
 def _describe(client: _Client) -> str:
     name = client_properties(client.conn.inner).get("connection_name")
-    return f"{client.peer} ({name!r})" if isinstance(name, str) else client.peer
+    return f"{client.peer} ('{log_text(name)}')" if isinstance(name, str) else client.peer
 
 
 def _names(connections: list[ClientConnection]) -> list[str]:

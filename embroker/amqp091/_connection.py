@@ -35,8 +35,8 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
+from .._untrusted import log_text
 from ..errors import (
-    AccessRefused,
     AMQPError,
     ChannelError,
     ChannelException,
@@ -202,8 +202,9 @@ class ServerConnection:
         self.close_reason: AMQPError | None = None
         #: What the client's connection.close said (reply code, reply text), if it sent one.
         self.client_close: tuple[int, str] | None = None
-        #: The refused login, for the log: (mechanism, user name if it could be read).
-        self.refused_login: tuple[str, str | None] | None = None
+        #: Why its login was refused, for the log (RabbitMQ's words: ``PLAIN login refused:
+        #: user 'bob' - invalid credentials``; the name as the client sent it).
+        self.refused_login: str | None = None
         #: True once everything there is to send has been queued and the socket should close.
         self.should_close = False
         self._closing_since = 0.0
@@ -219,29 +220,30 @@ class ServerConnection:
 
     def describe(self) -> str:
         """The connection for a log line: its peer, and the client's connection name, user
-        and vhost when known (``"127.0.0.1:5312 ('billing', user 'guest', vhost '/')"``)."""
+        and vhost when known (``"127.0.0.1:5312 ('billing', user 'guest', vhost '/')"``),
+        what the client chose escaped (:func:`~embroker._untrusted.log_text`)."""
         parts = []
         name = self.client_properties.get("connection_name")
         if isinstance(name, str):
-            parts.append(repr(name))
+            parts.append(f"'{log_text(name)}'")
         if self.user:
-            parts.append(f"user '{self.user}'")
+            parts.append(f"user '{log_text(self.user)}'")
         if self.model is not None:
-            parts.append(f"vhost '{self.model.vhost.name}'")
+            parts.append(f"vhost '{log_text(self.model.vhost.name)}'")
         return f"{self.peer or 'connection'}" + (f" ({', '.join(parts)})" if parts else "")
 
     def end_reason(self) -> str:
-        """Why the connection ended, in words (for the log)."""
+        """Why the connection ended, in words for the log, what the client chose escaped (a
+        refused login as RabbitMQ logs it: ``PLAIN login refused: user 'bob' - invalid
+        credentials``)."""
         error = self.close_reason
         if self.refused_login is not None:
-            mechanism, user = self.refused_login
-            who = f"user '{user}'" if user is not None else "unreadable credentials"
-            return f"authentication refused for {who} (mechanism {mechanism})"
+            return log_text(self.refused_login)
         if error is not None:
-            return str(error)
+            return log_text(error)
         if self.client_close is not None:
             code, text = self.client_close
-            return f"closed by the client (connection.close {code} {text!r})"
+            return f"closed by the client (connection.close {code} '{log_text(text)}')"
         if self.state is not ConnectionState.OPEN and self.model is None:
             return f"the client closed the socket during the handshake ({self.state.value})"
         return "the client closed the socket without connection.close"
@@ -405,15 +407,15 @@ class ServerConnection:
                 self.user = _handshake.authenticate(
                     self.broker, method, loopback=self.loopback,
                     address=self.peer.rpartition(":")[0].strip("[]"), tls=self.tls)
-            except AccessRefused as exc:
+            except _handshake.LoginRefused as refused:
                 credentials = _handshake.parse_credentials(
                     method.mechanism, method.response if isinstance(method.response, bytes)
                     else str(method.response).encode("utf-8", "surrogateescape"))
-                self.refused_login = (method.mechanism, credentials[0] if credentials else None)
+                self.refused_login = refused.reason
                 if events is not None and credentials is not None:
                     events.authentication(credentials[0], self._peer_details(), failed=True)
                 # RabbitMQ tells only the clients that can take it, then closes the socket.
-                self._fail(exc, drop=True,
+                self._fail(refused.error, drop=True,
                            tell=self._has_capability("authentication_failure_close"))
                 return
             if events is not None:
@@ -507,7 +509,7 @@ class ServerConnection:
             self._send_method(number, ChannelCloseOk())
             log.log(logging.DEBUG if method.reply_code == 200 else logging.INFO,
                     "%s: channel %d closed by the client (%d %s)", self.describe(), number,
-                    method.reply_code, method.reply_text)
+                    method.reply_code, log_text(method.reply_text))
             return
         if isinstance(method, ChannelOpen):
             raise channel_already_open()
@@ -586,7 +588,8 @@ class ServerConnection:
             if error.class_id else None
         method = refused.NAME if refused is not None else ""
         if channel and isinstance(error, ChannelException):
-            log.info("%s: channel %d closed by the broker: %s", self.describe(), channel, error)
+            log.info("%s: channel %d closed by the broker: %s", self.describe(), channel,
+                     log_text(error))
             self._incident(error, channel=channel, method=method)
             self._confirms.pop(channel, None)  # as RabbitMQ: a closing channel confirms nothing
             model = self.channels.pop(channel, None)

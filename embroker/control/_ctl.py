@@ -17,7 +17,6 @@ tables' hash order, which no script can rely on.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import sys
 import time
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, final
 
+from .._untrusted import json_dumps
 from ._client import NodeUnreachable, call
 from ._env import tool_node_name
 from ._format import csv_rows, json_rows, table_rows, table_value
@@ -405,7 +405,7 @@ _POLICY_COLUMNS = ("vhost", "name", "pattern", "apply-to", "definition", "priori
 
 def _policy_rows(inv: Invocation, found: list[dict[str, Any]]) -> None:
     for item in found:
-        item["definition"] = json.dumps(item["definition"], separators=(",", ":")) \
+        item["definition"] = json_dumps(item["definition"], separators=(",", ":")) \
             if inv.options.get("formatter") != "json" else item["definition"]
     _dict_rows(inv, _POLICY_COLUMNS, found)
 
@@ -424,7 +424,7 @@ def _list_operator_policies(inv: Invocation) -> None:
 
 def _limits_text(limits: Mapping[str, Any]) -> str:
     """Limits as RabbitMQ's tools print them: the JSON of an Erlang map, keys in order."""
-    return json.dumps(dict(limits), separators=(",", ":"), sort_keys=True)
+    return json_dumps(dict(limits), separators=(",", ":"), sort_keys=True)
 
 
 @command("list_vhost_limits", "list_vhost_limits [--vhost <vhost>] [--global] [--no-table-headers]")
@@ -439,7 +439,7 @@ def _list_vhost_limits(inv: Invocation) -> None:
     limits = found[0]["limits"]
     text = _limits_text(limits) if limits else ""  # (none: an empty line)
     if inv.options.get("formatter") == "json":
-        print(json.dumps({"node": inv.node, "result": "ok", "value": text},
+        print(json_dumps({"node": inv.node, "result": "ok", "value": text},
                          separators=(",", ":")), file=inv.out)
     else:
         print(text, file=inv.out)
@@ -457,7 +457,7 @@ def _list_user_limits(inv: Invocation) -> None:
         return
     text = _limits_text(found[0]["limits"])
     if inv.options.get("formatter") == "json":
-        print(json.dumps({"message": text}, separators=(",", ":")), file=inv.out)
+        print(json_dumps({"message": text}, separators=(",", ":")), file=inv.out)
     else:
         print(text, file=inv.out)
 
@@ -468,7 +468,7 @@ def _list_parameters(inv: Invocation) -> None:
     found = inv.ask("list_parameters", vhost=inv.vhost)
     if inv.options.get("formatter") != "json":
         for item in found:
-            item["value"] = json.dumps(item["value"], separators=(",", ":"))
+            item["value"] = json_dumps(item["value"], separators=(",", ":"))
     _dict_rows(inv, ("component", "name", "value"), found)
 
 
@@ -478,7 +478,7 @@ def _list_global_parameters(inv: Invocation) -> None:
     found = inv.ask("list_global_parameters")
     if inv.options.get("formatter") != "json":
         for item in found:
-            item["value"] = json.dumps(item["value"], separators=(",", ":"))
+            item["value"] = json_dumps(item["value"], separators=(",", ":"))
     _dict_rows(inv, ("name", "value"), found)
 
 
@@ -691,7 +691,7 @@ def _trace_off(inv: Invocation) -> None:
 def _export_definitions(inv: Invocation) -> None:
     path = inv.arguments[0]
     document = inv.ask("export_definitions")
-    text = json.dumps(document, separators=(",", ":"))
+    text = json_dumps(document, separators=(",", ":"))
     if path == "-":
         print(text, file=inv.out)
         return
@@ -889,7 +889,7 @@ def _status(inv: Invocation) -> None:
     inv.say(f"Status of node {inv.node} ...")
     status = inv.ask("status")
     if inv.options.get("formatter") == "json":
-        print(json.dumps(status, separators=(",", ":")), file=inv.out)
+        print(json_dumps(status, separators=(",", ":")), file=inv.out)
         return
     out = inv.out
 
@@ -981,7 +981,7 @@ def _alarms(inv: Invocation) -> None:
     inv.say(f"Asking node {inv.node} to report any known resource alarms ...")
     alarms = inv.ask("alarms")
     if inv.options.get("formatter") == "json":
-        print(json.dumps([{"node": inv.node, "resource": a, "type": "resource_alarm"}
+        print(json_dumps([{"node": inv.node, "resource": a, "type": "resource_alarm"}
                           for a in alarms], separators=(",", ":")), file=inv.out)
         return
     if not alarms:
@@ -995,7 +995,7 @@ def _listeners(inv: Invocation) -> None:
     inv.say(f"Asking node {inv.node} to report its protocol listeners ...")
     found = inv.ask("listeners")
     if inv.options.get("formatter") == "json":
-        print(json.dumps(found, separators=(",", ":")), file=inv.out)
+        print(json_dumps(found, separators=(",", ":")), file=inv.out)
         return
     for listener in found:
         print(f"Interface: {listener['interface']}, port: {listener['port']}, protocol: "
@@ -1038,4 +1038,4 @@ def _check_port_listener(inv: Invocation) -> None:
 @command("environment", "environment", (0, 0), ("rabbitmqctl", "rabbitmq-diagnostics"))
 def _environment(inv: Invocation) -> None:
     inv.say(f"Application environment of node {inv.node} ...")
-    print(json.dumps(inv.ask("environment"), separators=(",", ":")), file=inv.out)
+    print(json_dumps(inv.ask("environment"), separators=(",", ":")), file=inv.out)

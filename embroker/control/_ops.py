@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import json
 import os
 from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._untrusted import json_loads
 from .._version import __version__
 from ..errors import AMQPError, DefinitionsError
 from ..fieldtypes import field_type
@@ -675,7 +675,7 @@ _BADARG = "JSON decoding error. Reason: badarg"
 
 def _json_argument(arguments: Mapping[str, Any], name: str) -> Any:
     try:
-        return json.loads(_text(arguments, name))
+        return json_loads(_text(arguments, name))
     except ValueError:
         raise ControlError(_BADARG, EX_UNAVAILABLE) from None
 

@@ -58,7 +58,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-import json
+import logging
 import re
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
@@ -66,6 +66,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
+from .._untrusted import json_bytes, json_dumps, log_text
 from .._version import __version__
 from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound
 from ..model._access import NO_ITEM, ManagementRefused, Rule, User
@@ -80,6 +81,9 @@ if TYPE_CHECKING:
     from ..server import Server, WireConnection
 
 __all__ = ["ManagementAPI"]
+
+#: Refused logins (``HTTP access denied: ...``, as RabbitMQ warns of them).
+log = logging.getLogger("embroker.management")
 
 _STATIC = Path(__file__).with_name("console")
 _CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
@@ -256,6 +260,9 @@ class ManagementAPI:
                 self.broker.access.management_login(name, password, loopback=request.loopback,
                                                      address=split_peer(request.peer)[0])
             except ManagementRefused as refused:
+                if sep:  # (as rabbit_mgmt_util:is_authorized/6 warns, the name escaped)
+                    log.warning("HTTP access denied: user '%s' - %s", log_text(name),
+                                "invalid credentials" if refused.challenge else refused.reason)
                 if refused.challenge:
                     raise HttpError(401, "not_authorized", refused.reason,
                                     headers=[CHALLENGE]) from None
@@ -287,7 +294,7 @@ class ManagementAPI:
 
     def reply(self, value: Any) -> Response:
         """A 200 answer with ``value`` as JSON, as RabbitMQ writes it."""
-        return self.reply_json(_steps.dumps(value).encode())
+        return self.reply_json(json_bytes(_steps.dumps(value)))
 
     @staticmethod
     def reply_json(body: bytes) -> Response:
@@ -306,7 +313,7 @@ class ManagementAPI:
             error.headers = [h for h in error.headers if h != CHALLENGE]
         if error.empty:
             return Response(error.status, b"", error.headers)
-        body = json.dumps({"error": error.error, "reason": error.reason},
+        body = json_dumps({"error": error.error, "reason": error.reason},
                           separators=(",", ":")).encode()
         return Response(error.status, body, [("content-type", "application/json"),
                                              *error.headers])
@@ -460,7 +467,7 @@ class ManagementAPI:
         found = yield from _listing.apply(call.request.query, rows, to_dict, lock)
         if isinstance(found, dict):  # a page
             page = yield from _steps.encode(found.pop("items"))
-            return self.reply_parts([json.dumps(found, separators=(",", ":"))[:-1].encode(),
+            return self.reply_parts([json_dumps(found, separators=(",", ":"))[:-1].encode(),
                                      b',"items":', *page, b"}"])
         return self.reply_parts((yield from _steps.encode(found)))
 

@@ -275,9 +275,11 @@ class Request:
     @property
     def segments(self) -> list[str]:
         """The path's segments, each percent-decoded (``/api/queues/%2F/q`` ->
-        ``["api", "queues", "/", "q"]``)."""
-        return [unquote(part) for part in self.path.strip("/").split("/")] if \
-            self.path.strip("/") else []
+        ``["api", "queues", "/", "q"]``); bytes that are no UTF-8 kept as a wire string keeps
+        them (``surrogateescape``), so that a name holding them is found, as RabbitMQ finds
+        it."""
+        return [unquote(part, errors="surrogateescape") for part in
+                self.path.strip("/").split("/")] if self.path.strip("/") else []
 
 
 @final
@@ -640,7 +642,8 @@ class HttpConnection:
             text = value.decode("latin-1")
             headers[key] = f"{headers[key]},{text}" if key in headers else text
         request = Request(event.method.decode("ascii", "replace").upper(), path,
-                          dict(parse_qsl(query_string, keep_blank_values=True)), headers,
+                          dict(parse_qsl(query_string, keep_blank_values=True,
+                                         errors="surrogateescape")), headers,
                           b"", self.peer, self.loopback)
         self._head_deadline = None
         self._head_seen = False

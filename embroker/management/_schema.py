@@ -22,12 +22,12 @@ made, of the types it declared, so no body can make a handler raise.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, final
 
+from .._untrusted import json_loads
 from ._routes import bad_request
 
 __all__ = ["ABSENT", "Field", "Schema", "anything", "boolean", "decode", "integer", "json_object", "optional",
@@ -61,7 +61,7 @@ def decode(raw: bytes) -> dict[str, Any]:
     if text in (b"", b"null", b"undefined"):
         return {}
     try:
-        found = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+        found = json_loads(text, parse_constant=_not_json, parse_float=_finite)
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise bad_request("not_json") from None
     if isinstance(found, dict):

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, final
 
 from .. import _erlang
 from .._hostfiles import UntrustedPath, append_file, temp_folder, trusted_folder
+from .._untrusted import json_bytes
 from ..fieldtypes import field_type
 from ..model import PROPERTY_NAMES, Delivered
 from ..model._firehose import TRACE_EXCHANGE
@@ -104,7 +105,8 @@ class Trace:
                 "timestamp": _now(), "type": "published" if published else "received",
                 "user": str(headers.get("user", "")), "vhost": str(headers.get("vhost", "")),
             }
-            data = json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+            data = json_bytes(json.dumps(record, separators=(",", ":"),
+                                         ensure_ascii=False)) + b"\n"
         else:
             data = _text_record(key, headers, body, published)
         try:

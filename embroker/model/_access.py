@@ -132,6 +132,7 @@ __all__ = [
     "certificate_login",
     "hash_password",
     "is_loopback",
+    "login_refusal",
 ]
 
 # -- the management API's tags and rules -----------------------------------------------------------
@@ -461,6 +462,36 @@ _ATTRIBUTES: Final = {
 }
 
 
+#: RabbitMQ's reasons for a refused login, as its log gives them (``rabbit_auth_backend_internal``,
+#: ``rabbit_reader``, ``rabbit_auth_mechanism_ssl``, v3.10.8): by what :meth:`AccessControl.
+#: check_login` and :meth:`AccessControl.check_external` answer.
+_REFUSALS: Final = {
+    "credentials": "user '{name}' - invalid credentials",
+    "blank": "user '{name}' attempted to log in with a blank password, which is prohibited by "
+             "the internal authN backend. To use TLS/x509 certificate-based authentication, "
+             "see the rabbitmq_auth_mechanism_ssl plugin and configure the client to use the "
+             "EXTERNAL authentication mechanism. Alternatively change the password for the "
+             "user to be non-blank.",
+    "loopback": "user '{name}' can only connect via localhost",
+    "no certificate": "connection peer presented no TLS (x.509) certificate",
+    "no name": "no name found",
+}
+
+
+def login_refusal(why: str, name: str = "", password: str | None = None) -> str:
+    """Why a login of ``name`` was refused, in RabbitMQ's words for its log (``why``: what
+    :meth:`AccessControl.check_login` or :meth:`AccessControl.check_external` answered; a
+    blank ``password`` has its own text). The name is the client's: a log line escapes it
+    (:func:`embroker._untrusted.log_text`).
+
+    >>> login_refusal("credentials", "bob"), login_refusal("no certificate")
+    ("user 'bob' - invalid credentials", 'connection peer presented no TLS (x.509) certificate')
+    """
+    if why == "credentials" and password == "":
+        why = "blank"
+    return _REFUSALS[why].format(name=name)
+
+
 def certificate_login(certificate: Mapping[str, Any], login_from: str) -> str | None:
     """The user name SASL EXTERNAL takes from a verified client certificate (``ssl``'s
     decoded form), as RabbitMQ 3.10.8's ``rabbit_ssl:peer_cert_auth_name/2``:
@@ -567,14 +598,31 @@ class AccessControl:
         certificate (``ssl``'s decoded form; ``None``: none sent) logs in as, by its name
         (:func:`certificate_login`, ``login_from``), an existing user, no password asked
         (``rabbit_access_control:check_user_login/2`` with no credentials), from where the
-        client is; ``None``: refused. Counted in :attr:`attempts`."""
-        name = certificate_login(certificate, login_from) if certificate is not None else None
-        if name is None:  # "connection peer presented no TLS (x.509) certificate"
+        client is; ``None``: refused (:meth:`check_external` says why). Counted in
+        :attr:`attempts`."""
+        name, refused = self.check_external(certificate, login_from, loopback=loopback,
+                                            protocol=protocol, address=address)
+        return name if refused is None else None
+
+    def check_external(self, certificate: Mapping[str, Any] | None, login_from: str, *,
+                       loopback: bool, protocol: str, address: str = ""
+                       ) -> tuple[str, str | None]:
+        """:meth:`login_external`'s answer with its reason: the name the certificate gives
+        (``""``: none) and why it may not log in (``"no certificate"``, ``"no name"``,
+        ``"credentials"``: no such user, ``"loopback"``; texts by :func:`login_refusal`), or
+        ``None``: it may."""
+        if certificate is None:
             self.attempts.record(protocol, False, address=address)
-            return None
-        allowed = name in self.users and self.allowed_from(name, loopback=loopback)
-        self.attempts.record(protocol, allowed, address=address, user=name)
-        return name if allowed else None
+            return "", "no certificate"
+        name = certificate_login(certificate, login_from)
+        if name is None:
+            self.attempts.record(protocol, False, address=address)
+            return "", "no name"
+        refused = None if name in self.users else "credentials"
+        if refused is None and not self.allowed_from(name, loopback=loopback):
+            refused = "loopback"
+        self.attempts.record(protocol, refused is None, address=address, user=name)
+        return name, refused
 
     def login_anonymous(self, *, loopback: bool, rabbitmq4: bool) -> str | None:
         """SASL ANONYMOUS (AMQP 1.0): the user it logs in as, or ``None`` (refused, or

@@ -37,6 +37,7 @@ from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, Union, final
 
 from ..errors import AccessControlError, AMQPError, DefinitionsError, PolicyError, PreconditionFailed
+from ..fieldtypes import json_value
 from ._access import (
     SHA256,
     HashedPassword,
@@ -374,7 +375,9 @@ EXPORT_STEP = 200
 
 def export_steps(broker: Broker) -> Generator[None, None, dict[str, Any]]:
     """:func:`export_definitions` in steps: it yields after every :data:`EXPORT_STEP`
-    exchanges or queues, and returns the document. The caller holds the broker's lock while
+    exchanges or queues, and returns the document. Arguments are written as RabbitMQ exports
+    them (``rabbit_misc:amqp_table``: :func:`~embroker.fieldtypes.json_value`), so that the
+    document is JSON whatever a client put in them. The caller holds the broker's lock while
     it advances the generator (and may let it go between steps: what changes in between is
     exported as it is when its step comes)."""
     extra = _extra(broker)
@@ -398,13 +401,13 @@ def export_steps(broker: Broker) -> Generator[None, None, dict[str, Any]]:
                               "durable": exchange.durable,
                               "auto_delete": exchange.auto_delete,
                               "internal": exchange.internal,
-                              "arguments": dict(exchange.arguments)})
+                              "arguments": json_value(exchange.arguments)})
             for binding in list(exchange.bindings.values()):
                 bindings.append({"source": exchange.name, "vhost": vname,
                                  "destination": binding.destination.name,
                                  "destination_type": binding.destination.kind,
                                  "routing_key": binding.routing_key,
-                                 "arguments": dict(binding.arguments)})
+                                 "arguments": json_value(binding.arguments)})
         for queue in list(vh.queues.values()):
             done += 1
             if not done % EXPORT_STEP:
@@ -417,7 +420,7 @@ def export_steps(broker: Broker) -> Generator[None, None, dict[str, Any]]:
             qtype = arguments.get("x-queue-type", "classic")
             queues.append({"name": queue.name, "vhost": vname, "durable": queue.durable,
                            "auto_delete": queue.auto_delete, "type": qtype,
-                           "arguments": arguments})
+                           "arguments": json_value(arguments)})
     policies, parameters = export_policies(broker), export_parameters(broker)
     return {"rabbit_version": RABBITMQ_VERSION, "rabbitmq_version": RABBITMQ_VERSION,
             "product_name": "embroker", "product_version": _embroker_version(),

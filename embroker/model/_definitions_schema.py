@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, final
 
+from .._untrusted import json_loads
 from ..errors import DefinitionsError
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "NOT_JSON", "SECTIONS", "VHOST_SECTIONS", "check",
@@ -235,7 +236,7 @@ def parse(raw: bytes) -> Any:
     if not raw:
         return {}  # (RabbitMQ's decode(<<"">>))
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_not_json, parse_float=_finite)
+        return json_loads(raw.decode("utf-8"), parse_constant=_not_json, parse_float=_finite)
     except UnicodeDecodeError as exc:
         raise DefinitionsError(f"not JSON: not UTF-8 text ({exc.reason} at byte {exc.start})",
                                reason=NOT_JSON) from None

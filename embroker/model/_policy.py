@@ -66,7 +66,6 @@ reached``); a negative limit is no limit.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import warnings
@@ -77,6 +76,7 @@ from typing import TYPE_CHECKING, Any, Final, Union, cast, final
 
 from .. import _erlang
 from .. import _regex as _regexes
+from .._untrusted import json_loads
 from ..errors import DefinitionsError, NotAllowed, PolicyError, PolicyWarning, PreconditionFailed
 
 if TYPE_CHECKING:
@@ -964,7 +964,7 @@ class Policies:
 def _definition(value: Mapping[str, Any] | str) -> Any:
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return json_loads(value)
         except ValueError as exc:
             raise PolicyError(f"JSON decoding error. Reason: {exc}") from None
     return value

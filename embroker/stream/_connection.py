@@ -60,10 +60,12 @@ from __future__ import annotations
 
 import enum
 import itertools
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, final
 
-from ..amqp091._handshake import external_login, parse_credentials
+from .._untrusted import log_text
+from ..amqp091._handshake import external_check, parse_credentials
 from ..amqp10 import from_stream, to_stream
 from ..errors import (
     AccessRefused,
@@ -72,6 +74,7 @@ from ..errors import (
     NotFound,
     PreconditionFailed,
 )
+from ..model._access import login_refusal
 from ..model._stream import (
     Chunk,
     ChunkReader,
@@ -102,6 +105,9 @@ if TYPE_CHECKING:
 
 __all__ = ["INITIAL_FRAME_MAX", "MAX_UNREAD", "MAX_UNSENT", "RESUME_UNSENT", "State",
            "StreamConnection"]
+
+#: Refused logins, as RabbitMQ's stream reader warns of them (what the client chose escaped).
+log = logging.getLogger("embroker.stream")
 
 #: What we offer in Tune (RabbitMQ's defaults: 1 MiB frames, 60 s heartbeats).
 FRAME_MAX: Final = DEFAULT_FRAME_MAX
@@ -522,19 +528,24 @@ class StreamConnection:
         access = self.broker.access
         address = self.peer.rpartition(":")[0].strip("[]")
         refused: str | None
+        reason: str | None  # (why, in RabbitMQ's words, for the log)
         if mechanism == "EXTERNAL":
-            name = external_login(self.broker, self.tls, loopback=self.loopback,
-                                  protocol="stream", address=address)
-            user, refused = name or "", None if name is not None else "credentials"
+            user, reason = external_check(self.broker, self.tls, loopback=self.loopback,
+                                          protocol="stream", address=address)
+            refused = None if reason is None else "credentials"
         else:
             credentials = parse_credentials(mechanism, data)
             user = credentials[0] if credentials is not None else ""
             if credentials is None:
                 access.attempts.record("stream", False, address=address)
-                refused = "credentials"
+                refused, reason = "credentials", "response invalid"
             else:
                 refused = access.check_login(*credentials, loopback=self.loopback,
                                              protocol="stream", address=address)
+                reason = None if refused is None else login_refusal(refused, *credentials)
+        if reason is not None:  # (RabbitMQ's stream reader logs it as a warning)
+            log.warning("stream connection %s: %s login refused: %s", self.peer,
+                        log_text(mechanism), log_text(reason))
         if refused == "credentials":
             self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
                                      Code.AUTHENTICATION_FAILURE).frame())

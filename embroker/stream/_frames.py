@@ -288,7 +288,9 @@ class Writer:
         return self
 
     def string(self, v: str) -> Writer:
-        data = v.encode("utf-8")
+        # (the bytes it holds: a name a 0-9-1 client chose may hold a surrogate's encoding,
+        # which RabbitMQ writes as it is)
+        data = v.encode("utf-8", "surrogateescape")
         self._out += struct.pack(">H", len(data)) + data
         return self
 
