@@ -24,7 +24,9 @@ management port back to back, each on its own keep-alive connection:
 - ``policy classes``: ``PUT /api/policies/%2F/bench-hostile`` whose pattern is that 8 KB
   expression (a policymaker's; ``message-ttl`` as its definition);
 - ``permission nesting``: ``PUT /api/permissions/%2F/guest`` whose ``configure`` expression
-  is the 1,000 nested groups (an administrator's).
+  is the 1,000 nested groups (an administrator's);
+- ``regex 1 KB``: ``GET /api/queues?name=a?a?...&use_regex=true``, 1,024 characters, the longest
+  expression embroker's bounds let its parser read (refused after, as too large for the DFA).
 
 With a reference RabbitMQ answering on 127.0.0.1 (5672, and 15672 for its management API;
 ``--no-reference``: not), the same N queues are declared there (a vhost of the run's own,
@@ -68,6 +70,8 @@ CONDITIONS: dict[str, tuple[str, str, str | None]] = {
         {"pattern": "WIDE_CLASSES", "definition": {"message-ttl": 3600000}})),
     "permission nesting": ("PUT", "/api/permissions/{vhost}/guest", json.dumps(
         {"configure": NESTED, "write": ".*", "read": ".*"})),
+    "regex 1 KB": ("GET", "/api/queues/{vhost}?name=" + urllib.parse.quote("a?" * 512)
+                   + "&use_regex=true&columns=name", None),
 }
 
 # The AMQP client: round trips for `seconds`, then their times (ms) as JSON on stdout.

@@ -75,8 +75,9 @@ points (read from the parsed tree, before any class is compiled). A count above
 offset (``number too big in {} quantifier``), and a count too large for ``re`` is ``re.error``,
 not ``OverflowError``: whatever the pattern, :func:`compile` returns or raises :class:`error`.
 The bounds are far above what people write (the constants say why each is where it is);
-within them, the dearest patterns found cost 10-90 ms to compile here (2 cores under load;
-the dearest: ``(?i)`` and 64 classes spanning a plane between them), against seconds before.
+within them, the dearest patterns found cost 10-16 ms of CPU to compile here (``(?i)`` and 16
+classes beyond Latin-1 spanning a plane between them; 1,024 characters of groups), where the
+issue's 450 classes took 3.6 s.
 
 Guarantees, for a pattern of ``m`` NFA nodes (``m <= MAX_NFA_NODES``) and a subject of ``n``
 characters:
@@ -143,11 +144,13 @@ MAX_NFA_NODES: Final = 500
 # What compiling may cost (see "The cost of compiling" in the module's docstring): bounds no
 # pattern a person writes comes near, checked before anything is compiled.
 
-#: The longest pattern, in characters (bytes for a ``bytes`` pattern): RabbitMQ 4.2's own bound
-#: on the longest client expression it compiles (``rabbit_amqp_filter_sql``); Python's parser
-#: takes about a millisecond per kilobyte here (PCRE refuses about 64 KB, "regular expression is
-#: too large"), and RabbitMQ's documented patterns are under 40 characters.
-MAX_PATTERN_LENGTH: Final = 4096
+#: The longest pattern, in characters (bytes for a ``bytes`` pattern). Compiling costs about
+#: linear time in the length, Python's parser the most of it: the dearest shapes found (many
+#: groups, ``(a)(a)...``) cost 9 ms of CPU at 1,024 characters here, 48 ms at 4,096 (the
+#: bound RabbitMQ 4.2 puts on a client's SQL filter expression). PCRE refuses about 64 KB
+#: ("regular expression is too large"); RabbitMQ's documented patterns are under 40
+#: characters, and 1,024 still holds an alternation of some 60 queue names.
+MAX_PATTERN_LENGTH: Final = 1024
 #: The deepest nesting of groups. Python's parser recurses twice per group, this module's NFA
 #: builder up to three times more, and ``re``'s compiler again: 50 levels stay far from Python's
 #: recursion limit (1,000 frames, the listener's own stack included), where 1,000 nested groups
@@ -155,15 +158,16 @@ MAX_PATTERN_LENGTH: Final = 4096
 #: ("regular expression is too complicated"); patterns people write nest two or three deep.
 MAX_NESTING: Final = 50
 #: The most distinct character classes (``[...]``, ``[^x]``, and ``\d \w \s`` outside a
-#: class): this module compiles each one with ``re`` on its own, 0.1-1 ms each here (a class
-#: beyond Latin-1 makes ``re`` build a bitmap of the whole Basic Multilingual Plane), and ``re``
-#: compiles each again when it runs the pattern. A class repeated costs nothing more.
-MAX_CLASSES: Final = 32
+#: class): ``re`` compiles each one, 0.1-0.7 ms of CPU here (a class beyond Latin-1 makes it
+#: build a bitmap of the whole Basic Multilingual Plane), so 16 cost about as much as the
+#: longest pattern's parse. A class repeated costs nothing more; patterns people write have a
+#: handful.
+MAX_CLASSES: Final = 16
 #: The most code points of the Basic Multilingual Plane the ranges of all classes span together,
 #: a class repeated as often as it is written: ``re`` builds a class's bitmap a code point at a
-#: time, 0.1-0.7 microseconds each here (``(?i)`` the dearer); beyond the BMP a range costs
-#: nothing. One plane's worth: ``[\u0080-\uffff]`` fits, ``[^\x00-\x7f]`` or
-#: ``[\u4e00-\u9fff]`` are far below.
+#: time, 0.1 microsecond each here (``(?i)``: 0.17; 450 classes of the whole plane took 3.6 s
+#: of CPU); beyond the BMP a range costs nothing. One plane's worth, 7-11 ms:
+#: ``[\u0080-\uffff]`` fits, ``[^\x00-\x7f]`` or ``[\u4e00-\u9fff]`` are far below.
 MAX_CLASS_SPAN: Final = 0x10000
 #: The largest count of a counted repetition ``{m,n}``: PCRE's, whose text RabbitMQ answers with
 #: beyond it ("number too big in {} quantifier"; ``re`` takes 4294967294).
@@ -203,7 +207,7 @@ class PatternTooCostly(re.error, ValueError):
     """A pattern refused before anything is compiled, because compiling it would cost more than
     the bounds allow (:data:`MAX_PATTERN_LENGTH`, :data:`MAX_NESTING`, :data:`MAX_CLASSES`,
     :data:`MAX_CLASS_SPAN`); the message names the bound and the pattern's figure:
-    ``pattern too complex: nesting depth 1000 exceeds the maximum of 50``. (No ``<`` or ``>``
+    ``pattern too complex: nesting depth 500 exceeds the maximum of 50``. (No ``<`` or ``>``
     in them: the management API escapes those in a reason, as RabbitMQ's does.)
 
     Not an :class:`UnsupportedPattern`: :func:`compile_set` hands those to ``re``, never these.
