@@ -306,13 +306,15 @@ def _one_character_test(source: str, flags: int, is_bytes: bool) -> Callable[[An
     """The test of one subject item by ``re`` on the one-character pattern ``source``, compiled
     the first time it is used: a pattern that ``re`` runs instead (the quick path, or
     :func:`compile_set` for what the NFA refuses) never pays for its classes twice."""
-    pattern: str | bytes = source.encode("latin-1") if is_bytes else source
     compiled: Callable[[Any], Any] | None = None
 
     def test(item: Any) -> bool:
         nonlocal compiled
         if compiled is None:
-            compiled = re.compile(pattern, flags).fullmatch
+            fullmatch: Callable[[Any], Any] = (
+                re.compile(source.encode("latin-1"), flags).fullmatch if is_bytes
+                else re.compile(source, flags).fullmatch)
+            compiled = fullmatch
         return compiled(bytes((item,)) if is_bytes else item) is not None
     return test
 
