@@ -76,6 +76,8 @@ channel goes idle, so for a moment an open channel may still do what a revoked p
 allowed; embroker checks afresh every time. Expressions are Python's syntax, so PCRE-only
 syntax (``\\Q...\\E``...) is refused when set; they are matched by :mod:`embroker._regex` in
 time linear in the name, or by :mod:`re` for what needs it (lookarounds: ``^(?!amq\\.).*``).
+One too costly to compile (:class:`embroker._regex.PatternTooCostly`: longer than 1,024
+characters, groups nested deeper than 50...) is refused when set, as an invalid one.
 
 **The management API** names one of RabbitMQ's rules for each of its methods (:class:`Rule`,
 ``rabbit_mgmt_util:is_authorized_*``); :meth:`AccessControl.authorize` is what each rule

@@ -286,8 +286,8 @@ def _validate_federation(terms: list[tuple[str, Any]]) -> str | None:
     if not isinstance(value, str):
         return f"{_erlang.term(value)} is not a valid federation {what}"
     if key == "federation-upstream-pattern":
-        try:
-            re.compile(value)
+        try:  # (a policymaker's pattern: within embroker._regex's bounds, as every pattern)
+            _regexes.compile_set(value)
         except re.error as exc:
             return (f"could not compile pattern {value} to a regular expression. "
                     f'Error: {{"{exc.msg}",{exc.pos or 0}}}')
