@@ -15,7 +15,18 @@ management port back to back, each on its own keep-alive connection:
 - ``listing``: ``GET /api/queues`` (every queue's JSON);
 - ``sorted page``: ``GET /api/queues?sort=name&sort_reverse=true&page=3&page_size=500``;
 - ``definitions``: ``GET /api/definitions``;
-- ``bad bodies``: ``PUT /api/queues/%2F/x`` with ``{"arguments": [1, 2]}``.
+- ``bad bodies``: ``PUT /api/queues/%2F/x`` with ``{"arguments": [1, 2]}``;
+- ``regex classes``: ``GET /api/queues?name=...&use_regex=true`` with an 8 KB expression of 450
+  distinct classes as wide as Unicode (``[\\u0100-\\U0010ffff][\\u0101-\\U0010ffff]...``: Python's
+  ``re`` builds each one's bitmap a code point at a time, 2.9-3.2 s in all, issue 44);
+- ``regex nesting``: the same with 1,000 nested groups (``((((...a...))))``: Python's parser
+  recursed until ``RecursionError``, a 500);
+- ``policy classes``: ``PUT /api/policies/%2F/bench-hostile`` whose pattern is that 8 KB
+  expression (a policymaker's; ``message-ttl`` as its definition);
+- ``permission nesting``: ``PUT /api/permissions/%2F/guest`` whose ``configure`` expression
+  is the 1,000 nested groups (an administrator's);
+- ``regex 1 KB``: ``GET /api/queues?name=a?a?...&use_regex=true``, 1,024 characters, the longest
+  expression embroker's bounds let its parser read (refused after, as too large for the DFA).
 
 With a reference RabbitMQ answering on 127.0.0.1 (5672, and 15672 for its management API;
 ``--no-reference``: not), the same N queues are declared there (a vhost of the run's own,
@@ -38,6 +49,10 @@ import urllib.parse
 import urllib.request
 import uuid
 
+#: Issue 44's costly expressions: 1,000 nested groups, and (WIDE_CLASSES, made afresh for each
+#: request by the hostile client) 450 distinct classes spanning Unicode, 8,550 characters.
+NESTED = "(" * 1000 + "a" + ")" * 1000
+
 CONDITIONS: dict[str, tuple[str, str, str | None]] = {
     "quiet": ("", "", None),
     "regex": ("GET", "/api/queues/{vhost}?name=%5E(a%2B)%2B%24&use_regex=true&columns=name",
@@ -47,13 +62,25 @@ CONDITIONS: dict[str, tuple[str, str, str | None]] = {
                            "&page_size=500", None),
     "definitions": ("GET", "/api/definitions", None),
     "bad bodies": ("PUT", "/api/queues/{vhost}/x", '{"arguments": [1, 2]}'),
+    "regex classes": ("GET", "/api/queues/{vhost}?name=WIDE_CLASSES&use_regex=true&columns=name",
+                      None),
+    "regex nesting": ("GET", "/api/queues/{vhost}?name=" + urllib.parse.quote(NESTED)
+                      + "&use_regex=true&columns=name", None),
+    "policy classes": ("PUT", "/api/policies/{vhost}/bench-hostile", json.dumps(
+        {"pattern": "WIDE_CLASSES", "definition": {"message-ttl": 3600000}})),
+    "permission nesting": ("PUT", "/api/permissions/{vhost}/guest", json.dumps(
+        {"configure": NESTED, "write": ".*", "read": ".*"})),
+    "regex 1 KB": ("GET", "/api/queues/{vhost}?name=" + urllib.parse.quote("a?" * 512)
+                   + "&use_regex=true&columns=name", None),
 }
 
 # The AMQP client: round trips for `seconds`, then their times (ms) as JSON on stdout.
 ROUND_TRIPS = r"""
 import json, sys, time, pika
 url, queue, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
-connection = pika.BlockingConnection(pika.URLParameters(url))
+parameters = pika.URLParameters(url)
+parameters.socket_timeout = parameters.stack_timeout = 120  # (waits out a stalled broker)
+connection = pika.BlockingConnection(parameters)
 channel = connection.channel()
 for _ in range(50):  # warm up
     channel.queue_declare(queue, passive=True)
@@ -67,8 +94,10 @@ print(json.dumps(times))
 """
 
 # The hostile client: one request, back to back, until stdin closes; prints how many it made.
+# A WIDE_CLASSES in the request is replaced by issue 44's expression, its classes starting at
+# other code points each time (Python's re keeps the last 512 patterns it compiled).
 HAMMER = r"""
-import base64, http.client, sys, threading
+import base64, http.client, json, sys, threading, urllib.parse
 port, method, path, body = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] or None
 user = sys.argv[5]
 auth = {"Authorization": "Basic " + base64.b64encode(user.encode()).decode(),
@@ -78,8 +107,15 @@ threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).sta
 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
 count = 0
 print("ready", flush=True)
+def wide(n):
+    return "".join(f"[\\u{0x100 + (n * 450 + i) % 4096:04x}-\\U0010ffff]" for i in range(450))
 while not stop.is_set():
-    conn.request(method, path, body=body, headers=auth)
+    sent_path, sent_body = path, body
+    if "WIDE_CLASSES" in path + (body or ""):
+        pattern = wide(count)
+        sent_path = path.replace("WIDE_CLASSES", urllib.parse.quote(pattern))
+        sent_body = body and body.replace("WIDE_CLASSES", json.dumps(pattern)[1:-1])
+    conn.request(method, sent_path, body=sent_body, headers=auth)
     conn.getresponse().read()
     count += 1
 print(count, flush=True)
@@ -124,7 +160,7 @@ def report(name: str, times: list[float], requests: int, ours: float | None = No
     ratio of it to this median); returns the median."""
     median = percentile(times, 0.5)
     ratio = f"{ours / median:8.2f}" if ours is not None and median else " " * 8
-    print(f"  {name:12} {len(times):8} {median:8.3f} {percentile(times, 0.99):8.3f} "
+    print(f"  {name:18} {len(times):8} {median:8.3f} {percentile(times, 0.99):8.3f} "
           f"{max(times):9.2f} {requests:9} {ratio}")
     return median
 
@@ -156,7 +192,7 @@ def embroker_side(queues: int, seconds: float, clients: int) -> dict[str, float]
         declare(url, queues)
         medians = {}
         print(f"embroker serve ({queues} queues)")
-        print(f"  {'condition':12} {'trips':>8} {'median':>8} {'p99':>8} {'slowest':>9} "
+        print(f"  {'condition':18} {'trips':>8} {'median':>8} {'p99':>8} {'slowest':>9} "
               f"{'requests':>9}")
         for name in CONDITIONS:
             times, requests = run_condition(url, port, "/", name, seconds, clients,
@@ -189,7 +225,7 @@ def reference_side(queues: int, seconds: float, clients: int, ours: dict[str, fl
         declare(f"amqp://guest:guest@127.0.0.1:5672/{quoted}", queues)
         print(f"RabbitMQ ({queues} queues in a vhost of its own; ratio: embroker's median over "
               "RabbitMQ's)")
-        print(f"  {'condition':12} {'trips':>8} {'median':>8} {'p99':>8} {'slowest':>9} "
+        print(f"  {'condition':18} {'trips':>8} {'median':>8} {'p99':>8} {'slowest':>9} "
               f"{'requests':>9} {'ratio':>8}")
         for name in CONDITIONS:
             times, requests = run_condition(

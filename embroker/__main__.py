@@ -17,8 +17,9 @@ from . import Broker, __version__
 from ._transport import PORT_KINDS
 from .analytics._cli import add_commands as add_analytics_commands
 from .control._node import Node
-from .control._registry import NodeNameInUse
-from .errors import AMQPError, DefinitionsError
+from .control._protocol import ControlError
+from .control._registry import NodeNameInUse, UntrustedPath
+from .errors import DefinitionsError
 from .model._plugins import PLUGINS
 from .server import PortInUse, Server
 from .tls import TLS_VERSIONS, TLSOptions
@@ -82,8 +83,8 @@ def _serve(args: argparse.Namespace) -> int:
         try:
             ignored += [f"{path}: {item}" for item in broker.load_definitions(
                 path, ignore_unsupported=args.ignore_unsupported)]
-        except (OSError, DefinitionsError, AMQPError) as exc:
-            print(f"embroker: cannot load the definitions {path}: {exc}", file=sys.stderr)
+        except DefinitionsError as exc:  # (the model's one error for a document)
+            print(f"embroker: cannot load the definitions {path}: {exc.line}", file=sys.stderr)
             return 1
     for item in ignored:
         print(f"embroker: ignored from {item}", file=sys.stderr)
@@ -132,6 +133,23 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"embroker: node name {args.node} is taken by another running embroker; give "
               "another with --node", file=sys.stderr)
         return 1
+    except ControlError as exc:  # (a node name RabbitMQ refuses: its reason, as rabbitmq-server)
+        server.stop()
+        reason = getattr(exc, "reason", None)
+        print(f"embroker: Invalid node name! {reason}" if reason else
+              f"embroker: {exc.message.splitlines()[0]}", file=sys.stderr)
+        return 1
+    except PortInUse as exc:
+        server.stop()
+        print(f"embroker: {exc}: RABBITMQ_DIST_PORT names it for the node's control port "
+              "(where rabbitmqctl reaches the node) and another process holds it, perhaps a "
+              "RabbitMQ node; choose another RABBITMQ_DIST_PORT, or unset it for a free port",
+              file=sys.stderr)
+        return 1
+    except UntrustedPath as exc:
+        server.stop()
+        print(f"embroker: the node registry cannot be trusted: {exc}", file=sys.stderr)
+        return 1
 
     def stop(*_: object) -> None:
         threading.Thread(target=server.stop, daemon=True).start()
@@ -160,14 +178,32 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _node(broker: Broker, server: Server, name: str | None) -> Node:
     """The node RabbitMQ's tools reach this broker as (``embroker ctl``, ``rabbitmqctl`` from
-    ``embroker shims``): ``--node``, else ``RABBITMQ_NODENAME`` or ``rabbit@<host>``; a
-    default name another embroker has is made unique with this process's id (said on
-    standard error), as a default port is."""
-    from .control._registry import default_node_name, qualify
+    ``embroker shims``): ``--node``, else ``RABBITMQ_NODENAME`` (rabbitmq-env.conf's
+    included), else ``rabbit@<host>``, by the rule the tools find it by
+    (:func:`embroker.control._env.node_name`); a default name another embroker has is made
+    unique with this process's id (said on standard error), as a default port is.
 
-    chosen = qualify(name) if name else default_node_name()
+    Its control port listens where RabbitMQ's distribution would: ``RABBITMQ_DIST_PORT``, else
+    the AMQP port + 20000, on the listener's host; a port only implied, when taken (by the
+    machine's RabbitMQ, 25672), gives way to a free one, said once.
+
+    Raises:
+        ControlError: the name is refused (RabbitMQ's CLI's text), or RABBITMQ_DIST_PORT is
+            no port.
+        NodeNameInUse: ``name`` is taken.
+        PortInUse: the port RABBITMQ_DIST_PORT names is taken.
+    """
+    from .control._env import prefixed, tool_node_name
+    from .control._protocol import ControlError
+
+    chosen = tool_node_name(os.environ, given=name)
+    given = prefixed(os.environ, "RABBITMQ_DIST_PORT")
+    if given is not None and (not given.isdigit() or int(given) > 65535):
+        raise ControlError(f"Invalid value for $RABBITMQ_DIST_PORT: {given!r}", 78)
+    implied = server.port + 20000 if server.port + 20000 <= 65535 else 0
+    dist = (server.host, int(given) if given is not None else implied, given is not None)
     try:
-        return Node(broker, server, chosen).start()
+        node = Node(broker, server, chosen, dist=dist).start()
     except NodeNameInUse:
         if name:
             raise
@@ -175,7 +211,14 @@ def _node(broker: Broker, server: Server, name: str | None) -> Node:
         other = f"{local}-{os.getpid()}@{host}"
         print(f"embroker: node name {chosen} is taken by another embroker; this one is "
               f"{other} (rabbitmqctl -n {other})", file=sys.stderr)
-        return Node(broker, server, other).start()
+        node = Node(broker, server, other, dist=dist).start()
+    if node.dist_moved is not None:
+        print(f"embroker: port {node.dist_moved} (the Erlang distribution's, where "
+              "rabbitmqctl reaches a RabbitMQ node) is in use, perhaps by RabbitMQ: node "
+              f"{node.name}'s control port is {node.control_port} instead, which the node "
+              "registry tells the tools (RABBITMQ_DIST_PORT=N chooses)", file=sys.stderr,
+              flush=True)
+    return node
 
 
 #: RabbitMQ's AMQP and management ports: ``serve``'s defaults.
@@ -312,7 +355,16 @@ def _tool(name: str, argv: list[str]) -> int:
 def _shims(args: argparse.Namespace) -> int:
     from .control._shims import write_shims
 
-    for path in write_shims(args.dir):
+    try:
+        written = write_shims(args.dir)
+    except UntrustedPath as exc:
+        print(f"embroker: cannot write the shims: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"embroker: cannot write the shims in {args.dir}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    for path in written:
         print(path)
     return 0
 
@@ -421,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="the most connections a port holds, KIND one of amqp, management, "
                             "stream, N a number or infinity (repeatable); defaults as "
                             "RabbitMQ: infinity, but management: 10240 or a quarter of "
-                            "ulimit -n, the fewer")
+                            "ulimit -n, the fewer, and stream: a quarter of ulimit -n")
     serve.add_argument("--rabbitmqadmin", type=Path, default=None, metavar="PATH",
                        help="a copy of RabbitMQ's rabbitmqadmin script to serve at "
                             "/cli/rabbitmqadmin (embroker ships none)")

@@ -5,7 +5,8 @@ scope; each test then starts from the same state with ``broker.reset()`` instead
 The baseline (``broker.mark_baseline()``) is the topology at that moment: each virtual host's
 exchanges, queues and bindings. A reset
 
-- forgets the trace (routing decisions and the messages' histories);
+- forgets the trace (routing decisions and the messages' histories) and the incidents (what the
+  broker refused or dropped);
 - purges every ready message (what workers hold unacknowledged stays theirs), and the messages
   plugin exchanges keep (held by a delayed-message exchange, a recent-history exchange's);
 - deletes the exchanges and queues declared since the baseline (their consumers are cancelled,
@@ -92,6 +93,7 @@ def reset(broker: Broker, baseline: Baseline) -> None:
             vhost = broker.vhosts.get(name) or broker.add_vhost(name)
             _reset_vhost(vhost, base)
         broker.trace.clear()
+        broker.incidents.clear()
         if broker.plugins.delayed is not None:
             broker.plugins.delayed.clear()
         broker.unblock_publishers()

@@ -121,6 +121,17 @@ class Admin:
         RabbitMQ's reason when it refuses."""
         raise NotImplementedError
 
+    def user_exists(self, name: str) -> bool:
+        raise NotImplementedError
+
+    def add_user(self, name: str, password: str, tags: tuple[str, ...], vhost: str,
+                 permissions: tuple[str, str, str]) -> None:
+        """Make user ``name`` with ``tags``, and its permissions in ``vhost``."""
+        raise NotImplementedError
+
+    def delete_user(self, name: str) -> None:
+        raise NotImplementedError
+
 
 @final
 class ManagementAdmin(Admin):
@@ -169,6 +180,27 @@ class ManagementAdmin(Admin):
     def import_definitions(self, vhost: str, definitions: Mapping[str, Any]) -> None:
         self._call("POST", f"/definitions/{self._q(vhost)}", dict(definitions))
 
+    def user_exists(self, name: str) -> bool:
+        try:
+            self._call("GET", f"/users/{self._q(name)}")
+        except urllib.error.HTTPError as refused:
+            if refused.code == 404:
+                return False
+            raise
+        return True
+
+    def add_user(self, name: str, password: str, tags: tuple[str, ...], vhost: str,
+                 permissions: tuple[str, str, str]) -> None:
+        self._call("PUT", f"/users/{self._q(name)}", {"password": password,
+                                                       "tags": ",".join(tags)})
+        configure, write, read = permissions
+        self._call("PUT", f"/permissions/{self._q(vhost)}/{self._q(name)}",
+                   {"configure": configure, "write": write, "read": read})
+
+    def delete_user(self, name: str) -> None:
+        with contextlib.suppress(urllib.error.HTTPError):
+            self._call("DELETE", f"/users/{self._q(name)}")
+
     def set_policy(self, vhost: str, name: str, pattern: str, definition: Mapping[str, Any], *,
                    priority: int | float, apply_to: str, operator: bool = False) -> None:
         kind = "operator-policies" if operator else "policies"
@@ -210,6 +242,20 @@ class RabbitmqctlAdmin(Admin):
     def delete_vhost(self, name: str) -> None:
         with contextlib.suppress(RuntimeError):
             self._run("delete_vhost", name)
+
+    def user_exists(self, name: str) -> bool:
+        return name in (line.split("\t")[0] for line in
+                        self._run("list_users", "--no-table-headers").splitlines())
+
+    def add_user(self, name: str, password: str, tags: tuple[str, ...], vhost: str,
+                 permissions: tuple[str, str, str]) -> None:
+        self._run("add_user", name, password)
+        self._run("set_user_tags", name, *tags)
+        self._run("set_permissions", "-p", vhost, name, *permissions)
+
+    def delete_user(self, name: str) -> None:
+        with contextlib.suppress(RuntimeError):
+            self._run("delete_user", name)
 
     def queues(self, vhost: str) -> list[str]:
         return sorted(line.split("\t")[0] for line in
@@ -369,6 +415,7 @@ class ReferenceBroker:
         self._decisions: list[ReferenceDecision] = []
         self._dead: dict[tuple[Any, ...], ReferenceDecision] = {}
         self._opened: list[pika.BlockingConnection] = []
+        self._users: list[str] = []  # made for this test (url_as): deleted after it
         admin.create_vhost(self.vhost, self.target.user)
         try:
             self._connection = self._connect("embroker-reference")
@@ -396,12 +443,39 @@ class ReferenceBroker:
         return connection
 
     def close(self) -> None:
-        """Close the connections and delete the vhost (with everything in it)."""
+        """Close the connections, delete the users made for the test and the vhost (with
+        everything in it)."""
         for connection in [*self._opened, self._connection]:
             with contextlib.suppress(Exception):
                 if connection.is_open:
                     connection.close()
+        for user in self._users:
+            self.admin.delete_user(user)
         self.admin.delete_vhost(self.vhost)
+
+    def user_url(self, user: str, password: str, *, vhost: str = "/",
+                 permissions: tuple[str, str, str] = (".*", ".*", ".*"),
+                 tags: tuple[str, ...] = ()) -> str:
+        """:func:`embroker.testing.url_as` on the reference: a user of the node, made for this
+        test (deleted after it) with its permissions in this test's vhost. A user the node had
+        already is not touched: a test's users are its own.
+
+        Raises:
+            ValueError: the node has a user of that name that this test did not make.
+        """
+        name = self._vhost(vhost)
+        if user in self._users:
+            self.admin.delete_user(user)
+            self._users.remove(user)
+        elif self.admin.user_exists(user):
+            raise ValueError(f"the reference RabbitMQ has a user {user!r} already: a test makes "
+                             "users of its own (choose another name)")
+        self.admin.add_user(user, password, tags, name, permissions)
+        self._users.append(user)
+        parts = urllib.parse.urlsplit(self.url)
+        address = parts.netloc.rpartition("@")[2]
+        credentials = f"{urllib.parse.quote(user, safe='')}:{urllib.parse.quote(password, safe='')}"
+        return urllib.parse.urlunsplit(parts._replace(netloc=f"{credentials}@{address}"))
 
     # -- the trace -------------------------------------------------------------------------------
 

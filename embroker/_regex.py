@@ -59,6 +59,26 @@ depend on the locale at match time), and patterns whose NFA would exceed
 :data:`MAX_NFA_NODES` nodes ("too complex", e.g. ``(?:a{100}){100}``). Backreferences are not
 regular; the others could be matched in linear time but not by this simple construction.
 
+The cost of compiling
+---------------------
+A client's pattern is compiled on the loop too, and compiling has costs of its own that the
+NFA's bound does not reach: Python's parser recurses twice per nested group (1,000 nested
+groups raised ``RecursionError``: a 500 from the management API), and ``re`` builds the bitmap
+of a class a code point at a time (450 distinct classes as wide as Unicode, an 8 KB pattern,
+took 3-10 s). So before anything is compiled, by this module's NFA or by ``re`` (the quick path,
+and :func:`compile_set`'s fallback), :class:`PatternTooCostly` refuses, naming the bound: a
+pattern longer than :data:`MAX_PATTERN_LENGTH`; groups nested deeper than :data:`MAX_NESTING`
+(read from the text, as the parser reads it, before the parser runs); more than
+:data:`MAX_CLASSES` distinct classes, or classes spanning more than :data:`MAX_CLASS_SPAN` code
+points (read from the parsed tree, before any class is compiled). A count above
+:data:`MAX_COUNT` (``a{65536}``) is refused as RabbitMQ's PCRE refuses it, with its text and
+offset (``number too big in {} quantifier``), and a count too large for ``re`` is ``re.error``,
+not ``OverflowError``: whatever the pattern, :func:`compile` returns or raises :class:`error`.
+The bounds are far above what people write (the constants say why each is where it is);
+within them, the dearest patterns found cost 10-16 ms of CPU to compile here (``(?i)`` and 16
+classes beyond Latin-1 spanning a plane between them; 1,024 characters of groups), where the
+issue's 450 classes took 3.6 s.
+
 Guarantees, for a pattern of ``m`` NFA nodes (``m <= MAX_NFA_NODES``) and a subject of ``n``
 characters:
 
@@ -102,11 +122,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, AnyStr, Final, Generic, final, overload
 
-__all__ = ["CACHE_BUDGET", "MAX_NFA_NODES", "QUICK_ITEMS", "Pattern", "Statistics",
-           "UnsupportedPattern", "compile", "compile_set", "error"]
+__all__ = ["CACHE_BUDGET", "MAX_CLASSES", "MAX_CLASS_SPAN", "MAX_COUNT", "MAX_NESTING",
+           "MAX_NFA_NODES", "MAX_PATTERN_LENGTH", "QUICK_ITEMS", "Pattern", "PatternTooCostly",
+           "Statistics", "UnsupportedPattern", "compile", "compile_set", "error"]
 
-#: What :func:`compile` raises for a pattern it refuses: ``re``'s error (syntax), and
-#: :class:`UnsupportedPattern`, a subclass.
+#: What :func:`compile` raises for a pattern it refuses: ``re``'s error (syntax), and its
+#: subclasses :class:`UnsupportedPattern` and :class:`PatternTooCostly`.
 error = re.error
 
 # The parser of the running Python (one module under two names); typed loosely on purpose: its
@@ -119,6 +140,39 @@ _c: Any = importlib.import_module("re._constants" if sys.version_info >= (3, 11)
 #: 70-110 at 2,000 here): at 500, the worst pattern found costs 3-4 ms against a 255-character
 #: name, one item of a management listing's step (a queue name is at most 255 bytes).
 MAX_NFA_NODES: Final = 500
+
+# What compiling may cost (see "The cost of compiling" in the module's docstring): bounds no
+# pattern a person writes comes near, checked before anything is compiled.
+
+#: The longest pattern, in characters (bytes for a ``bytes`` pattern). Compiling costs about
+#: linear time in the length, Python's parser the most of it: the dearest shapes found (many
+#: groups, ``(a)(a)...``) cost 9 ms of CPU at 1,024 characters here, 48 ms at 4,096 (the
+#: bound RabbitMQ 4.2 puts on a client's SQL filter expression). PCRE refuses about 64 KB
+#: ("regular expression is too large"); RabbitMQ's documented patterns are under 40
+#: characters, and 1,024 still holds an alternation of some 60 queue names.
+MAX_PATTERN_LENGTH: Final = 1024
+#: The deepest nesting of groups. Python's parser recurses twice per group, this module's NFA
+#: builder up to three times more, and ``re``'s compiler again: 50 levels stay far from Python's
+#: recursion limit (1,000 frames, the listener's own stack included), where 1,000 nested groups
+#: raised ``RecursionError``. PCRE (RabbitMQ 3.10.8, checked live) refused 799 nested groups
+#: ("regular expression is too complicated"); patterns people write nest two or three deep.
+MAX_NESTING: Final = 50
+#: The most distinct character classes (``[...]``, ``[^x]``, and ``\d \w \s`` outside a
+#: class): ``re`` compiles each one, 0.1-0.7 ms of CPU here (a class beyond Latin-1 makes it
+#: build a bitmap of the whole Basic Multilingual Plane), so 16 cost about as much as the
+#: longest pattern's parse. A class repeated costs nothing more; patterns people write have a
+#: handful.
+MAX_CLASSES: Final = 16
+#: The most code points of the Basic Multilingual Plane the ranges of all classes span together,
+#: a class repeated as often as it is written: ``re`` builds a class's bitmap a code point at a
+#: time, 0.1 microsecond each here (``(?i)``: 0.17; 450 classes of the whole plane took 3.6 s
+#: of CPU); beyond the BMP a range costs nothing. One plane's worth, 7-11 ms:
+#: ``[\u0080-\uffff]`` fits, ``[^\x00-\x7f]`` or ``[\u4e00-\u9fff]`` are far below.
+MAX_CLASS_SPAN: Final = 0x10000
+#: The largest count of a counted repetition ``{m,n}``: PCRE's, whose text RabbitMQ answers with
+#: beyond it ("number too big in {} quantifier"; ``re`` takes 4294967294).
+MAX_COUNT: Final = 65535
+
 #: Bytes (as estimated: see _ENTRY) of DFA cache a compiled pattern may hold before its cache is
 #: emptied.
 CACHE_BUDGET: Final = 1 << 20
@@ -145,6 +199,18 @@ class UnsupportedPattern(re.error, ValueError):
 
     It is a ``ValueError`` and also a :class:`re.error`, so code that refuses what ``re.compile``
     refuses refuses this the same way.
+    """
+
+
+@final
+class PatternTooCostly(re.error, ValueError):
+    """A pattern refused before anything is compiled, because compiling it would cost more than
+    the bounds allow (:data:`MAX_PATTERN_LENGTH`, :data:`MAX_NESTING`, :data:`MAX_CLASSES`,
+    :data:`MAX_CLASS_SPAN`); the message names the bound and the pattern's figure:
+    ``pattern too complex: nesting depth 500 exceeds the maximum of 50``. (No ``<`` or ``>``
+    in them: the management API escapes those in a reason, as RabbitMQ's does.)
+
+    Not an :class:`UnsupportedPattern`: :func:`compile_set` hands those to ``re``, never these.
     """
 
 
@@ -237,11 +303,20 @@ class _Predicates:
 
 
 def _one_character_test(source: str, flags: int, is_bytes: bool) -> Callable[[Any], bool]:
-    if is_bytes:
-        compiled_bytes = re.compile(source.encode("latin-1"), flags).fullmatch
-        return lambda item: compiled_bytes(bytes((item,))) is not None
-    compiled = re.compile(source, flags).fullmatch
-    return lambda item: compiled(item) is not None
+    """The test of one subject item by ``re`` on the one-character pattern ``source``, compiled
+    the first time it is used: a pattern that ``re`` runs instead (the quick path, or
+    :func:`compile_set` for what the NFA refuses) never pays for its classes twice."""
+    compiled: Callable[[Any], Any] | None = None
+
+    def test(item: Any) -> bool:
+        nonlocal compiled
+        if compiled is None:
+            fullmatch: Callable[[Any], Any] = (
+                re.compile(source.encode("latin-1"), flags).fullmatch if is_bytes
+                else re.compile(source, flags).fullmatch)
+            compiled = fullmatch
+        return compiled(bytes((item,)) if is_bytes else item) is not None
+    return test
 
 
 def _combine_flags(flags: int, add: int, remove: int) -> int:
@@ -393,13 +468,200 @@ class _Nfa:
         return f"\\x{code:02x}" if self.is_bytes else f"\\U{code:08x}"
 
 
+# -- the cost of compiling ------------------------------------------------------------------------
+
+# re's whitespace in VERBOSE mode, and the flag letters of (?aiLmsux-imsx:...).
+_WHITESPACE: Final = frozenset(" \t\n\r\v\f")
+_FLAG_LETTERS: Final = frozenset("aiLmsux")
+_DIGITS: Final = frozenset("0123456789")
+
+
+def _check_text(pattern: str | bytes, flags: int) -> None:
+    """Refuses, before it is parsed, a pattern too long, nested too deep for the parsers'
+    recursion, or with a count PCRE refuses (the module's docstring)."""
+    text = pattern.decode("latin-1") if isinstance(pattern, bytes) else pattern
+    if len(text) > MAX_PATTERN_LENGTH:
+        unit = "bytes" if isinstance(pattern, bytes) else "characters"
+        raise PatternTooCostly(f"pattern too long: {len(text)} {unit} exceed the maximum of "
+                               f"{MAX_PATTERN_LENGTH}")
+    verbose = bool(flags & re.VERBOSE)
+    deepest, passed, turned_on = _scan(text, pattern, verbose)
+    if turned_on and not verbose:
+        # Python 3.10 parses the whole pattern again as VERBOSE when a (?x) comes late; 3.11
+        # refuses such a flag where it is: either way, no more than the deeper of the two.
+        again, again_passed, _ = _scan(text, pattern, True)
+        if again > deepest:
+            deepest, passed = again, again_passed
+    if deepest > MAX_NESTING:
+        raise PatternTooCostly(f"pattern too complex: nesting depth {deepest} exceeds the "
+                               f"maximum of {MAX_NESTING}", pattern, passed)
+
+
+def _scan(text: str, pattern: str | bytes, verbose: bool) -> tuple[int, int, bool]:
+    """The deepest nesting of groups in ``text`` as ``re``'s parser reads it, the position of the
+    group that first passed :data:`MAX_NESTING` (or -1), and whether a global ``(?x)`` turned
+    VERBOSE on; raises PCRE's error for a count above :data:`MAX_COUNT`.
+
+    It reads what the parser reads, in its units: a backslash and the character after it are
+    one (in classes and comments too), a class ends at a ``]`` that is not its first item,
+    ``(?#...)`` ends at its ``)``, and in VERBOSE (as a scoped ``(?x:``, a ``(?-x:`` or a
+    global ``(?x)`` sets it) whitespace is nothing and ``#`` begins a comment that ends with
+    the line. Up to the first syntax error the parser meets, the depth is the parser's own;
+    past it the parser stops, whatever the scan reads there. A ``)`` in a class is no group's
+    end, nor a ``[`` in a comment a class's start: each is read as the parser reads it."""
+    n = len(text)
+    depth = deepest = 0
+    passed = -1
+    turned_on = False
+    outer: list[bool] = []  # the VERBOSE of each open group's surroundings
+    i = 0
+    while i < n:
+        char = text[i]
+        if char == "\\":
+            i += 2
+        elif verbose and char in _WHITESPACE:
+            i += 1
+        elif verbose and char == "#":
+            i += 1
+            while i < n and text[i] != "\n":
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+        elif char == "[":
+            i += 1
+            if i < n and text[i] == "^":
+                i += 1
+            first = True
+            while i < n and (first or text[i] != "]"):
+                i += 2 if text[i] == "\\" else 1
+                first = False
+            i += 1
+        elif char == "(" and text.startswith("(?#", i):
+            i += 3
+            while i < n and text[i] != ")":
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+        elif char == "(":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if depth > MAX_NESTING and passed < 0:
+                    passed = i
+            outer.append(verbose)
+            i += 1
+            if text.startswith("?", i):
+                add_end = i + 1
+                while add_end < n and text[add_end] in _FLAG_LETTERS:
+                    add_end += 1
+                end = add_end
+                if end < n and text[end] == "-":
+                    end += 1
+                    while end < n and text[end] in _FLAG_LETTERS:
+                        end += 1
+                added, removed = text[i + 1:add_end], text[add_end + 1:end]
+                if end < n and text[end] == ":" and (added or removed):
+                    verbose = ("x" in added or verbose) and "x" not in removed
+                    i = end + 1
+                elif end < n and text[end] == ")" and added and end == add_end:
+                    # global flags: no group, VERBOSE from here on
+                    depth -= 1
+                    outer.pop()
+                    if "x" in added:
+                        verbose = turned_on = True
+                    i = end + 1
+        elif char == ")":
+            if outer:
+                verbose = outer.pop()
+                depth -= 1
+            i += 1
+        elif char == "{":
+            _check_count(text, pattern, i)
+            i += 1
+        else:
+            i += 1
+    return deepest, passed, turned_on
+
+
+def _check_count(text: str, pattern: str | bytes, brace: int) -> None:
+    """PCRE's refusal of a count above :data:`MAX_COUNT` in ``{m}``, ``{m,}`` or ``{m,n}`` (the
+    forms it takes as a count), at PCRE's offset: just after the digit that passed it."""
+    n = len(text)
+    i = brace + 1
+    numbers = []
+    for _ in range(2):
+        start = i
+        while i < n and text[i] in _DIGITS:
+            i += 1
+        numbers.append((start, i))
+        if i < n and text[i] == "," and len(numbers) == 1:
+            i += 1
+            continue
+        break
+    if i >= n or text[i] != "}" or numbers[0][0] == numbers[0][1]:
+        return  # a literal brace for PCRE
+    for start, end in numbers:
+        value = 0
+        for position in range(start, end):
+            value = value * 10 + ord(text[position]) - 48
+            if value > MAX_COUNT:
+                raise error("number too big in {} quantifier", pattern, position + 1)
+
+
+def _check_tree(tree: Any) -> None:
+    """Refuses a parsed pattern whose classes would cost too much to compile (the module's
+    docstring): more than :data:`MAX_CLASSES` distinct ones, or ranges spanning more than
+    :data:`MAX_CLASS_SPAN` code points of the Basic Multilingual Plane in all."""
+    classes: set[tuple[Any, ...]] = set()
+    span = 0
+    todo = [tree]
+    while todo:
+        for op, av in todo.pop():
+            if op is _c.IN:
+                classes.add(tuple(av))
+                for kind, value in av:
+                    if kind is _c.RANGE and value[0] <= 0xFFFF:
+                        span += min(value[1], 0xFFFF) - value[0] + 1
+            elif op is _c.NOT_LITERAL:
+                classes.add((op, av))
+            elif op is _c.SUBPATTERN:
+                todo.append(av[3])
+            elif op is _c.BRANCH:
+                todo.extend(av[1])
+            elif op in _REPEATS:
+                todo.append(av[2])
+            elif op is _c.ASSERT or op is _c.ASSERT_NOT:
+                todo.append(av[1])
+            elif op is _GROUPREF_EXISTS:
+                todo.extend(branch for branch in av[1:] if branch is not None)
+            elif op is _ATOMIC_GROUP:
+                todo.append(av)
+    if len(classes) > MAX_CLASSES:
+        raise PatternTooCostly(f"pattern too complex: {len(classes)} distinct character "
+                               f"classes exceed the maximum of {MAX_CLASSES}")
+    if span > MAX_CLASS_SPAN:
+        raise PatternTooCostly(f"pattern too complex: its character classes span {span} code "
+                               f"points, more than the maximum of {MAX_CLASS_SPAN}")
+
+
+_REPEATS: Final = frozenset(getattr(_c, name) for name in (
+    "MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_c, name))
+_GROUPREF_EXISTS: Final = _c.GROUPREF_EXISTS
+_ATOMIC_GROUP: Final = getattr(_c, "ATOMIC_GROUP", object())
+# Python 3.10's parser: what it raises when VERBOSE is turned on inside a (?-x:...).
+_VERBOSE_RESTART: Final[type[BaseException]] = getattr(_parser, "Verbose", OverflowError)
+
+
 def _parse(pattern: str | bytes, flags: int, *, whole: bool) -> tuple[_Nfa, int, int, bool]:
     """The NFA of ``pattern``: (nfa, start node, the pattern's flags, whether ``re`` may run
     it: see :func:`_backtrack_safe`); with ``whole``, it accepts only at the end of the subject
     (for ``fullmatch``)."""
     if flags & _FLAG_T:
         raise UnsupportedPattern("the TEMPLATE flag is not supported by the linear-time matcher")
-    tree = _parser.parse(pattern, flags)
+    _check_text(pattern, flags)
+    try:
+        tree = _parser.parse(pattern, flags)
+    except (OverflowError, _VERBOSE_RESTART) as exc:  # (not re.error: re's own oversights)
+        raise error(str(exc) or "the VERBOSE flag turned on inside (?-x:...)") from None
+    _check_tree(tree)
     flags = int(tree.state.flags)
     if flags & _FLAG_L:
         raise UnsupportedPattern("the LOCALE flag is not supported by the linear-time matcher "
@@ -1035,7 +1297,10 @@ def compile(pattern: str | bytes, flags: int = 0, *,
         The compiled :class:`Pattern`.
 
     Raises:
-        re.error: a syntax error, as ``re.compile`` raises it.
+        re.error: a syntax error, as ``re.compile`` raises it (``OverflowError`` too, as
+            ``re.error``); a count above :data:`MAX_COUNT`, with PCRE's text.
+        PatternTooCostly: a pattern too costly to compile (the module's docstring: "The cost
+            of compiling"), before anything is compiled.
         UnsupportedPattern: a construct the linear-time matcher cannot run (backreferences,
             lookaround, conditionals, atomic groups, possessive quantifiers, LOCALE), or a
             pattern too complex (see :data:`MAX_NFA_NODES`).
@@ -1056,10 +1321,12 @@ def compile_set(pattern: AnyStr) -> Pattern[AnyStr] | re.Pattern[AnyStr]:
     a linear-time engine can match it, else by Python's :mod:`re` (lookarounds and back
     references, which RabbitMQ's PCRE takes and users write: ``^(?!amq\.).*``), whose
     backtracking is then the setter's to answer for. ``search`` is truthy when it matches,
-    either way. Cached (the same pattern is met on every publish).
+    either way. Cached (the same pattern is met on every publish). A pattern too costly to
+    compile (:class:`PatternTooCostly`) is refused before either engine sees it.
 
     Raises:
-        re.error: a pattern Python's ``re`` does not compile either.
+        re.error: a pattern Python's ``re`` does not compile either, or one refused before
+            (:class:`PatternTooCostly`, a count above :data:`MAX_COUNT`).
     """
     try:
         return compile(pattern)

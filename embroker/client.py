@@ -89,7 +89,7 @@ def _model_call(method: Callable[Concatenate[Channel, P], R]) -> Callable[Concat
             try:
                 result = method(self, *args, **kwargs)
             except AMQPError as exc:
-                self._failed(exc)
+                self._failed(exc, method.__name__)
                 raise
         if self._pending:
             self.connection.process_data_events()
@@ -241,13 +241,19 @@ class Channel:
             raise ChannelClosed(self.closed_by)
 
 
-    def _failed(self, exc: AMQPError) -> None:
+    def _failed(self, exc: AMQPError, method: str) -> None:
         # As on the wire: a channel exception closes the channel, a connection exception the
         # connection. (Under the broker's lock.) A 404 names the name most likely meant.
         if exc.missing is not None:
             meant = self._model.vhost.suggest(*exc.missing)
             if meant is not None:
                 add_note(exc, f"did you mean {exc.missing[0]} '{meant}'?")
+        model = self.connection._model
+        self._model.vhost.broker.incidents.record(
+            f"in-process {model.name} (user '{model.user}', vhost '{model.vhost.name}')",
+            exc.reply_code, exc.reply_text,
+            channel=self._model.number if isinstance(exc, ChannelException) else 0,
+            method=f"{method}()")
         if isinstance(exc, ChannelException):
             self.closed_by = exc
             self._model.close()
@@ -387,7 +393,7 @@ class Channel:
                 model.basic_publish(exchange, routing_key, body, props, mandatory=mandatory,
                                     encoded_properties=encoded)
             except AMQPError as exc:
-                self._failed(exc)
+                self._failed(exc, "basic_publish")
                 raise
             if confirming:
                 returned = [ReturnedMessage(e.reply_code, e.reply_text, e.exchange,
@@ -410,7 +416,7 @@ class Channel:
             try:
                 return self._model.basic_get(queue, no_ack=auto_ack)
             except AMQPError as exc:
-                self._failed(exc)
+                self._failed(exc, "basic_get")
                 raise
 
     def basic_ack(self, delivery_tag: int = 0, multiple: bool = False) -> None:
@@ -421,7 +427,7 @@ class Channel:
             try:
                 self._model.basic_ack(delivery_tag, multiple)
             except AMQPError as exc:
-                self._failed(exc)
+                self._failed(exc, "basic_ack")
                 raise
         if self._pending:
             self.connection.process_data_events()

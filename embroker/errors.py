@@ -325,7 +325,32 @@ class ConnectionClosed(RuntimeError):
 
 
 class DefinitionsError(ValueError):
-    """A definitions document embroker cannot load (malformed, or uses what it does not model)."""
+    """A definitions document embroker cannot load: malformed (not JSON, not an object, a field
+    of the wrong type or missing, nested too deep, too big), refused by the model as RabbitMQ's
+    import refuses it (an unknown vhost or user, a queue argument or policy RabbitMQ would not
+    take), or using what embroker does not model. ``str()`` is the text, RabbitMQ's own where its
+    import has one (``Validation failed`` and its reason, possibly over several lines).
+
+    Args:
+        text: what went wrong.
+        reason: what RabbitMQ's management API answers as the ``reason`` of its 400 when the
+            whole broker's definitions are posted, where that is an Erlang term rather than a
+            text (``["no_such_vhost", "v"]``, ``"failed_to_parse_json"``); the text otherwise.
+    """
+
+    def __init__(self, text: str, *, reason: object = None) -> None:
+        super().__init__(text)
+        self.text = text
+        self.reason = text if reason is None else reason
+
+    @property
+    def line(self) -> str:
+        """The text on one line, for a log or a terminal: its lines joined, control characters
+        escaped (a document's names are anyone's text)."""
+        head, *rest = [part.strip() for part in self.text.splitlines() if part.strip()] or [""]
+        if rest:  # ("Validation failed" + its reason: "Validation failed: ...")
+            head += ("" if head.endswith((".", ":", "!", "?")) else ":") + " " + " ".join(rest)
+        return "".join(c if c.isprintable() else repr(c)[1:-1] for c in head)
 
 
 class PolicyError(ValueError):

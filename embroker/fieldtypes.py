@@ -18,12 +18,12 @@ Plain values encode as before: ``int`` as ``I`` when it fits 32 bits, else ``l``
 
 from __future__ import annotations
 
-import base64
 import datetime
 import decimal
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar, final
+
+from ._untrusted import json_dumps, json_text, utf8_safe
 
 __all__ = [
     "Byte", "Float32", "Long", "Short", "Timestamp", "UnsignedByte", "UnsignedInt",
@@ -151,7 +151,9 @@ def json_value(value: Any) -> Any:
     """An AMQP field value as RabbitMQ's management API writes it in JSON
     (``rabbit_misc:amqp_table``), and its UI shows it: tables as objects, arrays as lists,
     every integer type as a number, a timestamp as its seconds since the epoch, void as
-    ``"undefined"``, bytes as text, or ``"Not UTF-8, base64 is: ..."`` when they are not UTF-8.
+    ``"undefined"``, a string or bytes as text, or ``"Not UTF-8, base64 is: ..."`` when they
+    are not UTF-8 (:func:`embroker._untrusted.utf8_safe`, the one rule for what a client's
+    string becomes in JSON; a key's bytes that are no UTF-8 are U+FFFD, as RabbitMQ's).
 
     A decimal is its number (RabbitMQ 3.10 writes decimal ``1.25``, scale 2 and value 125, as
     ``2.125``: embroker does not copy that).
@@ -160,20 +162,14 @@ def json_value(value: Any) -> Any:
     ...             "v": None, "b": b"\\xff", "a": [Short(1), "x"]})
     {'n': 7, 't': 1767312000, 'v': 'undefined', 'b': 'Not UTF-8, base64 is: /w==', 'a': [1, 'x']}
     """
-    if isinstance(value, str) or type(value) in (int, float, bool):
+    if type(value) in (int, float, bool):
         return value
+    if isinstance(value, (str, bytes, bytearray, memoryview)):
+        return utf8_safe(value)
     if isinstance(value, Mapping):
-        return {str(k): json_value(v) for k, v in value.items()}
+        return {json_text(str(k)): json_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_value(v) for v in value]
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        raw = bytes(value)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            encoded = base64.b64encode(raw).decode()
-            lines = "\n".join(encoded[i:i + 76] for i in range(0, len(encoded), 76))
-            return "Not UTF-8, base64 is: " + lines
     if value is None:
         return "undefined"
     if isinstance(value, int):  # (a typed one: Long, Short...)
@@ -190,9 +186,10 @@ def json_value(value: Any) -> Any:
 
 def shown(value: Any) -> str:
     """A field value (a header, a table) as a person reads it in embroker's explanations and
-    its console: :func:`json_value`'s JSON, not a Python ``repr``.
+    its console: :func:`json_value`'s JSON (what a client chose and is no UTF-8 written as
+    there), not a Python ``repr``.
 
     >>> shown({"x-retry": Long(1), "kind": "paid"})
     '{"x-retry": 1, "kind": "paid"}'
     """
-    return json.dumps(json_value(value), ensure_ascii=False)
+    return json_dumps(json_value(value), ensure_ascii=False)

@@ -20,9 +20,9 @@ Nothing a client sends, and no bug, stops the loop:
   saying so once per interval, while the other ports go on accepting;
 - each port may hold at most so many connections (``max_connections``): one at its limit stops
   accepting (the kernel queues the newcomers) until one of its connections closes, and the
-  other ports go on. Only the management port has a limit by default, so that an HTTP client,
-  the one a web page can drive, cannot take every descriptor and stop AMQP clients from
-  connecting (:func:`default_max_connections`).
+  other ports go on. The management and stream ports have a limit by default, so that an HTTP
+  client (the one a web page can drive) or a stream client that never logs in cannot take
+  every descriptor and stop AMQP clients from connecting (:func:`default_max_connections`).
 
 Threads
 -------
@@ -67,6 +67,7 @@ from ._batching import BatchingPolicy, Plan, on_one_cpu
 from ._sniff import SniffingConnection
 from ._tls import TLSSocket
 from ._transport import PORT_KINDS, CarriedConnection, PortPolicy, SansIOConnection, client_properties
+from ._untrusted import log_text
 from ._version import __version__
 from .amqp091 import ServerConnection as Amqp091Connection
 from .amqp091._connection import CHANNEL_MAX, FRAME_MAX
@@ -80,6 +81,7 @@ from .errors import (
     add_note,
 )
 from .model._access import is_loopback
+from .model._clock import ManualClock
 from .model._names import NODE
 from .tls import TLSOptions, server_context
 
@@ -109,9 +111,15 @@ _READ_SIZE = 262_144
 #: Bytes of answers an HTTP client of the management port may leave unread before the loop
 #: stops reading its requests (as MAX_PENDING_OUTPUT of embroker.management: the same 4 MiB).
 _HTTP_UNREAD = 4 * 1024 * 1024
-#: The most clients a node's control port (serve_control) holds at once: RabbitMQ's tools open
-#: one each, and a script runs them one after another.
+#: The most tools a node's control port (serve_control) holds at once, once they proved they
+#: know the cookie: RabbitMQ's tools open one connection each, and a script runs them one after
+#: another.
 _CONTROL_CLIENTS = 64
+#: The most connections a control port holds that have not proved it yet (each has
+#: embroker.control._handshake.HANDSHAKE_TIMEOUT seconds to): a new one drops the oldest, so
+#: that however many idle sockets another user holds on the port, a tool that knows the cookie
+#: gets in at once.
+_CONTROL_PENDING = 16
 _TICK = 0.5  # at most this long between looks at heartbeats, handshakes and timers
 #: How long one turn of the loop spends on the steps of management answers worked out in steps
 #: (a listing, an export: embroker.management._steps), across every HTTP client that waits for
@@ -142,28 +150,35 @@ _WARN_INTERVAL = 10.0
 #: options alone), so ranch's defaults hold, 1024 a connection supervisor, and one supervisor
 #: for each of its 10 acceptors (``num_conns_sups`` defaults to ``num_acceptors``).
 _RANCH_MAX_CONNECTIONS = 10 * 1024
-#: The share of the process's descriptors the management port may hold at most (one in
-#: four): below RabbitMQ's limit wherever ``ulimit -n`` is under 40,960.
-_HTTP_SHARE = 4
+#: The share of the process's descriptors the management port, and the stream port, may each
+#: hold at most (one in four): below RabbitMQ's management limit wherever ``ulimit -n`` is
+#: under 40,960.
+_PORT_SHARE = 4
 
 
 def default_max_connections() -> dict[str, int | None]:
-    """The most connections each kind of port holds unless told otherwise, as RabbitMQ:
+    """The most connections each kind of port holds unless told otherwise, as RabbitMQ, but
+    never more than a quarter of the process's descriptors (``RLIMIT_NOFILE``, read now) on a
+    port a stranger reaches before any login, the HTTP and the stream ones: clients that a web
+    page opens, or that connect and send nothing or half a request, cannot take the
+    descriptors AMQP clients need to connect. (With ``ulimit -n 1024``: 256.)
 
     - ``"amqp"`` (the AMQP port, and the AMQP 1.0 port each): no limit, RabbitMQ's
       ``connection_max`` (``infinity``; tcp_listener_sup.erl gives it to ranch);
-    - ``"stream"``: no limit (the stream plugin's listener takes the same ``connection_max``);
     - ``"management"``: RabbitMQ's 10,240 (ranch's defaults, :data:`_RANCH_MAX_CONNECTIONS`),
-      but at most a quarter of the process's descriptors (``RLIMIT_NOFILE``, read now): HTTP
-      clients that a web page opens, or that hold requests unfinished, cannot take the
-      descriptors AMQP clients need to connect. (With ``ulimit -n 1024``: 256.)
+      within the quarter;
+    - ``"stream"`` (the stream port, and the stream TLS port each): the quarter (the stream
+      plugin's listener takes RabbitMQ's ``connection_max``, no limit; v3.10.8
+      rabbit_stream_sup.erl); no limit where the descriptors have none.
     """
-    http = _RANCH_MAX_CONNECTIONS
+    http: int | None = _RANCH_MAX_CONNECTIONS
+    stream: int | None = None
     if resource is not None:
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         if soft != resource.RLIM_INFINITY:
-            http = max(1, min(http, soft // _HTTP_SHARE))
-    return {"amqp": None, "management": http, "stream": None}
+            share = max(1, soft // _PORT_SHARE)
+            http, stream = min(_RANCH_MAX_CONNECTIONS, share), share
+    return {"amqp": None, "management": http, "stream": stream}
 #: RabbitMQ's memory monitor: the share of the RAM past which the memory alarm is raised, and
 #: how often it measures (vm_memory_monitor.erl, rabbit_memory.hrl, v3.10.8: 0.4, 1000 ms);
 #: the RAM assumed where it cannot be read (``MEMORY_SIZE_FOR_UNKNOWN_OS``: 1 GiB).
@@ -257,13 +272,14 @@ class ErrorLog(Sequence[BaseException]):
         self.total = 0
 
     def record(self, exc: BaseException, where: str) -> str:
-        """Keep ``exc``, met in ``where`` (``"a timer"``...), without its traceback; returns the
-        traceback as text (for the log)."""
+        """Keep ``exc``, met in ``where`` (``"a timer"``...), without its traceback; returns its
+        frames as text (for the log, which writes the message itself: escaped, as it may
+        quote a client)."""
         described = traceback.TracebackException.from_exception(exc)
         lines = list(described.format())
         only = list(described.format_exception_only())
         stack = lines[:-len(only)] if only and lines[-len(only):] == only else lines
-        text = "".join(lines)
+        frames = "".join(traceback.format_tb(exc.__traceback__))
         _without_tracebacks(exc)
         notes = getattr(exc, "__notes__", None)
         if not any(isinstance(n, str) and n.startswith(_NOTE) for n in notes or ()):
@@ -272,7 +288,7 @@ class ErrorLog(Sequence[BaseException]):
         with self._guard:
             self._kept.append((exc, "".join(stack)))
             self.total += 1
-        return text
+        return frames
 
     @property
     def dropped(self) -> int:
@@ -329,8 +345,8 @@ class _Client:
     """A socket being served and its connection: an AMQP connection (sniffed: 0-9-1 or 1.0),
     the management API's HTTP, or the stream protocol, as its port's policy says."""
 
-    __slots__ = ("amqp", "answered", "bound", "conn", "connected_at", "events", "held", "peer",
-                 "port", "sock", "stalled_until", "streams", "tls", "wbuf", "written")
+    __slots__ = ("amqp", "answered", "bound", "conn", "connected_at", "events", "heard_at", "held",
+                 "peer", "port", "sock", "stalled_until", "streams", "tls", "wbuf", "written")
 
     def __init__(self, sock: socket.socket | TLSSocket, peer: str,
                  connection: Callable[[_Client], Any], port: _Port | None = None) -> None:
@@ -346,6 +362,8 @@ class _Client:
         self.stalled_until = 0.0
         #: When the client connected (time.time(): the management API's ``connected_at``).
         self.connected_at = time.time()
+        #: When bytes last came from it (time.monotonic(): its heartbeats on a ManualClock).
+        self.heard_at = time.monotonic()
         #: What the batching policy reads (embroker._batching.Readiness): whether its last
         #: read got an answer (it may wait for the next one), and whether that read held the
         #: policy's ``pipelined`` commands or more, none answered, and it is no consumer with
@@ -601,9 +619,13 @@ class Server:
         # broker connections); the loop's alone, as _dirty.
         self._http_clients: dict[int, _Client] = {}
         self._management: ManagementAPI | None = None
-        # A node's control interface (serve_control): its application and screen.
+        # A node's control interface (serve_control): its application and screen, the node's
+        # name and cookie; its connections not authenticated yet (oldest first), and those
+        # that are (the loop's alone).
         self._control: tuple[Callable[[Request], Response | Work],
-                             Callable[[Request], Response | None]] | None = None
+                             Callable[[Request], Response | None], str, str] | None = None
+        self._control_pending: deque[_Client] = deque()
+        self._control_tools: set[_Client] = set()
         #: The port of the management HTTP API and console (``None`` unless asked for).
         self.management_port = self._listen(host, management_port, PortPolicy.for_management(
             limits["management"], _HTTP_UNREAD)) \
@@ -1278,10 +1300,12 @@ class Server:
     # -- errors --------------------------------------------------------------------------------
 
     def _bug(self, exc: BaseException, where: str) -> None:
-        # Logged as text: a handler that keeps records (pytest's) keeps no frames either.
-        text = self.errors.record(exc, where)
-        log.error("unexpected error in %s: %s: %s\n%s", where, type(exc).__name__, exc,
-                  text.rstrip())
+        # Logged as text: a handler that keeps records (pytest's) keeps no frames either. The
+        # message may quote a client (a name in a KeyError): escaped, it is the line's end,
+        # and the stack follows it (the frames' lines are embroker's own).
+        frames = self.errors.record(exc, where)
+        log.error("unexpected error in %s: %s: %s\nTraceback (most recent call last):\n%s",
+                  where, type(exc).__name__, log_text(exc), frames.rstrip())
 
     @contextlib.contextmanager
     def _isolated(self, client: _Client) -> Iterator[None]:
@@ -1396,33 +1420,77 @@ class Server:
             hosts = HostPolicy(hosts.own | {local.lower()}, hosts.allowed)
         conn = HttpConnection(self._management.begin, screen=self._management.screen, hosts=hosts,
                               peer=peer, loopback=_over_loopback(sock),
-                              server_header=self._management.server_header)
+                              server_header=self._management.server_header,
+                              scheme="http" if port.policy.tls is None else "https")
         client = _Client(sock, peer, lambda _client: conn, port)
         self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)
         log.debug("accepted HTTP connection from %s", peer)
 
     def serve_control(self, app: Callable[[Request], Response | Work],
-                      screen: Callable[[Request], Response | None]) -> int:
+                      screen: Callable[[Request], Response | None], *, name: str, cookie: str,
+                      host: str = "127.0.0.1", port: int = 0) -> int:
         """Serve a node's control interface (embroker.control: what RabbitMQ's tools ask a
-        node) on a port of its own, on loopback only; returns the port. It answers HTTP
-        requests with ``app`` (``screen`` refuses them from their headers alone) and stays
-        open while the node's application is stopped (``stop_app``)."""
-        number = self._listen("127.0.0.1", 0, PortPolicy("control", _CONTROL_CLIENTS,
-                                                         _HTTP_UNREAD))
-        self._control = (app, screen)
+        node) on a port of its own; returns the port. Each connection first passes the
+        handshake (:mod:`embroker.control._handshake`: the tool proves it knows ``cookie``,
+        the node that it is ``name`` and knows it too), then is answered HTTP requests by
+        ``app`` (``screen`` refuses them from their headers alone). It stays open while the
+        node's application is stopped (``stop_app``).
+
+        Args:
+            host: where it listens (RabbitMQ's distribution's place: ``"auto"``, every
+                interface; loopback by default).
+            port: its port (0: any free one).
+
+        Raises:
+            PortInUse: ``port`` is taken.
+        """
+        number = self._listen("0.0.0.0" if host == "auto" else host, port,
+                              PortPolicy("control", None, _HTTP_UNREAD))
+        self._control = (app, screen, name, cookie)
         if self._running:
             self._on_loop(lambda: self._select_port(self._ports[-1]))
         return number
 
     def _accept_control(self, sock: socket.socket | TLSSocket, peer: str, port: _Port) -> None:
+        from .control._handshake import NodeHandshake
         from .management._http import HostPolicy, HttpConnection
 
         assert self._control is not None
-        app, screen = self._control
-        conn = HttpConnection(app, screen=screen, hosts=HostPolicy.of({"127.0.0.1"}), peer=peer,
-                              loopback=True, server_header=f"embroker/{__version__}")
-        client = _Client(sock, peer, lambda _client: conn, port)
+        app, screen, name, cookie = self._control
+        loopback = _over_loopback(sock)
+        pending = self._control_pending
+        while len(pending) >= _CONTROL_PENDING:  # the oldest that has not proved itself goes
+            oldest = pending.popleft()
+            oldest.conn.evict()
+            try:
+                self._write(oldest)  # (told -busy, and dropped)
+            except Exception as exc:
+                self._bug(exc, f"dropping the control connection from {oldest.peer}")
+                self._drop(oldest)
+            now = time.monotonic()
+            if now - port.warned >= _WARN_INTERVAL:
+                log.warning("control port %d: more than %d connections that have not proved "
+                            "they know the cookie: the oldest are dropped", port.number,
+                            _CONTROL_PENDING)
+                port.warned = now
+
+        def connection(client: _Client) -> NodeHandshake:
+            def authenticated() -> bool:
+                with contextlib.suppress(ValueError):
+                    pending.remove(client)
+                if len(self._control_tools) >= _CONTROL_CLIENTS:
+                    return False
+                self._control_tools.add(client)
+                return True
+
+            return NodeHandshake(name, cookie, lambda: HttpConnection(
+                app, screen=screen, hosts=HostPolicy.of({"127.0.0.1"}), peer=peer,
+                loopback=loopback, server_header=f"embroker/{__version__}"),
+                on_authenticated=authenticated)
+
+        client = _Client(sock, peer, connection, port)
+        pending.append(client)
         self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)
 
@@ -1496,6 +1564,8 @@ class Server:
             return
         except OSError:
             size = 0
+        if size:
+            client.heard_at = time.monotonic()
         data = buffer[:size].tobytes()
         if client.tls is not None and client.tls.unsent:
             self._dirty.add(client)  # (the handshake's answer the socket did not take)
@@ -1552,8 +1622,12 @@ class Server:
                 self._monitor(time.monotonic())
             except Exception as exc:  # (a disk that cannot be read...): logged, kept
                 self._bug(exc, "the resource monitors")
+        manual = isinstance(self.broker.clock, ManualClock)
+        now = time.monotonic()
         for client in list(self._clients.values()):
             with self._isolated(client), self._locked:
+                if manual:
+                    self._excuse_silence(client, now)
                 client.conn.tick()
         for http in list(self._http_clients.values()):
             with self._isolated(http):
@@ -1561,6 +1635,17 @@ class Server:
             if http.conn.has_output or http.conn.should_close:
                 self._dirty.add(http)
         self._mark_output()
+
+    @staticmethod
+    def _excuse_silence(client: _Client, now: float) -> None:
+        # A client on a socket lives in real time: while it has been heard from within two
+        # heartbeat intervals of real time, the test moving the broker's ManualClock is not its
+        # silence: the broker's clock counts its silence once it is silent in real time too.
+        conn = client.conn
+        inner = conn.inner if client.amqp and conn.sniffed else None
+        if type(inner) is Amqp091Connection and inner.heartbeat \
+                and now - client.heard_at <= 2 * inner.heartbeat:
+            inner.excuse_silence()
 
     def _mark_output(self) -> None:
         for client in self._clients.values():
@@ -1696,6 +1781,10 @@ class Server:
         if not client.amqp:
             if self._http_clients.pop(fileno, None) is not None:
                 self._left(client.port)
+            if client.port is not None and client.port.kind == "control":
+                self._control_tools.discard(client)
+                with contextlib.suppress(ValueError):
+                    self._control_pending.remove(client)
             client.conn.connection_lost()
             client.sock.close()
             return
@@ -1715,7 +1804,7 @@ class Server:
             else:
                 reason = inner.close_reason
                 log.info("AMQP 1.0 connection %s ended%s", _describe(client),
-                         f": {reason}" if reason else "")
+                         f": {log_text(reason)}" if reason else "")
         except Exception as exc:  # describing it failed: say so, and go on
             self._bug(exc, f"logging the end of the connection from {client.peer}")
 
@@ -1989,7 +2078,7 @@ def _sockname(sock: socket.socket | TLSSocket) -> str:
 
 def _describe(client: _Client) -> str:
     name = client_properties(client.conn.inner).get("connection_name")
-    return f"{client.peer} ({name!r})" if isinstance(name, str) else client.peer
+    return f"{client.peer} ('{log_text(name)}')" if isinstance(name, str) else client.peer
 
 
 def _names(connections: list[ClientConnection]) -> list[str]:

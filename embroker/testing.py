@@ -33,6 +33,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union, cast, final, overload
+from urllib.parse import quote
 
 from . import _settle, model
 from ._settle import SettleTimeout
@@ -53,7 +54,7 @@ __all__ = [
     "assert_routed", "assert_routes", "assert_unroutable", "async_wait_until", "check_server",
     "held_messages", "history", "key_matches", "leaks", "make_broker", "published",
     "queue_messages", "route",
-    "settle", "wait_until", "wait_until_drained",
+    "settle", "url_as", "wait_until", "wait_until_drained",
 ]
 
 T = TypeVar("T")
@@ -482,16 +483,54 @@ def assert_dead_lettered(broker: AnyBroker, *, queue: str | None = None, reason:
         checks[f"queue={queue!r}"] = lambda d: d.dead_letter is not None and d.dead_letter[0] == queue
     if reason is not None:
         checks[f"reason={reason!r}"] = lambda d: d.dead_letter is not None and d.dead_letter[1] == reason
-    if to is not None:
-        wanted = set(to)
-        checks[f"to={sorted(wanted)!r}"] = lambda d: set(d.queues) == wanted
-    candidates = [d for d in _decisions(broker, dead_letters=True)
-                  if all(check(d) for check in checks.values())]
+    destinations = set(to) if to is not None else None
+    if destinations is not None:
+        checks[f"to={sorted(destinations)!r}"] = lambda d: set(d.queues) == destinations
+    dead = _decisions(broker, dead_letters=True)
+    candidates = [d for d in dead if all(check(d) for check in checks.values())]
     if candidates:
         return candidates[-1]
-    raise AssertionError(_report(f"expected a message dead-lettered with {_describe(checks)}",
-                                 broker, candidates, checks, None, routing_key,
-                                 dead_letters=None))
+    expected = " ".join(part for part in (
+        f"from queue {queue!r}" if queue is not None else "",
+        f"for {reason!r}" if reason is not None else "",
+        f"with routing key {routing_key!r}" if routing_key is not None else "",
+        f"reaching exactly {sorted(destinations)!r}" if destinations is not None else "",
+        f"in vhost {vhost!r}" if vhost is not None else "") if part)
+    raise AssertionError(_dead_letter_report(
+        f"expected a message dead-lettered {expected}".rstrip(), broker, dead, checks, queue))
+
+
+def _dead_letter_report(headline: str, broker: AnyBroker, dead: list[RoutingDecision],
+                        checks: Mapping[str, Callable[[RoutingDecision], bool]],
+                        queue: str | None) -> str:
+    """assert_dead_lettered's failure: that nothing was dead-lettered (and what reached the
+    queue meant: where its messages are now), or what was, from which queue, why and where
+    to, and in what it differs from what was expected."""
+    if not dead:
+        pool = _decisions(broker, dead_letters=False)
+        lines = [f"{headline}, and nothing was dead-lettered ({len(pool)} routing decision(s), "
+                 "none a dead-letter)"]
+        reached = [d for d in pool if queue in d.queues] if queue is not None else []
+        shown = (reached or pool)[-SHOWN:]
+        if reached:
+            lines.append(f"What reached queue {queue!r}:")
+        elif shown:
+            lines.append(f"The most recent of {len(pool)} routing decision(s):")
+        for decision in shown:
+            lines.extend(["", f"- {decision!r}"])
+            lines.extend("  " + line for line in _explained(decision))
+        return "\n".join(lines)
+    lines = [f"{headline} (0 matching among {len(dead)} dead-lettered message(s)"
+             + (f"; the last {SHOWN} shown)" if len(dead) > SHOWN else ")")]
+    for decision in dead[-SHOWN:]:
+        assert decision.dead_letter is not None
+        source, why = decision.dead_letter[0], decision.dead_letter[1]
+        differs = [name.split("=", 1)[0] for name, check in checks.items() if not check(decision)]
+        lines.extend(["", f"- dead-lettered from queue {source!r} ({why}) to "
+                          f"{sorted(decision.queues)}: {decision!r}"
+                          + (f"  (differs in {', '.join(differs)})" if differs else "")])
+        lines.extend("  " + line for line in _explained(decision))
+    return "\n".join(lines)
 
 
 def assert_routes(broker: AnyBroker, exchange: str, expected: Mapping[str, Iterable[str]], *,
@@ -880,9 +919,9 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
 
     Raises:
         DefinitionsError: the topology file does not exist (the message names every full path
-            tried), or cannot be loaded.
-        AMQPError: a declaration in it that RabbitMQ would refuse too.
-        PolicyError: a policy RabbitMQ would refuse.
+            tried), or the model refuses it (malformed, or an item RabbitMQ would refuse too:
+            see ``Broker.load_definitions``).
+        PolicyError: one of ``policies`` or ``operator_policies`` RabbitMQ would refuse.
     """
     from . import Broker as PublicBroker
 
@@ -937,6 +976,48 @@ def check_server(server: Server) -> None:
         shown = f" (the last {len(kept)} kept)" if total > len(kept) else ""
         raise AssertionError(f"the embroker listener met {total} unexpected error(s){shown}: "
                              f"{kept!r}") from kept[0]
+
+
+def url_as(server: Server | ReferenceBroker, user: str, password: str, *, vhost: str = "/",
+           configure: str = ".*", write: str = ".*", read: str = ".*",
+           tags: Iterable[str] = ()) -> str:
+    """The AMQP URL of ``server`` as another user: the user is made (or given this password, if
+    it exists), ``vhost`` too when missing, and the user's permissions there are set to the
+    three regular expressions (RabbitMQ's: ``"^$"`` or ``""`` grants nothing, ``".*"``
+    everything); ``tags`` (``"administrator"``, ``"management"``...) are set when given.
+
+    >>> from embroker import Broker
+    >>> with Broker().serve() as server:
+    ...     url_as(server, "checkout", "s3cret", vhost="shop", write="^orders$")
+    'amqp://checkout:s3cret@127.0.0.1:.../shop'
+
+    On a reference RabbitMQ (``--embroker-reference``), the user is made in the node for the
+    test, with its permissions in the test's vhost, and deleted after the test; a user the
+    node had already is refused (``ValueError``), and another vhost than ``/`` is
+    :class:`NeedsEmbroker` (each test has one vhost of the node).
+
+    Raises:
+        embroker.errors.AccessControlError: a permission that is no regular expression.
+    """
+    from ._reference import ReferenceBroker
+
+    tags = tuple(tags)
+    if isinstance(server, ReferenceBroker):
+        return server.user_url(user, password, vhost=vhost, permissions=(configure, write, read),
+                               tags=tags)
+    broker = server.broker
+    with broker.locked():
+        if user in broker.users:
+            broker.change_password(user, password)
+        else:
+            broker.add_user(user, password)
+        if tags:
+            broker.set_user_tags(user, *tags)
+        broker.add_vhost(vhost)
+        broker.set_permissions(user, configure, write, read, vhost=vhost)
+    address = server.url.rstrip("/").rpartition("@")[2]
+    path = "" if vhost == "/" else quote(vhost, safe="")
+    return f"amqp://{quote(user, safe='')}:{quote(password, safe='')}@{address}/{path}"
 
 
 def held_messages(broker: AnyBroker) -> list[HeldMessage]:

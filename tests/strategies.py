@@ -18,6 +18,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from embroker._untrusted import erlang_utf8
 from embroker.amqp091 import FRAME_MIN_SIZE, Method, Timestamp
 from embroker.amqp091._methods import METHOD_CLASSES
 from embroker.amqp091._properties import PROPERTY_NAMES
@@ -127,7 +128,8 @@ def field_tables(*, pamqp_compatible: bool = False,
                            max_size=max_size)
 
 
-def _argument(wire_type: str, pamqp_compatible: bool) -> st.SearchStrategy[Any]:
+def _argument(wire_type: str, pamqp_compatible: bool,
+              checked: bool = False) -> st.SearchStrategy[Any]:
     if wire_type == "bit":
         return st.booleans()
     if wire_type == "octet":
@@ -140,7 +142,9 @@ def _argument(wire_type: str, pamqp_compatible: bool) -> st.SearchStrategy[Any]:
         # pamqp reads and writes long-longs as signed; RabbitMQ (and embroker) as unsigned
         return st.integers(0, 2**63 - 1 if pamqp_compatible else 2**64 - 1)
     if wire_type == "shortstr":
-        return shortstrs(pamqp_compatible=pamqp_compatible)
+        short = shortstrs(pamqp_compatible=pamqp_compatible)
+        # (a method without content has its short strings checked as RabbitMQ checks them)
+        return short.filter(_erlang_reads) if checked else short
     if wire_type == "longstr":
         return texts(max_size=300, pamqp_compatible=pamqp_compatible)
     assert wire_type == "table", wire_type
@@ -151,8 +155,15 @@ def _argument(wire_type: str, pamqp_compatible: bool) -> st.SearchStrategy[Any]:
 def method_for(spec: MethodSpec, *, pamqp_compatible: bool = False) -> st.SearchStrategy[Method]:
     """Instances of one method class, every argument drawn over its whole wire range."""
     cls = METHOD_CLASSES[spec.index]
-    return st.builds(cls, **{argument.attribute: _argument(argument.type, pamqp_compatible)
+    return st.builds(cls, **{argument.attribute: _argument(argument.type, pamqp_compatible,
+                                                           checked=not spec.content)
                              for argument in spec.arguments})
+
+
+def _erlang_reads(text: str) -> bool:
+    """Whether RabbitMQ reads ``text``'s bytes as UTF-8 (a short string of a method without
+    content must be: ``checked_shortstr``)."""
+    return erlang_utf8(text.encode("utf-8", "surrogateescape"))
 
 
 @functools.cache

@@ -21,3 +21,17 @@ def test_readme_python_examples_run() -> None:
     assert published(broker, routing_key="order.paid").last.queues == ("audit",)
     assert broker.trace[-1].queues == ("shipping",)
     assert [e.kind for e in broker.trace[-1].history()] == ["got"]
+
+
+def test_the_install_commands_keep_a_path_type_checkers_follow_without_a_deprecated_mode() -> None:
+    """setuptools' ``editable_mode=compat`` prints its deprecation warning (and is to go). Both
+    projects map their root as the packages' folder (``package-dir``), so that setuptools'
+    default editable mode writes the checkout's path in a ``.pth`` file, as compat did, rather
+    than an import hook mypy cannot follow (issue 44: mypy in a fresh venv found embroker's
+    types after ``pip install -e .`` only so)."""
+    root = README.parent
+    for text in (README.read_text(), (root / ".ci" / "run").read_text()):
+        assert "editable_mode" not in text
+        assert "pip install -e . " in text or "pip install -q -e . " in text
+    for project in (root / "pyproject.toml", root / "pytest_plugin" / "pyproject.toml"):
+        assert '[tool.setuptools]\npackage-dir = {"" = "."}\n' in project.read_text(), project

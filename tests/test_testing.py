@@ -126,6 +126,44 @@ def test_dead_lettered(broker: Broker) -> None:
     assert published(broker, exchange="dlx", dead_letters=True).called
 
 
+def test_a_dead_letter_failure_says_nothing_was_dead_lettered_or_what_was() -> None:
+    """(issue 44: it said "differs in queue='work'" of a publish into 'work' itself, when
+    nothing had been dead-lettered.)"""
+    broker = Broker(clock=ManualClock())
+    ch = broker.connect().channel()
+    ch.exchange_declare("dlx", "fanout")
+    ch.queue_declare("dead")
+    ch.queue_bind("dead", "dlx")
+    ch.queue_declare("work", arguments={"x-dead-letter-exchange": "dlx", "x-message-ttl": 30_000})
+    ch.queue_declare("other", arguments={"x-dead-letter-exchange": "dlx"})
+    ch.basic_publish("", "work", b"job")
+    with pytest.raises(AssertionError) as refused:
+        assert_dead_lettered(broker, queue="work", reason="expired", to=["dead"])
+    message = str(refused.value)
+    assert message.splitlines()[0] == (
+        "expected a message dead-lettered from queue 'work' for 'expired' reaching exactly "
+        "['dead'], and nothing was dead-lettered (1 routing decision(s), none a dead-letter)")
+    assert "differs in queue=" not in message
+    assert "What reached queue 'work':" in message
+    assert "now: queue 'work': ready, waiting for a consumer" in message
+    # Something else was dead-lettered: from where, why and to where.
+    ch.basic_publish("", "other", b"poison")
+    delivery = ch.basic_get("other")
+    assert delivery is not None
+    ch.basic_reject(delivery.delivery_tag, requeue=False)
+    with pytest.raises(AssertionError) as refused:
+        assert_dead_lettered(broker, queue="work", reason="expired")
+    lines = str(refused.value).splitlines()
+    assert lines[0] == ("expected a message dead-lettered from queue 'work' for 'expired' "
+                        "(0 matching among 1 dead-lettered message(s))")
+    assert lines[2] == ("- dead-lettered from queue 'other' (rejected) to ['dead']: "
+                        "<RoutingDecision exchange='dlx' routing_key='other' -> queues "
+                        "['dead']>  (differs in queue, reason)")
+    with pytest.raises(AssertionError) as refused:
+        assert_dead_lettered(broker, queue="work", to=iter(["dead"]))  # (any iterable)
+    assert str(refused.value).splitlines()[2].endswith("(differs in queue)")
+
+
 def test_queue_messages_does_not_consume(broker: Broker, ch: Channel) -> None:
     ch.basic_publish("events", "order.paid", b"x")
     assert [m.body for m in queue_messages(broker, "billing")] == [b"x"]

@@ -7,7 +7,9 @@ For each method the generator writes a slotted ``@final`` class (typed ``__init_
 table's defaults, class attributes, an ``encode()`` specialised to the method's arguments) and a
 decoder function. Runs of fixed-size arguments (octets, shorts, longs, long-longs, packed bits)
 become one precompiled ``struct.Struct`` each, which is what makes the generated code several
-times faster than a loop over the argument list.
+times faster than a loop over the argument list. A short string of a method without content is
+read strictly, and one that is no UTF-8 goes to ``checked_shortstr`` (RabbitMQ's
+``assert_utf8``); the strings of a content method are read as they come (``surrogateescape``).
 """
 
 from __future__ import annotations
@@ -276,7 +278,13 @@ class _Writer:
                 else:
                     body.append("e = o + 1 + p[o]")
                     start = "o + 1"
-                body += [f'm.{attr} = p[{start}:e].decode("utf-8", "surrogateescape")', "o = e"]
+                if spec.content:  # (RabbitMQ checks no string of a content method)
+                    body.append(f'm.{attr} = p[{start}:e].decode("utf-8", "surrogateescape")')
+                else:
+                    body += ["try:", f'    m.{attr} = p[{start}:e].decode("utf-8")',
+                             "except UnicodeDecodeError:",
+                             f"    m.{attr} = checked_shortstr(p[{start}:e])"]
+                body.append("o = e")
             elif segment.type == "longstr":
                 body += ["e = o + 4 + _U32.unpack_from(p, o)[0]",
                          f'm.{attr} = p[o + 4:e].decode("utf-8", "surrogateescape")', "o = e"]
@@ -314,7 +322,13 @@ from collections.abc import Callable
 from typing import Final, final
 
 from embroker.amqp091._fields import _LEN8, FieldTable, encode_table, read_table
-from embroker.amqp091._method import Method, bad_length, encode_error, truncated
+from embroker.amqp091._method import (
+    Method,
+    bad_length,
+    checked_shortstr,
+    encode_error,
+    truncated,
+)
 from embroker.amqp091._spec import METHODS as _SPECS
 from embroker.errors import SyntaxErrorAMQP
 

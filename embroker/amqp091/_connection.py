@@ -35,8 +35,8 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
+from .._untrusted import log_text
 from ..errors import (
-    AccessRefused,
     AMQPError,
     ChannelError,
     ChannelException,
@@ -65,6 +65,7 @@ from ._frames import (
 )
 from ._method import Method
 from ._methods import (
+    METHOD_CLASSES,
     BasicCancel,
     BasicDeliver,
     BasicReturn,
@@ -201,8 +202,9 @@ class ServerConnection:
         self.close_reason: AMQPError | None = None
         #: What the client's connection.close said (reply code, reply text), if it sent one.
         self.client_close: tuple[int, str] | None = None
-        #: The refused login, for the log: (mechanism, user name if it could be read).
-        self.refused_login: tuple[str, str | None] | None = None
+        #: Why its login was refused, for the log (RabbitMQ's words: ``PLAIN login refused:
+        #: user 'bob' - invalid credentials``; the name as the client sent it).
+        self.refused_login: str | None = None
         #: True once everything there is to send has been queued and the socket should close.
         self.should_close = False
         self._closing_since = 0.0
@@ -218,29 +220,30 @@ class ServerConnection:
 
     def describe(self) -> str:
         """The connection for a log line: its peer, and the client's connection name, user
-        and vhost when known (``"127.0.0.1:5312 ('billing', user 'guest', vhost '/')"``)."""
+        and vhost when known (``"127.0.0.1:5312 ('billing', user 'guest', vhost '/')"``),
+        what the client chose escaped (:func:`~embroker._untrusted.log_text`)."""
         parts = []
         name = self.client_properties.get("connection_name")
         if isinstance(name, str):
-            parts.append(repr(name))
+            parts.append(f"'{log_text(name)}'")
         if self.user:
-            parts.append(f"user '{self.user}'")
+            parts.append(f"user '{log_text(self.user)}'")
         if self.model is not None:
-            parts.append(f"vhost '{self.model.vhost.name}'")
+            parts.append(f"vhost '{log_text(self.model.vhost.name)}'")
         return f"{self.peer or 'connection'}" + (f" ({', '.join(parts)})" if parts else "")
 
     def end_reason(self) -> str:
-        """Why the connection ended, in words (for the log)."""
+        """Why the connection ended, in words for the log, what the client chose escaped (a
+        refused login as RabbitMQ logs it: ``PLAIN login refused: user 'bob' - invalid
+        credentials``)."""
         error = self.close_reason
         if self.refused_login is not None:
-            mechanism, user = self.refused_login
-            who = f"user '{user}'" if user is not None else "unreadable credentials"
-            return f"authentication refused for {who} (mechanism {mechanism})"
+            return log_text(self.refused_login)
         if error is not None:
-            return str(error)
+            return log_text(error)
         if self.client_close is not None:
             code, text = self.client_close
-            return f"closed by the client (connection.close {code} {text!r})"
+            return f"closed by the client (connection.close {code} '{log_text(text)}')"
         if self.state is not ConnectionState.OPEN and self.model is None:
             return f"the client closed the socket during the handshake ({self.state.value})"
         return "the client closed the socket without connection.close"
@@ -404,15 +407,15 @@ class ServerConnection:
                 self.user = _handshake.authenticate(
                     self.broker, method, loopback=self.loopback,
                     address=self.peer.rpartition(":")[0].strip("[]"), tls=self.tls)
-            except AccessRefused as exc:
+            except _handshake.LoginRefused as refused:
                 credentials = _handshake.parse_credentials(
                     method.mechanism, method.response if isinstance(method.response, bytes)
                     else str(method.response).encode("utf-8", "surrogateescape"))
-                self.refused_login = (method.mechanism, credentials[0] if credentials else None)
+                self.refused_login = refused.reason
                 if events is not None and credentials is not None:
                     events.authentication(credentials[0], self._peer_details(), failed=True)
                 # RabbitMQ tells only the clients that can take it, then closes the socket.
-                self._fail(exc, drop=True,
+                self._fail(refused.error, drop=True,
                            tell=self._has_capability("authentication_failure_close"))
                 return
             if events is not None:
@@ -506,7 +509,7 @@ class ServerConnection:
             self._send_method(number, ChannelCloseOk())
             log.log(logging.DEBUG if method.reply_code == 200 else logging.INFO,
                     "%s: channel %d closed by the client (%d %s)", self.describe(), number,
-                    method.reply_code, method.reply_text)
+                    method.reply_code, log_text(method.reply_text))
             return
         if isinstance(method, ChannelOpen):
             raise channel_already_open()
@@ -581,8 +584,13 @@ class ServerConnection:
             tell: whether to send the connection.close at all.
         """
         reason = (error.reply_code, error.wire_reply_text, error.class_id, error.method_id)
+        refused = METHOD_CLASSES.get(error.class_id << 16 | error.method_id) \
+            if error.class_id else None
+        method = refused.NAME if refused is not None else ""
         if channel and isinstance(error, ChannelException):
-            log.info("%s: channel %d closed by the broker: %s", self.describe(), channel, error)
+            log.info("%s: channel %d closed by the broker: %s", self.describe(), channel,
+                     log_text(error))
+            self._incident(error, channel=channel, method=method)
             self._confirms.pop(channel, None)  # as RabbitMQ: a closing channel confirms nothing
             model = self.channels.pop(channel, None)
             if model is not None:
@@ -592,6 +600,8 @@ class ServerConnection:
             self._send_method(channel, ChannelClose(*reason))
             return
         self.close_reason = error
+        if self.state is not ConnectionState.CLOSED:
+            self._incident(error, method=method, dropped=not (tell and self.state in _CAN_CLOSE))
         if tell and self.state in _CAN_CLOSE:
             self._send_method(0, ConnectionClose(*reason))
             if not drop:
@@ -642,6 +652,7 @@ class ServerConnection:
                 self.close_reason = FrameError(  # (the socket closes with no frame)
                     f"handshake timeout: the client did not finish the handshake in time "
                     f"(stopped {self.state.value})")
+                self._incident(self.close_reason, dropped=True)
                 self.connection_lost()
                 return None
             return self._handshake_deadline
@@ -662,12 +673,28 @@ class ServerConnection:
         if now - self._last_received > 2 * self.heartbeat:
             self.close_reason = FrameError("missed heartbeats from client, timeout: "
                                            f"{self.heartbeat}s")
+            self._incident(self.close_reason, dropped=True)
             self.connection_lost()
             return None
         interval = self.heartbeat / 2
         if now - self._last_sent >= interval:
             self._out.append(HEARTBEAT_FRAME)
         return min(self._last_sent + interval, self._last_received + 2 * self.heartbeat)
+
+    def _incident(self, error: AMQPError, *, channel: int = 0, method: str = "",
+                  dropped: bool = False) -> None:
+        # What the broker closed, for broker.incidents (a failed test's report).
+        self.broker.incidents.record(f"connection {self.describe()}", error.reply_code,
+                                     error.reply_text, channel=channel, method=method,
+                                     dropped=dropped)
+
+    def excuse_silence(self) -> None:
+        """Count the client's silence (missed heartbeats) from now on: its transport knows the
+        client could not speak in the time that passed. A test moved the broker's
+        :class:`~embroker.ManualClock` while an in-memory client was not running, or while a
+        socket's client, which lives in real time, was heard from within two intervals of it.
+        """
+        self._last_received = max(self._last_received, self.broker.clock.monotonic())
 
     # -- blocking ------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from ..errors import AccessRefused, AMQPError, CommandInvalid, NotAllowed
+from ..model._access import login_refusal
 from ._fields import decode_table
 from ._frames import FRAME_MIN_SIZE
 from ._methods import ConnectionStart, ConnectionStartOk, ConnectionTuneOk
@@ -17,7 +18,8 @@ from ._methods import ConnectionStart, ConnectionStartOk, ConnectionTuneOk
 if TYPE_CHECKING:
     from ..model import Broker
 
-__all__ = ["MECHANISMS", "SERVER_CAPABILITIES", "Tuning", "authenticate", "start", "tune"]
+__all__ = ["MECHANISMS", "SERVER_CAPABILITIES", "LoginRefused", "Tuning", "authenticate",
+           "external_check", "start", "tune"]
 
 #: The capabilities announced in connection.start (RabbitMQ 3.10's list).
 SERVER_CAPABILITIES: Final = {
@@ -96,6 +98,17 @@ def login_refused(mechanism: str) -> AccessRefused:
                          "For details see the broker logfile.")
 
 
+class LoginRefused(Exception):
+    """A refused login: what the client is told (:attr:`error`, :func:`login_refused`'s) and
+    what the log says (:attr:`reason`, RabbitMQ's ``auth_fail`` line: ``PLAIN login refused:
+    user 'bob' - invalid credentials``; the name is the client's, escaped when logged)."""
+
+    def __init__(self, mechanism: str, reason: str) -> None:
+        super().__init__(f"{mechanism} login refused: {reason}")
+        self.error = login_refused(mechanism)
+        self.reason = f"{mechanism} login refused: {reason}"
+
+
 def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = False,
                  address: str = "", tls: PeerCertificate | None = None) -> str:
     """Check the credentials of connection.start-ok; returns the user name. The attempt
@@ -110,9 +123,9 @@ def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = 
     Raises:
         CommandInvalid: (503) a mechanism unknown, or known and not offered (RabbitMQ's two
             texts, rabbit_reader:auth_mechanism_to_module/2).
-        AccessRefused: (403) unknown user, blank or wrong password, a loopback-only user from
-            elsewhere; for EXTERNAL no certificate, or one whose name is no user (see
-            :func:`login_refused`).
+        LoginRefused: its ``error`` a 403 (:func:`login_refused`), its ``reason`` the log's:
+            unknown user, blank or wrong password, a loopback-only user from elsewhere; for
+            EXTERNAL no certificate, or one whose name is no user.
     """
     mechanism = method.mechanism
     offered = mechanisms(broker, tls)
@@ -128,21 +141,23 @@ def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = 
     credentials = parse_credentials(mechanism, response)
     if credentials is None:  # (RabbitMQ counts a response it cannot read, without a user)
         broker.access.attempts.record("amqp091", False, address=address)
-        raise login_refused(mechanism)
-    if not broker.access.login(*credentials, loopback=loopback, protocol="amqp091",
-                               address=address):
-        raise login_refused(mechanism)
-    return credentials[0]
+        raise LoginRefused(mechanism, "response invalid")
+    name, password = credentials
+    refused = broker.access.check_login(name, password, loopback=loopback,
+                                        protocol="amqp091", address=address)
+    if refused is not None:
+        raise LoginRefused(mechanism, login_refusal(refused, name, password))
+    return name
 
 
 def _external(broker: Broker, tls: PeerCertificate | None, *, loopback: bool,
               address: str) -> str:
     # (RabbitMQ's reasons for a refusal go to its log; the client is told login_refused's
     # text, as for PLAIN)
-    name = external_login(broker, tls, loopback=loopback, protocol="amqp091",
-                          address=address)
-    if name is None:
-        raise login_refused("EXTERNAL")
+    name, refused = external_check(broker, tls, loopback=loopback, protocol="amqp091",
+                                   address=address)
+    if refused is not None:
+        raise LoginRefused("EXTERNAL", refused)
     return name
 
 
@@ -150,9 +165,22 @@ def external_login(broker: Broker, tls: PeerCertificate | None, *, loopback: boo
                    protocol: str, address: str = "") -> str | None:
     """SASL EXTERNAL over a connection's TLS session: the user its client certificate logs in
     as, or ``None`` (``AccessControl.login_external``, ``Broker.ssl_cert_login_from``)."""
+    name, refused = external_check(broker, tls, loopback=loopback, protocol=protocol,
+                                   address=address)
+    return name if refused is None else None
+
+
+def external_check(broker: Broker, tls: PeerCertificate | None, *, loopback: bool,
+                   protocol: str, address: str = "") -> tuple[str, str | None]:
+    """:func:`external_login` with the reason of a refusal: the name the certificate gives,
+    and why it may not log in in RabbitMQ's words (``user 'CN=x' - invalid credentials``,
+    ``connection peer presented no TLS (x.509) certificate``: rabbit_auth_mechanism_ssl,
+    :func:`~embroker.model._access.login_refusal`), or ``None``: it may."""
     certificate = tls.peer_certificate() if tls is not None else None
-    return broker.access.login_external(certificate, broker.ssl_cert_login_from,
-                                        loopback=loopback, protocol=protocol, address=address)
+    name, refused = broker.access.check_external(
+        certificate, broker.ssl_cert_login_from, loopback=loopback, protocol=protocol,
+        address=address)
+    return name, None if refused is None else login_refusal(refused, name)
 
 
 def tune(offer: Tuning, method: ConnectionTuneOk, *, frame_min: int = FRAME_MIN_SIZE) -> Tuning:

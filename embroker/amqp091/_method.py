@@ -5,8 +5,9 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from embroker._untrusted import erlang_utf8
 from embroker.amqp091._fields import encode_longstr, encode_shortstr, encode_table
-from embroker.errors import SyntaxErrorAMQP
+from embroker.errors import FrameError, SyntaxErrorAMQP
 
 if TYPE_CHECKING:
     from embroker.amqp091._spec import ArgumentSpec
@@ -110,6 +111,22 @@ def _encode_one(wire_type: str, value: Any) -> None:
         except struct.error:
             bits = struct.calcsize(_FIXED[wire_type]) * 8
             raise ValueError(f"{value} does not fit an unsigned {bits}-bit {wire_type}") from None
+
+
+def checked_shortstr(data: bytes) -> str:
+    """A short string of a method without content that is no UTF-8 for Python's codec: its
+    text (``surrogateescape``) when RabbitMQ reads it as UTF-8 (a surrogate's encoding, a code
+    point past U+10FFFF), else RabbitMQ's connection error (``rabbit_binary_parser:assert_utf8``,
+    which its generated decoder calls on these strings only: "We skip the check on
+    content-bearing methods for speed").
+
+    Raises:
+        FrameError: (501) ``Malformed UTF-8 in shortstr``, with no class or method, as
+            RabbitMQ's.
+    """
+    if not erlang_utf8(data):
+        raise FrameError("Malformed UTF-8 in shortstr")
+    return data.decode("utf-8", "surrogateescape")
 
 
 def truncated(cls: type[Method]) -> SyntaxErrorAMQP:

@@ -10,7 +10,13 @@ from collections.abc import Callable
 from typing import Final, final
 
 from embroker.amqp091._fields import _LEN8, FieldTable, encode_table, read_table
-from embroker.amqp091._method import Method, bad_length, encode_error, truncated
+from embroker.amqp091._method import (
+    Method,
+    bad_length,
+    checked_shortstr,
+    encode_error,
+    truncated,
+)
 from embroker.amqp091._spec import METHODS as _SPECS
 from embroker.errors import SyntaxErrorAMQP
 
@@ -258,13 +264,19 @@ def _decode_connection_start_ok(p: bytes) -> ConnectionStartOk:
         o = 4
         m.client_properties, o = read_table(p, o)
         e = o + 1 + p[o]
-        m.mechanism = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.mechanism = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.mechanism = checked_shortstr(p[o + 1:e])
         o = e
         e = o + 4 + _U32.unpack_from(p, o)[0]
         m.response = p[o + 4:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        m.locale = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.locale = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.locale = checked_shortstr(p[o + 1:e])
         o = e
     except (IndexError, struct.error):
         raise truncated(ConnectionStartOk) from None
@@ -528,10 +540,16 @@ def _decode_connection_open(p: bytes) -> ConnectionOpen:
     try:
         o = 4
         e = o + 1 + p[o]
-        m.virtual_host = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.virtual_host = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.virtual_host = checked_shortstr(p[o + 1:e])
         o = e
         e = o + 1 + p[o]
-        m.reserved_1 = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.reserved_1 = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.reserved_1 = checked_shortstr(p[o + 1:e])
         o = e
         bits0 = p[o]
         o += 1
@@ -582,7 +600,10 @@ def _decode_connection_open_ok(p: bytes) -> ConnectionOpenOk:
     try:
         o = 4
         e = o + 1 + p[o]
-        m.reserved_1 = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.reserved_1 = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.reserved_1 = checked_shortstr(p[o + 1:e])
         o = e
     except (IndexError, struct.error):
         raise truncated(ConnectionOpenOk) from None
@@ -650,7 +671,10 @@ def _decode_connection_close(p: bytes) -> ConnectionClose:
         m.reply_code, n = _S_HB.unpack_from(p, 4)
         o = 4 + 3
         e = o + n
-        m.reply_text = p[o:e].decode("utf-8", "surrogateescape")
+        try:
+            m.reply_text = p[o:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.reply_text = checked_shortstr(p[o:e])
         o = e
         m.class_id, m.method_id = _S_HH.unpack_from(p, o)
         o += 4
@@ -728,7 +752,10 @@ def _decode_connection_blocked(p: bytes) -> ConnectionBlocked:
     try:
         o = 4
         e = o + 1 + p[o]
-        m.reason = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.reason = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.reason = checked_shortstr(p[o + 1:e])
         o = e
     except (IndexError, struct.error):
         raise truncated(ConnectionBlocked) from None
@@ -816,7 +843,10 @@ def _decode_connection_update_secret(p: bytes) -> ConnectionUpdateSecret:
         m.new_secret = p[o + 4:e].decode("utf-8", "surrogateescape")
         o = e
         e = o + 1 + p[o]
-        m.reason = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.reason = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.reason = checked_shortstr(p[o + 1:e])
         o = e
     except (IndexError, struct.error):
         raise truncated(ConnectionUpdateSecret) from None
@@ -891,7 +921,10 @@ def _decode_channel_open(p: bytes) -> ChannelOpen:
     try:
         o = 4
         e = o + 1 + p[o]
-        m.reserved_1 = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.reserved_1 = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.reserved_1 = checked_shortstr(p[o + 1:e])
         o = e
     except (IndexError, struct.error):
         raise truncated(ChannelOpen) from None
@@ -1098,7 +1131,10 @@ def _decode_channel_close(p: bytes) -> ChannelClose:
         m.reply_code, n = _S_HB.unpack_from(p, 4)
         o = 4 + 3
         e = o + n
-        m.reply_text = p[o:e].decode("utf-8", "surrogateescape")
+        try:
+            m.reply_text = p[o:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.reply_text = checked_shortstr(p[o:e])
         o = e
         m.class_id, m.method_id = _S_HH.unpack_from(p, o)
         o += 4
@@ -1247,10 +1283,16 @@ def _decode_exchange_declare(p: bytes) -> ExchangeDeclare:
         m.reserved_1, n = _S_HB.unpack_from(p, 4)
         o = 4 + 3
         e = o + n
-        m.exchange = p[o:e].decode("utf-8", "surrogateescape")
+        try:
+            m.exchange = p[o:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.exchange = checked_shortstr(p[o:e])
         o = e
         e = o + 1 + p[o]
-        m.type = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.type = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.type = checked_shortstr(p[o + 1:e])
         o = e
         bits0 = p[o]
         o += 1
@@ -1357,7 +1399,10 @@ def _decode_exchange_delete(p: bytes) -> ExchangeDelete:
         m.reserved_1, n = _S_HB.unpack_from(p, 4)
         o = 4 + 3
         e = o + n
-        m.exchange = p[o:e].decode("utf-8", "surrogateescape")
+        try:
+            m.exchange = p[o:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.exchange = checked_shortstr(p[o:e])
         o = e
         bits0 = p[o]
         o += 1
@@ -1472,13 +1517,22 @@ def _decode_exchange_bind(p: bytes) -> ExchangeBind:
         m.reserved_1, n = _S_HB.unpack_from(p, 4)
         o = 4 + 3
         e = o + n
-        m.destination = p[o:e].decode("utf-8", "surrogateescape")
+        try:
+            m.destination = p[o:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.destination = checked_shortstr(p[o:e])
         o = e
         e = o + 1 + p[o]
-        m.source = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.source = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.source = checked_shortstr(p[o + 1:e])
         o = e
         e = o + 1 + p[o]
-        m.routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.routing_key = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.routing_key = checked_shortstr(p[o + 1:e])
         o = e
         bits0 = p[o]
         o += 1
@@ -1595,13 +1649,22 @@ def _decode_exchange_unbind(p: bytes) -> ExchangeUnbind:
         m.reserved_1, n = _S_HB.unpack_from(p, 4)
         o = 4 + 3
         e = o + n
-        m.destination = p[o:e].decode("utf-8", "surrogateescape")
+        try:
+            m.destination = p[o:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.destination = checked_shortstr(p[o:e])
         o = e
         e = o + 1 + p[o]
-        m.source = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.source = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.source = checked_shortstr(p[o + 1:e])
         o = e
         e = o + 1 + p[o]
-        m.routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.routing_key = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.routing_key = checked_shortstr(p[o + 1:e])
         o = e
         bits0 = p[o]
         o += 1
@@ -1745,7 +1808,10 @@ def _decode_queue_declare(p: bytes) -> QueueDeclare:
         m.reserved_1, n = _S_HB.unpack_from(p, 4)
         o = 4 + 3
         e = o + n
-        m.queue = p[o:e].decode("utf-8", "surrogateescape")
+        try:
+            m.queue = p[o:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.queue = checked_shortstr(p[o:e])
         o = e
         bits0 = p[o]
         o += 1
@@ -1814,7 +1880,10 @@ def _decode_queue_declare_ok(p: bytes) -> QueueDeclareOk:
     try:
         o = 4
         e = o + 1 + p[o]
-        m.queue = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.queue = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.queue = checked_shortstr(p[o + 1:e])
         o = e
         m.message_count, m.consumer_count = _S_II.unpack_from(p, o)
         o += 8
@@ -1899,13 +1968,22 @@ def _decode_queue_bind(p: bytes) -> QueueBind:
         m.reserved_1, n = _S_HB.unpack_from(p, 4)
         o = 4 + 3
         e = o + n
-        m.queue = p[o:e].decode("utf-8", "surrogateescape")
+        try:
+            m.queue = p[o:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.queue = checked_shortstr(p[o:e])
         o = e
         e = o + 1 + p[o]
-        m.exchange = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.exchange = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.exchange = checked_shortstr(p[o + 1:e])
         o = e
         e = o + 1 + p[o]
-        m.routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.routing_key = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.routing_key = checked_shortstr(p[o + 1:e])
         o = e
         bits0 = p[o]
         o += 1
@@ -1998,7 +2076,10 @@ def _decode_queue_purge(p: bytes) -> QueuePurge:
         m.reserved_1, n = _S_HB.unpack_from(p, 4)
         o = 4 + 3
         e = o + n
-        m.queue = p[o:e].decode("utf-8", "surrogateescape")
+        try:
+            m.queue = p[o:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.queue = checked_shortstr(p[o:e])
         o = e
         bits0 = p[o]
         o += 1
@@ -2123,7 +2204,10 @@ def _decode_queue_delete(p: bytes) -> QueueDelete:
         m.reserved_1, n = _S_HB.unpack_from(p, 4)
         o = 4 + 3
         e = o + n
-        m.queue = p[o:e].decode("utf-8", "surrogateescape")
+        try:
+            m.queue = p[o:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.queue = checked_shortstr(p[o:e])
         o = e
         bits0 = p[o]
         o += 1
@@ -2251,13 +2335,22 @@ def _decode_queue_unbind(p: bytes) -> QueueUnbind:
         m.reserved_1, n = _S_HB.unpack_from(p, 4)
         o = 4 + 3
         e = o + n
-        m.queue = p[o:e].decode("utf-8", "surrogateescape")
+        try:
+            m.queue = p[o:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.queue = checked_shortstr(p[o:e])
         o = e
         e = o + 1 + p[o]
-        m.exchange = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.exchange = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.exchange = checked_shortstr(p[o + 1:e])
         o = e
         e = o + 1 + p[o]
-        m.routing_key = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.routing_key = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.routing_key = checked_shortstr(p[o + 1:e])
         o = e
         m.arguments, o = read_table(p, o)
     except (IndexError, struct.error):
@@ -2490,10 +2583,16 @@ def _decode_basic_consume(p: bytes) -> BasicConsume:
         m.reserved_1, n = _S_HB.unpack_from(p, 4)
         o = 4 + 3
         e = o + n
-        m.queue = p[o:e].decode("utf-8", "surrogateescape")
+        try:
+            m.queue = p[o:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.queue = checked_shortstr(p[o:e])
         o = e
         e = o + 1 + p[o]
-        m.consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.consumer_tag = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.consumer_tag = checked_shortstr(p[o + 1:e])
         o = e
         bits0 = p[o]
         o += 1
@@ -2550,7 +2649,10 @@ def _decode_basic_consume_ok(p: bytes) -> BasicConsumeOk:
     try:
         o = 4
         e = o + 1 + p[o]
-        m.consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.consumer_tag = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.consumer_tag = checked_shortstr(p[o + 1:e])
         o = e
     except (IndexError, struct.error):
         raise truncated(BasicConsumeOk) from None
@@ -2605,7 +2707,10 @@ def _decode_basic_cancel(p: bytes) -> BasicCancel:
     try:
         o = 4
         e = o + 1 + p[o]
-        m.consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.consumer_tag = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.consumer_tag = checked_shortstr(p[o + 1:e])
         o = e
         bits0 = p[o]
         o += 1
@@ -2656,7 +2761,10 @@ def _decode_basic_cancel_ok(p: bytes) -> BasicCancelOk:
     try:
         o = 4
         e = o + 1 + p[o]
-        m.consumer_tag = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.consumer_tag = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.consumer_tag = checked_shortstr(p[o + 1:e])
         o = e
     except (IndexError, struct.error):
         raise truncated(BasicCancelOk) from None
@@ -2966,7 +3074,10 @@ def _decode_basic_get(p: bytes) -> BasicGet:
         m.reserved_1, n = _S_HB.unpack_from(p, 4)
         o = 4 + 3
         e = o + n
-        m.queue = p[o:e].decode("utf-8", "surrogateescape")
+        try:
+            m.queue = p[o:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.queue = checked_shortstr(p[o:e])
         o = e
         bits0 = p[o]
         o += 1
@@ -3099,7 +3210,10 @@ def _decode_basic_get_empty(p: bytes) -> BasicGetEmpty:
     try:
         o = 4
         e = o + 1 + p[o]
-        m.reserved_1 = p[o + 1:e].decode("utf-8", "surrogateescape")
+        try:
+            m.reserved_1 = p[o + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            m.reserved_1 = checked_shortstr(p[o + 1:e])
         o = e
     except (IndexError, struct.error):
         raise truncated(BasicGetEmpty) from None

@@ -55,8 +55,9 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
-from ..amqp091._handshake import external_login
+from ..amqp091._handshake import external_check
 from ..errors import AMQPError, NotAllowed
+from ..model._access import login_refusal
 from ._definitions import (
     Attach,
     Begin,
@@ -353,18 +354,22 @@ class ServerConnection:
         if not isinstance(init, SaslInit):
             raise ConnectionError10("amqp:illegal-state",
                                     f"expected sasl-init, got {type(init).__name__}")
-        user = self._authenticate(init.mechanism, init.initial_response or b"")
+        user, refused = self._authenticate(init.mechanism, init.initial_response or b"")
         if user is None:
             self._out.append(encode_frame(0, SaslOutcome(code=1), kind=FRAME_SASL))
-            self.close_reason = ConnectionError10("amqp:unauthorized-access",
-                                                  f"authentication with {init.mechanism} failed")
+            # (for the log only, as RabbitMQ's "~s login refused: ~s": the client is told
+            # nothing but the outcome)
+            self.close_reason = ConnectionError10(
+                "amqp:unauthorized-access", f"{init.mechanism} login refused: {refused}")
             self._finish()
             return
         self.user = user
         self._out.append(encode_frame(0, SaslOutcome(code=0), kind=FRAME_SASL))
         self.state = ConnectionState.AMQP_HEADER
 
-    def _authenticate(self, mechanism: str, response: bytes) -> str | None:
+    def _authenticate(self, mechanism: str, response: bytes) -> tuple[str | None, str]:
+        """The user ``mechanism`` logs in as, or ``None`` and why not (RabbitMQ's words for
+        the log: ``user 'bob' - invalid credentials``)."""
         if mechanism == "PLAIN":
             # (counted as RabbitMQ 3.10's AMQP 1.0 plugin counts them: amqp10, no address)
             parts = response.split(b"\x00")
@@ -374,17 +379,21 @@ class ServerConnection:
                 user, password = parts[1].decode("utf-8"), parts[2].decode("utf-8")
             except UnicodeDecodeError:
                 self.broker.access.attempts.record("amqp10", False)
-                return None
-            return user if self.broker.access.login(user, password, loopback=self.loopback,
-                                                    protocol="amqp10") else None
+                return None, "response invalid"
+            refused = self.broker.access.check_login(user, password, loopback=self.loopback,
+                                                     protocol="amqp10")
+            return (user, "") if refused is None else \
+                (None, login_refusal(refused, user, password))
         if mechanism == "EXTERNAL" and "EXTERNAL" in self.broker.offered_mechanisms(
                 tls=self.tls is not None):
-            return external_login(self.broker, self.tls, loopback=self.loopback,
-                                  protocol="amqp10")
+            name, why = external_check(self.broker, self.tls, loopback=self.loopback,
+                                       protocol="amqp10")
+            return (name, "") if why is None else (None, why)
         if mechanism == "ANONYMOUS":
-            return self.broker.access.login_anonymous(
+            anonymous = self.broker.access.login_anonymous(
                 loopback=self.loopback, rabbitmq4=self.broker.profile.rabbitmq4)
-        return None
+            return anonymous, "anonymous login refused"
+        return None, "unknown authentication mechanism"
 
     # -- dispatch ---------------------------------------------------------------------------------
 

@@ -450,7 +450,8 @@ def to_amqp10(message: Message, *, first_acquirer: bool, delivery_count: int,
     content_encoding = props.get("content_encoding")
     Properties(
         message_id=_id_from_091(props.get("message_id")),
-        user_id=user_id.encode() if isinstance(user_id, str) else None,
+        user_id=user_id.encode("utf-8", "surrogateescape") if isinstance(user_id, str)
+        else None,
         reply_to=props.get("reply_to"),
         correlation_id=_id_from_091(props.get("correlation_id")),
         content_type=Symbol(content_type) if isinstance(content_type, str)
@@ -514,8 +515,8 @@ def _encode_annotations(annotations: dict[Any, Any]) -> bytes:
     for key, value in annotations.items():
         if not isinstance(value, str) or not isinstance(key, str):
             return b"\x00\x53\x72" + bytes(encode_value(_annotation_keys(annotations)))
-        raw_key = key.encode("ascii")
-        raw = value.encode("utf-8")
+        raw_key = key.encode("utf-8", "surrogateescape")  # (as _types writes them)
+        raw = value.encode("utf-8", "surrogateescape")
         body += b"\xa3" + bytes((len(raw_key),)) + raw_key
         body += (b"\xa1" + bytes((len(raw),)) if len(raw) < 256
                  else b"\xb1" + len(raw).to_bytes(4, "big")) + raw

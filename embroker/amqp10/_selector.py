@@ -25,7 +25,8 @@ from .. import _regex
 if TYPE_CHECKING:
     from ..model import Message
 
-__all__ = ["Selector", "SelectorError"]
+__all__ = ["MAX_SELECTOR_LENGTH", "MAX_SELECTOR_NESTING", "MAX_SELECTOR_TOKENS", "Selector",
+           "SelectorError"]
 
 _Value = Any
 _Eval = Callable[["Message"], _Value]
@@ -44,7 +45,17 @@ _KEYWORDS: Final = frozenset({"AND", "OR", "NOT", "BETWEEN", "IN", "LIKE", "ESCA
 
 
 class SelectorError(ValueError):
-    """A selector that does not parse."""
+    """A selector that does not parse, or costs more than the bounds allow."""
+
+
+#: A selector's bounds: the SQL filter expression's own (RabbitMQ 4.2's rabbit_amqp_filter_sql,
+#: for the same kind of client expression: characters, tokens), and a nesting depth of
+#: parentheses. The parser descends eight calls per parenthesis and the evaluator one per
+#: operator of a chain: 400 nested parentheses ran the parser out of Python's stack (an
+#: amqp:internal-error), a chain of 800 ORs would have run each message's evaluation out of it.
+MAX_SELECTOR_LENGTH: Final = 4096
+MAX_SELECTOR_TOKENS: Final = 200
+MAX_SELECTOR_NESTING: Final = 32
 
 
 def _header(message: Message, name: str) -> _Value:
@@ -86,7 +97,11 @@ class Selector:
 
     def __init__(self, text: str) -> None:
         self.text = text
+        if len(text) > MAX_SELECTOR_LENGTH:
+            raise SelectorError(f"length {len(text)} exceeds the maximum length of "
+                                f"{MAX_SELECTOR_LENGTH}")
         self._tokens: list[tuple[str, str]] = _tokenize(text)
+        _check_bounds(self._tokens)
         self._pos = 0
         expression = self._or()
         if self._pos != len(self._tokens):
@@ -242,6 +257,24 @@ class Selector:
                 return lambda m: _header(m, text)
             return lambda m: m.headers.get(text)
         raise SelectorError(f"unexpected {text!r}")
+
+
+def _check_bounds(tokens: list[tuple[str, str]]) -> None:
+    """Refuses, before parsing, a selector nested deeper than :data:`MAX_SELECTOR_NESTING` or
+    longer than :data:`MAX_SELECTOR_TOKENS` tokens."""
+    depth = deepest = 0
+    for kind, text in tokens:
+        if kind == "op" and text == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif kind == "op" and text == ")":
+            depth -= 1
+    if deepest > MAX_SELECTOR_NESTING:
+        raise SelectorError(f"nesting depth {deepest} exceeds the maximum of "
+                            f"{MAX_SELECTOR_NESTING}")
+    if len(tokens) > MAX_SELECTOR_TOKENS:
+        raise SelectorError(f"{len(tokens)} tokens exceed the token limit of "
+                            f"{MAX_SELECTOR_TOKENS}")
 
 
 def _tokenize(text: str) -> list[tuple[str, str]]:

@@ -620,12 +620,16 @@ def _w_binary(value: bytes, out: bytearray) -> None:
     _w_variable(value, b"\xa0", b"\xb0", out)
 
 
+# A string or symbol is written as the bytes it holds: one that came from another protocol's
+# client may hold bytes that are no UTF-8 (``surrogateescape``, embroker._untrusted), which
+# RabbitMQ 3.10's AMQP 1.0 plugin passes on unchecked ({utf8, Bin}, {symbol, Bin}).
+
 def _w_string(value: str, out: bytearray) -> None:
-    _w_variable(value.encode("utf-8"), b"\xa1", b"\xb1", out)
+    _w_variable(value.encode("utf-8", "surrogateescape"), b"\xa1", b"\xb1", out)
 
 
 def _w_symbol(value: str, out: bytearray) -> None:
-    _w_variable(value.encode("ascii"), b"\xa3", b"\xb3", out)
+    _w_variable(value.encode("utf-8", "surrogateescape"), b"\xa3", b"\xb3", out)
 
 
 def _w_compound(code8: int, code32: int, count: int, body: bytes | bytearray,
@@ -682,8 +686,7 @@ def _w_array(value: Array, out: bytearray) -> None:
     if kind in (Symbol, str, bytes):
         body.append(0xB3 if kind is Symbol else 0xB1 if kind is str else 0xB0)
         for item in items:
-            raw = item if isinstance(item, bytes) else item.encode(
-                "ascii" if kind is Symbol else "utf-8")
+            raw = item if isinstance(item, bytes) else item.encode("utf-8", "surrogateescape")
             body += _U32.pack(len(raw)) + raw
     elif kind in _ARRAY_ELEMENT:
         code, pack = _ARRAY_ELEMENT[kind]

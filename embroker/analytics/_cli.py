@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -89,10 +87,11 @@ CLEAR_LINE = "\r\x1b[K"
 
 
 def _spark_log() -> Path:
-    """A new file for Spark's own output (deleted after a run that succeeds)."""
-    fd, name = tempfile.mkstemp(prefix="embroker-analyze-", suffix=".spark.log")
-    os.close(fd)
-    return Path(name)
+    """A new file for Spark's own output, the user's alone in the temporary folder
+    (:func:`embroker._hostfiles.temp_file`; deleted after a run that succeeds)."""
+    from .._hostfiles import temp_file
+
+    return temp_file("embroker-analyze-", ".spark.log")
 
 
 def _kept(log: Path | None) -> str:

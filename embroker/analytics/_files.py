@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
+import shutil
 import urllib.parse
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
@@ -115,10 +115,15 @@ def write_file(spark: SparkSession, path: str, data: bytes) -> None:
                           "scheme (the server's fs.defaultFS decides where it is)")
         else:
             dest = path
-        with tempfile.TemporaryDirectory(prefix="embroker-") as folder:
-            local = Path(folder) / (PurePath(dest).name or "file")
+        from .._hostfiles import temp_folder
+
+        folder = temp_folder("embroker-")  # (the user's alone: _hostfiles)
+        try:
+            local = folder / (PurePath(dest).name or "file")
             local.write_bytes(data)
             spark.copyFromLocalToFs(str(local), dest)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
         return
     fs, hpath = _hadoop(spark, path)
     try:

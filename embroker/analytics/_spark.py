@@ -318,7 +318,6 @@ def explain_worker_failure(spark: SparkSession, error: BaseException) -> Analyti
 
 
 def _package_zip() -> Path:
-    import tempfile
     import zipfile
 
     import sortedcontainers
@@ -326,7 +325,9 @@ def _package_zip() -> Path:
 
     import embroker
 
-    target = Path(tempfile.mkdtemp(prefix="embroker-py-")) / "embroker_for_spark.zip"
+    from .._hostfiles import temp_folder
+
+    target = temp_folder("embroker-py-") / "embroker_for_spark.zip"
     with zipfile.ZipFile(target, "w") as archive:
         for module in (embroker, sortedcontainers):
             root = Path(module.__file__ or "").parent

@@ -35,11 +35,11 @@ import copy
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, final
 
+from .. import _regex
 from ..errors import AMQPError
 from ..model import Binding, Broker, Exchange, Queue
 from ..model._definitions import DefinitionsError
@@ -252,12 +252,13 @@ class Topology:
             definition = policy.get("definition") or {}
             if "alternate-exchange" not in definition:
                 continue
-            try:
-                if not re.search(str(policy.get("pattern", "")), str(exchange.get("name"))):
-                    continue
-            except re.error as exc:
+            try:  # (as the broker compiles a policy's pattern: within embroker._regex's bounds)
+                pattern = _regex.compile_set(str(policy.get("pattern", "")))
+            except _regex.error as exc:
                 raise TopologyError(f"{self.name}: policy '{policy.get('name')}' has a pattern "
-                                    f"Python cannot read: {exc}") from None
+                                    f"embroker cannot compile: {exc}") from None
+            if not pattern.search(str(exchange.get("name"))):
+                continue
             if best is None or policy.get("priority", 0) > best.get("priority", 0):
                 best = policy
         if best is not None:

@@ -5,16 +5,13 @@
 Theory of operation (RabbitMQ 3.10.8's ``rabbit_env.erl``, ``rabbit_prelaunch_conf.erl``,
 ``rabbit.erl``, ``rabbit_plugins.erl``; ``deps/rabbit/priv/schema/rabbit.schema``):
 
-1. Each variable ``RABBITMQ_X`` is read from the environment, else as ``X`` without the prefix
-   (``rabbit_env:get_prefixed_env_var/1``); an empty value counts as unset (but
-   ``RABBITMQ_ENABLED_PLUGINS=""``, which means no plugin).
-2. ``rabbitmq-env.conf`` (``RABBITMQ_CONF_ENV_FILE``, default
-   ``$SYS_PREFIX/etc/rabbitmq/rabbitmq-env.conf``) fills in only the variables the
-   environment leaves unset: "In order of preference, the startup scripts get their values
-   from the environment, from rabbitmq-env.conf and finally from the built-in default values"
-   (rabbitmq-env.conf(5)). RabbitMQ sources it with ``sh``; embroker reads its assignments
-   (``NAME=value``, ``export NAME=value``, quotes, ``$NAME``/``${NAME}``) and refuses any other
-   shell line, naming it.
+1. The environment, ``rabbitmq-env.conf`` and the node's name are read as
+   :mod:`._env` says (the tools read them by the same rules): each ``RABBITMQ_X`` else ``X``;
+   the file fills in only what the environment leaves unset.
+2. The Erlang distribution's port (``RABBITMQ_DIST_PORT``, default the AMQP port given by
+   ``RABBITMQ_NODE_PORT`` + 20000) and interface (``-kernel inet_dist_use_interface`` in the
+   Erlang arguments: ``ERL_FLAGS``, ``RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS``...; default every
+   interface) are where embroker's control port listens (:attr:`NodeSettings.dist_port`).
 3. The main configuration file is ``RABBITMQ_CONFIG_FILE``, default
    ``$SYS_PREFIX/etc/rabbitmq/rabbitmq``: used as named when it exists (``.conf``: the new
    format), else with ``.config`` then ``.conf`` appended; none found is no error
@@ -38,8 +35,6 @@ Theory of operation (RabbitMQ 3.10.8's ``rabbit_env.erl``, ``rabbit_prelaunch_co
 6. A rabbitmq.conf key no schema of RabbitMQ 3.10.8 (or its bundled plugins) knows is an
    error, as cuttlefish refuses it; a known key embroker does not honour becomes one line of
    :attr:`NodeSettings.unsupported`.
-
-``RABBITMQ_DIST_PORT`` is read and checked, then ignored: embroker has no Erlang distribution.
 """
 
 from __future__ import annotations
@@ -48,7 +43,6 @@ import glob
 import ipaddress
 import os
 import re
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,14 +51,12 @@ from typing import Any, Final, Literal, final
 from ..amqp091._frames import FRAME_MAX_LIMIT
 from ..model._plugins import PLUGINS
 from ..tls import TLS_VERSIONS, TLSOptions
+from ._env import ConfigError, NodeNameError, environment, node_name
+from ._env import prefixed as _env
+from ._env import yes as _yes
 from ._keys import RABBITMQ_KEYS
 
 __all__ = ["ConfigError", "Listener", "NodeSettings", "parse_conf", "read_node_settings"]
-
-
-class ConfigError(Exception):
-    """A configuration RabbitMQ would refuse to start with; the message is one line, naming the
-    file and line where there is one (``/etc/rabbitmq/rabbitmq.conf:3: ...``)."""
 
 
 @final
@@ -128,7 +120,12 @@ class NodeSettings:
         node_name: ``name@host`` (``RABBITMQ_NODENAME``; default ``rabbit@`` the short host
             name, or the long one with ``RABBITMQ_USE_LONGNAME``).
         use_longname: ``RABBITMQ_USE_LONGNAME`` (1, yes or true).
-        dist_port: ``RABBITMQ_DIST_PORT`` (default the AMQP port + 20000); not used.
+        dist_port: ``RABBITMQ_DIST_PORT`` (default the AMQP port + 20000): where the
+            node's control port listens (RabbitMQ's tools reach a node there).
+        dist_port_given: whether ``RABBITMQ_DIST_PORT`` named it (a port only implied by
+            the default gives way to a free one when it is taken).
+        dist_interface: where the distribution listens: ``"auto"`` (every interface,
+            Erlang's default) or the address of ``-kernel inet_dist_use_interface``.
         amqp_listeners, tls_listeners: the AMQP 0-9-1/1.0 listeners, plain and TLS
             (``listeners.tcp.*``, ``listeners.ssl.*``, ``RABBITMQ_NODE_*``).
         stream_listeners, stream_tls_listeners: ``stream.listeners.tcp.*`` / ``.ssl.*``
@@ -179,6 +176,8 @@ class NodeSettings:
     node_name: str
     use_longname: bool = False
     dist_port: int = AMQP_PORT + 20000
+    dist_port_given: bool = False
+    dist_interface: str = "auto"
     amqp_listeners: tuple[Listener, ...] = (Listener("auto", AMQP_PORT),)
     tls_listeners: tuple[Listener, ...] = ()
     stream_listeners: tuple[Listener, ...] = ()
@@ -304,99 +303,7 @@ class NodeSettings:
         return kwargs
 
 
-# -- the environment --------------------------------------------------------------------------
-
-def _env(environ: Mapping[str, str], name: str, *, keep_empty: bool = False) -> str | None:
-    """``RABBITMQ_X``, else ``X`` (rabbit_env:get_prefixed_env_var/1); empty is unset."""
-    for key in (name, name.removeprefix("RABBITMQ_")):
-        value = environ.get(key)
-        if value is not None and (value or keep_empty):
-            return value
-    return None
-
-
-def _yes(value: str) -> bool:
-    return value.strip().lower() in ("1", "yes", "true")
-
-
-_SH_ASSIGN = re.compile(r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)")
-_SH_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
-
-
-def _sh_value(text: str, known: Mapping[str, str], where: str) -> str:
-    out: list[str] = []
-    i = 0
-
-    def expand(s: str) -> str:
-        return _SH_VAR.sub(lambda m: known.get(m.group(1) or m.group(2), ""), s)
-
-    while i < len(text):
-        c = text[i]
-        if c == "'":
-            end = text.find("'", i + 1)
-            if end < 0:
-                raise ConfigError(f"{where}: unterminated quote")
-            out.append(text[i + 1:end])
-            i = end + 1
-        elif c == '"':
-            end = text.find('"', i + 1)
-            if end < 0:
-                raise ConfigError(f"{where}: unterminated quote")
-            out.append(expand(text[i + 1:end]))
-            i = end + 1
-        elif c == "#" and (i == 0 or text[i - 1].isspace()):
-            break
-        elif c.isspace():
-            if text[i:].strip() and not text[i:].strip().startswith("#"):
-                raise ConfigError(f"{where}: embroker reads only variable assignments "
-                                  "(NAME=value) from rabbitmq-env.conf")
-            break
-        else:
-            j = i
-            while j < len(text) and text[j] not in "'\"" and not text[j].isspace():
-                j += 1
-            out.append(expand(text[i:j]))
-            i = j
-    return "".join(out)
-
-
-def read_env_file(path: str, environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables ``rabbitmq-env.conf`` at ``path`` sets (as written: ``NODENAME``,
-    ``RABBITMQ_NODE_PORT``...).
-
-    Raises:
-        ConfigError: a line that is no assignment, or a file that cannot be read.
-    """
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read it: {exc}") from None
-    known = dict(environ)
-    found: dict[str, str] = {}
-    for number, line in enumerate(lines, 1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        match = _SH_ASSIGN.fullmatch(stripped)
-        if match is None:
-            raise ConfigError(f"{path}:{number}: embroker reads only variable assignments "
-                              f"(NAME=value) from rabbitmq-env.conf, not {stripped!r}")
-        value = _sh_value(match.group(2), known, f"{path}:{number}")
-        known[match.group(1)] = found[match.group(1)] = value
-    return found
-
-
-def _merge_env_file(environ: Mapping[str, str], file_vars: Mapping[str, str]) -> dict[str, str]:
-    """The environment, then rabbitmq-env.conf for what it leaves unset (rabbit_env's
-    re-export: a variable already set, prefixed or not, is kept)."""
-    merged = dict(environ)
-    for name, value in file_vars.items():
-        bare = name.removeprefix("RABBITMQ_")
-        if environ.get("RABBITMQ_" + bare) or environ.get(bare):
-            continue
-        merged[name] = value
-    return merged
-
+# -- the environment: embroker.control._env (the tools read it too) ----------------------------
 
 # -- rabbitmq.conf ----------------------------------------------------------------------------
 
@@ -620,14 +527,6 @@ def read_enabled_plugins(path: str) -> list[str]:
     return names
 
 
-def _short_host() -> str:
-    return socket.gethostname().split(".")[0]
-
-
-def _long_host() -> str:
-    return socket.getfqdn()
-
-
 def read_node_settings(environ: Mapping[str, str], *,
                        hostname: str | None = None) -> NodeSettings:
     """The settings of the node RabbitMQ 3.10 would start with ``environ`` (see the module's
@@ -645,17 +544,14 @@ def read_node_settings(environ: Mapping[str, str], *,
     """
     sys_prefix = environ.get("SYS_PREFIX", "")
     etc = os.path.join(sys_prefix or "/", "etc", "rabbitmq")
-    conf_env = _env(environ, "RABBITMQ_CONF_ENV_FILE") or os.path.join(etc, "rabbitmq-env.conf")
-    conf_env_file: str | None = None
-    if os.path.isfile(conf_env):
-        environ = _merge_env_file(environ, read_env_file(conf_env, environ))
-        conf_env_file = conf_env
+    environ, conf_env_file = environment(environ)
     unsupported: list[str] = []
 
     longname = _yes(_env(environ, "RABBITMQ_USE_LONGNAME") or "")
-    host = hostname or (_long_host() if longname else _short_host())
-    name = _env(environ, "RABBITMQ_NODENAME") or "rabbit"
-    node_name = name if "@" in name else f"{name}@{host}"
+    try:
+        node = node_name(environ, longnames=longname, hostname=hostname)
+    except NodeNameError as exc:
+        raise ConfigError(f"Invalid node name! {exc.reason} (RABBITMQ_NODENAME)") from None
 
     def port_var(var: str, default: int) -> int:
         value = _env(environ, var)
@@ -667,17 +563,18 @@ def read_node_settings(environ: Mapping[str, str], *,
 
     node_port = port_var("RABBITMQ_NODE_PORT", AMQP_PORT)
     dist_port = port_var("RABBITMQ_DIST_PORT", node_port + 20000)
+    dist_port_given = _env(environ, "RABBITMQ_DIST_PORT") is not None
     ip = _env(environ, "RABBITMQ_NODE_IP_ADDRESS") or "auto"
     amqp_listeners: tuple[Listener, ...] = (Listener(ip, node_port),)
 
     mnesia_base = _env(environ, "RABBITMQ_MNESIA_BASE") or os.path.join(
         sys_prefix or "/", "var", "lib", "rabbitmq", "mnesia")
-    mnesia_dir = _env(environ, "RABBITMQ_MNESIA_DIR") or os.path.join(mnesia_base, node_name)
-    pid_file = _env(environ, "RABBITMQ_PID_FILE") or os.path.join(mnesia_base, f"{node_name}.pid")
+    mnesia_dir = _env(environ, "RABBITMQ_MNESIA_DIR") or os.path.join(mnesia_base, node)
+    pid_file = _env(environ, "RABBITMQ_PID_FILE") or os.path.join(mnesia_base, f"{node}.pid")
     keep_pid_file = _yes(_env(environ, "RABBITMQ_KEEP_PID_FILE_ON_EXIT") or "")
     log_base = _env(environ, "RABBITMQ_LOG_BASE") or os.path.join(
         sys_prefix or "/", "var", "log", "rabbitmq")
-    main_log_file = _env(environ, "RABBITMQ_LOGS") or os.path.join(log_base, f"{node_name}.log")
+    main_log_file = _env(environ, "RABBITMQ_LOGS") or os.path.join(log_base, f"{node}.log")
 
     # Plugins.
     listed = _env(environ, "RABBITMQ_ENABLED_PLUGINS", keep_empty=True)
@@ -732,12 +629,42 @@ def read_node_settings(environ: Mapping[str, str], *,
 
     values = _Values(settings, unsupported)
     return values.build(
-        node_name=node_name, use_longname=longname, dist_port=dist_port,
+        node_name=node, use_longname=longname, dist_port=dist_port,
+        dist_port_given=dist_port_given, dist_interface=_dist_interface(environ),
         amqp_listeners=amqp_listeners, management_on=management_on, stream_on=stream_on,
         plugins=plugins, environ=environ, mnesia_base=mnesia_base, mnesia_dir=mnesia_dir,
         pid_file=pid_file, keep_pid_file_on_exit=keep_pid_file,
         log_base=log_base, main_log_file=main_log_file, config_files=tuple(files),
         conf_env_file=conf_env_file, advanced_config_file=advanced_file)
+
+
+#: ``-kernel inet_dist_use_interface {127,0,0,1}`` in an Erlang command line.
+_DIST_INTERFACE = re.compile(r"-kernel\s+inet_dist_use_interface\s+[\"']?\{([0-9a-fA-Fx#,\s]*)\}")
+
+
+def _dist_interface(environ: Mapping[str, str]) -> str:
+    """The address ``-kernel inet_dist_use_interface`` gives the Erlang distribution, in the
+    order ``erl`` reads its arguments (``ERL_AFLAGS``, the server script's
+    ``RABBITMQ_SERVER_ERL_ARGS``, ``_ADDITIONAL_ERL_ARGS`` and ``_START_ARGS``, ``ERL_FLAGS``,
+    ``ERL_ZFLAGS``: the last wins); ``"auto"`` (every interface) when none does."""
+    found = "auto"
+    texts = [environ.get("ERL_AFLAGS") or "",
+             *(_env(environ, f"RABBITMQ_SERVER_{v}") or ""
+               for v in ("ERL_ARGS", "ADDITIONAL_ERL_ARGS", "START_ARGS")),
+             environ.get("ERL_FLAGS") or "", environ.get("ERL_ZFLAGS") or ""]
+    for text in texts:
+        for match in _DIST_INTERFACE.finditer(text):
+            parts = [p.strip() for p in match.group(1).split(",")]
+            try:
+                numbers = [int(p.replace("16#", "0x"), 0) for p in parts]
+                address = ipaddress.ip_address(
+                    bytes(numbers) if len(numbers) == 4 else
+                    b"".join(n.to_bytes(2, "big") for n in numbers))
+            except (ValueError, OverflowError):
+                raise ConfigError(f"inet_dist_use_interface {{{match.group(1)}}}: no IP "
+                                  "address") from None
+            found = str(address)
+    return found
 
 
 class _Values:

@@ -17,7 +17,6 @@ tables' hash order, which no script can rely on.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import socket
 import sys
@@ -27,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, final
 
+from .._untrusted import json_dumps
 from ._client import NodeUnreachable, call
+from ._env import tool_node_name
 from ._format import csv_rows, json_rows, table_rows, table_value
 from ._help import BOLD, CLI_VERSION, PLAIN, usage
 from ._protocol import (
@@ -39,7 +40,7 @@ from ._protocol import (
     INFO_KEYS,
     ControlError,
 )
-from ._registry import NodeEntry, default_node_name, lookup, nodes_dir, qualify
+from ._registry import NodeEntry, UntrustedPath, lookup, nodes_dir
 
 __all__ = ["Invocation", "run"]
 
@@ -92,10 +93,16 @@ class Invocation:
 
     @property
     def node(self) -> str:
+        """The node meant, by the rule the node names itself by (:func:`._env.node_name`:
+        ``-n``, ``-l``, ``RABBITMQ_NODENAME`` and rabbitmq-env.conf, as RabbitMQ's CLI).
+
+        Raises:
+            ControlError: RabbitMQ's CLI refuses the name (exit 65), or rabbitmq-env.conf
+                cannot be read (78)."""
         given = self.options.get("node")
-        if given:
-            return qualify(str(given), longnames=bool(self.options.get("longnames")))
-        return default_node_name(self.environ)
+        return tool_node_name(self.environ, given=str(given) if given else None,
+                              longnames=True if self.options.get("longnames") else None,
+                              operation=self.command)
 
     @property
     def quiet(self) -> bool:
@@ -116,9 +123,13 @@ class Invocation:
             print(line, file=self.out)
 
     def entry(self) -> NodeEntry:
-        found = lookup(self.node, nodes_dir(self.environ))
+        node = self.node
+        try:
+            found = lookup(node, nodes_dir(self.environ))
+        except UntrustedPath as exc:  # (another user's folder: never read, one line)
+            raise ControlError(f"the node registry cannot be trusted: {exc}", 77) from None
         if found is None:
-            raise NodeUnreachable(self.node)
+            raise NodeUnreachable(node)
         return found
 
     def ask(self, operation: str, **arguments: Any) -> Any:
@@ -203,9 +214,10 @@ def _argument_error(inv: Invocation, spec: Command, reason: str, code: int = EX_
     return code
 
 
-def _unreachable(inv: Invocation) -> int:
+def _unreachable(inv: Invocation, exc: NodeUnreachable | None = None) -> int:
     node = inv.node
     host = node.partition("@")[2]
+    reason = exc.reason if exc is not None else None
     print(f"Error: unable to perform an operation on node '{node}'. Please see diagnostics "
           "information and suggestions below.\n\nMost common reasons for this are:\n\n"
           " * Target node is unreachable (e.g. due to hostname resolution, TCP connection or "
@@ -216,8 +228,9 @@ def _unreachable(inv: Invocation) -> int:
           " * Consult server logs on node " + node + "\n * If target node is configured to use "
           "long node names, don't forget to use --longnames with CLI tools\n\nDIAGNOSTICS\n"
           f"===========\n\nattempted to contact: ['{node}']\n\n{node}:\n  * unable to connect "
-          f"to the embroker node: no node named {node.partition('@')[0]!r} is registered on "
-          f"{host} (EMBROKER_NODES_DIR)\n", file=inv.err)
+          f"to the embroker node: " + (reason or f"no node named {node.partition('@')[0]!r} is "
+                                       f"registered on {host} (EMBROKER_NODES_DIR)") + "\n",
+          file=inv.err)
     return EX_UNAVAILABLE
 
 
@@ -279,8 +292,8 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
         code = spec.run(inv)
     except UsageError as exc:
         return _argument_error(inv, spec, str(exc), exc.code)
-    except NodeUnreachable:
-        return _unreachable(inv)
+    except NodeUnreachable as exc:
+        return _unreachable(inv, exc)
     except ControlError as exc:
         print(exc.message if exc.plain else f"Error:\n{exc.message}", file=err)
         return exc.code
@@ -406,7 +419,7 @@ def _json_text(value: Any) -> str:
     """A value RabbitMQ keeps as JSON text (a policy's definition, a runtime parameter's
     value), as every formatter prints it: that text (the json formatter's too, a string:
     ``"definition":"{\\"max-length\\":100}"``, recorded live)."""
-    return json.dumps(value, separators=(",", ":"))
+    return json_dumps(value, separators=(",", ":"))
 
 
 def _policy_rows(inv: Invocation, found: list[dict[str, Any]]) -> None:
@@ -429,7 +442,7 @@ def _list_operator_policies(inv: Invocation) -> None:
 
 def _limits_text(limits: Mapping[str, Any]) -> str:
     """Limits as RabbitMQ's tools print them: the JSON of an Erlang map, keys in order."""
-    return json.dumps(dict(limits), separators=(",", ":"), sort_keys=True)
+    return json_dumps(dict(limits), separators=(",", ":"), sort_keys=True)
 
 
 @command("list_vhost_limits", "list_vhost_limits [--vhost <vhost>] [--global] [--no-table-headers]")
@@ -444,7 +457,7 @@ def _list_vhost_limits(inv: Invocation) -> None:
     limits = found[0]["limits"]
     text = _limits_text(limits) if limits else ""  # (none: an empty line)
     if inv.options.get("formatter") == "json":
-        print(json.dumps({"node": inv.node, "result": "ok", "value": text},
+        print(json_dumps({"node": inv.node, "result": "ok", "value": text},
                          separators=(",", ":")), file=inv.out)
     else:
         print(text, file=inv.out)
@@ -462,7 +475,7 @@ def _list_user_limits(inv: Invocation) -> None:
         return
     text = _limits_text(found[0]["limits"])
     if inv.options.get("formatter") == "json":
-        print(json.dumps({"message": text}, separators=(",", ":")), file=inv.out)
+        print(json_dumps({"message": text}, separators=(",", ":")), file=inv.out)
     else:
         print(text, file=inv.out)
 
@@ -694,7 +707,7 @@ def _trace_off(inv: Invocation) -> None:
 def _export_definitions(inv: Invocation) -> None:
     path = inv.arguments[0]
     document = inv.ask("export_definitions")
-    text = json.dumps(document, separators=(",", ":"))
+    text = json_dumps(document, separators=(",", ":"))
     if path == "-":
         print(text, file=inv.out)
         return
@@ -708,22 +721,30 @@ def _export_definitions(inv: Invocation) -> None:
 @command("import_definitions", 'import_definitions <file_path | "-"> [--format <json | erlang>] '
          "[--skip-if-unchanged]", (0, 1))
 def _import_definitions(inv: Invocation) -> None:
+    """RabbitMQ's checks of the file are the tool's (its texts, exit 65); the document is read
+    and checked by the node's model (``Broker.load_definitions``), which says what is wrong
+    with it: the file by its absolute path (the node is this user's, on this machine), standard
+    input as its text."""
     path = inv.arguments[0] if inv.arguments else "-"
     if path == "-":
         inv.say("Importing definitions in JSON from standard input ...")
-        text = sys.stdin.read()
+        raw = getattr(sys.stdin, "buffer", None)
+        text = raw.read().decode("utf-8", "surrogateescape") if raw is not None else \
+            sys.stdin.read()
+        inv.ask("import_definitions", text=text)
     else:
+        file = Path(path)
+        if not file.exists():
+            raise UsageError(f"Bad argument: File {path} does not exist", EX_DATAERR)
         inv.say(f'Importing definitions in JSON from a file at "{path}" ...')
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise ControlError(f"could not read {path}: {exc.strerror}", EX_DATAERR) from None
-    try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise ControlError(f"Failed to deserialise input (format: json) (error: {exc})",
-                           EX_DATAERR) from None
-    inv.ask("import_definitions", definitions=document)
+        if file.is_dir():
+            raise ControlError(f"Path {path} is a directory", EX_DATAERR)
+        if not os.access(file, os.R_OK):
+            raise ControlError(f"No permissions to read from file {path} or its parent "
+                               "directory", EX_DATAERR)
+        if file.stat().st_size == 0:
+            raise ControlError(f"File {path} is zero-sized", EX_DATAERR)
+        inv.ask("import_definitions", path=os.path.abspath(file))
     print("Successfully started definition import. This process is asynchronous and can "
           "take some time.", file=inv.out)
 
@@ -735,7 +756,7 @@ def _version(inv: Invocation) -> None:
     """The tools' own version (RabbitMQ's: no node is asked)."""
     formatter = inv.options.get("formatter")
     if formatter == "json":
-        print(json.dumps({"node": inv.node, "result": "ok", "value": {"version": CLI_VERSION}},
+        print(json_dumps({"node": inv.node, "result": "ok", "value": {"version": CLI_VERSION}},
                          separators=(",", ":")), file=inv.out)
     elif formatter == "csv":
         print(f'"version"\n"{CLI_VERSION}"', file=inv.out)
@@ -971,7 +992,7 @@ def _status(inv: Invocation) -> None:
     inv.say(f"Status of node {inv.node} ...")
     status = inv.ask("status")
     if inv.options.get("formatter") == "json":
-        print(json.dumps(status, separators=(",", ":")), file=inv.out)
+        print(json_dumps(status, separators=(",", ":")), file=inv.out)
         return
     out = inv.out
 
@@ -1040,7 +1061,7 @@ def _server_version(inv: Invocation) -> None:
     inv.say(f"Asking node {inv.node} for its RabbitMQ version...")
     version = inv.ask("status")["rabbitmq_version"]
     if inv.options.get("formatter") == "json":  # (RabbitMQ's: no node key here)
-        print(json.dumps({"result": "ok", "value": version}, separators=(",", ":")),
+        print(json_dumps({"result": "ok", "value": version}, separators=(",", ":")),
               file=inv.out)
     else:
         print(version, file=inv.out)
@@ -1068,7 +1089,7 @@ def _alarms(inv: Invocation) -> None:
     inv.say(f"Asking node {inv.node} to report any known resource alarms ...")
     alarms = inv.ask("alarms")
     if inv.options.get("formatter") == "json":
-        print(json.dumps([{"node": inv.node, "resource": a, "type": "resource_alarm"}
+        print(json_dumps([{"node": inv.node, "resource": a, "type": "resource_alarm"}
                           for a in alarms], separators=(",", ":")), file=inv.out)
         return
     if not alarms:
@@ -1082,7 +1103,7 @@ def _listeners(inv: Invocation) -> None:
     inv.say(f"Asking node {inv.node} to report its protocol listeners ...")
     found = inv.ask("listeners")
     if inv.options.get("formatter") == "json":
-        print(json.dumps(found, separators=(",", ":")), file=inv.out)
+        print(json_dumps(found, separators=(",", ":")), file=inv.out)
         return
     for listener in found:
         print(f"Interface: {listener['interface']}, port: {listener['port']}, protocol: "
@@ -1125,4 +1146,4 @@ def _check_port_listener(inv: Invocation) -> None:
 @command("environment", "environment", (0, 0), ("rabbitmqctl", "rabbitmq-diagnostics"))
 def _environment(inv: Invocation) -> None:
     inv.say(f"Application environment of node {inv.node} ...")
-    print(json.dumps(inv.ask("environment"), separators=(",", ":")), file=inv.out)
+    print(json_dumps(inv.ask("environment"), separators=(",", ":")), file=inv.out)

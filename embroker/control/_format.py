@@ -16,6 +16,10 @@ table as Erlang's ``~tp`` of ``[{Key, Value}]`` (``[{"x-max-length",10}]``), ato
 joined by ``", "`` in brackets, a map as ``#{k => v}``, ``true``/``false``; the JSON formatter
 writes one object per row (``[`` and ``]`` on lines of their own, rows after the first starting
 with ``,``) and turns tuples into lists, as Elixir's JSON encoder does.
+
+Text a client chose is written as the management API writes it (:func:`_written`): a table's
+string value that is no UTF-8 as ``"Not UTF-8, base64 is: ..."``, other such bytes as U+FFFD.
+(RabbitMQ 3.10.8's tools fail on them, exit 70, with either formatter.)
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import io
 import json
 from collections.abc import Sequence
 from typing import Any
+
+from .._untrusted import json_dumps, json_text, utf8_safe
 
 __all__ = ["csv_rows", "json_rows", "table_rows", "table_value"]
 
@@ -66,7 +72,29 @@ def _term(value: Any) -> str:
         return "[" + ",".join(_term(v) for _type, v in value["$array"]) + "]"
     if isinstance(value, list):
         return "[" + ",".join(map(_term, value)) + "]"
-    return json.dumps(value)
+    return json_dumps(value)
+
+
+def _written(value: Any, *, in_table: bool = False) -> Any:
+    """``value`` (a row's, from the node) with its strings as the management API writes what a
+    client chose (:mod:`embroker._untrusted`): a string value of an AMQP table or array by
+    ``utf8_safe``, any other string (a name, a key) by ``json_text``."""
+    if isinstance(value, str):
+        return utf8_safe(value) if in_table else json_text(value)
+    if isinstance(value, list):
+        return [_written(v, in_table=in_table) for v in value]
+    if isinstance(value, dict):
+        if "$table" in value:
+            return {"$table": [[json_text(k), t, _written(v, in_table=True)]
+                               for k, t, v in value["$table"]]}
+        if "$array" in value:
+            return {"$array": [[t, _written(v, in_table=True)] for t, v in value["$array"]]}
+        return {json_text(k): _written(v, in_table=in_table) for k, v in value.items()}
+    return value
+
+
+def _rows_written(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    return [[_written(v) for v in row] for row in rows]
 
 
 def table_value(value: Any) -> str:
@@ -141,14 +169,15 @@ def table_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
     """The lines of the table formatter: a header (unless ``headers`` is false), then one
     tab-separated line per row."""
     lines = ["\t".join(columns)] if headers and rows else []
-    lines += ["\t".join(table_value(v) for v in row) for row in rows]
+    lines += ["\t".join(table_value(v) for v in row) for row in _rows_written(rows)]
     return lines
 
 
 def json_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """The JSON formatter's text for rows (without its final newline)."""
     objects = [json.dumps({c: _json_value(v) for c, v in zip(columns, row, strict=True)},
-                          separators=(",", ":"), ensure_ascii=False) for row in rows]
+                          separators=(",", ":"), ensure_ascii=False)
+               for row in _rows_written(rows)]
     return "[\n" + "\n,".join(objects) + ("\n" if objects else "") + "]"
 
 
@@ -158,5 +187,5 @@ def csv_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
     writer.writerow(columns)
-    writer.writerows([table_value(v) for v in row] for row in rows)
+    writer.writerows([table_value(v) for v in row] for row in _rows_written(rows))
     return out.getvalue()

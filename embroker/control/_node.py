@@ -17,6 +17,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
@@ -115,6 +116,10 @@ class Node:
         plugin_ports: where ``rabbitmq-plugins enable`` opens a listener plugin's port on the
             running node (default RabbitMQ's: 15672 and 5552; ``None``: no plain port, as
             ``stream.listeners.tcp = none``).
+        dist: where the control port listens, as RabbitMQ's distribution would: its host
+            (``"auto"``: every interface), its port (0: any free one), and whether the port was
+            named (``RABBITMQ_DIST_PORT``): a port only implied by a default gives way to a free
+            one when it is taken (:attr:`dist_moved` says so).
     """
 
     def __init__(self, broker: Broker, server: Server, name: str, *,
@@ -122,7 +127,8 @@ class Node:
                  enabled_plugins_file: Path | None = None, data_dir: Path | None = None,
                  config_files: Iterable[Path] = (), log_file: Path | None = None,
                  folder: Path | None = None,
-                 plugin_ports: Mapping[str, int | None] | None = None) -> None:
+                 plugin_ports: Mapping[str, int | None] | None = None,
+                 dist: tuple[str, int, bool] = ("127.0.0.1", 0, False)) -> None:
         self.broker = broker
         self.server = server
         self.name = name
@@ -143,6 +149,9 @@ class Node:
             "rabbitmq_management": 15672, "rabbitmq_stream": 5552, **(plugin_ports or {})}
         self._entry: NodeEntry | None = None
         self._views: ManagementAPI | None = None
+        self.dist = dist
+        #: The implied port the control port could not have (taken), when it took another.
+        self.dist_moved: int | None = None
 
     def __repr__(self) -> str:
         return f"<Node {self.name} control port {self.control_port}>"
@@ -170,9 +179,22 @@ class Node:
             NodeNameInUse: a live node has the name.
         """
         cookie = NodeEntry.new_cookie()
-        service = ControlService(self, cookie, OPERATIONS)
-        port = self.server.serve_control(service, service.screen)
-        self._entry = NodeEntry(self.name, os.getpid(), port, cookie, self._ports())
+        service = ControlService(self, OPERATIONS)
+        host, wanted, named = self.dist
+        try:
+            if not 0 <= wanted <= 65535:
+                raise PortInUse(host, wanted)
+            port = self.server.serve_control(service, service.screen, name=self.name,
+                                             cookie=cookie, host=host, port=wanted)
+        except PortInUse:
+            if named:
+                raise
+            port = self.server.serve_control(service, service.screen, name=self.name,
+                                             cookie=cookie, host=host, port=0)
+            self.dist_moved = wanted
+        self._entry = NodeEntry(self.name, os.getpid(), port, cookie, self._ports(),
+                                host="127.0.0.1" if host in ("auto", "0.0.0.0") else
+                                "::1" if host == "::" else host)
         register(self._entry, self._folder)
         return self
 
@@ -212,7 +234,9 @@ class Node:
                   "purpose": PURPOSES[name], "node": self.name}
                  for name, port in self._ports().items()] if self.app_running else []
         if self.control_port is not None:  # (RabbitMQ's: its distribution port, for its CLI)
-            found.insert(0, {"interface": "127.0.0.1", "port": self.control_port,
+            dist = self.dist[0]
+            found.insert(0, {"interface": "[::]" if dist in ("auto", "0.0.0.0", "::") else dist,
+                             "port": self.control_port,
                              "protocol": "clustering", "purpose": PURPOSES["clustering"],
                              "node": self.name})
         return found
@@ -283,8 +307,7 @@ class Node:
     def _reregister(self) -> None:
         """The registry file again, with the ports served now."""
         if self._entry is not None:
-            self._entry = NodeEntry(self.name, self._entry.pid, self._entry.control_port,
-                                    self._entry.cookie, self._ports())
+            self._entry = replace(self._entry, ports=self._ports())
             register(self._entry, self._folder)
 
     @property

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import json
 import os
 from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._untrusted import json_loads
 from .._version import __version__
-from ..errors import AMQPError
+from ..errors import AMQPError, DefinitionsError
 from ..fieldtypes import field_type
 from ..management import _views as views
-from ..model._definitions import vhost_metadata
+from ..model._definitions import read_file, vhost_metadata
+from ..model._definitions_schema import NOT_JSON, parse
 from ._protocol import (
     EX_DATAERR,
     EX_NOUSER,
@@ -702,7 +703,7 @@ _BADARG = "JSON decoding error. Reason: badarg"
 
 def _json_argument(arguments: Mapping[str, Any], name: str) -> Any:
     try:
-        return json.loads(_text(arguments, name))
+        return json_loads(_text(arguments, name))
     except ValueError:
         raise ControlError(_BADARG, EX_UNAVAILABLE) from None
 
@@ -854,15 +855,34 @@ def _export_definitions(node: Node, arguments: dict[str, Any]) -> Any:
 
 @operation("import_definitions")
 def _import_definitions(node: Node, arguments: dict[str, Any]) -> Any:
-    document = arguments.get("definitions")
-    if not isinstance(document, dict):
-        raise ControlError("the definitions are no JSON object", EX_DATAERR)
-    from ..errors import DefinitionsError
-
+    """The whole broker's import (``rabbit_definitions:import_parsed/1``: each item names its
+    vhost) of the file at ``path`` or of ``text``, read and checked by the model; its refusal
+    as RabbitMQ's tool prints it: a document that is no JSON is 65 ``Failed to deserialise
+    input``, one that is no object 70, an item in a vhost that does not exist 65 ``Virtual
+    host '...' does not exist``, any other refusal 69 with its text (RabbitMQ's tool prints an
+    Erlang term or its crash for most of them)."""
+    path, text = arguments.get("path"), arguments.get("text")
     try:
-        node.broker.load_definitions(document)
+        if isinstance(path, str):
+            document = read_file(path)
+        elif isinstance(text, str):
+            document = parse(text.encode("utf-8", "surrogateescape"))
+        else:
+            raise ControlError("import_definitions: a path or a text", EX_USAGE)
     except DefinitionsError as exc:
-        raise ControlError(str(exc), EX_DATAERR) from None
+        if exc.reason == NOT_JSON:
+            raise ControlError(f"Failed to deserialise input (format: JSON) (error: "
+                               f"{exc.text})", EX_DATAERR) from None
+        raise ControlError(exc.text, EX_DATAERR) from None
+    try:
+        node.broker.load_definitions(document, vhost=None)
+    except DefinitionsError as exc:
+        reason = exc.reason
+        if isinstance(reason, list) and reason[:1] == ["no_such_vhost"]:
+            raise ControlError(f"Virtual host '{reason[1]}' does not exist", EX_DATAERR,
+                               plain=True) from None
+        raise ControlError(exc.text, EX_SOFTWARE if reason == NOT_JSON else EX_UNAVAILABLE
+                           ) from None
     return None
 
 

@@ -1,16 +1,13 @@
-"""What the tools and a node share of the control interface: the cookie's header, the error a
-command fails with, the tools' exit codes, and what each listing may show. Light on purpose:
-the tools import it, and nothing of the broker (see :mod:`._ctl`)."""
+"""What the tools and a node share of the control interface: the error a command fails with,
+the tools' exit codes, and what each listing may show (the handshake is :mod:`._handshake`).
+Light on purpose: the tools import it, and nothing of the broker (see :mod:`._ctl`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["COOKIE_HEADER", "EX_DATAERR", "EX_NOUSER", "EX_SOFTWARE", "EX_TEMPFAIL",
+__all__ = ["EX_DATAERR", "EX_NOUSER", "EX_SOFTWARE", "EX_TEMPFAIL",
            "EX_UNAVAILABLE", "EX_USAGE", "INFO_KEYS", "ControlError"]
-
-#: The header every request carries the node's cookie in.
-COOKIE_HEADER = "x-embroker-cookie"
 
 #: The tools' exit codes (sysexits.h, as RabbitMQ's tools use them).
 EX_USAGE, EX_DATAERR, EX_NOUSER, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL = 64, 65, 67, 69, 70, 75

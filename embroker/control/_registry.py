@@ -3,14 +3,18 @@
 RabbitMQ's command-line tools reach a node by its name (``rabbit@host``): epmd on that host
 tells them the node's distribution port, and the Erlang cookie in ``~/.erlang.cookie`` lets them
 in. embroker's tools do the same with a folder: each running node writes one file there, named
-after the node, holding its process id, the loopback port of its control interface, the secret
-that port asks for (the node's cookie) and the ports it serves. The folder is the user's alone
-(mode 0700, files 0600), so only the user who started a node can drive it, as with Erlang's
-cookie.
+after the node, holding its process id, the address and port of its control interface (where
+RabbitMQ's distribution would listen), the secret both sides prove they know before anything
+else is said (the node's cookie: :mod:`._handshake`) and the ports it serves.
 
 The folder is ``$EMBROKER_NODES_DIR`` if set, else ``embroker-<uid>/nodes`` under the system's
-temporary folder. A file whose process is gone is stale: lookups ignore it and the next node of
-that name replaces it.
+temporary folder, and it is the user's alone: every level of it is checked
+(:mod:`embroker._hostfiles`), a folder another user made or can write is refused with one line
+(:class:`~embroker._hostfiles.UntrustedPath`), never used; the files are made 0600 and renamed
+into place, and a file the user does not own is ignored as if it were not there. So only the
+user who started a node can drive it, as with Erlang's cookie, and no one else can pose as it.
+A file whose process is gone is stale: lookups ignore it and the next node of that name
+replaces it.
 """
 
 from __future__ import annotations
@@ -19,53 +23,36 @@ import contextlib
 import json
 import os
 import secrets
-import socket
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, final
 
-__all__ = ["NodeEntry", "NodeNameInUse", "default_node_name", "entries", "lookup",
-           "nodes_dir", "qualify", "register", "short_host", "unregister"]
+from .._hostfiles import UntrustedPath, private_folder, read_file, user_folder, write_file
+
+__all__ = ["NodeEntry", "NodeNameInUse", "UntrustedPath", "entries", "lookup", "nodes_dir",
+           "register", "unregister"]
 
 
 class NodeNameInUse(Exception):
     """A live node already has this name (RabbitMQ: "node with name ... already running")."""
 
 
-def short_host() -> str:
-    """This machine's short host name, the host part of RabbitMQ's default node name."""
-    return socket.gethostname().split(".")[0] or "localhost"
-
-
-def qualify(name: str, *, longnames: bool = False) -> str:
-    """A node name as RabbitMQ's tools complete it: ``rabbit`` -> ``rabbit@<host>`` (the short
-    host name, or the full one with ``longnames``)."""
-    if "@" in name:
-        return name
-    host = socket.getfqdn() if longnames else short_host()
-    return f"{name}@{host}"
-
-
-def default_node_name(environ: Mapping[str, str] | None = None) -> str:
-    """``RABBITMQ_NODENAME`` completed with this host, else ``rabbit@<host>``."""
-    environ = os.environ if environ is None else environ
-    return qualify(environ.get("RABBITMQ_NODENAME") or "rabbit",
-                   longnames=environ.get("RABBITMQ_USE_LONGNAME", "").lower() == "true")
+#: What a refusal of the registry's folder tells the user to do.
+_FIX = "remove it, or give a folder of your own in EMBROKER_NODES_DIR"
 
 
 def nodes_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The registry's folder (made, the user's alone, when missing)."""
+    """The registry's folder, checked (made 0700 when missing).
+
+    Raises:
+        UntrustedPath: it, or a level above it, belongs to another user or others can write it.
+    """
     environ = os.environ if environ is None else environ
     given = environ.get("EMBROKER_NODES_DIR")
     if given:
-        folder = Path(given)
-    else:
-        uid = os.getuid() if hasattr(os, "getuid") else 0
-        folder = Path(tempfile.gettempdir()) / f"embroker-{uid}" / "nodes"
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return folder
+        return private_folder(given, fix=_FIX)
+    return user_folder("nodes", fix=_FIX)
 
 
 @final
@@ -80,6 +67,8 @@ class NodeEntry:
     #: The ports served, by RabbitMQ's listener names (``amqp``, ``amqp/ssl``, ``stream``,
     #: ``http``...), for ``rabbitmq-diagnostics listeners`` and tools that poll a port.
     ports: dict[str, int] = field(default_factory=dict)
+    #: The address the tools call the control port on (loopback when it listens on every
+    #: interface).
     host: str = "127.0.0.1"
 
     @staticmethod
@@ -108,10 +97,15 @@ def _path(name: str, folder: Path) -> Path:
 
 
 def _read(path: Path) -> NodeEntry | None:
+    """The entry in the file at ``path``; ``None`` when there is none that can be trusted (a
+    file another user owns or can write, a symlink: :func:`embroker._hostfiles.read_file`)."""
+    content = read_file(path)
+    if content is None:
+        return None
     try:
-        data: dict[str, Any] = json.loads(path.read_text())
+        data: dict[str, Any] = json.loads(content)
         return NodeEntry(**data)
-    except (OSError, ValueError, TypeError):
+    except (ValueError, TypeError):
         return None
 
 
@@ -145,15 +139,7 @@ def register(entry: NodeEntry, folder: Path | None = None) -> Path:
     other = _read(path)
     if other is not None and other.pid != entry.pid and other.alive:
         raise NodeNameInUse(entry.name)
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as file:  # mkstemp's file is 0600 already
-            json.dump(asdict(entry), file)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    write_file(path, json.dumps(asdict(entry)).encode())
     return path
 
 

@@ -7,24 +7,32 @@ The AMQP port is bound before anything else is announced and served as soon as t
 so a tool that polls it may use it at once. The node logs to its log file
 (``RABBITMQ_LOGS``/``log.file``, else ``$RABBITMQ_LOG_BASE/NODE.log``), never to a pipe it was
 given: a pipe nobody reads cannot stop it. What it cannot honour of the configuration is named
-on stderr, one line per key, before it starts.
+on stderr, one line per key, before it starts. A start that fails says why in one line on
+stderr and, as RabbitMQ's ``BOOT FAILED`` lines, in the log: with ``-detached`` (no stderr) the
+log is where the reason is.
+
+The control port listens where RabbitMQ's distribution would (``RABBITMQ_DIST_PORT``, else the
+AMQP port + 20000; on every interface unless ``inet_dist_use_interface`` says otherwise): a port
+``RABBITMQ_DIST_PORT`` names must be had; one only implied (25672, the machine's RabbitMQ's)
+gives way to a free one, said once, and the registry tells the tools.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import logging
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import IO
 
 from .._broker import Broker
+from .._hostfiles import UntrustedPath, append_file, user_folder
 from ..errors import AMQPError, DefinitionsError
 from ..server import PortInUse, Server
 from ._config import ConfigError, NodeSettings, read_node_settings
@@ -33,25 +41,49 @@ from ._node import Node
 from ._plugins_cli import DEFAULT_ENABLED_PLUGINS_FILE
 from ._registry import NodeNameInUse, lookup
 
+log = logging.getLogger("embroker.control")
+
 __all__ = ["main"]
 
 
-def _log_file(settings: NodeSettings, err: IO[str]) -> Path | None:
-    """Where the node logs: the configured file when it can be written, else one under the
-    temporary folder (said on stderr)."""
+def _log_file(settings: NodeSettings, err: IO[str]) -> tuple[Path, IO[str]] | None:
+    """Where the node logs, and the file opened for it (``None``: nowhere): the configured file
+    (its folder made when missing), never through a symlink nor into a file another user owns
+    or has a name for (:func:`embroker._hostfiles.append_file`); when it cannot be written,
+    ``embroker-UID/log/NODE.log`` in the temporary folder, a folder of the user's own (said on
+    stderr). RabbitMQ 3.10.8 refuses to start then ("failed to open log file at ..."); embroker
+    logs where only the user can read and write.
+
+    Raises:
+        UntrustedPath: neither can be used.
+    """
     if settings.log_file == "false" or settings.main_log_file == "-":
         return None
     wanted = Path(settings.log_file or settings.main_log_file or
                   Path(settings.log_base) / f"{settings.node_name}.log")
     try:
         wanted.parent.mkdir(parents=True, exist_ok=True)
-        with wanted.open("a"):
-            pass
-        return wanted
-    except OSError:
-        fallback = Path(tempfile.gettempdir()) / f"embroker-{settings.node_name}.log"
-        print(f"embroker: cannot write the log file {wanted}; logging to {fallback}", file=err)
-        return fallback
+        return wanted, _open_log(wanted)
+    except (OSError, UntrustedPath) as exc:
+        fallback = user_folder("log") / f"{settings.node_name}.log"
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(f"embroker: cannot write the log file {wanted} ({reason}); logging to "
+              f"{fallback}", file=err)
+        return fallback, _open_log(fallback)
+
+
+def _open_log(path: Path) -> IO[str]:
+    return io.TextIOWrapper(append_file(path), encoding="utf-8", errors="backslashreplace",
+                            line_buffering=True)
+
+
+def _boot_failed(line: str, err: IO[str]) -> None:
+    """Why the node did not start: one line on stderr, and in the log as RabbitMQ's
+    ``rabbit_prelaunch_errors:log_message/1`` writes it (``BOOT FAILED``, its underline, the
+    reason), each line an error record: a ``-detached`` node has no stderr."""
+    print(line, file=err)
+    for text in ("", "BOOT FAILED", "===========", line, ""):
+        log.error(text)
 
 
 # -- the pid file (RABBITMQ_PID_FILE) -------------------------------------------------------------
@@ -136,7 +168,13 @@ def _data_dir(settings: NodeSettings) -> Path:
     """The node's data folder, for the disk monitor: embroker keeps nothing on disk, so it
     makes no folder; the nearest one that exists on the way to RabbitMQ's is watched."""
     folder = Path(settings.mnesia_dir or Path(settings.mnesia_base) / settings.node_name)
-    while not folder.exists() and folder.parent != folder:
+    while folder.parent != folder:
+        try:
+            if folder.is_dir():
+                os.statvfs(folder)  # (what the monitor will ask of it)
+                return folder
+        except OSError:  # (a folder the node cannot read, as RabbitMQ goes on beside one)
+            pass
         folder = folder.parent
     return folder
 
@@ -155,7 +193,11 @@ def build(settings: NodeSettings) -> tuple[Broker, Server]:
             broker.set_permissions(user, *settings.default_permissions,
                                    vhost=settings.default_vhost)
     for path in settings.definitions:
-        broker.load_definitions(path)
+        # As RabbitMQ's boot import (rabbit_definitions:import_raw/1): each item names its vhost
+        try:
+            broker.load_definitions(path, vhost=None)
+        except DefinitionsError as exc:
+            raise DefinitionsError(f"cannot load the definitions {path}: {exc.line}") from None
     server = Server(broker, **settings.server_kwargs())
     kind, value = settings.vm_memory_high_watermark
     fraction, absolute = (value, None) if kind == "relative" else (None, int(value))
@@ -189,7 +231,12 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
         print(f"embroker: {exc}", file=err)
         return 78  # (EX_CONFIG, as RabbitMQ's prelaunch exits on a bad configuration)
     if "-detached" in argv:
-        if lookup(settings.node_name) is not None:
+        try:
+            running = lookup(settings.node_name)
+        except UntrustedPath as exc:
+            print(f"embroker: the node registry cannot be trusted: {exc}", file=err)
+            return 77
+        if running is not None:
             print(f"ERROR: node with name \"{settings.node_name.partition('@')[0]}\" is "
                   f"already running on host \"{settings.node_name.partition('@')[2]}\"",
                   file=err)
@@ -197,34 +244,58 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
         return _detach(argv, err)
     for line in settings.unsupported:
         print(f"embroker: not honoured: {line}", file=err)
-    log_file = _log_file(settings, err)
+    try:
+        logged = _log_file(settings, err)
+    except UntrustedPath as exc:
+        print(f"embroker: cannot log: {exc}", file=err)
+        return 77
+    log_file = logged[0] if logged is not None else None
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s [%(levelname)s] %(name)s: %(message)s",
-        handlers=[logging.FileHandler(log_file) if log_file is not None
+        handlers=[logging.StreamHandler(logged[1]) if logged is not None
                   else logging.NullHandler()])
     try:
         broker, server = build(settings)
     except PortInUse as exc:
-        print(f"embroker: cannot listen: {exc} (held by another broker, a RabbitMQ?); give "
-              "the node other ports (RABBITMQ_NODE_PORT, listeners.* in rabbitmq.conf, or "
-              "fewer plugins in RABBITMQ_ENABLED_PLUGINS_FILE)", file=err)
+        _boot_failed(f"embroker: cannot listen: {exc} (held by another broker, a RabbitMQ?); "
+                     "give the node other ports (RABBITMQ_NODE_PORT, listeners.* in "
+                     "rabbitmq.conf, or fewer plugins in RABBITMQ_ENABLED_PLUGINS_FILE)", err)
         return 75
     except (DefinitionsError, AMQPError, OSError, ValueError) as exc:
-        print(f"embroker: cannot start node {settings.node_name}: {exc}", file=err)
+        _boot_failed(f"embroker: cannot start node {settings.node_name}: {exc}", err)
         return 70
     node = Node(broker, server, settings.node_name,
                 enabled_plugins_file=Path(os.environ.get("RABBITMQ_ENABLED_PLUGINS_FILE")
                                           or DEFAULT_ENABLED_PLUGINS_FILE),
                 data_dir=_data_dir(settings),
                 config_files=[Path(p) for p in settings.config_files], log_file=log_file,
-                plugin_ports=settings.plugin_ports)
+                plugin_ports=settings.plugin_ports,
+                dist=(settings.dist_interface, settings.dist_port, settings.dist_port_given))
     try:
         node.start()
     except NodeNameInUse:
         server.stop()
-        print(f"ERROR: node with name \"{settings.node_name.partition('@')[0]}\" is already "
-              f"running on host \"{settings.node_name.partition('@')[2]}\"", file=err)
+        _boot_failed(f"ERROR: node with name \"{settings.node_name.partition('@')[0]}\" is "
+                     f"already running on host \"{settings.node_name.partition('@')[2]}\"", err)
         return 75
+    except PortInUse as exc:  # (RABBITMQ_DIST_PORT named it: RabbitMQ's own refusal, and why)
+        server.stop()
+        _boot_failed(f"ERROR: could not bind to distribution port {exc.port} on host "
+                     f"{settings.node_name.partition('@')[2]}: it is in use (by a RabbitMQ "
+                     "node?); choose another RABBITMQ_DIST_PORT, or unset it for a free port",
+                     err)
+        return 75
+    except UntrustedPath as exc:
+        server.stop()
+        _boot_failed(f"embroker: the node registry cannot be trusted: {exc}", err)
+        return 77
+    if node.dist_moved is not None:
+        moved = (f"embroker: port {node.dist_moved} (the Erlang distribution's, where "
+                 "rabbitmqctl reaches a RabbitMQ node) is in use, perhaps by RabbitMQ: node "
+                 f"{settings.node_name}'s control port is {node.control_port} instead, which "
+                 "the node registry tells the tools (RABBITMQ_DIST_PORT=N chooses)")
+        print(moved, file=err)
+        log.warning(moved)
 
     pid_file = _start_pid_file(settings, err)
 

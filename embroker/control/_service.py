@@ -7,23 +7,24 @@ listener's own loop (``Server.serve_control``), parsed by the management API's b
 arguments, answered ``200`` with ``{"result": ...}`` or ``{"error": {...}}``. The tools format
 the answer (:mod:`._ctl`).
 
-Authorization is the node's cookie, as with Erlang's: every request carries it in the
-``x-embroker-cookie`` header, compared in constant time, and a request without it is refused
-from its headers alone, before a byte of its body is kept. The cookie is in the node's registry
-file, which only the user who started the node can read (:mod:`._registry`). Whoever holds it
-may do everything, as whoever holds an Erlang cookie may.
+Authorization is the node's cookie, as with Erlang's: before a byte of HTTP, the tool and the
+node each prove they know it, and the node proves its name (:mod:`._handshake`, on the
+listener's side ``Server.serve_control``); a connection that does not is closed having run
+nothing. The cookie is in the node's registry file, which only the user who started the node
+can read (:mod:`._registry`). Whoever holds it may do everything, as whoever holds an Erlang
+cookie may. A request is still screened from its headers alone (method, path, operation)
+before a byte of its body is kept.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import AccessControlError, AMQPError, PolicyError
 from ..management._http import Request, Response, Work
-from ._protocol import COOKIE_HEADER, ControlError
+from ._protocol import ControlError
 
 if TYPE_CHECKING:
     from ._node import Node
@@ -39,18 +40,14 @@ def _json(status: int, value: Any) -> Response:
 class ControlService:
     """The application of the control port (see the module's docstring)."""
 
-    def __init__(self, node: Node, cookie: str,
+    def __init__(self, node: Node,
                  operations: dict[str, Callable[[Node, dict[str, Any]], Any]]) -> None:
         self.node = node
-        self._cookie = cookie.encode()
         self._operations = operations
 
     def screen(self, request: Request) -> Response | None:
-        """Refuse from the headers alone: another method, another path, no or a wrong cookie."""
-        given = request.headers.get(COOKIE_HEADER, "").encode()
-        if not hmac.compare_digest(given, self._cookie):
-            return _json(403, {"error": {"message": "the node's cookie is wrong", "code": 77,
-                                         "plain": False}})
+        """Refuse from the headers alone: another method, another path, no such operation
+        (the tool proved it knows the cookie before its first request: :mod:`._handshake`)."""
         segments = request.segments
         if request.method != "POST" or len(segments) != 2 or segments[0] != "op":
             return _json(404, {"error": {"message": "no such route", "code": 70,

@@ -22,8 +22,16 @@ body's schema (:mod:`._routes`). A request goes through RabbitMQ's steps
 4. the body, read by the method's schema (400 ``bad_request`` with RabbitMQ's reason);
 5. the handler: whether what the path names exists (404), then the work.
 
+Before them, the path must decode (cowboy's router: a ``%`` not followed by two hex digits is a
+400 with no body), and a path that names no route, the console's files' and the API's alike,
+may not hold a NUL, ``/`` or ``\\`` inside a segment (``cowboy_static``: 400, no body; RabbitMQ
+3.10.8 answered both so, checked live). The console's files are looked up among the files the
+console has, never on the file system by the path's text.
+
 Steps 1 to 3 need only the request's headers: :meth:`ManagementAPI.screen` runs them before
-the body is read, so a client that may not use a route never gets a byte of its body buffered.
+the body is read, so a client that may not use a route never gets a byte of its body buffered;
+it also says whether the route takes a body at all (a PUT's or a POST's), and the HTTP layer
+answers a request whose route takes none without reading its body (``Request.takes_body``).
 Steps 2 and 3 are the request's login, counted once as an ``http`` authentication attempt
 (``broker.access.attempts``) by the model's access control, as RabbitMQ counts its
 ``is_authorized``: a request the screen let through is not counted again.
@@ -49,13 +57,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
+import functools
+import logging
+import re
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
+from .._untrusted import json_bytes, json_dumps, log_text
 from .._version import __version__
 from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound
 from ..model._access import NO_ITEM, ManagementRefused, Rule, User
@@ -71,12 +82,43 @@ if TYPE_CHECKING:
 
 __all__ = ["ManagementAPI"]
 
+#: Refused logins (``HTTP access denied: ...``, as RabbitMQ warns of them).
+log = logging.getLogger("embroker.management")
+
 _STATIC = Path(__file__).with_name("console")
 _CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                   ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml",
                   ".png": "image/png"}
 CHALLENGE = ("www-authenticate", 'Basic realm="RabbitMQ Management"')
 _JSON = [("content-type", "application/json"), ("cache-control", "no-cache")]
+#: A ``%`` not followed by two hex digits: a path cowboy's router cannot decode.
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+#: What ``cowboy_static`` refuses inside a segment of a path it serves (``validate_reserved``).
+_RESERVED = ("\0", "/", "\\")
+
+
+def _bad_request() -> Response:
+    """RabbitMQ's answer to a path it cannot take (cowboy's 400, with no body)."""
+    return Response(400, b"")
+
+
+def _segments(request: Request) -> list[str] | None:
+    """The path's segments, percent-decoded; ``None`` for a path that does not decode."""
+    return None if _BAD_ESCAPE.search(request.path) else request.segments
+
+
+def _reserved(segments: list[str]) -> bool:
+    """Whether a segment holds what no file's name may (``cowboy_static``'s 400)."""
+    return any(c in segment for segment in segments for c in _RESERVED)
+
+
+@functools.cache
+def _console_files() -> dict[str, Path]:
+    """The console's files by their path under it (``"index.html"``, ``"console.js"``): what
+    a path may name, looked up here rather than on the file system by the path's text."""
+    root = _STATIC.resolve()
+    return {path.relative_to(root).as_posix(): path for path in sorted(root.rglob("*"))
+            if path.is_file() and not path.is_symlink()}
 
 
 @final
@@ -126,7 +168,9 @@ class ManagementAPI:
     def begin(self, request: Request) -> Response | Pending:
         """Answer a whole request (the body read), or begin to: a handler that works in steps
         (:mod:`._steps`) is :class:`Pending`, whose steps the caller takes one at a time."""
-        segments = request.segments
+        segments = _segments(request)
+        if segments is None:
+            return _bad_request()
         if not segments or segments[0] != "api":
             return self._static(request, segments)
         try:
@@ -152,10 +196,16 @@ class ManagementAPI:
         """The answer to a request that its headers alone decide (no such route, a method the
         route does not have, credentials that fail, a rule that refuses the user), given
         before its body is read; ``None``: read the body and answer through
-        :meth:`__call__`. (``request.body`` is empty.)"""
-        segments = request.segments
+        :meth:`__call__`. (``request.body`` is empty.) A request let through is told whether
+        its route takes a body (``request.takes_body``): a PUT or a POST of the API; the
+        console's files and every other method take none, and the HTTP layer answers them
+        without reading one."""
+        segments = _segments(request)
+        if segments is None:
+            return _bad_request()
         if not segments or segments[0] != "api":
             if request.method in ("GET", "HEAD"):
+                request.takes_body = False
                 return None
             return self._static(request, segments)
         try:
@@ -165,13 +215,16 @@ class ManagementAPI:
         if isinstance(admitted, Response):
             return admitted
         request.screened = True
+        request.takes_body = admitted[0].takes_body
         return None
 
     def _admit(self, request: Request, segments: list[str]) -> Response | tuple[Method, Call]:
         """Steps 1 to 3 of the module's documentation: the method to run and its call, or the
         answer (OPTIONS, 405)."""
         found = find(segments)
-        if found is None:
+        if found is None:  # (RabbitMQ's static handler's answer: its last route is "/[...]")
+            if _reserved(segments):
+                raise HttpError(400, "", "", empty=True)
             raise not_found()
         route, params = found
         verb = "GET" if request.method == "HEAD" else request.method
@@ -207,6 +260,9 @@ class ManagementAPI:
                 self.broker.access.management_login(name, password, loopback=request.loopback,
                                                      address=split_peer(request.peer)[0])
             except ManagementRefused as refused:
+                if sep:  # (as rabbit_mgmt_util:is_authorized/6 warns, the name escaped)
+                    log.warning("HTTP access denied: user '%s' - %s", log_text(name),
+                                "invalid credentials" if refused.challenge else refused.reason)
                 if refused.challenge:
                     raise HttpError(401, "not_authorized", refused.reason,
                                     headers=[CHALLENGE]) from None
@@ -238,7 +294,7 @@ class ManagementAPI:
 
     def reply(self, value: Any) -> Response:
         """A 200 answer with ``value`` as JSON, as RabbitMQ writes it."""
-        return self.reply_json(_steps.dumps(value).encode())
+        return self.reply_json(json_bytes(_steps.dumps(value)))
 
     @staticmethod
     def reply_json(body: bytes) -> Response:
@@ -257,7 +313,7 @@ class ManagementAPI:
             error.headers = [h for h in error.headers if h != CHALLENGE]
         if error.empty:
             return Response(error.status, b"", error.headers)
-        body = json.dumps({"error": error.error, "reason": error.reason},
+        body = json_dumps({"error": error.error, "reason": error.reason},
                           separators=(",", ":")).encode()
         return Response(error.status, body, [("content-type", "application/json"),
                                              *error.headers])
@@ -267,13 +323,15 @@ class ManagementAPI:
     def _static(self, request: Request, segments: list[str]) -> Response:
         if request.method not in ("GET", "HEAD"):
             return Response(405, b"", [("allow", "HEAD, GET, OPTIONS")])
+        if _reserved(segments):
+            return _bad_request()
         if segments == ["cli", "rabbitmqadmin"]:
             return self._rabbitmqadmin()
         name = "/".join(segments) or "index.html"
         if segments == ["cli"]:
             name = "cli.html"
-        path = (_STATIC / name).resolve()
-        if _STATIC.resolve() not in path.parents or not path.is_file():
+        path = _console_files().get(name)
+        if path is None:
             return self._error(not_found(), segments)
         content_type = _CONTENT_TYPES.get(path.suffix, "application/octet-stream")
         return Response(200, path.read_bytes(), [("content-type", content_type),
@@ -409,7 +467,7 @@ class ManagementAPI:
         found = yield from _listing.apply(call.request.query, rows, to_dict, lock)
         if isinstance(found, dict):  # a page
             page = yield from _steps.encode(found.pop("items"))
-            return self.reply_parts([json.dumps(found, separators=(",", ":"))[:-1].encode(),
+            return self.reply_parts([json_dumps(found, separators=(",", ":"))[:-1].encode(),
                                      b',"items":', *page, b"}"])
         return self.reply_parts((yield from _steps.encode(found)))
 

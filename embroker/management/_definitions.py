@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AccessControlError, AMQPError, DefinitionsError, PolicyError
+from ..errors import DefinitionsError
 from ..model._access import Rule
-from ..model._definitions import export_steps
+from ..model._definitions import export_steps, load_definitions
+from ..model._definitions_schema import NOT_JSON, read
 from . import _steps as steps
 from ._http import Response
-from ._routes import Call, bad_request, route
+from ._routes import Call, HttpError, bad_request, route
 from ._schema import Schema
 from ._steps import Steps
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from ._api import ManagementAPI
 
 _VHOST_SECTIONS = ("parameters", "policies", "queues", "exchanges", "bindings")
+#: A definitions document: the model reads and checks it (``_definitions_schema``), as
+#: RabbitMQ's definitions routes decode their body themselves (``failed_to_parse_json``).
 _DOCUMENT = Schema({}, whole=True)
 
 
@@ -33,8 +36,14 @@ def _definitions_get(api: ManagementAPI, call: Call) -> Steps[Response]:
 @route("POST", "definitions", Rule.ADMIN, body=_DOCUMENT)
 @route("POST", "all-configuration", Rule.ADMIN, body=_DOCUMENT)
 def _definitions_post(api: ManagementAPI, call: Call) -> Any:
+    """The whole broker's import (``rabbit_definitions:apply_defs/3``): a refusal's reason is
+    RabbitMQ's, an Erlang term where its is one (``["no_such_vhost", "v"]``)."""
     _refuse_forms(call)
-    return _load(api, call.body, None)
+    try:
+        load_definitions(api.broker, call.request.body, vhost=None)
+    except DefinitionsError as error:
+        raise bad_request(error.reason) from None
+    return Response(204)
 
 
 def _refuse_forms(call: Call) -> None:
@@ -42,32 +51,6 @@ def _refuse_forms(call: Call) -> None:
     if content_type.startswith("multipart/form-data"):
         raise bad_request("upload the definitions as a JSON body (multipart/form-data is not "
                           "supported by embroker)")
-
-
-def _load(api: ManagementAPI, document: dict[str, Any], vhost: str | None) -> Any:
-    with api.broker.locked():
-        try:
-            if vhost is None:
-                api.broker.load_definitions(document)
-            else:
-                api.broker.load_definitions(_scoped(document, vhost), vhost=vhost)
-        except (DefinitionsError, PolicyError, AccessControlError) as error:
-            raise bad_request(str(error)) from None
-        except AMQPError as error:
-            raise bad_request(error.text) from None
-    return Response(204)
-
-
-def _scoped(document: dict[str, Any], vhost: str) -> dict[str, Any]:
-    """A vhost's definitions with each item's ``vhost`` set to the path's."""
-    scoped: dict[str, Any] = {}
-    for section in _VHOST_SECTIONS:
-        items = document.get(section) or []
-        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-            raise bad_request(f"'{section}' must be a list of objects")
-        scoped[section] = [{**item, "vhost": vhost} for item in items]
-    return scoped
-
 
 @route("GET", "definitions/{vhost}", Rule.ADMIN)
 def _definitions_vhost_get(api: ManagementAPI, call: Call) -> Steps[Any]:
@@ -88,8 +71,18 @@ def _definitions_vhost_get(api: ManagementAPI, call: Call) -> Steps[Any]:
 
 @route("POST", "definitions/{vhost}", Rule.ADMIN, body=_DOCUMENT)
 def _definitions_vhost_post(api: ManagementAPI, call: Call) -> Any:
+    """A vhost's import (``apply_defs/4``): the body is read first, then the vhost looked up
+    (404 ``vhost_not_found``); a refusal's reason is the text of RabbitMQ's
+    ``rabbit_definitions:format/1``."""
     _refuse_forms(call)
-    with api.broker.locked():
-        vhost = api.vhost(call).name
-    return _load(api, call.body, vhost)
-
+    name = call.params["vhost"]
+    try:
+        with api.broker.locked():
+            missing = name not in api.broker.vhosts
+        if missing:
+            read(call.request.body)
+            raise HttpError(404, "not_found", "vhost_not_found")
+        load_definitions(api.broker, call.request.body, vhost=name, scoped=True)
+    except DefinitionsError as error:
+        raise bad_request(error.reason if error.reason == NOT_JSON else error.text) from None
+    return Response(204)

@@ -14,18 +14,25 @@ as soon as its headers are in, before any of its body is kept:
    (:class:`HostPolicy`; 403 otherwise): a web page the developer visits cannot drive the API,
    neither through DNS rebinding nor with a cross-site form;
 3. the application's ``screen`` may answer it from its headers alone (no such route, a method
-   the route lacks, credentials that fail);
+   the route lacks, credentials that fail), and says whether its route takes a body at all
+   (:attr:`Request.takes_body`);
 4. a body over ``max_body`` bytes is refused (413).
 
 An answer given at one of these steps closes the connection (``connection: close``) and the
 body is never kept: what the client still sends of it is read and dropped for at most
 :data:`LINGER` seconds, so that a client that sends its body before reading (most do) reads the
-answer instead of a reset. A request that passes them has its body read (``100 Continue`` first
-if the client waits for it) and goes to the application (a callable from :class:`Request` to a
-:class:`Response`, or to :class:`Work` to be done in steps: the management API's ``begin``). A
-response is queued at once, so the loop writes it on the same turn; work is stepped by the
-listener, one step per turn of its loop (:meth:`HttpConnection.work`), while the client's next
-requests wait their turn, and its response is queued when the last step gives it.
+answer instead of a reset. A request whose route takes no body (a GET, a DELETE, the console's
+files) is answered as if it had none, as RabbitMQ's cowboy answers it (a ``GET /`` with a 20 MiB
+body: 200 at once), and its body, if it announced one, is left unread the same way: dropped,
+never kept, the connection closed after the answer. This is the one rule for bodies before
+login: whoever asks, with or without credentials, no byte of a body is kept unless its route
+takes one and the screen let the request through. A request that passes has its body read
+(``100 Continue`` first if the client waits for it) and goes to the application (a callable
+from :class:`Request` to a :class:`Response`, or to :class:`Work` to be done in steps: the
+management API's ``begin``). A response is queued at once, so the loop writes it on the same
+turn; work is stepped by the listener, one step per turn of its loop
+(:meth:`HttpConnection.work`), while the client's next requests wait their turn, and its
+response is queued when the last step gives it.
 
 - **Keep-alive and pipelining**: after a response, the next request already received is served
   (h11's ``start_next_cycle``), in order; ``Connection: close`` and HTTP/1.0 end the connection
@@ -49,7 +56,9 @@ requests wait their turn, and its response is queued when the last step gives it
 - **Bad input**: whatever a client sends, the connection either serves it or answers 4xx and
   closes: h11's ``RemoteProtocolError`` becomes its status hint (400, 413, 431...). Nothing a
   client sends raises out of :meth:`HttpConnection.receive_data`; an exception from the
-  application is a bug, answered 500 and kept by the listener.
+  application is a bug, which the listener logs with its traceback and keeps: the client gets
+  a plain 500 (:meth:`HttpConnection.internal_error`) that names nothing of it (no exception,
+  no file, no line of code: an error's text often holds the install's paths).
 """
 
 from __future__ import annotations
@@ -67,9 +76,9 @@ import h11
 
 from ..model._access import is_loopback
 
-__all__ = ["BODY_SLICE", "BODY_TIMEOUT", "IDLE_TIMEOUT", "LINGER", "MAX_HEADERS", "MAX_HEADER_FIELDS",
-           "MAX_PENDING_OUTPUT", "REQUEST_TIMEOUT", "HostPolicy", "HttpConnection", "Request",
-           "Response", "Work"]
+__all__ = ["BODY_SLICE", "BODY_TIMEOUT", "IDLE_TIMEOUT", "INTERNAL_ERROR_BODY", "LINGER",
+           "MAX_HEADERS", "MAX_HEADER_FIELDS", "MAX_PENDING_OUTPUT", "REQUEST_TIMEOUT", "HostPolicy",
+           "HttpConnection", "Request", "Response", "Work"]
 
 #: The largest request line and header block accepted (bytes), complete or not: more is 431.
 #: (cowboy bounds each line instead, and only while it is incomplete in its buffer: RabbitMQ
@@ -100,6 +109,10 @@ BODY_TIMEOUT = 60.0
 #: Seconds a connection that answered before reading a body keeps reading (and dropping) the
 #: rest of it before it closes (cowboy's ``linger_timeout``, 1000 ms).
 LINGER = 1.0
+#: The body of the answer to a request the application failed on (a bug: the listener logs it
+#: with its traceback): nothing of the error (cowboy answers such a request 500 with no body).
+INTERNAL_ERROR_BODY = (b'{"error":"Internal Server Error","reason":"the broker failed on this '
+                       b'request; its log says why"}')
 
 _REASONS = {100: b"Continue", 200: b"OK", 201: b"Created", 204: b"No Content",
             301: b"Moved Permanently", 304: b"Not Modified", 400: b"Bad Request",
@@ -107,6 +120,10 @@ _REASONS = {100: b"Continue", 200: b"OK", 201: b"Created", 204: b"No Content",
             405: b"Method Not Allowed", 408: b"Request Timeout", 413: b"Content Too Large",
             415: b"Unsupported Media Type", 431: b"Request Header Fields Too Large",
             500: b"Internal Server Error", 503: b"Service Unavailable"}
+
+
+#: The port an origin or a ``Host`` without one means, by scheme.
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _split_host(value: str) -> tuple[str, int | None] | None:
@@ -152,8 +169,9 @@ class HostPolicy:
 
     An ``Origin`` (browsers send it on every request a page's script or form makes, except
     simple GETs of the same origin) is answered when it is the origin of the request itself,
-    ``http://`` and the request's ``Host``: a page of the console. Another one (a page of another
-    site, ``null`` from a sandbox or a file) is answered only when ``allowed`` names it.
+    the port's scheme (``http://``, ``https://`` on a TLS port) and the request's ``Host``: a
+    page of the console. Another one (a page of another site, ``null`` from a sandbox or a file)
+    is answered only when ``allowed`` names it.
 
     Args:
         own: the listener's own addresses and name (``"127.0.0.1"``, ``"::1"``, the ``--host``
@@ -200,18 +218,21 @@ class HostPolicy:
                 f"to answer it, start the broker with --management-allow-host {shown} "
                 f"(Broker.serve(management_allow_hosts=[{shown!r}]))")
 
-    def origin_refusal(self, origin: str | None, host: str | None) -> str | None:
-        """Why a request with this ``Origin`` (and ``Host``) is refused (``None``: answered)."""
+    def origin_refusal(self, origin: str | None, host: str | None,
+                       scheme: str = "http") -> str | None:
+        """Why a request with this ``Origin`` (and ``Host``), on a port that serves ``scheme``
+        (``"http"``, ``"https"``), is refused (``None``: answered)."""
         if origin is None or "*" in self.allowed:
             return None
-        scheme, sep, rest = origin.strip().partition("://")
+        given, sep, rest = origin.strip().partition("://")
+        given = given.lower()
         split = _split_host(rest) if sep and "/" not in rest else None
         if split is not None:
             name, port = split
-            default = {"http": 80, "https": 443}.get(scheme.lower())
+            default = _DEFAULT_PORTS.get(given)
             own = _split_host(host) if host is not None else None
-            if scheme.lower() == "http" and own is not None and \
-                    (name, port or 80) == (own[0], own[1] or 80):
+            if given == scheme and own is not None and default is not None and \
+                    (name, port or default) == (own[0], own[1] or default):
                 return None  # a page of the console itself
             if self._listed(name, port or default):
                 return None
@@ -237,6 +258,8 @@ class Request:
         peer: the client's address; ``loopback``: whether it came over a loopback interface.
         screened: the application's ``screen`` let it through on its headers (its login is
             done and counted: the application does not count it again).
+        takes_body: whether its route takes a body at all, as the ``screen`` says (a GET does
+            not): a request whose route takes none is answered without reading its body.
     """
 
     method: str
@@ -247,13 +270,16 @@ class Request:
     peer: str = ""
     loopback: bool = True
     screened: bool = False
+    takes_body: bool = True
 
     @property
     def segments(self) -> list[str]:
         """The path's segments, each percent-decoded (``/api/queues/%2F/q`` ->
-        ``["api", "queues", "/", "q"]``)."""
-        return [unquote(part) for part in self.path.strip("/").split("/")] if \
-            self.path.strip("/") else []
+        ``["api", "queues", "/", "q"]``); bytes that are no UTF-8 kept as a wire string keeps
+        them (``surrogateescape``), so that a name holding them is found, as RabbitMQ finds
+        it."""
+        return [unquote(part, errors="surrogateescape") for part in
+                self.path.strip("/").split("/")] if self.path.strip("/") else []
 
 
 @final
@@ -333,14 +359,16 @@ class HttpConnection:
         body_timeout: seconds for a request's body, from the end of its headers (408 beyond).
         clock: where ``tick`` reads the time (``time.monotonic``; a test's own).
         server_header: the ``server`` header of every response.
+        scheme: what the port serves, ``"http"`` or ``"https"`` (a TLS port): the scheme of
+            the console's own pages, whose ``Origin`` is answered.
     """
 
     __slots__ = ("_app", "_body", "_body_close", "_body_deadline", "_body_timeout", "_clock",
-                 "_closing", "_cycle_start", "_expected", "_fed", "_h11", "_head_deadline",
-                 "_head_seen", "_hosts", "_idle_timeout", "_last_activity", "_linger_left",
-                 "_linger_until", "_max_body", "_out", "_out_size", "_request",
-                 "_request_timeout", "_screen", "_server_header", "_work", "failure",
-                 "loopback", "peer", "requests_served")
+                 "_closing", "_cycle_start", "_drained", "_expected", "_fed", "_h11",
+                 "_head_deadline", "_head_seen", "_hosts", "_idle_timeout", "_last_activity",
+                 "_linger_left", "_linger_until", "_max_body", "_out", "_out_size", "_request",
+                 "_request_timeout", "_scheme", "_screen", "_server_header", "_unread", "_work",
+                 "failure", "loopback", "peer", "requests_served")
 
     def __init__(self, app: Callable[[Request], Response | Work], *,
                  screen: Callable[[Request], Response | None] | None = None,
@@ -348,8 +376,9 @@ class HttpConnection:
                  max_body: int = MAX_BODY, request_timeout: float = REQUEST_TIMEOUT,
                  idle_timeout: float = IDLE_TIMEOUT, body_timeout: float = BODY_TIMEOUT,
                  clock: Callable[[], float] = time.monotonic,
-                 server_header: str = "embroker") -> None:
+                 server_header: str = "embroker", scheme: str = "http") -> None:
         self._app = app
+        self._scheme = scheme
         self._screen = screen
         self._hosts = hosts if hosts is not None else HostPolicy()
         self.peer = peer
@@ -383,10 +412,15 @@ class HttpConnection:
         # Bytes given to h11, and how many of them came before the request being parsed.
         self._fed = 0
         self._cycle_start = 0
-        # After an answer given before the body was read: until when, and how many more bytes
-        # of the body (None: unknown), what the client sends is read and dropped.
-        self._linger_until: float | None = None
+        # A body left unread (an answer given before it, or a route that takes none): the
+        # connection reads no more requests, what the client sends is dropped, and it closes
+        # after the answer. How many more bytes of that body are due (None: unknown), whether
+        # they all came (or the client closed), and, once the answer is queued, until when the
+        # rest is waited for (LINGER).
+        self._unread = False
         self._linger_left: int | None = None
+        self._drained = False
+        self._linger_until: float | None = None
         #: What the listener reads (as of the AMQP connections): an error met while sending.
         self.failure: Exception | None = None
         #: How many requests were answered on this connection.
@@ -435,7 +469,7 @@ class HttpConnection:
         if response is None:
             return
         self._work = None
-        self._send(response, head=request.method == "HEAD")
+        self._send(response, close=self._unread, head=request.method == "HEAD")
         self.requests_served += 1
         self._last_activity = self._clock()
         self._process()
@@ -467,12 +501,16 @@ class HttpConnection:
         Nothing a client sends raises here; the application's own exceptions do (bugs: the
         listener answers them with :meth:`internal_error`).
         """
-        if self._closing:
-            if self._linger_until is not None:  # the rest of a body the answer left unread
+        if self._unread or self._closing:
+            if self._unread and not self._drained:  # the rest of a body left unread: dropped
                 if self._linger_left is not None:
                     self._linger_left -= len(data)
                 if not data or (self._linger_left is not None and self._linger_left <= 0):
-                    self._linger_until = None  # all of it came, or the client closed
+                    self._drained = True  # all of it came, or the client closed
+                    self._linger_until = None
+            if not data and not self._closing:  # it went away before its answer: as h11 does
+                self._closing = True            # with a second end of input, stop
+                self._stop_work()
             return
         now = self._clock()
         self._last_activity = now
@@ -521,14 +559,13 @@ class HttpConnection:
             work, self._work = self._work[1], None
             work.close()
 
-    def internal_error(self, error: Any) -> None:
-        """The application failed on a request (a bug): answer 500 if no answer has begun,
-        then close."""
+    def internal_error(self, _error: Any) -> None:
+        """The application failed on a request (a bug, which the listener logs with its
+        traceback): answer a plain 500 if no answer has begun, then close. The answer says
+        nothing of the error: its text may name the install's files, a traceback its code."""
         if self._h11.our_state in (h11.IDLE, h11.SEND_RESPONSE) and \
                 self._h11.their_state is not h11.ERROR:
-            body = b'{"error":"Internal Server Error","reason":"' + \
-                str(error).replace('"', "'").encode("utf-8", "replace")[:500] + b'"}'
-            self._send(Response(500, body, [("content-type", "application/json")]),
+            self._send(Response(500, INTERNAL_ERROR_BODY, [("content-type", "application/json")]),
                        close=True)
         self._closing = True
         self._linger_until = None
@@ -605,14 +642,15 @@ class HttpConnection:
             text = value.decode("latin-1")
             headers[key] = f"{headers[key]},{text}" if key in headers else text
         request = Request(event.method.decode("ascii", "replace").upper(), path,
-                          dict(parse_qsl(query_string, keep_blank_values=True)), headers,
+                          dict(parse_qsl(query_string, keep_blank_values=True,
+                                         errors="surrogateescape")), headers,
                           b"", self.peer, self.loopback)
         self._head_deadline = None
         self._head_seen = False
         self._expected = _body_length(event.headers)
         length = _content_length(event.headers)
         refusal = self._hosts.host_refusal(headers.get("host")) or \
-            self._hosts.origin_refusal(headers.get("origin"), headers.get("host"))
+            self._hosts.origin_refusal(headers.get("origin"), headers.get("host"), self._scheme)
         if refusal is not None:
             self._refuse(403, refusal)
             return
@@ -621,6 +659,12 @@ class HttpConnection:
             if answer is not None:
                 self._answer_early(request, answer)
                 return
+        if not request.takes_body and self._expected != 0:
+            # A body its route does not take (a GET's): answered as if it had none (as
+            # cowboy answers it), the body left unread and the connection closed after.
+            self._leave_unread()
+            self._run(request)
+            return
         if length is not None and length > self._max_body:
             self._refuse(413, "request body too large")
             return
@@ -632,12 +676,11 @@ class HttpConnection:
 
     def _answer_early(self, request: Request, response: Response) -> None:
         """Send the screen's answer and close, the body unread."""
-        linger = self._h11.their_state is h11.SEND_BODY
+        if self._h11.their_state is h11.SEND_BODY:
+            self._leave_unread()
         self._send(response, close=True, head=request.method == "HEAD")
         self.requests_served += 1
-        self._closing = True
-        if linger:
-            self._start_linger(self._expected)
+        self._close()
 
     def _answer(self) -> None:
         assert self._request is not None
@@ -645,11 +688,16 @@ class HttpConnection:
         self._request = None
         self._body_deadline = None
         request.body = bytes(body)
+        self._run(request)
+
+    def _run(self, request: Request) -> None:
+        """Ask the application for the answer to ``request`` and send it (or take its work,
+        whose steps :meth:`work` takes); closing after it when its body was left unread."""
         response = self._app(request)  # an exception here is a bug: the listener answers 500
         if not isinstance(response, Response):
             self._work = (request, response)
             return
-        self._send(response, head=request.method == "HEAD")
+        self._send(response, close=self._unread, head=request.method == "HEAD")
         self.requests_served += 1
         self._last_activity = self._clock()
 
@@ -689,7 +737,7 @@ class HttpConnection:
             self._closing = True
             return
         if conn.our_state is h11.MUST_CLOSE:
-            self._closing = True
+            self._close()
 
     def _send_slice(self) -> None:
         """About :data:`BODY_SLICE` more bytes of the body being sent (whole parts, or a slice
@@ -715,31 +763,39 @@ class HttpConnection:
             self._closing = True
             return
         if self._body is None and conn.our_state is h11.MUST_CLOSE:
-            self._closing = True
+            self._close()
 
     def _refuse(self, status: int, reason: str, *, linger: bool = True) -> None:
         """Answer a request that cannot be served with ``status`` and close; with ``linger``,
         read and drop the rest of a body still coming first (see :data:`LINGER`)."""
-        linger = linger and self._h11.their_state is h11.SEND_BODY
-        read = len(self._request[1]) if self._request is not None else 0
+        if linger and self._h11.their_state is h11.SEND_BODY:
+            self._leave_unread(len(self._request[1]) if self._request is not None else 0)
         if self._h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
             body = json.dumps({"error": _REASONS.get(status, b"error").decode(),
                                "reason": reason}, separators=(",", ":")).encode()
             self._send(Response(status, body, [("content-type", "application/json")]),
                        close=True)
-        self._closing = True
         self._request = None
         self._body_deadline = None
-        if linger:
-            self._start_linger(self._expected, read)
+        self._close()
 
-    def _start_linger(self, length: int | None, read: int = 0) -> None:
-        """Drop what comes of a body of ``length`` bytes (``None``: unknown), ``read`` of them
-        parsed already, for :data:`LINGER` seconds at most."""
+    def _leave_unread(self, read: int = 0) -> None:
+        """The body of the request being answered (``read`` bytes of it parsed already) is not
+        read: the connection reads no more requests, drops what comes, and closes after its
+        answer (:meth:`_close`)."""
+        self._unread = True
+        length = self._expected
         left = None if length is None else length - read - _buffered(self._h11)
-        if left is None or left > 0:
+        self._linger_left = left
+        self._drained = left is not None and left <= 0
+
+    def _close(self) -> None:
+        """The last answer is queued: close once it is written; after a body left unread, once
+        the rest of it came or :data:`LINGER` seconds passed (so that a client that sends its
+        whole body before reading reads the answer rather than a reset)."""
+        if not self._closing and self._unread and not self._drained:
             self._linger_until = self._clock() + LINGER
-            self._linger_left = left
+        self._closing = True
 
 
 def _content_length(headers: Any) -> int | None:

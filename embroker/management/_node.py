@@ -5,10 +5,10 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from .._untrusted import json_dumps
 from .._version import __version__
 from ..model._access import Rule
 from . import _views as views
@@ -47,7 +47,7 @@ _NODE_FIGURES = (
 
 
 def _failed(body: dict[str, Any]) -> Response:
-    return Response(503, json.dumps(body).encode(), [("content-type", "application/json")])
+    return Response(503, json_dumps(body).encode(), [("content-type", "application/json")])
 
 
 def cluster_name(api: ManagementAPI) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any, cast
 
+from .._untrusted import json_bytes
 from ..model._access import Rule
 from . import _listing
 from . import _steps as steps
@@ -40,8 +41,8 @@ def _queues(api: ManagementAPI, call: Call) -> Steps[Response]:
     def json_of(queue: Queue) -> bytes | None:
         if queue.deleted:
             return None
-        return views.queue_json(views.queue_snapshot(
-            queue, unacked.get(id(queue), (0, 0)))).encode()
+        return json_bytes(views.queue_json(views.queue_snapshot(
+            queue, unacked.get(id(queue), (0, 0)))))
     parts = yield from steps.each(queues, json_of, broker.locked())
     return api.reply_parts(steps.array_parts([p for p in parts if p is not None]))
 
@@ -178,7 +179,16 @@ def _got(delivery: Any, encoding: str, truncate: int | None) -> dict[str, Any]:
             "exchange": delivery.exchange, "routing_key": delivery.routing_key,
             "message_count": delivery.message_count,
             # (rabbit_mgmt_format:amqp_props: a proplist, which is [] when empty)
-            "properties": views.json_value(delivery.message.properties)
+            "properties": _properties(delivery.message.properties)
             if delivery.message.properties else [],
             "payload": payload, "payload_encoding": payload_encoding}
 
+
+
+def _properties(properties: dict[str, Any]) -> dict[str, Any]:
+    """A message's properties as RabbitMQ's /get shows them (``rabbit_mgmt_format:
+    basic_properties``): the headers as a table (``amqp_table``: a value that is no UTF-8 as
+    ``"Not UTF-8, base64 is: ..."``), the other properties as they are (a string's bytes that
+    are no UTF-8 become U+FFFD as the JSON is written, as jsx writes them)."""
+    return {name: value if isinstance(value, str) else views.json_value(value)
+            for name, value in properties.items()}

@@ -7,8 +7,11 @@ A resource module (``_queues.py``, ``_users.py``...) registers its handlers with
 this?": it names one :class:`~embroker.model._access.Rule` of RabbitMQ's vocabulary
 (``is_authorized_vhost``, ``is_authorized_admin``...), as each ``rabbit_mgmt_wm_*`` module's
 ``is_authorized/2`` does, and, for a method that takes a body, the body's
-:class:`~._schema.Schema`. The vhost a rule looks at is the one the path names (or, for a path
-that names none, the one the route's ``vhost`` function reads from the request); the item a
+:class:`~._schema.Schema`. Which methods take a body at all is declared here too
+(:data:`BODY_METHODS`: a PUT or a POST, as RabbitMQ's handlers read one): the HTTP layer
+answers any other request without reading its body (``Request.takes_body``). The vhost a
+rule looks at is the one the path names (or, for a path that names none, the one the route's
+``vhost`` function reads from the request); the item a
 :attr:`~embroker.model._access.Rule.OWNER` rule looks at is the one its ``owner`` function
 finds. The dispatcher (:meth:`ManagementAPI.__call__
 <embroker.management._api.ManagementAPI>`) alone runs RabbitMQ's order for every request
@@ -37,11 +40,15 @@ if TYPE_CHECKING:
     from ._api import ManagementAPI
     from ._schema import Schema
 
-__all__ = ["ROUTES", "Call", "HttpError", "Method", "Route", "bad_request", "find", "not_found",
-           "route"]
+__all__ = ["BODY_METHODS", "ROUTES", "Call", "HttpError", "Method", "Route", "bad_request", "find",
+           "not_found", "route"]
 
 #: Methods a route may have besides OPTIONS (HEAD goes with GET).
 METHODS: Final = ("GET", "PUT", "POST", "DELETE")
+#: The methods whose handlers take a body: RabbitMQ's read one on PUT and POST alone
+#: (``cowboy_rest``'s ``content_types_accepted``); a GET's, a DELETE's or an OPTIONS' body is
+#: never read (the HTTP layer answers such a request without it: ``Request.takes_body``).
+BODY_METHODS: Final = frozenset({"PUT", "POST"})
 
 
 class HttpError(Exception):
@@ -93,13 +100,17 @@ VHOST_RULES: Final = frozenset({Rule.VHOST, Rule.VHOST_VISIBLE, Rule.POLICIES})
 @final
 @dataclass(frozen=True)
 class Method:
-    """One method of a route: who may use it, what body it takes, what answers it."""
+    """One method of a route: who may use it, whether it takes a body and read by what schema,
+    what answers it."""
 
     rule: Rule
     handler: Handler
     body: Schema | None = None
     owner: Owner | None = None
     vhost: Scope | None = None
+    #: Whether it takes a body at all (a PUT or a POST: :data:`BODY_METHODS`); a request
+    #: without one is answered with its body unread.
+    takes_body: bool = False
 
 
 @final
@@ -151,6 +162,7 @@ def route(method: str, pattern: str, rule: Rule, *, body: Schema | None = None,
     user, for :attr:`Rule.OWNER`; ``vhost``: the vhost ``rule`` looks at, for a path that
     names none)."""
     assert method in METHODS, method
+    assert body is None or method in BODY_METHODS, f"{method} /api/{pattern} takes no body"
     assert isinstance(rule, Rule), pattern
     assert (rule is Rule.OWNER) == (owner is not None), pattern
     parts = tuple(pattern.strip("/").split("/"))
@@ -162,7 +174,8 @@ def route(method: str, pattern: str, rule: Rule, *, body: Schema | None = None,
             found = Route(pattern)
             ROUTES.append(found)
         assert method not in found.methods, f"{method} /api/{pattern} registered twice"
-        found.methods[method] = Method(rule, handler, body, owner, vhost)
+        found.methods[method] = Method(rule, handler, body, owner, vhost,
+                                       takes_body=method in BODY_METHODS)
         return handler
     return register
 

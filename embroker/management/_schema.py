@@ -22,12 +22,12 @@ made, of the types it declared, so no body can make a handler raise.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, final
 
+from .._untrusted import json_loads
 from ._routes import bad_request
 
 __all__ = ["ABSENT", "Field", "Schema", "anything", "boolean", "decode", "integer", "json_object", "optional",
@@ -61,7 +61,7 @@ def decode(raw: bytes) -> dict[str, Any]:
     if text in (b"", b"null", b"undefined"):
         return {}
     try:
-        found = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+        found = json_loads(text, parse_constant=_not_json, parse_float=_finite)
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise bad_request("not_json") from None
     if isinstance(found, dict):
@@ -101,8 +101,9 @@ class Schema:
                  whole: bool = False) -> None:
         self.fields = dict(fields)
         self.missing_separator = missing_separator
-        #: Whether the body is a document handed on whole (a definitions file, which the
-        #: model reads and refuses itself): :meth:`read` returns every key.
+        #: Whether the body is a document the handler hands on unread (a definitions file,
+        #: which the model reads and refuses itself: ``request.body``): :meth:`read` reads
+        #: nothing of it.
         self.whole = whole
 
     def read(self, raw: bytes) -> dict[str, Any]:
@@ -111,9 +112,9 @@ class Schema:
         Raises:
             HttpError: 400 with RabbitMQ's reason.
         """
-        body = decode(raw)
         if self.whole:
-            return body
+            return {}
+        body = decode(raw)
         missing = [key for key, f in self.fields.items() if f.required and key not in body]
         if missing:
             raise bad_request("[" + self.missing_separator.join(

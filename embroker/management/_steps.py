@@ -32,6 +32,8 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Final, TypeVar
 
+from .._untrusted import json_bytes
+
 __all__ = ["RUN", "STEP_SECONDS", "Steps", "array_parts", "document", "dumps", "each", "encode",
            "locked", "sort"]
 
@@ -85,10 +87,11 @@ def sort(items: list[_T], key: Callable[[_T], Any], *, reverse: bool = False,
 def encode(rows: Sequence[Any], to_json: Callable[[Any], str] | None = None,
            lock: AbstractContextManager[object] | None = None) -> Steps[list[bytes]]:
     """The JSON text of the list ``rows`` (each row's by ``to_json``, else ``json.dumps``;
-    under ``lock``), in steps. (Each row's bytes are made in its step: the last step only
-    joins bytes, a copy, where joining text and encoding it took 16 ms for 9 MB here.)"""
+    under ``lock``), in steps. (Each row's bytes are made in its step, by
+    :func:`~embroker._untrusted.json_bytes`: the last step only joins bytes, a copy, where
+    joining text and encoding it took 16 ms for 9 MB here.)"""
     dump = to_json or dumps
-    parts = yield from each(rows, lambda row: dump(row).encode(), lock)
+    parts = yield from each(rows, lambda row: json_bytes(dump(row)), lock)
     return array_parts(parts)
 
 
@@ -106,7 +109,9 @@ def array_parts(parts: list[bytes]) -> list[bytes]:
 
 
 def dumps(value: Any) -> str:
-    """``value``'s JSON text, as the API writes it."""
+    """``value``'s JSON text, as the API writes it (to bytes with
+    :func:`~embroker._untrusted.json_bytes`, which writes what a client chose and is no UTF-8
+    as RabbitMQ does)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -133,6 +138,6 @@ def document(value: dict[str, Any]) -> Steps[bytes]:
     parts = []
     for key, item in value.items():
         text = b"".join((yield from encode(item))) if isinstance(item, list) else \
-            dumps(item).encode()
-        parts.append(dumps(key).encode() + b":" + text)
+            json_bytes(dumps(item))
+        parts.append(json_bytes(dumps(key)) + b":" + text)
     return b"{" + b",".join(parts) + b"}"

@@ -33,11 +33,12 @@ import datetime
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
 from .. import _erlang
+from .._hostfiles import UntrustedPath, append_file, temp_folder, trusted_folder
+from .._untrusted import json_bytes
 from ..fieldtypes import field_type
 from ..model import PROPERTY_NAMES, Delivered
 from ..model._firehose import TRACE_EXCHANGE
@@ -77,7 +78,7 @@ class Trace:
         limit = settings.get("max_payload_bytes")
         self.max_payload: int | None = limit if isinstance(limit, int) else None
         self.path = tracing.directory / f"{name}.log"
-        self._file = self.path.open("ab")
+        self._file = append_file(self.path)  # (never through a planted link: _hostfiles)
         channel.listener = self._on_event
 
     def _on_event(self, event: object) -> None:
@@ -104,7 +105,8 @@ class Trace:
                 "timestamp": _now(), "type": "published" if published else "received",
                 "user": str(headers.get("user", "")), "vhost": str(headers.get("vhost", "")),
             }
-            data = json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+            data = json_bytes(json.dumps(record, separators=(",", ":"),
+                                         ensure_ascii=False)) + b"\n"
         else:
             data = _text_record(key, headers, body, published)
         try:
@@ -146,12 +148,18 @@ class Tracing:
     @property
     def directory(self) -> Path:
         """Where the logs are (a temporary directory is made the first time it is asked for,
-        when none was given)."""
+        when none was given). A directory given is checked as every folder embroker writes in
+        (:mod:`embroker._hostfiles`): RabbitMQ's default, ``/var/tmp/rabbitmq-tracing``, is in
+        a shared folder, where another user could have made it first.
+
+        Raises:
+            UntrustedPath: the directory given belongs to another user or others can write it.
+        """
         if self._given is not None:
-            self._given.mkdir(parents=True, exist_ok=True)
-            return self._given
+            return trusted_folder(self._given, create=True,
+                                  fix="remove it, or give a trace directory of your own")
         if self._temporary is None:
-            self._temporary = Path(tempfile.mkdtemp(prefix="embroker-tracing-"))
+            self._temporary = temp_folder("embroker-tracing-")
         return self._temporary
 
     def _forget_gone(self) -> None:
@@ -206,7 +214,7 @@ class Tracing:
             channel.queue_bind(queue, TRACE_EXCHANGE, str(settings["pattern"]))
             trace = Trace(self, vhost, name, settings, connection, channel, queue)
             channel.basic_consume(queue, no_ack=True)
-        except (AMQPError, OSError) as refused:
+        except (AMQPError, OSError, UntrustedPath) as refused:
             connection.close()
             raise TracingError(f"the tracer cannot start: {refused}") from None
         if not was_tracing:
@@ -229,8 +237,12 @@ class Tracing:
         """``GET /api/trace-files``: each file of the directory, name and size."""
         if self._given is None and self._temporary is None:
             return []
+        try:
+            directory = self.directory
+        except UntrustedPath:  # (nothing in it is listed: it is not the user's)
+            return []
         found = []
-        for path in sorted(self.directory.iterdir()):
+        for path in sorted(directory.iterdir()):
             if path.is_file():
                 found.append({"name": path.name, "size": path.stat().st_size})
         return found
@@ -242,8 +254,11 @@ class Tracing:
             return None
         if not name or "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
             return None
-        path = self.directory / name
-        return path if path.is_file() else None
+        try:
+            path = self.directory / name
+        except UntrustedPath:
+            return None
+        return path if path.is_file() and not path.is_symlink() else None
 
     def close(self) -> None:
         """Stop every trace; a temporary directory goes with its logs."""

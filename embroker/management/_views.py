@@ -69,10 +69,10 @@ def iso_time(epoch: float) -> str:
 
 def properties_key(routing_key: str, arguments: Mapping[str, Any]) -> str:
     """How RabbitMQ names a binding in URLs (``rabbit_mgmt_format:pack_binding_props``): the
-    routing key, percent-encoded as ``quote_plus``, then ``~`` and a hash of the arguments when
-    it has any (RabbitMQ hashes Erlang's term; embroker hashes the JSON: the same role, other
-    characters; tools take it from a listing and give it back)."""
-    key = quote_plus(routing_key, safe="")
+    routing key's bytes, percent-encoded as ``quote_plus``, then ``~`` and a hash of the
+    arguments when it has any (RabbitMQ hashes Erlang's term; embroker hashes the JSON: the
+    same role, other characters; tools take it from a listing and give it back)."""
+    key = quote_plus(routing_key.encode("utf-8", "surrogateescape"), safe="")
     if not arguments:
         return key
     digest = hashlib.md5(json.dumps(json_value(arguments), sort_keys=True).encode(),

@@ -15,8 +15,16 @@ Nothing runs by itself: the adapter of each client library (pika's ioloop, aiorm
 kombu's transport) calls :meth:`pump` when its client writes or waits, in the client's own
 thread or event loop, under the broker's lock. Heartbeats and the handshake deadline go by the
 broker's clock: the link registers its next :meth:`ServerConnection.tick` as a timer of that
-clock, so a :class:`~embroker.ManualClock` moves them too, and a link whose client stops reading
-for two heartbeat intervals of virtual time is dropped as RabbitMQ drops it.
+clock, so a :class:`~embroker.ManualClock` moves them too.
+
+A client's silence counts only while the client runs. On a ManualClock, time passes when the test
+moves it (``advance``) or when a client waits (its loop steps the clock): an in-memory client that
+did not run meanwhile (the test's thread was elsewhere, another client waited) could not have
+sent its heartbeats, and no real time passed for it, so that time is not its silence
+(:meth:`ServerConnection.excuse_silence`). A client that runs, reads what the broker sends and
+never answers for two heartbeat intervals is dropped as RabbitMQ drops it (501 missed
+heartbeats). On the system clock time passes for every client alike, and a client that stops
+reading for two intervals is dropped.
 
 Bytes queued for the client count as written (as a socket's buffer does): ``broker.settle()``
 pumps every link (the client's writes are read and answered) and is then quiet, whether or not
@@ -40,10 +48,12 @@ from typing import TYPE_CHECKING, Protocol, final
 
 from .._transport import CarriedConnection
 from ..amqp091._connection import ServerConnection as Amqp091Connection
+from ..amqp091._frames import HEARTBEAT_FRAME
 from ..errors import (
     ConnectionForced,
     InternalError,
 )
+from ..model._clock import ManualClock
 
 if TYPE_CHECKING:
     from ..model import Broker
@@ -105,6 +115,8 @@ class MemoryLink:
         self.stalled_until = 0.0
         self._timer: Timer | None = None
         self._closed = False
+        # Whether the client read or wrote (pump, send, receive) since the last heartbeat tick.
+        self._client_ran = True
         #: The asyncio transport its client reads through (embroker.memory.aio), if any:
         #: ``settle_async`` waits for it to hand over the bytes in flight.
         self.reader: Reader | None = None
@@ -121,6 +133,7 @@ class MemoryLink:
 
     def send(self, data: bytes) -> None:
         """Queue bytes the client wrote; the next :meth:`pump` feeds them to the broker."""
+        self._client_ran = True
         if data and not self.eof:
             self._to_broker.append(data)
             self._pending += len(data)
@@ -132,6 +145,7 @@ class MemoryLink:
 
     def receive(self) -> bytes:
         """Everything the broker sent that the client has not read (may be empty)."""
+        self._client_ran = True
         out = self._to_client
         if not out:
             return b""
@@ -148,7 +162,13 @@ class MemoryLink:
     def pump(self) -> bool:
         """Feed the broker what the client wrote, and queue what the broker answers; run the
         broker's timers that are due. Takes the broker's lock. Returns whether the client has
-        something to read (:attr:`readable`)."""
+        something to read (:attr:`readable`).
+
+        For the client: it counts as the client running (see the module's docstring)."""
+        self._client_ran = True
+        return self._pump()
+
+    def _pump(self) -> bool:
         broker = self.broker
         with broker.locked():
             clock = broker.clock
@@ -188,7 +208,9 @@ class MemoryLink:
         if self._held:
             self._to_client.extend(self._held)
             self._held.clear()
-        if data:
+        if data and not (data == HEARTBEAT_FRAME and self._to_client):
+            # (a heartbeat behind bytes the client has not read yet says nothing more: those
+            # bytes are its traffic; a client that does not run is not sent one per interval)
             self._to_client.append(data)
         if self._drop_after_write and not self.eof:
             self._drop_after_write = False
@@ -248,6 +270,9 @@ class MemoryLink:
         if self.eof:
             return
         conn = self.conn
+        if not self._client_ran and isinstance(self.broker.clock, ManualClock):
+            conn.excuse_silence()  # the client did not run: the time that passed is not its
+        self._client_ran = False
         conn.tick()  # a heartbeat due, or the end of a silent client
         if conn.close_reason is not None and conn.should_close:
             self.lost = str(conn.close_reason)
@@ -288,7 +313,7 @@ class MemoryLink:
         """What this link still has to do, once what its client wrote is read and answered
         (in this thread: what is queued for the client counts as written)."""
         with self.broker.locked():
-            if self.pump() and self._notify is not None:
+            if self._pump() and self._notify is not None:
                 self._notify()  # its client has answers to read: wake its loop
             return self.busy()
 

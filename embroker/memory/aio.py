@@ -16,8 +16,9 @@ that callback. No socket, no thread; ``await broker.settle_async()`` returns onc
 the broker and every task of the loop are quiet (nothing runnable is left).
 
 aiormq's own timers (heartbeats, timeouts) run on the event loop's time, not on the broker's
-clock: :func:`memory_url` turns heartbeats off by default so that a test moving a
-:class:`~embroker.ManualClock` does not look like a silent client.
+clock: :func:`memory_url` turns heartbeats off by default, as a client that runs while a test
+moves a :class:`~embroker.ManualClock` in steps would send none in virtual time (the time a
+client does not run is not counted as its silence: see :mod:`embroker.memory._link`).
 
 Needs aiormq (aio-pika's transport; test dependencies, not embroker's).
 """

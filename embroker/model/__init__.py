@@ -29,6 +29,7 @@ from ._exchange import Binding as Binding
 from ._exchange import Exchange as Exchange
 from ._history import Fate as Fate
 from ._history import MessageEvent as MessageEvent
+from ._incidents import Incident as Incident
 from ._message import PROPERTY_NAMES as PROPERTY_NAMES
 from ._message import Message as Message
 from ._message import QueuedMessage as QueuedMessage
@@ -45,7 +46,8 @@ from ._vhost import VirtualHost as VirtualHost
 __all__ = [
     "PROPERTY_NAMES", "Binding", "Broker", "Browser", "Cancelled", "Channel", "ChannelEvent", "Clock",
     "Confirmed", "Connection", "Consumer", "DeclareOk", "Delivered", "Delivery", "Exchange",
-    "Explanation", "Fate", "HashedPassword", "HeldMessage", "ManualClock", "Message", "MessageEvent",
+    "Explanation", "Fate", "HashedPassword", "HeldMessage", "Incident", "ManualClock", "Message",
+    "MessageEvent",
     "Outcome", "Permissions", "Plugins", "Policy", "Queue", "QueueSettings", "QueuedMessage",
     "Returned", "RoutingDecision", "SystemClock", "Timer",
     "TopicPermissions", "VirtualHost",

@@ -76,6 +76,8 @@ channel goes idle, so for a moment an open channel may still do what a revoked p
 allowed; embroker checks afresh every time. Expressions are Python's syntax, so PCRE-only
 syntax (``\\Q...\\E``...) is refused when set; they are matched by :mod:`embroker._regex` in
 time linear in the name, or by :mod:`re` for what needs it (lookarounds: ``^(?!amq\\.).*``).
+One too costly to compile (:class:`embroker._regex.PatternTooCostly`: longer than 1,024
+characters, groups nested deeper than 50...) is refused when set, as an invalid one.
 
 **The management API** names one of RabbitMQ's rules for each of its methods (:class:`Rule`,
 ``rabbit_mgmt_util:is_authorized_*``); :meth:`AccessControl.authorize` is what each rule
@@ -99,6 +101,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
 
 from .. import _erlang, _regex
 from ..errors import AccessControlError, AccessRefused, ConnectionForced, DefinitionsError, NotAllowed
+from ._definitions_schema import no_such_vhost
 from ._exchange import EXCHANGE_TYPES
 from ._names import is_default_exchange, reserved
 
@@ -131,6 +134,7 @@ __all__ = [
     "certificate_login",
     "hash_password",
     "is_loopback",
+    "login_refusal",
 ]
 
 # -- the management API's tags and rules -----------------------------------------------------------
@@ -334,6 +338,28 @@ def _validate_expression(expression: str) -> None:
         raise AccessControlError(f"invalid regular expression '{expression}': {exc}") from None
 
 
+def user_limits(limits: Mapping[str, Any]) -> dict[str, int]:
+    """``limits`` as RabbitMQ's ``user_limit_validation`` takes them: ``max-connections`` and
+    ``max-channels``, integers.
+
+    Raises:
+        AccessControlError: a value that is not an integer, or another key (RabbitMQ's reason).
+    """
+    checked: dict[str, int] = {}
+    for key in USER_LIMITS:  # (rabbit_parameter_validation:proplist/3: constraints first)
+        if key not in limits:
+            continue
+        value = limits[key]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise AccessControlError(
+                f"{key} should be a number, actually was {_erlang.term(value)}")
+        checked[key] = value
+    unknown = sorted((k, v) for k, v in limits.items() if k not in USER_LIMITS)
+    if unknown:
+        raise AccessControlError(f"Unrecognised terms {_erlang.term(unknown)} in user-limits")
+    return checked
+
+
 def _expand_topic_variables(expression: str, user: str, vhost: str) -> str:
     # rabbit_auth_backend_internal:expand_topic_permission/2 folds over the map
     # #{<<"username">>, <<"vhost">>} in key order: username first.
@@ -436,6 +462,36 @@ _ATTRIBUTES: Final = {
     "pseudonym": "PSEUDONYM", "domainComponent": "DC", "emailAddress": "EMAILADDRESS",
     "streetAddress": "STREET", "userId": "UID",
 }
+
+
+#: RabbitMQ's reasons for a refused login, as its log gives them (``rabbit_auth_backend_internal``,
+#: ``rabbit_reader``, ``rabbit_auth_mechanism_ssl``, v3.10.8): by what :meth:`AccessControl.
+#: check_login` and :meth:`AccessControl.check_external` answer.
+_REFUSALS: Final = {
+    "credentials": "user '{name}' - invalid credentials",
+    "blank": "user '{name}' attempted to log in with a blank password, which is prohibited by "
+             "the internal authN backend. To use TLS/x509 certificate-based authentication, "
+             "see the rabbitmq_auth_mechanism_ssl plugin and configure the client to use the "
+             "EXTERNAL authentication mechanism. Alternatively change the password for the "
+             "user to be non-blank.",
+    "loopback": "user '{name}' can only connect via localhost",
+    "no certificate": "connection peer presented no TLS (x.509) certificate",
+    "no name": "no name found",
+}
+
+
+def login_refusal(why: str, name: str = "", password: str | None = None) -> str:
+    """Why a login of ``name`` was refused, in RabbitMQ's words for its log (``why``: what
+    :meth:`AccessControl.check_login` or :meth:`AccessControl.check_external` answered; a
+    blank ``password`` has its own text). The name is the client's: a log line escapes it
+    (:func:`embroker._untrusted.log_text`).
+
+    >>> login_refusal("credentials", "bob"), login_refusal("no certificate")
+    ("user 'bob' - invalid credentials", 'connection peer presented no TLS (x.509) certificate')
+    """
+    if why == "credentials" and password == "":
+        why = "blank"
+    return _REFUSALS[why].format(name=name)
 
 
 def certificate_login(certificate: Mapping[str, Any], login_from: str) -> str | None:
@@ -544,14 +600,31 @@ class AccessControl:
         certificate (``ssl``'s decoded form; ``None``: none sent) logs in as, by its name
         (:func:`certificate_login`, ``login_from``), an existing user, no password asked
         (``rabbit_access_control:check_user_login/2`` with no credentials), from where the
-        client is; ``None``: refused. Counted in :attr:`attempts`."""
-        name = certificate_login(certificate, login_from) if certificate is not None else None
-        if name is None:  # "connection peer presented no TLS (x.509) certificate"
+        client is; ``None``: refused (:meth:`check_external` says why). Counted in
+        :attr:`attempts`."""
+        name, refused = self.check_external(certificate, login_from, loopback=loopback,
+                                            protocol=protocol, address=address)
+        return name if refused is None else None
+
+    def check_external(self, certificate: Mapping[str, Any] | None, login_from: str, *,
+                       loopback: bool, protocol: str, address: str = ""
+                       ) -> tuple[str, str | None]:
+        """:meth:`login_external`'s answer with its reason: the name the certificate gives
+        (``""``: none) and why it may not log in (``"no certificate"``, ``"no name"``,
+        ``"credentials"``: no such user, ``"loopback"``; texts by :func:`login_refusal`), or
+        ``None``: it may."""
+        if certificate is None:
             self.attempts.record(protocol, False, address=address)
-            return None
-        allowed = name in self.users and self.allowed_from(name, loopback=loopback)
-        self.attempts.record(protocol, allowed, address=address, user=name)
-        return name if allowed else None
+            return "", "no certificate"
+        name = certificate_login(certificate, login_from)
+        if name is None:
+            self.attempts.record(protocol, False, address=address)
+            return "", "no name"
+        refused = None if name in self.users else "credentials"
+        if refused is None and not self.allowed_from(name, loopback=loopback):
+            refused = "loopback"
+        self.attempts.record(protocol, refused is None, address=address, user=name)
+        return name, refused
 
     def login_anonymous(self, *, loopback: bool, rabbitmq4: bool) -> str | None:
         """SASL ANONYMOUS (AMQP 1.0): the user it logs in as, or ``None`` (refused, or
@@ -1033,18 +1106,7 @@ class UserAdministration:
             AccessControlError: no such user; a value that is not an integer, or another key
                 (RabbitMQ's reason, the text its management API answers with).
         """
-        checked: dict[str, int] = {}
-        for key in USER_LIMITS:  # (rabbit_parameter_validation:proplist/3: constraints first)
-            if key not in limits:
-                continue
-            value = limits[key]
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise AccessControlError(
-                    f"{key} should be a number, actually was {_erlang.term(value)}")
-            checked[key] = value
-        unknown = sorted((k, v) for k, v in limits.items() if k not in USER_LIMITS)
-        if unknown:
-            raise AccessControlError(f"Unrecognised terms {_erlang.term(unknown)} in user-limits")
+        checked = user_limits(limits)
         with self._lock:
             user = self._user(name)
             user.limits = {**user.limits, **checked}
@@ -1148,6 +1210,8 @@ class UserAdministration:
 
 
 # -- definitions: users, permissions, topic permissions ------------------------------------------
+# (Each takes one item of a section as the definitions schema made it: the fields of the right
+# types, the required ones there; see ._definitions_schema.)
 
 
 def _hashing_algorithm(item: Mapping[str, Any], version: str | None) -> str:
@@ -1168,78 +1232,67 @@ def _base64(text: str) -> str:
     return text
 
 
-def _tags(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [t.strip() for t in value.split(",") if t.strip()]
-    return [str(t) for t in value or []]
-
-
-def _str_field(item: Mapping[str, Any], name: str, section: str) -> str:
-    value = item.get(name)
-    if not isinstance(value, str):
-        raise DefinitionsError(f"an item of '{section}' has no text '{name}': {dict(item)!r}")
-    return value
-
-
-def load_users(broker: Broker, document: Mapping[str, Any], items: Callable[[str], list[dict[str, Any]]],
-               default_vhost: str) -> None:
-    """Apply the ``users``, ``permissions`` and ``topic_permissions`` of a definitions document
-    as RabbitMQ's import does (``rabbit_auth_backend_internal:put_user/3``, ``set_permissions``):
-    an existing user gets the new password and tags; a user with neither ``password`` nor
-    ``password_hash`` gets no password (it cannot log in with one).
+def load_user(broker: Broker, item: Mapping[str, Any], version: str | None) -> None:
+    """One item of ``users``, as RabbitMQ's import puts it
+    (``rabbit_auth_backend_internal:put_user/3``): its limits checked first; an existing user
+    gets the new password and tags; a user with neither ``password`` nor ``password_hash``
+    gets no password (it cannot log in with one). ``version``: the exporter's (a hash without
+    ``hashing_algorithm`` from before 3.6 is MD5).
 
     Raises:
-        DefinitionsError: malformed items, an unknown hashing algorithm, permissions for a user
-            or vhost that does not exist, an invalid regular expression.
+        AccessControlError: limits RabbitMQ refuses.
+        DefinitionsError: an unknown hashing algorithm, a hash that is not base64.
     """
     access = broker.access
-    version = document.get("rabbitmq_version", document.get("rabbit_version"))
-    for item in items("users"):
-        name = _str_field(item, "name", "users")
-        if "password" in item and "password_hash" in item:
-            raise DefinitionsError(f"user '{name}' has both password and password_hash")
-        password: str
-        if "password" in item:
-            password = str(item["password"])
-        else:
-            stored = HashedPassword(_base64(str(item.get("password_hash", ""))),
-                                    _hashing_algorithm(item, version))
-            known = access.users.get(name)
-            # Keep a known plain password that the hash confirms (guest/guest, typically): the
-            # listener's URL can then carry it.
-            password = known.password if known is not None and stored.matches(
-                known.password) and not isinstance(known.password, HashedPassword) else stored
-        user = access.users.get(name)
-        tags = _tags(item.get("tags", user.tags if user is not None else []))
-        if user is None:
-            access.users[name] = User(name, password, tags=tags, limits=item.get("limits"))
-        else:
-            user.password, user.tags = password, tags
-            if item.get("limits"):
-                user.limits = dict(item["limits"])
-    try:
-        for item in items("permissions"):
-            user_name = _str_field(item, "user", "permissions")
-            vhost = item.get("vhost", default_vhost)
-            _must_exist(broker, user_name, vhost, "permissions")
-            access.set_permissions(user_name, vhost, Permissions(
-                *(str(item.get(k, "")) for k in ("configure", "write", "read"))))
-        for item in items("topic_permissions"):
-            user_name = _str_field(item, "user", "topic_permissions")
-            vhost = item.get("vhost", default_vhost)
-            _must_exist(broker, user_name, vhost, "topic_permissions")
-            access.set_topic_permissions(user_name, vhost, TopicPermissions(
-                _str_field(item, "exchange", "topic_permissions"),
-                str(item.get("write", "")), str(item.get("read", ""))))
-    except AccessControlError as exc:
-        raise DefinitionsError(str(exc)) from None
+    name = item["name"]
+    tags = item["tags"] if "tags" in item else ["administrator"] if item["administrator"] else []
+    limits = user_limits(item["limits"]) if "limits" in item else None
+    password: str
+    if "password" in item:
+        password = item["password"]
+    else:
+        stored = HashedPassword(_base64(item.get("password_hash", "")),
+                                _hashing_algorithm(item, version))
+        known = access.users.get(name)
+        # Keep a known plain password that the hash confirms (guest/guest, typically): the
+        # listener's URL can then carry it.
+        password = known.password if known is not None and stored.matches(
+            known.password) and not isinstance(known.password, HashedPassword) else stored
+    user = access.users.get(name)
+    if user is None:
+        access.users[name] = User(name, password, tags=tags, limits=limits)
+    else:
+        user.password, user.tags = password, tags
+        if limits:
+            user.limits = limits
 
 
-def _must_exist(broker: Broker, user: str, vhost: str, section: str) -> None:
-    if user not in broker.access.users:
-        raise DefinitionsError(f"'{section}' for user '{user}', who is not defined")
-    if vhost not in broker.vhosts:
-        raise DefinitionsError(f"'{section}' for vhost '{vhost}', which is not defined")
+def load_permissions(broker: Broker, item: Mapping[str, Any], vhost: str | None) -> None:
+    """One item of ``permissions`` (or, with an ``exchange``, of ``topic_permissions``) in
+    ``vhost``, checked in RabbitMQ's order (``set_permissions/6``): the expressions, the
+    user, the vhost.
+
+    Raises:
+        AccessControlError: an expression that is not a regular expression.
+        DefinitionsError: no such user or vhost (reason ``["no_such_user", NAME]``,
+            ``["no_such_vhost", NAME]``, RabbitMQ's).
+    """
+    access = broker.access
+    topic = "exchange" in item
+    permissions: Permissions | TopicPermissions = (
+        TopicPermissions(item["exchange"], item["write"], item["read"]) if topic else
+        Permissions(item["configure"], item["write"], item["read"]))
+    for expression in permissions[1:] if topic else permissions:
+        _validate_expression(expression)
+    user = item["user"]
+    if user not in access.users:
+        raise DefinitionsError(f"User '{user}' does not exist", reason=["no_such_user", user])
+    if vhost is None or vhost not in broker.vhosts:
+        raise no_such_vhost(vhost)
+    if isinstance(permissions, TopicPermissions):
+        access.set_topic_permissions(user, vhost, permissions)
+    else:
+        access.set_permissions(user, vhost, permissions)
 
 
 def export_users(broker: Broker) -> tuple[list[dict[str, Any]], list[dict[str, Any]],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
@@ -15,8 +14,10 @@ from . import _definitions
 from ._access import UNRESTRICTED, AccessControl, UserAdministration
 from ._clock import Clock, SystemClock
 from ._connection import Connection
+from ._definitions import Source
 from ._exchange import Exchange
 from ._faults import DeliveryFault, PublishNack
+from ._incidents import Incidents
 from ._parameters import ParameterCommands
 from ._plugins import Plugins
 from ._policy import PolicyCommands
@@ -159,6 +160,9 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         self._connection_ids = itertools.count(1)
         #: The most recent routing decisions, oldest first.
         self.trace = Trace(trace_limit, trace_bytes, events=trace_events, lock=self._lock)
+        #: What the broker closed on its clients, oldest first: the operations it refused
+        #: (channel and connection errors) and the connections it dropped (missed heartbeats).
+        self.incidents = Incidents(self)
         self.trace.suggest = self._suggest
         #: What the broker says of itself to clients (see ``server_properties`` above).
         self.profile = Profile.parse(as_rabbitmq, deprecated_features)
@@ -519,15 +523,20 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
 
     # -- definitions ---------------------------------------------------------------------------
 
-    def load_definitions(self, source: str | os.PathLike[str] | Mapping[str, Any], *,
-                         vhost: str = "/", ignore_unsupported: bool = False) -> list[str]:
+    def load_definitions(self, source: Source, *, vhost: str | None = "/",
+                         ignore_unsupported: bool = False) -> list[str]:
         """Load a RabbitMQ definitions document (``rabbitmqctl export_definitions``): vhosts,
         users, permissions, exchanges, queues, bindings, policies, operator policies and vhost
-        limits, from a JSON file or a dict.
+        limits, from a JSON file (or a folder of them), its bytes, or a dict.
+
+        The document is checked whole before anything is loaded (a malformed one changes
+        nothing); an item the model refuses then ends the load as it ends RabbitMQ's import
+        (see :func:`embroker.model._definitions.load_definitions`).
 
         Args:
-            source: a path to a JSON file, or the parsed document.
-            vhost: the virtual host of items that name none.
+            source: a path to a JSON file or a folder of them, the JSON's bytes, or the
+                parsed document.
+            vhost: the virtual host of items that name none (``None``: each must name one).
             ignore_unsupported: load the rest of a document with runtime parameters embroker
                 cannot honour (shovels, federation upstreams), which are refused by default.
 
@@ -535,9 +544,10 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
             What was left out (``["shovel 'move' in vhost '/'"]``; empty by default).
 
         Raises:
-            DefinitionsError: malformed, a policy RabbitMQ would refuse, or runtime parameters
-                embroker cannot honour.
-            AMQPError: a declaration RabbitMQ would refuse too (406 for a conflicting one).
+            DefinitionsError: the only error: not JSON, malformed (the field named), too big or
+                too deep, an item refused as RabbitMQ refuses it (an unknown vhost or user, a
+                queue argument or policy RabbitMQ would not take, with its text), or runtime
+                parameters embroker cannot honour.
         """
         return _definitions.load_definitions(self, source, vhost=vhost,
                                              ignore_unsupported=ignore_unsupported)

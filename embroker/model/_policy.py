@@ -66,7 +66,6 @@ reached``); a negative limit is no limit.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import warnings
@@ -77,6 +76,7 @@ from typing import TYPE_CHECKING, Any, Final, Union, cast, final
 
 from .. import _erlang
 from .. import _regex as _regexes
+from .._untrusted import json_loads
 from ..errors import DefinitionsError, NotAllowed, PolicyError, PolicyWarning, PreconditionFailed
 
 if TYPE_CHECKING:
@@ -286,8 +286,8 @@ def _validate_federation(terms: list[tuple[str, Any]]) -> str | None:
     if not isinstance(value, str):
         return f"{_erlang.term(value)} is not a valid federation {what}"
     if key == "federation-upstream-pattern":
-        try:
-            re.compile(value)
+        try:  # (a policymaker's pattern: within embroker._regex's bounds, as every pattern)
+            _regexes.compile_set(value)
         except re.error as exc:
             return (f"could not compile pattern {value} to a regular expression. "
                     f'Error: {{"{exc.msg}",{exc.pos or 0}}}')
@@ -964,7 +964,7 @@ class Policies:
 def _definition(value: Mapping[str, Any] | str) -> Any:
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return json_loads(value)
         except ValueError as exc:
             raise PolicyError(f"JSON decoding error. Reason: {exc}") from None
     return value
@@ -1098,48 +1098,68 @@ def _pairs(value: Any) -> Any:
     return value
 
 
+#: The runtime parameter components of RabbitMQ's plugins that link to other brokers
+#: (``rabbitmq_federation``, ``rabbitmq_shovel``): embroker cannot honour them.
+UNHONOURED_COMPONENTS: Final = ("federation", "federation-upstream", "federation-upstream-set",
+                                "shovel")
+
+
+def _html(text: str) -> str:
+    """``rabbit_misc:escape_html_tags/1``, which RabbitMQ's import applies to a refused
+    policy's or parameter's text."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _refused(exc: PolicyError, where: str) -> DefinitionsError:
+    """A policy or parameter the model refused, as RabbitMQ's import says it: the
+    ``Validation failed`` text (which ends its reason with a new line), ``(WHERE)``, escaped."""
+    text = str(exc)
+    return DefinitionsError(_html(f"{text}\n ({where})" if text.startswith("Validation failed")
+                                  else f"{text} ({where})"))
+
+
 @final
 class DefinitionsPlan:
-    """The policies, operator policies and limits of a definitions document, read and checked
-    before anything is loaded.
+    """The policies and runtime parameters (operator policies, vhost limits) of a definitions
+    document as :func:`~._definitions_schema.check` made it: those embroker cannot honour are
+    refused before anything is loaded; the rest are set one at a time in RabbitMQ's order, by
+    :meth:`apply_policy` and :meth:`apply_parameter`, the limits last (:meth:`apply_limits`).
 
     Args:
-        document: the definitions document.
-        vhost: the vhost for items that name none.
+        document: the checked document.
+        vhost_of: the name of the vhost an item is in (``None``: it names none, and the
+            caller named none either).
         ignore_unsupported: load the rest when the document has runtime parameters embroker
             cannot honour (shovels, federation upstreams...), and list them in :attr:`ignored`;
             by default they are refused.
 
     Raises:
-        DefinitionsError: a malformed item, or runtime parameters embroker cannot honour.
+        DefinitionsError: runtime parameters embroker cannot honour.
     """
 
-    def __init__(self, document: Mapping[str, Any], vhost: str, ignore_unsupported: bool) -> None:
-        self.policies: list[tuple[str, dict[str, Any], bool]] = []
-        self.limits: list[tuple[str, Any]] = []
-        #: What was left out (``"shovel 'move' in vhost '/'"``).
-        self.ignored: list[str] = []
-        self._queues = document.get("queues") or []
-        self._default = vhost
-        for item in _list(document, "policies"):
-            self.policies.append((item.get("vhost", vhost), item, False))
+    def __init__(self, document: Mapping[str, Any],
+                 vhost_of: Callable[[Mapping[str, Any]], str | None],
+                 ignore_unsupported: bool) -> None:
+        self._vhost_of = vhost_of
+        self._queues: list[Mapping[str, Any]] = document.get("queues", [])
+        #: The policies, then the runtime parameters embroker honours, in the document's order.
+        self.policies: list[Mapping[str, Any]] = document.get("policies", [])
+        self.parameters: list[Mapping[str, Any]] = []
+        self._limits: list[tuple[str, Any]] = []
         refused = []
-        for item in _list(document, "parameters"):
-            component, name = item.get("component"), item.get("name")
-            where = item.get("vhost", vhost)
-            value = item.get("value")
-            if component == "operator_policy" and isinstance(value, Mapping):
-                self.policies.append((where, {"name": name, **value}, True))
-            elif component == "vhost-limits":
-                self.limits.append((where, value))
+        for item in document.get("parameters", []):
+            if item["component"] in UNHONOURED_COMPONENTS:
+                refused.append(f"{item['component']} '{item['name']}' in vhost "
+                               f"'{vhost_of(item)}'")
             else:
-                refused.append(f"{component} '{name}' in vhost '{where}'")
+                self.parameters.append(item)
         if refused and not ignore_unsupported:
             raise DefinitionsError(
                 f"embroker cannot honour these runtime parameters: {', '.join(refused)} "
                 "(a test broker has no links to other brokers); remove them, or load the rest "
                 "with ignore_unsupported=True (--ignore-unsupported) and see what was left out")
-        self.ignored = refused
+        #: What was left out (``"shovel 'move' in vhost '/'"``).
+        self.ignored: list[str] = refused
 
     def check_queue_limits(self, broker: Broker) -> None:
         """RabbitMQ's check before an import: the new queues must fit the vhosts' existing
@@ -1150,15 +1170,14 @@ class DefinitionsPlan:
         """
         adding: dict[str, set[str]] = {}
         for item in self._queues:
-            if isinstance(item, Mapping):
-                name, where = item.get("name"), item.get("vhost", self._default)
-                vhost = broker.vhosts.get(where)
-                if vhost is None or name not in vhost.queues:
-                    adding.setdefault(where, set()).add(str(name))
+            name, where = item["name"], self._vhost_of(item)
+            vhost = broker.vhosts.get(where) if where is not None else None
+            if vhost is not None and name not in vhost.queues:
+                adding.setdefault(vhost.name, set()).add(name)
         for where, names in adding.items():
-            vhost = broker.vhosts.get(where)
-            limit = vhost.policies._limit("max-queues") if vhost is not None else None
-            if vhost is None or limit is None:
+            vhost = broker.vhosts[where]
+            limit = vhost.policies._limit("max-queues")
+            if limit is None:
                 continue
             count = len(vhost.queues)
             if count + len(names) > limit:
@@ -1167,49 +1186,82 @@ class DefinitionsPlan:
                     f"limit of {limit} queue(s).\n\nThis virtual host currently has {count} "
                     f"queue(s) defined.\n\nImport aborted!")
 
-    def apply_policies(self, broker: Broker) -> None:
-        """Set the document's policies and operator policies, as ``rabbitmqctl`` would.
+    def _vhost(self, broker: Broker, where: str | None) -> VirtualHost:
+        from ._definitions_schema import no_such_vhost
+
+        vhost = broker.vhosts.get(where) if where is not None else None
+        if vhost is None:
+            raise no_such_vhost(where)
+        return vhost
+
+    def apply_policy(self, broker: Broker, item: Mapping[str, Any]) -> None:
+        """Set one policy of the document, as ``rabbit_definitions:add_policy`` does: a name,
+        then ``rabbit_policy``'s validation, then the vhost.
 
         Raises:
-            DefinitionsError: one RabbitMQ would refuse (its reason, then ``(vhost/name)``).
+            DefinitionsError: RabbitMQ's text (its reason, then ``(vhost/name)``).
         """
-        for where, item, operator in self.policies:
-            name = item.get("name")
-            if name is None:
-                raise DefinitionsError(f"policy in virtual host '{where}' has undefined name")
-            if item.get("definition") is None:
-                raise DefinitionsError(f"policy '{name}' in virtual host '{where}' has no "
-                                       "definition")
-            definition = _pairs(item["definition"])
-            priority = item.get("priority", 0)
-            apply_to = item.get("apply-to", "all")
-            try:
-                validate_policy(item.get("pattern"), definition, priority, apply_to,
-                                operator=operator, profile=broker.profile)
-            except PolicyError as exc:
-                raise DefinitionsError(f"{exc} ({where}/{name})") from None
-            broker.add_vhost(where).policies.set(Policy(
-                str(name), item["pattern"], definition, priority, apply_to, where, operator,
-                broker.profile.rabbitmq4))
+        where = self._vhost_of(item)
+        name = item.get("name")
+        if name is None:
+            raise DefinitionsError(f"policy in virtual host '{where or 'undefined'}' has "
+                                   "undefined name")
+        if "definition" not in item:
+            raise DefinitionsError(f"policy '{name}' in virtual host '{where}' has no "
+                                   "definition")
+        definition = _pairs(item["definition"])
+        priority, apply_to = item.get("priority", 0), item.get("apply-to", "all")
+        try:
+            validate_policy(item.get("pattern"), definition, priority, apply_to,
+                            profile=broker.profile)
+        except PolicyError as exc:
+            raise _refused(exc, f"{where or 'undefined'}/{name}") from None
+        self._vhost(broker, where).policies.set(Policy(
+            name, item["pattern"], definition, priority, apply_to, str(where), False,
+            broker.profile.rabbitmq4))
+
+    def apply_parameter(self, broker: Broker, item: Mapping[str, Any]) -> None:
+        """Set one runtime parameter of the document, as ``rabbit_runtime_parameters:set/5``:
+        an operator policy at once, a vhost's limits checked now and set by
+        :meth:`apply_limits`.
+
+        Raises:
+            DefinitionsError: RabbitMQ's text (its reason, then ``(vhost/component/name)``).
+        """
+        component, name, value = item["component"], item["name"], item["value"]
+        where = self._vhost_of(item)
+        suffix = f"{where or 'undefined'}/{component}/{name}"
+        if component == "policy":
+            raise _refused(PolicyError("policies may not be set using this method"), suffix)
+        if component not in ("operator_policy", "vhost-limits"):
+            raise _refused(PolicyError.validation(f"component {component} not found"), suffix)
+        if not isinstance(value, Mapping):
+            raise _refused(PolicyError.validation(f"{name} not a list {_erlang.term(value)}"),
+                           suffix)
+        if component == "vhost-limits":
+            limits = _pairs(value)
+            errors = limit_errors(limits)
+            if errors:
+                raise _refused(PolicyError.validation("\n".join(errors)), suffix)
+            self._vhost(broker, where)
+            self._limits.append((str(where), limits))
+            return
+        definition = _pairs(value.get("definition"))
+        priority, apply_to = value.get("priority", 0), value.get("apply-to", "all")
+        try:
+            validate_policy(value.get("pattern"), definition, priority, apply_to,
+                            operator=True, profile=broker.profile)
+        except PolicyError as exc:
+            raise _refused(exc, suffix) from None
+        self._vhost(broker, where).policies.set(Policy(
+            name, value["pattern"], definition, priority, apply_to, str(where), True,
+            broker.profile.rabbitmq4))
 
     def apply_limits(self, broker: Broker) -> None:
-        """Set the document's vhost limits (after its queues, as RabbitMQ's import).
-
-        Raises:
-            DefinitionsError: limits RabbitMQ would refuse.
-        """
-        for where, value in self.limits:
-            try:
-                broker.add_vhost(where).policies.set_limits(_pairs(value))
-            except PolicyError as exc:
-                raise DefinitionsError(f"{exc} ({where}/vhost-limits/limits)") from None
-
-
-def _list(document: Mapping[str, Any], section: str) -> list[dict[str, Any]]:
-    items = document.get(section) or []
-    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-        raise DefinitionsError(f"'{section}' must be a list of objects")
-    return items
+        """Set the document's vhost limits (checked by :meth:`apply_parameter`), after its
+        queues: RabbitMQ's import declares queues without looking at ``max-queues``."""
+        for where, limits in self._limits:
+            broker.vhosts[where].policies.set_limits(limits)
 
 
 def export_policies(broker: Broker) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ do; ``embroker.server`` puts it on a port of its own (``broker.serve(stream_port
 from __future__ import annotations
 
 from ._connection import EXPECTED as EXPECTED
+from ._connection import INITIAL_FRAME_MAX as INITIAL_FRAME_MAX
 from ._connection import MAX_UNREAD as MAX_UNREAD
 from ._connection import MAX_UNSENT as MAX_UNSENT
 from ._connection import RESUME_UNSENT as RESUME_UNSENT
@@ -22,6 +23,6 @@ from ._frames import Writer as Writer
 from ._frames import chunk_frame as chunk_frame
 from ._frames import response_key as response_key
 
-__all__ = ["EXPECTED", "MAX_UNREAD", "MAX_UNSENT", "RESUME_UNSENT", "Code", "Fields",
-           "FrameReader", "Key", "State", "StreamConnection", "StreamProtocolError", "Writer",
-           "chunk_frame", "response_key"]
+__all__ = ["EXPECTED", "INITIAL_FRAME_MAX", "MAX_UNREAD", "MAX_UNSENT", "RESUME_UNSENT", "Code",
+           "Fields", "FrameReader", "Key", "State", "StreamConnection", "StreamProtocolError",
+           "Writer", "chunk_frame", "response_key"]

@@ -43,7 +43,10 @@ management port's HTTP connections). A driver that never calls
 
 Errors: bad bytes raise :class:`StreamProtocolError` inside, which closes this connection with
 a Close frame (its code and reason), nothing else; the model's refusals of a request become
-its response code.
+its response code. Input is bounded before login: until Open succeeds, a frame whose size is
+over :data:`INITIAL_FRAME_MAX` (8 KiB, RabbitMQ 4.3.5's pre-authentication bound) is refused
+as soon as its size is read (FRAME_TOO_LARGE), none of its body kept; after it, the tuned
+``frame_max`` and the broker's largest message bound it.
 
 Timeouts and closes from the broker's side are RabbitMQ 3.10.8's (``rabbit_stream_reader``,
 ``rabbit_heartbeat``): each step of the opening may take 10 s (``state_timeout``); an open
@@ -57,10 +60,12 @@ from __future__ import annotations
 
 import enum
 import itertools
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, final
 
-from ..amqp091._handshake import external_login, parse_credentials
+from .._untrusted import log_text
+from ..amqp091._handshake import external_check, parse_credentials
 from ..amqp10 import from_stream, to_stream
 from ..errors import (
     AccessRefused,
@@ -69,6 +74,7 @@ from ..errors import (
     NotFound,
     PreconditionFailed,
 )
+from ..model._access import login_refusal
 from ..model._stream import (
     Chunk,
     ChunkReader,
@@ -97,11 +103,20 @@ if TYPE_CHECKING:
     from ..model._connection import Connection as ModelConnection
     from ..model._profile import Profile
 
-__all__ = ["MAX_UNREAD", "MAX_UNSENT", "RESUME_UNSENT", "State", "StreamConnection"]
+__all__ = ["INITIAL_FRAME_MAX", "MAX_UNREAD", "MAX_UNSENT", "RESUME_UNSENT", "State",
+           "StreamConnection"]
+
+#: Refused logins, as RabbitMQ's stream reader warns of them (what the client chose escaped).
+log = logging.getLogger("embroker.stream")
 
 #: What we offer in Tune (RabbitMQ's defaults: 1 MiB frames, 60 s heartbeats).
 FRAME_MAX: Final = DEFAULT_FRAME_MAX
 HEARTBEAT: Final = 60
+#: The largest frame read until Open succeeds, whatever Tune said (rabbit_stream_reader's
+#: pre-authentication ``frame_max``, RabbitMQ 4.3.5's ``stream.initial_frame_max``, 8192 bytes:
+#: room for a JWT as SASL PLAIN's password; RabbitMQ 3.10.8 bounded no inbound frame): a
+#: client that has not logged in and opened a vhost cannot make the connection buffer more.
+INITIAL_FRAME_MAX: Final = 8192
 #: How long each step of the opening may take (rabbit_stream_reader's
 #: ``connection_negotiation_step_timeout``, 10_000 ms in v3.10.8).
 NEGOTIATION_STEP_TIMEOUT: Final = 10.0
@@ -234,7 +249,7 @@ class StreamConnection:
         self.client_properties: dict[str, str] = {}
         self.frame_max = FRAME_MAX
         self.heartbeat = HEARTBEAT
-        self._reader = FrameReader(FRAME_MAX)
+        self._reader = FrameReader(INITIAL_FRAME_MAX)
         self._out = bytearray()
         #: Of what data_to_send returned, the bytes its driver still holds (its last report).
         self._held = 0
@@ -513,19 +528,24 @@ class StreamConnection:
         access = self.broker.access
         address = self.peer.rpartition(":")[0].strip("[]")
         refused: str | None
+        reason: str | None  # (why, in RabbitMQ's words, for the log)
         if mechanism == "EXTERNAL":
-            name = external_login(self.broker, self.tls, loopback=self.loopback,
-                                  protocol="stream", address=address)
-            user, refused = name or "", None if name is not None else "credentials"
+            user, reason = external_check(self.broker, self.tls, loopback=self.loopback,
+                                          protocol="stream", address=address)
+            refused = None if reason is None else "credentials"
         else:
             credentials = parse_credentials(mechanism, data)
             user = credentials[0] if credentials is not None else ""
             if credentials is None:
                 access.attempts.record("stream", False, address=address)
-                refused = "credentials"
+                refused, reason = "credentials", "response invalid"
             else:
                 refused = access.check_login(*credentials, loopback=self.loopback,
                                              protocol="stream", address=address)
+                reason = None if refused is None else login_refusal(refused, *credentials)
+        if reason is not None:  # (RabbitMQ's stream reader logs it as a warning)
+            log.warning("stream connection %s: %s login refused: %s", self.peer,
+                        log_text(mechanism), log_text(reason))
         if refused == "credentials":
             self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
                                      Code.AUTHENTICATION_FAILURE).frame())
@@ -548,13 +568,7 @@ class StreamConnection:
         f.end()
         self.frame_max = min(frame_max, FRAME_MAX) if frame_max else FRAME_MAX
         self.heartbeat = min(heartbeat, HEARTBEAT) if heartbeat else 0
-        # What it reads from now on: RabbitMQ checks no inbound frame against frame_max
-        # (rabbit_stream_core:incoming_data/2, "TODO: check max frame size", v3.10.8 and v4.1.0),
-        # so a client batching a Publish past it is served. embroker bounds what it buffers
-        # for one frame by the broker's largest message instead (128 MiB, as RabbitMQ 3.10's
-        # max_message_size; 16 MiB under the RabbitMQ 4 profile): FRAME_TOO_LARGE past it.
-        # (Before authentication, frame_max holds: nobody unknown makes it buffer more.)
-        self._reader.frame_max = max(self.frame_max, self.broker.max_message_size)
+        # (What it reads stays within INITIAL_FRAME_MAX until Open succeeds: _on_open.)
         self.state = State.OPEN
 
     def _on_open(self, f: Fields) -> None:
@@ -576,6 +590,14 @@ class StreamConnection:
             self._close(Code.VIRTUAL_HOST_ACCESS_FAILURE, f"access to vhost '{vhost}' refused")
             return
         self.vhost = vhost
+        # What it reads from now on: RabbitMQ 3.10.8 checks no inbound frame against frame_max
+        # (rabbit_stream_core:incoming_data/2, "TODO: check max frame size", v3.10.8 and v4.1.0),
+        # so a client batching a Publish past it is served. embroker bounds what it buffers
+        # for one frame by the broker's largest message instead (128 MiB, as RabbitMQ 3.10's
+        # max_message_size; 16 MiB under the RabbitMQ 4 profile): FRAME_TOO_LARGE past it.
+        # (Until now INITIAL_FRAME_MAX held, as RabbitMQ 4.3.5's reader switches from its
+        # pre-authentication bound on a successful Open.)
+        self._reader.frame_max = max(self.frame_max, self.broker.max_message_size)
         self.model.on_closed_by_broker = self.close
         self._channel = self.model.open_channel(1)
         self._send(self._respond(Key.OPEN, correlation).properties({

@@ -121,7 +121,16 @@ class FrameReader:
         self.frame_max = frame_max
 
     def feed(self, data: bytes) -> None:
-        self._buffer += data
+        buffer = self._buffer
+        if self.frame_max and len(buffer) < 4 <= len(buffer) + len(data):
+            # A frame begins here: one over frame_max keeps its size alone (next_frame
+            # refuses it), not the rest of what came with it.
+            wanted = 4 - len(buffer)
+            (size,) = struct.unpack(">I", bytes(buffer) + data[:wanted])
+            if size > self.frame_max:
+                buffer += data[:wanted]
+                return
+        buffer += data
 
     def next_frame(self) -> tuple[int, int, bytes] | None:
         """The next whole frame, or ``None`` until more bytes come.
@@ -279,7 +288,9 @@ class Writer:
         return self
 
     def string(self, v: str) -> Writer:
-        data = v.encode("utf-8")
+        # (the bytes it holds: a name a 0-9-1 client chose may hold a surrogate's encoding,
+        # which RabbitMQ writes as it is)
+        data = v.encode("utf-8", "surrogateescape")
         self._out += struct.pack(">H", len(data)) + data
         return self
 

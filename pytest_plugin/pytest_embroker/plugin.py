@@ -5,7 +5,8 @@ Fixtures:
 - ``broker``: a fresh in-memory broker per test, configured by the marker;
 - ``amqp_server`` / ``amqp_url``: a loopback listener on it, started when asked for and stopped
   after the test (``amqp10_url`` is the same listener's URL for AMQP 1.0 clients,
-  ``management_url`` its management HTTP API and console);
+  ``management_url`` its management HTTP API and console; ``amqp_url_for(user, password,
+  vhost=...)`` a URL as another user, made with the permissions asked);
   ``amqp_channel``: an in-process channel;
 - ``memory_pika``: a real pika ``BlockingConnection`` over an in-memory link (no socket);
   ``memory_url``: the URL of the in-memory transports (aio-pika, aiormq, kombu);
@@ -23,7 +24,8 @@ Strict mode (``embroker_strict`` ini option, or the marker's ``strict=``) fails 
 teardown when it left client connections open, deliveries unacknowledged, consumers on a
 stopped listener, listener errors or (``"unroutable"``) publishes that reached no queue. A failed
 test's report gets an ``embroker`` section: the last routing decisions with their messages'
-histories, and the queues (``--embroker-trace N``).
+histories, what the broker refused and which connections it dropped (``broker.incidents``), and
+the queues (``--embroker-trace N``).
 
 With ``--embroker-reference URL`` the same tests run against a real RabbitMQ: ``broker`` is then
 a :class:`embroker._reference.ReferenceBroker` on a vhost of its own, and what needs embroker's
@@ -33,6 +35,7 @@ internals (the virtual clock, ``explain()``...) skips with the reason.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import ssl
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -43,7 +46,7 @@ import pytest
 
 pytest.register_assert_rewrite("embroker.testing")
 
-from embroker import Broker, Channel, Server  # noqa: E402
+from embroker import Broker, Channel, DefinitionsError, Server  # noqa: E402
 from embroker.faults import Faults  # noqa: E402
 from embroker.testing import (  # noqa: E402
     Expectations,
@@ -51,12 +54,14 @@ from embroker.testing import (  # noqa: E402
     check_server,
     leaks,
     make_broker,
+    url_as,
 )
 from embroker.tls import TLSOptions  # noqa: E402
 
 if TYPE_CHECKING:
     from embroker import RoutingDecision
     from embroker._reference import Admin, ReferenceBroker
+    from embroker.model import Broker as ModelBroker
     from embroker.testing import AnyBroker
 
 __all__ = [
@@ -66,6 +71,7 @@ __all__ = [
     "amqp_channel",
     "amqp_server",
     "amqp_url",
+    "amqp_url_for",
     "amqps_server",
     "amqps_url",
     "broker",
@@ -307,7 +313,14 @@ def broker(request: pytest.FixtureRequest,
         yield _reference_broker(request, config)  # type: ignore[misc]  # the same helpers work
         return
     config["plugins"] = _plugins(request.config, config.get("plugins"))
-    made = make_broker(base=request.path.parent, **config)
+    refused: DefinitionsError | None = None
+    try:
+        made = make_broker(base=request.path.parent, **config)
+    except DefinitionsError as error:  # (the model's one error: what is wrong, on one line)
+        refused = error
+    if refused is not None:  # (out of the except: no "during handling" of it)
+        pytest.fail(f"@pytest.mark.embroker(topology={config.get('topology')!r}): cannot load "
+                    f"the topology: {refused.line}", pytrace=False)
     _remember(request, made)
     yield made
     if strict is not None:
@@ -385,6 +398,22 @@ def amqp_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
+def amqp_url_for(request: pytest.FixtureRequest) -> Callable[..., str]:
+    """A factory of AMQP URLs as other users of this test's listener:
+    ``amqp_url_for("checkout", "s3cret", vhost="shop", configure="^$", write="^orders$",
+    read="^$", tags=())`` makes the user (and the vhost) with those permissions (all, by
+    default) and returns ``amqp://checkout:s3cret@127.0.0.1:PORT/shop``
+    (:func:`embroker.testing.url_as`). With a reference RabbitMQ, the user is made in the node
+    for the test (with its permissions in the test's vhost) and deleted after it."""
+    where: Any = request.getfixturevalue("broker" if _reference(request.config)
+                                         else "amqp_server")
+
+    def url_for(user: str, password: str, vhost: str = "/", **permissions: Any) -> str:
+        return url_as(where, user, password, vhost=vhost, **permissions)
+    return url_for
+
+
+@pytest.fixture
 def management_url(request: pytest.FixtureRequest) -> str:
     """The URL of RabbitMQ's management HTTP API and console (``http://HOST:PORT/``; the API
     is under ``api/``, guest/guest): this test's listener (``amqp_server``, which then serves
@@ -426,12 +455,17 @@ def amqp_channel(request: pytest.FixtureRequest, broker: Broker) -> Iterator[Cha
 @pytest.fixture
 def memory_pika(request: pytest.FixtureRequest, broker: Broker) -> Iterator[Any]:
     """A real ``pika.BlockingConnection`` to ``broker`` over an in-memory link (no socket,
-    no thread; pika's timers on the broker's clock), closed after the test."""
+    no thread; pika's timers on the broker's clock), closed after the test. A connection the
+    broker or a fault ended is not this fixture's error: the failure report says why it
+    ended (``embroker`` section)."""
+    import pika.exceptions
+
     _skip_in_reference(request, "an in-memory pika connection (memory_pika)")
     connection = broker.pika_connection()
     yield connection
     if connection.is_open:
-        connection.close()
+        with contextlib.suppress(pika.exceptions.AMQPConnectionError):
+            connection.close()  # (pika hears only now that its connection is gone)
 
 
 @pytest.fixture
@@ -657,6 +691,7 @@ def _state(broker: AnyBroker, count: int) -> str:
             lines.extend(f"    {event}" for event in decision.history())
             lines.extend(f"    now: {fate}" for fate in decision.fate())
     if isinstance(broker, model.Broker):
+        lines.extend(_incidents(broker))
         with broker.locked():
             queues = [q for v in broker.vhosts.values() for q in v.queues.values()]
         lines.append(f"queues ({len(queues)}):" if queues else "no queues")
@@ -668,3 +703,34 @@ def _state(broker: AnyBroker, count: int) -> str:
                 lines.append(f"    ... and {queue.message_count - count} more")
     return "\n".join(lines)
 
+
+
+#: What the report adds under an incident of this reply text: how it comes about.
+_WHY = {
+    "FRAME_ERROR - missed heartbeats from client": (
+        "the client sent nothing for two heartbeat intervals while it ran: its library sends "
+        "heartbeats only while its I/O loop runs (pika: process_data_events; py-amqp and "
+        "kombu: heartbeat_check); heartbeat=0 turns them off"),
+    "FRAME_ERROR - handshake timeout": (
+        "the client opened a socket and did not finish the AMQP handshake within the "
+        "listener's handshake_timeout (10 s)"),
+}
+
+
+def _incidents(broker: ModelBroker) -> list[str]:
+    """What the broker refused (channel and connection errors, with the method) and which
+    connections it dropped, when (the broker's clock) and, for a drop, why that happens."""
+    from embroker import ManualClock
+
+    incidents = list(broker.incidents)
+    if not incidents:
+        return []
+    lines = [f"closed by the broker ({len(incidents)}):"]
+    manual = isinstance(broker.clock, ManualClock)
+    for incident in incidents:
+        when = (f"t={incident.at:.3f} (broker clock)" if manual else
+                datetime.datetime.fromtimestamp(incident.wall).strftime("%H:%M:%S.%f")[:-3])
+        lines.append(f"- at {when}: {incident}")
+        lines.extend(f"    {why}" for text, why in _WHY.items()
+                     if incident.reply_text.startswith(text))
+    return lines

@@ -62,6 +62,38 @@ def test_proton_sql_filter(broker: Broker, server: Server) -> None:
         connection.close()
 
 
+def test_the_deepest_sql_filter_rabbitmq_takes_is_applied(broker: Broker, server: Server) -> None:
+    """97 nested parentheses: 199 tokens, one under rabbit_amqp_filter_sql's limit of 200,
+    which RabbitMQ's LALR parser takes; embroker's recursive descent parses it on the listener's
+    stack without running out of it (issue 44: a client's expression costs what a bound allows,
+    never an amqp:internal-error)."""
+    pytest.importorskip("proton")
+    from proton import Described, Message, symbol
+    from proton.reactor import Filter
+    from proton.utils import BlockingConnection
+
+    from embroker.amqp10._filters import MAX_TOKENS, _tokenize
+
+    sql = "(" * 97 + "n % 2 = 0" + ")" * 97
+    assert len(_tokenize(sql)) == MAX_TOKENS - 1
+    _declare_stream(broker)
+    connection = BlockingConnection(server.amqp10_url, timeout=5,
+                                    allowed_mechs="PLAIN ANONYMOUS")
+    try:
+        sender = connection.create_sender("/queues/s")
+        for i in range(4):
+            sender.send(Message(body=f"m{i}", properties={"n": i}))
+        receiver = connection.create_receiver("/queues/s", options=Filter({
+            symbol("offset"): Described(symbol("rabbitmq:stream-offset-spec"), "first"),
+            symbol("sql-filter"): Described(symbol("amqp:sql-filter"), sql),
+        }), credit=10)
+        assert [receiver.receive(timeout=5).body for _ in range(2)] == ["m0", "m2"]
+        receiver.accept()
+    finally:
+        connection.close()
+    assert server.errors == []
+
+
 client = pytest.importorskip("rabbitmq_amqp_python_client")
 from rabbitmq_amqp_python_client import (  # noqa: E402
     AddressHelper,

@@ -490,6 +490,26 @@ def test_selector_on_a_consuming_link_is_refused_as_not_implemented(
     receiver.accept()
 
 
+@pytest.mark.parametrize(("selector", "reason"), [
+    ("(" * 400 + "color = 'red'" + ")" * 400, "nesting depth 400 exceeds the maximum of 32"),
+    (" OR ".join(["color = 'red'"] * 100), "399 tokens exceed the token limit of 200"),
+    ("color = '" + "x" * 5000 + "'", "length 5010 exceeds the maximum length of 4096"),
+], ids=["400 nested parentheses", "a chain of 100 ORs", "5,010 characters"])
+def test_a_selector_too_costly_is_refused_as_an_invalid_field_naming_the_bound(
+        proton_connect, broker: Broker, server: Server, queue: str, selector: str,
+        reason: str) -> None:
+    """Issue 44: 400 nested parentheses ran the parser out of stack (amqp:internal-error); a
+    long chain would have run the evaluator out of it on each message. Refused at the attach
+    with the bound passed (the SQL filter's own, RabbitMQ 4.2's rabbit_amqp_filter_sql: 4,096
+    characters, 200 tokens; and a nesting depth), the session going on."""
+    c = proton_connect()
+    with pytest.raises(LinkDetached, match=rf"amqp:invalid-field.*selector: {reason}"):
+        c.create_receiver("/queues/q", credit=1, options=[
+            proton.reactor.Copy(), proton.reactor.Selector(selector)])
+    sync(c)
+    assert server.errors == []
+
+
 def _filters(terminus: Any) -> dict | None:
     data = terminus.filter
     data.rewind()

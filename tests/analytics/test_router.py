@@ -220,3 +220,22 @@ def test_binding_rows_carry_typed_arguments() -> None:
     assert json.loads(rows[("hx", "presence")].arguments) == {"v": None, "x-match": "any"}
     assert rows[("", "orders")].implicit
     assert router.header_names() >= {"level", "critical", "n", "v", "x-tenant"}
+
+
+def test_a_policy_pattern_is_compiled_as_the_broker_compiles_it() -> None:
+    """Within embroker._regex's bounds (500 nested groups: a RecursionError before), and as
+    RabbitMQ's PCRE takes it (a lookahead)."""
+    def document(pattern: str) -> dict[str, Any]:
+        return {"exchanges": [{"name": "amq-x", "type": "direct"}, {"name": "b", "type": "direct"},
+                              {"name": "ae", "type": "fanout"}],
+                "queues": [{"name": "ae-q"}],
+                "bindings": [{"source": "ae", "destination": "ae-q",
+                              "destination_type": "queue", "routing_key": ""}],
+                "policies": [{"name": "p", "pattern": pattern, "apply-to": "exchanges",
+                              "definition": {"alternate-exchange": "ae"}}]}
+    router = Router(Topology(document("^(?!amq-)")))
+    assert router.route("/", "b", ["k"], None).queues == ("ae-q",)
+    assert router.route("/", "amq-x", ["k"], None).queues == ()
+    with pytest.raises(TopologyError, match=r"policy 'p' has a pattern embroker cannot compile: "
+                                            r"pattern too complex: nesting depth 500"):
+        Topology(document("(" * 500 + "a" + ")" * 500))

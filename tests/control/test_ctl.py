@@ -931,3 +931,65 @@ def test_rabbitmq_server_serves_amqp10_as_its_enabled_plugins_file_says(tmp_path
         assert path.read_text() == "[].\n"
         assert _refuses_amqp10(server.port)
         assert server.errors == []
+
+
+# -- patterns a client chose: bounded before they are compiled (issue 44) ------------------------
+
+#: 500 nested groups: Python's parser recursed until RecursionError (the node answered 500, the
+#: tool exit 70).
+NESTED = "(" * 500 + "a" + ")" * 500
+TOO_DEEP = "pattern too complex: nesting depth 500 exceeds the maximum of 50"
+
+
+@pytest.mark.parametrize("argv", [
+    ["set_policy", "-p", "ctl-golden", "p", "PATTERN", '{"max-length": 1}'],
+    ["set_operator_policy", "-p", "ctl-golden", "p", "PATTERN", '{"max-length": 1}'],
+    ["set_permissions", "-p", "ctl-golden", "ctl-golden-plain", "PATTERN", ".*", ".*"],
+    ["set_topic_permissions", "-p", "ctl-golden", "ctl-golden-plain", "amq.topic", "PATTERN",
+     ".*"]], ids=lambda argv: argv[0])
+def test_a_pattern_too_costly_to_compile_is_refused_as_a_bad_one_naming_the_bound(
+        node: Node, argv: list[str]) -> None:
+    """The command refuses it as it refuses a syntax error (``(``: exit 69, as RabbitMQ
+    3.10.8's, golden/rabbitmqctl/set_permissions_bad_regex.json), the bound in words; the
+    node goes on (``node`` checks its errors), nothing is set."""
+    bad = ctl(*[a if a != "PATTERN" else "(" for a in argv])
+    code, out, err = ctl(*[a if a != "PATTERN" else NESTED for a in argv])
+    assert (code, bad[0]) == (69, 69)
+    assert out.startswith("Setting ")
+    assert err.startswith("Error:\n")
+    assert TOO_DEEP in err
+    broker = node.broker
+    assert [p.name for p in broker.list_policies("ctl-golden")] == ["p1"]
+    assert [p.name for p in broker.list_operator_policies("ctl-golden")] == ["op1"]
+    assert broker.access.permissions("ctl-golden-plain", "ctl-golden").configure == r"^q\."
+
+
+def test_definitions_with_a_pattern_too_costly_are_refused_as_with_a_bad_one(
+        node: Node, tmp_path: Path) -> None:
+    refusals = []
+    for pattern in ("(", NESTED):
+        path = tmp_path / "defs.json"
+        path.write_text(json.dumps({"policies": [
+            {"vhost": "ctl-golden", "name": "p9", "pattern": pattern, "apply-to": "all",
+             "definition": {"max-length": 1}, "priority": 0}]}))
+        refusals.append(ctl("import_definitions", str(path)))
+    (bad_code, _, _), (code, _, err) = refusals
+    assert code == bad_code != 0
+    assert TOO_DEEP in err
+    assert "p9" not in [p.name for p in node.broker.list_policies("ctl-golden")]
+
+
+def test_plugins_list_matches_its_pattern_as_the_broker_does_and_refuses_a_bad_one(
+        node: Node) -> None:
+    """``rabbitmq-plugins list PATTERN`` takes what RabbitMQ's Elixir regex takes (a
+    lookahead); a pattern that does not compile is exit 70 after the banner, as RabbitMQ
+    3.10.8's (checked live: ``Error:\\n{:badmatch, {:error, {'missing )', 1}}}``, PCRE's
+    text), and a pattern too costly is refused the same way, naming the bound."""
+    code, out, _err = ctl("list", "-m", "^(?!rabbitmq_stream)rabbitmq_s", tool="rabbitmq-plugins")
+    assert (code, out.splitlines()[1:]) == (0, ["rabbitmq_sharding"])
+    code, out, err = ctl("list", "(", tool="rabbitmq-plugins")
+    assert (code, out, err) == (70, 'Listing plugins with pattern "(" ...\n',
+                                "Error:\n{:badmatch, {:error, "
+                                "{'missing ), unterminated subpattern', 0}}}\n")
+    code, out, err = ctl("list", NESTED, tool="rabbitmq-plugins")
+    assert (code, err) == (70, f"Error:\n{{:badmatch, {{:error, {{'{TOO_DEEP}', 50}}}}}}\n")

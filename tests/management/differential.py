@@ -146,9 +146,8 @@ class Target:
         user = self.users.get(step.user, step.user)
         secret = self.password(step.user)
         body = step.body
-        if isinstance(body, dict):  # "{vhost}" in a value of the body is this run's vhost
-            body = {k: v.replace("{vhost}", self.vhost) if isinstance(v, str) else v
-                    for k, v in body.items()}
+        if isinstance(body, (dict, list)):  # "{vhost}" in a text of the body: this run's
+            body = _named(body, self.vhost)
         data = body if isinstance(body, bytes) else (
             json.dumps(body).encode() if body is not None else None)
         headers = {"content-type": "application/json", **step.headers}
@@ -163,6 +162,17 @@ class Target:
                                                           response.headers.items()}
         except urllib.error.HTTPError as error:
             return error.code, error.read(), {k.lower(): v for k, v in error.headers.items()}
+
+
+def _named(value: Any, vhost: str) -> Any:
+    """``value`` with ``{vhost}`` in each of its texts replaced by ``vhost``."""
+    if isinstance(value, str):
+        return value.replace("{vhost}", vhost)
+    if isinstance(value, dict):
+        return {k: _named(v, vhost) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_named(v, vhost) for v in value]
+    return value
 
 
 def shape(value: Any, first_only: bool = True) -> Any:

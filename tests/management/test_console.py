@@ -248,3 +248,105 @@ def test_the_queue_panel_shows_headers_as_rabbitmq_does_and_unacked_messages_wit
     assert '{"order": 1}' in held
     _screenshot(browser, tmp_path, "console-messages.png")
     connection.close()
+
+
+@pytest.fixture
+def regions() -> Iterator[tuple[Broker, Server]]:
+    """A queue bound twice to one topic exchange (one binding per region), whose dead letters
+    go to an exchange drawn well above it, and an exchange-to-exchange binding; no connection
+    left open."""
+    broker = Broker()
+    connection = broker.connect()
+    channel = connection.channel()
+    channel.exchange_declare("dlx", "fanout")
+    channel.exchange_declare("events", "topic")
+    channel.exchange_declare("archive", "fanout")
+    channel.queue_declare("orders", arguments={"x-dead-letter-exchange": "dlx"})
+    channel.queue_bind("orders", "events", "eu.orders.*")
+    channel.queue_bind("orders", "events", "us.orders.*")
+    channel.queue_declare("dead")
+    channel.queue_bind("dead", "dlx")
+    channel.queue_declare("audit")
+    channel.queue_bind("audit", "archive")
+    channel.queue_declare("billing")
+    channel.queue_bind("billing", "events", "*.billing")
+    channel.exchange_bind("archive", "events", "#")
+    channel.basic_publish("", "orders", b"one order")
+    connection.close()
+    with broker.serve(management=True) as server:
+        yield broker, server
+        assert server.errors == []
+
+
+#: The edge labels of the graph, each with its box (SVG coordinates: the paths' own).
+LABELS = """[...document.querySelectorAll('#graph .edge-label')].map(t => {
+    const b = t.getBBox();
+    return {text: t.textContent, x: b.x, y: b.y, right: b.x + b.width, bottom: b.y + b.height};
+})"""
+
+
+def test_two_bindings_of_one_queue_have_labels_apart_and_dead_letters_cross_no_label(
+        browser: Browser, regions: tuple[Broker, Server], tmp_path: Path) -> None:
+    _broker, server = regions
+    browser.open(server.management_url)
+    browser.wait_for("document.querySelectorAll('#graph .queue').length === 4")
+    labels = browser.evaluate(LABELS)
+    assert {"eu.orders.*", "us.orders.*", "dead letters", "#"} <= {label["text"] for label in labels}
+    overlapping = [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:]
+                   if a["x"] < b["right"] and b["x"] < a["right"]
+                   and a["y"] < b["bottom"] and b["y"] < a["bottom"]]
+    assert overlapping == []
+    # Every point of each dead-letter edge (a point a pixel) is outside every label's box.
+    crossed = browser.evaluate("""(() => {
+        const labels = """ + LABELS + """;
+        const crossed = [];
+        for (const path of document.querySelectorAll('#graph path.dead-letter')) {
+            for (let at = 0; at <= path.getTotalLength(); at += 1) {
+                const p = path.getPointAtLength(at);
+                for (const l of labels) {
+                    if (l.text !== 'dead letters' && p.x > l.x && p.x < l.right &&
+                            p.y > l.y && p.y < l.bottom) crossed.push(l.text);
+                }
+            }
+        }
+        return [...new Set(crossed)];
+    })()""")
+    assert crossed == []
+    _screenshot(browser, tmp_path, "console-regions.png")
+
+
+def test_the_page_is_drawn_with_the_data_when_it_says_it_is_loaded(
+        browser: Browser, regions: tuple[Broker, Server], tmp_path: Path) -> None:
+    """What the page shows at its load event, when a screenshot tool takes its picture: every
+    panel has something in it (the graph, the connections, and in the trace and the queue's
+    panel a line saying what will show there), and "1 connection" in the singular."""
+    _broker, server = regions
+    consumer = pika.BlockingConnection(pika.URLParameters(server.url))
+    channel = consumer.channel()
+    channel.basic_consume("dead", lambda *_: None)
+    browser.call("Page.enable")  # (the script below runs in each new document only with it)
+    browser.call("Page.addScriptToEvaluateOnNewDocument", source="""
+        addEventListener('load', () => {
+            const panel = (id) => [...document.querySelector(id).children]
+                .filter(e => e.tagName !== 'H2').map(e => e.textContent).join('').trim();
+            window.atLoad = {
+                visible: getComputedStyle(document.querySelector('main')).visibility,
+                queues: document.querySelectorAll('#graph .queue').length,
+                summary: document.querySelector('#summary').textContent,
+                panels: ['#topology-panel', '#queue-panel', '#trace-panel',
+                         '#connections-panel'].map(id => [id, panel(id)]),
+            };
+        });""")
+    browser.open(server.management_url)
+    _screenshot(browser, tmp_path, "console-at-load.png")
+    at_load = browser.wait_for("window.atLoad")
+    assert at_load["visible"] == "visible"
+    assert at_load["queues"] == 4
+    assert at_load["summary"] == "1 connection, 4 queues, 1 message"
+    assert [panel for panel, text in at_load["panels"] if not text] == []
+    texts = dict(at_load["panels"])
+    assert "Click a queue" in texts["#queue-panel"]
+    assert "routed" in texts["#trace-panel"]  # (the publish made before the page opened)
+    assert browser.evaluate("document.querySelector('#graph [data-queue=dead] .counts')"
+                            ".textContent") == "0 ready, 0 unacked, 1 consumer"
+    consumer.close()

@@ -81,6 +81,49 @@ RABBITMQ_FAILS: dict[tuple[str, str], tuple[int, str]] = {
            'POST /users/bulk-delete {"users": "x"}',
            'POST /definitions/{vhost} {"queues": 5}',
            'POST /definitions/{vhost} {"queues": [5]}')},
+    # Definitions (issue 44): RabbitMQ 3.10.8 checks nothing of a document before it imports
+    # it; embroker's model checks it whole first and refuses it with a text naming the field.
+    **{("bad_definitions", f"POST /definitions {body}"): (
+        400, "RabbitMQ fails on a section that is no list (a 500 from its import's "
+        "length/1 or its queue count), or on a queue that is no object")
+       for body in ('{"queues": true}', '{"users": true}', '{"vhosts": true}',
+                    '{"permissions": true}', '{"topic_permissions": 5}', '{"exchanges": "x"}',
+                    '{"global_parameters": true}', '{"policies": {}}', '{"parameters": 5}',
+                    '{"bindings": true}', '{"queues": [5]}')},
+    **{("bad_definitions", f"POST /definitions {body}"): (
+        400, "RabbitMQ skips an item that is no object (and imports the rest); embroker "
+        "refuses the document")
+       for body in ('{"exchanges": [5]}', '{"users": [5]}')},
+    ("bad_definitions", 'POST /definitions {"queues": [{"name": 5}]}'): (
+        400, "RabbitMQ never looks at the name's type (its refusal is the missing vhost); "
+        "embroker says the name is no string"),
+    **{("bad_definitions", f"POST /definitions {body}"): (
+        400, "RabbitMQ's reason is an Erlang term with its text as a list of character codes "
+        "(amqp_error, invalid_regexp); embroker's is the text (precondition_failed: ..., as "
+        "RabbitMQ's own vhost route words it)")
+       for body in ('{"exchanges": [{"name": "x", "type": "nosuchtype", "vhost": "{vhost}"}]}',
+                    '{"permissions": [{"configure": "(", "read": ".*", "user": '
+                    '"{vhost}-nobody", "vhost": "{vhost}", "write": ".*"}]}',
+                    '{"queues": [{"arguments": {"x-max-length": "abc"}, "auto_delete": false, '
+                    '"durable": true, "name": "q", "vhost": "{vhost}"}]}')},
+    ("bad_definitions", "POST /definitions"): (
+        400, "(the same: queue a5's refusal as an Erlang term)"),
+    **{("bad_definitions", f"POST /definitions {body}"): (
+        400, "a required field missing: RabbitMQ fails where it first uses it (badarg, badkey, "
+        "function_clause); embroker names it")
+       for body in ('{"permissions": [{"user": "{vhost}-nobody", "vhost": "{vhost}"}]}',
+                    '{"users": [{"password": "x", "tags": ""}]}',
+                    '{"bindings": [{"destination": "q1", "source": "x", "vhost": "{vhost}"}]}')},
+    ("bad_definitions", 'POST /definitions {"users": [{"limits": {"max-connections": "x"}, '
+                        '"name": "{vhost}-u", "password": "x", "tags": ""}]}'): (
+        400, "RabbitMQ fails on its own limit validation's error (a 500); embroker answers "
+        "that validation's text, as PUT /api/users does"),
+    ("bad_definitions", 'POST /definitions/{vhost} {"queues": true}'): (
+        400, "RabbitMQ fails counting the queues (a 500)"),
+    ("bad_definitions", 'POST /definitions/{vhost} {"policies": [{"definition": {"max-length": '
+                        '"abc"}, "name": "bp", "pattern": "^x"}]}'): (
+        400, "RabbitMQ's vhost route prints the refusal as an Erlang binary (<<\"...\">>, ~p); "
+        "embroker's reason is the text in it"),
 }
 
 

@@ -5,18 +5,24 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import json
+import os
 import select
 import socket
+import urllib.parse
 import urllib.request
+from pathlib import Path
+from typing import Any
 
 import pika
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import embroker
 from embroker import Broker
-from embroker.management import HttpConnection, Request, Response
+from embroker.management import HttpConnection, Request, Response, _routes
 from embroker.management._http import (
     BODY_SLICE,
     BODY_TIMEOUT,
@@ -30,7 +36,7 @@ from embroker.management._http import (
     HostPolicy,
     _buffered,
 )
-from embroker.server import _READ_SIZE
+from embroker.server import _READ_SIZE, Server
 from embroker.testing import wait_until
 
 
@@ -314,6 +320,25 @@ def test_the_console_s_own_origin_and_requests_without_origin_are_answered() -> 
     listed.receive_data(b"GET /x HTTP/1.1\r\nHost: localhost:15672\r\n"
                         b"Origin: http://localhost:3000\r\n\r\n")
     assert listed.data_to_send().startswith(b"HTTP/1.1 200 ")
+
+
+def test_over_https_the_console_s_own_origin_is_https_and_its_host() -> None:
+    """On the management TLS port the console's pages are ``https://`` pages: their Origin is
+    answered (before, only ``http://`` was, and the console over HTTPS was refused 403); an
+    ``http://`` origin of the same host and port is no page of it."""
+    for host, origin in (("localhost:15671", "https://localhost:15671"),
+                         ("localhost:15671", "HTTPS://LOCALHOST:15671"),
+                         ("localhost", "https://localhost"),
+                         ("localhost:443", "https://localhost")):
+        conn = HttpConnection(echo, scheme="https")
+        conn.receive_data(f"PUT /api/vhosts/x HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\n"
+                          f"Content-Length: 2\r\n\r\n{{}}".encode())
+        assert conn.data_to_send().endswith(b"PUT /api/vhosts/x 2"), (host, origin)
+    for origin in ("http://localhost:15671", "https://localhost:15672", "https://evil.example"):
+        conn = HttpConnection(echo, scheme="https")
+        conn.receive_data(f"GET /x HTTP/1.1\r\nHost: localhost:15671\r\nOrigin: {origin}\r\n"
+                          f"\r\n".encode())
+        assert "--management-allow-host" in _forbidden(conn)["reason"], origin
 
 
 def test_a_complete_header_block_over_the_limit_is_refused_431() -> None:
@@ -712,3 +737,307 @@ def test_a_client_that_goes_away_stops_the_work_and_no_timeout_cuts_it_short() -
     conn.connection_lost()
     assert started[0].closed
     assert not conn.has_work
+
+
+# -- bodies on routes that take none (issue 44, item 10) -------------------------------------------
+
+
+class NoBodyScreen(Screen):
+    """A screen that lets every request through and says its route takes no body (as
+    ``ManagementAPI.screen`` says of a GET)."""
+
+    def __call__(self, request: Request) -> Response | None:
+        super().__call__(request)
+        request.takes_body = False
+        return None
+
+
+def test_a_body_on_a_route_that_takes_none_is_never_read_and_the_request_is_answered() -> None:
+    """As RabbitMQ's cowboy: a GET with a body is answered as if it had none (checked live:
+    ``GET /`` and ``GET /api/auth`` with a 20 MiB body are answered 200 at once), and the
+    connection closes after the answer, the body unread: what comes of it is dropped, never
+    kept, for at most LINGER seconds."""
+    seen: list[Request] = []
+
+    def app(request: Request) -> Response:
+        seen.append(request)
+        return echo(request)
+    conn = HttpConnection(app, screen=NoBodyScreen())
+    conn.receive_data(b"GET / HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\n"
+                      b"Content-Length: %d\r\n\r\n" % MAX_BODY)
+    out = conn.data_to_send()
+    assert out.startswith(b"HTTP/1.1 200 OK\r\n")  # (no 100 Continue: the body is not wanted)
+    assert b"connection: close\r\n" in out
+    assert out.endswith(b"GET / 0")
+    assert [r.body for r in seen] == [b""]
+    for _ in range(16):
+        conn.receive_data(b"x" * 65536)
+        assert _held(conn) == 0
+    assert not conn.should_close  # still dropping the body, so the client reads the answer
+    conn.receive_data(b"")
+    assert conn.should_close
+
+
+def test_a_body_on_a_route_that_takes_none_is_dropped_while_its_answer_is_worked_out() -> None:
+    now = [0.0]
+    started: list[_Steps] = []
+
+    def app(request: Request) -> _Steps:
+        started.append(_Steps(request, 3))
+        return started[-1]
+    conn = HttpConnection(app, screen=NoBodyScreen(), clock=lambda: now[0])
+    conn.receive_data(b"GET /slow HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n"
+                      + b"x" * 100)
+    assert conn.has_work
+    conn.receive_data(b"GET /next HTTP/1.1\r\nHost: localhost\r\n\r\n" + b"x" * 65536)
+    assert _held(conn) == 100  # (what came with the headers; the rest dropped, not parsed: the
+    # connection reads no more requests)
+    while conn.has_work:
+        conn.work()
+    out = conn.data_to_send()
+    assert [r.split(b"\r\n\r\n", 1)[1] for r in responses(out)] == [b"GET /slow 0"]
+    assert b"connection: close\r\n" in out
+    assert conn.should_close  # (all the announced body came: nothing to linger for)
+    gone = HttpConnection(app, screen=NoBodyScreen(), clock=lambda: now[0])
+    gone.receive_data(b"GET /slow HTTP/1.1\r\nHost: localhost\r\nContent-Length: 9\r\n\r\n")
+    gone.receive_data(b"")  # (it closed before its answer: the work stops, the socket closes)
+    assert started[-1].closed
+    assert gone.should_close
+    assert not gone.has_work
+    trickle = HttpConnection(app, screen=NoBodyScreen(), clock=lambda: now[0])
+    trickle.receive_data(b"GET /slow HTTP/1.1\r\nHost: localhost\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n")
+    while trickle.has_work:
+        trickle.work()
+    assert trickle.data_to_send().startswith(b"HTTP/1.1 200 ")
+    assert not trickle.should_close
+    now[0] += LINGER
+    trickle.tick()
+    assert trickle.should_close
+
+
+def test_a_request_without_a_body_keeps_its_connection_on_a_route_that_takes_none() -> None:
+    conn = HttpConnection(echo, screen=NoBodyScreen())
+    conn.receive_data(b"GET /a HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n"
+                      b"GET /b HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert [p.rsplit(b"\r\n", 1)[-1] for p in responses(conn.data_to_send())] == [
+        b"GET /a 0", b"GET /b 0"]
+    assert not conn.should_close
+
+
+def _filled(pattern: str) -> str:
+    """A path of ``pattern`` (``queues/{vhost}/{name}``) naming something."""
+    return "/api/" + "/".join("%2F" if part == "{vhost}" else "x" if part.startswith("{")
+                              else part for part in pattern.split("/"))
+
+
+def _requests(with_bodies: bool) -> list[tuple[str, str]]:
+    """Every method of every route (with ``with_bodies``, those that take a body too), and
+    the console's files."""
+    from embroker.management import _resources  # noqa: F401  (the routes, registered)
+    from embroker.management._routes import ROUTES
+
+    found = [("GET", "/"), ("GET", "/index.html"), ("GET", "/console.js"), ("GET", "/nosuch"),
+             ("HEAD", "/")]
+    for route in ROUTES:
+        for verb, method in route.methods.items():
+            if with_bodies or not method.takes_body:
+                found.append((verb, _filled(route.pattern)))
+                if verb == "GET":
+                    found.append(("HEAD", _filled(route.pattern)))
+    return found
+
+
+@pytest.mark.parametrize("credentials", [None, "guest:guest"])
+def test_no_body_is_read_before_login_nor_on_a_route_that_takes_none(
+        credentials: str | None) -> None:
+    """The attacker's probe on every route: each method of each route of the management API
+    and the console's files, asked with a 20 MiB body announced and none sent, without
+    credentials; and, as guest, every one that takes no body (GET, HEAD, DELETE...). The
+    answer comes from the headers alone (a listing's after its steps), with no 100 Continue,
+    and the connection holds none of the body. (Before: ``GET /`` and ``GET /api/auth`` read
+    the whole body of a client without credentials.)"""
+    from embroker.management import ManagementAPI
+
+    requests = _requests(with_bodies=credentials is None)
+    assert ("GET", "/api/auth") in requests
+    assert ("DELETE", "/api/queues/%2F/x") in requests
+    assert (("PUT", "/api/queues/%2F/x") in requests) == (credentials is None)
+    auth = b"" if credentials is None else \
+        b"Authorization: Basic " + base64.b64encode(credentials.encode()) + b"\r\n"
+    for method, path in requests:
+        api = ManagementAPI(Broker())
+        conn = HttpConnection(api.begin, screen=api.screen)
+        conn.receive_data(f"{method} {path} HTTP/1.1\r\nHost: localhost\r\n".encode() + auth
+                          + b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % MAX_BODY)
+        steps = 0
+        while conn.has_work and steps < 10_000:
+            conn.work()
+            steps += 1
+        out = conn.data_to_send()
+        assert out.startswith(b"HTTP/1.1 "), (method, path, out[:100])
+        assert not out.startswith(b"HTTP/1.1 100 "), (method, path)
+        assert b"connection: close" in out.split(b"\r\n\r\n")[0].split(b"\r\n"), (method, path)
+        conn.receive_data(b"x" * 65536)
+        assert _held(conn) == 0, (method, path)
+
+
+def test_clients_without_credentials_sending_20_mib_to_the_console_and_api_auth_hold_nothing(
+        ) -> None:
+    """The issue's probe: 20 clients without credentials each send ``GET /`` or
+    ``GET /api/auth`` with a 20 MiB body. Each is answered 200 from its headers, as RabbitMQ
+    answers them, the listener keeps none of the bodies, and the sockets close within LINGER
+    seconds. (Before: each body was read whole first; `embroker serve` grew by 400 MiB.)"""
+    broker = Broker()
+    with broker.serve(management=True) as server:
+        port = server.management_port
+        assert port is not None
+        socks = []
+        for i in range(20):
+            path = b"/" if i % 2 else b"/api/auth"
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: localhost\r\n"
+                         b"Content-Length: %d\r\n\r\n" % MAX_BODY)
+            sock.settimeout(5)
+            assert sock.recv(100).startswith(b"HTTP/1.1 200 ")  # before any of the body
+            _send_some(sock, 1024 * 1024)  # (read and dropped for a second, then closed)
+            socks.append(sock)
+        held = server._on_loop(lambda: sum(_held(c.conn) for c in server._http_clients.values()
+                                           if isinstance(c.conn, HttpConnection)))
+        assert held < 20 * 65536  # (what h11 took from the socket with the headers, at most)
+        wait_until(lambda: not server._http_clients, timeout=5)  # (LINGER, then closed)
+        for sock in socks:
+            sock.close()
+    assert server.errors == []
+
+
+# -- odd paths and unexpected errors (issue 44, items 13 and 14) ------------------------------------
+
+NOT_FOUND = b'{"error":"Object Not Found","reason":"Not Found"}'
+
+#: The install's folder: no answer may name it (nor anything under it).
+INSTALL = str(Path(embroker.__file__).resolve().parent.parent)
+
+#: What RabbitMQ 3.10.8's management listener answered (asked live with curl --path-as-is, as
+#: guest): a path cowboy's router cannot decode, and a console path cowboy_static refuses (a NUL,
+#: a "/" or "\\" inside a segment), are 400 with no body; a path that names nothing, however long,
+#: is RabbitMQ's 404. Checked again live when EMBROKER_REFERENCE_URL is set.
+ODD_PATHS = [
+    ("/%00", 400, b""), ("/a%00b.html", 400, b""), ("/index.html%00", 400, b""),
+    ("/api/%00", 400, b""), ("/api/overview%00", 400, b""), ("/api/nothere/%00", 400, b""),
+    ("/%zz", 400, b""), ("/%", 400, b""), ("/api/%zz", 400, b""), ("/api/queues/%zz", 400, b""),
+    ("/api/queues/%2F/%zz", 400, b""), ("/api/queues/%", 400, b""),
+    ("/a%2Fb", 400, b""), ("/api/a%2Fb", 400, b""), ("/%5c", 400, b""), ("/api/%5c", 400, b""),
+    ("/" + "a" * 5000, 404, NOT_FOUND), ("/api/" + "a" * 5000, 404, NOT_FOUND),
+    ("/%ff", 404, NOT_FOUND), ("/nothere/x", 404, NOT_FOUND),
+    ("/api/queues/%00", 404, NOT_FOUND), ("/api/queues/%2F/%00", 404, NOT_FOUND),
+    ("/api/queues/%2F/a%00b", 404, NOT_FOUND), ("/api/queues/a%2Fb", 404, NOT_FOUND),
+    ("/api/vhosts/%ff", 404, NOT_FOUND),
+]
+
+
+def _ask(port: int, method: str, target: bytes, auth: bool = True,
+         host: str = "127.0.0.1") -> tuple[int, bytes]:
+    """One request on a connection of its own: the status and body of its answer."""
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(method.encode() + b" " + target + b" HTTP/1.1\r\nHost: localhost\r\n"
+                     + (b"Authorization: Basic Z3Vlc3Q6Z3Vlc3Q=\r\n" if auth else b"")
+                     + b"Connection: close\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+def test_odd_paths_get_rabbitmq_s_answers_and_never_a_500(served: Server) -> None:
+    """``GET /%00`` and a 5,000-character path gave a 500 whose body showed the install's
+    folder (the console's files were looked up on the file system by the path's text)."""
+    port = served.management_port
+    assert port is not None
+    got = [(path, *_ask(port, "GET", path.encode())) for path, _, _ in ODD_PATHS]
+    assert got == ODD_PATHS
+    reference = os.environ.get("EMBROKER_REFERENCE_URL")
+    if reference:  # (RabbitMQ's management listener: 15672 of the reference's machine)
+        host = urllib.parse.urlsplit(reference).hostname or "127.0.0.1"
+        assert [(path, *_ask(15672, "GET", path.encode(), host=host))
+                for path, _, _ in ODD_PATHS] == ODD_PATHS
+
+
+def test_an_unexpected_error_is_logged_and_answered_a_plain_500_with_no_internals(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A bug in a handler (here: one that fails on a file of the install) is the listener's to
+    log, with its traceback; the client gets a 500 that names no file, no exception and no
+    line of code, and the listener goes on."""
+    def broken(_api: Any, _call: Any) -> None:
+        raise OSError(2, "No such file or directory", INSTALL + "/embroker/secret.txt")
+    with Broker().serve(management=True) as server, \
+            pytest.MonkeyPatch.context() as patch:
+        (route,) = [r for r in _routes.ROUTES if r.pattern == "overview"]
+        patch.setitem(route.methods, "GET", dataclasses.replace(route.methods["GET"],
+                                                                handler=broken))
+        port = server.management_port
+        assert port is not None
+        with caplog.at_level("ERROR", logger="embroker.server"):
+            status, body = _ask(port, "GET", b"/api/overview")
+        assert status == 500
+        assert json.loads(body) == {"error": "Internal Server Error",
+                                    "reason": "the broker failed on this request; its log "
+                                              "says why"}
+        assert INSTALL.encode() not in body
+        assert b"OSError" not in body
+        assert "Traceback" in caplog.text
+        assert "secret.txt" in caplog.text
+        assert _ask(port, "GET", b"/api/auth")[0] == 200  # the listener goes on
+        assert len(server.errors) == 1
+        server.errors.clear()
+
+
+def test_internal_error_answers_nothing_of_the_error() -> None:
+    conn = HttpConnection(echo)
+    conn.receive_data(b"GET /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\n")
+    conn.internal_error(ValueError(f"embedded null byte in {INSTALL}/x"))
+    out = conn.data_to_send()
+    assert out.startswith(b"HTTP/1.1 500 ")
+    assert INSTALL.encode() not in out
+    assert b"null byte" not in out
+    assert conn.should_close
+
+
+_TARGET_BYTES = st.sampled_from([
+    b"/", b"/api/", b"/api/queues/", b"/api/queues/%2F/", b"/api/exchanges/%2F/", b"/api/users/",
+    b"/api/vhosts/", b"/api/definitions/", b"/api/bindings/%2F/e/", b"/api/embroker/",
+    b"/cli/", b"/console.js", b"/%", b"%00", b"%2F", b"%2f", b"%5C", b"%ff", b"%zz", b"%", b"..",
+    b".", b"//", b"?", b"?name=", b"&", b"#", b"\x00", b"\xff", b"\\", b"a", b"A" * 300,
+    b"%E2%82%AC", b"~", b";", b"*", b"%25", b"+"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["GET", "HEAD", "PUT", "POST", "DELETE", "OPTIONS", "PATCH", "G\x00T"]),
+       st.lists(st.one_of(_TARGET_BYTES, st.binary(max_size=20)), max_size=12),
+       st.integers(0, 6000), st.booleans())
+def test_no_request_line_gets_a_500_or_an_answer_that_names_the_install(
+        method: str, parts: list[bytes], padding: int, auth: bool) -> None:
+    """Request lines of arbitrary bytes, percent escapes and lengths, against the management
+    API behind its HTTP connection: each is answered (or refused by h11 as malformed), never
+    with a 500, and no answer names the install's folder."""
+    from embroker.management import ManagementAPI
+
+    api = ManagementAPI(_FUZZ_BROKER)
+    conn = HttpConnection(api.begin, screen=api.screen)
+    target = b"".join(parts) + b"a" * padding
+    conn.receive_data(method.encode("latin-1") + b" " + target + b" HTTP/1.1\r\n"
+                      b"Host: localhost\r\n"
+                      + (b"Authorization: Basic Z3Vlc3Q6Z3Vlc3Q=\r\n" if auth else b"")
+                      + b"\r\n")
+    steps = 0
+    while conn.has_work and steps < 10_000:
+        conn.work()
+        steps += 1
+    out = conn.data_to_send()
+    assert out.startswith(b"HTTP/1.1 ") or out == b"", out[:200]
+    assert not out.startswith(b"HTTP/1.1 500 "), (target[:200], out[:300])
+    assert INSTALL.encode() not in out
+
+
+_FUZZ_BROKER = Broker()

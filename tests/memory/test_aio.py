@@ -16,7 +16,9 @@ from aio_pika.abc import AbstractIncomingMessage
 
 from embroker import Broker, ManualClock
 from embroker.faults import Faults
+from embroker.memory import memory_url
 from embroker.memory.aio import Connection, TransportFactory, connect
+from embroker.testing import advance
 
 T = TypeVar("T")
 
@@ -217,3 +219,20 @@ def test_the_memory_url_fixture(memory_url: str, broker: Broker) -> None:
 
     run(main())
     assert "from-fixture" in broker.queues
+
+
+def test_a_connection_with_heartbeats_survives_the_test_moving_the_clock() -> None:
+    broker = Broker(clock=ManualClock())
+
+    async def main() -> None:
+        connection = await aio_pika.connect(memory_url(broker, heartbeat=10),
+                                            connection_class=Connection)
+        channel = await connection.channel()
+        await channel.declare_queue("jobs")
+        advance(broker, 3600)
+        await channel.default_exchange.publish(aio_pika.Message(b"an hour later"), "jobs")
+        await broker.settle_async()
+        assert broker.queues["jobs"].message_count == 1
+        await connection.close()
+
+    run(main())

@@ -14,6 +14,7 @@ from kombu import Exchange, Queue
 from embroker import Broker, ManualClock
 from embroker.faults import Faults
 from embroker.memory import Deadlock
+from embroker.testing import advance
 
 
 @pytest.fixture
@@ -136,3 +137,35 @@ def test_waiting_for_ever_is_told_while_unrelated_threads_run(clocked: Broker) -
     finally:
         stop.set()
         unrelated.join()
+
+
+def test_a_connection_with_heartbeats_survives_the_test_moving_the_clock(
+        clocked: Broker) -> None:
+    with kombu.Connection(clocked.kombu_url, heartbeat=10) as connection:
+        queue = connection.SimpleQueue("jobs")
+        queue.put({"n": 1})
+        assert connection.connection.heartbeat == 10
+        advance(clocked, 3600)
+        queue.put({"n": 2})
+        assert clocked.queues["jobs"].message_count == 2
+        queue.close()
+
+
+def test_a_client_that_reads_and_never_sends_heartbeats_is_dropped(clocked: Broker) -> None:
+    """py-amqp sends heartbeats only when the application calls ``heartbeat_check`` (on real
+    time): a consumer that keeps reading while the broker's clock passes two intervals, and
+    sends nothing, is dropped as RabbitMQ drops it."""
+    def read_for_a_while(connection: kombu.Connection) -> None:
+        for _ in range(10):
+            advance(clocked, 5)
+            with contextlib.suppress(TimeoutError):
+                connection.drain_events(timeout=1)
+
+    with kombu.Connection(clocked.kombu_url, heartbeat=10) as connection, \
+            connection.Consumer([Queue("empty")]):
+        with pytest.raises(connection.connection_errors,
+                           match="501 FRAME_ERROR - missed heartbeats from client, "
+                                 "timeout: 10s"):
+            read_for_a_while(connection)
+        assert clocked.clock.monotonic() == 25
+    assert clocked.connections == {}

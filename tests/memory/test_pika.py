@@ -22,6 +22,7 @@ from embroker import Broker, ManualClock
 from embroker.faults import Faults
 from embroker.memory import Deadlock, MemoryConnection
 from embroker.memory.pika import BlockingConnection, SelectConnection
+from embroker.testing import advance
 
 
 @pytest.fixture
@@ -144,12 +145,61 @@ def test_heartbeats_run_on_the_virtual_clock(clocked: Broker) -> None:
     assert clocked.clock.monotonic() == 300.0
     assert connection.is_open
     channel.queue_declare("still-here")
-    # A client that stops reading for more than two intervals is dropped, as RabbitMQ does.
-    clocked.manual_clock.advance(25)
-    assert clocked.connections == {}
-    with pytest.raises(StreamLostError):
-        channel.queue_declare("gone")
-    assert Faults(clocked).connections == []
+    connection.close()
+
+
+def test_an_idle_connection_survives_the_test_moving_the_clock(clocked: Broker) -> None:
+    """The test moving the clock (``advance``) is not the client's silence: the connection is
+    not running while the test does it, as no real time passes for it (issue 44)."""
+    connection = clocked.pika_connection(heartbeat=10)
+    channel = connection.channel()
+    channel.queue_declare("jobs")
+    advance(clocked, 3600)
+    assert [c.connection_name for c in Faults(clocked).connections] == [None]
+    channel.basic_publish("", "jobs", b"an hour later")
+    assert clocked.queues["jobs"].message_count == 1
+    connection.sleep(60)  # and its heartbeats go on as they did: pika's and the broker's
+    assert connection.is_open
+    connection.close()
+
+
+def test_a_connection_idle_while_another_one_waits_survives(clocked: Broker) -> None:
+    """Another client's wait moves the clock as ``advance`` does: it is not this one's
+    silence either."""
+    waiting = clocked.pika_connection(heartbeat=10)
+    idle = clocked.pika_connection(heartbeat=10)
+    idle_channel = idle.channel()
+    waiting.sleep(300)
+    idle_channel.queue_declare("still-here")
+    waiting.close()
+    idle.close()
+
+
+def test_a_worker_thread_s_connection_survives_the_test_moving_the_clock(
+        clocked: Broker) -> None:
+    ready, done = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            connection = clocked.pika_connection(named("worker"), heartbeat=10)
+            channel = connection.channel()
+            ready.set()
+            done.wait(10)
+            channel.queue_declare("from-the-worker")
+            connection.close()
+        except BaseException as exc:  # (reported by the test's thread)
+            errors.append(exc)
+            ready.set()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert ready.wait(10)
+    advance(clocked, 3600)
+    done.set()
+    thread.join(10)
+    assert errors == []
+    assert "from-the-worker" in clocked.queues
 
 
 def test_time_limits_and_ttl_on_the_virtual_clock(clocked: Broker) -> None:

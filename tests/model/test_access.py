@@ -455,14 +455,17 @@ def test_definitions_export_what_they_load() -> None:
 
 
 @pytest.mark.parametrize(("document", "message"), [
-    ({"users": [{"name": "a", "password": "x", "password_hash": "eHh4eA=="}]}, "both password"),
-    ({"users": [{"name": "a", "password_hash": "not base64!"}]}, "not base64"),
-    ({"users": [{"name": "a", "password_hash": "eHh4eA==", "hashing_algorithm": "rot13"}]},
+    ({"users": [{"name": "a", "password": "x", "password_hash": "eHh4eA==", "tags": ""}]},
+     "both password"),
+    ({"users": [{"name": "a", "password_hash": "not base64!", "tags": ""}]}, "not base64"),
+    ({"users": [{"name": "a", "password_hash": "eHh4eA==", "hashing_algorithm": "rot13",
+                 "tags": ""}]},
      "unknown hashing_algorithm"),
+    ({"users": [{"name": "a", "password": "x"}]}, r"users\[0\] \('a'\) has no 'tags'"),
     ({"permissions": [{"user": "nobody", "vhost": "/", "configure": "", "write": "", "read": ""}]},
-     "user 'nobody'"),
+     "User 'nobody' does not exist"),
     ({"permissions": [{"user": "guest", "vhost": "nope", "configure": "", "write": "", "read": ""}]},
-     "vhost 'nope'"),
+     'Please create virtual host "nope"'),
     ({"permissions": [{"user": "guest", "vhost": "/", "configure": "(", "write": "", "read": ""}]},
      "invalid regular expression"),
 ])

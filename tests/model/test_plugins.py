@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from embroker import Broker, DefinitionsError
-from embroker.errors import CommandInvalid, PreconditionFailed
+from embroker.errors import CommandInvalid
 from embroker.model._plugins import PLUGIN_OF_TYPE, PLUGINS
 
 ALL = tuple(PLUGINS)
@@ -103,7 +103,7 @@ def test_definitions_name_the_plugin_of_a_delayed_type() -> None:
 
 def test_definitions_refuse_what_the_plugin_refuses() -> None:
     broker = Broker(plugins=ALL)
-    with pytest.raises(PreconditionFailed, match="x-recent-history-length"):
+    with pytest.raises(DefinitionsError, match=r"^precondition_failed: .*x-recent-history-length"):
         broker.load_definitions({"exchanges": [
             {"name": "r", "type": "x-recent-history",
              "arguments": {"x-recent-history-length": 0}}]})

@@ -17,7 +17,14 @@ import pytest
 from embroker import Broker, ManualClock
 from embroker._erlang import term as erlang_term
 from embroker.client import Channel
-from embroker.errors import NackError, NotAllowed, PolicyError, PolicyWarning, PreconditionFailed
+from embroker.errors import (
+    DefinitionsError,
+    NackError,
+    NotAllowed,
+    PolicyError,
+    PolicyWarning,
+    PreconditionFailed,
+)
 from embroker.model._policy import Policy, queue_settings
 
 from .conftest import bodies
@@ -346,6 +353,44 @@ def test_an_invalid_pattern_is_refused() -> None:
         Broker().set_policy("p", "^(x", {"max-length": 1})
     assert caught.value.reason == ('pattern should be regular expression but is invalid: '
                                    '{"missing ), unterminated subpattern",1}')
+
+
+#: 500 nested groups: Python's parser recursed until RecursionError (issue 44).
+NESTED = "(" * 500 + "a" + ")" * 500
+TOO_DEEP = "pattern too complex: nesting depth 500 exceeds the maximum of 50"
+
+
+def test_a_pattern_too_costly_to_compile_is_refused_as_an_invalid_one() -> None:
+    """RabbitMQ's refusal of an invalid pattern, with embroker's bound as the reason and its
+    position (PCRE's place for the offset); the same in a federation-upstream-pattern."""
+    broker = Broker()
+    with pytest.raises(PolicyError) as caught:
+        broker.set_policy("p", NESTED, {"max-length": 1})
+    assert caught.value.reason == ("pattern should be regular expression but is invalid: "
+                                   f'{{"{TOO_DEEP}",50}}')
+    with pytest.raises(PolicyError) as caught:
+        broker.set_operator_policy("p", "x{65536}", {"max-length": 1})
+    assert caught.value.reason == ("pattern should be regular expression but is invalid: "
+                                   '{"number too big in {} quantifier",7}')
+    with pytest.raises(PolicyError) as caught:
+        broker.set_policy("p", ".*", {"federation-upstream-pattern": NESTED})
+    assert caught.value.reason == (f"could not compile pattern {NESTED} to a regular "
+                                   f'expression. Error: {{"{TOO_DEEP}",50}}')
+    assert broker.list_policies() == []
+    assert broker.list_operator_policies() == []
+
+
+def test_definitions_with_a_pattern_too_costly_are_refused_with_the_bound() -> None:
+    for document in ({"policies": [{"vhost": "/", "name": "p", "pattern": NESTED,
+                                    "definition": {"max-length": 1}}]},
+                     {"users": [{"name": "u", "password": "pw", "tags": ""}],
+                      "permissions": [{"user": "u", "vhost": "/", "configure": NESTED,
+                                       "write": ".*", "read": ".*"}]},
+                     {"users": [{"name": "u", "password": "pw", "tags": ""}],
+                      "topic_permissions": [{"user": "u", "vhost": "/", "exchange": "amq.topic",
+                                             "write": ".*", "read": NESTED}]}):
+        with pytest.raises(DefinitionsError, match=TOO_DEEP.replace("(", "\\(")):
+            Broker().load_definitions(document)
 
 
 @pytest.mark.parametrize(("value", "printed"), [

@@ -192,6 +192,35 @@ def test_reference_option(pytester: pytest.Pytester) -> None:
                                  "offers neither its management API nor rabbitmqctl*"])
 
 
+def test_amqp_url_for_makes_the_user_with_its_permissions(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pika
+        import pytest
+
+        def test_users(broker, amqp_url_for):
+            url = amqp_url_for("app", "p@ss:w/rd", vhost="a/b", configure="^app\\\\.",
+                               tags=["monitoring"])
+            assert url.startswith("amqp://app:p%40ss%3Aw%2Frd@127.0.0.1:")
+            assert url.endswith("/a%2Fb")
+            with pika.BlockingConnection(pika.URLParameters(url)) as connection:
+                channel = connection.channel()
+                channel.queue_declare("app.jobs")
+                with pytest.raises(pika.exceptions.ChannelClosedByBroker, match="403"):
+                    channel.queue_declare("other")
+            assert "monitoring" in broker.access.management_tags("app")
+            assert amqp_url_for("app", "again").startswith("amqp://app:again@")  # (exists)
+
+        def test_alone(amqp_url_for):
+            assert amqp_url_for("app", "pw").endswith("/")
+    """)
+    run(pytester).assert_outcomes(passed=2)
+    result = run(pytester, "--embroker-reference", "amqp://guest:guest@rabbit.example:5672/",
+                 "-rs")
+    result.assert_outcomes(skipped=2)  # (no vhost can be made there: below for one that can)
+    result.stdout.fnmatch_lines(["*offers neither its management API nor rabbitmqctl*"])
+
+
 def test_reference_ini_option(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nembroker_reference = amqp://u:p@h:5672/\n")
     pytester.makepyfile("""
@@ -309,6 +338,39 @@ def test_a_missing_topology_names_the_full_path(pytester: pytest.Pytester) -> No
                                  f"{pytester.path / 'missing.json'}*"])
 
 
+@pytest.mark.parametrize(("topology", "line"), [
+    ({"queues": True}, "queues must be a list of objects, not true"),
+    ({"queues": [{"name": 5}]}, "queues[0].name must be a string, not 5"),
+    ({"policies": [{"name": "p", "pattern": "^x", "definition": {"max-length": "x"}}]},
+     'Validation failed: &lt;&lt;"x"&gt;&gt; is not a valid maximum length (//p)'),
+])
+def test_a_topology_the_model_refuses_fails_the_test_with_one_line(
+        pytester: pytest.Pytester, topology: object, line: str) -> None:
+    """The model's refusal, as a file and as a dict: the test errors at setup with one line
+    that names the marker and what is wrong, and no traceback of embroker's."""
+    (pytester.path / "defs.json").write_text(json.dumps(topology))
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.embroker(topology="defs.json")
+        def test_file(broker):
+            pass
+
+        @pytest.mark.embroker(topology={topology!r})
+        def test_dict(broker):
+            pass
+    """)
+    result = run(pytester)
+    result.assert_outcomes(errors=2)
+    line = line.replace("[", "[[]")  # (fnmatch's brackets)
+    result.stdout.fnmatch_lines([f"*@pytest.mark.embroker(topology='defs.json'): cannot load "
+                                 f"the topology: {line}"])
+    result.stdout.fnmatch_lines([f"*@pytest.mark.embroker(topology={{*}}): cannot load the "
+                                 f"topology: {line}"])
+    assert "embroker/model" not in result.stdout.str()
+    assert "During handling" not in result.stdout.str()
+
+
 # -- strict mode ---------------------------------------------------------------------------------
 
 def test_strict_mode_fails_a_test_that_leaves_things_behind(pytester: pytest.Pytester) -> None:
@@ -316,11 +378,14 @@ def test_strict_mode_fails_a_test_that_leaves_things_behind(pytester: pytest.Pyt
         import pika
         import pytest
 
+        FORGOTTEN = []  # (alive after the test: not closed by the garbage collector meanwhile)
+
         @pytest.mark.embroker(strict=True)
         def test_leaves_an_unacked_delivery_and_a_connection(broker, amqp_url):
             params = pika.URLParameters(amqp_url)
             params.client_properties = {"connection_name": "forgotten"}
-            ch = pika.BlockingConnection(params).channel()
+            FORGOTTEN.append(pika.BlockingConnection(params))
+            ch = FORGOTTEN[-1].channel()
             ch.queue_declare("jobs")
             ch.basic_publish("", "jobs", b"x")
             ch.basic_get("jobs")
@@ -419,6 +484,26 @@ def test_the_strict_values_the_plugin_takes(pytester: pytest.Pytester, value: st
     run(pytester).assert_outcomes(passed=2, errors=errors)
 
 
+def test_memory_pika_survives_advance_and_its_teardown_a_dropped_connection(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        from embroker.testing import advance
+
+        @pytest.mark.embroker(clock=True)
+        def test_an_hour_later(broker, memory_pika):
+            channel = memory_pika.channel()
+            channel.queue_declare("q")
+            advance(broker, 3600)
+            channel.basic_publish("", "q", b"x")
+            assert broker.queues["q"].message_count == 1
+
+        def test_killed(broker, memory_pika, embroker_faults):
+            embroker_faults.kill_connection()  # the test never touches it again
+    """)
+    run(pytester).assert_outcomes(passed=2)
+
+
 # -- the failure report --------------------------------------------------------------------------
 
 REPORTED = """
@@ -445,6 +530,54 @@ def test_a_failed_test_reports_the_trace_and_the_queues(pytester: pytest.Pyteste
         "queues (1):",
         "  <queue 'jobs' in vhost '/': 2 ready, 1 unacked, 0 consumers>",
         "    1. <Message exchange='' routing_key='jobs' properties={} body=b'job-1'>",
+    ])
+
+
+def test_the_report_says_what_the_broker_refused_and_which_connections_it_dropped(
+        pytester: pytest.Pytester) -> None:
+    """An application that swallows a channel error, and a client the broker dropped for
+    missed heartbeats (py-amqp sends them only when the application calls heartbeat_check):
+    the failure report says what was refused (code, text, method) and what was dropped, when
+    and why (issue 44)."""
+    pytester.makepyfile("""
+        import contextlib
+        import kombu
+        import pika
+        import pytest
+        import embroker.memory.kombu
+        from embroker.testing import advance
+
+        @pytest.mark.embroker(clock=True)
+        def test_app(broker, amqp_url):
+            params = pika.URLParameters(amqp_url)
+            params.client_properties = {"connection_name": "checkout"}
+            connection = pika.BlockingConnection(params)
+            with contextlib.suppress(pika.exceptions.ChannelClosedByBroker):
+                connection.channel().queue_declare("missing", passive=True)
+            with kombu.Connection(broker.kombu_url, heartbeat=10) as worker, \\
+                    worker.Consumer([kombu.Queue("jobs")]):
+                with contextlib.suppress(*worker.connection_errors):
+                    for _ in range(10):
+                        advance(broker, 5)
+                        with contextlib.suppress(TimeoutError):
+                            worker.drain_events(timeout=1)
+            connection.close()
+            assert False, "the application did not do its job"
+    """)
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*- embroker -*",
+        "closed by the broker (2):",
+        "- at t=0.000 (broker clock): channel 1 of connection 127.0.0.1:* ('checkout', user "
+        "'guest', "
+        "vhost '/') closed: 404 NOT_FOUND - no queue 'missing' in vhost '/' (refusing "
+        "queue.declare)",
+        "- at t=20.001 (broker clock): connection memory:* (user 'guest', vhost '/') dropped: "
+        "501 FRAME_ERROR - missed heartbeats from client, timeout: 10s",
+        "    the client sent nothing for two heartbeat intervals while it ran: its library "
+        "sends heartbeats only while its I/O loop runs (pika: process_data_events; py-amqp "
+        "and kombu: heartbeat_check); heartbeat=0 turns them off",
     ])
 
 

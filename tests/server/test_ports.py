@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -51,12 +52,15 @@ def _answer(sock: socket.socket) -> bytes:
 GET = b"GET /api/overview HTTP/1.1\r\nHost: localhost\r\n\r\n"
 
 
-def test_the_default_limits_are_rabbitmq_s() -> None:
+def test_the_default_limits_are_rabbitmq_s_within_a_share_of_the_descriptors() -> None:
     limits = default_max_connections()
     assert limits["amqp"] is None  # connection_max = infinity
-    assert limits["stream"] is None
     assert limits["management"] is not None
     assert 1 <= limits["management"] <= 10 * 1024  # ranch: 1024 a supervisor, 10 of them
+    # The stream listener's is connection_max (infinity), but, as the management port's, never
+    # more than a quarter of the descriptors: the port a stranger reaches before any login.
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    assert limits["stream"] == (None if soft == resource.RLIM_INFINITY else max(1, soft // 4))
 
 
 def test_max_connections_names_kinds_of_port_and_limits_of_one_or_more(broker: Broker) -> None:
@@ -200,7 +204,7 @@ def test_a_listener_that_cannot_open_leaves_every_other_port_serving(broker: Bro
         holder.listen()
         taken = holder.getsockname()[1]
         control = server.serve_control(lambda request: None,  # type: ignore[arg-type,return-value]
-                                       lambda request: None)
+                                       lambda request: None, name="rabbit@test", cookie="c")
         listeners = [sock.getsockname() for sock in server._listeners]
         with pytest.raises(PortInUse):
             server.open_listener(kind, taken)
@@ -215,3 +219,46 @@ def test_a_listener_that_cannot_open_leaves_every_other_port_serving(broker: Bro
         opened = server.open_listener(kind, 0)
         assert _selected(server, opened)
     assert server.errors == []
+
+
+_FD_LIMITED_STREAM_SERVER = textwrap.dedent("""
+    import resource, sys
+    from embroker import Broker
+    resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
+    server = Broker().serve(stream_port=0)
+    print(server.port, server.stream_port, server.max_connections["stream"], flush=True)
+    sys.stdin.read()          # until the test closes our stdin
+    server.stop()
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs RLIMIT_NOFILE semantics of Linux")
+def test_idle_stream_sockets_cannot_take_the_descriptors_amqp_clients_need() -> None:
+    """With ``ulimit -n 200``, 220 idle sockets on the stream port took every descriptor and
+    stopped AMQP accepts; the stream port now holds at most a quarter of them (50), as the
+    management port, the rest wait in the kernel's queue, and AMQP clients connect."""
+    proc = subprocess.Popen([sys.executable, "-c", _FD_LIMITED_STREAM_SERVER],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    socks: list[socket.socket] = []
+    try:
+        assert proc.stdout is not None
+        assert proc.stdin is not None
+        amqp, stream, limit = proc.stdout.readline().split()
+        assert limit == "50"
+        for _ in range(220):
+            socks.append(socket.create_connection(("127.0.0.1", int(stream))))
+        url = f"amqp://guest:guest@127.0.0.1:{amqp}/?stack_timeout=5"
+        for _ in range(20):
+            conn = pika.BlockingConnection(pika.URLParameters(url))
+            conn.channel().queue_declare("", exclusive=True)
+            conn.close()
+    finally:
+        for sock in socks:
+            sock.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(10)
+    stderr = proc.stderr.read() if proc.stderr is not None else ""
+    assert "Traceback" not in stderr

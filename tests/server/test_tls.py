@@ -8,6 +8,7 @@ import asyncio
 import json
 import socket
 import ssl
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -594,3 +595,30 @@ def test_a_stream_reader_that_reads_nothing_over_tls_holds_a_bounded_backlog(
             assert server._on_loop(backlog) <= MAX_UNSENT + 2 * 200_000
         client.sock.close()
         assert server.errors == []
+
+
+def test_the_console_s_own_https_origin_is_answered_over_https(server: Server,
+                                                                files: Files) -> None:
+    """A page of the console served over HTTPS sends ``Origin: https://HOST:PORT`` with what
+    its script sends: answered (before: 403, only ``http://`` origins were the console's); a
+    page of another site is still refused."""
+    base = server.management_tls_url
+    assert server.management_tls_port is not None
+    origin = f"https://localhost:{server.management_tls_port}"
+
+    def put(origin: str) -> int:
+        request = urllib.request.Request(
+            base.replace("127.0.0.1", "localhost") + "api/vhosts/from-the-console",
+            data=b"{}", method="PUT", headers={
+                "Authorization": "Basic Z3Vlc3Q6Z3Vlc3Q=", "Origin": origin,
+                "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, context=client_context(files),
+                                        timeout=10) as answer:
+                return int(answer.status)
+        except urllib.error.HTTPError as error:
+            return error.code
+    assert put(origin) == 201
+    assert "from-the-console" in server.broker.vhosts
+    assert put("https://evil.example") == 403
+    assert put(f"http://localhost:{server.management_tls_port}") == 403

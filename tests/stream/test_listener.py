@@ -4,7 +4,9 @@ broker's own closes as RabbitMQ 3.10.8's stream reader has them."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import struct
 import time
 import urllib.parse
 
@@ -186,4 +188,34 @@ def test_the_listener_holds_a_bounded_output_for_a_client_that_reads_nothing() -
                 delivered.setdefault(frame[0], []).append(int.from_bytes(frame[25:33], "big"))
         assert delivered == {s: list(range(chunks)) for s in range(subscriptions)}
         raw.close()
+        assert not server.errors, server.errors
+
+
+def test_half_sent_frames_before_login_are_refused_at_their_header_and_hold_nothing() -> None:
+    """The issue's probe: 50 clients each send the header of a 1 MiB frame and most of its
+    body, before any login. Each is refused (FRAME_TOO_LARGE) as soon as its size is read and
+    closed; the listener keeps none of the bodies. (Before: +49 MiB for `embroker serve`.)"""
+    broker = Broker()
+    with broker.serve(stream_port=0) as server:
+        assert server.stream_port is not None
+        socks = []
+        for _ in range(50):
+            sock = socket.create_connection(("127.0.0.1", server.stream_port))
+            sock.setblocking(False)
+            with contextlib.suppress(OSError):  # (refused and closed before it all went)
+                sock.send(struct.pack(">IHHI", 1_048_576, Key.PEER_PROPERTIES, 1, 1)
+                          + bytes(600_000))
+            socks.append(sock)
+        assert _wait(lambda: not server._on_loop(lambda: [
+            c for c in server._http_clients.values() if c.port is not None
+            and c.port.kind == "stream"]))
+        for sock in socks:
+            sock.setblocking(True)
+            sock.settimeout(5)
+            try:
+                head = sock.recv(10)
+            except ConnectionResetError:
+                head = b""
+            assert head == b"" or head[4:6] == b"\x00\x16", head  # a Close, or reset
+            sock.close()
         assert not server.errors, server.errors

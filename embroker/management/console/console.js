@@ -27,12 +27,30 @@ const byName = new Set();  // queues the trace saw reached through the default e
 async function api(path) {
   const used = login;
   const answer = await fetch(new URL("api/" + path, base), {headers: {Authorization: used.auth}});
-  if (answer.status === 401) {
-    if (used === login) refused(used, await answer.json().catch(() => ({})));
+  return answered(used, path, answer.status, await answer.text());
+}
+
+// The same request, answered before it returns: the first poll only. The page's load event
+// waits for it, so that the page is drawn with the broker's data when it says it is loaded (a
+// screenshot taken then showed empty panels while the first answer was on its way).
+function apiNow(path) {
+  const used = login;
+  const request = new XMLHttpRequest();
+  request.open("GET", new URL("api/" + path, base), false);
+  request.setRequestHeader("Authorization", used.auth);
+  request.send();
+  return answered(used, path, request.status, request.responseText);
+}
+
+function answered(used, path, status, text) {
+  if (status === 401) {
+    let body = {};
+    try { body = JSON.parse(text); } catch (_) { /* (no reason given) */ }
+    if (used === login) refused(used, body);
     throw new Error("login");
   }
-  if (!answer.ok) throw new Error(answer.status + " " + path);
-  return answer.json();
+  if (status < 200 || status > 299) throw new Error(status + " " + path);
+  return JSON.parse(text);
 }
 
 function refused(used, body) {
@@ -87,12 +105,24 @@ function fitted(text, px, room) {
   while (cut.length > 1 && width(cut + "…", px) > room) cut = cut.slice(0, -1);
   return cut + "…";
 }
+const count = (n, one, many = one + "s") => `${n} ${n === 1 ? one : many}`;
 const exchangeLabel = (x) => (x.name === "" ? "(AMQP default)" : x.name) + ` (${x.type})`;
-const queueCounts = (x) => `${x.ready} ready, ${x.unacked} unacked, ${x.consumers} consumers`;
+const queueCounts = (x) => `${x.ready} ready, ${x.unacked} unacked, ${count(x.consumers, "consumer")}`;
+
+// The layout keeps every label clear of the other edges. Each edge that reaches a queue (a
+// binding, the default exchange's route) or leaves it (its dead letters) has a slot of its
+// own on the queue's left, one under the other (a queue grows with its slots), ordered by the
+// height of the exchange at the other end; every edge runs straight and level across a band
+// left of the queues, at its slot's height, and curves only left of that band. In the band, a
+// label sits above its own line and under the line of the slot above it: two bindings of one
+// queue (one per region: eu.*, us.*) have two labels one above the other, and no edge runs
+// through another's label. Edges ordered so, on curves of one shape, do not cross near the
+// queues either.
+const SLOT = 16;  // a slot's height: an 11px label and its line under it
 
 function graph(view) {
   const exchanges = view.exchanges, queues = view.queues;
-  const xRow = 30, qRow = 40, pad = 14, minGap = 200;
+  const xRow = 30, pad = 14, minGap = 200, qGap = 6;
   // Both columns as wide as their labels, within the panel: a name too long for it is cut
   // with an ellipsis rather than by the panel's edge.
   const panel = Math.max(520, $("topology-panel").clientWidth - 30);
@@ -105,29 +135,25 @@ function graph(view) {
   }
   const gap = Math.max(minGap, Math.min(300, panel - 20 - xw - qw));
   const qx = 10 + xw + gap, full = qx + qw + 10;
-  const height = Math.max(exchanges.length * xRow, queues.length * qRow, 30) + 20;
-  const xs = new Map(exchanges.map((x, i) => [x.name, 10 + i * xRow + 11]));  // middles
-  const qs = new Map(queues.map((x, i) => [x.name, 10 + i * qRow + 17]));
   const right = 10 + xw;
-  let edges = "";
-  const edge = (cls, d, label, lx, ly, anchor) => {
-    edges += `<path class="${cls}" d="${d}" marker-end="url(#arrow-${cls})"/>`;
-    if (!label) return;
-    const text = fitted(label, 11, gap - 30);  // (cut: whole in its title)
-    edges += `<text class="edge-label" text-anchor="${anchor}" x="${lx}" y="${ly}">` +
-      (text === label ? "" : `<title>${esc(label)}</title>`) + `${esc(text)}</text>`;
-  };
-  const across = (y1, y2) => `M${right},${y1} C${right + gap / 2},${y1} ${qx - gap / 2},${y2} ${qx - 2},${y2}`;
+
+  // Exchanges: a row each, taller for the labels of exchange-to-exchange bindings into it.
+  const into = new Map(exchanges.map((x) => [x.name, []]));
   for (const b of view.bindings) {
-    const y1 = xs.get(b.source);
-    if (b.destination_type === "queue") {
-      const y2 = qs.get(b.destination);
-      if (y2 !== undefined) edge("binding", across(y1, y2), b.routing_key, qx - 8, y2 - 4, "end");
-    } else {  // exchange to exchange: a loop on the right of the exchanges' column
-      const y2 = xs.get(b.destination);
-      if (y2 === undefined) continue;
-      edge("binding", `M${right},${y1} C${right + 70},${y1} ${right + 70},${y2} ${right + 2},${y2}`,
-           b.routing_key, right + 8, y2 + 14, "start");
+    if (b.destination_type !== "queue" && into.has(b.destination) && into.has(b.source)) into.get(b.destination).push(b);
+  }
+  const xs = new Map();  // middles
+  let xBottom = 10;
+  for (const x of exchanges) {
+    xs.set(x.name, xBottom + 11);
+    xBottom += xRow + Math.max(0, into.get(x.name).length - 1) * 14;
+  }
+
+  // Queues: each edge's slot, then a row each, as tall as its slots.
+  const slots = new Map(queues.map((x) => [x.name, []]));
+  for (const b of view.bindings) {
+    if (b.destination_type === "queue" && slots.has(b.destination) && xs.has(b.source)) {
+      slots.get(b.destination).push({cls: "binding", end: xs.get(b.source), label: b.routing_key, out: false});
     }
   }
   // The default exchange routes to the queue its routing key names: drawn where the key is
@@ -135,17 +161,63 @@ function graph(view) {
   const viaDefault = new Set(byName);
   for (const x of queues) {
     if (x.dead_letter_exchange === undefined) continue;
-    const y1 = qs.get(x.name), y2 = xs.get(x.dead_letter_exchange);
     const key = x.dead_letter_routing_key;
-    if (y2 !== undefined) {
-      edge("dead-letter", `M${qx},${y1} C${qx - gap / 2},${y1 + 10} ${right + gap / 2},${y2} ${right + 2},${y2}`,
-           "dead letters" + (key ? " → " + key : ""), qx - 8, y1 + 14, "end");
+    if (xs.has(x.dead_letter_exchange)) {
+      slots.get(x.name).push({cls: "dead-letter", end: xs.get(x.dead_letter_exchange),
+                              label: "dead letters" + (key ? " → " + key : ""), out: true});
     }
     if (x.dead_letter_exchange === "" && key) viaDefault.add(key);
   }
-  for (const name of viaDefault) {
-    const y2 = qs.get(name);
-    if (y2 !== undefined && xs.has("")) edge("default-route", across(xs.get(""), y2), "", 0, 0, "");
+  if (xs.has("")) {
+    for (const name of viaDefault) {
+      if (slots.has(name)) slots.get(name).push({cls: "default-route", end: xs.get(""), label: "", out: false});
+    }
+  }
+  const rank = {"binding": 0, "default-route": 1, "dead-letter": 2};
+  const qs = new Map();  // queue name -> its row's top and height
+  let qBottom = 10;
+  for (const x of queues) {
+    const mine = slots.get(x.name).sort((a, b) => a.end - b.end || rank[a.cls] - rank[b.cls] ||
+                                                   (a.label < b.label ? -1 : a.label > b.label ? 1 : 0));
+    const height = Math.max(34, mine.length * SLOT + 4);
+    const first = qBottom + (height - mine.length * SLOT) / 2;
+    mine.forEach((slot, i) => { slot.y = first + i * SLOT + SLOT - 1.5; });
+    qs.set(x.name, {top: qBottom, height});
+    qBottom += height + qGap;
+  }
+  const height = Math.max(xBottom, qBottom, 40) + 10;
+
+  // The band of labels: as wide as the longest label needs, leaving the curves 80 pixels.
+  const labels = [...slots.values()].flat().map((slot) => slot.label).filter((label) => label);
+  const band = Math.min(Math.max(40, ...labels.map((label) => width(label, 11) + 16)), gap - 80);
+  const bx = qx - band, bend = (bx - right) / 2;
+  let edges = "";
+  const edge = (cls, d) => { edges += `<path class="${cls}" d="${d}" marker-end="url(#arrow-${cls})"/>`; };
+  const label = (text, x, y, anchor) => {
+    if (!text) return;
+    const shown = fitted(text, 11, band - 14);  // (cut: whole in its title)
+    edges += `<text class="edge-label" text-anchor="${anchor}" x="${x}" y="${y}">` +
+      (shown === text ? "" : `<title>${esc(text)}</title>`) + `${esc(shown)}</text>`;
+  };
+  for (const mine of slots.values()) {
+    for (const slot of mine) {
+      const y = slot.y;
+      if (slot.out) {  // the queue's dead letters, to their exchange
+        edge(slot.cls, `M${qx},${y} L${bx},${y} C${bx - bend},${y} ${right + bend},${slot.end} ${right + 2},${slot.end}`);
+      } else {
+        edge(slot.cls, `M${right},${slot.end} C${right + bend},${slot.end} ${bx - bend},${y} ${bx},${y} L${qx - 2},${y}`);
+      }
+      label(slot.label, qx - 6, y - 4.5, "end");
+    }
+  }
+  // exchange to exchange: a loop on the right of the exchanges' column, its label under the
+  // destination (one under the other when several reach it)
+  for (const [name, bindings] of into) {
+    bindings.forEach((b, i) => {
+      const y1 = xs.get(b.source), y2 = xs.get(name);
+      edge("binding", `M${right},${y1} C${right + 70},${y1} ${right + 70},${y2} ${right + 2},${y2}`);
+      label(b.routing_key, right + 8, y2 + 14 + i * 14, "start");
+    });
   }
   let nodes = "";
   for (const x of exchanges) {
@@ -155,9 +227,9 @@ function graph(view) {
       `<text x="17" y="${y + 15}">${esc(fitted(label, 12, xw - pad))}</text></g>`;
   }
   for (const x of queues) {
-    const y = qs.get(x.name) - 17;
+    const {top: y, height: h} = qs.get(x.name);
     nodes += `<g class="queue${x.name === queue ? " chosen" : ""}" data-queue="${esc(x.name)}"><title>${esc(x.name)}</title>` +
-      `<rect x="${qx}" y="${y}" width="${qw}" height="34" rx="4"/>` +
+      `<rect x="${qx}" y="${y}" width="${qw}" height="${h}" rx="4"/>` +
       `<text x="${qx + 7}" y="${y + 14}">${esc(fitted(x.name, 12, qw - pad))}</text>` +
       `<text class="counts" x="${qx + 7}" y="${y + 28}">${esc(fitted(queueCounts(x), 11, qw - pad))}</text></g>`;
   }
@@ -172,14 +244,15 @@ function graph(view) {
     node.addEventListener("click", () => { queue = node.dataset.queue; refresh(); });
   }
   const more = [];
-  if (view.summary.exchanges > exchanges.length) more.push(`${view.summary.exchanges - exchanges.length} more exchanges`);
-  if (view.summary.queues > queues.length) more.push(`${view.summary.queues - queues.length} more queues`);
+  if (view.summary.exchanges > exchanges.length) more.push(`${count(view.summary.exchanges - exchanges.length, "more exchange", "more exchanges")}`);
+  if (view.summary.queues > queues.length) more.push(`${count(view.summary.queues - queues.length, "more queue", "more queues")}`);
   $("more").textContent = more.length ? `(and ${more.join(", ")}: the first by name are shown)` : "";
 }
 
 // -- the trace: newest first, each numbered by its decision's id ---------------------------
 
 function trace(decisions) {
+  $("trace").querySelector(".empty")?.remove();
   for (const d of decisions) {
     if (d.id <= seen) continue;
     seen = d.id;
@@ -200,6 +273,9 @@ function trace(decisions) {
     $("trace").prepend(li);
   }
   while ($("trace").children.length > 200) $("trace").lastElementChild.remove();
+  if (!$("trace").children.length) {
+    $("trace").innerHTML = `<li class="empty">No routing decision in vhost ${esc(vhost)} yet: a message published there shows here.</li>`;
+  }
 }
 
 // -- the chosen queue's messages, as RabbitMQ's management UI shows a message it got ----------
@@ -233,7 +309,10 @@ function message(m) {
 }
 
 function messages(view) {
-  if (!queue) return;
+  if (!queue) {
+    $("messages").innerHTML = `<p class="empty">Click a queue in the topology to see its messages.</p>`;
+    return;
+  }
   $("queue-name").textContent = queue;
   if (view.messages_refused) { $("messages").innerHTML = `<p>${esc(view.messages_refused)}</p>`; return; }
   const found = view.messages || {ready: [], unacked: []};
@@ -245,33 +324,50 @@ function messages(view) {
     heading("Unacknowledged", counts.unacked, found.unacked) + found.unacked.map(message).join("");
 }
 
+// What one poll asks for: the vhost and queue shown, the decisions after the last one seen.
+function poll() {
+  let path = "embroker/console?since=" + seen;
+  if (vhost !== null) path += "&vhost=" + q(vhost);
+  if (queue) path += "&queue=" + q(queue);
+  return path;
+}
+
+function show(view) {
+  showLogin(false);
+  $("who-name").textContent = login.user;
+  if (vhost === null || view.vhost !== vhost) { vhost = view.vhost; }
+  $("vhost").innerHTML = view.vhosts.map((n) => `<option ${n === vhost ? "selected" : ""}>${esc(n)}</option>`).join("");
+  const t = view.summary;
+  $("summary").textContent = `${count(t.connections, "connection")}, ${count(t.queues, "queue")}, ${count(t.messages, "message")}`;
+  trace(view.trace.decisions);
+  seen = Math.max(seen, view.trace.total);
+  graph(view);
+  messages(view);
+  $("connections").innerHTML = "<tr><th>connection</th><th>client</th><th>user</th><th>vhost</th><th>channels</th></tr>" +
+    (view.connections.length ? view.connections.map((c) => `<tr><td>${esc(c.name)}</td><td>${esc(c.client)}</td>` +
+      `<td>${esc(c.user)}</td><td>${esc(c.vhost)}</td><td>${c.channels.join(", ")}</td></tr>`).join("") :
+      `<tr><td class="empty" colspan="5">No client is connected.</td></tr>`);
+  $("status").textContent = "updated " + new Date().toLocaleTimeString();
+  document.querySelector("main").classList.add("drawn");
+}
+
+function failed(error) {
+  if (error.message !== "login") $("status").textContent = String(error);
+}
+
 async function refresh() {
   if (busy || !login) return;  // a slow answer: the next tick asks again
   busy = true;
   try {
-    let path = "embroker/console?since=" + seen;
-    if (vhost !== null) path += "&vhost=" + q(vhost);
-    if (queue) path += "&queue=" + q(queue);
-    const view = await api(path);
-    showLogin(false);
-    $("who-name").textContent = login.user;
-    if (vhost === null || view.vhost !== vhost) { vhost = view.vhost; }
-    $("vhost").innerHTML = view.vhosts.map((n) => `<option ${n === vhost ? "selected" : ""}>${esc(n)}</option>`).join("");
-    const t = view.summary;
-    $("summary").textContent = `${t.connections} connections, ${t.queues} queues, ${t.messages} messages`;
-    trace(view.trace.decisions);
-    seen = Math.max(seen, view.trace.total);
-    graph(view);
-    messages(view);
-    $("connections").innerHTML = "<tr><th>connection</th><th>client</th><th>user</th><th>vhost</th><th>channels</th></tr>" +
-      view.connections.map((c) => `<tr><td>${esc(c.name)}</td><td>${esc(c.client)}</td>` +
-        `<td>${esc(c.user)}</td><td>${esc(c.vhost)}</td><td>${c.channels.join(", ")}</td></tr>`).join("");
-    $("status").textContent = "updated " + new Date().toLocaleTimeString();
+    show(await api(poll()));
   } catch (error) {
-    if (error.message !== "login") $("status").textContent = String(error);
+    failed(error);
   } finally {
     busy = false;
   }
 }
-refresh();
+
+if (login) {
+  try { show(apiNow(poll())); } catch (error) { failed(error); }
+}
 setInterval(refresh, 1000);
