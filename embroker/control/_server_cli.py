@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO
 
 from .._broker import Broker
-from .._hostfiles import UntrustedPath, append_file, user_folder
+from .._hostfiles import UntrustedPath, append_file, user_folder, write_file
 from ..errors import AMQPError, DefinitionsError
 from ..server import PortInUse, Server
 from ._config import ConfigError, NodeSettings, read_node_settings
@@ -118,7 +118,7 @@ def write_pid_file(path: Path) -> str | None:
     ``filelib:ensure_dir/1`` makes them, the pid without a newline); ``None``, or the warning
     RabbitMQ logs when it cannot (the node goes on).
 
-    Unlike RabbitMQ's, it is never written through a symbolic link (a link planted in a
+    Unlike RabbitMQ's, it is never written through a symbolic link or a hard link (one planted in a
     shared folder would have the node overwrite its target), nor over the file of another
     process that runs (RabbitMQ cannot run two nodes of one name, whose default pid file is
     the same; embroker's node beside the machine's RabbitMQ of that name can).
@@ -135,12 +135,10 @@ def write_pid_file(path: Path) -> str | None:
     if holder is not None and holder != os.getpid() and process_alive(holder):
         return (f'Failed to write PID file "{path}": it holds the pid of process {holder}, '
                 "which runs")
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+    try:  # (a new file renamed into place: a planted symlink or hard link is replaced)
+        write_file(path, str(os.getpid()).encode(), mode=0o644)
     except OSError as exc:
         return f'Failed to write PID file "{path}": {_reason(exc)}'
-    with os.fdopen(fd, "w") as file:
-        file.write(str(os.getpid()))
     return None
 
 

@@ -43,17 +43,25 @@ def test_a_pid_file_that_cannot_be_written_is_one_line_as_rabbitmqs_warning(
         f'Failed to write PID file "{tmp_path}/a-folder.pid": illegal operation on a directory')
 
 
-def test_a_planted_symlink_is_not_followed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("plant", ["symlink", "hard link"])
+def test_a_planted_link_is_replaced_never_written_through(tmp_path: Path, plant: str) -> None:
     """A pid file in a shared folder is not written through a link someone planted there (it
-    would overwrite the link's target)."""
+    would overwrite the link's target): a new file takes the link's place (as the shims and
+    the registry's files, embroker._hostfiles.write_file), and the target keeps its bytes."""
     target = tmp_path / "victim"
     target.write_text("precious\n")
-    (tmp_path / "node.pid").symlink_to(target)
-    assert write_pid_file(tmp_path / "node.pid") == (
-        f'Failed to write PID file "{tmp_path}/node.pid": too many levels of symbolic links')
+    link = tmp_path / "node.pid"
+    if plant == "symlink":
+        link.symlink_to(target)
+    else:
+        link.hardlink_to(target)
+    assert write_pid_file(link) is None
     assert target.read_text() == "precious\n"
-    remove_pid_file(tmp_path / "node.pid")
-    assert (tmp_path / "node.pid").is_symlink()
+    assert not link.is_symlink()
+    assert link.read_text() == str(os.getpid())
+    remove_pid_file(link)
+    assert not link.exists()
+    assert target.read_text() == "precious\n"
 
 
 def test_a_running_processs_pid_file_is_left_alone(tmp_path: Path) -> None:
