@@ -94,7 +94,7 @@ if TYPE_CHECKING:
 __all__ = ["APP_RUNNING", "DEFAULT_DISK_FREE_LIMIT", "DEFAULT_VM_MEMORY_HIGH_WATERMARK",
            "ERRORS_KEPT", "MEMORY_CHECK_INTERVAL", "AppRunning", "ClientConnection", "ErrorLog",
            "PortInUse", "Server", "WireConnection", "default_max_connections", "memory_used",
-           "total_memory"]
+           "stranger_budget", "total_memory"]
 
 try:
     import resource
@@ -154,6 +154,12 @@ _RANCH_MAX_CONNECTIONS = 10 * 1024
 #: hold at most (one in four): below RabbitMQ's management limit wherever ``ulimit -n`` is
 #: under 40,960.
 _PORT_SHARE = 4
+#: The share all such ports hold together at most (one in two: the HTTP, HTTPS, stream and
+#: stream TLS ports, a quarter each, would otherwise hold every descriptor between them).
+_STRANGERS_SHARE = 2
+#: The kinds of port a stranger reaches before any login whose connections count against
+#: the shared budget (:func:`stranger_budget`); AMQP's own have no limit, as RabbitMQ's.
+_STRANGER_KINDS = frozenset({"management", "stream"})
 
 
 def default_max_connections() -> dict[str, int | None]:
@@ -179,6 +185,34 @@ def default_max_connections() -> dict[str, int | None]:
             share = max(1, soft // _PORT_SHARE)
             http, stream = min(_RANCH_MAX_CONNECTIONS, share), share
     return {"amqp": None, "management": http, "stream": stream}
+
+
+def stranger_budget() -> int | None:
+    """The most connections the HTTP and stream ports (their TLS twins included) hold
+    together: half of the process's descriptors (``RLIMIT_NOFILE``, read now; ``None`` where
+    they have no limit). Each such port holds at most a quarter
+    (:func:`default_max_connections`); together they never hold more than half, whichever of
+    them a stranger fills, so that AMQP clients always find descriptors to connect with."""
+    if resource is None:
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return None if soft == resource.RLIM_INFINITY else max(1, soft // _STRANGERS_SHARE)
+
+
+@final
+class _Budget:
+    """Connections several ports share (:func:`stranger_budget`): how many are open, at most
+    how many (the loop's alone)."""
+
+    __slots__ = ("limit", "open")
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.open = 0
+
+    @property
+    def full(self) -> bool:
+        return self.limit is not None and self.open >= self.limit
 #: RabbitMQ's memory monitor: the share of the RAM past which the memory alarm is raised, and
 #: how often it measures (vm_memory_monitor.erl, rabbit_memory.hrl, v3.10.8: 0.4, 1000 ms);
 #: the RAM assumed where it cannot be read (``MEMORY_SIZE_FOR_UNKNOWN_OS``: 1 GiB).
@@ -428,10 +462,11 @@ class _Port:
     ago (``paused_until``); each port on its own.
     """
 
-    __slots__ = ("backoff", "failures", "kind", "limit", "number", "open", "paused_until",
-                 "policy", "selected", "sockets", "warned")
+    __slots__ = ("backoff", "budget", "failures", "kind", "limit", "number", "open",
+                 "paused_until", "policy", "selected", "sockets", "warned")
 
-    def __init__(self, policy: PortPolicy, number: int, sockets: list[socket.socket]) -> None:
+    def __init__(self, policy: PortPolicy, number: int, sockets: list[socket.socket],
+                 budget: _Budget | None = None) -> None:
         #: What it allows its clients (embroker._transport.PortPolicy).
         self.policy = policy
         #: ``"amqp"``, ``"amqp10"`` (AMQP 1.0 alone), ``"management"`` or ``"stream"``.
@@ -442,6 +477,8 @@ class _Port:
         self.limit = policy.max_connections
         #: How many of its connections are open.
         self.open = 0
+        #: What it shares with other ports (``None``: nothing): it is full when that is.
+        self.budget = budget
         #: Until when accept() is not tried (time.monotonic(); 0: not paused).
         self.paused_until = 0.0
         self.backoff = _ACCEPT_BACKOFF
@@ -451,7 +488,8 @@ class _Port:
 
     @property
     def full(self) -> bool:
-        return self.limit is not None and self.open >= self.limit
+        return (self.limit is not None and self.open >= self.limit) or \
+            (self.budget is not None and self.budget.full)
 
     def __repr__(self) -> str:
         limit = "no limit" if self.limit is None else f"at most {self.limit}"
@@ -544,6 +582,8 @@ class Server:
                 raise ValueError(f"{name}: 0 (no limit) or up to {bound} (what connection.tune "
                                  f"carries), not {value}")
         limits = default_max_connections()
+        #: What the HTTP and stream ports hold together (:func:`stranger_budget`).
+        self._strangers = _Budget(stranger_budget())
         for kind, limit in (max_connections or {}).items():
             if kind not in limits:
                 raise ValueError(f"max_connections: no port is {kind!r}: give "
@@ -702,7 +742,8 @@ class Server:
                 self._wake_w.close()
             raise
         port = sockets[0].getsockname()[1]
-        self._ports.append(_Port(policy, port, sockets))
+        budget = self._strangers if policy.kind in _STRANGER_KINDS else None
+        self._ports.append(_Port(policy, port, sockets, budget))
         return port
 
     def _bind(self, host: str, port: int) -> list[socket.socket]:
@@ -1375,6 +1416,8 @@ class Server:
                 self._accept_failed(port, exc)
                 return
             port.open += 1
+            if port.budget is not None:
+                port.budget.open += 1
             try:
                 sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -1404,10 +1447,17 @@ class Server:
 
     def _left(self, port: _Port | None) -> None:
         """A connection of ``port`` closed: one more may come."""
-        if port is not None:
-            port.open -= 1
+        if port is None:
+            return
+        port.open -= 1
+        if port.budget is None:
             if not port.selected:
                 self._select_port(port)
+            return
+        port.budget.open -= 1
+        for other in self._ports:  # (each port of the budget may accept again)
+            if other.budget is port.budget and not other.selected:
+                self._select_port(other)
 
     def _accept_http(self, sock: socket.socket | TLSSocket, peer: str, port: _Port) -> None:
         from .management._http import HostPolicy, HttpConnection
