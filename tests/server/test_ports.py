@@ -325,6 +325,8 @@ def test_the_budget_is_shared_and_given_back(broker: Broker) -> None:
     with broker.serve(management=True, stream_port=0) as server:
         assert server._strangers.limit == stranger_budget()
         server._on_loop(lambda: setattr(server._strangers, "limit", 2))
+        assert server.management_port is not None
+        assert server.stream_port is not None
         opened = server._on_loop(lambda: (_port(server, server.management_port).open,
                                           _port(server, server.stream_port).open))
         held = [socket.create_connection(("127.0.0.1", server.stream_port)) for _ in range(2)]
