@@ -1,7 +1,9 @@
 """RabbitMQ's tools against embroker and against RabbitMQ: ``rabbitmq-server`` to the first
-confirmed publish, and one ``rabbitmqctl list_queues`` round trip (a process each time, as a
-script runs it). RabbitMQ's figures use the local installation's tools and its running node
-(the start of a RabbitMQ node of one's own is timed by tests/server/private_node.py: ~10 s).
+confirmed publish, one ``rabbitmqctl list_queues`` round trip, and ``rabbitmqctl stop`` (a
+process each time, as a script runs it; stop beside a ``list_vhosts`` on the same node, which
+costs the tool's start and one call). RabbitMQ's figures use the local installation's tools
+and its running node (the start of a RabbitMQ node of one's own is timed by
+tests/server/private_node.py: ~10 s).
 
     python benchmarks/cli.py
 """
@@ -14,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -82,6 +85,38 @@ def round_trip(command: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - began
 
 
+def stop_beside_a_call(shims: Path, folder: Path, runs: int = 7) -> tuple[list[float],
+                                                                          list[float]]:
+    """``rabbitmqctl stop`` on a node ``rabbitmq-server`` started, and ``rabbitmqctl
+    list_vhosts`` on the same node just before: seconds each, per run. The node's process is
+    reaped by a thread of ours at once, as a shell or init reaps a detached node."""
+    stops, calls = [], []
+    for run in range(runs):
+        env = {**os.environ, "PATH": f"{shims}:{os.environ['PATH']}",
+               "RABBITMQ_NODENAME": f"bench-stop-{run}@localhost", "RABBITMQ_NODE_PORT": "0",
+               "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+               "RABBITMQ_CONFIG_FILE": str(folder / "no"),
+               "RABBITMQ_CONF_ENV_FILE": str(folder / "no-env"),
+               "RABBITMQ_LOG_BASE": str(folder), "RABBITMQ_MNESIA_BASE": str(folder),
+               "RABBITMQ_ENABLED_PLUGINS_FILE": str(folder / "enabled_plugins"),
+               "EMBROKER_NODES_DIR": str(folder / "nodes")}
+        process = subprocess.Popen([str(shims / "rabbitmq-server")], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert process.stdout is not None
+        while "completed" not in process.stdout.readline():
+            pass
+        reaper = threading.Thread(target=process.wait, daemon=True)
+        reaper.start()
+        calls.append(round_trip([str(shims / "rabbitmqctl"), "list_vhosts"], env))
+        stops.append(round_trip([str(shims / "rabbitmqctl"), "stop"], env))
+        reaper.join(10)
+    return stops, calls
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
 def main() -> int:
     folder = Path(tempfile.mkdtemp())
     shims = folder / "bin"
@@ -105,6 +140,11 @@ def main() -> int:
     server.terminate()
     server.wait(10)
     print(f"embroker rabbitmqctl list_queues: best {min(ours):.3f} s")
+    stops, calls = stop_beside_a_call(shims, folder)
+    print(f"embroker rabbitmqctl stop: median {_median(stops):.3f} s, beside list_vhosts on "
+          f"the same node {_median(calls):.3f} s: stop costs "
+          f"{_median(stops) - _median(calls):+.3f} s more (of "
+          f"{', '.join(f'{s:.3f}' for s in stops)})")
     real = shutil.which("rabbitmqctl", path="/usr/sbin:/usr/bin")
     if real is not None:
         theirs = [round_trip([real, "list_queues"], dict(os.environ)) for _ in range(5)]

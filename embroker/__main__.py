@@ -473,7 +473,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="the most connections a port holds, KIND one of amqp, management, "
                             "stream, N a number or infinity (repeatable); defaults as "
                             "RabbitMQ: infinity, but management: 10240 or a quarter of "
-                            "ulimit -n, the fewer, and stream: a quarter of ulimit -n")
+                            "ulimit -n, the fewer, and stream: a quarter of ulimit -n; "
+                            "management and stream ports together: half of ulimit -n")
     serve.add_argument("--rabbitmqadmin", type=Path, default=None, metavar="PATH",
                        help="a copy of RabbitMQ's rabbitmqadmin script to serve at "
                             "/cli/rabbitmqadmin (embroker ships none)")

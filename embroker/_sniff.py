@@ -38,22 +38,27 @@ class SniffingConnection:
             chosen.
         frame_max, channel_max: what the 0-9-1 connection's connection.tune offers.
         amqp10_only: a 1.0-only port: every client is served AMQP 1.0.
+        amqp10: whether a 1.0 header is served 1.0 (RabbitMQ's rabbitmq_amqp1_0 plugin);
+            ``False``: the 0-9-1 connection answers it as a protocol it does not speak (its
+            own header, then it closes), as RabbitMQ without the plugin.
     """
 
-    __slots__ = ("_args", "_connected_at", "_inbox", "_tls", "amqp10_only", "inner", "loopback",
-                 "sniffed")
+    __slots__ = ("_args", "_connected_at", "_inbox", "_tls", "amqp10", "amqp10_only", "inner",
+                 "loopback", "sniffed")
 
     def __init__(self, broker: Broker, *, peer: str = "",
                  on_output: Callable[[], None] | None = None, heartbeat: int = 60,
                  handshake_timeout: float = 10.0, loopback: bool = False,
                  amqp10_only: bool = False, tls: PeerCertificate | None = None,
-                 frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX) -> None:
+                 frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX,
+                 amqp10: bool = True) -> None:
         self._args = (broker, peer, on_output, heartbeat, handshake_timeout)
         self._tls = tls
         self.loopback = loopback
         self._connected_at = broker.clock.monotonic()
         self._inbox = b""
         self.amqp10_only = amqp10_only
+        self.amqp10 = amqp10
         self.sniffed = False
         #: The protocol's connection (0-9-1 until a 1.0 header arrives).
         self.inner: Amqp091Connection | Amqp10Connection = Amqp091Connection(
@@ -70,7 +75,7 @@ class SniffingConnection:
             return
         inbox, self._inbox = self._inbox, b""
         self.sniffed = True
-        if self.amqp10_only or header.kind is ProtocolHeaderKind.AMQP_1_0:
+        if self.amqp10_only or (header.kind is ProtocolHeaderKind.AMQP_1_0 and self.amqp10):
             broker, peer, on_output, heartbeat, handshake_timeout = self._args
             self.inner = Amqp10Connection(broker, peer=peer, on_output=on_output,
                                           idle_time_out=heartbeat,

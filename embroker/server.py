@@ -71,6 +71,7 @@ from ._untrusted import log_text
 from ._version import __version__
 from .amqp091 import ServerConnection as Amqp091Connection
 from .amqp091._connection import CHANNEL_MAX, FRAME_MAX
+from .amqp091._frames import FRAME_MAX_LIMIT
 from .amqp10 import ServerConnection as Amqp10Connection
 from .errors import (
     ConnectionException,
@@ -93,7 +94,7 @@ if TYPE_CHECKING:
 __all__ = ["APP_RUNNING", "DEFAULT_DISK_FREE_LIMIT", "DEFAULT_VM_MEMORY_HIGH_WATERMARK",
            "ERRORS_KEPT", "MEMORY_CHECK_INTERVAL", "AppRunning", "ClientConnection", "ErrorLog",
            "PortInUse", "Server", "WireConnection", "default_max_connections", "memory_used",
-           "total_memory"]
+           "stranger_budget", "total_memory"]
 
 try:
     import resource
@@ -153,6 +154,12 @@ _RANCH_MAX_CONNECTIONS = 10 * 1024
 #: hold at most (one in four): below RabbitMQ's management limit wherever ``ulimit -n`` is
 #: under 40,960.
 _PORT_SHARE = 4
+#: The share all such ports hold together at most (one in two: the HTTP, HTTPS, stream and
+#: stream TLS ports, a quarter each, would otherwise hold every descriptor between them).
+_STRANGERS_SHARE = 2
+#: The kinds of port a stranger reaches before any login whose connections count against
+#: the shared budget (:func:`stranger_budget`); AMQP's own have no limit, as RabbitMQ's.
+_STRANGER_KINDS = frozenset({"management", "stream"})
 
 
 def default_max_connections() -> dict[str, int | None]:
@@ -178,6 +185,34 @@ def default_max_connections() -> dict[str, int | None]:
             share = max(1, soft // _PORT_SHARE)
             http, stream = min(_RANCH_MAX_CONNECTIONS, share), share
     return {"amqp": None, "management": http, "stream": stream}
+
+
+def stranger_budget() -> int | None:
+    """The most connections the HTTP and stream ports (their TLS twins included) hold
+    together: half of the process's descriptors (``RLIMIT_NOFILE``, read now; ``None`` where
+    they have no limit). Each such port holds at most a quarter
+    (:func:`default_max_connections`); together they never hold more than half, whichever of
+    them a stranger fills, so that AMQP clients always find descriptors to connect with."""
+    if resource is None:
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return None if soft == resource.RLIM_INFINITY else max(1, soft // _STRANGERS_SHARE)
+
+
+@final
+class _Budget:
+    """Connections several ports share (:func:`stranger_budget`): how many are open, at most
+    how many (the loop's alone)."""
+
+    __slots__ = ("limit", "open")
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.open = 0
+
+    @property
+    def full(self) -> bool:
+        return self.limit is not None and self.open >= self.limit
 #: RabbitMQ's memory monitor: the share of the RAM past which the memory alarm is raised, and
 #: how often it measures (vm_memory_monitor.erl, rabbit_memory.hrl, v3.10.8: 0.4, 1000 ms);
 #: the RAM assumed where it cannot be read (``MEMORY_SIZE_FOR_UNKNOWN_OS``: 1 GiB).
@@ -427,10 +462,11 @@ class _Port:
     ago (``paused_until``); each port on its own.
     """
 
-    __slots__ = ("backoff", "failures", "kind", "limit", "number", "open", "paused_until",
-                 "policy", "selected", "sockets", "warned")
+    __slots__ = ("backoff", "budget", "failures", "kind", "limit", "number", "open",
+                 "paused_until", "policy", "selected", "sockets", "warned")
 
-    def __init__(self, policy: PortPolicy, number: int, sockets: list[socket.socket]) -> None:
+    def __init__(self, policy: PortPolicy, number: int, sockets: list[socket.socket],
+                 budget: _Budget | None = None) -> None:
         #: What it allows its clients (embroker._transport.PortPolicy).
         self.policy = policy
         #: ``"amqp"``, ``"amqp10"`` (AMQP 1.0 alone), ``"management"`` or ``"stream"``.
@@ -441,6 +477,8 @@ class _Port:
         self.limit = policy.max_connections
         #: How many of its connections are open.
         self.open = 0
+        #: What it shares with other ports (``None``: nothing): it is full when that is.
+        self.budget = budget
         #: Until when accept() is not tried (time.monotonic(); 0: not paused).
         self.paused_until = 0.0
         self.backoff = _ACCEPT_BACKOFF
@@ -450,7 +488,8 @@ class _Port:
 
     @property
     def full(self) -> bool:
-        return self.limit is not None and self.open >= self.limit
+        return (self.limit is not None and self.open >= self.limit) or \
+            (self.budget is not None and self.budget.full)
 
     def __repr__(self) -> str:
         limit = "no limit" if self.limit is None else f"at most {self.limit}"
@@ -494,10 +533,15 @@ class Server:
         heartbeat: the heartbeat interval offered to clients, in seconds (0: none).
         frame_max, channel_max: the largest frame (bytes) and the most channels AMQP 0-9-1's
             connection.tune offers (RabbitMQ's ``frame_max`` and ``channel_max``: 131072 and
-            2047 by default; 0 means no limit).
+            2047 by default; 0 means no limit; at most what the method's fields carry,
+            4294967295 and 65535).
         handshake_timeout: how long a socket may take from connecting to connection.open
             (RabbitMQ's ``handshake_timeout``, 10 s).
         amqp10_port: also listen on this port for AMQP 1.0 alone (0: any free port).
+        amqp10: serve AMQP 1.0 on the AMQP ports too (sniffed from the protocol header), as
+            RabbitMQ 3.10 with its ``rabbitmq_amqp1_0`` plugin (``rabbitmq-server`` takes it
+            from the enabled plugins); ``False``: a 1.0 client gets the 0-9-1 header back, as
+            RabbitMQ without the plugin. :attr:`amqp10` changes it for the next connections.
         management_port: also serve RabbitMQ's management HTTP API and the console on this
             port (0: any free port), from the same loop (see :mod:`embroker.management`).
         stream_port: also serve RabbitMQ's stream protocol on this port (0: any free port),
@@ -514,7 +558,8 @@ class Server:
 
     Raises:
         PortInUse: the port is taken.
-        ValueError: ``max_connections`` names no kind of port, or a limit under 1.
+        ValueError: ``max_connections`` names no kind of port, or a limit under 1;
+            ``frame_max`` or ``channel_max`` that connection.tune cannot carry.
     """
 
     def __init__(self, broker: Broker, host: str = "127.0.0.1", port: int = 0, *,
@@ -529,8 +574,16 @@ class Server:
                  tls: ssl.SSLContext | TLSOptions | None = None, tls_port: int | None = None,
                  stream_tls_port: int | None = None,
                  management_tls_port: int | None = None,
-                 frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX) -> None:
+                 frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX,
+                 amqp10: bool = True) -> None:
+        for name, value, bound in (("frame_max", frame_max, FRAME_MAX_LIMIT),
+                                   ("channel_max", channel_max, 65535)):
+            if not 0 <= value <= bound:
+                raise ValueError(f"{name}: 0 (no limit) or up to {bound} (what connection.tune "
+                                 f"carries), not {value}")
         limits = default_max_connections()
+        #: What the HTTP and stream ports hold together (:func:`stranger_budget`).
+        self._strangers = _Budget(stranger_budget())
         for kind, limit in (max_connections or {}).items():
             if kind not in limits:
                 raise ValueError(f"max_connections: no port is {kind!r}: give "
@@ -553,6 +606,10 @@ class Server:
         self.frame_max = frame_max
         self.channel_max = channel_max
         self.handshake_timeout = handshake_timeout
+        #: Whether the AMQP ports serve AMQP 1.0 (RabbitMQ's ``rabbitmq_amqp1_0`` plugin:
+        #: ``rabbitmq-plugins enable`` and ``disable`` set it on a running node); read as each
+        #: connection is accepted, so safe to set from any thread.
+        self.amqp10 = amqp10
         #: Unexpected exceptions raised while serving (bugs): the last 20 and a count of them
         #: all (:class:`ErrorLog`). Tests should find it empty.
         self.errors = ErrorLog(self._locked)
@@ -572,6 +629,9 @@ class Server:
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._running = False
+        self._stopped = False  # (stop() was called: it never serves again)
+        # Held while the loop is prepared or the server stops (start, serve_forever, stop).
+        self._lifecycle = threading.Lock()
         self._thread: threading.Thread | None = None
         self._loop_ident: int | None = None
         #: Which ready clients are read at once and which after a pause (embroker._batching);
@@ -582,6 +642,8 @@ class Server:
         self._stalled: set[_Client] = set()  # clients whose output a fault holds back
         #: AMQP 1.0 clients whose output waits after an attach, and until when (``pause_at``).
         self._paused: dict[_Client, float] = {}
+        # (a port that cannot open closes the ones opened before it: see _listen)
+        self._constructing = True
         self.port = self._listen(host, port, PortPolicy.for_amqp(
             limits["amqp"], handshake_timeout=handshake_timeout))
         #: The port that serves AMQP 1.0 alone (``None`` unless asked for).
@@ -659,50 +721,67 @@ class Server:
         self.disk_free: int | None = None
         self._memory_due = 0.0  # (time.monotonic(): when each monitor looks next)
         self._disk_due = 0.0
+        self._constructing = False
         broker.transports.add(self)
 
-    def _listen(self, host: str, port: int, policy: PortPolicy, *,
-                keep_others: bool = False) -> int:
-        sockets = self._bind(host, port, keep_others=keep_others)
-        port = sockets[0].getsockname()[1]
-        self._ports.append(_Port(policy, port, sockets))
-        return port
-
-    def _bind(self, host: str, port: int, *, keep_others: bool = False) -> list[socket.socket]:
-        """Listening sockets on ``host``'s addresses and ``port`` (0: a free one, the same for
-        each address), added to ``_listeners``.
+    def _listen(self, host: str, port: int, policy: PortPolicy) -> int:
+        """A new port of ``policy``'s kind on ``host`` and ``port``; its number.
 
         Raises:
-            PortInUse: the port is taken (every listener is closed then, unless
-                ``keep_others``: only this port's).
+            PortInUse, OSError: it cannot listen. Nothing else changes, but while the
+                constructor runs: then the ports it opened before are closed too (the server
+                will not exist).
+        """
+        try:
+            sockets = self._bind(host, port)
+        except BaseException:
+            if self._constructing:
+                self._close_listeners()
+                self._selector.close()
+                self._wake_r.close()
+                self._wake_w.close()
+            raise
+        port = sockets[0].getsockname()[1]
+        budget = self._strangers if policy.kind in _STRANGER_KINDS else None
+        self._ports.append(_Port(policy, port, sockets, budget))
+        return port
+
+    def _bind(self, host: str, port: int) -> list[socket.socket]:
+        """Listening sockets on ``host``'s addresses and ``port`` (0: a free one, the same for
+        each address), added to ``_listeners``: all of them or none. The server's other
+        listening sockets are never touched here (a port that cannot open, as ``rabbitmq-plugins
+        enable`` asks on a running node, must not close the ones serving).
+
+        Raises:
+            PortInUse: the port is taken (the sockets opened for it are closed again).
+            OSError: another reason it cannot listen (the same).
         """
         sockets: list[socket.socket] = []
-        for family, address in _addresses(host):
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            try:
-                sock.bind((address, port))
-            except OSError as exc:
-                sock.close()
-                if family == socket.AF_INET6 and sockets:
-                    log.debug("not listening on [%s]:%d: %s", address, port, exc)
-                    continue
-                if keep_others:
-                    for opened in sockets:
-                        opened.close()
-                        self._listeners.remove(opened)
-                else:
-                    self._close_listeners()
-                if exc.errno == errno.EADDRINUSE:
-                    raise PortInUse(host, port) from None
-                raise
-            sock.listen(512)
-            sock.setblocking(False)
-            self._listeners.append(sock)
-            sockets.append(sock)
-            port = sock.getsockname()[1]
+        try:
+            for family, address in _addresses(host):
+                sock = socket.socket(family, socket.SOCK_STREAM)
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    if family == socket.AF_INET6:
+                        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                    sock.bind((address, port))
+                except OSError as exc:
+                    sock.close()
+                    if family == socket.AF_INET6 and sockets:
+                        log.debug("not listening on [%s]:%d: %s", address, port, exc)
+                        continue
+                    if exc.errno == errno.EADDRINUSE:
+                        raise PortInUse(host, port) from None
+                    raise
+                sockets.append(sock)
+                sock.listen(512)
+                sock.setblocking(False)
+                port = sock.getsockname()[1]
+        except BaseException:
+            for opened in sockets:
+                opened.close()
+            raise
+        self._listeners += sockets
         return sockets
 
     def _close_listeners(self) -> None:
@@ -802,10 +881,12 @@ class Server:
     # -- start and stop --------------------------------------------------------------------------
 
     def start(self) -> Server:
-        """Start serving in a background thread; returns self."""
-        if self._running:
-            return self
-        self._prepare()
+        """Start serving in a background thread; returns self (a server stopped already
+        serves nothing: its ports are closed)."""
+        with self._lifecycle:
+            if self._running or self._stopped:
+                return self
+            self._prepare()
         self._thread = threading.Thread(target=self._run, name=f"embroker:{self.port}",
                                          daemon=True)
         self._thread.start()
@@ -818,14 +899,16 @@ class Server:
         self._selector.register(self._wake_r, selectors.EVENT_READ, self._wake_r)
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Close every client connection with 320 CONNECTION_FORCED and free the port."""
-        if self._running:
-            self._running = False
+        """Close every client connection with 320 CONNECTION_FORCED and free the port. Safe
+        from any thread (a signal handler's) at any time, before the loop runs too."""
+        with self._lifecycle:
+            running, self._running, self._stopped = self._running, False, True
+            if not running:
+                self._close_listeners()
+        if running:
             self._wake()
             if self._thread is not None and self._thread is not threading.current_thread():
                 self._thread.join(timeout)
-        else:
-            self._close_listeners()
         self.broker.transports.remove(self)
 
     @property
@@ -840,8 +923,12 @@ class Server:
         self.stop()
 
     def serve_forever(self) -> None:
-        """Serve in the calling thread until :meth:`stop` (from a signal handler, say)."""
-        self._prepare()
+        """Serve in the calling thread until :meth:`stop` (from a signal handler, say); at
+        once if it was stopped before it served."""
+        with self._lifecycle:
+            if self._stopped:
+                return
+            self._prepare()
         self._thread = threading.current_thread()
         self._run()
 
@@ -1010,7 +1097,7 @@ class Server:
         try:
             for port in self._ports:
                 if port.policy.kind != "control" and not port.sockets:
-                    port.sockets = self._bind(self.host, port.number, keep_others=True)
+                    port.sockets = self._bind(self.host, port.number)
                     reopened.append(port)
         except PortInUse as exc:
             for port in reopened:
@@ -1329,6 +1416,8 @@ class Server:
                 self._accept_failed(port, exc)
                 return
             port.open += 1
+            if port.budget is not None:
+                port.budget.open += 1
             try:
                 sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -1358,10 +1447,17 @@ class Server:
 
     def _left(self, port: _Port | None) -> None:
         """A connection of ``port`` closed: one more may come."""
-        if port is not None:
-            port.open -= 1
+        if port is None:
+            return
+        port.open -= 1
+        if port.budget is None:
             if not port.selected:
                 self._select_port(port)
+            return
+        port.budget.open -= 1
+        for other in self._ports:  # (each port of the budget may accept again)
+            if other.budget is port.budget and not other.selected:
+                self._select_port(other)
 
     def _accept_http(self, sock: socket.socket | TLSSocket, peer: str, port: _Port) -> None:
         from .management._http import HostPolicy, HttpConnection
@@ -1400,7 +1496,7 @@ class Server:
             PortInUse: ``port`` is taken.
         """
         number = self._listen("0.0.0.0" if host == "auto" else host, port,
-                              PortPolicy("control", None, _HTTP_UNREAD), keep_others=True)
+                              PortPolicy("control", None, _HTTP_UNREAD))
         self._control = (app, screen, name, cookie)
         if self._running:
             self._on_loop(lambda: self._select_port(self._ports[-1]))
@@ -1485,7 +1581,8 @@ class Server:
                                       channel_max=self.channel_max,
                                       handshake_timeout=policy.handshake_timeout,
                                       loopback=_over_loopback(client.sock),
-                                      amqp10_only=policy.kind == "amqp10", tls=client.tls)
+                                      amqp10_only=policy.kind == "amqp10", tls=client.tls,
+                                      amqp10=self.amqp10)
 
     def _accept_failed(self, port: _Port, exc: OSError) -> None:
         if exc.errno not in _RESOURCE_ERRNOS:

@@ -74,6 +74,7 @@ __all__ = [
     "FRAME_END",
     "FRAME_HEADER",
     "FRAME_HEARTBEAT",
+    "FRAME_MAX_LIMIT",
     "FRAME_METHOD",
     "FRAME_MIN_SIZE",
     "FRAME_MIN_SIZE_4_1",
@@ -112,6 +113,8 @@ FRAME_END: Final = 0xCE
 #: "Until the frame-max has been negotiated, both peers MUST accept frames of up to
 #: frame-min-size octets large" (4096).
 FRAME_MIN_SIZE: Final = 4096
+#: The largest frame_max connection.tune can offer: its frame-max is a long (32 bits).
+FRAME_MAX_LIMIT: Final = 2**32 - 1
 #: The smallest frame-max RabbitMQ 4.1 and later agree to (v4.1.4 rabbit_framing.hrl).
 FRAME_MIN_SIZE_4_1: Final = 8192
 #: Header (7 bytes) plus frame-end (1 byte): frame-max minus this is the largest payload.

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, final
 
+from ..amqp091._frames import FRAME_MAX_LIMIT
 from ..model._plugins import PLUGINS
 from ..tls import TLS_VERSIONS, TLSOptions
 from ._env import ConfigError, NodeNameError, environment, node_name
@@ -97,7 +98,7 @@ SERVED_PLUGINS: Final = {
     "rabbitmq_stream": "the stream listeners",
     "rabbitmq_stream_common": "the stream protocol",
     "rabbitmq_stream_management": "the management API's stream pages",
-    "rabbitmq_amqp1_0": "AMQP 1.0 (always served on the AMQP ports)",
+    "rabbitmq_amqp1_0": "AMQP 1.0 on the AMQP ports",
     "rabbitmq_auth_mechanism_ssl": "SASL EXTERNAL (auth_mechanisms.N = EXTERNAL)",
     "rabbitmq_tracing": "the management API's tracing",
 }
@@ -132,6 +133,11 @@ class NodeSettings:
         management_port, management_ip: ``management.tcp.port`` (or the older
             ``management.listener.port``), default 15672, ``None`` without the plugin.
         management_tls_port: ``management.ssl.port``; ``None`` unless set (and the plugin on).
+        management_plugin_port, stream_plugin_port: where ``rabbitmq-plugins enable`` opens
+            the management (stream) listener on the running node: the configured port
+            (``management.tcp.port``, the first ``stream.listeners.tcp.*``), read whether or
+            not the plugin is on at start, else RabbitMQ's 15672 (5552); ``None``:
+            ``stream.listeners.tcp = none``. See :attr:`plugin_ports`.
         tls: ``ssl_options.*``, ``None`` without a certificate.
         management_tls: ``management.ssl.*`` files, when given.
         stream_advertised_host, stream_advertised_port: ``stream.advertised_*``.
@@ -156,6 +162,9 @@ class NodeSettings:
             ``log.console.level``, for the node to honour.
         mnesia_base, mnesia_dir, log_base, main_log_file: the data and log places
             (``RABBITMQ_MNESIA_BASE``, ``_MNESIA_DIR``, ``_LOG_BASE``, ``_LOGS``).
+        pid_file, keep_pid_file_on_exit: where the node writes its process id
+            (``RABBITMQ_PID_FILE``, default ``MNESIA_BASE/NODENAME.pid``) and whether it
+            leaves it when it stops (``RABBITMQ_KEEP_PID_FILE_ON_EXIT``).
         config_files: the rabbitmq.conf files read, in order.
         conf_env_file: the rabbitmq-env.conf read, ``None`` if there was none.
         advanced_config_file: an advanced.config present (not honoured).
@@ -176,6 +185,8 @@ class NodeSettings:
     management_port: int | None = None
     management_ip: str | None = None
     management_tls_port: int | None = None
+    management_plugin_port: int | None = MANAGEMENT_PORT
+    stream_plugin_port: int | None = STREAM_PORT
     tls: TLSOptions | None = None
     management_tls: TLSOptions | None = None
     stream_advertised_host: str | None = None
@@ -206,10 +217,19 @@ class NodeSettings:
     mnesia_dir: str = ""
     log_base: str = "/var/log/rabbitmq"
     main_log_file: str = ""
+    pid_file: str = ""
+    keep_pid_file_on_exit: bool = False
     config_files: tuple[str, ...] = ()
     conf_env_file: str | None = None
     advanced_config_file: str | None = None
     unsupported: tuple[str, ...] = field(default=())
+
+    @property
+    def plugin_ports(self) -> dict[str, int | None]:
+        """Where each listener plugin listens when enabled on the running node, by plugin
+        (``Node(plugin_ports=...)``)."""
+        return {"rabbitmq_management": self.management_plugin_port,
+                "rabbitmq_stream": self.stream_plugin_port}
 
     @property
     def broker_plugins(self) -> tuple[str, ...]:
@@ -276,6 +296,7 @@ class NodeSettings:
             if self.stream_tls_listeners else None,
             "stream_advertised_host": self.stream_advertised_host,
             "stream_advertised_port": self.stream_advertised_port,
+            "amqp10": "rabbitmq_amqp1_0" in self.plugins,
         }
         if kwargs["tls"] is None:
             kwargs["tls_port"] = kwargs["stream_tls_port"] = kwargs["management_tls_port"] = None
@@ -408,6 +429,17 @@ def _bytesize(s: Setting) -> int:
     return int(match.group(1)) * {"": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3}[unit]
 
 
+def _frame_max(s: Setting) -> int:
+    """``frame_max``: a bytesize that connection.tune can offer. rabbit.schema takes any size
+    and RabbitMQ's node then offers its low 32 bits (its codec truncates the long); embroker
+    refuses one that does not fit instead, naming the bound."""
+    value = _bytesize(s)
+    if value > FRAME_MAX_LIMIT:
+        raise _bad(s, f"a size from 0 to {FRAME_MAX_LIMIT} bytes (connection.tune carries it "
+                      "in 32 bits; 0: no limit)")
+    return value
+
+
 #: rabbit_resource_monitor_misc:parse_information_unit/1's units.
 _INFO_UNITS = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3,
                "gib": 1024**3, "kb": 1000, "mb": 1000**2, "gb": 1000**3}
@@ -538,6 +570,8 @@ def read_node_settings(environ: Mapping[str, str], *,
     mnesia_base = _env(environ, "RABBITMQ_MNESIA_BASE") or os.path.join(
         sys_prefix or "/", "var", "lib", "rabbitmq", "mnesia")
     mnesia_dir = _env(environ, "RABBITMQ_MNESIA_DIR") or os.path.join(mnesia_base, node)
+    pid_file = _env(environ, "RABBITMQ_PID_FILE") or os.path.join(mnesia_base, f"{node}.pid")
+    keep_pid_file = _yes(_env(environ, "RABBITMQ_KEEP_PID_FILE_ON_EXIT") or "")
     log_base = _env(environ, "RABBITMQ_LOG_BASE") or os.path.join(
         sys_prefix or "/", "var", "log", "rabbitmq")
     main_log_file = _env(environ, "RABBITMQ_LOGS") or os.path.join(log_base, f"{node}.log")
@@ -599,6 +633,7 @@ def read_node_settings(environ: Mapping[str, str], *,
         dist_port_given=dist_port_given, dist_interface=_dist_interface(environ),
         amqp_listeners=amqp_listeners, management_on=management_on, stream_on=stream_on,
         plugins=plugins, environ=environ, mnesia_base=mnesia_base, mnesia_dir=mnesia_dir,
+        pid_file=pid_file, keep_pid_file_on_exit=keep_pid_file,
         log_base=log_base, main_log_file=main_log_file, config_files=tuple(files),
         conf_env_file=conf_env_file, advanced_config_file=advanced_file)
 
@@ -698,6 +733,7 @@ class _Values:
         stream = self.listeners("stream.listeners.tcp", (Listener("auto", STREAM_PORT),))
         stream_tls = self.listeners("stream.listeners.ssl", ())
         kw["stream_listeners"] = stream if stream_on else ()
+        kw["stream_plugin_port"] = stream[0].port if stream else None
         kw["stream_tls_listeners"] = stream_tls if stream_on else ()
         if (s := self.take("stream.advertised_host")) is not None:
             kw["stream_advertised_host"] = s.value
@@ -708,6 +744,7 @@ class _Values:
         ip = self.take("management.tcp.ip") or self.take("management.listener.ip")
         tls_port = self.take("management.ssl.port")
         kw["management_tls"] = self.tls("management.ssl")
+        kw["management_plugin_port"] = _int(port, high=65535) if port else MANAGEMENT_PORT
         if management_on:
             kw["management_port"] = _int(port, high=65535) if port else MANAGEMENT_PORT
             kw["management_ip"] = ip.value if ip else None
@@ -719,7 +756,7 @@ class _Values:
             "default_user": ("default_user", str), "default_pass": ("default_pass", str),
             "default_vhost": ("default_vhost", str), "cluster_name": ("cluster_name", str),
             "heartbeat": ("heartbeat", _int),
-            "frame_max": ("frame_max", _bytesize),
+            "frame_max": ("frame_max", _frame_max),
             "channel_max": ("channel_max", lambda s: _int(s, high=65535)),
             "max_message_size": ("max_message_size",
                                  lambda s: _int(s, low=1, high=512 * 1024 * 1024)),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import socket
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +30,7 @@ from .._untrusted import json_dumps
 from ._client import NodeUnreachable, call
 from ._env import tool_node_name
 from ._format import csv_rows, json_rows, table_rows, table_value
+from ._help import BOLD, CLI_VERSION, PLAIN, usage
 from ._protocol import (
     EX_DATAERR,
     EX_SOFTWARE,
@@ -42,7 +44,6 @@ from ._registry import NodeEntry, UntrustedPath, lookup, nodes_dir
 
 __all__ = ["Invocation", "run"]
 
-BOLD, PLAIN = "\x1b[1m", "\x1b[0m"
 
 #: Options that take a value, by every name they go by, and the name they are kept under.
 _VALUED = {"-n": "node", "--node": "node", "-p": "vhost", "--vhost": "vhost",
@@ -59,7 +60,8 @@ _FLAGS = {"-q": "quiet", "--quiet": "quiet", "-s": "silent", "--silent": "silent
           "--local": "local", "-e": "if_empty", "--if-empty": "if_empty", "-u": "if_unused",
           "--if-unused": "if_unused", "--global": "global", "--idempotent": "idempotent",
           "--skip-if-unchanged": "skip_if_unchanged", "--no-wait": "no_wait",
-          "--table-headers": "table_headers"}
+          "--table-headers": "table_headers", "--help": "help", "-?": "help", "-h": "help",
+          "--version": "version"}
 
 
 class UsageError(Exception):
@@ -144,16 +146,18 @@ class Command:
     arity: tuple[int, int | None] = (0, 0)
     #: The tools that have it.
     tools: tuple[str, ...] = ("rabbitmqctl",)
+    #: Whether it takes ``--timeout`` (its usage says so).
+    timeout: bool = True
 
 
 COMMANDS: dict[str, Command] = {}
 
 
 def command(name: str, usage: str, arity: tuple[int, int | None] = (0, 0),
-            tools: tuple[str, ...] = ("rabbitmqctl",)
+            tools: tuple[str, ...] = ("rabbitmqctl",), *, timeout: bool = True
             ) -> Callable[[Callable[[Invocation], int | None]], Callable[[Invocation], int | None]]:
     def register(run: Callable[[Invocation], int | None]) -> Callable[[Invocation], int | None]:
-        COMMANDS[name] = Command(name, usage, run, arity, tools)
+        COMMANDS[name] = Command(name, usage, run, arity, tools, timeout)
         return run
     return register
 
@@ -182,7 +186,7 @@ def parse(tool: str, argv: Sequence[str]) -> tuple[str | None, list[str], dict[s
             else:
                 raise UsageError(f"option {name} needs a value")
         elif item in _FLAGS:
-            options[_FLAGS[item]] = True
+            options[_FLAGS[item]] = item if _FLAGS[item] == "help" else True
         elif item.startswith("-") and len(item) > 1 and not _number(item):
             raise UsageError(f"Invalid options for this command:\n{item} : ")
         else:
@@ -201,7 +205,7 @@ def _number(text: str) -> bool:
 
 def _usage_text(tool: str, spec: Command) -> str:
     return (f"\n{BOLD}Usage{PLAIN}\n\n{tool} [--node <node>] [--longnames] [--quiet] "
-            f"{spec.usage} [--timeout <timeout>]\n")
+            f"{spec.usage}{' [--timeout <timeout>]' if spec.timeout else ''}\n")
 
 
 def _argument_error(inv: Invocation, spec: Command, reason: str, code: int = EX_USAGE) -> int:
@@ -244,21 +248,29 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
         print(f"Error (argument validation): {exc}\nArguments given:\n\t{' '.join(given)}",
               file=err)
         return EX_USAGE
+    known = [c for c, s in COMMANDS.items() if tool in s.tools]
+    if name is None and options.get("version"):
+        name = "version"
     if name is None or (name == "help" and not arguments):
-        print(f"\n{BOLD}Usage{PLAIN}\n\n{tool} [-n <node>] [-t <timeout>] [-l|--longnames] "
-              f"[-q|--quiet] <command> [<command options>]\n\nAvailable commands:\n\n" + "\n".join(
-                  f"   {c}" for c, spec in sorted(COMMANDS.items()) if tool in spec.tools),
-              file=out)
-        return 0 if name == "help" else EX_USAGE
+        # As RabbitMQ's: the usage on stdout and 0 when asked for (help, --help), on stderr
+        # and 64 with no command (-h and -? alone too).
+        asked = name == "help" or options.get("help") == "--help"
+        print(usage(tool, known), end="", file=out if asked else err)
+        return 0 if asked else EX_USAGE
     if name == "help":
         name, options["help"] = arguments[0], True
         arguments = []
+        if name not in known:
+            print(f"Error:\n\nCommand '{name}' not found.", file=err)
+            return EX_USAGE
     spec = COMMANDS.get(name)
     if spec is None or tool not in spec.tools:
-        known = [c for c, s in COMMANDS.items() if tool in s.tools]
         close = difflib.get_close_matches(name, known, n=1)
         hint = f"Did you mean '{close[0]}'? \n" if close else ""
-        print(f"\nCommand '{name}' not found. \n{hint}", file=err)
+        if close:
+            print(f"\nCommand '{name}' not found. \n{hint}", file=err)
+        else:
+            print(f"\nCommand '{name}' not found. \n" + usage(tool, known), end="", file=err)
         return EX_USAGE
     inv = Invocation(tool, name, arguments, options, out, err, environ, given)
     if options.get("help"):
@@ -275,7 +287,7 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
     if high is not None and len(arguments) > high:
         return _argument_error(inv, spec, "too many arguments.")
     try:
-        if spec.name not in ("stop", "await_startup", "wait", "ping"):  # (no banner for no node)
+        if spec.name not in ("stop", "await_startup", "wait", "ping", "version"):  # (no node)
             inv.entry()
         code = spec.run(inv)
     except UsageError as exc:
@@ -403,10 +415,16 @@ def _list_user_topic_permissions(inv: Invocation) -> None:
 _POLICY_COLUMNS = ("vhost", "name", "pattern", "apply-to", "definition", "priority")
 
 
+def _json_text(value: Any) -> str:
+    """A value RabbitMQ keeps as JSON text (a policy's definition, a runtime parameter's
+    value), as every formatter prints it: that text (the json formatter's too, a string:
+    ``"definition":"{\\"max-length\\":100}"``, recorded live)."""
+    return json_dumps(value, separators=(",", ":"))
+
+
 def _policy_rows(inv: Invocation, found: list[dict[str, Any]]) -> None:
     for item in found:
-        item["definition"] = json_dumps(item["definition"], separators=(",", ":")) \
-            if inv.options.get("formatter") != "json" else item["definition"]
+        item["definition"] = _json_text(item["definition"])
     _dict_rows(inv, _POLICY_COLUMNS, found)
 
 
@@ -466,9 +484,8 @@ def _list_user_limits(inv: Invocation) -> None:
 def _list_parameters(inv: Invocation) -> None:
     inv.say(f'Listing runtime parameters for vhost "{inv.vhost}" ...')
     found = inv.ask("list_parameters", vhost=inv.vhost)
-    if inv.options.get("formatter") != "json":
-        for item in found:
-            item["value"] = json_dumps(item["value"], separators=(",", ":"))
+    for item in found:
+        item["value"] = _json_text(item["value"])
     _dict_rows(inv, ("component", "name", "value"), found)
 
 
@@ -476,9 +493,8 @@ def _list_parameters(inv: Invocation) -> None:
 def _list_global_parameters(inv: Invocation) -> None:
     inv.say("Listing global runtime parameters ...")
     found = inv.ask("list_global_parameters")
-    if inv.options.get("formatter") != "json":
-        for item in found:
-            item["value"] = json_dumps(item["value"], separators=(",", ":"))
+    for item in found:
+        item["value"] = _json_text(item["value"])
     _dict_rows(inv, ("name", "value"), found)
 
 
@@ -735,6 +751,19 @@ def _import_definitions(inv: Invocation) -> None:
 
 # -- the node -----------------------------------------------------------------------------------
 
+@command("version", "version", (0, 0), ("rabbitmqctl", "rabbitmq-diagnostics"), timeout=False)
+def _version(inv: Invocation) -> None:
+    """The tools' own version (RabbitMQ's: no node is asked)."""
+    formatter = inv.options.get("formatter")
+    if formatter == "json":
+        print(json_dumps({"node": inv.node, "result": "ok", "value": {"version": CLI_VERSION}},
+                         separators=(",", ":")), file=inv.out)
+    elif formatter == "csv":
+        print(f'"version"\n"{CLI_VERSION}"', file=inv.out)
+    else:
+        print(CLI_VERSION, file=inv.out)
+
+
 @command("ping", "ping", (0, 0), ("rabbitmqctl", "rabbitmq-diagnostics"))
 def _ping(inv: Invocation) -> None:
     inv.say(f"Will ping {inv.node}. This only checks if the OS process is running and "
@@ -801,19 +830,93 @@ _simple("force_reset", "force_reset", (0, 0),  # (one node: a reset)
 
 @command("stop", "stop [--idempotent] [<pidfile>]", (0, 1))
 def _stop(inv: Invocation) -> int | None:
-    inv.say(f"Stopping and halting node {inv.node} ...")
+    """As RabbitMQ's (``rabbit:stop_and_halt`` by rpc): it returns once the node is down (its
+    ports closed, its name free), not when its process has ended (a parent may not have
+    reaped it yet); with a pid file, once that process has ended too (RabbitMQ's
+    ``OsPid.wait_for_os_process_death``)."""
+    pidfile = inv.arguments[0] if inv.arguments else None
+    inv.say(f"Stopping and halting node {inv.node}"
+            + (f" (will monitor pid file {pidfile})" if pidfile else "") + " ...")
     try:
         entry = inv.entry()
     except NodeUnreachable:
         if inv.options.get("idempotent"):
-            print(f"Node {inv.node} is not running", file=inv.out)
+            print(f"Node {inv.node} is no longer running", file=inv.out)
             return None
         raise
+    pid = _pid_from_file(pidfile) if pidfile is not None else None
     call(entry, "stop", timeout=inv.timeout)
     deadline = time.monotonic() + inv.timeout
-    while entry.alive and time.monotonic() < deadline:  # (as RabbitMQ's: until it is gone)
-        time.sleep(0.05)
+    if not _poll(lambda: not _node_up(entry), deadline):
+        raise ControlError(f"Error: operation stop on node {inv.node} timed out. Timeout value "
+                           f"used: {int(inv.timeout * 1000)}", EX_TEMPFAIL, plain=True)
+    if pid is not None and pidfile is not None:
+        _poll(lambda: not process_alive(pid), float("inf"))
+        print(f"process {pid} (take from pid file {pidfile}) is no longer running",
+              file=inv.out)
     return None
+
+
+def _pid_from_file(path: str) -> int:
+    """The pid a node's pid file holds (RabbitMQ's ``OsPid.read_pid_from_file``: its leading
+    digits)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ControlError(f"could not read pid from file {path}. Error: "
+                           f"{(exc.strerror or str(exc)).lower()}", EX_SOFTWARE) from None
+    digits = text.lstrip()[:len(text.lstrip()) - len(text.lstrip().lstrip("0123456789"))]
+    if not digits:
+        raise ControlError(f"could not read pid from file {path}. File contents: {text}",
+                           EX_SOFTWARE)
+    return int(digits)
+
+
+#: How soon the tools look again at what they wait for (a node going down, its process
+#: ending): at first, then twice as late each time, up to the most.
+POLL_INTERVAL, POLL_INTERVAL_MAX = 0.01, 0.1
+
+
+def _poll(done: Callable[[], bool], deadline: float) -> bool:
+    """Wait until ``done()``; whether it came before ``deadline`` (``time.monotonic()``)."""
+    interval = POLL_INTERVAL
+    while not done():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+        interval = min(interval * 2, POLL_INTERVAL_MAX)
+    return True
+
+
+def _node_up(entry: NodeEntry) -> bool:
+    """Whether the node still serves: its control port accepts (a node that stops closes every
+    port at once; the probe closes at once, which the node sees and drops) and its process
+    runs."""
+    if not process_alive(entry.pid):
+        return False
+    try:
+        socket.create_connection(("127.0.0.1", entry.control_port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, ended but not reaped by its parent, does
+    not)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # (no /proc: the kill says it runs)
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 _UNITS = {"kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2, "gb": 1000**3,
@@ -956,7 +1059,12 @@ def _is_running(inv: Invocation) -> None:
 @command("server_version", "server_version", (0, 0), _DIAGNOSTICS)
 def _server_version(inv: Invocation) -> None:
     inv.say(f"Asking node {inv.node} for its RabbitMQ version...")
-    print(inv.ask("status")["rabbitmq_version"], file=inv.out)
+    version = inv.ask("status")["rabbitmq_version"]
+    if inv.options.get("formatter") == "json":  # (RabbitMQ's: no node key here)
+        print(json_dumps({"result": "ok", "value": version}, separators=(",", ":")),
+              file=inv.out)
+    else:
+        print(version, file=inv.out)
 
 
 @command("check_virtual_hosts", "check_virtual_hosts", (0, 0), _DIAGNOSTICS)

@@ -8,7 +8,8 @@ in their own ways (:mod:`._ops` makes them):
 - ``{"$pid": "<rabbit@host.1.2.0>"}``: an Erlang pid;
 - ``{"$ip": "127.0.0.1"}``: an address (a tuple in Erlang);
 - ``{"$atoms": [...]}``: a list of atoms (user tags, node names);
-- ``{"$map": {...}}``: an Erlang map (``cluster_state``).
+- ``{"$map": {...}}``: an Erlang map (``cluster_state``);
+- ``{"$tuple": [...]}``: a tuple of integers (a connection's protocol, ``{0,9,1}``).
 
 The table formatter prints each as ``RabbitMQ.CLI.Formatters.FormatterHelpers`` does: an AMQP
 table as Erlang's ``~tp`` of ``[{Key, Value}]`` (``[{"x-max-length",10}]``), atoms bare and
@@ -120,6 +121,8 @@ def table_value(value: Any) -> str:
         if "$map" in value:
             return "#{" + ", ".join(f"{k} => {table_value(v)}"
                                     for k, v in value["$map"].items()) + "}"
+        if "$tuple" in value:
+            return "{" + ",".join(map(str, value["$tuple"])) + "}"
         return "#{" + ", ".join(f"{k} => {table_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(table_value(v) for v in value) + "]" if value else "[]"
@@ -144,6 +147,8 @@ def _json_value(value: Any) -> Any:
             return list(value["$atoms"])
         if "$map" in value:
             return {k: _json_value(v) for k, v in value["$map"].items()}
+        if "$tuple" in value:
+            return list(value["$tuple"])
         return {k: _json_value(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_json_value(v) for v in value]

@@ -10,6 +10,9 @@ both run one.
 
 from __future__ import annotations
 
+import errno
+import ipaddress
+import logging
 import os
 import threading
 import time
@@ -23,7 +26,7 @@ from ..errors import ConnectionForced
 from ..model._plugins import PLUGINS
 from ..server import APP_RUNNING, AppRunning, PortInUse
 from ._ops import OPERATIONS
-from ._protocol import ControlError
+from ._protocol import EX_SOFTWARE, ControlError
 from ._registry import NodeEntry, register, unregister
 from ._service import ControlService
 
@@ -33,6 +36,8 @@ if TYPE_CHECKING:
     from ..server import Server
 
 __all__ = ["LISTENER_PLUGINS", "Node"]
+
+log = logging.getLogger("embroker.control")
 
 #: The plugins that are listeners in embroker (served when their port is), with RabbitMQ's
 #: protocol name for ``rabbitmq-diagnostics listeners``.
@@ -50,6 +55,51 @@ PURPOSES = {
 }
 
 
+#: The listener plugins, with the kind of port each brings (``Server.open_listener``).
+_LISTENER_KINDS = (("rabbitmq_management", "management"), ("rabbitmq_stream", "stream"))
+
+
+def _erlang_address(host: str) -> tuple[str, str]:
+    """``host`` as RabbitMQ's errors show a listener's address: ``inet:ntoa/1``'s text and
+    the Erlang tuple (``"127.0.0.1"``, ``"{127, 0, 0, 1}"``)."""
+    try:
+        address = ipaddress.ip_address("127.0.0.1" if host == "localhost" else host)
+    except ValueError:
+        return host, f'"{host}"'
+    if address.version == 4:
+        return str(address), "{" + ", ".join(str(b) for b in address.packed) + "}"
+    words = [int.from_bytes(address.packed[i:i + 2], "big") for i in range(0, 16, 2)]
+    return str(address), "{" + ", ".join(map(str, words)) + "}"
+
+
+def _could_not_start(plugin: str, host: str, port: int, exc: OSError) -> str:
+    """What RabbitMQ 3.10.8's ``rabbitmq-plugins enable`` prints on stderr (exit 70) when a
+    plugin's listener cannot start on a running node: the CLI's own crash on the node's
+    ``{could_not_start, Plugin, Reason}`` (``rabbit:start_apps/2``; live, a port held by
+    another socket). The stream plugin's term is RabbitMQ's whole; the management plugin's
+    ends with its dispatch table, which RabbitMQ's own output elides too."""
+    ip, address = _erlang_address(host)
+    reason = errno.errorcode.get(exc.errno or 0, "einval").lower()
+    acceptor = f"{{:acceptor, {address}, {port}}}"
+    listen = (f"{{:shutdown, {{:failed_to_start_child, {{:ranch_listener_sup, {acceptor}}}, "
+              f"{{:shutdown, {{:failed_to_start_child, :ranch_acceptors_sup, "
+              f"{{:listen_error, {acceptor}, :{reason}}}}}}}}}}}")
+    if plugin == "rabbitmq_stream":
+        inner = (f"{{:rabbitmq_stream, {{{{:shutdown, {{:failed_to_start_child, "
+                 f':"rabbit_stream_listener_sup_{ip}:{port}", {{:shutdown, '
+                 f"{{:failed_to_start_child, {{:ranch_embedded_sup, {acceptor}}}, "
+                 f"{listen}}}}}}}}}, {{:rabbit_stream, :start, [:normal, []]}}}}}}")
+    else:
+        options = f"[cowboy_opts: [sendfile: false], port: {port}]"
+        inner = (f"{{:rabbitmq_management, {{:bad_return, {{{{:rabbit_mgmt_app, :start, "
+                 f"[:normal, []]}}, {{:EXIT, {{{{:could_not_start_listener, {options}, "
+                 f"{listen}}}, {{:gen_server, :call, [:rabbit_web_dispatch_registry, "
+                 f"{{:add, :rabbitmq_management_tcp, {options}, #Function<0.27948776/1 in "
+                 f":rabbit_web_dispatch>, [{{:_, [], [...]}}], {{[], 'RabbitMQ Management'}}}}, "
+                 f":infinity]}}}}}}}}}}}}")
+    return f"{{:case_clause, {{:could_not_start, :{plugin}, {inner}}}}}\n"
+
+
 @final
 class Node:
     """``broker`` served by ``server`` under the node name ``name`` (see the module's
@@ -64,7 +114,8 @@ class Node:
         config_files: the configuration files it was started from, for ``status``.
         log_file: where it logs (``status``), if anywhere.
         plugin_ports: where ``rabbitmq-plugins enable`` opens a listener plugin's port on the
-            running node (default RabbitMQ's: 15672 and 5552).
+            running node (default RabbitMQ's: 15672 and 5552; ``None``: no plain port, as
+            ``stream.listeners.tcp = none``).
         dist: where the control port listens, as RabbitMQ's distribution would: its host
             (``"auto"``: every interface), its port (0: any free one), and whether the port was
             named (``RABBITMQ_DIST_PORT``): a port only implied by a default gives way to a free
@@ -76,7 +127,7 @@ class Node:
                  enabled_plugins_file: Path | None = None, data_dir: Path | None = None,
                  config_files: Iterable[Path] = (), log_file: Path | None = None,
                  folder: Path | None = None,
-                 plugin_ports: Mapping[str, int] | None = None,
+                 plugin_ports: Mapping[str, int | None] | None = None,
                  dist: tuple[str, int, bool] = ("127.0.0.1", 0, False)) -> None:
         self.broker = broker
         self.server = server
@@ -94,8 +145,8 @@ class Node:
         self._folder = folder
         #: Where a listener plugin enabled on the running node listens (RabbitMQ's defaults,
         #: or the node's configuration: ``management.tcp.port``, ``stream.listeners.tcp``).
-        self.plugin_ports: dict[str, int] = {"rabbitmq_management": 15672,
-                                             "rabbitmq_stream": 5552, **(plugin_ports or {})}
+        self.plugin_ports: dict[str, int | None] = {
+            "rabbitmq_management": 15672, "rabbitmq_stream": 5552, **(plugin_ports or {})}
         self._entry: NodeEntry | None = None
         self._views: ManagementAPI | None = None
         self.dist = dist
@@ -154,6 +205,7 @@ class Node:
             self._entry = None
         if self._views is not None:
             self._views.close()
+            self._views = None
 
     def __enter__(self) -> Node:
         return self.start()
@@ -201,33 +253,55 @@ class Node:
             enabled.add("rabbitmq_management")
         if "stream" in ports or "stream/ssl" in ports:
             enabled.add("rabbitmq_stream")
-        enabled.add("rabbitmq_amqp1_0")  # (always served: sniffed on the AMQP port)
+        if self.server.amqp10:  # (sniffed on the AMQP ports: rabbitmq_amqp1_0 is that)
+            enabled.add("rabbitmq_amqp1_0")
         return {"available": sorted({*PLUGINS, *LISTENER_PLUGINS}), "enabled": sorted(enabled),
                 "file": str(self.enabled_plugins_file or ""), "version": __version__,
-                "rabbitmq_version": self.broker.server_properties.get("version", "")}
+                "rabbitmq_version": self.rabbitmq_version}
 
     def apply_plugins(self, enabled: Iterable[str]) -> dict[str, list[str]]:
         """Make ``enabled`` the node's plugins, as ``rabbitmq-plugins`` applies a configuration
-        to a running node, at once: the exchange-type plugins
-        (:meth:`Plugins.enable <embroker.model._plugins.Plugins.enable>`) and the listeners
-        (management, stream: :meth:`Server.open_listener <embroker.server.Server.open_listener>`
-        on :attr:`plugin_ports`). Returns which ``started`` and which ``stopped``."""
+        to a running node, at once: the listeners (management, stream: :meth:`Server.open_listener
+        <embroker.server.Server.open_listener>` on :attr:`plugin_ports`), then the exchange-type
+        plugins (:meth:`Plugins.enable <embroker.model._plugins.Plugins.enable>`) and AMQP 1.0
+        (``rabbitmq_amqp1_0``: :attr:`Server.amqp10 <embroker.server.Server.amqp10>`, for the
+        next connections). Returns which ``started`` and which ``stopped``.
+
+        Raises:
+            ControlError: a listener cannot open (its port is taken, say): RabbitMQ's error
+                (exit 70), and nothing has changed (a listener opened for this call is closed
+                again, no exchange type started or stopped).
+        """
         wanted = set(enabled)
-        plugins = self.broker.plugins
-        started = [n for n in wanted & set(PLUGINS) if plugins.enable(n)]
-        stopped = [n for n in set(plugins.enabled) - wanted if plugins.disable(n)]
         running = set(self.plugin_states()["enabled"])
-        for name, kind in (("rabbitmq_management", "management"), ("rabbitmq_stream", "stream")):
-            if name in wanted and name not in running:
+        started: list[str] = []
+        for name, kind in _LISTENER_KINDS:  # (first: the only step that can fail)
+            port = self.plugin_ports.get(name)
+            if name in wanted and name not in running and port is not None:
                 try:
-                    self.server.open_listener(kind, self.plugin_ports[name])
-                except PortInUse as exc:
-                    raise ControlError(f"{name} cannot listen: {exc}", 70) from None
+                    self.server.open_listener(kind, port)
+                except OSError as exc:
+                    for opened in started:
+                        self.server.close_listener(dict(_LISTENER_KINDS)[opened])
+                    log.error("rabbitmq-plugins: plugin %s could not start: %s", name, exc)
+                    raise ControlError(_could_not_start(name, self.server.host, port, exc),
+                                       EX_SOFTWARE, plain=True) from None
                 started.append(name)
-            elif name not in wanted and name in running:
+        plugins = self.broker.plugins
+        started += [n for n in wanted & set(PLUGINS) if plugins.enable(n)]
+        stopped = [n for n in set(plugins.enabled) - wanted if plugins.disable(n)]
+        amqp10 = "rabbitmq_amqp1_0" in wanted
+        if amqp10 != self.server.amqp10:  # (for the next connections: RabbitMQ's reader)
+            self.server.amqp10 = amqp10
+            (started if amqp10 else stopped).append("rabbitmq_amqp1_0")
+        for name, kind in _LISTENER_KINDS:
+            if name not in wanted and name in running:
                 self.server.close_listener(kind)
                 stopped.append(name)
         self._reregister()
+        if started or stopped:
+            log.info("Plugins changed; enabled %s, disabled %s", sorted(started),
+                     sorted(stopped))
         return {"started": sorted(started), "stopped": sorted(stopped)}
 
     def _reregister(self) -> None:
@@ -236,11 +310,18 @@ class Node:
             self._entry = replace(self._entry, ports=self._ports())
             register(self._entry, self._folder)
 
+    @property
+    def rabbitmq_version(self) -> str:
+        """The RabbitMQ version the node behaves as: its broker's profile's (``3.10.8``, or
+        ``as_rabbitmq``'s), which ``rabbitmq-diagnostics server_version`` reports (embroker's
+        own version is :attr:`status`'s ``version``)."""
+        return self.broker.profile.presented_version
+
     def status(self) -> dict[str, Any]:
         """What ``rabbitmqctl status`` shows of the node."""
         return {
             "pid": os.getpid(), "node": self.name, "version": __version__,
-            "rabbitmq_version": self.broker.server_properties.get("version", ""),
+            "rabbitmq_version": self.rabbitmq_version,
             "uptime": int(time.time() - self.started), "running": self.app_running,
             "listeners": self.listeners(), "alarms": self.alarms(),
             "plugins": self.plugin_states(), "data_dir": str(self.data_dir),
@@ -264,8 +345,12 @@ class Node:
             connection.close_by_broker(error)
 
     def stop_soon(self) -> None:
-        """``rabbitmqctl stop``: the node stops once this answer is out."""
-        threading.Timer(0.05, self.on_stop).start()
+        """``rabbitmqctl stop``: the node leaves the registry now (a tool asking finds no node,
+        a node of that name may start), then stops in a thread of its own: the answer goes out
+        with the listener's last turn, before its ports close (the tool waits for that)."""
+        self.close()
+        threading.Thread(target=self.on_stop, name=f"embroker:stop {self.name}",
+                         daemon=True).start()
 
     def stop_app(self) -> None:
         self.server.stop_app()

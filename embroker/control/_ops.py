@@ -198,6 +198,20 @@ def _queue_row(node: Node, queue: Queue, unacked: Mapping[int, tuple[int, int]])
     return row
 
 
+#: A connection's ``protocol`` as ``rabbitmqctl list_connections`` shows it: rabbit_reader's
+#: ``{0,9,1}`` (``[0,9,1]`` in JSON).
+AMQP_091 = {"$tuple": [0, 9, 1]}
+
+
+def _amqp_091(connection: Connection, carried: Any) -> bool:
+    """Whether ``connection`` is one ``rabbitmqctl list_connections`` lists: AMQP 0-9-1 (RabbitMQ
+    3.10.8 lists AMQP 1.0 connections with list_amqp10_connections, stream ones with
+    list_stream_connections: checked live)."""
+    protocol = carried.protocol if carried is not None else None
+    return protocol not in ("AMQP 1-0", "stream") and not views.is_stream(connection) \
+        and connection.client_properties.get("protocol") != "AMQP 1.0"
+
+
 def _connection_rows(node: Node) -> list[dict[str, Any]]:
     from ..management._connections import _connection_info
 
@@ -205,11 +219,12 @@ def _connection_rows(node: Node) -> list[dict[str, Any]]:
     wire = api.wire()
     rows = []
     for connection in node.broker.connections.values():
-        if not connection.is_open:
+        if not connection.is_open or not _amqp_091(connection, wire.get(id(connection))):
             continue
         info = _connection_info(api, connection, wire, "rmq-cli")
         row = {key: info.get(key, "") for key in INFO_KEYS["connections"][0]}
         row.update({"pid": _pid(node, 1, connection.id), "channels": info.get("channels", 0),
+                    "protocol": AMQP_091,
                     "ssl": info.get("ssl", False), "host": _ip(info.get("host")),
                     "peer_host": _ip(info.get("peer_host")),
                     "client_properties": _typed(connection.client_properties),
@@ -447,8 +462,21 @@ def _list_parameters(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
     with broker.locked():
         vhost = _vhost(broker, arguments).name
-        return [{"component": p["component"], "name": p["name"], "value": p["value"]}
+        return [{"component": p["component"], "name": p["name"], "value": _stored(p)}
                 for p in broker.parameters(vhost=vhost)]
+
+
+#: The keys of a policy kept as a runtime parameter, in the order RabbitMQ stores them
+#: (``rabbit_policy:set_op/7``: what ``list_parameters`` prints, recorded live).
+_POLICY_VALUE_KEYS = ("pattern", "definition", "priority", "apply-to")
+
+
+def _stored(parameter: Mapping[str, Any]) -> Any:
+    """A runtime parameter's value as RabbitMQ keeps it (a policy's keys in its order)."""
+    value = parameter["value"]
+    if parameter["component"] in ("policy", "operator_policy") and isinstance(value, Mapping):
+        return {key: value[key] for key in _POLICY_VALUE_KEYS if key in value}
+    return value
 
 
 @operation("list_global_parameters")

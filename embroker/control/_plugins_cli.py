@@ -3,7 +3,9 @@ and ``directories``, printed as RabbitMQ 3.10.8's tool prints them.
 
 The plugins are the ones embroker has: the exchange types (``rabbitmq_consistent_hash_exchange``
 and the others of ``Broker(plugins=...)``) and the listeners (``rabbitmq_management``,
-``rabbitmq_stream``, and ``rabbitmq_amqp1_0``, always on). As RabbitMQ's tool, ``enable`` and
+``rabbitmq_stream``, and ``rabbitmq_amqp1_0``: AMQP 1.0 on the AMQP ports, which ``embroker
+serve`` serves by default and ``rabbitmq-server`` as its enabled-plugins file says). As
+RabbitMQ's tool, ``enable`` and
 ``disable`` write the enabled-plugins file its own environment names
 (``RABBITMQ_ENABLED_PLUGINS_FILE``, else /etc/rabbitmq/enabled_plugins), refusing a node that
 uses another, then the running node applies the configuration at once: an exchange type's
@@ -13,6 +15,7 @@ writes the file alone.
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 from collections.abc import Sequence
@@ -21,7 +24,8 @@ from typing import IO, Any
 
 from .. import _regex
 from ._client import NodeUnreachable
-from ._ctl import BOLD, PLAIN, Invocation, UsageError, _unreachable, parse
+from ._ctl import COMMANDS, Invocation, UsageError, _unreachable, parse
+from ._help import BOLD, PLAIN, usage
 from ._protocol import EX_DATAERR, EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, ControlError
 
 __all__ = ["main"]
@@ -114,9 +118,11 @@ def _change(inv: Invocation, state: dict[str, Any] | None, enable: bool) -> int 
               + "".join(f"  {n}\n" for n in configured), end="", file=inv.out)
     else:
         print("All plugins have been disabled.", file=inv.out)
+    before_bytes: bytes | None = None
     if state is None or state["file"]:
         try:
-            _write_enabled(path, [n for n in configured if n != "rabbitmq_amqp1_0"])
+            before_bytes = path.read_bytes() if path.exists() else None
+            _write_enabled(path, configured)
         except OSError as exc:
             raise ControlError(f"Could not update enabled plugins file at {path}: "
                                f"{exc.strerror}", EX_SOFTWARE) from None
@@ -124,7 +130,15 @@ def _change(inv: Invocation, state: dict[str, Any] | None, enable: bool) -> int 
         print("Offline change; changes will take effect at broker restart.", file=inv.out)
         return None
     print(f"Applying plugin configuration to {inv.node}...", file=inv.out)
-    applied = inv.ask("apply_plugins", enabled=configured)
+    try:
+        applied = inv.ask("apply_plugins", enabled=configured)
+    except ControlError:
+        # The node refused (a listener's port is taken) and changed nothing: the file is put
+        # back as it was, so that the node's next start does not fail on it (RabbitMQ's keeps
+        # the new list).
+        if state["file"]:
+            _restore(path, before_bytes)
+        raise
     if not applied["started"] and not applied["stopped"]:
         print("Plugin configuration unchanged.", file=inv.out)
         return None
@@ -135,6 +149,18 @@ def _change(inv: Invocation, state: dict[str, Any] | None, enable: bool) -> int 
                   + f"\n{'started' if key == 'started' else 'stopped'} {len(applied[key])} "
                   "plugins.", file=inv.out)
     return None
+
+
+def _restore(path: Path, content: bytes | None) -> None:
+    """The enabled-plugins file as it was (``None``: there was none)."""
+    try:
+        if content is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(content)
+    except OSError as exc:
+        print(f"Could not restore enabled plugins file at {path}: {exc.strerror}",
+              file=sys.stderr)
 
 
 def _read_enabled(path: Path) -> set[str]:
@@ -177,10 +203,31 @@ def main(argv: Sequence[str], *, out: IO[str] | None = None, err: IO[str] | None
     options.update(parsed)
     inv = Invocation("rabbitmq-plugins", name or "", arguments, options, out, err,
                      os.environ if environ is None else environ, list(argv))
+    if name is None and options.get("version"):
+        name = "version"
+    if name == "version":  # (the tools' own version: no node is asked)
+        return COMMANDS["version"].run(inv) or 0
+    if name is None or (name == "help" and not arguments):
+        # As RabbitMQ's: the usage on stdout and 0 when asked for (help, --help), on stderr
+        # and 64 with no command (-h and -? alone too).
+        asked = name == "help" or options.get("help") == "--help"
+        print(usage("rabbitmq-plugins", _USAGES), end="", file=out if asked else err)
+        return 0 if asked else EX_USAGE
+    if name == "help" or (options.get("help") and name in _USAGES):
+        wanted = arguments[0] if name == "help" else name
+        if wanted not in (*_USAGES, "help", "version"):
+            print(f"Error:\n\nCommand '{wanted}' not found.", file=err)
+            return EX_USAGE
+        print(f"\n{BOLD}Usage{PLAIN}\n\nrabbitmq-plugins [--node <node>] [--longnames] "
+              f"[--quiet] {_USAGES.get(wanted, wanted)}\n", file=out)
+        return 0
     if name not in _USAGES:
-        print(f"\n{BOLD}Usage{PLAIN}\n\nrabbitmq-plugins [-n <node>] [-l|--longnames] "
-              "[-q|--quiet] <command> [<command options>]\n\nAvailable commands:\n\n"
-              + "\n".join(f"   {c}" for c in sorted(_USAGES)), file=err if name else out)
+        close = difflib.get_close_matches(name, list(_USAGES), n=1)
+        if close:
+            print(f"\nCommand '{name}' not found. \nDid you mean '{close[0]}'? \n", file=err)
+        else:
+            print(f"\nCommand '{name}' not found. \n" + usage("rabbitmq-plugins", _USAGES),
+                  end="", file=err)
         return EX_USAGE
     if name in ("enable", "disable", "is_enabled") and not arguments and \
             not options.get("all"):

@@ -20,6 +20,7 @@ gives way to a free one, said once, and the registry tells the tools.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import logging
 import os
@@ -31,10 +32,11 @@ from pathlib import Path
 from typing import IO
 
 from .._broker import Broker
-from .._hostfiles import UntrustedPath, append_file, user_folder
+from .._hostfiles import UntrustedPath, append_file, user_folder, write_file
 from ..errors import AMQPError, DefinitionsError
 from ..server import PortInUse, Server
 from ._config import ConfigError, NodeSettings, read_node_settings
+from ._ctl import process_alive
 from ._node import Node
 from ._plugins_cli import DEFAULT_ENABLED_PLUGINS_FILE
 from ._registry import NodeNameInUse, lookup
@@ -82,6 +84,82 @@ def _boot_failed(line: str, err: IO[str]) -> None:
     print(line, file=err)
     for text in ("", "BOOT FAILED", "===========", line, ""):
         log.error(text)
+
+
+# -- the pid file (RABBITMQ_PID_FILE) -------------------------------------------------------------
+
+#: file:format_error/1's texts where they are not strerror's, lower-cased.
+_ERLANG_REASONS = {errno.EISDIR: "illegal operation on a directory"}
+
+
+def _reason(exc: OSError) -> str:
+    return _ERLANG_REASONS.get(exc.errno or 0, (exc.strerror or str(exc)).lower())
+
+
+def _pid_in(path: Path) -> int | None:
+    """The pid a regular file at ``path`` begins with (not through a link), if any."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        head = os.read(fd, 32).strip()
+    except OSError:  # (a folder, say)
+        return None
+    finally:
+        os.close(fd)
+    digits = head[:len(head) - len(head.lstrip(b"0123456789"))]
+    return int(digits) if digits else None
+
+
+def write_pid_file(path: Path) -> str | None:
+    """Write this process's id to ``path`` as RabbitMQ's prelaunch does
+    (``rabbit_prelaunch:write_pid_file/1``, v3.10.8: its folders made as
+    ``filelib:ensure_dir/1`` makes them, the pid without a newline); ``None``, or the warning
+    RabbitMQ logs when it cannot (the node goes on).
+
+    Unlike RabbitMQ's, it is never written through a symbolic link or a hard link (one planted in a
+    shared folder would have the node overwrite its target), nor over the file of another
+    process that runs (RabbitMQ cannot run two nodes of one name, whose default pid file is
+    the same; embroker's node beside the machine's RabbitMQ of that name can).
+    """
+    try:
+        missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+        for folder in reversed(missing):
+            folder.mkdir()
+        if not path.parent.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+    except OSError as exc:
+        return f'Failed to create PID file "{path}" directory: {_reason(exc)}'
+    holder = _pid_in(path)
+    if holder is not None and holder != os.getpid() and process_alive(holder):
+        return (f'Failed to write PID file "{path}": it holds the pid of process {holder}, '
+                "which runs")
+    try:  # (a new file renamed into place: a planted symlink or hard link is replaced)
+        write_file(path, str(os.getpid()).encode(), mode=0o644)
+    except OSError as exc:
+        return f'Failed to write PID file "{path}": {_reason(exc)}'
+    return None
+
+
+def remove_pid_file(path: Path) -> None:
+    """Remove ``path`` if it is this process's pid file (``remove_pid_file/1``)."""
+    if _pid_in(path) == os.getpid():
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _start_pid_file(settings: NodeSettings, err: IO[str]) -> Path | None:
+    """The node's pid file written (a failure said in one line, as RabbitMQ's warning); the
+    file to remove when the node stops (``None``: none, or RABBITMQ_KEEP_PID_FILE_ON_EXIT)."""
+    path = Path(settings.pid_file)
+    problem = write_pid_file(path)
+    if problem is not None:
+        logging.getLogger("embroker.control").warning(problem)
+        with contextlib.suppress(OSError, ValueError):
+            print(f"embroker: {problem}", file=err)
+        return None
+    return None if settings.keep_pid_file_on_exit else path
 
 
 def _data_dir(settings: NodeSettings) -> Path:
@@ -189,9 +267,7 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
                                           or DEFAULT_ENABLED_PLUGINS_FILE),
                 data_dir=_data_dir(settings),
                 config_files=[Path(p) for p in settings.config_files], log_file=log_file,
-                plugin_ports={"rabbitmq_management": settings.management_port or 15672,
-                              "rabbitmq_stream": settings.stream_listeners[0].port
-                              if settings.stream_listeners else 5552},
+                plugin_ports=settings.plugin_ports,
                 dist=(settings.dist_interface, settings.dist_port, settings.dist_port_given))
     try:
         node.start()
@@ -219,6 +295,15 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
         print(moved, file=err)
         log.warning(moved)
 
+    pid_file = _start_pid_file(settings, err)
+
+    def stop_node() -> None:  # (rabbitmqctl stop: the file goes before the node is down)
+        if pid_file is not None:
+            remove_pid_file(pid_file)
+        server.stop()
+
+    node.on_stop = stop_node
+
     def stop(*_: object) -> None:
         threading.Thread(target=server.stop, daemon=True).start()
 
@@ -235,5 +320,7 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
         server.serve_forever()
     finally:
         node.close()
+        if pid_file is not None:
+            remove_pid_file(pid_file)
     return 0
 

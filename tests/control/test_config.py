@@ -113,6 +113,17 @@ def test_data_and_log_places_are_recorded(etc: Path) -> None:
     assert read(etc, RABBITMQ_MNESIA_DIR="/m").mnesia_dir == "/m"
 
 
+def test_pid_file_is_rabbitmqs(etc: Path) -> None:
+    """rabbit_env:pid_file/1: RABBITMQ_PID_FILE (or PID_FILE), else MNESIA_BASE/NODENAME.pid;
+    keep_pid_file_on_exit/1: RABBITMQ_KEEP_PID_FILE_ON_EXIT (yes, true or 1)."""
+    s = read(etc, RABBITMQ_MNESIA_BASE="/data")
+    assert (s.pid_file, s.keep_pid_file_on_exit) == ("/data/rabbit@box.pid", False)
+    assert read(etc).pid_file == str(etc.parents[1] / "var/lib/rabbitmq/mnesia/rabbit@box.pid")
+    assert read(etc, RABBITMQ_PID_FILE="/run/r.pid").pid_file == "/run/r.pid"
+    assert read(etc, PID_FILE="/run/r.pid").pid_file == "/run/r.pid"
+    assert read(etc, RABBITMQ_KEEP_PID_FILE_ON_EXIT="yes").keep_pid_file_on_exit
+
+
 def test_use_longname(etc: Path) -> None:
     assert read(etc, RABBITMQ_USE_LONGNAME="true").use_longname
     assert not read(etc, RABBITMQ_USE_LONGNAME="no").use_longname
@@ -181,6 +192,31 @@ def test_management_and_stream_settings_need_their_plugin(etc: Path) -> None:
     on = read(etc, conf, RABBITMQ_ENABLED_PLUGINS="rabbitmq_management,rabbitmq_stream")
     assert on.management_port == 15000
     assert on.stream_listeners == (Listener("auto", 5000),)
+
+
+def test_plugin_ports_are_the_configured_ones_with_the_plugin_off_at_start(etc: Path) -> None:
+    """Where rabbitmq-plugins enable opens a listener plugin on the running node: the
+    configured port, read whether or not the plugin is on at start (issue 44: RabbitMQ's
+    defaults were opened instead), else RabbitMQ's 15672 and 5552; the first stream listener's;
+    ``stream.listeners.tcp = none``: no plain stream port to open."""
+    assert read(etc).plugin_ports == {"rabbitmq_management": 15672, "rabbitmq_stream": 5552}
+    off = read(etc, "management.tcp.port = 15000\nstream.listeners.tcp.1 = 5000\n"
+                    "stream.listeners.tcp.2 = 5001\n")
+    assert off.plugin_ports == {"rabbitmq_management": 15000, "rabbitmq_stream": 5000}
+    on = read(etc, "management.tcp.port = 15000\n", RABBITMQ_ENABLED_PLUGINS="rabbitmq_management")
+    assert on.plugin_ports["rabbitmq_management"] == on.management_port == 15000
+    assert read(etc, "management.listener.port = 15999\n").plugin_ports[
+        "rabbitmq_management"] == 15999
+    assert read(etc, "stream.listeners.tcp = none\n").plugin_ports == {
+        "rabbitmq_management": 15672, "rabbitmq_stream": None}
+
+
+def test_amqp10_is_served_with_its_plugin_only(etc: Path) -> None:
+    """As RabbitMQ 3.10: AMQP 1.0 is the rabbitmq_amqp1_0 plugin's, which the enabled-plugins
+    file decides (issue 44: always served, and listed as enabled)."""
+    assert read(etc, plugins="[].\n").server_kwargs()["amqp10"] is False
+    assert read(etc, plugins="[rabbitmq_amqp1_0].\n").server_kwargs()["amqp10"] is True
+    assert read(etc, RABBITMQ_ENABLED_PLUGINS="ALL").server_kwargs()["amqp10"] is True
 
 
 def test_old_style_management_listener_port(etc: Path) -> None:
@@ -330,6 +366,40 @@ def test_sizes_units_and_tuning(etc: Path) -> None:
     assert kwargs["max_message_size"] == 1024
     assert read(etc, "vm_memory_high_watermark.relative = 0.6\n").vm_memory_high_watermark \
         == ("relative", 0.6)
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999999", "4GB", "4294967296"])
+def test_a_frame_max_connection_tune_cannot_carry_is_one_line(etc: Path, value: str) -> None:
+    """rabbit.schema takes frame_max as any bytesize, and RabbitMQ 3.10.8's node then offers
+    its low 32 bits in connection.tune (a long: rabbit_framing_amqp_0_9_1 truncates it; pika
+    still connected to a node of its own with 99999999999999999999999, which offers
+    4135583743).
+    embroker refuses it at start with one line instead (issue 44: accepted, then every
+    connection failed with 541)."""
+    with pytest.raises(ConfigError) as refused:
+        read(etc, f"frame_max = {value}\n")
+    assert str(refused.value) == (
+        f"{etc / 'rabbitmq.conf'}:1: frame_max = '{value}': expected a size from 0 to "
+        "4294967295 bytes (connection.tune carries it in 32 bits; 0: no limit)")
+    assert read(etc, "frame_max = 4294967295\n").frame_max == 4294967295
+
+
+def test_rabbitmq_server_refuses_such_a_frame_max_with_one_line(
+        etc: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from embroker.control._server_cli import main
+
+    (etc / "rabbitmq.conf").write_text("frame_max = 99999999999999999999999\n")
+    monkeypatch.setenv("SYS_PREFIX", str(etc.parents[1]))
+    assert main([]) == 78
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "frame_max = '99999999999999999999999': expected a size from 0 to 4294967295" in err
+
+
+@pytest.mark.parametrize("frame_max", [-1, 2**32])
+def test_the_servers_frame_max_is_bounded_by_connection_tune(frame_max: int) -> None:
+    with pytest.raises(ValueError, match=r"frame_max: 0 \(no limit\) or up to 4294967295"):
+        Server(Broker(), frame_max=frame_max)
 
 
 def test_definitions_mean_no_default_user(etc: Path, tmp_path: Path) -> None:

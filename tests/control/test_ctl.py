@@ -10,8 +10,10 @@ import io
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,7 +120,9 @@ LISTINGS = [
                  "topic_permissions", "policies")
     for variant in ("", "_q", "_s", "_no_table_headers", "_table", "_missing_vhost")
 ] + ["list_queues_cols1", "list_queues_cols2", "list_exchanges_cols1", "list_bindings_cols1",
-     "list_queues_local", "list_queues_online", "list_queues_offline", "list_queues_timeout"]
+     "list_queues_local", "list_queues_online", "list_queues_offline", "list_queues_timeout",
+     "list_operator_policies", "list_operator_policies_s", "list_parameters",
+     "list_parameters_s"]
 
 
 @pytest.mark.parametrize("case", LISTINGS)
@@ -132,7 +136,10 @@ def test_listing_prints_what_rabbitmqctl_prints(node: Node, case: str) -> None:
 JSON_LISTINGS = [f"list_{kind}_json" for kind in ("queues", "exchanges", "bindings",
                                                   "permissions", "topic_permissions")] + [
     "list_queues_cols1_json", "list_queues_cols2_json", "list_exchanges_cols1_json",
-    "list_bindings_cols1_json", "list_queues_q_json"]
+    "list_bindings_cols1_json", "list_queues_q_json",
+    # (a policy's definition and a parameter's value: a string of JSON, as RabbitMQ keeps them)
+    "list_policies_json", "list_policies_q_json", "list_operator_policies_json",
+    "list_operator_policies_q_json", "list_parameters_json", "list_parameters_q_json"]
 
 
 @pytest.mark.parametrize("case", JSON_LISTINGS)
@@ -374,7 +381,9 @@ def test_plugins_enable_and_disable_on_a_running_node(tmp_path: Path) -> None:
     path.write_text("[].\n")
     broker = Broker()
     environ = {**os.environ, "RABBITMQ_ENABLED_PLUGINS_FILE": str(path)}
-    with Server(broker) as server, Node(broker, server, NODE, enabled_plugins_file=path):
+    # (as rabbitmq-server starts a node whose file lists no plugin: no AMQP 1.0 either)
+    with Server(broker, amqp10=False) as server, Node(broker, server, NODE,
+                                                      enabled_plugins_file=path):
         out, err = io.StringIO(), io.StringIO()
         assert plugins(["enable", "rabbitmq_consistent_hash_exchange"], out=out, err=err,
                        environ=environ) == 0
@@ -587,6 +596,341 @@ def test_status_shows_the_nodes_sections_and_figures(node: Node) -> None:
     assert f"port: {node.server.port}, protocol: amqp" in out
     assert "Virtual host count: 2" in out
     assert ctl("status", "--formatter", "json")[1].startswith('{"pid":')
+
+
+#: What RabbitMQ 3.10.8's rabbitmq-plugins prints on stderr (exit 70) when the stream plugin's
+#: listener cannot start on a running node (recorded live on a node of its own, its
+#: stream.listeners.tcp.default held by another socket; its file then lists the plugin, which is
+#: not running). {ADDRESS} and {PORT} are the listener's.
+STREAM_LISTENER_REFUSED = (
+    '{{:case_clause, {{:could_not_start, :rabbitmq_stream, {{:rabbitmq_stream, {{{{:shutdown, '
+    '{{:failed_to_start_child, :"rabbit_stream_listener_sup_{IP}:{PORT}", {{:shutdown, '
+    '{{:failed_to_start_child, {{:ranch_embedded_sup, {{:acceptor, {ADDRESS}, {PORT}}}}}, '
+    '{{:shutdown, {{:failed_to_start_child, {{:ranch_listener_sup, {{:acceptor, {ADDRESS}, '
+    '{PORT}}}}}, {{:shutdown, {{:failed_to_start_child, :ranch_acceptors_sup, {{:listen_error, '
+    '{{:acceptor, {ADDRESS}, {PORT}}}, :eaddrinuse}}}}}}}}}}}}}}}}}}, {{:rabbit_stream, :start, '
+    '[:normal, []]}}}}}}}}}}\n\n')
+
+
+@pytest.mark.parametrize("plugin", ["rabbitmq_management", "rabbitmq_stream"])
+def test_a_plugin_whose_port_is_taken_is_refused_and_the_node_stays_as_it_was(
+        tmp_path: Path, plugin: str) -> None:
+    """rabbitmq-plugins enable of a listener plugin whose configured port is taken: exit 70
+    with RabbitMQ's error, and nothing changes (issue 44): the enabled-plugins file keeps its
+    bytes (RabbitMQ's keeps the new list, which the next start would fail on), the exchange
+    type enabled in the same call is not, the registry entry is the same, and the node goes on
+    serving AMQP and its control port (it used to close every socket and stay alive)."""
+    path = tmp_path / "enabled_plugins"
+    path.write_text("% the operator's file\n[rabbitmq_sharding].\n")
+    environ = {**os.environ, "RABBITMQ_ENABLED_PLUGINS_FILE": str(path)}
+    broker = Broker(plugins=("rabbitmq_sharding",))
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        with Server(broker) as server, Node(broker, server, NODE, enabled_plugins_file=path,
+                                            plugin_ports={plugin: taken}) as node:
+            entry = lookup(NODE)
+            out, err = io.StringIO(), io.StringIO()
+            code = plugins(["enable", plugin, "rabbitmq_consistent_hash_exchange"], out=out,
+                           err=err, environ=environ)
+            assert code == 70
+            assert out.getvalue().endswith(f"Applying plugin configuration to {NODE}...\n")
+            if plugin == "rabbitmq_stream":
+                assert err.getvalue() == STREAM_LISTENER_REFUSED.format(
+                    IP="127.0.0.1", ADDRESS="{127, 0, 0, 1}", PORT=taken)
+            else:
+                assert err.getvalue().startswith(
+                    "{:case_clause, {:could_not_start, :rabbitmq_management, ")
+                assert f"{{:listen_error, {{:acceptor, {{127, 0, 0, 1}}, {taken}}}, " \
+                       ":eaddrinuse}" in err.getvalue()
+            assert path.read_text() == "% the operator's file\n[rabbitmq_sharding].\n"
+            assert broker.plugins.enabled == {"rabbitmq_sharding"}
+            assert lookup(NODE) == entry
+            assert (server.management_port, server.stream_port) == (None, None)
+            with pika.BlockingConnection(pika.URLParameters(server.url)) as connection:
+                connection.channel().queue_declare("still-served")
+            assert ctl("list_queues", "name", "-s") == (0, "still-served\n", "")
+            assert "rabbitmq_consistent_hash_exchange" not in ctl(
+                "list", "-e", "-m", tool="rabbitmq-plugins")[1]
+            holder.close()  # the port is free now: the same command succeeds
+            assert plugins(["enable", plugin], out=io.StringIO(), err=io.StringIO(),
+                           environ=environ) == 0
+            assert taken in (server.management_port, server.stream_port)
+            assert lookup(NODE) != entry  # (its ports: the new listener's)
+            assert node.server.errors == []
+
+
+def _shims_env(tmp_path: Path, conf: str = "", name: str = "ci") -> dict[str, str]:
+    """The shims first on PATH, and RabbitMQ's variables that keep a node started by the shimmed
+    rabbitmq-server away from the machine's own RabbitMQ files and ports."""
+    bin_dir = tmp_path / "bin"
+    if not bin_dir.exists():
+        subprocess.run([sys.executable, "-m", "embroker", "shims", str(bin_dir)], check=True,
+                       capture_output=True)
+    (tmp_path / "rabbitmq.conf").write_text(conf)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "RABBITMQ_NODENAME": f"{name}-{os.getpid()}@localhost", "RABBITMQ_NODE_PORT": "0",
+            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+            "RABBITMQ_CONFIG_FILE": str(tmp_path / "rabbitmq.conf"),
+            "RABBITMQ_CONF_ENV_FILE": str(tmp_path / "rabbitmq-env.conf"),
+            "RABBITMQ_LOG_BASE": str(tmp_path / "log"),
+            "RABBITMQ_MNESIA_BASE": str(tmp_path / "data"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(tmp_path / "enabled_plugins")}
+
+
+def _tool(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=60,
+                          check=False)
+
+
+def test_rabbitmq_server_enables_a_plugin_at_run_time_on_its_configured_port(
+        tmp_path: Path) -> None:
+    """A CI job's steps (issue 44): rabbitmq-server -detached with management.tcp.port and
+    stream.listeners.tcp.default in rabbitmq.conf and no plugin; rabbitmq-plugins enable
+    rabbitmq_management listens on the configured port (not 15672); enabling rabbitmq_stream,
+    whose port another socket holds, is exit 70 and the node goes on: the tools reach it and
+    rabbitmqctl stop stops it."""
+    with socket.socket() as free, socket.socket() as holder:
+        free.bind(("127.0.0.1", 0))
+        management = free.getsockname()[1]
+        free.close()
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        stream = holder.getsockname()[1]
+        env = _shims_env(tmp_path, f"management.tcp.port = {management}\n"
+                                   f"stream.listeners.tcp.default = {stream}\n")
+        (tmp_path / "enabled_plugins").write_text("[].\n")
+        assert _tool(env, "rabbitmq-server", "-detached").returncode == 0
+        try:
+            assert _tool(env, "rabbitmqctl", "await_startup", "--timeout", "20").returncode == 0
+            enabled = _tool(env, "rabbitmq-plugins", "enable", "rabbitmq_management")
+            assert enabled.returncode == 0, enabled.stderr
+            listeners = _tool(env, "rabbitmq-diagnostics", "listeners").stdout
+            assert f"port: {management}, protocol: http" in listeners
+            refused = _tool(env, "rabbitmq-plugins", "enable", "rabbitmq_stream")
+            assert refused.returncode == 70
+            assert ":eaddrinuse" in refused.stderr
+            assert (tmp_path / "enabled_plugins").read_text() == "[rabbitmq_management].\n"
+            assert _tool(env, "rabbitmqctl", "list_vhosts", "-s").stdout == "/\n"
+            assert "protocol: stream" not in _tool(env, "rabbitmq-diagnostics",
+                                                   "listeners").stdout
+        finally:
+            stopped = _tool(env, "rabbitmqctl", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert lookup(env["RABBITMQ_NODENAME"]) is None
+
+
+def test_stop_returns_once_the_node_is_down_whatever_its_process_does() -> None:
+    """rabbitmqctl stop without a pid file returns once the node is down (RabbitMQ's rpc to
+    rabbit:stop_and_halt returns as the node goes): its ports closed, its name free. It does
+    not wait for the process to end (issue 44: 1.2-1.7 s; the whole timeout for a process
+    that lives on, as this test's own, or one whose parent has not reaped it yet)."""
+    broker = Broker()
+    server = broker.serve()
+    Node(broker, server, NODE).start()
+    done: list[tuple[int, str, str]] = []
+    waiting = threading.Thread(target=lambda: done.append(ctl("stop", "--timeout", "600")),
+                               daemon=True)
+    waiting.start()
+    waiting.join(30)  # (a bound on a hang, not a timing: it returns at once)
+    assert done == [(0, f"Stopping and halting node {NODE} ...\n", "")]
+    assert not server.running
+    assert lookup(NODE) is None
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    assert ctl("stop", "--idempotent") == (
+        0, f"Stopping and halting node {NODE} ...\nNode {NODE} is no longer running\n", "")
+
+
+# -- help and version ---------------------------------------------------------------------------
+
+USAGES = [("rabbitmqctl", case) for case in ("help", "usage_help_flag", "no_command",
+                                             "usage_h_flag", "unknown_command")] + [
+    (tool, case) for tool in ("rabbitmq-diagnostics", "rabbitmq-plugins")
+    for case in ("usage_help", "usage_help_flag", "usage_no_command", "unknown_command")]
+
+
+def _listed(usage: str) -> dict[str, tuple[str, str]]:
+    """The commands a usage lists: each one's section and description."""
+    found, section = {}, ""
+    for line in usage.splitlines():
+        heading = re.fullmatch(r"\x1b\[1m(.*)\x1b\[0m:", line)
+        if heading:
+            section = heading[1]
+        elif line.startswith("   ") and section:
+            name, _, description = line.strip().partition(" ")
+            found[name] = (section, description.strip())
+    return found
+
+
+@pytest.mark.parametrize(("tool", "case"), USAGES)
+def test_usage_is_rabbitmqs_where_and_with_the_exit_code_it_has(tool: str, case: str) -> None:
+    """``--help`` and ``help``: the usage on stdout, exit 0; no command, ``-h`` alone or an
+    unknown command: on stderr, exit 64 (issue 44: --help was exit 64). Its lines are RabbitMQ's:
+    the tool's usage line, each command embroker has in RabbitMQ's section with its description,
+    the closing line."""
+    expected = golden(tool, case)
+    code, out, err = ctl(*expected["argv"][1:], tool=tool)
+    assert (code, bool(out), bool(err)) == (expected["exit"], bool(expected["stdout"]),
+                                            bool(expected["stderr"]))
+    ours, theirs = out or err, expected["stdout"] or expected["stderr"]
+    assert ours.splitlines()[:7] == theirs.splitlines()[:7]
+    assert ours.splitlines()[-1] == theirs.splitlines()[-1]
+    listed, recorded = _listed(ours), _listed(theirs)
+    assert {"help", "version"} <= set(listed)
+    assert {name: listed[name] for name in listed if name in recorded} == {
+        name: recorded[name] for name in listed if name in recorded}
+    assert set(listed) - set(recorded) <= {"await_startup"}  # (embroker's diagnostics has it)
+
+
+@pytest.mark.parametrize(("tool", "case"), [
+    ("rabbitmqctl", "version"), ("rabbitmqctl", "usage_version_flag"),
+    ("rabbitmqctl", "usage_version_json"), ("rabbitmqctl", "usage_help_version"),
+    ("rabbitmqctl", "usage_help_unknown"), ("rabbitmq-diagnostics", "usage_version"),
+    ("rabbitmq-plugins", "usage_version")])
+def test_version_is_the_tools_own_as_rabbitmq_prints_it(tool: str, case: str) -> None:
+    """``version`` (and ``--version``): the CLI tools' version, 3.10.8, without asking a node
+    (issue 44: missing)."""
+    expected = golden(tool, case)
+    code, out, err = ctl(*expected["argv"][1:], tool=tool)
+    assert (code, err) == (expected["exit"], expected["stderr"])
+    if case.startswith("usage_help"):
+        assert out.split("\n\n")[:2] == expected["stdout"].split("\n\n")[:2]
+    else:
+        assert out == expected["stdout"]
+
+
+def test_the_tools_version_is_the_default_profiles() -> None:
+    from embroker.control._help import CLI_VERSION
+    from embroker.model._profile import Profile
+
+    assert Profile().presented_version == CLI_VERSION
+
+
+def test_global_parameters_print_their_value_as_json_text(node: Node) -> None:
+    """(golden list_global_parameters*: the value is JSON text in every formatter; the
+    reference's internal_cluster_id row is its own.)"""
+    node.broker.set_global_parameter("ctl-golden-gp", {"colour": "blue", "n": 1})
+    for case in ("list_global_parameters", "list_global_parameters_json"):
+        expected = golden("rabbitmqctl", case)
+        code, out, _err = ctl(*expected["argv"][1:])
+        assert code == 0
+        ours, theirs = ({line.lstrip(",") for line in text.splitlines()
+                         if "internal_cluster_id" not in line}
+                        for text in (out, expected["stdout"]))
+        assert ours == theirs
+
+
+@pytest.mark.parametrize(("as_rabbitmq", "version"), [(None, "3.10.8"), ("4.1.x", "4.1.0")])
+def test_server_version_is_the_rabbitmq_version_of_the_profile(as_rabbitmq: str | None,
+                                                             version: str) -> None:
+    """rabbitmq-diagnostics server_version says the RabbitMQ version the node behaves as (its
+    profile's, as its AMQP server properties do with --as-rabbitmq), not embroker's (issue 44:
+    a script expecting 3.10.x read embroker's version); status shows both."""
+    from embroker._version import __version__
+
+    broker = Broker(as_rabbitmq=as_rabbitmq)
+    with Server(broker) as server, Node(broker, server, NODE):
+        for case in ("server_version", "server_version_json"):
+            expected = golden("rabbitmq-diagnostics", case)
+            code, out, err = ctl(*expected["argv"][1:], tool="rabbitmq-diagnostics")
+            assert (code, out, err) == (0, expected["stdout"].replace("3.10.8", version), "")
+        status = ctl("status")[1]
+        assert f"RabbitMQ version: {version}\n" in status
+        assert f"embroker version: {__version__}\n" in status
+        assert re.search(rf"\[  \] rabbitmq_sharding +{version}\n",
+                         ctl("list", tool="rabbitmq-plugins")[1])
+
+
+def test_list_connections_shows_amqp_091_connections_with_rabbitmqs_protocol_term() -> None:
+    """``protocol`` is the tuple {0,9,1} (table and csv) and [0,9,1] (json), not "AMQP 0-9-1"
+    (issue 44; golden list_connections_cols1*, the held pika connection). As RabbitMQ 3.10.8's
+    (checked live: a proton connection with a sender and an rstream producer open at once),
+    list_connections lists AMQP 0-9-1 connections alone: AMQP 1.0 ones are
+    list_amqp10_connections', stream ones list_stream_connections'."""
+    import asyncio
+
+    from proton.utils import BlockingConnection as ProtonConnection
+    from rstream import Producer
+
+    broker = Broker()
+    broker.add_vhost("ctl-golden")
+    broker.add_user("ctl-golden-admin", "pw", tags=["administrator"])
+    broker.set_permissions("ctl-golden-admin", ".*", ".*", ".*", vhost="ctl-golden")
+    with Server(broker, stream_port=0) as server, Node(broker, server, NODE):
+        params = pika.ConnectionParameters(
+            "127.0.0.1", server.port, "ctl-golden", pika.PlainCredentials("ctl-golden-admin", "pw"),
+            client_properties={"connection_name": "ctl-golden-conn"})
+        amqp10 = ProtonConnection(f"amqp://guest:guest@127.0.0.1:{server.port}",
+                                  allowed_mechs="PLAIN")
+        amqp10.create_sender("/exchange/amq.fanout")
+        with pika.BlockingConnection(params) as connection:
+            connection.channel()
+
+            async def listed_with_a_stream_producer() -> list[tuple[int, str, str]]:
+                async with Producer("127.0.0.1", server.stream_port or 0,
+                                    username="guest", password="guest"):
+                    return [ctl(*golden("rabbitmqctl", case)["argv"][1:]) for case in
+                            ("list_connections_cols1", "list_connections_cols1_json")]
+
+            (code, table, _err), (_code, as_json, _err2) = asyncio.run(
+                listed_with_a_stream_producer())
+        amqp10.close()
+    assert code == 0
+    name = re.compile(r"127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+")
+    assert name.sub("NAME", table) == name.sub(
+        "NAME", golden("rabbitmqctl", "list_connections_cols1")["stdout"])
+    assert name.sub("NAME", as_json) == name.sub(
+        "NAME", golden("rabbitmqctl", "list_connections_cols1_json")["stdout"])
+    assert '"protocol":[0,9,1]' in as_json
+
+
+def _refuses_amqp10(port: int) -> bool:
+    """Whether the port answers an AMQP 1.0 header with 0-9-1's (RabbitMQ without the plugin)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"AMQP\x03\x01\x00\x00")
+        return sock.recv(8) == b"AMQP\x00\x00\x09\x01"
+
+
+def test_rabbitmq_server_serves_amqp10_as_its_enabled_plugins_file_says(tmp_path: Path) -> None:
+    """Under rabbitmq-server the enabled-plugins file decides, as in RabbitMQ 3.10 (issue 44:
+    an empty file listed rabbitmq_amqp1_0 as [E*] and rabbitmq-plugins enable/disable wrote it
+    away): none, and a 1.0 client gets the 0-9-1 header back; enabled on the running node, the
+    next 1.0 client is served; disabled, refused again. (embroker serve serves 1.0 by default:
+    the node fixture's listing has it [E*].)"""
+    from proton.utils import BlockingConnection as ProtonConnection
+
+    from embroker.control._config import read_node_settings
+    from embroker.control._server_cli import build
+
+    path = tmp_path / "enabled_plugins"
+    path.write_text("[].\n")
+    environ = {"RABBITMQ_CONFIG_FILE": str(tmp_path / "none"), "RABBITMQ_NODE_PORT": "0",
+               "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1", "RABBITMQ_ENABLED_PLUGINS_FILE": str(path),
+               "RABBITMQ_CONF_ENV_FILE": str(tmp_path / "none-env")}
+    broker, server = build(read_node_settings(environ))
+    tool_environ = {**os.environ, **environ}
+    with server, Node(broker, server, NODE, enabled_plugins_file=path):
+        assert "[  ] rabbitmq_amqp1_0 " in ctl("list", tool="rabbitmq-plugins")[1]
+        assert _refuses_amqp10(server.port)
+        out = io.StringIO()
+        assert plugins(["enable", "rabbitmq_amqp1_0"], out=out, err=io.StringIO(),
+                       environ=tool_environ) == 0
+        assert out.getvalue().endswith("The following plugins have been enabled:\n"
+                                       "  rabbitmq_amqp1_0\n\nstarted 1 plugins.\n")
+        assert path.read_text() == "[rabbitmq_amqp1_0].\n"
+        assert "[E*] rabbitmq_amqp1_0 " in ctl("list", tool="rabbitmq-plugins")[1]
+        ProtonConnection(f"amqp://guest:guest@127.0.0.1:{server.port}",
+                         allowed_mechs="PLAIN").close()
+        out = io.StringIO()
+        assert plugins(["disable", "rabbitmq_amqp1_0"], out=out, err=io.StringIO(),
+                       environ=tool_environ) == 0
+        assert out.getvalue().endswith("The following plugins have been disabled:\n"
+                                       "  rabbitmq_amqp1_0\n\nstopped 1 plugins.\n")
+        assert path.read_text() == "[].\n"
+        assert _refuses_amqp10(server.port)
+        assert server.errors == []
 
 
 # -- patterns a client chose: bounded before they are compiled (issue 44) ------------------------

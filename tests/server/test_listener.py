@@ -49,6 +49,62 @@ def test_port_in_use_is_reported(broker: Broker) -> None:
     assert str(err.value) == f"port {port} on 127.0.0.1 is in use"
 
 
+def test_a_server_that_cannot_have_a_later_port_frees_the_ones_it_opened(broker: Broker) -> None:
+    """All or nothing at construction: a taken management port closes the AMQP port opened
+    before it (which is free again at once)."""
+    with socket.socket() as taken, socket.socket() as probe:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+        probe.close()
+        with pytest.raises(PortInUse):
+            Server(broker, "127.0.0.1", free, management_port=taken.getsockname()[1])
+        with socket.socket() as again:
+            again.bind(("127.0.0.1", free))
+
+
+def test_a_server_stopped_before_it_serves_never_serves(broker: Broker) -> None:
+    """A SIGTERM between rabbitmq-server's banner and its loop (a job that starts a node and
+    stops it at once) stops the server before serve_forever: serve_forever then returns at
+    once (it raised on the closed sockets), and start serves nothing either."""
+    server = Server(broker)
+    server.stop()
+    server.serve_forever()
+    assert not server.running
+    assert server.start() is server
+    assert not server.running
+    server.stop()
+
+
+def _answer_to(port: int, header: bytes) -> bytes:
+    """What the listener sends back to ``header``, until it closes the socket."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(header)
+        answer = b""
+        while chunk := sock.recv(64):
+            answer += chunk
+        return answer
+
+
+def test_amqp10_off_answers_a_10_header_as_an_unknown_protocol(broker: Broker) -> None:
+    """Without RabbitMQ's rabbitmq_amqp1_0 plugin (``amqp10=False``), an AMQP 1.0 header
+    (SASL or plain) gets the 0-9-1 header back and the socket closes, as RabbitMQ 3.10.8
+    refuses it (checked live: ``AMQP 0 0 9 1``, then the connection closes); 0-9-1 clients go
+    on, and turning it on serves 1.0 to the next connection."""
+    with Server(broker, amqp10=False) as server:
+        assert not server.amqp10
+        assert _answer_to(server.port, b"AMQP\x03\x01\x00\x00") == b"AMQP\x00\x00\x09\x01"
+        assert _answer_to(server.port, b"AMQP\x00\x01\x00\x00") == b"AMQP\x00\x00\x09\x01"
+        pika.BlockingConnection(pika.URLParameters(server.url)).close()
+        server.amqp10 = True
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(b"AMQP\x03\x01\x00\x00")
+            assert sock.recv(8) == b"AMQP\x03\x01\x00\x00"  # (then its SASL mechanisms)
+    assert server.errors == []
+    assert Server(broker).amqp10  # (on by default: embroker serve serves 1.0)
+
+
 @pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6 on this machine")
 def test_localhost_listens_on_ipv4_and_ipv6(broker: Broker) -> None:
     try:

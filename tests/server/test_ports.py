@@ -17,7 +17,8 @@ import pika
 import pytest
 
 from embroker import Broker
-from embroker.server import Server, _Port, default_max_connections
+from embroker.errors import PortInUse
+from embroker.server import Server, _Port, default_max_connections, stranger_budget
 from embroker.testing import wait_until
 
 
@@ -191,6 +192,35 @@ def test_half_sent_http_requests_cannot_take_the_descriptors_amqp_clients_need()
     assert "Traceback" not in stderr
 
 
+@pytest.mark.parametrize("kind", ["management", "stream"])
+def test_a_listener_that_cannot_open_leaves_every_other_port_serving(broker: Broker,
+                                                                      kind: str) -> None:
+    """``open_listener`` on a taken port (``rabbitmq-plugins enable`` on a running node) raises
+    PortInUse and changes nothing else: the AMQP port and a node's control port go on
+    accepting (issue 44: every listening socket was closed, the loop kept running), and the
+    listener opens on a free port after."""
+    with broker.serve() as server, socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        control = server.serve_control(lambda request: None,  # type: ignore[arg-type,return-value]
+                                       lambda request: None, name="rabbit@test", cookie="c")
+        listeners = [sock.getsockname() for sock in server._listeners]
+        with pytest.raises(PortInUse):
+            server.open_listener(kind, taken)
+        assert [sock.getsockname() for sock in server._listeners] == listeners
+        assert (server.management_port, server.stream_port) == (None, None)
+        assert _selected(server, server.port)
+        assert _selected(server, control)
+        connection = pika.BlockingConnection(pika.URLParameters(server.url))
+        connection.channel().queue_declare("after")
+        connection.close()
+        socket.create_connection(("127.0.0.1", control), timeout=5).close()
+        opened = server.open_listener(kind, 0)
+        assert _selected(server, opened)
+    assert server.errors == []
+
+
 _FD_LIMITED_STREAM_SERVER = textwrap.dedent("""
     import resource, sys
     from embroker import Broker
@@ -232,3 +262,86 @@ def test_idle_stream_sockets_cannot_take_the_descriptors_amqp_clients_need() -> 
         proc.wait(10)
     stderr = proc.stderr.read() if proc.stderr is not None else ""
     assert "Traceback" not in stderr
+
+
+_FD_LIMITED_STRANGER_PORTS = textwrap.dedent("""
+    import resource, sys
+    import trustme
+    from embroker import Broker
+    from embroker.tls import TLSOptions
+    resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
+    ca = trustme.CA()
+    leaf = ca.issue_cert("localhost", "127.0.0.1")
+    leaf.cert_chain_pems[0].write_to_path(sys.argv[1] + "/server.pem")
+    leaf.private_key_pem.write_to_path(sys.argv[1] + "/server.key")
+    tls = TLSOptions(certfile=sys.argv[1] + "/server.pem", keyfile=sys.argv[1] + "/server.key")
+    server = Broker().serve(management=True, stream_port=0, tls=tls, management_tls_port=0,
+                            stream_tls_port=0)
+    print(server.port, server.management_port, server.management_tls_port, server.stream_port,
+          server.stream_tls_port, flush=True)
+    sys.stdin.read()          # until the test closes our stdin
+    server.stop()
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs RLIMIT_NOFILE semantics of Linux")
+def test_the_http_and_stream_ports_together_hold_at_most_half_the_descriptors(
+        tmp_path: Any) -> None:
+    """With ``ulimit -n 200`` and the HTTP, HTTPS, stream and stream TLS ports open, each may
+    hold a quarter of the descriptors (50): 60 idle sockets on each of them took 200 between
+    them and stopped AMQP accepts (issue 44, left by the per-port caps). Together they hold at
+    most half (100); the rest wait in the kernel's queue and AMQP clients connect."""
+    proc = subprocess.Popen([sys.executable, "-c", _FD_LIMITED_STRANGER_PORTS, str(tmp_path)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    socks: list[socket.socket] = []
+    try:
+        assert proc.stdout is not None
+        assert proc.stdin is not None
+        amqp, *strangers = (int(n) for n in proc.stdout.readline().split())
+        for port in strangers:
+            for _ in range(60):
+                socks.append(socket.create_connection(("127.0.0.1", port)))
+        url = f"amqp://guest:guest@127.0.0.1:{amqp}/?stack_timeout=5"
+        for _ in range(20):
+            conn = pika.BlockingConnection(pika.URLParameters(url))
+            conn.channel().queue_declare("", exclusive=True)
+            conn.close()
+    finally:
+        for sock in socks:
+            sock.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(10)
+    stderr = proc.stderr.read() if proc.stderr is not None else ""
+    assert "Traceback" not in stderr
+
+
+def test_the_budget_is_shared_and_given_back(broker: Broker) -> None:
+    """The HTTP and stream ports count against one budget: when it is spent, neither accepts
+    (a newcomer waits in the kernel's queue; the AMQP port goes on), and a connection that
+    closes on one of them frees a place on the other."""
+    with broker.serve(management=True, stream_port=0) as server:
+        assert server._strangers.limit == stranger_budget()
+        server._on_loop(lambda: setattr(server._strangers, "limit", 2))
+        assert server.management_port is not None
+        assert server.stream_port is not None
+        opened = server._on_loop(lambda: (_port(server, server.management_port).open,
+                                          _port(server, server.stream_port).open))
+        held = [socket.create_connection(("127.0.0.1", server.stream_port)) for _ in range(2)]
+        try:
+            wait_until(lambda: server._on_loop(lambda: server._strangers.open) == 2)
+            held.append(socket.create_connection(("127.0.0.1", server.management_port)))
+            with pika.BlockingConnection(pika.URLParameters(server.url)):
+                pass  # (the AMQP port accepts meanwhile)
+            assert server._on_loop(lambda: _port(server, server.management_port).open) == \
+                opened[0]
+            assert _selected(server, server.port)
+            held.pop(0).close()
+            wait_until(lambda: server._on_loop(
+                lambda: _port(server, server.management_port).open) == opened[0] + 1)
+            assert server._on_loop(lambda: server._strangers.open) == 2
+        finally:
+            for sock in held:
+                sock.close()
