@@ -41,8 +41,8 @@ import json
 import re
 from typing import Any, Final
 
-__all__ = ["erlang_utf8", "json_bytes", "json_dumps", "json_loads", "json_text", "log_text",
-           "utf8_safe"]
+__all__ = ["encodes", "erlang_utf8", "json_bytes", "json_dumps", "json_loads", "json_text",
+           "log_text", "utf8_safe"]
 
 #: What RabbitMQ's management API writes for a table value that is no UTF-8, before its base64.
 NOT_UTF8: Final = "Not UTF-8, base64 is: "
@@ -170,7 +170,7 @@ def json_dumps(value: Any, **options: Any) -> str:
     if options.get("ensure_ascii", True):
         if "\\ud" not in text:  # (an astral character's escaped pair also has one: rare)
             return text
-    elif text.isascii() or _encodes(text):
+    elif encodes(text):
         return text
     return json.dumps(_writable(value), **options)
 
@@ -209,7 +209,16 @@ def _without_lone_surrogates(value: Any) -> Any:
     return value
 
 
-def _encodes(text: str) -> bool:
+def encodes(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8: it holds no lone surrogate (what a 0-9-1
+    string that was no UTF-8 decodes to, with ``surrogateescape``, or half a pair a JSON
+    escape made).
+
+    >>> encodes("caf\\u00e9"), encodes("q\\udcff")
+    (True, False)
+    """
+    if text.isascii():
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -259,7 +268,7 @@ def utf8_safe(value: str | bytes | bytearray | memoryview) -> str:
     ('Not UTF-8, base64 is: //4=', '\\ufffd', 'a\\nb')
     """
     if isinstance(value, str):
-        if value.isascii() or _encodes(value):
+        if encodes(value):
             return value
         data = _raw(value)
     else:

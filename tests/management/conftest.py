@@ -17,3 +17,12 @@ def served() -> Iterator[Server]:
     with Broker().serve(management=True) as server:
         yield server
         assert server.errors == []
+
+
+@pytest.fixture
+def served_broker() -> Iterator[tuple[Broker, Server]]:
+    """:func:`served` with its broker: ``(broker, server)``."""
+    broker = Broker()
+    with broker.serve(management=True) as server:
+        yield broker, server
+        assert server.errors == []

@@ -13,7 +13,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pika
@@ -51,17 +50,9 @@ class Api:
             return error.code, json.loads(raw) if raw else None
 
 
-@pytest.fixture
-def served() -> Iterator[tuple[Broker, Server]]:
-    broker = Broker()
-    with broker.serve(management=True) as server:
-        yield broker, server
-        assert server.errors == []
-
-
-def test_counts_are_exact_at_once_unlike_rabbitmqs_which_lag(served: tuple[Broker, Server]) -> None:
+def test_counts_are_exact_at_once_unlike_rabbitmqs_which_lag(served_broker: tuple[Broker, Server]) -> None:
     """RabbitMQ's counts come from statistics sampled every 5 s; embroker's are the model's."""
-    _broker, server = served
+    _broker, server = served_broker
     api = Api(server)
     connection = pika.BlockingConnection(pika.URLParameters(server.url))
     channel = connection.channel()
@@ -83,8 +74,8 @@ def test_counts_are_exact_at_once_unlike_rabbitmqs_which_lag(served: tuple[Broke
     connection.close()
 
 
-def test_closing_a_connection_gives_the_client_the_reason(served: tuple[Broker, Server]) -> None:
-    _broker, server = served
+def test_closing_a_connection_gives_the_client_the_reason(served_broker: tuple[Broker, Server]) -> None:
+    _broker, server = served_broker
     api = Api(server)
     params = pika.URLParameters(server.url)
     params.client_properties = {"connection_name": "worker-1"}
@@ -100,8 +91,8 @@ def test_closing_a_connection_gives_the_client_the_reason(served: tuple[Broker, 
     assert "test says stop" in closed.value.reply_text
 
 
-def test_the_http_user_s_permissions_are_the_model_s(served: tuple[Broker, Server]) -> None:
-    broker, server = served
+def test_the_http_user_s_permissions_are_the_model_s(served_broker: tuple[Broker, Server]) -> None:
+    broker, server = served_broker
     broker.add_user("ops", "pw", tags=["management"])
     broker.set_permissions("ops", "^ops-", "^ops-", ".*")
     api = Api(server, "ops", "pw")
@@ -115,8 +106,8 @@ def test_the_http_user_s_permissions_are_the_model_s(served: tuple[Broker, Serve
 
 
 def test_deleting_a_vhost_closes_its_connections_and_forgets_it(
-        served: tuple[Broker, Server]) -> None:
-    broker, server = served
+        served_broker: tuple[Broker, Server]) -> None:
+    broker, server = served_broker
     api = Api(server)
     assert api("PUT", "/vhosts/tmp", {})[0] == 201
     connection = pika.BlockingConnection(pika.URLParameters(server.url + "tmp"))
@@ -129,8 +120,8 @@ def test_deleting_a_vhost_closes_its_connections_and_forgets_it(
 
 
 def test_tracing_on_a_vhost_copies_publishes_and_deliveries_to_the_firehose(
-        served: tuple[Broker, Server]) -> None:
-    _broker, server = served
+        served_broker: tuple[Broker, Server]) -> None:
+    _broker, server = served_broker
     api = Api(server)
     api("PUT", "/vhosts/traced", {"tracing": True})
     assert api("GET", "/vhosts/traced")[1]["tracing"] is True
@@ -154,8 +145,8 @@ def test_tracing_on_a_vhost_copies_publishes_and_deliveries_to_the_firehose(
     connection.close()
 
 
-def test_listings_take_columns_sort_and_pages(served: tuple[Broker, Server]) -> None:
-    broker, server = served
+def test_listings_take_columns_sort_and_pages(served_broker: tuple[Broker, Server]) -> None:
+    broker, server = served_broker
     api = Api(server)
     channel = broker.connect().channel()
     for name in ("b", "c", "a"):
@@ -171,8 +162,8 @@ def test_listings_take_columns_sort_and_pages(served: tuple[Broker, Server]) -> 
 
 
 def test_a_monitoring_user_lists_every_vhost_but_changes_nothing(
-        served: tuple[Broker, Server]) -> None:
-    broker, server = served
+        served_broker: tuple[Broker, Server]) -> None:
+    broker, server = served_broker
     broker.add_vhost("other")
     broker.add_user("watch", "pw", tags=["monitoring"])
     api = Api(server, "watch", "pw")
@@ -181,8 +172,8 @@ def test_a_monitoring_user_lists_every_vhost_but_changes_nothing(
                                                "reason": "Not administrator user"}
 
 
-def test_definitions_export_operator_policies_as_objects(served: tuple[Broker, Server]) -> None:
-    broker, server = served
+def test_definitions_export_operator_policies_as_objects(served_broker: tuple[Broker, Server]) -> None:
+    broker, server = served_broker
     broker.set_operator_policy("cap", ".*", {"max-length": 10}, apply_to="queues")
     exported = Api(server)("GET", "/definitions/%2F")[1]
     assert exported["parameters"] == [{"vhost": "/", "component": "operator_policy",
@@ -192,8 +183,8 @@ def test_definitions_export_operator_policies_as_objects(served: tuple[Broker, S
 
 
 def test_rabbitmqadmin_is_not_shipped_and_the_answer_says_where_to_get_it(
-        served: tuple[Broker, Server], tmp_path: Any) -> None:
-    _broker, server = served
+        served_broker: tuple[Broker, Server], tmp_path: Any) -> None:
+    _broker, server = served_broker
     with pytest.raises(urllib.error.HTTPError) as missing:
         urllib.request.urlopen(server.management_url + "cli/rabbitmqadmin", timeout=5)
     assert missing.value.code == 404
@@ -235,13 +226,13 @@ def test_a_listing_written_row_by_row_is_the_json_of_the_queues_objects() -> Non
         assert json.loads(views.queue_json(row)) == views.queue_info(row), row.name
 
 
-def test_the_console_gets_what_it_shows_in_one_request(served: tuple[Broker, Server]) -> None:
+def test_the_console_gets_what_it_shows_in_one_request(served_broker: tuple[Broker, Server]) -> None:
     """GET /api/embroker/console: the graph's objects (at most CONSOLE_OBJECTS of a kind, the
     first by name), exact counts, the decisions after ``since`` with explain() and history,
     and the chosen queue's messages peeked, not taken."""
     from embroker.management._console import CONSOLE_OBJECTS
 
-    broker, server = served
+    broker, server = served_broker
     api = Api(server)
     channel = broker.connect().channel()
     channel.exchange_declare("events", "topic")
@@ -277,10 +268,10 @@ def test_the_console_gets_what_it_shows_in_one_request(served: tuple[Broker, Ser
 
 
 def test_the_console_shows_unacked_messages_with_their_consumer_and_dead_letter_targets(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """A retry loop: work dead-letters to 'retry', whose queue dead-letters back through the
     default exchange. The graph has what draws it; the queue panel what a consumer holds."""
-    broker, server = served
+    broker, server = served_broker
     api = Api(server)
     channel = broker.connect().channel()
     channel.exchange_declare("retry", "fanout")
@@ -327,10 +318,10 @@ def test_the_exchange_types_listed_are_those_a_declare_may_name() -> None:
 
 
 def test_a_monitoring_user_cannot_close_an_administrators_connection(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """DELETE /api/connections/NAME is for administrators and the connection's own user
     (rabbit_mgmt_wm_connection: is_authorized_user); a monitoring user may read it only."""
-    broker, server = served
+    broker, server = served_broker
     broker.add_user("watch", "pw", tags=["monitoring"])
     watcher = Api(server, "watch", "pw")
     client = pika.BlockingConnection(pika.URLParameters(server.url))
@@ -352,10 +343,10 @@ def test_a_monitoring_user_cannot_close_an_administrators_connection(
 
 
 def test_an_administrator_without_permissions_sees_every_vhost_but_works_as_itself(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """is_authorized_vhost lets administrators through; what they change goes through a
     connection as themselves, which the vhost refuses."""
-    broker, server = served
+    broker, server = served_broker
     broker.add_user("boss", "pw", tags=["administrator"])
     broker.connect().channel().queue_declare("q")
     boss = Api(server, "boss", "pw")
@@ -368,13 +359,13 @@ def test_an_administrator_without_permissions_sees_every_vhost_but_works_as_itse
 
 
 def test_the_console_shows_a_message_only_to_who_could_get_it(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """A decision's body, explanation and history go to an administrator or to a user with
     read permission on a queue it reached; the others see where it went, and that the rest
     is hidden."""
     from embroker.management._console import HIDDEN
 
-    broker, server = served
+    broker, server = served_broker
     broker.add_user("reader", "pw", tags=["management"])
     broker.set_permissions("reader", ".*", ".*", "^mine", vhost="/")
     channel = broker.connect().channel()
@@ -407,11 +398,11 @@ def test_the_console_shows_a_message_only_to_who_could_get_it(
 
 
 def test_the_console_shows_a_vhost_only_to_a_user_the_vhost_rule_lets_in(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """The console's vhost is its query's: the dispatcher checks ``is_authorized_vhost`` on it
     as on a path's (401 with RabbitMQ's reason to a user with no permissions there, before
     anything of it is read); a user who may look at no vhost is shown none (404)."""
-    broker, server = served
+    broker, server = served_broker
     broker.add_vhost("other")
     broker.add_user("reader", "pw", tags=["management"])
     broker.set_permissions("reader", ".*", ".*", ".*", vhost="/")
@@ -443,12 +434,12 @@ REFUSED_WITH_BAD_BODIES = [
 
 
 def test_a_refused_user_is_told_so_before_its_body_is_read(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """The dispatcher's order is RabbitMQ's: the rule, then the body. A user the rule refuses
     gets the rule's 401 whatever its body, whether the request is answered whole
     (``ManagementAPI`` called with the body read) or screened from its headers by the
     listener; and RabbitMQ's answers are the same when EMBROKER_REFERENCE_URL is set."""
-    broker, server = served
+    broker, server = served_broker
     user, vhost = f"refused-{uuid.uuid4().hex[:8]}", f"elsewhere-{uuid.uuid4().hex[:8]}"
     broker.add_vhost(vhost)
     broker.add_user(user, "pw", tags=["management"])
@@ -475,11 +466,11 @@ def test_a_refused_user_is_told_so_before_its_body_is_read(
 
 
 def test_a_regular_expression_filter_runs_in_linear_time_or_is_refused(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """The issue's ``^(a+)+$`` against a name of 40 a's and a "!": Python's re would take 2^40
     steps on the listener's thread; embroker._regex answers at once. What a linear engine cannot
     match (a back reference) is a 400, where RabbitMQ's PCRE would take it."""
-    broker, server = served
+    broker, server = served_broker
     channel = broker.connect().channel()
     channel.queue_declare("a" * 40 + "!")
     channel.queue_declare("aaa")
@@ -506,12 +497,12 @@ def _policy_refusal(text: str, position: int) -> dict[str, str]:
 
 
 def test_a_pattern_too_costly_to_compile_is_a_400_naming_the_bound_on_every_route(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """Every route that compiles a client's pattern refuses the issue's patterns before
     compiling them, with the route's own refusal (RabbitMQ's for a pattern it refuses) and the
-    bound in words; nothing is set, no 500, no traceback (``served`` checks the listener's
+    bound in words; nothing is set, no 500, no traceback (``served_broker`` checks the listener's
     errors). The listing's filter comes from a management user with no permissions at all."""
-    broker, server = served
+    broker, server = served_broker
     broker.connect().channel().queue_declare("q")
     broker.add_user("watcher", "pw", tags=["management"])
     watcher, admin = Api(server, "watcher", "pw"), Api(server)
@@ -553,11 +544,11 @@ def test_a_pattern_too_costly_to_compile_is_a_400_naming_the_bound_on_every_rout
 
 
 def test_a_count_past_pcres_limit_is_refused_as_rabbitmq_refuses_it(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """``a{65536}``: RabbitMQ's PCRE refuses it with its text and offset (Python's re would
     take it); RabbitMQ's reason, recorded from 3.10.8 and compared live when
     EMBROKER_REFERENCE_URL is set, but for the line break Erlang's printer puts in the term."""
-    _broker, server = served
+    _broker, server = served_broker
     expected = (400, _policy_refusal("number too big in {} quantifier", 7))
     body = {"pattern": "a{65536}", "definition": {"max-length": 1}}
     assert Api(server)("PUT", "/policies/%2F/p", body) == expected
@@ -607,8 +598,8 @@ def _got_properties(base: str, amqp_url: str, auth: str,
 
 
 def test_got_messages_show_typed_headers_as_rabbitmq_writes_them(
-        served: tuple[Broker, Server]) -> None:
-    _broker, server = served
+        served_broker: tuple[Broker, Server]) -> None:
+    _broker, server = served_broker
     api = Api(server)
     sent = pika.BasicProperties(headers=TYPED_HEADERS, timestamp=1700000000)
     properties = _got_properties(api.base, server.url, api.auth, sent)
@@ -624,11 +615,11 @@ def test_got_messages_show_typed_headers_as_rabbitmq_writes_them(
     (pika.BasicProperties(headers={}), {"headers": {}}),  # an empty table: an object
 ], ids=["no-properties", "empty-headers"])
 def test_a_got_message_without_properties_shows_an_empty_list_as_rabbitmq_does(
-        served: tuple[Broker, Server], sent: pika.BasicProperties | None, shown: Any) -> None:
+        served_broker: tuple[Broker, Server], sent: pika.BasicProperties | None, shown: Any) -> None:
     # RabbitMQ 3.10.8's /get formats properties with rabbit_mgmt_format:amqp_props, a proplist
     # that mochijson encodes as [] when empty (checked live on this run when the reference is
     # set; recorded from it here).
-    _broker, server = served
+    _broker, server = served_broker
     api = Api(server)
     assert _got_properties(api.base, server.url, api.auth, sent) == shown
     reference = os.environ.get("EMBROKER_REFERENCE_URL")
@@ -650,11 +641,11 @@ def _node_chores(api: Api) -> list[tuple[int, Any]]:
     return [(status, body if isinstance(body, bool) else None) for status, body in answers]
 
 
-def test_node_chores_answer_as_rabbitmq_3_10_answers_them(served: tuple[Broker, Server]) -> None:
-    # rabbit_mgmt_wm_reset, rabbit_mgmt_wm_rebalance_queues and /all-configuration (served by
+def test_node_chores_answer_as_rabbitmq_3_10_answers_them(served_broker: tuple[Broker, Server]) -> None:
+    # rabbit_mgmt_wm_reset, rabbit_mgmt_wm_rebalance_queues and /all-configuration (served_broker by
     # rabbit_mgmt_wm_definitions in 3.10.8's dispatcher); live on this run when the reference
     # is set. (Before, embroker answered 404 to each.)
-    _broker, server = served
+    _broker, server = served_broker
     expected = [(204, None), (204, None), (404, None), (204, None), (405, None), (200, True)]
     assert _node_chores(Api(server)) == expected
     reference = os.environ.get("EMBROKER_REFERENCE_URL")

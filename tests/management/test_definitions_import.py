@@ -9,21 +9,12 @@ import base64
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from embroker import Broker
 from embroker.server import Server
-
-
-@pytest.fixture
-def served() -> Iterator[tuple[Broker, Server]]:
-    broker = Broker()
-    with broker.serve(management=True) as server:
-        yield broker, server
-        assert server.errors == []
 
 
 def post(server: Server, path: str, body: bytes,
@@ -76,8 +67,8 @@ REFUSED: list[tuple[bytes, Any, Any]] = [
 @pytest.mark.parametrize(("body", "whole", "scoped"), REFUSED,
                          ids=[body[:40].decode() for body, _, _ in REFUSED])
 def test_a_refused_document_is_a_400_with_the_models_reason(
-        served: tuple[Broker, Server], body: bytes, whole: Any, scoped: Any) -> None:
-    broker, server = served
+        served_broker: tuple[Broker, Server], body: bytes, whole: Any, scoped: Any) -> None:
+    broker, server = served_broker
     before = _state(broker)
     assert post(server, "definitions", body) == (
         400, {"error": "bad_request", "reason": whole})
@@ -88,31 +79,31 @@ def test_a_refused_document_is_a_400_with_the_models_reason(
 
 
 def test_a_lone_surrogate_in_a_document_is_read_as_the_replacement_character(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """JSON lets a document escape half a surrogate pair (``"\\ud800"``), which no UTF-8
     carries: RabbitMQ 3.10.8's JSON decoder reads it as U+FFFD and imports the queue (checked
     live: ``POST /api/definitions/V`` with a queue ``"q\\ud800x"`` answered 204 and declared
     ``q\ufffdx``), as every JSON body it takes (embroker._untrusted.json_loads)."""
-    broker, server = served
+    broker, server = served_broker
     assert post(server, "definitions/%2F", b'{"queues": [{"name": "q\\ud800x"}]}')[0] == 204
     assert "q\ufffdx" in broker.vhosts["/"].queues
 
 
 def test_a_vhosts_import_reads_the_body_before_it_looks_for_the_vhost(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """As RabbitMQ's (golden bad_definitions): a body that is no JSON is a 400, a good one for
     a vhost that does not exist a 404 ``vhost_not_found``."""
-    _broker, server = served
+    _broker, server = served_broker
     assert post(server, "definitions/nowhere", b"nope") == (
         400, {"error": "bad_request", "reason": "failed_to_parse_json"})
     assert post(server, "definitions/nowhere", b"{}") == (
         404, {"error": "not_found", "reason": "vhost_not_found"})
 
 
-def test_an_upload_form_is_refused_with_a_reason(served: tuple[Broker, Server]) -> None:
+def test_an_upload_form_is_refused_with_a_reason(served_broker: tuple[Broker, Server]) -> None:
     """RabbitMQ's console uploads a file as multipart/form-data; embroker's console has no
     such form, and its API takes the JSON body only."""
-    _broker, server = served
+    _broker, server = served_broker
     status, body = post(server, "definitions", b"--x\r\n\r\n{}\r\n--x--\r\n",
                         "multipart/form-data; boundary=x")
     assert status == 400

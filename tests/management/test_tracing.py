@@ -17,7 +17,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,17 +90,9 @@ def mask(text: str, vhost: str) -> str:
     return text.replace(vhost, "{vhost}")
 
 
-@pytest.fixture
-def served() -> Iterator[tuple[Broker, Server]]:
-    broker = Broker()
-    with broker.serve(management=True) as server:
-        yield broker, server
-        assert server.errors == []
-
-
 @pytest.mark.differential
-def test_a_text_trace_is_rabbitmqs_log(served: tuple[Broker, Server]) -> None:
-    _broker, server = served
+def test_a_text_trace_is_rabbitmqs_log(served_broker: tuple[Broker, Server]) -> None:
+    _broker, server = served_broker
     got = traced_text(server.management_url + "api")
     assert got == TEXT_GOLDEN.read_text(encoding="utf-8")
 
@@ -121,8 +112,8 @@ def record_text(url: str) -> None:
 
 
 def test_a_trace_comes_and_goes_with_its_consumer_and_the_vhosts_firehose(
-        served: tuple[Broker, Server], tmp_path: Path) -> None:
-    broker, server = served
+        served_broker: tuple[Broker, Server], tmp_path: Path) -> None:
+    broker, server = served_broker
     base = server.management_url + "api"
     channel = broker.connect().channel()
     channel.queue_declare("q")
@@ -154,13 +145,13 @@ def test_a_trace_comes_and_goes_with_its_consumer_and_the_vhosts_firehose(
     assert call(base, "PUT", "/traces/nowhere/t", {"format": "json", "pattern": "#"})[0] == 404
 
 
-def test_a_json_trace_reads_back_as_rabbitmqs_log_does(served: tuple[Broker, Server],
+def test_a_json_trace_reads_back_as_rabbitmqs_log_does(served_broker: tuple[Broker, Server],
                                                       tmp_path: Path) -> None:
     """``embroker analyze`` reads RabbitMQ's JSON tracing logs: embroker's read the same."""
     pytest.importorskip("pyarrow")
     from embroker.analytics._inputs import read_json_lines
 
-    broker, server = served
+    broker, server = served_broker
     base = server.management_url + "api"
     channel = broker.connect().channel()
     channel.exchange_declare("events", "topic")
@@ -204,14 +195,14 @@ def test_serve_keeps_the_logs_in_the_directory_it_is_given(tmp_path: Path) -> No
 
 
 def test_a_text_trace_reads_back_through_analyzes_reader_of_rabbitmqs(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """``embroker analyze`` reads RabbitMQ's text logs too: embroker's text logs read the same,
     headers with their AMQP types."""
     from embroker.analytics import _headers
     from embroker.analytics._tracetext import SEPARATOR, parse_record
     from embroker.fieldtypes import Byte, Long, Timestamp
 
-    broker, server = served
+    broker, server = served_broker
     base = server.management_url + "api"
     channel = broker.connect().channel()
     channel.exchange_declare("events", "topic")

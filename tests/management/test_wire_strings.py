@@ -20,7 +20,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -227,17 +226,9 @@ def _listed(api: Http, tag: str) -> dict[str, Any]:
     return found
 
 
-@pytest.fixture
-def served() -> Iterator[tuple[Broker, Server]]:
-    broker = Broker()
-    with broker.serve(management=True) as server:
-        yield broker, server
-        assert server.errors == []
-
-
 def test_strings_that_are_no_utf8_are_written_as_rabbitmq_writes_them(
-        served: tuple[Broker, Server]) -> None:
-    _broker, server = served
+        served_broker: tuple[Broker, Server]) -> None:
+    _broker, server = served_broker
     assert _scenario("127.0.0.1", server.port, Http(server.management_url + "api")) == RECORDED
     reference = os.environ.get("EMBROKER_REFERENCE_URL")
     if reference:
@@ -476,10 +467,10 @@ def _traced(host: str, port: int, api: Http) -> list[Any]:
 
 
 def test_a_json_trace_writes_such_a_message_as_rabbitmq_and_its_consumer_goes_on(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """(Before, writing the record failed, and the consumer's connection was closed with 541
     for each message, which was requeued.)"""
-    _broker, server = served
+    _broker, server = served_broker
     assert _traced("127.0.0.1", server.port, Http(server.management_url + "api")) == \
         RECORDED_TRACE
     reference = os.environ.get("EMBROKER_REFERENCE_URL")
@@ -492,13 +483,13 @@ def test_a_json_trace_writes_such_a_message_as_rabbitmq_and_its_consumer_goes_on
 # -- JSON in ---------------------------------------------------------------------------------------
 
 def test_a_lone_surrogate_escape_in_a_body_is_read_as_rabbitmq_reads_it(
-        served: tuple[Broker, Server]) -> None:
+        served_broker: tuple[Broker, Server]) -> None:
     """JSON allows ``"\\ud800"``, which no UTF-8 can carry: RabbitMQ's decoder (jsx) reads it as
     U+FFFD (checked live: a queue argument ``"a\\ud800b"`` is shown as ``"a\\ufffdb"``, an
     escaped pair as its character). Before, embroker kept the lone surrogate, and a message
     published over HTTP with one in its properties closed every AMQP 0-9-1 connection it was
     delivered to with 541."""
-    _broker, server = served
+    _broker, server = served_broker
     api = Http(server.management_url + "api")
     body = (b'{"properties":{"message_id":"a\\ud800","headers":{"h\\uDCFF":"\\ud83d\\ude00"}},'
             b'"routing_key":"q","payload":"x","payload_encoding":"string"}')

@@ -4,13 +4,15 @@ lack of descriptors, stops accepting alone; the other ports go on."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import resource
 import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pika
@@ -147,36 +149,42 @@ def test_accept_failing_on_one_port_pauses_that_port_alone(
     assert server.errors == []
 
 
-_FD_LIMITED_SERVER = textwrap.dedent("""
-    import resource, sys
+#: A server under ``ulimit -n 200`` in a process of its own: SERVE is its ``Broker().serve``
+#: arguments; it prints its AMQP port and then the ports of the kinds it serves.
+_FD_LIMITED = textwrap.dedent("""
+    import json, resource, sys
+    import trustme
     from embroker import Broker
+    from embroker.tls import TLSOptions
     resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
-    server = Broker().serve(management=True)
-    print(server.port, server.management_port, server.max_connections["management"],
-          flush=True)
+    ca = trustme.CA()
+    leaf = ca.issue_cert("localhost", "127.0.0.1")
+    leaf.cert_chain_pems[0].write_to_path(sys.argv[1] + "/server.pem")
+    leaf.private_key_pem.write_to_path(sys.argv[1] + "/server.key")
+    tls = TLSOptions(certfile=sys.argv[1] + "/server.pem", keyfile=sys.argv[1] + "/server.key")
+    server = Broker().serve(tls=tls, **json.loads(sys.argv[2]))
+    ports = [server.management_port, server.management_tls_port, server.stream_port,
+             server.stream_tls_port]
+    print(server.port, *[p for p in ports if p is not None], flush=True)
     sys.stdin.read()          # until the test closes our stdin
     server.stop()
 """)
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="needs RLIMIT_NOFILE semantics of Linux")
-def test_half_sent_http_requests_cannot_take_the_descriptors_amqp_clients_need() -> None:
-    """With ``ulimit -n 200``, 220 HTTP clients that send half a request each took every
-    descriptor and stopped AMQP accepts; the management port now holds at most a quarter of
-    them (50), the rest wait in the kernel's queue, and AMQP clients connect."""
-    proc = subprocess.Popen([sys.executable, "-c", _FD_LIMITED_SERVER], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+def _amqp_connects_while(tmp_path: Path, serve: dict[str, Any],
+                         hold: Callable[[list[int]], list[socket.socket]]) -> None:
+    """Start :data:`_FD_LIMITED` with ``serve``, have ``hold`` open its sockets on the other
+    ports, and see 20 AMQP clients connect one after the other meanwhile."""
+    proc = subprocess.Popen([sys.executable, "-c", _FD_LIMITED, str(tmp_path), json.dumps(serve)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     socks: list[socket.socket] = []
     try:
         assert proc.stdout is not None
         assert proc.stdin is not None
-        amqp, management, limit = map(int, proc.stdout.readline().split())
-        assert limit == 50
-        for _ in range(220):
-            sock = socket.create_connection(("127.0.0.1", management))
-            sock.sendall(b"PUT /api/definitions HTTP/1.1\r\nHost: localhost\r\n")
-            socks.append(sock)
+        amqp, *others = (int(n) for n in proc.stdout.readline().split())
+        socks = hold(others)
         url = f"amqp://guest:guest@127.0.0.1:{amqp}/?stack_timeout=5"
         for _ in range(20):
             conn = pika.BlockingConnection(pika.URLParameters(url))
@@ -190,6 +198,61 @@ def test_half_sent_http_requests_cannot_take_the_descriptors_amqp_clients_need()
         proc.wait(10)
     stderr = proc.stderr.read() if proc.stderr is not None else ""
     assert "Traceback" not in stderr
+
+
+def _connections(port: int, count: int, first: bytes = b"") -> list[socket.socket]:
+    socks = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port))
+        if first:
+            sock.sendall(first)
+        socks.append(sock)
+    return socks
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs RLIMIT_NOFILE semantics of Linux")
+def test_half_sent_http_requests_cannot_take_the_descriptors_amqp_clients_need(
+        tmp_path: Path) -> None:
+    """With ``ulimit -n 200``, 220 HTTP clients that send half a request each took every
+    descriptor and stopped AMQP accepts; the management port now holds at most a quarter of
+    them (50), the rest wait in the kernel's queue, and AMQP clients connect."""
+    _amqp_connects_while(tmp_path, {"management": True}, lambda ports: _connections(
+        ports[0], 220, b"PUT /api/definitions HTTP/1.1\r\nHost: localhost\r\n"))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs RLIMIT_NOFILE semantics of Linux")
+def test_idle_stream_sockets_cannot_take_the_descriptors_amqp_clients_need(
+        tmp_path: Path) -> None:
+    """With ``ulimit -n 200``, 220 idle sockets on the stream port took every descriptor and
+    stopped AMQP accepts; the stream port now holds at most a quarter of them (50), as the
+    management port, the rest wait in the kernel's queue, and AMQP clients connect."""
+    _amqp_connects_while(tmp_path, {"stream_port": 0},
+                         lambda ports: _connections(ports[0], 220))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs RLIMIT_NOFILE semantics of Linux")
+def test_the_http_and_stream_ports_together_hold_at_most_half_the_descriptors(
+        tmp_path: Path) -> None:
+    """With ``ulimit -n 200`` and the HTTP, HTTPS, stream and stream TLS ports open, each may
+    hold a quarter of the descriptors (50): 60 idle sockets on each of them took 200 between
+    them and stopped AMQP accepts (issue 44, left by the per-port caps). Together they hold at
+    most half (100); the rest wait in the kernel's queue and AMQP clients connect."""
+    _amqp_connects_while(
+        tmp_path, {"management": True, "management_tls_port": 0, "stream_port": 0,
+                   "stream_tls_port": 0},
+        lambda ports: [sock for port in ports for sock in _connections(port, 60)])
+
+
+def test_the_quarter_is_the_limit_of_each_and_half_of_all(broker: Broker) -> None:
+    """What the subprocess tests above rely on, read in this process: each port's limit is a
+    quarter of the descriptors, their shared budget a half."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        pytest.skip("no descriptor limit here")
+    limits = default_max_connections()
+    assert limits["stream"] == soft // 4
+    assert limits["management"] == min(10_240, soft // 4)
+    assert stranger_budget() == soft // 2
 
 
 @pytest.mark.parametrize("kind", ["management", "stream"])
@@ -219,103 +282,6 @@ def test_a_listener_that_cannot_open_leaves_every_other_port_serving(broker: Bro
         opened = server.open_listener(kind, 0)
         assert _selected(server, opened)
     assert server.errors == []
-
-
-_FD_LIMITED_STREAM_SERVER = textwrap.dedent("""
-    import resource, sys
-    from embroker import Broker
-    resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
-    server = Broker().serve(stream_port=0)
-    print(server.port, server.stream_port, server.max_connections["stream"], flush=True)
-    sys.stdin.read()          # until the test closes our stdin
-    server.stop()
-""")
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="needs RLIMIT_NOFILE semantics of Linux")
-def test_idle_stream_sockets_cannot_take_the_descriptors_amqp_clients_need() -> None:
-    """With ``ulimit -n 200``, 220 idle sockets on the stream port took every descriptor and
-    stopped AMQP accepts; the stream port now holds at most a quarter of them (50), as the
-    management port, the rest wait in the kernel's queue, and AMQP clients connect."""
-    proc = subprocess.Popen([sys.executable, "-c", _FD_LIMITED_STREAM_SERVER],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    socks: list[socket.socket] = []
-    try:
-        assert proc.stdout is not None
-        assert proc.stdin is not None
-        amqp, stream, limit = proc.stdout.readline().split()
-        assert limit == "50"
-        for _ in range(220):
-            socks.append(socket.create_connection(("127.0.0.1", int(stream))))
-        url = f"amqp://guest:guest@127.0.0.1:{amqp}/?stack_timeout=5"
-        for _ in range(20):
-            conn = pika.BlockingConnection(pika.URLParameters(url))
-            conn.channel().queue_declare("", exclusive=True)
-            conn.close()
-    finally:
-        for sock in socks:
-            sock.close()
-        if proc.stdin is not None:
-            proc.stdin.close()
-        proc.wait(10)
-    stderr = proc.stderr.read() if proc.stderr is not None else ""
-    assert "Traceback" not in stderr
-
-
-_FD_LIMITED_STRANGER_PORTS = textwrap.dedent("""
-    import resource, sys
-    import trustme
-    from embroker import Broker
-    from embroker.tls import TLSOptions
-    resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
-    ca = trustme.CA()
-    leaf = ca.issue_cert("localhost", "127.0.0.1")
-    leaf.cert_chain_pems[0].write_to_path(sys.argv[1] + "/server.pem")
-    leaf.private_key_pem.write_to_path(sys.argv[1] + "/server.key")
-    tls = TLSOptions(certfile=sys.argv[1] + "/server.pem", keyfile=sys.argv[1] + "/server.key")
-    server = Broker().serve(management=True, stream_port=0, tls=tls, management_tls_port=0,
-                            stream_tls_port=0)
-    print(server.port, server.management_port, server.management_tls_port, server.stream_port,
-          server.stream_tls_port, flush=True)
-    sys.stdin.read()          # until the test closes our stdin
-    server.stop()
-""")
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="needs RLIMIT_NOFILE semantics of Linux")
-def test_the_http_and_stream_ports_together_hold_at_most_half_the_descriptors(
-        tmp_path: Any) -> None:
-    """With ``ulimit -n 200`` and the HTTP, HTTPS, stream and stream TLS ports open, each may
-    hold a quarter of the descriptors (50): 60 idle sockets on each of them took 200 between
-    them and stopped AMQP accepts (issue 44, left by the per-port caps). Together they hold at
-    most half (100); the rest wait in the kernel's queue and AMQP clients connect."""
-    proc = subprocess.Popen([sys.executable, "-c", _FD_LIMITED_STRANGER_PORTS, str(tmp_path)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    socks: list[socket.socket] = []
-    try:
-        assert proc.stdout is not None
-        assert proc.stdin is not None
-        amqp, *strangers = (int(n) for n in proc.stdout.readline().split())
-        for port in strangers:
-            for _ in range(60):
-                socks.append(socket.create_connection(("127.0.0.1", port)))
-        url = f"amqp://guest:guest@127.0.0.1:{amqp}/?stack_timeout=5"
-        for _ in range(20):
-            conn = pika.BlockingConnection(pika.URLParameters(url))
-            conn.channel().queue_declare("", exclusive=True)
-            conn.close()
-    finally:
-        for sock in socks:
-            sock.close()
-        if proc.stdin is not None:
-            proc.stdin.close()
-        proc.wait(10)
-    stderr = proc.stderr.read() if proc.stderr is not None else ""
-    assert "Traceback" not in stderr
 
 
 def test_the_budget_is_shared_and_given_back(broker: Broker) -> None:
