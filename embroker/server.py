@@ -576,10 +576,11 @@ class Server:
                  management_tls_port: int | None = None,
                  frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX,
                  amqp10: bool = True) -> None:
-        for name, value, bound in (("frame_max", frame_max, FRAME_MAX_LIMIT),
-                                   ("channel_max", channel_max, 65535)):
+        for name, value, bound, zero in (("frame_max", frame_max, FRAME_MAX_LIMIT, "no limit"),
+                                         ("channel_max", channel_max, 65535, "no limit"),
+                                         ("heartbeat", heartbeat, 65535, "no heartbeats")):
             if not 0 <= value <= bound:
-                raise ValueError(f"{name}: 0 (no limit) or up to {bound} (what connection.tune "
+                raise ValueError(f"{name}: 0 ({zero}) or up to {bound} (what connection.tune "
                                  f"carries), not {value}")
         limits = default_max_connections()
         #: What the HTTP and stream ports hold together (:func:`stranger_budget`).

@@ -440,6 +440,17 @@ def _frame_max(s: Setting) -> int:
     return value
 
 
+def _heartbeat(s: Setting) -> int:
+    """``heartbeat``: seconds connection.tune can offer, a short (as ``frame_max``, RabbitMQ's
+    schema takes any integer and its node offers the low 16 bits; embroker refuses one that
+    does not fit, naming the bound)."""
+    value = _int(s)
+    if value > 65535:
+        raise _bad(s, "a number of seconds from 0 to 65535 (connection.tune carries it in 16 "
+                      "bits; 0: no heartbeats)")
+    return value
+
+
 #: rabbit_resource_monitor_misc:parse_information_unit/1's units.
 _INFO_UNITS = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3,
                "gib": 1024**3, "kb": 1000, "mb": 1000**2, "gb": 1000**3}
@@ -755,7 +766,7 @@ class _Values:
         simple: dict[str, tuple[str, Any]] = {
             "default_user": ("default_user", str), "default_pass": ("default_pass", str),
             "default_vhost": ("default_vhost", str), "cluster_name": ("cluster_name", str),
-            "heartbeat": ("heartbeat", _int),
+            "heartbeat": ("heartbeat", _heartbeat),
             "frame_max": ("frame_max", _frame_max),
             "channel_max": ("channel_max", lambda s: _int(s, high=65535)),
             "max_message_size": ("max_message_size",

@@ -396,6 +396,24 @@ def test_rabbitmq_server_refuses_such_a_frame_max_with_one_line(
     assert "frame_max = '99999999999999999999999': expected a size from 0 to 4294967295" in err
 
 
+@pytest.mark.parametrize("value", ["65536", "99999999999999999999999"])
+def test_a_heartbeat_connection_tune_cannot_carry_is_one_line(etc: Path, value: str) -> None:
+    """The same trap as frame_max's: rabbit.schema takes any integer, connection.tune carries
+    a short (16 bits); embroker refuses it at start with one line."""
+    with pytest.raises(ConfigError) as refused:
+        read(etc, f"heartbeat = {value}\n")
+    assert str(refused.value) == (
+        f"{etc / 'rabbitmq.conf'}:1: heartbeat = '{value}': expected a number of seconds from "
+        "0 to 65535 (connection.tune carries it in 16 bits; 0: no heartbeats)")
+    assert read(etc, "heartbeat = 65535\n").heartbeat == 65535
+
+
+@pytest.mark.parametrize("heartbeat", [-1, 65536])
+def test_the_servers_heartbeat_is_bounded_by_connection_tune(heartbeat: int) -> None:
+    with pytest.raises(ValueError, match=r"heartbeat: 0 \(no heartbeats\) or up to 65535"):
+        Server(Broker(), heartbeat=heartbeat)
+
+
 @pytest.mark.parametrize("frame_max", [-1, 2**32])
 def test_the_servers_frame_max_is_bounded_by_connection_tune(frame_max: int) -> None:
     with pytest.raises(ValueError, match=r"frame_max: 0 \(no limit\) or up to 4294967295"):
