@@ -36,8 +36,8 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO, Final
 
-__all__ = ["UntrustedPath", "append_file", "private_folder", "read_file", "temp_file",
-           "temp_folder", "temp_root", "trusted_folder", "user_folder", "write_file"]
+__all__ = ["UntrustedPath", "append_file", "private_folder", "read_file", "rewrite_file",
+           "temp_file", "temp_folder", "temp_root", "trusted_folder", "user_folder", "write_file"]
 
 #: Symlinks followed on one path at most (the kernel's own limit: ELOOP beyond it).
 _MAX_LINKS: Final = 40
@@ -254,6 +254,41 @@ def write_file(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o600) 
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def rewrite_file(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) -> None:
+    """Write ``data`` over the file a user named (an enabled-plugins file, an export), in
+    place: the file keeps its owner and mode, as a tool of the node's user that shares it
+    expects (``/etc/rabbitmq/enabled_plugins``, which the machine's RabbitMQ reads too); a
+    missing one is made ``mode``. Never through a symlink, nor into a file that has other
+    names (a hard link another user planted to one of the user's files), nor into anything
+    but a regular file.
+
+    Raises:
+        UntrustedPath: ``path`` is a symlink, a hard link, or not a regular file.
+        OSError: it cannot be written.
+    """
+    name = os.fspath(path)
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _NONBLOCK, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _refusal(name, "is a symlink", "remove it, or choose another file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _refusal(name, "is not a regular file", "choose another file")
+        if st.st_nlink != 1:
+            raise _refusal(name, f"has {st.st_nlink} names (hard links)",
+                           "remove it, or choose another file")
+        os.set_blocking(fd, True)
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def append_file(path: str | os.PathLike[str], *, mode: int = 0o600) -> BinaryIO:

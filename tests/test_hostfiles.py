@@ -17,6 +17,7 @@ from embroker._hostfiles import (
     append_file,
     private_folder,
     read_file,
+    rewrite_file,
     temp_file,
     temp_folder,
     trusted_folder,
@@ -180,3 +181,26 @@ def test_append_file_refuses_another_users_file(tmp_path: Path) -> None:
     os.chown(planted, NOBODY, NOBODY)
     with pytest.raises(UntrustedPath, match=r"belongs to nobody"):
         append_file(planted)
+
+
+def test_rewrite_file_keeps_the_files_owner_and_mode_and_never_follows_a_link(
+        tmp_path: Path) -> None:
+    """A file a user named (an enabled-plugins file the machine's RabbitMQ reads too, an
+    export): written in place, its mode kept; a symlink or a hard link planted there is
+    refused and its target keeps its bytes; a missing file is made with the mode asked."""
+    shared = tmp_path / "enabled_plugins"
+    shared.write_text("[].\n")
+    shared.chmod(0o640)
+    rewrite_file(shared, b"[rabbitmq_management].\n")
+    assert shared.read_text() == "[rabbitmq_management].\n"
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o640
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / "link").symlink_to(victim)
+    (tmp_path / "hard").hardlink_to(victim)
+    for planted, problem in (("link", "is a symlink"), ("hard", r"has 2 names \(hard links\)")):
+        with pytest.raises(UntrustedPath, match=problem):
+            rewrite_file(tmp_path / planted, b"owned\n")
+    assert victim.read_text() == "precious\n"
+    rewrite_file(tmp_path / "new.json", b"{}", mode=0o600)
+    assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o600

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, final
 
+from .._hostfiles import rewrite_file
 from .._untrusted import json_dumps
 from ._client import NodeUnreachable, call
 from ._env import tool_node_name
@@ -713,9 +714,11 @@ def _export_definitions(inv: Invocation) -> None:
         return
     inv.say(f'Exporting definitions in JSON to a file at "{path}" ...')
     try:
-        Path(path).write_text(text)
+        rewrite_file(path, text.encode(), mode=0o600)  # (it holds the users' password hashes)
     except OSError as exc:
         raise ControlError(f"could not write to {path}: {exc.strerror}", EX_SOFTWARE) from None
+    except UntrustedPath as exc:
+        raise ControlError(f"could not write to {path}: {exc}", EX_SOFTWARE) from None
 
 
 @command("import_definitions", 'import_definitions <file_path | "-"> [--format <json | erlang>] '

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .. import _regex
+from .._hostfiles import UntrustedPath, rewrite_file
 from ._client import NodeUnreachable
 from ._ctl import COMMANDS, Invocation, UsageError, _unreachable, parse
 from ._help import BOLD, PLAIN, usage
@@ -90,8 +91,9 @@ DEFAULT_ENABLED_PLUGINS_FILE = "/etc/rabbitmq/enabled_plugins"
 
 
 def _write_enabled(path: Path, names: Sequence[str]) -> None:
-    """The file as RabbitMQ writes it: an Erlang list of atoms."""
-    path.write_text("[" + ",".join(names) + "].\n")
+    """The file as RabbitMQ writes it: an Erlang list of atoms (in place, its owner and mode
+    kept; never through a link: embroker._hostfiles.rewrite_file)."""
+    rewrite_file(path, ("[" + ",".join(names) + "].\n").encode())
 
 
 def _change(inv: Invocation, state: dict[str, Any] | None, enable: bool) -> int | None:
@@ -126,6 +128,9 @@ def _change(inv: Invocation, state: dict[str, Any] | None, enable: bool) -> int 
         except OSError as exc:
             raise ControlError(f"Could not update enabled plugins file at {path}: "
                                f"{exc.strerror}", EX_SOFTWARE) from None
+        except UntrustedPath as exc:
+            raise ControlError(f"Could not update enabled plugins file: {exc}",
+                               EX_SOFTWARE) from None
     if state is None:
         print("Offline change; changes will take effect at broker restart.", file=inv.out)
         return None
@@ -157,10 +162,10 @@ def _restore(path: Path, content: bytes | None) -> None:
         if content is None:
             path.unlink(missing_ok=True)
         else:
-            path.write_bytes(content)
-    except OSError as exc:
-        print(f"Could not restore enabled plugins file at {path}: {exc.strerror}",
-              file=sys.stderr)
+            rewrite_file(path, content)
+    except (OSError, UntrustedPath) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        print(f"Could not restore enabled plugins file at {path}: {reason}", file=sys.stderr)
 
 
 def _read_enabled(path: Path) -> set[str]:

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -993,3 +994,18 @@ def test_plugins_list_matches_its_pattern_as_the_broker_does_and_refuses_a_bad_o
                                 "{'missing ), unterminated subpattern', 0}}}\n")
     code, out, err = ctl("list", NESTED, tool="rabbitmq-plugins")
     assert (code, err) == (70, f"Error:\n{{:badmatch, {{:error, {{'{TOO_DEEP}', 50}}}}}}\n")
+
+
+def test_export_definitions_into_a_planted_symlink_is_refused(node: Node, tmp_path: Path) -> None:
+    """``rabbitmqctl export_definitions /tmp/defs.json``: a symlink another user planted at
+    that name is refused (it wrote the export, password hashes included, over the link's
+    target), and a file the tool makes holds them for the user alone."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / "defs.json").symlink_to(victim)
+    code, _out, err = ctl("export_definitions", str(tmp_path / "defs.json"))
+    assert code == 70
+    assert "is a symlink" in err
+    assert victim.read_text() == "precious\n"
+    assert ctl("export_definitions", str(tmp_path / "mine.json"))[0] == 0
+    assert stat.S_IMODE((tmp_path / "mine.json").stat().st_mode) == 0o600

@@ -533,3 +533,4 @@ def test_a_trace_directory_others_can_write_is_refused(tmp_path: Path) -> None:
     with broker.locked(), pytest.raises(TracingError, match="can be written by others"):
         tracing.create("/", "t", {"format": "text", "pattern": "#"})
     assert list(folder.iterdir()) == []
+
