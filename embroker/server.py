@@ -996,37 +996,43 @@ class Server:
 
     # -- listeners a plugin brings: rabbitmq-plugins enable/disable on a running node ---------
 
-    def open_listener(self, kind: str, port: int) -> int:
+    #: The attribute that holds each listener's port number, by kind and whether it is TLS.
+    _LISTENER_ATTRIBUTES: ClassVar[dict[tuple[str, bool], str]] = {
+        ("management", False): "management_port", ("management", True): "management_tls_port",
+        ("stream", False): "stream_port", ("stream", True): "stream_tls_port"}
+
+    def open_listener(self, kind: str, port: int, *, tls: bool = False) -> int:
         """Serve the management API (``kind="management"``) or the stream protocol
-        (``"stream"``) on ``port`` from now on, as ``rabbitmq-plugins enable
-        rabbitmq_management`` (``rabbitmq_stream``) starts its listener on a running node;
-        the port (the one served already, if any). While the application is stopped the port
-        is kept for :meth:`start_app` to open. Safe from any thread.
+        (``"stream"``) on ``port`` from now on, over TLS with ``tls`` (the server's TLS
+        settings), as ``rabbitmq-plugins enable rabbitmq_management`` (``rabbitmq_stream``)
+        starts its listeners on a running node; the port (the one served already, if any).
+        While the application is stopped the port is kept for :meth:`start_app` to open. Safe
+        from any thread.
 
         Raises:
             PortInUse: the port is taken.
-            ValueError: another kind of port.
+            ValueError: another kind of port, or TLS without the server's TLS settings.
         """
         if kind not in ("management", "stream"):
             raise ValueError(f"open_listener: 'management' or 'stream', not {kind!r}")
+        if tls and self.tls is None:
+            raise ValueError("open_listener: a TLS port needs TLS settings (Server(tls=...))")
+        attribute = self._LISTENER_ATTRIBUTES[kind, tls]
 
         def open_port() -> int:
-            current = self.management_port if kind == "management" else self.stream_port
+            current: int | None = getattr(self, attribute)
             if current is not None:
                 return current
-            policy = PortPolicy.for_management(self.max_connections["management"],
-                                               _HTTP_UNREAD) if kind == "management" \
-                else PortPolicy.for_stream(self.max_connections["stream"], _HTTP_UNREAD)
+            make = PortPolicy.for_management if kind == "management" else PortPolicy.for_stream
+            policy = make(self.max_connections[kind], _HTTP_UNREAD,
+                          tls=self.tls if tls else None)
             number = self._listen(self.host, port, policy)
             added = self._ports[-1]
-            if kind == "management":
-                if self._management is None:
-                    self._start_management()
-                self.management_port = number
-            else:
-                self.stream_port = number
-                if self.stream_advertised_port is None:
-                    self.stream_advertised_port = number
+            setattr(self, attribute, number)
+            if kind == "management" and self._management is None:
+                self._start_management()
+            if kind == "stream" and not tls and self.stream_advertised_port is None:
+                self.stream_advertised_port = number
             if not self._app_running:  # (opened by start_app, with the others)
                 for sock in added.sockets:
                     sock.close()
@@ -1039,19 +1045,24 @@ class Server:
         return result
 
     def close_listener(self, kind: str) -> None:
-        """Stop serving the management API or the stream protocol (its plain port; TLS ports
-        stay), as ``rabbitmq-plugins disable`` stops the plugin's listener: the port closes
-        and its clients are dropped. Safe from any thread."""
+        """Stop serving the management API or the stream protocol, its TLS port included, as
+        ``rabbitmq-plugins disable`` stops the plugin's listeners: the ports close and their
+        clients are dropped. Safe from any thread.
+
+        Raises:
+            ValueError: another kind of port.
+        """
+        if kind not in ("management", "stream"):
+            raise ValueError(f"close_listener: 'management' or 'stream', not {kind!r}")
+
         def close_port() -> None:
-            for port in [p for p in self._ports if p.policy.kind == kind and p.policy.tls is None]:
+            for port in [p for p in self._ports if p.policy.kind == kind]:
                 self._close_port(port)
                 self._ports.remove(port)
                 for client in [c for c in self._http_clients.values() if c.port is port]:
                     self._drop(client)
-            if kind == "management":
-                self.management_port = None
-            elif kind == "stream":
-                self.stream_port = None
+            for tls in (False, True):
+                setattr(self, self._LISTENER_ATTRIBUTES[kind, tls], None)
         self._in_loop(close_port)
 
     def _close_port(self, port: _Port) -> None:

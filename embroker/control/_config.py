@@ -137,7 +137,11 @@ class NodeSettings:
             the management (stream) listener on the running node: the configured port
             (``management.tcp.port``, the first ``stream.listeners.tcp.*``), read whether or
             not the plugin is on at start, else RabbitMQ's 15672 (5552); ``None``:
-            ``stream.listeners.tcp = none``. See :attr:`plugin_ports`.
+            ``stream.listeners.tcp = none``, or only ``management.ssl.port`` set. See
+            :attr:`plugin_ports`.
+        management_plugin_tls_port, stream_plugin_tls_port: the same for the TLS listeners
+            (``management.ssl.port``, the first ``stream.listeners.ssl.*``; ``None``: none).
+            See :attr:`plugin_tls_ports`.
         tls: ``ssl_options.*``, ``None`` without a certificate.
         management_tls: ``management.ssl.*`` files, when given.
         stream_advertised_host, stream_advertised_port: ``stream.advertised_*``.
@@ -187,6 +191,8 @@ class NodeSettings:
     management_tls_port: int | None = None
     management_plugin_port: int | None = MANAGEMENT_PORT
     stream_plugin_port: int | None = STREAM_PORT
+    management_plugin_tls_port: int | None = None
+    stream_plugin_tls_port: int | None = None
     tls: TLSOptions | None = None
     management_tls: TLSOptions | None = None
     stream_advertised_host: str | None = None
@@ -230,6 +236,14 @@ class NodeSettings:
         (``Node(plugin_ports=...)``)."""
         return {"rabbitmq_management": self.management_plugin_port,
                 "rabbitmq_stream": self.stream_plugin_port}
+
+    @property
+    def plugin_tls_ports(self) -> dict[str, int | None]:
+        """Where each listener plugin listens over TLS when enabled on the running node
+        (``Node(plugin_tls_ports=...)``); none without TLS settings."""
+        tls = self.tls is not None or self.management_tls is not None
+        return {"rabbitmq_management": self.management_plugin_tls_port if tls else None,
+                "rabbitmq_stream": self.stream_plugin_tls_port if tls else None}
 
     @property
     def broker_plugins(self) -> tuple[str, ...]:
@@ -745,6 +759,7 @@ class _Values:
         stream_tls = self.listeners("stream.listeners.ssl", ())
         kw["stream_listeners"] = stream if stream_on else ()
         kw["stream_plugin_port"] = stream[0].port if stream else None
+        kw["stream_plugin_tls_port"] = stream_tls[0].port if stream_tls else None
         kw["stream_tls_listeners"] = stream_tls if stream_on else ()
         if (s := self.take("stream.advertised_host")) is not None:
             kw["stream_advertised_host"] = s.value
@@ -755,7 +770,11 @@ class _Values:
         ip = self.take("management.tcp.ip") or self.take("management.listener.ip")
         tls_port = self.take("management.ssl.port")
         kw["management_tls"] = self.tls("management.ssl")
-        kw["management_plugin_port"] = _int(port, high=65535) if port else MANAGEMENT_PORT
+        # (as at start: a management.ssl.port alone means no plain listener)
+        kw["management_plugin_port"] = _int(port, high=65535) if port else \
+            None if tls_port is not None else MANAGEMENT_PORT
+        kw["management_plugin_tls_port"] = _int(tls_port, high=65535) \
+            if tls_port is not None else None
         if management_on:
             kw["management_port"] = _int(port, high=65535) if port else MANAGEMENT_PORT
             kw["management_ip"] = ip.value if ip else None

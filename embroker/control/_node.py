@@ -116,6 +116,8 @@ class Node:
         plugin_ports: where ``rabbitmq-plugins enable`` opens a listener plugin's port on the
             running node (default RabbitMQ's: 15672 and 5552; ``None``: no plain port, as
             ``stream.listeners.tcp = none``).
+        plugin_tls_ports: the same for their TLS listeners (``management.ssl.port``,
+            ``stream.listeners.ssl.*``; default none), on the server's TLS settings.
         dist: where the control port listens, as RabbitMQ's distribution would: its host
             (``"auto"``: every interface), its port (0: any free one), and whether the port was
             named (``RABBITMQ_DIST_PORT``): a port only implied by a default gives way to a free
@@ -128,6 +130,7 @@ class Node:
                  config_files: Iterable[Path] = (), log_file: Path | None = None,
                  folder: Path | None = None,
                  plugin_ports: Mapping[str, int | None] | None = None,
+                 plugin_tls_ports: Mapping[str, int | None] | None = None,
                  dist: tuple[str, int, bool] = ("127.0.0.1", 0, False)) -> None:
         self.broker = broker
         self.server = server
@@ -147,6 +150,8 @@ class Node:
         #: or the node's configuration: ``management.tcp.port``, ``stream.listeners.tcp``).
         self.plugin_ports: dict[str, int | None] = {
             "rabbitmq_management": 15672, "rabbitmq_stream": 5552, **(plugin_ports or {})}
+        #: Where they listen over TLS (``None``: not).
+        self.plugin_tls_ports: dict[str, int | None] = dict(plugin_tls_ports or {})
         self._entry: NodeEntry | None = None
         self._views: ManagementAPI | None = None
         self.dist = dist
@@ -276,16 +281,21 @@ class Node:
         running = set(self.plugin_states()["enabled"])
         started: list[str] = []
         for name, kind in _LISTENER_KINDS:  # (first: the only step that can fail)
-            port = self.plugin_ports.get(name)
-            if name in wanted and name not in running and port is not None:
+            if name not in wanted or name in running:
+                continue
+            listeners = [(port, tls) for port, tls in ((self.plugin_ports.get(name), False),
+                                                       (self.plugin_tls_ports.get(name), True))
+                         if port is not None]
+            for port, tls in listeners:
                 try:
-                    self.server.open_listener(kind, port)
+                    self.server.open_listener(kind, port, tls=tls)
                 except OSError as exc:
-                    for opened in started:
+                    for opened in [*started, name]:
                         self.server.close_listener(dict(_LISTENER_KINDS)[opened])
                     log.error("rabbitmq-plugins: plugin %s could not start: %s", name, exc)
                     raise ControlError(_could_not_start(name, self.server.host, port, exc),
                                        EX_SOFTWARE, plain=True) from None
+            if listeners:
                 started.append(name)
         plugins = self.broker.plugins
         started += [n for n in wanted & set(PLUGINS) if plugins.enable(n)]

@@ -268,6 +268,7 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
                 data_dir=_data_dir(settings),
                 config_files=[Path(p) for p in settings.config_files], log_file=log_file,
                 plugin_ports=settings.plugin_ports,
+                plugin_tls_ports=settings.plugin_tls_ports,
                 dist=(settings.dist_interface, settings.dist_port, settings.dist_port_given))
     try:
         node.start()

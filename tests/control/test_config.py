@@ -211,6 +211,23 @@ def test_plugin_ports_are_the_configured_ones_with_the_plugin_off_at_start(etc: 
         "rabbitmq_management": 15672, "rabbitmq_stream": None}
 
 
+def test_plugin_tls_ports_are_the_configured_ones_and_an_ssl_port_alone_means_no_plain_one(
+        etc: Path) -> None:
+    """``management.ssl.port`` alone: the plugin enabled on the running node listens over TLS
+    there and nowhere else (as at start; it opened a plain 15672 instead); the first
+    ``stream.listeners.ssl.*`` likewise, beside the plain stream port; none without TLS
+    settings."""
+    tls = "ssl_options.certfile = /c.pem\nssl_options.keyfile = /k.pem\n"
+    s = read(etc, tls + "management.ssl.port = 15671\nstream.listeners.ssl.default = 5551\n")
+    assert s.plugin_ports == {"rabbitmq_management": None, "rabbitmq_stream": 5552}
+    assert s.plugin_tls_ports == {"rabbitmq_management": 15671, "rabbitmq_stream": 5551}
+    both = read(etc, tls + "management.ssl.port = 15671\nmanagement.tcp.port = 15000\n")
+    assert both.plugin_ports["rabbitmq_management"] == 15000
+    assert both.plugin_tls_ports["rabbitmq_management"] == 15671
+    assert read(etc, "management.ssl.port = 15671\n").plugin_tls_ports == {
+        "rabbitmq_management": None, "rabbitmq_stream": None}
+
+
 def test_amqp10_is_served_with_its_plugin_only(etc: Path) -> None:
     """As RabbitMQ 3.10: AMQP 1.0 is the rabbitmq_amqp1_0 plugin's, which the enabled-plugins
     file decides (issue 44: always served, and listed as enabled)."""

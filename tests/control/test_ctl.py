@@ -1009,3 +1009,45 @@ def test_export_definitions_into_a_planted_symlink_is_refused(node: Node, tmp_pa
     assert victim.read_text() == "precious\n"
     assert ctl("export_definitions", str(tmp_path / "mine.json"))[0] == 0
     assert stat.S_IMODE((tmp_path / "mine.json").stat().st_mode) == 0o600
+
+
+def test_a_plugin_configured_over_tls_alone_listens_over_tls_alone(tmp_path: Path) -> None:
+    """``management.ssl.port`` and no ``management.tcp.port``: rabbitmq-plugins enable on the
+    running node opens the HTTPS port and no plain one (it opened a plain 15672); disable
+    closes it."""
+    import ssl
+    import urllib.request
+
+    import trustme
+
+    from embroker.tls import TLSOptions
+
+    ca = trustme.CA()
+    leaf = ca.issue_cert("localhost", "127.0.0.1")
+    leaf.cert_chain_pems[0].write_to_path(str(tmp_path / "server.pem"))
+    leaf.private_key_pem.write_to_path(str(tmp_path / "server.key"))
+    path = tmp_path / "enabled_plugins"
+    path.write_text("[].\n")
+    environ = {**os.environ, "RABBITMQ_ENABLED_PLUGINS_FILE": str(path)}
+    broker = Broker()
+    tls = TLSOptions(certfile=str(tmp_path / "server.pem"), keyfile=str(tmp_path / "server.key"))
+    with Server(broker, tls=tls) as server, \
+            Node(broker, server, NODE, enabled_plugins_file=path,
+                 plugin_ports={"rabbitmq_management": None},
+                 plugin_tls_ports={"rabbitmq_management": 0}):
+        assert plugins(["enable", "rabbitmq_management"], out=io.StringIO(),
+                       err=io.StringIO(), environ=environ) == 0
+        assert server.management_port is None
+        assert server.management_tls_port is not None
+        context = ssl.create_default_context(cafile=None)
+        ca.configure_trust(context)
+        request = urllib.request.Request(f"https://127.0.0.1:{server.management_tls_port}"
+                                         "/api/overview")
+        request.add_header("Authorization", "Basic Z3Vlc3Q6Z3Vlc3Q=")
+        with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+            assert answer.status == 200
+        assert "https" in lookup(NODE).ports  # type: ignore[union-attr]
+        assert plugins(["disable", "rabbitmq_management"], out=io.StringIO(),
+                       err=io.StringIO(), environ=environ) == 0
+        assert (server.management_port, server.management_tls_port) == (None, None)
+        assert server.errors == []
