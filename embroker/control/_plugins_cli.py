@@ -258,8 +258,8 @@ def main(argv: Sequence[str], *, out: IO[str] | None = None, err: IO[str] | None
                   f"Enabled plugins file: {state['file']}", file=out)
         else:
             return _change(inv, state, name == "enable") or 0
-    except NodeUnreachable:
-        return _unreachable(inv)
+    except NodeUnreachable as exc:
+        return _unreachable(inv, exc)
     except ControlError as exc:
         print(exc.message if exc.plain else f"Error:\n{exc.message}", file=err)
         return exc.code

@@ -31,6 +31,7 @@ from embroker import Broker
 from embroker.control._config import read_node_settings
 from embroker.control._ctl import run
 from embroker.control._node import Node
+from embroker.control._plugins_cli import main as plugins_main
 from embroker.control._registry import NodeEntry, lookup, register
 from embroker.server import Server
 
@@ -196,6 +197,23 @@ def test_a_process_without_the_cookie_gets_no_password(
         assert not any(b"SECRET-PASSWORD" in data for data in received)
         assert not any(b"cookie" in data.lower() for data in received)
         assert "does not speak embroker's control protocol" in err
+
+
+def test_rabbitmq_plugins_says_why_it_did_not_reach_the_node(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rabbitmq-plugins, as rabbitmqctl: a process on the node's port that cannot prove it is
+    the node is refused, and the diagnostics say so (they said only that the node was not
+    registered)."""
+    monkeypatch.setenv("EMBROKER_NODES_DIR", str(tmp_path / "nodes"))
+    (tmp_path / "enabled_plugins").write_text("[].\n")
+    environ = {**os.environ, "RABBITMQ_ENABLED_PLUGINS_FILE": str(tmp_path / "enabled_plugins")}
+    with _fake_node() as (port, _received):
+        register(NodeEntry("rabbit@victim", os.getpid(), port, NodeEntry.new_cookie()))
+        out, err = io.StringIO(), io.StringIO()
+        code = plugins_main(["-n", "rabbit@victim", "enable", "rabbitmq_management"], out=out,
+                            err=err, environ=environ)
+    assert code == 69
+    assert "does not speak embroker's control protocol" in err.getvalue()
 
 
 def test_the_node_proves_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
