@@ -1,0 +1,9 @@
+"""The adapter kit: what every protocol shares beside :class:`embroker.model.Channel`.
+
+RabbitMQ 3.10's protocol plugins (STOMP, MQTT, Web-STOMP, AMQP 1.0) each drive
+``rabbit_channel`` and share a few helpers beside it in ``amqp_client``: ``rabbit_routing_util``
+(a destination's grammar and the queues and bindings it needs) and ``rabbit_direct`` (login,
+counted and announced as for every protocol). This package is their home here. A protocol
+package imports the kit and the model, never another protocol package; the kit imports the
+model only.
+"""
