@@ -558,6 +558,12 @@ MUTATIONS: list[Mutation] = [
       "if chunk.kind != CHUNK_USER or not chunk_matches(chunk, self.filter):",
       "if not chunk_matches(chunk, self.filter):",
       "no reader is sent a tracking chunk"),
+    # -- the adapter kit's destinations (#45) ------------------------------------------------------
+    M("subscription_close_keeps_private_queue", "embroker/kit/_destinations.py",
+      "            with contextlib.suppress(AMQPError):\n"
+      "                self.channel.queue_delete(self.queue)\n",
+      "            pass\n",
+      "a subscription's private queue (a 1.0 link's, an exchange source's) goes with it"),
     # -- TLS and EXTERNAL (#38) ----------------------------------------------------------------
     M("external_offered_without_tls", "embroker/model/_broker.py",
       'return tuple(m for m in self.auth_mechanisms if m != "EXTERNAL" or tls)',

@@ -20,12 +20,14 @@ where ``%2F`` in a name stands for ``/`` and nothing else is decoded::
                       never exclusive or auto-delete; refused when Q exists otherwise)
     /queue            (target only) the default exchange; each message's subject is its key
     /amq/queue/Q      queue Q, which must exist
-    /reply-queue/Q    as /amq/queue/Q (everything after the prefix is the name)
+    /reply-queue/Q    as /amq/queue/Q (everything after the prefix is the name, ``%2F`` decoded)
     /exchange/X/K     an existing exchange X with key K; as a source, a private queue bound to
                       X with K (for ``/exchange/X``, the key ``""``)
     /exchange/X       as a target, each message's subject is its key
     /topic/K          ``/exchange/amq.topic/K``
 
+The v1 grammar is the adapter kit's (:func:`embroker.kit.parse_destination`, the one STOMP
+reads); which forms a link takes, what it makes of them and the refusals' texts are this module's.
 Both sets are served together, as RabbitMQ 4 does while its ``amqp_address_v1`` deprecated
 feature is permitted; where 3.10 and 4 differ on a v1 form, the v1 rules are 3.10's, except that
 a refused address refuses the link (4's behaviour) instead of ending the session (3.10's).
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 from urllib.parse import quote, unquote
 
+from ..kit import DestinationError, DestinationType, parse_destination
 from ._errors import LinkError
 
 __all__ = ["Node", "parse_address", "queue_address"]
@@ -83,11 +86,6 @@ def _erlang_binary(text: str) -> str:
     return "<<" + _erlang_string(text) + ">>" if text else "<<>>"
 
 
-def _unescape_v1(name: str) -> str:
-    # rabbit_routing_util:unescape/1: "%2F" becomes "/", nothing else is decoded.
-    return name.replace("%2F", "/")
-
-
 def _decode_v2(text: str, address: str) -> str:
     try:
         return unquote(text, errors="strict")
@@ -111,37 +109,31 @@ def _parse_v2(address: str, role: Role) -> Node:
 
 
 def _parse_v1(address: str, role: Role) -> Node:
-    parts = address.split("/")
-    if len(parts) == 1:
-        return Node("queue", _unescape_v1(address), declare=True, version=1)
-    kind, rest = (parts[1], parts[2:]) if parts[0] == "" and len(parts) > 1 else ("", [])
-    if kind == "amq" and rest[:1] == ["queue"]:
-        kind, rest = "amq/queue", rest[1:]
-    elif kind == "reply-queue" and rest and address[len("/reply-queue/"):]:
-        return Node("queue", address[len("/reply-queue/"):], version=1)
-    if kind == "exchange":
-        if rest and rest[0] and len(rest) <= 2:
-            return Node("exchange", _unescape_v1(rest[0]),
-                        _unescape_v1(rest[1]) if len(rest) == 2 else
-                        ("" if role == "source" else None), version=1)
-    elif kind == "queue" and not rest and role == "target":
-        return Node("exchange", "", None, version=1)  # the subject is the queue's name
-    elif kind in ("queue", "topic", "amq/queue", "temp-queue") and len(rest) == 1 and rest[0]:
-        name = _unescape_v1(rest[0])
-        if kind == "queue":
-            return Node("queue", name, declare=True, version=1)
-        if kind == "topic":
-            return Node("exchange", "amq.topic", name, version=1)
-        if kind == "amq/queue":
-            return Node("queue", name, version=1)
+    # The kit reads the grammar (rabbit_routing_util:parse_endpoint/2; the anonymous /queue
+    # for a target only); what a 1.0 link makes of each form, and how a refusal is worded, is
+    # the plugin's.
+    try:
+        destination = parse_destination(address, allow_anonymous_queue=role == "target")
+    except DestinationError as exc:
+        if exc.invalid and exc.type is not None:
+            raise _attach_rejected(f"{{invalid_destination,{exc.type.value},"
+                                   f"{_erlang_string(exc.rest)}}}") from None
+        raise _attach_rejected(f"{{unknown_destination,{_erlang_string(address)}}}") from None
+    kind, name = destination.type, destination.name
+    if kind is DestinationType.EXCHANGE:
+        key = destination.key
+        return Node("exchange", name or "", "" if key is None and role == "source" else key,
+                    version=1)
+    if kind is DestinationType.TOPIC:
+        return Node("exchange", "amq.topic", name, version=1)
+    if kind is DestinationType.QUEUE:
+        if name is None:  # the anonymous /queue: the subject is the queue's name
+            return Node("exchange", "", None, version=1)
+        return Node("queue", name, declare=True, version=1)
+    if kind is DestinationType.TEMP_QUEUE:
         raise LinkError("amqp:not-implemented",
                         f"temporary queue destinations ('{address}') are not supported")
-    if kind in ("exchange", "queue", "topic", "temp-queue", "amq/queue"):
-        erlang_kind = {"temp-queue": "temp_queue", "amq/queue": "amqqueue"}.get(kind, kind)
-        path = "/" + "/".join(rest) if rest else ""
-        raise _attach_rejected(
-            f"{{invalid_destination,{erlang_kind},{_erlang_string(path)}}}")
-    raise _attach_rejected(f"{{unknown_destination,{_erlang_string(address)}}}")
+    return Node("queue", name or "", version=1)  # /amq/queue/Q, /reply-queue/Q
 
 
 def parse_address(address: object, role: Role = "target", *, v1: bool = True) -> Node:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
 from ..errors import AMQPError
+from ..kit import Destination, DestinationType, Subscription, private_queue, subscribe
 from ..model._names import REPLY_TO
 from ._address import parse_address, queue_address
 from ._definitions import (
@@ -103,8 +104,9 @@ class _Outgoing(_Link):
         self.presettled = attach.snd_settle_mode == 1
         self.consumer_tag = ""
         self.drain = False
-        #: A queue this link created (dynamic, or for an exchange source): deleted with it.
-        self.own_queue = False
+        #: The private queue this link made (dynamic, or for an exchange source), and its
+        #: binding: undone with the link.
+        self.subscription: Subscription | None = None
         #: Browsing (distribution-mode copy): the model's look at the queue, and the selector
         #: it passes messages through.
         self.browser: Browser | None = None
@@ -173,25 +175,24 @@ class OutgoingLinks(_LinkRole[_Outgoing]):
         browse = source.distribution_mode == "copy"
         selector, filters = self._selector(source, browse)
         message_filter, expressions = self._expressions(source)
-        own = False
+        subscription: Subscription | None = None
         if source.dynamic and _VOLATILE in (source.capabilities or ()):
             return self._volatile(session, attach, source)
         if source.dynamic:
-            name = channel.queue_declare("", exclusive=True).queue
-            own = True
+            subscription = private_queue(channel, exclusive=True, auto_delete=False)
+            name = subscription.queue
         else:
             node = parse_address(source.address, "source", v1=self.connection._v1)
             if node.kind == "queue":
                 name = node.name
                 if node.declare:
                     channel.queue_declare(name, durable=_durable(source.durable))
-            else:
-                channel.exchange_declare(node.name, passive=True)  # 404 first
-                name = channel.queue_declare("", exclusive=True).queue
-                own = True
+            else:  # the exchange first (404), then a private queue bound with the key
+                subscription = subscribe(
+                    channel, Destination(DestinationType.EXCHANGE, node.name, node.key or ""),
+                    durable=False, exclusive=True, auto_delete=False, check_exchange=True)
+                name = subscription.queue
         try:
-            if own and not source.dynamic:
-                channel.queue_bind(name, node.name, node.key or "")
             if browse:
                 browser = channel.browse(name)
                 link = _Outgoing(self, session, attach, browser.queue)
@@ -209,11 +210,10 @@ class OutgoingLinks(_LinkRole[_Outgoing]):
                 link.consumer_tag = tag
                 session.by_tag[tag] = link
         except AMQPError:
-            if own:
-                self.broker.vhosts[self.connection.vhost].delete_queue(name,
-                                                                       self.connection.model)
+            if subscription is not None:
+                subscription.close()
             raise
-        link.own_queue = own
+        link.subscription = subscription
         reply = Source(
             address=queue_address(name) if source.dynamic else source.address,
             durable=source.durable, expiry_policy=source.expiry_policy,
@@ -386,9 +386,8 @@ class OutgoingLinks(_LinkRole[_Outgoing]):
                 link.unsettled.clear()
         if link in self.browsers:
             self.browsers.remove(link)
-        if link.own_queue and link.queue is not None and not link.queue.deleted:
-            # The broker's own clean-up of what the link made (no permission is asked again).
-            self.broker.vhosts[self.connection.vhost].delete_queue_object(link.queue)
+        if link.subscription is not None:  # what the link made goes with it
+            link.subscription.close()
 
     # -- settlements ------------------------------------------------------------------------------
 

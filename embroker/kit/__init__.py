@@ -7,3 +7,22 @@ counted and announced as for every protocol). This package is their home here. A
 package imports the kit and the model, never another protocol package; the kit imports the
 model only.
 """
+
+from ._destinations import DESTINATION_PREFIXES as DESTINATION_PREFIXES
+from ._destinations import Destination as Destination
+from ._destinations import DestinationError as DestinationError
+from ._destinations import DestinationErrorKind as DestinationErrorKind
+from ._destinations import DestinationType as DestinationType
+from ._destinations import Direction as Direction
+from ._destinations import Subscription as Subscription
+from ._destinations import ensure_binding as ensure_binding
+from ._destinations import ensure_endpoint as ensure_endpoint
+from ._destinations import parse_destination as parse_destination
+from ._destinations import private_queue as private_queue
+from ._destinations import subscribe as subscribe
+
+__all__ = [
+    "DESTINATION_PREFIXES", "Destination", "DestinationError", "DestinationErrorKind",
+    "DestinationType", "Direction", "Subscription", "ensure_binding", "ensure_endpoint",
+    "parse_destination", "private_queue", "subscribe",
+]

@@ -40,6 +40,7 @@ from .. import _erlang
 from .._hostfiles import UntrustedPath, append_file, temp_folder, trusted_folder
 from .._untrusted import json_bytes
 from ..fieldtypes import field_type
+from ..kit import Destination, DestinationType, subscribe
 from ..model import PROPERTY_NAMES, Delivered
 from ..model._firehose import TRACE_EXCHANGE
 
@@ -210,10 +211,13 @@ class Tracing:
             raise TracingError(f"the tracer cannot connect: {refused}") from None
         try:
             channel = connection.open_channel(1)
-            queue = channel.queue_declare("", exclusive=True).queue
-            channel.queue_bind(queue, TRACE_EXCHANGE, str(settings["pattern"]))
-            trace = Trace(self, vhost, name, settings, connection, channel, queue)
-            channel.basic_consume(queue, no_ack=True)
+            # rabbit_tracing_consumer's subscription: an exclusive server-named queue (not
+            # auto-delete), bound to the firehose with the pattern; it goes with the connection.
+            subscription = subscribe(channel, Destination(
+                DestinationType.EXCHANGE, TRACE_EXCHANGE, str(settings["pattern"])),
+                exclusive=True, auto_delete=False)
+            trace = Trace(self, vhost, name, settings, connection, channel, subscription.queue)
+            subscription.consume(no_ack=True)
         except (AMQPError, OSError, UntrustedPath) as refused:
             connection.close()
             raise TracingError(f"the tracer cannot start: {refused}") from None
