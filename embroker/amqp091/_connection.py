@@ -87,10 +87,10 @@ from ._methods import (
 )
 
 if TYPE_CHECKING:
+    from ..kit import PeerCertificate
     from ..model import Broker, Message
     from ..model import Channel as ModelChannel
     from ..model import Connection as ModelConnection
-    from ._handshake import PeerCertificate
 
 __all__ = ["ConnectionState", "ServerConnection"]
 

@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from ..errors import AccessRefused, CommandInvalid, NotAllowed
-from ..kit import Client, login
-from ..kit import PeerCertificate as PeerCertificate
+from ..kit import Client, PeerCertificate, login
 from ..kit import LoginRefused as KitLoginRefused
 from ._frames import FRAME_MIN_SIZE
 from ._methods import ConnectionStart, ConnectionStartOk, ConnectionTuneOk
@@ -19,8 +18,9 @@ from ._methods import ConnectionStart, ConnectionStartOk, ConnectionTuneOk
 if TYPE_CHECKING:
     from ..model import Broker
 
-__all__ = ["MECHANISMS", "SERVER_CAPABILITIES", "LoginRefused", "Tuning", "authenticate",
-           "start", "tune"]
+# (PeerCertificate is the kit's, named here for the listener's sniffer)
+__all__ = ["MECHANISMS", "SERVER_CAPABILITIES", "LoginRefused", "PeerCertificate", "Tuning",
+           "authenticate", "start", "tune"]
 
 #: The capabilities announced in connection.start (RabbitMQ 3.10's list).
 SERVER_CAPABILITIES: Final = {
