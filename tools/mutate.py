@@ -603,6 +603,11 @@ MUTATIONS: list[Mutation] = [
       "        if self._told_blocked:\n            self._told_blocked = False\n",
       "        if True:\n            self._told_blocked = False\n",
       "connection.unblocked goes only to the connections told connection.blocked"),
+    # -- the adapter kit: login ----------------------------------------------------------------
+    M("login_skips_the_success_event", "embroker/kit/_login.py",
+      '    if refused is None:\n        _announce(broker, client, mechanism, user)\n        return user\n',
+      '    if refused is None:\n        return user\n',
+      "every protocol's successful login emits user.authentication.success (the kit's login)"),
 ]
 
 

@@ -87,10 +87,10 @@ from ._methods import (
 )
 
 if TYPE_CHECKING:
+    from ..kit import PeerCertificate
     from ..model import Broker, Message
     from ..model import Channel as ModelChannel
     from ..model import Connection as ModelConnection
-    from ._handshake import PeerCertificate
 
 __all__ = ["ConnectionState", "ServerConnection"]
 
@@ -402,24 +402,17 @@ class ServerConnection:
         if isinstance(method, ConnectionStartOk):
             self.client_properties = dict(method.client_properties or {})
             self.mechanism = method.mechanism
-            events = self.broker.plugins.events
+            host, _, port = self.peer.rpartition(":")
             try:
                 self.user = _handshake.authenticate(
-                    self.broker, method, loopback=self.loopback,
-                    address=self.peer.rpartition(":")[0].strip("[]"), tls=self.tls)
+                    self.broker, method, loopback=self.loopback, address=host.strip("[]"),
+                    port=int(port) if port.isdigit() else 0, tls=self.tls)
             except _handshake.LoginRefused as refused:
-                credentials = _handshake.parse_credentials(
-                    method.mechanism, method.response if isinstance(method.response, bytes)
-                    else str(method.response).encode("utf-8", "surrogateescape"))
                 self.refused_login = refused.reason
-                if events is not None and credentials is not None:
-                    events.authentication(credentials[0], self._peer_details(), failed=True)
                 # RabbitMQ tells only the clients that can take it, then closes the socket.
                 self._fail(refused.error, drop=True,
                            tell=self._has_capability("authentication_failure_close"))
                 return
-            if events is not None:
-                events.authentication(self.user, self._peer_details())
             self.state = ConnectionState.TUNE_OK
             self._send_method(0, ConnectionTune(channel_max=self._offer.channel_max,
                                                 frame_max=self._offer.frame_max,

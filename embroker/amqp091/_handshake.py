@@ -7,19 +7,20 @@ keeps the state (which method it waits for) and sends the frames.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from ..errors import AccessRefused, AMQPError, CommandInvalid, NotAllowed
-from ..model._access import login_refusal
-from ._fields import decode_table
+from ..errors import AccessRefused, CommandInvalid, NotAllowed
+from ..kit import Client, PeerCertificate, login
+from ..kit import LoginRefused as KitLoginRefused
 from ._frames import FRAME_MIN_SIZE
 from ._methods import ConnectionStart, ConnectionStartOk, ConnectionTuneOk
 
 if TYPE_CHECKING:
     from ..model import Broker
 
-__all__ = ["MECHANISMS", "SERVER_CAPABILITIES", "LoginRefused", "Tuning", "authenticate",
-           "external_check", "start", "tune"]
+# (PeerCertificate is the kit's, named here for the listener's sniffer)
+__all__ = ["MECHANISMS", "SERVER_CAPABILITIES", "LoginRefused", "PeerCertificate", "Tuning",
+           "authenticate", "start", "tune"]
 
 #: The capabilities announced in connection.start (RabbitMQ 3.10's list).
 SERVER_CAPABILITIES: Final = {
@@ -40,12 +41,6 @@ MECHANISMS: Final = ("PLAIN", "AMQPLAIN")
 #: The mechanisms RabbitMQ 3.10 knows without plugins (an unknown one is told apart from one
 #: known and not offered): rabbit_auth_mechanism_plain, _amqplain, _cr_demo.
 _KNOWN: Final = frozenset({"PLAIN", "AMQPLAIN", "RABBIT-CR-DEMO"})
-
-
-class PeerCertificate(Protocol):
-    """What the handshake asks of a TLS connection (the listener's ``TLSSocket``)."""
-
-    def peer_certificate(self) -> dict[str, Any] | None: ...
 
 
 def mechanisms(broker: Broker, tls: PeerCertificate | None) -> tuple[str, ...]:
@@ -72,25 +67,6 @@ def start(broker: Broker, tls: PeerCertificate | None = None) -> ConnectionStart
         mechanisms=" ".join(mechanisms(broker, tls)), locales="en_US")
 
 
-def parse_credentials(mechanism: str, response: bytes) -> tuple[str, str] | None:
-    """The user name and password of a PLAIN (``\\0user\\0password``) or AMQPLAIN (a field
-    table with ``LOGIN`` and ``PASSWORD``) response; ``None`` when malformed."""
-    if mechanism == "PLAIN":
-        parts = response.split(b"\x00")
-        if len(parts) != 3:
-            return None
-        return parts[1].decode("utf-8", "replace"), parts[2].decode("utf-8", "replace")
-    if mechanism == "AMQPLAIN":
-        try:
-            table = decode_table(len(response).to_bytes(4, "big") + response)
-        except AMQPError:
-            return None
-        login, password = table.get("LOGIN"), table.get("PASSWORD")
-        if isinstance(login, str) and isinstance(password, str):
-            return login, password
-    return None
-
-
 def login_refused(mechanism: str) -> AccessRefused:
     """RabbitMQ's error for bad credentials (sent only to clients that announced the
     ``authentication_failure_close`` capability; the others see the socket close)."""
@@ -110,22 +86,25 @@ class LoginRefused(Exception):
 
 
 def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = False,
-                 address: str = "", tls: PeerCertificate | None = None) -> str:
-    """Check the credentials of connection.start-ok; returns the user name. The attempt
-    counts in the broker's ``access.attempts`` (``amqp091``).
+                 address: str = "", port: int = 0, tls: PeerCertificate | None = None) -> str:
+    """Check the credentials of connection.start-ok (the kit's :func:`~embroker.kit.login`);
+    returns the user name. The attempt counts in the broker's ``access.attempts``
+    (``amqp091``) and is announced (``user.authentication.*``, as rabbit_reader's
+    ``auth_phase``).
 
     Args:
         loopback: whether the client came over a loopback interface (``guest`` may only
             log in from there: the broker's ``loopback_users``).
-        address: the client's address (``"127.0.0.1"``; ``""``: unknown).
+        address, port: the client's address (``"127.0.0.1"``; ``""``: unknown) and port.
         tls: the connection's TLS session, if it came over TLS (EXTERNAL's certificate).
 
     Raises:
         CommandInvalid: (503) a mechanism unknown, or known and not offered (RabbitMQ's two
             texts, rabbit_reader:auth_mechanism_to_module/2).
         LoginRefused: its ``error`` a 403 (:func:`login_refused`), its ``reason`` the log's:
-            unknown user, blank or wrong password, a loopback-only user from elsewhere; for
-            EXTERNAL no certificate, or one whose name is no user.
+            a response the mechanism cannot read, unknown user, blank or wrong password, a
+            loopback-only user from elsewhere; for EXTERNAL no certificate, or one whose name
+            is no user.
     """
     mechanism = method.mechanism
     offered = mechanisms(broker, tls)
@@ -134,53 +113,17 @@ def authenticate(broker: Broker, method: ConnectionStartOk, *, loopback: bool = 
         if mechanism not in known:
             raise CommandInvalid(f"unknown authentication mechanism '{mechanism}'")
         raise CommandInvalid(f"invalid authentication mechanism '{mechanism}'")
-    if mechanism == "EXTERNAL":
-        return _external(broker, tls, loopback=loopback, address=address)
     response = method.response if isinstance(method.response, bytes) else \
         str(method.response).encode("utf-8", "surrogateescape")
-    credentials = parse_credentials(mechanism, response)
-    if credentials is None:  # (RabbitMQ counts a response it cannot read, without a user)
-        broker.access.attempts.record("amqp091", False, address=address)
-        raise LoginRefused(mechanism, "response invalid")
-    name, password = credentials
-    refused = broker.access.check_login(name, password, loopback=loopback,
-                                        protocol="amqp091", address=address)
-    if refused is not None:
-        raise LoginRefused(mechanism, login_refusal(refused, name, password))
-    return name
-
-
-def _external(broker: Broker, tls: PeerCertificate | None, *, loopback: bool,
-              address: str) -> str:
-    # (RabbitMQ's reasons for a refusal go to its log; the client is told login_refused's
-    # text, as for PLAIN)
-    name, refused = external_check(broker, tls, loopback=loopback, protocol="amqp091",
-                                   address=address)
-    if refused is not None:
-        raise LoginRefused("EXTERNAL", refused)
-    return name
-
-
-def external_login(broker: Broker, tls: PeerCertificate | None, *, loopback: bool,
-                   protocol: str, address: str = "") -> str | None:
-    """SASL EXTERNAL over a connection's TLS session: the user its client certificate logs in
-    as, or ``None`` (``AccessControl.login_external``, ``Broker.ssl_cert_login_from``)."""
-    name, refused = external_check(broker, tls, loopback=loopback, protocol=protocol,
-                                   address=address)
-    return name if refused is None else None
-
-
-def external_check(broker: Broker, tls: PeerCertificate | None, *, loopback: bool,
-                   protocol: str, address: str = "") -> tuple[str, str | None]:
-    """:func:`external_login` with the reason of a refusal: the name the certificate gives,
-    and why it may not log in in RabbitMQ's words (``user 'CN=x' - invalid credentials``,
-    ``connection peer presented no TLS (x.509) certificate``: rabbit_auth_mechanism_ssl,
-    :func:`~embroker.model._access.login_refusal`), or ``None``: it may."""
-    certificate = tls.peer_certificate() if tls is not None else None
-    name, refused = broker.access.check_external(
-        certificate, broker.ssl_cert_login_from, loopback=loopback, protocol=protocol,
-        address=address)
-    return name, None if refused is None else login_refusal(refused, name)
+    # (the event's host is the client's, its port 0: what the listener does not say)
+    client = Client("amqp091", "{0,9,1}", peer_host=address, peer_port=port, host=address,
+                    loopback=loopback, tls=tls)
+    try:
+        return login(broker, mechanism, response, client)
+    except KitLoginRefused as refused:
+        # (RabbitMQ's reasons for a refusal go to its log; the client is told
+        # login_refused's text)
+        raise LoginRefused(mechanism, refused.reason) from None
 
 
 def tune(offer: Tuning, method: ConnectionTuneOk, *, frame_min: int = FRAME_MIN_SIZE) -> Tuning:

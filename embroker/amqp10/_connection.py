@@ -55,9 +55,8 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
-from ..amqp091._handshake import external_check
 from ..errors import AMQPError, NotAllowed
-from ..model._access import login_refusal
+from ..kit import Client, LoginRefused, direct_login, login
 from ._definitions import (
     Attach,
     Begin,
@@ -91,7 +90,7 @@ from ._session import Sessions, _Session
 from ._types import Symbol, UInt
 
 if TYPE_CHECKING:
-    from ..amqp091._handshake import PeerCertificate
+    from ..kit import PeerCertificate
     from ..model import Broker
     from ..model import Connection as ModelConnection
 
@@ -369,31 +368,20 @@ class ServerConnection:
 
     def _authenticate(self, mechanism: str, response: bytes) -> tuple[str | None, str]:
         """The user ``mechanism`` logs in as, or ``None`` and why not (RabbitMQ's words for
-        the log: ``user 'bob' - invalid credentials``)."""
-        if mechanism == "PLAIN":
-            # (counted as RabbitMQ 3.10's AMQP 1.0 plugin counts them: amqp10, no address)
-            parts = response.split(b"\x00")
-            try:
-                if len(parts) != 3:
-                    raise UnicodeDecodeError("utf-8", b"", 0, 0, "not PLAIN")
-                user, password = parts[1].decode("utf-8"), parts[2].decode("utf-8")
-            except UnicodeDecodeError:
-                self.broker.access.attempts.record("amqp10", False)
-                return None, "response invalid"
-            refused = self.broker.access.check_login(user, password, loopback=self.loopback,
-                                                     protocol="amqp10")
-            return (user, "") if refused is None else \
-                (None, login_refusal(refused, user, password))
-        if mechanism == "EXTERNAL" and "EXTERNAL" in self.broker.offered_mechanisms(
-                tls=self.tls is not None):
-            name, why = external_check(self.broker, self.tls, loopback=self.loopback,
-                                       protocol="amqp10")
-            return (name, "") if why is None else (None, why)
-        if mechanism == "ANONYMOUS":
-            anonymous = self.broker.access.login_anonymous(
-                loopback=self.loopback, rabbitmq4=self.broker.profile.rabbitmq4)
-            return anonymous, "anonymous login refused"
-        return None, "unknown authentication mechanism"
+        the log: ``user 'bob' - invalid credentials``): the kit's login, counted as RabbitMQ
+        3.10's AMQP 1.0 plugin counts it (``amqp10``, no address) and announced by no event
+        (rabbit_amqp1_0_reader:auth_phase_1_0/2 emits none; each session's direct
+        connection does: :func:`~embroker.kit.direct_login`)."""
+        offered = mechanism in ("PLAIN", "ANONYMOUS") or (
+            mechanism == "EXTERNAL" and "EXTERNAL" in self.broker.offered_mechanisms(
+                tls=self.tls is not None))
+        if not offered:
+            return None, "unknown authentication mechanism"
+        try:
+            return login(self.broker, mechanism, response, Client(
+                "amqp10", loopback=self.loopback, tls=self.tls)), ""
+        except LoginRefused as refused:
+            return None, refused.reason
 
     # -- dispatch ---------------------------------------------------------------------------------
 
@@ -431,6 +419,9 @@ class ServerConnection:
         if channel > self.channel_max:
             raise FramingError(f"channel {channel} is over channel-max {self.channel_max}")
         if isinstance(performative, Begin):
+            if not self.broker.profile.rabbitmq4 and self.user:
+                # (RabbitMQ 3.10's session process logs in over a direct connection)
+                direct_login(self.broker, self.user)
             self._session_role.begin(channel, performative)
             return
         session = self.sessions.get(channel)

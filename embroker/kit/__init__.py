@@ -8,21 +8,37 @@ package imports the kit and the model, never another protocol package; the kit i
 model only.
 """
 
-from ._destinations import DESTINATION_PREFIXES as DESTINATION_PREFIXES
-from ._destinations import Destination as Destination
-from ._destinations import DestinationError as DestinationError
-from ._destinations import DestinationErrorKind as DestinationErrorKind
-from ._destinations import DestinationType as DestinationType
-from ._destinations import Direction as Direction
-from ._destinations import Subscription as Subscription
-from ._destinations import ensure_binding as ensure_binding
-from ._destinations import ensure_endpoint as ensure_endpoint
-from ._destinations import parse_destination as parse_destination
-from ._destinations import private_queue as private_queue
-from ._destinations import subscribe as subscribe
+from ._destinations import (
+    DESTINATION_PREFIXES,
+    Destination,
+    DestinationError,
+    DestinationErrorKind,
+    DestinationType,
+    Direction,
+    Subscription,
+    ensure_binding,
+    ensure_endpoint,
+    parse_destination,
+    private_queue,
+    subscribe,
+)
+from ._login import (
+    Client,
+    LoginRefused,
+    PeerCertificate,
+    decode_amqplain,
+    decode_plain,
+    direct_login,
+    external_check,
+    login,
+    login_anonymous,
+    login_password,
+)
 
 __all__ = [
-    "DESTINATION_PREFIXES", "Destination", "DestinationError", "DestinationErrorKind",
-    "DestinationType", "Direction", "Subscription", "ensure_binding", "ensure_endpoint",
-    "parse_destination", "private_queue", "subscribe",
+    "DESTINATION_PREFIXES", "Client", "Destination", "DestinationError", "DestinationErrorKind",
+    "DestinationType", "Direction", "LoginRefused", "PeerCertificate", "Subscription",
+    "decode_amqplain", "decode_plain", "direct_login", "ensure_binding", "ensure_endpoint",
+    "external_check", "login", "login_anonymous", "login_password", "parse_destination",
+    "private_queue", "subscribe",
 ]

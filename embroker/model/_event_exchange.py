@@ -266,19 +266,30 @@ class EventPublisher:
             *_user_provided_name(connection)])
 
     def authentication(self, user: str, details: Mapping[str, Any], *,
-                       failed: bool = False) -> None:
-        """``user.authentication.success`` or ``.failure`` (with RabbitMQ's reason as the
-        char list it is: an array of longs) for a network login."""
+                       failed: bool = False, error: str | None = None) -> None:
+        """``user.authentication.success`` or ``.failure`` (with RabbitMQ's reason, ``error``,
+        as the char list it is: an array of longs) for a login (:mod:`embroker.kit._login`).
+        ``details``: the peer (``peer_host``, ``peer_port``, ``host``, ``port``), its
+        ``mechanism``, ``protocol`` (the reader's, ``{0,9,1}`` by default) and ``ssl``; or
+        ``connection_type: direct`` alone (rabbit_direct's event: the name only). A user
+        ``""`` (none known) is left out, as RabbitMQ leaves out ``''``."""
         fields: list[tuple[str, Any]] = []
         if failed:
-            fields.append(("error", [ord(c) for c in f"user '{user}' - invalid credentials"]))
-        peer = f"{details.get('peer_host', '')}:{details.get('peer_port', 0)}"
-        fields += [("ssl", False), ("auth_mechanism", details.get("mechanism", "PLAIN")),
-                   ("protocol", "{0,9,1}"), ("peer_port", details.get("peer_port", 0)),
-                   ("peer_host", _erlang_ip(details.get("peer_host", ""))),
-                   ("connection_name", f"{peer} -> {details.get('host', '')}:0"),
-                   ("host", _erlang_ip(details.get("host", ""))), ("name", user),
-                   ("connection_type", "network")]
+            reason = error if error is not None else f"user '{user}' - invalid credentials"
+            fields.append(("error", [ord(c) for c in reason]))
+        if details.get("connection_type") != "direct":
+            peer = f"{details.get('peer_host', '')}:{details.get('peer_port', 0)}"
+            fields += [("ssl", bool(details.get("ssl", False))),
+                       ("auth_mechanism", details.get("mechanism", "PLAIN")),
+                       ("protocol", details.get("protocol", "{0,9,1}")),
+                       ("peer_port", details.get("peer_port", 0)),
+                       ("peer_host", _erlang_ip(details.get("peer_host", ""))),
+                       ("connection_name",
+                        f"{peer} -> {details.get('host', '')}:{details.get('port', 0)}"),
+                       ("host", _erlang_ip(details.get("host", "")))]
+        if user:
+            fields.append(("name", user))
+        fields.append(("connection_type", details.get("connection_type", "network")))
         self.emit("user.authentication.failure" if failed else "user.authentication.success",
                   fields)
 

@@ -65,7 +65,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, final
 
 from .._untrusted import log_text
-from ..amqp091._handshake import external_check, parse_credentials
 from ..amqp10 import from_stream, to_stream
 from ..errors import (
     AccessRefused,
@@ -74,7 +73,7 @@ from ..errors import (
     NotFound,
     PreconditionFailed,
 )
-from ..model._access import login_refusal
+from ..kit import Client, LoginRefused, login
 from ..model._stream import (
     Chunk,
     ChunkReader,
@@ -97,7 +96,7 @@ from ._frames import (
 )
 
 if TYPE_CHECKING:
-    from ..amqp091._handshake import PeerCertificate
+    from ..kit import PeerCertificate
     from ..model import Broker as ModelBroker
     from ..model._channel import Channel as ModelChannel
     from ..model._connection import Connection as ModelConnection
@@ -525,37 +524,27 @@ class StreamConnection:
             self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
                                      Code.SASL_MECHANISM_NOT_SUPPORTED).frame())
             return
-        access = self.broker.access
-        address = self.peer.rpartition(":")[0].strip("[]")
-        refused: str | None
-        reason: str | None  # (why, in RabbitMQ's words, for the log)
-        if mechanism == "EXTERNAL":
-            user, reason = external_check(self.broker, self.tls, loopback=self.loopback,
-                                          protocol="stream", address=address)
-            refused = None if reason is None else "credentials"
-        else:
-            credentials = parse_credentials(mechanism, data)
-            user = credentials[0] if credentials is not None else ""
-            if credentials is None:
-                access.attempts.record("stream", False, address=address)
-                refused, reason = "credentials", "response invalid"
-            else:
-                refused = access.check_login(*credentials, loopback=self.loopback,
-                                             protocol="stream", address=address)
-                reason = None if refused is None else login_refusal(refused, *credentials)
-        if reason is not None:  # (RabbitMQ's stream reader logs it as a warning)
+        host, _, port = self.peer.rpartition(":")
+        # (the kit's login, announced as rabbit_stream_reader's notify_auth_result; the event's
+        # host is the client's, its port 0: what the listener does not say)
+        client = Client("stream", "stream", peer_host=host.strip("[]"),
+                        peer_port=int(port) if port.isdigit() else 0, host=host.strip("[]"),
+                        loopback=self.loopback, tls=self.tls, loopback_event=False)
+        try:
+            user = login(self.broker, mechanism, data, client)
+        except LoginRefused as refused:
+            # (RabbitMQ's stream reader logs it as a warning)
             log.warning("stream connection %s: %s login refused: %s", self.peer,
-                        log_text(mechanism), log_text(reason))
-        if refused == "credentials":
-            self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
-                                     Code.AUTHENTICATION_FAILURE).frame())
-            self._close(Code.AUTHENTICATION_FAILURE, "authentication failure")
-            return
-        if refused == "loopback":
-            self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
-                                     Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK).frame())
-            self._close(Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK,
-                        f"user '{user}' can only connect via localhost")
+                        log_text(mechanism), log_text(refused.reason))
+            if refused.why == "loopback":
+                self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
+                                         Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK).frame())
+                self._close(Code.SASL_AUTHENTICATION_FAILURE_LOOPBACK,
+                            f"user '{refused.user}' can only connect via localhost")
+            else:
+                self._send(self._respond(Key.SASL_AUTHENTICATE, correlation,
+                                         Code.AUTHENTICATION_FAILURE).frame())
+                self._close(Code.AUTHENTICATION_FAILURE, "authentication failure")
             return
         self.user = user
         self._send(self._respond(Key.SASL_AUTHENTICATE, correlation).frame())
