@@ -26,6 +26,7 @@ from ._login import (
     Client,
     LoginRefused,
     PeerCertificate,
+    check_password,
     decode_amqplain,
     decode_plain,
     direct_login,
@@ -38,7 +39,7 @@ from ._login import (
 __all__ = [
     "DESTINATION_PREFIXES", "Client", "Destination", "DestinationError", "DestinationErrorKind",
     "DestinationType", "Direction", "LoginRefused", "PeerCertificate", "Subscription",
-    "decode_amqplain", "decode_plain", "direct_login", "ensure_binding", "ensure_endpoint",
-    "external_check", "login", "login_anonymous", "login_password", "parse_destination",
-    "private_queue", "subscribe",
+    "check_password", "decode_amqplain", "decode_plain", "direct_login", "ensure_binding",
+    "ensure_endpoint", "external_check", "login", "login_anonymous", "login_password",
+    "parse_destination", "private_queue", "subscribe",
 ]

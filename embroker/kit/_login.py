@@ -318,6 +318,15 @@ def direct_login(broker: Broker, user: str) -> None:
         events.authentication(user, {"connection_type": "direct"})
 
 
+def check_password(broker: Broker, user: str, password: str) -> str | None:
+    """Why ``user`` may not log in with ``password`` on the node itself (``"credentials"``,
+    ``"loopback"``), or ``None``: it may. RabbitMQ's ``check_user_pass_login`` as its own tools
+    and plugins ask it, from the node (loopback), neither counted as a client's attempt nor
+    announced: ``rabbitmqctl authenticate_user`` and the tracing plugin's consumer
+    (``rabbit_tracing_consumer``, which connects as its configured user)."""
+    return broker.access.check_login(user, password, loopback=True)
+
+
 def _certificate(client: Client) -> dict[str, Any] | None:
     return client.tls.peer_certificate() if client.tls is not None else None
 

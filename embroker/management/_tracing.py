@@ -40,7 +40,7 @@ from .. import _erlang
 from .._hostfiles import UntrustedPath, append_file, temp_folder, trusted_folder
 from .._untrusted import json_bytes
 from ..fieldtypes import field_type
-from ..kit import Destination, DestinationType, subscribe
+from ..kit import Destination, DestinationType, check_password, subscribe
 from ..model import PROPERTY_NAMES, Delivered
 from ..model._firehose import TRACE_EXCHANGE
 
@@ -195,8 +195,7 @@ class Tracing:
         user = settings.get("tracer_connection_username") or "guest"
         password = settings.get("tracer_connection_password")
         password = "guest" if password is None and user == "guest" else password
-        if password is not None and not broker.access.login(str(user), str(password),
-                                                            loopback=True):
+        if password is not None and check_password(broker, str(user), str(password)):
             raise TracingError(f"the tracer's user '{user}' cannot log in (Something went "
                                "wrong trying to start the trace - check the logs.)")
         from ..errors import AMQPError
