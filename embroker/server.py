@@ -82,6 +82,7 @@ from .errors import (
 )
 from .model._access import is_loopback
 from .model._clock import ManualClock
+from .model._kinds import AlarmBlocking
 from .model._names import NODE
 from .tls import TLSOptions, server_context
 
@@ -1886,19 +1887,27 @@ class Server:
         return self._running
 
     def on_blocked(self, blocked: bool, reason: str) -> None:
-        # Called under the broker lock, from any thread.
+        # Called under the broker lock, from any thread: the connections of a kind held when
+        # they publish are told (each holds itself when it publishes: its blocked says so).
+        def told(client: _Client) -> bool:
+            kind = getattr(client.protocol, "kind", None)
+            return kind is None or kind.alarm_blocking is AlarmBlocking.PUBLISHERS
         if blocked:
-            self._each_client(lambda client: client.conn.publishers_blocked(reason))
+            self._each_client(lambda client: client.conn.publishers_blocked(reason)
+                              if told(client) else None)
         else:
-            self._each_client(lambda client: client.conn.publishers_unblocked())
+            self._each_client(lambda client: client.conn.publishers_unblocked()
+                              if told(client) else None)
 
     def on_alarms(self, alarms: tuple[str, ...]) -> None:
-        # Called under the broker lock, from any thread: the stream clients stop or start
-        # being read (their blocked says so; the loop looks again once told).
-        disk = "disk" in alarms
-        for client in list(self._http_clients.values()):
-            if client.port is not None and client.port.policy.kind == "stream":
-                client.conn.disk_alarm = disk
+        # Called under the broker lock, from any thread: the clients of a kind held from
+        # reading by one of these alarms stop or start being read (their blocked says so;
+        # the loop looks again once told).
+        for client in [*self._clients.values(), *self._http_clients.values()]:
+            conn: Any = client.protocol
+            kind = getattr(conn, "kind", None)
+            if kind is not None and kind.alarm_blocking is AlarmBlocking.READING:
+                conn.held_by_alarm = kind.blocked_by(alarms)
                 self._has_output(client)
 
     def on_restart(self) -> None:
@@ -2046,10 +2055,8 @@ class Server:
         (``broker.locked()``)."""
         found: dict[int, WireConnection] = {}
         for client, conn, model in self._carried():
-            protocol = "AMQP 1-0" if type(conn) is Amqp10Connection else (
-                "AMQP 0-9-1" if type(conn) is Amqp091Connection else "stream")
             found[id(model)] = WireConnection(
-                client.peer, _sockname(client.sock), client.connected_at, protocol,
+                client.peer, _sockname(client.sock), client.connected_at, model.kind.protocol,
                 getattr(conn, "channel_max", 0), getattr(conn, "frame_max", 0),
                 getattr(conn, "heartbeat", 0), bool(getattr(conn, "blocked", False)))
         return found

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 from ..amqp091._handshake import external_check
 from ..errors import AMQPError, NotAllowed
 from ..model._access import login_refusal
+from ..model._kinds import AMQP_10
 from ._definitions import (
     Attach,
     Begin,
@@ -135,6 +136,9 @@ class ServerConnection:
         handshake_timeout: how long from ``connected_at`` (the broker clock's monotonic time
             when the socket connected; now by default) until ``open`` (seconds).
     """
+
+    #: The model's kind of connection it opens (which limits apply, how alarms hold it).
+    kind = AMQP_10
 
     def __init__(self, broker: Broker, *, peer: str = "",
                  on_output: Callable[[], None] | None = None, idle_time_out: float = 60,
@@ -516,9 +520,8 @@ class ServerConnection:
             NotAllowed: no such vhost, no access to it, or a connection limit reached.
         """
         self.model = self.broker.open_connection(
-            vhost, user=self.user, client_properties={"container_id": self.container_id,
-                                                      "protocol": "AMQP 1.0"},
-            name=f"amqp 1.0 connection {self.peer}" if self.peer else None)
+            vhost, user=self.user, client_properties={"container_id": self.container_id},
+            name=f"amqp 1.0 connection {self.peer}" if self.peer else None, kind=self.kind)
         self.model.on_closed_by_broker = self._closed_by_broker
         self.vhost = vhost
 

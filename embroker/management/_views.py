@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, final
 from urllib.parse import quote_plus
 
 from ..fieldtypes import json_value
+from ..model._kinds import STREAM
 from ..model._names import NODE
 
 if TYPE_CHECKING:
@@ -402,7 +403,7 @@ def vhost_info(vhost: VirtualHost, metadata: Mapping[str, Any], tracing: bool,
 
 def is_stream(connection: Connection) -> bool:
     """Whether ``connection`` came over the stream protocol (which has no AMQP channels)."""
-    return connection.details.get("protocol") == "stream"
+    return connection.kind is STREAM
 
 
 def amqp_channels(connection: Connection) -> dict[int, Channel]:

@@ -18,6 +18,7 @@ from ._definitions import Source
 from ._exchange import Exchange
 from ._faults import DeliveryFault, PublishNack
 from ._incidents import Incidents
+from ._kinds import DIRECT, AlarmBlocking, ConnectionKind
 from ._parameters import ParameterCommands
 from ._plugins import Plugins
 from ._policy import PolicyCommands
@@ -288,7 +289,8 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
     def open_connection(self, vhost: str = "/", *, user: str | None = None,
                         client_properties: dict[str, Any] | None = None,
                         name: str | None = None,
-                        details: dict[str, Any] | None = None) -> Connection:
+                        details: dict[str, Any] | None = None,
+                        kind: ConnectionKind = DIRECT) -> Connection:
         """Open a model-level connection to ``vhost``: what the protocol layers and the
         in-process client build on (a test wants :meth:`embroker.Broker.connect`).
 
@@ -298,26 +300,31 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
                 (it acts as ``guest``).
             details: what the protocol layer knows of it (``peer_host``, ``peer_port``,
                 ``channel_max``, ``frame_max``, ``heartbeat``, ``mechanism``), for events.
+            kind: what kind of client it serves (:mod:`embroker.model._kinds`: ``AMQP_091``,
+                ``AMQP_10``, ``STREAM``; ``DIRECT``, an in-process connection, by default):
+                which limits apply to it, how alarms hold it, how listings name it.
 
         Raises:
             NotAllowed: (530) no such virtual host, ``user`` has no access to it, or its
                 ``max-connections`` is reached, or ``user``'s own ``max-connections`` (its
-                user limit; not on a stream connection, which RabbitMQ's stream reader does
-                not check, v3.10.8 and v4.1.0).
+                user limit, when its kind's ``user_connection_limit`` says so: not on a
+                stream connection, which RabbitMQ's stream reader does not check, v3.10.8
+                and v4.1.0).
         """
         with self._lock:
             host = self.vhost(vhost)
             if user is None:
                 host.policies.check_connection_limit("guest")
                 connection = Connection(host, user="guest", client_properties=client_properties,
-                                        name=name, access=UNRESTRICTED)
+                                        name=name, access=UNRESTRICTED, kind=kind)
             else:
                 host.policies.check_connection_limit(user)
-                if (details or {}).get("protocol") != "stream":
+                if kind.user_connection_limit:
                     self._check_user_connection_limit(user)
                 self.access.check_vhost(user, vhost)
                 connection = Connection(host, user=user, client_properties=client_properties,
-                                        name=name, access=self.access.grant(user, vhost))
+                                        name=name, access=self.access.grant(user, vhost),
+                                        kind=kind)
             connection.details = dict(details or {})
             if self.plugins.events is not None:
                 self.plugins.events.connection_created(connection)
@@ -353,6 +360,17 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
                 return
             self.publishers_blocked, self.blocked_reason = False, ""
             self.transports.blocked(False, "")
+
+    def holds(self, kind: ConnectionKind) -> bool:
+        """Whether connections of ``kind`` are held now, as its ``alarm_blocking`` says: a
+        kind held when it publishes, while publishers are blocked (by one of its alarms, or
+        :meth:`block_publishers`); a kind held from reading, while one of its alarms is in
+        effect; never, a kind no alarm holds."""
+        with self._lock:
+            if kind.alarm_blocking is AlarmBlocking.PUBLISHERS:
+                return self.publishers_blocked and (
+                    not self._blocked_by_alarm or kind.blocked_by(self.alarms))
+            return kind.blocked_by(self.alarms)
 
     @property
     def alarms(self) -> list[str]:

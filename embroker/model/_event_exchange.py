@@ -243,7 +243,7 @@ class EventPublisher:
                 ("frame_max", details.get("frame_max", 0)),
                 ("timeout", details.get("heartbeat", 0)),
                 ("vhost", connection.vhost.name), ("user", connection.user),
-                ("protocol", details.get("protocol", "{0,9,1}")), ("ssl_hash", ""),
+                ("protocol", connection.kind.protocol_term), ("ssl_hash", ""),
                 ("ssl_cipher", ""),
                 ("ssl_key_exchange", ""), ("ssl_protocol", ""),
                 ("auth_mechanism", details.get("mechanism", "PLAIN")),
