@@ -83,7 +83,6 @@ from .errors import (
 from .model._access import is_loopback
 from .model._clock import ManualClock
 from .model._kinds import AlarmBlocking
-from .model._names import NODE
 from .tls import TLSOptions, server_context
 
 if TYPE_CHECKING:
@@ -687,12 +686,10 @@ class Server:
             host, management_tls_port, PortPolicy.for_management(
                 limits["management"], _HTTP_UNREAD, tls=self.tls)) \
             if management_tls_port is not None else None
-        #: What the stream protocol's Open and Metadata name as this node (RabbitMQ's
-        #: ``stream.advertised_host`` and ``advertised_port``): by default, as
-        #: ``rabbit_stream:host/0`` and ``port/0`` (v3.10.8), the host part of the node's name
-        #: (``localhost``) and the stream listener's port.
-        self.stream_advertised_host = stream_advertised_host if stream_advertised_host \
-            else NODE.partition("@")[2]
+        self._stream_advertised_host = stream_advertised_host or None
+        #: What the stream protocol's Open and Metadata name as this node's port (RabbitMQ's
+        #: ``stream.advertised_port``): by default, as ``rabbit_stream:port/0`` (v3.10.8),
+        #: the stream listener's port.
         self.stream_advertised_port = stream_advertised_port if stream_advertised_port \
             else self.stream_port
         #: The most connections each kind of port holds (``None``: no limit).
@@ -825,6 +822,18 @@ class Server:
     def management(self) -> ManagementAPI | None:
         """The management API this listener serves (``None`` without a management port)."""
         return self._management
+
+    @property
+    def stream_advertised_host(self) -> str:
+        """What the stream protocol's Open and Metadata name as this node's host (RabbitMQ's
+        ``stream.advertised_host``): by default, as ``rabbit_stream:host/0`` (v3.10.8), the
+        host of the broker's node (:attr:`Broker.node <embroker.model.Broker.node>`:
+        ``localhost`` unless it was named)."""
+        return self._stream_advertised_host or self.broker.node.host
+
+    @stream_advertised_host.setter
+    def stream_advertised_host(self, host: str | None) -> None:
+        self._stream_advertised_host = host or None
 
     @property
     def stream_url(self) -> str | None:

@@ -597,6 +597,11 @@ MUTATIONS: list[Mutation] = [
       "        if self._told_blocked:\n            self._told_blocked = False\n",
       "        if True:\n            self._told_blocked = False\n",
       "connection.unblocked goes only to the connections told connection.blocked"),
+    # -- connection kinds ----------------------------------------------------------------------
+    M("kind_user_connection_limit_ignored", "embroker/model/_broker.py",
+      "                if kind.user_connection_limit:\n",
+      "                if (details or {}).get(\"protocol\") != \"stream\":\n",
+      "a connection kind's user_connection_limit decides whether max-connections applies"),
 ]
 
 

@@ -483,8 +483,7 @@ class ServerConnection:
                 self.should_close = True
                 return
         opened = Open(
-            container_id=self.broker.server_properties.get("cluster_name", "embroker")
-            if rabbitmq4 else "embroker",
+            container_id=self.broker.cluster_name,
             max_frame_size=UInt(self.offer_max_frame_size), channel_max=self.channel_max,
             idle_time_out=UInt(int(self.idle_time_out * 1000)) if self.idle_time_out else None,
             # RabbitMQ 4 offers the link pair of its management node (rabbit_amqp_reader).
@@ -538,8 +537,7 @@ class ServerConnection:
                       if isinstance(v, str) and k.isascii()}
         if self.broker.profile.rabbitmq4:  # RabbitMQ 4 names its node first (the Java client
             # needs it: rabbit_amqp_reader:server_properties/0)
-            properties = {Symbol("node"): str(self.broker.server_properties.get(
-                "cluster_name", "rabbit@embroker")), **properties}
+            properties = {Symbol("node"): self.broker.node.name, **properties}
         return properties
 
     def _finish(self) -> None:
@@ -564,7 +562,7 @@ class ServerConnection:
             return
         if self.state in (ConnectionState.OPEN, ConnectionState.OPENED):
             if self.state is ConnectionState.OPEN:  # we owe an open before a close
-                self._frame(0, Open(container_id="embroker", max_frame_size=UInt(
+                self._frame(0, Open(container_id=self.broker.cluster_name, max_frame_size=UInt(
                     self.offer_max_frame_size), channel_max=self.offer_channel_max))
             self._frame(0, Close(error=Error(Symbol(error.condition), error.description[:1024])))
             self.state = ConnectionState.CLOSE_SENT

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 from collections.abc import Iterable, Mapping
@@ -19,6 +20,7 @@ from ._exchange import Exchange
 from ._faults import DeliveryFault, PublishNack
 from ._incidents import Incidents
 from ._kinds import DIRECT, AlarmBlocking, ConnectionKind
+from ._node import DEFAULT_NODE, RABBITMQ_NODE, NodeIdentity
 from ._parameters import ParameterCommands
 from ._plugins import Plugins
 from ._policy import PolicyCommands
@@ -40,11 +42,11 @@ DEFAULT_MAX_MESSAGE_SIZE_4 = 16 * 1024 * 1024
 
 
 def _server_properties(as_rabbitmq: str | None, profile: Profile,
-                       overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+                       overrides: Mapping[str, Any] | None, node: NodeIdentity) -> dict[str, Any]:
     if as_rabbitmq is None:
         properties: dict[str, Any] = {
             "product": "embroker", "version": __version__, "platform": "Python",
-            "copyright": "embroker contributors", "cluster_name": "embroker",
+            "copyright": "embroker contributors", "cluster_name": node.cluster_name,
             "information": "embroker: an embedded AMQP broker with RabbitMQ's semantics, for "
                            "tests",
         }
@@ -56,7 +58,7 @@ def _server_properties(as_rabbitmq: str | None, profile: Profile,
             "copyright": "Copyright (c) 2007-2025 Broadcom Inc and/or its subsidiaries"
                          if profile.rabbitmq4 else
                          "Copyright (c) 2007-2022 VMware, Inc. or its affiliates.",
-            "cluster_name": "rabbit@embroker",
+            "cluster_name": node.cluster_name,
             "information": f"embroker {__version__} presenting itself as RabbitMQ {version}: "
                            "an embedded AMQP broker with RabbitMQ's semantics, for tests",
         }
@@ -167,7 +169,14 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         self.trace.suggest = self._suggest
         #: What the broker says of itself to clients (see ``server_properties`` above).
         self.profile = Profile.parse(as_rabbitmq, deprecated_features)
-        self.server_properties = _server_properties(as_rabbitmq, self.profile, server_properties)
+        node = DEFAULT_NODE if as_rabbitmq is None else RABBITMQ_NODE
+        self.server_properties = _server_properties(as_rabbitmq, self.profile, server_properties,
+                                                    node)
+        #: Who this node is (:class:`~._node.NodeIdentity`): its name, host and first cluster
+        #: name, which every surface reports (``embroker@localhost`` unless named:
+        #: :meth:`name_node`).
+        self.node = dataclasses.replace(
+            node, cluster_name=str(self.server_properties.get("cluster_name", "")))
         self._init_parameters()
         self.max_message_size = max_message_size if max_message_size is not None else (
             DEFAULT_MAX_MESSAGE_SIZE_4 if self.profile.rabbitmq4 else DEFAULT_MAX_MESSAGE_SIZE)
@@ -196,6 +205,14 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} vhosts={list(self.vhosts)} "
                 f"connections={len(self.connections)}>")
+
+    def name_node(self, name: str) -> None:
+        """Name this node ``name`` (``rabbit@HOST``), as RabbitMQ's tools start a node:
+        ``rabbitmqctl status``, ``/api/nodes``, the event exchange's and the firehose's
+        ``node``, RabbitMQ 4's AMQP 1.0 ``node`` and the stream protocol's advertised host
+        report it from now on. Its cluster keeps its name."""
+        with self._lock:
+            self.node = NodeIdentity.named(name, cluster_name=self.node.cluster_name)
 
     def locked(self) -> AbstractContextManager[object]:
         """Hold the broker still: ``with broker.locked(): ...``. While the block runs, no other
