@@ -12,8 +12,8 @@ from embroker.errors import NotAllowed
 from embroker.management import ManagementAPI
 from embroker.management._connections import _connection_info
 from embroker.model import (
-    AMQP_10,
     AMQP_091,
+    AMQP_10,
     DIRECT,
     STREAM,
     AlarmBlocking,

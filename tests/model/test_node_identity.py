@@ -38,7 +38,8 @@ def _headers(broker: Broker) -> tuple[dict[str, Any], dict[str, Any]]:
     finally:
         broker.vhost("/").tracing = False
     event, trace = ch.basic_get(events, auto_ack=True), ch.basic_get(traced, auto_ack=True)
-    assert isinstance(event, Delivery) and isinstance(trace, Delivery)
+    assert isinstance(event, Delivery)
+    assert isinstance(trace, Delivery)
     return event.properties["headers"], trace.properties["headers"]
 
 
