@@ -21,12 +21,9 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar, final
+from typing import Any, ClassVar, Protocol, final
 
 from typing_extensions import Self
-
-if TYPE_CHECKING:
-    from .client import ReturnedMessage
 
 __all__ = [
     "REPLY_CODES",
@@ -57,6 +54,7 @@ __all__ = [
     "PreconditionFailed",
     "ResourceError",
     "ResourceLocked",
+    "ReturnedMessageLike",
     "SyntaxErrorAMQP",
     "UnexpectedFrame",
     "UnroutableError",
@@ -294,12 +292,31 @@ class ChannelClosed(RuntimeError):
         self.reason = reason
 
 
+class ReturnedMessageLike(Protocol):
+    """What :class:`UnroutableError` and :class:`NackError` carry of a returned message, as
+    basic.return reports it (the in-process client's :class:`embroker.client.ReturnedMessage`
+    is one): the errors name no client type, so that nothing here depends on a surface."""
+
+    @property
+    def reply_code(self) -> int: ...
+    @property
+    def reply_text(self) -> str: ...
+    @property
+    def exchange(self) -> str: ...
+    @property
+    def routing_key(self) -> str: ...
+    @property
+    def properties(self) -> dict[str, Any]: ...
+    @property
+    def body(self) -> bytes: ...
+
+
 class UnroutableError(RuntimeError):
     """The in-process client's ``basic_publish`` in confirm mode: a mandatory message came back
     (basic.return), as pika's ``BlockingChannel`` raises ``UnroutableError``. ``messages``: the
     returned messages (:class:`embroker.client.ReturnedMessage`)."""
 
-    def __init__(self, messages: list[ReturnedMessage]) -> None:
+    def __init__(self, messages: list[ReturnedMessageLike]) -> None:
         super().__init__(f"{len(messages)} message(s) returned: {messages!r}")
         self.messages = messages
 
@@ -310,7 +327,7 @@ class NackError(RuntimeError):
     ``BlockingChannel`` raises ``NackError``. ``messages``: the message returned with it, if
     it was mandatory and came back too."""
 
-    def __init__(self, messages: list[ReturnedMessage]) -> None:
+    def __init__(self, messages: list[ReturnedMessageLike]) -> None:
         super().__init__(f"message nacked by the broker{f': {messages!r}' if messages else ''}")
         self.messages = messages
 

@@ -82,7 +82,7 @@ from .errors import (
 )
 from .model._access import is_loopback
 from .model._clock import ManualClock
-from .model._names import NODE
+from .model._kinds import AlarmBlocking
 from .tls import TLSOptions, server_context
 
 if TYPE_CHECKING:
@@ -686,12 +686,10 @@ class Server:
             host, management_tls_port, PortPolicy.for_management(
                 limits["management"], _HTTP_UNREAD, tls=self.tls)) \
             if management_tls_port is not None else None
-        #: What the stream protocol's Open and Metadata name as this node (RabbitMQ's
-        #: ``stream.advertised_host`` and ``advertised_port``): by default, as
-        #: ``rabbit_stream:host/0`` and ``port/0`` (v3.10.8), the host part of the node's name
-        #: (``localhost``) and the stream listener's port.
-        self.stream_advertised_host = stream_advertised_host if stream_advertised_host \
-            else NODE.partition("@")[2]
+        self._stream_advertised_host = stream_advertised_host or None
+        #: What the stream protocol's Open and Metadata name as this node's port (RabbitMQ's
+        #: ``stream.advertised_port``): by default, as ``rabbit_stream:port/0`` (v3.10.8),
+        #: the stream listener's port.
         self.stream_advertised_port = stream_advertised_port if stream_advertised_port \
             else self.stream_port
         #: The most connections each kind of port holds (``None``: no limit).
@@ -824,6 +822,18 @@ class Server:
     def management(self) -> ManagementAPI | None:
         """The management API this listener serves (``None`` without a management port)."""
         return self._management
+
+    @property
+    def stream_advertised_host(self) -> str:
+        """What the stream protocol's Open and Metadata name as this node's host (RabbitMQ's
+        ``stream.advertised_host``): by default, as ``rabbit_stream:host/0`` (v3.10.8), the
+        host of the broker's node (:attr:`Broker.node <embroker.model.Broker.node>`:
+        ``localhost`` unless it was named)."""
+        return self._stream_advertised_host or self.broker.node.host
+
+    @stream_advertised_host.setter
+    def stream_advertised_host(self, host: str | None) -> None:
+        self._stream_advertised_host = host or None
 
     @property
     def stream_url(self) -> str | None:
@@ -1886,19 +1896,27 @@ class Server:
         return self._running
 
     def on_blocked(self, blocked: bool, reason: str) -> None:
-        # Called under the broker lock, from any thread.
+        # Called under the broker lock, from any thread: the connections of a kind held when
+        # they publish are told (each holds itself when it publishes: its blocked says so).
+        def told(client: _Client) -> bool:
+            kind = getattr(client.protocol, "kind", None)
+            return kind is None or kind.alarm_blocking is AlarmBlocking.PUBLISHERS
         if blocked:
-            self._each_client(lambda client: client.conn.publishers_blocked(reason))
+            self._each_client(lambda client: client.conn.publishers_blocked(reason)
+                              if told(client) else None)
         else:
-            self._each_client(lambda client: client.conn.publishers_unblocked())
+            self._each_client(lambda client: client.conn.publishers_unblocked()
+                              if told(client) else None)
 
     def on_alarms(self, alarms: tuple[str, ...]) -> None:
-        # Called under the broker lock, from any thread: the stream clients stop or start
-        # being read (their blocked says so; the loop looks again once told).
-        disk = "disk" in alarms
-        for client in list(self._http_clients.values()):
-            if client.port is not None and client.port.policy.kind == "stream":
-                client.conn.disk_alarm = disk
+        # Called under the broker lock, from any thread: the clients of a kind held from
+        # reading by one of these alarms stop or start being read (their blocked says so;
+        # the loop looks again once told).
+        for client in [*self._clients.values(), *self._http_clients.values()]:
+            conn: Any = client.protocol
+            kind = getattr(conn, "kind", None)
+            if kind is not None and kind.alarm_blocking is AlarmBlocking.READING:
+                conn.held_by_alarm = kind.blocked_by(alarms)
                 self._has_output(client)
 
     def on_restart(self) -> None:
@@ -2046,10 +2064,8 @@ class Server:
         (``broker.locked()``)."""
         found: dict[int, WireConnection] = {}
         for client, conn, model in self._carried():
-            protocol = "AMQP 1-0" if type(conn) is Amqp10Connection else (
-                "AMQP 0-9-1" if type(conn) is Amqp091Connection else "stream")
             found[id(model)] = WireConnection(
-                client.peer, _sockname(client.sock), client.connected_at, protocol,
+                client.peer, _sockname(client.sock), client.connected_at, model.kind.protocol,
                 getattr(conn, "channel_max", 0), getattr(conn, "frame_max", 0),
                 getattr(conn, "heartbeat", 0), bool(getattr(conn, "blocked", False)))
         return found

@@ -608,6 +608,11 @@ MUTATIONS: list[Mutation] = [
       '    if refused is None:\n        _announce(broker, client, mechanism, user)\n        return user\n',
       '    if refused is None:\n        return user\n',
       "every protocol's successful login emits user.authentication.success (the kit's login)"),
+    # -- connection kinds ----------------------------------------------------------------------
+    M("kind_user_connection_limit_ignored", "embroker/model/_broker.py",
+      "                if kind.user_connection_limit:\n",
+      "                if (details or {}).get(\"protocol\") != \"stream\":\n",
+      "a connection kind's user_connection_limit decides whether max-connections applies"),
 ]
 
 

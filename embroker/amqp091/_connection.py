@@ -47,6 +47,7 @@ from ..errors import (
 )
 from ..model import Cancelled, ChannelEvent, Confirmed, Delivered, Returned
 from ..model._connection import channel_already_open
+from ..model._kinds import AMQP_091
 from . import _handshake
 from ._assembly import Command, CommandReader
 from ._confirms import coalesce
@@ -159,6 +160,8 @@ class ServerConnection:
     #: Never a pause in what :meth:`data_to_send` returns (the AMQP 1.0 connection's may ask
     #: for one after an attach; the listener asks every protocol's connection).
     pause_at: int | None = None
+    #: The model's kind of connection it opens (which limits apply, how alarms hold it).
+    kind = AMQP_091
 
     def __init__(self, broker: Broker, *, peer: str = "", on_output: Callable[[], None] | None = None,
                  heartbeat: int = HEARTBEAT, frame_max: int = FRAME_MAX,
@@ -431,7 +434,7 @@ class ServerConnection:
         elif isinstance(method, ConnectionOpen):
             self.model = self.broker.open_connection(
                 method.virtual_host, user=self.user, client_properties=self.client_properties,
-                name=f"connection {self.peer}" if self.peer else None,
+                name=f"connection {self.peer}" if self.peer else None, kind=self.kind,
                 details={**self._peer_details(), "channel_max": self.channel_max,
                          "frame_max": self.frame_max, "heartbeat": self.heartbeat})
             self.model.on_closed_by_broker = self._closed_by_broker

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 from ..errors import AMQPError, NotAllowed
 from ..kit import Client, LoginRefused, direct_login, login
+from ..model._kinds import AMQP_10
 from ._definitions import (
     Attach,
     Begin,
@@ -134,6 +135,9 @@ class ServerConnection:
         handshake_timeout: how long from ``connected_at`` (the broker clock's monotonic time
             when the socket connected; now by default) until ``open`` (seconds).
     """
+
+    #: The model's kind of connection it opens (which limits apply, how alarms hold it).
+    kind = AMQP_10
 
     def __init__(self, broker: Broker, *, peer: str = "",
                  on_output: Callable[[], None] | None = None, idle_time_out: float = 60,
@@ -470,8 +474,7 @@ class ServerConnection:
                 self.should_close = True
                 return
         opened = Open(
-            container_id=self.broker.server_properties.get("cluster_name", "embroker")
-            if rabbitmq4 else "embroker",
+            container_id=self.broker.cluster_name,
             max_frame_size=UInt(self.offer_max_frame_size), channel_max=self.channel_max,
             idle_time_out=UInt(int(self.idle_time_out * 1000)) if self.idle_time_out else None,
             # RabbitMQ 4 offers the link pair of its management node (rabbit_amqp_reader).
@@ -507,9 +510,8 @@ class ServerConnection:
             NotAllowed: no such vhost, no access to it, or a connection limit reached.
         """
         self.model = self.broker.open_connection(
-            vhost, user=self.user, client_properties={"container_id": self.container_id,
-                                                      "protocol": "AMQP 1.0"},
-            name=f"amqp 1.0 connection {self.peer}" if self.peer else None)
+            vhost, user=self.user, client_properties={"container_id": self.container_id},
+            name=f"amqp 1.0 connection {self.peer}" if self.peer else None, kind=self.kind)
         self.model.on_closed_by_broker = self._closed_by_broker
         self.vhost = vhost
 
@@ -526,8 +528,7 @@ class ServerConnection:
                       if isinstance(v, str) and k.isascii()}
         if self.broker.profile.rabbitmq4:  # RabbitMQ 4 names its node first (the Java client
             # needs it: rabbit_amqp_reader:server_properties/0)
-            properties = {Symbol("node"): str(self.broker.server_properties.get(
-                "cluster_name", "rabbit@embroker")), **properties}
+            properties = {Symbol("node"): self.broker.node.name, **properties}
         return properties
 
     def _finish(self) -> None:
@@ -552,7 +553,7 @@ class ServerConnection:
             return
         if self.state in (ConnectionState.OPEN, ConnectionState.OPENED):
             if self.state is ConnectionState.OPEN:  # we owe an open before a close
-                self._frame(0, Open(container_id="embroker", max_frame_size=UInt(
+                self._frame(0, Open(container_id=self.broker.cluster_name, max_frame_size=UInt(
                     self.offer_max_frame_size), channel_max=self.offer_channel_max))
             self._frame(0, Close(error=Error(Symbol(error.condition), error.description[:1024])))
             self.state = ConnectionState.CLOSE_SENT

@@ -282,8 +282,7 @@ class ManagementNode:
 
     def _encode_queue(self, name: str) -> dict[Any, Any]:
         queue = self.channel.vhost.lookup_queue(name)
-        node = self.channel.vhost.broker.server_properties.get("cluster_name",
-                                                                "rabbit@embroker")
+        node = self.channel.vhost.broker.node.name
         kind = queue.arguments.get("x-queue-type", "classic")
         return {"leader": node, "replicas": [node],
                 "message_count": ULong(queue.message_count),

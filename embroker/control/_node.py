@@ -135,6 +135,9 @@ class Node:
         self.broker = broker
         self.server = server
         self.name = name
+        # The node's one identity: what the management API, the event exchange, AMQP 1.0 and
+        # the stream protocol report from now on (Broker.node).
+        broker.name_node(name)
         self.started = time.time()
         #: The node's "creation" (the middle part of its pids): its start time, so the pids of
         #: one run never match another's.

@@ -25,6 +25,8 @@ from ..fieldtypes import field_type
 from ..management import _views as views
 from ..model._definitions import read_file, vhost_metadata
 from ..model._definitions_schema import NOT_JSON, parse
+from ..model._kinds import AMQP_091 as AMQP_091_KIND
+from ..model._kinds import DIRECT
 from ._protocol import (
     EX_DATAERR,
     EX_NOUSER,
@@ -203,13 +205,11 @@ def _queue_row(node: Node, queue: Queue, unacked: Mapping[int, tuple[int, int]])
 AMQP_091 = {"$tuple": [0, 9, 1]}
 
 
-def _amqp_091(connection: Connection, carried: Any) -> bool:
+def _amqp_091(connection: Connection) -> bool:
     """Whether ``connection`` is one ``rabbitmqctl list_connections`` lists: AMQP 0-9-1 (RabbitMQ
     3.10.8 lists AMQP 1.0 connections with list_amqp10_connections, stream ones with
     list_stream_connections: checked live)."""
-    protocol = carried.protocol if carried is not None else None
-    return protocol not in ("AMQP 1-0", "stream") and not views.is_stream(connection) \
-        and connection.client_properties.get("protocol") != "AMQP 1.0"
+    return connection.kind in (AMQP_091_KIND, DIRECT)
 
 
 def _connection_rows(node: Node) -> list[dict[str, Any]]:
@@ -219,7 +219,7 @@ def _connection_rows(node: Node) -> list[dict[str, Any]]:
     wire = api.wire()
     rows = []
     for connection in node.broker.connections.values():
-        if not connection.is_open or not _amqp_091(connection, wire.get(id(connection))):
+        if not connection.is_open or not _amqp_091(connection):
             continue
         info = _connection_info(api, connection, wire, "rmq-cli")
         row = {key: info.get(key, "") for key in INFO_KEYS["connections"][0]}

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConnectionForced
 from ..model._access import NO_ITEM, Rule
+from ..model._kinds import DIRECT
 from . import _views as views
 from ._api import split_peer
 from ._http import Response
@@ -37,7 +38,7 @@ def _connection_info(api: ManagementAPI, connection: Connection,
             "auth_mechanism": "PLAIN", "channel_max": 0, "client_properties": properties,
             "connected_at": int(connected_at * 1000),
             "frame_max": details.get("frame_max", 0), "host": here[0], "name": name,
-            "node": views.NODE, "peer_cert_issuer": None, "peer_cert_subject": None,
+            "node": api.broker.node.name, "peer_cert_issuer": None, "peer_cert_subject": None,
             "peer_cert_validity": None, "peer_host": peer_host, "peer_port": peer_port,
             "port": here[1], "protocol": "stream", "ssl": False, "ssl_cipher": None,
             "ssl_hash": None, "ssl_key_exchange": None, "ssl_protocol": None,
@@ -50,10 +51,11 @@ def _connection_info(api: ManagementAPI, connection: Connection,
         "connected_at": int(connected_at * 1000),
         "frame_max": carried.frame_max if carried is not None else 0,
         "garbage_collection": dict(views._GC),
-        "host": here[0], "name": name, "node": views.NODE,
+        "host": here[0], "name": name, "node": api.broker.node.name,
         "peer_cert_issuer": None, "peer_cert_subject": None, "peer_cert_validity": None,
         "peer_host": peer_host, "peer_port": peer_port, "port": here[1],
-        "protocol": carried.protocol if carried is not None else "AMQP 0-9-1",
+        # (its kind's; embroker lists its in-process connections as 0-9-1 ones)
+        "protocol": "AMQP 0-9-1" if connection.kind is DIRECT else connection.kind.protocol,
         "recv_cnt": 0, "recv_oct": 0, "recv_oct_details": views.rate(), "reductions": 0,
         "reductions_details": views.rate(), "send_cnt": 0, "send_oct": 0,
         "send_oct_details": views.rate(), "send_pend": 0, "ssl": False, "ssl_cipher": None,
@@ -138,7 +140,7 @@ def _connections_of_user(api: ManagementAPI, call: Call) -> Any:
     wire = api.wire()
     with api.broker.locked():
         return [{"name": api.identity(c, wire)[0], "vhost": c.vhost.name, "user": c.user,
-                 "node": views.NODE} for c in _user_connections(api, call)]
+                 "node": api.broker.node.name} for c in _user_connections(api, call)]
 
 
 @route("DELETE", "connections/username/{username}", Rule.OWNER, owner=_no_owner)

@@ -95,7 +95,7 @@ def _overview(api: ManagementAPI, call: Call) -> Any:
         "object_totals": totals, "statistics_db_event_queue": 0,
     }
     if monitor:
-        answer.update({"node": views.NODE, "listeners": listeners,
+        answer.update({"node": api.broker.node.name, "listeners": listeners,
                        "contexts": _contexts(api, node=True)})
     return answer
 
@@ -105,7 +105,7 @@ def _contexts(api: ManagementAPI, *, node: bool) -> list[dict[str, Any]]:
     context: dict[str, Any] = {"cowboy_opts": "[]", "description": "RabbitMQ Management",
                                "path": "/", "port": port}
     if node:
-        context.update({"node": views.NODE, "ssl_opts": []})
+        context.update({"node": api.broker.node.name, "ssl_opts": []})
     return [context]
 
 
@@ -120,13 +120,13 @@ def _listeners(api: ManagementAPI) -> list[dict[str, Any]]:
     if server is None:
         return []
     options = {"backlog": 512, "nodelay": True, "linger": [True, 0], "exit_on_close": False}
-    found = [{"node": views.NODE, "protocol": "amqp", "ip_address": server.host,
+    found = [{"node": api.broker.node.name, "protocol": "amqp", "ip_address": server.host,
               "port": server.port, "socket_opts": dict(options)}]
     if server.amqp10_port is not None:
-        found.append({"node": views.NODE, "protocol": "amqp10", "ip_address": server.host,
+        found.append({"node": api.broker.node.name, "protocol": "amqp10", "ip_address": server.host,
                       "port": server.amqp10_port, "socket_opts": dict(options)})
     if server.management_port is not None:
-        found.append({"node": views.NODE, "protocol": "http", "ip_address": server.host,
+        found.append({"node": api.broker.node.name, "protocol": "http", "ip_address": server.host,
                       "port": server.management_port, "socket_opts": dict(options)})
     return found
 
@@ -152,7 +152,7 @@ def _nodes(api: ManagementAPI, call: Call) -> Any:
 
 @route("GET", "nodes/{node}", Rule.MONITOR)
 def _node_one(api: ManagementAPI, call: Call) -> Any:
-    if call.params["node"] != views.NODE:
+    if call.params["node"] != api.broker.node.name:
         raise not_found()
     return _node(api)
 
@@ -193,7 +193,7 @@ def _node(api: ManagementAPI) -> dict[str, Any]:
             "consumer_deleted", "exchange_deleted", "node_node_deleted", "queue_deleted",
             "vhost_deleted"), 0),
         "ra_open_file_metrics": {"ra_log_segment_writer": 0, "ra_log_wal": 0},
-        "name": views.NODE, "type": "disc", "running": True,
+        "name": api.broker.node.name, "type": "disc", "running": True,
     }
 
 
@@ -201,7 +201,7 @@ def _node(api: ManagementAPI) -> dict[str, Any]:
 def _auth_attempts(api: ManagementAPI, call: Call) -> Any:
     """rabbit_mgmt_wm_auth_attempts: the logins tried per protocol (the model counts them
     where it decides them: ``broker.access.attempts``); another node is 404."""
-    if call.params["node"] != views.NODE:
+    if call.params["node"] != api.broker.node.name:
         raise not_found()
     with api.broker.locked():
         return api.broker.access.attempts.by_protocol()
@@ -212,7 +212,7 @@ def _auth_attempts_by_source(api: ManagementAPI, call: Call) -> Any:
     """The same per client address and user: none unless tracking of sources is on
     (``broker.access.attempts.track_sources``, RabbitMQ's ``track_auth_attempt_source``,
     off by default)."""
-    if call.params["node"] != views.NODE:
+    if call.params["node"] != api.broker.node.name:
         raise not_found()
     with api.broker.locked():
         return api.broker.access.attempts.by_source()
@@ -222,7 +222,7 @@ def _auth_attempts_by_source(api: ManagementAPI, call: Call) -> Any:
 @route("DELETE", "auth/attempts/{node}/source", Rule.MONITOR)
 def _auth_attempts_reset(api: ManagementAPI, call: Call) -> Any:
     """Forget the counts, both kinds (``rabbit_core_metrics:reset_auth_attempt_metrics``)."""
-    if call.params["node"] != views.NODE:
+    if call.params["node"] != api.broker.node.name:
         raise not_found()
     with api.broker.locked():
         api.broker.access.attempts.reset()
@@ -265,7 +265,7 @@ def _aliveness(api: ManagementAPI, call: Call) -> Any:
 def _reset(api: ManagementAPI, call: Call) -> Any:
     """rabbit_mgmt_wm_reset: clear the statistics; embroker's are exact (counted when asked),
     so there is nothing to clear. Another node's name is 404, as RabbitMQ answers."""
-    if call.params.get("node", views.NODE) != views.NODE:
+    if call.params.get("node", api.broker.node.name) != api.broker.node.name:
         raise not_found()
     return Response(204)
 
@@ -287,7 +287,7 @@ def _healthy(api: ManagementAPI, call: Call) -> Any:
 
 @route("GET", "healthchecks/node/{node}", Rule.ANY)
 def _healthchecks_node(api: ManagementAPI, call: Call) -> Any:
-    if call.params["node"] != views.NODE:
+    if call.params["node"] != api.broker.node.name:
         raise not_found()
     return {"status": "ok"}
 
@@ -308,7 +308,7 @@ def _health_alarms(api: ManagementAPI, call: Call) -> Any:
         where = "on the node" if call.request.path.rstrip("/").endswith("local-alarms") \
             else "in the cluster"
         return _failed({"status": "failed", "reason": f"There are alarms in effect {where}",
-                        "alarms": [{"node": views.NODE, "resource": _ALARM_RESOURCES.get(a, a)}
+                        "alarms": [{"node": api.broker.node.name, "resource": _ALARM_RESOURCES.get(a, a)}
                                    for a in alarms]})
     return {"status": "ok"}
 

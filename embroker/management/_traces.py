@@ -24,9 +24,9 @@ _TRACE = Schema({"format": Field(anything, required=True),
                  "tracer_connection_password": Field(anything, ABSENT)})
 
 
-def _node_param(call: Call) -> None:
+def _node_param(api: ManagementAPI, call: Call) -> None:
     node = call.params.get("node")
-    if node is not None and node != views.NODE:
+    if node is not None and node != api.broker.node.name:
         raise not_found()
 
 
@@ -37,7 +37,7 @@ def _node_param(call: Call) -> None:
 def _traces(api: ManagementAPI, call: Call) -> Any:
     """Every trace, whatever the vhost in the path (as RabbitMQ 3.10's rabbit_tracing_wm_traces,
     which does not read it)."""
-    _node_param(call)
+    _node_param(api, call)
     with api.broker.locked():
         return [_trace_info(api, trace) for trace in api.tracing.listed()]
 
@@ -54,7 +54,7 @@ def _trace_info(api: ManagementAPI, trace: Any) -> dict[str, Any]:
 @route("GET", "traces/{vhost}/{name}", Rule.ADMIN)
 @route("GET", "traces/node/{node}/{vhost}/{name}", Rule.ADMIN)
 def _trace_get(api: ManagementAPI, call: Call) -> Any:
-    _node_param(call)
+    _node_param(api, call)
     with api.broker.locked():
         trace = api.tracing.get(call.params["vhost"], call.params["name"])
         if trace is None:
@@ -65,7 +65,7 @@ def _trace_get(api: ManagementAPI, call: Call) -> Any:
 @route("PUT", "traces/{vhost}/{name}", Rule.ADMIN, body=_TRACE)
 @route("PUT", "traces/node/{node}/{vhost}/{name}", Rule.ADMIN, body=_TRACE)
 def _trace_put(api: ManagementAPI, call: Call) -> Any:
-    _node_param(call)
+    _node_param(api, call)
     body = call.body
     payload = body.get("max_payload_bytes", 0)
     if not isinstance(payload, int) or isinstance(payload, bool):
@@ -86,7 +86,7 @@ def _trace_put(api: ManagementAPI, call: Call) -> Any:
 @route("DELETE", "traces/{vhost}/{name}", Rule.ADMIN)
 @route("DELETE", "traces/node/{node}/{vhost}/{name}", Rule.ADMIN)
 def _trace_delete(api: ManagementAPI, call: Call) -> Any:
-    _node_param(call)
+    _node_param(api, call)
     with api.broker.locked():
         if api.tracing.get(call.params["vhost"], call.params["name"]) is None:
             raise not_found()
@@ -97,7 +97,7 @@ def _trace_delete(api: ManagementAPI, call: Call) -> Any:
 @route("GET", "trace-files", Rule.ADMIN)
 @route("GET", "trace-files/node/{node}", Rule.ADMIN)
 def _trace_files(api: ManagementAPI, call: Call) -> Any:
-    _node_param(call)
+    _node_param(api, call)
     with api.broker.locked():
         return api.tracing.files()
 
@@ -124,7 +124,7 @@ def _trace_file_delete(api: ManagementAPI, call: Call) -> Any:
 
 def _trace_path(api: ManagementAPI, call: Call) -> Path:
     """The log file the request names (404 if none), found under the lock, used outside it."""
-    _node_param(call)
+    _node_param(api, call)
     with api.broker.locked():
         path = api.tracing.file(call.params["name"])
     if path is None:

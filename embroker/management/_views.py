@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, final
 from urllib.parse import quote_plus
 
 from ..fieldtypes import json_value
+from ..model._kinds import STREAM
 from ..model._names import NODE
 
 if TYPE_CHECKING:
@@ -142,6 +143,8 @@ class QueueSnapshot(NamedTuple):
     operator_policy: str | None
     effective_policy_definition: Any
     declared_at: float
+    #: The node it is on (its broker's :attr:`~embroker.model.Broker.node`).
+    node: str = NODE
 
 
 def queue_snapshot(queue: Queue, unacked: tuple[int, int] | None = None) -> QueueSnapshot:
@@ -168,7 +171,8 @@ def queue_snapshot(queue: Queue, unacked: tuple[int, int] | None = None) -> Queu
         queue.consumer_count, exclusive_tag, active.tag if active is not None else None,
         queue.policy.name if queue.policy else None,
         queue.operator_policy.name if queue.operator_policy else None,
-        json_value(queue.effective_policy_definition), queue.declared_at)
+        json_value(queue.effective_policy_definition), queue.declared_at,
+        queue.vhost.broker.node.name)
 
 
 def queue_info(queue: Queue | QueueSnapshot,
@@ -208,7 +212,7 @@ def queue_info(queue: Queue | QueueSnapshot,
         "messages_ready_details": rate(), "messages_ready_ram": q.ready,
         "messages_unacknowledged": q.unacked, "messages_unacknowledged_details": rate(),
         "messages_unacknowledged_ram": q.unacked,
-        "name": q.name, "node": NODE,
+        "name": q.name, "node": q.node,
         "operator_policy": q.operator_policy, "policy": q.policy,
         "recoverable_slaves": None, "reductions": 0, "reductions_details": rate(),
         "single_active_consumer_tag": q.active_tag,
@@ -220,7 +224,7 @@ def queue_info(queue: Queue | QueueSnapshot,
         return _quorum(info, q)
     if q.type == "stream":
         return {key: value for key, value in info.items() if key in _STREAM_KEYS} | {
-            "members": [NODE], "online": [NODE], "readers": {NODE: 0}}
+            "members": [q.node], "online": [q.node], "readers": {q.node: 0}}
     return info
 
 
@@ -241,7 +245,8 @@ _STREAM_KEYS = frozenset({
 
 def _quorum(info: dict[str, Any], q: QueueSnapshot) -> dict[str, Any]:
     found = {key: value for key, value in info.items() if key not in _CLASSIC_ONLY}
-    found.update({"leader": NODE, "members": [NODE], "online": [NODE], "open_files": {NODE: 0},
+    node = q.node
+    found.update({"leader": node, "members": [node], "online": [node], "open_files": {node: 0},
                   "messages_dlx": 0, "message_bytes_dlx": 0,
                   "single_active_consumer_ctag": q.active_tag})
     return dict(sorted(found.items()))
@@ -271,7 +276,6 @@ _BACKING = _fragment({"avg_ack_egress_rate": 0.0, "avg_ack_ingress_rate": 0.0,
 _QUEUE_STATS_JSON = _fragment(stats(_QUEUE_STATS))
 _GC_JSON = _fragment(_GC)
 _RATE_JSON = _fragment(_RATE)
-_NODE_JSON = _fragment(NODE)
 
 
 def queue_json(q: QueueSnapshot) -> str:
@@ -309,7 +313,7 @@ def queue_json(q: QueueSnapshot) -> str:
         ',"messages_unacknowledged":', str(q.unacked),
         ',"messages_unacknowledged_details":', _RATE_JSON,
         ',"messages_unacknowledged_ram":', str(q.unacked),
-        ',"name":', dump(q.name), ',"node":', _NODE_JSON,
+        ',"name":', dump(q.name), ',"node":', dump(q.node),
         ',"operator_policy":', dump(q.operator_policy), ',"policy":', dump(q.policy),
         ',"recoverable_slaves":null,"reductions":0,"reductions_details":', _RATE_JSON,
         ',"single_active_consumer_tag":', dump(q.active_tag),
@@ -352,7 +356,8 @@ def consumer_info(consumer: Consumer, connection_name: str, peer: tuple[str, int
         "arguments": json_value(consumer.arguments),
         "channel_details": {
             "connection_name": connection_name,
-            "name": channel_name(connection_name, consumer.channel.number), "node": NODE,
+            "name": channel_name(connection_name, consumer.channel.number),
+            "node": consumer.channel.vhost.broker.node.name,
             "number": consumer.channel.number, "peer_host": peer[0], "peer_port": peer[1],
             "user": user},
         "ack_required": not consumer.no_ack, "active": status != "waiting",
@@ -374,7 +379,8 @@ def channel_info(channel: Channel, connection_name: str, peer: tuple[str, int], 
         "idle_since": iso_time(time.time()), "message_stats": stats(DELIVERY_STATS),
         "messages_unacknowledged": len(outstanding), "messages_uncommitted": 0,
         "messages_unconfirmed": 0, "name": channel_name(connection_name, channel.number),
-        "node": NODE, "number": channel.number, "pending_raft_commands": 0,
+        "node": channel.vhost.broker.node.name, "number": channel.number,
+        "pending_raft_commands": 0,
         "prefetch_count": channel.prefetch_count, "reductions": 0,
         "reductions_details": rate(), "state": "running", "transactional": channel.tx_mode,
         "user": user, "user_who_performed_action": who, "vhost": channel.vhost.name,
@@ -390,7 +396,7 @@ def vhost_info(vhost: VirtualHost, metadata: Mapping[str, Any], tracing: bool,
     description = str(metadata.get("description", ""))
     tags = list(metadata.get("tags", []))
     return {
-        "cluster_state": {NODE: "running"}, "default_queue_type": "undefined",
+        "cluster_state": {vhost.broker.node.name: "running"}, "default_queue_type": "undefined",
         "description": description, "messages": ready + pending, "messages_details": rate(),
         "messages_ready": ready, "messages_ready_details": rate(),
         "messages_unacknowledged": pending, "messages_unacknowledged_details": rate(),
@@ -402,7 +408,7 @@ def vhost_info(vhost: VirtualHost, metadata: Mapping[str, Any], tracing: bool,
 
 def is_stream(connection: Connection) -> bool:
     """Whether ``connection`` came over the stream protocol (which has no AMQP channels)."""
-    return connection.details.get("protocol") == "stream"
+    return connection.kind is STREAM
 
 
 def amqp_channels(connection: Connection) -> dict[int, Channel]:

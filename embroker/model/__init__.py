@@ -30,6 +30,12 @@ from ._exchange import Exchange as Exchange
 from ._history import Fate as Fate
 from ._history import MessageEvent as MessageEvent
 from ._incidents import Incident as Incident
+from ._kinds import AMQP_091 as AMQP_091
+from ._kinds import AMQP_10 as AMQP_10
+from ._kinds import DIRECT as DIRECT
+from ._kinds import STREAM as STREAM
+from ._kinds import AlarmBlocking as AlarmBlocking
+from ._kinds import ConnectionKind as ConnectionKind
 from ._message import PROPERTY_NAMES as PROPERTY_NAMES
 from ._message import Message as Message
 from ._message import QueuedMessage as QueuedMessage
@@ -44,11 +50,46 @@ from ._vhost import DeclareOk as DeclareOk
 from ._vhost import VirtualHost as VirtualHost
 
 __all__ = [
-    "PROPERTY_NAMES", "Binding", "Broker", "Browser", "Cancelled", "Channel", "ChannelEvent", "Clock",
-    "Confirmed", "Connection", "Consumer", "DeclareOk", "Delivered", "Delivery", "Exchange",
-    "Explanation", "Fate", "HashedPassword", "HeldMessage", "Incident", "ManualClock", "Message",
+    "AMQP_091",
+    "AMQP_10",
+    "DIRECT",
+    "PROPERTY_NAMES",
+    "STREAM",
+    "AlarmBlocking",
+    "Binding",
+    "Broker",
+    "Browser",
+    "Cancelled",
+    "Channel",
+    "ChannelEvent",
+    "Clock",
+    "Confirmed",
+    "Connection",
+    "ConnectionKind",
+    "Consumer",
+    "DeclareOk",
+    "Delivered",
+    "Delivery",
+    "Exchange",
+    "Explanation",
+    "Fate",
+    "HashedPassword",
+    "HeldMessage",
+    "Incident",
+    "ManualClock",
+    "Message",
     "MessageEvent",
-    "Outcome", "Permissions", "Plugins", "Policy", "Queue", "QueueSettings", "QueuedMessage",
-    "Returned", "RoutingDecision", "SystemClock", "Timer",
-    "TopicPermissions", "VirtualHost",
+    "Outcome",
+    "Permissions",
+    "Plugins",
+    "Policy",
+    "Queue",
+    "QueueSettings",
+    "QueuedMessage",
+    "Returned",
+    "RoutingDecision",
+    "SystemClock",
+    "Timer",
+    "TopicPermissions",
+    "VirtualHost",
 ]

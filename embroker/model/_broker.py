@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 from collections.abc import Iterable, Mapping
@@ -18,6 +19,8 @@ from ._definitions import Source
 from ._exchange import Exchange
 from ._faults import DeliveryFault, PublishNack
 from ._incidents import Incidents
+from ._kinds import DIRECT, AlarmBlocking, ConnectionKind
+from ._node import DEFAULT_NODE, RABBITMQ_NODE, NodeIdentity
 from ._parameters import ParameterCommands
 from ._plugins import Plugins
 from ._policy import PolicyCommands
@@ -39,11 +42,11 @@ DEFAULT_MAX_MESSAGE_SIZE_4 = 16 * 1024 * 1024
 
 
 def _server_properties(as_rabbitmq: str | None, profile: Profile,
-                       overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+                       overrides: Mapping[str, Any] | None, node: NodeIdentity) -> dict[str, Any]:
     if as_rabbitmq is None:
         properties: dict[str, Any] = {
             "product": "embroker", "version": __version__, "platform": "Python",
-            "copyright": "embroker contributors", "cluster_name": "embroker",
+            "copyright": "embroker contributors", "cluster_name": node.cluster_name,
             "information": "embroker: an embedded AMQP broker with RabbitMQ's semantics, for "
                            "tests",
         }
@@ -55,7 +58,7 @@ def _server_properties(as_rabbitmq: str | None, profile: Profile,
             "copyright": "Copyright (c) 2007-2025 Broadcom Inc and/or its subsidiaries"
                          if profile.rabbitmq4 else
                          "Copyright (c) 2007-2022 VMware, Inc. or its affiliates.",
-            "cluster_name": "rabbit@embroker",
+            "cluster_name": node.cluster_name,
             "information": f"embroker {__version__} presenting itself as RabbitMQ {version}: "
                            "an embedded AMQP broker with RabbitMQ's semantics, for tests",
         }
@@ -166,7 +169,14 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         self.trace.suggest = self._suggest
         #: What the broker says of itself to clients (see ``server_properties`` above).
         self.profile = Profile.parse(as_rabbitmq, deprecated_features)
-        self.server_properties = _server_properties(as_rabbitmq, self.profile, server_properties)
+        node = DEFAULT_NODE if as_rabbitmq is None else RABBITMQ_NODE
+        self.server_properties = _server_properties(as_rabbitmq, self.profile, server_properties,
+                                                    node)
+        #: Who this node is (:class:`~._node.NodeIdentity`): its name, host and first cluster
+        #: name, which every surface reports (``embroker@localhost`` unless named:
+        #: :meth:`name_node`).
+        self.node = dataclasses.replace(
+            node, cluster_name=str(self.server_properties.get("cluster_name", "")))
         self._init_parameters()
         self.max_message_size = max_message_size if max_message_size is not None else (
             DEFAULT_MAX_MESSAGE_SIZE_4 if self.profile.rabbitmq4 else DEFAULT_MAX_MESSAGE_SIZE)
@@ -195,6 +205,14 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} vhosts={list(self.vhosts)} "
                 f"connections={len(self.connections)}>")
+
+    def name_node(self, name: str) -> None:
+        """Name this node ``name`` (``rabbit@HOST``), as RabbitMQ's tools start a node:
+        ``rabbitmqctl status``, ``/api/nodes``, the event exchange's and the firehose's
+        ``node``, RabbitMQ 4's AMQP 1.0 ``node`` and the stream protocol's advertised host
+        report it from now on. Its cluster keeps its name."""
+        with self._lock:
+            self.node = NodeIdentity.named(name, cluster_name=self.node.cluster_name)
 
     def locked(self) -> AbstractContextManager[object]:
         """Hold the broker still: ``with broker.locked(): ...``. While the block runs, no other
@@ -288,7 +306,8 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
     def open_connection(self, vhost: str = "/", *, user: str | None = None,
                         client_properties: dict[str, Any] | None = None,
                         name: str | None = None,
-                        details: dict[str, Any] | None = None) -> Connection:
+                        details: dict[str, Any] | None = None,
+                        kind: ConnectionKind = DIRECT) -> Connection:
         """Open a model-level connection to ``vhost``: what the protocol layers and the
         in-process client build on (a test wants :meth:`embroker.Broker.connect`).
 
@@ -298,26 +317,31 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
                 (it acts as ``guest``).
             details: what the protocol layer knows of it (``peer_host``, ``peer_port``,
                 ``channel_max``, ``frame_max``, ``heartbeat``, ``mechanism``), for events.
+            kind: what kind of client it serves (:mod:`embroker.model._kinds`: ``AMQP_091``,
+                ``AMQP_10``, ``STREAM``; ``DIRECT``, an in-process connection, by default):
+                which limits apply to it, how alarms hold it, how listings name it.
 
         Raises:
             NotAllowed: (530) no such virtual host, ``user`` has no access to it, or its
                 ``max-connections`` is reached, or ``user``'s own ``max-connections`` (its
-                user limit; not on a stream connection, which RabbitMQ's stream reader does
-                not check, v3.10.8 and v4.1.0).
+                user limit, when its kind's ``user_connection_limit`` says so: not on a
+                stream connection, which RabbitMQ's stream reader does not check, v3.10.8
+                and v4.1.0).
         """
         with self._lock:
             host = self.vhost(vhost)
             if user is None:
                 host.policies.check_connection_limit("guest")
                 connection = Connection(host, user="guest", client_properties=client_properties,
-                                        name=name, access=UNRESTRICTED)
+                                        name=name, access=UNRESTRICTED, kind=kind)
             else:
                 host.policies.check_connection_limit(user)
-                if (details or {}).get("protocol") != "stream":
+                if kind.user_connection_limit:
                     self._check_user_connection_limit(user)
                 self.access.check_vhost(user, vhost)
                 connection = Connection(host, user=user, client_properties=client_properties,
-                                        name=name, access=self.access.grant(user, vhost))
+                                        name=name, access=self.access.grant(user, vhost),
+                                        kind=kind)
             connection.details = dict(details or {})
             if self.plugins.events is not None:
                 self.plugins.events.connection_created(connection)
@@ -353,6 +377,17 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
                 return
             self.publishers_blocked, self.blocked_reason = False, ""
             self.transports.blocked(False, "")
+
+    def holds(self, kind: ConnectionKind) -> bool:
+        """Whether connections of ``kind`` are held now, as its ``alarm_blocking`` says: a
+        kind held when it publishes, while publishers are blocked (by one of its alarms, or
+        :meth:`block_publishers`); a kind held from reading, while one of its alarms is in
+        effect; never, a kind no alarm holds."""
+        with self._lock:
+            if kind.alarm_blocking is AlarmBlocking.PUBLISHERS:
+                return self.publishers_blocked and (
+                    not self._blocked_by_alarm or kind.blocked_by(self.alarms))
+            return kind.blocked_by(self.alarms)
 
     @property
     def alarms(self) -> list[str]:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, final
 from ..errors import ChannelError, ConnectionException, NotAllowed
 from ._access import UNRESTRICTED, Grant
 from ._channel import Channel
+from ._kinds import DIRECT, ConnectionKind
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -31,6 +32,8 @@ class Connection:
         vhost: the virtual host it opened.
         user: the user name it authenticated as.
         access: the permission checks of its user in its vhost (:mod:`._access`).
+        kind: what kind of client it serves (:class:`ConnectionKind`): which limits apply,
+            how alarms hold it, how listings name its protocol.
         client_properties: what the client said of itself in connection.start-ok.
         channels: its open channels by number.
         exclusive_queues: the exclusive queues it owns; they go when it closes.
@@ -38,9 +41,10 @@ class Connection:
 
     def __init__(self, vhost: VirtualHost, *, user: str = "guest",
                  client_properties: dict[str, Any] | None = None, name: str | None = None,
-                 access: Grant = UNRESTRICTED) -> None:
+                 access: Grant = UNRESTRICTED, kind: ConnectionKind = DIRECT) -> None:
         self.id = next(vhost.broker._connection_ids)  # 1, 2... in each broker
         self.vhost = vhost
+        self.kind = kind
         self.user = user
         self.access = access
         #: Why the broker closed it (e.g. its user was deleted), and whom to tell: the owner
@@ -63,12 +67,11 @@ class Connection:
 
     @property
     def has_tracked_channels(self) -> bool:
-        """Whether its channels are the AMQP 0-9-1 channels RabbitMQ tracks and counts against
-        a user's ``max-channels``: not an AMQP 1.0 connection's sessions and links (RabbitMQ
-        4's sessions check no user limit), nor a stream connection's (it has none), nor an
-        unchecked in-process connection's."""
-        return self.access is not UNRESTRICTED and self.details.get("protocol") != "stream" \
-            and self.client_properties.get("protocol") != "AMQP 1.0"
+        """Whether its channels are the ones RabbitMQ tracks and counts against a user's
+        ``max-channels``: its kind's (:attr:`ConnectionKind.tracked_channels`: not an AMQP
+        1.0 connection's sessions and links, nor a stream connection's), and not an unchecked
+        in-process connection's."""
+        return self.kind.tracked_channels and self.access is not UNRESTRICTED
 
     def open_channel(self, number: int) -> Channel:
         """Open channel ``number``.

@@ -55,8 +55,6 @@ EVENT_EXCHANGE = "amq.rabbitmq.event"
 INTERNAL_USER = "rmq-internal"
 #: Who performs rabbitmqctl's commands (the Broker's methods of the same names).
 CLI_USER = "rmq-cli"
-#: The node name events carry.
-NODE = "rabbit@embroker"
 
 
 def _term(key: str, value: Any) -> str:
@@ -112,7 +110,7 @@ class EventPublisher:
         """The made-up Erlang pid of a connection, channel or queue."""
         pid = self._pids.get(thing)
         if pid is None:
-            pid = self._pids[thing] = f"<{NODE}.1.{next(self._numbers)}.0>"
+            pid = self._pids[thing] = f"<{self._broker.node.name}.1.{next(self._numbers)}.0>"
         return pid
 
     # -- publishing ----------------------------------------------------------------------------
@@ -234,7 +232,7 @@ class EventPublisher:
         details: Mapping[str, Any] = getattr(connection, "details", None) or {}
         properties = arguments_array(connection.client_properties)
         fields: list[tuple[str, Any]] = [
-            ("user_who_performed_action", connection.user), ("node", NODE),
+            ("user_who_performed_action", connection.user), ("node", self._broker.node.name),
             ("connected_at", int(self._broker.clock.time() * 1000)),
             ("client_properties", properties)]
         if details:
@@ -243,7 +241,7 @@ class EventPublisher:
                 ("frame_max", details.get("frame_max", 0)),
                 ("timeout", details.get("heartbeat", 0)),
                 ("vhost", connection.vhost.name), ("user", connection.user),
-                ("protocol", details.get("protocol", "{0,9,1}")), ("ssl_hash", ""),
+                ("protocol", connection.kind.protocol_term), ("ssl_hash", ""),
                 ("ssl_cipher", ""),
                 ("ssl_key_exchange", ""), ("ssl_protocol", ""),
                 ("auth_mechanism", details.get("mechanism", "PLAIN")),
@@ -262,7 +260,7 @@ class EventPublisher:
     def connection_closed(self, connection: Connection) -> None:
         self.emit("connection.closed", [
             ("client_properties", arguments_array(connection.client_properties)),
-            ("node", NODE), ("pid", self.pid(connection)), ("name", _display(connection)),
+            ("node", self._broker.node.name), ("pid", self.pid(connection)), ("name", _display(connection)),
             *_user_provided_name(connection)])
 
     def authentication(self, user: str, details: Mapping[str, Any], *,
@@ -304,7 +302,7 @@ class EventPublisher:
     def vhost_created(self, name: str, user: str) -> None:
         self.emit("vhost.created", [
             ("tags", []), ("description", ""), ("user_who_performed_action", user),
-            ("cluster_state", {NODE: "running"}), ("tracing", False),
+            ("cluster_state", {self._broker.node.name: "running"}), ("tracing", False),
             ("metadata", "#{description => <<>>,tags => []}"),
             ("default_queue_type", "undefined"), ("name", name)])
 

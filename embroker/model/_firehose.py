@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..fieldtypes import Long
 from ._message import Message
-from ._names import NODE
 
 if TYPE_CHECKING:
     from ._channel import Channel
     from ._queue import Queue
 
-__all__ = ["NODE", "TRACE_EXCHANGE", "delivered", "published"]
+__all__ = ["TRACE_EXCHANGE", "delivered", "published"]
 
 #: The exchange the firehose publishes to.
 TRACE_EXCHANGE = "amq.rabbitmq.trace"
@@ -32,7 +31,7 @@ TRACE_EXCHANGE = "amq.rabbitmq.trace"
 def _headers(channel: Channel, message: Message) -> dict[str, Any]:
     connection = channel.connection
     return {"exchange_name": message.exchange, "routing_keys": list(message.keys),
-            "properties": dict(message.properties), "node": NODE,
+            "properties": dict(message.properties), "node": connection.vhost.broker.node.name,
             "connection": connection.name, "channel": channel.number,
             "user": connection.user, "vhost": channel.vhost.name}
 

@@ -74,6 +74,7 @@ from ..errors import (
     PreconditionFailed,
 )
 from ..kit import Client, LoginRefused, login
+from ..model._kinds import STREAM
 from ..model._stream import (
     Chunk,
     ChunkReader,
@@ -229,6 +230,9 @@ class StreamConnection:
             without input causing it (a delivery caused by another connection's publish).
     """
 
+    #: The model's kind of connection it opens (which limits apply, how alarms hold it).
+    kind = STREAM
+
     def __init__(self, broker: ModelBroker, *, peer: str = "", advertised_host: str = "localhost",
                  advertised_port: int = 5552, loopback: bool = True,
                  on_output: Callable[[], None] | None = None,
@@ -257,7 +261,7 @@ class StreamConnection:
         self._paced = False
         #: Whether its subscriptions' readers are paused (too much output unwritten).
         self._paused = False
-        self._disk_alarm = "disk" in broker.alarms
+        self._disk_alarm = self.kind.blocked_by(broker.alarms)
         # The read the socket was armed for when the disk alarm came: still taken.
         self._armed = False
         #: The subscription sent the chunk that paused them: the others go first next time.
@@ -310,6 +314,16 @@ class StreamConnection:
         if on and not self._disk_alarm:
             self._armed = True
         self._disk_alarm = on
+
+    @property
+    def held_by_alarm(self) -> bool:
+        """Whether an alarm of its kind holds it (:attr:`disk_alarm`): what its listener sets
+        for a kind held from reading (:class:`embroker.model.AlarmBlocking`)."""
+        return self._disk_alarm
+
+    @held_by_alarm.setter
+    def held_by_alarm(self, on: bool) -> None:
+        self.disk_alarm = on
 
     @property
     def blocked(self) -> bool:
@@ -569,7 +583,7 @@ class StreamConnection:
             self.model = self.broker.open_connection(
                 vhost, user=self.user, client_properties=dict(self.client_properties),
                 name=f"stream connection {self.peer}" if self.peer else None,
-                details={"protocol": "stream", "peer_host": host.strip("[]"),
+                kind=self.kind, details={"peer_host": host.strip("[]"),
                          "peer_port": int(port) if port.isdigit() else 0,
                          "host": host.strip("[]"), "mechanism": "PLAIN", "channel_max": 0,
                          "frame_max": self.frame_max, "heartbeat": self.heartbeat})

@@ -21,6 +21,7 @@ import pytest
 
 from embroker import Broker, Server
 from embroker.errors import AccessControlError, NotAllowed
+from embroker.model import STREAM
 
 from .record import reference_base
 from .test_api import Api as ManagementClient
@@ -146,7 +147,7 @@ def test_a_stream_connection_is_not_refused_by_the_user_connection_limit() -> No
     broker.add_user("u", "pw")
     broker.set_permissions("u", ".*", ".*", ".*")
     broker.set_user_limits("u", {"max-connections": 0})
-    broker.open_connection("/", user="u", details={"protocol": "stream"})
+    broker.open_connection("/", user="u", kind=STREAM)
     with pytest.raises(NotAllowed, match="user connection limit \\(0\\) is reached"):
         broker.open_connection("/", user="u")
 
