@@ -18,6 +18,7 @@ from ._clock import Timer as Timer
 from ._connection import Connection as Connection
 from ._consumer import Browser as Browser
 from ._consumer import Consumer as Consumer
+from ._consumer import Credited as Credited
 from ._consumer import Delivery as Delivery
 from ._delayed import HeldMessage as HeldMessage
 from ._events import Cancelled as Cancelled
@@ -40,15 +41,16 @@ from ._queue import Queue as Queue
 from ._trace import Explanation as Explanation
 from ._trace import Outcome as Outcome
 from ._trace import RoutingDecision as RoutingDecision
+from ._tx import Transaction as Transaction
 from ._vhost import DeclareOk as DeclareOk
 from ._vhost import VirtualHost as VirtualHost
 
 __all__ = [
     "PROPERTY_NAMES", "Binding", "Broker", "Browser", "Cancelled", "Channel", "ChannelEvent", "Clock",
-    "Confirmed", "Connection", "Consumer", "DeclareOk", "Delivered", "Delivery", "Exchange",
+    "Confirmed", "Connection", "Consumer", "Credited", "DeclareOk", "Delivered", "Delivery", "Exchange",
     "Explanation", "Fate", "HashedPassword", "HeldMessage", "Incident", "ManualClock", "Message",
     "MessageEvent",
     "Outcome", "Permissions", "Plugins", "Policy", "Queue", "QueueSettings", "QueuedMessage",
     "Returned", "RoutingDecision", "SystemClock", "Timer",
-    "TopicPermissions", "VirtualHost",
+    "TopicPermissions", "Transaction", "VirtualHost",
 ]
