@@ -55,8 +55,8 @@ def test_an_internal_channel_has_no_0_9_1_number(broker: Broker) -> None:
     client = connection.open_channel(1)
     first, second = connection.open_internal_channel(), connection.open_internal_channel()
     assert not client.internal
-    assert first.internal and second.internal
-    assert first.number > 0xFFFF and second.number > first.number  # past channel-max
+    assert [first.internal, second.internal] == [True, True]
+    assert 0xFFFF < first.number < second.number  # past channel-max
     assert connection.channels[first.number] is first
     first.close()
     assert first.number not in connection.channels

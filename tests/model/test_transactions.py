@@ -9,6 +9,7 @@ import pytest
 from embroker import Broker
 from embroker.errors import PreconditionFailed
 from embroker.model import Channel, ChannelEvent, Confirmed, Transaction
+from embroker.model._tx import HeldPublish
 
 
 def _channel(broker: Broker, number: int = 1) -> Channel:
@@ -138,8 +139,10 @@ def test_tx_select_runs_on_a_transaction_of_the_channel(broker: Broker) -> None:
     ch.queue_declare("q")
     ch.tx_select()
     ch.basic_publish("", "q", b"1")
-    (held,) = [txn for txn in ch._transactions if isinstance(txn, Transaction)]
-    assert [record.message.body for record in held.records] == [b"1"]  # type: ignore[union-attr]
+    (held,) = list(ch._transactions)
+    assert isinstance(held, Transaction)
+    assert [record.message.body for record in held.records
+            if isinstance(record, HeldPublish)] == [b"1"]
     ch.tx_commit()
     assert _bodies(broker, "q") == [b"1"]
     with pytest.raises(PreconditionFailed, match="cannot switch from tx to confirm mode"):
