@@ -78,6 +78,7 @@ QUEUE = "embroker/model/_queue.py"
 VHOST = "embroker/model/_vhost.py"
 EXCHANGE = "embroker/model/_exchange.py"
 DEADLETTER = "embroker/model/_deadletter.py"
+TX = "embroker/model/_tx.py"
 ARGUMENTS = "embroker/model/_arguments.py"
 CONSUMER = "embroker/model/_consumer.py"
 DISPATCH = "embroker/amqp091/_dispatch.py"
@@ -141,12 +142,12 @@ MUTATIONS: list[Mutation] = [
       "        except KeyError:\n            return []",
       "an unknown delivery tag is a 406 channel error"),
     M("nack_always_requeues", CHANNEL,
-      'Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.nack")',
-      'Settlement.REQUEUE, "basic.nack")',
+      'Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.nack",',
+      'Settlement.REQUEUE, "basic.nack",',
       "nack(requeue=false) drops (or dead-letters) the message"),
     M("reject_always_requeues", CHANNEL,
-      'Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.reject")',
-      'Settlement.REQUEUE, "basic.reject")',
+      'Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.reject",',
+      'Settlement.REQUEUE, "basic.reject",',
       "reject(requeue=false) drops (or dead-letters) the message"),
     M("requeued_not_redelivered", QUEUE,
       "            entry.redelivered = True\n", "            entry.redelivered = False\n",
@@ -176,12 +177,12 @@ MUTATIONS: list[Mutation] = [
       "        if False:\n            raise PreconditionFailed(\"cannot switch from tx",
       "confirm.select on a transactional channel is a 406"),
     M("tx_publish_not_held", CHANNEL,
-      '        if self.tx_mode:\n            vhost.check_routing_headers(message)',
+      '        if held is not None:\n            vhost.check_routing_headers(message)',
       '        if False:\n            vhost.check_routing_headers(message)',
       "a publish in a transaction waits for tx.commit"),
     M("tx_ack_not_held", CHANNEL,
-      '        if self.tx_mode:\n            self._tx.append(HeldSettlement(taken, settlement, method))',
-      '        if False:\n            self._tx.append(HeldSettlement(taken, settlement, method))',
+      '        if held is not None:\n            held._hold(HeldSettlement(',
+      '        if False:\n            held._hold(HeldSettlement(',
       "an ack in a transaction waits for tx.commit"),
     M("tx_rollback_forgets_acks", CHANNEL,
       "        if restored:\n", "        if False:\n",
@@ -191,6 +192,11 @@ MUTATIONS: list[Mutation] = [
       "transactional\")",
       "        if False:\n            raise PreconditionFailed(\"channel is not transactional\")",
       "tx.commit / rollback without tx.select is a 406"),
+    M("transaction_commits_settlements_first", TX,
+      "        for record in self._take():\n            if isinstance(record, HeldPublish):",
+      "        for record in sorted(self._take(), key=lambda r: isinstance(r, HeldPublish)):\n"
+      "            if isinstance(record, HeldPublish):",
+      "a transaction commits its publishes and settlements in the order they were given"),
     # -- publishing and consumers --------------------------------------------------------------
     M("mandatory_unroutable_not_returned", CHANNEL,
       '        if mandatory and self.listener is not None:',

@@ -51,7 +51,6 @@ reference to the connection, whose state they share):
 from __future__ import annotations
 
 import enum
-import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -178,9 +177,6 @@ class ServerConnection:
         self.model: ModelConnection | None = None
         self.sessions: dict[int, _Session] = {}
         self._ending: set[int] = set()  # channels whose session we ended, awaiting its end
-        #: The numbers of the model channels that are not a session's (transactions, volatile
-        #: queues).
-        self._model_channels = itertools.count(1 << 16)
         now = broker.clock.monotonic()
         self._last_received = now
         self._last_sent = now

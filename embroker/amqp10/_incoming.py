@@ -12,9 +12,10 @@ mode and mandatory: a nack is ``rejected``, a return ``released``) and queues it
 The outcomes of the deliveries received in one read go out in one ``disposition`` per range
 that agrees (:meth:`IncomingLinks.flush_dispositions`).
 
-A local transaction (Part 4) is a :class:`_Txn`: a model channel in tx mode holds its publishes;
-the settlements of the deliveries the client received that name it wait in it until the
-discharge, which commits (or rolls back) both.
+A local transaction (Part 4) is a model :class:`~embroker.model.Transaction` of the
+connection: the publishes and the settlements (dispositions of the deliveries the client
+received) that name it are held in it, in order, until the discharge commits them, or rolls
+them back (publishes discarded, the deliveries released to their queues).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import struct
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import AMQPError
-from ..model._events import ChannelEvent
+from ..model import Transaction
 from ._address import Node, parse_address
 from ._definitions import (
     Attach,
@@ -54,7 +55,6 @@ from ._session import (
 from ._types import Symbol, UInt, ULong, decode_value
 
 if TYPE_CHECKING:
-    from ..model import Channel as ModelChannel
     from ._connection import ServerConnection
     from ._session import Sessions
 
@@ -85,32 +85,18 @@ class _Incoming(_Link):
             f"'{self.address}'" if self.address is not None else "each message's 'to'")
 
 
-class _Txn:
-    """A local transaction: a model channel in tx mode holds its publishes; its settlements
-    wait here (session channel, delivery tag, outcome) until the discharge."""
-
-    __slots__ = ("channel", "failed", "settles")
-
-    def __init__(self, channel: ModelChannel) -> None:
-        self.channel = channel
-        self.settles: list[tuple[int, int, Any]] = []
-        self.failed: str | None = None
-
-
-def _ignore_events(event: ChannelEvent) -> None:
-    pass  # a transaction's channel: its publishes are settled at the discharge
-
-
 @final
 class IncomingLinks(_LinkRole[_Incoming]):
     """Attach, transfers in (publishes, transactions) and the dispositions that settle them."""
 
-    __slots__ = ("_txn_ids", "nacked", "returned", "txns")
+    __slots__ = ("_txn_ids", "failed", "nacked", "returned", "txns")
 
     def __init__(self, connection: ServerConnection, sessions: Sessions) -> None:
         super().__init__(connection, sessions)
         #: The open transactions, by transaction id.
-        self.txns: dict[bytes, _Txn] = {}
+        self.txns: dict[bytes, Transaction] = {}
+        #: Why an open transaction can only roll back (a publish in it was refused).
+        self.failed: dict[bytes, str] = {}
         self._txn_ids = itertools.count(1)
         # Per publish: what the model told us (a return, a nack).
         self.returned = False
@@ -246,7 +232,7 @@ class IncomingLinks(_LinkRole[_Incoming]):
 
     def _publish(self, link: _Incoming, data: bytes, state: Any) -> Any:
         """Route one message; returns its outcome for the client."""
-        txn: _Txn | None = None
+        txn: Transaction | None = None
         if isinstance(state, TransactionalState):
             txn = self.txns.get(state.txn_id)
             if txn is None:
@@ -280,16 +266,16 @@ class IncomingLinks(_LinkRole[_Incoming]):
         kept = Kept(properties, parsed.message_annotations, parsed.bare)
         if self.broker.publishers_blocked:
             self.connection.blocked = True
-        channel = txn.channel if txn is not None else link.session.model
+        channel = link.session.model
         self.returned = self.nacked = False
         # A reply to a volatile queue (direct reply-to) is routed there, not returned.
         mandatory = not (exchange == "" and channel.vhost.is_reply_address(key))
         try:
             channel.basic_publish(exchange, key, body, properties, mandatory=mandatory,
-                                  amqp10=kept, origin=link.origin)
+                                  amqp10=kept, origin=link.origin, transaction=txn)
         except AMQPError as exc:
             if txn is not None:
-                txn.failed = exc.text
+                self.failed[state.txn_id] = exc.text
             return self._rejected(txn, state, _condition(exc), exc.text)
         if txn is not None:
             return TransactionalState(state.txn_id, _ACCEPTED)
@@ -302,7 +288,7 @@ class IncomingLinks(_LinkRole[_Incoming]):
         return _ACCEPTED
 
     @staticmethod
-    def _rejected(txn: _Txn | None, state: Any, condition: str, description: str) -> Any:
+    def _rejected(txn: Transaction | None, state: Any, condition: str, description: str) -> Any:
         rejected = Rejected(error=Error(Symbol(condition), description[:1024]))
         if txn is not None:
             return TransactionalState(state.txn_id, rejected)
@@ -321,40 +307,29 @@ class IncomingLinks(_LinkRole[_Incoming]):
         assert connection.model is not None
         if isinstance(value, Declare):
             txn_id = struct.pack(">I", next(self._txn_ids))
-            channel = connection.model.open_channel(next(connection._model_channels))
-            channel.tx_select()
-            channel.listener = _ignore_events
-            self.txns[txn_id] = _Txn(channel)
+            self.txns[txn_id] = Transaction(connection.model)
             return Declared(txn_id)
         if isinstance(value, Discharge):
             txn = self.txns.pop(value.txn_id, None)
             if txn is None:
                 return Rejected(error=Error(Symbol("amqp:transaction:unknown-id"),
                                             f"unknown transaction id {value.txn_id!r}"))
-            if value.fail or txn.failed is not None:
-                txn.channel.tx_rollback()
-                txn.channel.close()
-                for session_channel, tag, _outcome in txn.settles:  # acquired: back again
-                    self._settle_tag(session_channel, tag, _RELEASED)
+            failed = self.failed.pop(value.txn_id, None)
+            if value.fail or failed is not None:
+                txn.rollback(requeue=True)  # acquired deliveries: released, back again
                 if not value.fail:
                     return Rejected(error=Error(Symbol("amqp:transaction:rollback"),
-                                                f"rolled back: {txn.failed}"))
+                                                f"rolled back: {failed}"))
                 return _ACCEPTED
-            txn.channel.tx_commit()
-            txn.channel.close()
-            for session_channel, tag, outcome in txn.settles:
-                self._settle_tag(session_channel, tag, outcome)
+            txn.commit()
             return _ACCEPTED
         return Rejected(error=Error(Symbol("amqp:decode-error"),
                                     "a coordinator takes declare and discharge messages"))
 
-    def _settle_tag(self, session_channel: int, tag: int, outcome: Any) -> None:
-        session = self.connection.sessions.get(session_channel)
-        if session is not None and not session.ended:
-            self.connection._outgoing_links.apply_outcome(session, tag, outcome)
-
     def close_transactions(self) -> None:
-        """The connection is gone: what the open transactions hold is rolled back."""
+        """The connection is gone: what the open transactions hold is rolled back (their
+        sessions' channels took back the deliveries they held as they closed)."""
         for txn in self.txns.values():
-            txn.channel.close()
+            txn.rollback()
         self.txns.clear()
+        self.failed.clear()

@@ -14,7 +14,8 @@ link. The source's stream filters become consumer arguments, its filter expressi
 on messages.
 
 Credit is absolute (Part 2 section 2.6.7): the receiver's ``delivery-count + link-credit``, less
-ours; a drain uses up what the queue cannot fill by advancing the count. Settlements are acks,
+ours, given to the model's consumer (``Channel.basic_credit``); a drain uses up what the queue
+cannot fill by advancing the count. Settlements are acks,
 rejects and requeues of the session channel's delivery tags, as RabbitMQ 4 settles each outcome
 (inside a transaction, they wait for its discharge). A link that goes away, by ``detach``,
 ``end``, ``close`` or a lost socket, requeues what it had delivered and not settled.
@@ -75,7 +76,7 @@ from ._session import (
 from ._types import Array, Described, Symbol, Timestamp, UInt
 
 if TYPE_CHECKING:
-    from ..model import Browser, Message, Queue
+    from ..model import Browser, Message, Queue, Transaction
     from ..model import Channel as ModelChannel
     from ._connection import ServerConnection
     from ._session import Sessions
@@ -204,9 +205,7 @@ class OutgoingLinks(_LinkRole[_Outgoing]):
                                                 source, self.broker.profile.rabbitmq4),
                                             link_credit=True,
                                             message_filter=message_filter)
-                consumer = channel.consumers[tag]
-                consumer.credit = 0
-                link = _Outgoing(self, session, attach, consumer.queue)
+                link = _Outgoing(self, session, attach, channel.consumers[tag].queue)
                 link.consumer_tag = tag
                 session.by_tag[tag] = link
         except AMQPError:
@@ -237,7 +236,7 @@ class OutgoingLinks(_LinkRole[_Outgoing]):
                             f"{source!r}")
         connection = self.connection
         assert connection.model is not None
-        channel = connection.model.open_channel(next(connection._model_channels))
+        channel = connection.model.open_internal_channel()
         channel.listener = _ModelEvents(connection, session)
         tag = channel.basic_consume(REPLY_TO, f"amqp10-{session.channel}-{int(attach.handle)}",
                                     no_ack=True)
@@ -348,20 +347,19 @@ class OutgoingLinks(_LinkRole[_Outgoing]):
                              link.delivery_count % _SERIAL)
         link.credit = max(0, credit)
         link.drain = flow.drain
+        drained = 0
+        channel = link.session.model
         if link.browse:
             self._pump_browser(link)
-        else:
-            consumer = link.session.model.consumers.get(link.consumer_tag)
-            if consumer is not None:
-                consumer.set_credit(link.credit)  # deliveries follow, as credit allows
-                link.credit = consumer.credit or 0
-        if link.drain and link.credit:
+        elif link.consumer_tag in channel.consumers:
+            # The model delivers as credit allows (each delivery a transfer), then drains.
+            credited = channel.basic_credit(link.consumer_tag, link.credit, drain=link.drain)
+            link.credit, drained = credited.credit, credited.drained
+        if link.drain and link.credit:  # (a volatile queue's link)
+            drained, link.credit = link.credit, 0
+        if drained:
             # Drain: nothing more to send, so the credit is used up by advancing the count.
-            link.delivery_count += link.credit
-            link.credit = 0
-            consumer = link.session.model.consumers.get(link.consumer_tag)
-            if consumer is not None:
-                consumer.credit = 0
+            link.delivery_count += drained
             self.sessions.link_flow(link)
         elif flow.echo or link.drain:
             self.sessions.link_flow(link)
@@ -420,7 +418,7 @@ class OutgoingLinks(_LinkRole[_Outgoing]):
                 if txn is None:
                     raise SessionError("amqp:transaction:unknown-id",
                                        f"unknown transaction id {state.txn_id!r}")
-                txn.settles.append((session.channel, tag, state.outcome or _RELEASED))
+                self.apply_outcome(session, tag, state.outcome or _RELEASED, txn)
             else:
                 self.apply_outcome(session, tag, state or _RELEASED)
             if not disposition.settled:
@@ -429,23 +427,25 @@ class OutgoingLinks(_LinkRole[_Outgoing]):
             self._frame(session.channel, Disposition(role=False, first=UInt(delivery_id),
                                                      settled=True, state=state))
 
-    def apply_outcome(self, session: _Session, tag: int, state: Any) -> None:
+    def apply_outcome(self, session: _Session, tag: int, state: Any,
+                      transaction: Transaction | None = None) -> None:
         """A receiver's outcome as RabbitMQ 4 settles it (``settle_op_from_outcome/1``):
         accepted acks, rejected discards (dead-lettered; a failed delivery), released requeues,
         modified requeues or (undeliverable-here) discards, counting a failed delivery when
-        delivery-failed is set."""
+        delivery-failed is set; in a ``transaction``, held until its discharge."""
         channel = session.model
         try:
             if isinstance(state, Accepted):
-                channel.basic_ack(tag)
+                channel.basic_ack(tag, transaction=transaction)
             elif isinstance(state, Rejected):
-                channel.basic_reject(tag, requeue=False)
+                channel.basic_reject(tag, requeue=False, transaction=transaction)
             elif isinstance(state, Modified):
                 channel.modify(tag, delivery_failed=bool(state.delivery_failed),
                                undeliverable_here=bool(state.undeliverable_here),
-                               annotations=_modified_annotations(state))
+                               annotations=_modified_annotations(state),
+                               transaction=transaction)
             else:  # released
-                channel.basic_reject(tag, requeue=True)
+                channel.basic_reject(tag, requeue=True, transaction=transaction)
         except AMQPError:
             pass  # the delivery's queue is gone
 

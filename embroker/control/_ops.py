@@ -769,7 +769,7 @@ def _cli_channel(broker: Broker, vhost: str) -> tuple[Connection, Any]:
     operations, without a user's permissions (rabbitmqctl is the node's administrator)."""
     connection = broker.open_connection(vhost, client_properties={"product": "rabbitmqctl"},
                                         name="rabbitmqctl")
-    return connection, connection.open_channel(1)
+    return connection, connection.open_internal_channel()
 
 
 @operation("purge_queue")

@@ -18,6 +18,7 @@ from ._clock import Timer as Timer
 from ._connection import Connection as Connection
 from ._consumer import Browser as Browser
 from ._consumer import Consumer as Consumer
+from ._consumer import Credited as Credited
 from ._consumer import Delivery as Delivery
 from ._delayed import HeldMessage as HeldMessage
 from ._events import Cancelled as Cancelled
@@ -46,6 +47,7 @@ from ._queue import Queue as Queue
 from ._trace import Explanation as Explanation
 from ._trace import Outcome as Outcome
 from ._trace import RoutingDecision as RoutingDecision
+from ._tx import Transaction as Transaction
 from ._vhost import DeclareOk as DeclareOk
 from ._vhost import VirtualHost as VirtualHost
 
@@ -67,6 +69,7 @@ __all__ = [
     "Connection",
     "ConnectionKind",
     "Consumer",
+    "Credited",
     "DeclareOk",
     "Delivered",
     "Delivery",
@@ -91,5 +94,6 @@ __all__ = [
     "SystemClock",
     "Timer",
     "TopicPermissions",
+    "Transaction",
     "VirtualHost",
 ]

@@ -14,7 +14,8 @@ What a channel keeps:
 - its consumers (:mod:`._consumer`) and the deliveries not yet settled, by delivery tag;
 - qos: ``prefetch_count`` for consumers created from now on and ``global_prefetch`` for all of
   them together (RabbitMQ's meaning of basic.qos ``global``);
-- in confirm mode, the publish sequence number; in tx mode, the held records (:mod:`._tx`);
+- in confirm mode, the publish sequence number; in tx mode, its own transaction (:mod:`._tx`),
+  and the open transactions that hold its publishes or settlements;
 - for direct reply-to, its reply consumer (:class:`ReplyConsumer`).
 """
 
@@ -42,12 +43,12 @@ from ._arguments import (
     parse_expiration,
     validate_consumer_arguments,
 )
-from ._consumer import Browser, Consumer, Delivery, Unacked
+from ._consumer import Browser, Consumer, Credited, Delivery, Unacked
 from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
 from ._message import Message, QueuedMessage
 from ._names import REPLY_TO, random_name, reply_name, reserved, without_cr_lf
 from ._stream import MAX_SEGMENT_SIZE, Entry, create_arguments, parse_offset_spec
-from ._tx import HeldPublish, HeldSettlement, Settlement, TxRecord
+from ._tx import HeldPublish, HeldSettlement, Settlement, Transaction
 
 if TYPE_CHECKING:
     from ._connection import Connection
@@ -64,6 +65,13 @@ _NO_ROUTE = NoRoute("")
 
 def _by_tag(pair: tuple[int, Unacked]) -> int:
     return pair[0]
+
+
+def _annotate(taken: list[tuple[int, Unacked]], annotations: dict[str, Any]) -> None:
+    # A quorum queue's modified outcome: the annotations go on the message.
+    for _tag, unacked in taken:
+        entry = unacked.entry
+        entry.annotations = {**(entry.annotations or {}), **annotations}
 
 
 def _partition_order(binding: Binding) -> int:
@@ -128,7 +136,12 @@ class Channel:
         self.confirm_mode = False
         self._publish_seq = 0
         self.tx_mode = False
-        self._tx: list[TxRecord] = []
+        #: tx.select's transaction (AMQP 0-9-1's modal one), which the channel's publishes and
+        #: settlements go to when they name none.
+        self._tx: Transaction | None = None
+        #: The open transactions holding its publishes or settlements (in the order they began
+        #: to).
+        self._transactions: dict[Transaction, None] = {}
         self.reply_consumer: ReplyConsumer | None = None
         # The broker's armed faults (lists changed in place, never replaced) and its clock: at
         # hand on the delivery path.
@@ -136,6 +149,13 @@ class Channel:
         self._publish_faults = broker._publish_faults
         self._delivery_faults = broker._delivery_faults
         self._clock = broker.clock
+
+    @property
+    def internal(self) -> bool:
+        """Whether it is one of the broker's own channels (:meth:`Connection.open_internal_channel
+        <._connection.Connection.open_internal_channel>`), whose number is no 0-9-1 channel
+        number."""
+        return self.number > 0xFFFF
 
     def __repr__(self) -> str:
         state = "open" if self.is_open else "closed"
@@ -257,10 +277,12 @@ class Channel:
     def basic_publish(self, exchange: str, routing_key: str, body: bytes,
                       properties: dict[str, Any] | None = None, *, mandatory: bool = False,
                       immediate: bool = False, encoded_properties: bytes | None = None,
-                      amqp10: object | None = None, origin: str | None = None) -> int:
+                      amqp10: object | None = None, origin: str | None = None,
+                      transaction: Transaction | None = None) -> int:
         """basic.publish; returns the publish sequence number in confirm mode, else 0.
-        In a transaction the message is held until commit. ``amqp10`` and ``origin`` are what
-        the AMQP 1.0 layer keeps on the message (see :class:`Message`).
+        In a transaction (``transaction``, else tx.select's) the message is checked at once and
+        held until commit (returning 0). ``amqp10`` and ``origin`` are what the AMQP 1.0 layer
+        keeps on the message (see :class:`Message`).
 
         Raises:
             NotFound: (404) no such exchange.
@@ -290,9 +312,10 @@ class Channel:
         if target is None or target.internal:
             vhost.publish_target(message)  # raises (and records the refusal)
         expiration = self._check_properties(message) if properties else None
-        if self.tx_mode:
+        held = transaction if transaction is not None else self._tx
+        if held is not None:
             vhost.check_routing_headers(message)
-            self._tx.append(HeldPublish(message, mandatory, expiration))
+            held._hold(HeldPublish(self, message, mandatory, expiration))
             return 0
         accepted = self._publish(message, mandatory, expiration)
         if not self.confirm_mode:
@@ -384,11 +407,20 @@ class Channel:
 
     # -- tx class ------------------------------------------------------------------------------
 
+    def transaction(self) -> Transaction:
+        """A new transaction of this channel's connection, not tied to any channel's mode:
+        several may be open at once, and a channel in confirm mode may use one. Pass it as
+        ``transaction=`` to :meth:`basic_publish` and the settlements; then
+        :meth:`Transaction.commit <._tx.Transaction.commit>` or ``rollback``."""
+        return Transaction(self.connection)
+
     def tx_select(self) -> None:
         """tx.select. Raises PreconditionFailed (406) on a channel in confirm mode."""
         if self.confirm_mode:
             raise PreconditionFailed("cannot switch from confirm to tx mode")
         self.tx_mode = True
+        if self._tx is None:
+            self._tx = Transaction(self.connection)
 
     def _check_tx(self) -> None:
         if not self.tx_mode:
@@ -399,26 +431,42 @@ class Channel:
         messages that reach no queue are returned now. Raises PreconditionFailed (406) when the
         channel is not transactional."""
         self._check_tx()
-        held, self._tx = self._tx, []
-        for record in held:
-            if isinstance(record, HeldPublish):
-                self._publish(record.message, record.mandatory, record.expiration)
-            else:
-                self._settle(record.taken, record.settlement, record.method)
+        assert self._tx is not None
+        self._tx.commit()
 
     def tx_rollback(self) -> None:
         """tx.rollback: forget the held publishes; acknowledged messages become unacknowledged
         again (as in RabbitMQ). Raises PreconditionFailed (406) when not transactional."""
         self._check_tx()
-        restored = self._take_held_settlements()
+        assert self._tx is not None
+        self._tx.rollback()
+
+    def _roll_back(self, restored: list[tuple[int, Unacked]], *, requeue: bool) -> None:
+        # A transaction rolled back settlements of this channel: the deliveries are
+        # unacknowledged again, or (``requeue``) back in their queues; stream queues take no
+        # requeue (rabbit_stream_queue:settle/5), theirs stay unacknowledged.
+        if requeue:
+            back = [pair for pair in restored if pair[1].queue.stream is None]
+            if back:
+                self._settle(back, Settlement.REQUEUE, "basic.reject")
+            restored = [pair for pair in restored if pair[1].queue.stream is not None]
         if restored:
             self._unacked = OrderedDict(sorted([*self._unacked.items(), *restored], key=_by_tag))
 
+    def _apply_settlement(self, record: HeldSettlement) -> None:
+        # A transaction commits a settlement of this channel.
+        if record.annotations:
+            _annotate(record.taken, record.annotations)
+        self._settle(record.taken, record.settlement, record.method)
+
     def _take_held_settlements(self) -> list[tuple[int, Unacked]]:
-        # Empty the transaction; returns the deliveries its held acknowledgements covered.
-        held, self._tx = self._tx, []
-        return [pair for record in held if isinstance(record, HeldSettlement)
-                for pair in record.taken]
+        # The channel closes: the deliveries the open transactions hold for it leave them; its
+        # own transaction (tx.select's) goes with it, publishes and all.
+        taken: list[tuple[int, Unacked]] = []
+        for txn in list(self._transactions):
+            taken.extend(txn._release(self, publishes=txn is self._tx))
+        self._transactions.clear()
+        return taken
 
     # -- basic class: delivering ---------------------------------------------------------------
 
@@ -481,9 +529,9 @@ class Channel:
         filter expressions, ``rabbit_stream_queue:entry_to_msg/6``); other queues ignore it, as
         RabbitMQ's classic and quorum queues do.
 
-        ``link_credit``: the consumer's capacity is an AMQP 1.0 link's credit (set on it by the
-        caller), not basic.qos: a stream then needs no prefetch count (RabbitMQ 3.10's 1.0
-        plugin sets one on every session).
+        ``link_credit``: the consumer's capacity is an AMQP 1.0 link's credit, none until
+        :meth:`basic_credit` gives it some, not basic.qos: a stream then needs no prefetch
+        count (RabbitMQ 3.10's 1.0 plugin sets one on every session).
 
         Raises:
             NotFound: (404) no such queue.
@@ -512,6 +560,8 @@ class Channel:
         consumer = Consumer(self, q, consumer_tag, no_ack=no_ack, exclusive=exclusive,
                             arguments=arguments, prefetch=self.prefetch_count)
         consumer.message_filter = message_filter
+        if link_credit:
+            consumer.credit = 0
         self.consumers[consumer_tag] = consumer
         q.add_consumer(consumer)
         events = self.vhost.broker.plugins.events
@@ -890,6 +940,25 @@ class Channel:
             self.vhost.reply_consumers.pop(self.reply_consumer.address, None)
             self.reply_consumer = None
 
+    def basic_credit(self, consumer_tag: str, credit: int, *, drain: bool = False) -> Credited:
+        """Give a consumer link credit, as RabbitMQ's queues take an AMQP 1.0 link's flow
+        (``rabbit_amqqueue:credit/5``, v3.10.8; ``rabbit_queue_type:credit``): from now on
+        it takes up to ``credit`` messages whatever it holds unacknowledged, those its queue
+        has ready at once. With ``drain``, the credit the queue could not fill is used up
+        (the queue's ``send_drained``). An unknown tag gets nothing (a link whose consumer
+        was cancelled).
+
+        Returns:
+            what was delivered at once, drained, and the credit left.
+        """
+        consumer = self.consumers.get(consumer_tag)
+        if consumer is None:
+            return Credited(0, 0, 0)
+        consumer.set_credit(credit)
+        left = consumer.credit or 0
+        drained = consumer.drain() if drain else 0
+        return Credited(max(0, credit - left), drained, left - drained)
+
     def start_consumer(self, consumer_tag: str) -> None:
         """Begin deliveries to a consumer once its consume-ok is on its way to the client."""
         consumer = self.consumers.get(consumer_tag)
@@ -1055,22 +1124,29 @@ class Channel:
                 self._room_back(1)
 
     def _settle_or_hold(self, taken: list[tuple[int, Unacked]], settlement: Settlement,
-                        method: str) -> None:
-        if self.tx_mode:
-            self._tx.append(HeldSettlement(taken, settlement, method))
-        else:
-            self._settle(taken, settlement, method)
+                        method: str, transaction: Transaction | None,
+                        annotations: dict[str, Any] | None = None) -> None:
+        held = transaction if transaction is not None else self._tx
+        if held is not None:
+            held._hold(HeldSettlement(self, taken, settlement, method, annotations))
+            return
+        if annotations:
+            _annotate(taken, annotations)
+        self._settle(taken, settlement, method)
 
-    def basic_ack(self, delivery_tag: int = 0, multiple: bool = False) -> None:
-        """basic.ack. Raises PreconditionFailed (406) "unknown delivery tag N"."""
-        if not multiple and not self.tx_mode:  # (a consumer's every message: the hot path)
+    def basic_ack(self, delivery_tag: int = 0, multiple: bool = False, *,
+                  transaction: Transaction | None = None) -> None:
+        """basic.ack; in a transaction (``transaction``, else tx.select's) the deliveries are
+        taken at once and settled at commit. Raises PreconditionFailed (406) "unknown delivery
+        tag N"."""
+        if not multiple and self._tx is None and transaction is None:  # (the hot path)
             unacked = self._unacked.pop(delivery_tag, None)
             if unacked is None:
                 raise PreconditionFailed(f"unknown delivery tag {delivery_tag}")
             self._ack_one(delivery_tag, unacked)
             return
         self._settle_or_hold(self._take_unacked(delivery_tag, multiple), Settlement.ACK,
-                             "basic.ack")
+                             "basic.ack", transaction)
 
     def _refuse_stream_settlement(self, delivery_tag: int, multiple: bool) -> None:
         # RabbitMQ's stream queues take acks only (rabbit_stream_queue:settle/5).
@@ -1087,20 +1163,25 @@ class Channel:
                                          f"queues {item.queue.resource}")
 
     def basic_nack(self, delivery_tag: int = 0, multiple: bool = False,
-                   requeue: bool = True) -> None:
-        """basic.nack: requeue the messages to their original positions, or drop them."""
+                   requeue: bool = True, *, transaction: Transaction | None = None) -> None:
+        """basic.nack: requeue the messages to their original positions, or drop them (in a
+        transaction, at commit)."""
         self._refuse_stream_settlement(delivery_tag, multiple)
         self._settle_or_hold(self._take_unacked(delivery_tag, multiple),
-                             Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.nack")
+                             Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.nack",
+                             transaction)
 
-    def basic_reject(self, delivery_tag: int, requeue: bool = True) -> None:
+    def basic_reject(self, delivery_tag: int, requeue: bool = True, *,
+                     transaction: Transaction | None = None) -> None:
         self._refuse_stream_settlement(delivery_tag, False)
         self._settle_or_hold(self._take_unacked(delivery_tag, False),
-                             Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.reject")
+                             Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.reject",
+                             transaction)
 
     def modify(self, delivery_tag: int, *, delivery_failed: bool = False,
                undeliverable_here: bool = False,
-               annotations: dict[str, Any] | None = None) -> None:
+               annotations: dict[str, Any] | None = None,
+               transaction: Transaction | None = None) -> None:
         """Settle a delivery with AMQP 1.0's ``modified`` outcome, as RabbitMQ 4 does
         (``rabbit_amqp_session:settle_op_from_outcome/1``, then the queue's ``modify``):
         ``undeliverable_here`` drops it (dead-lettered, reason ``rejected``), else it goes back
@@ -1108,17 +1189,15 @@ class Channel:
         1.0 header's ``delivery-count``, carried to a dead-letter copy). A quorum queue adds
         ``annotations`` (``x-`` keys) to the message, later deliveries and its dead-letter copy
         included (rabbit_fifo's ``#modify{}``); other queues ignore them, as RabbitMQ 4's
-        classic queues do. Raises PreconditionFailed (406) "unknown delivery tag N"."""
+        classic queues do. In a transaction, all of it happens at commit. Raises
+        PreconditionFailed (406) "unknown delivery tag N"."""
         if undeliverable_here:
             settlement = Settlement.REJECT if delivery_failed else Settlement.DISCARD
         else:
             settlement = Settlement.REQUEUE_FAILED if delivery_failed else Settlement.REQUEUE
         taken = self._take_unacked(delivery_tag, False)
-        unacked = taken[0][1]
-        if annotations and unacked.queue.quorum:
-            entry = unacked.entry
-            entry.annotations = {**(entry.annotations or {}), **annotations}
-        self._settle_or_hold(taken, settlement, "modified")
+        self._settle_or_hold(taken, settlement, "modified", transaction,
+                             annotations if taken[0][1].queue.quorum else None)
 
     def _return_to_queues(self, taken: list[tuple[int, Unacked]], cause: str) -> None:
         # A closing channel's deliveries go back, queue by queue, all at once.
@@ -1149,7 +1228,7 @@ class Channel:
         self.is_open = False
         self.connection.channels.pop(self.number, None)
         events = self.vhost.broker.plugins.events
-        if events is not None:
+        if events is not None and not self.internal:
             events.channel_closed(self)
         self._stop_replies()
         consumers = list(self.consumers.values())
@@ -1178,7 +1257,8 @@ class Channel:
     def outstanding(self) -> list[Unacked]:
         """Every delivery not yet settled: unacknowledged, or acknowledged in an open
         transaction."""
-        held = [item for record in self._tx if isinstance(record, HeldSettlement)
+        held = [item for txn in self._transactions for record in txn.records
+                if isinstance(record, HeldSettlement) and record.channel is self
                 for _tag, item in record.taken]
         return [*self._unacked.values(), *held]
 

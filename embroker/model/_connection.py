@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, final
+import itertools
+from typing import TYPE_CHECKING, Any, Final, final
 
 from ..errors import ChannelError, ConnectionException, NotAllowed
 from ._access import UNRESTRICTED, Grant
@@ -15,7 +16,11 @@ if TYPE_CHECKING:
     from ._queue import Queue
     from ._vhost import VirtualHost
 
-__all__ = ["Connection", "channel_already_open"]
+__all__ = ["INTERNAL_CHANNELS", "Connection", "channel_already_open"]
+
+#: Where the ids of a connection's internal channels start: past the last channel number of
+#: AMQP 0-9-1 (a short, 65535), so none is ever a channel a client opened.
+INTERNAL_CHANNELS: Final = 1 << 16
 
 
 
@@ -59,6 +64,7 @@ class Connection:
         #: for the event exchange's ``connection.created``; empty in-process.
         self.details: dict[str, Any] = {}
         self.is_open = True
+        self._internal_ids = itertools.count(INTERNAL_CHANNELS)
         vhost.broker.connections[self.id] = self
 
     def consumer_unacked(self) -> int:
@@ -96,6 +102,17 @@ class Connection:
         events = self.vhost.broker.plugins.events
         if events is not None:
             events.channel_created(channel)
+        return channel
+
+    def open_internal_channel(self) -> Channel:
+        """Open a channel of the broker's own on this connection, for a surface that has no
+        channel numbers (AMQP 1.0's transactions and volatile queues, the stream protocol,
+        the CLI): the model gives it an id past every 0-9-1 channel number
+        (:data:`INTERNAL_CHANNELS` on; :attr:`Channel.internal` is true), counts it against
+        no user's ``max-channels`` and announces it on no event exchange (RabbitMQ's stream
+        connections and its CLI have no channel to announce)."""
+        number = next(self._internal_ids)
+        channel = self.channels[number] = Channel(self, number)
         return channel
 
     def close(self) -> None:

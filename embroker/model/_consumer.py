@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from ._message import Message, QueuedMessage
     from ._queue import Queue
 
-__all__ = ["Browser", "Consumer", "Delivery", "Unacked"]
+__all__ = ["Browser", "Consumer", "Credited", "Delivery", "Unacked"]
 
 
 @final
@@ -95,16 +95,35 @@ class Consumer:
 
     def set_credit(self, credit: int) -> None:
         """Give the consumer link credit (AMQP 1.0 flow): it takes up to ``credit`` messages,
-        at once if its queue has them ready."""
+        at once if its queue has them ready (:meth:`Channel.basic_credit
+        <embroker.model.Channel.basic_credit>` is the channel's operation)."""
         self.credit = credit
         if credit > 0 and not self.queue.deleted:
             if self.blocked:
                 self.queue.unblock(self.channel)  # back in the rotation
             self.queue.dispatch()
 
+    def drain(self) -> int:
+        """Use up the credit the queue could not fill: returns how much (RabbitMQ's queue
+        answers a drain with the credit it drained, ``send_drained``)."""
+        drained, self.credit = self.credit or 0, 0
+        return drained
+
     def __repr__(self) -> str:
         return (f"<Consumer '{self.tag}' on queue '{self.queue.name}' "
                 f"(channel {self.channel.number}, {self.unacked} unacked)>")
+
+
+class Credited(NamedTuple):
+    """What giving a consumer credit did (:meth:`Channel.basic_credit
+    <embroker.model.Channel.basic_credit>`)."""
+
+    #: Messages delivered at once (each took one credit).
+    delivered: int
+    #: The credit a drain used up, unfilled (the link advances its delivery count by it).
+    drained: int
+    #: The credit left.
+    credit: int
 
 
 class Unacked(NamedTuple):

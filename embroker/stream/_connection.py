@@ -602,7 +602,7 @@ class StreamConnection:
         # pre-authentication bound on a successful Open.)
         self._reader.frame_max = max(self.frame_max, self.broker.max_message_size)
         self.model.on_closed_by_broker = self.close
-        self._channel = self.model.open_channel(1)
+        self._channel = self.model.open_internal_channel()
         self._send(self._respond(Key.OPEN, correlation).properties({
             "advertised_host": self.advertised_host,
             "advertised_port": str(self.advertised_port)}).frame())
