@@ -36,6 +36,7 @@ from ._message import QueuedMessage as QueuedMessage
 from ._plugins import Plugins as Plugins
 from ._policy import Policy as Policy
 from ._policy import QueueSettings as QueueSettings
+from ._outcome import PublishOutcome as PublishOutcome
 from ._queue import Queue as Queue
 from ._trace import Explanation as Explanation
 from ._trace import Outcome as Outcome
@@ -48,7 +49,8 @@ __all__ = [
     "Confirmed", "Connection", "Consumer", "DeclareOk", "Delivered", "Delivery", "Exchange",
     "Explanation", "Fate", "HashedPassword", "HeldMessage", "Incident", "ManualClock", "Message",
     "MessageEvent",
-    "Outcome", "Permissions", "Plugins", "Policy", "Queue", "QueueSettings", "QueuedMessage",
+    "Outcome", "Permissions", "Plugins", "Policy", "PublishOutcome", "Queue", "QueueSettings",
+    "QueuedMessage",
     "Returned", "RoutingDecision", "SystemClock", "Timer",
     "TopicPermissions", "VirtualHost",
 ]
