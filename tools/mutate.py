@@ -597,6 +597,11 @@ MUTATIONS: list[Mutation] = [
       "        if self._told_blocked:\n            self._told_blocked = False\n",
       "        if True:\n            self._told_blocked = False\n",
       "connection.unblocked goes only to the connections told connection.blocked"),
+    # The model's operations in place of the surfaces' workarounds (#45).
+    M("publish_outcome_ignored", "embroker/amqp10/_incoming.py",
+      "        if not published.routed:\n            return _RELEASED\n",
+      "",
+      "an AMQP 1.0 transfer that reached no queue is released (the model's publish outcome)"),
 ]
 
 
