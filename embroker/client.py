@@ -388,19 +388,21 @@ class Channel:
             if not model.is_open:
                 self._check_open()
             confirming = model.confirm_mode
-            pending, confirmed = len(self._pending), len(self.confirms)
+            pending = len(self._pending)
             try:
-                model.basic_publish(exchange, routing_key, body, props, mandatory=mandatory,
-                                    encoded_properties=encoded)
+                published = model.basic_publish(exchange, routing_key, body, props,
+                                                mandatory=mandatory, encoded_properties=encoded)
             except AMQPError as exc:
                 self._failed(exc, "basic_publish")
                 raise
             if confirming:
+                # The message itself comes back with the return callbacks' event.
                 returned = [ReturnedMessage(e.reply_code, e.reply_text, e.exchange,
                                             e.routing_key, e.message)
                             for channel, e in list(self._pending)[pending:]
-                            if channel is self and isinstance(e, Returned)]
-                nacked = any(not ack for _tag, _multiple, ack in self.confirms[confirmed:])
+                            if channel is self and isinstance(e, Returned)
+                            ] if published.returned else []
+                nacked = not published.accepted
         if self._pending:
             self.connection.process_data_events()
         if confirming and nacked:

@@ -7,7 +7,11 @@ layer is the one place that turns them into ``channel.close`` / ``connection.clo
 in the class and method that caused them. The in-process client raises them straight into the test.
 
 Reply texts follow RabbitMQ's format, ``"NOT_FOUND - no queue 'q' in vhost '/'"``: the reply name,
-a dash, then the text RabbitMQ's ``rabbit_channel.erl`` would give.
+a dash, then the text RabbitMQ's ``rabbit_channel.erl`` would give. Where a surface answers one
+reply code differently by why it was refused (RabbitMQ 4's AMQP 1.0 management node ends the
+session for a missing permission, but answers 403 for a reserved name; ``rabbitmqctl
+delete_queue`` words if-unused and if-empty apart), the error says why as data,
+:attr:`AMQPError.reason` (a :class:`Refusal`), never to be read back out of its text.
 
 The other errors embroker raises live here too, so there is one place to import them from:
 :class:`ChannelClosed` / :class:`ConnectionClosed` (the in-process client used after a close),
@@ -19,6 +23,7 @@ RabbitMQ would refuse) and :class:`PortInUse` (the listener's port is taken); an
 
 from __future__ import annotations
 
+import enum
 import errno
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol, final
@@ -52,6 +57,7 @@ __all__ = [
     "PolicyWarning",
     "PortInUse",
     "PreconditionFailed",
+    "Refusal",
     "ResourceError",
     "ResourceLocked",
     "ReturnedMessageLike",
@@ -62,6 +68,22 @@ __all__ = [
 ]
 
 
+@enum.unique
+class Refusal(enum.Enum):
+    """Why the model refused an operation, where a surface answers the same reply code
+    differently by the reason (:attr:`AMQPError.reason`)."""
+
+    #: A permission of the user did not allow it: configure, write or read on a resource, a
+    #: topic permission, or access to the vhost (``rabbit_access_control``: "access to ...
+    #: refused for user ...").
+    PERMISSION = "permission"
+    #: A delete with ``if-unused`` of a queue with consumers or an exchange with bindings
+    #: (``rabbit_amqqueue:delete/4``, ``rabbit_exchange:delete/3``: ``in_use``).
+    IN_USE = "in_use"
+    #: A queue delete with ``if-empty`` of a queue that holds messages (``not_empty``).
+    NOT_EMPTY = "not_empty"
+
+
 class AMQPError(Exception):
     """An AMQP error: a reply code, a reply text and the method that caused it.
 
@@ -69,6 +91,8 @@ class AMQPError(Exception):
         text: what went wrong, without the reply name (``"no queue 'q' in vhost '/'"``).
         class_id: the AMQP class of the method that failed (0 when not caused by a method).
         method_id: the AMQP method id within that class.
+        reason: why, where a surface tells reasons of one reply code apart (:class:`Refusal`);
+            ``None`` for the others.
     """
 
     reply_code: ClassVar[int]
@@ -76,11 +100,14 @@ class AMQPError(Exception):
     #: True for connection exceptions ("hard errors"), False for channel exceptions.
     hard: ClassVar[bool]
 
-    def __init__(self, text: str, *, class_id: int = 0, method_id: int = 0) -> None:
+    def __init__(self, text: str, *, class_id: int = 0, method_id: int = 0,
+                 reason: Refusal | None = None) -> None:
         super().__init__(text)
         self.text = text
         self.class_id = class_id
         self.method_id = method_id
+        #: Why it was refused (:class:`Refusal`), where a surface tells reasons apart.
+        self.reason = reason
         #: What a 404 found missing, ``(kind, name)`` (``("exchange", "order")``): the
         #: in-process client and ``explain()`` look for the name that was meant.
         self.missing: tuple[str, str] | None = None

@@ -619,6 +619,11 @@ MUTATIONS: list[Mutation] = [
       "                if kind.user_connection_limit:\n",
       "                if (details or {}).get(\"protocol\") != \"stream\":\n",
       "a connection kind's user_connection_limit decides whether max-connections applies"),
+    # The model's operations in place of the surfaces' workarounds (#45).
+    M("publish_outcome_ignored", "embroker/amqp10/_incoming.py",
+      "        if not published.routed:\n            return _RELEASED\n",
+      "",
+      "an AMQP 1.0 transfer that reached no queue is released (the model's publish outcome)"),
 ]
 
 

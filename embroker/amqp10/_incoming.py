@@ -8,7 +8,8 @@ anonymous terminus, or, for a transaction coordinator, ``declare`` and ``dischar
 :class:`IncomingLinks` is the connection's role object for them. It grants them credit
 (:data:`~._connection.LINK_CREDIT` by default, refilled when half is used), puts a delivery
 that spans transfer frames together, publishes it on its session's model channel (in confirm
-mode and mandatory: a nack is ``rejected``, a return ``released``) and queues its outcome.
+mode and mandatory) and queues the outcome the model returns, as RabbitMQ 4's session words it:
+a message a queue refused is ``rejected``, one that reached no queue ``released``.
 The outcomes of the deliveries received in one read go out in one ``disposition`` per range
 that agrees (:meth:`IncomingLinks.flush_dispositions`).
 
@@ -89,7 +90,7 @@ class _Incoming(_Link):
 class IncomingLinks(_LinkRole[_Incoming]):
     """Attach, transfers in (publishes, transactions) and the dispositions that settle them."""
 
-    __slots__ = ("_txn_ids", "failed", "nacked", "returned", "txns")
+    __slots__ = ("_txn_ids", "failed", "txns")
 
     def __init__(self, connection: ServerConnection, sessions: Sessions) -> None:
         super().__init__(connection, sessions)
@@ -98,9 +99,6 @@ class IncomingLinks(_LinkRole[_Incoming]):
         #: Why an open transaction can only roll back (a publish in it was refused).
         self.failed: dict[bytes, str] = {}
         self._txn_ids = itertools.count(1)
-        # Per publish: what the model told us (a return, a nack).
-        self.returned = False
-        self.nacked = False
 
     def attach(self, session: _Session, attach: Attach) -> None:
         target = attach.target
@@ -267,23 +265,20 @@ class IncomingLinks(_LinkRole[_Incoming]):
         if self.broker.publishers_blocked:
             self.connection.blocked = True
         channel = link.session.model
-        self.returned = self.nacked = False
-        # A reply to a volatile queue (direct reply-to) is routed there, not returned.
-        mandatory = not (exchange == "" and channel.vhost.is_reply_address(key))
         try:
-            channel.basic_publish(exchange, key, body, properties, mandatory=mandatory,
-                                  amqp10=kept, origin=link.origin, transaction=txn)
+            published = channel.basic_publish(exchange, key, body, properties, mandatory=True,
+                                              amqp10=kept, origin=link.origin, transaction=txn)
         except AMQPError as exc:
             if txn is not None:
                 self.failed[state.txn_id] = exc.text
             return self._rejected(txn, state, _condition(exc), exc.text)
         if txn is not None:
             return TransactionalState(state.txn_id, _ACCEPTED)
-        if self.nacked:
+        if not published.accepted:
             return Rejected(error=Error(Symbol("amqp:resource-limit-exceeded"),
                                         "a queue refused the message: it is full "
                                         "(x-overflow reject-publish)"))
-        if self.returned:
+        if not published.routed:
             return _RELEASED
         return _ACCEPTED
 

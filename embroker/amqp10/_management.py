@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 from urllib.parse import quote, unquote_to_bytes
 
 from .._erlterm import field_value_term, phash2
-from ..errors import AccessRefused, AMQPError, NotFound, PreconditionFailed
+from ..errors import AccessRefused, AMQPError, NotFound, PreconditionFailed, Refusal
 from ..model._names import has_cr_lf, is_default_exchange, reserved
 from ._definitions import SECTION_AMQP_VALUE, Properties
 from ._errors import DecodeError, SessionError
@@ -262,7 +262,7 @@ class ManagementNode:
         try:
             return call()
         except AccessRefused as exc:
-            if " refused for user " in exc.text:
+            if exc.reason is Refusal.PERMISSION:
                 raise SessionError("amqp:unauthorized-access", exc.text) from None
             raise _Status("403", exc.text) from None
         except PreconditionFailed as exc:
@@ -312,12 +312,11 @@ class ManagementNode:
         if reserved(name):
             raise _Status("403", f"{vhost.resource('queue', name)} starts with reserved "
                                  "prefix 'amq.'")
-        existed = name in vhost.queues
-        self._model(lambda: self.channel.queue_declare(
+        declared = self._model(lambda: self.channel.queue_declare(
             name, durable=spec["durable"], exclusive=spec["exclusive"],
             auto_delete=spec["auto_delete"], arguments=spec["arguments"]),
             conflict="409", not_found="400")
-        return ("200" if existed else "201"), self._encode_queue(name)
+        return ("201" if declared.created else "200"), self._encode_queue(name)
 
     def _delete_queue(self, segments: list[str], query: dict[str, str],
                       body: Any) -> tuple[str, Any]:
@@ -353,9 +352,8 @@ class ManagementNode:
         self._model(lambda: vhost.exchange_type(spec["type"]), conflict="400")
         if is_default_exchange(name):
             raise _Status("403", "operation not permitted on the default exchange")
-        if name not in vhost.exchanges:
-            self._model(lambda: channel.connection.access.exchange_declare(
-                vhost, name, spec["type"], spec["arguments"]))
+        if not self._model(lambda: channel.check_exchange_declare(
+                name, spec["type"], spec["arguments"])):
             _prohibit_cr_lf(name)
             if reserved(name):
                 raise _Status("403", f"{vhost.resource('exchange', name)} starts with "

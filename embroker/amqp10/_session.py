@@ -29,7 +29,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, final
 
 from ..errors import AccessRefused, AMQPError, NotFound, PreconditionFailed, ResourceLocked
-from ..model._events import Cancelled, ChannelEvent, Confirmed, Delivered, Returned
+from ..model._events import Cancelled, ChannelEvent, Delivered
 from ._definitions import Accepted, Attach, Begin, Detach, End, Error, Flow, Released, Transfer
 from ._errors import ConnectionError10, LinkError, ProtocolError, SessionError
 from ._frames import encode_frame, encode_transfer_frames
@@ -153,15 +153,15 @@ class _Session:
 
 @final
 class _ModelEvents:
-    """The one place that hears a session's model channel: deliveries, returns, confirms and
-    cancels (the model's events), turned into this connection's calls."""
+    """The one place that hears a session's model channel: deliveries and cancels (the
+    model's events), turned into this connection's calls. Returns and confirms are not
+    listened to: a publish's outcome is what ``basic_publish`` returns."""
 
-    __slots__ = ("connection", "incoming", "outgoing", "session")
+    __slots__ = ("connection", "outgoing", "session")
 
     def __init__(self, connection: ServerConnection, session: _Session) -> None:
         self.connection = connection
         self.session = session
-        self.incoming = connection._incoming_links
         self.outgoing = connection._outgoing_links
 
     def __call__(self, event: ChannelEvent) -> None:
@@ -172,11 +172,6 @@ class _ModelEvents:
                 self.outgoing.deliver(self.session, event.consumer_tag, event.delivery_tag,
                                       event.redelivered, event.exchange, event.routing_key,
                                       event.message, event.failures)
-            elif isinstance(event, Returned):
-                self.incoming.returned = True
-            elif isinstance(event, Confirmed):
-                if not event.ack:
-                    self.incoming.nacked = True
             elif isinstance(event, Cancelled):
                 self.outgoing.cancelled(self.session, event.consumer_tag)
         except Exception as exc:  # a bug: the listener closes this connection

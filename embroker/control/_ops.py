@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._untrusted import json_loads
 from .._version import __version__
-from ..errors import AMQPError, DefinitionsError
+from ..errors import AMQPError, DefinitionsError, Refusal
 from ..fieldtypes import field_type
 from ..management import _views as views
 from ..model._definitions import read_file, vhost_metadata
@@ -764,6 +764,12 @@ def _queue(broker: Broker, arguments: Mapping[str, Any]) -> Queue:
     return queue
 
 
+#: What ``rabbitmqctl delete_queue`` prints for the model's if-unused and if-empty refusals
+#: (its ``Queue is in use``, ``Queue is not empty``; exit 64).
+_DELETE_REFUSALS: Mapping[Refusal | None, str] = {
+    Refusal.IN_USE: "Queue is in use", Refusal.NOT_EMPTY: "Queue is not empty"}
+
+
 def _cli_channel(broker: Broker, vhost: str) -> tuple[Connection, Any]:
     """A channel of a connection of no user, as the CLI's direct connection: the model's own
     operations, without a user's permissions (rabbitmqctl is the node's administrator)."""
@@ -797,8 +803,7 @@ def _delete_queue(node: Node, arguments: dict[str, Any]) -> Any:
             return channel.queue_delete(queue.name, if_unused=bool(arguments.get("if_unused")),
                                         if_empty=bool(arguments.get("if_empty")))
         except AMQPError as exc:  # (if-unused, if-empty: RabbitMQ's CLI texts, exit 64)
-            text = "Queue is in use" if "in use" in exc.reply_text else (
-                "Queue is not empty" if "not empty" in exc.reply_text else exc.reply_text)
+            text = _DELETE_REFUSALS.get(exc.reason, exc.reply_text)
             raise ControlError(text, EX_USAGE) from None
         finally:
             if connection.is_open:

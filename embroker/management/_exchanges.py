@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import AMQPError
 from ..fieldtypes import Long, Timestamp
-from ..model import Returned
 from ..model._access import Rule
 from . import _listing
 from . import _views as views
@@ -59,11 +58,10 @@ def _exchange_put(api: ManagementAPI, call: Call) -> Any:
     vhost, name = call.params["vhost"], call.params["name"]
     body = call.body
     with api.channel(call, vhost) as channel:
-        existed = name in channel.vhost.exchanges
-        channel.exchange_declare(name, body["type"], durable=body["durable"],
-                                 auto_delete=body["auto_delete"], internal=body["internal"],
-                                 arguments=body["arguments"])
-    return Response(204 if existed else 201)
+        created = channel.exchange_declare(
+            name, body["type"], durable=body["durable"], auto_delete=body["auto_delete"],
+            internal=body["internal"], arguments=body["arguments"])
+    return Response(201 if created else 204)
 
 
 @route("DELETE", "exchanges/{vhost}/{name}", Rule.VHOST)
@@ -106,16 +104,15 @@ def _exchange_publish(api: ManagementAPI, call: Call) -> Any:
     else:
         raise bad_request(["unsupported_encoding", encoding])
     props = _amqp_properties(body["properties"])
-    returned: list[object] = []
     with api.channel(call, vhost) as channel:
-        channel.listener = returned.append  # basic.return of the mandatory publish
         try:
             # As RabbitMQ's management: mandatory, and routed unless it comes back; any
             # refusal is 400 with the channel's close reason ("404 NOT_FOUND - no exchange").
-            channel.basic_publish(name, body["routing_key"], data, props, mandatory=True)
+            published = channel.basic_publish(name, body["routing_key"], data, props,
+                                              mandatory=True)
         except AMQPError as error:
             raise bad_request(f"{error.reply_code} {error.reply_text}") from None
-    return {"routed": not any(isinstance(event, Returned) for event in returned)}
+    return {"routed": not published.returned}
 
 
 #: The basic properties a publish may give, and what each must be.

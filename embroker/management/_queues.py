@@ -76,10 +76,9 @@ def _queue_put(api: ManagementAPI, call: Call) -> Any:
     if body["type"] and "x-queue-type" not in arguments:
         arguments["x-queue-type"] = body["type"]
     with api.channel(call, vhost) as channel:
-        existed = name in channel.vhost.queues
-        channel.queue_declare(name, durable=body["durable"], auto_delete=body["auto_delete"],
-                              arguments=arguments)
-    return Response(204 if existed else 201)
+        declared = channel.queue_declare(name, durable=body["durable"],
+                                         auto_delete=body["auto_delete"], arguments=arguments)
+    return Response(201 if declared.created else 204)
 
 
 @route("DELETE", "queues/{vhost}/{name}", Rule.VHOST)

@@ -43,6 +43,7 @@ from ._message import QueuedMessage as QueuedMessage
 from ._plugins import Plugins as Plugins
 from ._policy import Policy as Policy
 from ._policy import QueueSettings as QueueSettings
+from ._outcome import PublishOutcome as PublishOutcome
 from ._queue import Queue as Queue
 from ._trace import Explanation as Explanation
 from ._trace import Outcome as Outcome
@@ -86,6 +87,7 @@ __all__ = [
     "Permissions",
     "Plugins",
     "Policy",
+    "PublishOutcome",
     "Queue",
     "QueueSettings",
     "QueuedMessage",

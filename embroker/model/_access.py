@@ -100,7 +100,14 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
 
 from .. import _erlang, _regex
-from ..errors import AccessControlError, AccessRefused, ConnectionForced, DefinitionsError, NotAllowed
+from ..errors import (
+    AccessControlError,
+    AccessRefused,
+    ConnectionForced,
+    DefinitionsError,
+    NotAllowed,
+    Refusal,
+)
 from ._definitions_schema import no_such_vhost
 from ._exchange import EXCHANGE_TYPES
 from ._names import is_default_exchange, reserved
@@ -789,7 +796,8 @@ class AccessControl:
     def check_vhost(self, user: str, vhost: str) -> None:
         """Raise NotAllowed (530) unless ``user`` has permissions in ``vhost``."""
         if self.permissions(user, vhost) is None:
-            raise NotAllowed(f"access to vhost '{vhost}' refused for user '{user}'")
+            raise NotAllowed(f"access to vhost '{vhost}' refused for user '{user}'",
+                             reason=Refusal.PERMISSION)
 
     def check(self, user: str, vhost: str, kind: str, name: str, permission: str) -> None:
         """Raise AccessRefused (403) unless ``user`` has ``permission`` ("configure", "write"
@@ -799,7 +807,8 @@ class AccessControl:
         granted = self.permissions(user, vhost)
         if granted is None or not _grants(getattr(granted, permission), name):
             raise AccessRefused(
-                f"access to {kind} '{name}' in vhost '{vhost}' refused for user '{user}'")
+                f"access to {kind} '{name}' in vhost '{vhost}' refused for user '{user}'",
+                reason=Refusal.PERMISSION)
 
     def sees_message(self, name: str, vhost: str, queues: Iterable[str]) -> bool:
         """Whether what a message carried (its body, the headers an explanation quotes) may be
@@ -821,7 +830,7 @@ class AccessControl:
         if not _grants(expression, routing_key):
             raise AccessRefused(
                 f"access to topic '{routing_key}' in exchange '{exchange}' in vhost '{vhost}' "
-                f"refused for user '{user}'")
+                f"refused for user '{user}'", reason=Refusal.PERMISSION)
 
     def topic_permissions(self, user: str, vhost: str) -> list[TopicPermissions]:
         """The topic permissions of ``user`` in ``vhost``, by exchange name."""

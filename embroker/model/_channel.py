@@ -47,6 +47,7 @@ from ._consumer import Browser, Consumer, Credited, Delivery, Unacked
 from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
 from ._message import Message, QueuedMessage
 from ._names import REPLY_TO, random_name, reply_name, reserved, without_cr_lf
+from ._outcome import PublishOutcome
 from ._stream import MAX_SEGMENT_SIZE, Entry, create_arguments, parse_offset_spec
 from ._tx import HeldPublish, HeldSettlement, Settlement, Transaction
 
@@ -61,6 +62,11 @@ __all__ = ["Channel", "ReplyConsumer"]
 
 #: What basic.return says of a mandatory message that reached no queue.
 _NO_ROUTE = NoRoute("")
+#: The outcome of a publish a transaction holds until its commit.
+_HELD = PublishOutcome(held=True)
+#: The outcome of a publish that reached no queue: dropped, or returned under mandatory.
+_UNROUTED = PublishOutcome()
+_RETURNED = PublishOutcome(returned=True)
 
 
 def _by_tag(pair: tuple[int, Unacked]) -> int:
@@ -190,15 +196,33 @@ class Channel:
 
     def exchange_declare(self, exchange: str, exchange_type: str = "direct", *,
                          passive: bool = False, durable: bool = False, auto_delete: bool = False,
-                         internal: bool = False, arguments: dict[str, Any] | None = None) -> None:
-        """exchange.declare. Raises NotFound (passive, missing), AccessRefused (``amq.`` names,
-        the default exchange), PreconditionFailed (not equivalent), CommandInvalid (unknown type).
+                         internal: bool = False, arguments: dict[str, Any] | None = None) -> bool:
+        """exchange.declare; returns whether it created the exchange (False: it existed, or
+        ``passive``). Raises NotFound (passive, missing), AccessRefused (``amq.`` names, the
+        default exchange), PreconditionFailed (not equivalent), CommandInvalid (unknown type).
         """
         if not passive:
             self.connection.access.exchange_declare(self.vhost, exchange, exchange_type, arguments)
+        created = not passive and exchange not in self.vhost.exchanges
         self.vhost.declare_exchange(exchange, exchange_type, passive=passive, durable=durable,
                                     auto_delete=auto_delete, internal=internal,
                                     arguments=arguments or {}, user=self.connection.user)
+        return created
+
+    def check_exchange_declare(self, exchange: str, exchange_type: str = "direct",
+                               arguments: dict[str, Any] | None = None) -> bool:
+        """Whether ``exchange`` exists, asked as a declare of it asks: the permissions its
+        declare needs first, then the lookup. RabbitMQ 4's AMQP 1.0 management node asks this
+        before it checks a new exchange's name (``rabbit_amqp_management``, ``PUT
+        /exchanges``, v4.1: ``check_resource_access`` then ``rabbit_exchange:lookup``):
+        permission before existence. Nothing is declared.
+
+        Raises:
+            AccessRefused: (403) no configure permission on ``exchange`` (for a new one with an
+                ``alternate-exchange``: no read on it, or no write on the alternate).
+        """
+        self.connection.access.exchange_declare(self.vhost, exchange, exchange_type, arguments)
+        return exchange in self.vhost.exchanges
 
     def exchange_delete(self, exchange: str, *, if_unused: bool = False) -> None:
         self.connection.access.exchange_delete(exchange)
@@ -221,7 +245,8 @@ class Channel:
     def queue_declare(self, queue: str = "", *, passive: bool = False, durable: bool = False,
                       exclusive: bool = False, auto_delete: bool = False,
                       arguments: dict[str, Any] | None = None) -> DeclareOk:
-        """queue.declare; returns the name (server-generated for ``""``) and the counts."""
+        """queue.declare; returns the name (server-generated for ``""``), the counts and
+        whether it created the queue (:attr:`~._vhost.DeclareOk.created`)."""
         result = self.vhost.declare_queue(
             queue, self.connection, passive=passive, durable=durable, exclusive=exclusive,
             auto_delete=auto_delete, arguments=arguments or {})
@@ -278,11 +303,12 @@ class Channel:
                       properties: dict[str, Any] | None = None, *, mandatory: bool = False,
                       immediate: bool = False, encoded_properties: bytes | None = None,
                       amqp10: object | None = None, origin: str | None = None,
-                      transaction: Transaction | None = None) -> int:
-        """basic.publish; returns the publish sequence number in confirm mode, else 0.
-        In a transaction (``transaction``, else tx.select's) the message is checked at once and
-        held until commit (returning 0). ``amqp10`` and ``origin`` are what the AMQP 1.0 layer
-        keeps on the message (see :class:`Message`).
+                      transaction: Transaction | None = None) -> PublishOutcome:
+        """basic.publish; returns its :class:`~._outcome.PublishOutcome`: the publish sequence
+        number in confirm mode (else 0), the queues it was routed to, whether a queue refused
+        it and whether it was returned. In a transaction (``transaction``, else tx.select's)
+        the message is checked at once and held until commit (``held``). ``amqp10`` and
+        ``origin`` are what the AMQP 1.0 layer keeps on the message (see :class:`Message`).
 
         Raises:
             NotFound: (404) no such exchange.
@@ -316,18 +342,19 @@ class Channel:
         if held is not None:
             vhost.check_routing_headers(message)
             held._hold(HeldPublish(self, message, mandatory, expiration))
-            return 0
-        accepted = self._publish(message, mandatory, expiration)
+            return _HELD
+        outcome = self._publish(message, mandatory, expiration)
         if not self.confirm_mode:
-            return 0
+            return outcome
         self._publish_seq += 1
+        accepted = outcome.accepted
         if not accepted:
             _history.confirm_nack(self, message, self._publish_seq)
         if self.listener is not None:
             # RabbitMQ coalesces a nack with everything unconfirmed before it: with nothing else
             # outstanding, that is multiple=true for this one message.
             self.listener(Confirmed(self.number, self._publish_seq, not accepted, accepted))
-        return self._publish_seq
+        return PublishOutcome(self._publish_seq, outcome.routed, accepted, outcome.returned)
 
     def _check_properties(self, message: Message) -> float | None:
         # user_id must be the connection's user; expiration must parse (returned, in seconds);
@@ -354,29 +381,35 @@ class Channel:
             self.vhost.refuse(message, exc)
         return expiration
 
-    def _publish(self, message: Message, mandatory: bool, expiration: float | None) -> bool:
-        """Route and enqueue; False when a queue refused the message (overflow)."""
+    def _publish(self, message: Message, mandatory: bool,
+                 expiration: float | None) -> PublishOutcome:
+        """Route and enqueue; the outcome's sequence number is left to the caller. Direct
+        reply-to's "routed or returned" is decided here, for every surface: a reply counts as
+        routed only where the broker's profile makes its address a volatile queue
+        (:meth:`~._vhost.VirtualHost.deliver_replies`)."""
         queues = self.vhost.route(message.exchange, message, mandatory)
         if self.vhost.tracing:
             _firehose.published(self, message, queues)
         if self.confirm_mode and self._publish_faults and _faults.nack(
-                self, message, queues):
-            return False  # a test injected a nack (embroker.faults)
-        if (not message.exchange and message.routing_key.startswith(REPLY_TO)
-                and self.vhost.deliver_replies(message)):
-            mandatory = False  # RabbitMQ 4.2: routed to a volatile queue (not returned)
+                self, message, queues):  # a test injected a nack (embroker.faults)
+            return PublishOutcome(0, tuple([queue.name for queue in queues]), False)
+        replies = (self.vhost.deliver_replies(message) if not message.exchange
+                   and message.routing_key.startswith(REPLY_TO) else ())
         if queues:
             accepted = True
             for queue in queues:
                 if not queue.publish(message, expiration, self):
                     accepted = False
-            return accepted
-        if mandatory:
-            _history.returned(self.vhost.broker.clock, message)
-        if mandatory and self.listener is not None:
+            return PublishOutcome(0, (*[queue.name for queue in queues], *replies), accepted)
+        if replies:
+            return PublishOutcome(0, replies)  # RabbitMQ 4.2: a volatile queue (not returned)
+        if not mandatory:
+            return _UNROUTED
+        _history.returned(self.vhost.broker.clock, message)
+        if self.listener is not None:
             self.listener(Returned(self.number, _NO_ROUTE.reply_code, _NO_ROUTE.reply_text,
                                    message.exchange, message.routing_key, message))
-        return True
+        return _RETURNED
 
     def check_publish(self, exchange: str, *, queue: str | None = None) -> None:
         """Whether this channel may publish to ``exchange`` at all (to ``queue`` through it,

@@ -14,6 +14,7 @@ from ..errors import (
     InternalError,
     NotFound,
     PreconditionFailed,
+    Refusal,
     ResourceLocked,
 )
 from ..fieldtypes import field_type
@@ -89,6 +90,8 @@ class DeclareOk(NamedTuple):
     queue: str
     message_count: int
     consumer_count: int
+    #: Whether this declare created the queue (False: it existed, or a passive declare).
+    created: bool = False
 
 
 @final
@@ -260,7 +263,8 @@ class VirtualHost:
         if exchange is None:
             return
         if if_unused and exchange.bindings:
-            raise PreconditionFailed(f"{self.resource('exchange', name)} in use")
+            raise PreconditionFailed(f"{self.resource('exchange', name)} in use",
+                                     reason=Refusal.IN_USE)
         self._delete_exchange(exchange, user, explicit=True)
 
     def _delete_exchange(self, exchange: Exchange, user: str = INTERNAL_USER, *,
@@ -352,7 +356,7 @@ class VirtualHost:
         events = self.broker.plugins.events
         if events is not None:
             events.queue_created(queue, connection.user if connection else INTERNAL_USER)
-        return DeclareOk(name, 0, 0)
+        return DeclareOk(name, 0, 0, created=True)
 
     def delete_queue(self, name: str, connection: Connection | None, *,
                      if_unused: bool = False, if_empty: bool = False) -> int:
@@ -363,9 +367,11 @@ class VirtualHost:
             return 0
         self.check_exclusive_access(queue, connection)
         if if_unused and queue.consumer_count:
-            raise PreconditionFailed(f"{self.resource('queue', name)} in use")
+            raise PreconditionFailed(f"{self.resource('queue', name)} in use",
+                                     reason=Refusal.IN_USE)
         if if_empty and queue.message_count:
-            raise PreconditionFailed(f"{self.resource('queue', name)} not empty")
+            raise PreconditionFailed(f"{self.resource('queue', name)} not empty",
+                                     reason=Refusal.NOT_EMPTY)
         return self.delete_queue_object(queue, connection.user if connection else INTERNAL_USER)
 
     def delete_queue_object(self, queue: Queue, user: str = INTERNAL_USER) -> int:
@@ -613,26 +619,23 @@ class VirtualHost:
     def _record(self, decision: RoutingDecision) -> None:
         self._trace.record(decision)
 
-    def deliver_replies(self, message: Message) -> bool:
+    def deliver_replies(self, message: Message) -> tuple[str, ...]:
         """Direct reply-to: a message published to the default exchange with a reply-to
         address as a key goes straight to the requesting channel, and nowhere when the
-        requester has gone. Returns whether it counts as routed: as RabbitMQ 3.10, never (a
-        mandatory reply is also returned); as RabbitMQ 4.2, when the address is one the broker
-        issued, whether or not its requester is still there (v4.2.0 release notes: the address
-        is a volatile queue, checked only when delivering)."""
-        routed = False
+        requester has gone. Returns the addresses that count as routed to: as RabbitMQ 3.10
+        (and 4.1), none (``rabbit_exchange:route/2`` delivers a reply beside routing, so a
+        mandatory reply is also returned); as RabbitMQ 4.2, each address the broker issued,
+        whether or not its requester is still there (v4.2.0 release notes: the address is a
+        volatile queue, checked only when delivering)."""
         volatile = self.broker.profile.at_least(4, 2)
+        routed: list[str] = []
         for key in message.keys:
             reply = self.reply_consumers.get(key)
             if reply is not None:
                 reply.deliver(message)
-            routed = routed or (volatile and is_reply_name(key))
-        return routed
-
-    def is_reply_address(self, name: str) -> bool:
-        """Whether ``name`` is a direct reply-to address the broker issued (RabbitMQ 4.2's
-        AMQP 1.0 names it a volatile queue and routes to it)."""
-        return is_reply_name(name)
+            if volatile and is_reply_name(key) and key not in routed:
+                routed.append(key)
+        return tuple(routed)
 
     def is_volatile_queue(self, name: str) -> bool:
         """Whether ``name`` is a volatile queue that exists: as RabbitMQ 4.2, a direct reply-to
