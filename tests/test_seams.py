@@ -85,7 +85,8 @@ def _text_questions(tree: ast.AST) -> Iterator[tuple[int, str]]:
                     asked = any(_is_exception_text(arg, names) for arg in node.args)
             elif isinstance(node, ast.Match):
                 asked = _is_exception_text(node.subject, names)
-            if asked and (node.lineno, node.col_offset) not in seen:
+            if asked and isinstance(node, (ast.expr, ast.stmt)) \
+                    and (node.lineno, node.col_offset) not in seen:
                 seen.add((node.lineno, node.col_offset))
                 yield node.lineno, ast.unparse(node)
 

@@ -40,10 +40,10 @@ from ._kinds import ConnectionKind as ConnectionKind
 from ._message import PROPERTY_NAMES as PROPERTY_NAMES
 from ._message import Message as Message
 from ._message import QueuedMessage as QueuedMessage
+from ._outcome import PublishOutcome as PublishOutcome
 from ._plugins import Plugins as Plugins
 from ._policy import Policy as Policy
 from ._policy import QueueSettings as QueueSettings
-from ._outcome import PublishOutcome as PublishOutcome
 from ._queue import Queue as Queue
 from ._trace import Explanation as Explanation
 from ._trace import Outcome as Outcome

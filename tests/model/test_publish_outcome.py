@@ -78,7 +78,7 @@ def test_a_transactional_publish_is_held_and_routes_nothing_yet() -> None:
 
 def _reply_address(broker: Broker) -> tuple[Channel, str]:
     requester = _channel(broker)
-    requester.basic_consume("amq.rabbitmq.reply-to", lambda *_: None, no_ack=True)
+    requester.basic_consume("amq.rabbitmq.reply-to", no_ack=True)
     requester.queue_declare("rpc")
     requester.basic_publish("", "rpc", b"ask", {"reply_to": "amq.rabbitmq.reply-to"})
     address = broker.queues["rpc"].messages[0].properties["reply_to"]

@@ -124,8 +124,8 @@ def test_a_channel_in_confirm_mode_publishes_in_a_transaction(broker: Broker) ->
     ch.queue_declare("q")
     ch.confirm_select()
     txn = ch.transaction()
-    assert ch.basic_publish("", "q", b"held", transaction=txn) == 0
-    assert ch.basic_publish("", "q", b"confirmed") == 1
+    assert ch.basic_publish("", "q", b"held", transaction=txn).held
+    assert ch.basic_publish("", "q", b"confirmed").seq == 1
     assert [type(e) for e in events] == [Confirmed]
     txn.commit()
     assert _bodies(broker, "q") == [b"confirmed", b"held"]
