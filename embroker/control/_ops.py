@@ -22,6 +22,7 @@ from .._untrusted import json_loads
 from .._version import __version__
 from ..errors import AMQPError, DefinitionsError, Refusal
 from ..fieldtypes import field_type
+from ..kit import check_password
 from ..management import _views as views
 from ..model._definitions import read_file, vhost_metadata
 from ..model._definitions_schema import NOT_JSON, parse
@@ -563,7 +564,7 @@ def _authenticate_user(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
     name, password = _text(arguments, "user"), _text(arguments, "password")
     with broker.locked():
-        refusal = broker.access.check_login(name, password, loopback=True)
+        refusal = check_password(broker, name, password)
     if refusal is not None:
         raise ControlError(f"Error: failed to authenticate user \"{name}\"\n"
                            f"user '{name}' - invalid credentials", EX_DATAERR)
