@@ -157,7 +157,7 @@ class NodeHandshake:
         name: the node's name.
         cookie: the node's cookie.
         inner: makes the connection that serves the authenticated tool (an
-            :class:`~embroker.management._http.HttpConnection`).
+            :class:`~embroker.management.HttpConnection`).
         on_authenticated: told when the tool proved itself; ``False`` refuses it (``-busy``:
             the node holds as many tools as it may).
         clock: where the deadline is read (``time.monotonic``; a test's own).

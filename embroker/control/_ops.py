@@ -23,7 +23,7 @@ from .._version import __version__
 from ..errors import AMQPError, DefinitionsError, Refusal
 from ..fieldtypes import field_type
 from ..kit import check_password
-from ..management import _views as views
+from ..management import views
 from ..model._definitions import read_file, vhost_metadata
 from ..model._definitions_schema import NOT_JSON, parse
 from ..model._kinds import AMQP_091 as AMQP_091_KIND
@@ -214,7 +214,7 @@ def _amqp_091(connection: Connection) -> bool:
 
 
 def _connection_rows(node: Node) -> list[dict[str, Any]]:
-    from ..management._connections import _connection_info
+    from ..management import connection_info
 
     api = node.views
     wire = api.wire()
@@ -222,7 +222,7 @@ def _connection_rows(node: Node) -> list[dict[str, Any]]:
     for connection in node.broker.connections.values():
         if not connection.is_open or not _amqp_091(connection):
             continue
-        info = _connection_info(api, connection, wire, "rmq-cli")
+        info = connection_info(api, connection, wire, "rmq-cli")
         row = {key: info.get(key, "") for key in INFO_KEYS["connections"][0]}
         row.update({"pid": _pid(node, 1, connection.id), "channels": info.get("channels", 0),
                     "protocol": AMQP_091,

@@ -3,7 +3,7 @@
 RabbitMQ's tools call functions in the node over Erlang distribution and format the answers
 themselves. embroker's node serves a small HTTP/1.1 interface on a loopback port of the
 listener's own loop (``Server.serve_control``), parsed by the management API's bounded
-:class:`~embroker.management._http.HttpConnection`: ``POST /op/NAME`` with a JSON object of
+:class:`~embroker.management.HttpConnection`: ``POST /op/NAME`` with a JSON object of
 arguments, answered ``200`` with ``{"result": ...}`` or ``{"error": {...}}``. The tools format
 the answer (:mod:`._ctl`).
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import AccessControlError, AMQPError, PolicyError
-from ..management._http import Request, Response, Work
+from ..management import Request, Response, Work
 from ._protocol import ControlError
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def _answer(run: Callable[[], Any]) -> Response | Work:
 @final
 class _Stepped:
     """An operation worked out in steps, one per turn of the listener's loop (the management
-    API's :class:`~embroker.management._http.Work`): a long listing never holds the loop."""
+    API's :class:`~embroker.management.Work`): a long listing never holds the loop."""
 
     def __init__(self, steps: Generator[None, None, Any]) -> None:
         self._steps = steps

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 from ..model._access import Rule
-from . import _views as views
+from . import views
 from ._http import Response
 from ._routes import Call, not_found, route
 from ._schema import Field, Schema, table, text_or_number

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model._access import NO_ITEM, Rule
 from . import _steps as steps
-from . import _views as views
+from . import views
 from ._http import Response
 from ._routes import Call, not_found, route
 from ._steps import Steps

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConnectionForced
 from ..model._access import NO_ITEM, Rule
 from ..model._kinds import DIRECT
-from . import _views as views
+from . import views
 from ._api import split_peer
 from ._http import Response
 from ._routes import Call, not_found, route
@@ -24,8 +24,11 @@ if TYPE_CHECKING:
     from ._api import ManagementAPI
 
 
-def _connection_info(api: ManagementAPI, connection: Connection,
+def connection_info(api: ManagementAPI, connection: Connection,
                      wire: Mapping[int, WireConnection], who: str) -> dict[str, Any]:
+    """``connection`` as ``/api/connections`` shows it (``rabbit_mgmt_format``; a stream
+    connection with ``rabbit_stream_reader``'s keys), ``wire`` the server's sockets by model
+    connection, ``who`` the user named as the one who asked (``rmq-cli`` for the tools)."""
     carried = wire.get(id(connection))
     name, (peer_host, peer_port) = api.identity(connection, wire)
     here = split_peer(carried.local) if carried is not None else ("", 0)
@@ -97,7 +100,7 @@ def _connections(api: ManagementAPI, call: Call) -> Steps[Response]:
     with api.broker.locked():
         wire = api.wire()
         connections = api.listed_connections(call)
-    return (yield from api.listing(call, connections, lambda c: _connection_info(
+    return (yield from api.listing(call, connections, lambda c: connection_info(
         api, c, wire, call.user), locked=True))
 
 
@@ -105,7 +108,7 @@ def _connections(api: ManagementAPI, call: Call) -> Steps[Response]:
 def _connection_get(api: ManagementAPI, call: Call) -> Any:
     with api.broker.locked():
         connection, wire = _named_or_404(api, call)
-        return _connection_info(api, connection, wire, call.user)
+        return connection_info(api, connection, wire, call.user)
 
 
 @route("DELETE", "connections/{name}", Rule.OWNER, owner=_connection_owner)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..model._access import Rule
 from ..model._history import events_of
 from ..model._names import reserved
-from . import _views as views
+from . import views
 from ._routes import Call, HttpError, bad_request, not_found, route
 
 if TYPE_CHECKING:

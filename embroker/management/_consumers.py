@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model._access import Rule
 from . import _steps as steps
-from . import _views as views
+from . import views
 from ._http import Response
 from ._routes import Call, route
 from ._steps import Steps

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import AMQPError
 from ..fieldtypes import Long, Timestamp
 from ..model._access import Rule
-from . import _listing
-from . import _views as views
+from . import _listing, views
 from ._http import Response
 from ._routes import Call, bad_request, not_found, route
 from ._schema import Field, Schema, boolean, json_object, table, text, text_or_number

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._untrusted import json_dumps
 from .._version import __version__
 from ..model._access import Rule
-from . import _views as views
+from . import views
 from ._http import Response
 from ._routes import Call, bad_request, not_found, route
 from ._schema import Field, Schema, text

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._untrusted import json_bytes
 from ..model._access import Rule
-from . import _listing
+from . import _listing, views
 from . import _steps as steps
-from . import _views as views
 from ._http import Response
 from ._routes import Call, bad_request, route
 from ._schema import Field, Schema, boolean, integer, optional, table, text

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ..model._access import Rule
-from . import _views as views
+from . import views
 from ._http import BODY_SLICE, Response
 from ._routes import Call, bad_request, not_found, route
 from ._schema import ABSENT, Field, Schema, anything

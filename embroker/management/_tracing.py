@@ -282,7 +282,7 @@ def _ordered(properties: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _json_properties(properties: dict[str, Any]) -> dict[str, Any]:
-    from ._views import json_value
+    from .views import json_value
 
     return {name: json_value(value) for name, value in _ordered(properties)}
 

@@ -200,7 +200,7 @@ def test_rabbitmqadmin_is_not_shipped_and_the_answer_says_where_to_get_it(
 def test_a_listing_written_row_by_row_is_the_json_of_the_queues_objects() -> None:
     """GET /api/queues writes each queue's JSON from fragments (fast); it is the same object
     queue_info() builds, for every kind of queue."""
-    from embroker.management import _views as views
+    from embroker.management import views
 
     broker = Broker()
     broker.set_policy("ttl", "^pol", {"message-ttl": 60000})

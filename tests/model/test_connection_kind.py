@@ -9,8 +9,7 @@ import pytest
 
 from embroker import Broker
 from embroker.errors import NotAllowed
-from embroker.management import ManagementAPI
-from embroker.management._connections import _connection_info
+from embroker.management import ManagementAPI, connection_info
 from embroker.model import (
     AMQP_091,
     AMQP_10,
@@ -118,7 +117,7 @@ def test_a_new_kind_is_listed_and_announced_with_its_own_protocol_names() -> Non
     api = ManagementAPI(broker)
     try:
         with broker.locked():
-            assert _connection_info(api, connection, {}, "guest")["protocol"] == "TOY 1.0"
+            assert connection_info(api, connection, {}, "guest")["protocol"] == "TOY 1.0"
     finally:
         api.close()
     delivery = ch.basic_get(q, auto_ack=True)

@@ -15,7 +15,7 @@ import pytest
 
 from embroker import Broker, Server
 from embroker.control._node import Node
-from embroker.management import _views as views
+from embroker.management import views
 from embroker.model import Delivery
 from embroker.model._node import NodeIdentity
 
