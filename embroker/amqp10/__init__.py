@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from embroker.amqp10._address import Node, parse_address, queue_address
 from embroker.amqp10._connection import ConnectionState, ServerConnection
-from embroker.amqp10._definitions import (
+from embroker.amqp10._selector import Selector, SelectorError
+from embroker.amqp10._session import serial_add, serial_diff
+from embroker.amqp10_common._definitions import (
     COMPOSITES,
     Accepted,
     Attach,
@@ -58,7 +60,7 @@ from embroker.amqp10._definitions import (
     TransactionalState,
     Transfer,
 )
-from embroker.amqp10._errors import (
+from embroker.amqp10_common._errors import (
     CONDITIONS,
     ConnectionError10,
     DecodeError,
@@ -67,7 +69,7 @@ from embroker.amqp10._errors import (
     ProtocolError,
     SessionError,
 )
-from embroker.amqp10._frames import (
+from embroker.amqp10_common._frames import (
     AMQP_HEADER,
     EMPTY_FRAME,
     FRAME_AMQP,
@@ -79,7 +81,7 @@ from embroker.amqp10._frames import (
     encode_frame,
     encode_transfer_frames,
 )
-from embroker.amqp10._message import (
+from embroker.amqp10_common._message import (
     AMQP10_TYPE,
     ParsedMessage,
     from_stream,
@@ -90,9 +92,7 @@ from embroker.amqp10._message import (
     value_from_091,
     value_to_091,
 )
-from embroker.amqp10._selector import Selector, SelectorError
-from embroker.amqp10._session import serial_add, serial_diff
-from embroker.amqp10._types import (
+from embroker.amqp10_common._types import (
     Array,
     Byte,
     Char,

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from typing import Final, Literal
 from urllib.parse import quote, unquote
 
+from ..amqp10_common._errors import LinkError
 from ..kit import DestinationError, DestinationType, parse_destination
-from ._errors import LinkError
 
 __all__ = ["Node", "parse_address", "queue_address"]
 
@@ -151,10 +151,11 @@ def parse_address(address: object, role: Role = "target", *, v1: bool = True) ->
     Node(kind='queue', name='jobs', key=None, declare=True, version=1)
     >>> parse_address("/exchange/amq.topic", "source").key
     ''
-    >>> parse_address("/queue/a/b")
-    Traceback (most recent call last):
-    ...
-    embroker.amqp10._errors.LinkError: amqp:invalid-field: Attach rejected: {invalid_destination,queue,"/a/b"}
+    >>> try:
+    ...     parse_address("/queue/a/b")
+    ... except LinkError as refused:
+    ...     print(refused)
+    amqp:invalid-field: Attach rejected: {invalid_destination,queue,"/a/b"}
     """
     if not isinstance(address, str):
         raise _attach_rejected("{address_not_utf8_string," + repr(address) + "}")

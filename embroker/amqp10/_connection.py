@@ -54,10 +54,7 @@ import enum
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
-from ..errors import AMQPError, NotAllowed
-from ..kit import Client, LoginRefused, direct_login, login
-from ..model._kinds import AMQP_10
-from ._definitions import (
+from ..amqp10_common._definitions import (
     Attach,
     Begin,
     Close,
@@ -72,8 +69,8 @@ from ._definitions import (
     SaslOutcome,
     Transfer,
 )
-from ._errors import ConnectionError10, DecodeError, FramingError, ProtocolError, SessionError
-from ._frames import (
+from ..amqp10_common._errors import ConnectionError10, DecodeError, FramingError, ProtocolError, SessionError
+from ..amqp10_common._frames import (
     AMQP_HEADER,
     EMPTY_FRAME,
     FRAME_SASL,
@@ -83,11 +80,14 @@ from ._frames import (
     FrameReader,
     encode_frame,
 )
+from ..amqp10_common._types import Symbol, UInt
+from ..errors import AMQPError, NotAllowed
+from ..kit import Client, LoginRefused, direct_login, login
+from ..model._kinds import AMQP_10
 from ._incoming import IncomingLinks
 from ._management_link import ManagementLinks
 from ._outgoing import OutgoingLinks
 from ._session import Sessions, _Session
-from ._types import Symbol, UInt
 
 if TYPE_CHECKING:
     from ..kit import PeerCertificate

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, final
 
 from .. import _regex
-from ._definitions import Properties
-from ._message import parse_message, to_amqp10
+from ..amqp10_common._definitions import Properties
+from ..amqp10_common._message import parse_message, to_amqp10
+from ..amqp10_common._types import Char, Described, Symbol, Timestamp, UInt, ULong
 from ._selector import _and, _negate, _or
-from ._types import Char, Described, Symbol, Timestamp, UInt, ULong
 
 if TYPE_CHECKING:
     from ..model import Message
@@ -219,7 +219,7 @@ def parse_property_filter(value: Any) -> _Parsed | None:
     when it is not one (another descriptor, an empty map or more than 16 fields, a field of
     the wrong type, an unknown property, a string starting with a lone ``&``).
 
-    >>> from embroker.amqp10._types import Described, Symbol
+    >>> from embroker.amqp10_common._types import Described, Symbol
     >>> parse_property_filter(Described(Symbol("amqp:properties-filter"),
     ...                                 {Symbol("subject"): "&p:order"}))
     ('properties', (('subject', ('prefix', b'order')),))

@@ -25,10 +25,7 @@ import itertools
 import struct
 from typing import TYPE_CHECKING, Any, final
 
-from ..errors import AMQPError
-from ..model import Transaction
-from ._address import Node, parse_address
-from ._definitions import (
+from ..amqp10_common._definitions import (
     Attach,
     Coordinator,
     Declare,
@@ -41,8 +38,12 @@ from ._definitions import (
     TransactionalState,
     Transfer,
 )
-from ._errors import DecodeError, LinkError, SessionError
-from ._message import Kept, parse_message, to_model
+from ..amqp10_common._errors import DecodeError, LinkError, SessionError
+from ..amqp10_common._message import Kept, parse_message, to_model
+from ..amqp10_common._types import Symbol, UInt, ULong, decode_value
+from ..errors import AMQPError
+from ..model import Transaction
+from ._address import Node, parse_address
 from ._session import (
     _ACCEPTED,
     _RELEASED,
@@ -53,7 +54,6 @@ from ._session import (
     _Session,
     serial_add,
 )
-from ._types import Symbol, UInt, ULong, decode_value
 
 if TYPE_CHECKING:
     from ._connection import ServerConnection

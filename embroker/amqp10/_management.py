@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any, Final, final
 from urllib.parse import quote, unquote_to_bytes
 
 from .._erlterm import field_value_term, phash2
+from ..amqp10_common._definitions import SECTION_AMQP_VALUE, Properties
+from ..amqp10_common._errors import DecodeError, SessionError
+from ..amqp10_common._message import value_from_091, value_to_091
+from ..amqp10_common._types import Described, Symbol, UInt, ULong, decode_value, encode_value
 from ..errors import AccessRefused, AMQPError, NotFound, PreconditionFailed, Refusal
 from ..model._names import has_cr_lf, is_default_exchange, reserved
-from ._definitions import SECTION_AMQP_VALUE, Properties
-from ._errors import DecodeError, SessionError
-from ._message import value_from_091, value_to_091
-from ._types import Described, Symbol, UInt, ULong, decode_value, encode_value
 
 if TYPE_CHECKING:
     from ..model import Channel as ModelChannel

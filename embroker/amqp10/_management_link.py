@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Final, final
 
-from ._definitions import Attach, Flow, Source, Target, Transfer
-from ._errors import LinkError, SessionError
+from ..amqp10_common._definitions import Attach, Flow, Source, Target, Transfer
+from ..amqp10_common._errors import LinkError, SessionError
+from ..amqp10_common._types import Symbol, UInt, ULong
 from ._management import MANAGEMENT_ADDRESS
 from ._session import _SERIAL, _Link, _LinkRole, _Session, serial_add, serial_diff
-from ._types import Symbol, UInt, ULong
 
 __all__ = ["MANAGEMENT_LINK_CREDIT", "ManagementLinks"]
 

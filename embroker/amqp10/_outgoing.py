@@ -29,11 +29,7 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
-from ..errors import AMQPError
-from ..kit import Destination, DestinationType, Subscription, private_queue, subscribe
-from ..model._names import REPLY_TO
-from ._address import parse_address, queue_address
-from ._definitions import (
+from ..amqp10_common._definitions import (
     Accepted,
     Attach,
     DeleteOnClose,
@@ -46,7 +42,13 @@ from ._definitions import (
     TransactionalState,
     Transfer,
 )
-from ._errors import LinkError, SessionError
+from ..amqp10_common._errors import LinkError, SessionError
+from ..amqp10_common._message import encode_deaths, to_amqp10, value_to_091
+from ..amqp10_common._types import Array, Described, Symbol, Timestamp, UInt
+from ..errors import AMQPError
+from ..kit import Destination, DestinationType, Subscription, private_queue, subscribe
+from ..model._names import REPLY_TO
+from ._address import parse_address, queue_address
 from ._filters import (
     SQL_FILTER,
     SQL_FILTER_KEY,
@@ -59,7 +61,6 @@ from ._filters import (
     sql_filter,
     view_of,
 )
-from ._message import encode_deaths, to_amqp10, value_to_091
 from ._selector import Selector, SelectorError
 from ._session import (
     _RELEASED,
@@ -73,7 +74,6 @@ from ._session import (
     serial_add,
     serial_diff,
 )
-from ._types import Array, Described, Symbol, Timestamp, UInt
 
 if TYPE_CHECKING:
     from ..model import Browser, Message, Queue, Transaction

@@ -28,13 +28,13 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, final
 
+from ..amqp10_common._definitions import Accepted, Attach, Begin, Detach, End, Error, Flow, Released, Transfer
+from ..amqp10_common._errors import ConnectionError10, LinkError, ProtocolError, SessionError
+from ..amqp10_common._frames import encode_frame, encode_transfer_frames
+from ..amqp10_common._types import Symbol, UInt
 from ..errors import AccessRefused, AMQPError, NotFound, PreconditionFailed, ResourceLocked
 from ..model._events import Cancelled, ChannelEvent, Delivered
-from ._definitions import Accepted, Attach, Begin, Detach, End, Error, Flow, Released, Transfer
-from ._errors import ConnectionError10, LinkError, ProtocolError, SessionError
-from ._frames import encode_frame, encode_transfer_frames
 from ._management import ManagementNode
-from ._types import Symbol, UInt
 
 if TYPE_CHECKING:
     from ..model import Broker

@@ -26,7 +26,7 @@ response codes (:func:`_code`; an error that takes RabbitMQ's reader down drops 
 - Metadata names this listener as every stream's leader, with no replicas.
 
 Message bodies are AMQP 1.0 messages: a message published here keeps its bytes for stream
-readers and is read by 0-9-1 and 1.0 consumers through the 1.0 codec (``embroker.amqp10``);
+readers and is read by 0-9-1 and 1.0 consumers through the 1.0 codec (``embroker.amqp10_common``);
 a message published over AMQP is sent to stream readers encoded by that codec.
 
 Output is bounded as RabbitMQ's is paced by its socket (its reader sends chunks with
@@ -65,7 +65,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, final
 
 from .._untrusted import log_text
-from ..amqp10 import from_stream, to_stream
+from ..amqp10_common import from_stream, to_stream
 from ..errors import (
     AccessRefused,
     AMQPError,
@@ -1039,7 +1039,7 @@ def _subscription_filter(properties: dict[str, str]) -> FilterSpec | None:
 
 def _entries(chunk: Chunk, profile: Profile) -> list[Entry]:
     """A chunk's entries: as published over this protocol, or each message published over
-    AMQP as :func:`~embroker.amqp10.to_stream` writes it."""
+    AMQP as :func:`~embroker.amqp10_common.to_stream` writes it."""
     if chunk.raw is not None:
         return list(chunk.raw)
     return [to_stream(m, profile) for m in chunk.messages if m is not None]

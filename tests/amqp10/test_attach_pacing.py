@@ -17,7 +17,7 @@ import pytest
 import embroker.server as server_module
 from embroker import Broker, ManualClock
 from embroker.amqp10 import Attach, Flow, ServerConnection, Source, Target, Transfer, UInt
-from embroker.amqp10._frames import encode_frame
+from embroker.amqp10_common._frames import encode_frame
 
 from .helpers import Client
 

@@ -326,7 +326,7 @@ def test_the_transfer_fast_path_reads_what_the_tables_read(
         handle: int, delivery_id: int | None, tag: bytes | None, message_format: int | None,
         settled: bool | None, more: bool, payload: bytes) -> None:
     from embroker.amqp10 import encode_frame
-    from embroker.amqp10._frames import _fast_transfer
+    from embroker.amqp10_common._frames import _fast_transfer
     transfer = Transfer(handle=UInt(handle),
                         delivery_id=None if delivery_id is None else UInt(delivery_id),
                         delivery_tag=tag, message_format=None if message_format is None

@@ -25,9 +25,9 @@ from embroker.amqp10 import (
     UInt,
     parse_message,
 )
-from embroker.amqp10._definitions import Properties
-from embroker.amqp10._message import Kept
-from embroker.amqp10._types import Described, Timestamp, ULong
+from embroker.amqp10_common._definitions import Properties
+from embroker.amqp10_common._message import Kept
+from embroker.amqp10_common._types import Described, Timestamp, ULong
 from tests.amqp10.helpers import Client
 
 PROPS = Symbol("amqp:properties-filter")
@@ -188,7 +188,7 @@ def _publish_10(broker: Broker, properties: Properties,
     out = bytearray()
     properties.encode_into(out)
     if app:
-        from embroker.amqp10._types import encode_value
+        from embroker.amqp10_common._types import encode_value
         out += b"\x00\x53\x74"
         encode_value(app, out)
     out += b"\x00\x53\x75\xa0\x02hi"

@@ -10,9 +10,9 @@ from typing import Any
 
 from embroker import Broker
 from embroker.amqp10 import ServerConnection
-from embroker.amqp10._definitions import SaslInit, SaslOutcome
-from embroker.amqp10._frames import FRAME_SASL, SASL_HEADER, encode_frame
-from embroker.amqp10._types import Symbol
+from embroker.amqp10_common._definitions import SaslInit, SaslOutcome
+from embroker.amqp10_common._frames import FRAME_SASL, SASL_HEADER, encode_frame
+from embroker.amqp10_common._types import Symbol
 
 from .helpers import Client
 

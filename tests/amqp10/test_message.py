@@ -25,7 +25,7 @@ from embroker.amqp10 import (
     to_amqp10,
     to_model,
 )
-from embroker.amqp10._message import Kept
+from embroker.amqp10_common._message import Kept
 from embroker.model import Message
 
 

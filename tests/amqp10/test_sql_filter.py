@@ -13,7 +13,6 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from embroker.amqp10._definitions import Properties
 from embroker.amqp10._filters import (
     _PROPERTY_NAMES,
     FilterView,
@@ -24,7 +23,8 @@ from embroker.amqp10._filters import (
     to_sql,
 )
 from embroker.amqp10._selector import Selector
-from embroker.amqp10._types import Symbol, UInt
+from embroker.amqp10_common._definitions import Properties
+from embroker.amqp10_common._types import Symbol, UInt
 
 
 def view(app: dict[str, Any] | None = None, priority: int | None = None,

@@ -21,7 +21,7 @@ from embroker.amqp10 import (
     UInt,
     parse_message,
 )
-from embroker.amqp10._types import Timestamp
+from embroker.amqp10_common._types import Timestamp
 from tests.amqp10.helpers import Client
 
 SPEC = Symbol("rabbitmq:stream-offset-spec")
@@ -165,7 +165,7 @@ def test_rabbitmq_4_filters_are_known_by_their_descriptor() -> None:
     """RabbitMQ 4.1.4 (rabbit_amqp_session:parse_filters/2): described values under any key;
     rabbitmq:stream-filter and rabbitmq:stream-match-unfiltered choose chunks by filter value
     (x-stream-filter-value), as 0-9-1 consumers' arguments do."""
-    from embroker.amqp10._types import Described
+    from embroker.amqp10_common._types import Described
 
     broker = Broker(as_rabbitmq="4.1.x", clock=ManualClock())
     ch = broker.connect().channel()
