@@ -367,10 +367,19 @@ def user_limits(limits: Mapping[str, Any]) -> dict[str, int]:
     return checked
 
 
-def _expand_topic_variables(expression: str, user: str, vhost: str) -> str:
-    # rabbit_auth_backend_internal:expand_topic_permission/2 folds over the map
-    # #{<<"username">>, <<"vhost">>} in key order: username first.
-    return expression.replace("{username}", user).replace("{vhost}", vhost)
+def topic_variables(user: str, vhost: str, **more: str) -> dict[str, str]:
+    """The variables a topic permission's pattern may name: ``{username}`` and ``{vhost}``
+    (``rabbit_channel``'s ``variable_map``), and what a protocol adds to them (MQTT's
+    ``client_id``: ``rabbit_mqtt_processor``'s map, v3.10.8)."""
+    return {"username": user, "vhost": vhost, **more}
+
+
+def _expand_topic_variables(expression: str, variables: Mapping[str, str]) -> str:
+    # rabbit_auth_backend_internal:expand_topic_permission/2 folds over the variable map in
+    # its key order (binaries: byte order; client_id, username, vhost), replacing "{Key}".
+    for key in sorted(variables, key=lambda name: name.encode("utf-8")):
+        expression = expression.replace("{" + key + "}", variables[key])
+    return expression
 
 
 @final
@@ -820,13 +829,17 @@ class AccessControl:
         return granted is not None and any(_grants(granted.read, queue) for queue in queues)
 
     def check_topic(self, user: str, vhost: str, exchange: str, routing_key: str,
-                    permission: str) -> None:
+                    permission: str, variables: Mapping[str, str] | None = None) -> None:
         """Raise AccessRefused (403) unless the topic permission ``permission`` ("write" or
-        "read") of ``user`` on ``exchange`` allows ``routing_key`` (no entry allows all)."""
+        "read") of ``user`` on ``exchange`` allows ``routing_key`` (no entry allows all), its
+        pattern's variables expanded from ``variables`` (:func:`topic_variables`: the user's
+        name and the vhost's by default)."""
         entry = self._topic_permissions.get((user, vhost, exchange))
         if entry is None:
             return
-        expression = _expand_topic_variables(getattr(entry, permission), user, vhost)
+        expression = _expand_topic_variables(
+            getattr(entry, permission),
+            variables if variables is not None else topic_variables(user, vhost))
         if not _grants(expression, routing_key):
             raise AccessRefused(
                 f"access to topic '{routing_key}' in exchange '{exchange}' in vhost '{vhost}' "
@@ -882,9 +895,11 @@ class AccessControl:
         for tkey in [k for k in self._topic_permissions if k[0] == user]:
             del self._topic_permissions[tkey]
 
-    def grant(self, user: str, vhost: str) -> Grant:
-        """What a connection of ``user`` to ``vhost`` may do, checked live."""
-        return Grant(self, user, vhost)
+    def grant(self, user: str, vhost: str, variables: Mapping[str, str] | None = None) -> Grant:
+        """What a connection of ``user`` to ``vhost`` may do, checked live; ``variables``
+        are what its protocol adds to its topic permissions' variables (MQTT's
+        ``client_id``)."""
+        return Grant(self, user, vhost, variables)
 
 
 # -- what one connection may do ------------------------------------------------------------------
@@ -900,13 +915,17 @@ class Grant:
     :data:`UNRESTRICTED` checks nothing (the in-process client's ``broker.connect()``).
     """
 
-    __slots__ = ("_access", "impersonator", "user", "vhost")
+    __slots__ = ("_access", "impersonator", "topic_variables", "user", "vhost")
 
-    def __init__(self, access: AccessControl | None, user: str, vhost: str) -> None:
+    def __init__(self, access: AccessControl | None, user: str, vhost: str,
+                 variables: Mapping[str, str] | None = None) -> None:
         self._access = access
         #: The user checked (``""`` for :data:`UNRESTRICTED`).
         self.user = user
         self.vhost = vhost
+        #: The variables its topic permissions' patterns are expanded with
+        #: (:func:`topic_variables`).
+        self.topic_variables = topic_variables(user, vhost, **(variables or {}))
         known = access.users.get(user) if access is not None else None
         #: Whether the user had the ``impersonator`` tag when it logged in (tags are read at
         #: login, as RabbitMQ's): it may publish with another user's ``user_id``
@@ -982,7 +1001,8 @@ class Grant:
         self._check("exchange", source, "read")
         exchange = vhost.exchanges.get(source)
         if exchange is not None and exchange.type == "topic":
-            self._access.check_topic(self.user, self.vhost, source, routing_key, "read")
+            self._access.check_topic(self.user, self.vhost, source, routing_key, "read",
+                                     self.topic_variables)
 
     def super_stream(self, name: str, partitions: Sequence[str]) -> None:
         """Creating or deleting super stream ``name`` over ``partitions`` (RabbitMQ 4.1's
@@ -1021,7 +1041,7 @@ class Grant:
                 return  # 404 / 403 internal come first
             if exchange.type == "topic":
                 access.check_topic(self.user, self.vhost, message.exchange,
-                                         message.routing_key, "write")
+                                   message.routing_key, "write", self.topic_variables)
         except AccessRefused as error:
             vhost.refuse(message, error)
 

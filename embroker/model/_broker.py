@@ -307,7 +307,8 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
                         client_properties: dict[str, Any] | None = None,
                         name: str | None = None,
                         details: dict[str, Any] | None = None,
-                        kind: ConnectionKind = DIRECT) -> Connection:
+                        kind: ConnectionKind = DIRECT,
+                        topic_variables: Mapping[str, str] | None = None) -> Connection:
         """Open a model-level connection to ``vhost``: what the protocol layers and the
         in-process client build on (a test wants :meth:`embroker.Broker.connect`).
 
@@ -320,6 +321,9 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
             kind: what kind of client it serves (:mod:`embroker.model._kinds`: ``AMQP_091``,
                 ``AMQP_10``, ``STREAM``; ``DIRECT``, an in-process connection, by default):
                 which limits apply to it, how alarms hold it, how listings name it.
+            topic_variables: what its protocol adds to the variables of ``user``'s topic
+                permissions (``{"client_id": ...}`` for MQTT; ``{username}`` and ``{vhost}``
+                are always there).
 
         Raises:
             NotAllowed: (530) no such virtual host, ``user`` has no access to it, or its
@@ -340,7 +344,7 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
                     self._check_user_connection_limit(user)
                 self.access.check_vhost(user, vhost)
                 connection = Connection(host, user=user, client_properties=client_properties,
-                                        name=name, access=self.access.grant(user, vhost),
+                                        name=name, access=self.access.grant(user, vhost, topic_variables),
                                         kind=kind)
             connection.details = dict(details or {})
             if self.plugins.events is not None:

@@ -23,6 +23,7 @@ from embroker.errors import (
     NotAllowed,
     NotFound,
 )
+from embroker.model import Channel as ModelChannel
 from embroker.model import Permissions, TopicPermissions
 from embroker.model._access import (
     MD5,
@@ -387,6 +388,30 @@ def test_topic_variables_expand_username_first(broker: Broker) -> None:
     broker.set_topic_permissions("a{vhost}", "t", "^{username}$", "")
     ch = broker.connect(user="a{vhost}").channel()
     ch.basic_publish("t", "a/", b"")  # {username} -> a{vhost} -> a/
+
+
+def test_topic_variables_are_a_map_a_protocol_adds_to(broker: Broker) -> None:
+    """MQTT's ``{client_id}`` (rabbit_mqtt_processor's variable_map, v3.10.8) beside
+    ``{username}`` and ``{vhost}``: a connection opened with ``topic_variables`` has its topic
+    permissions expanded with them, and the fold runs in the map's key order (client_id,
+    username, vhost), so a client id naming ``{username}`` is expanded again."""
+    broker.connect().channel().exchange_declare("t", "topic")
+    broker.add_user("alice", "pw")
+    broker.set_permissions("alice", ".*", ".*", ".*")
+    broker.set_topic_permissions("alice", "t", r"^{client_id}\.", "")
+
+    def publisher(client_id: str) -> ModelChannel:
+        connection = broker.open_connection(user="alice", topic_variables={"client_id": client_id})
+        return connection.open_channel(1)
+
+    publisher("sensor-1").basic_publish("t", "sensor-1.temperature", b"")
+    assert error_of(lambda: publisher("sensor-1").basic_publish("t", "sensor-2.x", b"")) == (
+        "403 ACCESS_REFUSED - access to topic 'sensor-2.x' in exchange 't' in vhost '/' "
+        "refused for user 'alice'")
+    publisher("{username}").basic_publish("t", "alice.x", b"")  # client_id, then username
+    assert "access to topic 'x.y'" in error_of(
+        lambda: broker.connect(user="alice").channel().basic_publish("t", "x.y", b"")), \
+        "without a client id, {client_id} stays as written and matches nothing"
 
 
 # -- definitions ------------------------------------------------------------------------------------
