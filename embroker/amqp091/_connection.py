@@ -45,12 +45,12 @@ from ..errors import (
     FrameError,
     NotAllowed,
 )
+from ..kit import coalesce
 from ..model import Cancelled, ChannelEvent, Confirmed, Delivered, Returned
 from ..model._connection import channel_already_open
 from ..model._kinds import AMQP_091
 from . import _handshake
 from ._assembly import Command, CommandReader
-from ._confirms import coalesce
 from ._dispatch import ROUTES, WithContent
 from ._frames import (
     FRAME_MIN_SIZE,
@@ -189,7 +189,7 @@ class ServerConnection:
         self.channels: dict[int, ModelChannel] = {}
         self._closing_channels: set[int] = set()
         # Publish outcomes (delivery tag, accepted) not yet confirmed on the wire, per channel:
-        # sent together at the end of each read (see _confirms), or before the channel's next
+        # sent together at the end of each read (see kit.coalesce), or before the channel's next
         # frame.
         self._confirms: dict[int, list[tuple[int, bool]]] = {}
         self._reading = False

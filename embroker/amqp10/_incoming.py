@@ -42,6 +42,7 @@ from ..amqp10_common._errors import DecodeError, LinkError, SessionError
 from ..amqp10_common._message import Kept, parse_message, to_model
 from ..amqp10_common._types import Symbol, UInt, ULong, decode_value
 from ..errors import AMQPError
+from ..kit import runs
 from ..model import Transaction
 from ._address import Node, parse_address
 from ._session import (
@@ -84,6 +85,14 @@ class _Incoming(_Link):
         #: How the routing trace names this link's publishes.
         self.origin = f"AMQP 1.0 link '{self.name}' to " + (
             f"'{self.address}'" if self.address is not None else "each message's 'to'")
+
+
+def _follows(last: int, delivery_id: int) -> bool:
+    return delivery_id == serial_add(last, 1)  # delivery ids are serial numbers (RFC 1982)
+
+
+def _joins(outcome: Any) -> bool:
+    return outcome is _ACCEPTED  # only accepted transfers share a disposition
 
 
 @final
@@ -212,16 +221,8 @@ class IncomingLinks(_LinkRole[_Incoming]):
             if not pending:
                 continue
             session.dispositions = []
-            first, last, state = pending[0][0], pending[0][0], pending[0][1]
-            for delivery_id, outcome in pending[1:]:
-                if (delivery_id == serial_add(last, 1) and outcome is state
-                        and state is _ACCEPTED):
-                    last = delivery_id
-                    continue
+            for first, last, state in runs(pending, follows=_follows, joins=_joins):
                 self._disposition(session, first, last, state)
-                first = last = delivery_id
-                state = outcome
-            self._disposition(session, first, last, state)
 
     def _disposition(self, session: _Session, first: int, last: int, state: Any) -> None:
         self._frame(session.channel, Disposition(role=True, first=UInt(first),

@@ -8,6 +8,7 @@ package imports the kit and the model, never another protocol package; the kit i
 model only.
 """
 
+from ._confirms import coalesce, runs
 from ._destinations import (
     DESTINATION_PREFIXES,
     Destination,
@@ -39,7 +40,7 @@ from ._login import (
 __all__ = [
     "DESTINATION_PREFIXES", "Client", "Destination", "DestinationError", "DestinationErrorKind",
     "DestinationType", "Direction", "LoginRefused", "PeerCertificate", "Subscription",
-    "check_password", "decode_amqplain", "decode_plain", "direct_login", "ensure_binding",
-    "ensure_endpoint", "external_check", "login", "login_anonymous", "login_password",
-    "parse_destination", "private_queue", "subscribe",
+    "check_password", "coalesce", "decode_amqplain", "decode_plain", "direct_login",
+    "ensure_binding", "ensure_endpoint", "external_check", "login", "login_anonymous",
+    "login_password", "parse_destination", "private_queue", "runs", "subscribe",
 ]
