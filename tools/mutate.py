@@ -624,6 +624,12 @@ MUTATIONS: list[Mutation] = [
       "        if not published.routed:\n            return _RELEASED\n",
       "",
       "an AMQP 1.0 transfer that reached no queue is released (the model's publish outcome)"),
+    # -- the WebSocket carrier -----------------------------------------------------------------
+    M("websocket_oversized_message_passed_on", "embroker/_websocket.py",
+      "                if len(self._message) + len(piece) > limit:\n",
+      "                if False:\n",
+      "a WebSocket message over max_message is refused with close 1009, the inner connection "
+      "sees none of it"),
 ]
 
 
