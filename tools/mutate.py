@@ -44,8 +44,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: route table and the stream permission order first: seconds, and what pins the
 #: authorization mutants; the management API's answers after the model's).
 DEFAULT_TESTS = ("tests/management/test_routes.py", "tests/stream/test_permission_order.py",
-                 "tests/model", "tests/test_testing.py", "tests/conformance", "tests/server",
-                 "tests/clients", "tests/management/test_api.py",
+                 "tests/model", "tests/kit", "tests/test_layers.py", "tests/test_seams.py",
+                 "tests/test_websocket.py", "tests/test_testing.py", "tests/conformance",
+                 "tests/server", "tests/clients", "tests/amqp10", "tests/management/test_api.py",
                  "tests/management/test_differential.py")
 #: A mutant that runs longer than this (an endless loop, say) counts as killed.
 TIMEOUT_SECONDS = 900
@@ -199,8 +200,8 @@ MUTATIONS: list[Mutation] = [
       "a transaction commits its publishes and settlements in the order they were given"),
     # -- publishing and consumers --------------------------------------------------------------
     M("mandatory_unroutable_not_returned", CHANNEL,
-      '        if mandatory and self.listener is not None:',
-      '        if False and self.listener is not None:',
+      '        if not mandatory:\n            return _UNROUTED\n',
+      '        if True:\n            return _UNROUTED\n',
       "a mandatory message that reaches no queue is returned (312 NO_ROUTE)"),
     M("user_id_not_checked", CHANNEL,
       'if user_id is not None and user_id != self.connection.user and \\',
@@ -580,8 +581,8 @@ MUTATIONS: list[Mutation] = [
       "for key, value in rdn) for rdn in subject)",
       "EXTERNAL's DN puts the last attribute first, as rabbit_cert_info"),
     M("external_needs_no_user", ACCESS,
-      "allowed = name in self.users and self.allowed_from(name, loopback=loopback)",
-      "allowed = self.allowed_from(name, loopback=loopback)",
+      '        refused = None if name in self.users else "credentials"\n',
+      '        refused = None\n',
       "EXTERNAL logs in only as an existing user"),
     M("tls_output_unbounded", "embroker/_tls.py",
       "        if not self.flush() or not self.handshaken:\n",
@@ -589,9 +590,9 @@ MUTATIONS: list[Mutation] = [
       "no plaintext is taken while ciphertext waits for the socket"),
     # RabbitMQ's command-line tools (#39): the node's cookie, the registry, what the tools
     # print, the plugins a running node takes, the reader's alarm.
-    M("control_port_without_cookie", "embroker/control/_service.py",
-      "        if not hmac.compare_digest(given, self._cookie):\n",
-      "        if False:\n",
+    M("control_port_without_cookie", "embroker/control/_handshake.py",
+      "                not hmac.compare_digest(fields[1], expected):\n",
+      "                False:\n",
       "the control port refuses a request without the node's cookie"),
     M("registry_takes_a_live_nodes_name", "embroker/control/_registry.py",
       "    if other is not None and other.pid != entry.pid and other.alive:\n",
