@@ -8,17 +8,22 @@ protocol) are sans-IO: fed bytes, asked for bytes. Two transports carry them: th
 sockets (:mod:`embroker.server`) and the in-memory links (:mod:`embroker.memory`). Both speak to
 a connection through :class:`SansIOConnection` alone.
 
-The listener has one client type for every socket; what differs between its ports is data, a
-:class:`PortPolicy`: how many connections the port holds, how much unwritten output a client
-may leave before the loop stops reading it, and whether its clients speak AMQP. An AMQP client
-(0-9-1 or 1.0, sniffed) is a broker connection (listed, open to faults), the batching policy
-(:mod:`embroker._batching`) decides when it is read, and the loop feeds it under the broker's
-lock; the management API's and the stream protocol's connections take the lock themselves.
-Limits a connection enforces itself before it is authenticated (handshake and header timeouts,
-header sizes) live in the connection and are passed to it from the policy where the listener
-sets them (``handshake_timeout``).
+The listener has one client type for every socket; what differs between its ports is data: the
+port's registered kind (:class:`PortKind`: its connection factory, RabbitMQ's name for its
+listener, its plugin, whether the loop feeds it under the broker's lock and batches it, whether
+its connections are broker connections, listed and open to faults) and its :class:`PortPolicy`
+(how many connections the port holds, how much unwritten output a client may leave before the
+loop stops reading it). The built-in kinds (AMQP, sniffed 0-9-1 or 1.0; AMQP 1.0 alone; the
+management API; the stream protocol; a node's control port) register themselves from
+``embroker._builtin_ports``, read the first time the registry is: this module and the listener
+import no protocol. A broker connection of any kind answers one interface,
+:class:`BrokerConnection` (its model connection, user, state, channels; close; told of
+alarms and restarts), and a connection that carries another (:class:`CarryingConnection`: AMQP's
+sniffing, a WebSocket) is reached through. Limits a connection enforces itself before it is
+authenticated (handshake and header timeouts, header sizes) live in the connection and are
+passed to it from the policy where the listener sets them (``handshake_timeout``).
 
-A test sees a carried AMQP connection as a :class:`CarriedConnection`, whatever carries it: its
+A test sees a carried broker connection as a :class:`CarriedConnection`, whatever carries it: its
 properties and its faults (kill, close, close a channel, stall) are written once, over a
 :class:`Carrier`, which is the little each transport does its own way (the listener runs a fault
 on its loop thread; a link runs it in the caller's thread under the broker's lock).

@@ -1,9 +1,11 @@
 """The loopback listener: sockets and one selector loop thread, the only I/O in embroker.
 
-Each accepted socket gets a sans-IO connection: :class:`~embroker.amqp091.ServerConnection`, or
-:class:`~embroker.amqp10.ServerConnection` when the client's protocol header says AMQP 1.0 (one
-port serves both, as RabbitMQ's; ``amqp10_port`` adds a port for AMQP 1.0 alone). The loop reads
-what arrives, feeds it to the connection under the broker's lock, and writes what the
+Each accepted socket gets the sans-IO connection its port's kind makes
+(:class:`~embroker._transport.PortKind`, registered: an AMQP port's is 0-9-1's, or 1.0's when the
+client's protocol header says AMQP 1.0, as RabbitMQ's; ``amqp10_port`` adds a port for AMQP 1.0
+alone; the management API's, the stream protocol's, a registered protocol's). The loop reads
+what arrives, feeds it to the connection (under the broker's lock for a kind that says so), and
+writes what the
 connections have to send: its own replies, and deliveries that another connection (or a test's
 in-process client, from another thread) caused.
 
@@ -461,7 +463,7 @@ class _Client:
     def count_held(self) -> None:
         """Count :meth:`unacked` now (after a read or a write)."""
         # (a connection that counts its commands, AMQP 0-9-1's, is one the batching reads)
-        inner = self.conn.inner if self.carrying else self.conn
+        inner = self.conn.inner if self.carrying and self.conn.passthrough else self.conn
         model = inner.model if getattr(inner, "commands_read", None) is not None else None
         self.held = model.consumer_unacked() if model is not None else 0
 
@@ -1711,16 +1713,16 @@ class Server:
         # Once a carrier passes its bytes through (the protocol header chose the protocol),
         # the connection it carries is fed directly (what SniffingConnection.receive_data would
         # do, without the extra call on every read).
-        carrying = client.carrying
-        target = conn.inner if carrying and conn.passthrough else conn
+        target = conn.inner if client.carrying and conn.passthrough else conn
         try:  # (what _isolated does, inlined: one read per message on a paced client)
             with self._locked:
                 target.receive_data(data)
         except Exception as exc:
             self._bug(exc, f"the connection from {client.peer}")
             self._fail(client, exc)
-        # (the protocol's connection: has_output covers should_close)
-        inner = conn.inner if carrying else conn
+        # (the protocol's connection, once its carrier passes bytes through: has_output
+        # covers should_close)
+        inner = conn.inner if client.carrying and conn.passthrough else conn
         # (a connection that counts the commands each read completed, AMQP 0-9-1's, tells
         # the batching policy whether it pipelines; the others are answered or not)
         commands: int | None = getattr(inner, "commands_read", None)
@@ -1776,7 +1778,10 @@ class Server:
         # A client on a socket lives in real time: while it has been heard from within two
         # heartbeat intervals of real time, the test moving the broker's ManualClock is not its
         # silence: the broker's clock counts its silence once it is silent in real time too.
-        inner = client.conn.inner if client.carrying else client.conn
+        conn = client.conn
+        if client.carrying and not conn.passthrough:
+            return  # (its protocol is not chosen yet)
+        inner = conn.inner if client.carrying else conn
         excuse = getattr(inner, "excuse_silence", None)  # (AMQP 0-9-1's heartbeats)
         heartbeat = getattr(inner, "heartbeat", 0)
         if excuse is not None and heartbeat and now - client.heard_at <= 2 * heartbeat:
@@ -1832,9 +1837,12 @@ class Server:
                 self._fail(client, exc)
 
     def _write(self, client: _Client) -> None:
-        # An AMQP client's protocol connection, asked directly (SniffingConnection only passes
-        # these on to it): the hot write path.
-        conn: Any = client.conn.inner if client.carrying else client.conn
+        # The protocol connection, asked directly once its carrier passes bytes through
+        # (SniffingConnection only passes these on to it): the hot write path. A carrier that
+        # frames (a WebSocket) is asked itself.
+        conn: Any = client.conn
+        if client.carrying and conn.passthrough:
+            conn = conn.inner
         tls = client.tls
         if tls is not None and tls.unsent:
             tls.flush()
