@@ -2174,13 +2174,18 @@ class Server:
 
     def _drop_if_served(self, client: _Client) -> None:
         # On the loop's thread: drop a client another thread failed, unless it went meanwhile.
-        if client.sock.fileno() >= 0 and self._clients.get(client.sock.fileno()) is client:
+        if self._served(client):
             self._drop(client)
+
+    def _served(self, client: _Client) -> bool:
+        # Whether ``client`` is still served (in its table: see "Threads").
+        table = self._clients if client.locked else self._http_clients
+        return client.sock.fileno() >= 0 and table.get(client.sock.fileno()) is client
 
     def _kill(self, client: _Client, *, flush: bool = False, reset: bool = False,
               reason: str = "dropped by a test (embroker.faults)") -> None:
         # Runs on the loop's thread: the socket goes without a connection.close.
-        if client.sock.fileno() < 0 or self._clients.get(client.sock.fileno()) is not client:
+        if not self._served(client):
             return
         if flush:
             with self._locked:
