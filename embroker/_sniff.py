@@ -44,7 +44,7 @@ class SniffingConnection:
     """
 
     __slots__ = ("_args", "_connected_at", "_inbox", "_tls", "amqp10", "amqp10_only", "inner",
-                 "loopback", "sniffed")
+                 "loopback", "passthrough", "sniffed")
 
     def __init__(self, broker: Broker, *, peer: str = "",
                  on_output: Callable[[], None] | None = None, heartbeat: int = 60,
@@ -60,6 +60,9 @@ class SniffingConnection:
         self.amqp10_only = amqp10_only
         self.amqp10 = amqp10
         self.sniffed = False
+        #: Its bytes go to :attr:`inner` as they are (once sniffed: a carrier,
+        #: embroker._transport.CarryingConnection).
+        self.passthrough = False
         #: The protocol's connection (0-9-1 until a 1.0 header arrives).
         self.inner: Amqp091Connection | Amqp10Connection = Amqp091Connection(
             broker, peer=peer, on_output=on_output, heartbeat=heartbeat, frame_max=frame_max,
@@ -74,7 +77,7 @@ class SniffingConnection:
         if header is None:
             return
         inbox, self._inbox = self._inbox, b""
-        self.sniffed = True
+        self.sniffed = self.passthrough = True
         if self.amqp10_only or (header.kind is ProtocolHeaderKind.AMQP_1_0 and self.amqp10):
             broker, peer, on_output, heartbeat, handshake_timeout = self._args
             self.inner = Amqp10Connection(broker, peer=peer, on_output=on_output,

@@ -8,17 +8,22 @@ protocol) are sans-IO: fed bytes, asked for bytes. Two transports carry them: th
 sockets (:mod:`embroker.server`) and the in-memory links (:mod:`embroker.memory`). Both speak to
 a connection through :class:`SansIOConnection` alone.
 
-The listener has one client type for every socket; what differs between its ports is data, a
-:class:`PortPolicy`: how many connections the port holds, how much unwritten output a client
-may leave before the loop stops reading it, and whether its clients speak AMQP. An AMQP client
-(0-9-1 or 1.0, sniffed) is a broker connection (listed, open to faults), the batching policy
-(:mod:`embroker._batching`) decides when it is read, and the loop feeds it under the broker's
-lock; the management API's and the stream protocol's connections take the lock themselves.
-Limits a connection enforces itself before it is authenticated (handshake and header timeouts,
-header sizes) live in the connection and are passed to it from the policy where the listener
-sets them (``handshake_timeout``).
+The listener has one client type for every socket; what differs between its ports is data: the
+port's registered kind (:class:`PortKind`: its connection factory, RabbitMQ's name for its
+listener, its plugin, whether the loop feeds it under the broker's lock and batches it, whether
+its connections are broker connections, listed and open to faults) and its :class:`PortPolicy`
+(how many connections the port holds, how much unwritten output a client may leave before the
+loop stops reading it). The built-in kinds (AMQP, sniffed 0-9-1 or 1.0; AMQP 1.0 alone; the
+management API; the stream protocol; a node's control port) register themselves from
+``embroker._builtin_ports``, read the first time the registry is: this module and the listener
+import no protocol. A broker connection of any kind answers one interface,
+:class:`BrokerConnection` (its model connection, user, state, channels; close; told of
+alarms and restarts), and a connection that carries another (:class:`CarryingConnection`: AMQP's
+sniffing, a WebSocket) is reached through. Limits a connection enforces itself before it is
+authenticated (handshake and header timeouts, header sizes) live in the connection and are
+passed to it from the policy where the listener sets them (``handshake_timeout``).
 
-A test sees a carried AMQP connection as a :class:`CarriedConnection`, whatever carries it: its
+A test sees a carried broker connection as a :class:`CarriedConnection`, whatever carries it: its
 properties and its faults (kill, close, close a channel, stall) are written once, over a
 :class:`Carrier`, which is the little each transport does its own way (the listener runs a fault
 on its loop thread; a link runs it in the caller's thread under the broker's lock).
@@ -28,23 +33,22 @@ from __future__ import annotations
 
 import enum
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from .amqp091 import ServerConnection as Amqp091Connection
-from .amqp10 import ServerConnection as Amqp10Connection
-from .errors import ChannelException, ConnectionException, error_for_code
+from .errors import ChannelException, ConnectionException, InternalError, error_for_code
 
 if TYPE_CHECKING:
+    from .model import Broker
     from .model import Connection as ModelConnection
+    from .model._kinds import ConnectionKind
 
-__all__ = ["PORT_KINDS", "CarriedConnection", "Carrier", "PortPolicy", "SansIOConnection",
-           "client_properties"]
-
-#: The kinds of port, as ``max_connections`` names them.
-PORT_KINDS: Final = ("amqp", "management", "stream")
+__all__ = ["PORT_KINDS", "Accepted", "BrokerConnection", "CarriedConnection", "Carrier",
+           "CarryingConnection", "ConnectionFactory", "PortKind", "PortPolicy",
+           "SansIOConnection", "broker_connection", "client_properties", "port_kind", "port_kinds",
+           "register_port_kind", "unregister_port_kind"]
 
 
 class SansIOConnection(Protocol):
@@ -73,52 +77,301 @@ class SansIOConnection(Protocol):
         """Close the transport once what is to send is written."""
         ...
 
-    def tick(self) -> None:
-        """Timers: heartbeats, handshake and idle timeouts."""
+    @property
+    def failure(self) -> BaseException | None:
+        """An error met while sending to it in another connection's work (a delivery that
+        could not be written): the transport closes it with its internal error, and clears
+        it (sets it to ``None``)."""
         ...
 
-    def internal_error(self, error: Exception) -> None:
+    def tick(self) -> float | None:
+        """Timers: heartbeats, handshake and idle timeouts; when it wants its next tick (the
+        broker clock's monotonic time), or ``None``."""
+        ...
+
+    def internal_error(self, error: InternalError) -> None:
         """A bug while serving it: close with the protocol's internal-error code."""
         ...
 
 
+class BrokerConnection(SansIOConnection, Protocol):
+    """What the listener, the faults, the listings, restarts and resource alarms ask of a
+    protocol connection that is a broker connection (AMQP 0-9-1, AMQP 1.0, the stream
+    protocol; STOMP and MQTT next): one interface, whatever the protocol.
+
+    RabbitMQ's readers (``rabbit_reader``, ``rabbit_amqp1_0_reader``,
+    ``rabbit_stream_reader``, v3.10.8) each answer the same questions of the node: who the
+    connection is (its user, what the client said of itself), its channels, and how it closes
+    when the node forces it (``rabbit_networking:close_connection/2``), stops, or raises an alarm.
+    """
+
+    @property
+    def kind(self) -> ConnectionKind:
+        """Its model connection's kind (``model.ConnectionKind``: how an alarm holds it, how
+        the listings name its protocol)."""
+        ...
+
+    @property
+    def model(self) -> ModelConnection | None:
+        """The broker-side connection (``None`` until the client opened it)."""
+        ...
+
+    @property
+    def user(self) -> str | None:
+        """The user it logged in as (``""`` or ``None`` before)."""
+        ...
+
+    @property
+    def state(self) -> enum.Enum:
+        """Where the connection is: open, or a handshake or closing step (its protocol's)."""
+        ...
+
+    @property
+    def client_properties(self) -> dict[str, Any]:
+        """What the client said of itself (0-9-1's client properties, a 1.0 client's container
+        id, the stream protocol's peer properties)."""
+        ...
+
+    @property
+    def channel_numbers(self) -> Collection[int]:
+        """The numbers of its open channels (AMQP 1.0: its sessions; none for the stream
+        protocol)."""
+        ...
+
+    #: Whether a resource alarm of its kind holds it from being read now (a kind whose alarms
+    #: hold it from reading: ``AlarmBlocking.READING``); set by the listener.
+    held_by_alarm: bool
+
+    #: When the application stops (``rabbitmqctl stop_app``) its socket ends at once, with
+    #: nothing more written (RabbitMQ's 1.0 and stream readers); else its close is written.
+    stops_silently: bool
+
+    def close(self, error: ConnectionException) -> None:
+        """Close from the broker's side, as the protocol does (0-9-1's connection.close, 1.0's
+        close with ``amqp:connection:forced``, the stream protocol's socket end)."""
+        ...
+
+    def publishers_blocked(self, reason: str) -> None:
+        """A resource alarm blocks publishers (a kind held when it publishes)."""
+        ...
+
+    def publishers_unblocked(self) -> None:
+        """The alarms cleared."""
+        ...
+
+    def on_restart(self) -> None:
+        """The broker restarts (``Broker.restart``, ``rabbitmqctl stop_app``): close as the
+        protocol's reader does when its node stops (or nothing, where its model connection
+        tells it)."""
+        ...
+
+    def killed(self, reason: str) -> None:
+        """Its transport is ended with no close (a fault): ``reason`` is why, for its log."""
+        ...
+
+    def connection_lost(self) -> None:
+        """The transport is gone: release what the connection holds."""
+        ...
+
+
+class CarryingConnection(SansIOConnection, Protocol):
+    """A connection that carries another (AMQP's protocol-header sniffing, a WebSocket): the
+    listener reaches the broker connection through :attr:`inner`, and tells the carrier what
+    it tells a broker connection's transport (:meth:`close`, :meth:`publishers_blocked`,
+    :meth:`publishers_unblocked`, ``internal_error``, ``connection_lost``), which passes it on
+    (a WebSocket carrier: after its own framing)."""
+
+    def close(self, error: ConnectionException) -> None:
+        ...
+
+    def publishers_blocked(self, reason: str) -> None:
+        ...
+
+    def publishers_unblocked(self) -> None:
+        ...
+
+    def connection_lost(self) -> None:
+        ...
+
+    @property
+    def inner(self) -> SansIOConnection:
+        """The connection it carries (a broker connection, or another carrier)."""
+        ...
+
+    #: Whether its bytes may be fed to :attr:`inner` directly now (the carrier adds nothing
+    #: to them any more: sniffing, once the header chose).
+    passthrough: bool
+
+
+def broker_connection(conn: SansIOConnection) -> Any:
+    """The connection ``conn`` carries, through every carrier (``conn`` itself if it carries
+    none): a :class:`BrokerConnection` on a port kind whose connections are broker ones."""
+    while True:
+        inner = getattr(conn, "inner", None)
+        if inner is None:
+            return conn
+        conn = inner
+
+
 @dataclass(frozen=True, slots=True)
 class PortPolicy:
-    """What one kind of port allows its clients (the listener's ``_Port.policy``)."""
+    """What one port allows its clients (the listener's ``_Port.policy``): its kind's defaults
+    (:class:`PortKind`), with the server's settings."""
 
-    #: ``"amqp"``, ``"amqp10"`` (AMQP 1.0 alone), ``"management"`` or ``"stream"``.
+    #: Its kind's name (:func:`port_kind`): ``"amqp"``, ``"amqp10"`` (AMQP 1.0 alone),
+    #: ``"management"``, ``"stream"``, ``"control"``...
     kind: str
     #: The most connections the port holds at once (``None``: no limit).
     max_connections: int | None
     #: Bytes of output a client may leave unwritten before the loop stops reading its input
     #: (``None``: the connection decides, with ``blocked``).
     output_bound: int | None = None
-    #: Its clients speak AMQP (0-9-1 or 1.0, sniffed): broker connections the loop feeds under
-    #: the broker's lock and reads as the batching policy says, listed in
-    #: ``server.connections`` and open to faults; the others are HTTP or stream clients.
-    amqp: bool = False
     #: How long a socket may take to open its connection (RabbitMQ's ``handshake_timeout``).
     handshake_timeout: float = 10.0
     #: TLS between the socket and the connection (a TLS port: amqps, the stream protocol's
     #: or the management API's), or ``None``.
     tls: ssl.SSLContext | None = None
 
-    @classmethod
-    def for_amqp(cls, max_connections: int | None, *, amqp10_only: bool = False,
-                 handshake_timeout: float = 10.0,
-                 tls: ssl.SSLContext | None = None) -> PortPolicy:
-        return cls("amqp10" if amqp10_only else "amqp", max_connections, amqp=True,
-                   handshake_timeout=handshake_timeout, tls=tls)
 
-    @classmethod
-    def for_management(cls, max_connections: int | None, output_bound: int,
-                       tls: ssl.SSLContext | None = None) -> PortPolicy:
-        return cls("management", max_connections, output_bound, tls=tls)
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A socket a port accepted, as its kind's connection factory sees it."""
 
-    @classmethod
-    def for_stream(cls, max_connections: int | None, output_bound: int,
-                   tls: ssl.SSLContext | None = None) -> PortPolicy:
-        return cls("stream", max_connections, output_bound, tls=tls)
+    #: The listener (:class:`embroker.server.Server`: its settings, ``heartbeat``...).
+    listener: Any
+    broker: Broker
+    #: The client's address (``"127.0.0.1:53211"``) and the address it reached.
+    peer: str
+    local: str
+    #: Whether it came over a loopback interface (``rabbit_net:is_loopback/1``).
+    loopback: bool
+    #: Its TLS session (its peer's certificate: SASL EXTERNAL), on a TLS port; else ``None``.
+    tls: Any
+    policy: PortPolicy
+    #: Call it (under the broker's lock, from any thread) when the connection has output its
+    #: own input did not cause (a delivery, a confirm): the loop writes it.
+    on_output: Callable[[], None]
+
+
+#: What makes the connection serving an accepted socket.
+ConnectionFactory = Callable[[Accepted], SansIOConnection]
+
+
+@dataclass(frozen=True, slots=True)
+class PortKind:
+    """One kind of port the listener serves: what its connections are and how the loop treats
+    them. A new protocol is one :func:`register_port_kind`; the listener's constructor
+    (``listeners=``), ``open_listener``, the accept loop, the listings, faults, restarts and
+    alarms read these fields, never the kind's name.
+
+    Attributes:
+        name: its name (``max_connections``' keys, ``open_listener``'s ``kind``).
+        factory: the connection serving each accepted socket (``None``: the listener's own,
+            the node's control port).
+        protocol, tls_protocol: RabbitMQ's name of its listener in ``rabbitmq-diagnostics
+            listeners`` (``"amqp"``, ``"amqp/ssl"``, ``"http"``, ``"stream/ssl"``...), plain
+            and over TLS (``None``: not listed).
+        plugin: the plugin that brings its listener (``rabbitmq_stream``...; ``None``: the
+            broker's own).
+        limit: the ``max_connections`` key its ports count under (``None``: no such key; an
+            AMQP 1.0-only port counts as ``"amqp"``).
+        max_connections: its default most connections a port holds (``None``: no limit).
+        stranger: a stranger reaches it before any login (HTTP, the stream protocol): at most
+            a quarter of the descriptors each, half with the others (the stranger budget).
+        output_bound: its default unwritten output past which a client is not read.
+        locked: the loop feeds it under the broker's lock and reads it as the batching policy
+            says (else the connection takes the lock itself).
+        broker: its connections are broker connections (:class:`BrokerConnection`): told of
+            restarts and alarms, in the management API's connections.
+        listed: its connections are in ``server.connections``, open to faults.
+        on_demand: its listeners open and close on a running node (``open_listener``, a
+            plugin's ``rabbitmq-plugins enable``); the AMQP ports are the listener's own.
+    """
+
+    name: str
+    factory: ConnectionFactory | None
+    protocol: str | None = None
+    tls_protocol: str | None = None
+    plugin: str | None = None
+    limit: str | None = None
+    max_connections: int | None = None
+    stranger: bool = False
+    output_bound: int | None = None
+    locked: bool = False
+    broker: bool = False
+    listed: bool = False
+    on_demand: bool = True
+
+    def policy(self, max_connections: int | None, *, handshake_timeout: float = 10.0,
+               tls: ssl.SSLContext | None = None) -> PortPolicy:
+        """A port's policy of this kind."""
+        return PortPolicy(self.name, max_connections, self.output_bound,
+                          handshake_timeout=handshake_timeout, tls=tls)
+
+
+_KINDS: dict[str, PortKind] = {}
+_LOADED: list[bool] = []  # (once the built-in kinds are registered)
+
+
+def _registry() -> dict[str, PortKind]:
+    if not _LOADED:
+        _LOADED.append(True)
+        from . import _builtin_ports  # (the protocols register themselves)
+        del _builtin_ports
+    return _KINDS
+
+
+def register_port_kind(kind: PortKind) -> None:
+    """Serve ``kind``'s ports from now on (``Server(listeners={name: port})``,
+    ``open_listener``); a kind of the same name is replaced."""
+    _registry()[kind.name] = kind
+
+
+def unregister_port_kind(name: str) -> None:
+    """Forget a registered kind (a test's own)."""
+    _registry().pop(name, None)
+
+
+def port_kind(name: str) -> PortKind:
+    """The registered kind called ``name``.
+
+    Raises:
+        LookupError: no such kind.
+    """
+    try:
+        return _registry()[name]
+    except KeyError:
+        raise LookupError(f"no port kind {name!r}: the kinds are "
+                          f"{', '.join(map(repr, _registry()))}") from None
+
+
+def port_kinds() -> list[PortKind]:
+    """The registered kinds, in the order they were registered."""
+    return list(_registry().values())
+
+
+class _LimitNames(Collection[str]):
+    """The kinds of port, as ``max_connections`` names them: the registry's, read live."""
+
+    def _names(self) -> list[str]:
+        return list(dict.fromkeys(k.limit for k in _registry().values() if k.limit))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __repr__(self) -> str:
+        return repr(tuple(self._names()))
+
+
+#: The kinds of port, as ``max_connections`` names them (``"amqp"``, ``"management"``,
+#: ``"stream"``, and each registered kind's).
+PORT_KINDS: Final[Collection[str]] = _LimitNames()
 
 
 class Carrier(Protocol):
@@ -131,8 +384,8 @@ class Carrier(Protocol):
         ...
 
     @property
-    def protocol(self) -> Amqp091Connection | Amqp10Connection:
-        """The protocol connection it carries (after the protocol header)."""
+    def protocol(self) -> BrokerConnection:
+        """The broker connection it carries (after the protocol header)."""
         ...
 
     def locked(self) -> AbstractContextManager[object]:
@@ -192,13 +445,12 @@ class CarriedConnection:
 
     @property
     def protocol(self) -> str:
-        """``"AMQP 0-9-1"`` or ``"AMQP 1.0"``."""
-        return "AMQP 1.0" if isinstance(self._carrier.protocol, Amqp10Connection) else \
-            "AMQP 0-9-1"
+        """``"AMQP 0-9-1"``, ``"AMQP 1.0"``... (its connection kind's name)."""
+        return self._carrier.protocol.kind.name
 
     @property
     def user(self) -> str:
-        return self._carrier.protocol.user
+        return self._carrier.protocol.user or ""
 
     @property
     def model(self) -> ModelConnection | None:
@@ -227,9 +479,7 @@ class CarriedConnection:
     def channels(self) -> list[int]:
         """The numbers of its open channels (an AMQP 1.0 connection's sessions)."""
         with self._carrier.locked():
-            inner = self._carrier.protocol
-            return sorted(inner.channels if isinstance(inner, Amqp091Connection)
-                          else inner.sessions)
+            return sorted(self._carrier.protocol.channel_numbers)
 
     def __repr__(self) -> str:
         name = f" {self.connection_name!r}" if self.connection_name else ""
@@ -269,14 +519,18 @@ class CarriedConnection:
         if not isinstance(error, ChannelException):
             raise ValueError(f"{reply_code} is a connection exception: use close()")
         inner = self._carrier.protocol
-        if not isinstance(inner, Amqp091Connection):
-            raise TypeError(f"{self!r} speaks AMQP 1.0: it has sessions, not channels")
+        close_channel: Callable[[int, ChannelException], None] | None = getattr(
+            inner, "close_channel", None)
+        if close_channel is None:
+            raise TypeError(f"{self!r} speaks {inner.kind.name}: it has no channels a test "
+                            "can close (AMQP 1.0: sessions, not channels)")
 
         def close() -> None:
-            if channel not in inner.channels:
+            numbers = inner.channel_numbers
+            if channel not in numbers:
                 raise LookupError(f"no open channel {channel} on {self!r}; its channels "
-                                  f"are {sorted(inner.channels)}")
-            inner.close_channel(channel, error)
+                                  f"are {sorted(numbers)}")
+            close_channel(channel, error)
         self._carrier.act(close)
 
     def drop_after_delivery(self) -> None:
@@ -292,8 +546,8 @@ class CarriedConnection:
         self._carrier.stall(seconds)
 
 
-def client_properties(inner: Amqp091Connection | Amqp10Connection) -> dict[str, Any]:
-    """What a client said of itself: 0-9-1's client properties; a 1.0 client's container id."""
-    if isinstance(inner, Amqp091Connection):
-        return inner.client_properties
-    return {"container_id": inner.container_id} if inner.container_id else {}
+def client_properties(inner: SansIOConnection) -> dict[str, Any]:
+    """What a client said of itself: 0-9-1's client properties; a 1.0 client's container id
+    (``{}`` for a connection that is no broker connection)."""
+    found = getattr(inner, "client_properties", None)
+    return dict(found) if found else {}

@@ -1,9 +1,11 @@
 """The loopback listener: sockets and one selector loop thread, the only I/O in embroker.
 
-Each accepted socket gets a sans-IO connection: :class:`~embroker.amqp091.ServerConnection`, or
-:class:`~embroker.amqp10.ServerConnection` when the client's protocol header says AMQP 1.0 (one
-port serves both, as RabbitMQ's; ``amqp10_port`` adds a port for AMQP 1.0 alone). The loop reads
-what arrives, feeds it to the connection under the broker's lock, and writes what the
+Each accepted socket gets the sans-IO connection its port's kind makes
+(:class:`~embroker._transport.PortKind`, registered: an AMQP port's is 0-9-1's, or 1.0's when the
+client's protocol header says AMQP 1.0, as RabbitMQ's; ``amqp10_port`` adds a port for AMQP 1.0
+alone; the management API's, the stream protocol's, a registered protocol's). The loop reads
+what arrives, feeds it to the connection (under the broker's lock for a kind that says so), and
+writes what the
 connections have to send: its own replies, and deliveries that another connection (or a test's
 in-process client, from another thread) caused.
 
@@ -64,15 +66,22 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar, final, overload
 
 from ._batching import BatchingPolicy, Plan, on_one_cpu
-from ._sniff import SniffingConnection
 from ._tls import TLSSocket
-from ._transport import PORT_KINDS, CarriedConnection, PortPolicy, SansIOConnection, client_properties
+from ._transport import (
+    PORT_KINDS,
+    Accepted,
+    BrokerConnection,
+    CarriedConnection,
+    PortKind,
+    PortPolicy,
+    SansIOConnection,
+    broker_connection,
+    client_properties,
+    port_kind,
+    port_kinds,
+)
 from ._untrusted import log_text
 from ._version import __version__
-from .amqp091 import ServerConnection as Amqp091Connection
-from .amqp091._connection import CHANNEL_MAX, FRAME_MAX
-from .amqp091._frames import FRAME_MAX_LIMIT
-from .amqp10 import ServerConnection as Amqp10Connection
 from .errors import (
     ConnectionException,
     ConnectionForced,
@@ -102,6 +111,13 @@ except ImportError:  # (Windows: no descriptor limit to read)
     resource = None  # type: ignore[assignment]
 
 log = logging.getLogger("embroker.server")
+
+#: What AMQP 0-9-1's connection.tune offers by default (RabbitMQ's ``frame_max`` and
+#: ``channel_max``: embroker.amqp091's FRAME_MAX and CHANNEL_MAX, pinned equal by a test), and
+#: the largest frame_max its field carries.
+FRAME_MAX = 131_072
+CHANNEL_MAX = 2047
+FRAME_MAX_LIMIT = 4_294_967_295
 
 #: The most one read takes from a socket. Reads go into one buffer the loop keeps
 #: (``recv_into``), and only what arrived is copied out: ``recv(262144)`` would allocate 256 KiB
@@ -145,11 +161,6 @@ _ACCEPT_BACKOFF_MAX = 1.0
 _RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 #: At most one warning about failing accepts (or a port at its limit) per this many seconds.
 _WARN_INTERVAL = 10.0
-#: The most connections RabbitMQ 3.10.8's management listener holds: it passes ranch (2.1.0)
-#: no ``max_connections`` (rabbit_web_dispatch_sup.erl gives ranch the ``tcp_config`` socket
-#: options alone), so ranch's defaults hold, 1024 a connection supervisor, and one supervisor
-#: for each of its 10 acceptors (``num_conns_sups`` defaults to ``num_acceptors``).
-_RANCH_MAX_CONNECTIONS = 10 * 1024
 #: The share of the process's descriptors the management port, and the stream port, may each
 #: hold at most (one in four): below RabbitMQ's management limit wherever ``ulimit -n`` is
 #: under 40,960.
@@ -157,9 +168,6 @@ _PORT_SHARE = 4
 #: The share all such ports hold together at most (one in two: the HTTP, HTTPS, stream and
 #: stream TLS ports, a quarter each, would otherwise hold every descriptor between them).
 _STRANGERS_SHARE = 2
-#: The kinds of port a stranger reaches before any login whose connections count against
-#: the shared budget (:func:`stranger_budget`); AMQP's own have no limit, as RabbitMQ's.
-_STRANGER_KINDS = frozenset({"management", "stream"})
 
 
 def default_max_connections() -> dict[str, int | None]:
@@ -171,20 +179,28 @@ def default_max_connections() -> dict[str, int | None]:
 
     - ``"amqp"`` (the AMQP port, and the AMQP 1.0 port each): no limit, RabbitMQ's
       ``connection_max`` (``infinity``; tcp_listener_sup.erl gives it to ranch);
-    - ``"management"``: RabbitMQ's 10,240 (ranch's defaults, :data:`_RANCH_MAX_CONNECTIONS`),
-      within the quarter;
+    - ``"management"``: RabbitMQ's 10,240 (ranch's defaults,
+      ``embroker._builtin_ports.RANCH_MAX_CONNECTIONS``), within the quarter;
     - ``"stream"`` (the stream port, and the stream TLS port each): the quarter (the stream
       plugin's listener takes RabbitMQ's ``connection_max``, no limit; v3.10.8
-      rabbit_stream_sup.erl); no limit where the descriptors have none.
+      rabbit_stream_sup.erl); no limit where the descriptors have none;
+    - each registered kind's (:class:`~embroker._transport.PortKind`: its ``max_connections``,
+      within the quarter if a stranger reaches it).
     """
-    http: int | None = _RANCH_MAX_CONNECTIONS
-    stream: int | None = None
+    share: int | None = None
     if resource is not None:
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         if soft != resource.RLIM_INFINITY:
             share = max(1, soft // _PORT_SHARE)
-            http, stream = min(_RANCH_MAX_CONNECTIONS, share), share
-    return {"amqp": None, "management": http, "stream": stream}
+    limits: dict[str, int | None] = {}
+    for kind in port_kinds():
+        if kind.limit is None or kind.limit in limits:
+            continue
+        limit = kind.max_connections
+        if kind.stranger and share is not None:
+            limit = share if limit is None else min(limit, share)
+        limits[kind.limit] = limit
+    return limits
 
 
 def stranger_budget() -> int | None:
@@ -376,11 +392,12 @@ class ErrorLog(Sequence[BaseException]):
 
 @final
 class _Client:
-    """A socket being served and its connection: an AMQP connection (sniffed: 0-9-1 or 1.0),
-    the management API's HTTP, or the stream protocol, as its port's policy says."""
+    """A socket being served and its connection, as its port's kind makes it (an AMQP
+    connection, sniffed: 0-9-1 or 1.0; the management API's HTTP; the stream protocol...)."""
 
-    __slots__ = ("amqp", "answered", "bound", "conn", "connected_at", "events", "heard_at", "held",
-                 "peer", "port", "sock", "stalled_until", "streams", "tls", "wbuf", "written")
+    __slots__ = ("answered", "bound", "carrying", "conn", "connected_at", "events", "heard_at",
+                 "held", "kind", "locked", "peer", "port", "sock", "stalled_until", "streams", "tls",
+                 "wbuf", "written")
 
     def __init__(self, sock: socket.socket | TLSSocket, peer: str,
                  connection: Callable[[_Client], Any], port: _Port | None = None) -> None:
@@ -408,21 +425,35 @@ class _Client:
         #: Told how much of its output is not written yet, after each write (a stream
         #: connection: it pauses its readers while too much waits).
         self.written: Callable[[int], None] | None = None
-        #: Its protocol connection: an AMQP one is reached through ``conn.inner`` (the
-        #: protocol header chose it); the others are ``conn`` itself.
+        #: Its connection, as its port's kind made it: a carrier (AMQP's sniffing) is reached
+        #: through to the connection it carries (``conn.inner``); the others are ``conn``.
         self.conn: Any = connection(self)
-        #: Its port's policy, kept at hand for the loop's hot paths.
-        self.amqp = port.policy.amqp if port is not None else \
-            type(self.conn) is SniffingConnection
+        self.carrying = hasattr(self.conn, "inner")
+        #: Its port's kind (``None``: no broker connection's), kept at hand for the loop.
+        self.kind: PortKind | None = port_kind(port.policy.kind) if port is not None else (
+            port_kind("amqp") if self.carrying else None)
+        #: The loop feeds it under the broker's lock and reads it as the batching policy says
+        #: (PortKind.locked).
+        self.locked = self.kind is not None and self.kind.locked
         #: Unwritten output past which the loop stops reading it (PortPolicy.output_bound).
         self.bound = port.policy.output_bound if port is not None else (
-            None if self.amqp else _HTTP_UNREAD)
+            None if self.locked else _HTTP_UNREAD)
 
     @property
-    def protocol(self) -> SansIOConnection:
-        """Its protocol connection (an AMQP one's, once the protocol header chose it)."""
-        conn: SansIOConnection = self.conn.inner if self.amqp else self.conn
-        return conn
+    def protocol(self) -> Any:
+        """Its protocol connection (an AMQP one's, once the protocol header chose it): a
+        :class:`~embroker._transport.BrokerConnection` on a port of broker connections."""
+        return broker_connection(self.conn)
+
+    @property
+    def broker(self) -> bool:
+        """Whether its connection is a broker connection (PortKind.broker)."""
+        return self.kind is not None and self.kind.broker
+
+    @property
+    def listed(self) -> bool:
+        """Whether it is in ``server.connections``, open to faults (PortKind.listed)."""
+        return self.kind is not None and self.kind.listed
 
     def unacked(self) -> int:
         """The deliveries it holds unacknowledged as an AMQP 0-9-1 consumer, as of the loop's
@@ -431,8 +462,9 @@ class _Client:
 
     def count_held(self) -> None:
         """Count :meth:`unacked` now (after a read or a write)."""
-        inner = self.conn.inner
-        model = inner.model if type(inner) is Amqp091Connection else None
+        # (a connection that counts its commands, AMQP 0-9-1's, is one the batching reads)
+        inner = self.conn.inner if self.carrying and self.conn.passthrough else self.conn
+        model = inner.model if getattr(inner, "commands_read", None) is not None else None
         self.held = model.consumer_unacked() if model is not None else 0
 
 
@@ -469,7 +501,8 @@ class _Port:
                  budget: _Budget | None = None) -> None:
         #: What it allows its clients (embroker._transport.PortPolicy).
         self.policy = policy
-        #: ``"amqp"``, ``"amqp10"`` (AMQP 1.0 alone), ``"management"`` or ``"stream"``.
+        #: Its kind's name (embroker._transport.PortKind): ``"amqp"``, ``"amqp10"`` (AMQP 1.0
+        #: alone), ``"management"``, ``"stream"``, ``"control"``...
         self.kind = policy.kind
         self.number = number
         self.sockets = sockets
@@ -551,6 +584,8 @@ class Server:
             ``"management"``, ``"stream"``; ``None`` for no limit. A kind left out keeps its
             default (:func:`default_max_connections`: RabbitMQ's). A port at its limit
             accepts nothing more until one of its connections closes; the others go on.
+        listeners: more ports, by kind (a registered :class:`~embroker._transport.PortKind`:
+            ``{"stomp": 0}``), each its kind's connections over plain TCP.
         management_allow_hosts: more names the management port answers requests for, besides
             the listener's own address, ``localhost`` and loopback addresses (a name, or
             ``name:port``; ``"*"``: any), and whose pages it answers (``Origin``); see
@@ -575,13 +610,16 @@ class Server:
                  stream_tls_port: int | None = None,
                  management_tls_port: int | None = None,
                  frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX,
-                 amqp10: bool = True) -> None:
+                 amqp10: bool = True, listeners: Mapping[str, int] | None = None) -> None:
         for name, value, bound, zero in (("frame_max", frame_max, FRAME_MAX_LIMIT, "no limit"),
                                          ("channel_max", channel_max, 65535, "no limit"),
                                          ("heartbeat", heartbeat, 65535, "no heartbeats")):
             if not 0 <= value <= bound:
                 raise ValueError(f"{name}: 0 ({zero}) or up to {bound} (what connection.tune "
                                  f"carries), not {value}")
+        for name in listeners or {}:
+            if port_kind(name).factory is None or not port_kind(name).on_demand:
+                raise ValueError(f"listeners: {name!r} is no kind of port it opens on demand")
         limits = default_max_connections()
         #: What the HTTP and stream ports hold together (:func:`stranger_budget`).
         self._strangers = _Budget(stranger_budget())
@@ -645,15 +683,18 @@ class Server:
         self._paused: dict[_Client, float] = {}
         # (a port that cannot open closes the ones opened before it: see _listen)
         self._constructing = True
-        self.port = self._listen(host, port, PortPolicy.for_amqp(
+        #: The ports of registered kinds (``listeners``, ``open_listener``), by kind and TLS.
+        self._kind_ports: dict[tuple[str, bool], int] = {}
+        amqp = port_kind("amqp")
+        self.port = self._listen(host, port, amqp.policy(
             limits["amqp"], handshake_timeout=handshake_timeout))
         #: The port that serves AMQP 1.0 alone (``None`` unless asked for).
-        self.amqp10_port = self._listen(host, amqp10_port, PortPolicy.for_amqp(
-            limits["amqp"], amqp10_only=True, handshake_timeout=handshake_timeout)) \
+        self.amqp10_port = self._listen(host, amqp10_port, port_kind("amqp10").policy(
+            limits["amqp"], handshake_timeout=handshake_timeout)) \
             if amqp10_port is not None else None
         #: The amqps port (RabbitMQ's 5671: AMQP 0-9-1 and 1.0 over TLS, sniffed as on the
         #: plain one), ``None`` unless asked for.
-        self.tls_port = self._listen(host, tls_port, PortPolicy.for_amqp(
+        self.tls_port = self._listen(host, tls_port, amqp.policy(
             limits["amqp"], handshake_timeout=handshake_timeout, tls=self.tls)) \
             if tls_port is not None else None
         # The management port: HTTP clients, kept apart from the AMQP ones (they are no
@@ -668,24 +709,24 @@ class Server:
         self._control_pending: deque[_Client] = deque()
         self._control_tools: set[_Client] = set()
         #: The port of the management HTTP API and console (``None`` unless asked for).
-        self.management_port = self._listen(host, management_port, PortPolicy.for_management(
-            limits["management"], _HTTP_UNREAD)) \
-            if management_port is not None else None
+        management, stream = port_kind("management"), port_kind("stream")
+        self.management_port = self._listen(host, management_port, management.policy(
+            limits["management"])) if management_port is not None else None
         #: The port of the stream protocol (``None`` unless asked for). Its clients are kept
-        #: with the HTTP ones: they are no AMQP connections.
-        self.stream_port = self._listen(host, stream_port, PortPolicy.for_stream(
-            limits["stream"], _HTTP_UNREAD)) \
-            if stream_port is not None else None
+        #: with the HTTP ones: the loop does not feed them under the lock (PortKind.locked).
+        self.stream_port = self._listen(host, stream_port, stream.policy(
+            limits["stream"])) if stream_port is not None else None
         #: The stream protocol over TLS (RabbitMQ's 5551), ``None`` unless asked for.
-        self.stream_tls_port = self._listen(host, stream_tls_port, PortPolicy.for_stream(
-            limits["stream"], _HTTP_UNREAD, tls=self.tls)) \
-            if stream_tls_port is not None else None
+        self.stream_tls_port = self._listen(host, stream_tls_port, stream.policy(
+            limits["stream"], tls=self.tls)) if stream_tls_port is not None else None
         #: The management API and console over HTTPS (RabbitMQ's 15671), ``None`` unless
         #: asked for.
-        self.management_tls_port = self._listen(
-            host, management_tls_port, PortPolicy.for_management(
-                limits["management"], _HTTP_UNREAD, tls=self.tls)) \
-            if management_tls_port is not None else None
+        self.management_tls_port = self._listen(host, management_tls_port, management.policy(
+            limits["management"], tls=self.tls)) if management_tls_port is not None else None
+        for name, number in (listeners or {}).items():
+            extra = port_kind(name)
+            self._kind_ports[name, False] = self._listen(host, number, extra.policy(
+                limits.get(extra.limit) if extra.limit else extra.max_connections))
         self._stream_advertised_host = stream_advertised_host or None
         #: What the stream protocol's Open and Metadata name as this node's port (RabbitMQ's
         #: ``stream.advertised_port``): by default, as ``rabbit_stream:port/0`` (v3.10.8),
@@ -741,7 +782,7 @@ class Server:
                 self._wake_w.close()
             raise
         port = sockets[0].getsockname()[1]
-        budget = self._strangers if policy.kind in _STRANGER_KINDS else None
+        budget = self._strangers if port_kind(policy.kind).stranger else None
         self._ports.append(_Port(policy, port, sockets, budget))
         return port
 
@@ -1006,39 +1047,86 @@ class Server:
 
     # -- listeners a plugin brings: rabbitmq-plugins enable/disable on a running node ---------
 
-    #: The attribute that holds each listener's port number, by kind and whether it is TLS.
+    #: The attribute that holds each listener's port number, by kind and whether it is TLS
+    #: (a registered kind's: :meth:`listener_port`).
     _LISTENER_ATTRIBUTES: ClassVar[dict[tuple[str, bool], str]] = {
         ("management", False): "management_port", ("management", True): "management_tls_port",
         ("stream", False): "stream_port", ("stream", True): "stream_tls_port"}
 
+    def listener_port(self, kind: str, *, tls: bool = False) -> int | None:
+        """The port of ``kind`` (a registered :class:`~embroker._transport.PortKind`'s name)
+        this listener serves, over TLS with ``tls``; ``None`` if none."""
+        if kind == "amqp":
+            return self.tls_port if tls else self.port
+        if kind == "amqp10":
+            return None if tls else self.amqp10_port
+        attribute = self._LISTENER_ATTRIBUTES.get((kind, tls))
+        if attribute is not None:
+            found: int | None = getattr(self, attribute)
+            return found
+        return self._kind_ports.get((kind, tls))
+
+    def _set_listener_port(self, kind: str, tls: bool, number: int | None) -> None:
+        attribute = self._LISTENER_ATTRIBUTES.get((kind, tls))
+        if attribute is not None:
+            setattr(self, attribute, number)
+        elif number is None:
+            self._kind_ports.pop((kind, tls), None)
+        else:
+            self._kind_ports[kind, tls] = number
+
+    def listeners(self) -> list[tuple[str, int]]:
+        """The listeners as ``rabbitmq-diagnostics listeners`` names them: (RabbitMQ's protocol
+        name, port), each registered kind's in the order of the registry, plain before TLS
+        (``("amqp", 5672)``, ``("amqp/ssl", 5671)``, ``("http", 15672)``, ``("stream",
+        5552)``...); a kind with no protocol name (the AMQP 1.0-only port, the control port) is
+        not listed."""
+        found = []
+        for kind in port_kinds():
+            for tls, protocol in ((False, kind.protocol), (True, kind.tls_protocol)):
+                number = self.listener_port(kind.name, tls=tls)
+                if protocol is not None and number is not None:
+                    found.append((protocol, number))
+        return found
+
+    def _on_demand(self, kind: str, call: str) -> PortKind:
+        try:
+            found = port_kind(kind)
+        except LookupError:
+            found = None
+        if found is None or found.factory is None or not found.on_demand:
+            names = [k.name for k in port_kinds() if k.factory is not None and k.on_demand]
+            raise ValueError(f"{call}: {' or '.join(map(repr, names))}, not {kind!r}")
+        return found
+
     def open_listener(self, kind: str, port: int, *, tls: bool = False) -> int:
-        """Serve the management API (``kind="management"``) or the stream protocol
-        (``"stream"``) on ``port`` from now on, over TLS with ``tls`` (the server's TLS
-        settings), as ``rabbitmq-plugins enable rabbitmq_management`` (``rabbitmq_stream``)
-        starts its listeners on a running node; the port (the one served already, if any).
-        While the application is stopped the port is kept for :meth:`start_app` to open. Safe
-        from any thread.
+        """Serve the management API (``kind="management"``), the stream protocol
+        (``"stream"``) or another registered kind of port (:class:`~embroker._transport.PortKind`)
+        on ``port`` from now on, over TLS with ``tls`` (the server's TLS settings), as
+        ``rabbitmq-plugins enable rabbitmq_management`` (``rabbitmq_stream``) starts its
+        listeners on a running node; the port (the one served already, if any). While the
+        application is stopped the port is kept for :meth:`start_app` to open. Safe from any
+        thread.
 
         Raises:
             PortInUse: the port is taken.
-            ValueError: another kind of port, or TLS without the server's TLS settings.
+            ValueError: a kind of port that does not open on demand (AMQP's), or TLS without
+                the server's TLS settings.
         """
-        if kind not in ("management", "stream"):
-            raise ValueError(f"open_listener: 'management' or 'stream', not {kind!r}")
+        found = self._on_demand(kind, "open_listener")
         if tls and self.tls is None:
             raise ValueError("open_listener: a TLS port needs TLS settings (Server(tls=...))")
-        attribute = self._LISTENER_ATTRIBUTES[kind, tls]
 
         def open_port() -> int:
-            current: int | None = getattr(self, attribute)
+            current = self.listener_port(kind, tls=tls)
             if current is not None:
                 return current
-            make = PortPolicy.for_management if kind == "management" else PortPolicy.for_stream
-            policy = make(self.max_connections[kind], _HTTP_UNREAD,
-                          tls=self.tls if tls else None)
-            number = self._listen(self.host, port, policy)
+            limit = self.max_connections.get(found.limit) if found.limit else \
+                found.max_connections
+            number = self._listen(self.host, port, found.policy(
+                limit, tls=self.tls if tls else None))
             added = self._ports[-1]
-            setattr(self, attribute, number)
+            self._set_listener_port(kind, tls, number)
             if kind == "management" and self._management is None:
                 self._start_management()
             if kind == "stream" and not tls and self.stream_advertised_port is None:
@@ -1055,24 +1143,24 @@ class Server:
         return result
 
     def close_listener(self, kind: str) -> None:
-        """Stop serving the management API or the stream protocol, its TLS port included, as
-        ``rabbitmq-plugins disable`` stops the plugin's listeners: the ports close and their
-        clients are dropped. Safe from any thread.
+        """Stop serving the management API, the stream protocol or another registered kind of
+        port, its TLS port included, as ``rabbitmq-plugins disable`` stops the plugin's
+        listeners: the ports close and their clients are dropped. Safe from any thread.
 
         Raises:
-            ValueError: another kind of port.
+            ValueError: a kind of port that does not close on demand (AMQP's).
         """
-        if kind not in ("management", "stream"):
-            raise ValueError(f"close_listener: 'management' or 'stream', not {kind!r}")
+        self._on_demand(kind, "close_listener")
 
         def close_port() -> None:
             for port in [p for p in self._ports if p.policy.kind == kind]:
                 self._close_port(port)
                 self._ports.remove(port)
-                for client in [c for c in self._http_clients.values() if c.port is port]:
+                for client in [c for c in (*self._clients.values(),
+                                           *self._http_clients.values()) if c.port is port]:
                     self._drop(client)
             for tls in (False, True):
-                setattr(self, self._LISTENER_ATTRIBUTES[kind, tls], None)
+                self._set_listener_port(kind, tls, None)
         self._in_loop(close_port)
 
     def _close_port(self, port: _Port) -> None:
@@ -1095,20 +1183,22 @@ class Server:
             return
         self._app_running = False
         for port in self._ports:
-            if port.policy.kind != "control":
+            if port_kind(port.kind).factory is not None:  # (a control port stays)
                 self._close_port(port)
-        # AMQP 1.0 clients see their socket close, with no close frame (live on 3.10.8: proton
-        # reports "connection aborted"; 0-9-1 clients get their connection.close).
-        amqp10 = [client for client in self._clients.values()
-                  if client.conn.sniffed and type(client.conn.inner) is Amqp10Connection]
+        # The connections of a protocol that stops silently see their socket close, with no
+        # close frame (AMQP 1.0, live on 3.10.8: proton reports "connection aborted"; the
+        # stream protocol's); 0-9-1 clients get their connection.close.
+        silent = [client for client in self._clients.values()
+                  if client.broker and client.protocol.stops_silently]
         with self._locked:
-            self.broker.restart()  # (each AMQP client is told: on_restart)
+            self.broker.restart()  # (each broker connection is told: on_restart)
             for name in self.broker.alarms:
                 self.broker.clear_alarm(name)
-        for client in amqp10:
+        for client in silent:
             self._kill(client, reason="the application stopped")
         for client in [*self._http_clients.values()]:  # stream and HTTP clients go
-            if client.port is None or client.port.policy.kind != "control":
+            if client.kind is None or (client.kind.factory is not None and not (
+                    client.broker and not client.protocol.stops_silently)):
                 self._drop(client)
         log.info("the application stopped: its ports are closed")
 
@@ -1118,7 +1208,7 @@ class Server:
         reopened: list[_Port] = []
         try:
             for port in self._ports:
-                if port.policy.kind != "control" and not port.sockets:
+                if port_kind(port.kind).factory is not None and not port.sockets:
                     port.sockets = self._bind(self.host, port.number)
                     reopened.append(port)
         except PortInUse as exc:
@@ -1300,11 +1390,11 @@ class Server:
             if len(ready) == 1:  # (the common case, without building a list)
                 key, mask = ready[0]
                 one = key.data
-                if type(one) is _Client and one.amqp and mask & selectors.EVENT_READ:
+                if type(one) is _Client and one.locked and mask & selectors.EVENT_READ:
                     plan = batching.plan((one,), waited)
             else:
                 clients = [key.data for key, mask in ready
-                           if type(key.data) is _Client and key.data.amqp
+                           if type(key.data) is _Client and key.data.locked
                            and mask & selectors.EVENT_READ]
                 if clients:
                     plan = batching.plan(clients, waited)
@@ -1446,20 +1536,11 @@ class Server:
                 peer = _peer_name(sock, address)
                 carried: socket.socket | TLSSocket = sock if port.policy.tls is None \
                     else TLSSocket(sock, port.policy.tls)
-                if port.kind == "management":
-                    self._accept_http(carried, peer, port)
-                    continue
-                if port.kind == "stream":
-                    self._accept_stream(carried, peer, port)
-                    continue
-                if port.kind == "control":
+                kind = port_kind(port.kind)
+                if kind.factory is None:  # (the listener's own: a node's control port)
                     self._accept_control(carried, peer, port)
                     continue
-                with self._locked:
-                    client = _Client(carried, peer, functools.partial(
-                        self._connection, policy=port.policy), port)
-                    self._clients[sock.fileno()] = client
-                self._selector.register(sock, selectors.EVENT_READ, client)
+                self._serve(carried, peer, port, kind)
             except Exception as exc:  # a socket that died at once, or a bug: this one only
                 self._bug(exc, "accepting a connection")
                 sock.close()
@@ -1481,23 +1562,36 @@ class Server:
             if other.budget is port.budget and not other.selected:
                 self._select_port(other)
 
-    def _accept_http(self, sock: socket.socket | TLSSocket, peer: str, port: _Port) -> None:
-        from .management._http import HostPolicy, HttpConnection
-
-        assert self._management is not None
-        assert self._hosts is not None
-        hosts = self._hosts
-        local = sock.getsockname()[0]  # the address the client asked for (0.0.0.0: which one)
-        if local not in hosts.own:
-            hosts = HostPolicy(hosts.own | {local.lower()}, hosts.allowed)
-        conn = HttpConnection(self._management.begin, screen=self._management.screen, hosts=hosts,
-                              peer=peer, loopback=_over_loopback(sock),
-                              server_header=self._management.server_header,
-                              scheme="http" if port.policy.tls is None else "https")
-        client = _Client(sock, peer, lambda _client: conn, port)
-        self._http_clients[sock.fileno()] = client
+    def _serve(self, sock: socket.socket | TLSSocket, peer: str, port: _Port,
+               kind: PortKind) -> None:
+        """Serve an accepted socket with the connection ``kind`` makes: a client the loop
+        feeds under the broker's lock (``kind.locked``) joins ``_clients`` under it, the others
+        ``_http_clients``."""
+        with self._locked:
+            client = _Client(sock, peer, functools.partial(
+                self._make, kind=kind, policy=port.policy), port)
+            if kind.locked:
+                self._clients[sock.fileno()] = client
+        if not kind.locked:
+            # (a connection that paces itself by its unwritten output: the stream protocol's)
+            client.written = getattr(client.conn, "written", None)
+            self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)
-        log.debug("accepted HTTP connection from %s", peer)
+        if not kind.locked:
+            log.debug("accepted %s connection from %s", kind.name, peer)
+
+    def _make(self, client: _Client, *, kind: PortKind, policy: PortPolicy) -> SansIOConnection:
+        """The connection ``kind`` makes for ``client``, under the broker's lock."""
+        assert kind.factory is not None
+        sock = client.sock
+        try:
+            local = sock.getsockname()[0]
+        except OSError:
+            local = ""
+        accepted = Accepted(self, self.broker, client.peer, local, _over_loopback(sock),
+                            client.tls, policy, functools.partial(self._has_output, client))
+        with self._locked:
+            return kind.factory(accepted)
 
     def serve_control(self, app: Callable[[Request], Response | Work],
                       screen: Callable[[Request], Response | None], *, name: str, cookie: str,
@@ -1518,7 +1612,7 @@ class Server:
             PortInUse: ``port`` is taken.
         """
         number = self._listen("0.0.0.0" if host == "auto" else host, port,
-                              PortPolicy("control", None, _HTTP_UNREAD))
+                              port_kind("control").policy(None))
         self._control = (app, screen, name, cookie)
         if self._running:
             self._on_loop(lambda: self._select_port(self._ports[-1]))
@@ -1566,45 +1660,12 @@ class Server:
         self._http_clients[sock.fileno()] = client
         self._selector.register(sock, selectors.EVENT_READ, client)
 
-    def _accept_stream(self, sock: socket.socket | TLSSocket, peer: str, port: _Port) -> None:
-        from .stream import StreamConnection
-
-        with self._locked:
-            advertised = self.stream_advertised_port if port.policy.tls is None \
-                else self.stream_tls_port  # (RabbitMQ's advertised_tls_port: the TLS port)
-            conn = StreamConnection(self.broker, peer=peer, loopback=_over_loopback(sock),
-                                    advertised_host=self.stream_advertised_host,
-                                    advertised_port=advertised or 0,
-                                    tls=sock if type(sock) is TLSSocket else None)
-        client = _Client(sock, peer, lambda _client: conn, port)
-        conn.on_output = functools.partial(self._has_output, client)
-        client.written = conn.written
-        self._http_clients[sock.fileno()] = client
-        self._selector.register(sock, selectors.EVENT_READ, client)
-        log.debug("accepted stream protocol connection from %s", peer)
-
     def _connection(self, client: _Client, *, policy: PortPolicy | None = None,
-                    ) -> SniffingConnection:
-        policy = policy if policy is not None else PortPolicy.for_amqp(
+                    ) -> SansIOConnection:
+        """An AMQP port's connection for ``client`` (sniffed: 0-9-1 or 1.0)."""
+        policy = policy if policy is not None else port_kind("amqp").policy(
             None, handshake_timeout=self.handshake_timeout)
-        def output_ready() -> None:
-            # Called by the connection (under the broker lock) when it has something to send
-            # that its own input did not cause: a delivery, a confirm, a cancel... Caused by
-            # another thread (a test's in-process publish), the loop is handed the client.
-            if threading.get_ident() == self._loop_ident:
-                self._dirty.add(client)
-            else:
-                self._handoff.append(client)
-                self._wake()
-
-        with self._locked:
-            return SniffingConnection(self.broker, peer=client.peer, on_output=output_ready,
-                                      heartbeat=self.heartbeat, frame_max=self.frame_max,
-                                      channel_max=self.channel_max,
-                                      handshake_timeout=policy.handshake_timeout,
-                                      loopback=_over_loopback(client.sock),
-                                      amqp10_only=policy.kind == "amqp10", tls=client.tls,
-                                      amqp10=self.amqp10)
+        return self._make(client, kind=port_kind(policy.kind), policy=policy)
 
     def _accept_failed(self, port: _Port, exc: OSError) -> None:
         if exc.errno not in _RESOURCE_ERRNOS:
@@ -1642,40 +1703,44 @@ class Server:
         if client.tls is not None and client.tls.unsent:
             self._dirty.add(client)  # (the handshake's answer the socket did not take)
         conn = client.conn
-        if not client.amqp:  # (the management API and the stream protocol take the lock)
+        if not client.locked:  # (the management API and the stream protocol take the lock)
             with self._isolated(client):
                 conn.receive_data(data)
             if conn.has_output or conn.blocked or conn.should_close:
                 self._dirty.add(client)
             self._note_work(client)
             return
-        # Once the protocol header chose the protocol, its connection is fed directly (what
-        # SniffingConnection.receive_data would do, without the extra call on every read).
-        sniffing = client.conn
-        target = sniffing.inner if sniffing.sniffed else sniffing
+        # Once a carrier passes its bytes through (the protocol header chose the protocol),
+        # the connection it carries is fed directly (what SniffingConnection.receive_data would
+        # do, without the extra call on every read).
+        target = conn.inner if client.carrying and conn.passthrough else conn
         try:  # (what _isolated does, inlined: one read per message on a paced client)
             with self._locked:
                 target.receive_data(data)
         except Exception as exc:
             self._bug(exc, f"the connection from {client.peer}")
             self._fail(client, exc)
-        inner = sniffing.inner  # (the protocol's connection: has_output covers should_close)
+        # (the protocol's connection, once its carrier passes bytes through: has_output
+        # covers should_close)
+        inner = conn.inner if client.carrying and conn.passthrough else conn
+        # (a connection that counts the commands each read completed, AMQP 0-9-1's, tells
+        # the batching policy whether it pipelines; the others are answered or not)
+        commands: int | None = getattr(inner, "commands_read", None)
         if inner.has_output or inner.blocked:
             self._dirty.add(client)
             # It asked for something, or is answered: it may wait now, unless that read held
             # several commands (it pipelines: a publisher with a window of confirms).
-            client.answered = type(inner) is not Amqp091Connection or inner.commands_read < 2
+            client.answered = commands is None or commands < 2
             client.streams = False
         else:
             # (A read that completed no command, a publish's first frames, says nothing new:
             # a client waiting for its answer writes the rest of its request at once.)
-            if type(inner) is not Amqp091Connection or inner.commands_read:
+            if commands is None or commands:
                 client.answered = False
-            if type(inner) is Amqp091Connection:
+            if commands is not None:
                 if client.held:
                     client.count_held()  # (its acks came: fewer in hand)
-                client.streams = inner.commands_read >= self.batching.pipelined and \
-                    client.held < 2
+                client.streams = commands >= self.batching.pipelined and client.held < 2
 
     def _run_timers(self) -> None:
         with self._locked:
@@ -1714,10 +1779,13 @@ class Server:
         # heartbeat intervals of real time, the test moving the broker's ManualClock is not its
         # silence: the broker's clock counts its silence once it is silent in real time too.
         conn = client.conn
-        inner = conn.inner if client.amqp and conn.sniffed else None
-        if type(inner) is Amqp091Connection and inner.heartbeat \
-                and now - client.heard_at <= 2 * inner.heartbeat:
-            inner.excuse_silence()
+        if client.carrying and not conn.passthrough:
+            return  # (its protocol is not chosen yet)
+        inner = conn.inner if client.carrying else conn
+        excuse = getattr(inner, "excuse_silence", None)  # (AMQP 0-9-1's heartbeats)
+        heartbeat = getattr(inner, "heartbeat", 0)
+        if excuse is not None and heartbeat and now - client.heard_at <= 2 * heartbeat:
+            excuse()
 
     def _mark_output(self) -> None:
         for client in self._clients.values():
@@ -1769,9 +1837,12 @@ class Server:
                 self._fail(client, exc)
 
     def _write(self, client: _Client) -> None:
-        # An AMQP client's protocol connection, asked directly (SniffingConnection only passes
-        # these on to it): the hot write path.
-        conn: Any = client.conn.inner if client.amqp else client.conn
+        # The protocol connection, asked directly once its carrier passes bytes through
+        # (SniffingConnection only passes these on to it): the hot write path. A carrier that
+        # frames (a WebSocket) is asked itself.
+        conn: Any = client.conn
+        if client.carrying and conn.passthrough:
+            conn = conn.inner
         tls = client.tls
         if tls is not None and tls.unsent:
             tls.flush()
@@ -1781,7 +1852,8 @@ class Server:
             self._fail(client, failure)
         with self._locked:
             data = conn.data_to_send()
-            pause = conn.pause_at if client.amqp else None
+            # (an AMQP 1.0 connection's attach answer: the rest waits, _ATTACH_PAUSE)
+            pause = getattr(conn, "pause_at", None) if client.locked else None
         stalled = bool(client.stalled_until) and client.stalled_until > time.monotonic()
         rest = b""
         if client in self._paused:
@@ -1817,14 +1889,14 @@ class Server:
             wbuf += rest
             self._paused[client] = time.monotonic() + _ATTACH_PAUSE
             stalled = True
-        if not client.amqp:
+        if not client.locked:
             if client.written is not None:  # (a stream connection paces its readers by it)
                 client.written(len(client.wbuf))
             self._note_work(client)
         if conn.should_close and not client.wbuf and (tls is None or tls.flush()):
             self._drop(client)
             return
-        if client.amqp and _DELIVER in data:
+        if client.locked and _DELIVER in data:
             client.count_held()  # (deliveries went out: the batching policy's hold reads it)
         bound = client.bound
         events = 0 if conn.blocked or (bound is not None and len(client.wbuf) > bound) \
@@ -1850,10 +1922,10 @@ class Server:
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(client.sock)
             client.events = 0
-        if not client.amqp:
+        if not client.locked:
             if self._http_clients.pop(fileno, None) is not None:
                 self._left(client.port)
-            if client.port is not None and client.port.kind == "control":
+            if client.kind is not None and client.kind.factory is None:  # (a control port's)
                 self._control_tools.discard(client)
                 with contextlib.suppress(ValueError):
                     self._control_pending.remove(client)
@@ -1870,12 +1942,13 @@ class Server:
         finally:
             client.sock.close()
         try:
-            inner = client.conn.inner
-            if isinstance(inner, Amqp091Connection):
-                log.info("connection %s ended: %s", inner.describe(), inner.end_reason())
+            inner = client.protocol
+            end_reason = getattr(inner, "end_reason", None)  # (AMQP 0-9-1's own words)
+            if end_reason is not None:
+                log.info("connection %s ended: %s", inner.describe(), end_reason())
             else:
-                reason = inner.close_reason
-                log.info("AMQP 1.0 connection %s ended%s", _describe(client),
+                reason = getattr(inner, "close_reason", None)
+                log.info("%s connection %s ended%s", inner.kind.name, _describe(client),
                          f": {log_text(reason)}" if reason else "")
         except Exception as exc:  # describing it failed: say so, and go on
             self._bug(exc, f"logging the end of the connection from {client.peer}")
@@ -1883,8 +1956,11 @@ class Server:
     # -- the broker's own events ---------------------------------------------------------------
 
     def _each_client(self, action: Callable[[_Client], None]) -> None:
-        # Under the broker's lock (the table of clients changes only under it), on any thread.
-        for client in list(self._clients.values()):
+        # Under the broker's lock (the table of clients changes only under it), on any thread:
+        # each broker connection (PortKind.broker).
+        for client in [*self._clients.values(), *self._http_clients.values()]:
+            if not client.broker:
+                continue
             with self._isolated(client):
                 action(client)
             self._has_output(client)
@@ -1898,33 +1974,33 @@ class Server:
     def on_blocked(self, blocked: bool, reason: str) -> None:
         # Called under the broker lock, from any thread: the connections of a kind held when
         # they publish are told (each holds itself when it publishes: its blocked says so).
-        def told(client: _Client) -> bool:
-            kind = getattr(client.protocol, "kind", None)
-            return kind is None or kind.alarm_blocking is AlarmBlocking.PUBLISHERS
-        if blocked:
-            self._each_client(lambda client: client.conn.publishers_blocked(reason)
-                              if told(client) else None)
-        else:
-            self._each_client(lambda client: client.conn.publishers_unblocked()
-                              if told(client) else None)
+        # (told through its carrier, if any: a carrier passes it on)
+        def tell(client: _Client) -> None:
+            if client.protocol.kind.alarm_blocking is AlarmBlocking.PUBLISHERS:
+                if blocked:
+                    client.conn.publishers_blocked(reason)
+                else:
+                    client.conn.publishers_unblocked()
+        self._each_client(tell)
 
     def on_alarms(self, alarms: tuple[str, ...]) -> None:
         # Called under the broker lock, from any thread: the clients of a kind held from
         # reading by one of these alarms stop or start being read (their blocked says so;
         # the loop looks again once told).
         for client in [*self._clients.values(), *self._http_clients.values()]:
-            conn: Any = client.protocol
-            kind = getattr(conn, "kind", None)
-            if kind is not None and kind.alarm_blocking is AlarmBlocking.READING:
+            if not client.broker:
+                continue
+            conn: BrokerConnection = client.protocol
+            kind = conn.kind
+            if kind.alarm_blocking is AlarmBlocking.READING:
                 conn.held_by_alarm = kind.blocked_by(alarms)
                 self._has_output(client)
 
     def on_restart(self) -> None:
-        # Called under the broker lock, from any thread: every client is told the broker is
-        # going down, as a RabbitMQ node that stops does (a stream connection is told by its
-        # model connection: Broker.restart).
-        self._each_client(lambda client: client.conn.close(ConnectionForced(
-            "broker forced connection closure with reason 'shutdown'")))
+        # Called under the broker lock, from any thread: every broker connection is told the
+        # broker is going down, as a RabbitMQ node that stops does (each closes as its
+        # protocol's reader does; a stream connection is told by its model connection).
+        self._each_client(lambda client: client.protocol.on_restart())
 
     def _shutdown(self) -> None:
         for http in list(self._http_clients.values()):
@@ -2032,7 +2108,9 @@ class Server:
         itself (``client_properties``, its ``connection_name``): what a test picks a
         connection from to inject a fault (:class:`ClientConnection`)."""
         with self._locked:
-            return [ClientConnection(self, client) for client in list(self._clients.values())]
+            return [ClientConnection(self, client)
+                    for client in [*self._clients.values(), *self._http_clients.values()]
+                    if client.listed]
 
     def connection(self, name: str | None = None) -> ClientConnection:
         """The connection whose client named itself ``name`` (``connection_name``), or whose
@@ -2052,10 +2130,12 @@ class Server:
                 return connection
         raise LookupError(f"no connection named {name!r}; the connections are {_names(found)}")
 
-    def protocol_connections(self) -> Iterator[Amqp091Connection | Amqp10Connection]:
-        """The sans-IO connections being served (for inspection): 0-9-1 and 1.0 ones."""
+    def protocol_connections(self) -> Iterator[BrokerConnection]:
+        """The sans-IO connections being served (for inspection): the listed broker
+        connections' (0-9-1 and 1.0 ones...)."""
         with self._locked:
-            return iter([c.conn.inner for c in self._clients.values()])
+            return iter([c.protocol for c in [*self._clients.values(),
+                                              *self._http_clients.values()] if c.listed])
 
     def wire_connections(self) -> dict[int, WireConnection]:
         """The broker connections this listener carries (AMQP and stream), by ``id`` of their
@@ -2085,20 +2165,27 @@ class Server:
         """The clients whose connection is a broker connection (AMQP and stream, opened), with
         their protocol connection and its model connection; not HTTP clients, not handshakes."""
         for client in [*self._clients.values(), *self._http_clients.values()]:
-            conn: Any = client.protocol
-            model = getattr(conn, "model", None)
+            if not client.broker:
+                continue
+            conn: BrokerConnection = client.protocol
+            model = conn.model
             if model is not None:
                 yield client, conn, model
 
     def _drop_if_served(self, client: _Client) -> None:
         # On the loop's thread: drop a client another thread failed, unless it went meanwhile.
-        if client.sock.fileno() >= 0 and self._clients.get(client.sock.fileno()) is client:
+        if self._served(client):
             self._drop(client)
+
+    def _served(self, client: _Client) -> bool:
+        # Whether ``client`` is still served (in its table: see "Threads").
+        table = self._clients if client.locked else self._http_clients
+        return client.sock.fileno() >= 0 and table.get(client.sock.fileno()) is client
 
     def _kill(self, client: _Client, *, flush: bool = False, reset: bool = False,
               reason: str = "dropped by a test (embroker.faults)") -> None:
         # Runs on the loop's thread: the socket goes without a connection.close.
-        if client.sock.fileno() < 0 or self._clients.get(client.sock.fileno()) is not client:
+        if not self._served(client):
             return
         if flush:
             with self._locked:
@@ -2112,9 +2199,8 @@ class Server:
             with contextlib.suppress(OSError):
                 client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
                                        struct.pack("ii", 1, 0))
-        inner = client.conn.inner
-        if isinstance(inner, Amqp091Connection) and inner.close_reason is None:
-            inner.close_reason = ConnectionForced(reason)
+        if client.broker:
+            client.protocol.killed(reason)
         self._drop(client)
 
     def _stall(self, client: _Client, seconds: float) -> None:
@@ -2155,7 +2241,7 @@ def _sockname(sock: socket.socket | TLSSocket) -> str:
 
 
 def _describe(client: _Client) -> str:
-    name = client_properties(client.conn.inner).get("connection_name")
+    name = client_properties(client.protocol).get("connection_name")
     return f"{client.peer} ('{log_text(name)}')" if isinstance(name, str) else client.peer
 
 
@@ -2165,8 +2251,8 @@ def _names(connections: list[ClientConnection]) -> list[str]:
 
 @final
 class _SocketCarrier:
-    """How the listener carries one AMQP client (embroker._transport.Carrier): a fault runs on
-    the loop's thread, which owns the socket."""
+    """How the listener carries one broker connection (embroker._transport.Carrier): a fault
+    runs on the loop's thread, which owns the socket."""
 
     __slots__ = ("_client", "_server")
 
@@ -2179,8 +2265,8 @@ class _SocketCarrier:
         return self._client.peer
 
     @property
-    def protocol(self) -> Amqp091Connection | Amqp10Connection:
-        inner: Amqp091Connection | Amqp10Connection = self._client.conn.inner
+    def protocol(self) -> BrokerConnection:
+        inner: BrokerConnection = self._client.protocol
         return inner
 
     def locked(self) -> AbstractContextManager[object]:

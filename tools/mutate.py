@@ -616,6 +616,11 @@ MUTATIONS: list[Mutation] = [
       '    if refused is None:\n        return user\n',
       "every protocol's successful login emits user.authentication.success (the kit's login)"),
     # -- connection kinds ----------------------------------------------------------------------
+    M("registered_kind_not_told_of_alarms", "embroker/server.py",
+      "            if client.protocol.kind.alarm_blocking is AlarmBlocking.PUBLISHERS:\n",
+      "            if client.protocol.kind.name.startswith(\"AMQP\") and \\\n"
+      "                    client.protocol.kind.alarm_blocking is AlarmBlocking.PUBLISHERS:\n",
+      "every broker connection of every port kind is told of an alarm (not only AMQP's)"),
     M("kind_user_connection_limit_ignored", "embroker/model/_broker.py",
       "                if kind.user_connection_limit:\n",
       "                if (details or {}).get(\"protocol\") != \"stream\":\n",

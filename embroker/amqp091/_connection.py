@@ -162,6 +162,11 @@ class ServerConnection:
     pause_at: int | None = None
     #: The model's kind of connection it opens (which limits apply, how alarms hold it).
     kind = AMQP_091
+    # -- what the listener asks of a broker connection (embroker._transport.BrokerConnection) --
+    #: (An alarm holds it when it publishes: never from reading; rabbit_reader.)
+    held_by_alarm = False
+    #: At stop_app it writes its connection.close (rabbit_reader's shutdown).
+    stops_silently = False
 
     def __init__(self, broker: Broker, *, peer: str = "", on_output: Callable[[], None] | None = None,
                  heartbeat: int = HEARTBEAT, frame_max: int = FRAME_MAX,
@@ -628,6 +633,21 @@ class ServerConnection:
         read a close) and close the socket without waiting, releasing what it held."""
         if self.state is not ConnectionState.CLOSED:
             self._fail(error, drop=True)
+
+    @property
+    def channel_numbers(self) -> list[int]:
+        return list(self.channels)
+
+    def on_restart(self) -> None:
+        """The broker stops: 320 CONNECTION_FORCED, as RabbitMQ's node that stops."""
+        from ..errors import ConnectionForced
+        self.close(ConnectionForced("broker forced connection closure with reason 'shutdown'"))
+
+    def killed(self, reason: str) -> None:
+        """Its socket ended with no close (a fault): its end is logged with ``reason``."""
+        if self.close_reason is None:
+            from ..errors import ConnectionForced
+            self.close_reason = ConnectionForced(reason)
 
     def _closed_by_broker(self, error: ConnectionException) -> None:
         # The model closes this connection (its user was deleted): tell the client now.

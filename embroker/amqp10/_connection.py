@@ -137,6 +137,30 @@ class ServerConnection:
 
     #: The model's kind of connection it opens (which limits apply, how alarms hold it).
     kind = AMQP_10
+    # -- what the listener asks of a broker connection (embroker._transport.BrokerConnection) --
+    #: (An alarm holds it once it sends a transfer: never from reading.)
+    held_by_alarm = False
+    #: At stop_app its socket closes with no close frame (live on 3.10.8: proton reports
+    #: "connection aborted").
+    stops_silently = True
+
+    @property
+    def channel_numbers(self) -> list[int]:
+        """Its sessions' channel numbers."""
+        return list(self.sessions)
+
+    @property
+    def client_properties(self) -> dict[str, Any]:
+        """What the client said of itself: its container id."""
+        return {"container_id": self.container_id} if self.container_id else {}
+
+    def on_restart(self) -> None:
+        """The broker stops: ``amqp:connection:forced``."""
+        from ..errors import ConnectionForced
+        self.close(ConnectionForced("broker forced connection closure with reason 'shutdown'"))
+
+    def killed(self, reason: str) -> None:
+        """(Its end is logged with its own close reason.)"""
 
     def __init__(self, broker: Broker, *, peer: str = "",
                  on_output: Callable[[], None] | None = None, idle_time_out: float = 60,

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
+from .._transport import port_kinds
 from .._version import __version__
 from ..errors import ConnectionForced
 from ..model._plugins import PLUGINS
@@ -55,8 +56,12 @@ PURPOSES = {
 }
 
 
-#: The listener plugins, with the kind of port each brings (``Server.open_listener``).
-_LISTENER_KINDS = (("rabbitmq_management", "management"), ("rabbitmq_stream", "stream"))
+def _listener_kinds() -> list[tuple[str, str]]:
+    """The listener plugins, with the kind of port each brings (``Server.open_listener``): the
+    registered port kinds a plugin opens on demand (``rabbitmq_management``,
+    ``rabbitmq_stream``...)."""
+    return [(kind.plugin, kind.name) for kind in port_kinds()
+            if kind.plugin is not None and kind.on_demand and kind.factory is not None]
 
 
 def _erlang_address(host: str) -> tuple[str, str]:
@@ -224,11 +229,7 @@ class Node:
     # -- what the tools ask -----------------------------------------------------------------------
 
     def _ports(self) -> dict[str, int]:
-        server = self.server
-        found = {"amqp": server.port, "amqp/ssl": server.tls_port,
-                 "http": server.management_port, "https": server.management_tls_port,
-                 "stream": server.stream_port, "stream/ssl": server.stream_tls_port}
-        return {name: port for name, port in found.items() if port is not None}
+        return dict(self.server.listeners())
 
     @property
     def app_running(self) -> bool:
@@ -239,7 +240,7 @@ class Node:
         host = self.server.host
         interface = "[::]" if host in ("", "::", "0.0.0.0") else host
         found = [{"interface": interface, "port": port, "protocol": name,
-                  "purpose": PURPOSES[name], "node": self.name}
+                  "purpose": PURPOSES.get(name, name), "node": self.name}
                  for name, port in self._ports().items()] if self.app_running else []
         if self.control_port is not None:  # (RabbitMQ's: its distribution port, for its CLI)
             dist = self.dist[0]
@@ -256,11 +257,10 @@ class Node:
     def plugin_states(self) -> dict[str, Any]:
         """Each plugin embroker has, whether it is enabled, and the enabled-plugins file."""
         enabled = set(self.broker.plugins.enabled)
-        ports = self._ports()
-        if "http" in ports or "https" in ports:
-            enabled.add("rabbitmq_management")
-        if "stream" in ports or "stream/ssl" in ports:
-            enabled.add("rabbitmq_stream")
+        server = self.server
+        enabled.update(plugin for plugin, kind in _listener_kinds()
+                       if server.listener_port(kind) is not None
+                       or server.listener_port(kind, tls=True) is not None)
         if self.server.amqp10:  # (sniffed on the AMQP ports: rabbitmq_amqp1_0 is that)
             enabled.add("rabbitmq_amqp1_0")
         return {"available": sorted({*PLUGINS, *LISTENER_PLUGINS}), "enabled": sorted(enabled),
@@ -283,7 +283,8 @@ class Node:
         wanted = set(enabled)
         running = set(self.plugin_states()["enabled"])
         started: list[str] = []
-        for name, kind in _LISTENER_KINDS:  # (first: the only step that can fail)
+        listener_kinds = _listener_kinds()
+        for name, kind in listener_kinds:  # (first: the only step that can fail)
             if name not in wanted or name in running:
                 continue
             listeners = [(port, tls) for port, tls in ((self.plugin_ports.get(name), False),
@@ -294,7 +295,7 @@ class Node:
                     self.server.open_listener(kind, port, tls=tls)
                 except OSError as exc:
                     for opened in [*started, name]:
-                        self.server.close_listener(dict(_LISTENER_KINDS)[opened])
+                        self.server.close_listener(dict(listener_kinds)[opened])
                     log.error("rabbitmq-plugins: plugin %s could not start: %s", name, exc)
                     raise ControlError(_could_not_start(name, self.server.host, port, exc),
                                        EX_SOFTWARE, plain=True) from None
@@ -307,7 +308,7 @@ class Node:
         if amqp10 != self.server.amqp10:  # (for the next connections: RabbitMQ's reader)
             self.server.amqp10 = amqp10
             (started if amqp10 else stopped).append("rabbitmq_amqp1_0")
-        for name, kind in _LISTENER_KINDS:
+        for name, kind in listener_kinds:
             if name not in wanted and name in running:
                 self.server.close_listener(kind)
                 stopped.append(name)

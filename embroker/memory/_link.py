@@ -3,7 +3,9 @@
 Theory of operation
 -------------------
 A :class:`MemoryLink` stands where a socket and the listener's loop stand for a TCP client: it
-owns one :class:`~embroker.amqp091.ServerConnection` and two byte queues,
+owns one broker connection (:class:`~embroker._transport.BrokerConnection`, made by its
+``connection`` factory: AMQP 0-9-1's :class:`~embroker.amqp091.ServerConnection` by default) and
+two byte queues,
 
 - ``client → broker``: what the client library wrote (:meth:`MemoryLink.send`), fed to the
   connection by :meth:`MemoryLink.pump`, all of it in one ``receive_data`` call (one "read");
@@ -44,20 +46,23 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol, final
+from typing import TYPE_CHECKING, Any, Protocol, final
 
-from .._transport import CarriedConnection
-from ..amqp091._connection import ServerConnection as Amqp091Connection
+from .._transport import BrokerConnection, CarriedConnection
 from ..amqp091._frames import HEARTBEAT_FRAME
 from ..errors import (
-    ConnectionForced,
     InternalError,
 )
 from ..model._clock import ManualClock
+from ..model._kinds import AlarmBlocking
 
 if TYPE_CHECKING:
     from ..model import Broker
     from ..model._clock import Timer
+
+    #: What makes a link's connection: ``factory(broker, peer=..., on_output=...,
+    #: heartbeat=...)`` (the arguments each sans-IO connection takes).
+    LinkConnectionFactory = Callable[..., BrokerConnection]
 
 __all__ = ["MemoryConnection", "MemoryLink", "Reader", "links"]
 
@@ -92,10 +97,15 @@ class MemoryLink:
         notify: called (with no arguments, from whatever thread caused it, under the broker's
             lock) when the broker has output the client did not ask for: a delivery caused by
             another connection, a heartbeat, a fault. The adapter wakes its client with it.
+        connection: what makes its broker connection, called as ``connection(broker,
+            peer=..., on_output=..., heartbeat=...)`` under the broker's lock (any
+            :class:`~embroker._transport.BrokerConnection`'s maker; ``None``: AMQP 0-9-1's
+            :class:`~embroker.amqp091.ServerConnection`, over loopback).
     """
 
     def __init__(self, broker: Broker, *, name: str | None = None, heartbeat: int = 60,
-                 notify: Callable[[], None] | None = None) -> None:
+                 notify: Callable[[], None] | None = None,
+                 connection: LinkConnectionFactory | None = None) -> None:
         self.broker = broker
         self.peer = name or f"memory:{next(_ids)}"
         #: The thread that opened it: its client's (another in-memory client's thread may be
@@ -121,13 +131,19 @@ class MemoryLink:
         #: ``settle_async`` waits for it to hand over the bytes in flight.
         self.reader: Reader | None = None
         with broker.locked():
-            self.conn = Amqp091Connection(broker, peer=self.peer, on_output=self._output_ready,
-                                          heartbeat=heartbeat, loopback=True)
+            make = connection if connection is not None else _amqp091
+            #: Its broker connection (AMQP 0-9-1's unless told otherwise).
+            self.conn: Any = make(broker, peer=self.peer, on_output=self._output_ready,
+                                  heartbeat=heartbeat)
             broker.transports.add(self)
             self._schedule(self.conn.tick())
 
     def __repr__(self) -> str:
-        return f"<MemoryLink {self.conn.describe()} {self.conn.state.name}>"
+        return f"<MemoryLink {self._describe()} {self.conn.state.name}>"
+
+    def _describe(self) -> str:
+        describe = getattr(self.conn, "describe", None)  # (AMQP 0-9-1's words)
+        return describe() if describe is not None else self.peer
 
     # -- the client's side ---------------------------------------------------------------------
 
@@ -195,7 +211,7 @@ class MemoryLink:
 
     def _collect(self) -> None:
         conn = self.conn
-        if conn.failure is not None:
+        if getattr(conn, "failure", None) is not None:
             failure, conn.failure = conn.failure, None
             log.error("unexpected error sending to %s: %r", self.peer, failure)
             conn.internal_error(InternalError(
@@ -215,8 +231,7 @@ class MemoryLink:
         if self._drop_after_write and not self.eof:
             self._drop_after_write = False
             self.lost = "dropped by a test after a delivery (embroker.faults)"
-            if conn.close_reason is None:
-                conn.close_reason = ConnectionForced(self.lost)
+            conn.killed(self.lost)
         if (conn.should_close or self.lost) and not self.eof:
             self._end()
 
@@ -232,8 +247,9 @@ class MemoryLink:
 
     def _forget(self) -> None:
         self.broker.transports.remove(self)
-        reason = self.lost or self.conn.end_reason()
-        log.info("in-memory connection %s ended: %s", self.conn.describe(), reason)
+        end_reason = getattr(self.conn, "end_reason", None)  # (AMQP 0-9-1's words)
+        reason = self.lost or (end_reason() if end_reason is not None else "closed")
+        log.info("in-memory connection %s ended: %s", self._describe(), reason)
 
     def close(self) -> None:
         """The client let go of the link (its socket closed): the broker releases the
@@ -251,7 +267,7 @@ class MemoryLink:
     def _output_ready(self) -> None:
         # Under the broker's lock, on any thread: a delivery another connection caused... (what
         # this link's own input causes is collected by pump, after the whole read)
-        if self.conn._reading or self.eof:
+        if getattr(self.conn, "_reading", False) or self.eof:  # (0-9-1's: within its read)
             return
         self._collect()
         if self._notify is not None:
@@ -270,11 +286,13 @@ class MemoryLink:
         if self.eof:
             return
         conn = self.conn
-        if not self._client_ran and isinstance(self.broker.clock, ManualClock):
-            conn.excuse_silence()  # the client did not run: the time that passed is not its
+        excuse = getattr(conn, "excuse_silence", None)
+        if not self._client_ran and excuse is not None and \
+                isinstance(self.broker.clock, ManualClock):
+            excuse()  # the client did not run: the time that passed is not its
         self._client_ran = False
         conn.tick()  # a heartbeat due, or the end of a silent client
-        if conn.close_reason is not None and conn.should_close:
+        if getattr(conn, "close_reason", None) is not None and conn.should_close:
             self.lost = str(conn.close_reason)
         self._wake()  # (what it sent counts as sent: the next heartbeat goes by it)
         if not self.eof:
@@ -293,18 +311,23 @@ class MemoryLink:
     runs_timers = False
 
     def on_blocked(self, blocked: bool, reason: str) -> None:
+        conn = self.conn
+        if conn.kind.alarm_blocking is not AlarmBlocking.PUBLISHERS:
+            return
         if blocked:
-            self.conn.publishers_blocked(reason)
+            conn.publishers_blocked(reason)
         else:
-            self.conn.publishers_unblocked()
+            conn.publishers_unblocked()
         self._wake()
 
     def on_alarms(self, alarms: tuple[str, ...]) -> None:
-        """(An in-memory link carries AMQP 0-9-1, told by :meth:`on_blocked`.)"""
+        conn = self.conn
+        if conn.kind.alarm_blocking is AlarmBlocking.READING:
+            conn.held_by_alarm = conn.kind.blocked_by(alarms)
+            self._wake()
 
     def on_restart(self) -> None:
-        self.conn.close(ConnectionForced("broker forced connection closure with reason "
-                                         "'shutdown'"))
+        self.conn.on_restart()
         self._wake()
 
     # -- settle --------------------------------------------------------------------------------
@@ -343,8 +366,9 @@ class _LinkCarrier:
         return self._link.peer
 
     @property
-    def protocol(self) -> Amqp091Connection:
-        return self._link.conn
+    def protocol(self) -> BrokerConnection:
+        conn: BrokerConnection = self._link.conn
+        return conn
 
     def locked(self) -> AbstractContextManager[object]:
         return self._link.broker.locked()
@@ -363,8 +387,7 @@ class _LinkCarrier:
             if link.eof:
                 return
             link.lost = "dropped by a test (embroker.faults)"
-            if link.conn.close_reason is None:
-                link.conn.close_reason = ConnectionForced(link.lost)
+            link.conn.killed(link.lost)
             link._to_client.clear()
             link._end()
             if link._notify is not None:
@@ -380,7 +403,7 @@ class _LinkCarrier:
     def drop_after_delivery(self) -> None:
         link = self._link
         link._drop_after_write = True
-        if not link.conn._reading:  # the delivery is out already (a consumer's)
+        if not getattr(link.conn, "_reading", False):  # the delivery is out already
             link._wake()
 
 
@@ -397,3 +420,12 @@ class MemoryConnection(CarriedConnection):
 
     def __init__(self, link: MemoryLink) -> None:
         super().__init__(_LinkCarrier(link))
+
+
+def _amqp091(broker: Broker, *, peer: str, on_output: Callable[[], None],
+             heartbeat: int) -> BrokerConnection:
+    """A link's default connection: AMQP 0-9-1's, over loopback (guest may log in)."""
+    from ..amqp091._connection import ServerConnection
+
+    return ServerConnection(broker, peer=peer, on_output=on_output, heartbeat=heartbeat,
+                            loopback=True)

@@ -232,6 +232,17 @@ class StreamConnection:
 
     #: The model's kind of connection it opens (which limits apply, how alarms hold it).
     kind = STREAM
+    # -- what the listener asks of a broker connection (embroker._transport.BrokerConnection) --
+    #: At stop_app its socket closes, with no frame (rabbit_stream_reader).
+    stops_silently = True
+    #: It has no channels.
+    channel_numbers: tuple[int, ...] = ()
+
+    def on_restart(self) -> None:
+        """(Its model connection tells it: Broker.restart closes it.)"""
+
+    def killed(self, reason: str) -> None:
+        """(Nothing to note.)"""
 
     def __init__(self, broker: ModelBroker, *, peer: str = "", advertised_host: str = "localhost",
                  advertised_port: int = 5552, loopback: bool = True,

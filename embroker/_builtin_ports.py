@@ -1,0 +1,93 @@
+"""The port kinds embroker serves out of the box, each one registration
+(:func:`embroker._transport.register_port_kind`): the transport core (``_transport.py``,
+``server.py``) imports no protocol; this module, read the first time the registry is, brings
+them in.
+
+- ``amqp``: AMQP 0-9-1 and 1.0 on one port, sniffed from the protocol header
+  (:class:`embroker._sniff.SniffingConnection`), as RabbitMQ's 5672 (5671 over TLS);
+- ``amqp10``: AMQP 1.0 alone (its ports count as ``amqp`` ones in ``max_connections``);
+- ``management``: RabbitMQ's management API and console over HTTP (``rabbitmq_management``);
+- ``stream``: RabbitMQ's stream protocol (``rabbitmq_stream``);
+- ``control``: a node's control port (``Server.serve_control``: the listener makes its
+  connections).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._transport import Accepted, PortKind, register_port_kind
+
+if TYPE_CHECKING:
+    from ._transport import BrokerConnection, SansIOConnection
+
+__all__: list[str] = []
+
+#: The most connections RabbitMQ 3.10.8's management listener holds: it passes ranch (2.1.0)
+#: no ``max_connections`` (rabbit_web_dispatch_sup.erl gives ranch the ``tcp_config`` socket
+#: options alone), so ranch's defaults hold, 1024 a connection supervisor, and one supervisor
+#: for each of its 10 acceptors (``num_conns_sups`` defaults to ``num_acceptors``).
+RANCH_MAX_CONNECTIONS = 10 * 1024
+#: Bytes of answers an HTTP (or stream) client may leave unread before the loop stops reading
+#: its requests (as MAX_PENDING_OUTPUT of embroker.management: the same 4 MiB).
+UNREAD = 4 * 1024 * 1024
+
+
+def _amqp(accepted: Accepted) -> SansIOConnection:
+    from ._sniff import SniffingConnection
+
+    server = accepted.listener
+    return SniffingConnection(accepted.broker, peer=accepted.peer, on_output=accepted.on_output,
+                              heartbeat=server.heartbeat, frame_max=server.frame_max,
+                              channel_max=server.channel_max,
+                              handshake_timeout=accepted.policy.handshake_timeout,
+                              loopback=accepted.loopback,
+                              amqp10_only=accepted.policy.kind == "amqp10", tls=accepted.tls,
+                              amqp10=server.amqp10)
+
+
+def _management(accepted: Accepted) -> SansIOConnection:
+    from .management._http import HostPolicy, HttpConnection
+
+    server = accepted.listener
+    management = server.management
+    hosts: HostPolicy | None = server._hosts  # (made with the API, from the server's addresses)
+    assert management is not None
+    assert hosts is not None
+    if accepted.local not in hosts.own:  # the address the client asked for (0.0.0.0: which)
+        hosts = HostPolicy(hosts.own | {accepted.local.lower()}, hosts.allowed)
+    return HttpConnection(management.begin, screen=management.screen, hosts=hosts,
+                          peer=accepted.peer, loopback=accepted.loopback,
+                          server_header=management.server_header,
+                          scheme="http" if accepted.policy.tls is None else "https")
+
+
+def _stream(accepted: Accepted) -> BrokerConnection:
+    from .stream import StreamConnection
+
+    server = accepted.listener
+    advertised = server.stream_advertised_port if accepted.policy.tls is None \
+        else server.stream_tls_port  # (RabbitMQ's advertised_tls_port: the TLS port)
+    return StreamConnection(accepted.broker, peer=accepted.peer, loopback=accepted.loopback,
+                            advertised_host=server.stream_advertised_host,
+                            advertised_port=advertised or 0, tls=accepted.tls,
+                            on_output=accepted.on_output)
+
+
+for _kind in (
+        # AMQP clients are broker connections the loop feeds under the lock and batches; no
+        # limit (RabbitMQ's connection_max, infinity: tcp_listener_sup.erl).
+        PortKind("amqp", _amqp, protocol="amqp", tls_protocol="amqp/ssl", limit="amqp",
+                 locked=True, broker=True, listed=True, on_demand=False),
+        PortKind("amqp10", _amqp, plugin="rabbitmq_amqp1_0", limit="amqp", locked=True,
+                 broker=True, listed=True, on_demand=False),
+        PortKind("management", _management, protocol="http", tls_protocol="https",
+                 plugin="rabbitmq_management", limit="management",
+                 max_connections=RANCH_MAX_CONNECTIONS, stranger=True, output_bound=UNREAD),
+        # The stream plugin's listener takes RabbitMQ's connection_max (no limit; v3.10.8
+        # rabbit_stream_sup.erl); its clients are no AMQP ones: not in server.connections.
+        PortKind("stream", _stream, protocol="stream", tls_protocol="stream/ssl",
+                 plugin="rabbitmq_stream", limit="stream", stranger=True, output_bound=UNREAD,
+                 broker=True),
+        PortKind("control", None, output_bound=UNREAD, on_demand=False)):
+    register_port_kind(_kind)
