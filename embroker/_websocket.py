@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     import wsproto
 
     from ._transport import SansIOConnection
+    from .errors import InternalError
 
 __all__ = ["IDLE_TIMEOUT", "MAX_HEAD", "MAX_MESSAGE", "MAX_PENDING_CONTROL", "WEB_MQTT",
            "WEB_STOMP", "CloseCode", "WebSocketCarrier", "WebSocketOptions", "over_websocket"]
@@ -273,10 +274,22 @@ class WebSocketCarrier:
         """Close the transport once what is to send is written."""
         return self._closing
 
-    def tick(self) -> None:
-        """The handshake's and the idle timeouts, and the inner connection's timers."""
+    @property
+    def failure(self) -> BaseException | None:
+        """The inner connection's (an error met while another connection's work wrote to it)."""
+        return self.inner.failure if self.inner is not None else None
+
+    @failure.setter
+    def failure(self, value: BaseException | None) -> None:
+        inner: Any = self.inner  # (the protocol's failure is the transport's to clear)
+        if inner is not None:
+            inner.failure = value
+
+    def tick(self) -> float | None:
+        """The handshake's and the idle timeouts, and the inner connection's timers (when the
+        inner connection wants its next tick)."""
         if self._closing:
-            return
+            return None
         now = self._clock()
         if self.inner is None:
             if now >= self._deadline:
@@ -284,13 +297,14 @@ class WebSocketCarrier:
                     self._refuse(408)
                 else:
                     self._closing = True
-            return
-        self.inner.tick()
+            return None
+        wanted = self.inner.tick()
         idle = self._options.idle_timeout
         if idle is not None and now - self._last_input >= idle and not self._closing:
             self._close(CloseCode.NORMAL, self._options.close_reason)
+        return wanted
 
-    def internal_error(self, error: Exception) -> None:
+    def internal_error(self, error: InternalError) -> None:
         """A bug while serving it: the inner connection's own internal error, then close 1011
         (a bug before the handshake: 500)."""
         if self._closing:

@@ -46,6 +46,7 @@ from embroker._websocket import (
     over_websocket,
 )
 from embroker.amqp091 import PROTOCOL_HEADER, ServerConnection, encode_method_frame, methods
+from embroker.errors import InternalError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,6 +78,8 @@ class Recorder:
     @property
     def should_close(self) -> bool:
         return self.closing
+
+    failure: BaseException | None = None
 
     def tick(self) -> None:
         self.ticks += 1
@@ -498,7 +501,7 @@ def test_the_transport_ending_tells_the_inner_connection_once() -> None:
 
 def test_an_internal_error_is_the_inner_connections_then_1011() -> None:
     pair = opened()
-    pair.carrier.internal_error(RuntimeError("bug"))
+    pair.carrier.internal_error(InternalError("bug"))
     assert len(pair.inner.errors) == 1
     events = pair.read()
     assert events[0] == BytesMessage(data=b"internal error")
@@ -508,7 +511,7 @@ def test_an_internal_error_is_the_inner_connections_then_1011() -> None:
 def test_an_internal_error_before_the_handshake_is_500() -> None:
     carrier = WebSocketCarrier(Recorder)
     carrier.receive_data(HAND_WRITTEN)
-    carrier.internal_error(RuntimeError("bug"))
+    carrier.internal_error(InternalError("bug"))
     assert http_response(carrier.data_to_send()).status_code == 500
     assert carrier.should_close
 
