@@ -251,6 +251,9 @@ class Accepted:
     #: Call it (under the broker's lock, from any thread) when the connection has output its
     #: own input did not cause (a delivery, a confirm): the loop writes it.
     on_output: Callable[[], None]
+    #: The subprotocol a carrier negotiated for it (a WebSocket's ``Sec-WebSocket-Protocol``:
+    #: ``v12.stomp``, ``mqtt``), or ``None``.
+    subprotocol: str | None = None
 
 
 #: What makes the connection serving an accepted socket.

@@ -67,6 +67,7 @@ port never imports them.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import enum
 import time
 from collections.abc import Callable
@@ -77,11 +78,12 @@ if TYPE_CHECKING:
     import h11
     import wsproto
 
-    from ._transport import SansIOConnection
-    from .errors import InternalError
+    from ._transport import Accepted, PortKind, SansIOConnection
+    from .errors import ConnectionException, InternalError
 
 __all__ = ["IDLE_TIMEOUT", "MAX_HEAD", "MAX_MESSAGE", "MAX_PENDING_CONTROL", "WEB_MQTT",
-           "WEB_STOMP", "CloseCode", "WebSocketCarrier", "WebSocketOptions", "over_websocket"]
+           "WEB_STOMP", "CloseCode", "WebSocketCarrier", "WebSocketOptions", "over_websocket",
+           "websocket_port_kind"]
 
 #: The largest request head (request line and headers) read before the handshake, in bytes,
 #: complete or not: more is answered 431 before the rest is read.
@@ -193,6 +195,10 @@ class WebSocketCarrier:
     __slots__ = ("_clock", "_closing", "_deadline", "_failed", "_h11", "_held", "_inner_ended",
                  "_last_input", "_make_inner", "_message", "_options", "_out", "_out_size",
                  "_received", "_ws", "close_code", "inner", "subprotocol")
+
+    #: Its bytes are never the inner connection's as they are: the listener always asks the
+    #: carrier (:class:`embroker._transport.CarryingConnection`).
+    passthrough = False
 
     def __init__(self, make_inner: Callable[[str | None], SansIOConnection],
                  options: WebSocketOptions | None = None, *, handshake_timeout: float = 10.0,
@@ -316,6 +322,24 @@ class WebSocketCarrier:
         self.inner.internal_error(error)
         if not self.inner.has_output:
             self._close(CloseCode.INTERNAL_ERROR, "")
+
+    # -- what the transport tells a broker connection, passed on ------------------------------
+
+    def close(self, error: ConnectionException) -> None:
+        """Close the inner connection with ``error`` (its own close, in a message), then the
+        WebSocket; before the handshake there is nothing to close but the socket."""
+        if self.inner is None:
+            self._closing = True
+            return
+        _carried(self.inner).close(error)
+
+    def publishers_blocked(self, reason: str) -> None:
+        if self.inner is not None:
+            _carried(self.inner).publishers_blocked(reason)
+
+    def publishers_unblocked(self) -> None:
+        if self.inner is not None:
+            _carried(self.inner).publishers_unblocked()
 
     def connection_lost(self) -> None:
         """The transport ended: the inner connection is told its peer left (once)."""
@@ -480,6 +504,39 @@ class WebSocketCarrier:
 
 
 P = ParamSpec("P")
+
+
+def _carried(inner: SansIOConnection) -> Any:
+    return inner  # (a broker connection, or another carrier: what the transport tells it)
+
+
+def websocket_port_kind(kind: PortKind, name: str, options: WebSocketOptions, *,
+                        protocol: str | None = None, tls_protocol: str | None = None,
+                        plugin: str | None = None) -> PortKind:
+    """``kind``'s connections served over WebSocket at ``options.path``, on a port of their own:
+    RabbitMQ's Web-STOMP and Web-MQTT (``rabbitmq_web_stomp``: listener ``http/web-stomp``,
+    ``https/web-stomp`` over TLS). Register the result (:func:`~embroker._transport.register_port_kind`)
+    and serve it as any kind (``Server(listeners={name: port})``, ``open_listener(name, port)``).
+
+    The inner connection is made once the handshake succeeded, by ``kind``'s factory, which
+    finds the subprotocol chosen in ``Accepted.subprotocol``; a stranger reaches the port
+    before any login (it counts in the stranger budget, as the HTTP ports), and its
+    ``max_connections`` key is ``name``.
+    """
+    inner_factory = kind.factory
+    if inner_factory is None:
+        raise ValueError(f"port kind {kind.name!r} has no connection factory to carry")
+
+    def factory(accepted: Accepted) -> WebSocketCarrier:
+        def make_inner(subprotocol: str | None) -> SansIOConnection:
+            return inner_factory(dataclasses.replace(accepted, subprotocol=subprotocol))
+        return WebSocketCarrier(make_inner, options,
+                                handshake_timeout=accepted.policy.handshake_timeout,
+                                clock=accepted.broker.clock.monotonic)
+
+    return dataclasses.replace(kind, name=name, factory=factory, protocol=protocol,
+                               tls_protocol=tls_protocol, plugin=plugin, limit=name,
+                               stranger=True, on_demand=True)
 
 
 def over_websocket(factory: Callable[Concatenate[str | None, P], SansIOConnection],
