@@ -102,6 +102,8 @@ def test_stop_app_keeps_what_a_restart_keeps() -> None:
         ch.queue_bind("dq", "dx", "k")
         ch.basic_publish("", "dq", b"persistent", pika.BasicProperties(delivery_mode=2))
         ch.basic_publish("", "dq", b"transient")
+        # (pika's publishes are not awaited: the broker has both before the app stops)
+        wait_until(lambda: broker.queues["dq"].message_count == 2)
         server.stop_app()
         _closed_by_broker(conn)
         server.start_app()
