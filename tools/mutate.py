@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: authorization mutants; the management API's answers after the model's).
 DEFAULT_TESTS = ("tests/management/test_routes.py", "tests/stream/test_permission_order.py",
                  "tests/model", "tests/kit", "tests/test_layers.py", "tests/test_seams.py",
+                 "tests/control/test_control_port.py",
                  "tests/test_websocket.py", "tests/test_testing.py", "tests/conformance",
                  "tests/server", "tests/clients", "tests/amqp10", "tests/management/test_api.py",
                  "tests/management/test_differential.py")
