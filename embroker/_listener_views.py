@@ -163,7 +163,7 @@ class _Views:
             self._drop(client)
 
     def _served(self, client: _Client) -> bool:
-        # Whether ``client`` is still served (in its table: see "Threads").
+        # Whether ``client`` is still served (in its table: see "Threads" in embroker.server).
         table = self._clients if client.locked else self._http_clients
         return client.sock.fileno() >= 0 and table.get(client.sock.fileno()) is client
 
