@@ -58,7 +58,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from processing import FRAME_MAX, HANDSHAKE, PUBLISH
 
-import embroker.server as server_module
+import embroker._listener_loop as loop_module
 from embroker import Broker
 from embroker._batching import BatchingPolicy
 from embroker.amqp091 import FrameParser, encode_method_frame, methods
@@ -215,7 +215,7 @@ def round_trip_floor(n: int) -> float:
     client, server = _pair()
     poller = selectors.DefaultSelector()
     poller.register(server, selectors.EVENT_READ)
-    buffer = bytearray(server_module._READ_SIZE)
+    buffer = bytearray(loop_module._READ_SIZE)
     answer = encode_method_frame(1, methods.BasicAck(delivery_tag=1))
     cpu = 0.0
     try:

@@ -51,7 +51,7 @@ def _management(accepted: Accepted) -> SansIOConnection:
 
     server = accepted.listener
     management = server.management
-    hosts: HostPolicy | None = server._hosts  # (made with the API, from the server's addresses)
+    hosts: HostPolicy | None = server.management_hosts  # (from the server's addresses)
     assert management is not None
     assert hosts is not None
     if accepted.local not in hosts.own:  # the address the client asked for (0.0.0.0: which)

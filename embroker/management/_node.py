@@ -116,19 +116,15 @@ def _exchange_types(api: ManagementAPI) -> list[dict[str, Any]]:
 
 
 def _listeners(api: ManagementAPI) -> list[dict[str, Any]]:
+    """The node's listeners (RabbitMQ's ``rabbit_networking:active_listeners``), as the
+    listener names them (:meth:`Server.listeners <embroker.server.Server.listeners>`: what
+    ``rabbitmq-diagnostics listeners`` shows too)."""
     server = api.server
     if server is None:
         return []
     options = {"backlog": 512, "nodelay": True, "linger": [True, 0], "exit_on_close": False}
-    found = [{"node": api.broker.node.name, "protocol": "amqp", "ip_address": server.host,
-              "port": server.port, "socket_opts": dict(options)}]
-    if server.amqp10_port is not None:
-        found.append({"node": api.broker.node.name, "protocol": "amqp10", "ip_address": server.host,
-                      "port": server.amqp10_port, "socket_opts": dict(options)})
-    if server.management_port is not None:
-        found.append({"node": api.broker.node.name, "protocol": "http", "ip_address": server.host,
-                      "port": server.management_port, "socket_opts": dict(options)})
-    return found
+    return [{"node": api.broker.node.name, "protocol": protocol, "ip_address": server.host,
+             "port": port, "socket_opts": dict(options)} for protocol, port in server.listeners()]
 
 
 @route("GET", "cluster-name", Rule.ANY)

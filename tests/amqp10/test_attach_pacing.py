@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+import embroker._listener_loop as loop_module
 import embroker.server as server_module
 from embroker import Broker, ManualClock
+from embroker._listener import _Client
 from embroker.amqp10 import Attach, Flow, ServerConnection, Source, Target, Transfer, UInt
 from embroker.amqp10_common._frames import encode_frame
 
@@ -85,11 +87,11 @@ class _Socket:
 
 def test_the_listener_writes_the_rest_after_the_pause(broker: Broker,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server_module, "_ATTACH_PAUSE", 3600.0)  # (released by hand below)
+    monkeypatch.setattr(loop_module, "_ATTACH_PAUSE", 3600.0)  # (released by hand below)
     server = server_module.Server(broker)
     try:
         socket = _Socket()
-        client = server_module._Client(socket, "test", server._connection)  # type: ignore[arg-type]
+        client = _Client(socket, "test", server._connection)  # type: ignore[arg-type]
         handshake = Client(client.conn)
         handshake.open()
         handshake.begin()

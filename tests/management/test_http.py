@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import embroker
 from embroker import Broker
+from embroker._listener_loop import _READ_SIZE
 from embroker.management import HttpConnection, Request, Response, _routes
 from embroker.management._http import (
     BODY_SLICE,
@@ -36,7 +37,7 @@ from embroker.management._http import (
     HostPolicy,
     _buffered,
 )
-from embroker.server import _READ_SIZE, Server
+from embroker.server import Server
 from embroker.testing import wait_until
 
 

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from embroker import Broker
-from embroker import server as server_module
-from embroker.server import Server, _Client
+from embroker import _listener_loop as loop_module
+from embroker._listener import _Client
+from embroker.server import Server
 
 
 class _Work:
@@ -43,7 +44,7 @@ def _served(sock: socket.socket, name: str, work: _Work) -> _Client:
 
 def test_a_few_answers_are_worked_out_at_once_each_in_turn_the_others_wait(
         listener: Server, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server_module, "_WORK_PER_TURN", 1.0)  # (every active one a turn)
+    monkeypatch.setattr(loop_module, "_WORK_PER_TURN", 1.0)  # (every active one a turn)
     log: list[str] = []
     sockets = []
     for name in "abcdef":
@@ -66,7 +67,7 @@ def test_a_few_answers_are_worked_out_at_once_each_in_turn_the_others_wait(
 
 def test_the_budget_of_a_turn_leaves_the_rest_first_in_line(
         listener: Server, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server_module, "_WORK_PER_TURN", -1.0)  # (one step a turn)
+    monkeypatch.setattr(loop_module, "_WORK_PER_TURN", -1.0)  # (one step a turn)
     log: list[str] = []
     sockets = []
     for name in "abc":

@@ -19,8 +19,9 @@ import pika
 import pytest
 
 from embroker import Broker
+from embroker._listener import _Port
 from embroker.errors import PortInUse
-from embroker.server import Server, _Port, default_max_connections, stranger_budget
+from embroker.server import Server, default_max_connections, stranger_budget
 from embroker.testing import wait_until
 
 
