@@ -201,13 +201,15 @@ class _Client:
 
     @property
     def broker(self) -> bool:
-        """Whether its connection is a broker connection (PortKind.broker)."""
-        return self.kind is not None and self.kind.broker
+        """Whether its connection is a broker connection (PortKind.broker; not yet while its
+        carrier carries none: a WebSocket before its handshake)."""
+        return self.kind is not None and self.kind.broker and self.protocol is not None
 
     @property
     def listed(self) -> bool:
-        """Whether it is in ``server.connections``, open to faults (PortKind.listed)."""
-        return self.kind is not None and self.kind.listed
+        """Whether it is in ``server.connections``, open to faults (PortKind.listed; as
+        :attr:`broker`, once it carries a connection)."""
+        return self.kind is not None and self.kind.listed and self.protocol is not None
 
     def unacked(self) -> int:
         """The deliveries it holds unacknowledged as an AMQP 0-9-1 consumer, as of the loop's

@@ -538,7 +538,9 @@ class _Loop:
         try:
             inner = client.protocol
             end_reason = getattr(inner, "end_reason", None)  # (AMQP 0-9-1's own words)
-            if end_reason is not None:
+            if inner is None:  # (a carrier that never carried a connection: nothing ended)
+                pass
+            elif end_reason is not None:
                 log.info("connection %s ended: %s", inner.describe(), end_reason())
             else:
                 reason = getattr(inner, "close_reason", None)

@@ -204,13 +204,15 @@ class CarryingConnection(SansIOConnection, Protocol):
 
 
 def broker_connection(conn: SansIOConnection) -> Any:
-    """The connection ``conn`` carries, through every carrier (``conn`` itself if it carries
-    none): a :class:`BrokerConnection` on a port kind whose connections are broker ones."""
-    while True:
+    """The connection ``conn`` carries, through every carrier (``conn`` itself if it is no
+    carrier): a :class:`BrokerConnection` on a port kind whose connections are broker ones;
+    ``None`` while a carrier carries nothing yet (a WebSocket before its handshake)."""
+    while hasattr(conn, "passthrough"):  # (a carrier)
         inner = getattr(conn, "inner", None)
         if inner is None:
-            return conn
+            return None
         conn = inner
+    return conn
 
 
 @dataclass(frozen=True, slots=True)
