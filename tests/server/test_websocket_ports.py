@@ -13,7 +13,7 @@ import pytest
 import wsproto
 import wsproto.events as ws
 
-from embroker._transport import PortKind, port_kind, register_port_kind, unregister_port_kind
+from embroker._transport import port_kind, register_port_kind, unregister_port_kind
 from embroker._websocket import WebSocketOptions, websocket_port_kind
 from embroker.amqp091 import PROTOCOL_HEADER
 from embroker.model import Broker
@@ -66,12 +66,15 @@ class _WebSocketPeer:
         return self.events.pop(0)
 
     def send(self, data: bytes | str) -> None:
-        self.sock.sendall(self.ws.send(ws.Message(data=data)))
+        message = ws.TextMessage(data=data) if isinstance(data, str) else ws.BytesMessage(data=data)
+        self.sock.sendall(self.ws.send(message))
 
     def message(self) -> bytes | str:
         event = self.next()
-        assert isinstance(event, (ws.TextMessage, ws.BytesMessage)), event
-        return event.data
+        if isinstance(event, ws.TextMessage):
+            return event.data
+        assert isinstance(event, ws.BytesMessage), event
+        return bytes(event.data)
 
 
 def _toy(server: Server, name: str) -> _WebSocketPeer:
@@ -101,7 +104,8 @@ def test_faults_and_alarms_reach_a_connection_through_its_websocket(served: Serv
     served.connection("ws-alarm").close(320, "bye")
     assert peer.message() == "CLOSE 320 CONNECTION_FORCED - bye\n"
     closed = peer.next()
-    assert isinstance(closed, ws.CloseConnection) and closed.code == 1000
+    assert isinstance(closed, ws.CloseConnection)
+    assert closed.code == 1000
     wait_until(lambda: not served.connections)
 
 
