@@ -133,5 +133,5 @@ def test_amqp_0_9_1_is_carried_in_binary_messages(served: Server) -> None:
     peer.send(PROTOCOL_HEADER)
     start = peer.message()
     assert isinstance(start, bytes)
-    assert start[:1] == b"\x01" and start[7:11] == b"\x00\x0a\x00\x0a"  # connection.start
+    assert (start[:1], start[7:11]) == (b"\x01", b"\x00\x0a\x00\x0a")  # a connection.start
 
