@@ -6,32 +6,14 @@ connection, whose login emits ``user.authentication.success`` with the name alon
 
 from __future__ import annotations
 
-from typing import Any
-
-from embroker import Broker
 from embroker.amqp10 import ServerConnection
 from embroker.amqp10_common._definitions import SaslInit, SaslOutcome
 from embroker.amqp10_common._frames import FRAME_SASL, SASL_HEADER, encode_frame
 from embroker.amqp10_common._types import Symbol
 
+from ..auth_events import authentication_events as seen
+from ..auth_events import watch_authentication as watch
 from .helpers import Client
-
-
-def watch(**kwargs: Any) -> tuple[Broker, Any, str]:
-    broker = Broker(plugins=["rabbitmq_event_exchange"], **kwargs)
-    ch = broker.connect().channel()
-    q = ch.queue_declare("", exclusive=True).queue
-    ch.queue_bind(q, "amq.rabbitmq.event", "user.authentication.#")
-    return broker, ch, q
-
-
-def seen(ch: Any, q: str) -> list[tuple[str, dict[str, Any]]]:
-    out = []
-    while (d := ch.basic_get(q, auto_ack=True)) is not None:
-        headers = dict(d.properties["headers"])
-        headers.pop("timestamp_in_ms", None)
-        out.append((d.routing_key, headers))
-    return out
 
 
 def test_each_session_of_a_1_0_connection_emits_a_direct_login_event() -> None:

@@ -22,25 +22,13 @@ from embroker.kit import (
     login_password,
 )
 
+from ..auth_events import authentication_events as events
+from ..auth_events import watch_authentication as events_broker
+
 LOCAL = Client("amqp091", "{0,9,1}", peer_host="127.0.0.1", peer_port=5000,
                host="127.0.0.1", loopback=True)
 
 
-def events_broker() -> tuple[Broker, Any, str]:
-    broker = Broker(plugins=["rabbitmq_event_exchange"])
-    ch = broker.connect().channel()
-    q = ch.queue_declare("", exclusive=True).queue
-    ch.queue_bind(q, "amq.rabbitmq.event", "user.authentication.#")
-    return broker, ch, q
-
-
-def events(ch: Any, q: str) -> list[tuple[str, dict[str, Any]]]:
-    seen = []
-    while (d := ch.basic_get(q, auto_ack=True)) is not None:
-        headers = dict(d.properties["headers"])
-        headers.pop("timestamp_in_ms", None)
-        seen.append((d.routing_key, headers))
-    return seen
 
 
 def error_text(headers: dict[str, Any]) -> str:

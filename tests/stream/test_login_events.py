@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from embroker import Broker
 from embroker.stream import Code, Fields, Key, StreamConnection, Writer, response_key
 from embroker.stream._frames import FrameReader
+
+from ..auth_events import authentication_events as seen
+from ..auth_events import watch_authentication as watch
 
 
 def sasl(broker: Broker, response: bytes, *, loopback: bool = True) -> int:
@@ -27,19 +28,6 @@ def sasl(broker: Broker, response: bytes, *, loopback: bool = True) -> int:
     raise AssertionError("no SaslAuthenticate response")
 
 
-def watch() -> tuple[Broker, Any, str]:
-    broker = Broker(plugins=["rabbitmq_event_exchange"])
-    ch = broker.connect().channel()
-    q = ch.queue_declare("", exclusive=True).queue
-    ch.queue_bind(q, "amq.rabbitmq.event", "user.authentication.#")
-    return broker, ch, q
-
-
-def seen(ch: Any, q: str) -> list[tuple[str, dict[str, Any]]]:
-    out = []
-    while (d := ch.basic_get(q, auto_ack=True)) is not None:
-        out.append((d.routing_key, d.properties["headers"]))
-    return out
 
 
 def test_a_stream_login_emits_the_success_event() -> None:
