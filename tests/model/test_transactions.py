@@ -67,12 +67,16 @@ def test_a_transaction_commits_its_records_in_the_order_they_were_given(broker: 
     broker._check()
 
 
-def test_a_transaction_holds_settlements_of_several_channels(broker: Broker) -> None:
+def _one_delivery_each(broker: Broker) -> tuple[Channel, Channel, int, int]:
+    """Two channels of one connection, each holding one delivery of queue ``q``."""
     ch, other = _channel(broker), _channel(broker, 2)
     ch.queue_declare("q")
     for body in (b"1", b"2"):
         ch.basic_publish("", "q", body)
-    one, two = _got(ch, "q"), _got(other, "q")
+    return ch, other, _got(ch, "q"), _got(other, "q")
+
+def test_a_transaction_holds_settlements_of_several_channels(broker: Broker) -> None:
+    ch, other, one, two = _one_delivery_each(broker)
     txn = ch.transaction()
     ch.basic_ack(one, transaction=txn)
     other.basic_nack(two, requeue=True, transaction=txn)
@@ -150,11 +154,7 @@ def test_tx_select_runs_on_a_transaction_of_the_channel(broker: Broker) -> None:
 
 
 def test_a_closing_channel_takes_its_held_deliveries_back(broker: Broker) -> None:
-    ch, other = _channel(broker), _channel(broker, 2)
-    ch.queue_declare("q")
-    for body in (b"1", b"2"):
-        ch.basic_publish("", "q", body)
-    one, two = _got(ch, "q"), _got(other, "q")
+    ch, other, one, two = _one_delivery_each(broker)
     txn = ch.transaction()
     ch.basic_ack(one, transaction=txn)
     other.basic_ack(two, transaction=txn)
