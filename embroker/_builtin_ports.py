@@ -8,6 +8,8 @@ them in.
 - ``amqp10``: AMQP 1.0 alone (its ports count as ``amqp`` ones in ``max_connections``);
 - ``management``: RabbitMQ's management API and console over HTTP (``rabbitmq_management``);
 - ``stream``: RabbitMQ's stream protocol (``rabbitmq_stream``);
+- ``stomp``: STOMP 1.0-1.2 (``rabbitmq_stomp``: 61613, 61614 over TLS);
+- ``web_stomp``: STOMP over WebSocket at ``/ws`` (``rabbitmq_web_stomp``: 15674);
 - ``control``: a node's control port (``Server.serve_control``: the listener makes its
   connections).
 """
@@ -74,6 +76,27 @@ def _stream(accepted: Accepted) -> BrokerConnection:
                             on_output=accepted.on_output)
 
 
+def _stomp(accepted: Accepted) -> BrokerConnection:
+    from .stomp import StompConnection
+
+    return StompConnection.serving(accepted)
+
+
+#: STOMP's port kind; Web-STOMP is it over the WebSocket carrier. RabbitMQ's STOMP listener
+#: takes ``connection_max`` (no limit; rabbit_stomp_sup.erl, v3.10.8), and STOMP connections
+#: are broker ones, listed with the AMQP ones (rabbitmqctl list_connections, the management
+#: API), open to faults, held by alarms.
+STOMP = PortKind("stomp", _stomp, protocol="stomp", tls_protocol="stomp/ssl",
+                 plugin="rabbitmq_stomp", limit="stomp", locked=True, broker=True, listed=True)
+
+
+def _web_stomp() -> PortKind:
+    from ._websocket import WEB_STOMP, websocket_port_kind
+
+    return websocket_port_kind(STOMP, "web_stomp", WEB_STOMP, protocol="http/web-stomp",
+                               tls_protocol="https/web-stomp", plugin="rabbitmq_web_stomp")
+
+
 for _kind in (
         # AMQP clients are broker connections the loop feeds under the lock and batches; no
         # limit (RabbitMQ's connection_max, infinity: tcp_listener_sup.erl).
@@ -89,5 +112,6 @@ for _kind in (
         PortKind("stream", _stream, protocol="stream", tls_protocol="stream/ssl",
                  plugin="rabbitmq_stream", limit="stream", stranger=True, output_bound=UNREAD,
                  broker=True),
+        STOMP, _web_stomp(),
         PortKind("control", None, output_bound=UNREAD, on_demand=False)):
     register_port_kind(_kind)
