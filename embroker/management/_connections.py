@@ -47,6 +47,16 @@ def connection_info(api: ManagementAPI, connection: Connection,
             "ssl_hash": None, "ssl_key_exchange": None, "ssl_protocol": None,
             "timeout": details.get("heartbeat", 0), "user": connection.user,
             "user_who_performed_action": who, "vhost": connection.vhost.name}
+    if connection.kind.direct:  # a plugin's direct connection (rabbit_direct's keys, v3.10.8)
+        details = connection.details
+        return {
+            "channel_max": details.get("channel_max", 0), "channels": len(connection.channels),
+            "client_properties": properties, "connected_at": int(connected_at * 1000),
+            "frame_max": details.get("frame_max", 0), "host": here[0], "name": name,
+            "node": api.broker.node.name, "peer_host": peer_host, "peer_port": peer_port,
+            "port": here[1], "protocol": connection.kind.protocol,
+            "ssl": bool(details.get("ssl", False)), "type": "direct", "user": connection.user,
+            "user_who_performed_action": who, "vhost": connection.vhost.name}
     info: dict[str, Any] = {
         "auth_mechanism": "PLAIN",
         "channel_max": carried.channel_max if carried is not None else 0,

@@ -51,6 +51,10 @@ class ConnectionKind:
         tracked_channels: whether its channels count against its user's ``max-channels``.
         alarm_blocking: how a resource alarm holds it.
         alarms: the alarms (``"disk"``, ``"memory"``) that hold it.
+        direct: its protocol's plugin serves it over a direct connection of its own (RabbitMQ
+            3.10's STOMP and MQTT plugins: ``amqp_connection:start`` with
+            ``#amqp_params_direct{}``): the management API lists it with ``rabbit_direct``'s
+            keys and ``type: direct``.
     """
 
     name: str
@@ -60,6 +64,7 @@ class ConnectionKind:
     tracked_channels: bool = False
     alarm_blocking: AlarmBlocking = AlarmBlocking.PUBLISHERS
     alarms: frozenset[str] = frozenset({"disk", "memory"})
+    direct: bool = False
 
     def blocked_by(self, alarms: Iterable[str]) -> bool:
         """Whether ``alarms`` (the alarms in effect) hold it."""

@@ -118,7 +118,8 @@ def stomp_kind(version: str, web: bool = False) -> ConnectionKind:
     listed as ``STOMP 1.2`` (``Web STOMP 1.2``), as RabbitMQ lists its ``{'STOMP', "1.2"}``;
     held by alarms when it publishes, counted against ``max-connections``."""
     name = "Web STOMP" if web else "STOMP"
-    return ConnectionKind(name, f"{name} {version}", f"{{'{name}',\"{version}\"}}")
+    return ConnectionKind(name, f"{name} {version}", f"{{'{name}',\"{version}\"}}",
+                          direct=True)
 
 
 @dataclass(slots=True)
@@ -435,7 +436,8 @@ class StompConnection:
                 client_properties=dict(self.client_properties), name=self._name,
                 details={"peer_host": self._peer_host, "peer_port": self._peer_port,
                          "host": self._host, "port": self._port, "channel_max": 1,
-                         "frame_max": 0, "heartbeat": 0, "mechanism": "PLAIN"})
+                         "frame_max": 0, "heartbeat": 0, "mechanism": "PLAIN",
+                         "ssl": self.tls is not None})
         except DirectRefused as refused:
             log.warning("STOMP login failed for user '%s': %s", log_text(login),
                         log_text(refused.reason))
@@ -638,12 +640,13 @@ class StompConnection:
         assert channel is not None
         receipt = frame.header("receipt")
         name = frame.header("transaction")
+        origin = f"STOMP SEND to '{text}'"  # (how the routing trace names it)
         if name is not None:
             txn = self._transaction(name)
             if txn.failed is None:
                 try:
                     channel.basic_publish(exchange, key, frame.body, properties,
-                                          transaction=txn.transaction)
+                                          transaction=txn.transaction, origin=origin)
                 except AMQPError as refused:
                     txn.failed = refused
                 else:
@@ -652,7 +655,7 @@ class StompConnection:
             return
         if receipt is not None and not channel.confirm_mode:
             channel.confirm_select()
-        outcome = channel.basic_publish(exchange, key, frame.body, properties)
+        outcome = channel.basic_publish(exchange, key, frame.body, properties, origin=origin)
         if receipt is not None:  # (its confirm is among those of this read: _flush_receipts)
             self._receipts[outcome.seq] = receipt
 
