@@ -816,8 +816,8 @@ class _Values:
         port = self.take("web_stomp.tcp.port") or older
         tls_port = self.take("web_stomp.ssl.port")
         kw["web_stomp_tls"] = self.tls("web_stomp.ssl")
-        kw["web_stomp_plugin_port"] = _int(port, low=1, high=65535) if port else WEB_STOMP_PORT
-        kw["web_stomp_plugin_tls_port"] = _int(tls_port, low=1, high=65535) \
+        kw["web_stomp_plugin_port"] = _int(port, high=65535) if port else WEB_STOMP_PORT
+        kw["web_stomp_plugin_tls_port"] = _int(tls_port, high=65535) \
             if tls_port is not None else None
         if web_stomp_on:
             kw["web_stomp_port"] = kw["web_stomp_plugin_port"]

@@ -566,3 +566,13 @@ def test_stomp_settings_are_read_into_stomp_settings(etc: Path) -> None:
         read(etc, "stomp.implicit_connect = yes\n")
     with pytest.raises(ConfigError, match=r"stomp\.login_timeout = 'soon': expected an integer"):
         read(etc, "stomp.login_timeout = soon\n")
+
+
+def test_kwargs_serve_stomp_and_web_stomp_with_their_settings(etc: Path) -> None:
+    s = read(etc, "listeners.tcp.default = 127.0.0.1:0\nstomp.listeners.tcp.1 = 0\n"
+                  "web_stomp.tcp.port = 0\nstomp.default_vhost = shop\n",
+             RABBITMQ_ENABLED_PLUGINS="rabbitmq_web_stomp")
+    with Server(Broker(**s.broker_kwargs()), **s.server_kwargs()) as server:
+        assert server.stomp_port
+        assert server.web_stomp_port
+        assert server.port_settings == {"stomp": StompSettings(default_vhost="shop")}
