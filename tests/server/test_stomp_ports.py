@@ -182,3 +182,18 @@ def test_stomp_ports_count_in_max_connections() -> None:
                         max_connections={"stomp": 3, "web_stomp": 2}) as server:
         assert server.max_connections["stomp"] == 3
         assert server.max_connections["web_stomp"] == 2
+
+
+def test_stop_app_and_start_app_reopen_a_kinds_tls_port_on_its_number(
+        told: None, pki: tuple[TLSOptions, ssl.SSLContext]) -> None:
+    options, client = pki
+    with Server(Broker(), tls_listeners={"told": 0}, tls=options,
+                port_settings={"told": 1}) as server:
+        secure = server.listener_port("told", tls=True)
+        assert secure is not None
+        server.stop_app()
+        with pytest.raises(ConnectionRefusedError):
+            _ask(secure, client)
+        server.start_app()
+        assert server.listener_port("told", tls=True) == secure
+        assert _ask(secure, client) == "1 tls=True"
