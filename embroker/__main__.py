@@ -22,6 +22,7 @@ from .control._registry import NodeNameInUse, UntrustedPath
 from .errors import DefinitionsError
 from .model._plugins import PLUGINS
 from .server import PortInUse, Server
+from .stomp._settings import StompSettings
 from .tls import TLS_VERSIONS, TLSOptions
 
 
@@ -123,6 +124,12 @@ def _serve(args: argparse.Namespace) -> int:
             url for url in (server.management_port is not None and server.management_url,
                             server.management_tls_port is not None and server.management_tls_url)
             if url)
+    stomp = [f"{name} on {url}" for name, url in (
+        ("STOMP", server.stomp_url), ("STOMP over TLS", server.stomp_tls_url),
+        ("Web-STOMP", server.web_stomp_url), ("Web-STOMP over TLS", server.web_stomp_tls_url))
+        if url is not None]
+    if stomp:
+        also += "; " + ", ".join(stomp)
     plugins = f"; plugins: {', '.join(sorted(broker.plugins.enabled))}" \
         if broker.plugins.enabled else ""
 
@@ -221,9 +228,11 @@ def _node(broker: Broker, server: Server, name: str | None) -> Node:
     return node
 
 
-#: RabbitMQ's AMQP and management ports: ``serve``'s defaults.
+#: RabbitMQ's AMQP, management, STOMP and Web-STOMP ports: ``serve``'s defaults.
 _AMQP_PORT = 5672
 _MANAGEMENT_PORT = 15672
+_STOMP_PORT = 61613
+_WEB_STOMP_PORT = 15674
 #: What moves a port the user named, for the line that says it is taken.
 _ADVICE = {
     "amqp": "choose another with --port N, or --port 0 for any free port",
@@ -235,7 +244,22 @@ _ADVICE = {
     "stream_tls": "choose another with --stream-tls-port N, or --stream-tls-port 0 for any "
                   "free port",
     "management_tls": "choose another with --management-tls-port N, or "
-                      "--management-tls-port 0 for any free port"}
+                      "--management-tls-port 0 for any free port",
+    "stomp": "choose another with --stomp-port N, --stomp-port 0 for any free port, or "
+             "--no-stomp",
+    "stomp_tls": "choose another with --stomp-tls-port N, or --stomp-tls-port 0 for any free "
+                 "port",
+    "web_stomp": "choose another with --web-stomp-port N, --web-stomp-port 0 for any free "
+                 "port, or --no-web-stomp",
+    "web_stomp_tls": "choose another with --web-stomp-tls-port N, or --web-stomp-tls-port 0 "
+                     "for any free port"}
+#: What each port a default implies serves, and the option that chooses it, for the line that
+#: says it moved.
+_MOVED = {"amqp": ("AMQP", "--port N"), "management": ("the management API", "--management-port N"),
+          "stomp": ("STOMP", "--stomp-port N"), "web_stomp": ("Web-STOMP", "--web-stomp-port N")}
+#: The ports of registered kinds ``serve`` may open: the key in ``ports`` -> (kind, TLS).
+_KIND_PORTS = {"stomp": ("stomp", False), "web_stomp": ("web_stomp", False),
+               "stomp_tls": ("stomp", True), "web_stomp_tls": ("web_stomp", True)}
 
 
 def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
@@ -243,19 +267,28 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
     why and what to do) when it cannot have them.
 
     A port the user named must be had. A port only implied by a default never stops ``serve``
-    from starting beside a RabbitMQ: 5672 when ``--port`` is not given, and 15672 when
-    ``--management-port`` is not given and the AMQP port is RabbitMQ's 5672 (another
-    ``--port`` implies any free port for the management API, as ``--port 5673`` beside a
-    RabbitMQ means); taken, each becomes any free port, said on standard error.
+    from starting beside a RabbitMQ: 5672 when ``--port`` is not given, and 15672 (61613,
+    15674) when ``--management-port`` (``--stomp-port``, ``--web-stomp-port``) is not given
+    and the AMQP port is RabbitMQ's 5672 (another ``--port`` implies any free port for them,
+    as ``--port 5673`` beside a RabbitMQ means); taken, each becomes any free port, said on
+    standard error.
     """
+    rabbitmq_amqp = args.port in (None, _AMQP_PORT)
     ports: dict[str, int | None] = {
         "amqp": args.port if args.port is not None else _AMQP_PORT,
         "amqp10": args.amqp10_port,
         "management": None if args.no_management else (
             args.management_port if args.management_port is not None
-            else _MANAGEMENT_PORT if args.port in (None, _AMQP_PORT) else 0),
+            else _MANAGEMENT_PORT if rabbitmq_amqp else 0),
         "stream": args.stream_port, "tls": args.tls_port,
-        "stream_tls": args.stream_tls_port, "management_tls": args.management_tls_port}
+        "stream_tls": args.stream_tls_port, "management_tls": args.management_tls_port,
+        "stomp": None if args.no_stomp else (
+            args.stomp_port if args.stomp_port is not None
+            else _STOMP_PORT if rabbitmq_amqp else 0),
+        "web_stomp": None if args.no_web_stomp else (
+            args.web_stomp_port if args.web_stomp_port is not None
+            else _WEB_STOMP_PORT if rabbitmq_amqp else 0),
+        "stomp_tls": args.stomp_tls_port, "web_stomp_tls": args.web_stomp_tls_port}
     tls: ssl.SSLContext | None = None
     if args.certfile is not None:
         options = TLSOptions(certfile=args.certfile, keyfile=args.keyfile,
@@ -270,14 +303,23 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
             print(f"embroker: cannot use the TLS files {files}: "
                   f"{getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
             return None
-    elif any(ports[k] is not None for k in ("tls", "stream_tls", "management_tls")):
+    elif any(ports[k] is not None for k in ("tls", "stream_tls", "management_tls", "stomp_tls",
+                                            "web_stomp_tls")):
         print("embroker: a TLS port needs a certificate: --certfile FILE (and --keyfile FILE "
               "unless the key is in it)", file=sys.stderr)
         return None
     implied = {"amqp": args.port is None,
-               "management": not args.no_management and args.management_port is None}
+               "management": not args.no_management and args.management_port is None,
+               "stomp": not args.no_stomp and args.stomp_port is None,
+               "web_stomp": not args.no_web_stomp and args.web_stomp_port is None}
+    settings = {"stomp": StompSettings(default_user=args.stomp_default_user)} \
+        if args.stomp_default_user is not None else {}
     moved: list[tuple[str, int]] = []
     while True:
+        kinds: dict[bool, dict[str, int]] = {False: {}, True: {}}
+        for key, (kind, secure) in _KIND_PORTS.items():
+            if (number := ports[key]) is not None:
+                kinds[secure][kind] = number
         try:
             server = Server(broker, args.host, ports["amqp"] or 0, heartbeat=args.heartbeat,
                             amqp10_port=ports["amqp10"], management_port=ports["management"],
@@ -288,7 +330,9 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
                             stream_advertised_port=args.stream_advertised_port,
                             tls=tls, tls_port=ports["tls"],
                             stream_tls_port=ports["stream_tls"],
-                            management_tls_port=ports["management_tls"])
+                            management_tls_port=ports["management_tls"],
+                            listeners=kinds[False], tls_listeners=kinds[True],
+                            port_settings=settings)
         except PortInUse as exc:
             # The first port bound, in Server's order, that has the number: the one taken.
             kind = next((k for k, port in ports.items() if port and port == exc.port), "amqp")
@@ -309,16 +353,13 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
             return None
         break
     for kind, port in moved:
-        if kind == "amqp":
-            print(f"embroker: port {port} on {args.host} is in use (another broker, perhaps "
-                  f"RabbitMQ, is listening there): AMQP is served on port {server.port} "
-                  f"instead, and clients of port {port} reach the other broker (--port N "
-                  "chooses)", file=sys.stderr, flush=True)
-        else:
-            print(f"embroker: port {port} on {args.host} is in use (another broker, perhaps "
-                  "RabbitMQ, is listening there): the management API is served on port "
-                  f"{server.management_port} instead (--management-port N chooses)",
-                  file=sys.stderr, flush=True)
+        what, option = _MOVED[kind]
+        now = server.port if kind == "amqp" else server.listener_port(kind)
+        clients = f", and clients of port {port} reach the other broker" if kind == "amqp" \
+            else ""
+        print(f"embroker: port {port} on {args.host} is in use (another broker, perhaps "
+              f"RabbitMQ, is listening there): {what} is served on port {now} instead"
+              f"{clients} ({option} chooses)", file=sys.stderr, flush=True)
     return server
 
 
@@ -463,6 +504,28 @@ def main(argv: list[str] | None = None) -> int:
                             "15672 is taken")
     serve.add_argument("--no-management", action="store_true",
                        help="serve no management API")
+    serve.add_argument("--stomp-port", type=int, default=None, metavar="N",
+                       help="serve STOMP 1.0-1.2 on port N (0 for any free port); default "
+                            "61613, as RabbitMQ's rabbitmq_stomp, when --port is left at 5672, "
+                            "else any free port; any free port too when 61613 is taken")
+    serve.add_argument("--no-stomp", action="store_true", help="serve no STOMP port")
+    serve.add_argument("--stomp-tls-port", type=int, default=None, metavar="N",
+                       help="also serve STOMP over TLS on port N (RabbitMQ's is 61614); needs "
+                            "--certfile")
+    serve.add_argument("--web-stomp-port", type=int, default=None, metavar="N",
+                       help="serve STOMP over WebSocket (ws://HOST:N/ws) on port N; default "
+                            "15674, as RabbitMQ's rabbitmq_web_stomp, by the rule of "
+                            "--stomp-port")
+    serve.add_argument("--no-web-stomp", action="store_true",
+                       help="serve no Web-STOMP port")
+    serve.add_argument("--web-stomp-tls-port", type=int, default=None, metavar="N",
+                       help="also serve Web-STOMP over TLS (wss://HOST:N/ws) on port N "
+                            "(RabbitMQ's web_stomp.ssl.port, 15673 in its documentation); "
+                            "needs --certfile")
+    serve.add_argument("--stomp-default-user", type=_user, default=None,
+                       metavar="NAME:PASSWORD",
+                       help="the user a STOMP CONNECT without login logs in as (RabbitMQ's "
+                            "stomp.default_user and stomp.default_pass; default guest:guest)")
     serve.add_argument("--management-allow-host", action="append", metavar="NAME",
                        help="answer management requests addressed to NAME (Host) or made by "
                             "its pages (Origin), besides this broker's address, localhost "

@@ -216,7 +216,12 @@ class Broker(model.Broker):
               stream_advertised_port: int | None = None,
               tls: ssl.SSLContext | TLSOptions | None = None, tls_port: int | None = None,
               stream_tls_port: int | None = None,
-              management_tls_port: int | None = None) -> Server:
+              management_tls_port: int | None = None, stomp_port: int | None = None,
+              stomp_tls_port: int | None = None, web_stomp_port: int | None = None,
+              web_stomp_tls_port: int | None = None,
+              listeners: Mapping[str, int] | None = None,
+              tls_listeners: Mapping[str, int] | None = None,
+              port_settings: Mapping[str, Any] | None = None) -> Server:
         """Start a listener that real AMQP 0-9-1 and AMQP 1.0 clients can connect to (one port
         serves both, told apart by the protocol header, as RabbitMQ's).
 
@@ -252,6 +257,15 @@ class Broker(model.Broker):
                 0-9-1 and 1.0 over TLS, as RabbitMQ's ``listeners.ssl``.
             stream_tls_port, management_tls_port: the stream protocol and the management API
                 over TLS (RabbitMQ's ``stream.listeners.ssl`` and ``management.ssl.port``).
+            stomp_port, stomp_tls_port: serve STOMP on this port (0: any free port; RabbitMQ's
+                61613), and over TLS (61614; needs ``tls``): ``server.stomp_url``.
+            web_stomp_port, web_stomp_tls_port: STOMP over WebSocket at ``/ws`` (RabbitMQ's
+                15674), and over TLS (``wss``; RabbitMQ's ``web_stomp.ssl.port``):
+                ``server.web_stomp_url``.
+            listeners, tls_listeners: more ports of registered kinds, by kind's name
+                (``{"stomp": 0}``), plain and over TLS (``Server(listeners=...)``).
+            port_settings: each registered kind's settings, by its name
+                (``{"stomp": StompSettings(default_user=None)}``: ``server.port_settings``).
 
         Raises:
             PortInUse: the port is taken.
@@ -259,6 +273,12 @@ class Broker(model.Broker):
         """
         management_port = None if management is False else (
             0 if management is True else int(management))
+        plain, secure = dict(listeners or {}), dict(tls_listeners or {})
+        for kind, number, ports in (("stomp", stomp_port, plain), ("stomp", stomp_tls_port, secure),
+                                    ("web_stomp", web_stomp_port, plain),
+                                    ("web_stomp", web_stomp_tls_port, secure)):
+            if number is not None:
+                ports[kind] = number
         return Server(self, host, port, heartbeat=heartbeat, amqp10_port=amqp10_port,
                       management_port=management_port, stream_port=stream_port,
                       max_connections=max_connections,
@@ -266,4 +286,5 @@ class Broker(model.Broker):
                       stream_advertised_host=stream_advertised_host,
                       stream_advertised_port=stream_advertised_port, tls=tls,
                       tls_port=tls_port, stream_tls_port=stream_tls_port,
-                      management_tls_port=management_tls_port).start()
+                      management_tls_port=management_tls_port, listeners=plain,
+                      tls_listeners=secure, port_settings=port_settings).start()

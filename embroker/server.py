@@ -70,7 +70,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, ClassVar, final, overload
+from typing import TYPE_CHECKING, Any, ClassVar, final, overload
 
 from ._batching import BatchingPolicy
 from ._listener import (
@@ -95,6 +95,7 @@ from ._listener_node import (
 from ._listener_views import ClientConnection, WireConnection, _Views
 from ._transport import (
     PORT_KINDS,
+    PortKind,
     port_kind,
 )
 from .errors import (
@@ -273,6 +274,10 @@ class Server(_Views, _Node, _Listener, _Loop):
             accepts nothing more until one of its connections closes; the others go on.
         listeners: more ports, by kind (a registered :class:`~embroker._transport.PortKind`:
             ``{"stomp": 0}``), each its kind's connections over plain TCP.
+        tls_listeners: more ports over TLS, by kind (``{"stomp": 0}``: RabbitMQ's
+            ``stomp.listeners.ssl``), on the ``tls`` settings the amqps port takes.
+        port_settings: what each registered kind's connections are configured with, by the
+            kind's name (``{"stomp": StompSettings(...)}``; :attr:`port_settings`).
         management_allow_hosts: more names the management port answers requests for, besides
             the listener's own address, ``localhost`` and loopback addresses (a name, or
             ``name:port``; ``"*"``: any), and whose pages it answers (``Origin``); see
@@ -297,16 +302,24 @@ class Server(_Views, _Node, _Listener, _Loop):
                  stream_tls_port: int | None = None,
                  management_tls_port: int | None = None,
                  frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX,
-                 amqp10: bool = True, listeners: Mapping[str, int] | None = None) -> None:
+                 amqp10: bool = True, listeners: Mapping[str, int] | None = None,
+                 tls_listeners: Mapping[str, int] | None = None,
+                 port_settings: Mapping[str, Any] | None = None) -> None:
         for name, value, bound, zero in (("frame_max", frame_max, FRAME_MAX_LIMIT, "no limit"),
                                          ("channel_max", channel_max, 65535, "no limit"),
                                          ("heartbeat", heartbeat, 65535, "no heartbeats")):
             if not 0 <= value <= bound:
                 raise ValueError(f"{name}: 0 ({zero}) or up to {bound} (what connection.tune "
                                  f"carries), not {value}")
-        for name in listeners or {}:
-            if port_kind(name).factory is None or not port_kind(name).on_demand:
-                raise ValueError(f"listeners: {name!r} is no kind of port it opens on demand")
+        for argument, named in (("listeners", listeners), ("tls_listeners", tls_listeners)):
+            for name in named or {}:
+                try:
+                    extra: PortKind | None = port_kind(name)
+                except LookupError:
+                    extra = None
+                if extra is None or extra.factory is None or not extra.on_demand:
+                    raise ValueError(f"{argument}: {name!r} is no kind of port it opens on "
+                                     "demand")
         limits = default_max_connections()
         #: What the HTTP and stream ports hold together (:func:`stranger_budget`).
         self._strangers = _Budget(stranger_budget())
@@ -318,7 +331,8 @@ class Server(_Views, _Node, _Listener, _Loop):
                 raise ValueError(f"max_connections: {kind!r} must hold one connection or "
                                  f"more (None: no limit), not {limit}")
             limits[kind] = limit
-        if tls is None and (tls_port, stream_tls_port, management_tls_port) != (None,) * 3:
+        if tls is None and ((tls_port, stream_tls_port, management_tls_port) != (None,) * 3
+                            or tls_listeners):
             raise ValueError("a TLS port needs TLS settings: tls=TLSOptions(certfile=...) or an "
                              "ssl.SSLContext")
         #: The server-side context of the TLS ports (``None``: no TLS port).
@@ -410,10 +424,17 @@ class Server(_Views, _Node, _Listener, _Loop):
         #: asked for.
         self.management_tls_port = self._listen(host, management_tls_port, management.policy(
             limits["management"], tls=self.tls)) if management_tls_port is not None else None
-        for name, number in (listeners or {}).items():
-            extra = port_kind(name)
-            self._kind_ports[name, False] = self._listen(host, number, extra.policy(
-                limits.get(extra.limit) if extra.limit else extra.max_connections))
+        for secure, named in ((False, listeners), (True, tls_listeners)):
+            for name, number in (named or {}).items():
+                extra = port_kind(name)
+                self._kind_ports[name, secure] = self._listen(host, number, extra.policy(
+                    limits.get(extra.limit) if extra.limit else extra.max_connections,
+                    tls=self.tls if secure else None))
+        #: What each registered kind's connections are configured with, by the kind's name
+        #: (``port_settings["stomp"]``: a :class:`~embroker.stomp.StompSettings`, which the
+        #: Web-STOMP port's connections read too); each connection reads it as it is
+        #: accepted, so a change holds for the next ones.
+        self.port_settings: dict[str, Any] = dict(port_settings or {})
         self._stream_advertised_host = stream_advertised_host or None
         #: What the stream protocol's Open and Metadata name as this node's port (RabbitMQ's
         #: ``stream.advertised_port``): by default, as ``rabbit_stream:port/0`` (v3.10.8),
@@ -554,6 +575,58 @@ class Server(_Views, _Node, _Listener, _Loop):
         """``amqp://USER:PASSWORD@HOST:PORT`` for AMQP 1.0 clients such as proton: the 1.0 port
         if there is one, else the shared port (which serves both protocols)."""
         return self._url(self.amqp10_port or self.port)
+
+    # -- STOMP and Web-STOMP (registered kinds "stomp" and "web_stomp", by name) -------------
+
+    @property
+    def stomp_port(self) -> int | None:
+        """The STOMP port (RabbitMQ's 61613: ``rabbitmq_stomp``), ``None`` without one."""
+        return self.listener_port("stomp")
+
+    @property
+    def stomp_tls_port(self) -> int | None:
+        """STOMP over TLS (RabbitMQ's 61614), ``None`` without it."""
+        return self.listener_port("stomp", tls=True)
+
+    @property
+    def web_stomp_port(self) -> int | None:
+        """STOMP over WebSocket at ``/ws`` (RabbitMQ's 15674: ``rabbitmq_web_stomp``),
+        ``None`` without it."""
+        return self.listener_port("web_stomp")
+
+    @property
+    def web_stomp_tls_port(self) -> int | None:
+        """Web-STOMP over TLS, ``wss`` (RabbitMQ's ``web_stomp.ssl.port``, 15673 in its
+        documentation), ``None`` without it."""
+        return self.listener_port("web_stomp", tls=True)
+
+    def _address(self, scheme: str, port: int | None, path: str = "") -> str | None:
+        if port is None:
+            return None
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{port}{path}"
+
+    @property
+    def stomp_url(self) -> str | None:
+        """``stomp://HOST:PORT`` of the STOMP port (a STOMP client logs in with CONNECT's
+        ``login`` and ``passcode``, not the URL's), ``None`` without one."""
+        return self._address("stomp", self.stomp_port)
+
+    @property
+    def stomp_tls_url(self) -> str | None:
+        """``stomp+ssl://HOST:PORT`` of STOMP over TLS, ``None`` without it."""
+        return self._address("stomp+ssl", self.stomp_tls_port)
+
+    @property
+    def web_stomp_url(self) -> str | None:
+        """``ws://HOST:PORT/ws``: Web-STOMP (subprotocols ``v12.stomp``, ``v11.stomp``,
+        ``v10.stomp``), ``None`` without it."""
+        return self._address("ws", self.web_stomp_port, "/ws")
+
+    @property
+    def web_stomp_tls_url(self) -> str | None:
+        """``wss://HOST:PORT/ws``: Web-STOMP over TLS, ``None`` without it."""
+        return self._address("wss", self.web_stomp_tls_port, "/ws")
 
     def __repr__(self) -> str:
         state = "running" if self._running else "stopped"

@@ -25,18 +25,22 @@ def serve(*args: str, quiet: bool = True) -> subprocess.Popen[str]:
 
 
 #: ``embroker serve`` with RabbitMQ's ports (the defaults 5672 and 15672) replaced by two the
-#: test chose: ``python -c`` with the program's two constants changed, then its ``main``.
+#: test chose, and STOMP's and Web-STOMP's (61613, 15674) by ``argv[3]`` and ``argv[4]`` (0:
+#: any free port): ``python -c`` with the program's constants changed, then its ``main``.
 _WITH_DEFAULTS = ("import sys; import embroker.__main__ as cli; "
                   "cli._AMQP_PORT, cli._MANAGEMENT_PORT = int(sys.argv[1]), int(sys.argv[2]); "
-                  "sys.exit(cli.main(['serve', *sys.argv[3:]]))")
+                  "cli._STOMP_PORT, cli._WEB_STOMP_PORT = int(sys.argv[3]), int(sys.argv[4]); "
+                  "sys.exit(cli.main(['serve', *sys.argv[5:]]))")
 
 
-def serve_with_defaults(amqp: int, management: int, *args: str) -> subprocess.Popen[str]:
-    """``embroker serve --host 127.0.0.1 --quiet ARGS`` whose default ports are ``amqp`` and
-    ``management`` instead of 5672 and 15672 (which a test never binds: a RabbitMQ may hold
-    them, and the tests must not depend on it)."""
+def serve_with_defaults(amqp: int, management: int, *args: str, stomp: int = 0,
+                        web_stomp: int = 0) -> subprocess.Popen[str]:
+    """``embroker serve --host 127.0.0.1 --quiet ARGS`` whose default ports are ``amqp``,
+    ``management``, ``stomp`` and ``web_stomp`` instead of 5672, 15672, 61613 and 15674 (which
+    a test never binds: a RabbitMQ may hold them, and the tests must not depend on it)."""
     return subprocess.Popen(
-        [sys.executable, "-c", _WITH_DEFAULTS, str(amqp), str(management), "--host",
+        [sys.executable, "-c", _WITH_DEFAULTS, str(amqp), str(management), str(stomp),
+         str(web_stomp), "--host",
          "127.0.0.1", "--quiet", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=_as_from_a_terminal)  # noqa: PLW1509 (no threads run it)

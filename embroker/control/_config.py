@@ -50,6 +50,7 @@ from typing import Any, Final, Literal, final
 
 from ..amqp091._frames import FRAME_MAX_LIMIT
 from ..model._plugins import PLUGINS
+from ..stomp._settings import StompSettings
 from ..tls import TLS_VERSIONS, TLSOptions
 from ._env import ConfigError, NodeNameError, environment, node_name
 from ._env import prefixed as _env
@@ -73,6 +74,8 @@ class Listener:
 AMQP_PORT: Final = 5672
 MANAGEMENT_PORT: Final = 15672
 STREAM_PORT: Final = 5552
+STOMP_PORT: Final = 61613
+WEB_STOMP_PORT: Final = 15674
 
 #: The plugins RabbitMQ 3.10.8 ships (its ``plugins`` folder).
 RABBITMQ_PLUGINS: Final = frozenset({
@@ -99,6 +102,8 @@ SERVED_PLUGINS: Final = {
     "rabbitmq_stream_common": "the stream protocol",
     "rabbitmq_stream_management": "the management API's stream pages",
     "rabbitmq_amqp1_0": "AMQP 1.0 on the AMQP ports",
+    "rabbitmq_stomp": "the STOMP listeners",
+    "rabbitmq_web_stomp": "the Web-STOMP listeners",
     "rabbitmq_auth_mechanism_ssl": "SASL EXTERNAL (auth_mechanisms.N = EXTERNAL)",
     "rabbitmq_tracing": "the management API's tracing",
 }
@@ -108,6 +113,10 @@ _MANAGEMENT_PLUGINS = frozenset({"rabbitmq_management", "rabbitmq_stream_managem
                                  "rabbitmq_shovel_management", "rabbitmq_federation_management",
                                  "rabbitmq_tracing"})
 _STREAM_PLUGINS = frozenset({"rabbitmq_stream", "rabbitmq_stream_management"})
+#: Plugins that bring up the STOMP listeners (rabbitmq_stomp and its dependents), and the
+#: Web-STOMP ones.
+_WEB_STOMP_PLUGINS = frozenset({"rabbitmq_web_stomp", "rabbitmq_web_stomp_examples"})
+_STOMP_PLUGINS = frozenset({"rabbitmq_stomp", *_WEB_STOMP_PLUGINS})
 
 
 @final
@@ -142,8 +151,23 @@ class NodeSettings:
         management_plugin_tls_port, stream_plugin_tls_port: the same for the TLS listeners
             (``management.ssl.port``, the first ``stream.listeners.ssl.*``; ``None``: none).
             See :attr:`plugin_tls_ports`.
+        stomp_listeners, stomp_tls_listeners: ``stomp.listeners.tcp.*`` / ``.ssl.*``
+            (default 61613 / none); empty without the STOMP plugin (or Web-STOMP, which
+            depends on it).
+        web_stomp_port, web_stomp_tls_port: ``web_stomp.tcp.port`` (or the older
+            ``web_stomp.port``; default 15674) and ``web_stomp.ssl.port`` (none unless set);
+            ``None`` without the Web-STOMP plugin.
+        stomp_plugin_port, stomp_plugin_tls_port, web_stomp_plugin_port,
+            web_stomp_plugin_tls_port: where ``rabbitmq-plugins enable rabbitmq_stomp``
+            (``rabbitmq_web_stomp``) opens the listeners on the running node, as the
+            management and stream ones.
+        stomp: the STOMP plugin's settings (``stomp.default_user``, ``stomp.default_pass``,
+            ``stomp.default_vhost``, ``stomp.implicit_connect``, ``stomp.ssl_cert_login``,
+            ``stomp.default_topic_exchange``, ``stomp.default_nack_requeue``,
+            ``stomp.hide_server_info``, ``stomp.login_timeout``), which Web-STOMP reads too.
         tls: ``ssl_options.*``, ``None`` without a certificate.
         management_tls: ``management.ssl.*`` files, when given.
+        web_stomp_tls: ``web_stomp.ssl.*`` files, when given.
         stream_advertised_host, stream_advertised_port: ``stream.advertised_*``.
         default_user, default_pass, default_vhost, default_user_tags, default_permissions:
             the user and vhost RabbitMQ creates on first start (guest, guest, /,
@@ -193,8 +217,18 @@ class NodeSettings:
     stream_plugin_port: int | None = STREAM_PORT
     management_plugin_tls_port: int | None = None
     stream_plugin_tls_port: int | None = None
+    stomp_listeners: tuple[Listener, ...] = ()
+    stomp_tls_listeners: tuple[Listener, ...] = ()
+    web_stomp_port: int | None = None
+    web_stomp_tls_port: int | None = None
+    stomp_plugin_port: int | None = STOMP_PORT
+    stomp_plugin_tls_port: int | None = None
+    web_stomp_plugin_port: int | None = WEB_STOMP_PORT
+    web_stomp_plugin_tls_port: int | None = None
+    stomp: StompSettings = field(default_factory=StompSettings)
     tls: TLSOptions | None = None
     management_tls: TLSOptions | None = None
+    web_stomp_tls: TLSOptions | None = None
     stream_advertised_host: str | None = None
     stream_advertised_port: int | None = None
     default_user: str = "guest"
@@ -235,15 +269,26 @@ class NodeSettings:
         """Where each listener plugin listens when enabled on the running node, by plugin
         (``Node(plugin_ports=...)``)."""
         return {"rabbitmq_management": self.management_plugin_port,
-                "rabbitmq_stream": self.stream_plugin_port}
+                "rabbitmq_stream": self.stream_plugin_port,
+                "rabbitmq_stomp": self.stomp_plugin_port,
+                "rabbitmq_web_stomp": self.web_stomp_plugin_port}
 
     @property
     def plugin_tls_ports(self) -> dict[str, int | None]:
         """Where each listener plugin listens over TLS when enabled on the running node
         (``Node(plugin_tls_ports=...)``); none without TLS settings."""
-        tls = self.tls is not None or self.management_tls is not None
+        tls = self._tls is not None
         return {"rabbitmq_management": self.management_plugin_tls_port if tls else None,
-                "rabbitmq_stream": self.stream_plugin_tls_port if tls else None}
+                "rabbitmq_stream": self.stream_plugin_tls_port if tls else None,
+                "rabbitmq_stomp": self.stomp_plugin_tls_port if tls else None,
+                "rabbitmq_web_stomp": self.web_stomp_plugin_tls_port if tls else None}
+
+    @property
+    def _tls(self) -> TLSOptions | None:
+        """The TLS ports' settings: embroker's listener has one for all of them
+        (``ssl_options``, else the management's or Web-STOMP's own files)."""
+        return next((t for t in (self.tls, self.management_tls, self.web_stomp_tls)
+                     if t is not None), None)
 
     @property
     def broker_plugins(self) -> tuple[str, ...]:
@@ -301,7 +346,7 @@ class NodeSettings:
             "handshake_timeout": self.handshake_timeout,
             "frame_max": self.frame_max,
             "channel_max": self.channel_max,
-            "tls": self.tls if self.tls is not None else self.management_tls,
+            "tls": self._tls,
             "tls_port": self.tls_listeners[0].port if self.tls_listeners else None,
             "management_port": self.management_port,
             "management_tls_port": self.management_tls_port,
@@ -311,9 +356,17 @@ class NodeSettings:
             "stream_advertised_host": self.stream_advertised_host,
             "stream_advertised_port": self.stream_advertised_port,
             "amqp10": "rabbitmq_amqp1_0" in self.plugins,
+            "listeners": {kind: port for kind, port in (
+                ("stomp", self.stomp_listeners[0].port if self.stomp_listeners else None),
+                ("web_stomp", self.web_stomp_port)) if port is not None},
+            "tls_listeners": {kind: port for kind, port in (
+                ("stomp", self.stomp_tls_listeners[0].port if self.stomp_tls_listeners
+                 else None), ("web_stomp", self.web_stomp_tls_port)) if port is not None},
+            "port_settings": {"stomp": self.stomp},
         }
         if kwargs["tls"] is None:
             kwargs["tls_port"] = kwargs["stream_tls_port"] = kwargs["management_tls_port"] = None
+            kwargs["tls_listeners"] = {}
         return kwargs
 
 
@@ -621,6 +674,8 @@ def read_node_settings(environ: Mapping[str, str], *,
             unsupported.append(f"plugin {plugin}: no such plugin in RabbitMQ 3.10 (ignored)")
     management_on = bool(_MANAGEMENT_PLUGINS & set(plugins))
     stream_on = bool(_STREAM_PLUGINS & set(plugins))
+    stomp_on = bool(_STOMP_PLUGINS & set(plugins))
+    web_stomp_on = bool(_WEB_STOMP_PLUGINS & set(plugins))
 
     # Configuration files.
     config_base = _env(environ, "RABBITMQ_CONFIG_FILE") or os.path.join(etc, "rabbitmq")
@@ -657,6 +712,7 @@ def read_node_settings(environ: Mapping[str, str], *,
         node_name=node, use_longname=longname, dist_port=dist_port,
         dist_port_given=dist_port_given, dist_interface=_dist_interface(environ),
         amqp_listeners=amqp_listeners, management_on=management_on, stream_on=stream_on,
+        stomp_on=stomp_on, web_stomp_on=web_stomp_on,
         plugins=plugins, environ=environ, mnesia_base=mnesia_base, mnesia_dir=mnesia_dir,
         pid_file=pid_file, keep_pid_file_on_exit=keep_pid_file,
         log_base=log_base, main_log_file=main_log_file, config_files=tuple(files),
@@ -746,8 +802,45 @@ class _Values:
             if files["fail_if_no_peer_cert"] else False,
             ciphers=":".join(c.value for c in ciphers) or None)
 
+    def stomp(self, kw: dict[str, Any], *, stomp_on: bool, web_stomp_on: bool) -> None:
+        """The STOMP and Web-STOMP listeners and the STOMP plugin's settings, into ``kw``."""
+        stomp = self.listeners("stomp.listeners.tcp", (Listener("auto", STOMP_PORT),))
+        stomp_tls = self.listeners("stomp.listeners.ssl", ())
+        kw["stomp_listeners"] = stomp if stomp_on else ()
+        kw["stomp_tls_listeners"] = stomp_tls if stomp_on else ()
+        kw["stomp_plugin_port"] = stomp[0].port if stomp else None
+        kw["stomp_plugin_tls_port"] = stomp_tls[0].port if stomp_tls else None
+        # (rabbit_web_stomp_listener: tcp_config's port, else the older root port, else 15674;
+        # a TLS listener only with web_stomp.ssl.port)
+        older = self.take("web_stomp.port")
+        port = self.take("web_stomp.tcp.port") or older
+        tls_port = self.take("web_stomp.ssl.port")
+        kw["web_stomp_tls"] = self.tls("web_stomp.ssl")
+        kw["web_stomp_plugin_port"] = _int(port, high=65535) if port else WEB_STOMP_PORT
+        kw["web_stomp_plugin_tls_port"] = _int(tls_port, high=65535) \
+            if tls_port is not None else None
+        if web_stomp_on:
+            kw["web_stomp_port"] = kw["web_stomp_plugin_port"]
+            kw["web_stomp_tls_port"] = kw["web_stomp_plugin_tls_port"]
+        given: dict[str, Any] = {}
+        login, passcode = self.take("stomp.default_user"), self.take("stomp.default_pass")
+        if login is not None or passcode is not None:
+            given["default_user"] = (login.value if login else "guest",
+                                     passcode.value if passcode else "guest")
+        for name in ("default_vhost", "default_topic_exchange"):
+            if (s := self.take(f"stomp.{name}")) is not None:
+                given[name] = s.value
+        for name in ("implicit_connect", "ssl_cert_login", "default_nack_requeue",
+                     "hide_server_info"):
+            if (s := self.take(f"stomp.{name}")) is not None:
+                given[name] = _bool(s)
+        if (s := self.take("stomp.login_timeout")) is not None:
+            given["login_timeout"] = _int(s) / 1000  # (milliseconds there)
+        kw["stomp"] = StompSettings(**given)
+
     def build(self, *, environ: Mapping[str, str], management_on: bool, stream_on: bool,
-              amqp_listeners: tuple[Listener, ...], **given: Any) -> NodeSettings:
+              stomp_on: bool, web_stomp_on: bool, amqp_listeners: tuple[Listener, ...],
+              **given: Any) -> NodeSettings:
         kw: dict[str, Any] = dict(given)
         kw["amqp_listeners"] = amqp_listeners = self.listeners("listeners.tcp", amqp_listeners)
         kw["tls_listeners"] = self.listeners("listeners.ssl", ())
@@ -765,6 +858,8 @@ class _Values:
             kw["stream_advertised_host"] = s.value
         if (s := self.take("stream.advertised_port")) is not None:
             kw["stream_advertised_port"] = _int(s, low=1, high=65535)
+
+        self.stomp(kw, stomp_on=stomp_on, web_stomp_on=web_stomp_on)
 
         port = self.take("management.tcp.port") or self.take("management.listener.port")
         ip = self.take("management.tcp.ip") or self.take("management.listener.ip")

@@ -43,7 +43,10 @@ log = logging.getLogger("embroker.control")
 #: The plugins that are listeners in embroker (served when their port is), with RabbitMQ's
 #: protocol name for ``rabbitmq-diagnostics listeners``.
 LISTENER_PLUGINS = {"rabbitmq_management": "http", "rabbitmq_stream": "stream",
-                    "rabbitmq_amqp1_0": "amqp1_0"}
+                    "rabbitmq_amqp1_0": "amqp1_0", "rabbitmq_stomp": "stomp",
+                    "rabbitmq_web_stomp": "http/web-stomp"}
+#: The listener plugins another one depends on (RabbitMQ starts them with it).
+DEPENDENCIES = {"rabbitmq_web_stomp": ("rabbitmq_stomp",)}
 #: What ``rabbitmq-diagnostics listeners`` says each protocol is for (v3.10.8's texts).
 PURPOSES = {
     "amqp": "AMQP 0-9-1 and AMQP 1.0",
@@ -52,6 +55,10 @@ PURPOSES = {
     "https": "HTTP API over TLS (HTTPS)",
     "stream": "stream",
     "stream/ssl": "stream over TLS",
+    "stomp": "STOMP",
+    "stomp/ssl": "STOMP over TLS",
+    "http/web-stomp": "STOMP over WebSockets",
+    "https/web-stomp": "STOMP over WebSockets and TLS (HTTPS)",
     "clustering": "inter-node and CLI tool communication",
 }
 
@@ -77,6 +84,10 @@ def _erlang_address(host: str) -> tuple[str, str]:
     return str(address), "{" + ", ".join(map(str, words)) + "}"
 
 
+#: The application module of the listener plugins whose start error is given in short.
+_APPLICATIONS = {"rabbitmq_stomp": "rabbit_stomp", "rabbitmq_web_stomp": "rabbit_web_stomp_app"}
+
+
 def _could_not_start(plugin: str, host: str, port: int, exc: OSError) -> str:
     """What RabbitMQ 3.10.8's ``rabbitmq-plugins enable`` prints on stderr (exit 70) when a
     plugin's listener cannot start on a running node: the CLI's own crash on the node's
@@ -89,7 +100,11 @@ def _could_not_start(plugin: str, host: str, port: int, exc: OSError) -> str:
     listen = (f"{{:shutdown, {{:failed_to_start_child, {{:ranch_listener_sup, {acceptor}}}, "
               f"{{:shutdown, {{:failed_to_start_child, :ranch_acceptors_sup, "
               f"{{:listen_error, {acceptor}, :{reason}}}}}}}}}}}")
-    if plugin == "rabbitmq_stream":
+    if plugin in _APPLICATIONS:  # (the listen error within the plugin's start; the rest of
+        # RabbitMQ's term, its supervisors' names, is not reproduced)
+        inner = (f"{{:{plugin}, {{{listen}, {{:{_APPLICATIONS[plugin]}, :start, "
+                 f"[:normal, []]}}}}}}")
+    elif plugin == "rabbitmq_stream":
         inner = (f"{{:rabbitmq_stream, {{{{:shutdown, {{:failed_to_start_child, "
                  f':"rabbit_stream_listener_sup_{ip}:{port}", {{:shutdown, '
                  f"{{:failed_to_start_child, {{:ranch_embedded_sup, {acceptor}}}, "
@@ -119,7 +134,8 @@ class Node:
         config_files: the configuration files it was started from, for ``status``.
         log_file: where it logs (``status``), if anywhere.
         plugin_ports: where ``rabbitmq-plugins enable`` opens a listener plugin's port on the
-            running node (default RabbitMQ's: 15672 and 5552; ``None``: no plain port, as
+            running node (default RabbitMQ's: 15672, 5552, 61613 and 15674; ``None``: no
+            plain port, as
             ``stream.listeners.tcp = none``).
         plugin_tls_ports: the same for their TLS listeners (``management.ssl.port``,
             ``stream.listeners.ssl.*``; default none), on the server's TLS settings.
@@ -157,7 +173,8 @@ class Node:
         #: Where a listener plugin enabled on the running node listens (RabbitMQ's defaults,
         #: or the node's configuration: ``management.tcp.port``, ``stream.listeners.tcp``).
         self.plugin_ports: dict[str, int | None] = {
-            "rabbitmq_management": 15672, "rabbitmq_stream": 5552, **(plugin_ports or {})}
+            "rabbitmq_management": 15672, "rabbitmq_stream": 5552, "rabbitmq_stomp": 61613,
+            "rabbitmq_web_stomp": 15674, **(plugin_ports or {})}
         #: Where they listen over TLS (``None``: not).
         self.plugin_tls_ports: dict[str, int | None] = dict(plugin_tls_ports or {})
         self._entry: NodeEntry | None = None
@@ -281,6 +298,7 @@ class Node:
                 again, no exchange type started or stopped).
         """
         wanted = set(enabled)
+        wanted.update(d for name in list(wanted) for d in DEPENDENCIES.get(name, ()))
         running = set(self.plugin_states()["enabled"])
         started: list[str] = []
         listener_kinds = _listener_kinds()

@@ -9,7 +9,8 @@ RabbitMQ's tool, ``enable`` and
 ``disable`` write the enabled-plugins file its own environment names
 (``RABBITMQ_ENABLED_PLUGINS_FILE``, else /etc/rabbitmq/enabled_plugins), refusing a node that
 uses another, then the running node applies the configuration at once: an exchange type's
-plugin starts or stops, a listener's port (management, stream) opens or closes. ``--offline``
+plugin starts or stops, a listener's port (management, stream, STOMP, Web-STOMP) opens or
+closes. ``--offline``
 writes the file alone.
 """
 
@@ -36,7 +37,8 @@ __all__ = ["main"]
 _AVAILABLE = ("rabbitmq_amqp1_0", "rabbitmq_consistent_hash_exchange",
               "rabbitmq_delayed_message_exchange", "rabbitmq_event_exchange",
               "rabbitmq_management", "rabbitmq_random_exchange",
-              "rabbitmq_recent_history_exchange", "rabbitmq_sharding", "rabbitmq_stream")
+              "rabbitmq_recent_history_exchange", "rabbitmq_sharding", "rabbitmq_stomp",
+              "rabbitmq_stream", "rabbitmq_web_stomp")
 
 _USAGES = {
     "list": "list [pattern] [--verbose] [--minimal] [--enabled] [--implicitly-enabled]",

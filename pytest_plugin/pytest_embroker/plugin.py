@@ -5,7 +5,8 @@ Fixtures:
 - ``broker``: a fresh in-memory broker per test, configured by the marker;
 - ``amqp_server`` / ``amqp_url``: a loopback listener on it, started when asked for and stopped
   after the test (``amqp10_url`` is the same listener's URL for AMQP 1.0 clients,
-  ``management_url`` its management HTTP API and console; ``amqp_url_for(user, password,
+  ``management_url`` its management HTTP API and console, ``stomp_url`` / ``stomp_address``
+  its STOMP port and ``web_stomp_url`` its Web-STOMP one; ``amqp_url_for(user, password,
   vhost=...)`` a URL as another user, made with the permissions asked);
   ``amqp_channel``: an in-process channel;
 - ``memory_pika``: a real pika ``BlockingConnection`` over an in-memory link (no socket);
@@ -85,8 +86,11 @@ __all__ = [
     "memory_url",
     "shared_amqp_url",
     "shared_broker",
+    "stomp_address",
+    "stomp_url",
     "tls_client_certificate",
     "tls_client_context",
+    "web_stomp_url",
 ]
 
 #: The marker's arguments, and what each does (the marker's help, and its error on a typo).
@@ -104,6 +108,8 @@ MARKER_ARGUMENTS = {
               "leaves connections, unacked deliveries or listener errors behind",
     "management": "True for a listener (amqp_server) that also serves the management HTTP API "
                   "and console on a free port (a test that asks for management_url gets one)",
+    "stomp": "True for a listener (amqp_server) that also serves STOMP and Web-STOMP on free "
+             "ports (a test that asks for stomp_url, stomp_address or web_stomp_url gets them)",
     "plugins": "RabbitMQ plugins to enable, by RabbitMQ's names (rabbitmq_delayed_message_"
                "exchange, rabbitmq_consistent_hash_exchange, rabbitmq_sharding, rabbitmq_random_"
                "exchange, rabbitmq_recent_history_exchange, rabbitmq_event_exchange); adds to "
@@ -309,6 +315,7 @@ def broker(request: pytest.FixtureRequest,
     strict = _strict(request, config)
     config.pop("strict", None)
     config.pop("management", None)  # the listener's (amqp_server), not the broker's
+    config.pop("stomp", None)
     if _reference(request.config):
         yield _reference_broker(request, config)  # type: ignore[misc]  # the same helpers work
         return
@@ -370,12 +377,17 @@ def amqp_server(request: pytest.FixtureRequest, broker: Broker,
                 embroker_config: dict[str, Any]) -> Iterator[Server]:
     """A loopback listener on ``broker`` for this test; raises the listener's errors after it.
     It serves the management HTTP API too (on a free port, ``server.management_url``) when the
-    test asks for ``management_url`` or is marked ``@pytest.mark.embroker(management=True)``."""
+    test asks for ``management_url`` or is marked ``@pytest.mark.embroker(management=True)``,
+    and STOMP and Web-STOMP (free ports: ``server.stomp_url``, ``server.web_stomp_url``) when
+    it asks for ``stomp_url``, ``stomp_address`` or ``web_stomp_url`` or is marked
+    ``stomp=True``."""
     _skip_in_reference(request, "the amqp_server fixture")
     strict = _strict(request, embroker_config)
     management = bool(embroker_config.get("management")) or \
         "management_url" in request.fixturenames
-    with broker.serve(management=management) as server:
+    stomp = 0 if embroker_config.get("stomp") or \
+        _STOMP_FIXTURES & set(request.fixturenames) else None
+    with broker.serve(management=management, stomp_port=stomp, web_stomp_port=stomp) as server:
         yield server
         if strict is not None:  # before the listener closes what the test left open
             request.node.stash[_LEAKS] = leaks(broker, unroutable=strict == "unroutable")
@@ -429,6 +441,60 @@ def management_url(request: pytest.FixtureRequest) -> str:
         return f"http://{_parse(url_option).host}:15672/"
     server: Server = request.getfixturevalue("amqp_server")
     return server.management_url
+
+
+#: The fixtures that make the test's listener serve STOMP and Web-STOMP.
+_STOMP_FIXTURES = frozenset({"stomp_url", "stomp_address", "web_stomp_url"})
+#: RabbitMQ's STOMP and Web-STOMP ports (``rabbitmq_stomp``, ``rabbitmq_web_stomp``): the
+#: reference's.
+_REFERENCE_STOMP_PORT, _REFERENCE_WEB_STOMP_PORT = 61613, 15674
+
+
+def _reference_host(url: str) -> str:
+    from embroker._reference import _parse
+
+    host = _parse(url).host
+    return f"[{host}]" if ":" in host else host
+
+
+@pytest.fixture
+def stomp_url(request: pytest.FixtureRequest) -> str:
+    """``stomp://HOST:PORT`` of STOMP (a STOMP client logs in with CONNECT's ``login`` and
+    ``passcode``, guest/guest): this test's listener (``amqp_server``, which then serves STOMP
+    on a free port), or the reference RabbitMQ's ``rabbitmq_stomp`` port (61613)."""
+    url = _reference(request.config)
+    if url:
+        return f"stomp://{_reference_host(url)}:{_REFERENCE_STOMP_PORT}"
+    server: Server = request.getfixturevalue("amqp_server")
+    assert server.stomp_url is not None
+    return server.stomp_url
+
+
+@pytest.fixture
+def stomp_address(request: pytest.FixtureRequest) -> tuple[str, int]:
+    """``(HOST, PORT)`` of STOMP, as STOMP clients take it (stomp.py:
+    ``stomp.Connection([stomp_address])``): the same port as ``stomp_url``."""
+    url = _reference(request.config)
+    if url:
+        from embroker._reference import _parse
+
+        return _parse(url).host, _REFERENCE_STOMP_PORT
+    server: Server = request.getfixturevalue("amqp_server")
+    assert server.stomp_port is not None
+    return server.host, server.stomp_port
+
+
+@pytest.fixture
+def web_stomp_url(request: pytest.FixtureRequest) -> str:
+    """``ws://HOST:PORT/ws``: STOMP over WebSocket (subprotocols ``v12.stomp``, ``v11.stomp``,
+    ``v10.stomp``), on this test's listener (a free port) or the reference RabbitMQ's
+    ``rabbitmq_web_stomp`` port (15674)."""
+    url = _reference(request.config)
+    if url:
+        return f"ws://{_reference_host(url)}:{_REFERENCE_WEB_STOMP_PORT}/ws"
+    server: Server = request.getfixturevalue("amqp_server")
+    assert server.web_stomp_url is not None
+    return server.web_stomp_url
 
 
 @pytest.fixture

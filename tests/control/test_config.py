@@ -20,6 +20,7 @@ from embroker.control._config import (
     read_node_settings,
 )
 from embroker.server import Server
+from embroker.stomp._settings import StompSettings
 from embroker.tls import TLSOptions
 
 
@@ -199,16 +200,18 @@ def test_plugin_ports_are_the_configured_ones_with_the_plugin_off_at_start(etc: 
     configured port, read whether or not the plugin is on at start (issue 44: RabbitMQ's
     defaults were opened instead), else RabbitMQ's 15672 and 5552; the first stream listener's;
     ``stream.listeners.tcp = none``: no plain stream port to open."""
-    assert read(etc).plugin_ports == {"rabbitmq_management": 15672, "rabbitmq_stream": 5552}
+    stomp = {"rabbitmq_stomp": 61613, "rabbitmq_web_stomp": 15674}
+    assert read(etc).plugin_ports == {"rabbitmq_management": 15672, "rabbitmq_stream": 5552,
+                                      **stomp}
     off = read(etc, "management.tcp.port = 15000\nstream.listeners.tcp.1 = 5000\n"
                     "stream.listeners.tcp.2 = 5001\n")
-    assert off.plugin_ports == {"rabbitmq_management": 15000, "rabbitmq_stream": 5000}
+    assert off.plugin_ports == {"rabbitmq_management": 15000, "rabbitmq_stream": 5000, **stomp}
     on = read(etc, "management.tcp.port = 15000\n", RABBITMQ_ENABLED_PLUGINS="rabbitmq_management")
     assert on.plugin_ports["rabbitmq_management"] == on.management_port == 15000
     assert read(etc, "management.listener.port = 15999\n").plugin_ports[
         "rabbitmq_management"] == 15999
     assert read(etc, "stream.listeners.tcp = none\n").plugin_ports == {
-        "rabbitmq_management": 15672, "rabbitmq_stream": None}
+        "rabbitmq_management": 15672, "rabbitmq_stream": None, **stomp}
 
 
 def test_plugin_tls_ports_are_the_configured_ones_and_an_ssl_port_alone_means_no_plain_one(
@@ -219,13 +222,16 @@ def test_plugin_tls_ports_are_the_configured_ones_and_an_ssl_port_alone_means_no
     settings."""
     tls = "ssl_options.certfile = /c.pem\nssl_options.keyfile = /k.pem\n"
     s = read(etc, tls + "management.ssl.port = 15671\nstream.listeners.ssl.default = 5551\n")
-    assert s.plugin_ports == {"rabbitmq_management": None, "rabbitmq_stream": 5552}
-    assert s.plugin_tls_ports == {"rabbitmq_management": 15671, "rabbitmq_stream": 5551}
+    assert s.plugin_ports == {"rabbitmq_management": None, "rabbitmq_stream": 5552,
+                              "rabbitmq_stomp": 61613, "rabbitmq_web_stomp": 15674}
+    assert s.plugin_tls_ports == {"rabbitmq_management": 15671, "rabbitmq_stream": 5551,
+                                  "rabbitmq_stomp": None, "rabbitmq_web_stomp": None}
     both = read(etc, tls + "management.ssl.port = 15671\nmanagement.tcp.port = 15000\n")
     assert both.plugin_ports["rabbitmq_management"] == 15000
     assert both.plugin_tls_ports["rabbitmq_management"] == 15671
     assert read(etc, "management.ssl.port = 15671\n").plugin_tls_ports == {
-        "rabbitmq_management": None, "rabbitmq_stream": None}
+        "rabbitmq_management": None, "rabbitmq_stream": None, "rabbitmq_stomp": None,
+        "rabbitmq_web_stomp": None}
 
 
 def test_amqp10_is_served_with_its_plugin_only(etc: Path) -> None:
@@ -488,3 +494,85 @@ def test_every_interface_becomes_0000(etc: Path) -> None:
     assert s.server_kwargs()["host"] == "0.0.0.0"
     with Server(Broker(**s.broker_kwargs()), **s.server_kwargs()) as server:
         assert server.port > 0
+
+
+# -- STOMP and Web-STOMP (issue 46) ------------------------------------------------------------
+
+def test_stomp_listeners_need_their_plugin_and_web_stomp_brings_stomp(etc: Path) -> None:
+    """``stomp.listeners.*`` and ``web_stomp.*`` ports, as RabbitMQ 3.10.8's schemas map them:
+    STOMP's listeners with ``rabbitmq_stomp`` (or ``rabbitmq_web_stomp``, which depends on
+    it), Web-STOMP's with ``rabbitmq_web_stomp``; the defaults 61613 and 15674."""
+    conf = ("stomp.listeners.tcp.1 = 62000\nstomp.listeners.ssl.1 = 62001\n"
+            "web_stomp.tcp.port = 16000\nweb_stomp.ssl.port = 16001\n"
+            "ssl_options.certfile = /c.pem\n")
+    off = read(etc, conf)
+    assert (off.stomp_listeners, off.stomp_tls_listeners) == ((), ())
+    assert (off.web_stomp_port, off.web_stomp_tls_port) == (None, None)
+    assert off.server_kwargs()["listeners"] == {}
+    assert (off.plugin_ports["rabbitmq_stomp"], off.plugin_tls_ports["rabbitmq_stomp"]) == \
+        (62000, 62001)
+    assert (off.plugin_ports["rabbitmq_web_stomp"],
+            off.plugin_tls_ports["rabbitmq_web_stomp"]) == (16000, 16001)
+    stomp = read(etc, conf, RABBITMQ_ENABLED_PLUGINS="rabbitmq_stomp")
+    assert stomp.stomp_listeners == (Listener("auto", 62000),)
+    assert stomp.stomp_tls_listeners == (Listener("auto", 62001),)
+    assert stomp.web_stomp_port is None
+    assert stomp.server_kwargs()["listeners"] == {"stomp": 62000}
+    assert stomp.server_kwargs()["tls_listeners"] == {"stomp": 62001}
+    web = read(etc, conf, RABBITMQ_ENABLED_PLUGINS="rabbitmq_web_stomp")
+    assert web.server_kwargs()["listeners"] == {"stomp": 62000, "web_stomp": 16000}
+    assert web.server_kwargs()["tls_listeners"] == {"stomp": 62001, "web_stomp": 16001}
+    assert not any("stomp" in line for line in web.unsupported)
+    defaults = read(etc, "", RABBITMQ_ENABLED_PLUGINS="rabbitmq_web_stomp")
+    assert defaults.server_kwargs()["listeners"] == {"stomp": 61613, "web_stomp": 15674}
+    assert defaults.server_kwargs()["tls_listeners"] == {}
+    assert read(etc, "web_stomp.port = 16500\n").plugin_ports["rabbitmq_web_stomp"] == 16500
+    assert read(etc, "stomp.listeners.tcp = none\n",
+                RABBITMQ_ENABLED_PLUGINS="rabbitmq_stomp").server_kwargs()["listeners"] == {}
+
+
+def test_a_stomp_tls_port_needs_tls_settings_and_web_stomp_brings_its_own(etc: Path) -> None:
+    """``stomp.listeners.ssl`` takes ``ssl_options`` (as the amqps listener); Web-STOMP's TLS
+    listener takes ``web_stomp.ssl.*`` files (embroker's listener has one TLS context for all
+    its TLS ports: ``ssl_options`` when given); none without any."""
+    bare = read(etc, "stomp.listeners.ssl.1 = 62001\n", RABBITMQ_ENABLED_PLUGINS="rabbitmq_stomp")
+    assert bare.server_kwargs()["tls_listeners"] == {}
+    assert bare.plugin_tls_ports["rabbitmq_stomp"] is None
+    web = read(etc, "web_stomp.ssl.port = 16001\nweb_stomp.ssl.certfile = /w.pem\n"
+                    "web_stomp.ssl.keyfile = /w.key\n",
+               RABBITMQ_ENABLED_PLUGINS="rabbitmq_web_stomp")
+    assert web.web_stomp_tls is not None
+    assert web.web_stomp_tls.certfile == "/w.pem"
+    kwargs = web.server_kwargs()
+    assert kwargs["tls"] is web.web_stomp_tls
+    assert kwargs["tls_listeners"] == {"web_stomp": 16001}
+
+
+def test_stomp_settings_are_read_into_stomp_settings(etc: Path) -> None:
+    s = read(etc, "stomp.default_user = app\nstomp.default_pass = s3cret\n"
+                  "stomp.default_vhost = shop\nstomp.implicit_connect = true\n"
+                  "stomp.ssl_cert_login = true\nstomp.default_topic_exchange = events\n"
+                  "stomp.default_nack_requeue = false\nstomp.hide_server_info = true\n"
+                  "stomp.login_timeout = 2500\n")
+    assert s.stomp == StompSettings(
+        default_user=("app", "s3cret"), default_vhost="shop", implicit_connect=True,
+        ssl_cert_login=True, default_topic_exchange="events", default_nack_requeue=False,
+        hide_server_info=True, login_timeout=2.5)
+    assert s.server_kwargs()["port_settings"] == {"stomp": s.stomp}
+    assert s.unsupported == ()
+    assert read(etc, "").stomp == StompSettings()
+    assert read(etc, "stomp.default_user = app\n").stomp.default_user == ("app", "guest")
+    with pytest.raises(ConfigError, match=r"stomp\.implicit_connect = 'yes': expected true or"):
+        read(etc, "stomp.implicit_connect = yes\n")
+    with pytest.raises(ConfigError, match=r"stomp\.login_timeout = 'soon': expected an integer"):
+        read(etc, "stomp.login_timeout = soon\n")
+
+
+def test_kwargs_serve_stomp_and_web_stomp_with_their_settings(etc: Path) -> None:
+    s = read(etc, "listeners.tcp.default = 127.0.0.1:0\nstomp.listeners.tcp.1 = 0\n"
+                  "web_stomp.tcp.port = 0\nstomp.default_vhost = shop\n",
+             RABBITMQ_ENABLED_PLUGINS="rabbitmq_web_stomp")
+    with Server(Broker(**s.broker_kwargs()), **s.server_kwargs()) as server:
+        assert server.stomp_port
+        assert server.web_stomp_port
+        assert server.port_settings == {"stomp": StompSettings(default_vhost="shop")}

@@ -853,3 +853,45 @@ def test_marker_and_ini_enable_plugins(pytester: pytest.Pytester) -> None:
     """)
     result = run(pytester)
     result.assert_outcomes(passed=3)
+
+
+def test_stomp_fixtures_serve_stomp_and_web_stomp_on_the_tests_listener(
+        pytester: pytest.Pytester) -> None:
+    """``stomp_url``, ``stomp_address`` and ``web_stomp_url`` (issue 46): the test's listener
+    serves STOMP and Web-STOMP on free ports when a test asks for one of them (or is marked
+    ``stomp=True``), not otherwise."""
+    pytester.makepyfile("""
+        import socket
+
+        import pytest
+
+        def test_asks(stomp_url, stomp_address, web_stomp_url, amqp_server):
+            host, port = stomp_address
+            assert stomp_url == amqp_server.stomp_url == f"stomp://{host}:{port}"
+            assert port == amqp_server.stomp_port
+            assert web_stomp_url == f"ws://127.0.0.1:{amqp_server.web_stomp_port}/ws"
+            with socket.socket() as sock, pytest.raises(OSError, match="in use"):
+                sock.bind((host, port))
+
+        def test_web_stomp_alone(web_stomp_url, amqp_server):
+            assert amqp_server.stomp_port is not None
+
+        @pytest.mark.embroker(stomp=True)
+        def test_marked(amqp_server):
+            assert amqp_server.web_stomp_port is not None
+
+        def test_not_asked(amqp_server):
+            assert (amqp_server.stomp_port, amqp_server.web_stomp_port) == (None, None)
+    """)
+    run(pytester).assert_outcomes(passed=4)
+
+
+def test_stomp_fixtures_with_the_reference(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        def test_urls(stomp_url, stomp_address, web_stomp_url):
+            assert stomp_url == "stomp://rabbit.example:61613"
+            assert stomp_address == ("rabbit.example", 61613)
+            assert web_stomp_url == "ws://rabbit.example:15674/ws"
+    """)
+    run(pytester, "--embroker-reference",
+        "amqp://guest:guest@rabbit.example:5672/").assert_outcomes(passed=1)
