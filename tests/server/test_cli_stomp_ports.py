@@ -29,14 +29,6 @@ def _line(proc: subprocess.Popen[str]) -> str:
     return line
 
 
-def _no_stomp_connection() -> bool:
-    """Whether the STOMP connection is not there yet (the port kind's factory cannot make one:
-    a STOMP port accepts, then drops the socket)."""
-    import embroker.stomp
-
-    return not hasattr(embroker.stomp, "StompConnection")
-
-
 def _accepts(port: int) -> None:
     with socket.create_connection(("127.0.0.1", port), timeout=5):
         pass
@@ -125,12 +117,13 @@ def test_stomp_and_web_stomp_over_tls(tmp_path: Path) -> None:
                           r"ws://\S+/ws, Web-STOMP over TLS on wss://127\.0\.0\.1:(\d+)/ws;", line)
         assert found is not None, line
         context = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
-        _accepts(int(found[1]))
-        ports = [int(found[2])] if _no_stomp_connection() else [int(found[1]), int(found[2])]
-        for port in ports:
-            with socket.create_connection(("127.0.0.1", port), timeout=5) as raw, \
-                    context.wrap_socket(raw, server_hostname="localhost") as tls:
-                assert tls.version() is not None  # the handshake, on the server's certificate
+        with socket.create_connection(("127.0.0.1", int(found[1])), timeout=5) as raw, \
+                context.wrap_socket(raw, server_hostname="localhost") as tls:
+            tls.sendall(b"CONNECT\nlogin:guest\npasscode:guest\n\n\x00")
+            assert tls.recv(4096).startswith(b"CONNECTED\n")  # STOMP over TLS, end to end
+        with socket.create_connection(("127.0.0.1", int(found[2])), timeout=5) as raw, \
+                context.wrap_socket(raw, server_hostname="localhost") as tls:
+            assert tls.version() is not None  # the wss handshake, on the server's certificate
     finally:
         interrupt(proc)
     for option in ("--stomp-tls-port", "--web-stomp-tls-port"):

@@ -8,6 +8,7 @@ import json
 import socket
 import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import wsproto
@@ -133,7 +134,7 @@ def _websocket(server: Server, subprotocols: list[str]) -> tuple[socket.socket,
     return sock, ws, accepted.subprotocol or ""
 
 
-def _events(sock: socket.socket, ws: wsproto.WSConnection) -> list[object]:
+def _events(sock: socket.socket, ws: wsproto.WSConnection) -> list[Any]:
     while True:
         ws.receive_data(sock.recv(65536))
         found = list(ws.events())
