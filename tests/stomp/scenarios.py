@@ -122,9 +122,497 @@ def header_order(peer: Peer) -> list[str]:
     return lines
 
 
+# -- destinations ----------------------------------------------------------------------------
+
+
+def queue_destinations(peer: Peer) -> list[str]:
+    """``/queue/Q`` (declared by SEND and by SUBSCRIBE), ``/amq/queue/Q`` (an existing queue;
+    a missing one refused), and how each queue then looks through 0-9-1."""
+    t = peer.token
+    q1, q2, q3, missing = t + "sent", t + "subscribed", t + "existing", t + "missing"
+    lines: list[str] = []
+    with amqp091(peer) as ch:
+        ch.queue_declare(q3, arguments={"x-max-length": 10})
+    try:
+        with session(peer, lines) as s:
+            s.send("SEND", [("destination", f"/queue/{q1}"), ("receipt", "r1")], "one")
+            s.expect(1)
+            lines.append(f"/queue/sent declared: {queue_state(peer, q1)}, durable "
+                         f"{declare_status(peer, q1, durable=True)}")
+            s.send("SUBSCRIBE", _sub(f"/queue/{q2}", "s2", ("receipt", "r2")))
+            s.expect(1)
+            lines.append(f"/queue/subscribed declared: {queue_state(peer, q2)}")
+            s.send("SUBSCRIBE", _sub(f"/queue/{q1}", "s1"))
+            s.expect(1, "subscribed to /queue/sent")
+            s.send("SEND", [("destination", f"/queue/{q2}")], "two")
+            s.expect(1)
+            s.send("SEND", [("destination", f"/amq/queue/{q3}"), ("receipt", "r3")], "three")
+            s.expect(1)
+            s.send("SUBSCRIBE", _sub(f"/amq/queue/{q3}", "s3"))
+            s.expect(1)
+            lines.append(f"/amq/queue/existing: {queue_state(peer, q3)}, its arguments kept "
+                         f"{declare_status(peer, q3, arguments={'x-max-length': 10})}")
+            s.state()
+        with session(peer, lines, "missing send") as s:
+            s.send("SEND", [("destination", f"/amq/queue/{missing}"), ("receipt", "r")], "x")
+            s.expect(1)
+            s.state()
+        with session(peer, lines, "missing subscribe") as s:
+            s.send("SUBSCRIBE", _sub(f"/amq/queue/{missing}", "m", ("receipt", "r")))
+            s.expect(1)
+            s.state()
+        lines.append(f"missing: {queue_state(peer, missing)}")
+    finally:
+        cleanup(peer, [q1, q2, q3])
+    return lines
+
+
+def topic_and_exchange_destinations(peer: Peer) -> list[str]:
+    """``/topic/K`` (amq.topic, one queue per subscription), ``/exchange/X/K`` on a topic
+    exchange, ``/exchange/X`` on a fanout exchange, ``/exchange/missing``."""
+    t = peer.token
+    topic, fanout = t + "topic-x", t + "fanout-x"
+    lines: list[str] = []
+    with amqp091(peer) as ch:
+        ch.exchange_declare(topic, "topic")
+        ch.exchange_declare(fanout, "fanout")
+    try:
+        with session(peer, lines, "a") as a, session(peer, lines, "b") as b:
+            a.send("SUBSCRIBE", _sub(f"/topic/{t}k.*", "ta", ("receipt", "ra")))
+            a.expect(1)
+            b.send("SUBSCRIBE", _sub(f"/topic/{t}k.one", "tb", ("receipt", "rb")))
+            b.expect(1)
+            a.send("SEND", [("destination", f"/topic/{t}k.one")], "to both")
+            a.send("SEND", [("destination", f"/topic/{t}k.two")], "to a")
+            a.send("SEND", [("destination", f"/topic/{t}nobody"), ("receipt", "r0")], "lost")
+            a.messages(3)
+            b.expect(1)
+            a.send("SUBSCRIBE", _sub(f"/exchange/{topic}/{t}x.#", "xa", ("receipt", "rxa")))
+            a.expect(1)
+            b.send("SUBSCRIBE", _sub(f"/exchange/{fanout}", "fb", ("receipt", "rfb")))
+            b.expect(1)
+            b.send("SEND", [("destination", f"/exchange/{topic}/{t}x.y")], "via topic-x")
+            a.expect(1)
+            a.send("SEND", [("destination", f"/exchange/{fanout}/any")], "via fanout-x")
+            b.expect(1)
+            a.send("SEND", [("destination", f"/exchange/{fanout}")], "fanout, no key")
+            b.expect(1)
+            a.state()
+            b.state()
+        for label, headers in (
+                ("send /exchange/missing/k", [("destination", f"/exchange/{t}missing/k")]),
+                ("subscribe /exchange/missing", _sub(f"/exchange/{t}missing", "0"))):
+            with session(peer, lines, label) as s:
+                s.send(label.split()[0].upper(), [*headers, ("receipt", "r")], "x")
+                s.expect(1)
+                s.state()
+    finally:
+        cleanup(peer, exchanges=[topic, fanout])
+    return lines
+
+
+def temp_queue_reply(peer: Peer) -> list[str]:
+    """``reply-to:/temp-queue/N``: the service sees ``/reply-queue/amq.gen-...``, answers
+    there, and the requester gets the reply on its temp queue without subscribing; a second
+    request reuses the same temp queue; SEND to a ``/reply-queue/`` that does not exist."""
+    t = peer.token
+    svc = t + "service"
+    lines: list[str] = []
+    try:
+        with session(peer, lines, "service") as service, \
+                session(peer, lines, "client") as client:
+            service.send("SUBSCRIBE", _sub(f"/queue/{svc}", "svc", ("receipt", "r")))
+            service.expect(1)
+            for n in (1, 2):
+                client.send("SEND", [("destination", f"/queue/{svc}"),
+                                     ("reply-to", "/temp-queue/answers"),
+                                     ("correlation-id", f"c{n}")], f"request {n}")
+                got = service.expect(1)
+                request = got[0]
+                reply_to = request.header("reply-to") if not isinstance(request, str) else None
+                service.send("SEND", [("destination", reply_to or "/reply-queue/none"),
+                                      ("correlation-id", f"c{n}")], f"reply {n}")
+                client.expect(1)
+            client.send("SEND", [("destination", "/temp-queue/other"), ("receipt", "rt")],
+                        "to a temp queue")
+            client.expect(1)
+            client.state()
+            service.state()
+        with session(peer, lines, "stranger") as s:
+            s.send("SEND", [("destination", "/reply-queue/amq.gen-AAAAAAAAAAAAAAAAAAAAAA"),
+                            ("receipt", "r")], "x")
+            s.expect(1)
+            s.state()
+        with session(peer, lines, "subscribe reply-queue") as s:
+            s.send("SUBSCRIBE", _sub("/reply-queue/whatever", "0", ("receipt", "r")))
+            s.expect(1)
+            s.state()
+        with session(peer, lines, "subscribe temp-queue") as s:
+            s.send("SUBSCRIBE", _sub("/temp-queue/mine", "0", ("receipt", "r")))
+            s.expect(1)
+            s.state()
+    finally:
+        cleanup(peer, [svc])
+    return lines
+
+
+# -- acknowledgements -------------------------------------------------------------------------
+
+
+def _fill(peer: Peer, queue: str, count: int) -> None:
+    with amqp091(peer) as ch:
+        ch.queue_declare(queue)
+        for n in range(1, count + 1):
+            ch.basic_publish("", queue, f"m{n}".encode())
+
+
+def ack_auto_and_client(peer: Peer) -> list[str]:
+    """ack:auto (nothing left), ack:client (ACK of the second acknowledges the first too),
+    ack:client-individual (ACK of the second leaves the first); what is left unacknowledged
+    comes back, redelivered, to the next subscriber."""
+    t = peer.token
+    lines: list[str] = []
+    queues = []
+    for mode in ("auto", "client", "client-individual"):
+        q = f"{t}ack-{mode}"
+        queues.append(q)
+        _fill(peer, q, 3)
+        with session(peer, lines, mode) as s:
+            s.send("SUBSCRIBE", _sub(f"/amq/queue/{q}", "s", ("ack", mode)))
+            got = s.expect(3)
+            if mode != "auto" and not isinstance(got[1], str):
+                s.send("ACK", [("id", got[1].header("ack") or ""), ("receipt", "a")])
+                s.expect(1)
+            lines.append(f"{mode}: while subscribed {queue_state(peer, q)}")
+            s.state()
+        lines.append(f"{mode}: after {queue_state(peer, q)}")
+        with session(peer, lines, mode + " again") as s:
+            s.send("SUBSCRIBE", _sub(f"/amq/queue/{q}", "s2", ("ack", "client-individual")))
+            s.expect({"auto": 0, "client": 1, "client-individual": 2}[mode])
+            s.quiet()
+            s.state()
+    cleanup(peer, queues)
+    return lines
+
+
+def nack_and_ack_versions(peer: Peer) -> list[str]:
+    """NACK with requeue (default true, and false: dropped), NACK of a message id the
+    subscription never had, ACK by ``message-id`` + ``subscription`` in 1.0/1.1."""
+    t = peer.token
+    lines: list[str] = []
+    q = t + "nack"
+    _fill(peer, q, 3)
+    try:
+        with session(peer, lines, "1.2") as s:
+            s.send("SUBSCRIBE", _sub(f"/amq/queue/{q}", "s", ("ack", "client-individual")))
+            got = [g for g in s.expect(3) if not isinstance(g, str)]
+            s.send("NACK", [("id", got[0].header("ack") or ""), ("receipt", "n1")])
+            s.expect(2, "NACK m1 (requeue by default)")
+            s.send("NACK", [("id", got[1].header("ack") or ""), ("requeue", "false"),
+                            ("receipt", "n2")])
+            s.expect(1, "NACK m2 requeue:false")
+            s.send("NACK", [("id", "T_s@@session-AAAAAAAAAAAAAAAAAAAAAA@@99"),
+                            ("receipt", "n3")])
+            s.expect(1, "NACK an unknown id")
+            s.state()
+        lines.append(f"left: {queue_state(peer, q)}")
+        for version in ("1.0", "1.1"):
+            with session(peer, lines, version, version=version) as s:
+                s.send("SUBSCRIBE", _sub(f"/amq/queue/{q}", "s", ("ack", "client")))
+                got = [g for g in s.expect(2) if not isinstance(g, str)]
+                if got:
+                    s.send("ACK", [("message-id", got[-1].header("message-id") or ""),
+                                   ("subscription", "s"), ("receipt", "a")])
+                    s.expect(1)
+                s.state()
+            lines.append(f"after {version}: {queue_state(peer, q)}")
+            _fill(peer, q, 2)
+    finally:
+        cleanup(peer, [q])
+    return lines
+
+
+def prefetch_count(peer: Peer) -> list[str]:
+    """prefetch-count:2 with ack:client-individual: two messages, the third after an ACK."""
+    t = peer.token
+    q = t + "prefetch"
+    lines: list[str] = []
+    _fill(peer, q, 4)
+    try:
+        with session(peer, lines) as s:
+            s.send("SUBSCRIBE", _sub(f"/amq/queue/{q}", "s", ("ack", "client-individual"),
+                                     ("prefetch-count", "2")))
+            got = s.expect(2)
+            s.quiet("then (prefetch full)")
+            if not isinstance(got[0], str):
+                s.send("ACK", [("id", got[0].header("ack") or "")])
+            s.expect(1, "after one ACK")
+            s.quiet()
+            lines.append(f"queue: {queue_state(peer, q)}")
+            s.state()
+    finally:
+        cleanup(peer, [q])
+    return lines
+
+
+# -- transactions and receipts ---------------------------------------------------------------
+
+
+def transactions(peer: Peer) -> list[str]:
+    """SEND in a transaction arrives at COMMIT and not at ABORT; an ACK in an aborted
+    transaction is forgotten, in a committed one done; errors: COMMIT/ABORT/SEND of an unknown
+    transaction, BEGIN without a transaction header, BEGIN of one begun already."""
+    t = peer.token
+    q, q2 = t + "tx", t + "tx-acks"
+    lines: list[str] = []
+    _fill(peer, q2, 2)
+    try:
+        with session(peer, lines, "sender") as s, session(peer, lines, "receiver") as r:
+            r.send("SUBSCRIBE", _sub(f"/queue/{q}", "s", ("receipt", "sub")))
+            r.expect(1)
+            s.send("BEGIN", [("transaction", "tx1"), ("receipt", "b1")])
+            s.expect(1)
+            s.send("SEND", [("destination", f"/queue/{q}"), ("transaction", "tx1"),
+                            ("receipt", "s1")], "committed")
+            r.quiet("before COMMIT")
+            s.send("COMMIT", [("transaction", "tx1"), ("receipt", "c1")])
+            s.messages(2, "after COMMIT")
+            r.expect(1, "after COMMIT")
+            s.send("BEGIN", [("transaction", "tx2")])
+            s.send("SEND", [("destination", f"/queue/{q}"), ("transaction", "tx2")], "aborted")
+            s.send("ABORT", [("transaction", "tx2"), ("receipt", "a2")])
+            s.expect(1)
+            r.quiet("after ABORT")
+            s.state()
+            r.state()
+        with session(peer, lines, "acker") as s:
+            s.send("SUBSCRIBE", _sub(f"/amq/queue/{q2}", "s", ("ack", "client-individual")))
+            got = [g for g in s.expect(2) if not isinstance(g, str)]
+            s.send("BEGIN", [("transaction", "tx3")])
+            s.send("ACK", [("id", got[0].header("ack") or ""), ("transaction", "tx3")])
+            s.send("ABORT", [("transaction", "tx3"), ("receipt", "a3")])
+            s.expect(1)
+            s.send("BEGIN", [("transaction", "tx4")])
+            s.send("ACK", [("id", got[1].header("ack") or ""), ("transaction", "tx4")])
+            s.send("COMMIT", [("transaction", "tx4"), ("receipt", "c4")])
+            s.expect(1)
+            s.state()
+        lines.append(f"after ACK aborted, ACK committed: {queue_state(peer, q2)}")
+        for label, frames in (
+                ("COMMIT unknown", [("COMMIT", [("transaction", "nope")])]),
+                ("ABORT unknown", [("ABORT", [("transaction", "nope")])]),
+                ("SEND in unknown", [("SEND", [("destination", f"/queue/{q}"),
+                                               ("transaction", "nope")])]),
+                ("ACK in unknown", [("ACK", [("id", "T_s@@session-AAAAAAAAAAAAAAAAAAAAAA@@1"),
+                                             ("transaction", "nope")])]),
+                ("BEGIN without transaction", [("BEGIN", [])]),
+                ("COMMIT without transaction", [("COMMIT", [])]),
+                ("BEGIN twice", [("BEGIN", [("transaction", "t")]),
+                                 ("BEGIN", [("transaction", "t")])])):
+            with session(peer, lines, label) as s:
+                for command, headers in frames:
+                    s.send(command, [*headers, ("receipt", "r")], "x" if command == "SEND"
+                           else b"")
+                s.expect(len(frames))
+                s.state()
+        lines.append(f"tx queue: {queue_state(peer, q)}")
+    finally:
+        cleanup(peer, [q, q2])
+    return lines
+
+
+def receipts(peer: Peer) -> list[str]:
+    """A receipt for each frame that asks for one (SEND, SUBSCRIBE, ACK, NACK, BEGIN, COMMIT,
+    ABORT, UNSUBSCRIBE, DISCONNECT), and a receipt id that needs escaping, in 1.2 and 1.0."""
+    t = peer.token
+    lines: list[str] = []
+    try:
+        for version in ("1.2", "1.0"):
+            q = f"{t}receipts-{version}"
+            with session(peer, lines, version, version=version) as s:
+                s.send("SUBSCRIBE", _sub(f"/queue/{q}", "s", ("ack", "client-individual"),
+                                         ("receipt", "subscribe")))
+                s.expect(1)
+                s.send("SEND", [("destination", f"/queue/{q}"), ("receipt", "send")], "a")
+                s.send("SEND", [("destination", f"/queue/{q}"), ("receipt", "send")], "b")
+                got = [g for g in s.messages(4) if g.command == "MESSAGE"]
+                ack = "id" if version == "1.2" else "message-id"
+                if len(got) == 2:
+                    key = "ack" if version == "1.2" else "message-id"
+                    s.send("ACK", [(ack, got[0].header(key) or ""), ("subscription", "s"),
+                                   ("receipt", "ack")])
+                    s.expect(1)
+                    s.send("NACK", [(ack, got[1].header(key) or ""), ("subscription", "s"),
+                                    ("requeue", "false"), ("receipt", "nack")])
+                    s.expect(1)
+                for command in ("BEGIN", "COMMIT", "BEGIN", "ABORT"):
+                    s.send(command, [("transaction", "t"), ("receipt", command.lower())])
+                    s.expect(1)
+                s.send("SEND", [("destination", f"/queue/{q}"),
+                                ("receipt", "r:1\\x\ny" if version == "1.2" else "r:1 x")],
+                       "escaped", escape_as="1.2" if version == "1.2" else None)
+                s.messages(2)
+                s.send("UNSUBSCRIBE", [("id", "s"), ("receipt", "unsubscribe")])
+                s.expect(1)
+                s.send("DISCONNECT", [("receipt", "disconnect")])
+                s.expect(2)
+    finally:
+        cleanup(peer, [f"{t}receipts-1.2", f"{t}receipts-1.0"])
+    return lines
+
+
+# -- durable topic subscriptions and subscription headers -------------------------------------
+
+
+def _erlang_string(text: str) -> bytes:
+    data = text.encode()
+    return b"\x6a" if not data else b"\x6b" + struct.pack(">H", len(data)) + data
+
+
+def subscription_queue_name(routing_key: str, subscription_id: str) -> str:
+    """The queue RabbitMQ 3.10's STOMP plugin names for a durable topic subscription:
+    ``stomp-subscription-`` and the base64url md5 of the term ``{RoutingKey, Id}`` (both
+    strings) in the external term format."""
+    term = b"\x83\x68\x02" + _erlang_string(routing_key) + _erlang_string(subscription_id)
+    digest = base64.urlsafe_b64encode(hashlib.md5(term).digest()).rstrip(b"=").decode()
+    return f"stomp-subscription-{digest}"
+
+
+def durable_topic_subscription(peer: Peer) -> list[str]:
+    """SUBSCRIBE /topic/K with persistent:true (or durable:true) and an id: a durable queue
+    named from K and the id (:func:`subscription_queue_name`), but auto-delete unless the
+    frame says auto-delete:false: only then does it keep the messages while the subscriber is
+    away; UNSUBSCRIBE with persistent:true deletes it, without it leaves it; x-queue-name
+    names it; persistent:true (or durable:true) without an id is refused."""
+    t = peer.token
+    key = t + "news"
+    variants = {"d1": [("persistent", "true")], "d2": [("durable", "true")],
+                "d3": [("persistent", "true"), ("auto-delete", "false")],
+                "d4": [("durable", "true"), ("auto-delete", "false")]}
+    names = {sid: subscription_queue_name(key, sid) for sid in variants}
+    lines: list[str] = []
+    try:
+        for sid, headers in variants.items():
+            with session(peer, lines, f"{sid} {headers}") as s:
+                s.send("SUBSCRIBE", _sub(f"/topic/{key}", sid, *headers, ("receipt", "r")))
+                s.expect(1)
+                lines.append(f"{sid} queue md5({{K, Id}}) while subscribed: "
+                             f"{queue_state(peer, names[sid])}")
+                s.state()
+            lines.append(f"{sid} after the subscriber left: {queue_state(peer, names[sid])}")
+        with session(peer, lines, "publisher") as p:
+            for n in (1, 2):
+                p.send("SEND", [("destination", f"/topic/{key}")], f"while away {n}")
+            p.state()
+        for sid in ("d3", "d4"):
+            lines.append(f"{sid} kept: {queue_state(peer, names[sid])}")
+        for sid, unsubscribe in (("d3", [("persistent", "true")]), ("d4", [])):
+            with session(peer, lines, f"{sid} back") as s:
+                s.send("SUBSCRIBE", _sub(f"/topic/{key}", sid, *variants[sid]))
+                s.expect(2)
+                s.send("UNSUBSCRIBE", [("id", sid), *unsubscribe, ("receipt", "u")])
+                s.expect(1)
+                s.state()
+            lines.append(f"{sid} after UNSUBSCRIBE {unsubscribe}: "
+                         f"{queue_state(peer, names[sid])}")
+        with session(peer, lines, "d1 back") as s:
+            s.send("SUBSCRIBE", _sub(f"/topic/{key}", "d1", *variants["d1"],
+                                     ("receipt", "r")))
+            s.expect(1)
+            s.send("UNSUBSCRIBE", [("id", "d1"), ("persistent", "true"), ("receipt", "u")])
+            s.expect(1)
+            s.state()
+        with session(peer, lines, "named") as s:
+            s.send("SUBSCRIBE", _sub(f"/topic/{key}", "d5", ("persistent", "true"),
+                                     ("x-queue-name", t + "chosen"), ("receipt", "r")))
+            s.expect(1)
+            lines.append(f"x-queue-name while subscribed: {queue_state(peer, t + 'chosen')}")
+            s.state()
+        for label, headers in (("persistent:true without id",
+                                [("destination", f"/topic/{key}"), ("persistent", "true")]),
+                               ("durable:true without id",
+                                [("destination", f"/topic/{key}"), ("durable", "true")])):
+            with session(peer, lines, label) as s:
+                s.send("SUBSCRIBE", [*headers, ("receipt", "r")])
+                s.expect(1)
+                s.state()
+    finally:
+        cleanup(peer, [*names.values(), t + "chosen"])
+    return lines
+
+
+def subscription_headers(peer: Peer) -> list[str]:
+    """durable, auto-delete and exclusive headers, x-queue-type and x- arguments on SUBSCRIBE
+    to /queue/Q, x-queue-name on /topic/K, and a SUBSCRIBE that does not match the queue."""
+    t = peer.token
+    lines: list[str] = []
+    made: list[str] = []
+
+    def subscribe(label: str, queue: str, *extra: tuple[str, str]) -> None:
+        made.append(queue)
+        with session(peer, lines, label) as s:
+            s.send("SUBSCRIBE", _sub(f"/queue/{queue}", "s", *extra, ("receipt", "r")))
+            s.expect(1)
+            s.state()
+
+    try:
+        subscribe("durable:false", t + "transient", ("durable", "false"))
+        lines.append(f"transient: durable false {declare_status(peer, t + 'transient')}")
+        subscribe("auto-delete:true", t + "autodel", ("auto-delete", "true"))
+        lines.append(f"autodel after the subscriber left: {queue_state(peer, t + 'autodel')}")
+        subscribe("x- arguments", t + "args", ("x-max-length", "2"),
+                  ("x-message-ttl", "60000"), ("x-dead-letter-exchange", "dlx"),
+                  ("x-max-priority", "5"), ("x-expires", "600000"),
+                  ("x-max-length-bytes", "1000"), ("x-dead-letter-routing-key", "dead"),
+                  ("x-overflow", "reject-publish"))
+        lines.append("args declared with them as integers: " + declare_status(
+            peer, t + "args", durable=True, arguments={
+                "x-max-length": 2, "x-message-ttl": 60000, "x-dead-letter-exchange": "dlx",
+                "x-max-priority": 5, "x-expires": 600000, "x-max-length-bytes": 1000,
+                "x-dead-letter-routing-key": "dead"}))
+        lines.append("args with x-overflow too: " + declare_status(
+            peer, t + "args", durable=True, arguments={
+                "x-max-length": 2, "x-message-ttl": 60000, "x-dead-letter-exchange": "dlx",
+                "x-max-priority": 5, "x-expires": 600000, "x-max-length-bytes": 1000,
+                "x-dead-letter-routing-key": "dead", "x-overflow": "reject-publish"}))
+        subscribe("x-queue-type quorum", t + "quorum", ("x-queue-type", "quorum"))
+        lines.append("quorum is quorum: " + declare_status(
+            peer, t + "quorum", durable=True, arguments={"x-queue-type": "quorum"}))
+        subscribe("x-max-length not a number", t + "badarg", ("x-max-length", "many"))
+        lines.append(f"badarg: {queue_state(peer, t + 'badarg')}")
+        made.append(t + "excl")
+        with session(peer, lines, "exclusive owner") as owner:
+            owner.send("SUBSCRIBE", _sub(f"/queue/{t}excl", "s", ("exclusive", "true"),
+                                         ("receipt", "r")))
+            owner.expect(1)
+            lines.append(f"excl while the owner is here: {queue_state(peer, t + 'excl')}")
+            with session(peer, lines, "exclusive other") as other:
+                other.send("SUBSCRIBE", _sub(f"/queue/{t}excl", "s", ("exclusive", "true"),
+                                             ("receipt", "r")))
+                other.expect(1)
+                other.state()
+            owner.state()
+        lines.append(f"excl after the owner left: {queue_state(peer, t + 'excl')}")
+        subscribe("durable:false on a durable queue", t + "args", ("durable", "false"))
+        with session(peer, lines, "topic x-queue-name") as s:
+            made.append(t + "topicq")
+            s.send("SUBSCRIBE", _sub(f"/topic/{t}k", "s", ("x-queue-name", t + "topicq"),
+                                     ("receipt", "r")))
+            s.expect(1)
+            lines.append(f"topicq while subscribed: {queue_state(peer, t + 'topicq')}")
+            s.state()
+        lines.append(f"topicq after: {queue_state(peer, t + 'topicq')}")
+    finally:
+        cleanup(peer, made)
+    return lines
+
+
 #: Every scenario with a golden file, by name.
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
-    for scenario in (connect_versions, login_errors, header_order)}
+    for scenario in (connect_versions, login_errors, header_order, queue_destinations,
+                     topic_and_exchange_destinations, temp_queue_reply, ack_auto_and_client,
+                     nack_and_ack_versions, prefetch_count, transactions, receipts,
+                     durable_topic_subscription, subscription_headers)}
 
 __all__ = ["SCENARIOS", "base64", "declare_status", "hashlib", "queue_state", "struct"]
