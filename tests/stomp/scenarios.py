@@ -7,6 +7,7 @@ the client's read timeout, and noted ``timeout``).
 from __future__ import annotations
 
 import base64
+import decimal
 import hashlib
 import struct
 
@@ -607,12 +608,262 @@ def subscription_headers(peer: Peer) -> list[str]:
     return lines
 
 
+# -- errors -----------------------------------------------------------------------------------
+
+
+def frame_errors(peer: Peer) -> list[str]:
+    """One bad frame per connection: the ERROR (or nothing) it gets, and whether the
+    connection stays open."""
+    t = peer.token
+    q = t + "errors"
+    lines: list[str] = []
+    bogus_ack = "T_nosub@@session-AAAAAAAAAAAAAAAAAAAAAA@@1"
+    cases: list[tuple[str, list[tuple[str, list[tuple[str, str]]]]]] = [
+        ("SEND unknown destination", [("SEND", [("destination", "/nowhere/x")])]),
+        ("SUBSCRIBE unknown destination", [("SUBSCRIBE", _sub("/nowhere/x", "0"))]),
+        ("SEND bare name", [("SEND", [("destination", q)])]),
+        ("SEND /queue/a/b", [("SEND", [("destination", f"/queue/{t}a/b")])]),
+        ("SUBSCRIBE /queue/a/b", [("SUBSCRIBE", _sub(f"/queue/{t}a/b", "0"))]),
+        ("SEND /queue/", [("SEND", [("destination", "/queue/")])]),
+        ("SUBSCRIBE /topic/", [("SUBSCRIBE", _sub("/topic/", "0"))]),
+        ("SEND /exchange/", [("SEND", [("destination", "/exchange/")])]),
+        ("SEND /amq/queue/", [("SEND", [("destination", "/amq/queue/")])]),
+        ("SEND without destination", [("SEND", [])]),
+        ("SUBSCRIBE without destination", [("SUBSCRIBE", [("id", "0")])]),
+        ("SUBSCRIBE without id", [("SUBSCRIBE", [("destination", f"/queue/{q}")])]),
+        ("bad command", [("FROBNICATE", [])]),
+        ("lower-case command", [("send", [("destination", f"/queue/{q}")])]),
+        ("message-id on SEND", [("SEND", [("destination", f"/queue/{q}"),
+                                          ("message-id", "mine")])]),
+        ("ACK of an unknown subscription", [("ACK", [("id", bogus_ack)])]),
+        ("ACK of a malformed id", [("ACK", [("id", "garbage")])]),
+        ("ACK without id", [("ACK", [])]),
+        ("NACK of an unknown subscription", [("NACK", [("id", bogus_ack)])]),
+        ("UNSUBSCRIBE unknown id", [("UNSUBSCRIBE", [("id", "nope")])]),
+        ("UNSUBSCRIBE without id", [("UNSUBSCRIBE", [])]),
+        ("duplicate subscription id", [("SUBSCRIBE", _sub(f"/queue/{q}", "dup")),
+                                       ("SUBSCRIBE", _sub(f"/queue/{q}", "dup"))]),
+        ("CONNECTED from the client", [("CONNECTED", [])]),
+    ]
+    try:
+        for label, frames in cases:
+            with session(peer, lines, label) as s:
+                for command, headers in frames:
+                    s.send(command, [*headers, ("receipt", "r")],
+                           "x" if command == "SEND" else b"")
+                s.expect(len(frames))
+                s.state()
+        with session(peer, lines, "garbage bytes") as s:
+            s.raw.send_raw(b"\x00\x01\x02 not a frame\n\n\x00")
+            s.expect(1)
+            s.state()
+        with session(peer, lines, "CONNECT with content-length:x", login="-") as s:
+            s.raw.send_raw(b"CONNECT\nlogin:guest\npasscode:guest\ncontent-length:x\n\n\x00")
+            s.expect(1)
+            s.state()
+        lines.append(f"errors queue: {queue_state(peer, q)}")
+    finally:
+        cleanup(peer, [q, t + "a/b"])
+    return lines
+
+
+#: Three users, each without one of the three permissions (as rabbitmqctl set_permissions).
+USERS: dict[str, tuple[str, str, str]] = {
+    "noconf": ("", ".*", ".*"), "nowrite": (".*", "", ".*"), "noread": (".*", ".*", "")}
+
+
+def access_refused(peer: Peer) -> list[str]:
+    """What each user without one permission may do over STOMP: SEND and SUBSCRIBE to a new
+    /queue/Q, to an existing one through /amq/queue/Q, to /topic/K and /exchange/X/K."""
+    t = peer.token
+    lines: list[str] = []
+    made: list[str] = []
+    for user, (configure, write, read) in USERS.items():
+        peer.add_user(t + user, "pw", configure, write, read)
+    with amqp091(peer) as ch:
+        ch.exchange_declare(t + "x", "topic")
+        for user in USERS:
+            ch.queue_declare(f"{t}{user}-existing")
+            made.append(f"{t}{user}-existing")
+    try:
+        for user in USERS:
+            made.append(f"{t}{user}-new")
+            for command, dest in (("SEND", f"/queue/{t}{user}-new"),
+                                  ("SUBSCRIBE", f"/queue/{t}{user}-new"),
+                                  ("SEND", f"/amq/queue/{t}{user}-existing"),
+                                  ("SUBSCRIBE", f"/amq/queue/{t}{user}-existing"),
+                                  ("SEND", f"/topic/{t}k"),
+                                  ("SUBSCRIBE", f"/topic/{t}k"),
+                                  ("SEND", f"/exchange/{t}x/k"),
+                                  ("SUBSCRIBE", f"/exchange/{t}x/k")):
+                label = f"{user} {command} {dest.replace(t, '')}"
+                with session(peer, lines, label, login=t + user, passcode="pw") as s:
+                    s.send(command, [("destination", dest), ("id", "0"), ("receipt", "r")],
+                           "x" if command == "SEND" else b"")
+                    s.expect(1)
+                    s.state()
+        lines.append("counts: " + ", ".join(f"{q.replace(t, '')} {queue_state(peer, q)}"
+                                            for q in made))
+    finally:
+        cleanup(peer, made, [t + "x"], users=[t + user for user in USERS])
+    return lines
+
+
+# -- header escaping ---------------------------------------------------------------------------
+
+
+def header_escaping(peer: Peer) -> list[str]:
+    """Headers with escapes, colons and surrounding whitespace, sent in 1.2, 1.1 and 1.0 to a
+    topic that a 1.2, a 1.1 and a 1.0 subscriber each read (as on the wire: RabbitMQ escapes
+    for every version, and reads escapes in every version); an unknown escape sequence; a
+    header repeated (the first counts)."""
+    t = peer.token
+    dest = f"/topic/{t}esc"
+    lines: list[str] = []
+    values = [("plain", "v"), ("colon", "a:b:c"), ("newline", "a\nb"), ("backslash", "a\\b"),
+              ("carriage-return", "a\rb"), ("spaces", "  padded  "), ("tab", "\tlead"),
+              ("col:on", "in the name"), ("repeated", "first"), ("repeated", "second")]
+    by_version = {
+        "1.2": values, "1.1": [(k, v) for k, v in values if k != "carriage-return"],
+        # 1.0 has no escapes; written raw: a backslash sequence in a value is read as one
+        "1.0": [("plain", "v"), ("colon", "a:b:c"), ("spaces", "  padded  "),
+                ("tab", "\tlead"), ("raw-escape", "a\\nb"), ("repeated", "first"),
+                ("repeated", "second")]}
+    subscribers = {}
+    for version in ("1.2", "1.1", "1.0"):
+        s = session(peer, lines, f"reader {version}", version=version)
+        subscribers[version] = (s, s.__enter__())
+    try:
+        for _, r in subscribers.values():
+            r.send("SUBSCRIBE", _sub(dest, "s", ("receipt", "r")))
+            r.expect(1)
+        for version in ("1.2", "1.1", "1.0"):
+            with session(peer, lines, f"writer {version}", version=version) as w:
+                w.send("SEND", [("destination", dest), *by_version[version]], f"from {version}",
+                       escape_as=None if version == "1.0" else version)
+                for _, r in subscribers.values():
+                    r.expect(1)
+                w.state()
+        for version in ("1.2", "1.0"):
+            with session(peer, lines, f"unknown escape {version}", version=version) as w:
+                w.raw.send_raw(f"SEND\ndestination:{dest}\nx:a\\tb\n\n".encode()
+                               + b"bad escape\x00")
+                w.expect(1)
+                w.state()
+            subscribers["1.2"][1].quiet()
+    finally:
+        for context, _ in subscribers.values():
+            context.__exit__(None, None, None)
+    return lines
+
+
+# -- interoperation with AMQP 0-9-1 ------------------------------------------------------------
+
+
+def from_amqp091(peer: Peer) -> list[str]:
+    """A message published with pika with every basic property and headers of each type pika
+    writes (string, int, long, bool, decimal (pika has no float), table, array, bytes, void),
+    read by a 1.2 and a 1.0 STOMP subscriber: which headers they get, and how."""
+    t = peer.token
+    q = t + "from091"
+    lines: list[str] = []
+    properties = pika.BasicProperties(
+        content_type="application/json", content_encoding="gzip",
+        headers={"s": "text", "i": 42, "neg": -7, "long": 2 ** 40, "t": True, "f": False,
+                 "decimal": decimal.Decimal("1.5"), "table": {"k": "v", "n": 1}, "list": ["a", 1],
+                 "bytes": b"raw", "empty": "", "none": None, "colon:key": "a:b",
+                 "nl": "a\nb", "destination": "/queue/spoofed", "message-id": "spoofed"},
+        delivery_mode=2, priority=7, correlation_id="corr", reply_to="replies",
+        expiration="600000", message_id="mid", timestamp=1700000000, type="kind",
+        user_id="guest", app_id="app", cluster_id="cluster")
+    _fill(peer, q, 0)
+    try:
+        with amqp091(peer) as ch:
+            ch.basic_publish("", q, b'{"a": 1}', properties)
+            ch.basic_publish("", q, b"bare")
+            ch.basic_publish("", q, b"\x00binary\x00",
+                             pika.BasicProperties(reply_to="/exchange/x/y"))
+        for version in ("1.2", "1.0"):
+            with session(peer, lines, version, version=version) as s:
+                s.send("SUBSCRIBE", _sub(f"/amq/queue/{q}", "s", ("ack", "client")))
+                got = [g for g in s.expect(3) if not isinstance(g, str)]
+                if version == "1.0" and got:  # (1.2 leaves them unacknowledged: requeued)
+                    s.send("ACK", [("message-id", got[-1].header("message-id") or ""),
+                                   ("receipt", "a")])
+                    s.expect(1)
+                s.state()
+    finally:
+        cleanup(peer, [q])
+    return lines
+
+
+def _properties(props: pika.BasicProperties) -> str:
+    fields = ("content_type", "content_encoding", "delivery_mode", "priority",
+              "correlation_id", "reply_to", "expiration", "message_id", "timestamp", "type",
+              "user_id", "app_id", "cluster_id")
+    shown = {f: getattr(props, f) for f in fields if getattr(props, f) is not None}
+    headers = props.headers
+    return f"{shown!r} headers={dict(sorted(headers.items())) if headers else headers!r}"
+
+
+def to_amqp091(peer: Peer) -> list[str]:
+    """SENDs with each header STOMP maps to a property, user headers, and the reply-to forms,
+    read with pika (basic.get): the properties and headers, as their types."""
+    t = peer.token
+    q = t + "to091"
+    lines: list[str] = []
+    sends: list[tuple[str, list[tuple[str, str]], bytes]] = [
+        ("all mapped", [("content-type", "text/plain; charset=utf-8"),
+                        ("content-encoding", "identity"), ("persistent", "true"),
+                        ("priority", "5"), ("correlation-id", "corr"),
+                        ("reply-to", "/queue/replies"), ("expiration", "600000"),
+                        ("amqp-message-id", "mid"), ("timestamp", "1700000000"),
+                        ("type", "kind"), ("user-id", "guest"), ("app-id", "app")],
+         b"all"),
+        ("user headers", [("x-custom", "1"), ("my-header", "v"), ("number", "42"),
+                          ("bool", "true"), ("empty", ""), ("colon", "a:b")], b"user"),
+        ("content-length", [], b"with\x00nul"),
+        ("persistent false", [("persistent", "false")], b"p"),
+        ("reply-to /temp-queue/", [("reply-to", "/temp-queue/t1")], b"r1"),
+        ("reply-to /exchange/x/k", [("reply-to", "/exchange/x/k")], b"r2"),
+        ("reply-to plain", [("reply-to", "plain")], b"r3"),
+        ("priority not a number", [("priority", "high")], b"p2"),
+        ("user-id of another user", [("user-id", "mallory")], b"u"),
+        ("session header", [("session", "mine"), ("subscription", "mine"),
+                            ("redelivered", "true")], b"s"),
+    ]
+    _fill(peer, q, 0)
+    try:
+        for label, headers, body in sends:
+            with session(peer, lines, label) as s:
+                s.send("SEND", [("destination", f"/amq/queue/{q}"), *headers,
+                                ("receipt", "r")], body, content_length=b"\x00" in body)
+                s.expect(1)
+                s.state()
+            with amqp091(peer) as ch:
+                method, props, got = ch.basic_get(q, auto_ack=True)
+                if method is None:
+                    lines.append(f"{label}: nothing in the queue")
+                else:
+                    lines.append(f"{label}: {got!r} {normalise_properties(props, t)}")
+    finally:
+        cleanup(peer, [q])
+    return lines
+
+
+def normalise_properties(props: pika.BasicProperties, token: str) -> str:
+    from .differential import normalise
+
+    return normalise(_properties(props), token)
+
+
 #: Every scenario with a golden file, by name.
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (connect_versions, login_errors, header_order, queue_destinations,
                      topic_and_exchange_destinations, temp_queue_reply, ack_auto_and_client,
                      nack_and_ack_versions, prefetch_count, transactions, receipts,
-                     durable_topic_subscription, subscription_headers)}
+                     durable_topic_subscription, subscription_headers, frame_errors,
+                     access_refused, header_escaping, from_amqp091, to_amqp091)}
 
 __all__ = ["SCENARIOS", "base64", "declare_status", "hashlib", "queue_state", "struct"]
