@@ -212,6 +212,19 @@ class Session:
             self.note(f"{label + ' ' if label else ''}<- {line}")
         return [g for g in got if isinstance(g, Frame)]
 
+    def until_closed(self, label: str = "") -> None:
+        """Note every frame until the server closes the connection (or the read times out),
+        sorted: for what comes from two sources at once (a receipt and an asynchronous
+        channel error)."""
+        seen = []
+        while True:
+            got = self.raw.read()
+            seen.append(show(got, self.peer.token))
+            if isinstance(got, str):
+                break
+        self.note(f"{label + ' ' if label else ''}until closed <- "
+                  + " | ".join([*sorted(seen[:-1]), seen[-1]]))
+
     def state(self) -> str:
         """Whether the connection is still open: send ``DISCONNECT receipt:alive`` and note
         what comes until the server closes (a RECEIPT: it was open and logged in; ``closed``

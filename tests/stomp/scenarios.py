@@ -75,7 +75,7 @@ def login_errors(peer: Peer) -> list[str]:
                                               "host": vhost}),
                 ("version 2.0", {"version": "2.0"}),
                 ("version 1.3,2.0", {"version": "1.3,2.0"})):
-            with session(peer, lines, label, **kwargs) as s:  # type: ignore[arg-type]
+            with session(peer, lines, label, **kwargs) as s:
                 s.state()
         with session(peer, lines, "SEND before CONNECT", login="-") as s:
             s.send("SEND", [("destination", f"/queue/{t}x"), ("receipt", "r")], "x")
@@ -312,11 +312,15 @@ def nack_and_ack_versions(peer: Peer) -> list[str]:
             s.send("NACK", [("id", got[1].header("ack") or ""), ("requeue", "false"),
                             ("receipt", "n2")])
             s.expect(1, "NACK m2 requeue:false")
-            s.send("NACK", [("id", "T_s@@session-AAAAAAAAAAAAAAAAAAAAAA@@99"),
-                            ("receipt", "n3")])
-            s.expect(1, "NACK an unknown id")
             s.state()
         lines.append(f"left: {queue_state(peer, q)}")
+        with session(peer, lines, "NACK an unknown delivery") as s:
+            s.send("SUBSCRIBE", _sub(f"/queue/{q}-empty", "s", ("ack", "client-individual"),
+                                     ("receipt", "r")))
+            s.expect(1)
+            s.send("NACK", [("id", "T_s@@session-AAAAAAAAAAAAAAAAAAAAAA@@99"),
+                            ("receipt", "n3")])
+            s.until_closed()
         for version in ("1.0", "1.1"):
             with session(peer, lines, version, version=version) as s:
                 s.send("SUBSCRIBE", _sub(f"/amq/queue/{q}", "s", ("ack", "client")))
@@ -329,7 +333,7 @@ def nack_and_ack_versions(peer: Peer) -> list[str]:
             lines.append(f"after {version}: {queue_state(peer, q)}")
             _fill(peer, q, 2)
     finally:
-        cleanup(peer, [q])
+        cleanup(peer, [q, q + "-empty"])
     return lines
 
 
@@ -621,7 +625,7 @@ def frame_errors(peer: Peer) -> list[str]:
     cases: list[tuple[str, list[tuple[str, list[tuple[str, str]]]]]] = [
         ("SEND unknown destination", [("SEND", [("destination", "/nowhere/x")])]),
         ("SUBSCRIBE unknown destination", [("SUBSCRIBE", _sub("/nowhere/x", "0"))]),
-        ("SEND bare name", [("SEND", [("destination", q)])]),
+        ("SEND bare name", [("SEND", [("destination", t + "bare")])]),
         ("SEND /queue/a/b", [("SEND", [("destination", f"/queue/{t}a/b")])]),
         ("SUBSCRIBE /queue/a/b", [("SUBSCRIBE", _sub(f"/queue/{t}a/b", "0"))]),
         ("SEND /queue/", [("SEND", [("destination", "/queue/")])]),
@@ -661,9 +665,10 @@ def frame_errors(peer: Peer) -> list[str]:
             s.raw.send_raw(b"CONNECT\nlogin:guest\npasscode:guest\ncontent-length:x\n\n\x00")
             s.expect(1)
             s.state()
-        lines.append(f"errors queue: {queue_state(peer, q)}")
+        lines.append(f"errors queue: {queue_state(peer, q)}; bare: "
+                     f"{queue_state(peer, t + 'bare')}")
     finally:
-        cleanup(peer, [q, t + "a/b"])
+        cleanup(peer, [q, t + "a/b", t + "bare"])
     return lines
 
 
@@ -674,7 +679,8 @@ USERS: dict[str, tuple[str, str, str]] = {
 
 def access_refused(peer: Peer) -> list[str]:
     """What each user without one permission may do over STOMP: SEND and SUBSCRIBE to a new
-    /queue/Q, to an existing one through /amq/queue/Q, to /topic/K and /exchange/X/K."""
+    /queue/Q, to existing ones through /amq/queue/Q (an empty one to subscribe to: no delivery
+    races the receipt), to /topic/K and /exchange/X/K."""
     t = peer.token
     lines: list[str] = []
     made: list[str] = []
@@ -683,15 +689,16 @@ def access_refused(peer: Peer) -> list[str]:
     with amqp091(peer) as ch:
         ch.exchange_declare(t + "x", "topic")
         for user in USERS:
-            ch.queue_declare(f"{t}{user}-existing")
-            made.append(f"{t}{user}-existing")
+            for name in ("existing", "empty"):
+                ch.queue_declare(f"{t}{user}-{name}")
+                made.append(f"{t}{user}-{name}")
     try:
         for user in USERS:
             made.append(f"{t}{user}-new")
             for command, dest in (("SEND", f"/queue/{t}{user}-new"),
                                   ("SUBSCRIBE", f"/queue/{t}{user}-new"),
                                   ("SEND", f"/amq/queue/{t}{user}-existing"),
-                                  ("SUBSCRIBE", f"/amq/queue/{t}{user}-existing"),
+                                  ("SUBSCRIBE", f"/amq/queue/{t}{user}-empty"),
                                   ("SEND", f"/topic/{t}k"),
                                   ("SUBSCRIBE", f"/topic/{t}k"),
                                   ("SEND", f"/exchange/{t}x/k"),
