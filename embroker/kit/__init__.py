@@ -25,11 +25,13 @@ from ._destinations import (
 )
 from ._login import (
     Client,
+    DirectRefused,
     LoginRefused,
     PeerCertificate,
     check_password,
     decode_amqplain,
     decode_plain,
+    direct_connect,
     direct_login,
     external_check,
     login,
@@ -39,8 +41,9 @@ from ._login import (
 
 __all__ = [
     "DESTINATION_PREFIXES", "Client", "Destination", "DestinationError", "DestinationErrorKind",
-    "DestinationType", "Direction", "LoginRefused", "PeerCertificate", "Subscription",
-    "check_password", "coalesce", "decode_amqplain", "decode_plain", "direct_login",
+    "DestinationType", "DirectRefused", "Direction", "LoginRefused", "PeerCertificate", "Subscription",
+    "check_password", "coalesce", "decode_amqplain", "decode_plain", "direct_connect",
+    "direct_login",
     "ensure_binding", "ensure_endpoint", "external_check", "login", "login_anonymous",
     "login_password", "parse_destination", "private_queue", "runs", "subscribe",
 ]

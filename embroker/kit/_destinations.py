@@ -306,7 +306,7 @@ def ensure_endpoint(channel: Channel, destination: Destination,
                     direction: Direction = "source", *, durable: bool | None = None,
                     exclusive: bool | None = None, auto_delete: bool | None = None,
                     arguments: dict[str, Any] | None = None,
-                    check_exchange: bool = False) -> str | None:
+                    check_exchange: bool = False, queue: str = "") -> str | None:
     """Declare what a destination needs (``rabbit_routing_util:ensure_endpoint/5``): for a
     subscription (``source``) to an exchange or topic, a private queue named by the server;
     for ``/queue/Q`` either way, Q itself; nothing for the other forms.
@@ -322,6 +322,8 @@ def ensure_endpoint(channel: Channel, destination: Destination,
         destination: what to ensure.
         direction: ``"source"`` (a subscription) or ``"dest"`` (where messages are sent).
         check_exchange: an exchange must exist (a passive exchange.declare first).
+        queue: the private queue's name (``""``: the server names it); RabbitMQ's
+            ``subscription_queue_name_gen`` parameter, which STOMP gives.
 
     Returns:
         The queue's name (``/amq/queue/Q``'s and ``/reply-queue/Q``'s as given, undeclared), or
@@ -340,7 +342,7 @@ def ensure_endpoint(channel: Channel, destination: Destination,
             channel.exchange_declare(destination.name or "", passive=True)
         if direction == "dest":
             return None
-        return channel.queue_declare("", **_declare_flags(
+        return channel.queue_declare(queue, **_declare_flags(
             bool(durable), exclusive, auto_delete), arguments=arguments).queue
     if kind is DestinationType.QUEUE:
         if destination.name is None:
@@ -442,31 +444,31 @@ def private_queue(channel: Channel, *, durable: bool = False, exclusive: bool | 
 def subscribe(channel: Channel, destination: Destination, *, durable: bool | None = None,
               exclusive: bool | None = None, auto_delete: bool | None = None,
               arguments: dict[str, Any] | None = None,
-              check_exchange: bool = False) -> Subscription:
+              check_exchange: bool = False, queue: str = "") -> Subscription:
     """What a subscriber to ``destination`` reads from, made as RabbitMQ's plugins make it
     (``ensure_endpoint(source, ...)`` then ``ensure_binding(Queue, parse_routing(Dest))``): to
     an exchange or topic, a private queue bound with the destination's key; to a queue, that
     queue (``/queue/Q`` declared). Nothing is consumed yet: :meth:`Subscription.consume`.
 
     A binding refused leaves nothing behind: the private queue is deleted before the error
-    goes on.
+    goes on. ``queue`` names the private queue (:func:`ensure_endpoint`).
 
     Raises:
         DestinationError: (:attr:`~DestinationErrorKind.INVALID_ENDPOINT`) a destination with
             no queue to read (``/temp-queue/N``, the anonymous ``/queue``).
         AMQPError: the channel's refusal, as the channel words it.
     """
-    queue = ensure_endpoint(channel, destination, "source", durable=durable,
-                            exclusive=exclusive, auto_delete=auto_delete,
-                            arguments=arguments, check_exchange=check_exchange)
-    if queue is None:
+    name = ensure_endpoint(channel, destination, "source", durable=durable,
+                           exclusive=exclusive, auto_delete=auto_delete,
+                           arguments=arguments, check_exchange=check_exchange, queue=queue)
+    if name is None:
         raise DestinationError(DestinationErrorKind.INVALID_ENDPOINT, "/queue",
                                destination.type)
-    subscription = Subscription(channel, queue, own_queue=destination.type in (
+    subscription = Subscription(channel, name, own_queue=destination.type in (
         DestinationType.EXCHANGE, DestinationType.TOPIC))
     exchange, key = destination.routing
     try:
-        ensure_binding(channel, queue, exchange, key)
+        ensure_binding(channel, name, exchange, key)
     except AMQPError:
         subscription.close()
         raise

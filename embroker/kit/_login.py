@@ -35,8 +35,9 @@ from ..model._access import login_refusal
 if TYPE_CHECKING:
     from ..model import Broker
 
-__all__ = ["Client", "LoginRefused", "PeerCertificate", "decode_amqplain", "decode_plain",
-           "direct_login", "external_check", "login", "login_anonymous", "login_password"]
+__all__ = ["Client", "DirectRefused", "LoginRefused", "PeerCertificate", "decode_amqplain",
+           "decode_plain", "direct_connect", "direct_login", "external_check", "login",
+           "login_anonymous", "login_password"]
 
 
 class PeerCertificate(Protocol):
@@ -358,3 +359,90 @@ def _announce(broker: Broker, client: Client, mechanism: str, user: str, *,
         "peer_host": client.peer_host, "peer_port": client.peer_port, "host": client.host,
         "port": client.port, "mechanism": mechanism, "protocol": client.event_protocol,
         "ssl": client.tls is not None}, failed=error is not None, error=error)
+
+
+# -- direct connections: STOMP's and MQTT's ------------------------------------------------------
+
+@final
+class DirectRefused(Exception):
+    """A direct connection refused (:func:`direct_connect`).
+
+    Attributes:
+        why: ``"vhost"`` (no such virtual host, or its connection limit is reached: checked
+            before any login, as ``rabbit_direct:connect/5`` checks them), ``"credentials"``
+            (the login failed), ``"loopback"`` (a loopback-only user from elsewhere),
+            ``"access"`` (no access to the virtual host, or the user's connection limit).
+        user: the name it tried.
+        reason: RabbitMQ's words for its log.
+    """
+
+    def __init__(self, why: str, user: str, reason: str) -> None:
+        super().__init__(reason)
+        self.why = why
+        self.user = user
+        self.reason = reason
+
+
+def direct_connect(broker: Broker, vhost: str, client: Client, *, user: str,
+                   password: str | None, kind: Any, client_properties: dict[str, Any],
+                   name: str | None = None, details: dict[str, Any] | None = None,
+                   topic_variables: dict[str, str] | None = None) -> Any:
+    """Open a model connection for a protocol that logs in as RabbitMQ 3.10's STOMP and MQTT
+    plugins do, through a direct connection (``amqp_connection:start`` with
+    ``#amqp_params_direct{}``, then ``rabbit_access_control:check_user_loopback/2``). The order
+    is ``rabbit_direct:connect/5``'s, and it shows in what a client is told:
+
+    1. the virtual host must exist and be under its ``max-connections``, whoever asks (so a
+       wrong password to a missing virtual host is refused for the virtual host);
+    2. the login, counted under ``client.protocol`` and announced as ``rabbit_direct``
+       announces it (``connection_type: direct`` and the name, the failure's reason);
+       ``password`` ``None``: the user's name came from its TLS certificate, and only its
+       existence is asked (RabbitMQ's ``check_user_login`` with no credentials);
+    3. the connection (``Broker.open_connection``: access to the virtual host, the user's
+       ``max-connections``);
+    4. a loopback-only user from elsewhere is refused last.
+
+    Returns:
+        The model connection (``kind``, ``client_properties``, ``name``, ``details`` and
+        ``topic_variables`` are :meth:`Broker.open_connection`'s).
+
+    Raises:
+        DirectRefused: any refusal; ``why`` says which step.
+    """
+    from ..errors import NotAllowed
+
+    try:
+        broker.vhost(vhost).policies.check_connection_limit(user)
+    except NotAllowed as refused:
+        raise DirectRefused("vhost", user, refused.text) from None
+    if password is None:
+        refused_why = None if user in broker.access.users else "credentials"
+        broker.access.attempts.record(client.protocol, refused_why is None,
+                                      address=client.peer_host, user=user)
+    else:
+        refused_why = broker.access.check_login(user, password, loopback=True,
+                                                protocol=client.protocol,
+                                                address=client.peer_host)
+    if refused_why is not None:
+        reason = login_refusal(refused_why, user, password)
+        _announce_direct(broker, user, error=reason)
+        raise DirectRefused("credentials", user, reason)
+    _announce_direct(broker, user)
+    try:
+        connection = broker.open_connection(vhost, user=user, client_properties=client_properties,
+                                            name=name, details=details, kind=kind,
+                                            topic_variables=topic_variables)
+    except NotAllowed as refused:
+        raise DirectRefused("access", user, refused.text) from None
+    if not broker.access.allowed_from(user, loopback=client.loopback):
+        connection.close()
+        raise DirectRefused("loopback", user, login_refusal("loopback", user))
+    return connection
+
+
+def _announce_direct(broker: Broker, user: str, *, error: str | None = None) -> None:
+    # rabbit_direct:notify_auth_result/3: the name and connection_type direct (and the reason).
+    events = broker.plugins.events
+    if events is not None:
+        events.authentication(user, {"connection_type": "direct"}, failed=error is not None,
+                              error=error)

@@ -1024,6 +1024,18 @@ class Grant:
         if self._access is not None:
             self._check("exchange", name, "write")
 
+    def read_topic(self, exchange: str, routing_key: str) -> None:
+        """A subscription to ``routing_key`` of a topic exchange: the topic permission
+        ``read`` (RabbitMQ 3.10's STOMP and MQTT plugins ask ``rabbit_access_control:
+        check_topic_access/4`` before they subscribe; AMQP 0-9-1 never asks it).
+
+        Raises:
+            AccessRefused: (403) its pattern does not allow the key.
+        """
+        if self._access is not None:
+            self._access.check_topic(self.user, self.vhost, exchange, routing_key, "read",
+                                     self.topic_variables)
+
     def publish(self, vhost: VirtualHost, message: Message) -> None:
         """basic.publish (after the size check); a refusal is recorded on the trace, as the
         model's own refusals of a publish are."""
