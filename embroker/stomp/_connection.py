@@ -152,7 +152,12 @@ class _Refused(Exception):
 
 
 class _Stop(Exception):
-    """The connection ends (after what was sent)."""
+    """The connection ends (after what was sent, and the frame's receipt: the plugin's
+    ``{stop, normal, _}`` still runs ``ensure_receipt/2``)."""
+
+
+class _Crash(Exception):
+    """The plugin's processor would crash: the connection ends with nothing more sent."""
 
 
 def _p(text: str) -> str:
@@ -204,6 +209,8 @@ class StompConnection:
         self._reply_queues: dict[str, str] = {}
         self._receipts: dict[int, str] = {}  # publish sequence number -> receipt id
         self._confirms: list[tuple[int, bool]] = []  # confirms of the read being handled
+        self._handling = False  # a frame is being handled: its deliveries wait (_deferred)
+        self._deferred: list[bytes] = []
         self._committed: list[str] = []  # receipts of the publishes a COMMIT routed
         self._alarm = False  # publishers are blocked
         self._held = False  # ...and it published since: not read until they are unblocked
@@ -364,6 +371,18 @@ class StompConnection:
     def _handle(self, frame: Frame) -> None:
         if self.version == "1.0":
             frame.headers = [(k, v.lstrip(" ")) for k, v in frame.headers]
+        self._handling = True
+        try:
+            self._command(frame)
+        finally:
+            self._handling = False
+            deferred, self._deferred = self._deferred, []
+            if not self.should_close:
+                self._out.extend(deferred)
+
+    def _command(self, frame: Frame) -> None:
+        # One frame (process_frame/2): its command, then its receipt, then (_handle) the
+        # deliveries it caused, which reach the plugin's reader only after it.
         try:
             if frame.command in ("CONNECT", "STOMP"):
                 self._connect(frame, implicit=False)
@@ -385,24 +404,34 @@ class StompConnection:
         except _Refused as refused:
             self._error(refused.message, refused.detail)
             return
-        except _Stop:
+        except _Crash:
             self._finish()
             return
-        except AMQPError as error:
-            self._die(error)
+        except _Stop:
+            self._receipt(frame)
+            self._finish()
             return
-        receipt = frame.header("receipt")
-        if receipt is not None and frame.command != "SEND":
-            self._send("RECEIPT", [("receipt-id", receipt)])
+        except AMQPError as error:  # (amqp_death/3, then the receipt)
+            self._error(error.reply_name.lower(), error.reply_text)
+            self._receipt(frame)
+            self._finish()
+            return
+        self._receipt(frame)
         if frame.command == "DISCONNECT":
             self._finish()
         elif self._after_receipt is not None:
             failed, self._after_receipt = self._after_receipt, None
             self._die(failed)
 
+    def _receipt(self, frame: Frame) -> None:
+        # ensure_receipt/2 (a SEND's receipt waits for its confirm: _flush_receipts)
+        receipt = frame.header("receipt")
+        if receipt is not None and frame.command != "SEND":
+            self._send("RECEIPT", [("receipt-id", receipt)])
+
     def _connect(self, frame: Frame, *, implicit: bool) -> bool:
-        if self.channel is not None:  # (RabbitMQ's processor has no clause: it dies)
-            raise _Refused("Processing error", "Processing error")
+        if self.channel is not None:  # (RabbitMQ's processor has no clause for it: it dies)
+            raise _Crash
         version = self._negotiate(frame.header("accept-version", "1.0") or "")
         if version is None:
             raise _Refused("Version mismatch",
@@ -536,8 +565,13 @@ class StompConnection:
         if subscription.ack_mode == "client" and self.version == "1.2":
             headers.append(("ack", ident))
         headers += delivery_headers(event.message.properties)
-        self._send("MESSAGE", headers, event.message.body)
-        self._notify()
+        data = encode_frame("MESSAGE", headers, event.message.body,
+                            trailing_lf=self.settings.trailing_lf)
+        if self._handling:
+            self._deferred.append(data)
+        else:
+            self._write(data)
+            self._notify()
 
     def _cancelled(self, consumer_tag: str) -> None:
         # server_cancel_consumer/2: an ERROR naming the subscription; the connection goes on.
@@ -611,8 +645,8 @@ class StompConnection:
         flags = queue_flags(frame, defaults)
         try:
             arguments = header_arguments(frame)
-        except HeaderError as error:
-            raise _Refused("Processing error", str(error)) from None
+        except HeaderError:  # (the plugin's processor dies on it: its words are these)
+            raise _Refused("Processing error", "Processing error") from None
         assert self.channel is not None
         name = ensure_endpoint(self.channel, destination, "source" if direction == "source"
                                else "dest", durable=flags.get("durable", False),
@@ -729,6 +763,8 @@ class StompConnection:
             channel.basic_consume(queue, tag, no_ack=ack == "auto", arguments=arguments)
             ensure_binding(channel, queue, *self._routing(destination))
         except AMQPError:
+            if tag in channel.consumers:  # (its channel dies in the plugin: no cancel told)
+                channel.basic_cancel(tag)
             if private:  # (server-named and declared here: safe to delete)
                 self._delete_quietly(queue)
             raise

@@ -343,12 +343,13 @@ def test_a_send_receipt_follows_the_confirm_and_puts_the_channel_in_confirm_mode
     assert wire.conn.channel.confirm_mode
 
 
-def test_receipts_of_one_read_come_in_order_after_its_other_frames(wire: Wire) -> None:
+def test_a_frames_deliveries_follow_its_receipt_and_send_receipts_its_confirms(wire: Wire) -> None:
     frames = wire.send(frame("SEND", "destination:/queue/q", "receipt:a", body="1")
                        + frame("SUBSCRIBE", "destination:/queue/q", "receipt:b")
                        + frame("SEND", "destination:/queue/q", "receipt:c", body="2"))
+    # (a frame's deliveries follow its receipt; a SEND's receipt follows its confirm)
     assert [(f.command, f.header("receipt-id") or f.body.decode()) for f in frames] == [
-        ("MESSAGE", "1"), ("RECEIPT", "b"), ("MESSAGE", "2"), ("RECEIPT", "a"),
+        ("RECEIPT", "b"), ("MESSAGE", "1"), ("MESSAGE", "2"), ("RECEIPT", "a"),
         ("RECEIPT", "c")]
 
 
