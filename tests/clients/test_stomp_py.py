@@ -144,6 +144,7 @@ def refused_without_vhost(port: int) -> str:
         conn.connect("guest", "guest", wait=True)
     error = frames.errors.get(timeout=TIMEOUT)
     assert error.headers["message"] == "Bad CONNECT"
+    conn.transport.disconnect_socket()  # (the broker leaves it open after the ERROR, as RabbitMQ)
     return str(error.body)
 
 
@@ -177,7 +178,10 @@ def test_bad_password_is_refused(port: int) -> None:
     conn.set_listener("", frames)
     with pytest.raises(ConnectFailedException):
         conn.connect("guest", "wrong", wait=True)
-    assert frames.errors.get(timeout=TIMEOUT).headers["message"] == "Bad CONNECT"
+    error = frames.errors.get(timeout=TIMEOUT)
+    assert (error.headers["message"], error.body) == ("Bad CONNECT",
+                                                      "Access refused for user 'guest'\n")
+    conn.transport.disconnect_socket()
 
 
 # -- destinations -----------------------------------------------------------------------------
