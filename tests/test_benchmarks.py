@@ -1,7 +1,8 @@
 """The benchmarks that reach into the broker's internals still run: each workload of
 ``benchmarks/processing.py`` (a ``ServerConnection`` fed bytes directly) and
 ``benchmarks/listener_turns.py`` (the listener's loop turned from this thread) with a few
-messages. The workloads check their own outcome (every message queued, delivered or acked); the
+messages; and those of ``benchmarks/stomp_rates.py`` (stomp.py) against an in-process STOMP
+listener. The workloads check their own outcome (every message queued, delivered or acked); the
 figures themselves are not asserted."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -29,6 +31,7 @@ def _benchmark(name: str) -> ModuleType:
 
 processing = _benchmark("processing")
 listener_turns = _benchmark("listener_turns")
+stomp_rates = _benchmark("stomp_rates")
 
 
 @pytest.mark.parametrize("workload", [workload for _, workload in processing.LINES],
@@ -48,3 +51,17 @@ def test_listener_turns_workload_runs_and_checks_its_outcome(name: str) -> None:
 def test_listener_turns_machine_figure_runs(
         floor: Callable[[int], float]) -> None:
     assert floor(30) >= 0  # (the round trips check each answer they read)
+
+
+@pytest.mark.parametrize("workload", [workload for _, workload in stomp_rates.LINES],
+                         ids=[label for label, _ in stomp_rates.LINES])
+def test_stomp_rates_workload_runs_and_checks_its_outcome(workload: Callable[..., Any]) -> None:
+    from embroker import Broker
+    from embroker.server import Server
+
+    with Server(Broker(), listeners={"stomp": 0}) as server:
+        port = server.listener_port("stomp")
+        assert port is not None
+        run = workload(stomp_rates.Side(port, server.url), 30)
+        assert run.seconds > 0  # (each waits for its receipt or its last message)
+        assert server.errors == []
