@@ -53,7 +53,23 @@ def embroker_peer() -> Iterator[EmbrokerPeer]:
     broker._check()
 
 
+#: Where embroker differs from RabbitMQ on purpose, by scenario: the line embroker shows in
+#: place of RabbitMQ's. A frame that cannot be parsed: RabbitMQ 3.10.8's reader closes the
+#: socket without a word (rabbit_stomp_reader:process_received_bytes/2 logs the reason and
+#: stops); embroker sends an ERROR frame saying why first, as issue 46 asks ("a
+#: garbage-sending socket gets an ERROR frame"), then closes the same way.
+KNOWN_DIFFERENCES: dict[str, dict[str, str]] = {
+    "header_escaping": {
+        f"unknown escape {version}: <- ERROR ['content-length:38', 'content-type:text/plain', "
+        "'message:Invalid frame', 'version:1.0,1.1,1.2'] b'Could not parse frame: "
+        "bad_escape: \\\\t\\n'": f"unknown escape {version}: <- closed"
+        for version in ("1.0", "1.2")},
+}
+
+
 def _compare(recorded: list[str], seen: list[str], name: str) -> None:
+    known = KNOWN_DIFFERENCES.get(name, {})
+    seen = [known.get(line, line) for line in seen]
     if seen != recorded:
         pytest.fail("embroker differs from RabbitMQ:\n" + "\n".join(difflib.unified_diff(
             recorded, seen, fromfile=f"RabbitMQ ({golden.relative(path(name))})",
