@@ -87,7 +87,8 @@ def _stomp(accepted: Accepted) -> BrokerConnection:
 #: are broker ones, listed with the AMQP ones (rabbitmqctl list_connections, the management
 #: API), open to faults, held by alarms.
 STOMP = PortKind("stomp", _stomp, protocol="stomp", tls_protocol="stomp/ssl",
-                 plugin="rabbitmq_stomp", limit="stomp", locked=True, broker=True, listed=True)
+                 plugin="rabbitmq_stomp", limit="stomp", output_bound=UNREAD, locked=True,
+                 broker=True, listed=True)
 
 
 def _web_stomp() -> PortKind:

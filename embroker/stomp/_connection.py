@@ -42,7 +42,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any, Final
 
 from .._erlang import string as erlang_string
@@ -370,7 +370,7 @@ class StompConnection:
 
     def _handle(self, frame: Frame) -> None:
         if self.version == "1.0":
-            frame.headers = [(k, v.lstrip(" ")) for k, v in frame.headers]
+            frame = frame.trimmed()
         self._handling = True
         try:
             self._command(frame)
@@ -437,7 +437,7 @@ class StompConnection:
             raise _Refused("Version mismatch",
                            f"Supported versions are {','.join(VERSIONS)}\n")
         if version == "1.0":
-            frame.headers = [(k, v.lstrip(" ")) for k, v in frame.headers]
+            frame = frame.trimmed()
         settings = self.settings
         login, passcode = frame.header("login"), frame.header("passcode")
         certificate = False
@@ -613,7 +613,7 @@ class StompConnection:
             raise _Refused("Missing destination",
                            f"{_p(command)} must include a 'destination' header\n")
         try:
-            destination = parse_destination(text)
+            destination = _parse(text)
         except DestinationError as error:
             if error.invalid and error.type is not None:
                 raise _Refused("Invalid destination", f"'{error.rest}' is not a valid "
@@ -896,6 +896,13 @@ class StompConnection:
 
     def _on_disconnect(self, frame: Frame) -> None:
         """(The RECEIPT, if asked, goes first; then the connection ends.)"""
+
+
+@lru_cache(maxsize=1024)
+def _parse(text: str) -> Destination:
+    # The kit's parse_destination, its last 1024 answers remembered (a publisher names the same
+    # few destinations again and again; a refusal is raised again each time).
+    return parse_destination(text)
 
 
 def _seconds(milliseconds: int) -> int:

@@ -26,6 +26,7 @@ as a lone surrogate (``surrogateescape``), so what a client sent goes back out u
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, final
@@ -39,6 +40,7 @@ MAX_HEADERS: Final = 1000
 
 _UNESCAPES: Final = {ord("n"): "\n", ord("r"): "\r", ord("c"): ":", ord("\\"): "\\"}
 _ESCAPES: Final = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", ":": "\\c"})
+_SPECIAL: Final = re.compile(r"[\\:\n\r]")
 
 
 def _text(data: bytes) -> str:
@@ -76,16 +78,22 @@ class Frame:
     command: str
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
+    _index: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def header(self, name: str, default: str | None = None) -> str | None:
-        """The value of header ``name``, or ``default``."""
-        for key, value in self.headers:
-            if key == name:
-                return value
-        return default
+        """The value of header ``name`` (the first, if the list holds two), or ``default``."""
+        index = self._index
+        if index is None:
+            index = self._index = dict(reversed(self.headers))
+        return index.get(name, default)
 
     def __contains__(self, name: str) -> bool:
-        return any(key == name for key, _ in self.headers)
+        return self.header(name) is not None
+
+    def trimmed(self) -> Frame:
+        """The frame with the spaces that start each header value taken away (STOMP 1.0's
+        reading: ``rabbit_stomp_util:trim_headers/1``)."""
+        return Frame(self.command, [(k, v.lstrip(" ")) for k, v in self.headers], self.body)
 
 
 def encode_frame(command: str, headers: Iterable[tuple[str, str]], body: bytes = b"", *,
@@ -94,10 +102,12 @@ def encode_frame(command: str, headers: Iterable[tuple[str, str]], body: bytes =
     and value escaped (in every version), ``content-length`` after the others when there is
     a body (a ``content-length`` given is dropped), then a NUL and, with ``trailing_lf``, a
     line feed."""
-    lines = [command]
-    for name, value in headers:
-        if name != "content-length":
-            lines.append(f"{name.translate(_ESCAPES)}:{value.translate(_ESCAPES)}")
+    pairs = [(name, value) for name, value in headers if name != "content-length"]
+    if _SPECIAL.search("".join([text for pair in pairs for text in pair])) is None:
+        lines = [command, *[f"{name}:{value}" for name, value in pairs]]  # (nothing to escape)
+    else:
+        lines = [command, *[f"{name.translate(_ESCAPES)}:{value.translate(_ESCAPES)}"
+                            for name, value in pairs]]
     if body:
         lines.append(f"content-length:{len(body)}")
     head = _bytes("\n".join(lines)) + b"\n\n"
@@ -218,40 +228,44 @@ def _head_end(buffer: bytearray) -> tuple[int, int] | None:
 
 
 def _parse_head(head: bytes) -> tuple[str, list[tuple[str, str]]]:
-    lines = head.split(b"\n")
-    command_line = _line(lines[0], "unexpected_chars_in_command")
+    # Decoded once: "\n", "\r", ":" and "\\" are single bytes that no UTF-8 sequence holds.
+    text = _text(head)
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [_line(line, "unexpected_chars_in_header" if i else "unexpected_chars_in_command")
+                 for i, line in enumerate(lines)]
+    escaped = "\\" in text
     headers: list[tuple[str, str]] = []
     seen: set[str] = set()
-    for raw in lines[1:]:
-        if not raw:
+    for line in lines[1:]:
+        if not line:
             continue
-        line = _line(raw, "unexpected_chars_in_header")
-        name_part, colon, value_part = line.partition(b":")
+        name, colon, value = line.partition(":")
         if not colon:
-            raise FrameError("header_no_value", repr(_text(name_part)))
-        name, value = _unescape(name_part), _unescape(value_part)
+            raise FrameError("header_no_value", repr(name))
+        if escaped:
+            name, value = _unescape(name), _unescape(value)
         if name not in seen:
             if len(headers) >= MAX_HEADERS:
                 raise FrameError("too_many_headers", f"over {MAX_HEADERS}")
             seen.add(name)
             headers.append((name, value))
-    return _text(command_line), headers
+    return lines[0], headers
 
 
-def _line(raw: bytes, reason: str) -> bytes:
+def _line(line: str, reason: str) -> str:
     # A line without its CR LF's CR; any other CR is refused (rabbit_stomp_frame's parser).
-    if raw.endswith(b"\r"):
-        raw = raw[:-1]
-    cr = raw.find(b"\r")
+    if line.endswith("\r"):
+        line = line[:-1]
+    cr = line.find("\r")
     if cr >= 0:
-        raise FrameError(reason, repr(raw[cr:cr + 2]))
-    return raw
+        raise FrameError(reason, repr(line[cr:cr + 2].encode("utf-8", "surrogateescape")))
+    return line
 
 
-def _unescape(raw: bytes) -> str:
-    if b"\\" not in raw:
-        return _text(raw)
-    text = _text(raw)
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
     out: list[str] = []
     i = 0
     while i < len(text):

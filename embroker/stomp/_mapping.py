@@ -28,6 +28,7 @@ import hashlib
 import os
 import struct
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, Final
 
 from ..fieldtypes import Long, field_type
@@ -64,15 +65,8 @@ class HeaderError(ValueError):
 
 
 def _integer(frame: Frame, name: str) -> int | None:
-    # rabbit_stomp_frame:integer_header/2: list_to_integer(string:strip(Value)).
     value = frame.header(name)
-    if value is None:
-        return None
-    text = value.strip(" ")
-    digits = text[1:] if text[:1] in "+-" else text
-    if not digits.isdigit() or not digits.isascii():
-        raise HeaderError(f"'{name}' must be an integer, not {value!r}")
-    return int(text)
+    return None if value is None else _number(name, value)
 
 
 def message_properties(frame: Frame) -> dict[str, Any]:
@@ -82,27 +76,40 @@ def message_properties(frame: Frame) -> dict[str, Any]:
         HeaderError: ``priority`` or ``timestamp`` is no integer.
     """
     properties: dict[str, Any] = {}
-    headers = [(name, value) for name, value in reversed(frame.headers)
-               if name not in _NOT_USER_HEADERS]
-    for name, key in _PROPERTY_HEADERS:
-        if name == "persistent":
-            if frame.header(name) in ("true", "True"):
+    user: list[tuple[str, str]] = []
+    for name, value in frame.headers:  # (each name once: the reader keeps the first)
+        key = _PROPERTY_KEYS.get(name)
+        if key is None:
+            if name != "destination":
+                user.append((name, value))
+        elif key == "delivery_mode":
+            if value in ("true", "True"):
                 properties[key] = 2
-        elif name in ("priority", "timestamp"):
-            number = _integer(frame, name)
-            if number is not None:
-                properties[key] = number
+        elif key in ("priority", "timestamp"):
+            properties[key] = _number(name, value)
         else:
-            value = frame.header(name)
-            if value is not None:
-                properties[key] = value
-    if headers:
-        properties["headers"] = {name: _longstr(value) for name, value in headers}
+            properties[key] = value
+    if user:
+        properties["headers"] = {name: _longstr(value) for name, value in reversed(user)}
     return properties
+
+
+_PROPERTY_KEYS: Final = dict(_PROPERTY_HEADERS)
+
+
+def _number(name: str, value: str) -> int:
+    # rabbit_stomp_frame:integer_header/2: list_to_integer(string:strip(Value)).
+    text = value.strip(" ")
+    digits = text[1:] if text[:1] in "+-" else text
+    if not digits.isdigit() or not digits.isascii():
+        raise HeaderError(f"'{name}' must be an integer, not {value!r}")
+    return int(text)
 
 
 def _longstr(value: str) -> str | bytes:
     # A value that is not UTF-8 (kept as surrogates) is a binary long string.
+    if value.isascii():
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -162,9 +169,10 @@ def _escape(name: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=1024)
 def destination_of(exchange: str, routing_key: str) -> str:
     """The ``destination`` header of a delivery of a message published to ``exchange`` with
-    ``routing_key`` (``format_destination/2``)."""
+    ``routing_key`` (``format_destination/2``; the last 1024 are remembered)."""
     if exchange == "":
         return "/queue/" + _escape(routing_key)
     if exchange == "amq.topic":
