@@ -37,49 +37,47 @@ frames are bounded (:mod:`._frame`; the plugin buffers any frame whole).
 
 from __future__ import annotations
 
+import base64
 import enum
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
-from .._erlang import string as erlang_string
 from .._untrusted import log_text
 from ..errors import AMQPError, ConnectionForced
 from ..kit import (
     Client,
-    Destination,
-    DestinationError,
-    DestinationType,
     DirectRefused,
     coalesce,
     direct_connect,
-    ensure_binding,
-    ensure_endpoint,
     external_check,
-    parse_destination,
 )
 from ..model import Cancelled, Confirmed, ConnectionKind, Delivered
+from ._commands import (
+    COMMANDS,
+    INTERNAL_TAG,
+    QUEUE_TAG,
+    Commands,
+    Crash,
+    Refused,
+    Stop,
+    Subscription,
+    Txn,
+    erlang_p,
+)
 from ._frame import MAX_HEAD, Frame, FrameError, FrameReader, encode_frame
 from ._mapping import (
-    HeaderError,
-    boolean,
     delivery_headers,
     destination_of,
-    header_arguments,
     message_id,
-    message_properties,
-    parse_message_id,
-    queue_flags,
-    subscription_queue_name,
 )
 from ._settings import StompSettings
 
 if TYPE_CHECKING:
     from .._transport import Accepted
-    from ..model import Broker, Channel, Transaction
+    from ..model import Broker, Channel
     from ..model import Connection as ModelConnection
     from ..model._events import ChannelEvent
 
@@ -93,12 +91,6 @@ VERSIONS: Final = ("1.0", "1.1", "1.2")
 LOGIN_FRAME_MAX: Final = 64 * 1024
 #: The server header of CONNECTED (``rabbit``'s description and version).
 SERVER: Final = "RabbitMQ/3.10.8"
-#: The destination prefixes an unknown destination's ERROR lists
-#: (``rabbit_routing_util:all_dest_prefixes/0``, as the plugin prints them).
-_ALL_PREFIXES: Final = "/temp-queue, /exchange, /topic, /queue, /amq/queue, /reply-queue/"
-_INTERNAL_TAG: Final = "T_"
-_QUEUE_TAG: Final = "Q_"
-_TEMP_QUEUE: Final = "/temp-queue/"
 
 
 class StompState(enum.Enum):
@@ -122,50 +114,7 @@ def stomp_kind(version: str, web: bool = False) -> ConnectionKind:
                           direct=True)
 
 
-@dataclass(slots=True)
-class _Subscription:
-    destination: str
-    #: ``auto``, ``client`` (``client`` and ``client-individual``); ``None``: a reply queue's.
-    ack_mode: str | None
-    multi_ack: bool
-    description: str
-
-
-@dataclass(slots=True)
-class _Txn:
-    """A transaction the client named: the model's, the receipts of the SENDs it holds, and
-    the refusal of a SEND it held (the plugin's channel sees nothing of a transaction until
-    COMMIT: a refused publish is found then, after what came before it)."""
-
-    transaction: Transaction
-    receipts: list[str]
-    failed: AMQPError | None = None
-
-
-class _Refused(Exception):
-    """What the plugin refuses itself: an ERROR frame, and the connection goes on."""
-
-    def __init__(self, message: str, detail: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.detail = detail
-
-
-class _Stop(Exception):
-    """The connection ends (after what was sent, and the frame's receipt: the plugin's
-    ``{stop, normal, _}`` still runs ``ensure_receipt/2``)."""
-
-
-class _Crash(Exception):
-    """The plugin's processor would crash: the connection ends with nothing more sent."""
-
-
-def _p(text: str) -> str:
-    # io_lib's ~p of a string (a list of bytes), as the plugin's texts print one.
-    return erlang_string(text.encode("utf-8", "surrogateescape"))
-
-
-class StompConnection:
+class StompConnection(Commands):
     """One STOMP connection (a :class:`embroker._transport.BrokerConnection`).
 
     Args:
@@ -202,8 +151,8 @@ class StompConnection:
         self.should_close = False
         self._reader = FrameReader(LOGIN_FRAME_MAX)
         self._out: list[bytes] = []
-        self._subscriptions: dict[str, _Subscription] = {}
-        self._transactions: dict[str, _Txn] = {}
+        self._subscriptions: dict[str, Subscription] = {}
+        self._transactions: dict[str, Txn] = {}
         self._after_receipt: AMQPError | None = None  # (a COMMIT's: see _on_commit)
         self._declared: set[str] = set()  # the /queue/Q declared (rabbit_routing_util's state)
         self._reply_queues: dict[str, str] = {}
@@ -389,25 +338,25 @@ class StompConnection:
                 return
             if self.channel is None:
                 if not self.settings.implicit_connect or self.web:
-                    raise _Refused("Illegal command", "You must log in using CONNECT first")
+                    raise Refused("Illegal command", "You must log in using CONNECT first")
                 if not self._connect(Frame("CONNECT"), implicit=True):
                     self._finish()
                     return
             handler = COMMANDS.get(frame.command)
             if handler is None:
-                raise _Refused("Bad command", f"Could not interpret command {_p(frame.command)}\n")
+                raise Refused("Bad command", f"Could not interpret command {erlang_p(frame.command)}\n")
             if frame.command in ("SUBSCRIBE", "UNSUBSCRIBE") and frame.header("id") is None \
                     and "true" in (frame.header("durable"), frame.header("persistent")):
-                raise _Refused("Missing Header",
+                raise Refused("Missing Header",
                                "Header 'id' is required for durable subscriptions")
             handler(self, frame)
-        except _Refused as refused:
+        except Refused as refused:
             self._error(refused.message, refused.detail)
             return
-        except _Crash:
+        except Crash:
             self._finish()
             return
-        except _Stop:
+        except Stop:
             self._receipt(frame)
             self._finish()
             return
@@ -431,10 +380,10 @@ class StompConnection:
 
     def _connect(self, frame: Frame, *, implicit: bool) -> bool:
         if self.channel is not None:  # (RabbitMQ's processor has no clause for it: it dies)
-            raise _Crash
+            raise Crash
         version = self._negotiate(frame.header("accept-version", "1.0") or "")
         if version is None:
-            raise _Refused("Version mismatch",
+            raise Refused("Version mismatch",
                            f"Supported versions are {','.join(VERSIONS)}\n")
         if version == "1.0":
             frame = frame.trimmed()
@@ -452,7 +401,7 @@ class StompConnection:
         elif passcode is None and settings.default_user is not None:
             passcode = settings.default_user[1]
         if login is None or (passcode is None and not certificate):
-            raise _Refused("Bad CONNECT", "Missing login or passcode header(s)")
+            raise Refused("Bad CONNECT", "Missing login or passcode header(s)")
         vhost = frame.header("host", settings.default_vhost) or ""
         heart_beat = frame.header("heart-beat", "0,0") or ""
         kind = stomp_kind(version, self.web)
@@ -471,10 +420,10 @@ class StompConnection:
             log.warning("STOMP login failed for user '%s': %s", log_text(login),
                         log_text(refused.reason))
             if refused.why == "credentials":
-                raise _Refused("Bad CONNECT", f"Access refused for user '{login}'\n") from None
+                raise Refused("Bad CONNECT", f"Access refused for user '{login}'\n") from None
             if refused.why == "loopback":
-                raise _Refused("Bad CONNECT", "non-loopback access denied") from None
-            raise _Refused("Bad CONNECT", f"Virtual host '{vhost}' access denied") from None
+                raise Refused("Bad CONNECT", "non-loopback access denied") from None
+            raise Refused("Bad CONNECT", f"Virtual host '{vhost}' access denied") from None
         self.version, self.user = version, login
         self.model.on_closed_by_broker = self.close
         self.channel = self.model.open_channel(1)
@@ -502,7 +451,7 @@ class StompConnection:
         try:
             cx, cy = (int(part) for part in header.split(","))
         except ValueError:
-            raise _Refused("Processing error", "Processing error") from None
+            raise Refused("Processing error", "Processing error") from None
         send, receive = _seconds(cy), _seconds(cx)
         self._send_interval, self._receive_timeout = float(send), float(receive)
         return send, receive
@@ -556,8 +505,8 @@ class StompConnection:
             self._notify()
             return
         headers: list[tuple[str, str]] = []
-        if event.consumer_tag.startswith(_INTERNAL_TAG):
-            headers.append(("subscription", event.consumer_tag[len(_INTERNAL_TAG):]))
+        if event.consumer_tag.startswith(INTERNAL_TAG):
+            headers.append(("subscription", event.consumer_tag[len(INTERNAL_TAG):]))
         ident = message_id(event.consumer_tag, self.session, event.delivery_tag)
         headers += [("destination", destination_of(event.exchange, event.routing_key)),
                     ("message-id", ident),
@@ -578,14 +527,14 @@ class StompConnection:
         subscription = self._subscriptions.pop(consumer_tag, None)
         if subscription is None:
             self._error("Server cancelled unknown subscription",
-                        f"Consumer tag {_p(consumer_tag)} is not associated with a "
+                        f"Consumer tag {erlang_p(consumer_tag)} is not associated with a "
                         "subscription.\n")
             return
-        ident = consumer_tag[2:] if consumer_tag[:2] in (_INTERNAL_TAG, _QUEUE_TAG) else \
+        ident = consumer_tag[2:] if consumer_tag[:2] in (INTERNAL_TAG, QUEUE_TAG) else \
             f"Unknown[{consumer_tag}]"
         self._error("Server cancelled subscription",
                     "The server has canceled a subscription.\nNo more messages will be "
-                    f"delivered for {_p(subscription.description)}.\n",
+                    f"delivered for {erlang_p(subscription.description)}.\n",
                     [("subscription", ident)])
 
     def _flush_receipts(self) -> None:
@@ -605,305 +554,6 @@ class StompConnection:
                 if seq in self._receipts:
                     self._send("RECEIPT", [("receipt-id", self._receipts.pop(seq))])
 
-    # -- destinations ------------------------------------------------------------------------------
-
-    def _destination(self, frame: Frame, command: str) -> tuple[str, Destination]:
-        text = frame.header("destination")
-        if text is None:
-            raise _Refused("Missing destination",
-                           f"{_p(command)} must include a 'destination' header\n")
-        try:
-            destination = _parse(text)
-        except DestinationError as error:
-            if error.invalid and error.type is not None:
-                raise _Refused("Invalid destination", f"'{error.rest}' is not a valid "
-                               f"{error.type.value} destination\n") from None
-            raise _Refused("Unknown destination", f"'{text}' is not a valid destination.\n"
-                           f"Valid destination types are: {_ALL_PREFIXES}.\n") from None
-        if destination.type is DestinationType.QUEUE and destination.name == "":
-            raise _Refused("Invalid destination", "Destination cannot be blank")
-        return text, destination
-
-    def _routing(self, destination: Destination) -> tuple[str, str]:
-        exchange, key = destination.routing
-        if destination.type is DestinationType.TOPIC:
-            exchange = self.settings.default_topic_exchange
-        return exchange, key
-
-    def _endpoint(self, frame: Frame, text: str, destination: Destination, direction: str,
-                  command: str, queue: str = "") -> str | None:
-        # ensure_endpoint/5 with the frame's queue flags and arguments.
-        if destination.type is DestinationType.TEMP_QUEUE:
-            raise _Refused("Invalid destination",
-                           f"'{text}' is not a valid destination for '{command}'\n")
-        if destination.type is DestinationType.QUEUE and direction == "dest" and \
-                destination.name in self._declared:
-            return destination.name
-        private = destination.type in (DestinationType.EXCHANGE, DestinationType.TOPIC)
-        defaults = [("exclusive", False), ("auto_delete", True)] if private else [
-            ("durable", destination.type is DestinationType.QUEUE)]
-        flags = queue_flags(frame, defaults)
-        try:
-            arguments = header_arguments(frame)
-        except HeaderError:  # (the plugin's processor dies on it: its words are these)
-            raise _Refused("Processing error", "Processing error") from None
-        assert self.channel is not None
-        name = ensure_endpoint(self.channel, destination, "source" if direction == "source"
-                               else "dest", durable=flags.get("durable", False),
-                               exclusive=flags.get("exclusive"),
-                               auto_delete=flags.get("auto_delete"), arguments=arguments,
-                               queue=queue)
-        if destination.type is DestinationType.QUEUE and name is not None:
-            self._declared.add(name)
-        return name
-
-    # -- commands ----------------------------------------------------------------------------------
-
-    def _on_send(self, frame: Frame) -> None:
-        if "message-id" in frame:
-            raise _Refused("Invalid header", "'message-id' is not allowed on 'SEND'.\n")
-        text, destination = self._destination(frame, "SEND")
-        self._endpoint(frame, text, destination, "dest", "SEND")
-        frame = self._reply_to(frame)
-        try:
-            properties = message_properties(frame)
-        except HeaderError:
-            raise _Refused("Processing error", "Processing error") from None
-        exchange, key = self._routing(destination)
-        channel = self.channel
-        assert channel is not None
-        receipt = frame.header("receipt")
-        name = frame.header("transaction")
-        origin = f"STOMP SEND to '{text}'"  # (how the routing trace names it)
-        if name is not None:
-            txn = self._transaction(name)
-            if txn.failed is None:
-                try:
-                    channel.basic_publish(exchange, key, frame.body, properties,
-                                          transaction=txn.transaction, origin=origin)
-                except AMQPError as refused:
-                    txn.failed = refused
-                else:
-                    if receipt is not None:
-                        txn.receipts.append(receipt)
-            return
-        if receipt is not None and not channel.confirm_mode:
-            channel.confirm_select()
-        outcome = channel.basic_publish(exchange, key, frame.body, properties, origin=origin)
-        if receipt is not None:  # (its confirm is among those of this read: _flush_receipts)
-            self._receipts[outcome.seq] = receipt
-
-    def _reply_to(self, frame: Frame) -> Frame:
-        # ensure_reply_to/2: a /temp-queue/N reply-to becomes a queue of this connection's,
-        # consumed (no acks), its name in the header.
-        reply_to = frame.header("reply-to")
-        if reply_to is None or not reply_to.startswith(_TEMP_QUEUE):
-            return frame
-        try:
-            destination = parse_destination(reply_to)
-        except DestinationError:
-            raise _Refused("Processing error", "Processing error") from None
-        if destination.type is not DestinationType.TEMP_QUEUE or destination.name is None:
-            return frame
-        queue = self._reply_queues.get(destination.name)
-        if queue is None:
-            channel = self.channel
-            assert channel is not None
-            queue = channel.queue_declare("", exclusive=True, auto_delete=True).queue
-            tag = _INTERNAL_TAG + _TEMP_QUEUE + destination.name
-            channel.basic_consume(queue, tag, no_ack=True)
-            self._subscriptions[tag] = _Subscription(queue, None, False, "")
-            self._reply_queues[destination.name] = queue
-            channel.start_consumer(tag)
-        headers = [(k, queue if k == "reply-to" else v) for k, v in frame.headers]
-        return Frame(frame.command, headers, frame.body)
-
-    def _on_subscribe(self, frame: Frame) -> None:
-        text, destination = self._destination(frame, "SUBSCRIBE")
-        channel = self.channel
-        model = self.model
-        assert channel is not None
-        assert model is not None
-        if destination.type is DestinationType.TOPIC:
-            exchange, key = self._routing(destination)
-            try:
-                model.access.read_topic(exchange, key)
-            except AMQPError as refused:  # (thrown, not a channel's death: no reply name)
-                self._error("access_refused", refused.text)
-                raise _Stop from None
-        try:
-            prefetch = _integer_header(frame, "prefetch-count")
-        except HeaderError:
-            raise _Refused("Processing error", "Processing error") from None
-        ack = frame.header("ack", "auto")
-        if ack not in ("auto", "client", "client-individual"):
-            raise _Refused("Processing error", "Processing error")
-        private = destination.type in (DestinationType.EXCHANGE, DestinationType.TOPIC)
-        queue_name = ""
-        if private:
-            durable_id = frame.header("id") if _durable(frame) else None
-            queue_name = subscription_queue_name(destination.routing[1], durable_id,
-                                                 frame.header("x-queue-name"))
-        queue = self._endpoint(frame, text, destination, "source", "SUBSCRIBE", queue_name)
-        if queue is None:
-            raise _Refused("Invalid destination",
-                           f"'{text}' is not a valid destination for 'SUBSCRIBE'\n")
-        try:
-            tag, description = self._consumer_tag(frame)
-        except _Refused:  # (the plugin's processor dies on it)
-            raise _Refused("Processing error", "Processing error") from None
-        if prefetch is not None:
-            channel.basic_qos(prefetch_count=prefetch)
-        if tag in self._subscriptions:
-            detail = f"A subscription identified by '{tag}' already exists."
-            self._error("Duplicated subscription identifier", detail)
-            raise _Stop
-        arguments = _stream_offset(frame.header("x-stream-offset"))
-        try:
-            channel.basic_consume(queue, tag, no_ack=ack == "auto", arguments=arguments)
-            ensure_binding(channel, queue, *self._routing(destination))
-        except AMQPError:
-            if tag in channel.consumers:  # (its channel dies in the plugin: no cancel told)
-                channel.basic_cancel(tag)
-            if private:  # (server-named and declared here: safe to delete)
-                self._delete_quietly(queue)
-            raise
-        self._subscriptions[tag] = _Subscription(text, "auto" if ack == "auto" else "client",
-                                                 ack == "client", description)
-        channel.start_consumer(tag)
-
-    def _delete_quietly(self, queue: str) -> None:
-        model = self.model
-        if model is None or not model.is_open:
-            return
-        channel = model.open_internal_channel()
-        try:
-            channel.queue_delete(queue)
-        except AMQPError:
-            pass
-        finally:
-            channel.close()
-            model.channels.pop(channel.number, None)
-
-    @staticmethod
-    def _consumer_tag(frame: Frame) -> tuple[str, str]:
-        # rabbit_stomp_util:consumer_tag/1: "T_" and the id, or "Q_" and the destination.
-        ident = frame.header("id")
-        if ident is not None:
-            if ident.startswith(_TEMP_QUEUE):
-                raise _Refused("Invalid id", f"UNSUBSCRIBE 'id' may not start with "
-                               f"{_TEMP_QUEUE}\n")
-            return _INTERNAL_TAG + ident, f"id='{ident}'"
-        destination = frame.header("destination")
-        if destination is None:
-            raise _Refused("Missing destination or id",
-                           "UNSUBSCRIBE must include a 'destination' or 'id' header")
-        return _QUEUE_TAG + destination, f"destination='{destination}'"
-
-    def _on_unsubscribe(self, frame: Frame) -> None:
-        tag, description = self._consumer_tag(frame)
-        subscription = self._subscriptions.get(tag)
-        if subscription is None:
-            raise _Refused("No subscription found", "UNSUBSCRIBE must refer to an existing "
-                           f"subscription.\nSubscription to {_p(description)} not found.\n")
-        channel = self.channel
-        assert channel is not None
-        channel.basic_cancel(tag)
-        del self._subscriptions[tag]
-        destination = parse_destination(subscription.destination)
-        if destination.type is DestinationType.TOPIC and _durable(frame):
-            # maybe_delete_durable_sub/3: the durable subscription's queue goes with it.
-            ident = frame.header("id") or ""
-            channel.queue_delete(subscription_queue_name(destination.routing[1], ident,
-                                                         frame.header("x-queue-name")))
-
-    def _on_ack(self, frame: Frame) -> None:
-        self._settle(frame, "ACK")
-
-    def _on_nack(self, frame: Frame) -> None:
-        self._settle(frame, "NACK")
-
-    def _settle(self, frame: Frame, command: str) -> None:
-        name = "id" if self.version == "1.2" else "message-id"
-        value = frame.header(name)
-        if value is None:
-            raise _Refused("Missing header", f"{_p(command)} must include the {_p(name)} "
-                           "header\n")
-        parsed = parse_message_id(value)
-        if parsed is None:
-            raise _Refused("Invalid header", f"{_p(command)} must include a valid {_p(name)} "
-                           "header\n")
-        tag, _session, delivery_tag = parsed
-        subscription = self._subscriptions.get(tag)
-        if subscription is None:
-            raise _Refused("Subscription not found",
-                           f"Message with id {_p(value)} has no subscription")
-        requeue = boolean(frame.header("requeue"))
-        if requeue is None:
-            requeue = self.settings.default_nack_requeue
-        channel = self.channel
-        assert channel is not None
-        transaction = None
-        if (name_ := frame.header("transaction")) is not None:
-            txn = self._transaction(name_)
-            if txn.failed is not None:
-                return
-            transaction = txn.transaction
-        if command == "ACK":
-            channel.basic_ack(delivery_tag, subscription.multi_ack, transaction=transaction)
-        else:
-            channel.basic_nack(delivery_tag, subscription.multi_ack, requeue,
-                               transaction=transaction)
-
-    def _transaction(self, name: str) -> _Txn:
-        found = self._transactions.get(name)
-        if found is None:
-            raise _Refused("Bad transaction", f"Invalid transaction identifier: {_p(name)}\n")
-        return found
-
-    def _transaction_name(self, frame: Frame, command: str) -> str:
-        name = frame.header("transaction")
-        if name is None:
-            raise _Refused("Missing transaction",
-                           f"{_p(command)} must include a 'transaction' header\n")
-        return name
-
-    def _on_begin(self, frame: Frame) -> None:
-        name = self._transaction_name(frame, "BEGIN")
-        channel = self.channel
-        assert channel is not None
-        old = self._transactions.get(name)
-        if old is not None:  # (begun again: what it held is forgotten)
-            old.transaction.rollback()
-        self._transactions[name] = _Txn(channel.transaction(), [])
-
-    def _on_commit(self, frame: Frame) -> None:
-        name = self._transaction_name(frame, "COMMIT")
-        txn = self._transaction(name)
-        del self._transactions[name]
-        txn.transaction.commit()
-        # (each publish is confirmed as it is routed: its receipt follows COMMIT's own; a
-        # refused one ends the connection after COMMIT's receipt, as the plugin's channel
-        # dies after it answered)
-        self._committed.extend(txn.receipts)
-        self._after_receipt = txn.failed
-
-    def _on_abort(self, frame: Frame) -> None:
-        name = self._transaction_name(frame, "ABORT")
-        txn = self._transaction(name)
-        del self._transactions[name]
-        txn.transaction.rollback()
-
-    def _on_disconnect(self, frame: Frame) -> None:
-        """(The RECEIPT, if asked, goes first; then the connection ends.)"""
-
-
-@lru_cache(maxsize=1024)
-def _parse(text: str) -> Destination:
-    # The kit's parse_destination, its last 1024 answers remembered (a publisher names the same
-    # few destinations again and again; a refusal is raised again each time).
-    return parse_destination(text)
-
 
 def _seconds(milliseconds: int) -> int:
     # millis_to_seconds/1
@@ -913,51 +563,4 @@ def _seconds(milliseconds: int) -> int:
 
 
 def _guid() -> str:
-    import base64
-
     return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
-
-
-def _durable(frame: Frame) -> bool:
-    # has_durable_header/1
-    return boolean(frame.header("durable")) is True or boolean(frame.header("persistent")) is True
-
-
-def _integer_header(frame: Frame, name: str) -> int | None:
-    value = frame.header(name)
-    if value is None:
-        return None
-    text = value.strip(" ")
-    digits = text[1:] if text[:1] in "+-" else text
-    if not digits.isdigit() or not digits.isascii():
-        raise HeaderError(name)
-    return int(text)
-
-
-def _stream_offset(value: str | None) -> dict[str, Any] | None:
-    # rabbit_stomp_frame:stream_offset_header/2: first, last, next, offset=N, timestamp=T.
-    from ..fieldtypes import Long, Timestamp
-
-    if value in ("first", "last", "next"):
-        return {"x-stream-offset": value}
-    for prefix, kind in (("offset=", Long), ("timestamp=", Timestamp)):
-        if value is not None and value.startswith(prefix):
-            number = value[len(prefix):]
-            if number.lstrip("-").isdigit():
-                return {"x-stream-offset": kind(int(number))}
-            raise _Refused("Processing error", "Processing error")
-    return None
-
-
-#: Each command's handler (what it is in the model: see the module's notes).
-COMMANDS: Final[dict[str, Callable[[StompConnection, Frame], None]]] = {
-    "SEND": StompConnection._on_send,
-    "SUBSCRIBE": StompConnection._on_subscribe,
-    "UNSUBSCRIBE": StompConnection._on_unsubscribe,
-    "ACK": StompConnection._on_ack,
-    "NACK": StompConnection._on_nack,
-    "BEGIN": StompConnection._on_begin,
-    "COMMIT": StompConnection._on_commit,
-    "ABORT": StompConnection._on_abort,
-    "DISCONNECT": StompConnection._on_disconnect,
-}
