@@ -47,7 +47,8 @@ DEFAULT_TESTS = ("tests/management/test_routes.py", "tests/stream/test_permissio
                  "tests/model", "tests/kit", "tests/test_layers.py", "tests/test_seams.py",
                  "tests/control/test_control_port.py",
                  "tests/test_websocket.py", "tests/test_testing.py", "tests/conformance",
-                 "tests/server", "tests/clients", "tests/amqp10", "tests/management/test_api.py",
+                 "tests/server", "tests/stomp", "tests/clients", "tests/amqp10",
+                 "tests/management/test_api.py",
                  "tests/management/test_differential.py")
 #: A mutant that runs longer than this (an endless loop, say) counts as killed.
 TIMEOUT_SECONDS = 900
@@ -617,7 +618,7 @@ MUTATIONS: list[Mutation] = [
       '    if refused is None:\n        return user\n',
       "every protocol's successful login emits user.authentication.success (the kit's login)"),
     # -- connection kinds ----------------------------------------------------------------------
-    M("registered_kind_not_told_of_alarms", "embroker/server.py",
+    M("registered_kind_not_told_of_alarms", "embroker/_listener_node.py",
       "            if client.protocol.kind.alarm_blocking is AlarmBlocking.PUBLISHERS:\n",
       "            if client.protocol.kind.name.startswith(\"AMQP\") and \\\n"
       "                    client.protocol.kind.alarm_blocking is AlarmBlocking.PUBLISHERS:\n",
@@ -631,6 +632,34 @@ MUTATIONS: list[Mutation] = [
       "        if not published.routed:\n            return _RELEASED\n",
       "",
       "an AMQP 1.0 transfer that reached no queue is released (the model's publish outcome)"),
+    # -- STOMP (#46): the kit's and the model's rules it stands on, and its own order -----------
+    M("direct_connect_checks_the_vhost_after_the_login", "embroker/kit/_login.py",
+      "    try:\n        broker.vhost(vhost).policies.check_connection_limit(user)\n"
+      "    except NotAllowed as refused:\n        raise DirectRefused(\"vhost\", user, "
+      "refused.text) from None\n",
+      "",
+      "a direct connection (STOMP's) checks the vhost and its connection limit before the "
+      "login"),
+    M("topic_read_permission_never_asked", "embroker/model/_access.py",
+      "            self._access.check_topic(self.user, self.vhost, exchange, routing_key, "
+      "\"read\",\n",
+      "            return None and self._access.check_topic(self.user, self.vhost, exchange, "
+      "routing_key, \"read\",\n",
+      "a STOMP /topic subscription asks the topic permission read first"),
+    M("stomp_deliveries_before_the_receipt", "embroker/stomp/_connection.py",
+      "        if self._handling:\n            self._deferred.append(data)\n",
+      "        if False:\n            self._deferred.append(data)\n",
+      "the messages a STOMP frame causes are delivered after its receipt"),
+    M("stomp_send_receipt_before_its_confirm", "embroker/stomp/_commands.py",
+      "        if receipt is not None:  # (its confirm is among those of this read: "
+      "_flush_receipts)\n            self._receipts[outcome.seq] = receipt\n",
+      "",
+      "a STOMP SEND's receipt is sent once its publish is confirmed"),
+    M("stomp_durable_subscription_named_at_random", "embroker/stomp/_mapping.py",
+      "    if subscription_id is None:\n",
+      "    if True:\n",
+      "a durable STOMP subscription's queue is named from its key and id, the same on every "
+      "connection"),
     # -- the WebSocket carrier -----------------------------------------------------------------
     M("websocket_oversized_message_passed_on", "embroker/_websocket.py",
       "                if len(self._message) + len(piece) > limit:\n",

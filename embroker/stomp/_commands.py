@@ -406,11 +406,16 @@ class Commands:
 
 
 
-@lru_cache(maxsize=1024)
 def _parse(text: str) -> Destination:
-    # The kit's parse_destination, its last 1024 answers remembered (a publisher names the same
-    # few destinations again and again; a refusal is raised again each time).
-    return parse_destination(text)
+    # The kit's parse_destination, its last 1024 answers for short texts remembered (a
+    # publisher names the same few destinations again and again; a refusal is raised again
+    # each time; what is kept stays small whatever clients send).
+    return _parse_short(text) if len(text) <= _REMEMBERED else parse_destination(text)
+
+
+#: The longest text whose reading is remembered.
+_REMEMBERED: Final = 256
+_parse_short = lru_cache(maxsize=1024)(parse_destination)
 
 
 def _durable(frame: Frame) -> bool:

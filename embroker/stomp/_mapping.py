@@ -169,10 +169,15 @@ def _escape(name: str) -> str:
     return "".join(out)
 
 
-@lru_cache(maxsize=1024)
 def destination_of(exchange: str, routing_key: str) -> str:
     """The ``destination`` header of a delivery of a message published to ``exchange`` with
-    ``routing_key`` (``format_destination/2``; the last 1024 are remembered)."""
+    ``routing_key`` (``format_destination/2``; the last 1024 of short ones are remembered)."""
+    if len(routing_key) <= 255:  # (an exchange's name is never longer)
+        return _destination_of(exchange, routing_key)
+    return _format_destination(exchange, routing_key)
+
+
+def _format_destination(exchange: str, routing_key: str) -> str:
     if exchange == "":
         return "/queue/" + _escape(routing_key)
     if exchange == "amq.topic":
@@ -180,6 +185,9 @@ def destination_of(exchange: str, routing_key: str) -> str:
     if routing_key == "":
         return "/exchange/" + _escape(exchange)
     return f"/exchange/{_escape(exchange)}/{_escape(routing_key)}"
+
+
+_destination_of = lru_cache(maxsize=1024)(_format_destination)
 
 
 def message_id(consumer_tag: str, session: str, delivery_tag: int) -> str:
