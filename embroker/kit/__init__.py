@@ -28,6 +28,7 @@ from ._login import (
     DirectRefused,
     LoginRefused,
     PeerCertificate,
+    certificate_name,
     check_password,
     decode_amqplain,
     decode_plain,
@@ -42,7 +43,7 @@ from ._login import (
 __all__ = [
     "DESTINATION_PREFIXES", "Client", "Destination", "DestinationError", "DestinationErrorKind",
     "DestinationType", "DirectRefused", "Direction", "LoginRefused", "PeerCertificate", "Subscription",
-    "check_password", "coalesce", "decode_amqplain", "decode_plain", "direct_connect",
+    "certificate_name", "check_password", "coalesce", "decode_amqplain", "decode_plain", "direct_connect",
     "direct_login",
     "ensure_binding", "ensure_endpoint", "external_check", "login", "login_anonymous",
     "login_password", "parse_destination", "private_queue", "runs", "subscribe",

@@ -30,14 +30,26 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
-from ..model._access import login_refusal
+from ..model._access import certificate_login, login_refusal
 
 if TYPE_CHECKING:
     from ..model import Broker
 
-__all__ = ["Client", "DirectRefused", "LoginRefused", "PeerCertificate", "decode_amqplain",
-           "decode_plain", "direct_connect", "direct_login", "external_check", "login",
-           "login_anonymous", "login_password"]
+__all__ = [
+    "Client",
+    "DirectRefused",
+    "LoginRefused",
+    "PeerCertificate",
+    "certificate_name",
+    "decode_amqplain",
+    "decode_plain",
+    "direct_connect",
+    "direct_login",
+    "external_check",
+    "login",
+    "login_anonymous",
+    "login_password",
+]
 
 
 class PeerCertificate(Protocol):
@@ -307,6 +319,17 @@ def external_check(broker: Broker, tls: PeerCertificate | None, *, loopback: boo
         certificate, broker.ssl_cert_login_from, loopback=loopback, protocol=protocol,
         address=address)
     return name, None if refused is None else login_refusal(refused, name)
+
+
+def certificate_name(broker: Broker, tls: PeerCertificate | None) -> str | None:
+    """The user name a TLS client certificate gives (``rabbit_ssl:peer_cert_auth_name/1``, by
+    the broker's ``ssl_cert_login_from``), or ``None``: no certificate, or no name in it.
+    Neither counted nor announced: the login that follows is (STOMP's and MQTT's
+    ``ssl_cert_login``)."""
+    certificate = tls.peer_certificate() if tls is not None else None
+    if certificate is None:
+        return None
+    return certificate_login(certificate, broker.ssl_cert_login_from) or None
 
 
 def direct_login(broker: Broker, user: str) -> None:

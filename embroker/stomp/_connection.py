@@ -50,9 +50,9 @@ from ..errors import AMQPError, ConnectionForced
 from ..kit import (
     Client,
     DirectRefused,
+    certificate_name,
     coalesce,
     direct_connect,
-    external_check,
 )
 from ..model import Cancelled, Confirmed, ConnectionKind, Delivered
 from ._commands import (
@@ -389,18 +389,19 @@ class StompConnection(Commands):
             frame = frame.trimmed()
         settings = self.settings
         login, passcode = frame.header("login"), frame.header("passcode")
-        certificate = False
-        if login is None:
-            if settings.ssl_cert_login and self.tls is not None:
-                name, _ = external_check(self.broker, self.tls, loopback=self.loopback,
-                                         protocol="stomp", address=self._peer_host)
-                login, certificate = (name or None), bool(name)
-            elif settings.default_user is not None:
-                login, default_passcode = settings.default_user
-                passcode = passcode if passcode is not None else default_passcode
+        # creds/3: the frame's login (the default passcode if none), else the certificate's
+        # name (ssl_cert_login, over TLS), else the default user.
+        certificate = None
+        if login is None and settings.ssl_cert_login:
+            certificate = certificate_name(self.broker, self.tls)
+        if certificate is not None:
+            login = certificate
+        elif login is None and settings.default_user is not None:
+            login, default_passcode = settings.default_user
+            passcode = passcode if passcode is not None else default_passcode
         elif passcode is None and settings.default_user is not None:
             passcode = settings.default_user[1]
-        if login is None or (passcode is None and not certificate):
+        if login is None or (passcode is None and certificate is None):
             raise Refused("Bad CONNECT", "Missing login or passcode header(s)")
         vhost = frame.header("host", settings.default_vhost) or ""
         heart_beat = frame.header("heart-beat", "0,0") or ""
@@ -410,7 +411,7 @@ class StompConnection(Commands):
                 self.broker, vhost, Client("stomp", peer_host=self._peer_host,
                                            peer_port=self._peer_port, loopback=self.loopback,
                                            tls=self.tls),
-                user=login, password=None if certificate else passcode, kind=kind,
+                user=login, password=None if certificate is not None else passcode, kind=kind,
                 client_properties=dict(self.client_properties), name=self._name,
                 details={"peer_host": self._peer_host, "peer_port": self._peer_port,
                          "host": self._host, "port": self._port, "channel_max": 1,

@@ -508,3 +508,48 @@ def test_a_frame_past_the_login_bound_is_refused_before_login(broker: Broker) ->
     frames = w.send(b"CONNECT\nlogin:guest\n\n" + b"x" * (65 * 1024))
     assert frames[0].header("message") == "Invalid frame"
     assert w.conn.should_close
+
+
+class _Tls:
+    """A TLS session's peer certificate, as the listener's TLSSocket gives it."""
+
+    def __init__(self, certificate: dict | None) -> None:
+        self.certificate = certificate
+
+    def peer_certificate(self) -> dict | None:
+        return self.certificate
+
+
+def test_ssl_cert_login_logs_in_as_the_certificates_name_without_login(broker: Broker) -> None:
+    broker.add_user("O=client,CN=host", "unused")
+    broker.set_permissions("O=client,CN=host", ".*", ".*", ".*")
+    subject = ((("commonName", "host"),), (("organizationName", "client"),))
+    w = Wire(broker, settings=StompSettings(ssl_cert_login=True), tls=_Tls({"subject": subject}))
+    assert w.send(frame("CONNECT", "accept-version:1.2", "host:/"))[0].command == "CONNECTED"
+    assert w.conn.user == "O=client,CN=host"
+
+
+def test_ssl_cert_login_with_a_login_header_uses_the_password(broker: Broker) -> None:
+    subject = ((("commonName", "host"),),)
+    w = Wire(broker, settings=StompSettings(ssl_cert_login=True), tls=_Tls({"subject": subject}))
+    _error(w.send(frame("CONNECT", "login:guest", "passcode:nope")), "Bad CONNECT",
+           "Access refused for user 'guest'\n")
+
+
+def test_a_stream_is_read_from_the_offset_the_subscription_names(wire: Wire,
+                                                                 broker: Broker) -> None:
+    setup = broker.open_connection().open_channel(1)
+    setup.queue_declare("log", durable=True, arguments={"x-queue-type": "stream"})
+    for body in (b"a", b"b", b"c"):
+        setup.basic_publish("", "log", body)
+    frames = wire.send(frame("SUBSCRIBE", "destination:/amq/queue/log", "id:1",
+                             "ack:client-individual", "prefetch-count:10",
+                             "x-stream-offset:offset=1"))
+    assert [f.body for f in frames] == [b"b", b"c"]
+
+
+def test_ssl_cert_login_without_a_certificate_falls_back_to_the_default_user(
+        broker: Broker) -> None:
+    w = Wire(broker, settings=StompSettings(ssl_cert_login=True), tls=_Tls(None))
+    assert w.send(frame("CONNECT"))[0].command == "CONNECTED"
+    assert w.conn.user == "guest"
