@@ -45,6 +45,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
+from .._erlang import pair
 from .._untrusted import log_text
 from ..errors import AMQPError, ConnectionForced
 from ..kit import (
@@ -248,8 +249,17 @@ class StompConnection(Commands):
         self._die(error)
 
     def close(self, error: AMQPError) -> None:
-        """The broker closes it (a forced close): an ERROR naming the error, then the end."""
-        self._die(error)
+        """The broker closes it (``rabbitmqctl close_connection``, the management API, a
+        fault): the plugin's channel dies of its connection's closing, and its
+        ``handle_exit/3`` says so in an ERROR (``AMQP channel died``, the exit reason as
+        Erlang prints it; checked live against RabbitMQ 3.10.8), then the end."""
+        if self.state is StompState.CLOSED or self.should_close:
+            return
+        closing = pair("connection_closing", pair(
+            "server_initiated_close", f"{error.reply_code},{erlang_p(error.text)}", 32), 12)
+        self._error("AMQP channel died", "Reason: " + pair("shutdown", closing, 11))
+        self._finish()
+        self._notify()
 
     def publishers_blocked(self, reason: str) -> None:
         self._alarm = True

@@ -108,7 +108,7 @@ def test_a_stomp_publisher_is_held_under_an_alarm_and_goes_on_after_it(
     assert second.body == b"two"
 
 
-def test_a_fault_closes_a_stomp_connection_with_connection_forced(
+def test_a_fault_closes_a_stomp_connection_as_its_channel_dying(
         served: tuple[Broker, Server]) -> None:
     broker, server = served
     client = _connected(server)
@@ -118,7 +118,8 @@ def test_a_fault_closes_a_stomp_connection_with_connection_forced(
     error = client.read()
     assert error is not None
     assert (error.command, error.header("message"), error.body) == (
-        "ERROR", "connection_forced", b"CONNECTION_FORCED - test fault")
+        "ERROR", "AMQP channel died", b'Reason: {shutdown,\n            {connection_closing,'
+        b'{server_initiated_close,320,"test fault"}}}')
     assert client.read() is None
     assert not broker.connections
 
