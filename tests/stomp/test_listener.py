@@ -182,3 +182,31 @@ def test_garbage_gets_an_error_frame_and_the_listener_goes_on(
     assert client.read() is None
     _connected(server).close()
     assert not server.errors
+
+
+def test_rabbitmqctl_lists_the_stomp_channel_but_not_the_connection(tmp_path: Any,
+                                                                    monkeypatch: Any) -> None:
+    """As RabbitMQ 3.10.8 (checked live): a STOMP connection is a direct one, which
+    ``list_connections`` leaves out (``list_stomp_connections`` is the plugin's own listing);
+    its channel is a channel like any other."""
+    import io
+
+    from embroker.control._ctl import run
+    from embroker.control._node import Node
+
+    monkeypatch.setenv("EMBROKER_NODES_DIR", str(tmp_path / "nodes"))
+    broker = Broker()
+    with Server(broker, listeners={"stomp": 0}) as server, \
+            Node(broker, server, f"stomp-{id(tmp_path)}@localhost"):
+        client = _connected(server)
+
+        def ctl(*argv: str) -> str:
+            out = io.StringIO()
+            assert run("rabbitmqctl", ["-n", f"stomp-{id(tmp_path)}@localhost", *argv],
+                       out=out, err=io.StringIO()) == 0
+            return out.getvalue()
+
+        assert ctl("list_connections", "user", "-s").strip() == ""
+        (row,) = ctl("list_channels", "number", "user", "vhost", "-s").splitlines()
+        assert row.split("\t") == ["1", "guest", "/"]
+        client.close()
