@@ -118,15 +118,15 @@ class Commands:
         text = frame.header("destination")
         if text is None:
             raise Refused("Missing destination",
-                           f"{erlang_p(command)} must include a 'destination' header\n")
+                          f"{erlang_p(command)} must include a 'destination' header\n")
         try:
             destination = _parse(text)
         except DestinationError as error:
             if error.invalid and error.type is not None:
                 raise Refused("Invalid destination", f"'{error.rest}' is not a valid "
-                               f"{error.type.value} destination\n") from None
+                              f"{error.type.value} destination\n") from None
             raise Refused("Unknown destination", f"'{text}' is not a valid destination.\n"
-                           f"Valid destination types are: {_ALL_PREFIXES}.\n") from None
+                          f"Valid destination types are: {_ALL_PREFIXES}.\n") from None
         if destination.type is DestinationType.QUEUE and destination.name == "":
             raise Refused("Invalid destination", "Destination cannot be blank")
         return text, destination
@@ -142,7 +142,7 @@ class Commands:
         # ensure_endpoint/5 with the frame's queue flags and arguments.
         if destination.type is DestinationType.TEMP_QUEUE:
             raise Refused("Invalid destination",
-                           f"'{text}' is not a valid destination for '{command}'\n")
+                          f"'{text}' is not a valid destination for '{command}'\n")
         if destination.type is DestinationType.QUEUE and direction == "dest" and \
                 destination.name in self._declared:
             return destination.name
@@ -254,7 +254,7 @@ class Commands:
         queue = self._endpoint(frame, text, destination, "source", "SUBSCRIBE", queue_name)
         if queue is None:
             raise Refused("Invalid destination",
-                           f"'{text}' is not a valid destination for 'SUBSCRIBE'\n")
+                          f"'{text}' is not a valid destination for 'SUBSCRIBE'\n")
         try:
             tag, description = self._consumer_tag(frame)
         except Refused:  # (the plugin's processor dies on it)
@@ -299,12 +299,12 @@ class Commands:
         if ident is not None:
             if ident.startswith(_TEMP_QUEUE):
                 raise Refused("Invalid id", f"UNSUBSCRIBE 'id' may not start with "
-                               f"{_TEMP_QUEUE}\n")
+                              f"{_TEMP_QUEUE}\n")
             return INTERNAL_TAG + ident, f"id='{ident}'"
         destination = frame.header("destination")
         if destination is None:
             raise Refused("Missing destination or id",
-                           "UNSUBSCRIBE must include a 'destination' or 'id' header")
+                          "UNSUBSCRIBE must include a 'destination' or 'id' header")
         return QUEUE_TAG + destination, f"destination='{destination}'"
 
     def _on_unsubscribe(self, frame: Frame) -> None:
@@ -312,7 +312,7 @@ class Commands:
         subscription = self._subscriptions.get(tag)
         if subscription is None:
             raise Refused("No subscription found", "UNSUBSCRIBE must refer to an existing "
-                           f"subscription.\nSubscription to {erlang_p(description)} not found.\n")
+                          f"subscription.\nSubscription to {erlang_p(description)} not found.\n")
         channel = self.channel
         assert channel is not None
         channel.basic_cancel(tag)
@@ -335,16 +335,16 @@ class Commands:
         value = frame.header(name)
         if value is None:
             raise Refused("Missing header", f"{erlang_p(command)} must include the {erlang_p(name)} "
-                           "header\n")
+                          "header\n")
         parsed = parse_message_id(value)
         if parsed is None:
             raise Refused("Invalid header", f"{erlang_p(command)} must include a valid {erlang_p(name)} "
-                           "header\n")
+                          "header\n")
         tag, _session, delivery_tag = parsed
         subscription = self._subscriptions.get(tag)
         if subscription is None:
             raise Refused("Subscription not found",
-                           f"Message with id {erlang_p(value)} has no subscription")
+                          f"Message with id {erlang_p(value)} has no subscription")
         requeue = boolean(frame.header("requeue"))
         if requeue is None:
             requeue = self.settings.default_nack_requeue
@@ -372,7 +372,7 @@ class Commands:
         name = frame.header("transaction")
         if name is None:
             raise Refused("Missing transaction",
-                           f"{erlang_p(command)} must include a 'transaction' header\n")
+                          f"{erlang_p(command)} must include a 'transaction' header\n")
         return name
 
     def _on_begin(self, frame: Frame) -> None:

@@ -358,7 +358,7 @@ class StompConnection(Commands):
             if frame.command in ("SUBSCRIBE", "UNSUBSCRIBE") and frame.header("id") is None \
                     and "true" in (frame.header("durable"), frame.header("persistent")):
                 raise Refused("Missing Header",
-                               "Header 'id' is required for durable subscriptions")
+                              "Header 'id' is required for durable subscriptions")
             handler(self, frame)
         except Refused as refused:
             self._error(refused.message, refused.detail)
@@ -394,7 +394,7 @@ class StompConnection(Commands):
         version = self._negotiate(frame.header("accept-version", "1.0") or "")
         if version is None:
             raise Refused("Version mismatch",
-                           f"Supported versions are {','.join(VERSIONS)}\n")
+                          f"Supported versions are {','.join(VERSIONS)}\n")
         if version == "1.0":
             frame = frame.trimmed()
         settings = self.settings
