@@ -110,7 +110,8 @@ class Commands:
         _after_receipt: AMQPError | None
 
         def _error(self, message: str, detail: str,
-                   extra: list[tuple[str, str]] | None = None) -> None: ...
+                   extra: list[tuple[str, str]] | None = None, *,
+                   log_it: bool = True) -> None: ...
 
     # -- destinations ------------------------------------------------------------------------------
 

@@ -255,9 +255,13 @@ class StompConnection(Commands):
         Erlang prints it; checked live against RabbitMQ 3.10.8), then the end."""
         if self.state is StompState.CLOSED or self.should_close:
             return
+        if self.channel is None:  # (not logged in: no channel to die, the reader just stops)
+            self._finish()
+            self._notify()
+            return
         closing = pair("connection_closing", pair(
             "server_initiated_close", f"{error.reply_code},{erlang_p(error.text)}", 32), 12)
-        self._error("AMQP channel died", "Reason: " + pair("shutdown", closing, 11))
+        self._error("AMQP channel died", "Reason: " + pair("shutdown", closing, 11), log_it=False)
         self._finish()
         self._notify()
 
@@ -299,9 +303,12 @@ class StompConnection(Commands):
         if self._on_output is not None:
             self._on_output()
 
-    def _error(self, message: str, detail: str, extra: list[tuple[str, str]] | None = None) -> None:
-        log.error("STOMP error frame sent: message %s, detail %s", log_text(message),
-                  log_text(detail))
+    def _error(self, message: str, detail: str, extra: list[tuple[str, str]] | None = None,
+               *, log_it: bool = True) -> None:
+        # (the processor's error/3 logs what it sends; its send_error/3 does not)
+        if log_it:
+            log.error("STOMP error frame sent: message %s, detail %s", log_text(message),
+                      log_text(detail))
         self._send("ERROR", [("message", message), ("content-type", "text/plain"),
                              ("version", ",".join(VERSIONS)), *(extra or [])],
                    detail.encode("utf-8", "surrogateescape"))
@@ -512,7 +519,7 @@ class StompConnection(Commands):
         subscription = self._subscriptions.get(event.consumer_tag)
         if subscription is None:
             self._error("Subscription not found", f"There is no current subscription with tag "
-                        f"'{event.consumer_tag}'.")
+                        f"'{event.consumer_tag}'.", log_it=False)
             self._notify()
             return
         headers: list[tuple[str, str]] = []
@@ -546,7 +553,7 @@ class StompConnection(Commands):
         self._error("Server cancelled subscription",
                     "The server has canceled a subscription.\nNo more messages will be "
                     f"delivered for {erlang_p(subscription.description)}.\n",
-                    [("subscription", ident)])
+                    [("subscription", ident)], log_it=False)
 
     def _flush_receipts(self) -> None:
         # flush_pending_receipts/3 for the confirms of one read: coalesced as the channel

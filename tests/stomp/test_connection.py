@@ -557,3 +557,12 @@ def test_ssl_cert_login_without_a_certificate_falls_back_to_the_default_user(
     w = Wire(broker, settings=StompSettings(ssl_cert_login=True), tls=_Tls(None))
     assert w.send(frame("CONNECT"))[0].command == "CONNECTED"
     assert w.conn.user == "guest"
+
+
+def test_a_forced_close_before_login_ends_the_connection_without_a_frame(broker: Broker) -> None:
+    from embroker.errors import ConnectionForced
+
+    w = Wire(broker)
+    w.conn.close(ConnectionForced("shutdown"))
+    assert w.frames() == []
+    assert w.conn.should_close
