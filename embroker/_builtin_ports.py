@@ -10,6 +10,8 @@ them in.
 - ``stream``: RabbitMQ's stream protocol (``rabbitmq_stream``);
 - ``stomp``: STOMP 1.0-1.2 (``rabbitmq_stomp``: 61613, 61614 over TLS);
 - ``web_stomp``: STOMP over WebSocket at ``/ws`` (``rabbitmq_web_stomp``: 15674);
+- ``mqtt``: MQTT 3.1 and 3.1.1 (``rabbitmq_mqtt``: 1883, 8883 over TLS);
+- ``web_mqtt``: MQTT over WebSocket at ``/ws`` (``rabbitmq_web_mqtt``: 15675);
 - ``control``: a node's control port (``Server.serve_control``: the listener makes its
   connections).
 """
@@ -98,6 +100,26 @@ def _web_stomp() -> PortKind:
                                tls_protocol="https/web-stomp", plugin="rabbitmq_web_stomp")
 
 
+def _mqtt(accepted: Accepted) -> BrokerConnection:
+    from .mqtt import MqttConnection
+
+    return MqttConnection.serving(accepted)
+
+
+#: MQTT's port kind; Web-MQTT is it over the WebSocket carrier. Its connections are broker
+#: ones as STOMP's (RabbitMQ 3.10's MQTT plugin runs over a direct connection too).
+MQTT = PortKind("mqtt", _mqtt, protocol="mqtt", tls_protocol="mqtt/ssl",
+                plugin="rabbitmq_mqtt", limit="mqtt", output_bound=UNREAD, locked=True,
+                broker=True, listed=True)
+
+
+def _web_mqtt() -> PortKind:
+    from ._websocket import WEB_MQTT, websocket_port_kind
+
+    return websocket_port_kind(MQTT, "web_mqtt", WEB_MQTT, protocol="http/web-mqtt",
+                               tls_protocol="https/web-mqtt", plugin="rabbitmq_web_mqtt")
+
+
 for _kind in (
         # AMQP clients are broker connections the loop feeds under the lock and batches; no
         # limit (RabbitMQ's connection_max, infinity: tcp_listener_sup.erl).
@@ -113,6 +135,6 @@ for _kind in (
         PortKind("stream", _stream, protocol="stream", tls_protocol="stream/ssl",
                  plugin="rabbitmq_stream", limit="stream", stranger=True, output_bound=UNREAD,
                  broker=True),
-        STOMP, _web_stomp(),
+        STOMP, _web_stomp(), MQTT, _web_mqtt(),
         PortKind("control", None, output_bound=UNREAD, on_demand=False)):
     register_port_kind(_kind)
