@@ -45,6 +45,9 @@ from ._plugins import Plugins as Plugins
 from ._policy import Policy as Policy
 from ._policy import QueueSettings as QueueSettings
 from ._queue import Queue as Queue
+from ._sessions import ClientIds as ClientIds
+from ._sessions import Retained as Retained
+from ._sessions import RetainedMessages as RetainedMessages
 from ._trace import Explanation as Explanation
 from ._trace import Outcome as Outcome
 from ._trace import RoutingDecision as RoutingDecision
@@ -65,6 +68,7 @@ __all__ = [
     "Cancelled",
     "Channel",
     "ChannelEvent",
+    "ClientIds",
     "Clock",
     "Confirmed",
     "Connection",
@@ -91,6 +95,8 @@ __all__ = [
     "Queue",
     "QueueSettings",
     "QueuedMessage",
+    "Retained",
+    "RetainedMessages",
     "Returned",
     "RoutingDecision",
     "SystemClock",

@@ -26,6 +26,7 @@ from ._plugins import Plugins
 from ._policy import PolicyCommands
 from ._profile import Profile
 from ._queue import Queue
+from ._sessions import ClientIds
 from ._trace import Trace
 from ._transports import Transports
 from ._vhost import VirtualHost
@@ -160,6 +161,8 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         self.ssl_cert_login_from = ssl_cert_login_from
         self.vhosts: dict[str, VirtualHost] = {}
         self.connections: dict[int, Connection] = {}
+        #: The client ids session protocols (MQTT) hold on the node (:mod:`._sessions`).
+        self.client_ids = ClientIds()
         self._connection_ids = itertools.count(1)
         #: The most recent routing decisions, oldest first.
         self.trace = Trace(trace_limit, trace_bytes, events=trace_events, lock=self._lock)

@@ -40,6 +40,7 @@ from ._names import (
 )
 from ._policy import Policies, dead_letter_cause
 from ._queue import Queue
+from ._sessions import RetainedMessages
 from ._trace import RoutingDecision, Visit
 
 if TYPE_CHECKING:
@@ -133,6 +134,8 @@ class VirtualHost:
         self._trace = broker.trace
         #: Direct reply-to addresses and the reply consumers they lead to.
         self.reply_consumers: dict[str, ReplyConsumer] = {}
+        #: The messages retained per topic (MQTT's retainer: :mod:`._sessions`).
+        self.retained = RetainedMessages()
         #: Its policies, operator policies and limits.
         self.policies = Policies(self)
         #: RabbitMQ's firehose (``rabbitmqctl trace_on``): a copy of each publish and delivery
