@@ -634,8 +634,8 @@ MUTATIONS: list[Mutation] = [
       "an AMQP 1.0 transfer that reached no queue is released (the model's publish outcome)"),
     # -- STOMP (#46): the kit's and the model's rules it stands on, and its own order -----------
     M("direct_connect_checks_the_vhost_after_the_login", "embroker/kit/_login.py",
-      "    try:\n        broker.vhost(vhost).policies.check_connection_limit(user)\n"
-      "    except NotAllowed as refused:\n        raise DirectRefused(\"vhost\", user, "
+      "    try:\n        host.policies.check_connection_limit(user)\n"
+      "    except NotAllowed as refused:\n        raise DirectRefused(\"vhost limit\", user, "
       "refused.text) from None\n",
       "",
       "a direct connection (STOMP's) checks the vhost and its connection limit before the "

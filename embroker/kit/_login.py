@@ -391,8 +391,9 @@ class DirectRefused(Exception):
     """A direct connection refused (:func:`direct_connect`).
 
     Attributes:
-        why: ``"vhost"`` (no such virtual host, or its connection limit is reached: checked
-            before any login, as ``rabbit_direct:connect/5`` checks them), ``"credentials"``
+        why: ``"vhost"`` (no such virtual host) or ``"vhost limit"`` (its connection limit
+            is reached): checked before any login, as ``rabbit_direct:connect/5`` checks
+            them; ``"credentials"``
             (the login failed), ``"loopback"`` (a loopback-only user from elsewhere),
             ``"access"`` (no access to the virtual host, or the user's connection limit).
         user: the name it tried.
@@ -435,9 +436,13 @@ def direct_connect(broker: Broker, vhost: str, client: Client, *, user: str,
     from ..errors import NotAllowed
 
     try:
-        broker.vhost(vhost).policies.check_connection_limit(user)
+        host = broker.vhost(vhost)
     except NotAllowed as refused:
         raise DirectRefused("vhost", user, refused.text) from None
+    try:
+        host.policies.check_connection_limit(user)
+    except NotAllowed as refused:
+        raise DirectRefused("vhost limit", user, refused.text) from None
     if password is None:
         refused_why = None if user in broker.access.users else "credentials"
         broker.access.attempts.record(client.protocol, refused_why is None,

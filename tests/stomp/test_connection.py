@@ -88,10 +88,12 @@ def test_a_user_at_its_connection_limit_is_denied_the_vhost(broker: Broker) -> N
            "Virtual host '/' access denied")
 
 
-def test_a_vhost_at_its_connection_limit_is_denied(broker: Broker) -> None:
+def test_a_vhost_at_its_connection_limit_is_denied_before_the_password_is_checked(
+        broker: Broker) -> None:
     broker.set_vhost_limits({"max-connections": 0})
-    _error(Wire(broker).send(frame("CONNECT", "login:guest", "passcode:guest")), "Bad CONNECT",
-           "Virtual host '/' access denied")
+    for password in ("guest", "wrong"):
+        _error(Wire(broker).send(frame("CONNECT", "login:guest", f"passcode:{password}")),
+               "Bad CONNECT", "Virtual host '/' access denied")
 
 
 def test_guest_from_elsewhere_is_non_loopback_access_denied(broker: Broker) -> None:
