@@ -177,6 +177,8 @@ class MqttConnection:
         self._awaiting: dict[int, int] = {}  # packet id -> delivery tag
         self._unacked: dict[int, int] = {}  # publish sequence -> packet id
         self._acked: set[int] = set()  # sequences confirmed, their PUBACKs not sent yet
+        self._handling = False  # a packet is being handled: its deliveries wait (_deferred)
+        self._deferred: list[bytes] = []
         self._next_id = 1
         self._keep_alive = 0
         now = broker.clock.monotonic()
@@ -322,10 +324,17 @@ class MqttConnection:
     # -- packets -------------------------------------------------------------------------------
 
     def _handle(self, packet: Any) -> None:
+        # One packet: its answer, then the deliveries it caused (they reach the plugin's
+        # reader after it has answered).
         if self.state is MqttState.CONNECTING and not isinstance(packet, Connect):
             raise _End("connect_expected")
-        handler = PACKETS[type(packet)]
-        handler(self, packet)
+        self._handling = True
+        try:
+            PACKETS[type(packet)](self, packet)
+        finally:
+            self._handling = False
+            deferred, self._deferred = self._deferred, []
+            self._out.extend(deferred)
 
     def _write(self, data: bytes) -> None:
         self._out.append(data)
@@ -572,7 +581,8 @@ class MqttConnection:
     def _on_event(self, event: ChannelEvent) -> None:
         if isinstance(event, Delivered):
             self._deliver(event)
-            self._notify()
+            if not self._handling:
+                self._notify()
         elif isinstance(event, Confirmed) and event.ack:  # (a nack: no PUBACK, as the plugin)
             tag = event.delivery_tag
             self._acked.update([seq for seq in self._unacked if seq <= tag] if event.multiple
@@ -600,13 +610,14 @@ class MqttConnection:
                 channel.basic_ack(event.delivery_tag)
             return
         topic = to_mqtt(event.routing_key)
+        write = self._deferred.append if self._handling else self._write
         if delivery_qos == 0:
-            self._write(publish(topic, event.message.body, dup=dup))
+            write(publish(topic, event.message.body, dup=dup))
             if subscription_qos == 1:
                 channel.basic_ack(event.delivery_tag)
             return
         packet_id = self._next_id
-        self._write(publish(topic, event.message.body, qos=1, dup=dup, packet_id=packet_id))
+        write(publish(topic, event.message.body, qos=1, dup=dup, packet_id=packet_id))
         self._awaiting[packet_id] = event.delivery_tag
         self._next_id = _valid_id(packet_id + 1)
 

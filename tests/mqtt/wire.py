@@ -1,0 +1,125 @@
+"""An MQTT connection driven with bytes in a test: packets in, packets out, no socket."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from embroker.model import Broker
+from embroker.mqtt import MqttConnection
+
+
+def _s(text: str | bytes) -> bytes:
+    data = text.encode() if isinstance(text, str) else text
+    return struct.pack(">H", len(data)) + data
+
+
+def _packet(first: int, body: bytes) -> bytes:
+    length = bytearray()
+    n = len(body)
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        length.append(byte | (0x80 if n else 0))
+        if not n:
+            break
+    return bytes([first]) + bytes(length) + body
+
+
+def connect(client_id: str = "c1", *, clean: bool = True, user: str | None = None,
+            password: str | None = None, keep_alive: int = 60, level: int = 4,
+            name: str | None = None, will: tuple[str, bytes, int, bool] | None = None) -> bytes:
+    flags = (2 if clean else 0) | (0x80 if user is not None else 0) | \
+        (0x40 if password is not None else 0)
+    payload = _s(client_id)
+    if will is not None:
+        topic, message, qos, retain = will
+        flags |= 0x04 | (qos << 3) | (0x20 if retain else 0)
+        payload += _s(topic) + _s(message)
+    if user is not None:
+        payload += _s(user)
+    if password is not None:
+        payload += _s(password)
+    protocol = name if name is not None else ("MQTT" if level == 4 else "MQIsdp")
+    body = _s(protocol) + bytes([level, flags]) + struct.pack(">H", keep_alive) + payload
+    return _packet(0x10, body)
+
+
+def subscribe(packet_id: int, *topics: tuple[str, int]) -> bytes:
+    return _packet(0x82, struct.pack(">H", packet_id) + b"".join(
+        _s(t) + bytes([q]) for t, q in topics))
+
+
+def unsubscribe(packet_id: int, *topics: str) -> bytes:
+    return _packet(0xA2, struct.pack(">H", packet_id) + b"".join(_s(t) for t in topics))
+
+
+def publish(topic: str, payload: bytes, *, qos: int = 0, retain: bool = False,
+            packet_id: int = 1, dup: bool = False) -> bytes:
+    first = 0x30 | (8 if dup else 0) | (qos << 1) | (1 if retain else 0)
+    return _packet(first, _s(topic) + (struct.pack(">H", packet_id) if qos else b"") + payload)
+
+
+def puback(packet_id: int) -> bytes:
+    return _packet(0x40, struct.pack(">H", packet_id))
+
+
+PINGREQ = b"\xc0\x00"
+DISCONNECT = b"\xe0\x00"
+
+
+def parse(data: bytes) -> list[tuple[str, Any]]:
+    """The server's packets: (name, fields)."""
+    out: list[tuple[str, Any]] = []
+    i = 0
+    while i < len(data):
+        first = data[i]
+        i += 1
+        length, multiplier = 0, 1
+        while True:
+            byte = data[i]
+            i += 1
+            length += (byte & 0x7F) * multiplier
+            multiplier *= 128
+            if not byte & 0x80:
+                break
+        body, i = data[i:i + length], i + length
+        kind = first >> 4
+        if kind == 2:
+            out.append(("CONNACK", (body[0] & 1 == 1, body[1])))
+        elif kind == 3:
+            qos = (first >> 1) & 3
+            (n,) = struct.unpack(">H", body[:2])
+            topic = body[2:2 + n].decode()
+            rest = body[2 + n:]
+            packet_id = struct.unpack(">H", rest[:2])[0] if qos else None
+            payload = rest[2:] if qos else rest
+            out.append(("PUBLISH", (topic, payload, qos, bool(first & 1), bool(first & 8),
+                                    packet_id)))
+        elif kind == 4:
+            out.append(("PUBACK", struct.unpack(">H", body)[0]))
+        elif kind == 9:
+            out.append(("SUBACK", (struct.unpack(">H", body[:2])[0], list(body[2:]))))
+        elif kind == 11:
+            out.append(("UNSUBACK", struct.unpack(">H", body)[0]))
+        elif kind == 13:
+            out.append(("PINGRESP", None))
+        else:
+            out.append((str(kind), body))
+    return out
+
+
+class Wire:
+    """An :class:`MqttConnection` and what it sent, parsed."""
+
+    def __init__(self, broker: Broker, **options: Any) -> None:
+        options.setdefault("peer", "127.0.0.1:50000")
+        options.setdefault("local", "127.0.0.1:1883")
+        self.broker = broker
+        self.conn = MqttConnection(broker, **options)
+
+    def send(self, data: bytes) -> list[tuple[str, Any]]:
+        self.conn.receive_data(data)
+        return self.received()
+
+    def received(self) -> list[tuple[str, Any]]:
+        return parse(self.conn.data_to_send())
