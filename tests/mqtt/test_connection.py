@@ -8,7 +8,7 @@ import pytest
 from embroker.model import Broker, ManualClock
 from embroker.mqtt import MqttSettings
 
-from .wire import DISCONNECT, PINGREQ, Wire, connect, publish, puback, subscribe, unsubscribe
+from .wire import DISCONNECT, PINGREQ, Wire, connect, puback, publish, subscribe, unsubscribe
 
 
 @pytest.fixture
@@ -217,7 +217,8 @@ def test_a_topic_permission_refusal_ends_the_connection(broker: Broker) -> None:
     w = Wire(broker)
     w.send(connect("d1"))
     w.send(publish("devices/d1/temp", b"ok", qos=1, packet_id=1))
-    assert w.received() == [] and not w.conn.should_close
+    assert w.received() == []
+    assert not w.conn.should_close
     assert w.send(publish("devices/d2/temp", b"no", qos=1, packet_id=2)) == []
     assert w.conn.should_close
 
