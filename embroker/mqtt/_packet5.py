@@ -792,4 +792,3 @@ def disconnect(reason_code: int = 0, properties: Properties | None = None) -> by
 
 def pingresp() -> bytes:
     return b"\xd0\x00"
-
