@@ -55,8 +55,8 @@ Design note: what MqttConnection needs from this codec for 3.13's semantics
 - Bounds: construct the reader with :data:`MAX_PACKET_SIZE_UNAUTHENTICATED` and the
   authenticated bound (3.13: :data:`MAX_PACKET_SIZE_AUTHENTICATED`; 4.x: 16 MiB); on a
   PacketError send :func:`disconnect` ``(error.reason_code)`` if it is set, then close.
-- CONNECT (``rabbit_mqtt_processor:process_connect/5``): level 5 needs no CONNACK change for
-  3.1.1; refuse an Authentication Method with 0x8C; an empty client id gets a generated one,
+- CONNECT (``rabbit_mqtt_processor:process_connect/5``): levels 3 and 4 keep their 3.1.1
+  rules (read by this same reader); refuse an Authentication Method with 0x8C; an empty client id gets a generated one,
   echoed as Assigned Client Identifier; Session Expiry Interval (absent = 0, 0xFFFFFFFF = the
   maximum) is capped by ``mqtt.max_session_expiry_interval_seconds`` (86400) and becomes the
   session queues' ``x-expires``; Receive Maximum caps the prefetch (``min(prefetch, RM)``);
@@ -73,8 +73,10 @@ Design note: what MqttConnection needs from this codec for 3.13's semantics
   alias -> DISCONNECT 0x82; otherwise the alias maps (or re-maps) to the topic. Properties
   become the message's: Message Expiry Interval -> per-message TTL; Correlation Data,
   Content Type, Response Topic, Payload Format Indicator -> AMQP properties; User Properties
-  -> AMQP headers (``mc_mqtt``: names over 255 bytes dropped for AMQP 0-9-1; first occurrence
-  of a duplicate name wins for AMQP 1.0; ``x-`` names to message annotations).
+  -> AMQP headers (``mc_mqtt``: for AMQP 0-9-1 longstr headers, names over 255 bytes dropped,
+  the table sorted by name with duplicates removed; for AMQP 1.0 the first occurrence of a name
+  wins and ``x-`` names go to message annotations); the reverse way, headers become User
+  Properties. The CONNECT's User Properties are the connection's (listed, not forwarded).
 - PUBACK out: 0x00 once confirmed, 0x10 (No matching subscribers) when a QoS 1 message routes
   nowhere, 0x83 when a queue rejects it.
 - PUBACK in: a reason code >= 0x80 discards the delivery (no requeue).
@@ -754,8 +756,10 @@ def publish(topic: str, payload: bytes, *, qos: int = 0, retain: bool = False,
             dup: bool = False, packet_id: int | None = None,
             properties: Properties | None = None, level: int = 5) -> bytes:
     """PUBLISH; ``topic`` may be empty when ``properties`` carry a Topic Alias."""
+    if qos and packet_id is None:
+        raise ValueError(f"a QoS {qos} PUBLISH needs a packet id")
     first = 0x30 | (8 if dup else 0) | (qos << 1) | (1 if retain else 0)
-    head = _string(topic) + (struct.pack(">H", packet_id or 0) if qos else b"")
+    head = _string(topic) + (struct.pack(">H", packet_id) if qos else b"")
     return _packet(first, head + write_properties(properties, level) + payload)
 
 
