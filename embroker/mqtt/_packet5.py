@@ -55,17 +55,18 @@ Design note: what MqttConnection needs from this codec for 3.13's semantics
 - Bounds: construct the reader with :data:`MAX_PACKET_SIZE_UNAUTHENTICATED` and the
   authenticated bound (3.13: :data:`MAX_PACKET_SIZE_AUTHENTICATED`; 4.x: 16 MiB); on a
   PacketError send :func:`disconnect` ``(error.reason_code)`` if it is set, then close.
-- CONNECT (``rabbit_mqtt_processor:process_connect/5``): levels 3 and 4 keep their 3.1.1
-  rules (read by this same reader); refuse an Authentication Method with 0x8C; an empty client id gets a generated one,
-  echoed as Assigned Client Identifier; Session Expiry Interval (absent = 0, 0xFFFFFFFF = the
-  maximum) is capped by ``mqtt.max_session_expiry_interval_seconds`` (86400) and becomes the
-  session queues' ``x-expires``; Receive Maximum caps the prefetch (``min(prefetch, RM)``);
-  the client's Maximum Packet Size bounds what the server sends (an over-large PUBLISH is
-  dropped and settled as if sent, other packets dropped: compare ``len()`` of the written
-  bytes); Topic Alias Maximum (capped by ``mqtt.topic_alias_maximum``, 16)
-  enables outbound aliases. CONNACK: :func:`connack_properties` gives exactly the properties
-  3.13 sends on success; a failed CONNACK carries none and Session Present 0; level 3/4 maps
-  reason codes to return codes (:func:`connect_return_code`).
+- CONNECT (``rabbit_mqtt_processor:process_connect/5``): levels 3 and 4 keep their 3.1.1 rules
+  (read by this same reader); refuse an Authentication Method with 0x8C; an empty client id
+  gets a generated one, echoed as Assigned Client Identifier; Session Expiry Interval (absent
+  = 0, 0xFFFFFFFF = the maximum) is capped by ``mqtt.max_session_expiry_interval_seconds``
+  (86400) and becomes the session queues' ``x-expires``; Receive Maximum caps the prefetch
+  (``min(prefetch, RM)``); the client's Maximum Packet Size bounds what the server sends (an
+  over-large PUBLISH is dropped and its delivery discarded, any other packet just dropped:
+  compare ``len()`` of the written bytes); Topic Alias Maximum (capped by
+  ``mqtt.topic_alias_maximum``, 16) enables outbound aliases. CONNACK:
+  :func:`connack_properties` gives exactly the properties 3.13 sends on success; a failed
+  CONNACK carries none and Session Present 0; level 3/4 maps reason codes to return codes
+  (:func:`connect_return_code`).
 - Will: its properties (Will Delay Interval, Message Expiry Interval, and the PUBLISH ones)
   travel with the will message; a delayed will is a message with a TTL in a queue.
 - PUBLISH in: QoS 2 at level 5 is answered with DISCONNECT 0x9B (at 3/4 it is downgraded to
@@ -81,8 +82,8 @@ Design note: what MqttConnection needs from this codec for 3.13's semantics
   nowhere, 0x83 when a queue rejects it.
 - PUBACK in: a reason code >= 0x80 discards the delivery (no requeue).
 - PUBLISH out: Subscription Identifiers of every matching subscription that has one; Topic
-  Alias out when enabled (aliases 1.. in first-use order, only for topics over 1 byte, the
-  topic then sent empty); remaining Message Expiry Interval; RETAIN only with Retain As
+  Alias out when enabled (aliases 1.. in first-use order, only for topics over 1 byte; once
+  aliased, the topic is sent empty); remaining Message Expiry Interval; RETAIN only with Retain As
   Published; No Local filters the connection's own messages.
 - SUBSCRIBE: SUBACK codes are granted QoS (2 downgraded to 1) or 0x87/0x97/0x80 at level 5
   (0x80 at 3/4, masked to two bits at level 3); Retain Handling 0/1/2 decides whether retained
