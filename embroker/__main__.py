@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from . import Broker, __version__
+from ._listener_plugins import PROTOCOLS
 from ._transport import PORT_KINDS
 from .analytics._cli import add_commands as add_analytics_commands
 from .control._node import Node
@@ -124,12 +125,12 @@ def _serve(args: argparse.Namespace) -> int:
             url for url in (server.management_port is not None and server.management_url,
                             server.management_tls_port is not None and server.management_tls_url)
             if url)
-    stomp = [f"{name} on {url}" for name, url in (
-        ("STOMP", server.stomp_url), ("STOMP over TLS", server.stomp_tls_url),
-        ("Web-STOMP", server.web_stomp_url), ("Web-STOMP over TLS", server.web_stomp_tls_url))
-        if url is not None]
-    if stomp:
-        also += "; " + ", ".join(stomp)
+    for protocol in PROTOCOLS:  # (STOMP on stomp://..., Web-STOMP on ws://.../ws; MQTT...)
+        served = [f"{_TITLES[key]} on {getattr(server, f'{key}_url')}"
+                  for key, _kind, _tls in protocol.kinds
+                  if getattr(server, f"{key}_port") is not None]
+        if served:
+            also += "; " + ", ".join(served)
     plugins = f"; plugins: {', '.join(sorted(broker.plugins.enabled))}" \
         if broker.plugins.enabled else ""
 
@@ -228,11 +229,26 @@ def _node(broker: Broker, server: Server, name: str | None) -> Node:
     return node
 
 
-#: RabbitMQ's AMQP, management, STOMP and Web-STOMP ports: ``serve``'s defaults.
+#: RabbitMQ's AMQP and management ports: ``serve``'s defaults.
 _AMQP_PORT = 5672
 _MANAGEMENT_PORT = 15672
-_STOMP_PORT = 61613
-_WEB_STOMP_PORT = 15674
+#: The plugin protocols' ports ``serve`` takes by default, as the management port: STOMP's
+#: 61613, Web-STOMP's 15674, MQTT's 1883, Web-MQTT's 15675 (by key: ``--stomp-port``...).
+_DEFAULT_PORTS = {key: port for p in PROTOCOLS
+                  for key, port in ((p.kind, p.port), (p.web_kind, p.web_port))}
+#: What each plugin protocol's ports are called (``"mqtt_tls"``: ``"MQTT over TLS"``).
+_TITLES = {key: (p.web_title if kind == p.web_kind else p.title) + (" over TLS" if tls else "")
+           for p in PROTOCOLS for key, kind, tls in p.kinds}
+#: What ``serve``'s help says each plugin protocol is.
+_SERVES = {"stomp": "STOMP 1.0-1.2", "mqtt": "MQTT 3.1 and 3.1.1"}
+
+
+def _option(key: str) -> str:
+    """The option naming a plugin protocol's port (``"web_mqtt_tls"``:
+    ``--web-mqtt-tls-port``)."""
+    return "--" + key.replace("_", "-") + "-port"
+
+
 #: What moves a port the user named, for the line that says it is taken.
 _ADVICE = {
     "amqp": "choose another with --port N, or --port 0 for any free port",
@@ -245,21 +261,15 @@ _ADVICE = {
                   "free port",
     "management_tls": "choose another with --management-tls-port N, or "
                       "--management-tls-port 0 for any free port",
-    "stomp": "choose another with --stomp-port N, --stomp-port 0 for any free port, or "
-             "--no-stomp",
-    "stomp_tls": "choose another with --stomp-tls-port N, or --stomp-tls-port 0 for any free "
-                 "port",
-    "web_stomp": "choose another with --web-stomp-port N, --web-stomp-port 0 for any free "
-                 "port, or --no-web-stomp",
-    "web_stomp_tls": "choose another with --web-stomp-tls-port N, or --web-stomp-tls-port 0 "
-                     "for any free port"}
+    **{key: f"choose another with {_option(key)} N, {_option(key)} 0 for any free port"
+       + ("" if tls else f", or --no-{key.replace('_', '-')}")
+       for p in PROTOCOLS for key, _kind, tls in p.kinds}}
 #: What each port a default implies serves, and the option that chooses it, for the line that
 #: says it moved.
 _MOVED = {"amqp": ("AMQP", "--port N"), "management": ("the management API", "--management-port N"),
-          "stomp": ("STOMP", "--stomp-port N"), "web_stomp": ("Web-STOMP", "--web-stomp-port N")}
+          **{key: (_TITLES[key], f"{_option(key)} N") for key in _DEFAULT_PORTS}}
 #: The ports of registered kinds ``serve`` may open: the key in ``ports`` -> (kind, TLS).
-_KIND_PORTS = {"stomp": ("stomp", False), "web_stomp": ("web_stomp", False),
-               "stomp_tls": ("stomp", True), "web_stomp_tls": ("web_stomp", True)}
+_KIND_PORTS = {key: (kind, tls) for p in PROTOCOLS for key, kind, tls in p.kinds}
 
 
 def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
@@ -268,10 +278,11 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
 
     A port the user named must be had. A port only implied by a default never stops ``serve``
     from starting beside a RabbitMQ: 5672 when ``--port`` is not given, and 15672 (61613,
-    15674) when ``--management-port`` (``--stomp-port``, ``--web-stomp-port``) is not given
-    and the AMQP port is RabbitMQ's 5672 (another ``--port`` implies any free port for them,
-    as ``--port 5673`` beside a RabbitMQ means); taken, each becomes any free port, said on
-    standard error.
+    15674, 1883, 15675) when ``--management-port`` (``--stomp-port``, ``--web-stomp-port``,
+    ``--mqtt-port``, ``--web-mqtt-port``) is not given and the AMQP port is RabbitMQ's 5672
+    (another ``--port`` implies any free port for them, as ``--port 5673`` beside a RabbitMQ
+    means); taken, each becomes any free port, said on standard error (MQTT's 1883 often is:
+    a mosquitto holds it on many machines).
     """
     rabbitmq_amqp = args.port in (None, _AMQP_PORT)
     ports: dict[str, int | None] = {
@@ -281,14 +292,12 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
             args.management_port if args.management_port is not None
             else _MANAGEMENT_PORT if rabbitmq_amqp else 0),
         "stream": args.stream_port, "tls": args.tls_port,
-        "stream_tls": args.stream_tls_port, "management_tls": args.management_tls_port,
-        "stomp": None if args.no_stomp else (
-            args.stomp_port if args.stomp_port is not None
-            else _STOMP_PORT if rabbitmq_amqp else 0),
-        "web_stomp": None if args.no_web_stomp else (
-            args.web_stomp_port if args.web_stomp_port is not None
-            else _WEB_STOMP_PORT if rabbitmq_amqp else 0),
-        "stomp_tls": args.stomp_tls_port, "web_stomp_tls": args.web_stomp_tls_port}
+        "stream_tls": args.stream_tls_port, "management_tls": args.management_tls_port}
+    for key, default in _DEFAULT_PORTS.items():  # (STOMP's, Web-STOMP's, MQTT's... --no-X)
+        given = getattr(args, f"{key}_port")
+        ports[key] = None if getattr(args, f"no_{key}") else (
+            given if given is not None else default if rabbitmq_amqp else 0)
+        ports[f"{key}_tls"] = getattr(args, f"{key}_tls_port")
     tls: ssl.SSLContext | None = None
     if args.certfile is not None:
         options = TLSOptions(certfile=args.certfile, keyfile=args.keyfile,
@@ -303,15 +312,15 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
             print(f"embroker: cannot use the TLS files {files}: "
                   f"{getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
             return None
-    elif any(ports[k] is not None for k in ("tls", "stream_tls", "management_tls", "stomp_tls",
-                                            "web_stomp_tls")):
+    elif any(ports[k] is not None for k in ("tls", "stream_tls", "management_tls",
+                                            *(f"{key}_tls" for key in _DEFAULT_PORTS))):
         print("embroker: a TLS port needs a certificate: --certfile FILE (and --keyfile FILE "
               "unless the key is in it)", file=sys.stderr)
         return None
     implied = {"amqp": args.port is None,
                "management": not args.no_management and args.management_port is None,
-               "stomp": not args.no_stomp and args.stomp_port is None,
-               "web_stomp": not args.no_web_stomp and args.web_stomp_port is None}
+               **{key: not getattr(args, f"no_{key}") and getattr(args, f"{key}_port") is None
+                  for key in _DEFAULT_PORTS}}
     settings = {"stomp": StompSettings(default_user=args.stomp_default_user)} \
         if args.stomp_default_user is not None else {}
     moved: list[tuple[str, int]] = []
@@ -504,24 +513,28 @@ def main(argv: list[str] | None = None) -> int:
                             "15672 is taken")
     serve.add_argument("--no-management", action="store_true",
                        help="serve no management API")
-    serve.add_argument("--stomp-port", type=int, default=None, metavar="N",
-                       help="serve STOMP 1.0-1.2 on port N (0 for any free port); default "
-                            "61613, as RabbitMQ's rabbitmq_stomp, when --port is left at 5672, "
-                            "else any free port; any free port too when 61613 is taken")
-    serve.add_argument("--no-stomp", action="store_true", help="serve no STOMP port")
-    serve.add_argument("--stomp-tls-port", type=int, default=None, metavar="N",
-                       help="also serve STOMP over TLS on port N (RabbitMQ's is 61614); needs "
-                            "--certfile")
-    serve.add_argument("--web-stomp-port", type=int, default=None, metavar="N",
-                       help="serve STOMP over WebSocket (ws://HOST:N/ws) on port N; default "
-                            "15674, as RabbitMQ's rabbitmq_web_stomp, by the rule of "
-                            "--stomp-port")
-    serve.add_argument("--no-web-stomp", action="store_true",
-                       help="serve no Web-STOMP port")
-    serve.add_argument("--web-stomp-tls-port", type=int, default=None, metavar="N",
-                       help="also serve Web-STOMP over TLS (wss://HOST:N/ws) on port N "
-                            "(RabbitMQ's web_stomp.ssl.port, 15673 in its documentation); "
-                            "needs --certfile")
+    for p in PROTOCOLS:  # --stomp-port, --no-stomp, ..., --web-mqtt-tls-port
+        kind, web = p.kind.replace("_", "-"), p.web_kind.replace("_", "-")
+        serve.add_argument(f"--{kind}-port", type=int, default=None, metavar="N",
+                           help=f"serve {_SERVES[p.kind]} on port N (0 for any free port); "
+                                f"default {p.port}, as RabbitMQ's {p.plugin}, when --port is "
+                                f"left at 5672, else any free port; any free port too when "
+                                f"{p.port} is taken")
+        serve.add_argument(f"--no-{kind}", action="store_true",
+                           help=f"serve no {p.title} port")
+        serve.add_argument(f"--{kind}-tls-port", type=int, default=None, metavar="N",
+                           help=f"also serve {p.title} over TLS on port N (RabbitMQ's is "
+                                f"{p.tls_port}); needs --certfile")
+        serve.add_argument(f"--{web}-port", type=int, default=None, metavar="N",
+                           help=f"serve {p.title} over WebSocket (ws://HOST:N/ws) on port N; "
+                                f"default {p.web_port}, as RabbitMQ's {p.web_plugin}, by the "
+                                f"rule of --{kind}-port")
+        serve.add_argument(f"--no-{web}", action="store_true",
+                           help=f"serve no {p.web_title} port")
+        serve.add_argument(f"--{web}-tls-port", type=int, default=None, metavar="N",
+                           help=f"also serve {p.web_title} over TLS (wss://HOST:N/ws) on port "
+                                f"N (RabbitMQ's {p.web_kind}.ssl.port, {p.web_tls_port} in its "
+                                "documentation); needs --certfile")
     serve.add_argument("--stomp-default-user", type=_user, default=None,
                        metavar="NAME:PASSWORD",
                        help="the user a STOMP CONNECT without login logs in as (RabbitMQ's "

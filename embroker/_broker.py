@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, final
 
 from . import _baseline, _settle, model
+from ._listener_plugins import PROTOCOLS
 from .client import Connection
 from .model import ManualClock, Message, MessageEvent, RoutingDecision
 from .model._history import events_of
@@ -218,7 +219,9 @@ class Broker(model.Broker):
               stream_tls_port: int | None = None,
               management_tls_port: int | None = None, stomp_port: int | None = None,
               stomp_tls_port: int | None = None, web_stomp_port: int | None = None,
-              web_stomp_tls_port: int | None = None,
+              web_stomp_tls_port: int | None = None, mqtt_port: int | None = None,
+              mqtt_tls_port: int | None = None, web_mqtt_port: int | None = None,
+              web_mqtt_tls_port: int | None = None,
               listeners: Mapping[str, int] | None = None,
               tls_listeners: Mapping[str, int] | None = None,
               port_settings: Mapping[str, Any] | None = None) -> Server:
@@ -262,6 +265,11 @@ class Broker(model.Broker):
             web_stomp_port, web_stomp_tls_port: STOMP over WebSocket at ``/ws`` (RabbitMQ's
                 15674), and over TLS (``wss``; RabbitMQ's ``web_stomp.ssl.port``):
                 ``server.web_stomp_url``.
+            mqtt_port, mqtt_tls_port: serve MQTT 3.1 and 3.1.1 on this port (RabbitMQ's
+                1883), and over TLS (8883; needs ``tls``): ``server.mqtt_url``.
+            web_mqtt_port, web_mqtt_tls_port: MQTT over WebSocket at ``/ws`` (RabbitMQ's
+                15675), and over TLS (``wss``; ``web_mqtt.ssl.port``, 15676 in RabbitMQ's
+                documentation): ``server.web_mqtt_url``.
             listeners, tls_listeners: more ports of registered kinds, by kind's name
                 (``{"stomp": 0}``), plain and over TLS (``Server(listeners=...)``).
             port_settings: each registered kind's settings, by its name
@@ -274,11 +282,14 @@ class Broker(model.Broker):
         management_port = None if management is False else (
             0 if management is True else int(management))
         plain, secure = dict(listeners or {}), dict(tls_listeners or {})
-        for kind, number, ports in (("stomp", stomp_port, plain), ("stomp", stomp_tls_port, secure),
-                                    ("web_stomp", web_stomp_port, plain),
-                                    ("web_stomp", web_stomp_tls_port, secure)):
-            if number is not None:
-                ports[kind] = number
+        given = {"stomp": stomp_port, "stomp_tls": stomp_tls_port,
+                 "web_stomp": web_stomp_port, "web_stomp_tls": web_stomp_tls_port,
+                 "mqtt": mqtt_port, "mqtt_tls": mqtt_tls_port, "web_mqtt": web_mqtt_port,
+                 "web_mqtt_tls": web_mqtt_tls_port}
+        for protocol in PROTOCOLS:  # (stomp_port=..., web_stomp_tls_port=..., mqtt_port=...)
+            for key, kind, tls_port_of_kind in protocol.kinds:
+                if (number := given[key]) is not None:
+                    (secure if tls_port_of_kind else plain)[kind] = number
         return Server(self, host, port, heartbeat=heartbeat, amqp10_port=amqp10_port,
                       management_port=management_port, stream_port=stream_port,
                       max_connections=max_connections,

@@ -277,7 +277,8 @@ class Server(_Views, _Node, _Listener, _Loop):
         tls_listeners: more ports over TLS, by kind (``{"stomp": 0}``: RabbitMQ's
             ``stomp.listeners.ssl``), on the ``tls`` settings the amqps port takes.
         port_settings: what each registered kind's connections are configured with, by the
-            kind's name (``{"stomp": StompSettings(...)}``; :attr:`port_settings`).
+            kind's name (``{"stomp": StompSettings(...)}``, ``{"mqtt": MqttSettings(...)}``;
+            :attr:`port_settings`).
         management_allow_hosts: more names the management port answers requests for, besides
             the listener's own address, ``localhost`` and loopback addresses (a name, or
             ``name:port``; ``"*"``: any), and whose pages it answers (``Origin``); see
@@ -432,8 +433,9 @@ class Server(_Views, _Node, _Listener, _Loop):
                     tls=self.tls if secure else None))
         #: What each registered kind's connections are configured with, by the kind's name
         #: (``port_settings["stomp"]``: a :class:`~embroker.stomp.StompSettings`, which the
-        #: Web-STOMP port's connections read too); each connection reads it as it is
-        #: accepted, so a change holds for the next ones.
+        #: Web-STOMP port's connections read too; ``port_settings["mqtt"]``: an
+        #: :class:`~embroker.mqtt.MqttSettings`, for Web-MQTT too); each connection reads it
+        #: as it is accepted, so a change holds for the next ones.
         self.port_settings: dict[str, Any] = dict(port_settings or {})
         self._stream_advertised_host = stream_advertised_host or None
         #: What the stream protocol's Open and Metadata name as this node's port (RabbitMQ's
@@ -627,6 +629,51 @@ class Server(_Views, _Node, _Listener, _Loop):
     def web_stomp_tls_url(self) -> str | None:
         """``wss://HOST:PORT/ws``: Web-STOMP over TLS, ``None`` without it."""
         return self._address("wss", self.web_stomp_tls_port, "/ws")
+
+    # -- MQTT and Web-MQTT (registered kinds "mqtt" and "web_mqtt", by name) -----------------
+
+    @property
+    def mqtt_port(self) -> int | None:
+        """The MQTT port (RabbitMQ's 1883: ``rabbitmq_mqtt``), ``None`` without one."""
+        return self.listener_port("mqtt")
+
+    @property
+    def mqtt_tls_port(self) -> int | None:
+        """MQTT over TLS (RabbitMQ's 8883), ``None`` without it."""
+        return self.listener_port("mqtt", tls=True)
+
+    @property
+    def web_mqtt_port(self) -> int | None:
+        """MQTT over WebSocket at ``/ws`` (RabbitMQ's 15675: ``rabbitmq_web_mqtt``),
+        ``None`` without it."""
+        return self.listener_port("web_mqtt")
+
+    @property
+    def web_mqtt_tls_port(self) -> int | None:
+        """Web-MQTT over TLS, ``wss`` (RabbitMQ's ``web_mqtt.ssl.port``, 15676 in its
+        documentation), ``None`` without it."""
+        return self.listener_port("web_mqtt", tls=True)
+
+    @property
+    def mqtt_url(self) -> str | None:
+        """``mqtt://HOST:PORT`` of the MQTT port (a client logs in with CONNECT's user name
+        and password, guest/guest or none, not the URL's), ``None`` without one."""
+        return self._address("mqtt", self.mqtt_port)
+
+    @property
+    def mqtt_tls_url(self) -> str | None:
+        """``mqtts://HOST:PORT`` of MQTT over TLS, ``None`` without it."""
+        return self._address("mqtts", self.mqtt_tls_port)
+
+    @property
+    def web_mqtt_url(self) -> str | None:
+        """``ws://HOST:PORT/ws``: Web-MQTT (subprotocol ``mqtt``), ``None`` without it."""
+        return self._address("ws", self.web_mqtt_port, "/ws")
+
+    @property
+    def web_mqtt_tls_url(self) -> str | None:
+        """``wss://HOST:PORT/ws``: Web-MQTT over TLS, ``None`` without it."""
+        return self._address("wss", self.web_mqtt_tls_port, "/ws")
 
     def __repr__(self) -> str:
         state = "running" if self._running else "stopped"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -25,23 +26,26 @@ def serve(*args: str, quiet: bool = True) -> subprocess.Popen[str]:
 
 
 #: ``embroker serve`` with RabbitMQ's ports (the defaults 5672 and 15672) replaced by two the
-#: test chose, and STOMP's and Web-STOMP's (61613, 15674) by ``argv[3]`` and ``argv[4]`` (0:
-#: any free port): ``python -c`` with the program's constants changed, then its ``main``.
-_WITH_DEFAULTS = ("import sys; import embroker.__main__ as cli; "
+#: test chose, and the plugin protocols' (STOMP's 61613, Web-STOMP's 15674, MQTT's 1883,
+#: Web-MQTT's 15675) by ``argv[3]``, a JSON object by key (0: any free port): ``python -c``
+#: with the program's constants changed, then its ``main``.
+_WITH_DEFAULTS = ("import json, sys; import embroker.__main__ as cli; "
                   "cli._AMQP_PORT, cli._MANAGEMENT_PORT = int(sys.argv[1]), int(sys.argv[2]); "
-                  "cli._STOMP_PORT, cli._WEB_STOMP_PORT = int(sys.argv[3]), int(sys.argv[4]); "
-                  "sys.exit(cli.main(['serve', *sys.argv[5:]]))")
+                  "cli._DEFAULT_PORTS.update(json.loads(sys.argv[3])); "
+                  "sys.exit(cli.main(['serve', *sys.argv[4:]]))")
 
 
 def serve_with_defaults(amqp: int, management: int, *args: str, stomp: int = 0,
-                        web_stomp: int = 0) -> subprocess.Popen[str]:
+                        web_stomp: int = 0, mqtt: int = 0,
+                        web_mqtt: int = 0) -> subprocess.Popen[str]:
     """``embroker serve --host 127.0.0.1 --quiet ARGS`` whose default ports are ``amqp``,
-    ``management``, ``stomp`` and ``web_stomp`` instead of 5672, 15672, 61613 and 15674 (which
-    a test never binds: a RabbitMQ may hold them, and the tests must not depend on it)."""
+    ``management``, ``stomp``, ``web_stomp``, ``mqtt`` and ``web_mqtt`` instead of 5672,
+    15672, 61613, 15674, 1883 and 15675 (which a test never binds: a RabbitMQ, or a mosquitto
+    on 1883, may hold them, and the tests must not depend on it)."""
+    defaults = {"stomp": stomp, "web_stomp": web_stomp, "mqtt": mqtt, "web_mqtt": web_mqtt}
     return subprocess.Popen(
-        [sys.executable, "-c", _WITH_DEFAULTS, str(amqp), str(management), str(stomp),
-         str(web_stomp), "--host",
-         "127.0.0.1", "--quiet", *args],
+        [sys.executable, "-c", _WITH_DEFAULTS, str(amqp), str(management),
+         json.dumps(defaults), "--host", "127.0.0.1", "--quiet", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=_as_from_a_terminal)  # noqa: PLW1509 (no threads run it)
 

@@ -48,8 +48,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, final
 
+from .._listener_plugins import PROTOCOLS, ListenerPlugin
 from ..amqp091._frames import FRAME_MAX_LIMIT
 from ..model._plugins import PLUGINS
+from ..mqtt._settings import MqttSettings
 from ..stomp._settings import StompSettings
 from ..tls import TLS_VERSIONS, TLSOptions
 from ._env import ConfigError, NodeNameError, environment, node_name
@@ -74,8 +76,6 @@ class Listener:
 AMQP_PORT: Final = 5672
 MANAGEMENT_PORT: Final = 15672
 STREAM_PORT: Final = 5552
-STOMP_PORT: Final = 61613
-WEB_STOMP_PORT: Final = 15674
 
 #: The plugins RabbitMQ 3.10.8 ships (its ``plugins`` folder).
 RABBITMQ_PLUGINS: Final = frozenset({
@@ -102,8 +102,8 @@ SERVED_PLUGINS: Final = {
     "rabbitmq_stream_common": "the stream protocol",
     "rabbitmq_stream_management": "the management API's stream pages",
     "rabbitmq_amqp1_0": "AMQP 1.0 on the AMQP ports",
-    "rabbitmq_stomp": "the STOMP listeners",
-    "rabbitmq_web_stomp": "the Web-STOMP listeners",
+    **{plugin: f"the {title} listeners" for p in PROTOCOLS
+       for plugin, title in ((p.plugin, p.title), (p.web_plugin, p.web_title))},
     "rabbitmq_auth_mechanism_ssl": "SASL EXTERNAL (auth_mechanisms.N = EXTERNAL)",
     "rabbitmq_tracing": "the management API's tracing",
 }
@@ -113,10 +113,12 @@ _MANAGEMENT_PLUGINS = frozenset({"rabbitmq_management", "rabbitmq_stream_managem
                                  "rabbitmq_shovel_management", "rabbitmq_federation_management",
                                  "rabbitmq_tracing"})
 _STREAM_PLUGINS = frozenset({"rabbitmq_stream", "rabbitmq_stream_management"})
-#: Plugins that bring up the STOMP listeners (rabbitmq_stomp and its dependents), and the
-#: Web-STOMP ones.
-_WEB_STOMP_PLUGINS = frozenset({"rabbitmq_web_stomp", "rabbitmq_web_stomp_examples"})
-_STOMP_PLUGINS = frozenset({"rabbitmq_stomp", *_WEB_STOMP_PLUGINS})
+
+def _web_plugins(p: ListenerPlugin) -> frozenset[str]:
+    """The plugins that bring up a protocol's Web- listeners (``rabbitmq_web_mqtt`` and its
+    examples); they, and the protocol's own plugin, bring up its plain ones (the Web- plugin
+    depends on it)."""
+    return frozenset({p.web_plugin, f"{p.web_plugin}_examples"})
 
 
 @final
@@ -151,23 +153,22 @@ class NodeSettings:
         management_plugin_tls_port, stream_plugin_tls_port: the same for the TLS listeners
             (``management.ssl.port``, the first ``stream.listeners.ssl.*``; ``None``: none).
             See :attr:`plugin_tls_ports`.
-        stomp_listeners, stomp_tls_listeners: ``stomp.listeners.tcp.*`` / ``.ssl.*``
-            (default 61613 / none); empty without the STOMP plugin (or Web-STOMP, which
-            depends on it).
-        web_stomp_port, web_stomp_tls_port: ``web_stomp.tcp.port`` (or the older
-            ``web_stomp.port``; default 15674) and ``web_stomp.ssl.port`` (none unless set);
-            ``None`` without the Web-STOMP plugin.
-        stomp_plugin_port, stomp_plugin_tls_port, web_stomp_plugin_port,
-            web_stomp_plugin_tls_port: where ``rabbitmq-plugins enable rabbitmq_stomp``
-            (``rabbitmq_web_stomp``) opens the listeners on the running node, as the
-            management and stream ones.
-        stomp: the STOMP plugin's settings (``stomp.default_user``, ``stomp.default_pass``,
-            ``stomp.default_vhost``, ``stomp.implicit_connect``, ``stomp.ssl_cert_login``,
-            ``stomp.default_topic_exchange``, ``stomp.default_nack_requeue``,
-            ``stomp.hide_server_info``, ``stomp.login_timeout``), which Web-STOMP reads too.
+        protocol_listeners, protocol_tls_listeners: the plugin protocols' listeners
+            (:data:`embroker._listener_plugins.PROTOCOLS`), by port kind: ``stomp``
+            (``stomp.listeners.tcp.*`` / ``.ssl.*``, default 61613 / none), ``mqtt``
+            (``mqtt.listeners.*``, 1883 / none), ``web_stomp`` (``web_stomp.tcp.port``, or
+            the older ``web_stomp.port``, default 15674 / ``web_stomp.ssl.port``, none unless
+            set), ``web_mqtt`` (``web_mqtt.tcp.port``, 15675 / ``web_mqtt.ssl.port``); a
+            kind is left out without its plugin (the Web- plugin brings the plain one, which
+            it depends on).
+        protocol_plugin_ports, protocol_plugin_tls_ports: where ``rabbitmq-plugins enable``
+            opens each of their plugins' listener on the running node (``rabbitmq_mqtt``:
+            the first ``mqtt.listeners.tcp.*``), as the management and stream ones.
+        port_settings: the plugin protocols' settings, by port kind (``Server.port_settings``):
+            ``stomp`` (:attr:`stomp`) and ``mqtt`` (:attr:`mqtt`).
         tls: ``ssl_options.*``, ``None`` without a certificate.
         management_tls: ``management.ssl.*`` files, when given.
-        web_stomp_tls: ``web_stomp.ssl.*`` files, when given.
+        web_tls: ``web_stomp.ssl.*`` and ``web_mqtt.ssl.*`` files, when given, by port kind.
         stream_advertised_host, stream_advertised_port: ``stream.advertised_*``.
         default_user, default_pass, default_vhost, default_user_tags, default_permissions:
             the user and vhost RabbitMQ creates on first start (guest, guest, /,
@@ -217,18 +218,17 @@ class NodeSettings:
     stream_plugin_port: int | None = STREAM_PORT
     management_plugin_tls_port: int | None = None
     stream_plugin_tls_port: int | None = None
-    stomp_listeners: tuple[Listener, ...] = ()
-    stomp_tls_listeners: tuple[Listener, ...] = ()
-    web_stomp_port: int | None = None
-    web_stomp_tls_port: int | None = None
-    stomp_plugin_port: int | None = STOMP_PORT
-    stomp_plugin_tls_port: int | None = None
-    web_stomp_plugin_port: int | None = WEB_STOMP_PORT
-    web_stomp_plugin_tls_port: int | None = None
-    stomp: StompSettings = field(default_factory=StompSettings)
+    protocol_listeners: Mapping[str, tuple[Listener, ...]] = field(default_factory=dict)
+    protocol_tls_listeners: Mapping[str, tuple[Listener, ...]] = field(default_factory=dict)
+    protocol_plugin_ports: Mapping[str, int | None] = field(default_factory=lambda: {
+        plugin: port for p in PROTOCOLS
+        for plugin, port in ((p.plugin, p.port), (p.web_plugin, p.web_port))})
+    protocol_plugin_tls_ports: Mapping[str, int | None] = field(default_factory=dict)
+    port_settings: Mapping[str, Any] = field(default_factory=lambda: {
+        "stomp": StompSettings(), "mqtt": MqttSettings()})
     tls: TLSOptions | None = None
     management_tls: TLSOptions | None = None
-    web_stomp_tls: TLSOptions | None = None
+    web_tls: Mapping[str, TLSOptions] = field(default_factory=dict)
     stream_advertised_host: str | None = None
     stream_advertised_port: int | None = None
     default_user: str = "guest"
@@ -265,29 +265,45 @@ class NodeSettings:
     unsupported: tuple[str, ...] = field(default=())
 
     @property
+    def stomp(self) -> StompSettings:
+        """The STOMP plugin's settings (``stomp.default_user``, ``stomp.default_pass``,
+        ``stomp.default_vhost``, ``stomp.implicit_connect``, ``stomp.ssl_cert_login``,
+        ``stomp.default_topic_exchange``, ``stomp.default_nack_requeue``,
+        ``stomp.hide_server_info``, ``stomp.login_timeout``), which Web-STOMP reads too."""
+        settings: StompSettings = self.port_settings["stomp"]
+        return settings
+
+    @property
+    def mqtt(self) -> MqttSettings:
+        """The MQTT plugin's settings (``mqtt.default_user``, ``mqtt.default_pass``,
+        ``mqtt.allow_anonymous``, ``mqtt.vhost``, ``mqtt.exchange``,
+        ``mqtt.subscription_ttl``, ``mqtt.prefetch``, ``mqtt.ssl_cert_login``,
+        ``mqtt.login_timeout``), which Web-MQTT reads too."""
+        settings: MqttSettings = self.port_settings["mqtt"]
+        return settings
+
+    @property
     def plugin_ports(self) -> dict[str, int | None]:
         """Where each listener plugin listens when enabled on the running node, by plugin
         (``Node(plugin_ports=...)``)."""
         return {"rabbitmq_management": self.management_plugin_port,
-                "rabbitmq_stream": self.stream_plugin_port,
-                "rabbitmq_stomp": self.stomp_plugin_port,
-                "rabbitmq_web_stomp": self.web_stomp_plugin_port}
+                "rabbitmq_stream": self.stream_plugin_port, **self.protocol_plugin_ports}
 
     @property
     def plugin_tls_ports(self) -> dict[str, int | None]:
         """Where each listener plugin listens over TLS when enabled on the running node
         (``Node(plugin_tls_ports=...)``); none without TLS settings."""
         tls = self._tls is not None
-        return {"rabbitmq_management": self.management_plugin_tls_port if tls else None,
-                "rabbitmq_stream": self.stream_plugin_tls_port if tls else None,
-                "rabbitmq_stomp": self.stomp_plugin_tls_port if tls else None,
-                "rabbitmq_web_stomp": self.web_stomp_plugin_tls_port if tls else None}
+        return {plugin: port if tls else None for plugin, port in (
+            ("rabbitmq_management", self.management_plugin_tls_port),
+            ("rabbitmq_stream", self.stream_plugin_tls_port),
+            *self.protocol_plugin_tls_ports.items())}
 
     @property
     def _tls(self) -> TLSOptions | None:
         """The TLS ports' settings: embroker's listener has one for all of them
-        (``ssl_options``, else the management's or Web-STOMP's own files)."""
-        return next((t for t in (self.tls, self.management_tls, self.web_stomp_tls)
+        (``ssl_options``, else the management's, Web-STOMP's or Web-MQTT's own files)."""
+        return next((t for t in (self.tls, self.management_tls, *self.web_tls.values())
                      if t is not None), None)
 
     @property
@@ -356,13 +372,11 @@ class NodeSettings:
             "stream_advertised_host": self.stream_advertised_host,
             "stream_advertised_port": self.stream_advertised_port,
             "amqp10": "rabbitmq_amqp1_0" in self.plugins,
-            "listeners": {kind: port for kind, port in (
-                ("stomp", self.stomp_listeners[0].port if self.stomp_listeners else None),
-                ("web_stomp", self.web_stomp_port)) if port is not None},
-            "tls_listeners": {kind: port for kind, port in (
-                ("stomp", self.stomp_tls_listeners[0].port if self.stomp_tls_listeners
-                 else None), ("web_stomp", self.web_stomp_tls_port)) if port is not None},
-            "port_settings": {"stomp": self.stomp},
+            "listeners": {kind: found[0].port
+                          for kind, found in self.protocol_listeners.items() if found},
+            "tls_listeners": {kind: found[0].port
+                              for kind, found in self.protocol_tls_listeners.items() if found},
+            "port_settings": dict(self.port_settings),
         }
         if kwargs["tls"] is None:
             kwargs["tls_port"] = kwargs["stream_tls_port"] = kwargs["management_tls_port"] = None
@@ -674,8 +688,6 @@ def read_node_settings(environ: Mapping[str, str], *,
             unsupported.append(f"plugin {plugin}: no such plugin in RabbitMQ 3.10 (ignored)")
     management_on = bool(_MANAGEMENT_PLUGINS & set(plugins))
     stream_on = bool(_STREAM_PLUGINS & set(plugins))
-    stomp_on = bool(_STOMP_PLUGINS & set(plugins))
-    web_stomp_on = bool(_WEB_STOMP_PLUGINS & set(plugins))
 
     # Configuration files.
     config_base = _env(environ, "RABBITMQ_CONFIG_FILE") or os.path.join(etc, "rabbitmq")
@@ -712,7 +724,6 @@ def read_node_settings(environ: Mapping[str, str], *,
         node_name=node, use_longname=longname, dist_port=dist_port,
         dist_port_given=dist_port_given, dist_interface=_dist_interface(environ),
         amqp_listeners=amqp_listeners, management_on=management_on, stream_on=stream_on,
-        stomp_on=stomp_on, web_stomp_on=web_stomp_on,
         plugins=plugins, environ=environ, mnesia_base=mnesia_base, mnesia_dir=mnesia_dir,
         pid_file=pid_file, keep_pid_file_on_exit=keep_pid_file,
         log_base=log_base, main_log_file=main_log_file, config_files=tuple(files),
@@ -802,45 +813,88 @@ class _Values:
             if files["fail_if_no_peer_cert"] else False,
             ciphers=":".join(c.value for c in ciphers) or None)
 
-    def stomp(self, kw: dict[str, Any], *, stomp_on: bool, web_stomp_on: bool) -> None:
-        """The STOMP and Web-STOMP listeners and the STOMP plugin's settings, into ``kw``."""
-        stomp = self.listeners("stomp.listeners.tcp", (Listener("auto", STOMP_PORT),))
-        stomp_tls = self.listeners("stomp.listeners.ssl", ())
-        kw["stomp_listeners"] = stomp if stomp_on else ()
-        kw["stomp_tls_listeners"] = stomp_tls if stomp_on else ()
-        kw["stomp_plugin_port"] = stomp[0].port if stomp else None
-        kw["stomp_plugin_tls_port"] = stomp_tls[0].port if stomp_tls else None
-        # (rabbit_web_stomp_listener: tcp_config's port, else the older root port, else 15674;
-        # a TLS listener only with web_stomp.ssl.port)
-        older = self.take("web_stomp.port")
-        port = self.take("web_stomp.tcp.port") or older
-        tls_port = self.take("web_stomp.ssl.port")
-        kw["web_stomp_tls"] = self.tls("web_stomp.ssl")
-        kw["web_stomp_plugin_port"] = _int(port, high=65535) if port else WEB_STOMP_PORT
-        kw["web_stomp_plugin_tls_port"] = _int(tls_port, high=65535) \
-            if tls_port is not None else None
-        if web_stomp_on:
-            kw["web_stomp_port"] = kw["web_stomp_plugin_port"]
-            kw["web_stomp_tls_port"] = kw["web_stomp_plugin_tls_port"]
-        given: dict[str, Any] = {}
-        login, passcode = self.take("stomp.default_user"), self.take("stomp.default_pass")
-        if login is not None or passcode is not None:
-            given["default_user"] = (login.value if login else "guest",
-                                     passcode.value if passcode else "guest")
-        for name in ("default_vhost", "default_topic_exchange"):
-            if (s := self.take(f"stomp.{name}")) is not None:
+    def protocols(self, kw: dict[str, Any], plugins: tuple[str, ...]) -> None:
+        """The plugin protocols' listeners (STOMP's, MQTT's, and over WebSocket) and their
+        plugins' settings, into ``kw``: each one table row (``PROTOCOLS``)."""
+        listeners: dict[str, tuple[Listener, ...]] = {}
+        tls_listeners: dict[str, tuple[Listener, ...]] = {}
+        plugin_ports: dict[str, int | None] = {}
+        plugin_tls_ports: dict[str, int | None] = {}
+        web_tls: dict[str, TLSOptions] = {}
+        for p in PROTOCOLS:
+            web_on = bool(_web_plugins(p) & set(plugins))
+            on = web_on or p.plugin in plugins
+            plain = self.listeners(f"{p.kind}.listeners.tcp", (Listener("auto", p.port),))
+            secure = self.listeners(f"{p.kind}.listeners.ssl", ())
+            plugin_ports[p.plugin] = plain[0].port if plain else None
+            plugin_tls_ports[p.plugin] = secure[0].port if secure else None
+            # (rabbit_web_stomp_listener, rabbit_web_mqtt_app: tcp_config's port, else the
+            # older root port where there is one, else the default; a TLS listener only with
+            # the ssl port)
+            older = self.take(f"{p.web_kind}.port")
+            port = self.take(f"{p.web_kind}.tcp.port") or older
+            tls_port = self.take(f"{p.web_kind}.ssl.port")
+            if (files := self.tls(f"{p.web_kind}.ssl")) is not None:
+                web_tls[p.web_kind] = files
+            plugin_ports[p.web_plugin] = _int(port, high=65535) if port else p.web_port
+            plugin_tls_ports[p.web_plugin] = _int(tls_port, high=65535) \
+                if tls_port is not None else None
+            if on:
+                listeners[p.kind], tls_listeners[p.kind] = plain, secure
+            if web_on:
+                web_port, web_tls_port = plugin_ports[p.web_plugin], plugin_tls_ports[p.web_plugin]
+                listeners[p.web_kind] = (Listener("auto", web_port),) \
+                    if web_port is not None else ()
+                tls_listeners[p.web_kind] = (Listener("auto", web_tls_port),) \
+                    if web_tls_port is not None else ()
+        kw.update(protocol_listeners=listeners, protocol_tls_listeners=tls_listeners,
+                  protocol_plugin_ports=plugin_ports, protocol_plugin_tls_ports=plugin_tls_ports,
+                  web_tls=web_tls,
+                  port_settings={"stomp": self.stomp_settings(), "mqtt": self.mqtt_settings()})
+
+    def _default_user(self, prefix: str) -> dict[str, Any]:
+        """``PREFIX.default_user`` and ``PREFIX.default_pass`` (each guest when the other is
+        given alone: the plugin's application default)."""
+        user, password = self.take(f"{prefix}.default_user"), self.take(f"{prefix}.default_pass")
+        if user is None and password is None:
+            return {}
+        return {"default_user": (user.value if user else "guest",
+                                 password.value if password else "guest")}
+
+    def _settings(self, prefix: str, *, texts: tuple[str, ...] = (),
+                  flags: tuple[str, ...] = ()) -> dict[str, Any]:
+        """A plugin's settings: the default user, ``PREFIX.NAME`` texts and flags, and
+        ``PREFIX.login_timeout`` (milliseconds there, seconds here)."""
+        given = self._default_user(prefix)
+        for name in texts:
+            if (s := self.take(f"{prefix}.{name}")) is not None:
                 given[name] = s.value
-        for name in ("implicit_connect", "ssl_cert_login", "default_nack_requeue",
-                     "hide_server_info"):
-            if (s := self.take(f"stomp.{name}")) is not None:
+        for name in flags:
+            if (s := self.take(f"{prefix}.{name}")) is not None:
                 given[name] = _bool(s)
-        if (s := self.take("stomp.login_timeout")) is not None:
-            given["login_timeout"] = _int(s) / 1000  # (milliseconds there)
-        kw["stomp"] = StompSettings(**given)
+        if (s := self.take(f"{prefix}.login_timeout")) is not None:
+            given["login_timeout"] = _int(s) / 1000
+        return given
+
+    def stomp_settings(self) -> StompSettings:
+        return StompSettings(**self._settings(
+            "stomp", texts=("default_vhost", "default_topic_exchange"),
+            flags=("implicit_connect", "ssl_cert_login", "default_nack_requeue",
+                   "hide_server_info")))
+
+    def mqtt_settings(self) -> MqttSettings:
+        given = self._settings("mqtt", texts=("vhost", "exchange"),
+                               flags=("allow_anonymous", "ssl_cert_login"))
+        if (s := self.take("mqtt.subscription_ttl")) is not None:
+            # (undefined and infinity: no x-expires, the queue stays)
+            given["subscription_ttl"] = None if s.value in ("undefined", "infinity") \
+                else _int(s)
+        if (s := self.take("mqtt.prefetch")) is not None:
+            given["prefetch"] = _int(s)
+        return MqttSettings(**given)
 
     def build(self, *, environ: Mapping[str, str], management_on: bool, stream_on: bool,
-              stomp_on: bool, web_stomp_on: bool, amqp_listeners: tuple[Listener, ...],
-              **given: Any) -> NodeSettings:
+              amqp_listeners: tuple[Listener, ...], **given: Any) -> NodeSettings:
         kw: dict[str, Any] = dict(given)
         kw["amqp_listeners"] = amqp_listeners = self.listeners("listeners.tcp", amqp_listeners)
         kw["tls_listeners"] = self.listeners("listeners.ssl", ())
@@ -859,7 +913,7 @@ class _Values:
         if (s := self.take("stream.advertised_port")) is not None:
             kw["stream_advertised_port"] = _int(s, low=1, high=65535)
 
-        self.stomp(kw, stomp_on=stomp_on, web_stomp_on=web_stomp_on)
+        self.protocols(kw, given["plugins"])
 
         port = self.take("management.tcp.port") or self.take("management.listener.port")
         ip = self.take("management.tcp.ip") or self.take("management.listener.ip")

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
+from .._listener_plugins import PROTOCOLS
 from .._transport import port_kinds
 from .._version import __version__
 from ..errors import ConnectionForced
@@ -43,10 +44,12 @@ log = logging.getLogger("embroker.control")
 #: The plugins that are listeners in embroker (served when their port is), with RabbitMQ's
 #: protocol name for ``rabbitmq-diagnostics listeners``.
 LISTENER_PLUGINS = {"rabbitmq_management": "http", "rabbitmq_stream": "stream",
-                    "rabbitmq_amqp1_0": "amqp1_0", "rabbitmq_stomp": "stomp",
-                    "rabbitmq_web_stomp": "http/web-stomp"}
-#: The listener plugins another one depends on (RabbitMQ starts them with it).
-DEPENDENCIES = {"rabbitmq_web_stomp": ("rabbitmq_stomp",)}
+                    "rabbitmq_amqp1_0": "amqp1_0",
+                    **{plugin: protocol for p in PROTOCOLS for plugin, protocol in (
+                        (p.plugin, p.protocols[0]), (p.web_plugin, p.protocols[2]))}}
+#: The listener plugins another one depends on (RabbitMQ starts them with it): a Web-
+#: plugin's protocol plugin (``rabbitmq_web_mqtt`` needs ``rabbitmq_mqtt``).
+DEPENDENCIES = {p.web_plugin: (p.plugin,) for p in PROTOCOLS}
 #: What ``rabbitmq-diagnostics listeners`` says each protocol is for (v3.10.8's texts).
 PURPOSES = {
     "amqp": "AMQP 0-9-1 and AMQP 1.0",
@@ -55,10 +58,8 @@ PURPOSES = {
     "https": "HTTP API over TLS (HTTPS)",
     "stream": "stream",
     "stream/ssl": "stream over TLS",
-    "stomp": "STOMP",
-    "stomp/ssl": "STOMP over TLS",
-    "http/web-stomp": "STOMP over WebSockets",
-    "https/web-stomp": "STOMP over WebSockets and TLS (HTTPS)",
+    **{protocol: purpose for p in PROTOCOLS
+       for protocol, purpose in zip(p.protocols, p.purposes, strict=True)},
     "clustering": "inter-node and CLI tool communication",
 }
 
@@ -85,7 +86,8 @@ def _erlang_address(host: str) -> tuple[str, str]:
 
 
 #: The application module of the listener plugins whose start error is given in short.
-_APPLICATIONS = {"rabbitmq_stomp": "rabbit_stomp", "rabbitmq_web_stomp": "rabbit_web_stomp_app"}
+_APPLICATIONS = {plugin: application for p in PROTOCOLS for plugin, application in (
+    (p.plugin, p.application), (p.web_plugin, p.web_application))}
 
 
 def _could_not_start(plugin: str, host: str, port: int, exc: OSError) -> str:
@@ -173,8 +175,10 @@ class Node:
         #: Where a listener plugin enabled on the running node listens (RabbitMQ's defaults,
         #: or the node's configuration: ``management.tcp.port``, ``stream.listeners.tcp``).
         self.plugin_ports: dict[str, int | None] = {
-            "rabbitmq_management": 15672, "rabbitmq_stream": 5552, "rabbitmq_stomp": 61613,
-            "rabbitmq_web_stomp": 15674, **(plugin_ports or {})}
+            "rabbitmq_management": 15672, "rabbitmq_stream": 5552,
+            **{plugin: port for p in PROTOCOLS
+               for plugin, port in ((p.plugin, p.port), (p.web_plugin, p.web_port))},
+            **(plugin_ports or {})}
         #: Where they listen over TLS (``None``: not).
         self.plugin_tls_ports: dict[str, int | None] = dict(plugin_tls_ports or {})
         self._entry: NodeEntry | None = None

@@ -9,8 +9,8 @@ RabbitMQ's tool, ``enable`` and
 ``disable`` write the enabled-plugins file its own environment names
 (``RABBITMQ_ENABLED_PLUGINS_FILE``, else /etc/rabbitmq/enabled_plugins), refusing a node that
 uses another, then the running node applies the configuration at once: an exchange type's
-plugin starts or stops, a listener's port (management, stream, STOMP, Web-STOMP) opens or
-closes. ``--offline``
+plugin starts or stops, a listener's port (management, stream, STOMP, Web-STOMP, MQTT,
+Web-MQTT) opens or closes. ``--offline``
 writes the file alone.
 """
 
@@ -25,6 +25,7 @@ from typing import IO, Any
 
 from .. import _regex
 from .._hostfiles import UntrustedPath, rewrite_file
+from .._listener_plugins import PROTOCOLS
 from ._client import NodeUnreachable
 from ._ctl import COMMANDS, Invocation, UsageError, _unreachable, parse
 from ._help import BOLD, PLAIN, usage
@@ -34,11 +35,11 @@ __all__ = ["main"]
 
 #: The plugins embroker has (for ``--offline``, which asks no node): the exchange types' and
 #: the listeners'.
-_AVAILABLE = ("rabbitmq_amqp1_0", "rabbitmq_consistent_hash_exchange",
-              "rabbitmq_delayed_message_exchange", "rabbitmq_event_exchange",
-              "rabbitmq_management", "rabbitmq_random_exchange",
-              "rabbitmq_recent_history_exchange", "rabbitmq_sharding", "rabbitmq_stomp",
-              "rabbitmq_stream", "rabbitmq_web_stomp")
+_AVAILABLE = tuple(sorted((
+    "rabbitmq_amqp1_0", "rabbitmq_consistent_hash_exchange",
+    "rabbitmq_delayed_message_exchange", "rabbitmq_event_exchange", "rabbitmq_management",
+    "rabbitmq_random_exchange", "rabbitmq_recent_history_exchange", "rabbitmq_sharding",
+    "rabbitmq_stream", *(plugin for p in PROTOCOLS for plugin in (p.plugin, p.web_plugin)))))
 
 _USAGES = {
     "list": "list [pattern] [--verbose] [--minimal] [--enabled] [--implicitly-enabled]",

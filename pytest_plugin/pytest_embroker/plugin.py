@@ -6,7 +6,8 @@ Fixtures:
 - ``amqp_server`` / ``amqp_url``: a loopback listener on it, started when asked for and stopped
   after the test (``amqp10_url`` is the same listener's URL for AMQP 1.0 clients,
   ``management_url`` its management HTTP API and console, ``stomp_url`` / ``stomp_address``
-  its STOMP port and ``web_stomp_url`` its Web-STOMP one; ``amqp_url_for(user, password,
+  its STOMP port and ``web_stomp_url`` its Web-STOMP one, ``mqtt_url`` / ``mqtt_address``
+  its MQTT port and ``web_mqtt_url`` its Web-MQTT one; ``amqp_url_for(user, password,
   vhost=...)`` a URL as another user, made with the permissions asked);
   ``amqp_channel``: an in-process channel;
 - ``memory_pika``: a real pika ``BlockingConnection`` over an in-memory link (no socket);
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import os
 import ssl
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -48,6 +50,7 @@ import pytest
 pytest.register_assert_rewrite("embroker.testing")
 
 from embroker import Broker, Channel, DefinitionsError, Server  # noqa: E402
+from embroker._listener_plugins import PROTOCOLS, ListenerPlugin, by_kind  # noqa: E402
 from embroker.faults import Faults  # noqa: E402
 from embroker.testing import (  # noqa: E402
     Expectations,
@@ -84,12 +87,15 @@ __all__ = [
     "management_url",
     "memory_pika",
     "memory_url",
+    "mqtt_address",
+    "mqtt_url",
     "shared_amqp_url",
     "shared_broker",
     "stomp_address",
     "stomp_url",
     "tls_client_certificate",
     "tls_client_context",
+    "web_mqtt_url",
     "web_stomp_url",
 ]
 
@@ -110,6 +116,8 @@ MARKER_ARGUMENTS = {
                   "and console on a free port (a test that asks for management_url gets one)",
     "stomp": "True for a listener (amqp_server) that also serves STOMP and Web-STOMP on free "
              "ports (a test that asks for stomp_url, stomp_address or web_stomp_url gets them)",
+    "mqtt": "True for a listener (amqp_server) that also serves MQTT and Web-MQTT on free "
+            "ports (a test that asks for mqtt_url, mqtt_address or web_mqtt_url gets them)",
     "plugins": "RabbitMQ plugins to enable, by RabbitMQ's names (rabbitmq_delayed_message_"
                "exchange, rabbitmq_consistent_hash_exchange, rabbitmq_sharding, rabbitmq_random_"
                "exchange, rabbitmq_recent_history_exchange, rabbitmq_event_exchange); adds to "
@@ -133,12 +141,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--embroker-management", metavar="URL", default=None,
                     help="the reference's management API (default http://HOST:15672/api with "
                          "the reference URL's credentials; rabbitmqctl when it does not answer)")
+    group.addoption("--embroker-mqtt-port", metavar="N", type=int, default=None,
+                    help="the reference's MQTT port (rabbitmq_mqtt's listener; default "
+                         "EMBROKER_REFERENCE_MQTT_PORT, else RabbitMQ's 1883)")
     group.addoption("--embroker-trace", metavar="N", type=int, default=None,
                     help="how many routing decisions a failed test's report shows "
                          "(default 10; 0: no embroker section)")
     parser.addini("embroker_reference", "like --embroker-reference URL", default="")
     parser.addini("embroker_management", "like --embroker-management URL", default="")
     parser.addini("embroker_trace", "like --embroker-trace N", default="10")
+    parser.addini("embroker_mqtt_port", "like --embroker-mqtt-port N", default="")
     parser.addini("embroker_strict", "strict mode for every test: true, unroutable or false "
                   "(another value stops the run)", default="false")
     parser.addini("embroker_plugins", "RabbitMQ plugins every test's broker enables (names "
@@ -315,7 +327,8 @@ def broker(request: pytest.FixtureRequest,
     strict = _strict(request, config)
     config.pop("strict", None)
     config.pop("management", None)  # the listener's (amqp_server), not the broker's
-    config.pop("stomp", None)
+    for protocol in PROTOCOLS:  # (stomp=True, mqtt=True: the listener's too)
+        config.pop(protocol.kind, None)
     if _reference(request.config):
         yield _reference_broker(request, config)  # type: ignore[misc]  # the same helpers work
         return
@@ -380,14 +393,16 @@ def amqp_server(request: pytest.FixtureRequest, broker: Broker,
     test asks for ``management_url`` or is marked ``@pytest.mark.embroker(management=True)``,
     and STOMP and Web-STOMP (free ports: ``server.stomp_url``, ``server.web_stomp_url``) when
     it asks for ``stomp_url``, ``stomp_address`` or ``web_stomp_url`` or is marked
-    ``stomp=True``."""
+    ``stomp=True``, MQTT and Web-MQTT likewise (``mqtt_url``, ``mqtt_address``,
+    ``web_mqtt_url``; ``mqtt=True``)."""
     _skip_in_reference(request, "the amqp_server fixture")
     strict = _strict(request, embroker_config)
     management = bool(embroker_config.get("management")) or \
         "management_url" in request.fixturenames
-    stomp = 0 if embroker_config.get("stomp") or \
-        _STOMP_FIXTURES & set(request.fixturenames) else None
-    with broker.serve(management=management, stomp_port=stomp, web_stomp_port=stomp) as server:
+    asked = set(request.fixturenames)
+    ports: dict[str, Any] = {f"{kind}_port": 0 for p in PROTOCOLS for kind in (p.kind, p.web_kind)
+             if embroker_config.get(p.kind) or _fixtures(p) & asked}
+    with broker.serve(management=management, **ports) as server:
         yield server
         if strict is not None:  # before the listener closes what the test left open
             request.node.stash[_LEAKS] = leaks(broker, unroutable=strict == "unroutable")
@@ -443,11 +458,32 @@ def management_url(request: pytest.FixtureRequest) -> str:
     return server.management_url
 
 
-#: The fixtures that make the test's listener serve STOMP and Web-STOMP.
-_STOMP_FIXTURES = frozenset({"stomp_url", "stomp_address", "web_stomp_url"})
-#: RabbitMQ's STOMP and Web-STOMP ports (``rabbitmq_stomp``, ``rabbitmq_web_stomp``): the
-#: reference's.
-_REFERENCE_STOMP_PORT, _REFERENCE_WEB_STOMP_PORT = 61613, 15674
+def _fixtures(p: ListenerPlugin) -> frozenset[str]:
+    """The fixtures that make the test's listener serve a plugin protocol and its Web- one
+    (``stomp_url``, ``stomp_address``, ``web_stomp_url``; ``mqtt_url``...)."""
+    return frozenset({f"{p.kind}_url", f"{p.kind}_address", f"{p.web_kind}_url"})
+
+
+#: Where the reference's MQTT listener is when neither option nor ini says (a machine whose
+#: 1883 another MQTT broker holds moves the plugin's: .ci/run sets 1884 there).
+REFERENCE_MQTT_PORT_VARIABLE = "EMBROKER_REFERENCE_MQTT_PORT"
+
+
+def reference_port(config: pytest.Config, p: ListenerPlugin, *, web: bool = False) -> int:
+    """The reference RabbitMQ's port of a plugin protocol: its plugin's default (61613,
+    15674, 15675), but MQTT's, which ``--embroker-mqtt-port`` (the ``embroker_mqtt_port`` ini
+    option, the ``EMBROKER_REFERENCE_MQTT_PORT`` variable) gives, else 1883."""
+    if web:
+        return p.web_port
+    if p.kind == "mqtt":
+        given = config.getoption("embroker_mqtt_port") or config.getini("embroker_mqtt_port") \
+            or os.environ.get(REFERENCE_MQTT_PORT_VARIABLE)
+        if given:
+            try:
+                return int(str(given))
+            except ValueError:
+                raise _usage("embroker_mqtt_port", given, "a port number") from None
+    return p.port
 
 
 def _reference_host(url: str) -> str:
@@ -457,31 +493,48 @@ def _reference_host(url: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def _url(request: pytest.FixtureRequest, kind: str, *, web: bool = False) -> str:
+    """A plugin protocol's URL: the test's listener's (which then serves it on a free port),
+    or the reference's."""
+    p = by_kind(kind)
+    url = _reference(request.config)
+    if url:
+        port = reference_port(request.config, p, web=web)
+        scheme, path = ("ws", "/ws") if web else (p.scheme, "")
+        return f"{scheme}://{_reference_host(url)}:{port}{path}"
+    server: Server = request.getfixturevalue("amqp_server")
+    found = getattr(server, f"{p.web_kind if web else p.kind}_url")
+    assert isinstance(found, str)
+    return found
+
+
+def _address(request: pytest.FixtureRequest, kind: str) -> tuple[str, int]:
+    """``(HOST, PORT)`` of a plugin protocol's port, the same as its URL's."""
+    p = by_kind(kind)
+    url = _reference(request.config)
+    if url:
+        from embroker._reference import _parse
+
+        return _parse(url).host, reference_port(request.config, p)
+    server: Server = request.getfixturevalue("amqp_server")
+    port = server.listener_port(kind)
+    assert port is not None
+    return server.host, port
+
+
 @pytest.fixture
 def stomp_url(request: pytest.FixtureRequest) -> str:
     """``stomp://HOST:PORT`` of STOMP (a STOMP client logs in with CONNECT's ``login`` and
     ``passcode``, guest/guest): this test's listener (``amqp_server``, which then serves STOMP
     on a free port), or the reference RabbitMQ's ``rabbitmq_stomp`` port (61613)."""
-    url = _reference(request.config)
-    if url:
-        return f"stomp://{_reference_host(url)}:{_REFERENCE_STOMP_PORT}"
-    server: Server = request.getfixturevalue("amqp_server")
-    assert server.stomp_url is not None
-    return server.stomp_url
+    return _url(request, "stomp")
 
 
 @pytest.fixture
 def stomp_address(request: pytest.FixtureRequest) -> tuple[str, int]:
     """``(HOST, PORT)`` of STOMP, as STOMP clients take it (stomp.py:
     ``stomp.Connection([stomp_address])``): the same port as ``stomp_url``."""
-    url = _reference(request.config)
-    if url:
-        from embroker._reference import _parse
-
-        return _parse(url).host, _REFERENCE_STOMP_PORT
-    server: Server = request.getfixturevalue("amqp_server")
-    assert server.stomp_port is not None
-    return server.host, server.stomp_port
+    return _address(request, "stomp")
 
 
 @pytest.fixture
@@ -489,12 +542,31 @@ def web_stomp_url(request: pytest.FixtureRequest) -> str:
     """``ws://HOST:PORT/ws``: STOMP over WebSocket (subprotocols ``v12.stomp``, ``v11.stomp``,
     ``v10.stomp``), on this test's listener (a free port) or the reference RabbitMQ's
     ``rabbitmq_web_stomp`` port (15674)."""
-    url = _reference(request.config)
-    if url:
-        return f"ws://{_reference_host(url)}:{_REFERENCE_WEB_STOMP_PORT}/ws"
-    server: Server = request.getfixturevalue("amqp_server")
-    assert server.web_stomp_url is not None
-    return server.web_stomp_url
+    return _url(request, "stomp", web=True)
+
+
+@pytest.fixture
+def mqtt_url(request: pytest.FixtureRequest) -> str:
+    """``mqtt://HOST:PORT`` of MQTT 3.1/3.1.1 (a client logs in with CONNECT's user name and
+    password, guest/guest, or none: the plugin's default user): this test's listener
+    (``amqp_server``, which then serves MQTT on a free port), or the reference RabbitMQ's
+    ``rabbitmq_mqtt`` port (``--embroker-mqtt-port``, default 1883)."""
+    return _url(request, "mqtt")
+
+
+@pytest.fixture
+def mqtt_address(request: pytest.FixtureRequest) -> tuple[str, int]:
+    """``(HOST, PORT)`` of MQTT, as MQTT clients take it (paho:
+    ``client.connect(*mqtt_address)``): the same port as ``mqtt_url``."""
+    return _address(request, "mqtt")
+
+
+@pytest.fixture
+def web_mqtt_url(request: pytest.FixtureRequest) -> str:
+    """``ws://HOST:PORT/ws``: MQTT over WebSocket (subprotocol ``mqtt``; paho:
+    ``Client(transport="websockets")``, ``ws_set_options(path="/ws")``), on this test's
+    listener (a free port) or the reference RabbitMQ's ``rabbitmq_web_mqtt`` port (15675)."""
+    return _url(request, "mqtt", web=True)
 
 
 @pytest.fixture

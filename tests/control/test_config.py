@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from embroker import Broker
+from embroker._listener_plugins import PROTOCOLS, ListenerPlugin
 from embroker.control._config import (
     ConfigError,
     Listener,
@@ -19,6 +20,7 @@ from embroker.control._config import (
     parse_conf,
     read_node_settings,
 )
+from embroker.mqtt import MqttSettings
 from embroker.server import Server
 from embroker.stomp._settings import StompSettings
 from embroker.tls import TLSOptions
@@ -182,7 +184,8 @@ def test_enabled_plugins_variable_replaces_the_file(etc: Path) -> None:
     every = read(etc, RABBITMQ_ENABLED_PLUGINS="ALL")
     assert "rabbitmq_management" in every.plugins
     assert every.management_port == 15672
-    assert "plugin rabbitmq_mqtt: not implemented by embroker" in every.unsupported
+    assert "plugin rabbitmq_federation: not implemented by embroker" in every.unsupported
+    assert "plugin rabbitmq_mqtt: not implemented by embroker" not in every.unsupported
 
 
 def test_management_and_stream_settings_need_their_plugin(etc: Path) -> None:
@@ -200,18 +203,19 @@ def test_plugin_ports_are_the_configured_ones_with_the_plugin_off_at_start(etc: 
     configured port, read whether or not the plugin is on at start (issue 44: RabbitMQ's
     defaults were opened instead), else RabbitMQ's 15672 and 5552; the first stream listener's;
     ``stream.listeners.tcp = none``: no plain stream port to open."""
-    stomp = {"rabbitmq_stomp": 61613, "rabbitmq_web_stomp": 15674}
+    protocols = {"rabbitmq_stomp": 61613, "rabbitmq_web_stomp": 15674, "rabbitmq_mqtt": 1883,
+                 "rabbitmq_web_mqtt": 15675}
     assert read(etc).plugin_ports == {"rabbitmq_management": 15672, "rabbitmq_stream": 5552,
-                                      **stomp}
+                                      **protocols}
     off = read(etc, "management.tcp.port = 15000\nstream.listeners.tcp.1 = 5000\n"
                     "stream.listeners.tcp.2 = 5001\n")
-    assert off.plugin_ports == {"rabbitmq_management": 15000, "rabbitmq_stream": 5000, **stomp}
+    assert off.plugin_ports == {"rabbitmq_management": 15000, "rabbitmq_stream": 5000, **protocols}
     on = read(etc, "management.tcp.port = 15000\n", RABBITMQ_ENABLED_PLUGINS="rabbitmq_management")
     assert on.plugin_ports["rabbitmq_management"] == on.management_port == 15000
     assert read(etc, "management.listener.port = 15999\n").plugin_ports[
         "rabbitmq_management"] == 15999
     assert read(etc, "stream.listeners.tcp = none\n").plugin_ports == {
-        "rabbitmq_management": 15672, "rabbitmq_stream": None, **stomp}
+        "rabbitmq_management": 15672, "rabbitmq_stream": None, **protocols}
 
 
 def test_plugin_tls_ports_are_the_configured_ones_and_an_ssl_port_alone_means_no_plain_one(
@@ -223,15 +227,17 @@ def test_plugin_tls_ports_are_the_configured_ones_and_an_ssl_port_alone_means_no
     tls = "ssl_options.certfile = /c.pem\nssl_options.keyfile = /k.pem\n"
     s = read(etc, tls + "management.ssl.port = 15671\nstream.listeners.ssl.default = 5551\n")
     assert s.plugin_ports == {"rabbitmq_management": None, "rabbitmq_stream": 5552,
-                              "rabbitmq_stomp": 61613, "rabbitmq_web_stomp": 15674}
+                              "rabbitmq_stomp": 61613, "rabbitmq_web_stomp": 15674,
+                              "rabbitmq_mqtt": 1883, "rabbitmq_web_mqtt": 15675}
     assert s.plugin_tls_ports == {"rabbitmq_management": 15671, "rabbitmq_stream": 5551,
-                                  "rabbitmq_stomp": None, "rabbitmq_web_stomp": None}
+                                  "rabbitmq_stomp": None, "rabbitmq_web_stomp": None,
+                                  "rabbitmq_mqtt": None, "rabbitmq_web_mqtt": None}
     both = read(etc, tls + "management.ssl.port = 15671\nmanagement.tcp.port = 15000\n")
     assert both.plugin_ports["rabbitmq_management"] == 15000
     assert both.plugin_tls_ports["rabbitmq_management"] == 15671
     assert read(etc, "management.ssl.port = 15671\n").plugin_tls_ports == {
         "rabbitmq_management": None, "rabbitmq_stream": None, "rabbitmq_stomp": None,
-        "rabbitmq_web_stomp": None}
+        "rabbitmq_web_stomp": None, "rabbitmq_mqtt": None, "rabbitmq_web_mqtt": None}
 
 
 def test_amqp10_is_served_with_its_plugin_only(etc: Path) -> None:
@@ -496,56 +502,75 @@ def test_every_interface_becomes_0000(etc: Path) -> None:
         assert server.port > 0
 
 
-# -- STOMP and Web-STOMP (issue 46) ------------------------------------------------------------
+# -- STOMP and Web-STOMP (issue 46), MQTT and Web-MQTT (issue 47): one table ------------------
 
-def test_stomp_listeners_need_their_plugin_and_web_stomp_brings_stomp(etc: Path) -> None:
-    """``stomp.listeners.*`` and ``web_stomp.*`` ports, as RabbitMQ 3.10.8's schemas map them:
-    STOMP's listeners with ``rabbitmq_stomp`` (or ``rabbitmq_web_stomp``, which depends on
-    it), Web-STOMP's with ``rabbitmq_web_stomp``; the defaults 61613 and 15674."""
-    conf = ("stomp.listeners.tcp.1 = 62000\nstomp.listeners.ssl.1 = 62001\n"
-            "web_stomp.tcp.port = 16000\nweb_stomp.ssl.port = 16001\n"
+each = pytest.mark.parametrize("p", PROTOCOLS, ids=[p.kind for p in PROTOCOLS])
+
+
+@each
+def test_listeners_need_their_plugin_and_the_web_plugin_brings_the_plain_one(
+        etc: Path, p: ListenerPlugin) -> None:
+    """``stomp.listeners.*`` and ``web_stomp.*`` ports (``mqtt.listeners.*``,
+    ``web_mqtt.*``), as RabbitMQ 3.10.8's schemas map them: the protocol's listeners with its
+    plugin (or the Web- plugin, which depends on it), the Web- ones with the Web- plugin; the
+    defaults 61613 and 15674 (1883 and 15675)."""
+    conf = (f"{p.kind}.listeners.tcp.1 = 62000\n{p.kind}.listeners.ssl.1 = 62001\n"
+            f"{p.web_kind}.tcp.port = 16000\n{p.web_kind}.ssl.port = 16001\n"
             "ssl_options.certfile = /c.pem\n")
     off = read(etc, conf)
-    assert (off.stomp_listeners, off.stomp_tls_listeners) == ((), ())
-    assert (off.web_stomp_port, off.web_stomp_tls_port) == (None, None)
+    assert (off.protocol_listeners, off.protocol_tls_listeners) == ({}, {})
     assert off.server_kwargs()["listeners"] == {}
-    assert (off.plugin_ports["rabbitmq_stomp"], off.plugin_tls_ports["rabbitmq_stomp"]) == \
-        (62000, 62001)
-    assert (off.plugin_ports["rabbitmq_web_stomp"],
-            off.plugin_tls_ports["rabbitmq_web_stomp"]) == (16000, 16001)
-    stomp = read(etc, conf, RABBITMQ_ENABLED_PLUGINS="rabbitmq_stomp")
-    assert stomp.stomp_listeners == (Listener("auto", 62000),)
-    assert stomp.stomp_tls_listeners == (Listener("auto", 62001),)
-    assert stomp.web_stomp_port is None
-    assert stomp.server_kwargs()["listeners"] == {"stomp": 62000}
-    assert stomp.server_kwargs()["tls_listeners"] == {"stomp": 62001}
-    web = read(etc, conf, RABBITMQ_ENABLED_PLUGINS="rabbitmq_web_stomp")
-    assert web.server_kwargs()["listeners"] == {"stomp": 62000, "web_stomp": 16000}
-    assert web.server_kwargs()["tls_listeners"] == {"stomp": 62001, "web_stomp": 16001}
-    assert not any("stomp" in line for line in web.unsupported)
-    defaults = read(etc, "", RABBITMQ_ENABLED_PLUGINS="rabbitmq_web_stomp")
-    assert defaults.server_kwargs()["listeners"] == {"stomp": 61613, "web_stomp": 15674}
+    assert (off.plugin_ports[p.plugin], off.plugin_tls_ports[p.plugin]) == (62000, 62001)
+    assert (off.plugin_ports[p.web_plugin], off.plugin_tls_ports[p.web_plugin]) == \
+        (16000, 16001)
+    plain = read(etc, conf, RABBITMQ_ENABLED_PLUGINS=p.plugin)
+    assert plain.protocol_listeners == {p.kind: (Listener("auto", 62000),)}
+    assert plain.protocol_tls_listeners == {p.kind: (Listener("auto", 62001),)}
+    assert plain.server_kwargs()["listeners"] == {p.kind: 62000}
+    assert plain.server_kwargs()["tls_listeners"] == {p.kind: 62001}
+    web = read(etc, conf, RABBITMQ_ENABLED_PLUGINS=p.web_plugin)
+    assert web.server_kwargs()["listeners"] == {p.kind: 62000, p.web_kind: 16000}
+    assert web.server_kwargs()["tls_listeners"] == {p.kind: 62001, p.web_kind: 16001}
+    assert not any(p.kind in line for line in web.unsupported)
+    defaults = read(etc, "", RABBITMQ_ENABLED_PLUGINS=p.web_plugin)
+    assert defaults.server_kwargs()["listeners"] == {p.kind: p.port, p.web_kind: p.web_port}
     assert defaults.server_kwargs()["tls_listeners"] == {}
+    assert read(etc, f"{p.kind}.listeners.tcp = none\n",
+                RABBITMQ_ENABLED_PLUGINS=p.plugin).server_kwargs()["listeners"] == {}
+    assert read(etc, f"{p.web_kind}.tcp.port = 0\n", RABBITMQ_ENABLED_PLUGINS=p.web_plugin
+                ).server_kwargs()["listeners"][p.web_kind] == 0  # (any free port)
+
+
+def test_web_stomp_port_the_older_key(etc: Path) -> None:
     assert read(etc, "web_stomp.port = 16500\n").plugin_ports["rabbitmq_web_stomp"] == 16500
-    assert read(etc, "stomp.listeners.tcp = none\n",
-                RABBITMQ_ENABLED_PLUGINS="rabbitmq_stomp").server_kwargs()["listeners"] == {}
 
 
-def test_a_stomp_tls_port_needs_tls_settings_and_web_stomp_brings_its_own(etc: Path) -> None:
-    """``stomp.listeners.ssl`` takes ``ssl_options`` (as the amqps listener); Web-STOMP's TLS
-    listener takes ``web_stomp.ssl.*`` files (embroker's listener has one TLS context for all
-    its TLS ports: ``ssl_options`` when given); none without any."""
-    bare = read(etc, "stomp.listeners.ssl.1 = 62001\n", RABBITMQ_ENABLED_PLUGINS="rabbitmq_stomp")
+def test_every_plugin_protocol_at_once(etc: Path) -> None:
+    both = read(etc, "", RABBITMQ_ENABLED_PLUGINS="rabbitmq_web_stomp,rabbitmq_mqtt")
+    assert both.server_kwargs()["listeners"] == {"stomp": 61613, "web_stomp": 15674,
+                                                 "mqtt": 1883}
+    assert both.plugin_ports["rabbitmq_web_mqtt"] == 15675
+    assert set(both.server_kwargs()["port_settings"]) == {"stomp", "mqtt"}
+
+
+@each
+def test_a_tls_port_needs_tls_settings_and_the_web_plugin_brings_its_own(
+        etc: Path, p: ListenerPlugin) -> None:
+    """``stomp.listeners.ssl`` (``mqtt.listeners.ssl``) takes ``ssl_options`` (as the amqps
+    listener); the Web- plugin's TLS listener takes ``web_stomp.ssl.*`` (``web_mqtt.ssl.*``)
+    files (embroker's listener has one TLS context for all its TLS ports: ``ssl_options``
+    when given); none without any."""
+    bare = read(etc, f"{p.kind}.listeners.ssl.1 = 62001\n", RABBITMQ_ENABLED_PLUGINS=p.plugin)
     assert bare.server_kwargs()["tls_listeners"] == {}
-    assert bare.plugin_tls_ports["rabbitmq_stomp"] is None
-    web = read(etc, "web_stomp.ssl.port = 16001\nweb_stomp.ssl.certfile = /w.pem\n"
-                    "web_stomp.ssl.keyfile = /w.key\n",
-               RABBITMQ_ENABLED_PLUGINS="rabbitmq_web_stomp")
-    assert web.web_stomp_tls is not None
-    assert web.web_stomp_tls.certfile == "/w.pem"
+    assert bare.plugin_tls_ports[p.plugin] is None
+    web = read(etc, f"{p.web_kind}.ssl.port = 16001\n{p.web_kind}.ssl.certfile = /w.pem\n"
+                    f"{p.web_kind}.ssl.keyfile = /w.key\n",
+               RABBITMQ_ENABLED_PLUGINS=p.web_plugin)
+    files = web.web_tls[p.web_kind]
+    assert files.certfile == "/w.pem"
     kwargs = web.server_kwargs()
-    assert kwargs["tls"] is web.web_stomp_tls
-    assert kwargs["tls_listeners"] == {"web_stomp": 16001}
+    assert kwargs["tls"] is files
+    assert kwargs["tls_listeners"] == {p.web_kind: 16001}
 
 
 def test_stomp_settings_are_read_into_stomp_settings(etc: Path) -> None:
@@ -558,7 +583,7 @@ def test_stomp_settings_are_read_into_stomp_settings(etc: Path) -> None:
         default_user=("app", "s3cret"), default_vhost="shop", implicit_connect=True,
         ssl_cert_login=True, default_topic_exchange="events", default_nack_requeue=False,
         hide_server_info=True, login_timeout=2.5)
-    assert s.server_kwargs()["port_settings"] == {"stomp": s.stomp}
+    assert s.server_kwargs()["port_settings"] == {"stomp": s.stomp, "mqtt": MqttSettings()}
     assert s.unsupported == ()
     assert read(etc, "").stomp == StompSettings()
     assert read(etc, "stomp.default_user = app\n").stomp.default_user == ("app", "guest")
@@ -568,11 +593,39 @@ def test_stomp_settings_are_read_into_stomp_settings(etc: Path) -> None:
         read(etc, "stomp.login_timeout = soon\n")
 
 
-def test_kwargs_serve_stomp_and_web_stomp_with_their_settings(etc: Path) -> None:
-    s = read(etc, "listeners.tcp.default = 127.0.0.1:0\nstomp.listeners.tcp.1 = 0\n"
-                  "web_stomp.tcp.port = 0\nstomp.default_vhost = shop\n",
-             RABBITMQ_ENABLED_PLUGINS="rabbitmq_web_stomp")
+def test_mqtt_settings_are_read_into_mqtt_settings(etc: Path) -> None:
+    s = read(etc, "mqtt.default_user = app\nmqtt.default_pass = s3cret\n"
+                  "mqtt.allow_anonymous = false\nmqtt.vhost = shop\nmqtt.exchange = events\n"
+                  "mqtt.subscription_ttl = 60000\nmqtt.prefetch = 5\n"
+                  "mqtt.ssl_cert_login = true\nmqtt.login_timeout = 2500\n")
+    assert s.mqtt == MqttSettings(
+        default_user=("app", "s3cret"), allow_anonymous=False, vhost="shop",
+        exchange="events", subscription_ttl=60000, prefetch=5, ssl_cert_login=True,
+        login_timeout=2.5)
+    assert s.server_kwargs()["port_settings"] == {"stomp": StompSettings(), "mqtt": s.mqtt}
+    assert s.unsupported == ()
+    assert read(etc, "").mqtt == MqttSettings()
+    assert read(etc, "mqtt.default_pass = pw\n").mqtt.default_user == ("guest", "pw")
+    for forever in ("infinity", "undefined"):
+        assert read(etc, f"mqtt.subscription_ttl = {forever}\n").mqtt.subscription_ttl is None
+    with pytest.raises(ConfigError, match=r"mqtt\.allow_anonymous = 'yes': expected true or"):
+        read(etc, "mqtt.allow_anonymous = yes\n")
+    with pytest.raises(ConfigError, match=r"mqtt\.prefetch = 'many': expected an integer"):
+        read(etc, "mqtt.prefetch = many\n")
+    # What embroker does not honour of the plugin's keys is said, as any other.
+    (line,) = read(etc, "mqtt.sparkplug = true\n").unsupported
+    assert line.endswith("mqtt.sparkplug: not honoured by embroker")
+
+
+@each
+def test_kwargs_serve_the_protocol_and_its_web_one_with_their_settings(
+        etc: Path, p: ListenerPlugin) -> None:
+    given = {"stomp": ("stomp.default_vhost = shop\n", StompSettings(default_vhost="shop")),
+             "mqtt": ("mqtt.vhost = shop\n", MqttSettings(vhost="shop"))}
+    conf, settings = given[p.kind]
+    s = read(etc, f"listeners.tcp.default = 127.0.0.1:0\n{p.kind}.listeners.tcp.1 = 0\n"
+                  f"{p.web_kind}.tcp.port = 0\n{conf}", RABBITMQ_ENABLED_PLUGINS=p.web_plugin)
     with Server(Broker(**s.broker_kwargs()), **s.server_kwargs()) as server:
-        assert server.stomp_port
-        assert server.web_stomp_port
-        assert server.port_settings == {"stomp": StompSettings(default_vhost="shop")}
+        assert server.listener_port(p.kind)
+        assert server.listener_port(p.web_kind)
+        assert server.port_settings[p.kind] == settings

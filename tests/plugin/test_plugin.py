@@ -855,35 +855,51 @@ def test_marker_and_ini_enable_plugins(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=3)
 
 
-def test_stomp_fixtures_serve_stomp_and_web_stomp_on_the_tests_listener(
-        pytester: pytest.Pytester) -> None:
-    """``stomp_url``, ``stomp_address`` and ``web_stomp_url`` (issue 46): the test's listener
-    serves STOMP and Web-STOMP on free ports when a test asks for one of them (or is marked
-    ``stomp=True``), not otherwise."""
-    pytester.makepyfile("""
+@pytest.mark.parametrize("kind", ["stomp", "mqtt"])
+def test_protocol_fixtures_serve_it_and_its_web_one_on_the_tests_listener(
+        pytester: pytest.Pytester, kind: str) -> None:
+    """``stomp_url``, ``stomp_address`` and ``web_stomp_url`` (issue 46), ``mqtt_url``,
+    ``mqtt_address`` and ``web_mqtt_url`` (issue 47): the test's listener serves the protocol
+    and its Web- one on free ports when a test asks for one of them (or is marked
+    ``stomp=True``, ``mqtt=True``), not otherwise."""
+    pytester.makepyfile(f"""
         import socket
 
         import pytest
 
-        def test_asks(stomp_url, stomp_address, web_stomp_url, amqp_server):
-            host, port = stomp_address
-            assert stomp_url == amqp_server.stomp_url == f"stomp://{host}:{port}"
-            assert port == amqp_server.stomp_port
-            assert web_stomp_url == f"ws://127.0.0.1:{amqp_server.web_stomp_port}/ws"
+        def test_asks({kind}_url, {kind}_address, web_{kind}_url, amqp_server):
+            host, port = {kind}_address
+            assert {kind}_url == amqp_server.{kind}_url == f"{kind}://{{host}}:{{port}}"
+            assert port == amqp_server.{kind}_port
+            assert web_{kind}_url == f"ws://127.0.0.1:{{amqp_server.web_{kind}_port}}/ws"
             with socket.socket() as sock, pytest.raises(OSError, match="in use"):
                 sock.bind((host, port))
 
-        def test_web_stomp_alone(web_stomp_url, amqp_server):
-            assert amqp_server.stomp_port is not None
+        def test_web_alone(web_{kind}_url, amqp_server):
+            assert amqp_server.{kind}_port is not None
 
-        @pytest.mark.embroker(stomp=True)
+        @pytest.mark.embroker({kind}=True)
         def test_marked(amqp_server):
-            assert amqp_server.web_stomp_port is not None
+            assert amqp_server.web_{kind}_port is not None
 
         def test_not_asked(amqp_server):
-            assert (amqp_server.stomp_port, amqp_server.web_stomp_port) == (None, None)
+            assert (amqp_server.{kind}_port, amqp_server.web_{kind}_port) == (None, None)
     """)
     run(pytester).assert_outcomes(passed=4)
+
+
+def test_mqtt_address_takes_a_connect(pytester: pytest.Pytester) -> None:
+    """End to end, as paho would connect: CONNECT (MQTT 3.1.1, no credentials: the plugin's
+    default user) answered CONNACK, accepted."""
+    pytester.makepyfile(r"""
+        import socket
+
+        def test_connect(mqtt_address):
+            with socket.create_connection(mqtt_address, timeout=5) as sock:
+                sock.sendall(b"\x10\x0d\x00\x04MQTT\x04\x02\x00\x3c\x00\x01t")
+                assert sock.recv(4) == b"\x20\x02\x00\x00"
+    """)
+    run(pytester).assert_outcomes(passed=1)
 
 
 def test_stomp_fixtures_with_the_reference(pytester: pytest.Pytester) -> None:
@@ -894,4 +910,30 @@ def test_stomp_fixtures_with_the_reference(pytester: pytest.Pytester) -> None:
             assert web_stomp_url == "ws://rabbit.example:15674/ws"
     """)
     run(pytester, "--embroker-reference",
+        "amqp://guest:guest@rabbit.example:5672/").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(("how", "port"), [
+    ((), 1883),  # RabbitMQ's
+    (("--embroker-mqtt-port", "1884"), 1884),
+    (("-o", "embroker_mqtt_port=1885"), 1885),
+    ("variable", 1886),
+])
+def test_mqtt_fixtures_with_the_reference_on_its_configured_port(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        how: tuple[str, ...] | str, port: int) -> None:
+    """The reference's MQTT port: 1883, else what ``--embroker-mqtt-port``, the
+    ``embroker_mqtt_port`` ini option or ``EMBROKER_REFERENCE_MQTT_PORT`` says (a machine
+    whose 1883 another MQTT broker holds moves the plugin's listener); Web-MQTT's 15675."""
+    monkeypatch.delenv("EMBROKER_REFERENCE_MQTT_PORT", raising=False)
+    if how == "variable":
+        monkeypatch.setenv("EMBROKER_REFERENCE_MQTT_PORT", str(port))
+    pytester.makepyfile(f"""
+        def test_urls(mqtt_url, mqtt_address, web_mqtt_url):
+            assert mqtt_url == "mqtt://rabbit.example:{port}"
+            assert mqtt_address == ("rabbit.example", {port})
+            assert web_mqtt_url == "ws://rabbit.example:15675/ws"
+    """)
+    options = () if isinstance(how, str) else how
+    run(pytester, *options, "--embroker-reference",
         "amqp://guest:guest@rabbit.example:5672/").assert_outcomes(passed=1)

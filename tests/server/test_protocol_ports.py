@@ -2,7 +2,8 @@
 ``open_listener(kind, port, tls=True)``), the settings each kind reads by its name
 (``Server.port_settings``), and the STOMP and Web-STOMP ports' numbers, URLs and listings
 (``stomp``, ``stomp/ssl``, ``http/web-stomp``, ``https/web-stomp``), through ``Server`` and
-``Broker.serve``. A tiny kind of the test's own says what its connections were given; the
+``Broker.serve``, and MQTT's (issue 47: ``mqtt``, ``mqtt/ssl``, ``http/web-mqtt``,
+``https/web-mqtt``) alike. A tiny kind of the test's own says what its connections were given; the
 STOMP kinds' own ports are checked to listen (their protocol is tested in tests/stomp)."""
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import pytest
 import trustme
 
 from embroker import Broker
+from embroker._listener_plugins import PROTOCOLS, ListenerPlugin
 from embroker._transport import Accepted, PortKind, register_port_kind, unregister_port_kind
 from embroker.errors import InternalError
+from embroker.mqtt import MqttSettings
 from embroker.server import Server
 from embroker.stomp._settings import StompSettings
 from embroker.tls import TLSOptions
@@ -136,52 +139,67 @@ def test_a_tls_port_of_a_registered_kind_needs_tls_settings_and_a_kind(told: Non
     server.stop()
 
 
-def test_broker_serve_opens_the_stomp_ports_and_names_them(
-        pki: tuple[TLSOptions, ssl.SSLContext]) -> None:
+#: A setting of each plugin protocol other than its default, by port kind.
+SETTINGS: dict[str, Any] = {"stomp": StompSettings(default_user=None),
+                            "mqtt": MqttSettings(default_user=None)}
+each = pytest.mark.parametrize("p", PROTOCOLS, ids=[p.kind for p in PROTOCOLS])
+
+
+def _serve(**given: Any) -> Server:
+    """``Broker().serve(...)``, the ports named by key (``mqtt_tls_port=0``)."""
+    return Broker().serve(**given)
+
+
+@each
+def test_broker_serve_opens_the_protocols_ports_and_names_them(
+        p: ListenerPlugin, pki: tuple[TLSOptions, ssl.SSLContext]) -> None:
     options, client = pki
-    settings = StompSettings(default_user=None)
-    with Broker().serve(tls=options, stomp_port=0, stomp_tls_port=0, web_stomp_port=0,
-                        web_stomp_tls_port=0, port_settings={"stomp": settings}) as server:
-        ports = (server.stomp_port, server.stomp_tls_port, server.web_stomp_port,
-                 server.web_stomp_tls_port)
+    settings = SETTINGS[p.kind]
+    with _serve(tls=options, **{f"{key}_port": 0 for key, _k, _t in p.kinds},
+                        port_settings={p.kind: settings}) as server:
+        ports = tuple(getattr(server, f"{key}_port") for key, _k, _t in p.kinds)
         assert None not in ports
         assert len(set(ports)) == 4
-        assert ports == (server.listener_port("stomp"), server.listener_port("stomp", tls=True),
-                         server.listener_port("web_stomp"),
-                         server.listener_port("web_stomp", tls=True))
-        assert server.stomp_url == f"stomp://127.0.0.1:{server.stomp_port}"
-        assert server.stomp_tls_url == f"stomp+ssl://127.0.0.1:{server.stomp_tls_port}"
-        assert server.web_stomp_url == f"ws://127.0.0.1:{server.web_stomp_port}/ws"
-        assert server.web_stomp_tls_url == f"wss://127.0.0.1:{server.web_stomp_tls_port}/ws"
-        assert server.port_settings["stomp"] is settings
+        assert ports == tuple(server.listener_port(kind, tls=tls) for _key, kind, tls in p.kinds)
+        plain, secure, web, web_secure = ports
+        urls = tuple(getattr(server, f"{key}_url") for key, _k, _t in p.kinds)
+        assert urls == (f"{p.scheme}://127.0.0.1:{plain}", f"{p.tls_scheme}://127.0.0.1:{secure}",
+                        f"ws://127.0.0.1:{web}/ws", f"wss://127.0.0.1:{web_secure}/ws")
+        assert server.port_settings[p.kind] is settings
         listed = dict(server.listeners())
-        assert (listed["stomp"], listed["stomp/ssl"], listed["http/web-stomp"],
-                listed["https/web-stomp"]) == ports
+        assert tuple(listed[name] for name in p.protocols) == ports
         for port in ports:
             _listened_on(port)
-        assert server.web_stomp_tls_port is not None
-        with socket.create_connection(("127.0.0.1", server.web_stomp_tls_port), timeout=5) as raw, \
+        with socket.create_connection(("127.0.0.1", web_secure), timeout=5) as raw, \
                 client.wrap_socket(raw, server_hostname="localhost") as tls:
             assert tls.version() is not None  # wss: TLS first, the WebSocket inside
     assert server.errors == []
 
 
-def test_no_stomp_port_unless_asked_for() -> None:
+def test_the_mqtt_names() -> None:
+    with Broker().serve(mqtt_port=0, web_mqtt_port=0) as server:
+        assert server.mqtt_url == f"mqtt://127.0.0.1:{server.mqtt_port}"
+        assert server.web_mqtt_url == f"ws://127.0.0.1:{server.web_mqtt_port}/ws"
+        assert (server.mqtt_tls_url, server.web_mqtt_tls_url) == (None, None)
+        assert server.stomp_port is None
+
+
+@each
+def test_no_port_of_a_protocol_unless_asked_for(p: ListenerPlugin) -> None:
     with Broker().serve() as server:
-        assert (server.stomp_port, server.stomp_tls_port, server.web_stomp_port,
-                server.web_stomp_tls_port) == (None,) * 4
-        assert (server.stomp_url, server.stomp_tls_url, server.web_stomp_url,
-                server.web_stomp_tls_url) == (None,) * 4
-        opened = server.open_listener("stomp", 0)
-        assert server.stomp_port == opened
-        assert server.stomp_url == f"stomp://127.0.0.1:{opened}"
+        assert tuple(getattr(server, f"{key}_port") for key, _k, _t in p.kinds) == (None,) * 4
+        assert tuple(getattr(server, f"{key}_url") for key, _k, _t in p.kinds) == (None,) * 4
+        opened = server.open_listener(p.kind, 0)
+        assert getattr(server, f"{p.kind}_port") == opened
+        assert getattr(server, f"{p.kind}_url") == f"{p.scheme}://127.0.0.1:{opened}"
 
 
-def test_stomp_ports_count_in_max_connections() -> None:
-    with Broker().serve(stomp_port=0, web_stomp_port=0,
-                        max_connections={"stomp": 3, "web_stomp": 2}) as server:
-        assert server.max_connections["stomp"] == 3
-        assert server.max_connections["web_stomp"] == 2
+@each
+def test_the_protocols_ports_count_in_max_connections(p: ListenerPlugin) -> None:
+    with _serve(**{f"{p.kind}_port": 0, f"{p.web_kind}_port": 0},
+                        max_connections={p.kind: 3, p.web_kind: 2}) as server:
+        assert server.max_connections[p.kind] == 3
+        assert server.max_connections[p.web_kind] == 2
 
 
 def test_stop_app_and_start_app_reopen_a_kinds_tls_port_on_its_number(
