@@ -356,7 +356,7 @@ class MqttConnection:
             self._write(connack(BAD_CREDENTIALS))
             raise _End("unauthenticated")
         user, password, certificate = credentials
-        vhost, user = self._vhost_and_user(user, certificate)
+        vhost, user = self._vhost_and_user(user, certificate_name(self.broker, self.tls))
         code = self._login(vhost, user, password, certificate, client_id)
         if code != ACCEPTED:
             self._write(connack(code))
@@ -396,19 +396,29 @@ class MqttConnection:
             return settings.default_user[0], settings.default_user[1], False
         return None
 
-    def _vhost_and_user(self, user: str, certificate: bool) -> tuple[str, str]:
-        # get_vhost/3: "vhost:user" (split at the last colon), else the port's vhost
-        # (mqtt_port_to_vhost_mapping), else the settings' vhost.
-        settings = self.settings
-        port_vhost = settings.port_to_vhost.get(str(self._port))
-        if certificate and port_vhost is not None:
-            return port_vhost, user
+    def _vhost_and_user(self, user: str, certificate: str | None) -> tuple[str, str]:
+        # get_vhost/3: without a client certificate, "vhost:user" (split at the last colon),
+        # else the port's vhost, else the settings'; with one, the certificate's vhost
+        # (global parameter mqtt_default_vhosts), else the port's, else the user name's or
+        # the settings'. The port's vhost: global parameter mqtt_port_to_vhost_mapping (read
+        # at each login, as RabbitMQ reads it), else the listener's settings.
+        parameters = self.broker.global_parameters()
+        by_port = parameters.get("mqtt_port_to_vhost_mapping")
+        if not isinstance(by_port, dict):
+            by_port = self.settings.port_to_vhost
+        port_vhost = by_port.get(str(self._port))
+        by_certificate = parameters.get("mqtt_default_vhosts")
+        if certificate is not None:
+            if isinstance(by_certificate, dict) and certificate in by_certificate:
+                return str(by_certificate[certificate]), user
+            if port_vhost is not None:
+                return str(port_vhost), user
         vhost, colon, name = user.rpartition(":")
         if colon:
             return vhost, name
-        if port_vhost is not None:
-            return port_vhost, user
-        return settings.vhost, user
+        if port_vhost is not None and certificate is None:
+            return str(port_vhost), user
+        return self.settings.vhost, user
 
     def _login(self, vhost: str, user: str, password: str | None, certificate: bool,
                client_id: str) -> int:

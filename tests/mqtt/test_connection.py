@@ -272,3 +272,15 @@ def test_a_connection_that_never_sends_connect_is_dropped_at_the_login_timeout()
     clock.advance(10)
     w.conn.tick()
     assert w.conn.should_close
+
+
+def test_the_global_port_to_vhost_mapping_is_read_at_each_login(broker: Broker) -> None:
+    broker.add_vhost("mapped")
+    broker.set_permissions("guest", ".*", ".*", ".*", vhost="mapped")
+    broker.set_global_parameter("mqtt_port_to_vhost_mapping", {"1883": "mapped"})
+    w = Wire(broker)
+    w.send(connect("c1"))
+    assert w.conn.vhost == "mapped"
+    named = Wire(broker)
+    named.send(connect("c2", user="/:guest", password="guest"))  # (the user name's first)
+    assert named.conn.vhost == "/"
