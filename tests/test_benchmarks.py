@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+if str(BENCHMARKS) not in sys.path:  # (their shared _rates, as when they run as scripts)
+    sys.path.append(str(BENCHMARKS))
 
 
 def _benchmark(name: str) -> ModuleType:
