@@ -120,6 +120,13 @@ class Paho:
         sock.close()
 
 
+def end_session(port: int, client_id: str, protocol: str) -> None:
+    """Connect with a clean session and leave: the client id's kept session is gone."""
+    cleaner = Paho(port, client_id, protocol=protocol)
+    cleaner.connect()
+    cleaner.disconnect()
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
@@ -243,7 +250,27 @@ def persistent_session(port: int, protocol: str) -> None:
     again = Paho(port, client_id, protocol=protocol, clean_session=False)
     assert again.connect() == (False, 0)
     again.disconnect()
-    Paho(port, client_id, protocol=protocol).connect()  # (gone again: cleaned up)
+    end_session(port, client_id, protocol)
+
+
+def qos_0_only_session_is_not_kept(port: int, protocol: str) -> None:
+    topic, client_id = unique("session0"), unique("keeper0")
+    keeper = Paho(port, client_id, protocol=protocol, clean_session=False)
+    keeper.connect()
+    keeper.subscribe((topic, 0))
+    keeper.disconnect()
+    publisher = Paho(port, unique("p"), protocol=protocol)
+    publisher.connect()
+    publisher.publish(topic, b"lost", qos=1)
+    publisher.disconnect()
+    keeper = Paho(port, client_id, protocol=protocol, clean_session=False)
+    # (RabbitMQ 3.10.8: only the QoS 1 subscriptions' queue outlives the connection)
+    assert keeper.connect() == (False, 0)
+    keeper.subscribe((topic, 1))
+    keeper.publish(topic, b"marker", qos=1)
+    assert keeper.next().payload == b"marker"
+    keeper.disconnect()
+    end_session(port, client_id, protocol)
 
 
 def second_client_id_kicks_the_first(port: int, protocol: str) -> None:
@@ -320,6 +347,10 @@ def test_retained_message_for_the_exact_topic_and_cleared(port: int, protocol: s
 
 def test_persistent_session_keeps_messages_while_away(port: int, protocol: str) -> None:
     persistent_session(port, protocol)
+
+
+def test_session_with_qos_0_subscriptions_only_is_not_kept(port: int, protocol: str) -> None:
+    qos_0_only_session_is_not_kept(port, protocol)
 
 
 # -- the end of a connection ------------------------------------------------------------------
@@ -427,6 +458,7 @@ def reference_port() -> int:
 
 @pytest.mark.parametrize("step", [wildcards_at_qos_0_and_1, qos_2_is_taken_as_1,
                                   retained_messages, persistent_session,
+                                  qos_0_only_session_is_not_kept,
                                   second_client_id_kicks_the_first])
 def test_reference_rabbitmq_alike(reference_port: int, protocol: str, step: Any) -> None:
     step(reference_port, protocol)
