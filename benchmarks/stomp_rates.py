@@ -31,84 +31,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
-import socket
-import subprocess
-import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pika
 import stomp  # type: ignore[import-untyped]
+from _rates import Run, Side, table, timed
 
 BODY = "x" * 100
 PREFETCH = 100
 TIMEOUT = 120.0
 REFERENCE = ("127.0.0.1", 61613)
-REFERENCE_AMQP = "amqp://guest:guest@127.0.0.1:5672/"
-
-_SERVE = """
-import sys
-from embroker import Broker
-from embroker.server import Server
-with Server(Broker(), listeners={"stomp": 0}) as server:
-    print(server.url, server.listener_port("stomp"), flush=True)
-    sys.stdin.read()
-"""
-
-
-@dataclass
-class Side:
-    port: int  # STOMP
-    amqp_url: str  # for deleting the queue after
-    cpu: Callable[[], float] | None = None  # the server's CPU seconds, embroker only
-
-
-@dataclass
-class Run:
-    seconds: float
-    count: int
-    server_cpu: float | None = None
-
-
-def _process_cpu(pid: int) -> Callable[[], float]:
-    """The CPU seconds the threads of process ``pid`` have run (Linux schedstat)."""
-    def read() -> float:
-        total = 0
-        for path in glob.glob(f"/proc/{pid}/task/*/schedstat"):
-            with contextlib.suppress(OSError), open(path) as f:
-                total += int(f.read().split()[0])
-        return total / 1e9
-    return read
-
-
-@contextlib.contextmanager
-def embroker_server() -> Iterator[Side]:
-    """An embroker server with a STOMP listener in its own process."""
-    process = subprocess.Popen([sys.executable, "-c", _SERVE], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        words = process.stdout.readline().split()
-        if len(words) != 2:
-            raise RuntimeError(f"embroker did not start: {words!r}")
-        yield Side(int(words[1]), words[0], _process_cpu(process.pid))
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        process.wait(10)
-
-
-def reference_answers() -> bool:
-    try:
-        socket.create_connection(REFERENCE, timeout=1).close()
-    except OSError:
-        return False
-    return True
 
 
 class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
@@ -173,19 +108,9 @@ def _send(conn: Any, listener: _Listener, destination: str, n: int) -> None:
     listener.wait_receipt(receipt)
 
 
-def _timed(side: Side, n: int, setup: Callable[[], None], body: Callable[[], None]) -> Run:
-    setup()
-    cpu = side.cpu() if side.cpu else None
-    start = time.perf_counter()
-    body()
-    seconds = time.perf_counter() - start
-    server_cpu = side.cpu() - cpu if side.cpu and cpu is not None else None
-    return Run(seconds, n, server_cpu)
-
-
 def send(side: Side, n: int) -> Run:
     with _client(side) as (conn, listener, destination):
-        return _timed(side, n, lambda: None, lambda: _send(conn, listener, destination, n))
+        return timed(side, n, lambda: None, lambda: _send(conn, listener, destination, n))
 
 
 def send_receipt_each(side: Side, n: int) -> Run:
@@ -196,7 +121,7 @@ def send_receipt_each(side: Side, n: int) -> Run:
             _send(conn, listener, destination, 1)
 
     with _client(side) as (conn, listener, destination):
-        return _timed(side, n, lambda: None, body)
+        return timed(side, n, lambda: None, body)
 
 
 def subscribe_auto(side: Side, n: int) -> Run:
@@ -207,7 +132,7 @@ def subscribe_auto(side: Side, n: int) -> Run:
             conn.subscribe(destination, id="s", ack="auto")
             listener.wait_all()
 
-        return _timed(side, n, lambda: _send(conn, listener, destination, n), body)
+        return timed(side, n, lambda: _send(conn, listener, destination, n), body)
 
 
 def subscribe_client_individual(side: Side, n: int) -> Run:
@@ -225,7 +150,7 @@ def subscribe_client_individual(side: Side, n: int) -> Run:
                            headers={"prefetch-count": str(PREFETCH)})
             listener.wait_receipt(receipt)
 
-        return _timed(side, n, lambda: _send(conn, listener, destination, n), body)
+        return timed(side, n, lambda: _send(conn, listener, destination, n), body)
 
 
 def send_and_subscribe(side: Side, n: int) -> Run:
@@ -242,7 +167,7 @@ def send_and_subscribe(side: Side, n: int) -> Run:
                 conn.send(destination, BODY)
             listener.wait_all()
 
-        return _timed(side, n, setup, body)
+        return timed(side, n, setup, body)
 
 
 LINES: list[tuple[str, Callable[[Side, int], Run]]] = [
@@ -261,28 +186,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2,000 messages, once")
     args = parser.parse_args()
     n, repeat = (2000, 1) if args.quick else (args.messages, args.repeat)
-    with_reference = reference_answers()
     print(f"stomp.py {stomp.__version__ if hasattr(stomp, '__version__') else ''} (STOMP 1.2), "
           f"{n} messages of {len(BODY)} bytes, fastest of {repeat} (messages per second)")
-    if not with_reference:
-        print(f"(the reference RabbitMQ does not answer on {REFERENCE[1]}: its column is skipped)")
-    print(f"{'workload':<40}{'embroker':>10}{'RabbitMQ':>10}{'ratio':>7}{'server CPU/msg':>16}")
-    for label, workload in LINES:
-        ours: list[Run] = []
-        theirs: list[Run] = []
-        for _ in range(repeat):
-            with embroker_server() as side:
-                ours.append(workload(side, n))
-            if with_reference:
-                theirs.append(workload(Side(REFERENCE[1], REFERENCE_AMQP), n))
-        rate = max(r.count / r.seconds for r in ours)
-        cpu = min(r.server_cpu / r.count for r in ours if r.server_cpu is not None)
-        if theirs:
-            their_rate = max(r.count / r.seconds for r in theirs)
-            print(f"{label:<40}{rate:>10,.0f}{their_rate:>10,.0f}{rate / their_rate:>7.2f}"
-                  f"{cpu * 1e6:>13.1f} us")
-        else:
-            print(f"{label:<40}{rate:>10,.0f}{'-':>10}{'-':>7}{cpu * 1e6:>13.1f} us")
+    table(LINES, kind="stomp", reference=REFERENCE, n=n, repeat=repeat)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """The benchmarks that reach into the broker's internals still run: each workload of
 ``benchmarks/processing.py`` (a ``ServerConnection`` fed bytes directly) and
 ``benchmarks/listener_turns.py`` (the listener's loop turned from this thread) with a few
-messages; and those of ``benchmarks/stomp_rates.py`` (stomp.py) against an in-process STOMP
-listener. The workloads check their own outcome (every message queued, delivered or acked); the
-figures themselves are not asserted."""
+messages; and those of ``benchmarks/stomp_rates.py`` (stomp.py) and ``benchmarks/mqtt_rates.py``
+(paho-mqtt) against an in-process STOMP or MQTT listener. The workloads check their own
+outcome (every message queued, delivered or acked); the figures themselves are not asserted."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+if str(BENCHMARKS) not in sys.path:  # (their shared _rates, as when they run as scripts)
+    sys.path.append(str(BENCHMARKS))
 
 
 def _benchmark(name: str) -> ModuleType:
@@ -32,6 +34,7 @@ def _benchmark(name: str) -> ModuleType:
 processing = _benchmark("processing")
 listener_turns = _benchmark("listener_turns")
 stomp_rates = _benchmark("stomp_rates")
+mqtt_rates = _benchmark("mqtt_rates")
 
 
 @pytest.mark.parametrize("workload", [workload for _, workload in processing.LINES],
@@ -65,3 +68,19 @@ def test_stomp_rates_workload_runs_and_checks_its_outcome(workload: Callable[...
         run = workload(stomp_rates.Side(port, server.url), 30)
         assert run.seconds > 0  # (each waits for its receipt or its last message)
         assert server.errors == []
+
+
+@pytest.mark.parametrize("workload", [workload for _, workload in mqtt_rates.LINES],
+                         ids=[label for label, _ in mqtt_rates.LINES])
+def test_mqtt_rates_workload_runs_and_checks_its_outcome(workload: Callable[..., Any]) -> None:
+    from embroker import Broker
+    from embroker.server import Server
+
+    broker = Broker()
+    with Server(broker, listeners={"mqtt": 0}) as server:
+        port = server.listener_port("mqtt")
+        assert port is not None
+        run = workload(mqtt_rates.Side(port, server.url), 30)
+        assert run.seconds > 0  # (each waits for its PUBACKs or its last message)
+        assert server.errors == []
+    assert not [name for name in broker.queues if name.startswith(("mqtt-", "embroker-bench"))]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 
 def wait_until(predicate, timeout: float = 5.0) -> None:
     """Poll ``predicate`` until it holds (for effects that cross the listener's thread)."""
@@ -12,6 +15,37 @@ def wait_until(predicate, timeout: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(0.001)
+
+
+def node_packages(where: Path, script: Path, *packages: str) -> Path:
+    """A folder with npm ``packages`` installed and the Node ``script`` copied in (for a
+    module-scoped fixture); skips the test without node and npm or when npm cannot install."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("needs node and npm")
+    done = subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", *packages],
+                          cwd=where, capture_output=True, text=True, timeout=180, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"npm could not install {' and '.join(packages)}: "
+                    f"{done.stderr.strip()[-200:]}")
+    shutil.copy(script, where / script.name)
+    return where
+
+
+def run_node(where: Path, script: Path, *args: str) -> dict[str, Any]:
+    """Run a Node script copied by :func:`node_packages`; the JSON on its last line."""
+    import json
+    import subprocess
+
+    done = subprocess.run(["node", script.name, *args], cwd=where, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def raw_amqp_socket(port: int):
