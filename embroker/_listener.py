@@ -632,11 +632,12 @@ class _Listener:
         assert kind.factory is not None
         sock = client.sock
         try:
-            local = sock.getsockname()[0]
+            local, local_port = sock.getsockname()[:2]
         except OSError:
-            local = ""
+            local, local_port = "", 0
         accepted = Accepted(self, self.broker, client.peer, local, _over_loopback(sock),
-                            client.tls, policy, functools.partial(self._has_output, client))
+                            client.tls, policy, functools.partial(self._has_output, client),
+                            local_port=local_port)
         with self._locked:
             return kind.factory(accepted)
 

@@ -256,6 +256,8 @@ class Accepted:
     #: The subprotocol a carrier negotiated for it (a WebSocket's ``Sec-WebSocket-Protocol``:
     #: ``v12.stomp``, ``mqtt``), or ``None``.
     subprotocol: str | None = None
+    #: The port it reached (``local`` is the address alone), 0 when unknown.
+    local_port: int = 0
 
 
 #: What makes the connection serving an accepted socket.

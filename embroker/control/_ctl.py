@@ -364,6 +364,12 @@ command("list_bindings", "list_bindings [--vhost <vhost>] [--no-table-headers] [
 command("list_connections", "list_connections [--no-table-headers] [<column> ...]", (0, None),
         ("rabbitmqctl", "rabbitmq-diagnostics"))(
     _listing("connections", lambda inv: "Listing connections ...", vhost=False))
+command("list_stomp_connections", "list_stomp_connections [--no-table-headers] [<column> ...]",
+        (0, None), ("rabbitmqctl",))(
+    _listing("stomp_connections", lambda inv: "Listing STOMP connections ...", vhost=False))
+command("list_mqtt_connections", "list_mqtt_connections [--no-table-headers] [<column> ...]",
+        (0, None), ("rabbitmqctl",))(
+    _listing("mqtt_connections", lambda inv: "Listing MQTT connections ...", vhost=False))
 command("list_channels", "list_channels [--no-table-headers] [<column> ...]", (0, None),
         ("rabbitmqctl", "rabbitmq-diagnostics"))(
     _listing("channels", lambda inv: "Listing channels ...", vhost=False))

@@ -9,7 +9,9 @@ in their own ways (:mod:`._ops` makes them):
 - ``{"$ip": "127.0.0.1"}``: an address (a tuple in Erlang);
 - ``{"$atoms": [...]}``: a list of atoms (user tags, node names);
 - ``{"$map": {...}}``: an Erlang map (``cluster_state``);
-- ``{"$tuple": [...]}``: a tuple of integers (a connection's protocol, ``{0,9,1}``).
+- ``{"$tuple": [...]}``: a tuple of integers (a connection's protocol, ``{0,9,1}``);
+- ``{"$raw": "..."}``: a term a plugin's listing prints in its own way (``{'MQTT', N/A}``),
+  printed as it is (a string in JSON).
 
 The table formatter prints each as ``RabbitMQ.CLI.Formatters.FormatterHelpers`` does: an AMQP
 table as Erlang's ``~tp`` of ``[{Key, Value}]`` (``[{"x-max-length",10}]``), atoms bare and
@@ -123,6 +125,8 @@ def table_value(value: Any) -> str:
                                     for k, v in value["$map"].items()) + "}"
         if "$tuple" in value:
             return "{" + ",".join(map(str, value["$tuple"])) + "}"
+        if "$raw" in value:
+            return str(value["$raw"])
         return "#{" + ", ".join(f"{k} => {table_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(table_value(v) for v in value) + "]" if value else "[]"
@@ -149,6 +153,8 @@ def _json_value(value: Any) -> Any:
             return {k: _json_value(v) for k, v in value["$map"].items()}
         if "$tuple" in value:
             return list(value["$tuple"])
+        if "$raw" in value:
+            return str(value["$raw"])
         return {k: _json_value(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_json_value(v) for v in value]

@@ -86,6 +86,9 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "list_bindings": (_MONITORING, "Lists all bindings on a vhost"),
     "list_channels": (_MONITORING, "Lists all channels in the node"),
     "list_connections": (_MONITORING, "Lists AMQP 0.9.1 connections for the node"),
+    # (the plugins' sections show only where their plugin is enabled: not in these lists)
+    "list_mqtt_connections": ("MQTT plugin", "Lists MQTT connections on the target node"),
+    "list_stomp_connections": ("STOMP plugin", "Lists STOMP connections on the target node"),
     "list_consumers": (_MONITORING, "Lists all consumers for a vhost"),
     "list_exchanges": (_MONITORING, "Lists exchanges"),
     "list_global_parameters": ("Parameters", "Lists global runtime parameters"),

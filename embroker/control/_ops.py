@@ -240,6 +240,31 @@ def _connection_rows(node: Node) -> list[dict[str, Any]]:
     return rows
 
 
+def _plugin_connection_rows(node: Node, kind: str) -> list[dict[str, Any]]:
+    """A plugin's own listing (``list_stomp_connections``, ``list_mqtt_connections``): its
+    connections, each row what its protocol layer keeps (``details["listing"]``) over the
+    columns every connection has."""
+    rows = []
+    for connection in node.broker.connections.values():
+        if not connection.is_open or connection.kind.listing != kind:
+            continue
+        details = connection.details
+        row: dict[str, Any] = {
+            "conn_name": connection.name, "connection": _pid(node, 1, connection.id),
+            "connection_state": "running", "host": _ip(details.get("host")),
+            "port": details.get("port", 0), "peer_host": _ip(details.get("peer_host")),
+            "peer_port": details.get("peer_port", 0), "peer_addr": _ip(details.get("host")),
+            "channels": len(connection.channels), "channel_max": details.get("channel_max", 0),
+            "frame_max": details.get("frame_max", 0),
+            "client_properties": _typed(connection.client_properties),
+            "ssl": bool(details.get("ssl", False)), "ssl_protocol": "",
+            "ssl_key_exchange": "", "ssl_cipher": "", "ssl_hash": "",
+            "user": connection.user, "vhost": connection.vhost.name}
+        row.update(details.get("listing", {}))
+        rows.append(row)
+    return rows
+
+
 def _channel_pid(node: Node, connection: Connection, number: int) -> dict[str, str]:
     return _pid(node, 2, connection.id * 65536 + number)
 
@@ -268,6 +293,8 @@ def _listing(node: Node, kind: str, vhost: VirtualHost | None) -> tuple[list[Any
         return found, _binding_row
     if kind == "connections":
         return _connection_rows(node), lambda row: row
+    if kind in ("stomp_connections", "mqtt_connections"):
+        return _plugin_connection_rows(node, kind), lambda row: row
     if kind == "channels":
         api = node.views
         wire = api.wire()

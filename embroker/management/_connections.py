@@ -56,7 +56,10 @@ def connection_info(api: ManagementAPI, connection: Connection,
             "node": api.broker.node.name, "peer_host": peer_host, "peer_port": peer_port,
             "port": here[1], "protocol": connection.kind.protocol,
             "ssl": bool(details.get("ssl", False)), "type": "direct", "user": connection.user,
-            "user_who_performed_action": who, "vhost": connection.vhost.name}
+            "user_who_performed_action": who, "vhost": connection.vhost.name,
+            # (what the plugin adds to its adapter info: MQTT's client id)
+            **({"variable_map": views.json_value(details["variable_map"])}
+               if "variable_map" in details else {})}
     info: dict[str, Any] = {
         "auth_mechanism": "PLAIN",
         "channel_max": carried.channel_max if carried is not None else 0,

@@ -1036,6 +1036,18 @@ class Grant:
             self._access.check_topic(self.user, self.vhost, exchange, routing_key, "read",
                                      self.topic_variables)
 
+    def write_topic(self, exchange: str, routing_key: str) -> None:
+        """A publish's topic authorisation asked before the publish, as RabbitMQ 3.10's MQTT
+        plugin asks it (``check_publish/3``: a refusal ends its connection whatever channel
+        the publish would have gone on).
+
+        Raises:
+            AccessRefused: (403) its pattern does not allow the key.
+        """
+        if self._access is not None:
+            self._access.check_topic(self.user, self.vhost, exchange, routing_key, "write",
+                                     self.topic_variables)
+
     def publish(self, vhost: VirtualHost, message: Message) -> None:
         """basic.publish (after the size check); a refusal is recorded on the trace, as the
         model's own refusals of a publish are."""

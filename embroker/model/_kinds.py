@@ -55,6 +55,9 @@ class ConnectionKind:
             3.10's STOMP and MQTT plugins: ``amqp_connection:start`` with
             ``#amqp_params_direct{}``): the management API lists it with ``rabbit_direct``'s
             keys and ``type: direct``.
+        listing: the name of its plugin's own ``rabbitmqctl`` listing
+            (``stomp_connections``, ``mqtt_connections``), whose row its protocol layer keeps
+            in the connection's ``details["listing"]``; ``None``: none.
     """
 
     name: str
@@ -65,6 +68,7 @@ class ConnectionKind:
     alarm_blocking: AlarmBlocking = AlarmBlocking.PUBLISHERS
     alarms: frozenset[str] = frozenset({"disk", "memory"})
     direct: bool = False
+    listing: str | None = None
 
     def blocked_by(self, alarms: Iterable[str]) -> bool:
         """Whether ``alarms`` (the alarms in effect) hold it."""

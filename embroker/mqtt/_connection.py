@@ -98,7 +98,8 @@ def mqtt_kind(version: str, web: bool = False) -> ConnectionKind:
     ``control_throttle/1``), counted against ``max-connections``."""
     name = "Web MQTT" if web else "MQTT"
     return ConnectionKind(name, f"{name} {version}", f"{{'{name}',\"{version}\"}}",
-                          alarm_blocking=AlarmBlocking.READING, direct=True)
+                          alarm_blocking=AlarmBlocking.READING, direct=True,
+                          listing="mqtt_connections")
 
 
 def to_amqp(topic: str) -> str:
@@ -163,6 +164,7 @@ class MqttConnection:
         self.model: ModelConnection | None = None
         self.channel: Channel | None = None
         self._publisher: Channel | None = None  # QoS 1 publishes, in confirm mode
+        self._publisher_died = False
         self.client_properties: dict[str, Any] = {"product": "MQTT client"}
         self.failure: BaseException | None = None
         self.should_close = False
@@ -189,8 +191,10 @@ class MqttConnection:
     def serving(cls, accepted: Accepted) -> MqttConnection:
         """The connection serving a socket an ``mqtt`` (or ``web_mqtt``) port accepted."""
         settings = getattr(accepted.listener, "port_settings", {}).get("mqtt")
+        local = f"[{accepted.local}]" if ":" in accepted.local else accepted.local
         return cls(accepted.broker, settings=settings, peer=accepted.peer,
-                   local=accepted.local, loopback=accepted.loopback, tls=accepted.tls,
+                   local=f"{local}:{accepted.local_port}", loopback=accepted.loopback,
+                   tls=accepted.tls,
                    on_output=accepted.on_output, web=accepted.policy.kind == "web_mqtt")
 
     # -- BrokerConnection ----------------------------------------------------------------------
@@ -348,7 +352,7 @@ class MqttConnection:
         if not packet.client_id and not packet.clean_session:
             self._write(connack(IDENTIFIER_REJECTED))
             raise _End("invalid_client_id")
-        self.client_properties = {"product": "MQTT client", "client_id": client_id}
+        self.client_properties = {"client_id": client_id, "product": "MQTT client"}
         credentials = self._credentials(packet)
         if credentials is None:
             self.broker.access.attempts.record("mqtt", False, address=self._peer_host,
@@ -357,7 +361,8 @@ class MqttConnection:
             raise _End("unauthenticated")
         user, password, certificate = credentials
         vhost, user = self._vhost_and_user(user, certificate_name(self.broker, self.tls))
-        code = self._login(vhost, user, password, certificate, client_id)
+        code = self._login(vhost, user, password, certificate, client_id,
+                           packet.clean_session)
         if code != ACCEPTED:
             self._write(connack(code))
             raise _End("login refused")
@@ -421,7 +426,7 @@ class MqttConnection:
         return self.settings.vhost, user
 
     def _login(self, vhost: str, user: str, password: str | None, certificate: bool,
-               client_id: str) -> int:
+               client_id: str, packet_clean: bool) -> int:
         # process_login/4: the vhost must exist (else "bad user name or password"), then the
         # direct connection's login in rabbit_direct's order.
         client = Client("mqtt", peer_host=self._peer_host, peer_port=self._peer_port,
@@ -433,7 +438,14 @@ class MqttConnection:
                 name=self._name, topic_variables={"client_id": client_id},
                 details={"peer_host": self._peer_host, "peer_port": self._peer_port,
                          "host": self._host, "port": self._port, "channel_max": 1,
-                         "frame_max": 0, "ssl": self.tls is not None})
+                         "frame_max": 0, "ssl": self.tls is not None,
+                         "variable_map": {"client_id": client_id},
+                         # (list_mqtt_connections: its reader's adapter info keeps the
+                         # protocol's version N/A, checked live)
+                         "listing": {"client_id": client_id, "protocol": {
+                             "$raw": f"{{'{'Web MQTT' if self.web else 'MQTT'}', N/A}}"},
+                             "clean_sess": packet_clean, "exchange": self.settings.exchange,
+                             "ssl_login_name": "none"}})
         except DirectRefused as refused:
             log.error("MQTT login failed for user '%s': %s", log_text(user),
                       log_text(refused.reason))
@@ -503,18 +515,35 @@ class MqttConnection:
         self._publish(packet)
 
     def _publish(self, packet: Publish, *, will: bool = False) -> None:
-        # amqp_pub/2 (QoS 2 taken as 1), and the retainer.
+        # check_publish/3 (the topic permission: a refusal ends the connection), amqp_pub/2
+        # (QoS 2 taken as 1), and the retainer.
         qos = min(packet.qos, 1)
         channel = self.channel
+        model = self.model
         assert channel is not None
+        assert model is not None
+        key = to_amqp(packet.topic)
+        model.access.write_topic(self.settings.exchange, key)
         properties = {"headers": {"x-mqtt-publish-qos": Byte(qos), "x-mqtt-dup": packet.dup},
                       "delivery_mode": 2 if qos else 1}
         confirmed = qos == 1 and packet.packet_id is not None and not will
         if confirmed:
+            if self._publisher_died:  # (the plugin casts to a dead channel: nothing comes)
+                return
             channel = self._confirming()
-        outcome = channel.basic_publish(self.settings.exchange, to_amqp(packet.topic),
-                                        packet.payload, properties,
-                                        origin=f"MQTT PUBLISH to '{packet.topic}'")
+        try:
+            outcome = channel.basic_publish(self.settings.exchange, key, packet.payload,
+                                            properties, origin=f"MQTT PUBLISH to '{packet.topic}'")
+        except AMQPError as refused:
+            if not confirmed:
+                raise
+            # QoS 1 goes on a channel of its own, in confirm mode: the plugin's reader is not
+            # linked to it, so its death ends nothing; that publish gets no PUBACK, and nor
+            # does any QoS 1 publish after it (checked live against RabbitMQ 3.10.8).
+            log.error("MQTT connection %s: its QoS 1 channel died: %s", log_text(self.peer),
+                      log_text(refused.reply_text))
+            self._publisher_died = True
+            return
         if confirmed and packet.packet_id is not None:
             self._unacked[outcome.seq] = packet.packet_id
             self._flush_pubacks()
@@ -543,6 +572,8 @@ class MqttConnection:
         assert channel is not None
         granted = []
         for topic, asked in packet.topics:
+            if asked > 2:  # (supported_subs_qos/1 has no clause for it: the processor dies)
+                raise _End(f"SUBSCRIBE asking QoS {asked}")
             qos = min(asked, 1)
             queue = self._ensure_queue(qos)
             channel.queue_bind(queue, self.settings.exchange, to_amqp(topic))
@@ -612,8 +643,16 @@ class MqttConnection:
             delivery_qos, subscription_qos = 0, 0
         else:
             published = headers.get("x-mqtt-publish-qos")
-            delivery_qos = min(int(published), 1) if isinstance(published, int) and \
-                not isinstance(published, bool) else 1
+            if published is None:
+                delivery_qos = 1
+            elif isinstance(published, Byte):
+                delivery_qos = min(int(published), 1)
+            else:  # (delivery_qos/3 reads a byte field only: anything else ends the reader)
+                log.error("MQTT connection %s: x-mqtt-publish-qos %r is no byte",
+                          log_text(self.peer), published)
+                self._end()
+                self._notify()
+                return
             subscription_qos = 1
         if dup and delivery_qos == 0:
             if subscription_qos == 1:

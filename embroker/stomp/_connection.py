@@ -112,7 +112,7 @@ def stomp_kind(version: str, web: bool = False) -> ConnectionKind:
     held by alarms when it publishes, counted against ``max-connections``."""
     name = "Web STOMP" if web else "STOMP"
     return ConnectionKind(name, f"{name} {version}", f"{{'{name}',\"{version}\"}}",
-                          direct=True)
+                          direct=True, listing="stomp_connections")
 
 
 class StompConnection(Commands):
@@ -174,8 +174,10 @@ class StompConnection(Commands):
     def serving(cls, accepted: Accepted) -> StompConnection:
         """The connection serving a socket a ``stomp`` (or ``web_stomp``) port accepted."""
         settings = getattr(accepted.listener, "port_settings", {}).get("stomp")
+        local = f"[{accepted.local}]" if ":" in accepted.local else accepted.local
         return cls(accepted.broker, settings=settings, peer=accepted.peer,
-                   local=accepted.local, loopback=accepted.loopback, tls=accepted.tls,
+                   local=f"{local}:{accepted.local_port}", loopback=accepted.loopback,
+                   tls=accepted.tls,
                    on_output=accepted.on_output, web=accepted.policy.kind == "web_stomp")
 
     # -- BrokerConnection ----------------------------------------------------------------------
@@ -447,6 +449,13 @@ class StompConnection(Commands):
         self.channel = self.model.open_channel(1)
         self.channel.listener = self._on_event
         self.session = "session-" + _guid()
+        # (list_stomp_connections' own columns, as RabbitMQ 3.10.8 prints them: checked live)
+        self.model.details["listing"] = {
+            "session_id": {"$raw": f'"{self.session}"'}, "version": {"$raw": f'"{version}"'},
+            "protocol": {"$raw": f"{{'{'Web STOMP' if self.web else 'STOMP'}', 0}}"},
+            "auth_login": login, "auth_mechanism": "config" if frame.header("login") is None
+            else "stomp_headers", "implicit_connect": settings.implicit_connect,
+            "channel": {"$raw": "<0.0.0>"}}
         send, receive = self._heart_beats(heart_beat)
         self._reader.max_frame = self.broker.max_message_size + MAX_HEAD
         self.state = StompState.CONNECTED

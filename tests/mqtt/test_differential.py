@@ -76,8 +76,17 @@ def embroker_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embroker
 
 
 #: Where embroker differs from RabbitMQ on purpose, by scenario: the line embroker shows in
-#: place of RabbitMQ's.
-KNOWN_DIFFERENCES: dict[str, dict[str, str]] = {}
+#: place of RabbitMQ's. A packet RabbitMQ 3.10.8's parser has no clause for (a reserved type,
+#: PUBREC, PUBREL), or a remaining length past four bytes: its reader waits for more bytes
+#: forever (rabbit_mqtt_frame:parse_frame/3's catch-all asks for more), holding the socket and
+#: everything sent after; embroker closes the connection at once (every buffer has a bound).
+KNOWN_DIFFERENCES: dict[str, dict[str, str]] = {
+    "malformed_packets": {
+        f"{case}: {step}<- closed": f"{case}: {step}<- timeout"
+        for case in ("reserved type 0", "reserved type 15", "five-byte remaining length",
+                     "PUBREL", "PUBREC")
+        for step in ("", "state ")},
+}
 
 
 def _compare(recorded: list[str], seen: list[str], name: str) -> None:
