@@ -47,7 +47,7 @@ DEFAULT_TESTS = ("tests/management/test_routes.py", "tests/stream/test_permissio
                  "tests/model", "tests/kit", "tests/test_layers.py", "tests/test_seams.py",
                  "tests/control/test_control_port.py",
                  "tests/test_websocket.py", "tests/test_testing.py", "tests/conformance",
-                 "tests/server", "tests/stomp", "tests/clients", "tests/amqp10",
+                 "tests/server", "tests/stomp", "tests/mqtt", "tests/clients", "tests/amqp10",
                  "tests/management/test_api.py",
                  "tests/management/test_differential.py")
 #: A mutant that runs longer than this (an endless loop, say) counts as killed.
@@ -660,6 +660,24 @@ MUTATIONS: list[Mutation] = [
       "    if True:\n",
       "a durable STOMP subscription's queue is named from its key and id, the same on every "
       "connection"),
+    # -- MQTT (#47): the model's session stores and the plugin's own rules --------------------
+    M("client_id_registry_keeps_both", "embroker/model/_sessions.py",
+      "        if held is not None and held[0] is not owner:\n            held[1]()\n",
+      "        if held is not None and held[0] is not owner:\n            pass\n",
+      "a second MQTT connection with a client id in use closes the first"),
+    M("retained_message_never_cleared", "embroker/model/_sessions.py",
+      "        if message.payload:\n            self._by_topic[message.topic] = message\n"
+      "        else:\n            self._by_topic.pop(message.topic, None)\n",
+      "        self._by_topic[message.topic] = message\n",
+      "an empty retained MQTT publish clears its topic"),
+    M("mqtt_qos_2_granted", "embroker/mqtt/_connection.py",
+      "            qos = min(asked, 1)\n            queue = self._ensure_queue(qos)\n",
+      "            qos = asked\n            queue = self._ensure_queue(min(qos, 1))\n",
+      "a QoS 2 MQTT subscription is granted QoS 1, as RabbitMQ 3.10"),
+    M("mqtt_will_sent_after_disconnect", "embroker/mqtt/_connection.py",
+      "    def _on_disconnect(self, packet: Disconnect) -> None:\n        self._will = None\n",
+      "    def _on_disconnect(self, packet: Disconnect) -> None:\n        self._send_will()\n",
+      "an MQTT will goes out when the client vanishes, not after DISCONNECT"),
     # -- the WebSocket carrier -----------------------------------------------------------------
     M("websocket_oversized_message_passed_on", "embroker/_websocket.py",
       "                if len(self._message) + len(piece) > limit:\n",
