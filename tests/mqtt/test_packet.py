@@ -17,7 +17,7 @@ from .wire import connect, subscribe, unsubscribe
 def _read(data: bytes, max_packet: int = 1 << 20) -> list[object]:
     reader = PacketReader(max_packet)
     reader.feed(data)
-    found = []
+    found: list[object] = []
     while (packet := reader.next()) is not None:
         found.append(packet)
     return found
