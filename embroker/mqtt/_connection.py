@@ -47,6 +47,7 @@ from ..errors import AMQPError
 from ..fieldtypes import Byte, Long
 from ..kit import Client, DirectRefused, certificate_name, direct_connect
 from ..model import AlarmBlocking, Cancelled, Confirmed, ConnectionKind, Delivered, Retained
+from . import _packet5, _v5
 from ._packet import (
     Connect,
     Disconnect,
@@ -80,7 +81,7 @@ log = logging.getLogger("embroker.mqtt")
 ACCEPTED, PROTOCOL_LEVEL, IDENTIFIER_REJECTED, UNAVAILABLE, BAD_CREDENTIALS, NOT_AUTHORIZED = \
     range(6)
 #: The versions by protocol level, as the plugin names them (``human_readable_mqtt_version``).
-VERSIONS: Final = {3: "3.1.0", 4: "3.1.1"}
+VERSIONS: Final = {3: "3.1.0", 4: "3.1.1", 5: "5.0"}
 #: The largest packet id; the next after it is 1 (``ensure_valid_mqtt_message_id/1``).
 _MAX_ID: Final = 0xFFFF
 
@@ -170,7 +171,11 @@ class MqttConnection:
         self.should_close = False
         #: Whether a resource alarm holds it from being read (set by its listener).
         self.held_by_alarm = broker.holds(self.kind)
-        self._reader = PacketReader()
+        self._reader: PacketReader | _packet5.PacketReader = PacketReader()
+        #: RabbitMQ 4's profile: the CONNECT's bytes, until its level picks the reader.
+        self._sniffed: bytearray | None = bytearray() if broker.profile.rabbitmq4 else None
+        #: The MQTT 5.0 session's state (a level-5 CONNECT under RabbitMQ 4's profile).
+        self.v5: _v5.Session | None = None
         self._out: list[bytes] = []
         self._clean = True
         self._will: _Will | None = None
@@ -229,16 +234,23 @@ class MqttConnection:
         if self.state is MqttState.CLOSED or self.should_close:
             return
         self._last_received = self.broker.clock.monotonic()
-        self._reader.feed(data)
         try:
+            if self._sniffed is not None:
+                self._sniffed += data
+                if not self._sniff():
+                    return
+            else:
+                self._reader.feed(data)
             while not self.should_close:
                 packet = self._reader.next()
                 if packet is None:
                     break
                 self._handle(packet)
-        except PacketError as error:
+        except (PacketError, _packet5.PacketError) as error:
             log.error("MQTT cannot parse a frame on connection %s: %s", log_text(self.peer),
                       log_text(error.reason))
+            if isinstance(error, _packet5.PacketError) and error.reason_code is not None:
+                self._disconnect(error.reason_code)
             self._end()
         except _End as end:
             log.error("MQTT connection %s is closing: %s", log_text(self.peer),
@@ -248,6 +260,29 @@ class MqttConnection:
             log.error("MQTT connection %s is closing: %s", log_text(self.peer),
                       log_text(refused.reply_text))
             self._end()
+
+    def _sniff(self) -> bool:
+        # Under RabbitMQ 4's profile the CONNECT's level picks the codec: 3.13's for a level-5
+        # client (read by _packet5 from then on), 3.10's for levels 3 and 4 (whose bytes stay
+        # as they were). Whether the bytes are read now (False: wait for more).
+        assert self._sniffed is not None
+        probe = _packet5.PacketReader()
+        probe.feed(bytes(self._sniffed))
+        try:
+            first = probe.next()
+        except _packet5.PacketError:
+            first = None
+        else:
+            if first is None:
+                return False
+        sniffed, self._sniffed = bytes(self._sniffed), None
+        if isinstance(first, _packet5.Connect) and first.level == 5:
+            self._reader = probe
+            self.v5 = _v5.Session()
+            self._handle(first)
+        else:
+            self._reader.feed(sniffed)
+        return True
 
     def tick(self) -> None:
         """The login timeout and the keep-alive, on the broker's clock."""
@@ -263,6 +298,7 @@ class MqttConnection:
             self._last_received = now
         elif self._keep_alive and now - self._last_received >= 2 * self._keep_alive:
             log.error("closing MQTT connection %s (keepalive timeout)", log_text(self.peer))
+            self._disconnect(_packet5.ReasonCode.KEEP_ALIVE_TIMEOUT)
             self._lost(will=True)
 
     def internal_error(self, error: AMQPError) -> None:
@@ -290,6 +326,11 @@ class MqttConnection:
         self._lost(will=True)
 
     # -- the end -------------------------------------------------------------------------------
+
+    def _disconnect(self, code: int) -> None:
+        # send_disconnect/2: a DISCONNECT with a reason code, to a level-5 client only.
+        if self.v5 is not None and self.state is not MqttState.CLOSED and not self.should_close:
+            self._write(_packet5.disconnect(code))
 
     def _notify(self) -> None:
         if self._on_output is not None:
@@ -321,7 +362,8 @@ class MqttConnection:
                 not self.model.is_open:
             return
         try:
-            self._publish(Publish(will.topic, will.payload, will.qos, will.retain), will=True)
+            self._publish(Publish(will.topic, will.payload, will.qos, will.retain), will=True,
+                          extra=self.v5.will if self.v5 is not None else None)
         except AMQPError as refused:
             log.warning("Could not send last will: %s", log_text(refused.reply_text))
 
@@ -330,11 +372,12 @@ class MqttConnection:
     def _handle(self, packet: Any) -> None:
         # One packet: its answer, then the deliveries it caused (they reach the plugin's
         # reader after it has answered).
-        if self.state is MqttState.CONNECTING and not isinstance(packet, Connect):
+        if self.state is MqttState.CONNECTING and \
+                not isinstance(packet, (Connect, _packet5.Connect)):
             raise _End("connect_expected")
         self._handling = True
         try:
-            PACKETS[type(packet)](self, packet)
+            (_v5.PACKETS if self.v5 is not None else PACKETS)[type(packet)](self, packet)
         finally:
             self._handling = False
             deferred, self._deferred = self._deferred, []
@@ -343,47 +386,58 @@ class MqttConnection:
     def _write(self, data: bytes) -> None:
         self._out.append(data)
 
+    def _connack(self, code: int, present: bool = False) -> None:
+        if self.v5 is not None:
+            _v5.connack(self, code, present)
+        else:
+            self._write(connack(code, present))
+
+    def _puback(self, packet_id: int, code: int = 0) -> None:
+        self._write(puback(packet_id) if self.v5 is None else _v5.puback(self, packet_id, code))
+
     def _on_connect(self, packet: Connect) -> None:
         if self.model is not None:  # (a second CONNECT: connack_dup_auth)
-            self._write(connack(ACCEPTED, self._session_present()))
+            self._connack(ACCEPTED, self._session_present())
             return
         self.level = packet.level
         client_id = packet.client_id or _client_id()
         if not packet.client_id and not packet.clean_session:
-            self._write(connack(IDENTIFIER_REJECTED))
+            self._connack(IDENTIFIER_REJECTED)
             raise _End("invalid_client_id")
         self.client_properties = {"client_id": client_id, "product": "MQTT client"}
         credentials = self._credentials(packet)
         if credentials is None:
             self.broker.access.attempts.record("mqtt", False, address=self._peer_host,
                                                user=packet.username or "")
-            self._write(connack(BAD_CREDENTIALS))
+            self._connack(BAD_CREDENTIALS)
             raise _End("unauthenticated")
         user, password, certificate = credentials
         vhost, user = self._vhost_and_user(user, certificate_name(self.broker, self.tls))
         code = self._login(vhost, user, password, certificate, client_id,
                            packet.clean_session)
         if code != ACCEPTED:
-            self._write(connack(code))
+            self._connack(code)
             raise _End("login refused")
         self.client_id, self._clean = client_id, packet.clean_session
         self.broker.client_ids.register(client_id, self, self._duplicate)
         assert self.model is not None
         self.channel = self.model.open_channel(1)
         self.channel.listener = self._on_event
-        self.channel.basic_qos(prefetch_count=self.settings.prefetch)
+        self.channel.basic_qos(prefetch_count=self.settings.prefetch if self.v5 is None
+                                else min(self.settings.prefetch, self.v5.receive_maximum))
         self._keep_alive = packet.keep_alive
         if packet.will is not None:
             w = packet.will
             self._will = _Will(w.topic, w.payload, w.qos, w.retain)
         self.state = MqttState.CONNECTED
-        self._reader.max_packet = self.broker.max_message_size + 64 * 1024
+        if isinstance(self._reader, PacketReader):
+            self._reader.max_packet = self.broker.max_message_size + 64 * 1024
         try:
             present = self._clean_or_resume()
         except AMQPError:
-            self._write(connack(UNAVAILABLE))
+            self._connack(UNAVAILABLE)
             raise _End("cannot start the session") from None
-        self._write(connack(ACCEPTED, present))
+        self._connack(ACCEPTED, present)
 
     def _credentials(self, packet: Connect) -> tuple[str, str | None, bool] | None:
         # creds/3: user name and password; else the certificate's name (ssl_cert_login);
@@ -460,6 +514,7 @@ class MqttConnection:
         # mqtt_machine's notify_connection(OldPid, duplicate_id): the reader stops (no will).
         log.warning("MQTT disconnecting client %s with duplicate id '%s'", log_text(self.peer),
                     log_text(self.client_id or ""))
+        self._disconnect(_packet5.ReasonCode.SESSION_TAKEN_OVER)
         self._end()
         self._notify()
 
@@ -502,9 +557,14 @@ class MqttConnection:
         else:
             ttl = self.settings.subscription_ttl
             arguments: dict[str, Any] = {}
-            if ttl is not None and not self._clean:
+            auto_delete = self._clean
+            if self.v5 is not None:  # (queue_args/2: the Session Expiry Interval)
+                auto_delete = self.v5.session_expiry == 0
+                if self.v5.session_expiry:
+                    arguments["x-expires"] = Long(self.v5.session_expiry * 1000)
+            elif ttl is not None and not self._clean:
                 arguments["x-expires"] = Long(ttl)
-            channel.queue_declare(name, durable=True, auto_delete=self._clean,
+            channel.queue_declare(name, durable=True, auto_delete=auto_delete,
                                   arguments=arguments)
         tag = channel.basic_consume(name, no_ack=qos == 0)
         self._consumers[qos] = tag
@@ -514,7 +574,8 @@ class MqttConnection:
     def _on_publish(self, packet: Publish) -> None:
         self._publish(packet)
 
-    def _publish(self, packet: Publish, *, will: bool = False) -> None:
+    def _publish(self, packet: Publish | _packet5.Publish, *, will: bool = False,
+                 extra: dict[str, Any] | None = None) -> None:
         # check_publish/3 (the topic permission: a refusal ends the connection), amqp_pub/2
         # (QoS 2 taken as 1), and the retainer.
         qos = min(packet.qos, 1)
@@ -524,8 +585,14 @@ class MqttConnection:
         assert model is not None
         key = to_amqp(packet.topic)
         model.access.write_topic(self.settings.exchange, key)
-        properties = {"headers": {"x-mqtt-publish-qos": Byte(qos), "x-mqtt-dup": packet.dup},
-                      "delivery_mode": 2 if qos else 1}
+        headers: dict[str, Any] = {}
+        properties: dict[str, Any] = {}
+        if extra:  # (a level-5 PUBLISH's properties: mc_mqtt's conversion)
+            properties.update(extra)
+            headers.update(properties.pop("headers", {}))
+        headers.update({"x-mqtt-publish-qos": Byte(qos), "x-mqtt-dup": packet.dup})
+        properties.update({"headers": dict(sorted(headers.items())) if extra else headers,
+                           "delivery_mode": 2 if qos else 1})
         confirmed = qos == 1 and packet.packet_id is not None and not will
         if confirmed:
             if self._publisher_died:  # (the plugin casts to a dead channel: nothing comes)
@@ -545,7 +612,10 @@ class MqttConnection:
             self._publisher_died = True
             return
         if confirmed and packet.packet_id is not None:
-            self._unacked[outcome.seq] = packet.packet_id
+            if self.v5 is not None and not outcome.routed:  # (process_routing_confirm/3)
+                self._puback(packet.packet_id, _packet5.ReasonCode.NO_MATCHING_SUBSCRIBERS)
+            else:
+                self._unacked[outcome.seq] = packet.packet_id
             self._flush_pubacks()
         if packet.retain:
             assert self.vhost is not None
@@ -564,7 +634,7 @@ class MqttConnection:
         for seq in sorted(self._acked):
             packet_id = self._unacked.pop(seq, None)
             if packet_id is not None:
-                self._write(puback(packet_id))
+                self._puback(packet_id)
         self._acked.clear()
 
     def _on_subscribe(self, packet: Subscribe) -> None:
@@ -635,6 +705,9 @@ class MqttConnection:
 
     def _deliver(self, event: Delivered) -> None:
         # amqp_callback/2
+        if self.v5 is not None:
+            _v5.deliver(self, event)
+            return
         channel = self.channel
         assert channel is not None
         headers = event.message.headers

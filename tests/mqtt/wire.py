@@ -7,6 +7,7 @@ from typing import Any
 
 from embroker.model import Broker
 from embroker.mqtt import MqttConnection
+from embroker.mqtt._packet5 import Properties, _Body, _read_properties, write_properties
 
 
 def _s(text: str | bytes) -> bytes:
@@ -122,4 +123,102 @@ class Wire:
         return self.received()
 
     def received(self) -> list[tuple[str, Any]]:
-        return parse(self.conn.data_to_send())
+        data = self.conn.data_to_send()
+        return parse5(data) if self.conn.v5 is not None else parse(data)
+
+
+# -- MQTT 5.0 (the client's packets written by hand; properties by _packet5's writer) ----------
+
+
+def _props(properties: Properties | None) -> bytes:
+    return write_properties(properties or Properties())
+
+
+def connect5(client_id: str = "c5", *, clean: bool = True, user: str | None = None,
+             password: str | None = None, keep_alive: int = 60,
+             properties: Properties | None = None,
+             will: tuple[str, bytes, int, bool, Properties] | None = None) -> bytes:
+    flags = (2 if clean else 0) | (0x80 if user is not None else 0) | \
+        (0x40 if password is not None else 0)
+    payload = _s(client_id)
+    if will is not None:
+        topic, message, qos, retain, will_properties = will
+        flags |= 0x04 | (qos << 3) | (0x20 if retain else 0)
+        payload += _props(will_properties) + _s(topic) + _s(message)
+    if user is not None:
+        payload += _s(user)
+    if password is not None:
+        payload += _s(password)
+    body = _s("MQTT") + bytes([5, flags]) + struct.pack(">H", keep_alive) + \
+        _props(properties) + payload
+    return _packet(0x10, body)
+
+
+def publish5(topic: str, payload: bytes, *, qos: int = 0, retain: bool = False,
+             packet_id: int = 1, properties: Properties | None = None) -> bytes:
+    first = 0x30 | (qos << 1) | (1 if retain else 0)
+    return _packet(first, _s(topic) + (struct.pack(">H", packet_id) if qos else b"")
+                   + _props(properties) + payload)
+
+
+def subscribe5(packet_id: int, *subscriptions: tuple[str, int],
+               properties: Properties | None = None) -> bytes:
+    """Each subscription: a filter and its options byte (QoS | 4 no local | 8 retain as
+    published | handling << 4)."""
+    return _packet(0x82, struct.pack(">H", packet_id) + _props(properties) + b"".join(
+        _s(t) + bytes([o]) for t, o in subscriptions))
+
+
+def unsubscribe5(packet_id: int, *topics: str) -> bytes:
+    return _packet(0xA2, struct.pack(">H", packet_id) + b"\x00" + b"".join(
+        _s(t) for t in topics))
+
+
+def puback5(packet_id: int, code: int = 0) -> bytes:
+    return _packet(0x40, struct.pack(">H", packet_id) + bytes([code, 0]))
+
+
+def disconnect5(code: int = 0, properties: Properties | None = None) -> bytes:
+    return _packet(0xE0, bytes([code]) + _props(properties))
+
+
+def parse5(data: bytes) -> list[tuple[str, Any]]:
+    """The server's level-5 packets: (name, fields), properties as :class:`Properties`."""
+    out: list[tuple[str, Any]] = []
+    i = 0
+    while i < len(data):
+        first = data[i]
+        i += 1
+        length, multiplier = 0, 1
+        while True:
+            byte = data[i]
+            i += 1
+            length += (byte & 0x7F) * multiplier
+            multiplier *= 128
+            if not byte & 0x80:
+                break
+        body, i = _Body(data[i:i + length]), i + length
+        kind = first >> 4
+        if kind == 2:
+            flags, code = body.byte(), body.byte()
+            out.append(("CONNACK", (flags & 1 == 1, code, _read_properties(body, 5))))
+        elif kind == 3:
+            qos = (first >> 1) & 3
+            topic = body.string()
+            packet_id = body.uint16() if qos else None
+            props = _read_properties(body, 5)
+            out.append(("PUBLISH", (topic, body.rest(), qos, bool(first & 1), packet_id,
+                                    props)))
+        elif kind == 4:
+            out.append(("PUBACK", (body.uint16(), body.byte() if not body.done else 0)))
+        elif kind in (9, 11):
+            packet_id = body.uint16()
+            _read_properties(body, 5)
+            out.append(("SUBACK" if kind == 9 else "UNSUBACK", (packet_id, list(body.rest()))))
+        elif kind == 13:
+            out.append(("PINGRESP", None))
+        elif kind == 14:
+            out.append(("DISCONNECT", body.byte() if not body.done else 0))
+        else:
+            out.append((str(kind), body.rest()))
+    return out
