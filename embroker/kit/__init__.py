@@ -23,6 +23,7 @@ from ._destinations import (
     private_queue,
     subscribe,
 )
+from ._endpoints import Endpoints
 from ._login import (
     Client,
     DirectRefused,
@@ -42,9 +43,9 @@ from ._login import (
 
 __all__ = [
     "DESTINATION_PREFIXES", "Client", "Destination", "DestinationError", "DestinationErrorKind",
-    "DestinationType", "DirectRefused", "Direction", "LoginRefused", "PeerCertificate", "Subscription",
-    "certificate_name", "check_password", "coalesce", "decode_amqplain", "decode_plain", "direct_connect",
-    "direct_login",
-    "ensure_binding", "ensure_endpoint", "external_check", "login", "login_anonymous",
-    "login_password", "parse_destination", "private_queue", "runs", "subscribe",
+    "DestinationType", "DirectRefused", "Direction", "Endpoints", "LoginRefused",
+    "PeerCertificate", "Subscription", "certificate_name", "check_password", "coalesce",
+    "decode_amqplain", "decode_plain", "direct_connect", "direct_login", "ensure_binding",
+    "ensure_endpoint", "external_check", "login", "login_anonymous", "login_password",
+    "parse_destination", "private_queue", "runs", "subscribe",
 ]

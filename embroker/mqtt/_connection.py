@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Final
 from .._untrusted import log_text
 from ..errors import AMQPError
 from ..fieldtypes import Byte, Long
-from ..kit import Client, DirectRefused, certificate_name, direct_connect
+from ..kit import Client, DirectRefused, Endpoints, certificate_name, direct_connect
 from ..model import AlarmBlocking, Cancelled, Confirmed, ConnectionKind, Delivered, Retained
 from . import _packet5, _v5
 from ._packet import (
@@ -407,7 +407,7 @@ class MqttConnection:
         self.client_properties = {"client_id": client_id, "product": "MQTT client"}
         credentials = self._credentials(packet)
         if credentials is None:
-            self.broker.access.attempts.record("mqtt", False, address=self._peer_host,
+            self.broker.access.attempts.record("mqtt", False, address=self._ends.peer_host,
                                                user=packet.username or "")
             self._connack(BAD_CREDENTIALS)
             raise _End("unauthenticated")
@@ -465,7 +465,7 @@ class MqttConnection:
         by_port = parameters.get("mqtt_port_to_vhost_mapping")
         if not isinstance(by_port, dict):
             by_port = self.settings.port_to_vhost
-        port_vhost = by_port.get(str(self._port))
+        port_vhost = by_port.get(str(self._ends.port))
         by_certificate = parameters.get("mqtt_default_vhosts")
         if certificate is not None:
             if isinstance(by_certificate, dict) and certificate in by_certificate:
@@ -483,15 +483,15 @@ class MqttConnection:
                client_id: str, packet_clean: bool) -> int:
         # process_login/4: the vhost must exist (else "bad user name or password"), then the
         # direct connection's login in rabbit_direct's order.
-        client = Client("mqtt", peer_host=self._peer_host, peer_port=self._peer_port,
+        client = Client("mqtt", peer_host=self._ends.peer_host, peer_port=self._ends.peer_port,
                         loopback=self.loopback, tls=self.tls)
         try:
             self.model = direct_connect(
                 self.broker, vhost, client, user=user, password=None if certificate else password,
                 kind=self.kind, client_properties=dict(self.client_properties),
-                name=self._name, topic_variables={"client_id": client_id},
-                details={"peer_host": self._peer_host, "peer_port": self._peer_port,
-                         "host": self._host, "port": self._port, "channel_max": 1,
+                name=self._ends.name, topic_variables={"client_id": client_id},
+                details={"peer_host": self._ends.peer_host, "peer_port": self._ends.peer_port,
+                         "host": self._ends.host, "port": self._ends.port, "channel_max": 1,
                          "frame_max": 0, "ssl": self.tls is not None,
                          "variable_map": {"client_id": client_id},
                          # (list_mqtt_connections: its reader's adapter info keeps the
@@ -746,28 +746,8 @@ class MqttConnection:
     # -- who it is -------------------------------------------------------------------------------
 
     @property
-    def _peer_host(self) -> str:
-        return self.peer.rpartition(":")[0].strip("[]")
-
-    @property
-    def _peer_port(self) -> int:
-        port = self.peer.rpartition(":")[2]
-        return int(port) if port.isdigit() else 0
-
-    @property
-    def _host(self) -> str:
-        return self.local.rpartition(":")[0].strip("[]")
-
-    @property
-    def _port(self) -> int:
-        port = self.local.rpartition(":")[2]
-        return int(port) if port.isdigit() else 0
-
-    @property
-    def _name(self) -> str | None:
-        if not self.peer:
-            return None
-        return f"{self.peer} -> {self.local}" if self.local else self.peer
+    def _ends(self) -> Endpoints:
+        return Endpoints(self.peer, self.local)
 
 
 def _valid_id(packet_id: int) -> int:

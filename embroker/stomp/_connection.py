@@ -51,6 +51,7 @@ from ..errors import AMQPError, ConnectionForced
 from ..kit import (
     Client,
     DirectRefused,
+    Endpoints,
     certificate_name,
     coalesce,
     direct_connect,
@@ -427,13 +428,13 @@ class StompConnection(Commands):
         kind = stomp_kind(version, self.web)
         try:
             self.model = direct_connect(
-                self.broker, vhost, Client("stomp", peer_host=self._peer_host,
-                                           peer_port=self._peer_port, loopback=self.loopback,
+                self.broker, vhost, Client("stomp", peer_host=self._ends.peer_host,
+                                           peer_port=self._ends.peer_port, loopback=self.loopback,
                                            tls=self.tls),
                 user=login, password=None if certificate is not None else passcode, kind=kind,
-                client_properties=dict(self.client_properties), name=self._name,
-                details={"peer_host": self._peer_host, "peer_port": self._peer_port,
-                         "host": self._host, "port": self._port, "channel_max": 1,
+                client_properties=dict(self.client_properties), name=self._ends.name,
+                details={"peer_host": self._ends.peer_host, "peer_port": self._ends.peer_port,
+                         "host": self._ends.host, "port": self._ends.port, "channel_max": 1,
                          "frame_max": 0, "heartbeat": 0, "mechanism": "PLAIN",
                          "ssl": self.tls is not None})
         except DirectRefused as refused:
@@ -486,28 +487,8 @@ class StompConnection(Commands):
     # -- who it is -------------------------------------------------------------------------------
 
     @property
-    def _peer_host(self) -> str:
-        return self.peer.rpartition(":")[0].strip("[]")
-
-    @property
-    def _peer_port(self) -> int:
-        port = self.peer.rpartition(":")[2]
-        return int(port) if port.isdigit() else 0
-
-    @property
-    def _host(self) -> str:
-        return self.local.rpartition(":")[0].strip("[]")
-
-    @property
-    def _port(self) -> int:
-        port = self.local.rpartition(":")[2]
-        return int(port) if port.isdigit() else 0
-
-    @property
-    def _name(self) -> str | None:
-        if not self.peer:
-            return None
-        return f"{self.peer} -> {self.local}" if self.local else self.peer
+    def _ends(self) -> Endpoints:
+        return Endpoints(self.peer, self.local)
 
     # -- the model's events ----------------------------------------------------------------------
 
