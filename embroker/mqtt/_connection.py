@@ -48,6 +48,7 @@ from ..fieldtypes import Byte, Long
 from ..kit import Client, DirectRefused, Endpoints, certificate_name, direct_connect
 from ..model import AlarmBlocking, Cancelled, Confirmed, ConnectionKind, Delivered, Retained
 from . import _packet5, _v5
+from ._login import credentials_of, vhost_and_user
 from ._packet import (
     Connect,
     Disconnect,
@@ -405,14 +406,16 @@ class MqttConnection:
             self._connack(IDENTIFIER_REJECTED)
             raise _End("invalid_client_id")
         self.client_properties = {"client_id": client_id, "product": "MQTT client"}
-        credentials = self._credentials(packet)
+        credentials = credentials_of(self.broker, self.settings, self.tls, packet.username,
+                                     packet.password)
         if credentials is None:
             self.broker.access.attempts.record("mqtt", False, address=self._ends.peer_host,
                                                user=packet.username or "")
             self._connack(BAD_CREDENTIALS)
             raise _End("unauthenticated")
         user, password, certificate = credentials
-        vhost, user = self._vhost_and_user(user, certificate_name(self.broker, self.tls))
+        vhost, user = vhost_and_user(self.broker, self.settings, self._ends.port, user,
+                                     certificate_name(self.broker, self.tls))
         code = self._login(vhost, user, password, certificate, client_id,
                            packet.clean_session)
         if code != ACCEPTED:
@@ -438,46 +441,6 @@ class MqttConnection:
             self._connack(UNAVAILABLE)
             raise _End("cannot start the session") from None
         self._connack(ACCEPTED, present)
-
-    def _credentials(self, packet: Connect) -> tuple[str, str | None, bool] | None:
-        # creds/3: user name and password; else the certificate's name (ssl_cert_login);
-        # else the default user (allow_anonymous); else none.
-        settings = self.settings
-        if packet.username is not None or packet.password is not None:
-            if packet.username is None or packet.password is None:
-                return None
-            return packet.username, packet.password, False
-        if settings.ssl_cert_login:
-            name = certificate_name(self.broker, self.tls)
-            if name is not None:
-                return name, None, True
-        if settings.allow_anonymous and settings.default_user is not None:
-            return settings.default_user[0], settings.default_user[1], False
-        return None
-
-    def _vhost_and_user(self, user: str, certificate: str | None) -> tuple[str, str]:
-        # get_vhost/3: without a client certificate, "vhost:user" (split at the last colon),
-        # else the port's vhost, else the settings'; with one, the certificate's vhost
-        # (global parameter mqtt_default_vhosts), else the port's, else the user name's or
-        # the settings'. The port's vhost: global parameter mqtt_port_to_vhost_mapping (read
-        # at each login, as RabbitMQ reads it), else the listener's settings.
-        parameters = self.broker.global_parameters()
-        by_port = parameters.get("mqtt_port_to_vhost_mapping")
-        if not isinstance(by_port, dict):
-            by_port = self.settings.port_to_vhost
-        port_vhost = by_port.get(str(self._ends.port))
-        by_certificate = parameters.get("mqtt_default_vhosts")
-        if certificate is not None:
-            if isinstance(by_certificate, dict) and certificate in by_certificate:
-                return str(by_certificate[certificate]), user
-            if port_vhost is not None:
-                return str(port_vhost), user
-        vhost, colon, name = user.rpartition(":")
-        if colon:
-            return vhost, name
-        if port_vhost is not None and certificate is None:
-            return str(port_vhost), user
-        return self.settings.vhost, user
 
     def _login(self, vhost: str, user: str, password: str | None, certificate: bool,
                client_id: str, packet_clean: bool) -> int:
