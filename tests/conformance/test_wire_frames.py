@@ -377,8 +377,8 @@ def test_nested_tables_in_headers_matching_tell_signedint_from_long(target: Targ
     c = RawClient(target.port)
     x, top, nested = _name("hx"), _name("top"), _name("nested")
     c.send(encode_method_frame(1, ExchangeDeclare(exchange=x, type="headers", auto_delete=True))
-           + encode_method_frame(1, QueueDeclare(queue=top, auto_delete=True))
-           + encode_method_frame(1, QueueDeclare(queue=nested, auto_delete=True))
+           + encode_method_frame(1, QueueDeclare(queue=top, exclusive=True))
+           + encode_method_frame(1, QueueDeclare(queue=nested, exclusive=True))
            + encode_method_frame(1, QueueBind(queue=top, exchange=x,
                                               arguments={"x-match": "all", "n": 1}))
            + encode_method_frame(1, QueueBind(queue=nested, exchange=x,
@@ -404,7 +404,7 @@ def test_headers_the_broker_writes_have_rabbitmqs_types(target: Target) -> None:
     table comes out sorted by name; a client's own header types are kept."""
     c = RawClient(target.port)
     source, dead = _name("source"), _name("dead")
-    c.send(encode_method_frame(1, QueueDeclare(queue=dead, auto_delete=True))
+    c.send(encode_method_frame(1, QueueDeclare(queue=dead, exclusive=True))
            + encode_method_frame(1, QueueDeclare(queue=source, arguments={
                "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dead}))
            + encode_message(1, BasicPublish(routing_key=source), b"m", 131072, {
