@@ -51,6 +51,8 @@ from embroker.amqp091.methods import (
     ConnectionUpdateSecretOk,
     ExchangeDeclare,
     ExchangeDeclareOk,
+    ExchangeDelete,
+    ExchangeDeleteOk,
     QueueBind,
     QueueBindOk,
     QueueDeclare,
@@ -186,6 +188,9 @@ def test_a_close_crossing_ours_is_answered_and_the_other_channels_go_on(target: 
     assert [type(m).__name__ for _ch, m in got] == ["QueueDeclareOk"]
     c.send(encode_method_frame(1, ChannelOpen()))
     assert c.read_until(lambda _c, m: True) == [(1, ChannelOpenOk())]
+    # (never bound, the auto-delete exchange would stay on the reference)
+    c.send(encode_method_frame(2, ExchangeDelete(exchange=x)))
+    c.read_until(lambda _c, m: isinstance(m, ExchangeDeleteOk))
     c.close()
 
 
