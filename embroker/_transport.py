@@ -259,6 +259,12 @@ class Accepted:
     #: The port it reached (``local`` is the address alone), 0 when unknown.
     local_port: int = 0
 
+    @property
+    def local_address(self) -> str:
+        """``host:port`` it reached (``[host]:port`` for IPv6), as connection names show it."""
+        host = f"[{self.local}]" if ":" in self.local else self.local
+        return f"{host}:{self.local_port}"
+
 
 #: What makes the connection serving an accepted socket.
 ConnectionFactory = Callable[[Accepted], SansIOConnection]

@@ -197,10 +197,8 @@ class MqttConnection:
     def serving(cls, accepted: Accepted) -> MqttConnection:
         """The connection serving a socket an ``mqtt`` (or ``web_mqtt``) port accepted."""
         settings = getattr(accepted.listener, "port_settings", {}).get("mqtt")
-        local = f"[{accepted.local}]" if ":" in accepted.local else accepted.local
         return cls(accepted.broker, settings=settings, peer=accepted.peer,
-                   local=f"{local}:{accepted.local_port}", loopback=accepted.loopback,
-                   tls=accepted.tls,
+                   local=accepted.local_address, loopback=accepted.loopback, tls=accepted.tls,
                    on_output=accepted.on_output, web=accepted.policy.kind == "web_mqtt")
 
     # -- BrokerConnection ----------------------------------------------------------------------

@@ -175,10 +175,8 @@ class StompConnection(Commands):
     def serving(cls, accepted: Accepted) -> StompConnection:
         """The connection serving a socket a ``stomp`` (or ``web_stomp``) port accepted."""
         settings = getattr(accepted.listener, "port_settings", {}).get("stomp")
-        local = f"[{accepted.local}]" if ":" in accepted.local else accepted.local
         return cls(accepted.broker, settings=settings, peer=accepted.peer,
-                   local=f"{local}:{accepted.local_port}", loopback=accepted.loopback,
-                   tls=accepted.tls,
+                   local=accepted.local_address, loopback=accepted.loopback, tls=accepted.tls,
                    on_output=accepted.on_output, web=accepted.policy.kind == "web_stomp")
 
     # -- BrokerConnection ----------------------------------------------------------------------
