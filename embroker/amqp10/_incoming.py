@@ -268,7 +268,7 @@ class IncomingLinks(_LinkRole[_Incoming]):
         channel = link.session.model
         try:
             published = channel.basic_publish(exchange, key, body, properties, mandatory=True,
-                                              amqp10=kept, origin=link.origin, transaction=txn)
+                                              native=kept, origin=link.origin, transaction=txn)
         except AMQPError as exc:
             if txn is not None:
                 self.failed[state.txn_id] = exc.text

@@ -406,7 +406,7 @@ def to_amqp10(message: Message, *, first_acquirer: bool, delivery_count: int,
                priority=UByte(priority) if isinstance(priority, int) and 0 <= priority < 256
                else None, ttl=ttl, first_acquirer=first_acquirer,
                delivery_count=UInt(delivery_count)).encode_into(out)
-    kept = message.amqp10
+    kept = message.native
     if isinstance(kept, Kept) and kept.properties is not props:
         offset = _stream_offset(kept.properties, props)
         if offset is None:

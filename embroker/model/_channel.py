@@ -22,7 +22,7 @@ What a channel keeps:
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import (
@@ -302,13 +302,16 @@ class Channel:
     def basic_publish(self, exchange: str, routing_key: str, body: bytes,
                       properties: dict[str, Any] | None = None, *, mandatory: bool = False,
                       immediate: bool = False, encoded_properties: bytes | None = None,
-                      amqp10: object | None = None, origin: str | None = None,
-                      transaction: Transaction | None = None) -> PublishOutcome:
+                      native: object | None = None, origin: str | None = None,
+                      transaction: Transaction | None = None,
+                      exclude: Container[str] = ()) -> PublishOutcome:
         """basic.publish; returns its :class:`~._outcome.PublishOutcome`: the publish sequence
         number in confirm mode (else 0), the queues it was routed to, whether a queue refused
         it and whether it was returned. In a transaction (``transaction``, else tx.select's)
-        the message is checked at once and held until commit (``held``). ``amqp10`` and
-        ``origin`` are what the AMQP 1.0 layer keeps on the message (see :class:`Message`).
+        the message is checked at once and held until commit (``held``). ``native`` and
+        ``origin`` are what the protocol's layer keeps on the message (see :class:`Message`).
+        ``exclude`` names queues the message must not reach even where routed there (MQTT 5's
+        No Local: RabbitMQ's ``drop_local/2`` takes them from the routed queues).
 
         Raises:
             NotFound: (404) no such exchange.
@@ -325,8 +328,8 @@ class Channel:
             raise NotImplementedAMQP("immediate=true")
         message = Message(exchange, routing_key, properties if properties is not None else {},
                           body, encoded_properties)
-        if amqp10 is not None or origin is not None:
-            message.amqp10, message.origin = amqp10, origin
+        if native is not None or origin is not None:
+            message.native, message.origin = native, origin
         vhost = self.vhost
         # RabbitMQ's order of checks: size, the exchange, user_id, expiration, CC/BCC.
         max_size = vhost.broker.max_message_size
@@ -341,9 +344,9 @@ class Channel:
         held = transaction if transaction is not None else self._tx
         if held is not None:
             vhost.check_routing_headers(message)
-            held._hold(HeldPublish(self, message, mandatory, expiration))
+            held._hold(HeldPublish(self, message, mandatory, expiration, exclude))
             return _HELD
-        outcome = self._publish(message, mandatory, expiration)
+        outcome = self._publish(message, mandatory, expiration, exclude)
         if not self.confirm_mode:
             return outcome
         self._publish_seq += 1
@@ -381,13 +384,15 @@ class Channel:
             self.vhost.refuse(message, exc)
         return expiration
 
-    def _publish(self, message: Message, mandatory: bool,
-                 expiration: float | None) -> PublishOutcome:
+    def _publish(self, message: Message, mandatory: bool, expiration: float | None,
+                 exclude: Container[str] = ()) -> PublishOutcome:
         """Route and enqueue; the outcome's sequence number is left to the caller. Direct
         reply-to's "routed or returned" is decided here, for every surface: a reply counts as
         routed only where the broker's profile makes its address a volatile queue
         (:meth:`~._vhost.VirtualHost.deliver_replies`)."""
         queues = self.vhost.route(message.exchange, message, mandatory)
+        if exclude:
+            queues = [queue for queue in queues if queue.name not in exclude]
         if self.vhost.tracing:
             _firehose.published(self, message, queues)
         if self.confirm_mode and self._publish_faults and _faults.nack(

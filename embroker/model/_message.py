@@ -28,8 +28,8 @@ class Message:
         body: the content body.
     """
 
-    __slots__ = ("amqp10", "body", "deaths", "encoded_properties", "exchange", "failures",
-                 "history", "origin", "properties", "routing_key", "routing_keys")
+    __slots__ = ("body", "deaths", "encoded_properties", "exchange", "failures", "history",
+                 "native", "origin", "properties", "routing_key", "routing_keys")
 
     def __init__(self, exchange: str, routing_key: str, properties: dict[str, Any], body: bytes,
                  encoded_properties: bytes | None = None,
@@ -45,9 +45,12 @@ class Message:
         #: protocol layer so a delivery can send them on without encoding them again; ``None``
         #: when unknown or when the broker changed the properties.
         self.encoded_properties = encoded_properties
-        #: What the AMQP 1.0 layer kept of a message published over 1.0 (its annotations and
-        #: bare message bytes, so a 1.0 consumer gets them back unchanged); ``None`` otherwise.
-        self.amqp10: object | None = None
+        #: What the publishing protocol's layer kept of the message in its own form, so a
+        #: consumer over the same protocol gets it back unchanged (AMQP 1.0's annotations and
+        #: bare message bytes; MQTT's message under the RabbitMQ 4 profile, as RabbitMQ keeps an
+        #: ``mc`` message in its protocol's module); ``None`` otherwise. Each layer reads only
+        #: its own type.
+        self.native: object | None = None
         #: How it was published when not over AMQP 0-9-1 or in-process (an AMQP 1.0 link and
         #: its address), for the routing trace; ``None`` otherwise.
         self.origin: str | None = None

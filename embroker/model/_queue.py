@@ -34,7 +34,7 @@ arguments and its policies combined as RabbitMQ does (``_policy``), and
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, final
 from weakref import WeakKeyDictionary
 
@@ -358,6 +358,20 @@ class Queue:
         self._evaluate_limit()
         if self._expiring:
             self._expire_head()
+
+    def update_arguments(self, changes: Mapping[str, Any]) -> None:
+        """Change its own ``x-`` arguments (a ``None`` value removes one) and take them as a
+        policy change is taken (:meth:`apply_policies`): RabbitMQ's ``rabbit_amqqueue:update/2``
+        then ``rabbit_queue_type:policy_changed/1``, as its MQTT plugin does to change a
+        session queue's ``x-expires``."""
+        arguments = dict(self.arguments)
+        for key, value in changes.items():
+            if value is None:
+                arguments.pop(key, None)
+            else:
+                arguments[key] = value
+        self.arguments = arguments
+        self.apply_policies(self.policy, self.operator_policy)
 
     @property
     def effective_arguments(self) -> dict[str, Any]:
@@ -959,7 +973,7 @@ class Queue:
                 copy = message.with_headers(headers)
                 # the message as its protocol wrote it goes with it: a stream keeps an AMQP 1.0
                 # message whole (its subject, to...), the offset added as an annotation
-                copy.amqp10 = message.amqp10
+                copy.native = message.native
                 entry = QueuedMessage(copy, offset)
                 self.unacked += 1
                 consumer.deliver(self, entry)

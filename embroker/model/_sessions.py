@@ -3,8 +3,9 @@ the client ids in use, and the messages retained per topic.
 
 - :class:`ClientIds` is RabbitMQ's client id tracker (``rabbit_mqtt_collector`` over
   ``mqtt_machine``): one owner per client id on the node, whatever the virtual host (3.10's
-  machine keys its map by the id alone); a connection that registers an id another holds
-  takes it, and the other is told to close (``duplicate_id``).
+  machine keys its map by the id alone), or per virtual host (``scope``: RabbitMQ 3.13+ join
+  a ``pg`` group ``{VHost, ClientId}``); a connection that registers an id another holds
+  takes it, and the other is told to close (``duplicate_id``, with what the new holder says).
 - :class:`RetainedMessages` is a virtual host's retained message store
   (``rabbit_mqtt_retainer``, one per vhost): the last retained message of each topic, looked
   up by the exact topic name (3.10 matches no wildcards), cleared by an empty one.
@@ -25,38 +26,43 @@ __all__ = ["ClientIds", "Retained", "RetainedMessages"]
 
 @final
 class ClientIds:
-    """The client ids in use on the node, each with its owner and what closes it."""
+    """The client ids in use on the node, each with its owner and what closes it. An id is
+    held node-wide (3.10's ``mqtt_machine``) or per virtual host (``scope``: RabbitMQ 3.13+
+    register ``{VHost, ClientId}`` in a ``pg`` group)."""
 
     __slots__ = ("_owners",)
 
     def __init__(self) -> None:
-        self._owners: dict[str, tuple[object, Callable[[], None]]] = {}
+        self._owners: dict[object, tuple[object, Callable[[Any], None]]] = {}
 
-    def register(self, client_id: str, owner: object, close: Callable[[], None]) -> bool:
-        """``owner`` holds ``client_id`` from now on; another holder's ``close`` is called
-        (``mqtt_machine``'s ``notify_connection(OldPid, duplicate_id)``). Whether another
-        held it."""
-        held = self._owners.get(client_id)
-        self._owners[client_id] = (owner, close)
+    def register(self, client_id: str, owner: object, close: Callable[[Any], None], *,
+                 scope: str | None = None, notice: Any = None) -> bool:
+        """``owner`` holds ``client_id`` (in ``scope``) from now on; another holder's
+        ``close`` is called with ``notice``, what the new holder tells it (``duplicate_id``:
+        RabbitMQ 3.13+'s says whether the old one's will goes out). Whether another held it."""
+        key = client_id if scope is None else (scope, client_id)
+        held = self._owners.get(key)
+        self._owners[key] = (owner, close)
         if held is not None and held[0] is not owner:
-            held[1]()
+            held[1](notice)
             return True
         return False
 
-    def unregister(self, client_id: str, owner: object) -> None:
+    def unregister(self, client_id: str, owner: object, *, scope: str | None = None) -> None:
         """``owner`` no longer holds ``client_id`` (nothing when another took it since)."""
-        held = self._owners.get(client_id)
+        key = client_id if scope is None else (scope, client_id)
+        held = self._owners.get(key)
         if held is not None and held[0] is owner:
-            del self._owners[client_id]
+            del self._owners[key]
 
-    def owner(self, client_id: str) -> object | None:
-        held = self._owners.get(client_id)
+    def owner(self, client_id: str, *, scope: str | None = None) -> object | None:
+        held = self._owners.get(client_id if scope is None else (scope, client_id))
         return held[0] if held is not None else None
 
     def __contains__(self, client_id: object) -> bool:
         return client_id in self._owners
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[object]:
         return iter(list(self._owners))
 
     def __len__(self) -> int:

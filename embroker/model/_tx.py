@@ -22,6 +22,7 @@ own transaction is dropped with it.
 from __future__ import annotations
 
 import enum
+from collections.abc import Container
 from typing import TYPE_CHECKING, Any, NamedTuple, final
 
 if TYPE_CHECKING:
@@ -73,6 +74,8 @@ class HeldPublish(NamedTuple):
     mandatory: bool
     #: The per-message TTL in seconds (from the ``expiration`` property), if any.
     expiration: float | None
+    #: Queues it must not reach (see :meth:`Channel.basic_publish`).
+    exclude: Container[str] = ()
 
 
 class HeldSettlement(NamedTuple):
@@ -128,7 +131,8 @@ class Transaction:
         one that reaches no queue is returned now), settlements settle. It is empty after."""
         for record in self._take():
             if isinstance(record, HeldPublish):
-                record.channel._publish(record.message, record.mandatory, record.expiration)
+                record.channel._publish(record.message, record.mandatory, record.expiration,
+                                        record.exclude)
             else:
                 record.channel._apply_settlement(record)
 

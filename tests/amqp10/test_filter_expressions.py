@@ -207,7 +207,7 @@ def test_properties_of_every_type_compare_as_rabbitmq_does() -> None:
                                    content_type=Symbol("application/json"),
                                    absolute_expiry_time=Timestamp(5000),
                                    group_sequence=UInt(9), user_id=b"guest"))
-    assert isinstance(broker.queues["s"].messages[-1].amqp10, Kept)
+    assert isinstance(broker.queues["s"].messages[-1].native, Kept)
     for fields in ({Symbol("message-id"): ident}, {Symbol("subject"): "&s:.created"},
                    {Symbol("content-type"): Symbol("application/json")},
                    {Symbol("absolute-expiry-time"): Timestamp(5000)},

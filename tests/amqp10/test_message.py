@@ -113,7 +113,7 @@ def test_a_10_message_is_delivered_with_its_bare_message_intact() -> None:
     parsed = parse_message(payload)
     props, body = to_model(parsed)
     message = Message("", "q", props, body)
-    message.amqp10 = Kept(props, parsed.message_annotations, parsed.bare)
+    message.native = Kept(props, parsed.message_annotations, parsed.bare)
     out = to_amqp10(message, first_acquirer=True, delivery_count=0,
                     annotations={"x-exchange": ""})
     assert out.endswith(bare)

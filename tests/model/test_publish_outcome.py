@@ -104,3 +104,22 @@ def test_a_reply_is_routed_to_its_volatile_queue_as_rabbitmq_4_2_routes_it() -> 
     assert (outcome.routed, outcome.returned) == ((address,), False)
     requester.close()
     assert responder.basic_publish("", address, b"late", mandatory=True).routed == (address,)
+
+
+def test_excluded_queues_are_taken_from_the_routed_ones_before_the_outcome() -> None:
+    # (MQTT 5's No Local: RabbitMQ's drop_local/2 filters the routed queues, so a publish that
+    # reached only excluded queues reached nothing, in confirm mode and in a transaction too)
+    broker = Broker()
+    ch = _channel(broker)
+    ch.exchange_declare("fan", "fanout")
+    for name in ("a", "b"):
+        ch.queue_declare(name)
+        ch.queue_bind(name, "fan")
+    ch.confirm_select()
+    assert ch.basic_publish("fan", "", b"m", exclude=("a",)).routed == ("b",)
+    assert ch.basic_publish("fan", "", b"m", exclude={"a", "b"}).routed == ()
+    tx = _channel(broker)
+    tx.tx_select()
+    tx.basic_publish("fan", "", b"t", exclude=("b",))
+    tx.tx_commit()
+    assert [broker.queues[n].message_count for n in ("a", "b")] == [1, 1]
