@@ -27,7 +27,9 @@ DISCONNECT   the end, without the will
 ===========  ========================================================================================
 
 The will is published when the connection ends otherwise (the client vanished, or its keep-alive
-ran out), as the plugin's ``send_will/1`` does. Permissions (topic permissions with
+ran out), as the plugin's ``send_will/1`` does. Under RabbitMQ 4's profile the message is
+RabbitMQ 3.13+'s (:mod:`._v5`): no ``x-mqtt-*`` headers, the delivered QoS from the delivery
+mode, the client id held per virtual host and a connection taken over sending its will. Permissions (topic permissions with
 ``client_id``, ``username`` and ``vhost``) are the model's; a refusal ends the connection.
 """
 
@@ -349,22 +351,33 @@ class MqttConnection:
             return
         self.state = MqttState.CLOSED
         if self.client_id is not None:
-            self.broker.client_ids.unregister(self.client_id, self)
+            self.broker.client_ids.unregister(self.client_id, self, scope=self._id_scope)
         if self.model is not None:
             self.model.close()
             self.model = None
 
     def _send_will(self) -> None:
-        # send_will/1: published if its topic may be written; retained if it says so.
+        # send_will/1: published if its topic may be written; retained if it says so. At
+        # level 5 a Will Delay Interval may hold it (_v5.send_delayed_will).
         will, self._will = self._will, None
         if will is None or self.channel is None or self.model is None or \
                 not self.model.is_open:
             return
+        session = self.v5
+        if session is not None and _v5.send_delayed_will(self, will.topic, will.payload,
+                                                         will.qos, will.retain):
+            return
+        packet: Publish | _packet5.Publish = \
+            Publish(will.topic, will.payload, will.qos, will.retain) if session is None else \
+            _packet5.Publish(will.topic, will.payload, will.qos, will.retain,
+                             properties=session.will_properties)
         try:
-            self._publish(Publish(will.topic, will.payload, will.qos, will.retain), will=True,
-                          extra=self.v5.will if self.v5 is not None else None)
+            self._publish(packet, will=True, extra=session.will if session is not None else None)
         except AMQPError as refused:
-            log.warning("Could not send last will: %s", log_text(refused.reply_text))
+            self._log_will_failure(refused)
+
+    def _log_will_failure(self, refused: AMQPError) -> None:
+        log.warning("Could not send last will: %s", log_text(refused.reply_text))
 
     # -- packets -------------------------------------------------------------------------------
 
@@ -420,7 +433,12 @@ class MqttConnection:
             self._connack(code)
             raise _End("login refused")
         self.client_id, self._clean = client_id, packet.clean_session
-        self.broker.client_ids.register(client_id, self, self._duplicate)
+        # register_client_id/4: RabbitMQ 3.13+ hold an id per vhost and send the old
+        # connection's will, unless this one keeps its session with a delayed will of its own
+        self.broker.client_ids.register(client_id, self, self._duplicate, scope=self._id_scope,
+                                        notice=not (not packet.clean_session and self.v5
+                                                    and self.v5.will_properties
+                                                    .will_delay_interval))
         assert self.model is not None
         self.channel = self.model.open_channel(1)
         self.channel.listener = self._on_event
@@ -433,6 +451,9 @@ class MqttConnection:
         self.state = MqttState.CONNECTED
         if isinstance(self._reader, PacketReader):
             self._reader.max_packet = self.broker.max_message_size + 64 * 1024
+        if self.broker.profile.rabbitmq4 and not _v5.clear_will(self):
+            self._connack(NOT_AUTHORIZED)
+            raise _End("cannot delete the delayed will")
         try:
             present = self._clean_or_resume()
         except AMQPError:
@@ -471,11 +492,18 @@ class MqttConnection:
         self.model.on_closed_by_broker = self.close
         return ACCEPTED
 
-    def _duplicate(self) -> None:
-        # mqtt_machine's notify_connection(OldPid, duplicate_id): the reader stops (no will).
+    @property
+    def _id_scope(self) -> str | None:
+        return self.vhost if self.broker.profile.rabbitmq4 else None
+
+    def _duplicate(self, send_will: bool) -> None:
+        # mqtt_machine's notify_connection(OldPid, duplicate_id): the reader stops, without
+        # its will in 3.10; RabbitMQ 3.13+'s duplicate_id says whether the will goes out.
         log.warning("MQTT disconnecting client %s with duplicate id '%s'", log_text(self.peer),
                     log_text(self.client_id or ""))
         self._disconnect(_packet5.ReasonCode.SESSION_TAKEN_OVER)
+        if send_will and self.broker.profile.rabbitmq4:
+            self._send_will()
         self._end()
         self._notify()
 
@@ -519,14 +547,22 @@ class MqttConnection:
             ttl = self.settings.subscription_ttl
             arguments: dict[str, Any] = {}
             auto_delete = self._clean
+            existing = None
             if self.v5 is not None:  # (queue_args/2: the Session Expiry Interval)
                 auto_delete = self.v5.session_expiry == 0
                 if self.v5.session_expiry:
                     arguments["x-expires"] = Long(self.v5.session_expiry * 1000)
+                assert self.vhost is not None
+                existing = self.broker.vhost(self.vhost).queues.get(name)
             elif ttl is not None and not self._clean:
                 arguments["x-expires"] = Long(ttl)
-            channel.queue_declare(name, durable=True, auto_delete=auto_delete,
-                                  arguments=arguments)
+            if existing is None:
+                channel.queue_declare(name, durable=True, auto_delete=auto_delete,
+                                      arguments=arguments)
+            else:  # handle_clean_start/3: consumed as it is, its x-expires the session's now
+                if existing.arguments.get("x-expires") != arguments.get("x-expires"):
+                    existing.update_arguments({"x-expires": arguments.get("x-expires")})
+                _v5.resume_subscriptions(self, existing)
         tag = channel.basic_consume(name, no_ack=qos == 0)
         self._consumers[qos] = tag
         channel.start_consumer(tag)
@@ -546,14 +582,18 @@ class MqttConnection:
         assert model is not None
         key = to_amqp(packet.topic)
         model.access.write_topic(self.settings.exchange, key)
-        headers: dict[str, Any] = {}
-        properties: dict[str, Any] = {}
-        if extra:  # (a level-5 PUBLISH's properties: mc_mqtt's conversion)
-            properties.update(extra)
-            headers.update(properties.pop("headers", {}))
-        headers.update({"x-mqtt-publish-qos": Byte(qos), "x-mqtt-dup": packet.dup})
-        properties.update({"headers": dict(sorted(headers.items())) if extra else headers,
-                           "delivery_mode": 2 if qos else 1})
+        kept = exclude = None
+        if self.broker.profile.rabbitmq4:
+            # RabbitMQ 3.13+ keep the MQTT message (mc_mqtt): AMQP consumers get its
+            # conversion, without the x-mqtt-* headers; an MQTT subscriber gets it as sent.
+            properties = dict(extra) if extra else {}
+            kept = _v5.Kept(packet.retain, packet.properties
+                            if isinstance(packet, _packet5.Publish) else None,
+                            self.broker.clock.monotonic())
+            exclude = _v5.excluded(self, packet.topic)
+        else:
+            properties = {"headers": {"x-mqtt-publish-qos": Byte(qos), "x-mqtt-dup": packet.dup}}
+        properties["delivery_mode"] = 2 if qos else 1
         confirmed = qos == 1 and packet.packet_id is not None and not will
         if confirmed:
             if self._publisher_died:  # (the plugin casts to a dead channel: nothing comes)
@@ -561,7 +601,8 @@ class MqttConnection:
             channel = self._confirming()
         try:
             outcome = channel.basic_publish(self.settings.exchange, key, packet.payload,
-                                            properties, origin=f"MQTT PUBLISH to '{packet.topic}'")
+                                            properties, native=kept, exclude=exclude or (),
+                                            origin=f"MQTT PUBLISH to '{packet.topic}'")
         except AMQPError as refused:
             if not confirmed:
                 raise
@@ -580,8 +621,10 @@ class MqttConnection:
             self._flush_pubacks()
         if packet.retain:
             assert self.vhost is not None
+            topic = to_mqtt(packet.topic)
             self.broker.vhost(self.vhost).retained.retain(
-                Retained(to_mqtt(packet.topic), qos, packet.payload))
+                Retained(topic, qos, packet.payload) if kept is None
+                else _v5.retained(topic, qos, packet.payload, kept))
 
     def _confirming(self) -> Channel:
         if self._publisher is None:
@@ -675,6 +718,9 @@ class MqttConnection:
         dup = event.redelivered or headers.get("x-mqtt-dup") is True
         if event.consumer_tag == self._consumers.get(0):
             delivery_qos, subscription_qos = 0, 0
+        elif self.broker.profile.rabbitmq4:  # (RabbitMQ 3.13+: the durable annotation)
+            delivery_qos, subscription_qos, dup = \
+                _v5.publisher_qos(event.message), 1, event.redelivered
         else:
             published = headers.get("x-mqtt-publish-qos")
             if published is None:

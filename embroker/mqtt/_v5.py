@@ -1,41 +1,55 @@
-"""MQTT 5.0 on an :class:`~._connection.MqttConnection`, as RabbitMQ 3.13.7's plugin serves it
-(embroker's RabbitMQ 4 profile only).
+"""MQTT 5.0 on an :class:`~._connection.MqttConnection`, and the MQTT message as RabbitMQ 3.13+
+keep it (embroker's RabbitMQ 4 profile only).
 
 Theory of operation
 -------------------
 Under the profile the connection reads the CONNECT with :mod:`._packet5`; a level-5 client is
 read by that codec from then on and its packets go to :data:`PACKETS` here, which reuse the
 connection's 3.1.1 machinery (login, the session's queues, confirms) and answer with 5.0
-packets (``rabbit_mqtt_processor``):
+packets. Each rule is RabbitMQ 4.0.5's (``rabbit_mqtt_processor``, ``mc_mqtt``,
+``rabbit_mqtt_retainer``), 3.13.7's where they agree:
 
 - CONNECT (``process_connect/5``): an Authentication Method is refused with 0x8C
   (``check_extended_auth/1``); an empty client id is allowed whatever Clean Start says and
   assigned (``ensure_client_id/3``); the Session Expiry Interval (absent: 0; 0xFFFFFFFF: the
   maximum) capped by ``max_session_expiry_interval_seconds`` becomes the queues' ``x-expires``
-  (``queue_args/2``; 0: deleted with the connection); Receive Maximum caps the prefetch
-  (``prefetch/1``); CONNACK carries :func:`~._packet5.connack_properties`.
+  (``queue_args/2``; 0: deleted with the connection), and a kept session's queue takes the new
+  one (``maybe_update_session_expiry_interval/2``) and its subscriptions come back from its
+  bindings (``init_subscriptions/2``); Receive Maximum caps the prefetch (``prefetch/1``);
+  Topic Alias Maximum bounds the aliases sent; CONNACK carries
+  :func:`~._packet5.connack_properties`. Every CONNECT deletes the client id's delayed will
+  (``clear_will_msg/1``).
 - PUBLISH (``process_request(?PUBLISH)``): QoS 2 is refused with DISCONNECT 0x9B; Topic Alias
   (``process_topic_alias_inbound/2``); the properties become AMQP 0-9-1 ones as
-  ``mc_mqtt:convert_to(mc_amqpl)`` makes them (:func:`to_amqp_properties`); PUBACK 0x10 when a
-  QoS 1 message reached no queue (``process_routing_confirm/3``).
+  ``mc_mqtt:convert_to(mc_amqpl)`` makes them (:func:`to_amqp_properties`) and the message
+  itself is kept (:class:`Kept`); No Local drops the client's own queues (``drop_local/2``:
+  :func:`excluded`); PUBACK 0x10 when a QoS 1 message reached no queue
+  (``process_routing_confirm/3``).
 - SUBSCRIBE: reason codes, the same filter with the same options changes nothing, Retain
   Handling, Subscription Identifiers (``maybe_add_subscription_ids/3``). A ``$share/`` filter
-  has no clause of its own in 3.13: it is bound as any other filter (CONNACK says Shared
-  Subscription Available 0).
+  has no clause of its own: it is bound as any other filter (CONNACK says Shared Subscription
+  Available 0).
 - UNSUBSCRIBE: 0x00, or 0x11 when no such subscription existed.
-- DISCONNECT: a reason code over 0 sends the will (``process_request(?DISCONNECT)``).
-- Deliveries: the AMQP properties become MQTT ones as ``mc_mqtt:convert_from(mc_amqpl)`` does
-  (:func:`to_mqtt_properties`).
+- DISCONNECT: a Session Expiry Interval changes the session queues' ``x-expires`` (none when
+  CONNECT's was 0); a reason code over 0 sends the will (``process_request(?DISCONNECT)``),
+  held in ``mqtt-will-<client id>`` for its Will Delay Interval (``maybe_send_will/2``).
+- Deliveries (``deliver_one_to_client/3``): QoS the lower of the publisher's (the delivery
+  mode) and the subscription's; an MQTT message as it was published (its Message Expiry
+  Interval what is left), any other as ``mc_mqtt:convert_from(mc_amqpl)`` makes it
+  (:func:`to_mqtt_properties`); RETAIN through Retain As Published subscriptions
+  (``retain/3``); topic aliases out (``process_topic_alias_outbound/3``).
 """
 
 from __future__ import annotations
 
 import base64
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from ..fieldtypes import Byte
+from ..errors import AMQPError
+from ..fieldtypes import Long
+from ..model import Retained
 from . import _packet
 from ._packet5 import (
     MAX_PACKET_SIZE_AUTHENTICATED,
@@ -65,10 +79,11 @@ from ._packet5 import puback as puback5
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..model import Message, Queue
     from ..model._events import Delivered
     from ._connection import MqttConnection
 
-__all__ = ["PACKETS", "Session", "connack", "deliver", "puback", "to_amqp_properties",
+__all__ = ["PACKETS", "Kept", "Session", "connack", "deliver", "puback", "to_amqp_properties",
            "to_mqtt_properties"]
 
 #: ``mqtt.max_session_expiry_interval_seconds``'s default (one day).
@@ -77,6 +92,9 @@ MAX_SESSION_EXPIRY: Final = 86_400
 _REASONS: Final = {0: 0x00, 1: 0x84, 2: 0x85, 3: 0x88, 4: 0x86, 5: 0x87}
 #: Headers the broker's own MQTT machinery sets, not forwarded as User Properties.
 _INTERNAL: Final = frozenset({"x-mqtt-publish-qos", "x-mqtt-dup"})
+#: The Will Message's delay starts ``Session Expiry - 5 ms`` at the latest, so the will goes out
+#: before its queue expires (``maybe_send_will/2``).
+_WILL_BEFORE_EXPIRY: Final = 0.005
 
 
 @dataclass(slots=True)
@@ -88,11 +106,70 @@ class Session:
     #: The client's Maximum Packet Size: larger packets are not sent.
     maximum_packet_size: int = MAX_PACKET_SIZE_AUTHENTICATED
     assigned: str | None = None
-    #: The will's AMQP properties (from its properties).
+    #: The will's AMQP properties (from its properties), and those properties.
     will: dict[str, Any] | None = None
+    will_properties: Properties = field(default_factory=Properties)
     aliases: dict[int, str] = field(default_factory=dict)
+    #: The client's Topic Alias Maximum (capped by the broker's), and the aliases sent.
+    alias_maximum_out: int = 0
+    aliases_out: dict[str, int] = field(default_factory=dict)
     #: Topic filter -> its subscription options (with the identifier, if any).
     subscriptions: dict[str, tuple[Subscription, int | None]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """What RabbitMQ 3.13+ keep of a message published over MQTT (``mc_mqtt``'s
+    ``#mqtt_msg{}``), on :attr:`Message.native <embroker.model.Message.native>`: an MQTT
+    subscriber gets its RETAIN flag and its properties as they were published (the AMQP
+    properties beside them are ``mc_mqtt:convert_to(mc_amqpl)``'s, for other consumers)."""
+
+    retain: bool
+    #: A level-5 PUBLISH's properties (without its Topic Alias); ``None`` below level 5.
+    properties: Properties | None
+    #: When it was published (the broker's monotonic clock), and a will's delay in seconds.
+    published: float = 0.0
+    will_delay: int = 0
+
+    def outgoing(self, now: float) -> Properties:
+        """Its properties as a subscriber gets them (``mc_mqtt:protocol_state/2``): the
+        Message Expiry Interval is what is left of it (a delayed will's waiting starts once
+        its delay is over), the Will Delay Interval is gone."""
+        props = self.properties
+        if props is None:
+            return _NO_PROPERTIES
+        expiry = props.message_expiry_interval
+        if expiry is not None:
+            waited = now - self.published - self.will_delay
+            expiry = max(0, expiry * 1000 - int(waited * 1000)) // 1000
+        if expiry != props.message_expiry_interval or props.will_delay_interval is not None:
+            props = replace(props, message_expiry_interval=expiry, will_delay_interval=None)
+        return props
+
+
+_NO_PROPERTIES: Final = Properties()
+
+
+def publisher_qos(message: Message) -> int:
+    """The QoS it was published with, as RabbitMQ 3.13+ read it from the message's durable
+    annotation (``mc_mqtt:protocol_state/2``): delivery mode 2 is QoS 1, whoever published."""
+    return 1 if message.properties.get("delivery_mode") == 2 else 0
+
+
+def excluded(conn: MqttConnection, topic: str) -> tuple[str, ...]:
+    """The client's own session queues a publish to ``topic`` must not reach
+    (``drop_local/2``): those it reaches only through No Local subscriptions."""
+    session = conn.v5
+    if session is None or not any(sub.no_local for sub, _ in session.subscriptions.values()):
+        return ()
+    names = conn._queue_names()
+    dropped = []
+    for qos in (0, 1):
+        matched = [sub for f, (sub, _) in session.subscriptions.items()
+                   if sub.qos == qos and _matches(f, topic)]
+        if matched and all(sub.no_local for sub in matched):
+            dropped.append(names[qos])
+    return tuple(dropped)
 
 
 # -- properties ---------------------------------------------------------------------------------
@@ -234,6 +311,7 @@ def _on_connect(conn: MqttConnection, packet: Connect) -> None:
         session.receive_maximum = props.receive_maximum
     if props.maximum_packet_size is not None:
         session.maximum_packet_size = props.maximum_packet_size
+    session.alias_maximum_out = min(props.topic_alias_maximum or 0, TOPIC_ALIAS_MAXIMUM)
     client_id = packet.client_id
     if not client_id:  # ensure_client_id/3
         client_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
@@ -243,6 +321,7 @@ def _on_connect(conn: MqttConnection, packet: Connect) -> None:
         w = packet.will
         will = _packet.Will(w.topic, w.payload, w.qos, w.retain)
         session.will = to_amqp_properties(w.properties)
+        session.will_properties = w.properties
     password = None if packet.password is None else \
         packet.password.decode("utf-8", "surrogateescape")
     conn._on_connect(_packet.Connect(5, packet.clean_start, packet.keep_alive, client_id, will,
@@ -271,6 +350,7 @@ def _on_publish(conn: MqttConnection, packet: Publish) -> None:
         else:
             _send(conn, disconnect(ReasonCode.PROTOCOL_ERROR))
             raise _end(f"unknown Topic Alias {alias}")
+        props = replace(props, topic_alias=None)
     conn._publish(Publish(topic, packet.payload, packet.qos, packet.retain, packet.dup,
                           packet.packet_id, props), extra=to_amqp_properties(props))
 
@@ -313,19 +393,56 @@ def _on_subscribe(conn: MqttConnection, packet: Subscribe) -> None:
         if sub.retain_handling < 2:
             retained.append((sub.topic_filter, qos))
     _send(conn, suback(packet.packet_id, codes))
+    for topic_filter, granted in retained:
+        _send_retained(conn, topic_filter, granted)
+
+
+def _send_retained(conn: MqttConnection, topic: str, granted: int) -> None:
+    # send_retained_message/3: the message retained for exactly that topic with the properties
+    # it was published with (no Subscription Identifier), its Message Expiry Interval what is
+    # left of it (rabbit_mqtt_retainer: gone once it has run out).
     assert conn.vhost is not None
     store = conn.broker.vhost(conn.vhost).retained
-    for topic_filter, granted in retained:  # send_retained_messages/2
-        kept = store.fetch(topic_filter)
-        if kept is None:
-            continue
-        qos = min(granted, kept.qos, 1)
-        packet_id = None
-        if qos:
-            packet_id = conn._next_id
-            conn._next_id = 1 if packet_id >= 0xFFFF else packet_id + 1
-        _send(conn, publish(kept.topic, kept.payload, qos=qos, retain=True,
-                            packet_id=packet_id, properties=_ids(session, kept.topic)))
+    kept = store.fetch(topic)
+    if kept is None:
+        return
+    props = None
+    if isinstance(kept.extra, Kept) and kept.extra.properties is not None:
+        now = conn.broker.clock.monotonic()
+        expiry = kept.extra.properties.message_expiry_interval
+        if expiry is not None and now - kept.extra.published >= expiry:
+            store.clear(kept.topic)
+            return
+        props = replace(kept.extra.properties, message_expiry_interval=None if expiry is None
+                        else max(0, expiry - int(now - kept.extra.published)))
+    qos = min(granted, kept.qos, 1)
+    packet_id = None
+    if qos:
+        packet_id = conn._next_id
+        conn._next_id = 1 if packet_id >= 0xFFFF else packet_id + 1
+    name, props = _alias_out(conn.v5, kept.topic, props)
+    _send(conn, publish(name, kept.payload, qos=qos, retain=True, packet_id=packet_id,
+                        properties=props))
+
+
+def retained(topic: str, qos: int, payload: bytes, kept: Kept) -> Retained:
+    """What the vhost's retained store keeps of a retained publish (``#mqtt_msg{}``)."""
+    return Retained(topic, qos, payload, kept if kept.properties else None)
+
+
+def resume_subscriptions(conn: MqttConnection, queue: Queue) -> None:
+    """A kept session's subscriptions, from its queue's bindings (``init_subscriptions/2``;
+    the options RabbitMQ keeps in the bindings' arguments are not kept here: each comes back
+    with the queue's QoS and default options)."""
+    session = conn.v5
+    assert session is not None
+    qos = 1 if queue.name.endswith("qos1") else 0
+    for binding in queue.bindings.values():
+        if binding.source.name == conn.settings.exchange:
+            topic_filter = _to_mqtt(binding.routing_key)
+            session.subscriptions.setdefault(
+                topic_filter, (Subscription(topic_filter, qos, False, False, 0), None))
+            conn._subscriptions.setdefault(topic_filter, [qos])
 
 
 def _on_unsubscribe(conn: MqttConnection, packet: Unsubscribe) -> None:
@@ -351,11 +468,76 @@ def _on_pingreq(conn: MqttConnection, packet: PingReq) -> None:
 
 
 def _on_disconnect(conn: MqttConnection, packet: Disconnect) -> None:
-    # process_request(?DISCONNECT): a reason code over 0 sends the will.
+    # process_request(?DISCONNECT): a Session Expiry Interval changes the session queues'
+    # x-expires (not when CONNECT's was 0: ignored); a reason code over 0 sends the will.
+    session = conn.v5
+    assert session is not None
+    asked = packet.properties.session_expiry_interval
+    if asked is not None and session.session_expiry and asked != session.session_expiry:
+        expiry = MAX_SESSION_EXPIRY if asked == UINT_MAX else min(asked, MAX_SESSION_EXPIRY)
+        session.session_expiry = expiry
+        assert conn.vhost is not None
+        queues = conn.broker.vhost(conn.vhost).queues
+        for name in conn._queue_names():
+            queue = queues.get(name)
+            if queue is not None:  # (update_session_expiry_interval/2)
+                queue.update_arguments({"x-expires": Long(expiry * 1000)})
     if packet.reason_code > 0:
         conn._send_will()
     conn._will = None
     conn._end()
+
+
+def send_delayed_will(conn: MqttConnection, topic: str, payload: bytes, qos: int,
+                      retain: bool) -> bool:
+    """A will with a Will Delay Interval in a session that outlives the connection
+    (``maybe_send_will/2``): it waits in ``mqtt-will-<client id>`` (``x-expires`` the Session
+    Expiry Interval, dead-lettered to the exchange with the will's topic) for the shorter of
+    the delay and the session; a CONNECT with the client id deletes that queue, and the will
+    with it (``clear_will_msg/1``). Whether it was held so (else it goes out now)."""
+    session, channel, model = conn.v5, conn.channel, conn.model
+    if session is None or channel is None or model is None:
+        return False
+    delay = session.will_properties.will_delay_interval or 0
+    if not delay or not session.session_expiry:
+        return False
+    name = f"mqtt-will-{conn.client_id}"
+    key = _to_amqp(topic)
+    try:
+        channel.queue_declare(name, durable=True, auto_delete=False, arguments={
+            "x-expires": Long(session.session_expiry * 1000),
+            "x-dead-letter-exchange": conn.settings.exchange,
+            "x-dead-letter-routing-key": key})
+        # (check_publish_permitted/3: the will's topic on the exchange, as any publish)
+        model.access.write_topic(conn.settings.exchange, key)
+        ttl = min(delay, session.session_expiry - _WILL_BEFORE_EXPIRY)
+        properties = {**(session.will or {}), "delivery_mode": 2,
+                      "expiration": str(max(0, int(ttl * 1000)))}
+        kept = Kept(retain, session.will_properties, conn.broker.clock.monotonic(), delay)
+        channel.basic_publish("", name, payload, properties, native=kept,
+                              origin=f"MQTT will to '{topic}'")
+    except AMQPError as refused:  # (log_delayed_will_failure/3)
+        conn._log_will_failure(refused)
+    return True
+
+
+def clear_will(conn: MqttConnection) -> bool:
+    """A CONNECT deletes the client id's delayed will (``clear_will_msg/1``); whether it may
+    (configure permission on that queue, asked only when it exists)."""
+    assert conn.vhost is not None
+    assert conn.model is not None
+    name = f"mqtt-will-{conn.client_id}"
+    if name not in conn.broker.vhost(conn.vhost).queues:
+        return True
+    channel = conn.model.open_internal_channel()
+    try:
+        channel.queue_delete(name)
+    except AMQPError:
+        return False
+    finally:
+        channel.close()
+        conn.model.channels.pop(channel.number, None)
+    return True
 
 
 # -- deliveries ---------------------------------------------------------------------------------
@@ -371,44 +553,66 @@ def _matches(topic_filter: str, topic: str) -> bool:
     return len(filter_words) == len(words)
 
 
-def _ids(session: Session, topic: str) -> Properties | None:
-    ids = tuple(ident for f, (_, ident) in session.subscriptions.items()
-                if ident is not None and _matches(f, topic))
-    return Properties(subscription_identifiers=ids) if ids else None
+def _alias_out(session: Session | None, topic: str,
+               props: Properties | None) -> tuple[str, Properties | None]:
+    # process_topic_alias_outbound/3: an alias for each new topic while the client's maximum
+    # allows (none for a one-byte topic), then the alias alone.
+    if session is None or not session.alias_maximum_out:
+        return topic, props
+    alias = session.aliases_out.get(topic)
+    if alias is not None:
+        return "", replace(props or _NO_PROPERTIES, topic_alias=alias)
+    if len(session.aliases_out) < session.alias_maximum_out and len(topic.encode()) > 1:
+        alias = session.aliases_out[topic] = len(session.aliases_out) + 1
+        return topic, replace(props or _NO_PROPERTIES, topic_alias=alias)
+    return topic, props
 
 
 def deliver(conn: MqttConnection, event: Delivered) -> None:
-    """A delivery to a level-5 client (``deliver_one_to_client/3``)."""
+    """A delivery to a level-5 client (``deliver_one_to_client/3``): QoS the lower of the
+    publisher's and the subscription's; the filters of that queue's subscriptions matching the
+    topic give the Subscription Identifiers and, with Retain As Published, the RETAIN flag."""
     session = conn.v5
     channel = conn.channel
     assert session is not None
     assert channel is not None
-    headers = event.message.headers
-    dup = event.redelivered or headers.get("x-mqtt-dup") is True
-    qos0 = event.consumer_tag == conn._consumers.get(0)
-    published = headers.get("x-mqtt-publish-qos")
-    delivery_qos = 0 if qos0 else (1 if not isinstance(published, Byte)
-                                   else min(int(published), 1))
+    message = event.message
+    subscribed = 0 if event.consumer_tag == conn._consumers.get(0) else 1
+    qos = min(publisher_qos(message), subscribed)
+    if event.redelivered and qos == 0:  # (maybe_publish_to_client/4: at most once)
+        if subscribed:
+            channel.basic_ack(event.delivery_tag)
+        return
     topic = _to_mqtt(event.routing_key)
-    props = to_mqtt_properties(event.message.properties)
-    ids = _ids(session, topic)
-    if ids is not None:
-        props = Properties(**{**{k: getattr(props, k) for k in props.__slots__},
-                              "subscription_identifiers": ids.subscription_identifiers})
-    packet_id = conn._next_id if delivery_qos else None
-    data = publish(topic, event.message.body, qos=delivery_qos, dup=dup and bool(delivery_qos),
-                   packet_id=packet_id, properties=props)
-    if len(data) > session.maximum_packet_size:  # (dropped: its delivery discarded)
-        if not qos0:
+    native = message.native
+    kept = native if isinstance(native, Kept) else None
+    props = kept.outgoing(conn.broker.clock.monotonic()) if kept is not None \
+        else to_mqtt_properties(message.properties)
+    matched = [options for f, options in session.subscriptions.items()
+               if options[0].qos == subscribed and _matches(f, topic)]
+    ids = tuple(ident for _, ident in matched if ident is not None)
+    if ids:
+        props = replace(props, subscription_identifiers=ids)
+    retain = kept is not None and kept.retain and \
+        any(sub.retain_as_published for sub, _ in matched)
+    packet_id = conn._next_id if qos else None
+    name, sent = _alias_out(session, topic, props)
+    data = publish(name, message.body, qos=qos, retain=retain,
+                   dup=event.redelivered and bool(qos), packet_id=packet_id, properties=sent)
+    if packet_id is not None:  # (msg_id_to_packet_id/3: taken whether it is sent or not)
+        conn._next_id = 1 if packet_id >= 0xFFFF else packet_id + 1
+    if len(data) > session.maximum_packet_size:
+        # send/2: too large for the client: discarded unsent (its alias, if new, is kept as
+        # given, as the plugin keeps it)
+        if subscribed:
             channel.basic_reject(event.delivery_tag, requeue=False)
         return
     (conn._deferred.append if conn._handling else conn._write)(data)
-    if delivery_qos == 0 or packet_id is None:
-        if not qos0:
+    if packet_id is None:
+        if subscribed:
             channel.basic_ack(event.delivery_tag)
         return
     conn._awaiting[packet_id] = event.delivery_tag
-    conn._next_id = 1 if packet_id >= 0xFFFF else packet_id + 1
 
 
 def _to_amqp(topic: str) -> str:
