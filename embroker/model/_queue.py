@@ -202,6 +202,7 @@ class Queue:
         "name_only",
         "operator_policy",
         "policy",
+        "protocol_state",
         "quorum",
         "settings",
         "single_active",
@@ -238,6 +239,9 @@ class Queue:
         self._suspended: set[Channel] = set()
         self._consumer_count = 0
         self.bindings: dict[tuple[Any, ...], Binding] = {}
+        #: What a protocol's layer keeps with the queue, gone with it (MQTT 5's subscription
+        #: options by topic filter, which RabbitMQ keeps in the bindings' arguments).
+        self.protocol_state: dict[str, Any] = {}
         self.unacked = 0
         self.had_consumers = False
         self.deleted = False

@@ -29,8 +29,9 @@ DISCONNECT   the end, without the will
 The will is published when the connection ends otherwise (the client vanished, or its keep-alive
 ran out), as the plugin's ``send_will/1`` does. Under RabbitMQ 4's profile the message is
 RabbitMQ 3.13+'s (:mod:`._v5`): no ``x-mqtt-*`` headers, the delivered QoS from the delivery
-mode, the client id held per virtual host and a connection taken over sending its will. Permissions (topic permissions with
-``client_id``, ``username`` and ``vhost``) are the model's; a refusal ends the connection.
+mode, the client id held per virtual host and a connection taken over sending its will.
+Permissions (topic permissions with ``client_id``, ``username`` and ``vhost``) are the model's;
+a refusal ends the connection.
 """
 
 from __future__ import annotations
@@ -559,6 +560,9 @@ class MqttConnection:
             if existing is None:
                 channel.queue_declare(name, durable=True, auto_delete=auto_delete,
                                       arguments=arguments)
+                if self.v5 is None:  # (a session downgrade: its subscriptions' options go)
+                    assert self.vhost is not None
+                    self.broker.vhost(self.vhost).queues[name].protocol_state.clear()
             else:  # handle_clean_start/3: consumed as it is, its x-expires the session's now
                 if existing.arguments.get("x-expires") != arguments.get("x-expires"):
                     existing.update_arguments({"x-expires": arguments.get("x-expires")})

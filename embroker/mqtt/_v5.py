@@ -92,6 +92,8 @@ MAX_SESSION_EXPIRY: Final = 86_400
 _REASONS: Final = {0: 0x00, 1: 0x84, 2: 0x85, 3: 0x88, 4: 0x86, 5: 0x87}
 #: Headers the broker's own MQTT machinery sets, not forwarded as User Properties.
 _INTERNAL: Final = frozenset({"x-mqtt-publish-qos", "x-mqtt-dup"})
+#: Where a session queue keeps its subscriptions' options (:attr:`Queue.protocol_state`).
+_OPTIONS: Final = "mqtt-subscription-options"
 #: The Will Message's delay starts ``Session Expiry - 5 ms`` at the latest, so the will goes out
 #: before its queue expires (``maybe_send_will/2``).
 _WILL_BEFORE_EXPIRY: Final = 0.005
@@ -387,7 +389,9 @@ def _on_subscribe(conn: MqttConnection, packet: Subscribe) -> None:
         if old is not None and old[0].qos != qos:  # maybe_delete_old_subscription/3
             channel.queue_unbind(conn._queue_names()[old[0].qos], conn.settings.exchange,
                                  _to_amqp(sub.topic_filter))
+            _kept_options(conn, old[0].qos).pop(sub.topic_filter, None)
         session.subscriptions[sub.topic_filter] = options
+        _kept_options(conn, qos)[sub.topic_filter] = options
         conn._subscriptions[sub.topic_filter] = [qos]
         codes.append(qos)
         if sub.retain_handling < 2:
@@ -430,18 +434,30 @@ def retained(topic: str, qos: int, payload: bytes, kept: Kept) -> Retained:
     return Retained(topic, qos, payload, kept if kept.properties else None)
 
 
+def _kept_options(conn: MqttConnection, qos: int) -> dict[str, Any]:
+    # The subscription options kept with the session queue of that QoS (RabbitMQ keeps them
+    # in the bindings' arguments: binding_args_for_proto_ver/3).
+    assert conn.vhost is not None
+    queue = conn.broker.vhost(conn.vhost).queues.get(conn._queue_names()[qos])
+    if queue is None:
+        return {}
+    options: dict[str, Any] = queue.protocol_state.setdefault(_OPTIONS, {})
+    return options
+
+
 def resume_subscriptions(conn: MqttConnection, queue: Queue) -> None:
-    """A kept session's subscriptions, from its queue's bindings (``init_subscriptions/2``;
-    the options RabbitMQ keeps in the bindings' arguments are not kept here: each comes back
-    with the queue's QoS and default options)."""
+    """A kept session's subscriptions, from its queue's bindings and the options kept with
+    them (``init_subscriptions/2``)."""
     session = conn.v5
     assert session is not None
     qos = 1 if queue.name.endswith("qos1") else 0
+    kept = queue.protocol_state.get(_OPTIONS, {})
     for binding in queue.bindings.values():
         if binding.source.name == conn.settings.exchange:
             topic_filter = _to_mqtt(binding.routing_key)
-            session.subscriptions.setdefault(
-                topic_filter, (Subscription(topic_filter, qos, False, False, 0), None))
+            options = kept.get(topic_filter) or \
+                (Subscription(topic_filter, qos, False, False, 0), None)
+            session.subscriptions.setdefault(topic_filter, options)
             conn._subscriptions.setdefault(topic_filter, [qos])
 
 
@@ -459,6 +475,7 @@ def _on_unsubscribe(conn: MqttConnection, packet: Unsubscribe) -> None:
             continue
         channel.queue_unbind(conn._queue_names()[old[0].qos], conn.settings.exchange,
                              _to_amqp(topic_filter))
+        _kept_options(conn, old[0].qos).pop(topic_filter, None)
         codes.append(ReasonCode.SUCCESS)
     _send(conn, unsuback(packet.packet_id, [int(c) for c in codes]))
 

@@ -223,6 +223,20 @@ def test_a_kept_session_takes_the_new_connects_expiry(broker: Broker) -> None:
     assert queue.arguments["x-expires"] == Long(120_000)
 
 
+def test_a_kept_sessions_subscriptions_come_back_with_their_options(broker: Broker) -> None:
+    # init_subscriptions/2: the options kept with the bindings (binding_args_for_proto_ver/3)
+    w = _client(broker, "s", properties=Properties(session_expiry_interval=60))
+    w.send(subscribe5(1, ("t/+", 1 | NO_LOCAL), properties=Properties(
+        subscription_identifiers=(3,))))
+    w.send(disconnect5())
+    again = Wire(broker)
+    again.send(connect5("s", clean=False, properties=Properties(session_expiry_interval=60)))
+    assert again.send(publish5("t/1", b"own", qos=1, packet_id=1)) == [("PUBACK", (1, 0x10))]
+    _client(broker, "p").send(publish5("t/1", b"other"))
+    [(_, payload, _, _, _, props)] = _published(again.received())
+    assert (payload, props.subscription_identifiers) == (b"other", (3,))
+
+
 def test_a_kept_sessions_subscriptions_can_be_unsubscribed(broker: Broker) -> None:
     # init_subscriptions/2: the subscriptions come back from the queue's bindings
     w = _client(broker, "s", properties=Properties(session_expiry_interval=60))
