@@ -1,7 +1,7 @@
 """aiomqtt (2.x: asyncio over paho-mqtt) against embroker's MQTT listener, end to end, as an
 application uses it: ``async with Client(...)``, ``subscribe``, ``publish`` and
 ``client.messages``. MQTT 3.1.1 under the default profile (RabbitMQ 3.10.8) and MQTT 5.0 under
-the RabbitMQ 4 profile (``Broker(as_rabbitmq="4.0.5")``, as RabbitMQ 3.13+ serves it): the steps
+the RabbitMQ 4 profile (``Broker(as_rabbitmq="4.0.5")``, as RabbitMQ 4.0.5 serves it): the steps
 that mean the same at both levels run at both; the 3.1.1 ones run against the reference
 RabbitMQ's MQTT plugin too (``EMBROKER_REFERENCE_URL``; its MQTT port
 ``EMBROKER_REFERENCE_MQTT_PORT``, 1884 by default), which has no MQTT 5 (3.10.8).
@@ -28,6 +28,7 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
+from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from embroker import Broker
 from embroker.server import Server
@@ -39,17 +40,11 @@ T = TypeVar("T")
 TIMEOUT = 5.0
 LEVELS = {"3.1.1": (aiomqtt.ProtocolVersion.V311, "3.10.8"),
           "5.0": (aiomqtt.ProtocolVersion.V5, "4.0.5")}
-#: Headers the 3.10 plugin puts on what it publishes (RabbitMQ 3.13 and 4 put none).
-MQTT_HEADERS = frozenset({"x-mqtt-publish-qos", "x-mqtt-dup"})
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` with an overall bound, so a lost reply fails the test instead of hanging it."""
     return asyncio.run(asyncio.wait_for(coro, 4 * TIMEOUT))
-
-
-def without_mqtt_headers(headers: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in headers.items() if k not in MQTT_HEADERS}
 
 
 def unique(prefix: str) -> str:
@@ -350,8 +345,8 @@ async def read_over_mqtt(target: Target) -> list[tuple[Any, ...]]:
 async def mqtt_publish_is_read_with_pika(target: Target) -> None:
     got = await read_with_pika(target)
     if target.v5:  # mc_mqtt:convert_to(mc_amqpl): user properties as headers, Response Topic
-        # as x-reply-to-topic, Correlation Data as correlation_id (the x-mqtt headers: below)
-        assert [(*m[:4], without_mqtt_headers(m[4]), *m[5:]) for m in got] == [
+        # as x-reply-to-topic, Correlation Data as correlation_id; no x-mqtt-* headers
+        assert got == [
             ("amq.topic", "~.hall.light", b"off", 1, {}, None, None),
             ("amq.topic", "~.hall.temp", b"21.5", 2,
              {"trace": "t1", "x-reply-to-topic": "~.replies"}, "id-1", "text/plain")]
@@ -408,8 +403,8 @@ def test_v5_user_properties_and_request_response_round_trip(target5: Target) -> 
                                                                         "CorrelationData")
             assert (request.payload, reply_to, correlation, prop(request, "ContentType")) == (
                 b"ping", f"{root}/replies", b"id-1", "text/plain")
-            # (through the message's AMQP form: user properties as headers, sorted by name)
-            assert prop(request, "UserProperty") == [("tenant", "a"), ("trace", "t1")]
+            # (RabbitMQ 4 passes the MQTT message on as published: the user properties too)
+            assert prop(request, "UserProperty") == [("trace", "t1"), ("tenant", "a")]
             await service.publish(reply_to, b"pong", qos=1, properties=properties(
                 PacketTypes.PUBLISH, CorrelationData=correlation))
             (answer,) = await take(requester)
@@ -429,6 +424,23 @@ def test_v5_puback_no_matching_subscribers_is_not_surfaced_by_aiomqtt(target5: T
     run(scenario())
     assert target5.broker is not None
     assert target5.broker.trace[-1].queues == ()  # (routed nowhere)
+
+
+def test_v5_subscribe_options_no_local_and_retain_as_published(target5: Target) -> None:
+    async def scenario() -> None:
+        topic = unique("options")
+        async with target5.client() as me, target5.client() as other:
+            await me.subscribe(topic, options=SubscribeOptions(
+                qos=1, noLocal=True, retainAsPublished=True))
+            await me.publish(topic, b"my own", qos=1)  # (No Local: not sent back to me)
+            await other.publish(topic, b"kept", qos=1, retain=True)
+            (got,) = await take(me)
+            # Retain As Published: the live delivery keeps the RETAIN flag it was published with
+            assert (got.payload, got.retain) == (b"kept", True)
+            await other.publish(topic, b"", qos=1, retain=True)  # (nothing left retained)
+            assert [(m.payload, m.retain) for m in await take(me)] == [(b"", True)]
+
+    run(scenario())
 
 
 async def subscribe_with_id(client: aiomqtt.Client, topic: str, qos: int,
@@ -455,11 +467,6 @@ def test_v5_subscription_identifiers_come_with_deliveries(target5: Target) -> No
     run(scenario())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "embroker sends every matching filter's identifier with each delivery; RabbitMQ 3.13.7 "
-    "and 4.0.5 (rabbit_mqtt_processor:maybe_publish_to_client/4, matched_topic_filters_v5/2) "
-    "send those of the filters bound to the queue that delivers it (the binding_keys "
-    "annotation that rabbit_queue_type:deliver/4 sets per queue)"))
 def test_v5_a_delivery_carries_the_identifiers_of_its_own_queue_s_filters(
         target5: Target) -> None:
     async def scenario() -> list[tuple[int, list[int]]]:
@@ -471,15 +478,6 @@ def test_v5_a_delivery_carries_the_identifiers_of_its_own_queue_s_filters(
             got = await take(client, 2)
         return sorted((m.qos, prop(m, "SubscriptionIdentifier")) for m in got)
 
-    # the QoS 0 queue is bound with the first filter, the QoS 1 queue with the second
+    # (RabbitMQ 3.13+: maybe_publish_to_client/4 sends the ids of the filters bound to the
+    # queue that delivers: the QoS 0 queue has the first filter, the QoS 1 queue the second)
     assert run(scenario()) == [(0, [7]), (1, [9])]
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "under the RabbitMQ 4 profile embroker adds x-mqtt-publish-qos and x-mqtt-dup headers to "
-    "what an MQTT client publishes; RabbitMQ 4.0.5's mc_mqtt:convert_to(mc_amqpl, ...) (and "
-    "3.13.7's with message_containers on) sets only the user properties, x-reply-to-topic and "
-    "x-correlation-id as headers (no headers at all when there are none)"))
-def test_v5_publish_read_with_pika_has_no_mqtt_headers(target5: Target) -> None:
-    got = run(read_with_pika(target5))
-    assert [m[4] for m in got] == [{}, {"trace": "t1", "x-reply-to-topic": "~.replies"}]
