@@ -660,11 +660,9 @@ class MqttConnection:
         self._write(suback(packet.packet_id, granted))
         # (the retained message of each filter named exactly, packet ids from the larger of
         # SUBSCRIBE's and the connection's counter)
-        assert self.vhost is not None
-        store = self.broker.vhost(self.vhost).retained
         next_id = _valid_id(max(packet.packet_id, self._next_id))
         for topic, asked in reversed(packet.topics):
-            kept = store.fetch(to_mqtt(topic))
+            kept = _v5.fetch_retained(self, to_mqtt(topic))
             if kept is None:
                 continue
             qos = min(asked, kept.qos, 1)

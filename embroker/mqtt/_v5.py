@@ -405,20 +405,15 @@ def _send_retained(conn: MqttConnection, topic: str, granted: int) -> None:
     # send_retained_message/3: the message retained for exactly that topic with the properties
     # it was published with (no Subscription Identifier), its Message Expiry Interval what is
     # left of it (rabbit_mqtt_retainer: gone once it has run out).
-    assert conn.vhost is not None
-    store = conn.broker.vhost(conn.vhost).retained
-    kept = store.fetch(topic)
+    kept = fetch_retained(conn, topic)
     if kept is None:
         return
     props = None
     if isinstance(kept.extra, Kept) and kept.extra.properties is not None:
-        now = conn.broker.clock.monotonic()
         expiry = kept.extra.properties.message_expiry_interval
-        if expiry is not None and now - kept.extra.published >= expiry:
-            store.clear(kept.topic)
-            return
+        waited = int(conn.broker.clock.monotonic() - kept.extra.published)
         props = replace(kept.extra.properties, message_expiry_interval=None if expiry is None
-                        else max(0, expiry - int(now - kept.extra.published)))
+                        else max(0, expiry - waited))
     qos = min(granted, kept.qos, 1)
     packet_id = None
     if qos:
@@ -427,6 +422,20 @@ def _send_retained(conn: MqttConnection, topic: str, granted: int) -> None:
     name, props = _alias_out(conn.v5, kept.topic, props)
     _send(conn, publish(name, kept.payload, qos=qos, retain=True, packet_id=packet_id,
                         properties=props))
+
+
+def fetch_retained(conn: MqttConnection, topic: str) -> Retained | None:
+    """The message retained for exactly ``topic``, unless its Message Expiry Interval has run
+    out (``rabbit_mqtt_retainer``'s timer deletes it then), for a subscriber of any level."""
+    assert conn.vhost is not None
+    store = conn.broker.vhost(conn.vhost).retained
+    kept = store.fetch(topic)
+    if kept is not None and isinstance(kept.extra, Kept) and kept.extra.properties is not None:
+        expiry = kept.extra.properties.message_expiry_interval
+        if expiry is not None and conn.broker.clock.monotonic() - kept.extra.published >= expiry:
+            store.clear(kept.topic)
+            return None
+    return kept
 
 
 def retained(topic: str, qos: int, payload: bytes, kept: Kept) -> Retained:

@@ -14,7 +14,17 @@ from embroker.fieldtypes import Long
 from embroker.model import Broker, ManualClock
 from embroker.mqtt._packet5 import Properties
 
-from .wire import Wire, connect, connect5, disconnect5, publish, publish5, subscribe5, unsubscribe5
+from .wire import (
+    Wire,
+    connect,
+    connect5,
+    disconnect5,
+    publish,
+    publish5,
+    subscribe,
+    subscribe5,
+    unsubscribe5,
+)
 
 NO_LOCAL, RETAIN_AS_PUBLISHED = 0x04, 0x08
 
@@ -329,3 +339,15 @@ def test_client_ids_are_per_vhost_under_the_profile(broker: Broker) -> None:
     there.send(connect5("same", user="other:guest", password="guest"))
     assert not here.conn.should_close
     assert not there.conn.should_close
+
+
+def test_a_retained_message_that_ran_out_is_gone_for_a_3_1_1_subscriber_too(
+        broker: Broker, clock: ManualClock) -> None:
+    # (rabbit_mqtt_retainer's timer deletes it whoever subscribes next)
+    _client(broker, "p").send(publish5("r", b"x", retain=True, properties=Properties(
+        message_expiry_interval=5)))
+    clock.advance(5)
+    four = Wire(broker)
+    four.send(connect("four"))
+    assert four.send(subscribe(1, ("r", 0))) == [("SUBACK", (1, [0]))]
+    assert broker.vhost("/").retained.fetch("r") is None
