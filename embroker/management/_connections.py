@@ -41,7 +41,7 @@ def connection_info(api: ManagementAPI, connection: Connection,
             "auth_mechanism": "PLAIN", "channel_max": 0, "client_properties": properties,
             "connected_at": int(connected_at * 1000),
             "frame_max": details.get("frame_max", 0), "host": here[0], "name": name,
-            "node": api.broker.node.name, "peer_cert_issuer": None, "peer_cert_subject": None,
+            "node": connection.node.name, "peer_cert_issuer": None, "peer_cert_subject": None,
             "peer_cert_validity": None, "peer_host": peer_host, "peer_port": peer_port,
             "port": here[1], "protocol": "stream", "ssl": False, "ssl_cipher": None,
             "ssl_hash": None, "ssl_key_exchange": None, "ssl_protocol": None,
@@ -53,7 +53,7 @@ def connection_info(api: ManagementAPI, connection: Connection,
             "channel_max": details.get("channel_max", 0), "channels": len(connection.channels),
             "client_properties": properties, "connected_at": int(connected_at * 1000),
             "frame_max": details.get("frame_max", 0), "host": here[0], "name": name,
-            "node": api.broker.node.name, "peer_host": peer_host, "peer_port": peer_port,
+            "node": connection.node.name, "peer_host": peer_host, "peer_port": peer_port,
             "port": here[1], "protocol": connection.kind.protocol,
             "ssl": bool(details.get("ssl", False)), "type": "direct", "user": connection.user,
             "user_who_performed_action": who, "vhost": connection.vhost.name,
@@ -67,7 +67,7 @@ def connection_info(api: ManagementAPI, connection: Connection,
         "connected_at": int(connected_at * 1000),
         "frame_max": carried.frame_max if carried is not None else 0,
         "garbage_collection": dict(views._GC),
-        "host": here[0], "name": name, "node": api.broker.node.name,
+        "host": here[0], "name": name, "node": connection.node.name,
         "peer_cert_issuer": None, "peer_cert_subject": None, "peer_cert_validity": None,
         "peer_host": peer_host, "peer_port": peer_port, "port": here[1],
         # (its kind's; embroker lists its in-process connections as 0-9-1 ones)
@@ -156,7 +156,7 @@ def _connections_of_user(api: ManagementAPI, call: Call) -> Any:
     wire = api.wire()
     with api.broker.locked():
         return [{"name": api.identity(c, wire)[0], "vhost": c.vhost.name, "user": c.user,
-                 "node": api.broker.node.name} for c in _user_connections(api, call)]
+                 "node": c.node.name} for c in _user_connections(api, call)]
 
 
 @route("DELETE", "connections/username/{username}", Rule.OWNER, owner=_no_owner)

@@ -40,6 +40,8 @@ from ._kinds import ConnectionKind as ConnectionKind
 from ._message import PROPERTY_NAMES as PROPERTY_NAMES
 from ._message import Message as Message
 from ._message import QueuedMessage as QueuedMessage
+from ._node import Node as Node
+from ._node import NodeIdentity as NodeIdentity
 from ._outcome import PublishOutcome as PublishOutcome
 from ._plugins import Plugins as Plugins
 from ._policy import Policy as Policy
@@ -87,6 +89,8 @@ __all__ = [
     "ManualClock",
     "Message",
     "MessageEvent",
+    "Node",
+    "NodeIdentity",
     "Outcome",
     "Permissions",
     "Plugins",

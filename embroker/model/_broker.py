@@ -20,7 +20,7 @@ from ._exchange import Exchange
 from ._faults import DeliveryFault, PublishNack
 from ._incidents import Incidents
 from ._kinds import DIRECT, AlarmBlocking, ConnectionKind
-from ._node import DEFAULT_NODE, RABBITMQ_NODE, NodeIdentity
+from ._node import DEFAULT_NODE, RABBITMQ_NODE, Node, NodeIdentity
 from ._parameters import ParameterCommands
 from ._plugins import Plugins
 from ._policy import PolicyCommands
@@ -175,11 +175,9 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         node = DEFAULT_NODE if as_rabbitmq is None else RABBITMQ_NODE
         self.server_properties = _server_properties(as_rabbitmq, self.profile, server_properties,
                                                     node)
-        #: Who this node is (:class:`~._node.NodeIdentity`): its name, host and first cluster
-        #: name, which every surface reports (``embroker@localhost`` unless named:
-        #: :meth:`name_node`).
-        self.node = dataclasses.replace(
-            node, cluster_name=str(self.server_properties.get("cluster_name", "")))
+        #: The cluster's nodes (:class:`~._node.Node`): one, unless told otherwise.
+        self.nodes: list[Node] = [Node(self, dataclasses.replace(
+            node, cluster_name=str(self.server_properties.get("cluster_name", ""))))]
         self._init_parameters()
         self.max_message_size = max_message_size if max_message_size is not None else (
             DEFAULT_MAX_MESSAGE_SIZE_4 if self.profile.rabbitmq4 else DEFAULT_MAX_MESSAGE_SIZE)
@@ -209,13 +207,21 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         return (f"<{type(self).__name__} vhosts={list(self.vhosts)} "
                 f"connections={len(self.connections)}>")
 
+    @property
+    def node(self) -> NodeIdentity:
+        """Who its first node is (:class:`~._node.NodeIdentity`): its name, host and first
+        cluster name, which every surface reports (``embroker@localhost`` unless named:
+        :meth:`name_node`)."""
+        return self.nodes[0].identity
+
     def name_node(self, name: str) -> None:
         """Name this node ``name`` (``rabbit@HOST``), as RabbitMQ's tools start a node:
         ``rabbitmqctl status``, ``/api/nodes``, the event exchange's and the firehose's
         ``node``, RabbitMQ 4's AMQP 1.0 ``node`` and the stream protocol's advertised host
         report it from now on. Its cluster keeps its name."""
         with self._lock:
-            self.node = NodeIdentity.named(name, cluster_name=self.node.cluster_name)
+            first = self.nodes[0]
+            first.identity = NodeIdentity.named(name, cluster_name=first.identity.cluster_name)
 
     def locked(self) -> AbstractContextManager[object]:
         """Hold the broker still: ``with broker.locked(): ...``. While the block runs, no other
@@ -311,7 +317,8 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
                         name: str | None = None,
                         details: dict[str, Any] | None = None,
                         kind: ConnectionKind = DIRECT,
-                        topic_variables: Mapping[str, str] | None = None) -> Connection:
+                        topic_variables: Mapping[str, str] | None = None,
+                        node: Node | None = None) -> Connection:
         """Open a model-level connection to ``vhost``: what the protocol layers and the
         in-process client build on (a test wants :meth:`embroker.Broker.connect`).
 
@@ -327,6 +334,7 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
             topic_variables: what its protocol adds to the variables of ``user``'s topic
                 permissions (``{"client_id": ...}`` for MQTT; ``{username}`` and ``{vhost}``
                 are always there).
+            node: the node its client reached (the first, by default).
 
         Raises:
             NotAllowed: (530) no such virtual host, ``user`` has no access to it, or its
@@ -340,7 +348,7 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
             if user is None:
                 host.policies.check_connection_limit("guest")
                 connection = Connection(host, user="guest", client_properties=client_properties,
-                                        name=name, access=UNRESTRICTED, kind=kind)
+                                        name=name, access=UNRESTRICTED, kind=kind, node=node)
             else:
                 host.policies.check_connection_limit(user)
                 if kind.user_connection_limit:
@@ -348,7 +356,7 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
                 self.access.check_vhost(user, vhost)
                 connection = Connection(host, user=user, client_properties=client_properties,
                                         name=name, access=self.access.grant(user, vhost, topic_variables),
-                                        kind=kind)
+                                        kind=kind, node=node)
             connection.details = dict(details or {})
             if self.plugins.events is not None:
                 self.plugins.events.connection_created(connection)

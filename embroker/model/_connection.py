@@ -13,6 +13,7 @@ from ._kinds import DIRECT, ConnectionKind
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ._node import Node
     from ._queue import Queue
     from ._vhost import VirtualHost
 
@@ -39,6 +40,7 @@ class Connection:
         access: the permission checks of its user in its vhost (:mod:`._access`).
         kind: what kind of client it serves (:class:`ConnectionKind`): which limits apply,
             how alarms hold it, how listings name its protocol.
+        node: the node its client reached (:class:`~._node.Node`).
         client_properties: what the client said of itself in connection.start-ok.
         channels: its open channels by number.
         exclusive_queues: the exclusive queues it owns; they go when it closes.
@@ -46,9 +48,11 @@ class Connection:
 
     def __init__(self, vhost: VirtualHost, *, user: str = "guest",
                  client_properties: dict[str, Any] | None = None, name: str | None = None,
-                 access: Grant = UNRESTRICTED, kind: ConnectionKind = DIRECT) -> None:
+                 access: Grant = UNRESTRICTED, kind: ConnectionKind = DIRECT,
+                 node: Node | None = None) -> None:
         self.id = next(vhost.broker._connection_ids)  # 1, 2... in each broker
         self.vhost = vhost
+        self.node = node if node is not None else vhost.broker.nodes[0]
         self.kind = kind
         self.user = user
         self.access = access

@@ -232,7 +232,7 @@ class EventPublisher:
         details: Mapping[str, Any] = getattr(connection, "details", None) or {}
         properties = arguments_array(connection.client_properties)
         fields: list[tuple[str, Any]] = [
-            ("user_who_performed_action", connection.user), ("node", self._broker.node.name),
+            ("user_who_performed_action", connection.user), ("node", connection.node.name),
             ("connected_at", int(self._broker.clock.time() * 1000)),
             ("client_properties", properties)]
         if details:
@@ -260,7 +260,7 @@ class EventPublisher:
     def connection_closed(self, connection: Connection) -> None:
         self.emit("connection.closed", [
             ("client_properties", arguments_array(connection.client_properties)),
-            ("node", self._broker.node.name), ("pid", self.pid(connection)), ("name", _display(connection)),
+            ("node", connection.node.name), ("pid", self.pid(connection)), ("name", _display(connection)),
             *_user_provided_name(connection)])
 
     def authentication(self, user: str, details: Mapping[str, Any], *,

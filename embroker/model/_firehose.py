@@ -31,7 +31,7 @@ TRACE_EXCHANGE = "amq.rabbitmq.trace"
 def _headers(channel: Channel, message: Message) -> dict[str, Any]:
     connection = channel.connection
     return {"exchange_name": message.exchange, "routing_keys": list(message.keys),
-            "properties": dict(message.properties), "node": connection.vhost.broker.node.name,
+            "properties": dict(message.properties), "node": connection.node.name,
             "connection": connection.name, "channel": channel.number,
             "user": connection.user, "vhost": channel.vhost.name}
 

@@ -1,5 +1,7 @@
-"""The node's identity: its name, its host and its cluster's name, one record that every surface
-reads (the cluster issue's first step: a node knows who it is before it knows of others).
+"""The broker's nodes: each one's identity (its name, its host and its cluster's name, one record
+that every surface reads) and what runs on it (:class:`Node`: its connections). A broker is a
+cluster of one node unless told otherwise; what every node shares (virtual hosts, exchanges,
+bindings, queues, users, policies) stays on the broker.
 
 RabbitMQ reports the node's name (``rabbit@HOST``: ``node()``) in ``rabbitmqctl status``,
 ``/api/nodes`` and every management listing's ``node``, the event exchange's ``node`` header
@@ -14,11 +16,15 @@ properties say as ``cluster_name``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import final
+from typing import TYPE_CHECKING, final
 
 from ._names import NODE
 
-__all__ = ["DEFAULT_NODE", "RABBITMQ_NODE", "NodeIdentity"]
+if TYPE_CHECKING:
+    from ._broker import Broker
+    from ._connection import Connection
+
+__all__ = ["DEFAULT_NODE", "RABBITMQ_NODE", "Node", "NodeIdentity"]
 
 
 @final
@@ -55,3 +61,31 @@ DEFAULT_NODE = NodeIdentity(NODE, "localhost", "embroker")
 #: A broker nobody named that presents itself as RabbitMQ (``as_rabbitmq``): ``rabbit@embroker``
 #: (what its cluster name has always said), reached at ``localhost``.
 RABBITMQ_NODE = NodeIdentity("rabbit@embroker", "localhost", "rabbit@embroker")
+
+
+@final
+class Node:
+    """A node of the broker's cluster: who it is (:attr:`identity`) and the connections its
+    clients opened on it. ``str(node)`` is its name."""
+
+    __slots__ = ("broker", "identity")
+
+    def __init__(self, broker: Broker, identity: NodeIdentity) -> None:
+        self.broker = broker
+        self.identity = identity
+
+    @property
+    def name(self) -> str:
+        return self.identity.name
+
+    @property
+    def connections(self) -> list[Connection]:
+        """Its open connections, oldest first (a snapshot)."""
+        with self.broker._lock:
+            return [c for c in self.broker.connections.values() if c.node is self]
+
+    def __str__(self) -> str:
+        return self.identity.name
+
+    def __repr__(self) -> str:
+        return f"<Node {self.identity.name}>"
