@@ -8,6 +8,9 @@
   properties, a publish's user properties, response topic, correlation data, content type,
   payload format indicator and expiry as the subscriber gets them, its Subscription
   Identifier, topic aliases both ways, PUBACK 0x10 (no matching subscribers);
+- with ``EMBROKER_REFERENCE_URL`` set, ``node/mqttjs.js`` at 3.1.1 against the reference
+  RabbitMQ 3.10.8 too (its MQTT plugin on ``EMBROKER_REFERENCE_MQTT_PORT``, else 1883, and its
+  Web-MQTT plugin on 15675), whose output must be embroker's.
 
 The packages are installed from npm into a temporary folder for the module; without node and
 npm (or the network) the tests skip. Each script waits for what says a step is done (a CONNACK,
@@ -15,10 +18,13 @@ a SUBACK, a PUBACK, a message), never for time."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import socket
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -30,6 +36,8 @@ from .conftest import node_packages, run_node, wait_until
 NODE = Path(__file__).resolve().parent / "node"
 SCRIPT = NODE / "mqttjs.js"
 SCRIPT5 = NODE / "mqttjs5.js"
+#: The reference's Web-MQTT port (its MQTT port is EMBROKER_REFERENCE_MQTT_PORT's, else 1883).
+REFERENCE_WEB_MQTT = 15675
 #: 4: MQTT 3.1.1; 5: MQTT 5.0, which embroker serves under the RabbitMQ 4 profile only.
 VERSIONS = {"3.1.1": ("4", None), "5.0": ("5", "4.0.5")}
 
@@ -117,3 +125,56 @@ def test_mqttjs_at_mqtt_5_gets_properties_subscription_identifiers_aliases_and_p
         assert not [name for name in broker.queues if name.startswith("mqtt-subscription-")]
         assert server.errors == []
 
+
+# -- the reference RabbitMQ 3.10.8 --------------------------------------------------------------
+
+
+@pytest.fixture
+def reference() -> tuple[str, dict[str, int]]:
+    """The reference's host and its MQTT and Web-MQTT ports (skips without the reference)."""
+    if not os.environ.get("EMBROKER_REFERENCE_URL"):
+        pytest.skip("needs EMBROKER_REFERENCE_URL (the reference RabbitMQ)")
+    host = urlsplit(os.environ["EMBROKER_REFERENCE_URL"]).hostname or "127.0.0.1"
+    ports = {"mqtt": int(os.environ.get("EMBROKER_REFERENCE_MQTT_PORT", "1883")),
+             "web_mqtt": REFERENCE_WEB_MQTT}
+    for name, port in ports.items():
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+        except OSError:
+            pytest.skip(f"the reference's {name} listener does not answer on {host}:{port}")
+    return host, ports
+
+
+def _gone_on_reference(queue: str) -> bool:
+    import pika
+    import pika.exceptions
+
+    connection = pika.BlockingConnection(pika.URLParameters(os.environ["EMBROKER_REFERENCE_URL"]))
+    try:
+        connection.channel().queue_declare(queue, passive=True)
+    except pika.exceptions.ChannelClosedByBroker as closed:
+        if closed.reply_code != 404:
+            raise
+        return True
+    finally:
+        if connection.is_open:
+            connection.close()
+    return False
+
+
+@pytest.mark.parametrize("listener", ["mqtt", "web_mqtt"])
+def test_mqttjs_sees_embroker_as_the_reference_rabbitmq(
+        mqttjs: Path, reference: tuple[str, dict[str, int]], listener: str) -> None:
+    host, ports = reference
+    topic = unique("embroker/mqttjs")  # (one per run: nothing else on the reference gets it)
+    on_reference_id = unique("mqttjs")
+    on_reference = run_node(mqttjs, SCRIPT, url(listener, host, ports[listener]), topic,
+                            on_reference_id, "4")
+    # a clean session: the reference deleted its queue as the connection ended
+    wait_until(lambda: _gone_on_reference(f"mqtt-subscription-{on_reference_id}qos1"))
+    broker = Broker()
+    with Server(broker, listeners={listener: 0}) as server:
+        on_embroker = run_node(mqttjs, SCRIPT, served(server, listener), topic,
+                               unique("mqttjs"), "4")
+        assert server.errors == []
+    assert on_embroker == on_reference == basic(listener, topic)
