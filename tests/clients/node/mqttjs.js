@@ -1,11 +1,14 @@
-// mqtt.js (the mqtt package) over Web-MQTT, with the ws package as its WebSocket: connect (MQTT 3.1.1, clean session), subscribe at
-// QoS 1, publish at QoS 1 (waiting for its PUBACK), receive the message, end. Prints what it
-// saw as JSON on its last line.
+// mqtt.js (the mqtt package) over MQTT (mqtt://HOST:PORT) or Web-MQTT (ws://HOST:PORT/ws, with
+// the ws package as its WebSocket): connect (clean session), subscribe at QoS 1, publish at
+// QoS 1 (waiting for its PUBACK), receive the message, end. Prints what it saw as JSON on its
+// last line.
+//
+//   node mqttjs.js URL TOPIC CLIENT_ID [PROTOCOL_VERSION (4: MQTT 3.1.1, the default; 5)]
 const mqtt = require("mqtt");
 const WebSocket = require("ws");
 
 function main() {
-  const [url, topic] = process.argv.slice(2);
+  const [url, topic, clientId, version = "4"] = process.argv.slice(2);
   const seen = { sessionPresent: null, granted: null, published: false };
   const timer = setTimeout(() => fail("timed out"), 20000);
 
@@ -16,8 +19,8 @@ function main() {
   }
 
   const client = mqtt.connect(url, {
-    protocolVersion: 4,
-    clientId: `mqttjs-${process.pid}`,
+    protocolVersion: Number(version),
+    clientId,
     username: "guest",
     password: "guest",
     clean: true,
@@ -43,9 +46,17 @@ function main() {
   client.on("message", (got, payload, packet) => {
     seen.message = { topic: got, payload: payload.toString(), qos: packet.qos,
                      retain: packet.retain };
-    client.end(false, {}, () => {
-      clearTimeout(timer);
-      console.log(JSON.stringify(seen));
+    // End once this delivery's PUBACK is written: mqtt.js writes it after this event, and a
+    // DISCONNECT before it leaves the PUBACK to a socket the broker may have closed already
+    // (over WebSocket: EPIPE as the client's close frame follows). ("packetsend" comes just
+    // before the write: the end waits for the loop's next turn.)
+    client.on("packetsend", function acked(sent) {
+      if (sent.cmd !== "puback" || sent.messageId !== packet.messageId) return;
+      client.removeListener("packetsend", acked);
+      setImmediate(() => client.end(false, {}, () => {
+        clearTimeout(timer);
+        console.log(JSON.stringify(seen));
+      }));
     });
   });
 }
