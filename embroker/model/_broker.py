@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -71,6 +71,20 @@ def _server_properties(as_rabbitmq: str | None, profile: Profile,
     return properties
 
 
+def _node_identities(nodes: int | Sequence[str], first: NodeIdentity) -> list[NodeIdentity]:
+    # The cluster's node identities: ``first`` then its numbered siblings, or the names given.
+    if isinstance(nodes, int):
+        if nodes < 1:
+            raise ValueError(f"nodes: at least 1, not {nodes}")
+        prefix, _, host = first.name.partition("@")
+        return [first, *(NodeIdentity(f"{prefix}-{i}@{host}", first.host, first.cluster_name)
+                         for i in range(2, nodes + 1))]
+    names = list(nodes)
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"nodes: distinct names, at least one, not {names!r}")
+    return [NodeIdentity.named(name, cluster_name=first.cluster_name) for name in names]
+
+
 class Broker(UserAdministration, PolicyCommands, ParameterCommands):
     """An AMQP broker with RabbitMQ's semantics, as plain objects.
 
@@ -119,6 +133,11 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         ssl_cert_login_from: what ``EXTERNAL`` takes as the user name:
             ``"distinguished_name"`` (the certificate's subject, RabbitMQ's format) or
             ``"common_name"`` (RabbitMQ's ``ssl_cert_login_from``).
+        nodes: the cluster's nodes: how many (the first named as a broker of one node is,
+            ``embroker@localhost``, the others ``embroker-2@localhost``...; ``rabbit@embroker``
+            and ``rabbit-2@embroker`` as RabbitMQ), or their names (``rabbit@a``...). Every
+            node shares the virtual hosts, exchanges, bindings, users and policies; each has its
+            own connections, and each queue lives on some of them (docs/cluster.md).
 
     Every call into the model, from the listener's thread or a test's, runs under the broker's
     one lock: the in-process client, the listener and the testing helpers take it, and the
@@ -141,7 +160,8 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
                  loopback_users: Iterable[str] = ("guest",),
                  plugins: Iterable[str] = (),
                  auth_mechanisms: Iterable[str] = ("PLAIN", "AMQPLAIN"),
-                 ssl_cert_login_from: str = "distinguished_name") -> None:
+                 ssl_cert_login_from: str = "distinguished_name",
+                 nodes: int | Sequence[str] = 1) -> None:
         self._lock = threading.RLock()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.clock._guard = self._lock  # ManualClock.advance() holds it
@@ -176,8 +196,10 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         self.server_properties = _server_properties(as_rabbitmq, self.profile, server_properties,
                                                     node)
         #: The cluster's nodes (:class:`~._node.Node`): one, unless told otherwise.
-        self.nodes: list[Node] = [Node(self, dataclasses.replace(
-            node, cluster_name=str(self.server_properties.get("cluster_name", ""))))]
+        self.nodes: list[Node] = [
+            Node(self, identity) for identity in _node_identities(
+                nodes, dataclasses.replace(node, cluster_name=str(
+                    self.server_properties.get("cluster_name", ""))))]
         self._init_parameters()
         self.max_message_size = max_message_size if max_message_size is not None else (
             DEFAULT_MAX_MESSAGE_SIZE_4 if self.profile.rabbitmq4 else DEFAULT_MAX_MESSAGE_SIZE)
@@ -206,6 +228,17 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} vhosts={list(self.vhosts)} "
                 f"connections={len(self.connections)}>")
+
+    def node_named(self, name: str) -> Node:
+        """The node called ``name``.
+
+        Raises:
+            KeyError: no such node in the cluster.
+        """
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(name)
 
     @property
     def node(self) -> NodeIdentity:

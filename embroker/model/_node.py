@@ -68,11 +68,13 @@ class Node:
     """A node of the broker's cluster: who it is (:attr:`identity`) and the connections its
     clients opened on it. ``str(node)`` is its name."""
 
-    __slots__ = ("broker", "identity")
+    __slots__ = ("broker", "identity", "running")
 
     def __init__(self, broker: Broker, identity: NodeIdentity) -> None:
         self.broker = broker
         self.identity = identity
+        #: Whether its RabbitMQ application runs (``rabbitmqctl -n NODE stop_app`` stops it).
+        self.running = True
 
     @property
     def name(self) -> str:

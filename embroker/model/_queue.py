@@ -44,6 +44,7 @@ from . import _history
 from ._message import Message, QueuedMessage
 from ._names import resource
 from ._policy import Policy, effective_definition, queue_settings
+from ._queue_type import QUEUE_TYPES, Placement, QueueType
 from ._stream import (
     DEFAULT_SEGMENT_SIZE,
     Entry,
@@ -201,6 +202,7 @@ class Queue:
         "name",
         "name_only",
         "operator_policy",
+        "placement",
         "policy",
         "protocol_state",
         "quorum",
@@ -208,6 +210,7 @@ class Queue:
         "single_active",
         "stream",
         "stream_positions",
+        "type",
         "unacked",
         "vhost",
     )
@@ -260,6 +263,12 @@ class Queue:
         self.single_active = args.get("x-single-active-consumer") is True
         self._registered: list[Consumer] = []  # in the order they came (single active)
         self._active: Consumer | None = None
+        #: Its type (:mod:`._queue_type`), from ``x-queue-type``.
+        self.type: QueueType = QUEUE_TYPES.get(args.get("x-queue-type", "classic"),
+                                               QUEUE_TYPES["classic"])
+        #: Where it lives in the cluster (its vhost places it once it is declared).
+        first = vhost.broker.nodes[0]
+        self.placement = Placement(first, (first,))
         #: ``x-queue-type`` quorum: deliveries carry ``x-delivery-count``, ``x-delivery-limit``.
         self.quorum = args.get("x-queue-type") == "quorum"
         #: ``x-queue-type`` stream: the log its consumers read from an offset (``_stream``).

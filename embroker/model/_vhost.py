@@ -356,6 +356,8 @@ class VirtualHost:
         if owner is not None:
             owner.exclusive_queues[name] = queue
         self.policies.attach(queue)
+        queue.placement = queue.type.place(
+            queue, connection.node if connection is not None else self.broker.nodes[0])
         events = self.broker.plugins.events
         if events is not None:
             events.queue_created(queue, connection.user if connection else INTERNAL_USER)

@@ -1,0 +1,206 @@
+"""Queue types, as RabbitMQ's ``rabbit_queue_type`` behaviour has them: what each type is called,
+what it takes, and where a new queue of it lives in the cluster.
+
+Theory of operation
+-------------------
+A queue's type (:attr:`Queue.type <embroker.model.Queue.type>`) is one of :data:`QUEUE_TYPES`,
+picked by its ``x-queue-type``. Each type says what RabbitMQ 3.10.8's module of it says:
+
+- its name and module (``classic``, ``rabbit_classic_queue``...), which refusals and listings
+  quote;
+- its capabilities (``capabilities/0``): the queue arguments it takes, the consumer arguments,
+  the policies that do not apply to it, whether a server-named queue may be of it;
+- whether it can be durable, exclusive or auto-delete (``is_compatible/3``);
+- where a new queue lives (:meth:`QueueType.place`, ``declare/2``): a classic queue on one
+  node (its home), a quorum queue and a stream on a group of members with one leader
+  (:class:`Placement`).
+
+Placement follows RabbitMQ 3.10.8 (``rabbit_classic_queue:declare/2`` with
+``rabbit_queue_master_location_misc``; ``rabbit_quorum_queue:declare/2``,
+``rabbit_stream_queue:declare/2`` with ``rabbit_queue_location``) and is deterministic: where
+RabbitMQ picks at random or among equals, the nodes' order decides (``random`` draws from the
+broker's seeded source).
+
+- A classic queue lives on the declaring node (``client-local``) unless its
+  ``x-queue-master-locator`` argument or ``queue-master-locator`` policy says ``min-masters``
+  (the node homing the fewest classic queues) or ``random``; an exclusive queue always lives
+  on the declaring node.
+- A quorum queue has ``x-quorum-initial-group-size`` members (3 by default: RabbitMQ's
+  ``quorum_cluster_size``; the argument only, no policy, in 3.10), a stream
+  ``initial-cluster-size`` ones (the policy over the argument; every node by default): the
+  declaring node first, then the running nodes before the stopped ones, fewest members first.
+  Its leader is the declaring node (``client-local``, the default) or, with
+  ``queue-leader-locator`` (the policy over the argument) ``balanced`` (or ``random``,
+  ``least-leaders``, which 3.10 maps to it), the running member leading the fewest queues.
+
+In a cluster of one node every queue lives on it, as before there were nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Final, final
+
+if TYPE_CHECKING:
+    from ._node import Node
+    from ._queue import Queue
+
+__all__ = ["QUEUE_TYPES", "Placement", "QueueType"]
+
+#: ``quorum_cluster_size``: a quorum queue's members without ``x-quorum-initial-group-size``.
+QUORUM_CLUSTER_SIZE: Final = 3
+_COMMON: Final = ("x-expires", "x-message-ttl", "x-dead-letter-exchange",
+                  "x-dead-letter-routing-key", "x-max-length", "x-max-length-bytes",
+                  "x-overflow", "x-single-active-consumer", "x-queue-type")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a queue lives: its leader (a classic queue's home) and its members, the leader
+    among them (a classic queue's: its home alone)."""
+
+    leader: Node
+    members: tuple[Node, ...]
+
+
+class QueueType:
+    """A queue type (``rabbit_queue_type``): see the module's notes. One instance per type,
+    shared by its queues."""
+
+    name: ClassVar[str]
+    module: ClassVar[str]
+    #: ``capabilities/0``'s ``queue_arguments``: the ``x-`` arguments it takes.
+    queue_arguments: ClassVar[frozenset[str]]
+    #: ``consumer_arguments``.
+    consumer_arguments: ClassVar[frozenset[str]]
+    #: ``server_named``: whether a server-named queue may be of this type.
+    server_named: ClassVar[bool] = False
+    #: Whether it replicates (members and a leader) or lives on one node.
+    replicated: ClassVar[bool] = True
+
+    __slots__ = ()
+
+    def is_compatible(self, *, durable: bool, exclusive: bool, auto_delete: bool) -> bool:
+        """``is_compatible/3``: a replicated queue is durable, neither exclusive nor
+        auto-delete."""
+        return durable and not exclusive and not auto_delete
+
+    def place(self, queue: Queue, local: Node) -> Placement:
+        """Where ``queue``, declared on node ``local``, lives (``declare/2``)."""
+        nodes = queue.vhost.broker.nodes
+        if len(nodes) == 1:
+            return Placement(local, (local,))
+        members = _members(queue, local, self.group_size(queue, len(nodes)))
+        locator = _setting(queue, "queue-leader-locator", policy_first=True)
+        if locator in ("balanced", "random", "least-leaders"):
+            running = [n for n in members if n.running] or list(members)
+            leader = min(running, key=lambda n: (_leading(queue, n), nodes.index(n)))
+        else:
+            leader = local if local in members else members[0]
+        return Placement(leader, members)
+
+    def group_size(self, queue: Queue, cluster: int) -> int:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<queue type {self.name}>"
+
+
+@final
+class ClassicQueue(QueueType):
+    """``rabbit_classic_queue``: one node, its home."""
+
+    name = "classic"
+    module = "rabbit_classic_queue"
+    queue_arguments = frozenset((*_COMMON, "x-max-priority", "x-queue-mode",
+                                 "x-queue-master-locator", "x-queue-version"))
+    consumer_arguments = frozenset(("x-cancel-on-ha-failover", "x-priority", "x-credit"))
+    server_named = True
+    replicated = False
+
+    def is_compatible(self, *, durable: bool, exclusive: bool, auto_delete: bool) -> bool:
+        return True
+
+    def place(self, queue: Queue, local: Node) -> Placement:
+        nodes = queue.vhost.broker.nodes
+        home = local
+        if len(nodes) > 1 and not queue.exclusive:
+            strategy = _setting(queue, "queue-master-locator", policy_first=False)
+            running = [n for n in nodes if n.running] or list(nodes)
+            if strategy == "min-masters":
+                home = min(running, key=lambda n: (_leading(queue, n), nodes.index(n)))
+            elif strategy == "random":
+                home = running[queue.vhost.broker.plugins.random.randrange(len(running))]
+        return Placement(home, (home,))
+
+
+@final
+class QuorumQueue(QueueType):
+    """``rabbit_quorum_queue``: members replicating one log, one of them the leader."""
+
+    name = "quorum"
+    module = "rabbit_quorum_queue"
+    queue_arguments = frozenset((*_COMMON, "x-max-in-memory-length", "x-max-in-memory-bytes",
+                                 "x-delivery-limit", "x-dead-letter-strategy",
+                                 "x-quorum-initial-group-size", "x-queue-leader-locator"))
+    consumer_arguments = frozenset(("x-priority", "x-credit"))
+
+    def group_size(self, queue: Queue, cluster: int) -> int:
+        size = queue.arguments.get("x-quorum-initial-group-size")
+        return min(cluster, size if isinstance(size, int) else QUORUM_CLUSTER_SIZE)
+
+
+@final
+class StreamQueue(QueueType):
+    """``rabbit_stream_queue``: a replicated log, one writer (the leader) and its replicas."""
+
+    name = "stream"
+    module = "rabbit_stream_queue"
+    queue_arguments = frozenset(("x-max-length-bytes", "x-queue-type", "x-max-age",
+                                 "x-stream-max-segment-size-bytes", "x-initial-cluster-size",
+                                 "x-queue-leader-locator"))
+    consumer_arguments = frozenset(("x-stream-offset", "x-credit"))
+
+    def group_size(self, queue: Queue, cluster: int) -> int:
+        size = _setting(queue, "initial-cluster-size", policy_first=True)
+        return min(cluster, size) if isinstance(size, int) and size > 0 else cluster
+
+
+#: Every queue type by its ``x-queue-type`` name.
+QUEUE_TYPES: Final[dict[str, QueueType]] = {
+    t.name: t for t in (ClassicQueue(), QuorumQueue(), StreamQueue())}
+
+
+def _setting(queue: Queue, key: str, *, policy_first: bool) -> object:
+    # A placement setting from the queue's argument (x-KEY) and its policy (KEY): which wins
+    # is the type's (rabbit_queue_type_util:args_policy_lookup/3 with policy_precedence for the
+    # leader locator and a stream's size; the argument first for a classic queue's locator).
+    argument = queue.arguments.get(f"x-{key}")
+    policy = queue.policy.definition.get(key) if queue.policy is not None else None
+    first, second = (policy, argument) if policy_first else (argument, policy)
+    return first if first is not None else second
+
+
+def _members(queue: Queue, local: Node, size: int) -> tuple[Node, ...]:
+    # rabbit_queue_location:select_members/7: the declaring node, then the running nodes
+    # before the stopped ones, those with the fewest members first, in the nodes' order.
+    nodes: Sequence[Node] = queue.vhost.broker.nodes
+    others = sorted((n for n in nodes if n is not local),
+                    key=lambda n: (not n.running, _membership(queue, n), nodes.index(n)))
+    return (local, *others)[:size]
+
+
+def _leading(queue: Queue, node: Node) -> int:
+    # How many of the cluster's other queues (of any type: the queues a node leads or homes)
+    # ``node`` leads.
+    return sum(1 for vhost in queue.vhost.broker.vhosts.values()
+               for other in vhost.queues.values()
+               if other is not queue and other.placement.leader is node)
+
+
+def _membership(queue: Queue, node: Node) -> int:
+    return sum(1 for vhost in queue.vhost.broker.vhosts.values()
+               for other in vhost.queues.values()
+               if other is not queue and node in other.placement.members)
