@@ -16,6 +16,7 @@ from typing import Any
 from .. import _erlang
 from ..errors import PreconditionFailed
 from ..fieldtypes import field_type
+from ._queue_type import QUEUE_TYPES
 
 __all__ = [
     "QUEUE_EQUIVALENCE_ARGS", "check_equivalent_arguments", "check_equivalent_field",
@@ -222,23 +223,12 @@ _VALIDATORS: dict[str, Callable[[Any, Mapping[str, Any]], str | None]] = {
     "x-queue-master-locator": lambda _value, _args: None,  # (3.10 crashes on a bad one: 541)
 }
 
-_COMMON = ("x-expires", "x-message-ttl", "x-dead-letter-exchange", "x-dead-letter-routing-key",
-           "x-max-length", "x-max-length-bytes", "x-overflow", "x-single-active-consumer",
-           "x-queue-type")
-
-#: The arguments each queue type takes (rabbit_queue_type capabilities, RabbitMQ 3.10): the
-#: others of :data:`_VALIDATORS` are refused ("of queue type rabbit_quorum_queue"); arguments
-#: RabbitMQ does not know at all (``x-foo``) are kept and mean nothing.
+#: The arguments each queue type takes (rabbit_queue_type capabilities, RabbitMQ 3.10: its
+#: :class:`~._queue_type.QueueType`'s): the others of :data:`_VALIDATORS` are refused ("of
+#: queue type rabbit_quorum_queue"); arguments RabbitMQ does not know at all (``x-foo``) are
+#: kept and mean nothing.
 QUEUE_TYPE_ARGUMENTS: dict[str, frozenset[str]] = {
-    "classic": frozenset((*_COMMON, "x-max-priority", "x-queue-mode", "x-queue-master-locator",
-                          "x-queue-version")),
-    "quorum": frozenset((*_COMMON, "x-max-in-memory-length", "x-max-in-memory-bytes",
-                         "x-delivery-limit", "x-dead-letter-strategy",
-                         "x-quorum-initial-group-size", "x-queue-leader-locator")),
-    "stream": frozenset(("x-max-length-bytes", "x-queue-type", "x-max-age",
-                         "x-stream-max-segment-size-bytes", "x-initial-cluster-size",
-                         "x-queue-leader-locator")),
-}
+    name: queue_type.queue_arguments for name, queue_type in QUEUE_TYPES.items()}
 
 
 def validate_queue_arguments(resource: str, arguments: Mapping[str, Any], *,
