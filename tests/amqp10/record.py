@@ -16,18 +16,15 @@ import sys
 from collections.abc import Sequence
 
 from tests.conformance import recording
-from tests.conformance.recording import server_properties
 
-from .differential import ReferencePeer, comments, path
+from .differential import GOLDEN, ReferencePeer
 from .scenarios import SCENARIOS
-
-__all__ = ["main", "server_properties"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     return recording.main("python -m tests.amqp10.record", __doc__, SCENARIOS,
-                          peer=lambda args: ReferencePeer(args.url), path=path,
-                          comments=comments, argv=argv)
+                          peer=lambda args: ReferencePeer(args.url), path=GOLDEN.path,
+                          comments=GOLDEN.comments, argv=argv)
 
 
 if __name__ == "__main__":

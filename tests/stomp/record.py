@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from tests.conformance import recording
 
-from .differential import ReferencePeer, comments, path
+from .differential import GOLDEN, ReferencePeer
 from .scenarios import SCENARIOS
 
 
@@ -29,7 +29,7 @@ def _options(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     return recording.main("python -m tests.stomp.record", __doc__, SCENARIOS,
                           peer=lambda args: ReferencePeer(args.url, args.stomp_port),
-                          path=path, comments=comments, options=_options, argv=argv)
+                          path=GOLDEN.path, comments=GOLDEN.comments, options=_options, argv=argv)
 
 
 if __name__ == "__main__":
