@@ -1,13 +1,5 @@
 """Record RabbitMQ's AMQP 1.0 observations as golden files (needs the reference RabbitMQ with
 its ``rabbitmq_amqp1_0`` plugin).
-
-    python -m tests.amqp10.record [NAME...]     scenarios (all when no NAME is given)
-    python -m tests.amqp10.record --check        write nothing; exit 1 when a file differs
-
-Each scenario runs ``--runs`` times (2 by default) on the reference (``EMBROKER_REFERENCE_URL``,
-or ``--url``) and is written only when the runs agree; the diff from the previous file is
-printed. A broker whose server properties say it is embroker is refused, even presenting itself
-as RabbitMQ: golden files are RabbitMQ's word.
 """
 
 from __future__ import annotations
