@@ -1,11 +1,13 @@
 """What the client-rate benchmarks (stomp_rates.py, mqtt_rates.py) share: embroker in a process
-of its own with one protocol listener, the server's CPU time, and the alternated table
-(embroker against the reference RabbitMQ, fastest run of each, their ratio, embroker's server
-CPU per message). Imported as ``_rates``: the scripts run from this folder, and
-tests/test_benchmarks.py puts it on ``sys.path``."""
+of its own with one protocol listener, the server's CPU time, the alternated table (embroker
+against the reference RabbitMQ, fastest run of each, their ratio, embroker's server CPU per
+message) and the command line that prints it (amqp10.py takes the CPU time). Imported as
+``_rates``: the scripts run from this folder, and tests/test_benchmarks.py puts it on
+``sys.path``."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import glob
 import socket
@@ -117,3 +119,18 @@ def table(lines: Sequence[tuple[str, Callable[[Side, int], Run]]], *, kind: str,
                   f"{cpu * 1e6:>13.1f} us")
         else:
             print(f"{label:<{width}}{rate:>10,.0f}{'-':>10}{'-':>7}{cpu * 1e6:>13.1f} us")
+
+
+def main(description: str, lines: Sequence[tuple[str, Callable[[Side, int], Run]]], *,
+         kind: str, reference: tuple[str, int], client: str, size: int) -> None:
+    """A benchmark's command line (``--messages N``, ``--repeat R``, ``--quick``: 2,000
+    messages, once), then its :func:`table` under a heading naming the ``client`` and the
+    messages' ``size`` in bytes."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="2,000 messages, once")
+    args = parser.parse_args()
+    n, repeat = (2000, 1) if args.quick else (args.messages, args.repeat)
+    print(f"{client}, {n} messages of {size} bytes, fastest of {repeat} (messages per second)")
+    table(lines, kind=kind, reference=reference, n=n, repeat=repeat)

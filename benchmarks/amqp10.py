@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import os
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pika
+from _rates import process_cpu
 from proton import Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
@@ -54,17 +54,6 @@ class Run:
     server_cpu: float | None = None
 
 
-def _process_cpu(pid: int) -> Callable[[], float]:
-    """The CPU seconds the threads of process ``pid`` have run (Linux schedstat)."""
-    def read() -> float:
-        total = 0
-        for path in glob.glob(f"/proc/{pid}/task/*/schedstat"):
-            with contextlib.suppress(OSError), open(path) as f:
-                total += int(f.read().split()[0])
-        return total / 1e9
-    return read
-
-
 @contextlib.contextmanager
 def _embroker() -> Iterator[tuple[str, str, Callable[[], float]]]:
     """An embroker server in its own process: (0-9-1 URL, 1.0 URL, its CPU clock)."""
@@ -75,7 +64,7 @@ def _embroker() -> Iterator[tuple[str, str, Callable[[], float]]]:
         assert process.stdout is not None
         line = process.stdout.readline()
         url = line.split("listening on ")[1].split(" ")[0]
-        yield url, url.rstrip("/"), _process_cpu(process.pid)
+        yield url, url.rstrip("/"), process_cpu(process.pid)
     finally:
         process.terminate()
         process.wait(10)

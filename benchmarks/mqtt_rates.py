@@ -30,7 +30,6 @@ its column says so. Nothing here is asserted: it prints a table.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import threading
 import time
@@ -38,9 +37,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import _rates
 import paho.mqtt.client as mqtt
 import pika
-from _rates import Run, Side, table, timed
+from _rates import Run, Side, timed
 from paho.mqtt import __version__ as paho_version
 from paho.mqtt.enums import CallbackAPIVersion
 
@@ -215,15 +215,8 @@ LINES: list[tuple[str, Callable[[Side, int], Run]]] = [
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="2,000 messages, once")
-    args = parser.parse_args()
-    n, repeat = (2000, 1) if args.quick else (args.messages, args.repeat)
-    print(f"paho-mqtt {paho_version} (MQTT 3.1.1), "
-          f"{n} messages of {len(PAYLOAD)} bytes, fastest of {repeat} (messages per second)")
-    table(LINES, kind="mqtt", reference=REFERENCE, n=n, repeat=repeat)
+    _rates.main(__doc__, LINES, kind="mqtt", reference=REFERENCE,
+                client=f"paho-mqtt {paho_version} (MQTT 3.1.1)", size=len(PAYLOAD))
 
 
 if __name__ == "__main__":

@@ -29,16 +29,16 @@ does not answer on 61613 its column says so. Nothing here is asserted: it prints
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import _rates
 import pika
 import stomp  # type: ignore[import-untyped]
-from _rates import Run, Side, table, timed
+from _rates import Run, Side, timed
 
 BODY = "x" * 100
 PREFETCH = 100
@@ -180,15 +180,9 @@ LINES: list[tuple[str, Callable[[Side, int], Run]]] = [
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="2,000 messages, once")
-    args = parser.parse_args()
-    n, repeat = (2000, 1) if args.quick else (args.messages, args.repeat)
-    print(f"stomp.py {stomp.__version__ if hasattr(stomp, '__version__') else ''} (STOMP 1.2), "
-          f"{n} messages of {len(BODY)} bytes, fastest of {repeat} (messages per second)")
-    table(LINES, kind="stomp", reference=REFERENCE, n=n, repeat=repeat)
+    _rates.main(__doc__, LINES, kind="stomp", reference=REFERENCE,
+                client=f"stomp.py {stomp.__version__ if hasattr(stomp, '__version__') else ''} "
+                "(STOMP 1.2)", size=len(BODY))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ each, and returns one line per observation. Its golden file, ``golden/<name>.txt
 RabbitMQ's lines; offline embroker's lines are compared with it, and with
 ``EMBROKER_REFERENCE_URL`` the file is checked against a fresh RabbitMQ run too. Record with
 ``python -m tests.amqp10.record [NAME...]`` (see :mod:`tests.amqp10.record`).
+Peers, the 0-9-1 side and golden files work as for every protocol
+(:mod:`tests.conformance.differential_kit`); this module is AMQP 1.0's part.
 
 What a probe reports, and how it is normalised so that the two brokers compare:
 
@@ -23,90 +25,47 @@ What a probe reports, and how it is normalised so that the two brokers compare:
 
 from __future__ import annotations
 
-import base64
-import json
 import re
 import shutil
 import subprocess
-import urllib.error
-import urllib.request
-import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
-import pika
 from proton import Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-GOLDEN_DIR = Path(__file__).parent / "golden"
-RECORD_COMMAND = "python -m tests.amqp10.record"
+from embroker import Broker
+from embroker.server import Server
+from tests.conformance import differential_kit as kit
+
+GOLDEN = kit.GoldenFiles("tests.amqp10", "AMQP 1.0 plugin", "proton")
 _REPLY_NAME = re.compile(r"^[A-Z_]+ - ")
 
 
-class Peer(Protocol):
-    """A broker to run a scenario on: its AMQP URLs and the user commands scenarios need."""
+class Peer(kit.Peer, Protocol):
+    """A broker to run a scenario on (:class:`tests.conformance.differential_kit.Peer`): its
+    AMQP 1.0 URL too."""
 
-    label: str
-    #: The prefix of every name the scenario makes (normalised away in its lines).
-    token: str
-    url091: str
     #: The AMQP 1.0 URL, without credentials (each probe logs in as its own user).
     url10: str
 
-    def add_user(self, name: str, password: str, configure: str, write: str,
-                 read: str) -> None: ...
 
-    def delete_user(self, name: str) -> None: ...
-
-
-class EmbrokerPeer:
-    label = "embroker"
-
-    def __init__(self, broker: Any, server: Any) -> None:
-        self.broker = broker
-        self.token = f"d{uuid.uuid4().hex[:6]}-"
-        self.url091 = server.url
+class EmbrokerPeer(kit.EmbrokerAdmin):
+    def __init__(self, broker: Broker, server: Server) -> None:
+        super().__init__(broker, server, "d")
         self.url10 = "amqp://" + server.amqp10_url.split("@", 1)[1]
 
-    def add_user(self, name: str, password: str, configure: str, write: str, read: str) -> None:
-        self.broker.add_user(name, password)
-        self.broker.set_permissions(name, configure, write, read)
 
-    def delete_user(self, name: str) -> None:
-        self.broker.delete_user(name)
-
-
-class ReferencePeer:
+class ReferencePeer(kit.ReferenceAdmin):
     """RabbitMQ: users made through its management API (``rabbitmq_management``, which CI
     enables), else with ``rabbitmqctl``."""
 
-    label = "RabbitMQ"
-
     def __init__(self, url: str) -> None:
+        super().__init__(url, "d")
         parts = urlsplit(url)
-        self.token = f"d{uuid.uuid4().hex[:6]}-"
-        self.url091 = url
         self.url10 = f"amqp://{parts.hostname or '127.0.0.1'}:{parts.port or 5672}"
-        credentials = f"{parts.username or 'guest'}:{parts.password or 'guest'}"
-        self._auth = "Basic " + base64.b64encode(credentials.encode()).decode()
-        self._api = f"http://{parts.hostname or '127.0.0.1'}:15672/api"
-
-    def _http(self, method: str, path: str, body: Any = None) -> bool:
-        request = urllib.request.Request(
-            self._api + path, method=method,
-            data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": self._auth, "content-type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=10):
-                return True
-        except urllib.error.HTTPError as exc:
-            raise RuntimeError(f"{method} {path}: {exc.code} {exc.read()!r}") from None
-        except OSError:
-            return False
 
     def _ctl(self, *args: str) -> None:
         ctl = shutil.which("rabbitmqctl")
@@ -115,17 +74,19 @@ class ReferencePeer:
                                "make users on the reference")
         subprocess.run([ctl, "-q", *args], check=True, capture_output=True, timeout=120)
 
-    def add_user(self, name: str, password: str, configure: str, write: str, read: str) -> None:
-        if self._http("PUT", f"/users/{quote(name, safe='')}",
-                      {"password": password, "tags": ""}):
-            self._http("PUT", f"/permissions/%2F/{quote(name, safe='')}",
-                       {"configure": configure, "write": write, "read": read})
-            return
-        self._ctl("add_user", name, password)
-        self._ctl("set_permissions", "-p", "/", name, configure, write, read)
+    def add_user(self, name: str, password: str | None, configure: str, write: str, read: str,
+                 vhost: str = "/") -> None:
+        try:
+            super().add_user(name, password, configure, write, read, vhost)
+        except OSError:  # (the management API does not answer)
+            assert password is not None, "rabbitmqctl makes users with a password"
+            self._ctl("add_user", name, password)
+            self._ctl("set_permissions", "-p", vhost, name, configure, write, read)
 
     def delete_user(self, name: str) -> None:
-        if not self._http("DELETE", f"/users/{quote(name, safe='')}"):
+        try:
+            super().delete_user(name)
+        except OSError:
             self._ctl("delete_user", name)
 
 
@@ -273,52 +234,15 @@ class _Probe(MessagingHandler):
 # -- 0-9-1 on the side ------------------------------------------------------------------------------
 
 
-@contextmanager
-def amqp091(peer: Peer) -> Iterator[Any]:
-    """A pika channel on ``peer`` (for set-up and for observations through 0-9-1)."""
-    conn = pika.BlockingConnection(pika.URLParameters(peer.url091))
-    try:
-        yield conn.channel()
-    finally:
-        if conn.is_open:
-            conn.close()
-
-
 def declare_status(peer: Peer, queue: str, **kwargs: Any) -> str:
     """Whether re-declaring ``queue`` with these properties is accepted (``ok``) or refused (the
-    reply text): how a scenario reads a queue's durability through 0-9-1."""
-    with amqp091(peer) as ch:
-        try:
-            ch.queue_declare(queue, **kwargs)
-            return "ok"
-        except pika.exceptions.ChannelClosedByBroker as exc:
-            return _normalise(exc.reply_text, peer.token)
+    reply text alone, normalised as the probes' are): how a scenario reads a queue's durability
+    through 0-9-1."""
+    return kit.declare_status(
+        peer, queue, lambda reply, token: _normalise(reply.partition(" ")[2], token), **kwargs)
 
-
-def cleanup(peer: Peer, queues: Sequence[str] = (), users: Sequence[str] = ()) -> None:
-    for name in users:
-        with suppress(Exception):  # cleaning up is not an observation
-            peer.delete_user(name)
-    if queues:
-        with amqp091(peer) as ch:
-            for name in queues:
-                ch.queue_delete(name)
-
-
-# -- golden files ---------------------------------------------------------------------------------
 
 Scenario = Callable[[Peer], list[str]]
-
-
-def path(name: str) -> Path:
-    return GOLDEN_DIR / f"{name}.txt"
-
-
-def comments(name: str, version: str) -> list[str]:
-    return [f"{version}'s AMQP 1.0 plugin: what proton saw in the scenario {name} "
-            "(tests/amqp10/scenarios.py).",
-            "embroker is compared with it offline (tests/amqp10/test_differential.py).",
-            f"Re-record: {RECORD_COMMAND} {name}"]
 
 
 def line(label: str, events: list[Any]) -> str:

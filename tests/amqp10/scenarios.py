@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .differential import Peer, Scenario, amqp091, cleanup, declare_status, line, probe
+from tests.conformance.differential_kit import amqp091, cleanup
+
+from .differential import Peer, Scenario, declare_status, line, probe
 
 #: Three users, each without one of the three permissions (as rabbitmqctl set_permissions).
 USERS: dict[str, tuple[str, str, str]] = {
@@ -49,7 +51,7 @@ def access_browse_consume_send(peer: Peer) -> list[str]:
                     events = probe(peer, address=form + q, user=t + user, password="pw", **how)
                     lines.append(line(f"{user} {mode} {form}Q", events))
     finally:
-        cleanup(peer, queues, [t + user for user in USERS])
+        cleanup(peer, queues, users=[t + user for user in USERS])
     return lines
 
 

@@ -15,7 +15,6 @@ check less (as the 0-9-1 conformance tests).
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -24,19 +23,14 @@ import pika
 import pytest
 
 from embroker import Broker
-from tests.conformance import golden
+from tests.conformance import differential_kit as kit
 
 proton = pytest.importorskip("proton")
 from proton import Message  # noqa: E402
 from proton.reactor import AtMostOnce  # noqa: E402
 from proton.utils import BlockingConnection  # noqa: E402
 
-from .differential import (  # noqa: E402
-    RECORD_COMMAND,
-    EmbrokerPeer,
-    ReferencePeer,
-    path,
-)
+from .differential import GOLDEN, EmbrokerPeer, ReferencePeer  # noqa: E402
 from .scenarios import SCENARIOS  # noqa: E402
 
 pytestmark = pytest.mark.differential
@@ -61,57 +55,19 @@ def reference_problem(url: str) -> str | None:
 
 @pytest.fixture(scope="module")
 def reference() -> str:
-    url = os.environ.get("EMBROKER_REFERENCE_URL")
-    if not url:
-        pytest.skip("EMBROKER_REFERENCE_URL is not set")
-    problem = reference_problem(url)
-    if problem is not None:
-        pytest.fail(problem, pytrace=False)
-    return url
+    return kit.reference_url(reference_problem)
 
 
 @pytest.fixture(scope="module")
 def embroker_peer() -> Iterator[EmbrokerPeer]:
-    broker = Broker()
-    with broker.serve() as server:
+    with kit.served(Broker.serve) as (broker, server):
         yield EmbrokerPeer(broker, server)
-        assert server.errors == []
-    broker._check()
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
-def test_golden(name: str, embroker_peer: EmbrokerPeer) -> None:
-    """embroker's observations equal RabbitMQ's, as recorded in the scenario's golden file."""
-    recorded = golden.read(path(name))
-    if recorded is None:
-        pytest.fail(f"no golden file {golden.relative(path(name))}: record it with "
-                    f"EMBROKER_REFERENCE_URL=amqp://guest:guest@127.0.0.1:5672/ "
-                    f"{RECORD_COMMAND} {name}", pytrace=False)
-    assert SCENARIOS[name](embroker_peer) == recorded
-
-
-@pytest.mark.parametrize("name", list(SCENARIOS))
-def test_golden_file_is_what_rabbitmq_does(name: str, reference: str) -> None:
-    """With the reference, each golden file still holds what RabbitMQ does."""
-    assert SCENARIOS[name](ReferencePeer(reference)) == golden.read(path(name))
-
-
-def test_every_golden_file_belongs_to_a_scenario() -> None:
-    files = {p.stem for p in path("x").parent.glob("*.txt")}
-    assert files == set(SCENARIOS)
-
-
-def test_the_recorder_refuses_embroker_even_presenting_itself_as_rabbitmq() -> None:
-    from .record import main, server_properties
-
-    for broker in (Broker(), Broker(as_rabbitmq="3.10.8")):
-        with broker.serve() as server:
-            assert golden.says_embroker(server_properties(server.url))
-            with pytest.raises(SystemExit) as refused:
-                main(["--url", server.url, "--check"])
-            assert refused.value.code == 2
-    assert not golden.says_embroker({"product": "RabbitMQ", "version": "3.10.8",
-                                     "cluster_name": "rabbit@vm"})
+class TestGoldenFiles(kit.GoldenFileTests):
+    files = GOLDEN
+    scenarios = SCENARIOS
+    reference_peer = ReferencePeer
 
 
 def run(scenario: Scenario, url091: str, url10: str) -> list[Any]:

@@ -23,6 +23,18 @@ from . import golden
 
 REFERENCE_ENV = "EMBROKER_REFERENCE_URL"
 
+#: How a recorder is used, after what its protocol's module says of it (``{prog}``: its
+#: command).
+USAGE = """
+    {prog} [NAME...]     scenarios (all when no NAME is given)
+    {prog} --check        write nothing; exit 1 when a file differs
+
+Each scenario runs ``--runs`` times (2 by default) on the reference (``EMBROKER_REFERENCE_URL``,
+or ``--url``) and is written only when the runs agree; the diff from the previous file is
+printed. A broker whose server properties say it is embroker is refused, even presenting itself
+as RabbitMQ: golden files are RabbitMQ's word.
+"""
+
 
 def server_properties(url: str) -> dict[str, Any]:
     """What the broker at AMQP ``url`` says of itself (connection.start's properties)."""
@@ -39,10 +51,10 @@ def main(prog: str, description: str | None, scenarios: Mapping[str, Callable[[A
          comments: Callable[[str, str], list[str]],
          options: Callable[[argparse.ArgumentParser], None] = lambda parser: None,
          argv: Sequence[str] | None = None) -> int:
-    """Record (or check) the golden files of ``scenarios``.
+    """Record (or check) the golden files of ``scenarios``: the command :data:`USAGE` says.
 
     Args:
-        prog, description: the command's name and help.
+        prog, description: the command's name and what its help says first.
         scenarios: each scenario by name: a function of a peer, its lines.
         peer: a reference peer made from the parsed arguments (``args.url`` and the
             protocol's ``options``).
@@ -53,7 +65,8 @@ def main(prog: str, description: str | None, scenarios: Mapping[str, Callable[[A
     Returns:
         The exit status: 1 when a scenario's runs differ (or, with ``--check``, a file does).
     """
-    parser = argparse.ArgumentParser(prog=prog, description=description,
+    parser = argparse.ArgumentParser(prog=prog, description=(description or "").rstrip("\n")
+                                     + "\n" + USAGE.format(prog=prog),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", help="names or shell patterns (default: all)")
     parser.add_argument("--runs", type=int, default=2)

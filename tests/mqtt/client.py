@@ -3,7 +3,8 @@ broker sends (no MQTT library between the test and the wire).
 
 - :meth:`RawMqtt.send` writes bytes as they are (:mod:`tests.mqtt.wire` builds the packets);
 - :meth:`RawMqtt.read` returns the next :class:`Packet`, ``"closed"`` when the server closed
-  the connection, or ``"timeout"`` when nothing whole came within the read timeout.
+  the connection, or ``"timeout"`` when nothing whole came within the read timeout
+  (:class:`tests.raw_socket.RawSocket` reads; :func:`split` cuts a packet off).
 
 A :class:`Packet` keeps its bytes (``raw``) and what :func:`tests.mqtt.wire.parse` reads of
 them (``name``, ``fields``).
@@ -14,11 +15,11 @@ from __future__ import annotations
 import contextlib
 import socket
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
+
+from tests.raw_socket import Closed, RawSocket
 
 from .wire import parse
-
-Closed = Literal["closed", "timeout"]
 
 
 @dataclass(frozen=True)
@@ -53,62 +54,21 @@ def split(data: bytes) -> tuple[bytes, bytes] | None:
     return data[:i + length], data[i + length:]
 
 
-class RawMqtt:
+class RawMqtt(RawSocket):
     """One MQTT connection (TCP), written with bytes and read packet by packet."""
 
-    def __init__(self, host: str, port: int, *, timeout: float = 2.0) -> None:
-        self.timeout = timeout
-        self.sock = socket.create_connection((host, port), timeout=10)
-        self._buffer = b""
-        self.closed = False
-
     def send(self, data: bytes) -> None:
-        """Write bytes as they are (a connection the server closed swallows them)."""
-        try:
-            self.sock.sendall(data)
-        except OSError:
-            self.closed = True
-
-    def _fill(self, timeout: float) -> Closed | None:
-        if self.closed:
-            return "closed"
-        self.sock.settimeout(timeout)
-        try:
-            chunk = self.sock.recv(65536)
-        except TimeoutError:
-            return "timeout"
-        except OSError:  # reset by the server
-            chunk = b""
-        if not chunk:
-            self.closed = True
-            return "closed"
-        self._buffer += chunk
-        return None
+        """Write bytes as they are (:mod:`tests.mqtt.wire` builds the packets)."""
+        self.send_raw(data)
 
     def read(self, timeout: float | None = None) -> Packet | Closed:
         """The next packet, ``"closed"``, or ``"timeout"`` (a partly read packet stays
         buffered for the next read)."""
-        while True:
-            parsed = split(self._buffer)
-            if parsed is not None:
-                raw, self._buffer = parsed
-                return Packet(raw)
-            if (why := self._fill(self.timeout if timeout is None else timeout)) is not None:
-                return why
+        got = self.receive(split, timeout)
+        return got if isinstance(got, str) else Packet(got)
 
     def abort(self) -> None:
         """Close abruptly: a TCP reset (no DISCONNECT)."""
         with contextlib.suppress(OSError):
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
-        self.close()
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.close()
-        self.closed = True
-
-    def __enter__(self) -> RawMqtt:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
         self.close()

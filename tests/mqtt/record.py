@@ -1,14 +1,6 @@
 """Record RabbitMQ's MQTT observations as golden files (needs the reference RabbitMQ with its
 ``rabbitmq_mqtt`` plugin -- on 1884 here, as a mosquitto holds 1883 -- and
 ``rabbitmq_management`` on 15672).
-
-    python -m tests.mqtt.record [NAME...]     scenarios (all when no NAME is given)
-    python -m tests.mqtt.record --check        write nothing; exit 1 when a file differs
-
-Each scenario runs ``--runs`` times (2 by default) on the reference (``EMBROKER_REFERENCE_URL``,
-or ``--url``) and is written only when the runs agree; the diff from the previous file is
-printed. A broker whose server properties say it is embroker is refused, even presenting itself
-as RabbitMQ: golden files are RabbitMQ's word.
 """
 
 from __future__ import annotations
@@ -19,7 +11,7 @@ from collections.abc import Sequence
 
 from tests.conformance import recording
 
-from .differential import ReferencePeer, comments, path
+from .differential import GOLDEN, ReferencePeer
 from .scenarios import SCENARIOS
 
 
@@ -31,7 +23,7 @@ def _options(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     return recording.main("python -m tests.mqtt.record", __doc__, SCENARIOS,
                           peer=lambda args: ReferencePeer(args.url, args.mqtt_port),
-                          path=path, comments=comments, options=_options, argv=argv)
+                          path=GOLDEN.path, comments=GOLDEN.comments, options=_options, argv=argv)
 
 
 if __name__ == "__main__":

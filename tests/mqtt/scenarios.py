@@ -13,17 +13,9 @@ from urllib.parse import quote
 
 import pika
 
-from .differential import (
-    Peer,
-    Scenario,
-    amqp091,
-    cleanup,
-    normalise,
-    queue_info,
-    queue_state,
-    session,
-    wait_for,
-)
+from tests.conformance.differential_kit import amqp091, cleanup, wait_for
+
+from .differential import Peer, Scenario, normalise, queue_info, queue_state, session
 from .wire import _packet, connect, puback, publish, subscribe, unsubscribe
 
 # -- connecting -------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ broker sends (no STOMP library between the test and the wire).
 - :meth:`RawStomp.read` returns the next :class:`Frame`, ``"closed"`` when the server closed
   the connection, or ``"timeout"`` when nothing came within the read timeout. Heart-beat EOLs
   between frames are skipped; a ``content-length`` header says how long the body is, else the
-  body ends at the first NUL.
+  body ends at the first NUL (:class:`tests.raw_socket.RawSocket` reads; :func:`parse` cuts a
+  frame off).
 
 Header names and values are kept as they came on the wire (decoded as UTF-8, not unescaped):
 :meth:`Frame.header` unescapes on demand.
@@ -15,11 +16,10 @@ Header names and values are kept as they came on the wire (decoded as UTF-8, not
 
 from __future__ import annotations
 
-import contextlib
-import socket
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+
+from tests.raw_socket import Closed, RawSocket
 
 Headers = Sequence[tuple[str, str]]
 
@@ -60,16 +60,8 @@ class Frame:
         return default
 
 
-class RawStomp:
+class RawStomp(RawSocket):
     """One STOMP connection (TCP), read and written frame by frame."""
-
-    def __init__(self, host: str, port: int, *, timeout: float = 2.0) -> None:
-        self.timeout = timeout
-        self.sock = socket.create_connection((host, port), timeout=10)
-        self._buffer = b""
-        self.closed = False
-
-    # -- writing --------------------------------------------------------------------------
 
     def send(self, command: str, headers: Headers | dict[str, str] = (), body: bytes | str = b"",
              *, escape_as: str | None = "1.2", content_length: bool = False) -> None:
@@ -86,45 +78,14 @@ class RawStomp:
             lines.append(f"{key}:{value}")
         self.send_raw(("\n".join(lines) + "\n\n").encode() + data + b"\0")
 
-    def send_raw(self, data: bytes) -> None:
-        """Write bytes as they are (a connection the server closed swallows them)."""
-        try:
-            self.sock.sendall(data)
-        except OSError:
-            self.closed = True
-
-    # -- reading --------------------------------------------------------------------------
-
-    def _fill(self) -> Literal["closed", "timeout"] | None:
-        if self.closed:
-            return "closed"
-        self.sock.settimeout(self.timeout)
-        try:
-            chunk = self.sock.recv(65536)
-        except TimeoutError:
-            return "timeout"
-        except OSError:  # reset by the server
-            chunk = b""
-        if not chunk:
-            self.closed = True
-            return "closed"
-        self._buffer += chunk
-        return None
-
-    def read(self) -> Frame | Literal["closed", "timeout"]:
+    def read(self) -> Frame | Closed:
         """The next frame, ``"closed"``, or ``"timeout"`` (nothing whole within
         :attr:`timeout`: a partly read frame stays buffered for the next read)."""
-        while True:
-            parsed = parse(self._buffer)
-            if parsed is not None:
-                frame, self._buffer = parsed
-                return frame
-            if (why := self._fill()) is not None:
-                return why
+        return self.receive(parse)
 
-    def read_frames(self, count: int) -> list[Frame | Literal["closed", "timeout"]]:
+    def read_frames(self, count: int) -> list[Frame | Closed]:
         """Up to ``count`` frames, stopping early at ``closed`` or ``timeout``."""
-        out: list[Frame | Literal["closed", "timeout"]] = []
+        out: list[Frame | Closed] = []
         while len(out) < count:
             got = self.read()
             out.append(got)
@@ -132,29 +93,15 @@ class RawStomp:
                 break
         return out
 
-    # -- conveniences ---------------------------------------------------------------------
-
     def connect(self, login: str | None = "guest", passcode: str | None = "guest", *,
                 host: str | None = "/", accept_version: str | None = "1.2",
-                command: str = "CONNECT",
-                extra: Iterable[tuple[str, str]] = ()) -> Frame | Literal["closed", "timeout"]:
-        """Send CONNECT (or STOMP) and return the answer."""
+                command: str = "CONNECT", extra: Iterable[tuple[str, str]] = ()) -> Frame | Closed:
+        """Send CONNECT (or STOMP; headers left out when None) and return the answer."""
         headers = [(k, v) for k, v in (("accept-version", accept_version), ("host", host),
                                        ("login", login), ("passcode", passcode))
                    if v is not None]
         self.send(command, headers + list(extra), escape_as=None)
         return self.read()
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.close()
-        self.closed = True
-
-    def __enter__(self) -> RawStomp:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def parse(data: bytes) -> tuple[Frame, bytes] | None:

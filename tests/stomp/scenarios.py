@@ -13,15 +13,9 @@ import struct
 
 import pika
 
-from .differential import (
-    Peer,
-    Scenario,
-    amqp091,
-    cleanup,
-    declare_status,
-    queue_state,
-    session,
-)
+from tests.conformance.differential_kit import amqp091, cleanup
+
+from .differential import Peer, Scenario, declare_status, queue_state, session
 
 
 def _sub(dest: str, sid: str, *extra: tuple[str, str]) -> list[tuple[str, str]]:
@@ -712,7 +706,7 @@ def access_refused(peer: Peer) -> list[str]:
         lines.append("counts: " + ", ".join(f"{q.replace(t, '')} {queue_state(peer, q)}"
                                             for q in made))
     finally:
-        cleanup(peer, made, [t + "x"], users=[t + user for user in USERS])
+        cleanup(peer, made, exchanges=[t + "x"], users=[t + user for user in USERS])
     return lines
 
 
