@@ -284,6 +284,12 @@ class _Loop:
     # -- reading, timers, writing ----------------------------------------------------------------
 
     def _read(self, client: _Client) -> None:
+        conn = client.conn
+        if (conn.inner if client.carrying and conn.passthrough else conn).blocked:
+            # Held since the loop last looked (an alarm raised while it waited): not read, as
+            # RabbitMQ's blocked reader reads nothing; _write takes it off reading.
+            self._dirty.add(client)
+            return
         buffer = self._read_buffer
         try:
             size = client.sock.recv_into(buffer)
@@ -296,7 +302,6 @@ class _Loop:
         data = buffer[:size].tobytes()
         if client.tls is not None and client.tls.unsent:
             self._dirty.add(client)  # (the handshake's answer the socket did not take)
-        conn = client.conn
         if not client.locked:  # (the management API and the stream protocol take the lock)
             with self._isolated(client):
                 conn.receive_data(data)
