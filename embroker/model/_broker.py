@@ -195,6 +195,8 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         node = DEFAULT_NODE if as_rabbitmq is None else RABBITMQ_NODE
         self.server_properties = _server_properties(as_rabbitmq, self.profile, server_properties,
                                                     node)
+        #: Whether any of its nodes is stopped (kept by :class:`~._node.Node`).
+        self.nodes_down = False
         #: The cluster's nodes (:class:`~._node.Node`): one, unless told otherwise.
         self.nodes: list[Node] = [
             Node(self, identity) for identity in _node_identities(

@@ -393,6 +393,8 @@ class Channel:
         queues = self.vhost.route(message.exchange, message, mandatory)
         if exclude:
             queues = [queue for queue in queues if queue.name not in exclude]
+        if self.vhost.broker.nodes_down:  # (a queue whose node is stopped takes nothing)
+            queues = [queue for queue in queues if not queue.down]
         if self.vhost.tracing:
             _firehose.published(self, message, queues)
         if self.confirm_mode and self._publish_faults and _faults.nack(
@@ -512,7 +514,8 @@ class Channel:
         """basic.get; ``None`` when the queue is empty (basic.get-empty)."""
         self.connection.access.read_queue(self._queue_name(queue))
         q = self.vhost.queues.get(queue) if queue else None
-        if q is None or (q.exclusive_owner is not None and q.exclusive_owner is not self.connection):
+        if q is None or q.down or (q.exclusive_owner is not None and
+                                   q.exclusive_owner is not self.connection):
             q = self._queue(queue)  # raises, or resolves the empty name
         if q.stream is not None:
             raise NotImplementedAMQP(f"basic.get not supported by stream queues {q.resource}")

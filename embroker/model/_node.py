@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, final
 
+from ..errors import ConnectionForced
 from ._names import NODE
 
 if TYPE_CHECKING:
@@ -85,6 +86,47 @@ class Node:
         """Its open connections, oldest first (a snapshot)."""
         with self.broker._lock:
             return [c for c in self.broker.connections.values() if c.node is self]
+
+    def stop(self) -> None:
+        """``rabbitmqctl -n NODE stop_app``: its clients' connections are closed (320
+        CONNECTION_FORCED, reason 'shutdown') and the queues living on it are told, as
+        :mod:`._cluster` describes: the others' clients see RabbitMQ's errors until it starts
+        again. The last running node stopping is the whole broker stopping: what survives is
+        what survives :meth:`Broker.restart <embroker.model.Broker.restart>`, once it starts."""
+        from ._cluster import node_stopped
+        broker = self.broker
+        with broker._lock:
+            if not self.running:
+                return
+            self.running = False
+            broker.nodes_down = True
+            shutdown = ConnectionForced("broker forced connection closure with reason "
+                                        "'shutdown'")
+            for connection in self.connections:
+                if connection.on_closed_by_broker is not None:  # a protocol's: it is told
+                    connection.close_by_broker(shutdown)
+                else:
+                    connection.close()
+            if any(node.running for node in broker.nodes):
+                for vhost in broker.vhosts.values():
+                    node_stopped(vhost, self)
+
+    def start(self) -> None:
+        """``rabbitmqctl -n NODE start_app``: it runs again, and its down queues are back with
+        what they kept (:mod:`._cluster`); the first node of a stopped cluster to start
+        recovers every queue as a restart does."""
+        from ._cluster import node_started
+        broker = self.broker
+        with broker._lock:
+            if self.running:
+                return
+            whole = not any(node.running for node in broker.nodes)
+            self.running = True
+            broker.nodes_down = not all(node.running for node in broker.nodes)
+            for vhost in broker.vhosts.values():
+                if whole:
+                    vhost.restart()
+                node_started(vhost, self)
 
     def __str__(self) -> str:
         return self.identity.name

@@ -196,6 +196,7 @@ class Queue:
         "default_binding",
         "default_route",
         "deleted",
+        "down",
         "durable",
         "exclusive_owner",
         "had_consumers",
@@ -269,6 +270,9 @@ class Queue:
         #: Where it lives in the cluster (its vhost places it once it is declared).
         first = vhost.broker.nodes[0]
         self.placement = Placement(first, (first,))
+        #: Whether it is out of reach: a classic queue whose home node is stopped (RabbitMQ
+        #: keeps its record: ``state`` ``down``; see :mod:`._cluster`).
+        self.down = False
         #: ``x-queue-type`` quorum: deliveries carry ``x-delivery-count``, ``x-delivery-limit``.
         self.quorum = args.get("x-queue-type") == "quorum"
         #: ``x-queue-type`` stream: the log its consumers read from an offset (``_stream``).
@@ -729,6 +733,18 @@ class Queue:
         self._arm_expiry()
         self._evaluate_limit()
         return count
+
+    def recover(self, entries: Iterable[QueuedMessage]) -> None:
+        """Take ``entries`` as its ready messages, in their positions' order: what a queue
+        recovers when its node starts (:mod:`._cluster`; delivered ones marked redelivered by
+        the caller)."""
+        for entry in sorted(entries, key=_by_seq):
+            self._ready.append(entry)
+            self._ready_bytes += len(entry.message.body)
+            self._count_persistent(entry.message, 1)
+            self._next_seq = max(self._next_seq, entry.seq + 1)
+        self._arm_expiry()
+        self._evaluate_limit()
 
     def drop_transient(self) -> None:
         """Keep only the persistent messages (``delivery_mode`` 2): a broker restart."""

@@ -166,11 +166,22 @@ class VirtualHost:
             raise self.missing("exchange", name) from None
 
     def lookup_queue(self, name: str) -> Queue:
-        """The queue ``name``; raises NotFound (404) "no queue 'q' in vhost '/'"."""
+        """The queue ``name``; raises NotFound (404) "no queue 'q' in vhost '/'", or "home node
+        'N' of durable queue 'q' in vhost '/' is down or inaccessible" for a queue whose node
+        is stopped (:mod:`._cluster`)."""
         try:
-            return self.queues[name]
+            queue = self.queues[name]
         except KeyError:
             raise self.missing("queue", name) from None
+        if queue.down:
+            raise self.unreachable(queue)
+        return queue
+
+    def unreachable(self, queue: Queue) -> NotFound:
+        """RabbitMQ's 404 for a durable queue whose home node is stopped
+        (``rabbit_amqqueue:not_found_or_absent_dirty/1``)."""
+        return NotFound(f"home node '{queue.placement.leader.name}' of durable "
+                        f"{self.resource('queue', queue.name)} is down or inaccessible")
 
     def missing(self, kind: str, name: str) -> NotFound:
         """RabbitMQ's 404 for a ``kind`` (``"queue"``, ``"exchange"``) named ``name`` that
@@ -327,6 +338,8 @@ class VirtualHost:
         durable = durable and not exclusive
         queue = self.queues.get(name)
         if queue is not None:
+            if queue.down:
+                raise self.unreachable(queue)
             if queue.exclusive_owner is not owner:  # RabbitMQ's strict exclusive check
                 raise self._locked(queue)
             where = self.resource("queue", name)
@@ -370,6 +383,8 @@ class VirtualHost:
         queue = self.queues.get(name)
         if queue is None:
             return 0
+        if queue.down:
+            raise self.unreachable(queue)
         self.check_exclusive_access(queue, connection)
         if if_unused and queue.consumer_count:
             raise PreconditionFailed(f"{self.resource('queue', name)} in use",
@@ -442,6 +457,8 @@ class VirtualHost:
         if dest is None:
             raise self.missing(kind, destination)
         if isinstance(dest, Queue):
+            if dest.down:
+                raise self.unreachable(dest)
             self.check_exclusive_access(dest, connection)
         return exchange, dest
 
@@ -476,6 +493,8 @@ class VirtualHost:
         if binding is None:
             return
         if isinstance(binding.destination, Queue):
+            if binding.destination.down:
+                raise self.unreachable(binding.destination)
             self.check_exclusive_access(binding.destination, connection)
         self._remove_binding(binding, connection.user if connection else INTERNAL_USER)
 

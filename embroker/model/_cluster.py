@@ -1,0 +1,111 @@
+"""What happens to the queues when a node of the cluster stops and starts (``rabbitmqctl -n NODE
+stop_app``/``start_app``), as RabbitMQ 3.10.8 does it, checked against a three-node cluster of
+it (tests/cluster).
+
+Theory of operation
+-------------------
+A node that stops closes its clients' connections (320 CONNECTION_FORCED "broker forced
+connection closure with reason 'shutdown'"); then each queue it is part of is told
+(:func:`node_stopped`), by its type:
+
+- A **classic** queue homed there: its process ends. A transient one (exclusive, auto-delete or
+  not durable) is deleted with its bindings (``rabbit_amqqueue:on_node_down/1``). A durable one
+  keeps its record, bindings included, and is *down*: its consumers elsewhere are cancelled
+  (basic.cancel), deliveries they did not settle are no longer theirs (a later ack or reject of
+  them changes nothing), and every operation on it from another node is refused with 404
+  "home node 'N' of durable queue 'q' in vhost '/' is down or inaccessible" (declare, passive
+  or not, consume, get, purge, bind, unbind, delete); a publish routed to it reaches nothing
+  (returned as NO_ROUTE when mandatory, confirmed). When the node starts again the queue is
+  back (:func:`node_started`) with what a restart keeps: its persistent messages, those its
+  consumers had not acknowledged first again, marked redelivered.
+- A **quorum** queue or a **stream** with a majority of its members still running goes on: if
+  the stopped node led it, the next running member leads it (``placement.leader``).
+
+The queue that comes back is a new :class:`~._queue.Queue` object (RabbitMQ starts a new queue
+process and recovers it from disk); the old one is deleted, so whatever still refers to it
+(a channel's unsettled deliveries) finds it gone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import _history
+from ._exchange import Binding
+from ._queue import Queue
+from ._queue_type import Placement
+
+if TYPE_CHECKING:
+    from ._message import QueuedMessage
+    from ._node import Node
+    from ._vhost import VirtualHost
+
+__all__ = ["node_started", "node_stopped"]
+
+
+def node_stopped(vhost: VirtualHost, node: Node) -> None:
+    """``node`` stopped: each of ``vhost``'s queues that lives on it is told (see the module)."""
+    for queue in list(vhost.queues.values()):
+        if node not in queue.placement.members:
+            continue
+        if not queue.type.replicated:
+            if queue.durable and not queue.exclusive and not queue.auto_delete:
+                _take_down(vhost, queue)
+            else:
+                lost = queue.messages
+                vhost.delete_queue_object(queue)
+                _history.left(vhost.broker.clock, queue, lost, "lost")
+        elif queue.placement.leader is node:
+            running = [n for n in queue.placement.members if n.running]
+            if running:
+                queue.placement = Placement(running[0], queue.placement.members)
+
+
+def node_started(vhost: VirtualHost, node: Node) -> None:
+    """``node`` started: its down classic queues are back (see the module)."""
+    for queue in list(vhost.queues.values()):
+        if queue.down and queue.placement.leader is node:
+            queue.down = False
+            queue.touch()
+            if queue.consumer_count:
+                queue.dispatch()
+
+
+def _take_down(vhost: VirtualHost, queue: Queue) -> None:
+    # The queue's process ends: a new Queue object takes its place, down, with its record
+    # (arguments, bindings, policies, placement) and what the node keeps on disk.
+    out = _delivered(vhost, queue)
+    for entry in out:
+        entry.redelivered = True
+    held = [*queue.entries, *out]
+    kept = [e for e in held if e.message.properties.get("delivery_mode") == 2]
+    _history.left(vhost.broker.clock, queue, [
+        e.message for e in held if e.message.properties.get("delivery_mode") != 2], "lost")
+    events = vhost.broker.plugins.events
+    for consumer in queue.clear_consumers():
+        if events is not None:
+            events.consumer_deleted(consumer, None)
+        consumer.channel.cancel_by_broker(consumer)
+    queue.deleted = True
+    queue.stop_timers()
+    fresh = Queue(vhost, queue.name, durable=True, arguments=dict(queue.arguments))
+    fresh.placement, fresh.down = queue.placement, True
+    fresh.protocol_state = queue.protocol_state
+    fresh.default_binding = Binding(vhost.default_exchange, fresh, queue.name, {})
+    fresh.default_route = (fresh.default_binding,)
+    for binding in list(queue.bindings.values()):
+        exchange = binding.source
+        exchange.remove_binding(binding.key)
+        moved = Binding(exchange, fresh, binding.routing_key, binding.arguments)
+        exchange.add_binding(moved)
+        fresh.bindings[moved.key] = moved
+    vhost.queues[queue.name] = fresh
+    vhost.policies.attach(fresh)
+    fresh.recover(kept)
+
+
+def _delivered(vhost: VirtualHost, queue: Queue) -> list[QueuedMessage]:
+    # The queue's deliveries that channels have not settled (a transaction's held acks too).
+    return [unacked.entry for connection in vhost.broker.connections.values()
+            for channel in connection.channels.values()
+            for unacked in channel.outstanding() if unacked.queue is queue]

@@ -1,0 +1,121 @@
+"""A node of the cluster stops and starts (:mod:`embroker.model._cluster`): what the other nodes'
+clients see, as a three-node RabbitMQ 3.10.8 cluster showed it (tests/cluster; the facts in
+docs/cluster.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from embroker.errors import ConnectionForced, NotFound
+from embroker.model import Broker, Cancelled
+
+DOWN = "NOT_FOUND - home node 'embroker-2@localhost' of durable queue 'dq' in vhost '/' is down or " \
+       "inaccessible"
+
+
+def _channel(broker: Broker, index: int) -> Any:
+    return broker.open_connection(node=broker.nodes[index]).open_channel(1)
+
+
+@pytest.fixture
+def broker() -> Broker:
+    return Broker(nodes=3)
+
+
+def test_a_stopping_node_closes_its_clients_connections(broker: Broker) -> None:
+    closed: list[ConnectionForced] = []
+    on_b = broker.open_connection(node=broker.nodes[1])
+    on_b.on_closed_by_broker = closed.append
+    on_a = broker.open_connection(node=broker.nodes[0])
+    broker.nodes[1].stop()
+    assert [(type(e), e.reply_text) for e in closed] == [
+        (ConnectionForced, "CONNECTION_FORCED - broker forced connection closure with reason "
+                           "'shutdown'")]
+    assert on_a.is_open
+    assert broker.nodes[1].connections == []
+
+
+def test_a_durable_classic_queue_on_a_stopped_node_refuses_everything_with_404(
+        broker: Broker) -> None:
+    _channel(broker, 1).queue_declare("dq", durable=True)
+    broker.nodes[1].stop()
+    a = _channel(broker, 0)
+    for attempt in (lambda: a.queue_declare("dq", passive=True),
+                    lambda: a.queue_declare("dq", durable=True),
+                    lambda: a.queue_declare("dq"),
+                    lambda: a.basic_consume("dq"),
+                    lambda: a.basic_get("dq"),
+                    lambda: a.queue_purge("dq"),
+                    lambda: a.queue_bind("dq", "amq.direct", "k"),
+                    lambda: a.queue_delete("dq")):
+        with pytest.raises(NotFound) as refused:
+            attempt()
+        assert refused.value.reply_text == DOWN
+
+
+def test_a_publish_to_a_down_queue_reaches_nothing_and_is_confirmed(broker: Broker) -> None:
+    b = _channel(broker, 1)
+    b.queue_declare("dq", durable=True)
+    broker.nodes[1].stop()
+    a = _channel(broker, 0)
+    a.confirm_select()
+    outcome = a.basic_publish("", "dq", b"while-down", {"delivery_mode": 2}, mandatory=True)
+    assert (outcome.routed, outcome.accepted, outcome.returned) == ((), True, True)
+
+
+def test_consumers_elsewhere_are_cancelled_and_the_queue_comes_back_with_its_messages(
+        broker: Broker) -> None:
+    # (live: c1, c2 delivered and unacknowledged come back first, redelivered; c3 after)
+    _channel(broker, 1).queue_declare("dq", durable=True)
+    a = _channel(broker, 0)
+    events: list[Any] = []
+    a.listener = events.append
+    a.basic_qos(prefetch_count=2)
+    for body in (b"c1", b"c2", b"c3", b"transient"):
+        a.basic_publish("", "dq", body, {} if body == b"transient" else {"delivery_mode": 2})
+    tag = a.basic_consume("dq")
+    a.start_consumer(tag)
+    broker.nodes[1].stop()
+    assert [type(e) for e in events if not hasattr(e, "message")] == [Cancelled]
+    a.basic_ack(1)  # (its queue is gone: the ack changes nothing)
+    broker.nodes[1].start()
+    got = [a.basic_get("dq", no_ack=True) for _ in range(4)]
+    assert [(g.message.body, g.redelivered) for g in got[:3]] == [
+        (b"c1", True), (b"c2", True), (b"c3", False)]
+    assert got[3] is None
+
+
+def test_transient_classic_queues_on_a_stopped_node_are_deleted(broker: Broker) -> None:
+    b = broker.open_connection(node=broker.nodes[1]).open_channel(1)
+    b.queue_declare("plain", durable=False)
+    b.queue_declare("auto", durable=True, auto_delete=True)
+    broker.nodes[1].stop()
+    assert "plain" not in broker.queues
+    assert "auto" not in broker.queues
+
+
+def test_a_quorum_queue_led_by_a_stopped_node_gets_the_next_running_member(
+        broker: Broker) -> None:
+    _channel(broker, 1).queue_declare("qq", durable=True, arguments={"x-queue-type": "quorum"})
+    queue = broker.queues["qq"]
+    assert queue.placement.leader is broker.nodes[1]
+    broker.nodes[1].stop()
+    assert queue.placement.leader is broker.nodes[0]
+    a = _channel(broker, 0)
+    a.basic_publish("", "qq", b"x")
+    assert a.basic_get("qq", no_ack=True).message.body == b"x"
+
+
+def test_a_single_node_broker_stopped_and_started_is_restarted() -> None:
+    broker = Broker()
+    channel = broker.open_connection().open_channel(1)
+    channel.queue_declare("d", durable=True)
+    channel.queue_declare("t")
+    channel.basic_publish("", "d", b"p", {"delivery_mode": 2})
+    channel.basic_publish("", "d", b"t")
+    broker.nodes[0].stop()
+    broker.nodes[0].start()
+    assert list(broker.queues) == ["d"]
+    assert [m.body for m in broker.queues["d"].messages] == [b"p"]
