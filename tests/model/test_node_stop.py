@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from embroker.errors import ConnectionForced, NotFound
+from embroker.errors import ConnectionException, ConnectionForced, NotFound
 from embroker.model import Broker, Cancelled
 
 DOWN = "NOT_FOUND - home node 'embroker-2@localhost' of durable queue 'dq' in vhost '/' is down or " \
@@ -25,7 +25,7 @@ def broker() -> Broker:
 
 
 def test_a_stopping_node_closes_its_clients_connections(broker: Broker) -> None:
-    closed: list[ConnectionForced] = []
+    closed: list[ConnectionException] = []
     on_b = broker.open_connection(node=broker.nodes[1])
     on_b.on_closed_by_broker = closed.append
     on_a = broker.open_connection(node=broker.nodes[0])
