@@ -38,9 +38,8 @@ the server's own packets. One difference: the plugin's DISCONNECT clauses look a
 already received, so a level-5 DISCONNECT with properties that arrives in two TCP segments
 crashes it; this reader waits for the whole packet whatever the split.
 
-Strings are ``str`` (each byte sequence decoded as UTF-8, a byte that is not UTF-8 kept as a
-lone surrogate: the plugin does not validate them here); Binary Data (payload, will payload,
-password, Correlation Data, Authentication Data) is ``bytes``.
+Strings are ``str`` (:mod:`._wire`'s rule: the plugin does not validate them here); Binary
+Data (payload, will payload, password, Correlation Data, Authentication Data) is ``bytes``.
 
 Writing: each writer gives the bytes ``rabbit_mqtt_packet:serialise/2`` gives, including its
 quirk that a level-5 PUBACK always carries its reason code and a property length of 0 (the
@@ -103,6 +102,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Final, final
 
+from ._wire import Body, PacketError, PacketType, Reader, pingresp, unread, utf8, varint
+
 __all__ = ["MAX_PACKET_SIZE_AUTHENTICATED", "MAX_PACKET_SIZE_UNAUTHENTICATED", "TOPIC_ALIAS_MAXIMUM",
            "Connect", "Disconnect", "PacketError", "PacketReader", "PacketType", "PingReq",
            "Properties", "PubAck", "Publish", "ReasonCode", "Subscribe", "Subscription",
@@ -124,24 +125,6 @@ VARIABLE_BYTE_INTEGER_MAX: Final = 0x0FFFFFFF
 UINT_MAX: Final = 0xFFFFFFFF
 #: The protocol names each level must carry (``?PROTOCOL_NAMES``).
 PROTOCOLS: Final = {3: "MQIsdp", 4: "MQTT", 5: "MQTT"}
-
-
-class PacketType(enum.IntEnum):
-    CONNECT = 1
-    CONNACK = 2
-    PUBLISH = 3
-    PUBACK = 4
-    PUBREC = 5
-    PUBREL = 6
-    PUBCOMP = 7
-    SUBSCRIBE = 8
-    SUBACK = 9
-    UNSUBSCRIBE = 10
-    UNSUBACK = 11
-    PINGREQ = 12
-    PINGRESP = 13
-    DISCONNECT = 14
-    AUTH = 15
 
 
 class ReasonCode(enum.IntEnum):
@@ -196,22 +179,6 @@ def connect_return_code(reason_code: int) -> int:
     """The 3.1/3.1.1 CONNACK return code a level-3/4 client gets for a reason code
     (``connect_reason_code_to_return_code/1``)."""
     return {0x00: 0, 0x84: 1, 0x85: 2, 0x86: 4, 0x87: 5, 0x97: 5}.get(reason_code, 3)
-
-
-@final
-class PacketError(ValueError):
-    """Bytes that are no packet the plugin reads.
-
-    Attributes:
-        reason: what (for the log).
-        reason_code: the DISCONNECT reason code to send before closing, or ``None`` to close
-            without a word.
-    """
-
-    def __init__(self, reason: str, reason_code: int | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.reason_code = reason_code
 
 
 # -- properties ---------------------------------------------------------------------------------
@@ -393,39 +360,14 @@ class Disconnect:
 Packet = Connect | Publish | PubAck | Subscribe | Unsubscribe | PingReq | Disconnect
 
 
-class _Body:
-    """A packet's bytes, read field by field; running past them is a PacketError."""
+class _Body(Body):
+    """A packet's bytes, with MQTT 5.0's four-byte and variable byte integers."""
 
-    __slots__ = ("data", "offset")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.offset = 0
-
-    def take(self, n: int) -> bytes:
-        end = self.offset + n
-        if end > len(self.data):
-            raise PacketError("packet shorter than its fields")
-        chunk = self.data[self.offset:end]
-        self.offset = end
-        return chunk
-
-    def byte(self) -> int:
-        return self.take(1)[0]
-
-    def uint16(self) -> int:
-        value: int = struct.unpack(">H", self.take(2))[0]
-        return value
+    __slots__ = ()
 
     def uint32(self) -> int:
         value: int = struct.unpack(">I", self.take(4))[0]
         return value
-
-    def binary(self) -> bytes:
-        return self.take(self.uint16())
-
-    def string(self) -> str:
-        return self.binary().decode("utf-8", "surrogateescape")
 
     def varint(self) -> int:
         # parse_variable_byte_integer/3: a fifth byte is read if it ends the integer.
@@ -436,15 +378,6 @@ class _Body:
             if not byte & 0x80:
                 return value
         raise PacketError("malformed_variable_byte_integer")
-
-    def rest(self) -> bytes:
-        chunk = self.data[self.offset:]
-        self.offset = len(self.data)
-        return chunk
-
-    @property
-    def done(self) -> bool:
-        return self.offset == len(self.data)
 
 
 def _read_properties(body: _Body, level: int) -> Properties:
@@ -492,7 +425,7 @@ def _read_value(data: _Body, kind: int) -> Any:
 
 
 @final
-class PacketReader:
+class PacketReader(Reader[Packet]):
     """Packets from a byte stream (see the module's notes).
 
     Args:
@@ -500,35 +433,15 @@ class PacketReader:
         max_authenticated: the most any other packet's remaining length may be.
     """
 
-    __slots__ = ("_buffer", "_failed", "level", "max_authenticated", "max_unauthenticated")
+    __slots__ = ("level", "max_authenticated", "max_unauthenticated")
 
     def __init__(self, max_unauthenticated: int = MAX_PACKET_SIZE_UNAUTHENTICATED,
                  max_authenticated: int = MAX_PACKET_SIZE_AUTHENTICATED) -> None:
+        super().__init__()
         self.max_unauthenticated = max_unauthenticated
         self.max_authenticated = max_authenticated
         #: The CONNECT's protocol level (3, 4 or 5), ``None`` until it is read.
         self.level: int | None = None
-        self._buffer = bytearray()
-        self._failed: PacketError | None = None
-
-    def feed(self, data: bytes) -> None:
-        self._buffer += data
-
-    def next(self) -> Packet | None:
-        """The next whole packet, or ``None`` until more bytes come.
-
-        Raises:
-            PacketError: the bytes are no packet the plugin reads (and so will every call
-                after).
-        """
-        if self._failed is not None:
-            raise self._failed
-        try:
-            return self._next()
-        except PacketError as error:
-            self._failed = error
-            self._buffer.clear()
-            raise
 
     def _next(self) -> Packet | None:
         # rabbit_mqtt_packet:parse/2, parse_remaining_len/5, check_max_packet_size/2
@@ -539,18 +452,10 @@ class PacketReader:
         kind = first >> 4
         if self.level is None and first != 0x10:
             raise PacketError(f"first packet {first:#04x}, not a CONNECT with flags 0000")
-        length = 0
-        position = 1
-        while True:
-            if position > 4:
-                raise PacketError("malformed_remaining_length")
-            if position >= len(buffer):
-                return None
-            byte = buffer[position]
-            length |= (byte & 0x7F) << (7 * (position - 1))
-            position += 1
-            if not byte & 0x80:
-                break
+        header = self._remaining_length("malformed_remaining_length")
+        if header is None:
+            return None
+        start, length = header
         if kind == PacketType.CONNECT:
             if length > self.max_unauthenticated:
                 raise PacketError(f"connect_packet_too_large: {length} bytes over "
@@ -561,10 +466,10 @@ class PacketReader:
                 f"{self.max_authenticated}", 0x95 if self.level == 5 else None)
         if kind == PacketType.AUTH and self.level == 5:
             raise PacketError("extended_authentication_unsupported")
-        if len(buffer) < position + length:
+        data = self._take(start, length)
+        if data is None:
             return None
-        body = _Body(bytes(buffer[position:position + length]))
-        del buffer[:position + length]
+        body = _Body(data)
         if self.level is None:
             packet = _connect(body)
             self.level = packet.level
@@ -598,11 +503,7 @@ def _connect(body: _Body) -> Connect:
 def _parse(kind: int, flags: int, body: _Body, level: int) -> Packet:
     # parse_packet/4
     if kind == PacketType.PUBLISH:
-        qos = (flags >> 1) & 3
-        if qos == 3:
-            raise PacketError("PUBLISH with QoS 3")
-        topic = body.string()
-        packet_id = body.uint16() if qos else None
+        qos, topic, packet_id = body.publish_header(flags)
         properties = _read_properties(body, level)
         return Publish(topic, body.rest(), qos, bool(flags & 1), bool(flags & 8), packet_id,
                        properties)
@@ -651,39 +552,31 @@ def _parse(kind: int, flags: int, body: _Body, level: int) -> Packet:
         if not body.done:
             raise PacketError("DISCONNECT longer than its properties")
         return Disconnect(code, properties)
-    name = PacketType(kind).name if kind in PacketType._value2member_map_ else str(kind)
-    raise PacketError(f"a {name} packet, which the plugin does not read")
+    raise unread(kind, PacketType.AUTH)
 
 
 def _entry(body: _Body, extra: int) -> tuple[str, int] | None:
     """The next topic filter (and options byte), or ``None`` when the rest holds no whole
     entry: the plugin's binary comprehension stops there, ignoring what is left."""
     data, at = body.data, body.offset
-    if at + 2 > len(data):
+    if at + 2 > len(data) or at + 2 + (data[at] << 8 | data[at + 1]) + extra > len(data):
         body.offset = len(data)
         return None
-    size = (data[at] << 8) | data[at + 1]
-    end = at + 2 + size + extra
-    if end > len(data):
-        body.offset = len(data)
-        return None
-    body.offset = end
-    text = data[at + 2:at + 2 + size].decode("utf-8", "surrogateescape")
-    return text, (data[end - 1] if extra else 0)
+    return body.string(), (body.byte() if extra else 0)
 
 
 # -- writing ------------------------------------------------------------------------------------
 
 
+# :mod:`._wire`'s writers bound nothing, as 3.10's; these bound what 3.13's serialise functions
+# have no clause for.
+
+
 def _varint(n: int) -> bytes:
+    # serialise_variable_byte_integer/1: at most ?VARIABLE_BYTE_INTEGER_MAX
     if not 0 <= n <= VARIABLE_BYTE_INTEGER_MAX:
         raise ValueError(f"{n} is no variable byte integer")
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+    return varint(n)
 
 
 def _binary(data: bytes) -> bytes:
@@ -692,12 +585,13 @@ def _binary(data: bytes) -> bytes:
     return struct.pack(">H", len(data)) + data
 
 
-def _string(text: str) -> bytes:
-    return _binary(text.encode("utf-8", "surrogateescape"))
+def _string(value: str) -> bytes:
+    return _binary(utf8(value))
 
 
 def _packet(first: int, body: bytes) -> bytes:
-    return bytes([first]) + _varint(len(body)) + body
+    # _wire.packet, its remaining length bounded
+    return bytes((first,)) + _varint(len(body)) + body
 
 
 def write_properties(properties: Properties | None, level: int = 5) -> bytes:
@@ -793,7 +687,3 @@ def disconnect(reason_code: int = 0, properties: Properties | None = None) -> by
     if reason_code == 0 and not properties:
         return b"\xe0\x00"
     return _packet(0xE0, bytes([reason_code]) + write_properties(properties))
-
-
-def pingresp() -> bytes:
-    return b"\xd0\x00"
