@@ -43,6 +43,7 @@ from ._arguments import (
     parse_expiration,
     validate_consumer_arguments,
 )
+from ._cluster import no_majority, quorate
 from ._consumer import Browser, Consumer, Credited, Delivery, Unacked
 from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
 from ._message import Message, QueuedMessage
@@ -187,6 +188,12 @@ class Channel:
             raise NotFound("no previously declared queue")
         return self.most_recent_queue
 
+    def _check_quorate(self, queue: Queue, what: str) -> None:
+        # A quorum queue (or stream) without a majority of its members running answers no get,
+        # consume or purge (:mod:`._cluster`).
+        if self.vhost.broker.nodes_down and queue.type.replicated and not quorate(queue):
+            raise no_majority(queue, what)
+
     def _queue(self, name: str) -> Queue:
         queue = self.vhost.lookup_queue(self._queue_name(name))
         self.vhost.check_exclusive_access(queue, self.connection)
@@ -278,6 +285,7 @@ class Channel:
     def queue_purge(self, queue: str = "") -> int:
         self.connection.access.read_queue(self._queue_name(queue))
         q = self._queue(queue)
+        self._check_quorate(q, "purge")
         if q.stream is not None:
             raise NotImplementedAMQP(f"queue.purge not supported by stream queues {q.resource}")
         _history.left(self.vhost.broker.clock, q, q.messages, "purged")
@@ -393,8 +401,10 @@ class Channel:
         queues = self.vhost.route(message.exchange, message, mandatory)
         if exclude:
             queues = [queue for queue in queues if queue.name not in exclude]
+        refused = False
         if self.vhost.broker.nodes_down:  # (a queue whose node is stopped takes nothing)
             queues = [queue for queue in queues if not queue.down]
+            refused = any(q.type.replicated and not quorate(q) for q in queues)
         if self.vhost.tracing:
             _firehose.published(self, message, queues)
         if self.confirm_mode and self._publish_faults and _faults.nack(
@@ -405,7 +415,9 @@ class Channel:
         if queues:
             accepted = True
             for queue in queues:
-                if not queue.publish(message, expiration, self):
+                if refused and queue.type.replicated and not quorate(queue):
+                    accepted = False  # (no majority: nacked, not enqueued)
+                elif not queue.publish(message, expiration, self):
                     accepted = False
             return PublishOutcome(0, (*[queue.name for queue in queues], *replies), accepted)
         if replies:
@@ -519,6 +531,7 @@ class Channel:
             q = self._queue(queue)  # raises, or resolves the empty name
         if q.stream is not None:
             raise NotImplementedAMQP(f"basic.get not supported by stream queues {q.resource}")
+        self._check_quorate(q, "get")
         entry = q.get()
         if entry is None:
             return None
@@ -588,6 +601,7 @@ class Channel:
             raise NotAllowed(f"attempt to reuse consumer tag '{consumer_tag}'")
         self.connection.access.read_queue(name)
         q = self._queue(queue)
+        self._check_quorate(q, "consume")
         if not consumer_tag:
             consumer_tag = random_name("amq.ctag-")
         if (q.consumer_count or q.single_active) and (

@@ -19,7 +19,14 @@ connection closure with reason 'shutdown'"); then each queue it is part of is to
   back (:func:`node_started`) with what a restart keeps: its persistent messages, those its
   consumers had not acknowledged first again, marked redelivered.
 - A **quorum** queue or a **stream** with a majority of its members still running goes on: if
-  the stopped node led it, the next running member leads it (``placement.leader``).
+  the stopped node led it, the next running member leads it (``placement.leader``; Ra elects
+  whichever member times out first, embroker the next in the members' order). Without a
+  majority (:func:`quorate`) it takes nothing: a publish to it is nacked (not enqueued), and
+  basic.get, basic.consume and queue.purge end the connection with 541 INTERNAL_ERROR (get:
+  "Cannot get a message from queue ...: noproc"); declare and delete still answer. RabbitMQ
+  gets there through timeouts (5 s for a delete, 30 s for a purge, 65 s for a get, a consume
+  or a new channel's confirm); embroker answers at once. The majority back, it goes on with
+  what it held.
 
 The queue that comes back is a new :class:`~._queue.Queue` object (RabbitMQ starts a new queue
 process and recovers it from disk); the old one is deleted, so whatever still refers to it
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..errors import InternalError
 from . import _history
 from ._exchange import Binding
 from ._queue import Queue
@@ -40,7 +48,7 @@ if TYPE_CHECKING:
     from ._node import Node
     from ._vhost import VirtualHost
 
-__all__ = ["node_started", "node_stopped"]
+__all__ = ["no_majority", "node_started", "node_stopped", "quorate"]
 
 
 def node_stopped(vhost: VirtualHost, node: Node) -> None:
@@ -59,6 +67,21 @@ def node_stopped(vhost: VirtualHost, node: Node) -> None:
             running = [n for n in queue.placement.members if n.running]
             if running:
                 queue.placement = Placement(running[0], queue.placement.members)
+
+
+def quorate(queue: Queue) -> bool:
+    """Whether a majority of ``queue``'s members run (a classic queue: its home runs)."""
+    members = queue.placement.members
+    return sum(1 for node in members if node.running) * 2 > len(members)
+
+
+def no_majority(queue: Queue, what: str) -> InternalError:
+    """The 541 a leaderless quorum queue (or stream) ends a connection with for ``what``
+    (``"get"``, ``"consume"``, ``"purge"``), as RabbitMQ 3.10.8 answers (live, after its
+    timeouts)."""
+    if what == "get":
+        return InternalError(f"Cannot get a message from queue '{queue.resource}': noproc")
+    return InternalError("")
 
 
 def node_started(vhost: VirtualHost, node: Node) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from embroker.errors import ConnectionException, ConnectionForced, NotFound
+from embroker.errors import ConnectionException, ConnectionForced, InternalError, NotFound
 from embroker.model import Broker, Cancelled
 
 DOWN = "NOT_FOUND - home node 'embroker-2@localhost' of durable queue 'dq' in vhost '/' is down or " \
@@ -119,3 +119,27 @@ def test_a_single_node_broker_stopped_and_started_is_restarted() -> None:
     broker.nodes[0].start()
     assert list(broker.queues) == ["d"]
     assert [m.body for m in broker.queues["d"].messages] == [b"p"]
+
+
+def test_a_quorum_queue_without_a_majority_takes_nothing_until_it_is_back(
+        broker: Broker) -> None:
+    # (live: get 541 "... noproc", purge and consume 541, a new channel's publish nacked and
+    # not enqueued; the majority back, the queue goes on with what it held)
+    a = _channel(broker, 0)
+    a.queue_declare("qq", durable=True, arguments={"x-queue-type": "quorum"})
+    a.basic_publish("", "qq", b"before")
+    broker.nodes[1].stop()
+    broker.nodes[2].stop()
+    publisher = _channel(broker, 0)
+    publisher.confirm_select()
+    assert not publisher.basic_publish("", "qq", b"lost").accepted
+    for attempt, text in ((lambda c: c.basic_get("qq"), "INTERNAL_ERROR - Cannot get a "
+                           "message from queue 'queue 'qq' in vhost '/'': noproc"),
+                          (lambda c: c.queue_purge("qq"), "INTERNAL_ERROR"),
+                          (lambda c: c.basic_consume("qq"), "INTERNAL_ERROR")):
+        with pytest.raises(InternalError) as refused:
+            attempt(_channel(broker, 0))
+        assert refused.value.reply_text == text
+    assert _channel(broker, 0).queue_declare("qq", passive=True).queue == "qq"
+    broker.nodes[1].start()
+    assert [m.body for m in broker.queues["qq"].messages] == [b"before"]
