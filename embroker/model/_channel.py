@@ -416,6 +416,8 @@ class Channel:
             accepted = True
             for queue in queues:
                 if refused and queue.type.replicated and not quorate(queue):
+                    if queue.stream is not None:
+                        raise no_majority(queue, "publish")
                     accepted = False  # (no majority: nacked, not enqueued)
                 elif not queue.publish(message, expiration, self):
                     accepted = False

@@ -8,22 +8,25 @@ A node that stops closes its clients' connections (320 CONNECTION_FORCED "broker
 connection closure with reason 'shutdown'"); then each queue it is part of is told
 (:func:`node_stopped`), by its type:
 
-- A **classic** queue homed there: its process ends. A transient one (exclusive, auto-delete or
-  not durable) is deleted with its bindings (``rabbit_amqqueue:on_node_down/1``). A durable one
-  keeps its record, bindings included, and is *down*: its consumers elsewhere are cancelled
-  (basic.cancel), deliveries they did not settle are no longer theirs (a later ack or reject of
-  them changes nothing), and every operation on it from another node is refused with 404
-  "home node 'N' of durable queue 'q' in vhost '/' is down or inaccessible" (declare, passive
-  or not, consume, get, purge, bind, unbind, delete); a publish routed to it reaches nothing
-  (returned as NO_ROUTE when mandatory, confirmed). When the node starts again the queue is
-  back (:func:`node_started`) with what a restart keeps: its persistent messages, those its
+- A **classic** queue homed there: its process ends. A transient one (exclusive or not durable)
+  is deleted with its bindings (``rabbit_amqqueue:on_node_down/1``). A durable one (auto-delete
+  or not) keeps its record, bindings included, and is *down*: its consumers elsewhere are
+  cancelled (basic.cancel), deliveries they did not settle are no longer theirs (a later ack or
+  reject of them changes nothing), and every operation on it from another node is refused with
+  404 "home node 'N' of durable queue 'q' in vhost '/' is down or inaccessible" (declare,
+  passive or not, consume, get, purge, bind, unbind, delete); a publish routed to it reaches
+  nothing (returned as NO_ROUTE when mandatory, confirmed). When the node starts again the queue
+  is back (:func:`node_started`) with what a restart keeps: its persistent messages, those its
   consumers had not acknowledged first again, marked redelivered.
 - A **quorum** queue or a **stream** with a majority of its members still running goes on: if
   the stopped node led it, the next running member leads it (``placement.leader``; Ra elects
   whichever member times out first, embroker the next in the members' order). Without a
-  majority (:func:`quorate`) it takes nothing: a publish to it is nacked (not enqueued), and
-  basic.get, basic.consume and queue.purge end the connection with 541 INTERNAL_ERROR (get:
-  "Cannot get a message from queue ...: noproc"); declare and delete still answer. RabbitMQ
+  majority (:func:`quorate`) it takes nothing: a publish to a quorum queue is nacked (not
+  enqueued), one to a stream ends the connection with 506 RESOURCE_ERROR "Stream coordinator
+  unavailable for queue ..."; basic.get, basic.consume and queue.purge end it with 541
+  INTERNAL_ERROR (get: "Cannot get a message from queue ...: noproc"); declare and delete still
+  answer, but a new quorum queue whose members have no majority is refused with 541
+  "... cluster_not_formed". RabbitMQ
   gets there through timeouts (5 s for a delete, 30 s for a purge, 65 s for a get, a consume
   or a new channel's confirm); embroker answers at once. The majority back, it goes on with
   what it held.
@@ -37,7 +40,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import InternalError
+from ..errors import InternalError, ResourceError
 from . import _history
 from ._exchange import Binding
 from ._queue import Queue
@@ -57,7 +60,7 @@ def node_stopped(vhost: VirtualHost, node: Node) -> None:
         if node not in queue.placement.members:
             continue
         if not queue.type.replicated:
-            if queue.durable and not queue.exclusive and not queue.auto_delete:
+            if queue.durable and not queue.exclusive:  # (a durable auto-delete one too)
                 _take_down(vhost, queue)
             else:
                 lost = queue.messages
@@ -75,12 +78,20 @@ def quorate(queue: Queue) -> bool:
     return sum(1 for node in members if node.running) * 2 > len(members)
 
 
-def no_majority(queue: Queue, what: str) -> InternalError:
-    """The 541 a leaderless quorum queue (or stream) ends a connection with for ``what``
-    (``"get"``, ``"consume"``, ``"purge"``), as RabbitMQ 3.10.8 answers (live, after its
-    timeouts)."""
+def no_majority(queue: Queue, what: str) -> InternalError | ResourceError:
+    """What a quorum queue (or stream) without a majority ends a connection with for ``what``
+    (``"get"``, ``"consume"``, ``"purge"``, a stream's ``"publish"``, a new quorum queue's
+    ``"declare"``), as RabbitMQ 3.10.8 answers (live, after its timeouts): 541, or a stream's
+    506 for a publish."""
     if what == "get":
         return InternalError(f"Cannot get a message from queue '{queue.resource}': noproc")
+    if what == "publish":
+        return ResourceError(f"Stream coordinator unavailable for {queue.resource}")
+    if what == "declare":
+        node = queue.placement.leader.name
+        return InternalError(f"Cannot declare quorum queue '{queue.name}' in vhost "
+                             f"'{queue.vhost.name}' on node '{node}' with leader on node "
+                             f"'{node}': cluster_not_formed")
     return InternalError("")
 
 

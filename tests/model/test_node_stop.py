@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from embroker.errors import ConnectionException, ConnectionForced, InternalError, NotFound
+from embroker.errors import (
+    ConnectionException,
+    ConnectionForced,
+    InternalError,
+    NotFound,
+    ResourceError,
+)
 from embroker.model import Broker, Cancelled
 
 DOWN = "NOT_FOUND - home node 'embroker-2@localhost' of durable queue 'dq' in vhost '/' is down or " \
@@ -90,10 +96,12 @@ def test_consumers_elsewhere_are_cancelled_and_the_queue_comes_back_with_its_mes
 def test_transient_classic_queues_on_a_stopped_node_are_deleted(broker: Broker) -> None:
     b = broker.open_connection(node=broker.nodes[1]).open_channel(1)
     b.queue_declare("plain", durable=False)
-    b.queue_declare("auto", durable=True, auto_delete=True)
+    b.queue_declare("auto", auto_delete=True)
+    _channel(broker, 0).queue_declare("elsewhere")
     broker.nodes[1].stop()
     assert "plain" not in broker.queues
     assert "auto" not in broker.queues
+    assert "elsewhere" in broker.queues
 
 
 def test_a_quorum_queue_led_by_a_stopped_node_gets_the_next_running_member(
@@ -143,3 +151,56 @@ def test_a_quorum_queue_without_a_majority_takes_nothing_until_it_is_back(
     assert _channel(broker, 0).queue_declare("qq", passive=True).queue == "qq"
     broker.nodes[1].start()
     assert [m.body for m in broker.queues["qq"].messages] == [b"before"]
+
+
+def test_a_durable_auto_delete_classic_queue_is_kept_down_not_deleted(broker: Broker) -> None:
+    # (live: the transient ones go, a durable auto-delete one survives, down)
+    _channel(broker, 1).queue_declare("da", durable=True, auto_delete=True)
+    broker.nodes[1].stop()
+    assert broker.queues["da"].down
+    broker.nodes[1].start()
+    assert not broker.queues["da"].down
+
+
+def test_a_stream_without_a_majority_refuses_a_publish_with_506(broker: Broker) -> None:
+    # (live: 506 "RESOURCE_ERROR - Stream coordinator unavailable for queue 'st' in vhost '/'")
+    a = _channel(broker, 0)
+    a.queue_declare("st", durable=True, arguments={"x-queue-type": "stream"})
+    broker.nodes[1].stop()
+    broker.nodes[2].stop()
+    with pytest.raises(ResourceError) as refused:
+        _channel(broker, 0).basic_publish("", "st", b"x")
+    assert refused.value.reply_text == \
+        "RESOURCE_ERROR - Stream coordinator unavailable for queue 'st' in vhost '/'"
+
+
+def test_a_new_quorum_queue_without_a_majority_is_refused(broker: Broker) -> None:
+    # (live: 541 "... cluster_not_formed", after 15 s; nothing declared)
+    broker.nodes[1].stop()
+    broker.nodes[2].stop()
+    with pytest.raises(InternalError) as refused:
+        _channel(broker, 0).queue_declare("qq.new", durable=True,
+                                          arguments={"x-queue-type": "quorum"})
+    assert refused.value.reply_text == (
+        "INTERNAL_ERROR - Cannot declare quorum queue 'qq.new' in vhost '/' on node "
+        "'embroker@localhost' with leader on node 'embroker@localhost': cluster_not_formed")
+    assert "qq.new" not in broker.queues
+
+
+def test_a_stopped_nodes_consumer_returns_its_quorum_deliveries_counted(broker: Broker) -> None:
+    # (live: redelivered, x-delivery-count 1; consumers elsewhere see no cancel)
+    a = _channel(broker, 0)
+    a.queue_declare("qq", durable=True, arguments={"x-queue-type": "quorum"})
+    b = _channel(broker, 1)
+    b.basic_qos(prefetch_count=1)
+    b.start_consumer(b.basic_consume("qq"))
+    events: list[Any] = []
+    a.listener = events.append
+    a.start_consumer(a.basic_consume("qq"))
+    a.basic_publish("", "qq", b"m")  # (to b's consumer, the first in turn)
+    a.basic_cancel(a.consumers and next(iter(a.consumers)))
+    broker.nodes[1].stop()
+    got = a.basic_get("qq", no_ack=True)
+    assert (got.message.body, got.redelivered, got.message.headers["x-delivery-count"]) == (
+        b"m", True, 1)
+    assert not [e for e in events if isinstance(e, Cancelled)]
