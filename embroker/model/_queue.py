@@ -619,6 +619,7 @@ class Queue:
         ready = self._ready
         limit = self._delivery_limit
         over_limit = []
+        to_back = []
         for entry in sorted(entries, key=_by_seq, reverse=True):  # latest to earliest
             entry.redelivered = True
             self.unacked -= 1
@@ -630,16 +631,19 @@ class Queue:
                     continue
                 if limit is None:
                     # RabbitMQ 3.10's quorum queue without a delivery limit returns a message
-                    # to the back of the queue (with one, it comes back first, as below).
-                    entry.seq = self._next_seq
-                    self._next_seq += 1
-                    self._ready_bytes += len(entry.message.body)
-                    self._count_persistent(entry.message, 1)
-                    ready.append(entry)
+                    # to the back of the queue (with one, it comes back first, as below),
+                    # several in their order (rabbit_fifo's return of a consumer's messages).
+                    to_back.append(entry)
                     continue
             self._ready_bytes += len(entry.message.body)
             self._count_persistent(entry.message, 1)
             ready.put_back(entry)
+        for entry in reversed(to_back):  # earliest first
+            entry.seq = self._next_seq
+            self._next_seq += 1
+            self._ready_bytes += len(entry.message.body)
+            self._count_persistent(entry.message, 1)
+            ready.append(entry)
         if over_limit:
             self._dead_letter(over_limit[::-1], "delivery_limit")
         if self._consumer_count:
