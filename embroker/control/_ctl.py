@@ -334,9 +334,10 @@ def _listing(kind: str, banner: Callable[[Invocation], str], *, vhost: bool = Tr
         if timeout_line:
             inv.say(f"Timeout: {inv.timeout:.1f} seconds ...")
         inv.say(banner(inv))
-        if inv.options.get("offline"):
-            return None  # (embroker's queues are all on line: none is offline)
         arguments: dict[str, Any] = {"kind": kind, "columns": columns or None}
+        if kind == "queues":  # (which queues: see the node's _listed_queues)
+            arguments.update({flag: bool(inv.options.get(flag))
+                              for flag in ("online", "offline", "local")})
         if vhost:
             arguments["vhost"] = inv.vhost
         try:

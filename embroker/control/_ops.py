@@ -182,6 +182,15 @@ def _ip(host: Any) -> Any:
 
 
 def _queue_row(node: Node, queue: Queue, unacked: Mapping[int, tuple[int, int]]) -> dict[str, Any]:
+    if queue.down:
+        # Its home node is stopped: rabbit_amqqueue:info_down/2 (v3.10.8) answers DOWN_KEYS,
+        # the others '' (checked live: type rabbit_classic_queue, state down, its pid on its
+        # home, messages '').
+        down = {"name": queue.name, "durable": queue.durable, "auto_delete": queue.auto_delete,
+                "arguments": _typed(queue.arguments), "type": queue.type.module,
+                "pid": _pid(node, 0, id(queue) % 1_000_000, on=queue.placement.leader.name),
+                "state": "down"}
+        return {key: down.get(key, "") for key in INFO_KEYS["queues"][0]}
     info = views.queue_info(queue, unacked.get(id(queue), (0, 0)))
     classic = info["type"] == "classic"
     owner = queue.exclusive_owner if queue.exclusive else None
@@ -286,14 +295,30 @@ def _channel_pid(node: Node, connection: Connection, number: int) -> dict[str, s
 Row = Callable[[Any], dict[str, Any]]
 
 
-def _listing(node: Node, kind: str, vhost: VirtualHost | None) -> tuple[list[Any], Row]:
+def _listed_queues(node: Node, vhost: VirtualHost, arguments: Mapping[str, Any]) -> list[Queue]:
+    """The queues ``list_queues`` lists (list_queues_command.ex, v3.10.8): with ``--local``
+    those whose home or leader is this node (``rabbit_amqqueue:emit_info_local/4``); else the
+    down ones (``--offline``: ``emit_info_down/4``, listed first) and those on a running node
+    (``--online``: each running node's local ones), both unless one is asked for."""
+    queues = list(vhost.queues.values())
+    if arguments.get("local"):
+        return [q for q in queues if not q.down and q.placement.leader.name == node.name]
+    online, offline = bool(arguments.get("online")), bool(arguments.get("offline"))
+    if not online and not offline:
+        online = offline = True
+    return [q for q in queues if q.down and offline] + [
+        q for q in queues if not q.down and online and q.placement.leader.running]
+
+
+def _listing(node: Node, kind: str, vhost: VirtualHost | None,
+             arguments: Mapping[str, Any]) -> tuple[list[Any], Row]:
     """What a listing shows (read now, under the broker's lock) and how each item becomes a
     row (in slices, later: see :func:`_list`)."""
     broker = node.broker
     if kind == "queues":
         assert vhost is not None
         unacked = views.unacked_by_queue(broker.connections.values())
-        return list(vhost.queues.values()), lambda q: _queue_row(node, q, unacked)
+        return _listed_queues(node, vhost, arguments), lambda q: _queue_row(node, q, unacked)
     if kind == "exchanges":
         assert vhost is not None
         return list(vhost.exchanges.values()), _exchange_row
@@ -394,7 +419,7 @@ def _list(node: Node, arguments: dict[str, Any]) -> Generator[None, None, list[l
     with lock:
         vhost = _vhost(node.broker, arguments) if kind in (
             "queues", "exchanges", "bindings", "consumers") else None
-        items, row_of = _listing(node, kind, vhost)
+        items, row_of = _listing(node, kind, vhost, arguments)
     rows: list[list[Any]] = []
     for start in range(0, len(items), LISTING_SLICE):
         with lock:  # (an item deleted meanwhile is still listed as it was read)

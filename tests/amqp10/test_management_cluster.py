@@ -1,8 +1,10 @@
 """RabbitMQ 4's management node over AMQP 1.0 on a cluster (``Broker(nodes=3)``): a queue's
 ``leader`` and ``replicas`` from where it lives, as ``rabbit_amqp_management:queue_topology/1``
 (RabbitMQ v4.0.5, deps/rabbit/src/rabbit_amqp_management.erl) finds them. There is no
-RabbitMQ 4 cluster here: each test names the clause it pins. A node that does not run is one
-whose ``running`` is false (how it stops is the model's)."""
+RabbitMQ 4 cluster here: each test names the clause it pins. Nodes stop by :meth:`Node.stop
+<embroker.model.Node.stop>`; a quorum queue whose leader is down (no majority left to elect
+another, which the model does not reach yet) is made by marking its leader's node not
+running."""
 
 from __future__ import annotations
 
@@ -70,6 +72,6 @@ def test_a_streams_replicas_are_its_members_in_reverse_order_of_name(
     or not) folded from the coordinator's map of members onto a list: reverse order of
     name."""
     members = [m.name for m in broker.queues["st"].placement.members]
-    broker.nodes[2].running = False
+    broker.nodes[2].stop()
     assert _topology(node, "st") == {"leader": SECOND,
                                      "replicas": sorted(members, reverse=True)}

@@ -1,8 +1,8 @@
 """rabbitmqctl on a cluster (``Broker(nodes=3)``): ``cluster_status``, and where queues live
 and vhosts run in ``list_queues`` and ``list_vhosts``, as RabbitMQ 3.10.8's tools print them
 (tests/control/golden/rabbitmqctl/cluster_status*.json for one node; a 3-node cluster recorded
-live with one node, then two, stopped: /work/notes/clustersurf/probe_surfaces.py). A node that
-does not run is one whose ``running`` is false (how it stops is the model's)."""
+live with one node, then two, stopped: /work/notes/clustersurf/probe_surfaces.py and
+probe_down.py). Nodes stop by :meth:`Node.stop <embroker.model.Node.stop>`."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def test_cluster_status_lists_every_node_and_of_the_running_ones_their_versions(
     assert status["maintenance_status"] == dict.fromkeys(sorted(names), "not under maintenance")
     assert status["listeners"]["embroker-2@localhost"] == []
     assert {x["node"] for x in status["listeners"][NODE]} == {NODE}
-    three.broker.nodes[2].running = False
+    three.broker.nodes[2].stop()
     status = json.loads(ctl("cluster_status", "--formatter", "json")[1])
     assert status["disk_nodes"] == names
     assert status["running_nodes"] == ["embroker-2@localhost", NODE]
@@ -186,7 +186,7 @@ def test_list_queues_shows_where_each_queue_lives(three: Node) -> None:
     assert f"qq\t<{second}." in table
     assert f"st\t\t{second}\t[{', '.join(st)}]\t[{', '.join(sorted(st, reverse=True))}]" in table
     follower = next(n for n in three.broker.nodes[2:] if n.name in qq)
-    follower.running = False
+    follower.stop()
     assert _queues("name", "online")["qq"]["online"] == [n for n in qq if n != follower.name]
 
 
@@ -205,7 +205,7 @@ def test_list_vhosts_cluster_state_is_a_list_of_running_nodes_as_rabbitmq_prints
     assert list(rows[0]["cluster_state"].items()) == [
         ("embroker-3@localhost", "running"), ("embroker-2@localhost", "running"),
         (NODE, "running")]
-    three.broker.nodes[1].running = False
+    three.broker.nodes[1].stop()
     assert ctl("list_vhosts", "name", "cluster_state")[1].splitlines()[-1] == (
         "/\t[{'embroker-3@localhost', running}, {rabbit@localhost, running}]")
 
@@ -218,3 +218,27 @@ def test_list_vhosts_cluster_state_of_one_node_is_the_golden_ones(one: Node) -> 
 
     assert states(ctl(*case["argv"][1:])[1]) == states(case["stdout"]) == [
         "[{rabbit@localhost, running}]"]
+
+
+def test_list_queues_shows_a_queue_whose_home_is_stopped_as_down_and_filters_by_where(
+        three: Node) -> None:
+    """list_queues_command.ex: --offline lists the down queues (rabbit_amqqueue:
+    emit_info_down/4: DOWN_KEYS, the others ''), --online those on running nodes, --local
+    those this node homes or leads, neither both (the down first). Checked live: a durable
+    classic queue homed on a stopped node, ``dq	rabbit_classic_queue	down	<pid>``, its
+    messages ''."""
+    second = "embroker-2@localhost"
+    three.broker.open_connection().open_channel(1).queue_declare("here")
+    three.broker.nodes[1].stop()  # (qq and st: led by a running member now)
+    rows = _queues("name", "type", "state", "pid", "messages", "leader", "members", "online")
+    assert list(rows) == ["c", "qq", "st", "here"]
+    assert {k: v for k, v in rows["c"].items() if k != "pid"} == {
+        "name": "c", "type": "rabbit_classic_queue", "state": "down", "messages": "",
+        "leader": "", "members": "", "online": ""}
+    assert f"c\trabbit_classic_queue\tdown\t<{second}." in ctl(
+        "list_queues", "name", "type", "state", "pid")[1]
+    assert list(_queues("name", "--offline")) == ["c"]
+    assert list(_queues("name", "--online")) == ["qq", "st", "here"]
+    led_here = [name for name in ("qq", "st")
+                if three.broker.queues[name].placement.leader.name == NODE]
+    assert list(_queues("name", "--local")) == [*led_here, "here"]

@@ -1,8 +1,10 @@
 """The management API of a cluster (``Broker(nodes=3)``): every node in ``/api/nodes``, each
 queue's node, leader, members and online members from its placement, each vhost's
 ``cluster_state``, as a 3-node RabbitMQ 3.10.8 shows them (recorded live with one node, then
-two, stopped by ``rabbitmqctl stop_app``: /work/notes/clustersurf/probe_surfaces.py). A node
-that does not run is one whose ``running`` is false (how it stops is the model's)."""
+two, stopped by ``rabbitmqctl stop_app``: /work/notes/clustersurf/probe_surfaces.py and
+probe_down.py). Nodes stop by :meth:`Node.stop <embroker.model.Node.stop>`; a replicated queue
+whose leader is down (no majority left to elect another, which the model does not reach yet) is
+made by marking its leader's node not running."""
 
 from __future__ import annotations
 
@@ -15,8 +17,11 @@ from embroker.model import Broker
 
 
 def _get(broker: Broker, path: str) -> tuple[int, Any]:
+    """GET ``path`` (after ``/api``, a query after ``?``) as guest."""
+    path, _, query = path.partition("?")
     answer = ManagementAPI(broker)(Request(
-        "GET", "/api" + path, {}, {"authorization": "Basic Z3Vlc3Q6Z3Vlc3Q="}))
+        "GET", "/api" + path, dict(urllib.parse.parse_qsl(query)),
+        {"authorization": "Basic Z3Vlc3Q6Z3Vlc3Q="}))
     body = answer.content()
     return answer.status, json.loads(body) if body else None
 
@@ -56,7 +61,7 @@ def test_api_nodes_lists_every_node_and_a_stopped_one_with_only_the_fields_rabbi
         ("embroker@localhost", "disc", True), ("embroker-2@localhost", "disc", True),
         ("embroker-3@localhost", "disc", True)]
     assert set(nodes[1]) == set(nodes[0])  # (a running node: the figures the one node had)
-    broker.nodes[2].running = False
+    broker.nodes[2].stop()
     _status, nodes = _get(broker, "/nodes")
     assert [n["running"] for n in nodes] == [True, True, False]
     assert nodes[2] == {"name": "embroker-3@localhost", "type": "disc", "running": False,
@@ -65,7 +70,7 @@ def test_api_nodes_lists_every_node_and_a_stopped_one_with_only_the_fields_rabbi
 
 def test_api_nodes_node_finds_any_node_of_the_cluster_and_no_other() -> None:
     broker = Broker(nodes=["rabbit@a", "rabbit@b"])
-    broker.nodes[1].running = False
+    broker.nodes[1].stop()
     assert _get(broker, "/nodes/rabbit@b") == (200, {
         "name": "rabbit@b", "type": "disc", "running": False, "cluster_links": []})
     status, found = _get(broker, "/nodes/rabbit@a")
@@ -111,14 +116,18 @@ def test_a_quorum_queue_shows_its_leader_members_and_the_members_that_run() -> N
         "node": "embroker-2@localhost", "leader": "embroker-2@localhost", "members": members,
         "online": members, "open_files": dict.fromkeys(members, 0)}
     follower = next(m for m in placement.members if m is not placement.leader)
-    follower.running = False
+    follower.stop()
     shown = _queue(broker, "qq")
     assert (shown["members"], shown["online"]) == (
         members, [m for m in members if m != follower.name])
     assert shown["open_files"] == dict.fromkeys(members, 0)
-    placement.leader.running = False
-    assert _queue(broker, "qq")["leader"] is None
     assert len(_queue(broker, "qq2")["members"]) == 2
+    broker.queues["qq"].placement.leader.stop()  # (a new leader, the running member)
+    shown = _queue(broker, "qq")
+    assert shown["leader"] == shown["node"] == broker.queues["qq"].placement.leader.name
+    assert shown["online"] == [shown["leader"]]
+    broker.queues["qq"].placement.leader.running = False  # (no leader)
+    assert _queue(broker, "qq")["leader"] is None
 
 
 def test_a_stream_shows_its_members_online_in_reverse_order_of_name_and_readers_per_member(
@@ -134,7 +143,7 @@ def test_a_stream_shows_its_members_online_in_reverse_order_of_name_and_readers_
                      "online": ["embroker@localhost", "embroker-3@localhost",
                                 "embroker-2@localhost"],
                      "readers": dict.fromkeys(members, 0)}
-    broker.nodes[2].running = False
+    broker.nodes[2].stop()
     assert _queue(broker, "st")["online"] == ["embroker@localhost", "embroker-2@localhost"]
     assert _queue(broker, "st1") == {"node": "embroker-2@localhost",
                                      "members": ["embroker-2@localhost"],
@@ -161,6 +170,25 @@ def test_a_vhosts_cluster_state_names_the_running_nodes_latest_first() -> None:
     assert list(state.items()) == [("embroker-3@localhost", "running"),
                                    ("embroker-2@localhost", "running"),
                                    ("embroker@localhost", "running")]
-    broker.nodes[2].running = False
+    broker.nodes[2].stop()
     assert _get(broker, "/vhosts")[1][0]["cluster_state"] == {
         "embroker-2@localhost": "running", "embroker@localhost": "running"}
+
+
+def test_a_classic_queue_whose_home_is_stopped_is_listed_down_and_not_found_alone() -> None:
+    """Checked live (a durable classic queue homed on a node stopped by stop_app): the
+    listing shows its record alone (arguments, auto_delete, durable, exclusive, name, node,
+    state down, type, vhost: rabbit_amqqueue:info_down/2), GET of it is 404; back when its
+    node starts."""
+    broker = _cluster()
+    broker.nodes[1].stop()
+    _status, listed = _get(broker, "/queues/%2F")
+    assert [q for q in listed if q["name"] == "c"] == [{
+        "arguments": {}, "auto_delete": False, "durable": True, "exclusive": False,
+        "name": "c", "node": "embroker-2@localhost", "state": "down", "type": "classic",
+        "vhost": "/"}]
+    assert _get(broker, "/queues/%2F/c")[0] == 404
+    _status, listed = _get(broker, "/queues?columns=name,state")
+    assert {"name": "c", "state": "down"} in listed
+    broker.nodes[1].start()
+    assert _get(broker, "/queues/%2F/c")[1]["state"] == "running"

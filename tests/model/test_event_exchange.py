@@ -153,7 +153,7 @@ def test_a_vhost_created_in_a_cluster_names_its_running_nodes_latest_first() -> 
     node is not named), as the management API and rabbitmqctl list_vhosts show it."""
     broker = Broker(plugins=[EVENTS], nodes=3)
     ch, q = listen(broker, "vhost.created")
-    broker.nodes[1].running = False
+    broker.nodes[1].stop()
     broker.add_vhost("later")
     [event] = drain(ch, q)
     assert list(event.properties["headers"]["cluster_state"].items()) == [

@@ -2,8 +2,9 @@
 running replicas, named by the host and port each node advertises, as RabbitMQ 3.10.8's
 ``rabbit_stream_reader`` answers ``{metadata, Streams}`` with ``rabbit_stream_manager:
 topology/2`` (checked live on a 3-node cluster with one node, then two, stopped:
-/work/notes/clustersurf/probe_surfaces.py). A node that does not run is one whose ``running``
-is false (how it stops is the model's)."""
+/work/notes/clustersurf/probe_surfaces.py). Nodes stop by :meth:`Node.stop
+<embroker.model.Node.stop>`; a stream whose leader is down (no majority left to elect another,
+which the model does not reach yet) is made by marking its leader's node not running."""
 
 from __future__ import annotations
 
@@ -78,11 +79,11 @@ def test_a_stopped_replica_is_left_out_and_a_stopped_leader_is_no_reference() ->
     first two only, st's replicas [1]; the second stopped too: one broker, st leader 0xFFFF,
     replicas [0], st1 leader 0xFFFF."""
     broker = cluster()
-    broker.nodes[2].running = False
+    broker.nodes[2].stop()
     brokers, entries = metadata(opened(broker, PORTS), "st", "st1")
     assert brokers == [(0, "localhost", 33243), (1, "localhost", 49705)]
     assert entries == [("st", OK, 0, [1]), ("st1", OK, 0, [])]
-    broker.nodes[1].running = False
+    broker.nodes[1].running = False  # (the leader down, no other elected)
     brokers, entries = metadata(opened(broker, PORTS), "st", "st1")
     assert brokers == [(0, "localhost", 49705)]
     assert entries == [("st", OK, NONE, [0]), ("st1", OK, NONE, [])]
