@@ -1042,6 +1042,10 @@ def _status(inv: Invocation) -> None:
               f"{listener['protocol']}, purpose: {listener['purpose']}", file=out)
 
 
+#: What RabbitMQ's tools say where a command needs the application running on a node where
+#: it is stopped (rabbitmqctl.ex, format_validation_error(:rabbit_app_is_stopped), v3.10.8).
+APP_STOPPED = ("this command requires the 'rabbit' app to be running on the target node. Start "
+               "it with 'rabbitmqctl start_app'.")
 #: How cluster_status names an alarm's resource (RabbitMQ's CLI ``Core.Alarms.alarm_lines/2``).
 _ALARM_LINES = {"memory": "Memory alarm on node {}", "disk": "Free disk space alarm on node {}"}
 
@@ -1049,7 +1053,10 @@ _ALARM_LINES = {"memory": "Memory alarm on node {}", "disk": "Free disk space al
 @command("cluster_status", "cluster_status", (0, 0), ("rabbitmqctl", "rabbitmq-diagnostics"))
 def _cluster_status(inv: Invocation) -> None:
     """As RabbitMQ 3.10.8's (``cluster_status_command.ex``): the JSON formatter's map, or its
-    sections, each node list sorted, each per-node map in order of node name."""
+    sections, each node list sorted, each per-node map in order of node name. It needs the
+    node's RabbitMQ application running (RequiresRabbitAppRunning: exit 64)."""
+    if not inv.ask("await_startup"):
+        raise ControlError(f"Error: {APP_STOPPED}", EX_USAGE, plain=True)
     inv.say(f"Cluster status of node {inv.node} ...")
     status = inv.ask("cluster_status")
     if inv.options.get("formatter") == "json":

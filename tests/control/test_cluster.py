@@ -242,3 +242,16 @@ def test_list_queues_shows_a_queue_whose_home_is_stopped_as_down_and_filters_by_
     led_here = [name for name in ("qq", "st")
                 if three.broker.queues[name].placement.leader.name == NODE]
     assert list(_queues("name", "--local")) == [*led_here, "here"]
+
+
+def test_cluster_status_needs_the_nodes_application_running(one: Node) -> None:
+    """RequiresRabbitAppRunning (rabbitmqctl.ex: format_validation_error(
+    :rabbit_app_is_stopped)); checked live: on a node after stop_app, exit 64."""
+    one.server.stop_app()
+    out, err = io.StringIO(), io.StringIO()
+    assert run("rabbitmqctl", ["cluster_status"], out=out, err=err) == 64
+    assert (out.getvalue(), err.getvalue()) == ("", (
+        "Error: this command requires the 'rabbit' app to be running on the target node. "
+        "Start it with 'rabbitmqctl start_app'.\n"))
+    one.server.start_app()
+    assert ctl("cluster_status")[0] == 0
