@@ -43,6 +43,7 @@ from ..model._names import has_cr_lf, is_default_exchange, reserved
 
 if TYPE_CHECKING:
     from ..model import Channel as ModelChannel
+    from ..model import Queue
 
 __all__ = ["MANAGEMENT_ADDRESS", "ManagementNode", "args_hash"]
 
@@ -142,6 +143,27 @@ def _arguments(value: Any, what: str) -> dict[str, Any]:
 def _amqp_arguments(table: dict[str, Any]) -> dict[Any, Any]:
     """A 0-9-1 table as the response's map (``args_amqpl_to_amqp/1``: utf8 keys)."""
     return {str(key): value_from_091(value) for key, value in table.items()}
+
+
+def _topology(queue: Queue) -> dict[str, Any]:
+    """A queue's ``leader`` and ``replicas``, from its placement, as RabbitMQ 4's
+    ``rabbit_amqp_management:queue_topology/1`` (v4.0.5) finds them:
+
+    - a classic queue: its home node, and it alone;
+    - a quorum queue: its leader (no ``leader`` while the leader's node is down:
+      ``rabbit_quorum_queue`` says ``''``), and every member, running or not, in the queue's
+      order;
+    - a stream: its writer's node, and every member, folded from the coordinator's map of
+      members (by name) onto a list: in reverse order of name.
+    """
+    placement = queue.placement
+    leader = placement.leader.name
+    replicas = [member.name for member in placement.members]
+    if queue.type.name == "quorum" and not placement.leader.running:
+        return {"replicas": replicas}
+    if queue.type.name == "stream":
+        replicas.sort(reverse=True)
+    return {"leader": leader, "replicas": replicas}
 
 
 def _decode_properties(body: Any, what: str, booleans: tuple[str, ...],
@@ -282,9 +304,8 @@ class ManagementNode:
 
     def _encode_queue(self, name: str) -> dict[Any, Any]:
         queue = self.channel.vhost.lookup_queue(name)
-        node = self.channel.vhost.broker.node.name
         kind = queue.arguments.get("x-queue-type", "classic")
-        return {"leader": node, "replicas": [node],
+        return {**_topology(queue),
                 "message_count": ULong(queue.message_count),
                 "consumer_count": UInt(queue.consumer_count), "name": queue.name,
                 "vhost": self.channel.vhost.name, "durable": queue.durable,

@@ -334,9 +334,10 @@ def _listing(kind: str, banner: Callable[[Invocation], str], *, vhost: bool = Tr
         if timeout_line:
             inv.say(f"Timeout: {inv.timeout:.1f} seconds ...")
         inv.say(banner(inv))
-        if inv.options.get("offline"):
-            return None  # (embroker's queues are all on line: none is offline)
         arguments: dict[str, Any] = {"kind": kind, "columns": columns or None}
+        if kind == "queues":  # (which queues: see the node's _listed_queues)
+            arguments.update({flag: bool(inv.options.get(flag))
+                              for flag in ("online", "offline", "local")})
         if vhost:
             arguments["vhost"] = inv.vhost
         try:
@@ -1039,6 +1040,58 @@ def _status(inv: Invocation) -> None:
     for listener in status["listeners"]:
         print(f"Interface: {listener['interface']}, port: {listener['port']}, protocol: "
               f"{listener['protocol']}, purpose: {listener['purpose']}", file=out)
+
+
+#: What RabbitMQ's tools say where a command needs the application running on a node where
+#: it is stopped (rabbitmqctl.ex, format_validation_error(:rabbit_app_is_stopped), v3.10.8).
+APP_STOPPED = ("this command requires the 'rabbit' app to be running on the target node. Start "
+               "it with 'rabbitmqctl start_app'.")
+#: How cluster_status names an alarm's resource (RabbitMQ's CLI ``Core.Alarms.alarm_lines/2``).
+_ALARM_LINES = {"memory": "Memory alarm on node {}", "disk": "Free disk space alarm on node {}"}
+
+
+@command("cluster_status", "cluster_status", (0, 0), ("rabbitmqctl", "rabbitmq-diagnostics"))
+def _cluster_status(inv: Invocation) -> None:
+    """As RabbitMQ 3.10.8's (``cluster_status_command.ex``): the JSON formatter's map, or its
+    sections, each node list sorted, each per-node map in order of node name. It needs the
+    node's RabbitMQ application running (RequiresRabbitAppRunning: exit 64)."""
+    if not inv.ask("await_startup"):
+        raise ControlError(f"Error: {APP_STOPPED}", EX_USAGE, plain=True)
+    inv.say(f"Cluster status of node {inv.node} ...")
+    status = inv.ask("cluster_status")
+    if inv.options.get("formatter") == "json":
+        print(json_dumps(status, separators=(",", ":"), sort_keys=True), file=inv.out)
+        return
+
+    def section(title: str, lines: Sequence[str]) -> list[str]:
+        return [f"\n{BOLD}{title}{PLAIN}\n", *lines]
+
+    def by_node(mapping: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        return sorted(mapping.items())
+
+    lines = [f"{BOLD}Basics{PLAIN}\n", f"Cluster name: {status['cluster_name']}"]
+    lines += section("Disk Nodes", sorted(status["disk_nodes"]))
+    if status["ram_nodes"]:
+        lines += section("RAM Nodes", sorted(status["ram_nodes"]))
+    lines += section("Running Nodes", sorted(status["running_nodes"]))
+    lines += section("Versions", [
+        f"{node}: {v['rabbitmq_name']} {v['rabbitmq_version']} on Erlang {v['erlang_version']}"
+        for node, v in by_node(status["versions"])])
+    lines += section("Maintenance status", [f"Node: {node}, status: {state}"
+                                            for node, state in by_node(status["maintenance_status"])])
+    lines += section("Alarms", [_ALARM_LINES.get(a["resource"], "{} alarm").format(a["node"])
+                                for a in status["alarms"]] or ["(none)"])
+    lines += section("Network Partitions", [
+        f"Node {node} cannot communicate with {', '.join(peers)}"
+        for node, peers in by_node(status["partitions"])] or ["(none)"])
+    lines += section("Listeners", [
+        f"Node: {node}, interface: {x['interface']}, port: {x['port']}, protocol: "
+        f"{x['protocol']}, purpose: {x['purpose']}"
+        for node, listeners in by_node(status["listeners"]) for x in listeners]
+        if status["listeners"] else ["(none)"])
+    lines += section("Feature flags", [f"Flag: {flag['name']}, state: {flag['state']}"
+                                       for flag in status["feature_flags"]] or ["(none)"])
+    print("\n".join(lines), file=inv.out)
 
 
 # -- rabbitmq-diagnostics -----------------------------------------------------------------------

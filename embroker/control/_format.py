@@ -8,14 +8,15 @@ in their own ways (:mod:`._ops` makes them):
 - ``{"$pid": "<rabbit@host.1.2.0>"}``: an Erlang pid;
 - ``{"$ip": "127.0.0.1"}``: an address (a tuple in Erlang);
 - ``{"$atoms": [...]}``: a list of atoms (user tags, node names);
-- ``{"$map": {...}}``: an Erlang map (``cluster_state``);
+- ``{"$proplist": [[atom, atom], ...]}``: a list of pairs of atoms (``cluster_state``);
 - ``{"$tuple": [...]}``: a tuple of integers (a connection's protocol, ``{0,9,1}``);
 - ``{"$raw": "..."}``: a term a plugin's listing prints in its own way (``{'MQTT', N/A}``),
   printed as it is (a string in JSON).
 
 The table formatter prints each as ``RabbitMQ.CLI.Formatters.FormatterHelpers`` does: an AMQP
 table as Erlang's ``~tp`` of ``[{Key, Value}]`` (``[{"x-max-length",10}]``), atoms bare and
-joined by ``", "`` in brackets, a map as ``#{k => v}``, ``true``/``false``; the JSON formatter
+joined by ``", "`` in brackets, pairs as ``[{k, v}, ...]`` (each key as ``~p`` prints an
+atom: quoted unless plain), ``true``/``false``; the JSON formatter
 writes one object per row (``[`` and ``]`` on lines of their own, rows after the first starting
 with ``,``) and turns tuples into lists, as Elixir's JSON encoder does.
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,6 +55,17 @@ def _charlist(text: str) -> str:
         else:
             out.append(char)
     return '"' + "".join(out) + '"'
+
+
+_PLAIN_ATOM = re.compile(r"[a-z][A-Za-z0-9_@]*")
+
+
+def _atom(name: str) -> str:
+    """An atom as ``~p`` prints it: bare when it may be (``rabbit@localhost``), else quoted
+    (``'embroker-2@localhost'``)."""
+    if _PLAIN_ATOM.fullmatch(name):
+        return name
+    return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _term(value: Any) -> str:
@@ -120,9 +133,8 @@ def table_value(value: Any) -> str:
             return str(value["$ip"])
         if "$atoms" in value:
             return "[" + ", ".join(value["$atoms"]) + "]"
-        if "$map" in value:
-            return "#{" + ", ".join(f"{k} => {table_value(v)}"
-                                    for k, v in value["$map"].items()) + "}"
+        if "$proplist" in value:
+            return "[" + ", ".join(f"{{{_atom(k)}, {v}}}" for k, v in value["$proplist"]) + "]"
         if "$tuple" in value:
             return "{" + ",".join(map(str, value["$tuple"])) + "}"
         if "$raw" in value:
@@ -149,8 +161,8 @@ def _json_value(value: Any) -> Any:
                 p.isdigit() for p in parts) else address
         if "$atoms" in value:
             return list(value["$atoms"])
-        if "$map" in value:
-            return {k: _json_value(v) for k, v in value["$map"].items()}
+        if "$proplist" in value:
+            return {k: _json_value(v) for k, v in value["$proplist"]}
         if "$tuple" in value:
             return list(value["$tuple"])
         if "$raw" in value:

@@ -62,6 +62,8 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "clear_topic_permissions": ("Access Control", "Clears user topic permissions for a vhost or exchange"),
     "clear_user_limits": ("Users", "Clears user connection/channel limits"),
     "clear_vhost_limits": ("Virtual hosts", "Clears virtual host limits"),
+    "cluster_status": ("Cluster", "Displays all the nodes in the cluster grouped by node type, "
+        "together with the currently running nodes"),
     "close_all_connections": ("Operations", "Instructs the broker to close all connections for the "
         "specified vhost or entire RabbitMQ node"),
     "close_connection": ("Operations", "Instructs the broker to close the connection associated with the "

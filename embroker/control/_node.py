@@ -25,6 +25,7 @@ from .._listener_plugins import PROTOCOLS
 from .._transport import port_kinds
 from .._version import __version__
 from ..errors import ConnectionForced
+from ..management import views
 from ..model._plugins import PLUGINS
 from ..server import APP_RUNNING, AppRunning, PortInUse
 from ._ops import OPERATIONS
@@ -371,6 +372,30 @@ class Node:
             "connections": len(self.broker.connections),
             "queues": sum(len(v.queues) for v in self.broker.vhosts.values()),
             "vhosts": len(self.broker.vhosts),
+        }
+
+    def cluster_status(self) -> dict[str, Any]:
+        """What ``rabbitmqctl cluster_status`` shows (``cluster_status_command.ex``, v3.10.8):
+        the cluster's name, its nodes (every one a disc node), the running ones, and of each
+        running node its version, maintenance status, alarms and listeners (this node's; the
+        cluster's other nodes have none of their own yet), no partitions, the feature flags."""
+        broker = self.broker
+        with broker.locked():
+            nodes = [node.name for node in broker.nodes]
+            running = views.running_nodes(broker)
+            cluster_name = broker.cluster_name
+        version = {"rabbitmq_name": "RabbitMQ", "rabbitmq_version": self.rabbitmq_version,
+                   "erlang_version": views.ERLANG_VERSION}
+        listeners = self.listeners()
+        return {
+            "cluster_name": cluster_name, "disk_nodes": nodes, "ram_nodes": [],
+            "running_nodes": running,
+            "versions": {name: dict(version) for name in running},
+            "alarms": [{"node": self.name, "resource": alarm, "type": "resource_limit"}
+                       for alarm in self.alarms()] if self.name in running else [],
+            "listeners": {name: listeners if name == self.name else [] for name in running},
+            "maintenance_status": dict.fromkeys(running, "not under maintenance"),
+            "partitions": {}, "feature_flags": views.feature_flags(),
         }
 
     def close_connection(self, connection: Connection, reason: str) -> None:

@@ -103,6 +103,11 @@ def _alarms(node: Node, arguments: dict[str, Any]) -> Any:
     return node.alarms()
 
 
+@operation("cluster_status")
+def _cluster_status(node: Node, arguments: dict[str, Any]) -> Any:
+    return node.cluster_status()
+
+
 @operation("environment")
 def _environment(node: Node, arguments: dict[str, Any]) -> Any:
     return {"version": __version__, "pid": os.getpid(), "node": node.name}
@@ -148,11 +153,12 @@ def _set_disk_free_limit(node: Node, arguments: dict[str, Any]) -> Any:
 
 # -- listings -----------------------------------------------------------------------------------
 
-def _pid(node: Node, kind: int, number: int) -> dict[str, str]:
+def _pid(node: Node, kind: int, number: int, *, on: str | None = None) -> dict[str, str]:
     """An Erlang pid as RabbitMQ's tools print it (:mod:`._format`'s ``$pid``), for a queue
-    (kind 0), a connection (1) or a channel (2) of this node: stable for the object's life,
-    unique on the node."""
-    return {"$pid": f"<{node.name}.{node.creation}.{number}.{kind}>"}
+    (kind 0), a connection (1) or a channel (2) of this node (or of the cluster's node named
+    ``on``: one embroker's nodes share its creation): stable for the object's life, unique
+    on the node."""
+    return {"$pid": f"<{on or node.name}.{node.creation}.{number}.{kind}>"}
 
 
 def _typed(value: Any) -> Any:
@@ -176,21 +182,38 @@ def _ip(host: Any) -> Any:
 
 
 def _queue_row(node: Node, queue: Queue, unacked: Mapping[int, tuple[int, int]]) -> dict[str, Any]:
+    if queue.down:
+        # Its home node is stopped: rabbit_amqqueue:info_down/2 (v3.10.8) answers DOWN_KEYS,
+        # the others '' (checked live: type rabbit_classic_queue, state down, its pid on its
+        # home, messages '').
+        down = {"name": queue.name, "durable": queue.durable, "auto_delete": queue.auto_delete,
+                "arguments": _typed(queue.arguments), "type": queue.type.module,
+                "pid": _pid(node, 0, id(queue) % 1_000_000, on=queue.placement.leader.name),
+                "state": "down"}
+        return {key: down.get(key, "") for key in INFO_KEYS["queues"][0]}
     info = views.queue_info(queue, unacked.get(id(queue), (0, 0)))
     classic = info["type"] == "classic"
     owner = queue.exclusive_owner if queue.exclusive else None
     row = {key: info.get(key, "") for key in INFO_KEYS["queues"][0]}
-    members = {"$atoms": [node.name]} if not classic else ""
+    # Where it lives (its placement): its pid is on its home or leader (list_queues asks each
+    # node for the queues local to it: rabbit_amqqueue:emit_info_local/3 and
+    # is_local_to_node/2, v3.10.8), none for a stream (pid is none of rabbit_stream_queue's
+    # info keys: checked live); a replicated queue's leader ('' while its node is down),
+    # members and the members that run (rabbit_quorum_queue:i/2, rabbit_stream_queue:i/2).
+    home, members, online, leader = views.placement_names(queue)
     row.update({
         "arguments": _typed(queue.arguments),
-        "pid": _pid(node, 0, id(queue) % 1_000_000),
+        "pid": _pid(node, 0, id(queue) % 1_000_000, on=home) if info["type"] != "stream"
+        else "",
         "owner_pid": _pid(node, 1, owner.id) if owner is not None else "",
         "exclusive": queue.exclusive if classic else "",
         "exclusive_consumer_pid": "", "exclusive_consumer_tag": info.get(
             "exclusive_consumer_tag") or "",
         "policy": info.get("policy") or "", "head_message_timestamp": "",
         "disk_reads": 0, "disk_writes": 0, "slave_pids": "", "synchronised_slave_pids": "",
-        "leader": node.name if not classic else "", "members": members, "online": members,
+        "leader": leader if not classic else "",
+        "members": {"$atoms": list(members)} if not classic else "",
+        "online": {"$atoms": list(online)} if not classic else "",
         "messages_ready_ram": info.get("messages_ready_ram", info.get("messages_ready")),
         "messages_unacknowledged_ram": info.get("messages_unacknowledged_ram",
                                                 info.get("messages_unacknowledged")),
@@ -272,14 +295,30 @@ def _channel_pid(node: Node, connection: Connection, number: int) -> dict[str, s
 Row = Callable[[Any], dict[str, Any]]
 
 
-def _listing(node: Node, kind: str, vhost: VirtualHost | None) -> tuple[list[Any], Row]:
+def _listed_queues(node: Node, vhost: VirtualHost, arguments: Mapping[str, Any]) -> list[Queue]:
+    """The queues ``list_queues`` lists (list_queues_command.ex, v3.10.8): with ``--local``
+    those whose home or leader is this node (``rabbit_amqqueue:emit_info_local/4``); else the
+    down ones (``--offline``: ``emit_info_down/4``, listed first) and those on a running node
+    (``--online``: each running node's local ones), both unless one is asked for."""
+    queues = list(vhost.queues.values())
+    if arguments.get("local"):
+        return [q for q in queues if not q.down and q.placement.leader.name == node.name]
+    online, offline = bool(arguments.get("online")), bool(arguments.get("offline"))
+    if not online and not offline:
+        online = offline = True
+    return [q for q in queues if q.down and offline] + [
+        q for q in queues if not q.down and online and q.placement.leader.running]
+
+
+def _listing(node: Node, kind: str, vhost: VirtualHost | None,
+             arguments: Mapping[str, Any]) -> tuple[list[Any], Row]:
     """What a listing shows (read now, under the broker's lock) and how each item becomes a
     row (in slices, later: see :func:`_list`)."""
     broker = node.broker
     if kind == "queues":
         assert vhost is not None
         unacked = views.unacked_by_queue(broker.connections.values())
-        return list(vhost.queues.values()), lambda q: _queue_row(node, q, unacked)
+        return _listed_queues(node, vhost, arguments), lambda q: _queue_row(node, q, unacked)
     if kind == "exchanges":
         assert vhost is not None
         return list(vhost.exchanges.values()), _exchange_row
@@ -351,7 +390,7 @@ def _vhost_row(node: Node, host: VirtualHost) -> dict[str, Any]:
                                             if host.name == "/" else "")),
             "tags": {"$atoms": list(metadata.get("tags", []))} if described else "",
             "default_queue_type": "undefined", "tracing": host.tracing,
-            "cluster_state": {"$map": {node.name: "running"}}}
+            "cluster_state": {"$proplist": list(views.cluster_state(node.broker).items())}}
 
 
 def _columns(kind: str, arguments: Mapping[str, Any]) -> list[str]:
@@ -380,7 +419,7 @@ def _list(node: Node, arguments: dict[str, Any]) -> Generator[None, None, list[l
     with lock:
         vhost = _vhost(node.broker, arguments) if kind in (
             "queues", "exchanges", "bindings", "consumers") else None
-        items, row_of = _listing(node, kind, vhost)
+        items, row_of = _listing(node, kind, vhost, arguments)
     rows: list[list[Any]] = []
     for start in range(0, len(items), LISTING_SLICE):
         with lock:  # (an item deleted meanwhile is still listed as it was read)

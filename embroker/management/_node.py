@@ -17,6 +17,7 @@ from ._routes import Call, bad_request, not_found, route
 from ._schema import Field, Schema, text
 
 if TYPE_CHECKING:
+    from ..model import Node
     from ._api import ManagementAPI
 
 _EXCHANGE_DESCRIPTIONS = {
@@ -84,7 +85,7 @@ def _overview(api: ManagementAPI, call: Call) -> Any:
         "exchange_types": _exchange_types(api), "product_version": __version__,
         "product_name": "embroker", "rabbitmq_version": "3.10.8",
         "cluster_name": cluster_name(api),
-        "erlang_version": "none (embroker is Python)", "erlang_full_version": "none",
+        "erlang_version": views.ERLANG_VERSION, "erlang_full_version": "none",
         "release_series_support_status": "supported", "disable_stats": False,
         "enable_queue_totals": False, "message_stats": views.stats(views.OVERVIEW_STATS),
         "churn_rates": views.stats(_CHURN),
@@ -143,21 +144,36 @@ def _cluster_name_put(api: ManagementAPI, call: Call) -> Any:
 
 @route("GET", "nodes", Rule.MONITOR)
 def _nodes(api: ManagementAPI, call: Call) -> Any:
-    return [_node(api)]
+    """Every node of the cluster, in its order (``rabbit_mgmt_wm_nodes:all_nodes_raw/0``: each
+    a disc node, running or not)."""
+    with api.broker.locked():
+        nodes = list(api.broker.nodes)
+    return [_node(api, node) for node in nodes]
 
 
 @route("GET", "nodes/{node}", Rule.MONITOR)
 def _node_one(api: ManagementAPI, call: Call) -> Any:
-    if call.params["node"] != api.broker.node.name:
+    with api.broker.locked():
+        found = [node for node in api.broker.nodes if node.name == call.params["node"]]
+    if not found:
         raise not_found()
-    return _node(api)
+    return _node(api, found[0])
 
 
-def _node(api: ManagementAPI) -> dict[str, Any]:
+def _node(api: ManagementAPI, node: Node) -> dict[str, Any]:
+    """A node as ``/api/nodes`` shows it. A node whose RabbitMQ is stopped has no statistics:
+    its name, type, ``running`` and no cluster links (checked live on a 3.10.8 cluster,
+    ``rabbitmqctl stop_app`` on one node). A running node has the figures embroker keeps: the
+    memory the broker holds and the server's disk figures (one process, one disk); the
+    alarms and the management context of the node the server serves (the first), none on
+    the others."""
     broker = api.broker
+    if not node.running:
+        return {"name": node.name, "type": "disc", "running": False, "cluster_links": []}
+    served = node is broker.nodes[0]
     with broker.locked():
         held = broker.held_bytes()
-        alarms = list(broker.alarms)
+        alarms = list(broker.alarms) if served else []
     limit = broker.memory_high_watermark
     server = api.server  # (the node's monitors, when served: rabbitmqctl set_*_limit)
     disk_limit = server.disk_free_limit if server is not None else 0
@@ -180,7 +196,8 @@ def _node(api: ManagementAPI) -> dict[str, Any]:
                              "enabled": True}],
         "applications": [{"name": "embroker", "description": "embroker",
                           "version": __version__}],
-        "contexts": _contexts(api, node=False), "log_files": [], "db_dir": "",
+        "contexts": _contexts(api, node=False) if served else [], "log_files": [],
+        "db_dir": "",
         "config_files": [], "cluster_links": [],
         "net_ticktime": 60, "enabled_plugins": ["rabbitmq_management"],
         "mem_calculation_strategy": "none",
@@ -189,7 +206,7 @@ def _node(api: ManagementAPI) -> dict[str, Any]:
             "consumer_deleted", "exchange_deleted", "node_node_deleted", "queue_deleted",
             "vhost_deleted"), 0),
         "ra_open_file_metrics": {"ra_log_segment_writer": 0, "ra_log_wal": 0},
-        "name": api.broker.node.name, "type": "disc", "running": True,
+        "name": node.name, "type": "disc", "running": True,
     }
 
 

@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PolicyError
 from ..model._access import Rule
+from . import views
 from ._http import Response
 from ._routes import Call, HttpError, bad_request, not_found, route
 from ._schema import Field, Schema, anything
@@ -157,40 +158,15 @@ def _global_parameter_delete(api: ManagementAPI, call: Call) -> Any:
     return Response(204)
 
 
-#: RabbitMQ 3.10.8's feature flags (rabbit_core_ff, rabbit_mgmt_ff), each a capability
-#: embroker has: quorum queues, streams, user limits, vhost metadata, the statistics'
-#: ``get_empty`` and ``drop_unroutable``... so each is enabled.
-FEATURE_FLAGS: Final = (
-    ("classic_mirrored_queue_version", "Support setting version for classic mirrored queues",
-     "", "rabbit"),
-    ("drop_unroutable_metric", "Count unroutable publishes to be dropped in stats", "",
-     "rabbitmq_management_agent"),
-    ("empty_basic_get_metric", "Count AMQP `basic.get` on empty queues in stats", "",
-     "rabbitmq_management_agent"),
-    ("implicit_default_bindings",
-     "Default bindings are now implicit, instead of being stored in the database", "",
-     "rabbit"),
-    ("maintenance_mode_status", "Maintenance mode status", "", "rabbit"),
-    ("quorum_queue", "Support queues of type `quorum`",
-     "https://www.rabbitmq.com/quorum-queues.html", "rabbit"),
-    ("stream_queue", "Support queues of type `stream`", "https://www.rabbitmq.com/stream.html",
-     "rabbit"),
-    ("user_limits", "Configure connection and channel limits for a user", "", "rabbit"),
-    ("virtual_host_metadata", "Virtual host metadata (description, tags, etc)", "", "rabbit"),
-)
-
-
 @route("GET", "feature-flags", Rule.ADMIN)
 def _feature_flags(api: ManagementAPI, call: Call) -> Any:
-    return [{"name": name, "desc": desc, "doc_url": doc_url, "state": "enabled",
-             "stability": "stable", "provided_by": provided_by}
-            for name, desc, doc_url, provided_by in FEATURE_FLAGS]
+    return views.feature_flags()
 
 
 @route("PUT", "feature-flags/{name}/enable", Rule.ADMIN)
 def _feature_flag_enable(api: ManagementAPI, call: Call) -> Any:
     """rabbit_mgmt_wm_feature_flag_enable: every flag embroker knows is enabled already (204,
     as RabbitMQ answers for one that is); another is ``unsupported``."""
-    if call.params["name"] not in {flag[0] for flag in FEATURE_FLAGS}:
+    if call.params["name"] not in {flag["name"] for flag in views.feature_flags()}:
         raise bad_request("unsupported")
     return Response(204)

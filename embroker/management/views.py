@@ -18,7 +18,7 @@ import json
 import json.encoder
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
 from urllib.parse import quote_plus
 
 from ..fieldtypes import json_value
@@ -26,11 +26,26 @@ from ..model._kinds import STREAM
 from ..model._names import NODE
 
 if TYPE_CHECKING:
-    from ..model import Binding, Channel, Connection, Consumer, Exchange, Queue, VirtualHost
+    from ..model import (
+        Binding,
+        Broker,
+        Channel,
+        Connection,
+        Consumer,
+        Exchange,
+        Queue,
+        VirtualHost,
+    )
 
-__all__ = ["NODE", "QueueSnapshot", "binding_info", "exchange_info", "json_value", "properties_key",
-           "queue_info", "queue_json", "queue_snapshot", "vhost_info"]
+__all__ = ["ERLANG_VERSION", "FEATURE_FLAGS", "NODE", "QueueSnapshot", "binding_info",
+           "cluster_state", "exchange_info", "feature_flags", "json_value", "placement_names",
+           "properties_key", "queue_info", "queue_json", "queue_snapshot", "running_nodes",
+           "vhost_info"]
 
+
+#: The Erlang version a node reports (the management API's overview, ``rabbitmqctl
+#: cluster_status``): none.
+ERLANG_VERSION: Final = "none (embroker is Python)"
 
 _RATE = {"rate": 0.0}
 _GC = {"fullsweep_after": 0, "max_heap_size": 0, "min_bin_vheap_size": 0, "min_heap_size": 0,
@@ -143,8 +158,18 @@ class QueueSnapshot(NamedTuple):
     operator_policy: str | None
     effective_policy_definition: Any
     declared_at: float
-    #: The node it is on (its broker's :attr:`~embroker.model.Broker.node`).
+    #: The node it is on: a classic queue's home, a quorum queue's or a stream's leader
+    #: (:attr:`Queue.placement <embroker.model.Queue.placement>`).
     node: str = NODE
+    #: Its members' names, in its placement's order (a classic queue's: its home).
+    members: tuple[str, ...] = (NODE,)
+    #: Those of its members whose node runs.
+    online: tuple[str, ...] = (NODE,)
+    #: Its leader's name while its node runs, else ``""`` (``rabbit_quorum_queue:leader/1``:
+    #: ``''`` when the leader's Ra server is not alive).
+    leader: str = NODE
+    #: Whether its home node is stopped (:attr:`Queue.down <embroker.model.Queue.down>`).
+    down: bool = False
 
 
 def queue_snapshot(queue: Queue, unacked: tuple[int, int] | None = None) -> QueueSnapshot:
@@ -172,7 +197,26 @@ def queue_snapshot(queue: Queue, unacked: tuple[int, int] | None = None) -> Queu
         queue.policy.name if queue.policy else None,
         queue.operator_policy.name if queue.operator_policy else None,
         json_value(queue.effective_policy_definition), queue.declared_at,
-        queue.vhost.broker.node.name)
+        *placement_names(queue), queue.down)
+
+
+def placement_names(queue: Queue) -> tuple[str, tuple[str, ...], tuple[str, ...], str]:
+    """Where ``queue`` lives, by name, as :class:`QueueSnapshot` keeps it: its node (a classic
+    queue's home, a replicated queue's leader: ``rabbit_mgmt_format:strip_queue_pids/1`` and
+    ``format_queue_stats({leader, _})``, v3.10.8), its members, those running, and its leader
+    while it runs (else ``""``).
+
+    The running members come in the members' order for a quorum queue
+    (``rabbit_quorum_queue:online/1``) and in reverse order of name for a stream
+    (``rabbit_stream_queue:i(online, _)`` folds the coordinator's map of members, by name,
+    onto a list)."""
+    placement = queue.placement
+    leader = placement.leader
+    members = tuple(member.name for member in placement.members)
+    online = tuple(member.name for member in placement.members if member.running)
+    if queue.type.name == "stream":
+        online = tuple(sorted(online, reverse=True))
+    return leader.name, members, online, leader.name if leader.running else ""
 
 
 def queue_info(queue: Queue | QueueSnapshot,
@@ -185,6 +229,8 @@ def queue_info(queue: Queue | QueueSnapshot,
     (its statistics saw no traffic), which embroker does not follow (it would cost every
     publish and delivery a clock read)."""
     q = queue if isinstance(queue, QueueSnapshot) else queue_snapshot(queue, unacked)
+    if q.down:
+        return _down(q)
     info: dict[str, Any] = {"arguments": q.arguments, "auto_delete": q.auto_delete}
     if q.type == "classic":
         info["backing_queue_status"] = {
@@ -223,9 +269,20 @@ def queue_info(queue: Queue | QueueSnapshot,
     if q.type == "quorum":
         return _quorum(info, q)
     if q.type == "stream":
+        # rabbit_stream_queue:i/2 (v3.10.8): readers are asked of every member ({Node, 0}
+        # from one that has none).
         return {key: value for key, value in info.items() if key in _STREAM_KEYS} | {
-            "members": [q.node], "online": [q.node], "readers": {q.node: 0}}
+            "members": list(q.members), "online": list(q.online),
+            "readers": dict.fromkeys(q.members, 0)}
     return info
+
+
+def _down(q: QueueSnapshot) -> dict[str, Any]:
+    # A classic queue whose home node is stopped: its record without statistics (checked live
+    # on a 3-node RabbitMQ 3.10.8: these keys alone, state down; rabbit_amqqueue:info_down/2).
+    return {"arguments": q.arguments, "auto_delete": q.auto_delete, "durable": q.durable,
+            "exclusive": q.exclusive, "name": q.name, "node": q.node, "state": "down",
+            "type": q.type, "vhost": q.vhost}
 
 
 #: What RabbitMQ 3.10.8 shows of a classic queue and not of a quorum queue (checked live:
@@ -244,9 +301,13 @@ _STREAM_KEYS = frozenset({
 
 
 def _quorum(info: dict[str, Any], q: QueueSnapshot) -> dict[str, Any]:
+    # rabbit_quorum_queue:i/2 (v3.10.8): the leader, or '' (null here: rabbit_mgmt_format's
+    # format_nulls) while it is down; the members in the queue's order, online the members
+    # whose Ra server is alive, open_files asked of every member.
     found = {key: value for key, value in info.items() if key not in _CLASSIC_ONLY}
-    node = q.node
-    found.update({"leader": node, "members": [node], "online": [node], "open_files": {node: 0},
+    found.update({"leader": q.leader or None, "members": list(q.members),
+                  "online": list(q.online),
+                  "open_files": dict.fromkeys(q.members, 0),
                   "messages_dlx": 0, "message_bytes_dlx": 0,
                   "single_active_consumer_ctag": q.active_tag})
     return dict(sorted(found.items()))
@@ -281,7 +342,7 @@ _RATE_JSON = _fragment(_RATE)
 def queue_json(q: QueueSnapshot) -> str:
     """The JSON text of :func:`queue_info` (the same object; written from fragments, several
     times faster than ``json.dumps`` of the dict, for listings of thousands of queues)."""
-    if q.type != "classic":  # (fewer of them: written whole)
+    if q.type != "classic" or q.down:  # (fewer of them: written whole)
         return _fragment(queue_info(q))
     dump = _fragment
     consumers = q.consumers
@@ -396,7 +457,7 @@ def vhost_info(vhost: VirtualHost, metadata: Mapping[str, Any], tracing: bool,
     description = str(metadata.get("description", ""))
     tags = list(metadata.get("tags", []))
     return {
-        "cluster_state": {vhost.broker.node.name: "running"}, "default_queue_type": "undefined",
+        "cluster_state": cluster_state(vhost.broker), "default_queue_type": "undefined",
         "description": description, "messages": ready + pending, "messages_details": rate(),
         "messages_ready": ready, "messages_ready_details": rate(),
         "messages_unacknowledged": pending, "messages_unacknowledged_details": rate(),
@@ -404,6 +465,52 @@ def vhost_info(vhost: VirtualHost, metadata: Mapping[str, Any], tracing: bool,
         "recv_oct": 0, "recv_oct_details": rate(), "send_oct": 0, "send_oct_details": rate(),
         "tags": tags, "tracing": tracing,
     }
+
+
+def running_nodes(broker: Broker) -> list[str]:
+    """The running nodes' names as RabbitMQ 3.10.8 lists them (``rabbit_mnesia:
+    cluster_nodes(running)``: Mnesia's running nodes, the latest to join first; checked live
+    on a 3-node cluster, which ``rabbitmqctl cluster_status`` and a vhost's ``cluster_state``
+    list from the third node to the first): the cluster's order, reversed."""
+    return [node.name for node in reversed(broker.nodes) if node.running]
+
+
+def cluster_state(broker: Broker) -> dict[str, str]:
+    """A vhost's ``cluster_state``: each running node, ``running`` (``rabbit_vhost:
+    vhost_cluster_state/1``, v3.10.8, asks ``rabbit_nodes:all_running()``: a stopped node is
+    not named; an embroker vhost runs wherever its node does)."""
+    return dict.fromkeys(running_nodes(broker), "running")
+
+
+#: RabbitMQ 3.10.8's feature flags (rabbit_core_ff, rabbit_mgmt_ff), each a capability
+#: embroker has: quorum queues, streams, user limits, vhost metadata, the statistics'
+#: ``get_empty`` and ``drop_unroutable``... so each is enabled.
+FEATURE_FLAGS: Final = (
+    ("classic_mirrored_queue_version", "Support setting version for classic mirrored queues",
+     "", "rabbit"),
+    ("drop_unroutable_metric", "Count unroutable publishes to be dropped in stats", "",
+     "rabbitmq_management_agent"),
+    ("empty_basic_get_metric", "Count AMQP `basic.get` on empty queues in stats", "",
+     "rabbitmq_management_agent"),
+    ("implicit_default_bindings",
+     "Default bindings are now implicit, instead of being stored in the database", "",
+     "rabbit"),
+    ("maintenance_mode_status", "Maintenance mode status", "", "rabbit"),
+    ("quorum_queue", "Support queues of type `quorum`",
+     "https://www.rabbitmq.com/quorum-queues.html", "rabbit"),
+    ("stream_queue", "Support queues of type `stream`", "https://www.rabbitmq.com/stream.html",
+     "rabbit"),
+    ("user_limits", "Configure connection and channel limits for a user", "", "rabbit"),
+    ("virtual_host_metadata", "Virtual host metadata (description, tags, etc)", "", "rabbit"),
+)
+
+
+def feature_flags() -> list[dict[str, Any]]:
+    """The feature flags, as ``/api/feature-flags`` and ``rabbitmqctl cluster_status`` list
+    them (``rabbit_ff_extra:cli_info/0``'s fields): every one enabled."""
+    return [{"name": name, "desc": desc, "doc_url": doc_url, "state": "enabled",
+             "stability": "stable", "provided_by": provided_by}
+            for name, desc, doc_url, provided_by in FEATURE_FLAGS]
 
 
 def is_stream(connection: Connection) -> bool:

@@ -55,6 +55,7 @@ from ._tx import HeldPublish, HeldSettlement, Settlement, Transaction
 if TYPE_CHECKING:
     from ._connection import Connection
     from ._exchange import Binding
+    from ._node import Node
     from ._queue import Queue
     from ._stream import StreamLog
     from ._vhost import DeclareOk
@@ -711,14 +712,21 @@ class Channel:
         self._stream_log(name)
         self.vhost.delete_queue(name, self.connection)
 
-    def stream_topology(self, name: str) -> None:
-        """Whether ``name`` is a stream, for Metadata (``rabbit_stream_manager:topology/2``:
-        no permission is checked; RabbitMQ 3.10.8 answers a user with none).
+    def stream_topology(self, name: str) -> tuple[Node | None, tuple[Node, ...]]:
+        """Where stream ``name`` runs, for Metadata (``rabbit_stream_manager:topology/2``, no
+        permission checked: RabbitMQ 3.10.8 answers a user with none): its leader (``None``
+        while the leader's node is down) and its replicas, the other members whose node runs,
+        by name (the coordinator's map of members, folded in order).
 
         Raises:
             NotFound: (404) no such stream.
         """
         self._stream_log(name)
+        placement = self.vhost.queues[name].placement
+        leader = placement.leader
+        replicas = sorted((m for m in placement.members if m is not leader and m.running),
+                          key=lambda m: m.name)
+        return (leader if leader.running else None), tuple(replicas)
 
     def stream_reader(self, name: str) -> StreamLog:
         """The log of stream ``name``, to subscribe to it: read permission, then that it

@@ -302,7 +302,10 @@ class EventPublisher:
     def vhost_created(self, name: str, user: str) -> None:
         self.emit("vhost.created", [
             ("tags", []), ("description", ""), ("user_who_performed_action", user),
-            ("cluster_state", {self._broker.node.name: "running"}), ("tracing", False),
+            # (rabbit_vhost:vhost_cluster_state/1, v3.10.8: each running node, running, the
+            # latest to join first: management.views.running_nodes)
+            ("cluster_state", {node.name: "running" for node in reversed(self._broker.nodes)
+                               if node.running}), ("tracing", False),
             ("metadata", "#{description => <<>>,tags => []}"),
             ("default_queue_type", "undefined"), ("name", name)])
 

@@ -23,7 +23,9 @@ response codes (:func:`_code`; an error that takes RabbitMQ's reader down drops 
   one chunk per credit as Deliver frames (osiris chunks with their CRC32); StoreOffset and
   QueryOffset keep a consumer reference's offset in the stream (the model's, so every
   connection sees it).
-- Metadata names this listener as every stream's leader, with no replicas.
+- Metadata names, for each stream, the node leading it and its running replicas, each by the
+  host and port its node advertises (:attr:`StreamConnection.endpoint_of`: for now every node
+  advertises this listener's; per-node listeners will name each node's own).
 
 Message bodies are AMQP 1.0 messages: a message published here keeps its bytes for stream
 readers and is read by 0-9-1 and 1.0 consumers through the 1.0 codec (``embroker.amqp10_common``);
@@ -101,6 +103,7 @@ if TYPE_CHECKING:
     from ..model import Broker as ModelBroker
     from ..model._channel import Channel as ModelChannel
     from ..model._connection import Connection as ModelConnection
+    from ..model._node import Node
     from ..model._profile import Profile
 
 __all__ = ["INITIAL_FRAME_MAX", "MAX_UNREAD", "MAX_UNSENT", "RESUME_UNSENT", "State",
@@ -228,6 +231,11 @@ class StreamConnection:
         loopback: whether the client came over a loopback interface (guest's rule).
         on_output: called (no arguments, under the broker's lock) when output becomes ready
             without input causing it (a delivery caused by another connection's publish).
+        endpoint_of: the host and port a node of the cluster advertises to stream clients
+            (``rabbit_stream:host/0`` and ``port/0`` asked of that node), ``None`` for a node
+            that cannot say (RabbitMQ's Metadata leaves it out); by default every node
+            advertises this listener's (``advertised_host``, ``advertised_port``): the seam
+            where per-node listeners will name each node's own.
     """
 
     #: The model's kind of connection it opens (which limits apply, how alarms hold it).
@@ -247,8 +255,12 @@ class StreamConnection:
     def __init__(self, broker: ModelBroker, *, peer: str = "", advertised_host: str = "localhost",
                  advertised_port: int = 5552, loopback: bool = True,
                  on_output: Callable[[], None] | None = None,
-                 tls: PeerCertificate | None = None) -> None:
+                 tls: PeerCertificate | None = None,
+                 endpoint_of: Callable[[Node], tuple[str, int] | None] | None = None) -> None:
         self.broker = broker
+        #: The host and port each node advertises (see the class's notes).
+        self.endpoint_of: Callable[[Node], tuple[str, int] | None] = \
+            endpoint_of if endpoint_of is not None else self._advertised
         self.peer = peer
         #: Its TLS session, when it came over TLS (SASL EXTERNAL's certificate).
         self.tls = tls
@@ -677,20 +689,52 @@ class StreamConnection:
         for name in gone:
             self._send_not_available(name)
 
+    def _advertised(self, node: Node) -> tuple[str, int]:
+        # Every node advertises this listener until each node has listeners of its own.
+        return self.advertised_host, self.advertised_port
+
     def _on_metadata(self, f: Fields) -> None:
+        # rabbit_stream_reader (v3.10.8), {metadata, Streams}: each stream's topology
+        # (rabbit_stream_manager:topology/2: its leader, or none while down, and its running
+        # replicas); the nodes involved, each asked for its endpoint (one that does not answer
+        # is left out); the brokers are those endpoints, distinct and sorted, each referred
+        # to by its index (0xFFFF: no leader, as element_index/2 gives -1).
         correlation = f.uint32()
         streams = f.strings()
         f.end()
-        w = Writer(response_key(Key.METADATA)).uint32(correlation)
-        w.int32(1).uint16(0).string(self.advertised_host).uint32(self.advertised_port)
-        w.int32(len(streams))
+        topologies: list[tuple[str, AMQPError | tuple[Node | None, tuple[Node, ...]]]] = []
         for stream in streams:
             try:
-                self.channel.stream_topology(stream)
+                topologies.append((stream, self.channel.stream_topology(stream)))
             except AMQPError as exc:
-                w.string(stream).uint16(_code(exc)).uint16(0xFFFF).int32(0)
-            else:
-                w.string(stream).uint16(Code.OK).uint16(0).int32(0)
+                topologies.append((stream, exc))
+        endpoints: dict[str, tuple[str, int] | None] = {}
+        for _stream, topology in topologies:
+            if not isinstance(topology, AMQPError):
+                leader, replicas = topology
+                for node in (leader, *replicas) if leader is not None else replicas:
+                    if node.name not in endpoints:
+                        endpoints[node.name] = self.endpoint_of(node)
+        brokers = sorted({e for e in endpoints.values() if e is not None})
+        index = {endpoint: i for i, endpoint in enumerate(brokers)}
+
+        def reference(node: Node | None) -> int:
+            endpoint = endpoints.get(node.name) if node is not None else None
+            return index[endpoint] if endpoint is not None else 0xFFFF
+
+        w = Writer(response_key(Key.METADATA)).uint32(correlation).int32(len(brokers))
+        for i, (host, port) in enumerate(brokers):
+            w.uint16(i).string(host).uint32(port)
+        w.int32(len(streams))
+        for stream, topology in topologies:
+            if isinstance(topology, AMQPError):
+                w.string(stream).uint16(_code(topology)).uint16(0xFFFF).int32(0)
+                continue
+            leader, replicas = topology
+            known = [reference(r) for r in replicas if endpoints.get(r.name) is not None]
+            w.string(stream).uint16(Code.OK).uint16(reference(leader)).int32(len(known))
+            for ref in known:
+                w.uint16(ref)
         self._send(w.frame())
 
     # -- streams deleted -----------------------------------------------------------------------

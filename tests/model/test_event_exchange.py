@@ -145,3 +145,16 @@ def test_without_the_plugin_no_event_exchange() -> None:
     with pytest.raises(NotFound, match=r"no exchange 'amq\.rabbitmq\.event'"):
         ch.queue_bind("q", "amq.rabbitmq.event", "#")
 
+
+
+def test_a_vhost_created_in_a_cluster_names_its_running_nodes_latest_first() -> None:
+    """vhost.created's cluster_state is rabbit_vhost:info's (vhost_cluster_state/1, v3.10.8:
+    rabbit_nodes:all_running(), Mnesia's running nodes, the latest to join first; a stopped
+    node is not named), as the management API and rabbitmqctl list_vhosts show it."""
+    broker = Broker(plugins=[EVENTS], nodes=3)
+    ch, q = listen(broker, "vhost.created")
+    broker.nodes[1].stop()
+    broker.add_vhost("later")
+    [event] = drain(ch, q)
+    assert list(event.properties["headers"]["cluster_state"].items()) == [
+        ("embroker-3@localhost", "running"), ("embroker@localhost", "running")]
