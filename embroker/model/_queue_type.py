@@ -27,11 +27,12 @@ broker's seeded source).
   on the declaring node.
 - A quorum queue has ``x-quorum-initial-group-size`` members (3 by default: RabbitMQ's
   ``quorum_cluster_size``; the argument only, no policy, in 3.10), a stream
-  ``initial-cluster-size`` ones (the policy over the argument; every node by default): the
-  declaring node first, then the running nodes before the stopped ones, fewest members first.
-  Its leader is the declaring node (``client-local``, the default) or, with
-  ``queue-leader-locator`` (the policy over the argument) ``balanced`` (or ``random``,
-  ``least-leaders``, which 3.10 maps to it), the running member leading the fewest queues.
+  ``initial-cluster-size`` ones (the policy over the argument; every node by default): every
+  node when that is the whole cluster, else the declaring node, then the running nodes before
+  the stopped ones, fewest members first (ties by name). Its leader is the declaring node
+  (``client-local``, the default) or, with ``queue-leader-locator`` (the policy over the
+  argument) ``balanced`` (or ``random``, ``least-leaders``, which 3.10 maps to it), the running
+  member leading the fewest queues.
 
 In a cluster of one node every queue lives on it, as before there were nodes.
 """
@@ -92,14 +93,15 @@ class QueueType:
         nodes = queue.vhost.broker.nodes
         if len(nodes) == 1:
             return Placement(local, (local,))
-        members = _members(queue, local, self.group_size(queue, len(nodes)))
+        replicas = _replicas(queue, local, self.group_size(queue, len(nodes)))
         locator = _setting(queue, "queue-leader-locator", policy_first=True)
         if locator in ("balanced", "random", "least-leaders"):
-            running = [n for n in members if n.running] or list(members)
+            running = [n for n in replicas if n.running] or list(replicas)
             leader = min(running, key=lambda n: (_leading(queue, n), nodes.index(n)))
         else:
-            leader = local if local in members else members[0]
-        return Placement(leader, members)
+            leader = local if local in replicas else replicas[0]
+        # (the queue's nodes: [Leader | Followers], rabbit_quorum_queue:declare/2)
+        return Placement(leader, (leader, *(n for n in replicas if n is not leader)))
 
     def group_size(self, queue: Queue, cluster: int) -> int:
         raise NotImplementedError
@@ -183,13 +185,17 @@ def _setting(queue: Queue, key: str, *, policy_first: bool) -> object:
     return first if first is not None else second
 
 
-def _members(queue: Queue, local: Node, size: int) -> tuple[Node, ...]:
-    # rabbit_queue_location:select_members/7: the declaring node, then the running nodes
-    # before the stopped ones, those with the fewest members first, in the nodes' order.
+def _replicas(queue: Queue, local: Node, size: int) -> tuple[Node, ...]:
+    # rabbit_queue_location:select_replicas/6: every node when the group is as large as the
+    # cluster (in the cluster's order, as mnesia lists it: the latest to join first); else the
+    # declaring node, then the running nodes before the stopped ones, those with the fewest
+    # members first, ties by name (the counters map's order).
     nodes: Sequence[Node] = queue.vhost.broker.nodes
+    if size >= len(nodes):
+        return tuple(reversed(nodes))
     others = sorted((n for n in nodes if n is not local),
-                    key=lambda n: (not n.running, _membership(queue, n), nodes.index(n)))
-    return (local, *others)[:size]
+                    key=lambda n: (not n.running, _membership(queue, n), n.name))
+    return (local, *others[:size - 1])
 
 
 def _leading(queue: Queue, node: Node) -> int:

@@ -77,16 +77,26 @@ def test_an_exclusive_queue_lives_on_the_declaring_node_whatever_the_locator() -
 
 
 def test_a_quorum_queue_has_three_members_led_by_the_declaring_node() -> None:
-    # rabbit_quorum_queue:declare/2 (quorum_cluster_size 3), rabbit_queue_location: the local
-    # node first, then those with the fewest members
+    # rabbit_quorum_queue:declare/2 (quorum_cluster_size 3), rabbit_queue_location:
+    # select_replicas/6: the local node first, then those with the fewest members, ties by name
+    # ("embroker-2@..." before "embroker@...")
     broker = Broker(nodes=5)
     channel = _on(broker, 3)
     channel.queue_declare("q1", durable=True, arguments={"x-queue-type": "quorum"})
     channel.queue_declare("q2", durable=True, arguments={"x-queue-type": "quorum",
                                                         "x-quorum-initial-group-size": 2})
     nodes = broker.nodes
-    assert broker.queues["q1"].placement == Placement(nodes[3], (nodes[3], nodes[0], nodes[1]))
-    assert broker.queues["q2"].placement == Placement(nodes[3], (nodes[3], nodes[2]))
+    assert broker.queues["q1"].placement == Placement(nodes[3], (nodes[3], nodes[1], nodes[2]))
+    assert broker.queues["q2"].placement == Placement(nodes[3], (nodes[3], nodes[4]))
+
+
+def test_a_group_as_large_as_the_cluster_is_every_node_the_leader_first() -> None:
+    # select_replicas/6 takes every node in the cluster's order (the latest to join first, as
+    # a 3-node RabbitMQ 3.10.8 listed them: declared on node 2, members [2, 3, 1])
+    broker = Broker(nodes=3)
+    _on(broker, 1).queue_declare("q", durable=True, arguments={"x-queue-type": "quorum"})
+    nodes = broker.nodes
+    assert broker.queues["q"].placement == Placement(nodes[1], (nodes[1], nodes[2], nodes[0]))
 
 
 def test_a_stream_lives_on_every_node_unless_its_cluster_size_says_otherwise() -> None:
@@ -97,8 +107,8 @@ def test_a_stream_lives_on_every_node_unless_its_cluster_size_says_otherwise() -
     broker.set_policy("one", "^t", {"initial-cluster-size": 1}, apply_to="queues")
     channel.queue_declare("t", durable=True, arguments={"x-queue-type": "stream",
                                                        "x-initial-cluster-size": 3})
-    assert broker.queues["s"].placement.members == (broker.nodes[2], broker.nodes[0],
-                                                    broker.nodes[1])
+    assert broker.queues["s"].placement.members == (broker.nodes[2], broker.nodes[1],
+                                                    broker.nodes[0])
     assert broker.queues["t"].placement == Placement(broker.nodes[2], (broker.nodes[2],))
 
 
