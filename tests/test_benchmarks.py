@@ -84,3 +84,13 @@ def test_mqtt_rates_workload_runs_and_checks_its_outcome(workload: Callable[...,
         assert run.seconds > 0  # (each waits for its PUBACKs or its last message)
         assert server.errors == []
     assert not [name for name in broker.queues if name.startswith(("mqtt-", "embroker-bench"))]
+
+
+def test_cluster_benchmark_stops_and_starts_a_node_with_its_queues() -> None:
+    from benchmarks import cluster
+
+    broker, run = cluster.cluster(9, 2)
+    run()
+    assert all(node.running for node in broker.nodes)
+    assert not [q for q in broker.vhosts["/"].queues.values() if q.down]
+    assert broker.queues["q0"].message_count + broker.queues["q0"].unacked == 2

@@ -56,12 +56,15 @@ __all__ = ["no_majority", "node_started", "node_stopped", "quorate"]
 
 def node_stopped(vhost: VirtualHost, node: Node) -> None:
     """``node`` stopped: each of ``vhost``'s queues that lives on it is told (see the module)."""
+    delivered: dict[Queue, list[QueuedMessage]] | None = None
     for queue in list(vhost.queues.values()):
         if node not in queue.placement.members:
             continue
         if not queue.type.replicated:
             if queue.durable and not queue.exclusive:  # (a durable auto-delete one too)
-                _take_down(vhost, queue)
+                if delivered is None:
+                    delivered = _delivered(vhost)
+                _take_down(vhost, queue, delivered.get(queue, []))
             else:
                 lost = queue.messages
                 vhost.delete_queue_object(queue)
@@ -105,10 +108,10 @@ def node_started(vhost: VirtualHost, node: Node) -> None:
                 queue.dispatch()
 
 
-def _take_down(vhost: VirtualHost, queue: Queue) -> None:
+def _take_down(vhost: VirtualHost, queue: Queue, out: list[QueuedMessage]) -> None:
     # The queue's process ends: a new Queue object takes its place, down, with its record
-    # (arguments, bindings, policies, placement) and what the node keeps on disk.
-    out = _delivered(vhost, queue)
+    # (arguments, bindings, policies, placement) and what the node keeps on disk; ``out`` its
+    # deliveries not settled.
     for entry in out:
         entry.redelivered = True
     held = [*queue.entries, *out]
@@ -138,8 +141,11 @@ def _take_down(vhost: VirtualHost, queue: Queue) -> None:
     fresh.recover(kept)
 
 
-def _delivered(vhost: VirtualHost, queue: Queue) -> list[QueuedMessage]:
-    # The queue's deliveries that channels have not settled (a transaction's held acks too).
-    return [unacked.entry for connection in vhost.broker.connections.values()
-            for channel in connection.channels.values()
-            for unacked in channel.outstanding() if unacked.queue is queue]
+def _delivered(vhost: VirtualHost) -> dict[Queue, list[QueuedMessage]]:
+    # Each queue's deliveries that channels have not settled (a transaction's held acks too).
+    found: dict[Queue, list[QueuedMessage]] = {}
+    for connection in vhost.broker.connections.values():
+        for channel in connection.channels.values():
+            for unacked in channel.outstanding():
+                found.setdefault(unacked.queue, []).append(unacked.entry)
+    return found
