@@ -49,6 +49,15 @@ class Peer(Protocol):
         """The queue name to use for ``name`` (unique on the reference)."""
 
 
+def _said(what: str, got: tuple[Any, Any] | None) -> str:
+    # A get's message (its body and redelivered flag) or a declare's counts, as a line says it.
+    if got is None:
+        return "empty"
+    if what == "basic_get":
+        return f"ok {got[0].decode()} redelivered={got[1]}"
+    return f"ok {got[0]} {got[1]}"
+
+
 def _amqp_error(error: AMQPError) -> str:
     return f"{error.reply_code} {error.reply_text}"
 
@@ -76,10 +85,10 @@ class EmbrokerCluster:
         except AMQPError as error:
             return _amqp_error(error)
         if what == "basic_get":
-            return "empty" if result is None else \
-                f"ok {result.message.body.decode()} redelivered={result.redelivered}"
+            return _said(what, None if result is None else
+                         (result.message.body, result.redelivered))
         if what == "queue_declare":
-            return f"ok {result.message_count} {result.consumer_count}"
+            return _said(what, (result.message_count, result.consumer_count))
         return "ok"
 
     def publish(self, node: int, exchange: str, key: str, body: bytes, *, persistent: bool,
@@ -177,10 +186,9 @@ class ReferencePeer:
                 connection.close()
         if what == "basic_get":
             method, _properties, body = result
-            return "empty" if method is None else \
-                f"ok {body.decode()} redelivered={method.redelivered}"
+            return _said(what, None if method is None else (body, method.redelivered))
         if what == "queue_declare":
-            return f"ok {result.method.message_count} {result.method.consumer_count}"
+            return _said(what, (result.method.message_count, result.method.consumer_count))
         return "ok"
 
     def publish(self, node: int, exchange: str, key: str, body: bytes, *, persistent: bool,
