@@ -47,7 +47,7 @@ def _amqp(accepted: Accepted) -> SansIOConnection:
                               handshake_timeout=accepted.policy.handshake_timeout,
                               loopback=accepted.loopback,
                               amqp10_only=accepted.policy.kind == "amqp10", tls=accepted.tls,
-                              amqp10=server.amqp10)
+                              amqp10=server.amqp10, node=accepted.node)
 
 
 def _management(accepted: Accepted) -> SansIOConnection:
@@ -75,7 +75,7 @@ def _stream(accepted: Accepted) -> BrokerConnection:
     return StreamConnection(accepted.broker, peer=accepted.peer, loopback=accepted.loopback,
                             advertised_host=server.stream_advertised_host,
                             advertised_port=advertised or 0, tls=accepted.tls,
-                            on_output=accepted.on_output)
+                            on_output=accepted.on_output, node=accepted.node)
 
 
 def _stomp(accepted: Accepted) -> BrokerConnection:

@@ -256,11 +256,14 @@ class StreamConnection:
                  advertised_port: int = 5552, loopback: bool = True,
                  on_output: Callable[[], None] | None = None,
                  tls: PeerCertificate | None = None,
-                 endpoint_of: Callable[[Node], tuple[str, int] | None] | None = None) -> None:
+                 endpoint_of: Callable[[Node], tuple[str, int] | None] | None = None,
+                 node: Node | None = None) -> None:
         self.broker = broker
         #: The host and port each node advertises (see the class's notes).
         self.endpoint_of: Callable[[Node], tuple[str, int] | None] = \
             endpoint_of if endpoint_of is not None else self._advertised
+        #: The node its client reached (``None``: the first): its model connection's.
+        self.node = node
         self.peer = peer
         #: Its TLS session, when it came over TLS (SASL EXTERNAL's certificate).
         self.tls = tls
@@ -606,7 +609,7 @@ class StreamConnection:
             self.model = self.broker.open_connection(
                 vhost, user=self.user, client_properties=dict(self.client_properties),
                 name=f"stream connection {self.peer}" if self.peer else None,
-                kind=self.kind, details={"peer_host": host.strip("[]"),
+                kind=self.kind, node=self.node, details={"peer_host": host.strip("[]"),
                          "peer_port": int(port) if port.isdigit() else 0,
                          "host": host.strip("[]"), "mechanism": "PLAIN", "channel_max": 0,
                          "frame_max": self.frame_max, "heartbeat": self.heartbeat})
