@@ -555,6 +555,22 @@ class Server(_Views, _Node, _Listener, _Loop):
     def stream_advertised_host(self, host: str | None) -> None:
         self._stream_advertised_host = host or None
 
+    def stream_endpoint_of(self, node: Node, *, tls: bool = False) -> tuple[str, int]:
+        """The host and port ``node`` advertises to stream clients (what RabbitMQ's
+        ``rabbit_stream:host/0`` and ``port/0`` answer on that node, for the Open and the
+        Metadata): the :attr:`stream_advertised_host` and port of the running listener of the
+        broker that serves ``node`` with a stream port (:attr:`stream_advertised_port`; with
+        ``tls``, its stream TLS port, as RabbitMQ's ``advertised_tls_port``); a node no such
+        listener serves advertises this one's (a cluster served by this listener alone)."""
+        with self._locked:
+            others = self.broker.transports.of(Server)
+        for server in [self, *others]:
+            port = server.stream_tls_port if tls else server.stream_advertised_port
+            if server.node is node and server.running and port:
+                return server.stream_advertised_host, port
+        return self.stream_advertised_host, (self.stream_tls_port if tls
+                                             else self.stream_advertised_port) or 0
+
     @property
     def stream_url(self) -> str | None:
         """``rabbitmq-stream://USER:PASSWORD@HOST:PORT/%2f`` for stream-protocol clients, on

@@ -24,8 +24,8 @@ response codes (:func:`_code`; an error that takes RabbitMQ's reader down drops 
   QueryOffset keep a consumer reference's offset in the stream (the model's, so every
   connection sees it).
 - Metadata names, for each stream, the node leading it and its running replicas, each by the
-  host and port its node advertises (:attr:`StreamConnection.endpoint_of`: for now every node
-  advertises this listener's; per-node listeners will name each node's own).
+  host and port its node advertises (:attr:`StreamConnection.endpoint_of`: over a listener,
+  each node's own listener's, ``Server.stream_endpoint_of``).
 
 Message bodies are AMQP 1.0 messages: a message published here keeps its bytes for stream
 readers and is read by 0-9-1 and 1.0 consumers through the 1.0 codec (``embroker.amqp10_common``);
@@ -234,8 +234,8 @@ class StreamConnection:
         endpoint_of: the host and port a node of the cluster advertises to stream clients
             (``rabbit_stream:host/0`` and ``port/0`` asked of that node), ``None`` for a node
             that cannot say (RabbitMQ's Metadata leaves it out); by default every node
-            advertises this listener's (``advertised_host``, ``advertised_port``): the seam
-            where per-node listeners will name each node's own.
+            advertises this connection's (``advertised_host``, ``advertised_port``); a
+            listener passes each node's listener's (``Server.stream_endpoint_of``).
     """
 
     #: The model's kind of connection it opens (which limits apply, how alarms hold it).
@@ -693,7 +693,7 @@ class StreamConnection:
             self._send_not_available(name)
 
     def _advertised(self, node: Node) -> tuple[str, int]:
-        # Every node advertises this listener until each node has listeners of its own.
+        # (no listener said otherwise: every node advertises this connection's endpoint)
         return self.advertised_host, self.advertised_port
 
     def _on_metadata(self, f: Fields) -> None:

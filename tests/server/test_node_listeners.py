@@ -17,6 +17,7 @@ from pika.exceptions import ChannelClosedByBroker, ConnectionClosedByBroker
 from embroker import Broker
 from embroker.model import AMQP_091, AMQP_10, STREAM
 from embroker.server import NodeServers, node_ports
+from embroker.stream import Code, Fields, Key, response_key
 from embroker.testing import wait_until
 from tests.mqtt import wire as mqtt_wire
 from tests.mqtt.client import RawMqtt
@@ -110,6 +111,41 @@ def test_every_protocol_opens_its_connection_on_the_node_its_listener_serves() -
         for raw in (stream.sock, stomp, mqtt):
             raw.close()
     assert server.errors == []
+
+
+def test_the_stream_protocols_metadata_names_each_nodes_own_listener() -> None:
+    """rabbit_stream_reader's Metadata asks each node of a stream for its endpoint
+    (``rabbit_stream:host/0``, ``port/0``): each node's own stream listener; a stopped node is
+    left out (tests/stream/test_cluster.py has the rules, on one connection)."""
+    broker = Broker(nodes=3)
+    broker.connect(node=broker.nodes[1]).channel().queue_declare(
+        "st", durable=True, arguments={"x-queue-type": "stream"})  # (led by node 2, on all)
+    with broker.serve_nodes(stream_port=0) as servers:
+        ports = [s.stream_port or 0 for s in servers]
+        assert 0 not in ports
+
+        def metadata() -> tuple[list[tuple[str, int]], int, list[int]]:
+            client = RawClient("127.0.0.1", ports[0])
+            client.open()
+            key, body = client.exchange(client.request(Key.METADATA).strings(["st"]).frame())
+            client.sock.close()
+            assert key == response_key(Key.METADATA)
+            f = Fields(body)
+            f.uint32()
+            brokers = [(f.uint16(), f.string(), f.uint32())[1:] for _ in range(f.count())]
+            assert (f.count(), f.string(), f.uint16()) == (1, "st", Code.OK)
+            return brokers, f.uint16(), [f.uint16() for _ in range(f.count())]
+
+        brokers, leader, replicas = metadata()
+        assert brokers == sorted(("localhost", port) for port in ports)
+        assert brokers[leader] == ("localhost", ports[1])
+        assert sorted(brokers[r][1] for r in replicas) == sorted([ports[0], ports[2]])
+        servers.stop_node("embroker-3@localhost")
+        brokers, leader, replicas = metadata()
+        assert brokers == sorted(("localhost", port) for port in ports[:2])
+        assert brokers[leader] == ("localhost", ports[1])
+        assert [brokers[r] for r in replicas] == [("localhost", ports[0])]
+    assert all(s.errors == [] for s in servers)
 
 
 def test_in_process_clients_choose_their_node() -> None:
