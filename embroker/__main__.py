@@ -238,6 +238,8 @@ def _serve_cluster(servers: list[Server], nodes: list[Node], served: list[tuple[
 
     for server, node in zip(servers, nodes, strict=True):
         node.on_stop = stopper(server)
+    for server in servers:  # (each node served before the lines name it)
+        server.start()
     try:
         print(f"embroker {__version__}: a cluster of {len(servers)} nodes ({about}; Ctrl-C "
               "stops)", flush=True)
@@ -246,9 +248,8 @@ def _serve_cluster(servers: list[Server], nodes: list[Node], served: list[tuple[
                   flush=True)
         signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=stop_all,
                                                                   daemon=True).start())
-        for server in servers:
-            server.start()
-        done.wait()
+        while not done.wait(0.5):  # (a signal the OS gave a loop thread is handled here,
+            pass                   # in the main thread, only once it wakes)
     except KeyboardInterrupt:
         stop_all()
 

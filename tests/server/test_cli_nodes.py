@@ -14,8 +14,10 @@ from pathlib import Path
 import pika
 import pytest
 
+from embroker.testing import wait_until
 from tests.cli import interrupt, serve, serve_with_defaults
 from tests.control.test_ctl import ctl
+from tests.server.test_node_listeners import _refused
 
 _NODE = re.compile(r"^  node (\S+) listening on amqp://\S+:(\d+)/ \(AMQP 0-9-1 and 1\.0"
                    r"(?:; management API and console on http://127\.0\.0\.1:(\d+)/)?")
@@ -69,6 +71,10 @@ def test_serve_nodes_runs_a_node_per_listener_each_reached_by_its_name() -> None
             pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", port)).close()
         assert ctl("-n", "cli-2@localhost", "start_app")[0] == 0
         pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", nodes[1][1])).close()
+        assert ctl("-n", "cli-3@localhost", "stop")[0] == 0  # (that node alone)
+        wait_until(lambda: _refused(nodes[2][1]))
+        assert proc.poll() is None
+        pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", nodes[0][1])).close()
     finally:
         out, err = interrupt(proc)
     assert proc.returncode == 0, err
