@@ -90,7 +90,9 @@ def test_the_next_nodes_take_the_default_ports_after_the_first_nodes() -> None:
             (amqp, management), (amqp + 1, management + 1)]
     finally:
         _out, err = interrupt(proc)
-    assert err == ""
+    # (nothing moved; a control port implied by an AMQP port + 20000 may have, when another
+    # process of the machine holds that number)
+    assert [line for line in err.splitlines() if "Erlang distribution" not in line] == []
 
 
 def test_a_next_nodes_default_port_taken_becomes_a_free_one_and_serve_says_so() -> None:
