@@ -10,6 +10,7 @@ import signal
 import ssl
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -75,7 +76,7 @@ def _serve(args: argparse.Namespace) -> int:
                         deprecated_features=dict.fromkeys(args.deny or (), False) or None,
                         plugins=args.plugin or (),
                         auth_mechanisms=args.auth_mechanism or ("PLAIN", "AMQPLAIN"),
-                        ssl_cert_login_from=args.ssl_cert_login_from)
+                        ssl_cert_login_from=args.ssl_cert_login_from, nodes=args.nodes)
     except ValueError as exc:
         print(f"embroker: {exc}", file=sys.stderr)
         return 2
@@ -92,9 +93,14 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"embroker: ignored from {item}", file=sys.stderr)
     for name, _password in args.user or ():
         broker.set_user_tags(name, "administrator")  # as RabbitMQ's default user
-    server = _listen(broker, args)
-    if server is None:
-        return 1
+    servers: list[Server] = []
+    for index in range(len(broker.nodes)):  # (a cluster: each node its listeners)
+        server = _listen(broker, args, index)
+        if server is None:
+            for started in servers:
+                started.stop()
+            return 1
+        servers.append(server)
     # The URL names a user and a vhost that exist: the first --user given (else guest), and /
     # (else the first vhost); no credentials when the users came from definitions only. No
     # password either (the line ends up in CI logs), but guest's, which is no secret.
@@ -104,6 +110,67 @@ def _serve(args: argparse.Namespace) -> int:
         credentials = quote(user, safe="") + (
             ":guest" if (user, users[user]) == ("guest", "guest") else "") + "@"
     vhost = "/" if "/" in broker.vhosts else next(iter(broker.vhosts), "/")
+    served = [_served(broker, server, args, credentials, vhost) for server in servers]
+    plugins = f"; plugins: {', '.join(sorted(broker.plugins.enabled))}" \
+        if broker.plugins.enabled else ""
+
+    nodes: list[Node] = []
+
+    def give_up() -> int:
+        for node in nodes:
+            node.close()
+        for server in servers:
+            server.stop()
+        return 1
+
+    try:
+        for server in servers:
+            nodes.append(_node(broker, server, args.node, nodes[0] if nodes else None))
+    except NodeNameInUse as exc:
+        taken = args.node if not nodes else exc  # (the name given, else a next node's)
+        print(f"embroker: node name {taken} is taken by another running embroker; give another "
+              "with --node", file=sys.stderr)
+        return give_up()
+    except ControlError as exc:  # (a node name RabbitMQ refuses: its reason, as rabbitmq-server)
+        reason = getattr(exc, "reason", None)
+        print(f"embroker: Invalid node name! {reason}" if reason else
+              f"embroker: {exc.message.splitlines()[0]}", file=sys.stderr)
+        return give_up()
+    except PortInUse as exc:
+        print(f"embroker: {exc}: RABBITMQ_DIST_PORT names it for the node's control port "
+              "(where rabbitmqctl reaches the node) and another process holds it, perhaps a "
+              "RabbitMQ node; choose another RABBITMQ_DIST_PORT, or unset it for a free port",
+              file=sys.stderr)
+        return give_up()
+    except UntrustedPath as exc:
+        print(f"embroker: the node registry cannot be trusted: {exc}", file=sys.stderr)
+        return give_up()
+
+    # What is alive now (the interpreter's modules, classes and functions, embroker's and the
+    # definitions loaded) lives as long as the process: out of the garbage collector's sight,
+    # each full collection walks only what comes after. (A full collection stops the loop: 43
+    # ms with 5,000 queues before, 12 ms after, measured here.) A process of its own only:
+    # frozen objects are never collected, so a test's process keeps its collector as it is.
+    gc.collect()
+    gc.freeze()
+
+    about = (f"vhosts: {', '.join(broker.vhosts)}; users: {', '.join(broker.users)}{plugins}")
+    try:
+        if len(servers) == 1:
+            _serve_node(servers[0], nodes[0], served[0], about)
+        else:
+            _serve_cluster(servers, nodes, served, about)
+    finally:
+        for node in nodes:
+            node.close()
+    print("embroker stopped", flush=True)
+    return 0
+
+
+def _served(broker: Broker, server: Server, args: argparse.Namespace, credentials: str,
+            vhost: str) -> tuple[str, str]:
+    """A node's AMQP URL, and what else it serves in words (its management API set up as
+    asked: ``--rabbitmqadmin``, ``--trace-dir``)."""
     host = f"[{server.host}]" if ":" in server.host else server.host
     url = (f"amqp://{credentials}{host}:{server.port}/"
            + ("" if vhost == "/" else quote(vhost, safe="")))
@@ -120,7 +187,7 @@ def _serve(args: argparse.Namespace) -> int:
         if args.trace_dir is not None:
             from .management._tracing import Tracing
 
-            server.management.tracing = Tracing(broker, args.trace_dir)
+            server.management.tracing = Tracing(broker, args.trace_dir, node=server.node)
         also += "; management API and console on " + " and ".join(
             url for url in (server.management_port is not None and server.management_url,
                             server.management_tls_port is not None and server.management_tls_url)
@@ -131,65 +198,69 @@ def _serve(args: argparse.Namespace) -> int:
                   if getattr(server, f"{key}_port") is not None]
         if served:
             also += "; " + ", ".join(served)
-    plugins = f"; plugins: {', '.join(sorted(broker.plugins.enabled))}" \
-        if broker.plugins.enabled else ""
+    return url, also
 
-    try:
-        node = _node(broker, server, args.node)
-    except NodeNameInUse:
-        server.stop()
-        print(f"embroker: node name {args.node} is taken by another running embroker; give "
-              "another with --node", file=sys.stderr)
-        return 1
-    except ControlError as exc:  # (a node name RabbitMQ refuses: its reason, as rabbitmq-server)
-        server.stop()
-        reason = getattr(exc, "reason", None)
-        print(f"embroker: Invalid node name! {reason}" if reason else
-              f"embroker: {exc.message.splitlines()[0]}", file=sys.stderr)
-        return 1
-    except PortInUse as exc:
-        server.stop()
-        print(f"embroker: {exc}: RABBITMQ_DIST_PORT names it for the node's control port "
-              "(where rabbitmqctl reaches the node) and another process holds it, perhaps a "
-              "RabbitMQ node; choose another RABBITMQ_DIST_PORT, or unset it for a free port",
-              file=sys.stderr)
-        return 1
-    except UntrustedPath as exc:
-        server.stop()
-        print(f"embroker: the node registry cannot be trusted: {exc}", file=sys.stderr)
-        return 1
 
+def _serve_node(server: Server, node: Node, served: tuple[str, str], about: str) -> None:
+    """Serve one node in this thread until Ctrl-C, SIGTERM or ``rabbitmqctl stop``."""
     def stop(*_: object) -> None:
         threading.Thread(target=server.stop, daemon=True).start()
 
-    # What is alive now (the interpreter's modules, classes and functions, embroker's and the
-    # definitions loaded) lives as long as the process: out of the garbage collector's sight,
-    # each full collection walks only what comes after. (A full collection stops the loop: 43
-    # ms with 5,000 queues before, 12 ms after, measured here.) A process of its own only:
-    # frozen objects are never collected, so a test's process keeps its collector as it is.
-    gc.collect()
-    gc.freeze()
-
+    url, also = served
     try:  # (Ctrl-C as soon as the line is out, before the loop runs: a clean stop too)
-        print(f"embroker {__version__} listening on {url} (AMQP 0-9-1 and 1.0{also}; vhosts: "
-              f"{', '.join(broker.vhosts)}; users: {', '.join(broker.users)}{plugins}; "
+        print(f"embroker {__version__} listening on {url} (AMQP 0-9-1 and 1.0{also}; {about}; "
               f"node {node.name}; Ctrl-C stops)", flush=True)
         signal.signal(signal.SIGTERM, stop)
         server.serve_forever()
     except KeyboardInterrupt:
         server.stop()
-    finally:
-        node.close()
-    print("embroker stopped", flush=True)
-    return 0
 
 
-def _node(broker: Broker, server: Server, name: str | None) -> Node:
+def _serve_cluster(servers: list[Server], nodes: list[Node], served: list[tuple[str, str]],
+                   about: str) -> None:
+    """Serve a cluster's nodes, each in a thread of its own, until Ctrl-C or SIGTERM (every
+    node) or until each node has stopped (``rabbitmqctl -n NODE stop`` stops its application,
+    then its listener)."""
+    done = threading.Event()
+
+    def stop_all() -> None:
+        for server in servers:
+            server.stop()
+        done.set()
+
+    def stopper(server: Server) -> Callable[[], None]:
+        def stop_node() -> None:
+            server.stop_app()  # (the others see the node go: its queues down, leaders moved)
+            server.stop()
+            if not any(s.running for s in servers):
+                done.set()
+        return stop_node
+
+    for server, node in zip(servers, nodes, strict=True):
+        node.on_stop = stopper(server)
+    for server in servers:  # (each node served before the lines name it)
+        server.start()
+    try:
+        print(f"embroker {__version__}: a cluster of {len(servers)} nodes ({about}; Ctrl-C "
+              "stops)", flush=True)
+        for (url, also), node in zip(served, nodes, strict=True):
+            print(f"  node {node.name} listening on {url} (AMQP 0-9-1 and 1.0{also})",
+                  flush=True)
+        signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=stop_all,
+                                                                  daemon=True).start())
+        while not done.wait(0.5):  # (a signal the OS gave a loop thread is handled here,
+            pass                   # in the main thread, only once it wakes)
+    except KeyboardInterrupt:
+        stop_all()
+
+
+def _node(broker: Broker, server: Server, name: str | None, first: Node | None = None) -> Node:
     """The node RabbitMQ's tools reach this broker as (``embroker ctl``, ``rabbitmqctl`` from
     ``embroker shims``): ``--node``, else ``RABBITMQ_NODENAME`` (rabbitmq-env.conf's
     included), else ``rabbit@<host>``, by the rule the tools find it by
     (:func:`embroker.control._env.node_name`); a default name another embroker has is made
-    unique with this process's id (said on standard error), as a default port is.
+    unique with this process's id (said on standard error), as a default port is. The next
+    nodes of a cluster (``first``: the first's) are numbered after it: ``rabbit-2@<host>``...
 
     Its control port listens where RabbitMQ's distribution would: ``RABBITMQ_DIST_PORT``, else
     the AMQP port + 20000, on the listener's host; a port only implied, when taken (by the
@@ -204,12 +275,18 @@ def _node(broker: Broker, server: Server, name: str | None) -> Node:
     from .control._env import prefixed, tool_node_name
     from .control._protocol import ControlError
 
-    chosen = tool_node_name(os.environ, given=name)
+    index = broker.nodes.index(server.node)  # (its place in the cluster)
+    if first is None:
+        chosen = tool_node_name(os.environ, given=name)
+    else:
+        local, _at, host = first.name.partition("@")
+        chosen = f"{local}-{index + 1}@{host}"
     given = prefixed(os.environ, "RABBITMQ_DIST_PORT")
-    if given is not None and (not given.isdigit() or int(given) > 65535):
+    if given is not None and (not given.isdigit() or int(given) + index > 65535):
         raise ControlError(f"Invalid value for $RABBITMQ_DIST_PORT: {given!r}", 78)
     implied = server.port + 20000 if server.port + 20000 <= 65535 else 0
-    dist = (server.host, int(given) if given is not None else implied, given is not None)
+    dist = (server.host, int(given) + index if given is not None else implied,
+            given is not None)
     try:
         node = Node(broker, server, chosen, dist=dist).start()
     except NodeNameInUse:
@@ -272,9 +349,9 @@ _MOVED = {"amqp": ("AMQP", "--port N"), "management": ("the management API", "--
 _KIND_PORTS = {key: (kind, tls) for p in PROTOCOLS for key, kind, tls in p.kinds}
 
 
-def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
-    """The listener on the ports asked for; ``None`` (and one line on standard error saying
-    why and what to do) when it cannot have them.
+def _listen(broker: Broker, args: argparse.Namespace, index: int = 0) -> Server | None:
+    """The listener of the broker's node at ``index`` on the ports asked for; ``None`` (and
+    one line on standard error saying why and what to do) when it cannot have them.
 
     A port the user named must be had. A port only implied by a default never stops ``serve``
     from starting beside a RabbitMQ: 5672 when ``--port`` is not given, and 15672 (61613,
@@ -283,6 +360,10 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
     (another ``--port`` implies any free port for them, as ``--port 5673`` beside a RabbitMQ
     means); taken, each becomes any free port, said on standard error (MQTT's 1883 often is:
     a mosquitto holds it on many machines).
+
+    The next nodes of a cluster (``--nodes``) take the numbers after the first node's, named
+    or implied (5673, 15673...; as RabbitMQ's guide to a local cluster numbers them), by the
+    same rules; 0 stays any free port.
     """
     rabbitmq_amqp = args.port in (None, _AMQP_PORT)
     ports: dict[str, int | None] = {
@@ -298,6 +379,10 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
         ports[key] = None if getattr(args, f"no_{key}") else (
             given if given is not None else default if rabbitmq_amqp else 0)
         ports[f"{key}_tls"] = getattr(args, f"{key}_tls_port")
+    # (the node's: each number but 0 moved on; the advertised stream port too)
+    ports = {key: number + index if number else number for key, number in ports.items()}
+    advertised = args.stream_advertised_port
+    advertised = advertised + index if advertised else advertised
     tls: ssl.SSLContext | None = None
     if args.certfile is not None:
         options = TLSOptions(certfile=args.certfile, keyfile=args.keyfile,
@@ -336,12 +421,12 @@ def _listen(broker: Broker, args: argparse.Namespace) -> Server | None:
                             max_connections=dict(args.max_connections or ()),
                             management_allow_hosts=args.management_allow_host or (),
                             stream_advertised_host=args.stream_advertised_host,
-                            stream_advertised_port=args.stream_advertised_port,
+                            stream_advertised_port=advertised,
                             tls=tls, tls_port=ports["tls"],
                             stream_tls_port=ports["stream_tls"],
                             management_tls_port=ports["management_tls"],
                             listeners=kinds[False], tls_listeners=kinds[True],
-                            port_settings=settings)
+                            port_settings=settings, node=broker.nodes[index])
         except PortInUse as exc:
             # The first port bound, in Server's order, that has the number: the one taken.
             kind = next((k for k, port in ports.items() if port and port == exc.port), "amqp")
@@ -577,6 +662,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--node", default=None, metavar="NAME",
                        help="the node name RabbitMQ's tools reach this broker by "
                             "(rabbitmqctl -n NAME; default RABBITMQ_NODENAME or rabbit@HOST)")
+    serve.add_argument("--nodes", type=int, default=1, metavar="N",
+                       help="run a cluster of N nodes in this process, each with its own "
+                            "listeners: the next nodes on the ports after the first's (5673, "
+                            "5674...; management 15673, 15674...; each any free port when a "
+                            "default one is taken), named after it (rabbit-2@HOST, "
+                            "rabbit-3@HOST...: rabbitmqctl -n reaches each); default 1")
     serve.add_argument("--quiet", action="store_true", help="log only warnings and errors")
     serve.set_defaults(run=_serve)
     demo = commands.add_parser("demo", help="route a few messages in-process and explain each")

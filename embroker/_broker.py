@@ -9,7 +9,7 @@ from ._listener_plugins import PROTOCOLS
 from .client import Connection
 from .model import ManualClock, Message, MessageEvent, RoutingDecision
 from .model._history import events_of
-from .server import Server
+from .server import NodeServers, Server, node_ports
 
 if TYPE_CHECKING:
     import ssl
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from .memory import MemoryConnection
     from .memory.pika import BlockingConnection
+    from .model import Node
     from .tls import TLSOptions
 
 __all__ = ["Broker"]
@@ -42,18 +43,23 @@ class Broker(model.Broker):
     """
 
     def connect(self, vhost: str = "/", *, user: str | None = None,
-                client_properties: dict[str, Any] | None = None) -> Connection:
+                client_properties: dict[str, Any] | None = None,
+                node: Node | str | None = None) -> Connection:
         """Open an in-process connection (no socket) to ``vhost``.
 
         Args:
             vhost: the virtual host.
             user: a user whose permissions every call is checked against, as on the wire (no
                 password: the test vouches for it). Without one, nothing is checked.
+            node: the node of the cluster it connects to (a :class:`~embroker.model.Node` of
+                :attr:`nodes` or its name; the first by default).
 
         Raises:
             NotAllowed: (530) no such virtual host, or ``user`` has no access to it.
+            KeyError: no node of the cluster is called ``node``.
         """
-        return Connection(self, vhost, user=user, client_properties=client_properties)
+        return Connection(self, vhost, user=user, client_properties=client_properties,
+                          node=node)
 
     # -- quiescence ------------------------------------------------------------------------------
 
@@ -224,7 +230,8 @@ class Broker(model.Broker):
               web_mqtt_tls_port: int | None = None,
               listeners: Mapping[str, int] | None = None,
               tls_listeners: Mapping[str, int] | None = None,
-              port_settings: Mapping[str, Any] | None = None) -> Server:
+              port_settings: Mapping[str, Any] | None = None,
+              node: Node | str | None = None) -> Server:
         """Start a listener that real AMQP 0-9-1 and AMQP 1.0 clients can connect to (one port
         serves both, told apart by the protocol header, as RabbitMQ's).
 
@@ -274,10 +281,15 @@ class Broker(model.Broker):
                 (``{"stomp": 0}``), plain and over TLS (``Server(listeners=...)``).
             port_settings: each registered kind's settings, by its name
                 (``{"stomp": StompSettings(default_user=None)}``: ``server.port_settings``).
+            node: the node of the cluster it serves (a :class:`~embroker.model.Node` of
+                :attr:`nodes` or its name; the first by default): its clients connect to
+                that node, and ``server.stop_app()`` stops it (:meth:`serve_nodes` serves
+                every node).
 
         Raises:
             PortInUse: the port is taken.
-            ValueError: ``max_connections`` names no kind of port, or a limit under 1.
+            ValueError: ``max_connections`` names no kind of port, or a limit under 1;
+                ``node`` is no node of the cluster.
         """
         management_port = None if management is False else (
             0 if management is True else int(management))
@@ -298,4 +310,44 @@ class Broker(model.Broker):
                       stream_advertised_port=stream_advertised_port, tls=tls,
                       tls_port=tls_port, stream_tls_port=stream_tls_port,
                       management_tls_port=management_tls_port, listeners=plain,
-                      tls_listeners=secure, port_settings=port_settings).start()
+                      tls_listeners=secure, port_settings=port_settings, node=node).start()
+
+    def serve_nodes(self, host: str = "127.0.0.1", **settings: Any) -> NodeServers:
+        """Start a listener on every node of the cluster (``Broker(nodes=3)``), each with its
+        own ports and loop thread, as a cluster's nodes each have their listeners: a client's
+        list of addresses is a list of nodes.
+
+        Use it as a context manager, or call ``.stop()``::
+
+            with broker.serve_nodes() as servers:
+                parameters = [pika.URLParameters(url) for url in servers.urls]
+                pika.BlockingConnection(parameters)      # node 1, else node 2...
+                servers.stop_node("embroker-2@localhost")   # rabbitmqctl -n ... stop_app
+
+        Args:
+            host: the address every node listens on.
+            settings: :meth:`serve`'s keyword arguments, for each node: a port given as 0
+                (``port=0``, ``management=True``, ``stomp_port=0``...) is any free port for
+                each node; another number is the first node's, and the next nodes take the
+                numbers after it (``port=5672``: 5672, 5673, 5674, as RabbitMQ's guide to a
+                local cluster numbers them).
+
+        Returns:
+            The listeners, started, in the order of :attr:`nodes`
+            (:class:`~embroker.server.NodeServers`).
+
+        Raises:
+            PortInUse: a port is taken (the listeners started before it are stopped).
+            ValueError: as :meth:`serve`, or ``node`` given (each node is served).
+        """
+        if "node" in settings:
+            raise ValueError("serve_nodes serves every node: serve(node=...) serves one")
+        servers: list[Server] = []
+        try:
+            for index, node in enumerate(self.nodes):
+                servers.append(self.serve(host, node=node, **node_ports(settings, index)))
+        except BaseException:
+            for server in servers:
+                server.stop()
+            raise
+        return NodeServers(servers)

@@ -47,7 +47,7 @@ def _amqp(accepted: Accepted) -> SansIOConnection:
                               handshake_timeout=accepted.policy.handshake_timeout,
                               loopback=accepted.loopback,
                               amqp10_only=accepted.policy.kind == "amqp10", tls=accepted.tls,
-                              amqp10=server.amqp10)
+                              amqp10=server.amqp10, node=accepted.node)
 
 
 def _management(accepted: Accepted) -> SansIOConnection:
@@ -70,12 +70,12 @@ def _stream(accepted: Accepted) -> BrokerConnection:
     from .stream import StreamConnection
 
     server = accepted.listener
-    advertised = server.stream_advertised_port if accepted.policy.tls is None \
-        else server.stream_tls_port  # (RabbitMQ's advertised_tls_port: the TLS port)
+    secure = accepted.policy.tls is not None
+    host, port = server.stream_endpoint_of(server.node, tls=secure)
     return StreamConnection(accepted.broker, peer=accepted.peer, loopback=accepted.loopback,
-                            advertised_host=server.stream_advertised_host,
-                            advertised_port=advertised or 0, tls=accepted.tls,
-                            on_output=accepted.on_output)
+                            advertised_host=host, advertised_port=port, tls=accepted.tls,
+                            on_output=accepted.on_output, node=accepted.node,
+                            endpoint_of=lambda node: server.stream_endpoint_of(node, tls=secure))
 
 
 def _stomp(accepted: Accepted) -> BrokerConnection:

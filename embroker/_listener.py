@@ -44,7 +44,7 @@ from .model._access import is_loopback
 if TYPE_CHECKING:
     from .management import ManagementAPI
     from .management._http import Request, Response, Work
-    from .model import Broker
+    from .model import Broker, Node
 
 log = logging.getLogger("embroker.server")  # (the listener's one logger, whichever role logs)
 
@@ -311,6 +311,7 @@ class _Listener:
 
     if TYPE_CHECKING:  # (what it shares with the other roles: Server sets it up)
         broker: Broker
+        node: Node
         _locked: AbstractContextManager[object]
         host: str
         tls: ssl.SSLContext | None
@@ -637,7 +638,7 @@ class _Listener:
             local, local_port = "", 0
         accepted = Accepted(self, self.broker, client.peer, local, _over_loopback(sock),
                             client.tls, policy, functools.partial(self._has_output, client),
-                            local_port=local_port)
+                            local_port=local_port, node=self.node)
         with self._locked:
             return kind.factory(accepted)
 

@@ -29,7 +29,7 @@ from .errors import (
 from .model._kinds import AlarmBlocking
 
 if TYPE_CHECKING:
-    from .model import Broker
+    from .model import Broker, Node
 
 try:
     import resource
@@ -97,6 +97,7 @@ class _Node:
 
     if TYPE_CHECKING:  # (what it shares with the other roles: Server sets it up)
         broker: Broker
+        node: Node
         _locked: AbstractContextManager[object]
         host: str
         data_dir: str
@@ -141,6 +142,10 @@ class _Node:
         keeps what a restart keeps (:meth:`Broker.restart <embroker.Broker.restart>`: durable
         exchanges, queues and bindings, persistent messages). The resource alarms end.
         Nothing happens if it is stopped already. Safe from any thread, the loop's too.
+
+        In a cluster of several nodes it stops the node it serves (:attr:`node`:
+        :meth:`Node.stop <embroker.model.Node.stop>`, what the other nodes' clients see of
+        it) and that node's alarms end; the other nodes' listeners serve on.
         """
         self._in_loop(self._stop_app)
 
@@ -148,7 +153,9 @@ class _Node:
         """``rabbitmqctl start_app``: the ports listen again on the same numbers, and the
         memory watermark and disk free limit are the configured ones again (as RabbitMQ,
         which reads its configuration again: what ``set_vm_memory_high_watermark`` set is
-        gone). Nothing happens if it runs already. Safe from any thread.
+        gone); in a cluster, its node starts (:meth:`Node.start
+        <embroker.model.Node.start>`). Nothing happens if it runs already. Safe from any
+        thread.
 
         Raises:
             PortInUse: one of its ports is taken now (no port listens then: call again once
@@ -192,9 +199,15 @@ class _Node:
         silent = [client for client in self._clients.values()
                   if client.broker and client.protocol.stops_silently]
         with self._locked:
-            self.broker.restart()  # (each broker connection is told: on_restart)
-            for name in self.broker.alarms:
-                self.broker.clear_alarm(name)
+            if len(self.broker.nodes) == 1:
+                self.broker.restart()  # (each broker connection is told: on_restart)
+                for name in self.broker.alarms:
+                    self.broker.clear_alarm(name)
+            else:  # (its own clients are told, those still logging in too; then its node)
+                self.on_restart()
+                self.node.stop()
+                for name in self.broker.alarms:
+                    self.broker.clear_alarm(name, node=self.node)
         for client in silent:
             self._kill(client, reason="the application stopped")
         for client in [*self._http_clients.values()]:  # stream and HTTP clients go
@@ -222,6 +235,8 @@ class _Node:
                           "taken now; the application stays stopped")
             raise
         self._app_running = True
+        if len(self.broker.nodes) > 1:
+            self.node.start()  # (the model takes the broker's lock)
         for port in reopened:
             self._select_port(port)
         fraction, absolute = self._watermark = self.configured_watermark
@@ -334,11 +349,12 @@ class _Node:
                                 max(_DISK_MIN_INTERVAL, min(_DISK_MAX_INTERVAL, ideal)))
 
     def _set_alarm(self, resource: str, on: bool) -> None:
+        # (its node's alarm: each node of a cluster watches its own)
         with self._locked:
             if on:
-                self.broker.set_alarm(resource)
+                self.broker.set_alarm(resource, node=self.node)
             else:
-                self.broker.clear_alarm(resource)
+                self.broker.clear_alarm(resource, node=self.node)
 
     # -- what the broker asks of its transports: embroker.model._transports.Transport -------
 

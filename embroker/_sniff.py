@@ -24,7 +24,7 @@ from .amqp10._connection import ServerConnection as Amqp10Connection
 
 if TYPE_CHECKING:
     from .amqp091._handshake import PeerCertificate
-    from .model import Broker
+    from .model import Broker, Node
 
 __all__ = ["SniffingConnection"]
 
@@ -34,8 +34,8 @@ class SniffingConnection:
     """The connection of one socket: 0-9-1 until the protocol header says otherwise.
 
     Args:
-        broker, peer, on_output, heartbeat, handshake_timeout, loopback: for the connection
-            chosen.
+        broker, peer, on_output, heartbeat, handshake_timeout, loopback, node: for the
+            connection chosen.
         frame_max, channel_max: what the 0-9-1 connection's connection.tune offers.
         amqp10_only: a 1.0-only port: every client is served AMQP 1.0.
         amqp10: whether a 1.0 header is served 1.0 (RabbitMQ's rabbitmq_amqp1_0 plugin);
@@ -43,17 +43,18 @@ class SniffingConnection:
             own header, then it closes), as RabbitMQ without the plugin.
     """
 
-    __slots__ = ("_args", "_connected_at", "_inbox", "_tls", "amqp10", "amqp10_only", "inner",
-                 "loopback", "passthrough", "sniffed")
+    __slots__ = ("_args", "_connected_at", "_inbox", "_node", "_tls", "amqp10", "amqp10_only",
+                 "inner", "loopback", "passthrough", "sniffed")
 
     def __init__(self, broker: Broker, *, peer: str = "",
                  on_output: Callable[[], None] | None = None, heartbeat: int = 60,
                  handshake_timeout: float = 10.0, loopback: bool = False,
                  amqp10_only: bool = False, tls: PeerCertificate | None = None,
                  frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX,
-                 amqp10: bool = True) -> None:
+                 amqp10: bool = True, node: Node | None = None) -> None:
         self._args = (broker, peer, on_output, heartbeat, handshake_timeout)
         self._tls = tls
+        self._node = node
         self.loopback = loopback
         self._connected_at = broker.clock.monotonic()
         self._inbox = b""
@@ -66,7 +67,8 @@ class SniffingConnection:
         #: The protocol's connection (0-9-1 until a 1.0 header arrives).
         self.inner: Amqp091Connection | Amqp10Connection = Amqp091Connection(
             broker, peer=peer, on_output=on_output, heartbeat=heartbeat, frame_max=frame_max,
-            channel_max=channel_max, handshake_timeout=handshake_timeout, loopback=loopback, tls=tls)
+            channel_max=channel_max, handshake_timeout=handshake_timeout, loopback=loopback, tls=tls,
+            node=node)
 
     def receive_data(self, data: bytes) -> None:
         if self.sniffed or not data:
@@ -84,7 +86,8 @@ class SniffingConnection:
                                           idle_time_out=heartbeat,
                                           handshake_timeout=handshake_timeout,
                                           connected_at=self._connected_at,
-                                          loopback=self.loopback, tls=self._tls)
+                                          loopback=self.loopback, tls=self._tls,
+                                          node=self._node)
         self.inner.receive_data(inbox)
 
     # -- what the listener asks of every connection ---------------------------------------------

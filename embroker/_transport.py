@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from .errors import ChannelException, ConnectionException, InternalError, error_for_code
 
 if TYPE_CHECKING:
-    from .model import Broker
+    from .model import Broker, Node
     from .model import Connection as ModelConnection
     from .model._kinds import ConnectionKind
 
@@ -258,6 +258,9 @@ class Accepted:
     subprotocol: str | None = None
     #: The port it reached (``local`` is the address alone), 0 when unknown.
     local_port: int = 0
+    #: The node of the broker's cluster it reached (the listener's ``node``): its connection
+    #: opens there (``Broker.open_connection(node=...)``); ``None``: the first.
+    node: Node | None = None
 
     @property
     def local_address(self) -> str:

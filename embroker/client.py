@@ -44,7 +44,7 @@ from .model import (
 )
 
 if TYPE_CHECKING:
-    from .model import Broker
+    from .model import Broker, Node
     from .model import Channel as ModelChannel
     from .model import Connection as ModelConnection
 
@@ -125,7 +125,8 @@ class Connection:
     """An in-process connection to a virtual host of a broker (``broker.connect()``)."""
 
     def __init__(self, broker: Broker, vhost: str = "/", *, user: str | None = None,
-                 client_properties: dict[str, Any] | None = None) -> None:
+                 client_properties: dict[str, Any] | None = None,
+                 node: Node | str | None = None) -> None:
         self.broker = broker
         props = {"product": "embroker in-process client",
                  "capabilities": {"consumer_cancel_notify": True, "basic.nack": True,
@@ -133,7 +134,8 @@ class Connection:
         props.update(client_properties or {})
         with broker.locked():
             self._model: ModelConnection = broker.open_connection(
-                vhost, user=user, client_properties=props)
+                vhost, user=user, client_properties=props,
+                node=broker.node_named(node) if isinstance(node, str) else node)
         self._channel_numbers = itertools.count(1)
         self._channels: dict[int, Channel] = {}
         self._pending: deque[tuple[Channel, ChannelEvent]] = deque()

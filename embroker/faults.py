@@ -12,6 +12,8 @@
     faults.nack_publishes(2, exchange="orders")      # the next 2 publishes there are nacked
     faults.stall(5.0)                                # nothing written for 5 s: heartbeats time out
     faults.drop_on_delivery(lambda m: b"poison" in m.body)  # the consumer "crashes" mid-message
+    faults.stop_node("embroker-2@localhost")         # rabbitmqctl -n ... stop_app (a cluster)
+    faults.start_node("embroker-2@localhost")        # ... start_app
 
 Connections are named by what their client said (``connection_name``, as pika's
 ``client_properties={"connection_name": ...}``), by their peer address, or left out when there
@@ -24,7 +26,7 @@ Each fault is recorded where it shows: a nacked publish on its routing decision 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, final
 
 from .errors import ChannelException, ConnectionException, error_for_code
@@ -33,7 +35,7 @@ from .model._faults import DeliveryFault, PublishNack
 
 if TYPE_CHECKING:
     from .memory import MemoryConnection
-    from .model import Broker, Channel
+    from .model import Broker, Channel, Node
     from .server import ClientConnection, Server
 
 __all__ = ["Faults"]
@@ -45,12 +47,18 @@ class Faults:
 
     Args:
         broker: the broker.
-        server: its listener (``broker.serve()``), for the faults on wire connections.
+        server: its listener (``broker.serve()``), for the faults on wire connections; or a
+            cluster's listeners, one per node (``broker.serve_nodes()``): the connections of
+            every node's.
     """
 
-    def __init__(self, broker: Broker, server: Server | None = None) -> None:
+    def __init__(self, broker: Broker, server: Server | Sequence[Server] | None = None) -> None:
         self.broker = broker
-        self.server = server
+        #: The listeners whose connections it reaches (one, or one per node of a cluster).
+        self.servers: list[Server] = [] if server is None else \
+            list(server) if isinstance(server, Sequence) else [server]
+        #: The first of them (``None``: none).
+        self.server = self.servers[0] if self.servers else None
 
     def __repr__(self) -> str:
         return f"<Faults for {self.broker!r}{f' and {self.server!r}' if self.server else ''}>"
@@ -71,7 +79,7 @@ class Faults:
 
         with self.broker.locked():
             memory = [MemoryConnection(link) for link in self.broker.transports.of(MemoryLink)]
-        return [*(self.server.connections if self.server is not None else []), *memory]
+        return [*(c for server in self.servers for c in server.connections), *memory]
 
     def connection(self, name: str | None = None) -> ClientConnection | MemoryConnection:
         """The client connection named ``name`` (its ``connection_name`` or peer address,
@@ -139,6 +147,57 @@ class Faults:
         with self.broker.locked():
             self.broker._delivery_faults.append(fault)
         return fault
+
+    # -- a node of a cluster ---------------------------------------------------------------------
+
+    def stop_node(self, node: Node | str) -> None:
+        """Stop a node of the cluster as ``rabbitmqctl -n NODE stop_app`` does: its listener's
+        ports refuse connections and its clients' connections close (320 CONNECTION_FORCED),
+        while the other nodes' listeners serve on; its classic queues are down and the quorum
+        queues and streams it led are led by another member (:meth:`Node.stop
+        <embroker.model.Node.stop>`: what the other nodes' clients see). A node that no
+        listener serves stops in the model alone (its in-process and in-memory clients). On
+        a broker of one node, the listener's ``stop_app`` (what survives is what a restart
+        keeps).
+
+        Raises:
+            KeyError: no node of the cluster is called ``node``.
+        """
+        served = self._listener(node)
+        if served is not None:
+            served.stop_app()
+        else:
+            self._node(node).stop()
+
+    def start_node(self, node: Node | str) -> None:
+        """Start a node :meth:`stop_node` stopped (``rabbitmqctl -n NODE start_app``): its
+        ports listen again on the same numbers, its down queues are back.
+
+        Raises:
+            KeyError: no node of the cluster is called ``node``.
+            PortInUse: one of its ports was taken meanwhile.
+        """
+        served = self._listener(node)
+        if served is not None:
+            served.start_app()
+        else:
+            self._node(node).start()
+
+    def _node(self, node: Node | str) -> Node:
+        return self.broker.node_named(node) if isinstance(node, str) else node
+
+    def _listener(self, node: Node | str) -> Server | None:
+        # The running listener serving the node: one of ours, else any registered with the
+        # broker.
+        from .server import Server
+
+        found = self._node(node)
+        with self.broker.locked():
+            registered = self.broker.transports.of(Server)
+        for server in [*self.servers, *registered]:
+            if server.node is found and server.running:
+                return server
+        return None
 
     # -- the model's faults (in-process connections too) ---------------------------------------
 

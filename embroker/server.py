@@ -107,12 +107,12 @@ from .tls import TLSOptions, server_context
 if TYPE_CHECKING:
     from .management import ManagementAPI
     from .management._http import HostPolicy, Request, Response, Work
-    from .model import Broker
+    from .model import Broker, Node
 
 __all__ = ["APP_RUNNING", "DEFAULT_DISK_FREE_LIMIT", "DEFAULT_VM_MEMORY_HIGH_WATERMARK",
            "ERRORS_KEPT", "MEMORY_CHECK_INTERVAL", "AppRunning", "ClientConnection", "ErrorLog",
-           "PortInUse", "Server", "WireConnection", "default_max_connections", "memory_used",
-           "stranger_budget", "total_memory"]
+           "NodeServers", "PortInUse", "Server", "WireConnection", "default_max_connections",
+           "memory_used", "node_ports", "stranger_budget", "total_memory"]
 
 log = logging.getLogger("embroker.server")
 
@@ -241,6 +241,23 @@ class ErrorLog(Sequence[BaseException]):
 
 
 
+def _served_node(broker: Broker, node: Node | str | None) -> Node:
+    """The node of ``broker`` that ``node`` names (the first for ``None``).
+
+    Raises:
+        ValueError: no such node in ``broker``'s cluster.
+    """
+    if node is None:
+        return broker.nodes[0]
+    if not isinstance(node, str) and node in broker.nodes:
+        return node
+    try:
+        return broker.node_named(str(node))
+    except KeyError:
+        raise ValueError(f"node: {node!s} is no node of this broker; its nodes are "
+                         f"{', '.join(n.name for n in broker.nodes)}") from None
+
+
 @final
 class Server(_Views, _Node, _Listener, _Loop):
     """A listener that lets unmodified AMQP 0-9-1 clients talk to ``broker``.
@@ -283,11 +300,17 @@ class Server(_Views, _Node, _Listener, _Loop):
             the listener's own address, ``localhost`` and loopback addresses (a name, or
             ``name:port``; ``"*"``: any), and whose pages it answers (``Origin``); see
             docs/management.md.
+        node: the node of ``broker``'s cluster it serves (:attr:`node`: a
+            :class:`~embroker.model.Node` or its name; the first by default): every client it
+            accepts connects to that node, and :meth:`stop_app` stops that node. A cluster
+            of several nodes is served by a listener per node (:meth:`Broker.serve_nodes
+            <embroker.Broker.serve_nodes>`), each with its own ports and loop thread.
 
     Raises:
         PortInUse: the port is taken.
         ValueError: ``max_connections`` names no kind of port, or a limit under 1;
-            ``frame_max`` or ``channel_max`` that connection.tune cannot carry.
+            ``frame_max`` or ``channel_max`` that connection.tune cannot carry; ``node`` is
+            no node of ``broker``.
     """
 
     def __init__(self, broker: Broker, host: str = "127.0.0.1", port: int = 0, *,
@@ -305,7 +328,9 @@ class Server(_Views, _Node, _Listener, _Loop):
                  frame_max: int = FRAME_MAX, channel_max: int = CHANNEL_MAX,
                  amqp10: bool = True, listeners: Mapping[str, int] | None = None,
                  tls_listeners: Mapping[str, int] | None = None,
-                 port_settings: Mapping[str, Any] | None = None) -> None:
+                 port_settings: Mapping[str, Any] | None = None,
+                 node: Node | str | None = None) -> None:
+        served = _served_node(broker, node)  # (checked before any port opens)
         for name, value, bound, zero in (("frame_max", frame_max, FRAME_MAX_LIMIT, "no limit"),
                                          ("channel_max", channel_max, 65535, "no limit"),
                                          ("heartbeat", heartbeat, 65535, "no heartbeats")):
@@ -339,6 +364,9 @@ class Server(_Views, _Node, _Listener, _Loop):
         #: The server-side context of the TLS ports (``None``: no TLS port).
         self.tls: ssl.SSLContext | None = server_context(tls) if tls is not None else None
         self.broker = broker
+        #: The node it serves (:class:`~embroker.model.Node`): its clients' connections are
+        #: that node's, and :meth:`stop_app` stops it.
+        self.node: Node = served
         # The broker's lock (``broker.locked()``), kept at hand: every model call runs under it.
         self._locked = broker.locked()
         self.host = host
@@ -520,13 +548,28 @@ class Server(_Views, _Node, _Listener, _Loop):
     def stream_advertised_host(self) -> str:
         """What the stream protocol's Open and Metadata name as this node's host (RabbitMQ's
         ``stream.advertised_host``): by default, as ``rabbit_stream:host/0`` (v3.10.8), the
-        host of the broker's node (:attr:`Broker.node <embroker.model.Broker.node>`:
-        ``localhost`` unless it was named)."""
-        return self._stream_advertised_host or self.broker.node.host
+        host of the node it serves (:attr:`node`: ``localhost`` unless it was named)."""
+        return self._stream_advertised_host or self.node.identity.host
 
     @stream_advertised_host.setter
     def stream_advertised_host(self, host: str | None) -> None:
         self._stream_advertised_host = host or None
+
+    def stream_endpoint_of(self, node: Node, *, tls: bool = False) -> tuple[str, int]:
+        """The host and port ``node`` advertises to stream clients (what RabbitMQ's
+        ``rabbit_stream:host/0`` and ``port/0`` answer on that node, for the Open and the
+        Metadata): the :attr:`stream_advertised_host` and port of the running listener of the
+        broker that serves ``node`` with a stream port (:attr:`stream_advertised_port`; with
+        ``tls``, its stream TLS port, as RabbitMQ's ``advertised_tls_port``); a node no such
+        listener serves advertises this one's (a cluster served by this listener alone)."""
+        with self._locked:
+            others = self.broker.transports.of(Server)
+        for server in [self, *others]:
+            port = server.stream_tls_port if tls else server.stream_advertised_port
+            if server.node is node and server.running and port:
+                return server.stream_advertised_host, port
+        return self.stream_advertised_host, (self.stream_tls_port if tls
+                                             else self.stream_advertised_port) or 0
 
     @property
     def stream_url(self) -> str | None:
@@ -741,3 +784,100 @@ class Server(_Views, _Node, _Listener, _Loop):
         own = {self.host, *(sock.getsockname()[0] for sock in self._listeners)}
         self._hosts = HostPolicy.of(own, self.management_allow_hosts)
 
+
+
+def node_ports(settings: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """``settings`` (:meth:`Broker.serve <embroker.Broker.serve>`'s keyword arguments) for the
+    node at ``index`` of a cluster: each port numbered other than 0 moved ``index`` on (the
+    ports ``port``, ``management``, ``*_port``, and those of ``listeners`` and
+    ``tls_listeners``); 0 (any free port), ``True``, ``None`` and the rest as they are."""
+    def moved(value: Any) -> Any:
+        number = isinstance(value, int) and not isinstance(value, bool) and value != 0
+        return value + index if number else value
+
+    found: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key in ("listeners", "tls_listeners") and value is not None:
+            found[key] = {kind: moved(number) for kind, number in value.items()}
+        elif key in ("port", "management") or key.endswith("_port"):
+            found[key] = moved(value)
+        else:
+            found[key] = value
+    return found
+
+
+@final
+class NodeServers(Sequence[Server]):
+    """A listener per node of a cluster (:meth:`Broker.serve_nodes
+    <embroker.Broker.serve_nodes>`), in the order of ``broker.nodes``: ``servers[0]`` serves
+    the first node. A context manager that stops them all.
+
+    Each one is a :class:`Server` of its own (its ports, its loop thread, its
+    ``stop_app``/``start_app``); this adds what a test of a cluster asks of them together.
+    """
+
+    def __init__(self, servers: Sequence[Server]) -> None:
+        self._servers = list(servers)
+
+    def __len__(self) -> int:
+        return len(self._servers)
+
+    @overload
+    def __getitem__(self, index: int) -> Server: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Server]: ...
+
+    def __getitem__(self, index: int | slice) -> Server | list[Server]:
+        return self._servers[index]
+
+    def __repr__(self) -> str:
+        return f"<embroker NodeServers {[str(s.node) for s in self._servers]}>"
+
+    @property
+    def urls(self) -> list[str]:
+        """Each node's AMQP URL (:attr:`Server.url`), in node order: a client's list of
+        addresses (``[pika.URLParameters(url) for url in servers.urls]``)."""
+        return [server.url for server in self._servers]
+
+    def server(self, node: Node | str) -> Server:
+        """The listener of ``node`` (a :class:`~embroker.model.Node` or its name).
+
+        Raises:
+            LookupError: no listener serves that node (the message names those served).
+        """
+        for server in self._servers:
+            if server.node is node or server.node.name == node:
+                return server
+        raise LookupError(f"no listener serves node {node!s}; the nodes served are "
+                          f"{', '.join(str(s.node) for s in self._servers)}")
+
+    def stop_node(self, node: Node | str) -> None:
+        """``rabbitmqctl -n NODE stop_app``: :meth:`Server.stop_app` of ``node``'s listener
+        (its ports refuse connections, its clients are closed, the others' go on)."""
+        self.server(node).stop_app()
+
+    def start_node(self, node: Node | str) -> None:
+        """``rabbitmqctl -n NODE start_app``: :meth:`Server.start_app` of ``node``'s listener.
+
+        Raises:
+            PortInUse: one of its ports was taken meanwhile.
+        """
+        self.server(node).start_app()
+
+    def start(self) -> NodeServers:
+        """Start every listener (each in a thread of its own); returns self."""
+        for server in self._servers:
+            server.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop every listener (:meth:`Server.stop`)."""
+        for server in self._servers:
+            server.stop(timeout)
+
+    def __enter__(self) -> NodeServers:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

@@ -30,7 +30,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Union, cast, final, overload
 from urllib.parse import quote
@@ -897,7 +897,7 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
                 ignore_unsupported: bool = False,
                 base: str | os.PathLike[str] | None = None,
                 plugins: Iterable[str] = (), random_seed: int | None = None,
-                ) -> _broker.Broker:
+                nodes: int | Sequence[str] = 1) -> _broker.Broker:
     """A fresh broker configured as ``@pytest.mark.embroker(...)`` says.
 
     Args:
@@ -916,6 +916,7 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
         base: the folder relative topology paths start from (the test file's folder).
         plugins: RabbitMQ plugins to enable (``["rabbitmq_delayed_message_exchange"]``...).
         random_seed: what ``x-random`` exchanges draw from (``broker.plugins.random.seed``).
+        nodes: a cluster of that many nodes, or of nodes with those names (``Broker(nodes=)``).
 
     Raises:
         DefinitionsError: the topology file does not exist (the message names every full path
@@ -927,7 +928,8 @@ def make_broker(*, topology: str | os.PathLike[str] | Mapping[str, Any] | None =
 
     chosen: Clock | None = ManualClock() if clock is True else (clock or None)
     broker = PublicBroker(clock=chosen, vhosts=("/", *[v for v in vhosts if v != "/"]),
-                          users={"guest": "guest", **(users or {})}, plugins=plugins)
+                          users={"guest": "guest", **(users or {})}, plugins=plugins,
+                          nodes=nodes)
     if random_seed is not None:
         broker.plugins.random.seed(random_seed)
     if topology is not None:

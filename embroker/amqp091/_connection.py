@@ -89,7 +89,7 @@ from ._methods import (
 
 if TYPE_CHECKING:
     from ..kit import PeerCertificate
-    from ..model import Broker, Message
+    from ..model import Broker, Message, Node
     from ..model import Channel as ModelChannel
     from ..model import Connection as ModelConnection
 
@@ -155,6 +155,8 @@ class ServerConnection:
         heartbeat, frame_max, channel_max: what connection.tune offers.
         handshake_timeout: how long the client may take from connecting to connection.open; a
             client too slow is disconnected (the socket closes, as RabbitMQ's does).
+        node: the node of the broker's cluster the client reached (its listener's): the
+            model connection opens there (``None``: the first node).
     """
 
     #: Never a pause in what :meth:`data_to_send` returns (the AMQP 1.0 connection's may ask
@@ -172,8 +174,10 @@ class ServerConnection:
                  heartbeat: int = HEARTBEAT, frame_max: int = FRAME_MAX,
                  channel_max: int = CHANNEL_MAX,
                  handshake_timeout: float = HANDSHAKE_TIMEOUT, loopback: bool = False,
-                 tls: PeerCertificate | None = None) -> None:
+                 tls: PeerCertificate | None = None, node: Node | None = None) -> None:
         self.broker = broker
+        #: The node its client reached (``None``: the first): its model connection's.
+        self.node = node
         self.peer = peer
         self.loopback = loopback
         #: Its TLS session, when it came over TLS (SASL EXTERNAL's certificate).
@@ -440,6 +444,7 @@ class ServerConnection:
             self.model = self.broker.open_connection(
                 method.virtual_host, user=self.user, client_properties=self.client_properties,
                 name=f"connection {self.peer}" if self.peer else None, kind=self.kind,
+                node=self.node,
                 details={**self._peer_details(), "channel_max": self.channel_max,
                          "frame_max": self.frame_max, "heartbeat": self.heartbeat})
             self.model.on_closed_by_broker = self._closed_by_broker

@@ -91,7 +91,7 @@ from ._session import Sessions, _Session
 
 if TYPE_CHECKING:
     from ..kit import PeerCertificate
-    from ..model import Broker
+    from ..model import Broker, Node
     from ..model import Connection as ModelConnection
 
 __all__ = ["ConnectionState", "ServerConnection"]
@@ -168,8 +168,10 @@ class ServerConnection:
                  channel_max: int = CHANNEL_MAX, link_credit: int = LINK_CREDIT,
                  heartbeat: int | None = None, handshake_timeout: float = 10.0,
                  connected_at: float | None = None, loopback: bool = False,
-                 tls: PeerCertificate | None = None) -> None:
+                 tls: PeerCertificate | None = None, node: Node | None = None) -> None:
         self.broker = broker
+        #: The node its client reached (``None``: the first): its model connection's.
+        self.node = node
         self.peer = peer
         #: Its TLS session, when it came over TLS (SASL EXTERNAL's certificate).
         self.tls = tls
@@ -531,7 +533,8 @@ class ServerConnection:
         """
         self.model = self.broker.open_connection(
             vhost, user=self.user, client_properties={"container_id": self.container_id},
-            name=f"amqp 1.0 connection {self.peer}" if self.peer else None, kind=self.kind)
+            name=f"amqp 1.0 connection {self.peer}" if self.peer else None, kind=self.kind,
+            node=self.node)
         self.model.on_closed_by_broker = self._closed_by_broker
         self.vhost = vhost
 

@@ -160,8 +160,9 @@ class Node:
         self.server = server
         self.name = name
         # The node's one identity: what the management API, the event exchange, AMQP 1.0 and
-        # the stream protocol report from now on (Broker.node).
-        broker.name_node(name)
+        # the stream protocol report from now on (the server's node: Broker.node for the
+        # first).
+        broker.name_node(name, node=server.node)
         self.started = time.time()
         #: The node's "creation" (the middle part of its pids): its start time, so the pids of
         #: one run never match another's.

@@ -837,11 +837,12 @@ _DELETE_REFUSALS: Mapping[Refusal | None, str] = {
     Refusal.IN_USE: "Queue is in use", Refusal.NOT_EMPTY: "Queue is not empty"}
 
 
-def _cli_channel(broker: Broker, vhost: str) -> tuple[Connection, Any]:
-    """A channel of a connection of no user, as the CLI's direct connection: the model's own
-    operations, without a user's permissions (rabbitmqctl is the node's administrator)."""
-    connection = broker.open_connection(vhost, client_properties={"product": "rabbitmqctl"},
-                                        name="rabbitmqctl")
+def _cli_channel(node: Node, vhost: str) -> tuple[Connection, Any]:
+    """A channel of a connection of no user on ``node``, as the CLI's direct connection: the
+    model's own operations, without a user's permissions (rabbitmqctl is the node's
+    administrator)."""
+    connection = node.broker.open_connection(vhost, client_properties={"product": "rabbitmqctl"},
+                                             name="rabbitmqctl", node=node.server.node)
     return connection, connection.open_internal_channel()
 
 
@@ -850,7 +851,7 @@ def _purge_queue(node: Node, arguments: dict[str, Any]) -> Any:
     broker = node.broker
     with broker.locked():
         queue = _queue(broker, arguments)
-        connection, channel = _cli_channel(broker, queue.vhost.name)
+        connection, channel = _cli_channel(node, queue.vhost.name)
         try:
             return channel.queue_purge(queue.name)
         finally:
@@ -865,7 +866,7 @@ def _delete_queue(node: Node, arguments: dict[str, Any]) -> Any:
             queue = _queue(broker, arguments)
         except ControlError:
             raise ControlError("Queue not found", EX_USAGE) from None
-        connection, channel = _cli_channel(broker, queue.vhost.name)
+        connection, channel = _cli_channel(node, queue.vhost.name)
         try:
             return channel.queue_delete(queue.name, if_unused=bool(arguments.get("if_unused")),
                                         if_empty=bool(arguments.get("if_empty")))

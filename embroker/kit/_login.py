@@ -410,7 +410,7 @@ class DirectRefused(Exception):
 def direct_connect(broker: Broker, vhost: str, client: Client, *, user: str,
                    password: str | None, kind: Any, client_properties: dict[str, Any],
                    name: str | None = None, details: dict[str, Any] | None = None,
-                   topic_variables: dict[str, str] | None = None) -> Any:
+                   topic_variables: dict[str, str] | None = None, node: Any = None) -> Any:
     """Open a model connection for a protocol that logs in as RabbitMQ 3.10's STOMP and MQTT
     plugins do, through a direct connection (``amqp_connection:start`` with
     ``#amqp_params_direct{}``, then ``rabbit_access_control:check_user_loopback/2``). The order
@@ -427,8 +427,9 @@ def direct_connect(broker: Broker, vhost: str, client: Client, *, user: str,
     4. a loopback-only user from elsewhere is refused last.
 
     Returns:
-        The model connection (``kind``, ``client_properties``, ``name``, ``details`` and
-        ``topic_variables`` are :meth:`Broker.open_connection`'s).
+        The model connection (``kind``, ``client_properties``, ``name``, ``details``,
+        ``topic_variables`` and ``node``, the node its client reached, are
+        :meth:`Broker.open_connection`'s).
 
     Raises:
         DirectRefused: any refusal; ``why`` says which step.
@@ -459,7 +460,7 @@ def direct_connect(broker: Broker, vhost: str, client: Client, *, user: str,
     try:
         connection = broker.open_connection(vhost, user=user, client_properties=client_properties,
                                             name=name, details=details, kind=kind,
-                                            topic_variables=topic_variables)
+                                            topic_variables=topic_variables, node=node)
     except NotAllowed as refused:
         raise DirectRefused("access", user, refused.text) from None
     if not broker.access.allowed_from(user, loopback=client.loopback):

@@ -146,7 +146,8 @@ class ManagementAPI:
         self._started = time.time()
         #: The tracing plugin's traces (``/api/traces``) and their logs (``/api/trace-files``),
         #: in ``trace_dir`` (by default a temporary directory, removed with the listener).
-        self.tracing = Tracing(broker, trace_dir)
+        self.tracing = Tracing(broker, trace_dir,
+                               node=server.node if server is not None else None)
 
     def close(self) -> None:
         """Stop the traces (the listener stops)."""
@@ -433,7 +434,8 @@ class ManagementAPI:
             try:
                 connection = self.broker.open_connection(
                     vhost, user=call.user, client_properties={"product": "management API"},
-                    name=f"management API ({call.user})")
+                    name=f"management API ({call.user})",
+                    node=self.server.node if self.server is not None else None)
             except NotAllowed:
                 raise HttpError(401, "not_authorised", "Access refused.") from None
             try:

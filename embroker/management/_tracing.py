@@ -45,7 +45,7 @@ from ..model import PROPERTY_NAMES, Delivered
 from ..model._firehose import TRACE_EXCHANGE
 
 if TYPE_CHECKING:
-    from ..model import Broker, Channel, Connection, Message
+    from ..model import Broker, Channel, Connection, Message, Node
 
 __all__ = ["Trace", "Tracing", "TracingError"]
 
@@ -138,10 +138,15 @@ class Tracing:
         directory: where the logs go (made when the first trace starts); ``None``: a temporary
             directory of its own, removed by :meth:`close` (RabbitMQ's default is
             ``/var/tmp/rabbitmq-tracing``).
+        node: the node its tracers connect to (the management API's listener's).
     """
 
-    def __init__(self, broker: Broker, directory: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, broker: Broker, directory: str | os.PathLike[str] | None = None, *,
+                 node: Node | None = None) -> None:
         self.broker = broker
+        #: The node its tracers' connections open on (``None``: the first): the management
+        #: API's listener's.
+        self.node = node
         self._given = Path(directory) if directory is not None else None
         self._temporary: Path | None = None
         self.traces: dict[tuple[str, str], Trace] = {}
@@ -205,7 +210,7 @@ class Tracing:
         try:
             connection = broker.open_connection(
                 vhost, user=str(user), client_properties={"product": "rabbitmq_tracing"},
-                name=f"tracer {name}")
+                name=f"tracer {name}", node=self.node)
         except AMQPError as refused:
             raise TracingError(f"the tracer cannot connect: {refused}") from None
         try:

@@ -207,8 +207,9 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
             DEFAULT_MAX_MESSAGE_SIZE_4 if self.profile.rabbitmq4 else DEFAULT_MAX_MESSAGE_SIZE)
         self.memory_high_watermark = memory_high_watermark
         self._memory_alarm = False
-        #: The resource alarms raised with :meth:`set_alarm` (``"memory"``, ``"disk"``).
-        self._alarms: set[str] = set()
+        #: The resource alarms raised with :meth:`set_alarm` (``"memory"``, ``"disk"``), each
+        #: with the nodes that raised it (a node's listener raises its own).
+        self._alarms: dict[str, set[Node]] = {}
         # Publishers are blocked by an alarm (not by a test's block_publishers).
         self._blocked_by_alarm = False
         self.publishers_blocked = False
@@ -249,14 +250,16 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         :meth:`name_node`)."""
         return self.nodes[0].identity
 
-    def name_node(self, name: str) -> None:
+    def name_node(self, name: str, *, node: Node | None = None) -> None:
         """Name this node ``name`` (``rabbit@HOST``), as RabbitMQ's tools start a node:
         ``rabbitmqctl status``, ``/api/nodes``, the event exchange's and the firehose's
         ``node``, RabbitMQ 4's AMQP 1.0 ``node`` and the stream protocol's advertised host
-        report it from now on. Its cluster keeps its name."""
+        report it from now on. Its cluster keeps its name. ``node``: which node of the
+        cluster (the first by default)."""
         with self._lock:
-            first = self.nodes[0]
-            first.identity = NodeIdentity.named(name, cluster_name=first.identity.cluster_name)
+            named = self.nodes[0] if node is None else node
+            named.identity = NodeIdentity.named(name,
+                                                cluster_name=named.identity.cluster_name)
 
     def locked(self) -> AbstractContextManager[object]:
         """Hold the broker still: ``with broker.locked(): ...``. While the block runs, no other
@@ -452,11 +455,14 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
                 found.add("memory")
             return [name for name in ALARM_RESOURCES if name in found]
 
-    def set_alarm(self, resource: str) -> None:
-        """Raise the ``"memory"`` or ``"disk"`` alarm (``rabbit_alarm:set_alarm``): with the
-        first alarm, publishers are blocked (:meth:`block_publishers`) with the reason
-        RabbitMQ's reader gives (``"low on memory"``, ``"low on disk"``, ``"low on disk &
-        memory"``: what is in effect when a client is told); a second alarm tells nobody again.
+    def set_alarm(self, resource: str, *, node: Node | None = None) -> None:
+        """Raise the ``"memory"`` or ``"disk"`` alarm (``rabbit_alarm:set_alarm``) on ``node``
+        (the first by default): with the first alarm, publishers are blocked
+        (:meth:`block_publishers`) with the reason RabbitMQ's reader gives (``"low on
+        memory"``, ``"low on disk"``, ``"low on disk & memory"``: what is in effect when a
+        client is told); a second alarm tells nobody again. An alarm of any node blocks the
+        whole cluster's publishers (``rabbit_alarm``: "If any node has an alarm, then all
+        publishing should be disabled across the cluster").
 
         Raises:
             ValueError: no such resource.
@@ -464,16 +470,21 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         if resource not in ALARM_RESOURCES:
             raise ValueError(f"no resource alarm {resource!r}: 'memory' or 'disk'")
         with self._lock:
-            if resource not in self._alarms:
-                self._alarms.add(resource)
+            raised = self._alarms.setdefault(resource, set())
+            raised.add(self.nodes[0] if node is None else node)
+            if len(raised) == 1:
                 self._alarms_changed()
 
-    def clear_alarm(self, resource: str) -> None:
-        """Clear the ``"memory"`` or ``"disk"`` alarm: publishers are unblocked
-        (connection.unblocked) when the last alarm clears."""
+    def clear_alarm(self, resource: str, *, node: Node | None = None) -> None:
+        """Clear the ``"memory"`` or ``"disk"`` alarm of ``node`` (of every node by default):
+        publishers are unblocked (connection.unblocked) when the last alarm clears."""
         with self._lock:
-            if resource in self._alarms:
-                self._alarms.discard(resource)
+            raised = self._alarms.get(resource)
+            if raised is None:
+                return
+            raised.difference_update(raised if node is None else {node})
+            if not raised:
+                del self._alarms[resource]
                 self._alarms_changed()
 
     def _alarms_changed(self) -> None:

@@ -73,7 +73,7 @@ from ._settings import MqttSettings
 
 if TYPE_CHECKING:
     from .._transport import Accepted
-    from ..model import Broker, Channel
+    from ..model import Broker, Channel, Node
     from ..model import Connection as ModelConnection
     from ..model._events import ChannelEvent
 
@@ -156,8 +156,11 @@ class MqttConnection:
 
     def __init__(self, broker: Broker, *, settings: MqttSettings | None = None,
                  peer: str = "", local: str = "", loopback: bool = True, tls: Any = None,
-                 on_output: Callable[[], None] | None = None, web: bool = False) -> None:
+                 on_output: Callable[[], None] | None = None, web: bool = False,
+                 node: Node | None = None) -> None:
         self.broker = broker
+        #: The node its client reached (``None``: the first): its model connection's.
+        self.node = node
         self.settings = settings if settings is not None else MqttSettings()
         self.peer, self.local, self.loopback, self.tls, self.web = peer, local, loopback, tls, web
         self._on_output = on_output
@@ -202,7 +205,8 @@ class MqttConnection:
         settings = getattr(accepted.listener, "port_settings", {}).get("mqtt")
         return cls(accepted.broker, settings=settings, peer=accepted.peer,
                    local=accepted.local_address, loopback=accepted.loopback, tls=accepted.tls,
-                   on_output=accepted.on_output, web=accepted.policy.kind == "web_mqtt")
+                   on_output=accepted.on_output, web=accepted.policy.kind == "web_mqtt",
+                   node=accepted.node)
 
     # -- BrokerConnection ----------------------------------------------------------------------
 
@@ -472,7 +476,7 @@ class MqttConnection:
             self.model = direct_connect(
                 self.broker, vhost, client, user=user, password=None if certificate else password,
                 kind=self.kind, client_properties=dict(self.client_properties),
-                name=self._ends.name, topic_variables={"client_id": client_id},
+                name=self._ends.name, topic_variables={"client_id": client_id}, node=self.node,
                 details={"peer_host": self._ends.peer_host, "peer_port": self._ends.peer_port,
                          "host": self._ends.host, "port": self._ends.port, "channel_max": 1,
                          "frame_max": 0, "ssl": self.tls is not None,

@@ -79,7 +79,7 @@ from ._settings import StompSettings
 
 if TYPE_CHECKING:
     from .._transport import Accepted
-    from ..model import Broker, Channel
+    from ..model import Broker, Channel, Node
     from ..model import Connection as ModelConnection
     from ..model._events import ChannelEvent
 
@@ -137,8 +137,11 @@ class StompConnection(Commands):
 
     def __init__(self, broker: Broker, *, settings: StompSettings | None = None,
                  peer: str = "", local: str = "", loopback: bool = True, tls: Any = None,
-                 on_output: Callable[[], None] | None = None, web: bool = False) -> None:
+                 on_output: Callable[[], None] | None = None, web: bool = False,
+                 node: Node | None = None) -> None:
         self.broker = broker
+        #: The node its client reached (``None``: the first): its model connection's.
+        self.node = node
         self.settings = settings if settings is not None else StompSettings()
         self.peer, self.local, self.loopback, self.tls, self.web = peer, local, loopback, tls, web
         self._on_output = on_output
@@ -177,7 +180,8 @@ class StompConnection(Commands):
         settings = getattr(accepted.listener, "port_settings", {}).get("stomp")
         return cls(accepted.broker, settings=settings, peer=accepted.peer,
                    local=accepted.local_address, loopback=accepted.loopback, tls=accepted.tls,
-                   on_output=accepted.on_output, web=accepted.policy.kind == "web_stomp")
+                   on_output=accepted.on_output, web=accepted.policy.kind == "web_stomp",
+                   node=accepted.node)
 
     # -- BrokerConnection ----------------------------------------------------------------------
 
@@ -431,7 +435,7 @@ class StompConnection(Commands):
                                            tls=self.tls),
                 user=login, password=None if certificate is not None else passcode, kind=kind,
                 client_properties=dict(self.client_properties), name=self._ends.name,
-                details={"peer_host": self._ends.peer_host, "peer_port": self._ends.peer_port,
+                node=self.node, details={"peer_host": self._ends.peer_host, "peer_port": self._ends.peer_port,
                          "host": self._ends.host, "port": self._ends.port, "channel_max": 1,
                          "frame_max": 0, "heartbeat": 0, "mechanism": "PLAIN",
                          "ssl": self.tls is not None})

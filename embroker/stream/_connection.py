@@ -24,8 +24,8 @@ response codes (:func:`_code`; an error that takes RabbitMQ's reader down drops 
   QueryOffset keep a consumer reference's offset in the stream (the model's, so every
   connection sees it).
 - Metadata names, for each stream, the node leading it and its running replicas, each by the
-  host and port its node advertises (:attr:`StreamConnection.endpoint_of`: for now every node
-  advertises this listener's; per-node listeners will name each node's own).
+  host and port its node advertises (:attr:`StreamConnection.endpoint_of`: over a listener,
+  each node's own listener's, ``Server.stream_endpoint_of``).
 
 Message bodies are AMQP 1.0 messages: a message published here keeps its bytes for stream
 readers and is read by 0-9-1 and 1.0 consumers through the 1.0 codec (``embroker.amqp10_common``);
@@ -234,8 +234,8 @@ class StreamConnection:
         endpoint_of: the host and port a node of the cluster advertises to stream clients
             (``rabbit_stream:host/0`` and ``port/0`` asked of that node), ``None`` for a node
             that cannot say (RabbitMQ's Metadata leaves it out); by default every node
-            advertises this listener's (``advertised_host``, ``advertised_port``): the seam
-            where per-node listeners will name each node's own.
+            advertises this connection's (``advertised_host``, ``advertised_port``); a
+            listener passes each node's listener's (``Server.stream_endpoint_of``).
     """
 
     #: The model's kind of connection it opens (which limits apply, how alarms hold it).
@@ -256,11 +256,14 @@ class StreamConnection:
                  advertised_port: int = 5552, loopback: bool = True,
                  on_output: Callable[[], None] | None = None,
                  tls: PeerCertificate | None = None,
-                 endpoint_of: Callable[[Node], tuple[str, int] | None] | None = None) -> None:
+                 endpoint_of: Callable[[Node], tuple[str, int] | None] | None = None,
+                 node: Node | None = None) -> None:
         self.broker = broker
         #: The host and port each node advertises (see the class's notes).
         self.endpoint_of: Callable[[Node], tuple[str, int] | None] = \
             endpoint_of if endpoint_of is not None else self._advertised
+        #: The node its client reached (``None``: the first): its model connection's.
+        self.node = node
         self.peer = peer
         #: Its TLS session, when it came over TLS (SASL EXTERNAL's certificate).
         self.tls = tls
@@ -606,7 +609,7 @@ class StreamConnection:
             self.model = self.broker.open_connection(
                 vhost, user=self.user, client_properties=dict(self.client_properties),
                 name=f"stream connection {self.peer}" if self.peer else None,
-                kind=self.kind, details={"peer_host": host.strip("[]"),
+                kind=self.kind, node=self.node, details={"peer_host": host.strip("[]"),
                          "peer_port": int(port) if port.isdigit() else 0,
                          "host": host.strip("[]"), "mechanism": "PLAIN", "channel_max": 0,
                          "frame_max": self.frame_max, "heartbeat": self.heartbeat})
@@ -690,7 +693,7 @@ class StreamConnection:
             self._send_not_available(name)
 
     def _advertised(self, node: Node) -> tuple[str, int]:
-        # Every node advertises this listener until each node has listeners of its own.
+        # (no listener said otherwise: every node advertises this connection's endpoint)
         return self.advertised_host, self.advertised_port
 
     def _on_metadata(self, f: Fields) -> None:

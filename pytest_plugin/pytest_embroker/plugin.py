@@ -10,6 +10,10 @@ Fixtures:
   its MQTT port and ``web_mqtt_url`` its Web-MQTT one; ``amqp_url_for(user, password,
   vhost=...)`` a URL as another user, made with the permissions asked);
   ``amqp_channel``: an in-process channel;
+- a cluster (``@pytest.mark.embroker(nodes=3)``): ``amqp_servers`` a listener per node (its own
+  ports), ``amqp_urls`` their AMQP URLs in node order (a client's list of addresses);
+  ``amqp_server`` is the first node's; ``embroker_faults.stop_node(name)`` /
+  ``start_node(name)`` stop and start a node as ``rabbitmqctl -n NAME stop_app`` does;
 - ``memory_pika``: a real pika ``BlockingConnection`` over an in-memory link (no socket);
   ``memory_url``: the URL of the in-memory transports (aio-pika, aiormq, kombu);
 - ``embroker_faults``: :class:`embroker.faults.Faults` for the test's broker and listener;
@@ -52,6 +56,7 @@ pytest.register_assert_rewrite("embroker.testing")
 from embroker import Broker, Channel, DefinitionsError, Server  # noqa: E402
 from embroker._listener_plugins import PROTOCOLS, ListenerPlugin, by_kind  # noqa: E402
 from embroker.faults import Faults  # noqa: E402
+from embroker.server import NodeServers  # noqa: E402
 from embroker.testing import (  # noqa: E402
     Expectations,
     NeedsEmbroker,
@@ -74,8 +79,10 @@ __all__ = [
     "amqp10_url",
     "amqp_channel",
     "amqp_server",
+    "amqp_servers",
     "amqp_url",
     "amqp_url_for",
+    "amqp_urls",
     "amqps_server",
     "amqps_url",
     "broker",
@@ -123,6 +130,9 @@ MARKER_ARGUMENTS = {
                "exchange, rabbitmq_recent_history_exchange, rabbitmq_event_exchange); adds to "
                "the embroker_plugins ini option",
     "random_seed": "what x-random exchanges draw from (broker.plugins.random.seed)",
+    "nodes": "a cluster of N nodes (or of nodes with those names): a listener per node "
+             "(amqp_servers, amqp_urls; amqp_server is the first node's), and "
+             "embroker_faults.stop_node(name) / start_node(name)",
 }
 
 _MARKER_HELP = ("embroker(" + ", ".join(f"{k}=..." for k in MARKER_ARGUMENTS) + "): configure "
@@ -357,9 +367,11 @@ def _reference_broker(request: pytest.FixtureRequest, config: dict[str, Any]) ->
 
     url = _reference(request.config)
     assert url is not None
+    cluster = config.get("nodes", 1) not in (1, None)  # (RabbitMQ's own nodes: not made here)
     for key, why in (("clock", "the virtual clock (clock=True)"),
-                     ("vhosts", "extra vhosts (vhosts=...)"), ("users", "extra users (users=...)")):
-        if config.get(key):
+                     ("vhosts", "extra vhosts (vhosts=...)"), ("users", "extra users (users=...)"),
+                     ("nodes", "a cluster of nodes (nodes=...)")):
+        if config.get(key) if key != "nodes" else cluster:
             pytest.skip(f"{why} needs embroker's internals: not available with the reference "
                         f"RabbitMQ ({url})")
     admin = _admin(request.config)
@@ -396,17 +408,62 @@ def amqp_server(request: pytest.FixtureRequest, broker: Broker,
     ``stomp=True``, MQTT and Web-MQTT likewise (``mqtt_url``, ``mqtt_address``,
     ``web_mqtt_url``; ``mqtt=True``)."""
     _skip_in_reference(request, "the amqp_server fixture")
+    if len(broker.nodes) > 1:  # (a cluster: the first node's, of a listener per node)
+        servers: NodeServers = request.getfixturevalue("amqp_servers")
+        yield servers[0]
+        return
     strict = _strict(request, embroker_config)
+    with broker.serve(**_listener_settings(request, embroker_config)) as server:
+        yield server
+        if strict is not None:  # before the listener closes what the test left open
+            request.node.stash[_LEAKS] = leaks(broker, unroutable=strict == "unroutable")
+    check_server(server)
+
+
+def _listener_settings(request: pytest.FixtureRequest,
+                       embroker_config: dict[str, Any]) -> dict[str, Any]:
+    """What the test's listeners serve besides AMQP: the management API when the test asks for
+    ``management_url`` or the marker says ``management=True``; a plugin protocol's ports when
+    it asks for one of its fixtures or the marker names it (free ports)."""
     management = bool(embroker_config.get("management")) or \
         "management_url" in request.fixturenames
     asked = set(request.fixturenames)
     ports: dict[str, Any] = {f"{kind}_port": 0 for p in PROTOCOLS for kind in (p.kind, p.web_kind)
              if embroker_config.get(p.kind) or _fixtures(p) & asked}
-    with broker.serve(management=management, **ports) as server:
-        yield server
-        if strict is not None:  # before the listener closes what the test left open
+    return {"management": management, **ports}
+
+
+@pytest.fixture
+def amqp_servers(request: pytest.FixtureRequest, broker: Broker,
+                 embroker_config: dict[str, Any]) -> Iterator[NodeServers]:
+    """A loopback listener per node of this test's broker (``@pytest.mark.embroker(nodes=3)``),
+    each on free ports of its own, in the order of ``broker.nodes``
+    (:class:`~embroker.server.NodeServers`: ``amqp_servers.server(name)``,
+    ``amqp_servers.stop_node(name)``); serving what ``amqp_server`` would (the management API,
+    STOMP, MQTT as asked). Raises the listeners' errors after the test. A broker of one node:
+    its ``amqp_server`` alone."""
+    _skip_in_reference(request, "the amqp_servers fixture")
+    if len(broker.nodes) == 1:
+        yield NodeServers([request.getfixturevalue("amqp_server")])
+        return
+    strict = _strict(request, embroker_config)
+    with broker.serve_nodes(**_listener_settings(request, embroker_config)) as servers:
+        yield servers
+        if strict is not None:  # before the listeners close what the test left open
             request.node.stash[_LEAKS] = leaks(broker, unroutable=strict == "unroutable")
-    check_server(server)
+    for server in servers:
+        check_server(server)
+
+
+@pytest.fixture
+def amqp_urls(request: pytest.FixtureRequest) -> list[str]:
+    """The AMQP URL of each node of this test's broker, in node order: a client's list of
+    addresses (pika: ``[pika.URLParameters(url) for url in amqp_urls]``); with a reference
+    RabbitMQ, its one URL (``amqp_url``)."""
+    if _reference(request.config):
+        return [request.getfixturevalue("amqp_url")]
+    servers: NodeServers = request.getfixturevalue("amqp_servers")
+    return servers.urls
 
 
 @pytest.fixture
@@ -618,10 +675,12 @@ def memory_url(request: pytest.FixtureRequest, broker: Broker) -> str:
 @pytest.fixture
 def embroker_faults(request: pytest.FixtureRequest, broker: Broker) -> Iterator[Faults]:
     """:class:`embroker.faults.Faults` for this test's broker and its listener (started for
-    it); disarmed after the test."""
+    it; a cluster's: a listener per node, ``stop_node``/``start_node``); disarmed after the
+    test."""
     _skip_in_reference(request, "injecting faults (embroker_faults)")
-    server: Server = request.getfixturevalue("amqp_server")
-    faults = Faults(broker, server)
+    served: Server | NodeServers = request.getfixturevalue(
+        "amqp_server" if len(broker.nodes) == 1 else "amqp_servers")
+    faults = Faults(broker, served)
     yield faults
     faults.clear()
 

@@ -90,9 +90,10 @@ def test_a_stopped_replica_is_left_out_and_a_stopped_leader_is_no_reference() ->
 
 
 def test_nodes_advertising_one_endpoint_are_one_broker() -> None:
-    """Until each node has its own listeners every node advertises this listener's host and
-    port: the brokers are one endpoint (rabbit_stream_reader.erl: lists:usort of the nodes'
-    endpoints), which the leader and every replica refer to."""
+    """A connection no listener made names every node by its own advertised host and port
+    (a listener names each node's own: tests/server/test_node_listeners.py): the brokers are
+    one endpoint (rabbit_stream_reader.erl: lists:usort of the nodes' endpoints), which the
+    leader and every replica refer to."""
     brokers, entries = metadata(opened(cluster()), "st", "st1")
     assert brokers == [(0, "127.0.0.1", 5552)]
     assert entries == [("st", OK, 0, [0, 0]), ("st1", OK, 0, [])]
