@@ -169,34 +169,41 @@ class ReferencePeer:
                 with contextlib.suppress(pika.exceptions.AMQPConnectionError):
                     connection.process_data_events(time_limit=0.3)
 
-    def op(self, node: int, what: str, *args: Any, **kwargs: Any) -> str:
+    def _on_channel(self, node: int, work: Callable[[Any], str]) -> str:
+        # ``work`` on a new channel of a connection of its own to ``node``: what it says, or the
+        # code and text the broker closed the channel or connection with.
         connection = self._connection(node)
         try:
-            channel = connection.channel()
-            if what == "basic_get":
-                kwargs.setdefault("auto_ack", kwargs.pop("no_ack", False))
-            elif what == "basic_consume":
-                args = (args[0], lambda *_: None)
-            result = getattr(channel, what)(*args, **kwargs)
+            return work(connection.channel())
         except (pika.exceptions.ChannelClosedByBroker,
                 pika.exceptions.ConnectionClosedByBroker) as error:
             return f"{error.reply_code} {error.reply_text}"
         finally:
             if connection.is_open:
                 connection.close()
+
+    def op(self, node: int, what: str, *args: Any, **kwargs: Any) -> str:
         if what == "basic_get":
-            method, _properties, body = result
-            return _said(what, None if method is None else (body, method.redelivered))
-        if what == "queue_declare":
-            return _said(what, (result.method.message_count, result.method.consumer_count))
-        return "ok"
+            kwargs.setdefault("auto_ack", kwargs.pop("no_ack", False))
+        elif what == "basic_consume":
+            args = (args[0], lambda *_: None)
+
+        def work(channel: Any) -> str:
+            result = getattr(channel, what)(*args, **kwargs)
+            if what == "basic_get":
+                method, _properties, body = result
+                return _said(what, None if method is None else (body, method.redelivered))
+            if what == "queue_declare":
+                return _said(what, (result.method.message_count, result.method.consumer_count))
+            return "ok"
+
+        return self._on_channel(node, work)
 
     def publish(self, node: int, exchange: str, key: str, body: bytes, *, persistent: bool,
                 mandatory: bool = False, confirm: bool = False) -> str:
-        connection = self._connection(node)
         said: list[str] = []
-        try:
-            channel = connection.channel()
+
+        def work(channel: Any) -> str:
             channel.add_on_return_callback(lambda *_: said.append("returned"))
             if confirm:
                 channel.confirm_delivery()
@@ -209,14 +216,10 @@ class ReferencePeer:
                 said.extend(["returned", "ack"])
             except pika.exceptions.NackError:
                 said.append("nack")
-            connection.process_data_events(time_limit=0.2)
-        except (pika.exceptions.ChannelClosedByBroker,
-                pika.exceptions.ConnectionClosedByBroker) as error:
-            return f"{error.reply_code} {error.reply_text}"
-        finally:
-            if connection.is_open:
-                connection.close()
-        return " ".join(dict.fromkeys(said)) or "ok"
+            channel.connection.process_data_events(time_limit=0.2)
+            return " ".join(dict.fromkeys(said)) or "ok"
+
+        return self._on_channel(node, work)
 
     def consume(self, node: int, queue: str, name: str) -> str:
         connection = self._connection(node)
