@@ -702,10 +702,15 @@ MUTATIONS: list[Mutation] = [
       "            pass\n",
       "a publish to a queue whose node is stopped reaches nothing"),
     M("quorum_leader_stays_on_a_stopped_node", "embroker/model/_cluster.py",
-      "            if running:\n                queue.placement = Placement(running[0], "
-      "queue.placement.members)\n",
-      "",
-      "a quorum queue led by a stopped node is led by a running member"),
+      "        queue.placement = Placement(running[0], queue.placement.members)\n",
+      "        pass\n",
+      "a quorum queue led by a stopped node is led by a running member while it has a "
+      "majority"),
+    M("quorum_leader_without_a_majority", "embroker/model/_cluster.py",
+      "    if quorate(queue):\n        running = [n for n in queue.placement.members if "
+      "n.running]\n",
+      "    if True:\n        running = [n for n in queue.placement.members if n.running]\n",
+      "a quorum queue without a majority of its members running has no leader"),
     M("classic_queue_placed_anywhere", "embroker/model/_queue_type.py",
       "        home = local\n",
       "        home = nodes[-1]\n",

@@ -70,9 +70,7 @@ def node_stopped(vhost: VirtualHost, node: Node) -> None:
                 vhost.delete_queue_object(queue)
                 _history.left(vhost.broker.clock, queue, lost, "lost")
         elif queue.placement.leader is node:
-            running = [n for n in queue.placement.members if n.running]
-            if running:
-                queue.placement = Placement(running[0], queue.placement.members)
+            _elect(queue)
 
 
 def quorate(queue: Queue) -> bool:
@@ -106,6 +104,17 @@ def node_started(vhost: VirtualHost, node: Node) -> None:
             queue.touch()
             if queue.consumer_count:
                 queue.dispatch()
+        elif queue.type.replicated and not queue.placement.leader.running:
+            _elect(queue)  # (a majority again: a leader again)
+
+
+def _elect(queue: Queue) -> None:
+    # Its leader's node stopped: with a majority of its members running, the next running
+    # member leads it; without, it has no leader until it has a majority again (the placement
+    # keeps the stopped leader, which the surfaces show as none).
+    if quorate(queue):
+        running = [n for n in queue.placement.members if n.running]
+        queue.placement = Placement(running[0], queue.placement.members)
 
 
 def _take_down(vhost: VirtualHost, queue: Queue, out: list[QueuedMessage]) -> None:

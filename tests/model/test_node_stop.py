@@ -204,3 +204,16 @@ def test_a_stopped_nodes_consumer_returns_its_quorum_deliveries_counted(broker: 
     assert (got.message.body, got.redelivered, got.message.headers["x-delivery-count"]) == (
         b"m", True, 1)
     assert not [e for e in events if isinstance(e, Cancelled)]
+
+
+def test_a_quorum_queue_without_a_majority_has_no_leader_until_it_has_one_again(
+        broker: Broker) -> None:
+    # (live: leader null while a follower is the only member running; a leader again once a
+    # majority is back)
+    _channel(broker, 1).queue_declare("qq", durable=True, arguments={"x-queue-type": "quorum"})
+    queue = broker.queues["qq"]
+    broker.nodes[0].stop()
+    broker.nodes[1].stop()  # (the leader: one member of three left)
+    assert not queue.placement.leader.running
+    broker.nodes[0].start()
+    assert queue.placement.leader.running
