@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import pytest
 
 from embroker import Broker
-from embroker.server import Server
+from embroker.server import NodeServers, Server
 
 
 @pytest.fixture
@@ -20,6 +20,17 @@ def server(broker: Broker) -> Iterator[Server]:
         yield server
     assert server.errors == []
     broker._check()
+
+
+@pytest.fixture
+def served_cluster() -> Iterator[tuple[Broker, NodeServers]]:
+    """A broker of three nodes and a listener per node (``broker.serve_nodes()``); raises the
+    listeners' errors after the test."""
+    broker = Broker(nodes=3)
+    with broker.serve_nodes() as servers:
+        yield broker, servers
+    for server in servers:
+        assert server.errors == []
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -8,7 +8,6 @@ closed with 320, the others' listeners serve on and their clients see its queues
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
 import pika
 import pytest
@@ -47,20 +46,11 @@ def _closed_by_broker(conn: pika.BlockingConnection) -> tuple[int, str]:
     return closed.value.reply_code, closed.value.reply_text
 
 
-@pytest.fixture
-def cluster() -> Iterator[tuple[Broker, NodeServers]]:
-    broker = Broker(nodes=3)
-    with broker.serve_nodes() as servers:
-        yield broker, servers
-    for server in servers:
-        assert server.errors == []
-
-
 # -- a listener per node ------------------------------------------------------------------------
 
 def test_each_node_has_its_own_port_and_its_clients_connect_to_it(
-        cluster: tuple[Broker, NodeServers]) -> None:
-    broker, servers = cluster
+        served_cluster: tuple[Broker, NodeServers]) -> None:
+    broker, servers = served_cluster
     assert [s.node for s in servers] == broker.nodes
     assert len({s.port for s in servers}) == 3
     connections = [_connect(url) for url in servers.urls]
@@ -184,8 +174,8 @@ def test_servers_are_found_by_node_and_a_node_not_served_is_named() -> None:
 # -- a node stops and starts -------------------------------------------------------------------
 
 def test_a_stopped_nodes_listener_refuses_connections_and_the_others_serve_on(
-        cluster: tuple[Broker, NodeServers]) -> None:
-    broker, servers = cluster
+        served_cluster: tuple[Broker, NodeServers]) -> None:
+    broker, servers = served_cluster
     on_second, on_first = _connect(servers.urls[1]), _connect(servers.urls[0])
     servers.stop_node("embroker-2@localhost")
     assert _closed_by_broker(on_second) == (320, SHUTDOWN)
@@ -207,8 +197,8 @@ def test_a_stopped_nodes_listener_refuses_connections_and_the_others_serve_on(
 
 
 def test_pika_walks_its_address_list_to_the_next_node_when_one_is_stopped(
-        cluster: tuple[Broker, NodeServers]) -> None:
-    broker, servers = cluster
+        served_cluster: tuple[Broker, NodeServers]) -> None:
+    broker, servers = served_cluster
     servers.stop_node(broker.nodes[0])
     addresses = [pika.URLParameters(url) for url in servers.urls]
     conn = pika.BlockingConnection(addresses)  # (node 1 refuses: pika tries node 2)
@@ -217,10 +207,10 @@ def test_pika_walks_its_address_list_to_the_next_node_when_one_is_stopped(
 
 
 def test_a_durable_classic_queue_homed_on_a_stopped_node_is_down_for_the_other_nodes_clients(
-        cluster: tuple[Broker, NodeServers]) -> None:
+        served_cluster: tuple[Broker, NodeServers]) -> None:
     """RabbitMQ 3.10.8's 404 for every operation on it while its home node is stopped; back
     with its persistent messages once the node starts."""
-    broker, servers = cluster
+    broker, servers = served_cluster
     declaring = _connect(servers.urls[1])
     ch = declaring.channel()
     ch.confirm_delivery()
@@ -246,8 +236,8 @@ def test_a_durable_classic_queue_homed_on_a_stopped_node_is_down_for_the_other_n
 
 
 def test_the_last_node_stopping_is_the_clusters_restart(
-        cluster: tuple[Broker, NodeServers]) -> None:
-    broker, servers = cluster
+        served_cluster: tuple[Broker, NodeServers]) -> None:
+    broker, servers = served_cluster
     conn = _connect(servers.urls[0])
     conn.channel().queue_declare("transient")
     for node in broker.nodes:
@@ -259,10 +249,10 @@ def test_the_last_node_stopping_is_the_clusters_restart(
 
 
 def test_a_nodes_alarm_is_its_own_and_ends_when_it_stops(
-        cluster: tuple[Broker, NodeServers]) -> None:
+        served_cluster: tuple[Broker, NodeServers]) -> None:
     """Each node's memory monitor raises and clears its own alarm; any node's blocks the
     cluster's publishers (rabbit_alarm), and a node that stops takes its alarms with it."""
-    broker, servers = cluster
+    broker, servers = served_cluster
     servers[1].set_vm_memory_high_watermark(0)  # (measured now: node 2 is over its limit)
     assert broker.alarms == ["memory"]
     servers[0].set_vm_memory_high_watermark(1)  # (node 1 is not: node 2's alarm stays)
