@@ -469,6 +469,22 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
                 found.add("memory")
             return [name for name in ALARM_RESOURCES if name in found]
 
+    def alarms_of(self, node: Node) -> list[str]:
+        """The resource alarms ``node`` raised itself (``rabbit_alarm:get_local_alarms/0`` on
+        it): ``"disk"``, ``"memory"``, both or none, in that order. The memory alarm of
+        :attr:`memory_high_watermark` is the first node's."""
+        with self._lock:
+            found = {name for name, nodes in self._alarms.items() if node in nodes}
+            if self._memory_alarm and node is self.nodes[0]:
+                found.add("memory")
+            return [name for name in ALARM_RESOURCES if name in found]
+
+    def node_alarms(self) -> list[tuple[Node, str]]:
+        """Every node's resource alarms (``rabbit_alarm:get_alarms/0``: the cluster's), each
+        with the node that raised it, in the nodes' order (each node's disk alarm first)."""
+        with self._lock:
+            return [(node, name) for node in self.nodes for name in self.alarms_of(node)]
+
     def set_alarm(self, resource: str, *, node: Node | None = None) -> None:
         """Raise the ``"memory"`` or ``"disk"`` alarm (``rabbit_alarm:set_alarm``) on ``node``
         (the first by default): with the first alarm, publishers are blocked
