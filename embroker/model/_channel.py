@@ -125,6 +125,10 @@ class Channel:
     def __init__(self, connection: Connection, number: int) -> None:
         self.connection = connection
         self.vhost = connection.vhost
+        # How a publish is routed: by the vhost alone in a broker of one node (its nodes are
+        # fixed when it is made), else so that the decision names this channel's node.
+        self._route: Callable[[str, Message, bool], list[Queue]] = (
+            self.vhost.route if len(self.vhost.broker.nodes) == 1 else self._route_on_node)
         self.number = number
         self.is_open = True
         self.listener: Listener | None = None
@@ -404,11 +408,7 @@ class Channel:
         reply-to's "routed or returned" is decided here, for every surface: a reply counts as
         routed only where the broker's profile makes its address a volatile queue
         (:meth:`~._vhost.VirtualHost.deliver_replies`)."""
-        vhost = self.vhost
-        if len(vhost.broker.nodes) == 1:
-            queues = vhost.route(message.exchange, message, mandatory)
-        else:
-            queues = self._route_on_node(message, mandatory)
+        queues = self._route(message.exchange, message, mandatory)
         if exclude:
             queues = [queue for queue in queues if queue.name not in exclude]
         refused = False
@@ -442,13 +442,13 @@ class Channel:
                                    message.exchange, message.routing_key, message))
         return _RETURNED
 
-    def _route_on_node(self, message: Message, mandatory: bool) -> list[Queue]:
+    def _route_on_node(self, exchange: str, message: Message, mandatory: bool) -> list[Queue]:
         """Route in a cluster of several nodes: the decision the routing recorded (refused
         or not) names the node it was published on, this channel's connection's."""
         trace = self.vhost.broker.trace
         before = trace.total
         try:
-            return self.vhost.route(message.exchange, message, mandatory)
+            return self.vhost.route(exchange, message, mandatory)
         finally:
             if trace.total > before:
                 trace.on_node(self.connection.node.name)
