@@ -251,10 +251,16 @@ class _Node:
 
     @property
     def alarms(self) -> list[str]:
-        """The resource alarms in effect: ``["disk"]``, ``["memory"]``, ``["disk",
-        "memory"]`` or ``[]`` (``rabbitmq-diagnostics alarms``, which lists the disk alarm
-        first)."""
+        """The resource alarms in effect on any node of the cluster: ``["disk"]``,
+        ``["memory"]``, ``["disk", "memory"]`` or ``[]`` (``rabbitmq-diagnostics alarms``,
+        which lists the disk alarm first); what blocks publishers."""
         return self.broker.alarms
+
+    @property
+    def local_alarms(self) -> list[str]:
+        """The resource alarms its node raised itself (``rabbitmq-diagnostics
+        check_local_alarms``; a broker of one node: :attr:`alarms`)."""
+        return self.broker.alarms_of(self.node)
 
     @property
     def vm_memory_high_watermark(self) -> float | None:

@@ -1149,15 +1149,16 @@ def _check_local_alarms(inv: Invocation) -> None:
 @command("alarms", "alarms", (0, 0), _DIAGNOSTICS)
 def _alarms(inv: Invocation) -> None:
     inv.say(f"Asking node {inv.node} to report any known resource alarms ...")
-    alarms = inv.ask("alarms")
+    alarms = inv.ask("cluster_alarms")  # (every node's, each with its node)
     if inv.options.get("formatter") == "json":
-        print(json_dumps([{"node": inv.node, "resource": a, "type": "resource_alarm"}
-                          for a in alarms], separators=(",", ":")), file=inv.out)
+        print(json_dumps([{"node": a["node"], "resource": a["resource"],
+                           "type": "resource_alarm"} for a in alarms],
+                         separators=(",", ":")), file=inv.out)
         return
     if not alarms:
         print(f"Node {inv.node} reported no alarms, local or clusterwide", file=inv.out)
     for alarm in alarms:
-        print(f"{alarm} alarm on node {inv.node}", file=inv.out)
+        print(f"{alarm['resource']} alarm on node {alarm['node']}", file=inv.out)
 
 
 @command("listeners", "listeners", (0, 0), _DIAGNOSTICS)

@@ -274,8 +274,15 @@ class Node:
         return found
 
     def alarms(self) -> list[str]:
-        """The resource alarms in effect (``memory``, ``disk``)."""
-        return list(self.server.alarms)
+        """The resource alarms this node raised (``memory``, ``disk``): ``rabbit:status/0``'s
+        and ``rabbit_alarm:get_local_alarms/0``'s."""
+        return list(self.server.local_alarms)
+
+    def cluster_alarms(self) -> list[dict[str, str]]:
+        """Every node's resource alarms, each with its node (``rabbit_alarm:get_alarms/0``,
+        what ``rabbitmq-diagnostics alarms`` lists)."""
+        return [{"node": node.name, "resource": name}
+                for node, name in self.broker.node_alarms()]
 
     def plugin_states(self) -> dict[str, Any]:
         """Each plugin embroker has, whether it is enabled, and the enabled-plugins file."""
@@ -392,8 +399,8 @@ class Node:
             "cluster_name": cluster_name, "disk_nodes": nodes, "ram_nodes": [],
             "running_nodes": running,
             "versions": {name: dict(version) for name in running},
-            "alarms": [{"node": self.name, "resource": alarm, "type": "resource_limit"}
-                       for alarm in self.alarms()] if self.name in running else [],
+            "alarms": [{**alarm, "type": "resource_limit"} for alarm in self.cluster_alarms()
+                       if alarm["node"] in running],
             "listeners": {name: listeners if name == self.name else [] for name in running},
             "maintenance_status": dict.fromkeys(running, "not under maintenance"),
             "partitions": {}, "feature_flags": views.feature_flags(),

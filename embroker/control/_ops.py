@@ -103,6 +103,11 @@ def _alarms(node: Node, arguments: dict[str, Any]) -> Any:
     return node.alarms()
 
 
+@operation("cluster_alarms")
+def _cluster_alarms(node: Node, arguments: dict[str, Any]) -> Any:
+    return node.cluster_alarms()
+
+
 @operation("cluster_status")
 def _cluster_status(node: Node, arguments: dict[str, Any]) -> Any:
     return node.cluster_status()

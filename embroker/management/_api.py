@@ -77,7 +77,7 @@ from ._steps import Steps
 from ._tracing import Tracing
 
 if TYPE_CHECKING:
-    from ..model import Broker, Channel, Connection, Queue, VirtualHost
+    from ..model import Broker, Channel, Connection, Node, Queue, VirtualHost
     from ..server import Server, WireConnection
 
 __all__ = ["ManagementAPI"]
@@ -148,6 +148,12 @@ class ManagementAPI:
         #: in ``trace_dir`` (by default a temporary directory, removed with the listener).
         self.tracing = Tracing(broker, trace_dir,
                                node=server.node if server is not None else None)
+
+    @property
+    def node(self) -> Node:
+        """The node that answers (RabbitMQ's: the one whose listener the request reached): the
+        server's node (:attr:`Server.node <embroker.server.Server.node>`), else the first."""
+        return self.server.node if self.server is not None else self.broker.nodes[0]
 
     def close(self) -> None:
         """Stop the traces (the listener stops)."""

@@ -96,7 +96,7 @@ def _overview(api: ManagementAPI, call: Call) -> Any:
         "object_totals": totals, "statistics_db_event_queue": 0,
     }
     if monitor:
-        answer.update({"node": api.broker.node.name, "listeners": listeners,
+        answer.update({"node": api.node.name, "listeners": listeners,
                        "contexts": _contexts(api, node=True)})
     return answer
 
@@ -106,7 +106,7 @@ def _contexts(api: ManagementAPI, *, node: bool) -> list[dict[str, Any]]:
     context: dict[str, Any] = {"cowboy_opts": "[]", "description": "RabbitMQ Management",
                                "path": "/", "port": port}
     if node:
-        context.update({"node": api.broker.node.name, "ssl_opts": []})
+        context.update({"node": api.node.name, "ssl_opts": []})
     return [context]
 
 
@@ -124,7 +124,7 @@ def _listeners(api: ManagementAPI) -> list[dict[str, Any]]:
     if server is None:
         return []
     options = {"backlog": 512, "nodelay": True, "linger": [True, 0], "exit_on_close": False}
-    return [{"node": api.broker.node.name, "protocol": protocol, "ip_address": server.host,
+    return [{"node": api.node.name, "protocol": protocol, "ip_address": server.host,
              "port": port, "socket_opts": dict(options)} for protocol, port in server.listeners()]
 
 
@@ -164,16 +164,16 @@ def _node(api: ManagementAPI, node: Node) -> dict[str, Any]:
     """A node as ``/api/nodes`` shows it. A node whose RabbitMQ is stopped has no statistics:
     its name, type, ``running`` and no cluster links (checked live on a 3.10.8 cluster,
     ``rabbitmqctl stop_app`` on one node). A running node has the figures embroker keeps: the
-    memory the broker holds and the server's disk figures (one process, one disk); the
-    alarms and the management context of the node the server serves (the first), none on
-    the others."""
+    memory the broker holds and the server's disk figures (one process, one disk); its own
+    alarms (``broker.alarms_of(node)``); the management context of the node that answers
+    (the server's), none on the others."""
     broker = api.broker
     if not node.running:
         return {"name": node.name, "type": "disc", "running": False, "cluster_links": []}
-    served = node is broker.nodes[0]
+    served = node is api.node
     with broker.locked():
         held = broker.held_bytes()
-        alarms = list(broker.alarms) if served else []
+        alarms = broker.alarms_of(node)
     limit = broker.memory_high_watermark
     server = api.server  # (the node's monitors, when served: rabbitmqctl set_*_limit)
     disk_limit = server.disk_free_limit if server is not None else 0
@@ -214,7 +214,7 @@ def _node(api: ManagementAPI, node: Node) -> dict[str, Any]:
 def _auth_attempts(api: ManagementAPI, call: Call) -> Any:
     """rabbit_mgmt_wm_auth_attempts: the logins tried per protocol (the model counts them
     where it decides them: ``broker.access.attempts``); another node is 404."""
-    if call.params["node"] != api.broker.node.name:
+    if call.params["node"] != api.node.name:
         raise not_found()
     with api.broker.locked():
         return api.broker.access.attempts.by_protocol()
@@ -225,7 +225,7 @@ def _auth_attempts_by_source(api: ManagementAPI, call: Call) -> Any:
     """The same per client address and user: none unless tracking of sources is on
     (``broker.access.attempts.track_sources``, RabbitMQ's ``track_auth_attempt_source``,
     off by default)."""
-    if call.params["node"] != api.broker.node.name:
+    if call.params["node"] != api.node.name:
         raise not_found()
     with api.broker.locked():
         return api.broker.access.attempts.by_source()
@@ -235,7 +235,7 @@ def _auth_attempts_by_source(api: ManagementAPI, call: Call) -> Any:
 @route("DELETE", "auth/attempts/{node}/source", Rule.MONITOR)
 def _auth_attempts_reset(api: ManagementAPI, call: Call) -> Any:
     """Forget the counts, both kinds (``rabbit_core_metrics:reset_auth_attempt_metrics``)."""
-    if call.params["node"] != api.broker.node.name:
+    if call.params["node"] != api.node.name:
         raise not_found()
     with api.broker.locked():
         api.broker.access.attempts.reset()
@@ -278,7 +278,7 @@ def _aliveness(api: ManagementAPI, call: Call) -> Any:
 def _reset(api: ManagementAPI, call: Call) -> Any:
     """rabbit_mgmt_wm_reset: clear the statistics; embroker's are exact (counted when asked),
     so there is nothing to clear. Another node's name is 404, as RabbitMQ answers."""
-    if call.params.get("node", api.broker.node.name) != api.broker.node.name:
+    if call.params.get("node", api.node.name) != api.node.name:
         raise not_found()
     return Response(204)
 
@@ -300,7 +300,7 @@ def _healthy(api: ManagementAPI, call: Call) -> Any:
 
 @route("GET", "healthchecks/node/{node}", Rule.ANY)
 def _healthchecks_node(api: ManagementAPI, call: Call) -> Any:
-    if call.params["node"] != api.broker.node.name:
+    if call.params["node"] != api.node.name:
         raise not_found()
     return {"status": "ok"}
 
@@ -310,19 +310,29 @@ _ALARM_RESOURCES = {"memory": "memory", "disk": "disk space"}
 
 
 @route("GET", "health/checks/alarms", Rule.ANY)
-@route("GET", "health/checks/local-alarms", Rule.ANY)  # (one node: its alarms are all)
 def _health_alarms(api: ManagementAPI, call: Call) -> Any:
-    """The resource alarms in effect (``Broker.alarms``: the memory and disk alarms the node
-    raised, as ``rabbitmq-diagnostics alarms`` lists them), in RabbitMQ's failure body
-    (``rabbit_mgmt_wm_health_check_alarms``, ``..._local_alarms``, v3.10.8)."""
+    """The resource alarms in effect on any node of the cluster, each with its node
+    (``rabbit_mgmt_wm_health_check_alarms``, v3.10.8: ``rabbit_alarm:get_alarms/1``), in
+    RabbitMQ's failure body."""
     with api.broker.locked():
-        alarms = list(api.broker.alarms)
+        alarms = [(node.name, name) for node, name in api.broker.node_alarms()]
+    return _alarms_answer(alarms, "There are alarms in effect in the cluster")
+
+
+@route("GET", "health/checks/local-alarms", Rule.ANY)
+def _health_local_alarms(api: ManagementAPI, call: Call) -> Any:
+    """The resource alarms of the node that answers (the server's) alone
+    (``rabbit_mgmt_wm_health_check_local_alarms``, v3.10.8: ``get_local_alarms/1``)."""
+    node = api.node
+    alarms = [(node.name, name) for name in api.broker.alarms_of(node)]
+    return _alarms_answer(alarms, "There are alarms in effect on the node")
+
+
+def _alarms_answer(alarms: list[tuple[str, str]], reason: str) -> Any:
     if alarms:
-        where = "on the node" if call.request.path.rstrip("/").endswith("local-alarms") \
-            else "in the cluster"
-        return _failed({"status": "failed", "reason": f"There are alarms in effect {where}",
-                        "alarms": [{"node": api.broker.node.name, "resource": _ALARM_RESOURCES.get(a, a)}
-                                   for a in alarms]})
+        return _failed({"status": "failed", "reason": reason,
+                        "alarms": [{"node": node, "resource": _ALARM_RESOURCES.get(a, a)}
+                                   for node, a in alarms]})
     return {"status": "ok"}
 
 

@@ -26,7 +26,7 @@ _TRACE = Schema({"format": Field(anything, required=True),
 
 def _node_param(api: ManagementAPI, call: Call) -> None:
     node = call.params.get("node")
-    if node is not None and node != api.broker.node.name:
+    if node is not None and node != api.node.name:
         raise not_found()
 
 

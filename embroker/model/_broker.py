@@ -190,6 +190,7 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         #: (channel and connection errors) and the connections it dropped (missed heartbeats).
         self.incidents = Incidents(self)
         self.trace.suggest = self._suggest
+        self.trace.placement = self._queue_node
         #: What the broker says of itself to clients (see ``server_properties`` above).
         self.profile = Profile.parse(as_rabbitmq, deprecated_features)
         node = DEFAULT_NODE if as_rabbitmq is None else RABBITMQ_NODE
@@ -289,6 +290,19 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         errors and explanations); under the broker's lock."""
         host = self.vhosts.get(vhost)
         return host.suggest(kind, name) if host is not None else None
+
+    def _queue_node(self, vhost: str, queue: str) -> tuple[str, bool] | None:
+        """In a cluster of several nodes, the node of queue ``queue`` (a classic queue's home,
+        a replicated queue's leader) and whether it is down; ``None`` in a broker of one node
+        or for no such queue. Under the broker's lock."""
+        if len(self.nodes) == 1:
+            return None
+        host = self.vhosts.get(vhost)
+        found = host.queues.get(queue) if host is not None else None
+        if found is None:
+            return None
+        leader = found.placement.leader
+        return leader.name, found.down or not leader.running
 
     def add_vhost(self, name: str, *, created_by: str | None = None) -> VirtualHost:
         """Create a virtual host (with its standard exchanges); returns the existing one if any.
@@ -454,6 +468,22 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
             if self._memory_alarm:
                 found.add("memory")
             return [name for name in ALARM_RESOURCES if name in found]
+
+    def alarms_of(self, node: Node) -> list[str]:
+        """The resource alarms ``node`` raised itself (``rabbit_alarm:get_local_alarms/0`` on
+        it): ``"disk"``, ``"memory"``, both or none, in that order. The memory alarm of
+        :attr:`memory_high_watermark` is the first node's."""
+        with self._lock:
+            found = {name for name, nodes in self._alarms.items() if node in nodes}
+            if self._memory_alarm and node is self.nodes[0]:
+                found.add("memory")
+            return [name for name in ALARM_RESOURCES if name in found]
+
+    def node_alarms(self) -> list[tuple[Node, str]]:
+        """Every node's resource alarms (``rabbit_alarm:get_alarms/0``: the cluster's), each
+        with the node that raised it, in the nodes' order (each node's disk alarm first)."""
+        with self._lock:
+            return [(node, name) for node in self.nodes for name in self.alarms_of(node)]
 
     def set_alarm(self, resource: str, *, node: Node | None = None) -> None:
         """Raise the ``"memory"`` or ``"disk"`` alarm (``rabbit_alarm:set_alarm``) on ``node``

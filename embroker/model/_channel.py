@@ -125,6 +125,10 @@ class Channel:
     def __init__(self, connection: Connection, number: int) -> None:
         self.connection = connection
         self.vhost = connection.vhost
+        # How a publish is routed: by the vhost alone in a broker of one node (its nodes are
+        # fixed when it is made), else so that the decision names this channel's node.
+        self._route: Callable[[str, Message, bool], list[Queue]] = (
+            self.vhost.route if len(self.vhost.broker.nodes) == 1 else self._route_on_node)
         self.number = number
         self.is_open = True
         self.listener: Listener | None = None
@@ -340,21 +344,26 @@ class Channel:
         if native is not None or origin is not None:
             message.native, message.origin = native, origin
         vhost = self.vhost
-        # RabbitMQ's order of checks: size, the exchange, user_id, expiration, CC/BCC.
-        max_size = vhost.broker.max_message_size
-        if len(body) > max_size:
-            vhost.refuse(message, PreconditionFailed(
-                f"message size {len(body)} is larger than configured max size {max_size}"))
-        self.connection.access.publish(vhost, message)
-        target = vhost.exchanges.get(exchange)
-        if target is None or target.internal:
-            vhost.publish_target(message)  # raises (and records the refusal)
-        expiration = self._check_properties(message) if properties else None
-        held = transaction if transaction is not None else self._tx
-        if held is not None:
-            vhost.check_routing_headers(message)
-            held._hold(HeldPublish(self, message, mandatory, expiration, exclude))
-            return _HELD
+        try:
+            # RabbitMQ's order of checks: size, the exchange, user_id, expiration, CC/BCC.
+            max_size = vhost.broker.max_message_size
+            if len(body) > max_size:
+                vhost.refuse(message, PreconditionFailed(
+                    f"message size {len(body)} is larger than configured max size {max_size}"))
+            self.connection.access.publish(vhost, message)
+            target = vhost.exchanges.get(exchange)
+            if target is None or target.internal:
+                vhost.publish_target(message)  # raises (and records the refusal)
+            expiration = self._check_properties(message) if properties else None
+            held = transaction if transaction is not None else self._tx
+            if held is not None:
+                vhost.check_routing_headers(message)
+                held._hold(HeldPublish(self, message, mandatory, expiration, exclude))
+                return _HELD
+        except ChannelException:
+            if len(vhost.broker.nodes) > 1:  # the refusal on the trace names its node
+                vhost.broker.trace.on_node(self.connection.node.name, message)
+            raise
         outcome = self._publish(message, mandatory, expiration, exclude)
         if not self.confirm_mode:
             return outcome
@@ -399,7 +408,7 @@ class Channel:
         reply-to's "routed or returned" is decided here, for every surface: a reply counts as
         routed only where the broker's profile makes its address a volatile queue
         (:meth:`~._vhost.VirtualHost.deliver_replies`)."""
-        queues = self.vhost.route(message.exchange, message, mandatory)
+        queues = self._route(message.exchange, message, mandatory)
         if exclude:
             queues = [queue for queue in queues if queue.name not in exclude]
         refused = False
@@ -432,6 +441,17 @@ class Channel:
             self.listener(Returned(self.number, _NO_ROUTE.reply_code, _NO_ROUTE.reply_text,
                                    message.exchange, message.routing_key, message))
         return _RETURNED
+
+    def _route_on_node(self, exchange: str, message: Message, mandatory: bool) -> list[Queue]:
+        """Route in a cluster of several nodes: the decision the routing recorded (refused
+        or not) names the node it was published on, this channel's connection's."""
+        trace = self.vhost.broker.trace
+        before = trace.total
+        try:
+            return self.vhost.route(exchange, message, mandatory)
+        finally:
+            if trace.total > before:
+                trace.on_node(self.connection.node.name)
 
     def check_publish(self, exchange: str, *, queue: str | None = None) -> None:
         """Whether this channel may publish to ``exchange`` at all (to ``queue`` through it,

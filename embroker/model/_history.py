@@ -141,6 +141,9 @@ class MessageEvent(NamedTuple):
     dropped: int | None = None
     #: held: when the delay runs out, on the broker clock's monotonic time (seconds).
     until: float | None = None
+    #: delivered, got, acked, rejected, confirm_nack, in a cluster of several nodes: the node
+    #: of the channel's connection (``None`` in a broker of one node).
+    node: str | None = None
 
     def __str__(self) -> str:
         return _describe(self)
@@ -185,8 +188,12 @@ def events_of(events: Sequence[tuple[Any, ...]] | None) -> list[MessageEvent]:
         fields = dict(zip(_FIELDS.get(kind, ()), rest, strict=True))
         channel = fields.pop("_channel", None)
         if channel is not None:
-            fields["connection"] = channel.connection.name
+            connection = channel.connection
+            fields["connection"] = connection.name
             fields["channel"] = channel.number
+            node = connection.node
+            if len(node.broker.nodes) > 1:
+                fields["node"] = node.name
         out.append(MessageEvent(kind, queue, time, **fields))
     return out
 
@@ -340,7 +347,7 @@ class Fate(NamedTuple):
     event: MessageEvent | None
 
     def __str__(self) -> str:
-        return f"queue '{self.queue}': {_fate_text(self)}"
+        return f"queue '{self.queue}': {fate_text(self)}"
 
 
 _STATE_OF: dict[str, FateState] = {
@@ -384,10 +391,11 @@ def _by(event: MessageEvent) -> str:
 
 
 def _who(event: MessageEvent) -> str:
-    return f"{event.connection}, channel {event.channel}"
+    node = f", on node '{event.node}'" if event.node is not None else ""
+    return f"{event.connection}, channel {event.channel}{node}"
 
 
-def _fate_text(fate: Fate) -> str:
+def fate_text(fate: Fate) -> str:
     state = fate.state
     if fate.event is None:
         return "ready, waiting for a consumer"

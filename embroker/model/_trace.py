@@ -71,12 +71,18 @@ class RoutingDecision(MessageFields):
             runs out on the broker clock (monotonic seconds) and the delay in milliseconds:
             ``(exchange, until, delay)``.
         released: for a delayed message whose delay ran out, ``(exchange, delay in ms)``.
+        node: in a cluster of several nodes, the node it was published on (the publishing
+            connection's) or, dead-lettered, the node of the queue it left; ``None`` in a
+            broker of one node.
     """
 
-    __slots__ = ("_events", "_lock", "_routed", "_size", "_trace", "_visited", "body_dropped",
+    __slots__ = ("_events", "_lock", "_node", "_routed", "_size", "_trace", "_visited", "body_dropped",
                  "cause",
                  "dead_letter", "error", "exchange", "headers_dropped", "held", "keys",
                  "mandatory", "matched", "message", "notes", "released", "vhost")
+
+    #: Set only in a cluster of several nodes (see :attr:`node`): unset, it costs nothing.
+    _node: str
 
     def __init__(self, vhost: str, exchange: str, message: Message, keys: tuple[str, ...],
                  queues: tuple[str, ...] = (), matched: tuple[Binding, ...] = (),
@@ -131,6 +137,13 @@ class RoutingDecision(MessageFields):
         self.body_dropped = bool(m.body)
 
     drop_body = let_go
+
+    @property
+    def node(self) -> str | None:
+        """In a cluster of several nodes, the node it was published on (the publishing
+        connection's), or for a dead-lettered copy the node of the queue it left; ``None`` in
+        a broker of one node (a slot set only then: a broker of one node pays nothing)."""
+        return getattr(self, "_node", None)
 
     @property
     def origin(self) -> str | None:
@@ -272,10 +285,13 @@ class RoutingDecision(MessageFields):
 
     def _explain_lines(self, suggest: bool) -> list[str]:
         name = f"'{self.exchange}'" if self.exchange else "'' (the default exchange)"
-        how = "Published"
+        node = self.node
+        on = f" on node '{node}'" if node is not None else ""
+        how = f"Published{on}"
         if self.dead_letter is not None:
             why = self.dead_letter[1] + (f", {self.cause}" if self.cause else "")
-            how = f"Dead-lettered from queue '{self.dead_letter[0]}' ({why}) and republished"
+            how = (f"Dead-lettered from queue '{self.dead_letter[0]}' ({why}){on} and "
+                   "republished")
         elif self.released is not None:
             how = (f"Released after its x-delay of {self.released[1]} ms by x-delayed-message "
                    f"exchange '{self.released[0]}' and published again")
@@ -363,11 +379,23 @@ class RoutingDecision(MessageFields):
         for fate in self.fate():
             if fate.state == "refused":
                 continue  # said above
-            lines.append(f"{prefix}{fate}")
+            lines.append(f"{prefix}{self._queue_where(fate)}")
             target = fate.event.decision if fate.event is not None else None
             if fate.state == "dead_lettered" and target is not None and depth < 4:
                 lines.extend(target._fate_lines(" " * len(prefix) + "then ", depth + 1))
         return lines
+
+    def _queue_where(self, fate: Fate) -> str:
+        """``str(fate)``, with its queue's node in a cluster of several nodes (``queue 'q' on
+        node 'N' (down): ...``)."""
+        trace = self._trace
+        where = (trace.placement(self.vhost, fate.queue)
+                 if trace is not None and trace.placement is not None else None)
+        if where is None:
+            return str(fate)
+        node, down = where
+        return (f"queue '{fate.queue}' on node '{node}'" + (" (down)" if down else "")
+                + f": {_history.fate_text(fate)}")
 
     def _explain_exchange(self, exchange: Exchange, bindings: tuple[Binding, ...],
                           matched: set[int], suggest: bool) -> list[str]:
@@ -503,6 +531,9 @@ class Trace(Sequence[RoutingDecision]):
         #: ``(vhost, kind, name) -> the name meant, or None``: the broker's, for the hints of
         #: ``explain()`` (a trace of its own has none).
         self.suggest: Callable[[str, str, str], str | None] | None = None
+        #: ``(vhost, queue) -> (its node's name, whether it is down)``, or ``None`` (a broker
+        #: of one node, or no such queue): the broker's, for ``explain()``'s "now" lines.
+        self.placement: Callable[[str, str], tuple[str, bool] | None] | None = None
 
     @property
     def maxlen(self) -> int:
@@ -532,6 +563,14 @@ class Trace(Sequence[RoutingDecision]):
                 self._hold(decision, size)
         elif len(message.body) >= self.LARGE_BODY:
             self._hold(decision, len(message.body))
+
+    def on_node(self, node: str, message: Message | None = None) -> None:
+        """Say that the newest decision (``message``'s, when given) happened on node ``node``
+        (a cluster of several nodes: the model calls this, under the broker's lock, right
+        after recording it)."""
+        decisions = self._decisions
+        if decisions and (message is None or decisions[-1].message is message):
+            decisions[-1]._node = node
 
     def _hold(self, decision: RoutingDecision, size: int) -> None:
         decision._size = size

@@ -683,6 +683,8 @@ class VirtualHost:
         exchange = self.exchanges.get(exchange_name)
         now = self.broker.clock.time()
         rabbitmq4 = self.broker.profile.rabbitmq4
+        # In a cluster of several nodes, each copy's decision names the node of the queue.
+        home = source.placement.leader.name if len(self.broker.nodes) > 1 else None
         for i, message in enumerate(messages):
             dead = dead_letter_message(message, reason, source.name, exchange_name,
                                        source.dead_letter_routing_key, now, rabbitmq4=rabbitmq4)
@@ -693,6 +695,8 @@ class VirtualHost:
             if exchange is None:
                 self._record(RoutingDecision(
                     self.name, exchange_name, dead, dead.keys, dead_letter=origin, cause=cause))
+                if home is not None:
+                    self._trace.on_node(home)
                 _history.dead_lettered(self.broker.clock, source.name, message, reason,
                                        exchange_name, None)
                 continue
@@ -704,6 +708,8 @@ class VirtualHost:
             except AMQPError as error:  # a plugin's crash: the copy is lost
                 self._record(RoutingDecision(self.name, exchange_name, dead, dead.keys,
                                              error=error, dead_letter=origin, cause=cause))
+                if home is not None:
+                    self._trace.on_node(home)
                 continue
             if reason != "rejected":
                 headers = dead.headers
@@ -714,6 +720,8 @@ class VirtualHost:
                 matched, path, dead_letter=origin, cause=cause, notes=tuple(live.notes),
                 held=tuple(live.held))
             self._record(decision)
+            if home is not None:
+                decision._node = home
             live.finish()
             _history.dead_lettered(self.broker.clock, source.name, message, reason,
                                    exchange_name, decision)

@@ -255,3 +255,32 @@ def test_cluster_status_needs_the_nodes_application_running(one: Node) -> None:
         "Start it with 'rabbitmqctl start_app'.\n"))
     one.server.start_app()
     assert ctl("cluster_status")[0] == 0
+
+
+def _diagnostics(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run("rabbitmq-diagnostics", list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_check_local_alarms_sees_its_own_node_and_alarms_every_node(three: Node) -> None:
+    """rabbitmq-diagnostics check_local_alarms asks rabbit_alarm:get_local_alarms/0 (the
+    target node's alone); alarms asks get_alarms/0 (every node's, each named by its node:
+    RabbitMQ's CLI Core.Alarms alarm_lines/2); cluster_status lists every running node's."""
+    broker = three.broker
+    broker.set_alarm("disk", node=broker.nodes[1])
+    try:
+        code, out, _err = _diagnostics("check_local_alarms")
+        assert code == 0
+        assert out.strip().endswith(f"Node {NODE} reported no local alarms")
+        assert _diagnostics("alarms")[1].splitlines()[-1] == (
+            "disk alarm on node embroker-2@localhost")
+        assert json.loads(ctl("cluster_status", "--formatter", "json")[1])["alarms"] == [
+            {"node": "embroker-2@localhost", "resource": "disk", "type": "resource_limit"}]
+        broker.set_alarm("memory", node=broker.nodes[0])
+        code, _out, err = _diagnostics("check_local_alarms")
+        assert code == 69
+        assert f"Node {NODE} reported an alarm: memory" in err
+    finally:
+        broker.clear_alarm("disk")
+        broker.clear_alarm("memory")

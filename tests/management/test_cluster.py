@@ -9,9 +9,12 @@ made by marking its leader's node not running."""
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.parse
+import urllib.request
 from typing import Any
 
+import embroker
 from embroker.management import ManagementAPI, Request
 from embroker.model import Broker
 
@@ -193,3 +196,79 @@ def test_a_classic_queue_whose_home_is_stopped_is_listed_down_and_not_found_alon
     assert {"name": "c", "state": "down"} in listed
     broker.nodes[1].start()
     assert _get(broker, "/queues/%2F/c")[1]["state"] == "running"
+
+
+# -- the node that answers: the one whose listener the request reached ------------------------
+
+def _http(url: str, path: str) -> tuple[int, Any]:
+    """GET ``url`` + ``api/`` + ``path`` over the wire, as guest."""
+    request = urllib.request.Request(url + "api/" + path,
+                                     headers={"authorization": "Basic Z3Vlc3Q6Z3Vlc3Q="})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as failed:
+        return failed.code, json.loads(failed.read())
+
+
+def test_each_node_listener_answers_as_its_own_node() -> None:
+    """The overview's node and its listeners' and contexts' node are the node whose listener
+    the request reached (RabbitMQ's management plugin runs on each node and answers as it)."""
+    broker = embroker.Broker(nodes=3)
+    with broker.serve_nodes(management=True) as servers:
+        for server, name in zip(servers, ("embroker@localhost", "embroker-2@localhost",
+                                          "embroker-3@localhost"), strict=True):
+            status, overview = _http(server.management_url, "overview")
+            assert status == 200
+            assert overview["node"] == name
+            assert {listener["node"] for listener in overview["listeners"]} == {name}
+            assert [context["node"] for context in overview["contexts"]] == [name]
+            _status, nodes = _http(server.management_url, "nodes")
+            assert [bool(n["contexts"]) for n in nodes] == [
+                n["name"] == name for n in nodes]  # (the answering node's context alone)
+
+
+def _answering(broker: Broker, server: Any, path: str) -> tuple[int, Any]:
+    answer = ManagementAPI(broker, server)(Request(
+        "GET", "/api" + path, {}, {"authorization": "Basic Z3Vlc3Q6Z3Vlc3Q="}))
+    return answer.status, json.loads(answer.content())
+
+
+def test_local_alarms_are_the_answering_node_and_alarms_any_node() -> None:
+    """rabbit_mgmt_wm_health_check_local_alarms (v3.10.8): rabbit_alarm:get_local_alarms/1,
+    "There are alarms in effect on the node"; ..._alarms: get_alarms/1, every node's, "in the
+    cluster"; each alarm names the node that raised it."""
+    broker = embroker.Broker(nodes=3)
+    with broker.serve_nodes(management=True) as servers:
+        broker.set_alarm("disk", node=broker.nodes[1])
+        assert _answering(broker, servers[0], "/health/checks/local-alarms") == (
+            200, {"status": "ok"})
+        assert _answering(broker, servers[1], "/health/checks/local-alarms") == (503, {
+            "status": "failed", "reason": "There are alarms in effect on the node",
+            "alarms": [{"node": "embroker-2@localhost", "resource": "disk space"}]})
+        assert _answering(broker, servers[0], "/health/checks/alarms") == (503, {
+            "status": "failed", "reason": "There are alarms in effect in the cluster",
+            "alarms": [{"node": "embroker-2@localhost", "resource": "disk space"}]})
+        status, _body = _http(servers[1].management_url, "health/checks/local-alarms")
+        assert status == 503
+        broker.clear_alarm("disk")
+
+
+def test_api_nodes_shows_each_node_its_own_alarms() -> None:
+    broker = Broker(nodes=3)
+    broker.set_alarm("memory", node=broker.nodes[2])
+    _status, nodes = _get(broker, "/nodes")
+    assert [(n["mem_alarm"], n["disk_free_alarm"]) for n in nodes] == [
+        (False, False), (False, False), (True, False)]
+
+
+def test_node_named_paths_answer_for_the_answering_node_alone() -> None:
+    """/api/healthchecks/node/{node}, /api/auth/attempts/{node}: the node that answers; another
+    node's name is 404, as before."""
+    broker = embroker.Broker(nodes=3)
+    with broker.serve_nodes(management=True) as servers:
+        second = servers[1]
+        assert _answering(broker, second, "/healthchecks/node/embroker-2@localhost") == (
+            200, {"status": "ok"})
+        assert _answering(broker, second, "/healthchecks/node/embroker@localhost")[0] == 404
+        assert _answering(broker, second, "/auth/attempts/embroker-2@localhost")[0] == 200
