@@ -34,7 +34,7 @@ from embroker.testing import wait_until
 
 T = TypeVar("T")
 
-TIMEOUT = 2.5
+TIMEOUT = 10.0  # (a bound on each wait, reached only when something is wrong: a loaded CI machine)
 FIRST = "embroker@localhost"
 SHUTDOWN = "CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'"
 QUORUM = {"x-queue-type": "quorum"}
