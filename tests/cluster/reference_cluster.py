@@ -23,10 +23,11 @@ What makes it start fast. Measured on this machine (2 CPUs, shared with other wo
   need (the closure of their ``.app`` files' ``applications``), because boot scans every
   application on ``ERL_LIBS`` for feature flags and boot steps (about 3 s for the 70 installed);
 - the config file is in Erlang terms (``rabbitmq.config``): no Cuttlefish translation;
-- the nodes start together; the joining ones find the first through classic peer discovery
-  (``cluster_nodes`` in their config, retried every 100 ms while it boots: ``join="config"``,
-  the default) or are joined after by ``rabbitmqctl stop_app; join_cluster; start_app``
-  (``join="ctl"``, each node in a thread: about 10 s more);
+- the first node boots, then the others together, which find it through classic peer discovery
+  (``cluster_nodes`` in their config: ``join="config"``, the default; joining a first node still
+  booting can fail its schema check, seen on a loaded machine) or are joined after by
+  ``rabbitmqctl stop_app; join_cluster; start_app`` (``join="ctl"``, each node in a thread:
+  about 10 s more);
 - readiness is the AMQP port listening (RabbitMQ opens its client listeners last in its boot),
   not a ``rabbitmqctl await_startup`` (about 1 s of CLI start each);
 - :meth:`ReferenceCluster.close` kills the nodes' process groups (a graceful ``stop`` takes
@@ -433,9 +434,14 @@ def start_cluster(size: int = 3, *, prefix: str | None = None,
             folder.mkdir()
             (folder / "rabbitmq.config").write_text(_node_config(node, seed if index else None))
         account.give(base)
-        for node in nodes:
+        # The first node boots alone: a node that joins it while it is still booting can find
+        # its tables before their feature flags' migrations and fail its schema check
+        # (schema_integrity_check_failed, table_attributes_mismatch: seen on a loaded machine).
+        cluster._launch(nodes[0])
+        cluster.wait_listening(nodes[0].name, timeout)
+        for node in nodes[1:]:
             cluster._launch(node)
-        _in_threads(lambda node: cluster.wait_listening(node.name, timeout), nodes)
+        _in_threads(lambda node: cluster.wait_listening(node.name, timeout), nodes[1:])
         cluster.timings["boot"] = time.monotonic() - started
         if join == "ctl":
             def join_first(node: RefNode) -> None:
