@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 from embroker.model import Broker
@@ -68,9 +69,9 @@ PINGREQ = b"\xc0\x00"
 DISCONNECT = b"\xe0\x00"
 
 
-def parse(data: bytes) -> list[tuple[str, Any]]:
-    """The server's packets: (name, fields)."""
-    out: list[tuple[str, Any]] = []
+def _split(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """Each packet of ``data``: its first byte and its body (the remaining length read by hand,
+    independently of the codec under test)."""
     i = 0
     while i < len(data):
         first = data[i]
@@ -83,7 +84,14 @@ def parse(data: bytes) -> list[tuple[str, Any]]:
             multiplier *= 128
             if not byte & 0x80:
                 break
-        body, i = data[i:i + length], i + length
+        yield first, data[i:i + length]
+        i += length
+
+
+def parse(data: bytes) -> list[tuple[str, Any]]:
+    """The server's packets: (name, fields)."""
+    out: list[tuple[str, Any]] = []
+    for first, body in _split(data):
         kind = first >> 4
         if kind == 2:
             out.append(("CONNACK", (body[0] & 1 == 1, body[1])))
@@ -185,19 +193,8 @@ def disconnect5(code: int = 0, properties: Properties | None = None) -> bytes:
 def parse5(data: bytes) -> list[tuple[str, Any]]:
     """The server's level-5 packets: (name, fields), properties as :class:`Properties`."""
     out: list[tuple[str, Any]] = []
-    i = 0
-    while i < len(data):
-        first = data[i]
-        i += 1
-        length, multiplier = 0, 1
-        while True:
-            byte = data[i]
-            i += 1
-            length += (byte & 0x7F) * multiplier
-            multiplier *= 128
-            if not byte & 0x80:
-                break
-        body, i = _Body(data[i:i + length]), i + length
+    for first, raw in _split(data):
+        body = _Body(raw)
         kind = first >> 4
         if kind == 2:
             flags, code = body.byte(), body.byte()
