@@ -25,9 +25,10 @@ SKIP_REASON = (
     else None)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def reference_cluster_session() -> Iterator[ReferenceCluster]:
-    """The session's cluster: started on first use, killed and removed at the end."""
+    """The cluster of this package's tests: started on first use, killed and removed after its
+    last test (three idle Erlang VMs would slow every test after them)."""
     if SKIP_REASON is not None:
         pytest.skip(SKIP_REASON)
     try:
