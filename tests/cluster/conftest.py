@@ -1,5 +1,5 @@
 """The reference cluster fixture: three RabbitMQ nodes of one's own in one cluster (issue 48's
-oracle, :mod:`tests.cluster.reference_cluster`), started once per session and only when asked
+oracle, :mod:`tests.cluster.reference_cluster`), started once for the package and only when asked
 for: ``EMBROKER_REFERENCE_URL`` set (a RabbitMQ is installed here) and
 ``EMBROKER_REFERENCE_CLUSTER=1`` (it takes about 8 s to start and three more Erlang VMs)."""
 
@@ -43,6 +43,6 @@ def reference_cluster_session() -> Iterator[ReferenceCluster]:
 
 @pytest.fixture
 def reference_cluster(reference_cluster_session: ReferenceCluster) -> Iterator[ReferenceCluster]:
-    """The session's cluster for one test, every node's app running again after it."""
+    """The package's cluster for one test, every node's app running again after it."""
     yield reference_cluster_session
     reference_cluster_session.restore()
