@@ -411,10 +411,13 @@ class Channel:
         queues = self._route(message.exchange, message, mandatory)
         if exclude:
             queues = [queue for queue in queues if queue.name not in exclude]
-        refused = False
+        leaderless: list[Queue] = []
         if self.vhost.broker.nodes_down:  # (a queue whose node is stopped takes nothing)
             queues = [queue for queue in queues if not queue.down]
-            refused = any(q.type.replicated and not quorate(q) for q in queues)
+            leaderless = [q for q in queues if q.type.replicated and not quorate(q)]
+            for queue in leaderless:  # (before anything is enqueued anywhere)
+                if queue.stream is not None:
+                    raise no_majority(queue, "publish")
         if self.vhost.tracing:
             _firehose.published(self, message, queues)
         if self.confirm_mode and self._publish_faults and _faults.nack(
@@ -425,9 +428,7 @@ class Channel:
         if queues:
             accepted = True
             for queue in queues:
-                if refused and queue.type.replicated and not quorate(queue):
-                    if queue.stream is not None:
-                        raise no_majority(queue, "publish")
+                if leaderless and queue in leaderless:
                     accepted = False  # (no majority: nacked, not enqueued)
                 elif not queue.publish(message, expiration, self):
                     accepted = False

@@ -217,3 +217,18 @@ def test_a_quorum_queue_without_a_majority_has_no_leader_until_it_has_one_again(
     assert not queue.placement.leader.running
     broker.nodes[0].start()
     assert queue.placement.leader.running
+
+
+def test_a_publish_refused_by_a_leaderless_stream_is_enqueued_nowhere(broker: Broker) -> None:
+    # (the 506 ends the publish: a classic queue the same exchange routes to gets nothing)
+    a = _channel(broker, 0)
+    a.exchange_declare("fan", "fanout")
+    a.queue_declare("st", durable=True, arguments={"x-queue-type": "stream"})
+    a.queue_declare("plain")
+    a.queue_bind("plain", "fan")
+    a.queue_bind("st", "fan")
+    broker.nodes[1].stop()
+    broker.nodes[2].stop()
+    with pytest.raises(ResourceError):
+        _channel(broker, 0).basic_publish("fan", "", b"x")
+    assert broker.queues["plain"].message_count == 0
