@@ -440,10 +440,9 @@ class MqttConnection:
         self.client_id, self._clean = client_id, packet.clean_session
         # register_client_id/4: RabbitMQ 3.13+ hold an id per vhost and send the old
         # connection's will, unless this one keeps its session with a delayed will of its own
+        delays_will = self.v5 is not None and bool(self.v5.will_properties.will_delay_interval)
         self.broker.client_ids.register(client_id, self, self._duplicate, scope=self._id_scope,
-                                        notice=not (not packet.clean_session and self.v5
-                                                    and self.v5.will_properties
-                                                    .will_delay_interval))
+                                        notice=packet.clean_session or not delays_will)
         assert self.model is not None
         self.channel = self.model.open_channel(1)
         self.channel.listener = self._on_event
