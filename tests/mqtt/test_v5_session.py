@@ -351,3 +351,18 @@ def test_a_retained_message_that_ran_out_is_gone_for_a_3_1_1_subscriber_too(
     four.send(connect("four"))
     assert four.send(subscribe(1, ("r", 0))) == [("SUBACK", (1, [0]))]
     assert broker.vhost("/").retained.fetch("r") is None
+
+
+def test_a_connect_that_may_not_delete_the_delayed_will_is_not_authorised(
+        broker: Broker) -> None:
+    # clear_will_msg/1: configure permission on mqtt-will-<id>, asked only when it exists
+    # (?RC_NOT_AUTHORIZED)
+    w = Wire(broker)
+    w.send(connect5("w", properties=Properties(session_expiry_interval=60), will=_will(10)))
+    w.conn.receive_data(b"")
+    broker.add_user("limited", "pw")
+    broker.set_permissions("limited", "^$", ".*", ".*")
+    again = Wire(broker)
+    [(_, (_, code, _))] = again.send(connect5("w", user="limited", password="pw"))
+    assert code == 0x87
+    assert "mqtt-will-w" in broker.vhost("/").queues
