@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..errors import AMQPError
 from ..fieldtypes import Long
 from ..model import Retained
+from ..model._exchange import topic_matches
 from . import _packet
 from ._packet5 import (
     MAX_PACKET_SIZE_AUTHENTICATED,
@@ -570,13 +571,9 @@ def clear_will(conn: MqttConnection) -> bool:
 
 
 def _matches(topic_filter: str, topic: str) -> bool:
-    filter_words, words = topic_filter.split("/"), topic.split("/")
-    for i, word in enumerate(filter_words):
-        if word == "#":
-            return True
-        if i >= len(words) or (word != "+" and word != words[i]):
-            return False
-    return len(filter_words) == len(words)
+    # Whether the subscription's binding matched the message's routing key: the topic
+    # exchange's own rule (RabbitMQ hands the plugin the binding keys it matched).
+    return topic_matches(_to_amqp(topic_filter), _to_amqp(topic))
 
 
 def _alias_out(session: Session | None, topic: str,
