@@ -125,7 +125,11 @@ def _serve(args: argparse.Namespace) -> int:
 
     try:
         for server in servers:
-            nodes.append(_node(broker, server, args.node, nodes[0] if nodes else None))
+            # (an AMQP port the OS chose, asked as 0 or moved off a taken 5672, implies no
+            # control port: the OS chooses that one too, as nothing names it)
+            asked = (_AMQP_PORT if args.port is None else args.port) + len(nodes)
+            nodes.append(_node(broker, server, args.node, nodes[0] if nodes else None,
+                               implied=args.port != 0 and server.port == asked))
     except NodeNameInUse as exc:
         taken = args.node if not nodes else exc  # (the name given, else a next node's)
         print(f"embroker: node name {taken} is taken by another running embroker; give another "
@@ -254,7 +258,8 @@ def _serve_cluster(servers: list[Server], nodes: list[Node], served: list[tuple[
         stop_all()
 
 
-def _node(broker: Broker, server: Server, name: str | None, first: Node | None = None) -> Node:
+def _node(broker: Broker, server: Server, name: str | None, first: Node | None = None,
+          implied: bool = True) -> Node:
     """The node RabbitMQ's tools reach this broker as (``embroker ctl``, ``rabbitmqctl`` from
     ``embroker shims``): ``--node``, else ``RABBITMQ_NODENAME`` (rabbitmq-env.conf's
     included), else ``rabbit@<host>``, by the rule the tools find it by
@@ -263,8 +268,10 @@ def _node(broker: Broker, server: Server, name: str | None, first: Node | None =
     nodes of a cluster (``first``: the first's) are numbered after it: ``rabbit-2@<host>``...
 
     Its control port listens where RabbitMQ's distribution would: ``RABBITMQ_DIST_PORT``, else
-    the AMQP port + 20000, on the listener's host; a port only implied, when taken (by the
-    machine's RabbitMQ, 25672), gives way to a free one, said once.
+    the AMQP port + 20000 (when ``implied``: the AMQP port is the one asked for, not one the
+    OS chose, whose + 20000 would be a stranger's), else any free port, on the listener's
+    host; a port only implied, when taken (by the machine's RabbitMQ, 25672), gives way to a
+    free one, said once.
 
     Raises:
         ControlError: the name is refused (RabbitMQ's CLI's text), or RABBITMQ_DIST_PORT is
@@ -284,8 +291,8 @@ def _node(broker: Broker, server: Server, name: str | None, first: Node | None =
     given = prefixed(os.environ, "RABBITMQ_DIST_PORT")
     if given is not None and (not given.isdigit() or int(given) + index > 65535):
         raise ControlError(f"Invalid value for $RABBITMQ_DIST_PORT: {given!r}", 78)
-    implied = server.port + 20000 if server.port + 20000 <= 65535 else 0
-    dist = (server.host, int(given) + index if given is not None else implied,
+    implied_port = server.port + 20000 if implied and server.port + 20000 <= 65535 else 0
+    dist = (server.host, int(given) + index if given is not None else implied_port,
             given is not None)
     try:
         node = Node(broker, server, chosen, dist=dist).start()

@@ -131,8 +131,9 @@ class NodeSettings:
         node_name: ``name@host`` (``RABBITMQ_NODENAME``; default ``rabbit@`` the short host
             name, or the long one with ``RABBITMQ_USE_LONGNAME``).
         use_longname: ``RABBITMQ_USE_LONGNAME`` (1, yes or true).
-        dist_port: ``RABBITMQ_DIST_PORT`` (default the AMQP port + 20000): where the
-            node's control port listens (RabbitMQ's tools reach a node there).
+        dist_port: ``RABBITMQ_DIST_PORT`` (default the AMQP port + 20000; 0, any free port,
+            when the AMQP port is 0): where the node's control port listens (RabbitMQ's
+            tools reach a node there).
         dist_port_given: whether ``RABBITMQ_DIST_PORT`` named it (a port only implied by
             the default gives way to a free one when it is taken).
         dist_interface: where the distribution listens: ``"auto"`` (every interface,
@@ -654,7 +655,9 @@ def read_node_settings(environ: Mapping[str, str], *,
         return int(value)
 
     node_port = port_var("RABBITMQ_NODE_PORT", AMQP_PORT)
-    dist_port = port_var("RABBITMQ_DIST_PORT", node_port + 20000)
+    # (an AMQP port the OS chooses, 0, implies a control port the OS chooses too: 20000 would
+    # be one fixed port every such node fights for)
+    dist_port = port_var("RABBITMQ_DIST_PORT", node_port + 20000 if node_port else 0)
     dist_port_given = _env(environ, "RABBITMQ_DIST_PORT") is not None
     ip = _env(environ, "RABBITMQ_NODE_IP_ADDRESS") or "auto"
     amqp_listeners: tuple[Listener, ...] = (Listener(ip, node_port),)

@@ -83,6 +83,13 @@ def test_node_port_and_address_make_the_amqp_listener(etc: Path) -> None:
     assert s.server_kwargs()["port"] == 5673
 
 
+def test_an_amqp_port_the_os_chooses_implies_a_control_port_the_os_chooses(etc: Path) -> None:
+    """RABBITMQ_NODE_PORT=0 implies no fixed control port (20000 would be one every such node
+    fights for, moving and saying so by chance); RABBITMQ_DIST_PORT still names one."""
+    assert (read(etc, RABBITMQ_NODE_PORT="0").dist_port, read(etc).dist_port) == (0, 25672)
+    assert read(etc, RABBITMQ_NODE_PORT="0", RABBITMQ_DIST_PORT="4000").dist_port == 4000
+
+
 def test_bad_node_port_is_one_line(etc: Path) -> None:
     """rabbit_env:amqp_tcp_port/1: "Invalid value for $RABBITMQ_NODE_PORT"."""
     with pytest.raises(ConfigError, match=r"^Invalid value for \$RABBITMQ_NODE_PORT: 'x'$"):
