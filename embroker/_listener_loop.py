@@ -613,6 +613,22 @@ class _Loop:
             finally:
                 call.done.set()
 
+    def _soon(self, function: Callable[[], Any], what: str) -> None:
+        """Run ``function`` on the loop's thread at its next turn, waiting for nothing (the
+        caller may hold the broker's lock, which the loop needs); an error it raises is
+        logged as ``what`` failing. At once when there is no loop."""
+        if not self._running:
+            function()
+            return
+
+        def logged() -> None:
+            try:
+                function()
+            except Exception as exc:  # (nobody waits for it: the log says so)
+                log.warning("%s failed: %s", what, exc)
+        self._calls.append(_Call(logged))
+        self._wake()
+
     def _on_loop(self, function: Callable[[], Any], timeout: float = 5.0) -> Any:
         """Run ``function`` on the loop's thread (between two turns) and return its result.
 

@@ -93,7 +93,7 @@ def _kind(ports: list[_Port], number: int) -> str:
 class _Node:
     """The application and the resource alarms of :class:`~embroker.server.Server` (a role of
     it: Server is the one class), and what the broker tells it as one of its transports
-    (``on_blocked``, ``on_alarms``, ``on_restart``)."""
+    (``on_blocked``, ``on_alarms``, ``on_restart``, ``on_node``)."""
 
     if TYPE_CHECKING:  # (what it shares with the other roles: Server sets it up)
         broker: Broker
@@ -117,6 +117,7 @@ class _Node:
         _http_clients: dict[int, _Client]
 
         def _on_loop(self, function: Callable[[], Any], timeout: float = 5.0) -> Any: ...
+        def _soon(self, function: Callable[[], Any], what: str) -> None: ...
         def _bind(self, host: str, port: int) -> list[socket.socket]: ...
         def _close_port(self, port: _Port) -> None: ...
         def _select_port(self, port: _Port) -> None: ...
@@ -392,6 +393,14 @@ class _Node:
             if kind.alarm_blocking is AlarmBlocking.READING:
                 conn.held_by_alarm = kind.blocked_by(alarms)
                 self._has_output(client)
+
+    def on_node(self, node: Node, running: bool) -> None:
+        # Called under the broker lock, from any thread: its node stopped or started in the
+        # model (Node.stop() called directly, not through stop_app): its ports follow, as
+        # stop_app and start_app have them (each does nothing when they already agree).
+        if node is self.node and len(self.broker.nodes) > 1 and running != self._app_running:
+            self._soon(self._start_app if running else self._stop_app,
+                       f"{'start' if running else 'stop'}_app of node {node}")
 
     def on_restart(self) -> None:
         # Called under the broker lock, from any thread: every broker connection is told the

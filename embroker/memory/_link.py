@@ -57,7 +57,7 @@ from ..model._clock import ManualClock
 from ..model._kinds import AlarmBlocking
 
 if TYPE_CHECKING:
-    from ..model import Broker
+    from ..model import Broker, Node
     from ..model._clock import Timer
 
     #: What makes a link's connection: ``factory(broker, peer=..., on_output=...,
@@ -329,6 +329,9 @@ class MemoryLink:
     def on_restart(self) -> None:
         self.conn.on_restart()
         self._wake()
+
+    def on_node(self, node: Node, running: bool) -> None:
+        pass  # (its connection, if it was on that node, was closed by the model: it told us)
 
     # -- settle --------------------------------------------------------------------------------
 

@@ -110,6 +110,7 @@ class Node:
             if any(node.running for node in broker.nodes):
                 for vhost in broker.vhosts.values():
                     node_stopped(vhost, self)
+            broker.transports.node_changed(self, False)
 
     def start(self) -> None:
         """``rabbitmqctl -n NODE start_app``: it runs again, and its down queues are back with
@@ -127,6 +128,7 @@ class Node:
                 if whole:
                     vhost.restart()
                 node_started(vhost, self)
+            broker.transports.node_changed(self, True)
 
     def __str__(self) -> str:
         return self.identity.name

@@ -6,8 +6,9 @@ A broker is reached through transports: the listener (:class:`embroker.server.Se
 sockets and loop thread) and the in-memory links (:class:`embroker.memory.MemoryLink`, one per
 client of a library adapter). Each one registers itself with ``broker.transports.add`` as it
 starts and leaves with ``remove``; the broker then tells every registered transport of its own
-events (a resource alarm blocks publishers, a restart), and ``broker.settle()`` and the test
-helpers ask each one what it still has to do, without knowing what kind it is.
+events (a resource alarm blocks publishers, a restart, a node of the cluster stopping), and
+``broker.settle()`` and the test helpers ask each one what it still has to do, without knowing
+what kind it is.
 
 The model itself does no I/O: a transport is an object with the methods of :class:`Transport`.
 """
@@ -15,7 +16,10 @@ The model itself does no I/O: a transport is an object with the methods of :clas
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from ._node import Node
 
 __all__ = ["Transport", "Transports"]
 
@@ -45,6 +49,14 @@ class Transport(Protocol):
         """The resource alarms in effect changed (``"disk"``, ``"memory"``): for what a
         protocol does on its own under them (the stream protocol stops reading during the disk
         alarm). Called under the broker's lock."""
+        ...
+
+    def on_node(self, node: Node, running: bool) -> None:
+        """``node`` of the cluster stopped or started (:meth:`Node.stop
+        <embroker.model.Node.stop>`, however it was called): a listener serving it closes or
+        opens its ports, as ``rabbitmqctl stop_app`` and ``start_app`` do. Called under the
+        broker's lock, after the model has done its part; it must not wait for another
+        thread."""
         ...
 
     def settle_report(self, timeout: float) -> list[str]:
@@ -96,6 +108,11 @@ class Transports:
         """Tell each transport which resource alarms are in effect now."""
         for transport in list(self._items):
             transport.on_alarms(alarms)
+
+    def node_changed(self, node: Node, running: bool) -> None:
+        """Tell each transport that ``node`` stopped (``running`` false) or started."""
+        for transport in list(self._items):
+            transport.on_node(node, running)
 
     def restarting(self) -> None:
         """Tell each transport that the broker restarts."""

@@ -196,6 +196,24 @@ def test_a_stopped_nodes_listener_refuses_connections_and_the_others_serve_on(
     on_first.close()
 
 
+def test_a_node_stopped_in_the_model_closes_its_listener_and_started_opens_it(
+        served_cluster: tuple[Broker, NodeServers]) -> None:
+    """``Node.stop()`` called directly (a test's model-level fault, the fault API) is the same
+    stop as ``stop_app``: its listener refuses connections until ``Node.start()``."""
+    broker, servers = served_cluster
+    on_second = _connect(servers.urls[1])
+    broker.nodes[1].stop()
+    assert _closed_by_broker(on_second) == (320, SHUTDOWN)
+    wait_until(lambda: not servers[1].app_running)
+    assert _refused(servers[1].port)
+    assert not _refused(servers[0].port)
+    broker.nodes[1].start()
+    wait_until(lambda: servers[1].app_running)
+    again = _connect(servers.urls[1])
+    assert [c.node for c in broker.nodes[1].connections] == [broker.nodes[1]]
+    again.close()
+
+
 def test_pika_walks_its_address_list_to_the_next_node_when_one_is_stopped(
         served_cluster: tuple[Broker, NodeServers]) -> None:
     broker, servers = served_cluster
