@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, final
 
 from . import _baseline, _settle, model
@@ -149,14 +150,17 @@ class Broker(model.Broker):
 
     # -- in-memory transports --------------------------------------------------------------
 
-    def pika_connection(self, parameters: pika.connection.Parameters | None = None, *,
+    def pika_connection(self, parameters: pika.connection.Parameters
+                        | Sequence[pika.connection.Parameters] | None = None, *,
                         heartbeat: int = 60, name: str | None = None) -> BlockingConnection:
         """A real ``pika.BlockingConnection`` to this broker over an in-memory link: no
         socket, no thread; the broker's side runs in the calling thread, and pika's timers
         (heartbeats, ``sleep``) on the broker's clock. See docs/memory.md.
 
         Args:
-            parameters: pika's parameters (credentials, virtual host, client properties).
+            parameters: pika's parameters (credentials, virtual host, client properties), or
+                a list of them, one per node (:attr:`memory_urls`): the first whose node runs
+                is used, as pika walks its list of addresses.
             heartbeat: the heartbeat the broker offers (seconds of its clock; 0: none).
             name: the link's name for logs and faults (``"memory:N"`` by default).
 
@@ -178,6 +182,25 @@ class Broker(model.Broker):
         return memory_url(self)
 
     @property
+    def memory_urls(self) -> list[str]:
+        """:attr:`memory_url` of each node of the cluster, in node order: a client's list of
+        addresses (``[pika.URLParameters(u) for u in broker.memory_urls]`` for
+        :meth:`pika_connection`, one of them for aio-pika); a stopped node refuses its
+        clients as its closed port would."""
+        from .memory import memory_url
+
+        return [memory_url(self, node=node) for node in self.nodes]
+
+    @property
+    def kombu_urls(self) -> list[str]:
+        """:attr:`kombu_url` of each node of the cluster, in node order: kombu's failover list
+        (``kombu.Connection(";".join(broker.kombu_urls))``)."""
+        from .memory import kombu_url
+
+        self.kombu_url  # noqa: B018 (registers embroker:// with kombu, when it is there)
+        return [kombu_url(self, node=node) for node in self.nodes]
+
+    @property
     def kombu_url(self) -> str:
         """kombu's (and Celery's) URL of this broker through the ``embroker://`` transport,
         which it registers with kombu (needs kombu): ``kombu.Connection(broker.kombu_url)``,
@@ -193,17 +216,19 @@ class Broker(model.Broker):
         return kombu_url(self)
 
     async def aio_pika_connection(self, vhost: str = "/", *, robust: bool = False,
-                                  name: str | None = None, **kwargs: Any) -> Any:
+                                  name: str | None = None, node: model.Node | None = None,
+                                  **kwargs: Any) -> Any:
         """A real ``aio_pika.Connection`` (``robust``: ``RobustConnection``) to this broker
-        over an in-memory link driven by the running event loop: no socket, no thread.
-        ``kwargs`` go to ``aio_pika.connect``.
+        (to its ``node``: the first by default; a robust connection whose node stops retries
+        it until it starts) over an in-memory link driven by the running event loop: no
+        socket, no thread. ``kwargs`` go to ``aio_pika.connect``.
 
         Raises:
             ImportError: aio-pika is not installed.
         """
         from .memory.aio import connect
 
-        return await connect(self, vhost, robust=robust, name=name, **kwargs)
+        return await connect(self, vhost, robust=robust, name=name, node=node, **kwargs)
 
     @property
     def memory_connections(self) -> list[MemoryConnection]:

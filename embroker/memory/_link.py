@@ -40,6 +40,7 @@ broker's clock.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import threading
@@ -98,14 +99,21 @@ class MemoryLink:
             lock) when the broker has output the client did not ask for: a delivery caused by
             another connection, a heartbeat, a fault. The adapter wakes its client with it.
         connection: what makes its broker connection, called as ``connection(broker,
-            peer=..., on_output=..., heartbeat=...)`` under the broker's lock (any
-            :class:`~embroker._transport.BrokerConnection`'s maker; ``None``: AMQP 0-9-1's
-            :class:`~embroker.amqp091.ServerConnection`, over loopback).
+            peer=..., on_output=..., heartbeat=...)`` (and ``node=...`` when one is given)
+            under the broker's lock (any :class:`~embroker._transport.BrokerConnection`'s
+            maker; ``None``: AMQP 0-9-1's :class:`~embroker.amqp091.ServerConnection`, over
+            loopback).
+        node: the node of the broker's cluster its client reaches (``None``: the first).
+
+    Raises:
+        ConnectionRefusedError: ``node`` is stopped: what its closed port answers a socket
+            (a client's list of addresses goes on to the next).
     """
 
     def __init__(self, broker: Broker, *, name: str | None = None, heartbeat: int = 60,
                  notify: Callable[[], None] | None = None,
-                 connection: LinkConnectionFactory | None = None) -> None:
+                 connection: LinkConnectionFactory | None = None,
+                 node: Node | None = None) -> None:
         self.broker = broker
         self.peer = name or f"memory:{next(_ids)}"
         #: The thread that opened it: its client's (another in-memory client's thread may be
@@ -131,10 +139,14 @@ class MemoryLink:
         #: ``settle_async`` waits for it to hand over the bytes in flight.
         self.reader: Reader | None = None
         with broker.locked():
+            if node is not None and not node.running:
+                raise ConnectionRefusedError(errno.ECONNREFUSED,
+                                             f"Connection refused: node {node} is stopped")
             make = connection if connection is not None else _amqp091
             #: Its broker connection (AMQP 0-9-1's unless told otherwise).
+            where = {} if node is None else {"node": node}
             self.conn: Any = make(broker, peer=self.peer, on_output=self._output_ready,
-                                  heartbeat=heartbeat)
+                                  heartbeat=heartbeat, **where)
             broker.transports.add(self)
             self._schedule(self.conn.tick())
 
@@ -426,9 +438,9 @@ class MemoryConnection(CarriedConnection):
 
 
 def _amqp091(broker: Broker, *, peer: str, on_output: Callable[[], None],
-             heartbeat: int) -> BrokerConnection:
+             heartbeat: int, node: Node | None = None) -> BrokerConnection:
     """A link's default connection: AMQP 0-9-1's, over loopback (guest may log in)."""
     from ..amqp091._connection import ServerConnection
 
     return ServerConnection(broker, peer=peer, on_output=on_output, heartbeat=heartbeat,
-                            loopback=True)
+                            loopback=True, node=node)

@@ -35,10 +35,10 @@ from aiormq.connection import TransportFactory as _TransportFactory
 from yarl import URL
 
 from ._link import MemoryLink
-from ._urls import broker_of, memory_url
+from ._urls import memory_url, target_of
 
 if TYPE_CHECKING:
-    from ..model import Broker
+    from ..model import Broker, Node
 
 __all__ = ["Connection", "RobustConnection", "TransportFactory", "connect", "memory_url"]
 
@@ -146,22 +146,25 @@ class _Transport(asyncio.Transport):
 
 
 class TransportFactory(_TransportFactory):
-    """aiormq's transport factory for in-memory links: the URL's host names the broker
-    (:func:`memory_url`); ``aiormq.Connection(url, transport_factory=TransportFactory())``."""
+    """aiormq's transport factory for in-memory links: the URL's host names the broker and
+    the node of its cluster (:func:`memory_url`); ``aiormq.Connection(url,
+    transport_factory=TransportFactory())``. A stopped node refuses the connection
+    (``ConnectionRefusedError``, as its closed port): a robust connection tries again."""
 
     async def create(self, url: URL, **_kwargs: Any,
                      ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        broker = broker_of(url.host or "")
-        if broker is None:
+        found = target_of(url.host or "")
+        if found is None:
             raise aiormq.exceptions.AMQPConnectionError(
                 f"{url.host!r} names no embroker broker: make the URL with "
                 "broker.memory_url (embroker.memory.memory_url)")
+        broker, node = found
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(loop=loop)
         protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
         holder: list[_Transport] = []
         link = MemoryLink(broker, heartbeat=60, notify=lambda: holder[0]._schedule()
-                          if holder else None)
+                          if holder else None, node=node)
         transport = _Transport(link, protocol, loop)
         holder.append(transport)
         link.reader = transport
@@ -188,10 +191,11 @@ class RobustConnection(_Memory, aio_pika.RobustConnection):
 
 
 async def connect(broker: Broker, vhost: str = "/", *, robust: bool = False,
-                  name: str | None = None, **kwargs: Any) -> aio_pika.abc.AbstractConnection:
-    """``aio_pika.connect`` to ``broker`` over an in-memory link (``robust``:
-    ``connect_robust``). ``kwargs`` go to aio-pika."""
-    url = memory_url(broker, vhost, name=name)
+                  name: str | None = None, node: Node | None = None,
+                  **kwargs: Any) -> aio_pika.abc.AbstractConnection:
+    """``aio_pika.connect`` to ``broker`` (its ``node``: the first by default) over an
+    in-memory link (``robust``: ``connect_robust``). ``kwargs`` go to aio-pika."""
+    url = memory_url(broker, vhost, name=name, node=node)
     connection: aio_pika.abc.AbstractConnection
     if robust:
         connection = await aio_pika.connect_robust(url, connection_class=RobustConnection,

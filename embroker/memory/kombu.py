@@ -35,7 +35,7 @@ from kombu.transport import pyamqp
 
 from ..model._clock import ManualClock
 from ._link import MemoryLink, links
-from ._urls import broker_of
+from ._urls import target_of
 
 if TYPE_CHECKING:
     from ..model import Broker
@@ -68,11 +68,12 @@ class _MemoryTransport(_AbstractTransport):  # type: ignore[misc]
         if self.connected:
             return
         host, _port = to_host_port(f"{self.host}:{self.port}")
-        broker = broker_of(host)
-        if broker is None:
+        found = target_of(host)
+        if found is None:
             raise OSError(f"{host!r} names no embroker broker: make the URL with "
                           "broker.kombu_url")
-        self.link = MemoryLink(broker, notify=self._wake.set)
+        # (a stopped node: ConnectionRefusedError, which kombu's failover passes over)
+        self.link = MemoryLink(found[0], notify=self._wake.set, node=found[1])
         self.link.send(_PROTOCOL_HEADER)
         self.connected = True
 

@@ -33,9 +33,10 @@ from pika.adapters.utils import nbio_interface
 
 from ._link import MemoryLink
 from ._loop import VirtualLoop
+from ._urls import target_of
 
 if TYPE_CHECKING:
-    from ..model import Broker
+    from ..model import Broker, Node
 
 __all__ = ["BlockingChannel", "BlockingConnection", "SelectConnection", "VirtualLoop"]
 
@@ -102,6 +103,11 @@ class SelectConnection(_PikaSelectConnection):  # type: ignore[misc]
             otherwise: ``connection.ioloop``, with ``start()`` and ``stop()``).
         heartbeat: what the broker offers in connection.tune (seconds of its clock; 0: none).
         name: the link's name for logs and faults (``"memory:N"`` by default).
+
+    The host of ``parameters`` may name a node of the broker's cluster
+    (``pika.URLParameters(broker.memory_urls[1])``: ``embroker-memory-1-node2``); any
+    other host is its first node. A stopped node refuses it: ``on_open_error_callback`` gets
+    ``pika.exceptions.AMQPConnectionError``, as from a closed port.
     """
 
     def __init__(self, broker: Broker, parameters: pika.connection.Parameters | None = None,
@@ -122,8 +128,14 @@ class SelectConnection(_PikaSelectConnection):  # type: ignore[misc]
 
     def _adapter_connect_stream(self) -> None:
         loop = self._memory_loop
-        self.link = MemoryLink(self._embroker, heartbeat=self._memory_heartbeat,
-                               name=self._memory_name, notify=loop.wake)
+        try:
+            self.link = MemoryLink(self._embroker, heartbeat=self._memory_heartbeat,
+                                   name=self._memory_name, notify=loop.wake,
+                                   node=_node_of(self._embroker, self.params))
+        except ConnectionRefusedError as refused:
+            error = pika.exceptions.AMQPConnectionError(refused)
+            loop.add_callback(lambda: self._on_stream_terminated(error))
+            return
         transport = _Transport(self.link, self, loop)
         loop.attach(transport)
         loop.add_callback(lambda: self._proto_connection_made(transport))
@@ -163,16 +175,22 @@ class BlockingChannel(_PikaBlockingChannel):  # type: ignore[misc]
             self.connection.process_data_events(time_limit=remaining)
 
 
-def _first(configs: pika.connection.Parameters | Sequence[pika.connection.Parameters] | None,
-           ) -> pika.connection.Parameters:
+def _each(configs: pika.connection.Parameters | Sequence[pika.connection.Parameters] | None,
+          ) -> Sequence[pika.connection.Parameters]:
     if configs is None:
-        return pika.ConnectionParameters()
+        return [pika.ConnectionParameters()]
     if isinstance(configs, pika.connection.Parameters):
-        return configs
+        return [configs]
     if not configs:
         raise ValueError(f"Expected a non-empty sequence of connection parameters, "
                          f"but got {configs!r}.")
-    return configs[0]
+    return configs
+
+
+def _node_of(broker: Broker, params: pika.connection.Parameters) -> Node | None:
+    """The node of ``broker`` that ``params``' host names (a memory URL's), else ``None``."""
+    found = target_of(params.host or "")
+    return found[1] if found is not None and found[0] is broker else None
 
 
 class BlockingConnection(_PikaBlockingConnection):  # type: ignore[misc]
@@ -181,8 +199,10 @@ class BlockingConnection(_PikaBlockingConnection):  # type: ignore[misc]
 
     Args:
         broker: the broker.
-        parameters: pika's connection parameters (or a sequence: the first is used); the
-            credentials, virtual host, client properties and heartbeat are what count.
+        parameters: pika's connection parameters, or a sequence of them (the addresses of
+            the cluster's nodes: the first whose node runs is used, as pika walks its list);
+            the credentials, virtual host, client properties and heartbeat are what count,
+            and a memory URL's host (``embroker-memory-1-node2``) names the node.
         heartbeat: what the broker offers in connection.tune (seconds of its clock; 0: none).
         name: the link's name for logs and faults (``"memory:N"`` by default).
 
@@ -227,7 +247,16 @@ class BlockingConnection(_PikaBlockingConnection):  # type: ignore[misc]
         return link
 
     def _create_connection(self, configs: Any = None, impl_class: Any = None) -> SelectConnection:
-        params = _first(configs)
+        each = _each(configs)
+        for params in each[:-1]:  # (pika's walk: a refused node is passed over)
+            try:
+                return self._connect(params)
+            except pika.exceptions.AMQPConnectionError as error:
+                if not (error.args and isinstance(error.args[0], ConnectionRefusedError)):
+                    raise
+        return self._connect(each[-1])
+
+    def _connect(self, params: pika.connection.Parameters) -> SelectConnection:
         done: list[Any] = []
         loop = VirtualLoop(self._embroker, background=_heartbeat_timer)
         try:
