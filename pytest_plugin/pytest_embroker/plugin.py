@@ -673,6 +673,15 @@ def memory_url(request: pytest.FixtureRequest, broker: Broker) -> str:
 
 
 @pytest.fixture
+def memory_urls(request: pytest.FixtureRequest, broker: Broker) -> list[str]:
+    """:func:`memory_url` of each node of this test's broker, in node order (a cluster:
+    ``@pytest.mark.embroker(nodes=3)``): a client's list of addresses, with no socket; a
+    stopped node refuses its clients as its closed port would."""
+    _skip_in_reference(request, "an in-memory transport (memory_urls)")
+    return broker.memory_urls
+
+
+@pytest.fixture
 def embroker_faults(request: pytest.FixtureRequest, broker: Broker) -> Iterator[Faults]:
     """:class:`embroker.faults.Faults` for this test's broker and its listener (started for
     it; a cluster's: a listener per node, ``stop_node``/``start_node``); disarmed after the

@@ -91,3 +91,19 @@ def test_faults_reach_the_connections_of_every_nodes_listener() -> None:
         assert found.model is not None
         assert found.model.node is broker.nodes[1]
         conn.close()
+
+
+def test_memory_urls_name_each_node_and_a_stopped_one_refuses(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pika
+        import pytest
+
+        @pytest.mark.embroker(nodes=3)
+        def test_memory(broker, memory_urls):
+            assert memory_urls == broker.memory_urls and len(set(memory_urls)) == 3
+            broker.nodes[0].stop()
+            conn = broker.pika_connection([pika.URLParameters(u) for u in memory_urls])
+            assert [len(node.connections) for node in broker.nodes] == [0, 1, 0]
+            conn.close()
+    """)
+    run(pytester).assert_outcomes(passed=1)
