@@ -317,7 +317,7 @@ class VirtualHost:
             self.check_exclusive_access(found, connection)
             found.touch()  # a declare renews an x-expires lease
             found.drop_expired()
-            return DeclareOk(found.name, found.message_count, found.consumer_count)
+            return DeclareOk(found.name, *found.type.stat(found))
         profile = self.broker.profile
         if profile.rabbitmq4 and "x-queue-type" not in arguments:
             # RabbitMQ 4 stores the node's default type in every declared queue's arguments
@@ -349,7 +349,7 @@ class VirtualHost:
             check_equivalent_queue_arguments(where, queue.arguments, arguments)
             queue.touch()
             queue.drop_expired()
-            return DeclareOk(name, queue.message_count, queue.consumer_count)
+            return DeclareOk(name, *queue.type.stat(queue))
         if profile.rabbitmq4:
             # v4.1.4 rabbit_amqqueue:declare/7: the arguments, then the deprecated transient
             # non-exclusive queue, then (rabbit_queue_type:declare/2) the vhost's queue limit
