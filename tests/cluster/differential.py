@@ -11,7 +11,6 @@ open a new one; a consumer keeps its channel and reports what came to it.
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
 from collections.abc import Callable
