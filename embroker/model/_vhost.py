@@ -372,8 +372,8 @@ class VirtualHost:
         self.policies.attach(queue)
         queue.placement = queue.type.place(
             queue, connection.node if connection is not None else self.broker.nodes[0])
-        if self.broker.nodes_down and queue.quorum and not quorate(queue):
-            self.delete_queue_object(queue)  # (never created: rabbit_quorum_queue:declare/2)
+        if self.broker.nodes_down and queue.type.replicated and not quorate(queue):
+            self.delete_queue_object(queue)  # (never created: rabbit_{quorum,stream}_queue:declare/2)
             raise no_majority(queue, "declare")
         events = self.broker.plugins.events
         if events is not None:
@@ -390,6 +390,8 @@ class VirtualHost:
         if queue.down:
             raise self.unreachable(queue)
         self.check_exclusive_access(queue, connection)
+        if self.broker.nodes_down and queue.stream is not None and not quorate(queue):
+            raise no_majority(queue, "delete", connection.node if connection else None)
         if if_unused and queue.consumer_count:
             raise PreconditionFailed(f"{self.resource('queue', name)} in use",
                                      reason=Refusal.IN_USE)
