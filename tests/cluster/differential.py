@@ -399,7 +399,11 @@ def _consume_when_replicated(peer: Any, node: int, queue: str, name: str,
 def stream_losing_its_leader(peer: Any, out: list[str]) -> None:
     """A stream led by node 2 (the node it was declared on), read from its first offset by a
     consumer on node 1 and from the next by one on node 3 (prefetch 10, as a stream needs,
-    acknowledging), a publisher with confirms on node 1; node 2 stops."""
+    acknowledging), a publisher with confirms on node 1; node 2 stops.
+
+    Seen on the reference: the consumers see nothing of the stop (no cancel: each reads its own
+    node's member); the next publish is confirmed at once and reaches both at offset 2; a new
+    consumer from offset 1 reads s2, s3; node 2 back, its publish reaches all three."""
     st = peer.q("st")
     out.append("declare on node2: "
                + peer.op(1, "queue_declare", st, durable=True, arguments=STREAM))
@@ -434,7 +438,11 @@ def stream_losing_its_leader(peer: Any, out: list[str]) -> None:
 def stream_losing_a_replica(peer: Any, out: list[str]) -> None:
     """A stream led by node 1, consumers on node 1 and node 3 (node 3 reading its replica);
     node 3 stops: its consumer's connection is closed, node 1's goes on, a publish is confirmed
-    by the two members left; node 3 back, a consumer there reads everything."""
+    by the two members left; node 3 back, a consumer there reads everything.
+
+    Seen on the reference: for 4 to 6 s after ``start_app`` a consumer on node 3 is refused
+    with 406 "... does not have a replica on the local node" (its replica not restarted yet);
+    embroker's replica is there at once, so the scenario records the answer once it is ok."""
     st = peer.q("st")
     out.append("declare on node1: "
                + peer.op(0, "queue_declare", st, durable=True, arguments=STREAM))
@@ -461,7 +469,14 @@ def stream_losing_a_replica(peer: Any, out: list[str]) -> None:
 
 def stream_without_a_majority(peer: Any, out: list[str]) -> None:
     """A stream led by node 1 with a consumer there; node 2 and node 3 stop (one member of three
-    left): what a consumer, a publish with confirms, a declare and a new consumer get."""
+    left): what a consumer, a publish with confirms, a declare and a new consumer get.
+
+    Seen on the reference: the consumer sees nothing; the publish ends the connection with 506
+    "RESOURCE_ERROR - Stream coordinator unavailable for queue ..." after 30 s (embroker at
+    once); a declare, passive or not, answers at once; one node back, the next publish is
+    confirmed and written at offset 1: the refused one was never written. (A new consumer, a
+    new stream and a delete answer 541 after 30 s each: pinned in tests/model/test_node_stop.py,
+    not here.)"""
     st = peer.q("st")
     out.append("declare on node1: "
                + peer.op(0, "queue_declare", st, durable=True, arguments=STREAM))
@@ -490,7 +505,13 @@ def stream_without_a_majority(peer: Any, out: list[str]) -> None:
 def classic_queue_with_a_consumer_on_each_node(peer: Any, out: list[str]) -> None:
     """A durable classic queue homed on node 1 with a consumer on each node (prefetch 10,
     acknowledging nothing), fed from node 2; node 1 stops and starts: what each consumer sees,
-    and what a consumer on node 2 gets when it is back."""
+    and what a consumer on node 2 gets when it is back.
+
+    Seen on the reference: node 1's consumer's connection is closed (320); its delivery p1 goes
+    back to the queue and on to node 2's consumer, redelivered, just before the queue goes down
+    and node 2's and node 3's consumers are cancelled; a mandatory publish is returned and
+    confirmed; node 1 back, nobody is subscribed again and the queue holds p1..p3, all
+    redelivered."""
     dq = peer.q("dq")
     out.append("declare on node1: " + peer.op(0, "queue_declare", dq, durable=True))
     for node, name in enumerate("abc"):
