@@ -383,6 +383,11 @@ def _answered(said: str) -> str:
     return "ok" if said.startswith("ok ") else said
 
 
+def _read(peer: Any, node: int, stream: str, name: str, offset: object) -> str:
+    # A consumer of a stream from ``offset`` (x-stream-offset), acknowledging what it gets.
+    return str(peer.consume(node, stream, name, arguments={"x-stream-offset": offset}, ack=True))
+
+
 def _consume_when_replicated(peer: Any, node: int, queue: str, name: str,
                              arguments: dict[str, Any]) -> str:
     # A consumer of a stream on a node that has just started: RabbitMQ refuses it with 406
@@ -411,9 +416,9 @@ def stream_losing_its_leader(peer: Any, out: list[str]) -> None:
         out.append(f"publish {body} confirmed: "
                    + peer.publish(0, "", st, body.encode(), persistent=True, confirm=True))
     out.append("consume on node1 from first: "
-               + peer.consume(0, st, "a", arguments={"x-stream-offset": "first"}, ack=True))
+               + _read(peer, 0, st, "a", "first"))
     out.append("consume on node3 from next: "
-               + peer.consume(2, st, "c", arguments={"x-stream-offset": "next"}, ack=True))
+               + _read(peer, 2, st, "c", "next"))
     out.append(f"consumer on node1 got: {peer.seen('a')}")
     out.append(f"consumer on node3 got: {peer.seen('c')}")
     peer.stop(1)
@@ -424,7 +429,7 @@ def stream_losing_its_leader(peer: Any, out: list[str]) -> None:
     out.append(f"consumer on node1 got: {peer.seen('a')}")
     out.append(f"consumer on node3 got: {peer.seen('c')}")
     out.append("consume on node3 from offset 1: "
-               + peer.consume(2, st, "d", arguments={"x-stream-offset": 1}, ack=True))
+               + _read(peer, 2, st, "d", 1))
     out.append(f"consumer from offset 1 got: {peer.seen('d')}")
     out.append(f"passive declare: {_answered(peer.op(2, 'queue_declare', st, passive=True))}")
     peer.start(1)
@@ -449,9 +454,9 @@ def stream_losing_a_replica(peer: Any, out: list[str]) -> None:
     out.append("publish s1 confirmed: "
                + peer.publish(0, "", st, b"s1", persistent=True, confirm=True))
     out.append("consume on node1 from first: "
-               + peer.consume(0, st, "a", arguments={"x-stream-offset": "first"}, ack=True))
+               + _read(peer, 0, st, "a", "first"))
     out.append("consume on node3 from first: "
-               + peer.consume(2, st, "c", arguments={"x-stream-offset": "first"}, ack=True))
+               + _read(peer, 2, st, "c", "first"))
     out.append(f"consumer on node1 got: {peer.seen('a')}")
     out.append(f"consumer on node3 got: {peer.seen('c')}")
     peer.stop(2)
@@ -483,7 +488,7 @@ def stream_without_a_majority(peer: Any, out: list[str]) -> None:
     out.append("publish s1 confirmed: "
                + peer.publish(0, "", st, b"s1", persistent=True, confirm=True))
     out.append("consume on node1 from first: "
-               + peer.consume(0, st, "a", arguments={"x-stream-offset": "first"}, ack=True))
+               + _read(peer, 0, st, "a", "first"))
     out.append(f"consumer on node1 got: {peer.seen('a')}")
     peer.stop(1)
     peer.stop(2)
@@ -498,7 +503,7 @@ def stream_without_a_majority(peer: Any, out: list[str]) -> None:
     out.append("publish s3 confirmed: "
                + peer.publish(0, "", st, b"s3", persistent=True, confirm=True))
     out.append("consume on node1 from first again: "
-               + peer.consume(0, st, "b", arguments={"x-stream-offset": "first"}, ack=True))
+               + _read(peer, 0, st, "b", "first"))
     out.append(f"consumer got: {peer.seen('b')}")
 
 
