@@ -211,6 +211,14 @@ class _Node:
                     self.broker.clear_alarm(name, node=self.node)
         for client in silent:
             self._kill(client, reason="the application stopped")
+        # Then the others' sockets close too, their close frame sent first, with a reset:
+        # RabbitMQ's readers end with the application and its sockets linger 0 (v3.10.8
+        # deps/rabbit/Makefile, tcp_listen_options {linger, {true, 0}}), so a client that reads
+        # gets its 320, one that writes first meets the reset (live: pika's StreamLostError,
+        # py-amqp's ConnectionResetError; tests/cluster/golden/clients/).
+        for client in [client for client in self._clients.values()
+                       if client.broker and not client.protocol.stops_silently]:
+            self._kill(client, flush=True, reset=True, reason="the application stopped")
         for client in [*self._http_clients.values()]:  # stream and HTTP clients go
             if client.kind is None or (client.kind.factory is not None and not (
                     client.broker and not client.protocol.stops_silently)):

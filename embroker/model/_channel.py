@@ -1293,7 +1293,7 @@ class Channel:
         for queue, entries in by_queue.values():
             _history.requeued(self.vhost.broker.clock, queue, entries, cause)
             if not queue.deleted:
-                queue.requeue(entries)
+                queue.requeue(entries, closed=True)
 
     def basic_recover(self, requeue: bool = True) -> None:
         """basic.recover / recover-async: requeue everything unacknowledged. RabbitMQ does not

@@ -26,9 +26,11 @@ connection closure with reason 'shutdown'"); then each queue it is part of is to
   unavailable for queue ..."; basic.get, basic.consume and queue.purge end it with 541
   INTERNAL_ERROR (get: "Cannot get a message from queue ...: noproc"); declare and delete still
   answer, but a new quorum queue whose members have no majority is refused with 541
-  "... cluster_not_formed". RabbitMQ
-  gets there through timeouts (5 s for a delete, 30 s for a purge, 65 s for a get, a consume
-  or a new channel's confirm); embroker answers at once. The majority back, it goes on with
+  "... cluster_not_formed", a new stream with 541 "... {error,coordinator_unavailable}", and
+  so is a stream's delete.
+  RabbitMQ gets there through timeouts (5 s for a delete, 30 s for a purge, 65 s for a get, a
+  consume or a new channel's confirm; a stream's publish, consume and declare 30 s);
+  embroker answers at once. The majority back, it goes on with
   what it held.
 
 The queue that comes back is a new :class:`~._queue.Queue` object (RabbitMQ starts a new queue
@@ -79,20 +81,28 @@ def quorate(queue: Queue) -> bool:
     return sum(1 for node in members if node.running) * 2 > len(members)
 
 
-def no_majority(queue: Queue, what: str) -> InternalError | ResourceError:
+def no_majority(queue: Queue, what: str,
+                node: Node | None = None) -> InternalError | ResourceError:
     """What a quorum queue (or stream) without a majority ends a connection with for ``what``
-    (``"get"``, ``"consume"``, ``"purge"``, a stream's ``"publish"``, a new quorum queue's
-    ``"declare"``), as RabbitMQ 3.10.8 answers (live, after its timeouts): 541, or a stream's
-    506 for a publish."""
+    (``"get"``, ``"consume"``, ``"purge"``, a stream's ``"publish"``, a new quorum queue's or
+    stream's ``"declare"``, a stream's ``"delete"``), as RabbitMQ 3.10.8 answers (live, after
+    its timeouts): 541, or a stream's 506 for a publish. ``node``: the node that answers (a
+    delete's text names it; the leader when not given)."""
     if what == "get":
         return InternalError(f"Cannot get a message from queue '{queue.resource}': noproc")
     if what == "publish":
         return ResourceError(f"Stream coordinator unavailable for {queue.resource}")
+    name = (node or queue.placement.leader).name
+    if what == "delete":  # (rabbit_stream_queue:delete/4, after 30 s live; its trailing space)
+        return InternalError(f"Cannot delete queue '{queue.resource}' on node '{name}': "
+                             "{error,coordinator_unavailable} ")
     if what == "declare":
-        node = queue.placement.leader.name
+        if queue.stream is not None:  # (rabbit_stream_queue:declare/2, after 30 s live)
+            return InternalError(f"Cannot declare a queue '{queue.resource}' on node '{name}': "
+                                 "{error,coordinator_unavailable}")
         return InternalError(f"Cannot declare quorum queue '{queue.name}' in vhost "
-                             f"'{queue.vhost.name}' on node '{node}' with leader on node "
-                             f"'{node}': cluster_not_formed")
+                             f"'{queue.vhost.name}' on node '{name}' with leader on node "
+                             f"'{name}': cluster_not_formed")
     return InternalError("")
 
 

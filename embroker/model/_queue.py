@@ -607,8 +607,9 @@ class Queue:
             self._expire_head()  # the new message is the head: set (or run) its expiry timer
         return True
 
-    def requeue(self, entries: Iterable[QueuedMessage]) -> None:
-        """Put delivered messages back at their original positions, marked redelivered.
+    def requeue(self, entries: Iterable[QueuedMessage], *, closed: bool = False) -> None:
+        """Put delivered messages back at their original positions, marked redelivered;
+        ``closed``: their channel closed (a quorum queue's go back first then, see below).
 
         Runtime complexity: ``O(k)`` when they go back to the head (the usual case), ``O(k * n)``
         at worst.
@@ -629,10 +630,12 @@ class Queue:
                     over_limit.append(entry.message)
                     _history.left(self._clock, self, (entry.message,), "delivery_limit")
                     continue
-                if limit is None:
+                if limit is None and not closed:
                     # RabbitMQ 3.10's quorum queue without a delivery limit returns a message
                     # to the back of the queue (with one, it comes back first, as below),
                     # several in their order (rabbit_fifo's return of a consumer's messages).
+                    # Those of a consumer whose channel closed come back first either way
+                    # (v3.10.8 rabbit_fifo: handle_down, return_all/5 into its returns).
                     to_back.append(entry)
                     continue
             self._ready_bytes += len(entry.message.body)

@@ -317,7 +317,7 @@ class VirtualHost:
             self.check_exclusive_access(found, connection)
             found.touch()  # a declare renews an x-expires lease
             found.drop_expired()
-            return DeclareOk(found.name, found.message_count, found.consumer_count)
+            return DeclareOk(found.name, *found.type.stat(found))
         profile = self.broker.profile
         if profile.rabbitmq4 and "x-queue-type" not in arguments:
             # RabbitMQ 4 stores the node's default type in every declared queue's arguments
@@ -349,7 +349,7 @@ class VirtualHost:
             check_equivalent_queue_arguments(where, queue.arguments, arguments)
             queue.touch()
             queue.drop_expired()
-            return DeclareOk(name, queue.message_count, queue.consumer_count)
+            return DeclareOk(name, *queue.type.stat(queue))
         if profile.rabbitmq4:
             # v4.1.4 rabbit_amqqueue:declare/7: the arguments, then the deprecated transient
             # non-exclusive queue, then (rabbit_queue_type:declare/2) the vhost's queue limit
@@ -372,8 +372,8 @@ class VirtualHost:
         self.policies.attach(queue)
         queue.placement = queue.type.place(
             queue, connection.node if connection is not None else self.broker.nodes[0])
-        if self.broker.nodes_down and queue.quorum and not quorate(queue):
-            self.delete_queue_object(queue)  # (never created: rabbit_quorum_queue:declare/2)
+        if self.broker.nodes_down and queue.type.replicated and not quorate(queue):
+            self.delete_queue_object(queue)  # (never created: rabbit_{quorum,stream}_queue:declare/2)
             raise no_majority(queue, "declare")
         events = self.broker.plugins.events
         if events is not None:
@@ -390,6 +390,8 @@ class VirtualHost:
         if queue.down:
             raise self.unreachable(queue)
         self.check_exclusive_access(queue, connection)
+        if self.broker.nodes_down and queue.stream is not None and not quorate(queue):
+            raise no_majority(queue, "delete", connection.node if connection else None)
         if if_unused and queue.consumer_count:
             raise PreconditionFailed(f"{self.resource('queue', name)} in use",
                                      reason=Refusal.IN_USE)

@@ -520,14 +520,20 @@ def scenario_queue_types_quorum_delivery_count(s: Session) -> None:
     s.expect(wait_ready(s, q, 0), QueueDeclareOk("q", 0, 1))
 
 
-def scenario_queue_types_quorum_return_without_limit(s: Session) -> None:
-    """Without x-delivery-limit, a message returned to a quorum queue goes to its back (with a
-    limit it comes back first: see quorum_delivery_count)."""
+def _quorum_of_three(s: Session) -> str:
+    """Quorum queue ``q`` holding m0, m1, m2 (published with confirms, seen ready)."""
     pub = confirming(s)
     q = _in(s, "q", QUORUM)
     for i in range(3):
         pub.basic_publish("", q, f"m{i}".encode())
     wait_ready(s, q, 3)
+    return q
+
+
+def scenario_queue_types_quorum_return_without_limit(s: Session) -> None:
+    """Without x-delivery-limit, a message returned to a quorum queue goes to its back (with a
+    limit it comes back first: see quorum_delivery_count)."""
+    q = _quorum_of_three(s)
     c = s.channel()
     c.basic_qos(prefetch_count=2)
     c.basic_consume(q, consumer_tag=s.name("c"))
@@ -540,6 +546,25 @@ def scenario_queue_types_quorum_return_without_limit(s: Session) -> None:
     s.expect([_get(ch, q) for _ in range(3)],
              [(b"m2", False, {"x-delivery-count": 0}), (b"m0", True, {"x-delivery-count": 1}),
               (b"m1", True, {"x-delivery-count": 1})])
+    ch.basic_ack(3, multiple=True)
+
+
+def scenario_queue_types_quorum_closed_channel_returns_first(s: Session) -> None:
+    """Without x-delivery-limit, the deliveries of a consumer whose channel closes come back
+    *before* the ready messages (rabbit_fifo 3.10.8: the consumer is down, handle_down ->
+    return_all puts them in its returns, served first), unlike a nack or reject, which sends
+    them to the back (quorum_return_without_limit)."""
+    q = _quorum_of_three(s)
+    c = s.channel()
+    c.basic_qos(prefetch_count=1)
+    c.basic_consume(q, consumer_tag=s.name("c"))
+    s.expect(_seen(c.wait_deliveries(1)), [("c", 1, b"m0", False)])
+    c.close()
+    wait_ready(s, q, 3)
+    ch = s.channel()
+    s.expect([_get(ch, q) for _ in range(3)],
+             [(b"m0", True, {"x-delivery-count": 1}), (b"m1", False, {"x-delivery-count": 0}),
+              (b"m2", False, {"x-delivery-count": 0})])
     ch.basic_ack(3, multiple=True)
 
 

@@ -232,3 +232,42 @@ def test_a_publish_refused_by_a_leaderless_stream_is_enqueued_nowhere(broker: Br
     with pytest.raises(ResourceError):
         _channel(broker, 0).basic_publish("fan", "", b"x")
     assert broker.queues["plain"].message_count == 0
+
+
+def test_a_stream_without_a_majority_refuses_a_consumer_and_a_new_stream_541(
+        broker: Broker) -> None:
+    # (live on the reference cluster, each after 30 s: a consume 541 "INTERNAL_ERROR"; a new
+    # stream 541 "... {error,coordinator_unavailable}", rabbit_stream_queue:declare/2 v3.10.8;
+    # /work/notes/clusterdiff/facts.md)
+    _channel(broker, 0).queue_declare("st", durable=True, arguments={"x-queue-type": "stream"})
+    broker.nodes[1].stop()
+    broker.nodes[2].stop()
+    reader = _channel(broker, 0)
+    reader.basic_qos(prefetch_count=10)
+    with pytest.raises(InternalError) as refused:
+        reader.basic_consume("st", arguments={"x-stream-offset": "first"})
+    assert refused.value.reply_text == "INTERNAL_ERROR"
+    with pytest.raises(InternalError) as refused:
+        _channel(broker, 0).queue_declare("st.new", durable=True,
+                                          arguments={"x-queue-type": "stream"})
+    assert refused.value.reply_text == (
+        "INTERNAL_ERROR - Cannot declare a queue 'queue 'st.new' in vhost '/'' on node "
+        "'embroker@localhost': {error,coordinator_unavailable}")
+    assert "st.new" not in broker.queues
+
+
+def test_a_stream_without_a_majority_is_not_deleted(broker: Broker) -> None:
+    # (live on the reference cluster, after 30 s: 541 "... Cannot delete queue ... on node
+    # 'N': {error,coordinator_unavailable} ", its trailing space included:
+    # rabbit_stream_queue:delete/4 v3.10.8; a quorum queue's delete answers)
+    _channel(broker, 0).queue_declare("st", durable=True, arguments={"x-queue-type": "stream"})
+    broker.nodes[1].stop()
+    broker.nodes[2].stop()
+    with pytest.raises(InternalError) as refused:
+        _channel(broker, 0).queue_delete("st")
+    assert refused.value.reply_text == (
+        "INTERNAL_ERROR - Cannot delete queue 'queue 'st' in vhost '/'' on node "
+        "'embroker@localhost': {error,coordinator_unavailable} ")
+    assert "st" in broker.queues
+    broker.nodes[1].start()
+    assert _channel(broker, 0).queue_delete("st") == 0

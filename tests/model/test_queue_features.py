@@ -472,3 +472,28 @@ def test_quorum_without_limit_returns_to_the_back_and_consumers_first_see_no_cou
     ch.basic_consume("qq", lambda c, d, p, body: seen.append(
         (body, (p.get("headers") or {}).get("x-delivery-count"))), auto_ack=True)
     assert seen == [(b"m2", None), (b"m0", 1), (b"m1", 1)]
+
+
+@pytest.mark.parametrize("closing", ["channel", "connection"])
+def test_quorum_without_limit_returns_a_closed_channels_deliveries_first(
+        broker: Broker, closing: str) -> None:
+    """A consumer whose channel closes is down for the quorum queue: its deliveries go to
+    rabbit_fifo's returns, served before the ready messages, delivery limit or not (v3.10.8
+    rabbit_fifo: handle_down, return_all/5, take_next_msg/1; a nack or reject without a limit
+    appends them instead: the test above). Seen live on 3.10.8 (channel and connection close:
+    m1 redelivered, then m2) and in tests/cluster/golden/clients/pika_with_an_address_list.txt."""
+    ch = broker.connect().channel()
+    ch.queue_declare("qq", durable=True, arguments={"x-queue-type": "quorum"})
+    ch.basic_publish("", "qq", b"m1")
+    ch.basic_publish("", "qq", b"m2")
+    consumer = broker.connect().channel()
+    consumer.basic_qos(prefetch_count=1)
+    consumer.basic_consume("qq", lambda *_: None)
+    assert broker.queues["qq"].unacked == 1
+    if closing == "channel":
+        consumer.close()
+    else:
+        consumer.connection.close()
+    got = [ch.basic_get("qq", auto_ack=True) for _ in range(2)]
+    assert [(g.message.body, g.redelivered) for g in got if g is not None] == [
+        (b"m1", True), (b"m2", False)]

@@ -113,6 +113,18 @@ def test_stream_declare_ok_counts_no_messages(ch: Channel) -> None:
     assert ch.queue_declare("s", passive=True).message_count == 0
 
 
+def test_stream_declare_ok_counts_no_consumers(broker: Broker, ch: Channel) -> None:
+    """rabbit_stream_queue:stat/1 (v3.10.8) answers {ok, Messages, 0}: however many consumers
+    read a stream, its declare-ok, passive or not, counts none (seen live on the reference
+    cluster: tests/cluster/golden/stream_losing_its_leader.txt)."""
+    declare(ch)
+    consume(ch, "first")
+    consume(broker.connect().channel(), "first")
+    assert broker.queues["s"].consumer_count == 2
+    assert ch.queue_declare("s", passive=True).consumer_count == 0
+    assert ch.queue_declare("s", durable=True, arguments=STREAM).consumer_count == 0
+
+
 @pytest.mark.parametrize(("offset", "expected"), [
     (None, []), ("next", []), ("first", [0, 1, 2, 3, 4]), ("last", [4]), (2, [2, 3, 4]),
     (99, []), (-1, [0, 1, 2, 3, 4]), ("1D", [0, 1, 2, 3, 4]), ("10s", [0, 1, 2, 3, 4]),
