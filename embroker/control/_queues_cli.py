@@ -1,0 +1,219 @@
+"""``rabbitmq-queues`` for embroker nodes: RabbitMQ 3.10.8's commands for quorum queues'
+membership and leadership (deps/rabbitmq_cli/lib/rabbitmq/cli/queues/commands/), with their
+banners, tables, JSON and refusals, over :mod:`._queue_ops` on the node.
+
+The command line is read as ``rabbitmqctl``'s (:mod:`._ctl`: ``-n``, ``-q``, ``-s``,
+``--formatter``...); the commands register in its table under the tool ``rabbitmq-queues``
+(``quorum_status`` and the two ``check_if_node_is_*`` health checks under
+``rabbitmq-diagnostics`` too, as their ``scopes/0`` say).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._untrusted import json_dumps
+from ._ctl import APP_STOPPED, Invocation, UsageError, command
+from ._format import json_rows, pretty_table, table_rows
+from ._protocol import EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, ControlError
+
+__all__: list[str] = []
+
+_QUEUES = ("rabbitmq-queues",)
+_BOTH = ("rabbitmq-queues", "rabbitmq-diagnostics")
+#: quorum_status' columns (``rabbit_quorum_queue:status/2``).
+STATUS_COLUMNS = ("Node Name", "Raft State", "Log Index", "Commit Index", "Snapshot Index",
+                  "Term", "Machine Version")
+#: The table grow and shrink print (grow_command.ex, shrink_command.ex).
+RESULT_COLUMNS = ("vhost", "name", "size", "result")
+#: rebalance's summary (``rabbit_amqqueue:maybe_migrate/3``).
+REBALANCE_COLUMNS = ("Node name", "Number of quorum queues",
+                     "Number of replicated classic queues")
+
+
+def _running(inv: Invocation) -> None:
+    """RequiresRabbitAppRunning: exit 64 with RabbitMQ's line when the node's app is stopped."""
+    if not inv.ask("await_startup"):
+        raise ControlError(f"Error: {APP_STOPPED}", EX_USAGE, plain=True)
+
+
+def _json(inv: Invocation, value: Any) -> None:
+    print(json_dumps(value, separators=(",", ":")), file=inv.out)
+
+
+def _refused(inv: Invocation, answer: Any, texts: dict[str, str]) -> None:
+    """Print a refusal the node answered (``{"error": reason}``) as RabbitMQ's tool does."""
+    reason = answer["error"]
+    text = texts.get(reason)
+    if text is None:
+        text = {"not_found": "{:error, :not_found}",
+                "node_not_running": "{:error, :node_not_running}",
+                "last_node": "{:error, :last_node}",
+                "stream_queue_not_supported": "{:error, :stream_queue_not_supported}",
+                }.get(reason, f"{{:error, :{reason}}}")
+    raise ControlError(f"Error:\n{text}", EX_UNAVAILABLE, plain=True)
+
+
+def _pretty(inv: Invocation, columns: tuple[str, ...], rows: list[list[Any]]) -> None:
+    if inv.options.get("formatter") == "json":
+        print(json_rows(columns, rows), file=inv.out)
+        return
+    print(pretty_table(columns, rows), end="", file=inv.out)
+
+
+def _table(inv: Invocation, columns: tuple[str, ...], rows: list[list[Any]]) -> None:
+    if inv.options.get("formatter") == "json":
+        print(json_rows(columns, rows), file=inv.out)
+        return
+    headers = not (inv.options.get("silent") or inv.options.get("no_table_headers"))
+    for line in table_rows(columns, rows, headers=headers):
+        print(line, file=inv.out)
+
+
+def _cell(value: Any) -> Any:
+    return "" if value is None else value
+
+
+@command("quorum_status", "quorum_status [--vhost <vhost>] <queue>", (1, 1), _BOTH)
+def _quorum_status(inv: Invocation) -> None:
+    _running(inv)
+    queue = inv.arguments[0]
+    inv.say(f"Status of quorum queue {queue} on node {inv.node} ...")
+    answer = inv.ask("quorum_status", vhost=inv.vhost, queue=queue)
+    if "error" in answer:
+        _refused(inv, answer, {
+            "classic_queue_not_supported": "Cannot get quorum status of a classic queue"})
+    _pretty(inv, STATUS_COLUMNS, [[_cell(m[c]) for c in STATUS_COLUMNS]
+                                  for m in answer["members"]])
+
+
+def _member_change(operation: str, classic_text: str) -> Any:
+    def run(inv: Invocation) -> None:
+        _running(inv)
+        queue, node = inv.arguments
+        if operation == "add_member":
+            inv.say(f"Adding a replica for queue {queue} on node {node}...")
+        else:
+            inv.say(f"Removing a replica of queue {queue} on node {node}...")
+        answer = inv.ask(operation, vhost=inv.vhost, queue=queue, node=node)
+        if "error" in answer:
+            _refused(inv, answer, {"classic_queue_not_supported": classic_text})
+        if inv.options.get("formatter") == "json":
+            _json(inv, {"result": "ok", "node": inv.node})
+    return run
+
+
+command("add_member", "add_member [--vhost <vhost>] <queue> <node>", (2, 2), _QUEUES)(
+    _member_change("add_member", "Cannot add members to a classic queue"))
+# (delete_member_command.ex says "add" too)
+command("delete_member", "delete_member [--vhost <vhost>] <queue> <node>", (2, 2), _QUEUES)(
+    _member_change("delete_member", "Cannot add members to a classic queue"))
+
+
+def _result(size: int, error: str | None) -> str:
+    if error is None:
+        return "ok"
+    if error == "last_node":
+        return "error: the last node cannot be removed"
+    return f"error: {error}"
+
+
+@command("grow", "grow <node> <all | even> [--vhost-pattern <pattern>] "
+         "[--queue-pattern <pattern>]", (2, 2), _QUEUES, timeout=False)
+def _grow(inv: Invocation) -> None:
+    node, strategy = inv.arguments
+    if strategy not in ("all", "even"):
+        raise UsageError(f"strategy '{strategy}' is not recognised.")
+    _running(inv)
+    inv.say(f"Growing {strategy} quorum queues on {node}...")
+    found = inv.ask("grow", node=node, strategy=strategy,
+                    vhost_pattern=str(inv.options.get("vhost_pattern", ".*")),
+                    queue_pattern=str(inv.options.get("queue_pattern", ".*")))
+    if inv.options.get("errors_only"):
+        # (grow_command.ex keeps the results matching {:errors, _, _}, which none is)
+        found = []
+    _table(inv, RESULT_COLUMNS, [[r["vhost"], r["name"], r["size"],
+                                  _result(r["size"], r["error"])] for r in found])
+
+
+@command("shrink", "shrink <node> [--errors-only]", (1, 1), _QUEUES, timeout=False)
+def _shrink(inv: Invocation) -> None:
+    _running(inv)
+    node = inv.arguments[0]
+    inv.say(f"Shrinking quorum queues on {node}...")
+    found = inv.ask("shrink", node=node)
+    if inv.options.get("errors_only"):
+        found = [r for r in found if r["error"] is not None]
+    _table(inv, RESULT_COLUMNS, [[r["vhost"], r["name"], r["size"],
+                                  _result(r["size"], r["error"])] for r in found])
+
+
+@command("check_if_node_is_quorum_critical", "check_if_node_is_quorum_critical", (0, 0), _BOTH)
+def _check_if_node_is_quorum_critical(inv: Invocation) -> None:
+    _running(inv)
+    inv.say(f"Checking if node {inv.node} is critical for quorum of any quorum queues ...")
+    found = inv.ask("quorum_critical")
+    json = inv.options.get("formatter") == "json"
+    if found == "single_node_cluster":
+        if json:
+            _json(inv, {"result": "ok", "message": "Target node seems to be the only one in a "
+                        "single node cluster, the check does not apply"})
+        elif not inv.options.get("silent"):
+            print(f"Node {inv.node} seems to be the only one in a single node cluster, the "
+                  "check does not apply", file=inv.out)
+        return
+    if not found:
+        if json:
+            _json(inv, {"result": "ok"})
+        elif not inv.options.get("silent"):
+            print(f"Node {inv.node} reported no quorum queues with minimum quorum",
+                  file=inv.out)
+        return
+    if json:
+        _json(inv, {"result": "error", "queues": found, "message": f"Node {inv.node} reported "
+                    "local queues with minimum online quorum"})
+        raise ControlError("", EX_SOFTWARE, plain=True)
+    if inv.options.get("silent"):
+        raise ControlError("", EX_SOFTWARE, plain=True)
+    raise ControlError("\n".join(f"{q['readable_name']} would lose quorum if node {inv.node} "
+                                 "is stopped" for q in found), EX_SOFTWARE, plain=True)
+
+
+@command("check_if_node_is_mirror_sync_critical", "check_if_node_is_mirror_sync_critical",
+         (0, 0), _BOTH)
+def _check_if_node_is_mirror_sync_critical(inv: Invocation) -> None:
+    """embroker's classic queues are never mirrored: none can be critical."""
+    _running(inv)
+    inv.say(f"Checking if node {inv.node} is critical for data safety of any classic "
+            "mirrored queues ...")
+    single = inv.ask("single_node_cluster")
+    if inv.options.get("formatter") == "json":
+        _json(inv, {"result": "ok", "message": "Target node seems to be the only one in a "
+                    "single node cluster, the check does not apply"} if single
+              else {"result": "ok"})
+    elif not inv.options.get("silent"):
+        print(f"Node {inv.node} seems to be the only one in a single node cluster, the check "
+              "does not apply" if single else f"Node {inv.node} reported no classic mirrored "
+              "queues without online synchronised mirrors", file=inv.out)
+
+
+_REBALANCE_BANNERS = {
+    "all": "Re-balancing leaders of all replicated queues...",
+    "classic": "Re-balancing leaders of replicated (mirrored, non-exclusive) classic queues...",
+    "quorum": "Re-balancing leaders of quorum queues...",
+}
+
+
+@command("rebalance", "rebalance < all | classic | quorum > [--vhost-pattern <pattern>] "
+         "[--queue-pattern <pattern>]", (1, 1), _QUEUES, timeout=False)
+def _rebalance(inv: Invocation) -> None:
+    kind = inv.arguments[0]
+    if kind not in _REBALANCE_BANNERS:
+        raise ControlError(f"Error:\ntype {kind} is not supported. Try one of all, classic, "
+                           "quorum.", EX_USAGE, plain=True)
+    _running(inv)
+    inv.say(_REBALANCE_BANNERS[kind])
+    found = inv.ask("rebalance", type=kind,
+                    vhost_pattern=str(inv.options.get("vhost_pattern", ".*")),
+                    queue_pattern=str(inv.options.get("queue_pattern", ".*")))
+    _pretty(inv, REBALANCE_COLUMNS, [[r[c] for c in REBALANCE_COLUMNS] for r in found])
