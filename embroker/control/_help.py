@@ -28,6 +28,8 @@ SECTIONS: dict[str, tuple[str, ...]] = {
                              "Policies", "Virtual hosts", "Configuration and Environment",
                              "Feature flags", "Operations", "AMQP 1.0 plugin",
                              "Consistent Hash Exchange plugin", "Stream plugin", "Deprecated"),
+    "rabbitmq-queues": ("Help", "Cluster", "Replication",
+                        "Monitoring, observability and health checks"),
     "rabbitmq-plugins": ("Help", "Monitoring, observability and health checks",
                          "Plugin Management"),
 }

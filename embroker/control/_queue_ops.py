@@ -50,10 +50,15 @@ def _quorum_status(node: Node, arguments: dict[str, Any]) -> Any:
             found = _membership.quorum_status(queue)
         except _membership.MembershipRefused as refused:
             return {"error": refused.reason}
+        # (a member that cannot be asked: its columns empty; no snapshot: undefined)
         return {"members": [
             {"Node Name": m.node.name, "Raft State": m.raft_state, "Log Index": m.log_index,
-             "Commit Index": m.commit_index, "Snapshot Index": m.snapshot_index,
-             "Term": m.term, "Machine Version": m.machine_version} for m in found]}
+             "Commit Index": m.commit_index,
+             "Snapshot Index": "undefined" if m.snapshot_index is None else m.snapshot_index,
+             "Term": m.term, "Machine Version": m.machine_version} if m.term is not None else
+            {"Node Name": m.node.name, "Raft State": m.raft_state, "Log Index": "",
+             "Commit Index": "", "Snapshot Index": "", "Term": "", "Machine Version": ""}
+            for m in found]}
 
 
 @operation("add_member")

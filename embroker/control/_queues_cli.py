@@ -10,6 +10,7 @@ The command line is read as ``rabbitmqctl``'s (:mod:`._ctl`: ``-n``, ``-q``, ``-
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from .._untrusted import json_dumps
@@ -38,19 +39,32 @@ def _running(inv: Invocation) -> None:
 
 
 def _json(inv: Invocation, value: Any) -> None:
-    print(json_dumps(value, separators=(",", ":")), file=inv.out)
+    """A map as the JSON formatter writes an Elixir map: keys in order."""
+    print(json_dumps(value, separators=(",", ":"), sort_keys=True), file=inv.out)
 
 
-def _refused(inv: Invocation, answer: Any, texts: dict[str, str]) -> None:
-    """Print a refusal the node answered (``{"error": reason}``) as RabbitMQ's tool does."""
+#: Where RabbitMQ 3.10.8's function crashes on a stream (``rabbit_quorum_queue.erl``: its
+#: ``case`` on the queue's type has no clause for one), as the crash's stack names it.
+_CRASHES = {"quorum_status": ("status", 2, 990), "add_member": ("add_member", 4, 1043),
+            "delete_member": ("delete_member", 3, 1103)}
+
+
+def _refused(inv: Invocation, answer: Any, operation: str, classic: str) -> None:
+    """Print a refusal the node answered (``{"error": reason}``) as RabbitMQ's tool does
+    (exit 69): the command's own text for a classic queue, the reason's atom bare
+    (``not_found``, ``node_not_running``, ``last_node``), and for a stream the ``case_clause``
+    RabbitMQ's function crashes with (its queue record elided: ``...``)."""
     reason = answer["error"]
-    text = texts.get(reason)
-    if text is None:
-        text = {"not_found": "{:error, :not_found}",
-                "node_not_running": "{:error, :node_not_running}",
-                "last_node": "{:error, :last_node}",
-                "stream_queue_not_supported": "{:error, :stream_queue_not_supported}",
-                }.get(reason, f"{{:error, :{reason}}}")
+    if reason == "classic_queue_not_supported":
+        text = classic
+    elif reason == "stream_queue_not_supported":
+        function, arity, line = _CRASHES[operation]
+        resource = f'{{:resource, "{inv.vhost}", :queue, "{inv.arguments[0]}"}}'
+        text = (f"{{{{:case_clause, {{:ok, {{:amqqueue, {resource}, ...}}}}}}, "
+                f"[{{:rabbit_quorum_queue, :{function}, {arity}, [file: "
+                f"'rabbit_quorum_queue.erl', line: {line}]}}]}}")
+    else:
+        text = reason
     raise ControlError(f"Error:\n{text}", EX_UNAVAILABLE, plain=True)
 
 
@@ -62,11 +76,12 @@ def _pretty(inv: Invocation, columns: tuple[str, ...], rows: list[list[Any]]) ->
 
 
 def _table(inv: Invocation, columns: tuple[str, ...], rows: list[list[Any]]) -> None:
+    """The Table formatter: a header and tab-separated rows; an empty line for no rows."""
     if inv.options.get("formatter") == "json":
         print(json_rows(columns, rows), file=inv.out)
         return
     headers = not (inv.options.get("silent") or inv.options.get("no_table_headers"))
-    for line in table_rows(columns, rows, headers=headers):
+    for line in table_rows(columns, rows, headers=headers) or [""]:
         print(line, file=inv.out)
 
 
@@ -81,8 +96,7 @@ def _quorum_status(inv: Invocation) -> None:
     inv.say(f"Status of quorum queue {queue} on node {inv.node} ...")
     answer = inv.ask("quorum_status", vhost=inv.vhost, queue=queue)
     if "error" in answer:
-        _refused(inv, answer, {
-            "classic_queue_not_supported": "Cannot get quorum status of a classic queue"})
+        _refused(inv, answer, "quorum_status", "Cannot get quorum status of a classic queue")
     _pretty(inv, STATUS_COLUMNS, [[_cell(m[c]) for c in STATUS_COLUMNS]
                                   for m in answer["members"]])
 
@@ -97,7 +111,7 @@ def _member_change(operation: str, classic_text: str) -> Any:
             inv.say(f"Removing a replica of queue {queue} on node {node}...")
         answer = inv.ask(operation, vhost=inv.vhost, queue=queue, node=node)
         if "error" in answer:
-            _refused(inv, answer, {"classic_queue_not_supported": classic_text})
+            _refused(inv, answer, operation, classic_text)
         if inv.options.get("formatter") == "json":
             _json(inv, {"result": "ok", "node": inv.node})
     return run
@@ -122,8 +136,8 @@ def _result(size: int, error: str | None) -> str:
          "[--queue-pattern <pattern>]", (2, 2), _QUEUES, timeout=False)
 def _grow(inv: Invocation) -> None:
     node, strategy = inv.arguments
-    if strategy not in ("all", "even"):
-        raise UsageError(f"strategy '{strategy}' is not recognised.")
+    if strategy not in ("all", "even"):  # (RabbitMQ's tool prints this reason quoted)
+        raise UsageError(f"\"strategy '{strategy}' is not recognised.\"")
     _running(inv)
     inv.say(f"Growing {strategy} quorum queues on {node}...")
     found = inv.ask("grow", node=node, strategy=strategy,
@@ -142,6 +156,12 @@ def _shrink(inv: Invocation) -> None:
     node = inv.arguments[0]
     inv.say(f"Shrinking quorum queues on {node}...")
     found = inv.ask("shrink", node=node)
+    for failed in (r for r in found if r["error"] is not None):
+        # (the node's warning, which reaches the tool's stderr: rabbit_quorum_queue:shrink_all/1)
+        stamp = datetime.datetime.now().strftime("%H:%M:%S.%f")[:12]
+        print(f"\n{stamp} [warning] queue '{failed['name']}' in vhost '{failed['vhost']}': "
+              f"failed to remove member (replica) on node :{node}, error: :{failed['error']}",
+              file=inv.err)
     if inv.options.get("errors_only"):
         found = [r for r in found if r["error"] is not None]
     _table(inv, RESULT_COLUMNS, [[r["vhost"], r["name"], r["size"],
@@ -208,12 +228,16 @@ _REBALANCE_BANNERS = {
          "[--queue-pattern <pattern>]", (1, 1), _QUEUES, timeout=False)
 def _rebalance(inv: Invocation) -> None:
     kind = inv.arguments[0]
-    if kind not in _REBALANCE_BANNERS:
+    if kind not in _REBALANCE_BANNERS:  # (validate/2's {:error, ...}: 69; 3.10 has no streams')
         raise ControlError(f"Error:\ntype {kind} is not supported. Try one of all, classic, "
-                           "quorum.", EX_USAGE, plain=True)
+                           "quorum.", EX_UNAVAILABLE, plain=True)
     _running(inv)
     inv.say(_REBALANCE_BANNERS[kind])
     found = inv.ask("rebalance", type=kind,
                     vhost_pattern=str(inv.options.get("vhost_pattern", ".*")),
                     queue_pattern=str(inv.options.get("queue_pattern", ".*")))
+    if inv.options.get("formatter") == "json":  # (DefaultOutput's {:ok, value}: proplists)
+        _json(inv, {"node": inv.node, "result": "ok", "value": [
+            [[c, r[c]] for c in REBALANCE_COLUMNS] for r in found]})
+        return
     _pretty(inv, REBALANCE_COLUMNS, [[r[c] for c in REBALANCE_COLUMNS] for r in found])

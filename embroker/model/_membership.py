@@ -74,9 +74,10 @@ class MemberStatus:
         node: the member's node.
         raft_state: ``leader`` or ``follower``; ``noproc`` when its node is stopped (Ra's
             process cannot be asked: RabbitMQ prints the error's name, the rest empty).
-        log_index, commit_index, snapshot_index: embroker keeps no Raft log: the messages the
-            queue holds (ready or not) as its log, all committed, no snapshot; ``None`` for a
-            stopped member.
+        log_index, commit_index: embroker keeps no Raft log: the messages the queue holds
+            (ready or not) as its log, all committed; ``None`` for a stopped member.
+        snapshot_index: ``None``: no snapshot (RabbitMQ's ``undefined`` until Ra takes one),
+            and for a stopped member.
         term: how many leaders the queue has had (``None`` for a stopped member).
         machine_version: :data:`MACHINE_VERSION` (``None`` for a stopped member).
     """
@@ -112,7 +113,8 @@ def quorum_status(queue: Queue) -> list[MemberStatus]:
             found.append(MemberStatus(node, "noproc", None, None, None, None, None))
             continue
         state = "leader" if node is placement.leader and quorate(queue) else "follower"
-        found.append(MemberStatus(node, state, held, held, 0, placement.term, MACHINE_VERSION))
+        found.append(MemberStatus(node, state, held, held, None, placement.term,
+                                  MACHINE_VERSION))
     return found
 
 

@@ -1,0 +1,173 @@
+"""``rabbitmq-queues`` against a three-node embroker cluster, compared with what RabbitMQ 3.10.8's
+own tool printed on a three-node RabbitMQ cluster for the same session
+(:mod:`tests.control.queues_scenario`; golden/rabbitmq-queues/, recorded by
+record_queues_golden.py): banners, tables, JSON, refusals and exit codes. The Raft indexes
+and terms of ``quorum_status`` vary from run to run (and embroker keeps no Raft log) and are
+masked; everything else is compared exactly."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from embroker import Broker
+from embroker.control._ctl import run
+from embroker.control._format import pretty_table
+from embroker.control._node import Node
+from embroker.control._shims import write_shims
+
+from .queues_scenario import CASES, SCENARIO_NODES, Declare, Publish, replay
+
+GOLDEN = Path(__file__).parent / "golden"
+#: quorum_status' columns that vary (and that embroker cannot know: it keeps no Raft log).
+MASKED = ("Log Index", "Commit Index", "Snapshot Index", "Term")
+_CELL = "\x1b(0x\x1b(B"
+
+
+def golden(scenario: str, case: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        (GOLDEN / "rabbitmq-queues" / scenario / f"{case}.json").read_text())
+    return data
+
+
+class Embroker:
+    """A broker (of three nodes, or one), a control node per node, as a scenario's cluster."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def declare(self, step: Declare) -> None:
+        connection = self.broker.open_connection(step.vhost, node=self.broker.nodes[step.node])
+        connection.open_channel(1).queue_declare(step.queue, durable=True,
+                                                 arguments=step.arguments)
+        connection.close()
+
+    def publish(self, step: Publish) -> None:
+        channel = self.broker.open_connection(node=self.broker.nodes[step.node]).open_channel(1)
+        for index in range(step.count):
+            channel.basic_publish("", step.queue, f"m{index}".encode())
+
+    def add_vhost(self, name: str) -> None:
+        self.broker.add_vhost(name)
+        self.broker.set_permissions("guest", ".*", ".*", ".*", vhost=name)
+
+    def stop_app(self, node: int) -> None:
+        self.broker.nodes[node].stop()
+
+    def settle(self, seconds: float) -> None:
+        """Nothing to wait for: embroker's changes are done when the command answers."""
+
+    def tool(self, node: str, args: tuple[str, ...]) -> tuple[int, str, str]:
+        return queues("-n", node, *args)
+
+
+def queues(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run("rabbitmq-queues", list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[Callable[[str], dict[str, dict[str, Any]]]]:
+    """Each scenario replayed once on embroker (on first use): each case's record."""
+    done: dict[str, Any] = {}
+    with pytest.MonkeyPatch.context() as patch, ExitStack() as stack:
+        patch.setenv("EMBROKER_NODES_DIR", str(tmp_path_factory.mktemp("nodes")))
+
+        def session(scenario: str) -> dict[str, dict[str, Any]]:
+            if scenario not in done:
+                names = SCENARIO_NODES[scenario]
+                patch.setenv("RABBITMQ_NODENAME", names[0])
+                broker = Broker(nodes=len(names))
+                servers = stack.enter_context(broker.serve_nodes())
+                for server, name in zip(servers, names, strict=True):
+                    stack.enter_context(Node(broker, server, name))
+                done[scenario] = replay(Embroker(broker), scenario)
+            found: dict[str, dict[str, Any]] = done[scenario]
+            return found
+        yield session
+
+
+def _masked_table(lines: list[str]) -> list[Any]:
+    """A pretty table's text as its rows of cells (the rules dropped), the masked columns'
+    values replaced by ``#``."""
+    rows = [[cell.strip() for cell in line.split(_CELL)[1:-1]] for line in lines
+            if line.startswith(_CELL)]
+    if not rows:
+        return lines
+    masked = [index for index, title in enumerate(rows[0]) if title.strip("\x1b[01m") in MASKED]
+    return [[("#" if i in masked and row is not rows[0] else cell) for i, cell in enumerate(row)]
+            for row in rows]
+
+
+_STAMP = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} ", re.MULTILINE)
+#: RabbitMQ's crash on a stream (case_clause): its queue record, which embroker elides.
+_RECORD = re.compile(r'(\{:amqqueue, \{:resource, "[^"]*", :queue, "[^"]*"\}), .*\}(\}\}\}, \[)',
+                     re.DOTALL)
+
+
+def _masked_err(text: str) -> str:
+    """stderr with what varies masked: a node's log line's time, a crash's queue record."""
+    return _RECORD.sub(r"\1, ...\2", _STAMP.sub("HH:MM:SS.mmm ", text))
+
+
+def _masked(text: str) -> Any:
+    """``text`` with what varies masked: JSON's masked keys, a pretty table's masked columns."""
+    stripped = text.strip()
+    if stripped.startswith(("[", "{")):
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            pass
+        else:
+            rows = value if isinstance(value, list) else [value]
+            return [{k: ("#" if k in MASKED else v) for k, v in row.items()}
+                    if isinstance(row, dict) else row for row in rows]
+    lines = text.split("\n")
+    banner = [line for line in lines if line and not line.startswith("\x1b(0")]
+    return banner, _masked_table(lines)
+
+
+RECORDED = [scenario for scenario in CASES if (GOLDEN / "rabbitmq-queues" / scenario).is_dir()]
+
+
+@pytest.mark.differential
+@pytest.mark.parametrize(("scenario", "case"), [
+    (scenario, case) for scenario in RECORDED for case in sorted(CASES[scenario])])
+def test_rabbitmq_queues_prints_what_rabbitmq_printed(
+        scenario: str, case: str, sessions: Callable[[str], dict[str, dict[str, Any]]]) -> None:
+    expected, found = golden(scenario, case), sessions(scenario)[case]
+    assert found["argv"] == expected["argv"]
+    assert (found["exit"], _masked(found["stdout"]), _masked_err(found["stderr"])) == (
+        expected["exit"], _masked(expected["stdout"]), _masked_err(expected["stderr"]))
+
+
+@pytest.mark.parametrize("scenario", RECORDED)
+def test_every_golden_file_is_a_case_of_its_scenario(scenario: str) -> None:
+    assert sorted(p.stem for p in (GOLDEN / "rabbitmq-queues" / scenario).glob("*.json")) == \
+        sorted(CASES[scenario])
+
+
+def test_the_pretty_table_formatter_draws_rabbitmqs_boxes() -> None:
+    # RabbitMQ.CLI.Formatters.PrettyTable (stdout_formatter, cell padding {0, 1})
+    recorded = json.loads((GOLDEN / "rabbitmqctl" / "list_users_pretty_table.json").read_text())
+    table = recorded["stdout"].split("\n", 1)[1]
+    rows = [[cell.strip() for cell in line.split(_CELL)[1:-1]]
+            for line in table.split("\n") if line.startswith(_CELL)]
+    assert pretty_table([re.sub(r"\x1b\[[01]m", "", c) for c in rows[0]], rows[1:]) == table
+
+
+def test_the_shims_include_rabbitmq_queues(tmp_path: Path) -> None:
+    written = write_shims(tmp_path / "bin", python="/usr/bin/python3")
+    assert tmp_path / "bin" / "rabbitmq-queues" in written
+    assert "-m embroker.control rabbitmq-queues" in (tmp_path / "bin" / "rabbitmq-queues").read_text()
+    assert os.access(tmp_path / "bin" / "rabbitmq-queues", os.X_OK)
