@@ -171,3 +171,50 @@ def test_the_shims_include_rabbitmq_queues(tmp_path: Path) -> None:
     assert tmp_path / "bin" / "rabbitmq-queues" in written
     assert "-m embroker.control rabbitmq-queues" in (tmp_path / "bin" / "rabbitmq-queues").read_text()
     assert os.access(tmp_path / "bin" / "rabbitmq-queues", os.X_OK)
+
+
+@pytest.fixture
+def three(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Broker]:
+    """A cluster of three embroker nodes, each reachable by ``-n``."""
+    monkeypatch.setenv("EMBROKER_NODES_DIR", str(tmp_path / "nodes"))
+    monkeypatch.setenv("RABBITMQ_NODENAME", SCENARIO_NODES["cluster"][0])
+    broker = Broker(nodes=3)
+    with broker.serve_nodes() as servers, ExitStack() as stack:
+        for server, name in zip(servers, SCENARIO_NODES["cluster"], strict=True):
+            stack.enter_context(Node(broker, server, name))
+        yield broker
+
+
+def test_embroker_queues_is_rabbitmq_queues(three: Broker, capsys: pytest.CaptureFixture[str]
+                                            ) -> None:
+    from embroker.__main__ import main
+
+    Embroker(three).declare(Declare(0, "q", {"x-queue-type": "quorum"}))
+    assert main(["queues", "-n", SCENARIO_NODES["cluster"][1], "delete_member", "q",
+                 SCENARIO_NODES["cluster"][1]]) == 0
+    assert capsys.readouterr().out == (
+        f"Removing a replica of queue q on node {SCENARIO_NODES['cluster'][1]}...\n")
+    assert three.nodes[1] not in three.vhost("/").queues["q"].placement.members
+
+
+def test_rabbitmq_diagnostics_has_quorum_status_and_the_two_checks(three: Broker) -> None:
+    # quorum_status_command.ex, check_if_node_is_*_critical_command.ex: scopes [:diagnostics, :queues]
+    Embroker(three).declare(Declare(0, "q", {"x-queue-type": "quorum"}))
+    out, err = io.StringIO(), io.StringIO()
+    for argv in (["quorum_status", "q"], ["check_if_node_is_quorum_critical"],
+                 ["check_if_node_is_mirror_sync_critical"]):
+        assert run("rabbitmq-diagnostics", argv, out=out, err=err) == 0, err.getvalue()
+    assert run("rabbitmqctl", ["quorum_status", "q"], out=out, err=err) == 64  # (not its)
+
+
+def test_quorum_status_shows_a_new_leader_after_its_node_stops(three: Broker) -> None:
+    # rabbit_quorum_queue:status/2 on a member whose Ra server is gone: its error's name
+    Embroker(three).declare(Declare(0, "q", {"x-queue-type": "quorum"}))
+    three.nodes[0].stop()
+    code, out, _ = queues("-n", SCENARIO_NODES["cluster"][1], "quorum_status", "q",
+                          "--formatter", "json")
+    assert code == 0
+    states = {row["Node Name"]: (row["Raft State"], row["Term"]) for row in json.loads(out)}
+    assert states[SCENARIO_NODES["cluster"][0]] == ("noproc", "")
+    assert sorted(v for k, v in states.items() if k != SCENARIO_NODES["cluster"][0]) == [
+        ("follower", 2), ("leader", 2)]
