@@ -16,7 +16,7 @@ from typing import Any
 from .._untrusted import json_dumps
 from ._ctl import APP_STOPPED, Invocation, UsageError, command
 from ._format import json_rows, pretty_table, table_rows
-from ._protocol import EX_SOFTWARE, EX_UNAVAILABLE, EX_USAGE, ControlError
+from ._protocol import EX_UNAVAILABLE, EX_USAGE, ControlError
 
 __all__: list[str] = []
 
@@ -169,7 +169,10 @@ def _shrink(inv: Invocation) -> None:
 
 
 @command("check_if_node_is_quorum_critical", "check_if_node_is_quorum_critical", (0, 0), _BOTH)
-def _check_if_node_is_quorum_critical(inv: Invocation) -> None:
+def _check_if_node_is_quorum_critical(inv: Invocation) -> int | None:
+    """A failed health check (``{:error, :check_failed, ...}``, rabbitmqctl.ex's
+    format_error/3): exit 69, its text (or JSON) on stderr with no ``Error:``, nothing with
+    ``-s``."""
     _running(inv)
     inv.say(f"Checking if node {inv.node} is critical for quorum of any quorum queues ...")
     found = inv.ask("quorum_critical")
@@ -181,22 +184,22 @@ def _check_if_node_is_quorum_critical(inv: Invocation) -> None:
         elif not inv.options.get("silent"):
             print(f"Node {inv.node} seems to be the only one in a single node cluster, the "
                   "check does not apply", file=inv.out)
-        return
+        return None
     if not found:
         if json:
             _json(inv, {"result": "ok"})
         elif not inv.options.get("silent"):
             print(f"Node {inv.node} reported no quorum queues with minimum quorum",
                   file=inv.out)
-        return
+        return None
     if json:
-        _json(inv, {"result": "error", "queues": found, "message": f"Node {inv.node} reported "
-                    "local queues with minimum online quorum"})
-        raise ControlError("", EX_SOFTWARE, plain=True)
-    if inv.options.get("silent"):
-        raise ControlError("", EX_SOFTWARE, plain=True)
-    raise ControlError("\n".join(f"{q['readable_name']} would lose quorum if node {inv.node} "
-                                 "is stopped" for q in found), EX_SOFTWARE, plain=True)
+        print(json_dumps({"result": "error", "queues": found, "message": f"Node {inv.node} "
+                          "reported local queues with minimum online quorum"},
+                         separators=(",", ":"), sort_keys=True), file=inv.err)
+    elif not inv.options.get("silent"):
+        print("\n".join(f"{q['readable_name']} would lose quorum if node {inv.node} is stopped"
+                        for q in found), file=inv.err)
+    return EX_UNAVAILABLE
 
 
 @command("check_if_node_is_mirror_sync_critical", "check_if_node_is_mirror_sync_critical",
