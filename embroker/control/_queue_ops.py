@@ -61,8 +61,7 @@ def _quorum_status(node: Node, arguments: dict[str, Any]) -> Any:
             for m in found]}
 
 
-@operation("add_member")
-def _add_member(node: Node, arguments: dict[str, Any]) -> Any:
+def _change_member(node: Node, arguments: dict[str, Any], *, adding: bool) -> Any:
     broker = node.broker
     with broker.locked():
         queue = _queue(broker, arguments)
@@ -70,32 +69,28 @@ def _add_member(node: Node, arguments: dict[str, Any]) -> Any:
             return {"error": "not_found"}
         target = _node(broker, _text(arguments, "node"))
         try:
-            if queue.type.name != "quorum" or target is not None:
-                _membership.add_member(queue, target if target is not None else
-                                       broker.nodes[0])
-            else:
-                raise _membership.MembershipRefused("node_not_running")
-        except _membership.MembershipRefused as refused:
-            return {"error": refused.reason}
-        return {}
-
-
-@operation("delete_member")
-def _delete_member(node: Node, arguments: dict[str, Any]) -> Any:
-    broker = node.broker
-    with broker.locked():
-        queue = _queue(broker, arguments)
-        if queue is None:
-            return {"error": "not_found"}
-        target = _node(broker, _text(arguments, "node"))
-        try:
-            if target is None:  # (no member there: nothing to do, once it is a quorum queue)
+            if target is None:  # (no node of the cluster: a classic queue, a stream refused
+                # first; then nothing to add to, nothing to remove)
                 _membership.quorum_status(queue)
+                if adding:
+                    raise _membership.MembershipRefused("node_not_running")
+            elif adding:
+                _membership.add_member(queue, target)
             else:
                 _membership.delete_member(queue, target)
         except _membership.MembershipRefused as refused:
             return {"error": refused.reason}
         return {}
+
+
+@operation("add_member")
+def _add_member(node: Node, arguments: dict[str, Any]) -> Any:
+    return _change_member(node, arguments, adding=True)
+
+
+@operation("delete_member")
+def _delete_member(node: Node, arguments: dict[str, Any]) -> Any:
+    return _change_member(node, arguments, adding=False)
 
 
 @operation("grow")
