@@ -89,7 +89,8 @@ def _cell(value: Any) -> Any:
     return "" if value is None else value
 
 
-@command("quorum_status", "quorum_status [--vhost <vhost>] <queue>", (1, 1), _BOTH)
+@command("quorum_status", "quorum_status [--vhost <vhost>] <queue>", (1, 1), _BOTH,
+         timeout=False)
 def _quorum_status(inv: Invocation) -> None:
     _running(inv)
     queue = inv.arguments[0]
@@ -120,7 +121,8 @@ def _member_change(operation: str, classic_text: str) -> Any:
 command("add_member", "add_member [--vhost <vhost>] <queue> <node>", (2, 2), _QUEUES)(
     _member_change("add_member", "Cannot add members to a classic queue"))
 # (delete_member_command.ex says "add" too)
-command("delete_member", "delete_member [--vhost <vhost>] <queue> <node>", (2, 2), _QUEUES)(
+command("delete_member", "delete_member [--vhost <vhost>] <queue> <node>", (2, 2), _QUEUES,
+        timeout=False)(
     _member_change("delete_member", "Cannot add members to a classic queue"))
 
 

@@ -60,7 +60,9 @@ class Embroker:
         self.broker.set_permissions("guest", ".*", ".*", ".*", vhost=name)
 
     def stop_app(self, node: int) -> None:
-        self.broker.nodes[node].stop()
+        out, err = io.StringIO(), io.StringIO()
+        assert run("rabbitmqctl", ["-n", self.broker.nodes[node].name, "stop_app"], out=out,
+                   err=err) == 0, err.getvalue()
 
     def settle(self, seconds: float) -> None:
         """Nothing to wait for: embroker's changes are done when the command answers."""
