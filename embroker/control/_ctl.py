@@ -205,14 +205,14 @@ def _number(text: str) -> bool:
     return True
 
 
-def _usage_text(tool: str, spec: Command) -> str:
+def usage_text(tool: str, spec: Command) -> str:
     return (f"\n{BOLD}Usage{PLAIN}\n\n{tool} [--node <node>] [--longnames] [--quiet] "
             f"{spec.usage}{' [--timeout <timeout>]' if spec.timeout else ''}\n")
 
 
 def _argument_error(inv: Invocation, spec: Command, reason: str, code: int = EX_USAGE) -> int:
     print(f"Error (argument validation): {reason}\nArguments given:\n\t"
-          f"{' '.join(inv.given)}\n{_usage_text(inv.tool, spec)}", end="", file=inv.err)
+          f"{' '.join(inv.given)}\n{usage_text(inv.tool, spec)}", end="", file=inv.err)
     return code
 
 
@@ -276,7 +276,7 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
         return EX_USAGE
     inv = Invocation(tool, name, arguments, options, out, err, environ, given)
     if options.get("help"):
-        print(_usage_text(tool, spec), file=out)
+        print(usage_text(tool, spec), file=out)
         return 0
     formatter = options.get("formatter", "table")
     if formatter not in ("table", "json", "csv"):

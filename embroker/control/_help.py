@@ -157,7 +157,7 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
 
 def usage(tool: str, commands: Iterable[str]) -> str:
     """``tool``'s usage, listing ``commands`` (and ``help`` and ``version``) by section."""
-    names = sorted({*commands, "help", "version"})
+    names = sorted({*commands, "help", *(() if tool == "rabbitmq-queues" else ("version",))})
     width = max(map(len, names)) + 2
     text = (f"\n{BOLD}Usage{PLAIN}\n\n{tool} [--node <node>] [--timeout <timeout>] "
             "[--longnames] [--quiet] <command> [<command options>]\n\nAvailable commands:\n")

@@ -122,7 +122,7 @@ def _quorum_critical(node: Node, arguments: dict[str, Any]) -> Any:
     with broker.locked():
         if len(broker.nodes) == 1:
             return "single_node_cluster"
-        return [{"readable_name": f"quorum queue '{q.name}' in vhost '{q.vhost.name}'",
+        return [{"readable_name": f"queue '{q.name}' in vhost '{q.vhost.name}'",
                  "name": q.name, "virtual_host": q.vhost.name, "type": "quorum"}
                 for q in _membership.quorum_critical(broker, _model_node(node))]
 

@@ -11,10 +11,11 @@ The command line is read as ``rabbitmqctl``'s (:mod:`._ctl`: ``-n``, ``-q``, ``-
 from __future__ import annotations
 
 import datetime
+import re
 from typing import Any
 
 from .._untrusted import json_dumps
-from ._ctl import APP_STOPPED, Invocation, UsageError, command
+from ._ctl import APP_STOPPED, COMMANDS, Invocation, UsageError, command, usage_text
 from ._format import json_rows, pretty_table, table_rows
 from ._protocol import EX_UNAVAILABLE, EX_USAGE, ControlError
 
@@ -33,9 +34,12 @@ REBALANCE_COLUMNS = ("Node name", "Number of quorum queues",
 
 
 def _running(inv: Invocation) -> None:
-    """RequiresRabbitAppRunning: exit 64 with RabbitMQ's line when the node's app is stopped."""
+    """RequiresRabbitAppRunning: a validation failure (exit 64) when the node's app is stopped:
+    RabbitMQ's line, the arguments given and the command's usage."""
     if not inv.ask("await_startup"):
-        raise ControlError(f"Error: {APP_STOPPED}", EX_USAGE, plain=True)
+        raise ControlError(f"Error: {APP_STOPPED}\nArguments given:\n\t{' '.join(inv.given)}\n"
+                           + usage_text(inv.tool, COMMANDS[inv.command]).rstrip("\n"),
+                           EX_USAGE, plain=True)
 
 
 def _json(inv: Invocation, value: Any) -> None:
@@ -76,13 +80,19 @@ def _pretty(inv: Invocation, columns: tuple[str, ...], rows: list[list[Any]]) ->
 
 
 def _table(inv: Invocation, columns: tuple[str, ...], rows: list[list[Any]]) -> None:
-    """The Table formatter: a header and tab-separated rows; an empty line for no rows."""
+    """The Table formatter: a header and tab-separated rows; an empty line for no rows (the
+    JSON formatter: ``[]``)."""
     if inv.options.get("formatter") == "json":
-        print(json_rows(columns, rows), file=inv.out)
+        print(json_rows(columns, rows) if rows else "[]", file=inv.out)
         return
     headers = not (inv.options.get("silent") or inv.options.get("no_table_headers"))
     for line in table_rows(columns, rows, headers=headers) or [""]:
         print(line, file=inv.out)
+
+
+def _atom(name: str) -> str:
+    """An atom as Elixir's ``inspect`` writes it: ``:rabbit@host``, ``:"rabbit-2@host"``."""
+    return f":{name}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_@]*[?!]?", name) else f':"{name}"'
 
 
 def _cell(value: Any) -> Any:
@@ -162,7 +172,8 @@ def _shrink(inv: Invocation) -> None:
         # (the node's warning, which reaches the tool's stderr: rabbit_quorum_queue:shrink_all/1)
         stamp = datetime.datetime.now().strftime("%H:%M:%S.%f")[:12]
         print(f"\n{stamp} [warning] queue '{failed['name']}' in vhost '{failed['vhost']}': "
-              f"failed to remove member (replica) on node :{node}, error: :{failed['error']}",
+              f"failed to remove member (replica) on node {_atom(node)}, error: "
+              f":{failed['error']}",
               file=inv.err)
     if inv.options.get("errors_only"):
         found = [r for r in found if r["error"] is not None]
@@ -222,27 +233,27 @@ def _check_if_node_is_mirror_sync_critical(inv: Invocation) -> None:
               "queues without online synchronised mirrors", file=inv.out)
 
 
-_REBALANCE_BANNERS = {
-    "all": "Re-balancing leaders of all replicated queues...",
-    "classic": "Re-balancing leaders of replicated (mirrored, non-exclusive) classic queues...",
-    "quorum": "Re-balancing leaders of quorum queues...",
-}
+#: The types rebalance takes (3.10.8's: no streams).
+_REBALANCE_TYPES = ("all", "classic", "quorum")
 
 
 @command("rebalance", "rebalance < all | classic | quorum > [--vhost-pattern <pattern>] "
          "[--queue-pattern <pattern>]", (1, 1), _QUEUES, timeout=False)
 def _rebalance(inv: Invocation) -> None:
     kind = inv.arguments[0]
-    if kind not in _REBALANCE_BANNERS:  # (validate/2's {:error, ...}: 69; 3.10 has no streams')
+    if kind not in _REBALANCE_TYPES:  # (validate/2's {:error, ...}: 69; 3.10 has no streams')
         raise ControlError(f"Error:\ntype {kind} is not supported. Try one of all, classic, "
                            "quorum.", EX_UNAVAILABLE, plain=True)
     _running(inv)
-    inv.say(_REBALANCE_BANNERS[kind])
+    # (banner/2's clauses match atoms, the tool passes the type as a string: the last one)
+    inv.say(f"Re-balancing leaders of {kind} queues...")
     found = inv.ask("rebalance", type=kind,
                     vhost_pattern=str(inv.options.get("vhost_pattern", ".*")),
                     queue_pattern=str(inv.options.get("queue_pattern", ".*")))
     if inv.options.get("formatter") == "json":  # (DefaultOutput's {:ok, value}: proplists)
         _json(inv, {"node": inv.node, "result": "ok", "value": [
             [[c, r[c]] for c in REBALANCE_COLUMNS] for r in found]})
-        return
-    _pretty(inv, REBALANCE_COLUMNS, [[r[c] for c in REBALANCE_COLUMNS] for r in found])
+    elif found:
+        _pretty(inv, REBALANCE_COLUMNS, [[r[c] for c in REBALANCE_COLUMNS] for r in found])
+    else:  # (an empty list is no stream: PrettyTable's format_output/2 of [])
+        print(pretty_table(("Output",), [["[]"]]), end="", file=inv.out)

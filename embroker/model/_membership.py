@@ -182,7 +182,7 @@ def _quorum_queues(broker: Broker) -> list[Queue]:
 def _matches(subject: str, pattern: str) -> bool:
     # re:run/2 (unanchored); a pattern users write is matched without backtracking.
     try:
-        return _regex.compile(pattern).search(subject) is not None
+        return _regex.compile(pattern).search(subject)
     except re.error:
         return False
 

@@ -193,3 +193,14 @@ def test_rebalance_of_classic_queues_moves_nothing(broker: Broker) -> None:
     _declare(broker, "c")
     _quorum(broker, "q")
     assert rebalance(broker, "classic") == []
+
+
+def test_grow_and_rebalance_take_only_the_queues_their_patterns_match(broker: Broker) -> None:
+    # grow/4 and rebalance/3: is_match/2 (re:run/2) on the vhost's and the queue's names
+    _quorum(broker, "a1", 1)
+    _quorum(broker, "b1", 1)
+    assert [q.name for q, _, _ in grow(broker, broker.nodes[1], "all", queue_pattern="^a")] == [
+        "a1"]
+    assert grow(broker, broker.nodes[2], "all", vhost_pattern="^x") == []
+    assert [(n.name, count) for n, count, _ in rebalance(broker, "quorum", queue_pattern="^b")
+            ] == [(broker.nodes[0].name, 1)]
