@@ -26,16 +26,26 @@ from pathlib import Path
 import pika
 
 from tests.cluster.reference_cluster import ReferenceCluster, start_cluster
-from tests.control.queues_scenario import SINGLE_QUEUES, Declare, Publish, replay
+from tests.control.queues_scenario import (
+    NODES,
+    SCENARIOS,
+    SINGLE_QUEUES,
+    Declare,
+    Publish,
+    replay,
+)
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "rabbitmq-queues"
 
 
 class Reference:
-    """The reference cluster as :class:`tests.control.queues_scenario.Cluster`."""
+    """The reference cluster as :class:`tests.control.queues_scenario.Cluster`. Its nodes may
+    have other names than the scenario's (the package fixture's ``embroker-ref-XXXX-N``): the
+    command lines are given theirs, the outputs show the scenario's."""
 
     def __init__(self, cluster: ReferenceCluster) -> None:
         self.cluster = cluster
+        self.names = dict(zip(NODES, (node.name for node in cluster.nodes), strict=True))
 
     def _connection(self, node: int, vhost: str = "/") -> pika.BlockingConnection:
         return pika.BlockingConnection(pika.ConnectionParameters(
@@ -66,10 +76,25 @@ class Reference:
 
     def tool(self, node: str, args: tuple[str, ...]) -> tuple[int, str, str]:
         started = time.monotonic()
-        done = self.cluster.ctl(node, *args, check=False, tool="rabbitmq-queues")
+        done = self.cluster.ctl(self.names[node], *(self.names.get(a, a) for a in args),
+                                check=False, tool="rabbitmq-queues")
         print(f"{' '.join(args)}: exit {done.returncode} ({time.monotonic() - started:.1f} s)",
               flush=True)
-        return done.returncode, done.stdout, done.stderr
+        return done.returncode, self._ours(done.stdout), self._ours(done.stderr)
+
+    def _ours(self, text: str) -> str:
+        for ours, theirs in self.names.items():
+            if ours != theirs:
+                text = text.replace(f':"{theirs}"', f':"{ours}"').replace(theirs, ours)
+        return text
+
+    def clean(self) -> None:
+        """Remove what the scenario made (after every node runs again)."""
+        self.cluster.restore()
+        for step in SCENARIOS["cluster"]:
+            if isinstance(step, Declare) and step.vhost == "/":
+                self.cluster.ctl(0, "delete_queue", step.queue, check=False)
+        self.cluster.ctl(0, "delete_vhost", "qv", check=False)
 
 
 class Shared:

@@ -125,7 +125,11 @@ def _masked_err(text: str) -> list[str]:
 
 def _elected(rows: list[Any]) -> list[Any]:
     """quorum_status' rows with the running members' Raft State as ``member`` and how many
-    lead: which member Ra elects after a leader's node stops is whichever times out first."""
+    lead (which member Ra elects after a leader's node stops is whichever times out first);
+    rebalance's tally as its counts alone, sorted (which node ends with which depends on the
+    order of RabbitMQ's queue list)."""
+    if rows and isinstance(rows[0], list) and "Node name" in "".join(rows[0]):
+        return sorted(row[1:] for row in rows[1:])
     if not rows or not isinstance(rows[0], list) or "Raft State" not in "".join(rows[0]):
         return rows
     state = next(i for i, title in enumerate(rows[0]) if "Raft State" in title)
@@ -146,6 +150,8 @@ def _masked(text: str, *, elected: bool = False) -> Any:
         except ValueError:
             pass
         else:
+            if elected and isinstance(value, dict) and "value" in value:  # (rebalance's)
+                return sorted([count for _, count in row[1:]] for row in value["value"])
             rows = value if isinstance(value, list) else [value]
             return [{k: ("#" if k in MASKED else v) for k, v in row.items()}
                     if isinstance(row, dict) else row for row in rows]
@@ -155,8 +161,11 @@ def _masked(text: str, *, elected: bool = False) -> Any:
     return banner[:2] + sorted(banner[2:]), _elected(table) if elected else table
 
 
-#: The cases after a leader's node stopped: Ra elects any running member.
-ELECTED = ("quorum_status_member_down",)
+#: The cases after a leader's node stopped (Ra elects any running member) or a rebalance
+#: (which member takes a queue depends on the order RabbitMQ lists its queues: its tables' hash
+#: order, which differs from run to run).
+ELECTED = ("quorum_status_member_down", "quorum_status_after_rebalance", "rebalance_quorum",
+           "rebalance_all", "rebalance_json")
 #: What embroker's rabbitmq-queues has not: RabbitMQ's help lists them, embroker's does not.
 MISSING_COMMANDS = ("autocomplete", "peek", "stream_status", "reclaim_quorum_memory")
 RECORDED = [scenario for scenario in CASES if (GOLDEN / "rabbitmq-queues" / scenario).is_dir()]
