@@ -32,5 +32,5 @@ def test_the_reference_cluster_still_prints_rabbitmq_queues_golden_files(
                 _masked_err(record["stderr"])) != (
                 expected["exit"], _masked(expected["stdout"], elected=elected),
                 _masked_err(expected["stderr"])):
-            differ.append(case)
+            differ.append((case, record["exit"], record["stdout"], record["stderr"]))
     assert differ == []

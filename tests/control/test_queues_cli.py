@@ -101,14 +101,16 @@ def sessions(tmp_path_factory: pytest.TempPathFactory
 
 def _masked_table(lines: list[str]) -> list[Any]:
     """A pretty table's text as its rows of cells (the rules dropped), the masked columns'
-    values replaced by ``#``."""
+    values replaced by ``#``, the rows after the titles sorted (a queue's members are in the
+    order the nodes joined the cluster, two of them at once in the reference's boot)."""
     rows = [[cell.strip() for cell in line.split(_CELL)[1:-1]] for line in lines
             if line.startswith(_CELL)]
     if not rows:
         return lines
-    masked = [index for index, title in enumerate(rows[0]) if title.strip("\x1b[01m") in MASKED]
-    return [[("#" if i in masked and row is not rows[0] else cell) for i, cell in enumerate(row)]
-            for row in rows]
+    masked = [index for index, title in enumerate(rows[0])
+              if re.sub(r"\x1b\[[01]m", "", title) in MASKED]
+    return [rows[0], *sorted([("#" if i in masked else cell) for i, cell in enumerate(row)]
+                             for row in rows[1:])]
 
 
 _STAMP = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} ", re.MULTILINE)
@@ -126,10 +128,10 @@ def _masked_err(text: str) -> list[str]:
 def _elected(rows: list[Any]) -> list[Any]:
     """quorum_status' rows with the running members' Raft State as ``member`` and how many
     lead (which member Ra elects after a leader's node stops is whichever times out first);
-    rebalance's tally as its counts alone, sorted (which node ends with which depends on the
-    order of RabbitMQ's queue list)."""
+    rebalance's tally as its totals (which node ends with which queues depends on the order
+    of RabbitMQ's queue list)."""
     if rows and isinstance(rows[0], list) and "Node name" in "".join(rows[0]):
-        return sorted(row[1:] for row in rows[1:])
+        return [sum(int(row[1]) for row in rows[1:]), sum(int(row[2]) for row in rows[1:])]
     if not rows or not isinstance(rows[0], list) or "Raft State" not in "".join(rows[0]):
         return rows
     state = next(i for i, title in enumerate(rows[0]) if "Raft State" in title)
@@ -151,10 +153,11 @@ def _masked(text: str, *, elected: bool = False) -> Any:
             pass
         else:
             if elected and isinstance(value, dict) and "value" in value:  # (rebalance's)
-                return sorted([count for _, count in row[1:]] for row in value["value"])
+                return [sum(row[1][1] for row in value["value"]),
+                        sum(row[2][1] for row in value["value"])]
             rows = value if isinstance(value, list) else [value]
-            return [{k: ("#" if k in MASKED else v) for k, v in row.items()}
-                    if isinstance(row, dict) else row for row in rows]
+            return sorted((json.dumps({k: ("#" if k in MASKED else v) for k, v in row.items()})
+                           if isinstance(row, dict) else json.dumps(row)) for row in rows)
     lines = text.split("\n")
     banner = [line for line in lines if line and not line.startswith("\x1b(0")]
     table = _masked_table(lines)
