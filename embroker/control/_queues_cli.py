@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import datetime
 import re
+from collections.abc import Callable
 from typing import Any
 
-from .._untrusted import json_dumps
+from .._untrusted import json_dumps, json_text
 from ._ctl import APP_STOPPED, COMMANDS, Invocation, UsageError, command, usage_text
 from ._format import json_rows, pretty_table, table_rows
 from ._protocol import EX_UNAVAILABLE, EX_USAGE, ControlError
@@ -112,7 +113,8 @@ def _quorum_status(inv: Invocation) -> None:
                                   for m in answer["members"]])
 
 
-def _member_change(operation: str, classic_text: str) -> Any:
+def _member_change(operation: str, classic_text: str) -> Callable[[Invocation], None]:
+    """add_member's or delete_member's run: its banner, the node's change, ``ok`` in JSON."""
     def run(inv: Invocation) -> None:
         _running(inv)
         queue, node = inv.arguments
@@ -136,7 +138,8 @@ command("delete_member", "delete_member [--vhost <vhost>] <queue> <node>", (2, 2
     _member_change("delete_member", "Cannot add members to a classic queue"))
 
 
-def _result(size: int, error: str | None) -> str:
+def _result(error: str | None) -> str:
+    """A grow's or shrink's result column (format_result/1)."""
     if error is None:
         return "ok"
     if error == "last_node":
@@ -159,7 +162,7 @@ def _grow(inv: Invocation) -> None:
         # (grow_command.ex keeps the results matching {:errors, _, _}, which none is)
         found = []
     _table(inv, RESULT_COLUMNS, [[r["vhost"], r["name"], r["size"],
-                                  _result(r["size"], r["error"])] for r in found])
+                                  _result(r["error"])] for r in found])
 
 
 @command("shrink", "shrink <node> [--errors-only]", (1, 1), _QUEUES, timeout=False)
@@ -171,14 +174,15 @@ def _shrink(inv: Invocation) -> None:
     for failed in (r for r in found if r["error"] is not None):
         # (the node's warning, which reaches the tool's stderr: rabbit_quorum_queue:shrink_all/1)
         stamp = datetime.datetime.now().strftime("%H:%M:%S.%f")[:12]
-        print(f"\n{stamp} [warning] queue '{failed['name']}' in vhost '{failed['vhost']}': "
+        print(f"\n{stamp} [warning] queue '{json_text(failed['name'])}' in vhost "
+              f"'{json_text(failed['vhost'])}': "
               f"failed to remove member (replica) on node {_atom(node)}, error: "
               f":{failed['error']}",
               file=inv.err)
     if inv.options.get("errors_only"):
         found = [r for r in found if r["error"] is not None]
     _table(inv, RESULT_COLUMNS, [[r["vhost"], r["name"], r["size"],
-                                  _result(r["size"], r["error"])] for r in found])
+                                  _result(r["error"])] for r in found])
 
 
 @command("check_if_node_is_quorum_critical", "check_if_node_is_quorum_critical", (0, 0), _BOTH)
