@@ -484,6 +484,7 @@ def _demo(_args: argparse.Namespace) -> int:
 #: each reads its own command line, as RabbitMQ's does.
 _TOOLS = {"ctl": "rabbitmqctl", "rabbitmqctl": "rabbitmqctl",
           "diagnostics": "rabbitmq-diagnostics", "rabbitmq-diagnostics": "rabbitmq-diagnostics",
+          "queues": "rabbitmq-queues", "rabbitmq-queues": "rabbitmq-queues",
           "plugins": "rabbitmq-plugins", "rabbitmq-plugins": "rabbitmq-plugins",
           "rabbitmq-server": "rabbitmq-server"}
 
@@ -681,10 +682,10 @@ def main(argv: list[str] | None = None) -> int:
     demo.set_defaults(run=_demo)
     add_analytics_commands(commands)  # analyze, capture (embroker.analytics; Spark when run)
     shims = commands.add_parser(
-        "shims", help="write rabbitmqctl, rabbitmq-diagnostics, rabbitmq-plugins and "
-        "rabbitmq-server into DIR, each running embroker's (put DIR first on PATH); also "
-        "`embroker ctl ...`, `embroker diagnostics ...`, `embroker plugins ...`, "
-        "`embroker rabbitmq-server`")
+        "shims", help="write rabbitmqctl, rabbitmq-diagnostics, rabbitmq-queues, "
+        "rabbitmq-plugins and rabbitmq-server into DIR, each running embroker's (put DIR first "
+        "on PATH); also `embroker ctl ...`, `embroker diagnostics ...`, `embroker queues ...`, "
+        "`embroker plugins ...`, `embroker rabbitmq-server`")
     shims.add_argument("dir", type=Path, metavar="DIR")
     shims.set_defaults(run=_shims)
     args = parser.parse_args(argv)

@@ -17,12 +17,12 @@ def main(argv: list[str]) -> int:
         from ._plugins_cli import main as plugins_main
 
         return plugins_main(arguments)
-    if tool in ("rabbitmqctl", "rabbitmq-diagnostics"):
+    if tool in ("rabbitmqctl", "rabbitmq-diagnostics", "rabbitmq-queues"):
         from ._ctl import run
 
         return run(tool, arguments)
     print("usage: python -m embroker.control rabbitmqctl|rabbitmq-diagnostics|"
-          "rabbitmq-plugins|rabbitmq-server ARGS", file=sys.stderr)
+          "rabbitmq-queues|rabbitmq-plugins|rabbitmq-server ARGS", file=sys.stderr)
     return 64
 
 

@@ -53,7 +53,8 @@ _VALUED = {"-n": "node", "--node": "node", "-p": "vhost", "--vhost": "vhost",
            "--per-connection-delay": "delay", "--user": "user", "--format": "format",
            "--description": "description", "--tags": "tags",
            "--default-queue-type": "default_queue_type", "--unit": "unit", "-P": "pid",
-           "--pid": "pid", "--erlang-cookie": "erlang_cookie", "--address": "address"}
+           "--pid": "pid", "--erlang-cookie": "erlang_cookie", "--address": "address",
+           "--vhost-pattern": "vhost_pattern", "--queue-pattern": "queue_pattern"}
 #: Options that are flags.
 _FLAGS = {"-q": "quiet", "--quiet": "quiet", "-s": "silent", "--silent": "silent",
           "--no-table-headers": "no_table_headers", "-l": "longnames",
@@ -62,7 +63,7 @@ _FLAGS = {"-q": "quiet", "--quiet": "quiet", "-s": "silent", "--silent": "silent
           "--if-unused": "if_unused", "--global": "global", "--idempotent": "idempotent",
           "--skip-if-unchanged": "skip_if_unchanged", "--no-wait": "no_wait",
           "--table-headers": "table_headers", "--help": "help", "-?": "help", "-h": "help",
-          "--version": "version"}
+          "--version": "version", "--errors-only": "errors_only"}
 
 
 class UsageError(Exception):
@@ -204,14 +205,14 @@ def _number(text: str) -> bool:
     return True
 
 
-def _usage_text(tool: str, spec: Command) -> str:
+def usage_text(tool: str, spec: Command) -> str:
     return (f"\n{BOLD}Usage{PLAIN}\n\n{tool} [--node <node>] [--longnames] [--quiet] "
             f"{spec.usage}{' [--timeout <timeout>]' if spec.timeout else ''}\n")
 
 
 def _argument_error(inv: Invocation, spec: Command, reason: str, code: int = EX_USAGE) -> int:
     print(f"Error (argument validation): {reason}\nArguments given:\n\t"
-          f"{' '.join(inv.given)}\n{_usage_text(inv.tool, spec)}", end="", file=inv.err)
+          f"{' '.join(inv.given)}\n{usage_text(inv.tool, spec)}", end="", file=inv.err)
     return code
 
 
@@ -237,8 +238,8 @@ def _unreachable(inv: Invocation, exc: NodeUnreachable | None = None) -> int:
 
 def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
         err: IO[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
-    """Run one command line of ``tool`` (``rabbitmqctl`` or ``rabbitmq-diagnostics``);
-    its exit code."""
+    """Run one command line of ``tool`` (``rabbitmqctl``, ``rabbitmq-diagnostics`` or
+    ``rabbitmq-queues``); its exit code."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     environ = os.environ if environ is None else environ
@@ -275,7 +276,7 @@ def run(tool: str, argv: Sequence[str], *, out: IO[str] | None = None,
         return EX_USAGE
     inv = Invocation(tool, name, arguments, options, out, err, environ, given)
     if options.get("help"):
-        print(_usage_text(tool, spec), file=out)
+        print(usage_text(tool, spec), file=out)
         return 0
     formatter = options.get("formatter", "table")
     if formatter not in ("table", "json", "csv"):
@@ -1210,3 +1211,7 @@ def _check_port_listener(inv: Invocation) -> None:
 def _environment(inv: Invocation) -> None:
     inv.say(f"Application environment of node {inv.node} ...")
     print(json_dumps(inv.ask("environment"), separators=(",", ":")), file=inv.out)
+
+
+# rabbitmq-queues' commands (and the ones rabbitmq-diagnostics shares with it) join the table.
+from . import _queues_cli  # noqa: E402,F401

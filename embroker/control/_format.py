@@ -36,7 +36,7 @@ from typing import Any
 
 from .._untrusted import json_dumps, json_text, utf8_safe
 
-__all__ = ["csv_rows", "json_rows", "table_rows", "table_value"]
+__all__ = ["csv_rows", "json_rows", "pretty_table", "table_rows", "table_value"]
 
 
 def _charlist(text: str) -> str:
@@ -207,3 +207,35 @@ def csv_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     writer.writerow(columns)
     writer.writerows([table_value(v) for v in row] for row in _rows_written(rows))
     return out.getvalue()
+
+
+#: DEC special graphics: switched on and off around each run of line-drawing characters.
+_DEC_ON, _DEC_OFF = "\x1b(0", "\x1b(B"
+_BOLD, _PLAIN = "\x1b[1m", "\x1b[0m"
+
+
+def pretty_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """The ``pretty_table`` formatter's text (``stdout_formatter`` with a cell padding of one
+    space): boxes in DEC line-drawing characters (``lqwk``, ``x``, ``tqnu``, ``mqvj``), the
+    titles in bold, a rule between every two rows; each value as the table formatter prints
+    it. Nothing at all for no rows."""
+    if not rows:
+        return ""
+    cells = [[table_value(v) for v in row] for row in _rows_written(rows)]
+    widths = [max(len(c) for c in column) for column in zip(columns, *cells, strict=True)]
+
+    def rule(left: str, middle: str, right: str) -> str:
+        return _DEC_ON + left + middle.join("q" * (w + 2) for w in widths) + right + _DEC_OFF
+
+    def line(values: Sequence[str], *, bold: bool = False) -> str:
+        bar = f"{_DEC_ON}x{_DEC_OFF}"
+        return bar + "".join(
+            f" {_BOLD}{v}{_PLAIN}{' ' * (w - len(v))} {bar}" if bold else
+            f" {v.ljust(w)} {bar}" for v, w in zip(values, widths, strict=True))
+
+    lines = [rule("l", "w", "k"), line(columns, bold=True)]
+    for row in cells:
+        lines += [rule("t", "n", "u"), line(row)]
+    lines.append(rule("m", "v", "j"))
+    return "\n".join(lines) + "\n"
+

@@ -28,6 +28,8 @@ SECTIONS: dict[str, tuple[str, ...]] = {
                              "Policies", "Virtual hosts", "Configuration and Environment",
                              "Feature flags", "Operations", "AMQP 1.0 plugin",
                              "Consistent Hash Exchange plugin", "Stream plugin", "Deprecated"),
+    "rabbitmq-queues": ("Help", "Cluster", "Replication",
+                        "Monitoring, observability and health checks"),
     "rabbitmq-plugins": ("Help", "Monitoring, observability and health checks",
                          "Plugin Management"),
 }
@@ -38,12 +40,19 @@ _MONITORING = "Monitoring, observability and health checks"
 DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "add_user": ("Users", "Creates a new user in the internal database. This user will have no permissions "
         "for any virtual hosts by default."),
+    "add_member": ("Replication", "Adds a quorum queue member (replica) on the given node."),
     "add_vhost": ("Virtual hosts", "Creates a virtual host"),
     "alarms": (_MONITORING, "Lists resource alarms (local or cluster-wide) in effect on the target node"),
     "authenticate_user": ("Users", "Attempts to authenticate a user. Exits with a non-zero code if "
         "authentication fails."),
     "await_startup": ("Nodes", "Waits for the RabbitMQ application to start on the target node"),
     "change_password": ("Users", "Changes the user password"),
+    "check_if_node_is_mirror_sync_critical": (_MONITORING, "Health check that exits with a non-zero "
+        "code if there are classic mirrored queues without online synchronised mirrors (queues that "
+        "would potentially lose data if the target node is shut down)"),
+    "check_if_node_is_quorum_critical": (_MONITORING, "Health check that exits with a non-zero code if "
+        "there are queues with minimum online quorum (queues that would lose their quorum if the target "
+        "node is shut down)"),
     "check_local_alarms": (_MONITORING, "Health check that exits with a non-zero code if the target node "
         "reports any local alarms"),
     "check_port_connectivity": (_MONITORING, "Basic TCP connectivity health check for each listener's port "
@@ -68,6 +77,7 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
         "specified vhost or entire RabbitMQ node"),
     "close_connection": ("Operations", "Instructs the broker to close the connection associated with the "
         "Erlang process id"),
+    "delete_member": ("Replication", "Removes a quorum queue member (replica) on the given node."),
     "delete_queue": ("Queues", "Deletes a queue"),
     "delete_user": ("Users", "Removes a user from the internal database. Has no effect on users provided by "
         "external backends such as LDAP"),
@@ -85,6 +95,8 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
         "enabled on target node"),
     "is_running": (_MONITORING, "Checks if RabbitMQ is fully booted and running on the target node"),
     "list": ("Plugin Management", "Lists plugins and their state"),
+    "grow": ("Cluster", "Grows quorum queue clusters by adding a member (replica) on the specified "
+        "node for all matching queues"),
     "list_bindings": (_MONITORING, "Lists all bindings on a vhost"),
     "list_channels": (_MONITORING, "Lists all channels in the node"),
     "list_connections": (_MONITORING, "Lists AMQP 0.9.1 connections for the node"),
@@ -111,6 +123,9 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "ping": (_MONITORING, "Checks that the node OS process is up, registered with EPMD and CLI tools can "
         "authenticate with it"),
     "purge_queue": ("Queues", "Purges a queue (removes all messages in it)"),
+    "quorum_status": (_MONITORING, "Displays quorum status of a quorum queue"),
+    "rebalance": ("Cluster", "Re-balances leaders of replicated queues across up-and-running cluster "
+        "nodes"),
     "reset": ("Nodes", "Instructs a RabbitMQ node to leave the cluster and return to its virgin state"),
     "server_version": (_MONITORING, "Displays server version on the target node"),
     "set_disk_free_limit": ("Configuration and Environment", "Sets the disk_free_limit setting"),
@@ -127,6 +142,8 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
         "setting"),
     "start_app": ("Nodes", "Starts the RabbitMQ application but leaves the runtime (Erlang VM) running"),
     "status": (_MONITORING, "Displays status of a node"),
+    "shrink": ("Cluster", "Shrinks quorum queue clusters by removing any members (replicas) on the "
+        "given node."),
     "stop": ("Nodes", "Stops RabbitMQ and its runtime (Erlang VM). Requires a local node pid file path to "
         "monitor progress."),
     "stop_app": ("Nodes", "Stops the RabbitMQ application, leaving the runtime (Erlang VM) running"),
@@ -140,7 +157,7 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
 
 def usage(tool: str, commands: Iterable[str]) -> str:
     """``tool``'s usage, listing ``commands`` (and ``help`` and ``version``) by section."""
-    names = sorted({*commands, "help", "version"})
+    names = sorted({*commands, "help", *(() if tool == "rabbitmq-queues" else ("version",))})
     width = max(map(len, names)) + 2
     text = (f"\n{BOLD}Usage{PLAIN}\n\n{tool} [--node <node>] [--timeout <timeout>] "
             "[--longnames] [--quiet] <command> [<command options>]\n\nAvailable commands:\n")

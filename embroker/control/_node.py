@@ -28,6 +28,7 @@ from ..errors import ConnectionForced
 from ..management import views
 from ..model._plugins import PLUGINS
 from ..server import APP_RUNNING, AppRunning, PortInUse
+from . import _queue_ops  # noqa: F401  (registers rabbitmq-queues' operations)
 from ._ops import OPERATIONS
 from ._protocol import EX_SOFTWARE, ControlError
 from ._registry import NodeEntry, register, unregister

@@ -24,7 +24,8 @@ from .._hostfiles import UntrustedPath, trusted_folder, write_file
 __all__ = ["TOOLS", "UntrustedPath", "write_shims"]
 
 #: The tools a shim is written for.
-TOOLS = ("rabbitmqctl", "rabbitmq-diagnostics", "rabbitmq-plugins", "rabbitmq-server")
+TOOLS = ("rabbitmqctl", "rabbitmq-diagnostics", "rabbitmq-queues", "rabbitmq-plugins",
+         "rabbitmq-server")
 
 
 def write_shims(folder: str | os.PathLike[str], *, python: str | None = None) -> list[Path]:

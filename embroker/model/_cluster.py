@@ -124,7 +124,8 @@ def _elect(queue: Queue) -> None:
     # keeps the stopped leader, which the surfaces show as none).
     if quorate(queue):
         running = [n for n in queue.placement.members if n.running]
-        queue.placement = Placement(running[0], queue.placement.members)
+        queue.placement = Placement(running[0], queue.placement.members,
+                                    queue.placement.term + 1)
 
 
 def _take_down(vhost: VirtualHost, queue: Queue, out: list[QueuedMessage]) -> None:

@@ -60,10 +60,12 @@ _COMMON: Final = ("x-expires", "x-message-ttl", "x-dead-letter-exchange",
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where a queue lives: its leader (a classic queue's home) and its members, the leader
-    among them (a classic queue's: its home alone)."""
+    among them (a classic queue's: its home alone); ``term``: how many leaders it has had
+    (Raft's term: each election or transfer of leadership starts a new one)."""
 
     leader: Node
     members: tuple[Node, ...]
+    term: int = 1
 
 
 class QueueType:
