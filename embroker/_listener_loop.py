@@ -173,6 +173,11 @@ class _Loop:
         batching = self.batching
         waited = batching.pacer.perf_counter()
         ready = self._selector.select(timeout)
+        # Only the calls asked for before this select run this turn: what a client sent
+        # before a test's call (a publish before stop_app) is in its socket by then, and is
+        # read first. One asked for later woke the selector: it runs next turn, after that
+        # turn's reads.
+        due = len(self._calls)
         plan: Plan | None = None
         if ready and batching.enabled:
             waited = batching.pacer.perf_counter() - waited
@@ -234,8 +239,8 @@ class _Loop:
         elif deadline is not None and clock.monotonic() >= deadline:
             self._run_timers()  # expiries fall due between heartbeat ticks
         self._flush()
-        if self._calls:
-            self._run_calls()
+        if due:
+            self._run_calls(due)
             self._flush()
         return next_tick
 
@@ -603,8 +608,11 @@ class _Loop:
 
     # -- work from other threads ------------------------------------------------------------------
 
-    def _run_calls(self) -> None:
-        while self._calls:
+    def _run_calls(self, count: int | None = None) -> None:
+        # The first ``count`` calls (every one when None: the loop's shutdown).
+        while self._calls and (count is None or count > 0):
+            if count is not None:
+                count -= 1
             call = self._calls.popleft()
             try:
                 call.result = call.function()
