@@ -270,13 +270,10 @@ def validate_queue_arguments(resource: str, arguments: Mapping[str, Any], *,
             raise PreconditionFailed(f"invalid property '{prop}' for {resource}")
 
 
-def validate_consumer_arguments(resource: str, arguments: Mapping[str, Any], *,
-                                stream: bool = False) -> None:
+def validate_consumer_arguments(resource: str, arguments: Mapping[str, Any]) -> None:
     """Raise PreconditionFailed (406) for a basic.consume argument RabbitMQ refuses
-    (``x-priority`` must be an integer; a stream's consumers take none)."""
-    if stream and "x-priority" in arguments:
-        raise PreconditionFailed(f"invalid arg 'x-priority' for {resource} of queue type "
-                                 "rabbit_stream_queue")
+    (``x-priority`` must be an integer; what a queue type refuses besides is its own:
+    :meth:`~._queue_type.QueueType.check_consume`)."""
     if "x-priority" in arguments:
         error = _int(arguments["x-priority"], arguments)
         if error is not None:

@@ -41,7 +41,6 @@ from ._arguments import (
     check_equivalent_field,
     check_equivalent_queue_arguments,
     parse_expiration,
-    validate_consumer_arguments,
 )
 from ._cluster import no_majority, quorate
 from ._consumer import Browser, Consumer, Credited, Delivery, Unacked
@@ -49,7 +48,7 @@ from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
 from ._message import Message, QueuedMessage
 from ._names import REPLY_TO, random_name, reply_name, reserved, without_cr_lf
 from ._outcome import PublishOutcome
-from ._stream import MAX_SEGMENT_SIZE, Entry, create_arguments, parse_offset_spec
+from ._stream import MAX_SEGMENT_SIZE, Entry, create_arguments
 from ._tx import HeldPublish, HeldSettlement, Settlement, Transaction
 
 if TYPE_CHECKING:
@@ -291,8 +290,7 @@ class Channel:
         self.connection.access.read_queue(self._queue_name(queue))
         q = self._queue(queue)
         self._check_quorate(q, "purge")
-        if q.stream is not None:
-            raise NotImplementedAMQP(f"queue.purge not supported by stream queues {q.resource}")
+        q.type.check_purge(q)
         _history.left(self.vhost.broker.clock, q, q.messages, "purged")
         return q.purge()
 
@@ -416,8 +414,7 @@ class Channel:
             queues = [queue for queue in queues if not queue.down]
             leaderless = [q for q in queues if q.type.replicated and not quorate(q)]
             for queue in leaderless:  # (before anything is enqueued anywhere)
-                if queue.stream is not None:
-                    raise no_majority(queue, "publish")
+                queue.type.check_leaderless_publish(queue)
         if self.vhost.tracing:
             _firehose.published(self, message, queues)
         if self.confirm_mode and self._publish_faults and _faults.nack(
@@ -553,8 +550,7 @@ class Channel:
         if q is None or q.down or (q.exclusive_owner is not None and
                                    q.exclusive_owner is not self.connection):
             q = self._queue(queue)  # raises, or resolves the empty name
-        if q.stream is not None:
-            raise NotImplementedAMQP(f"basic.get not supported by stream queues {q.resource}")
+        q.type.check_dequeue(q)
         self._check_quorate(q, "get")
         entry = q.get()
         if entry is None:
@@ -633,9 +629,8 @@ class Channel:
             # RabbitMQ refuses an exclusive consumer on a single-active-consumer queue too.
             raise AccessRefused(f"{q.resource} in exclusive use")
         arguments = dict(arguments or {})
-        validate_consumer_arguments(q.resource, arguments, stream=q.stream is not None)
-        if q.stream is not None:
-            self._check_stream_consume(q, no_ack, arguments, link_credit)
+        q.type.check_consume(q, arguments, no_ack=no_ack, prefetch=self.prefetch_count,
+                             global_prefetch=self.global_prefetch, link_credit=link_credit)
         consumer = Consumer(self, q, consumer_tag, no_ack=no_ack, exclusive=exclusive,
                             arguments=arguments, prefetch=self.prefetch_count)
         consumer.message_filter = message_filter
@@ -647,20 +642,6 @@ class Channel:
         if events is not None:
             events.consumer_created(consumer)
         return consumer_tag
-
-    def _check_stream_consume(self, q: Queue, no_ack: bool, arguments: dict[str, Any],
-                              link_credit: bool) -> None:
-        # rabbit_stream_queue:consume/3 (v3.10.8): these checks in this order; then the
-        # x-stream-offset argument is read when the consumer joins (Queue.add_consumer).
-        if not self.prefetch_count and not link_credit:
-            raise PreconditionFailed(f"consumer prefetch count is not set for '{q.resource}'")
-        if no_ack:
-            raise NotImplementedAMQP(
-                f"automatic acknowledgement not supported by stream queues {q.resource}")
-        if self.global_prefetch:
-            raise NotImplementedAMQP(f"{q.resource} does not support global qos")
-        assert q.stream is not None
-        parse_offset_spec(arguments.get("x-stream-offset"), q.stream.now_ms())
 
     # -- the stream protocol ---------------------------------------------------------------
     #
@@ -1234,8 +1215,8 @@ class Channel:
         self._settle_or_hold(self._take_unacked(delivery_tag, multiple), Settlement.ACK,
                              "basic.ack", transaction)
 
-    def _refuse_stream_settlement(self, delivery_tag: int, multiple: bool) -> None:
-        # RabbitMQ's stream queues take acks only (rabbit_stream_queue:settle/5).
+    def _check_returns(self, delivery_tag: int, multiple: bool) -> None:
+        # Whether each delivery's queue type takes a nack or reject (settle/5).
         unacked = self._unacked
         if multiple:
             items = list(unacked.values()) if delivery_tag == 0 else [
@@ -1244,22 +1225,20 @@ class Channel:
             item = unacked.get(delivery_tag)
             items = [] if item is None else [item]
         for item in items:
-            if item.queue.stream is not None:
-                raise NotImplementedAMQP("basic.nack and basic.reject not supported by stream "
-                                         f"queues {item.queue.resource}")
+            item.queue.type.check_return(item.queue)
 
     def basic_nack(self, delivery_tag: int = 0, multiple: bool = False,
                    requeue: bool = True, *, transaction: Transaction | None = None) -> None:
         """basic.nack: requeue the messages to their original positions, or drop them (in a
         transaction, at commit)."""
-        self._refuse_stream_settlement(delivery_tag, multiple)
+        self._check_returns(delivery_tag, multiple)
         self._settle_or_hold(self._take_unacked(delivery_tag, multiple),
                              Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.nack",
                              transaction)
 
     def basic_reject(self, delivery_tag: int, requeue: bool = True, *,
                      transaction: Transaction | None = None) -> None:
-        self._refuse_stream_settlement(delivery_tag, False)
+        self._check_returns(delivery_tag, False)
         self._settle_or_hold(self._take_unacked(delivery_tag, False),
                              Settlement.REQUEUE if requeue else Settlement.REJECT, "basic.reject",
                              transaction)

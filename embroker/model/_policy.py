@@ -836,8 +836,7 @@ class Policies:
     def _match_resource(self, resource: Resource) -> tuple[Policy | None, Policy | None]:
         if resource.kind == "queue":
             queue = cast("Queue", resource)
-            return self.match("queue", queue.name, "stream" if queue.stream is not None
-                              else "quorum" if queue.quorum else "classic")
+            return self.match("queue", queue.name, queue.type.name)
         return self.match("exchange", resource.name)
 
     def attach(self, resource: Resource) -> None:

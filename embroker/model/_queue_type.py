@@ -41,7 +41,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Final, final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, final
+
+from ..errors import NotImplementedAMQP, PreconditionFailed
+from . import _arguments  # (a module: it needs QUEUE_TYPES from here)
+from ._stream import parse_offset_spec
 
 if TYPE_CHECKING:
     from ._node import Node
@@ -106,6 +110,34 @@ class QueueType:
     def group_size(self, queue: Queue, cluster: int) -> int:
         raise NotImplementedError
 
+    # -- what it refuses (the channel asks before it acts) -------------------------------------
+
+    def declarable(self, queue: Queue) -> bool:
+        """Whether ``queue``, just placed while some node is stopped, may be created
+        (``declare/2``): yes, but for a quorum queue without a majority of its members."""
+        return True
+
+    def check_purge(self, queue: Queue) -> None:
+        """``purge/1``: raise if the type has no purge."""
+
+    def check_dequeue(self, queue: Queue) -> None:
+        """``dequeue/5``: raise if the type answers no basic.get."""
+
+    def check_consume(self, queue: Queue, arguments: dict[str, Any], *, no_ack: bool,
+                      prefetch: int, global_prefetch: int, link_credit: bool) -> None:
+        """``consume/3``: raise for a consumer the type refuses (``arguments`` its
+        ``basic.consume`` arguments, ``prefetch`` and ``global_prefetch`` its channel's
+        limits, ``link_credit`` whether credit, not a prefetch, meters it)."""
+        _arguments.validate_consumer_arguments(queue.resource, arguments)
+
+    def check_return(self, queue: Queue) -> None:
+        """``settle/5`` with a requeue or discard (basic.nack, basic.reject): raise if the
+        type takes acks only."""
+
+    def check_leaderless_publish(self, queue: Queue) -> None:
+        """A publish to ``queue`` while it has no leader: raise if the type answers it with an
+        error before the message goes anywhere."""
+
     def __repr__(self) -> str:
         return f"<queue type {self.name}>"
 
@@ -153,6 +185,10 @@ class QuorumQueue(QueueType):
         size = queue.arguments.get("x-quorum-initial-group-size")
         return min(cluster, size if isinstance(size, int) else QUORUM_CLUSTER_SIZE)
 
+    def declarable(self, queue: Queue) -> bool:
+        from ._cluster import quorate  # (a cycle: _cluster needs the queue)
+        return quorate(queue)
+
 
 @final
 class StreamQueue(QueueType):
@@ -168,6 +204,39 @@ class StreamQueue(QueueType):
     def group_size(self, queue: Queue, cluster: int) -> int:
         size = _setting(queue, "initial-cluster-size", policy_first=True)
         return min(cluster, size) if isinstance(size, int) and size > 0 else cluster
+
+    def check_purge(self, queue: Queue) -> None:
+        raise NotImplementedAMQP(f"queue.purge not supported by stream queues {queue.resource}")
+
+    def check_dequeue(self, queue: Queue) -> None:
+        raise NotImplementedAMQP(f"basic.get not supported by stream queues {queue.resource}")
+
+    def check_consume(self, queue: Queue, arguments: dict[str, Any], *, no_ack: bool,
+                      prefetch: int, global_prefetch: int, link_credit: bool) -> None:
+        # rabbit_stream_queue:consume/3 (v3.10.8): these checks in this order; then the
+        # x-stream-offset argument is read when the consumer joins (Queue.add_consumer).
+        if "x-priority" in arguments:
+            raise PreconditionFailed(f"invalid arg 'x-priority' for {queue.resource} of queue "
+                                     "type rabbit_stream_queue")
+        if not prefetch and not link_credit:
+            raise PreconditionFailed(
+                f"consumer prefetch count is not set for '{queue.resource}'")
+        if no_ack:
+            raise NotImplementedAMQP(
+                f"automatic acknowledgement not supported by stream queues {queue.resource}")
+        if global_prefetch:
+            raise NotImplementedAMQP(f"{queue.resource} does not support global qos")
+        assert queue.stream is not None
+        parse_offset_spec(arguments.get("x-stream-offset"), queue.stream.now_ms())
+
+    def check_return(self, queue: Queue) -> None:
+        # (settle/5: a stream takes acks only)
+        raise NotImplementedAMQP("basic.nack and basic.reject not supported by stream "
+                                 f"queues {queue.resource}")
+
+    def check_leaderless_publish(self, queue: Queue) -> None:
+        from ._cluster import no_majority
+        raise no_majority(queue, "publish")
 
 
 #: Every queue type by its ``x-queue-type`` name.

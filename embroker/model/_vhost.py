@@ -25,7 +25,7 @@ from ._arguments import (
     check_equivalent_queue_arguments,
     validate_queue_arguments,
 )
-from ._cluster import no_majority, quorate
+from ._cluster import no_majority
 from ._deadletter import dead_letter_message, is_dead_letter_cycle
 from ._event_exchange import INTERNAL_USER
 from ._exchange import EXCHANGE_TYPES, Binding, Choice, Exchange, binding_key
@@ -372,7 +372,7 @@ class VirtualHost:
         self.policies.attach(queue)
         queue.placement = queue.type.place(
             queue, connection.node if connection is not None else self.broker.nodes[0])
-        if self.broker.nodes_down and queue.quorum and not quorate(queue):
+        if self.broker.nodes_down and not queue.type.declarable(queue):
             self.delete_queue_object(queue)  # (never created: rabbit_quorum_queue:declare/2)
             raise no_majority(queue, "declare")
         events = self.broker.plugins.events
