@@ -78,6 +78,9 @@ class StaleMutation(Exception):
 
 CHANNEL = "embroker/model/_channel.py"
 QUEUE = "embroker/model/_queue.py"
+QUORUM = "embroker/model/_queue_quorum.py"
+STREAM_QUEUE = "embroker/model/_queue_stream.py"
+QUEUE_TYPE = "embroker/model/_queue_type.py"
 VHOST = "embroker/model/_vhost.py"
 EXCHANGE = "embroker/model/_exchange.py"
 DEADLETTER = "embroker/model/_deadletter.py"
@@ -323,14 +326,14 @@ MUTATIONS: list[Mutation] = [
       "",
       "basic.get restarts the x-expires countdown"),
     M("reject_publish_ignored", QUEUE,
-      "if limited and self._overflow != \"drop-head\" and (",
-      "if False and (",
+      "if limited and self._overflow != \"drop-head\" and self._refuses(",
+      "if False and self._refuses(",
       "x-overflow reject-publish refuses a publish to a full queue"),
-    M("quorum_refuses_at_the_limit", QUEUE,
+    M("quorum_refuses_at_the_limit", QUORUM,
       "            blocked = self._over_limit()\n",
       "            blocked = self._over_limit(1)\n",
       "a quorum queue takes one message over its limit before it blocks a publisher"),
-    M("quorum_lets_go_at_once", QUEUE,
+    M("quorum_lets_go_at_once", QUORUM,
       "len(self._ready) <= int(max_length * _LOW_LIMIT)",
       "len(self._ready) <= max_length",
       "a blocked quorum publisher waits until the queue is at 80% of its limit"),
@@ -356,9 +359,34 @@ MUTATIONS: list[Mutation] = [
       "priority = min(priority, self._max) if isinstance(priority, int) else 0",
       "priority = priority if isinstance(priority, int) else 0",
       "a priority above x-max-priority counts as x-max-priority"),
-    M("quorum_delivery_limit_off_by_one", QUEUE,
+    M("quorum_delivery_limit_off_by_one", QUORUM,
       "entry.delivery_count > limit", "entry.delivery_count >= limit",
       "x-delivery-limit N allows N redeliveries"),
+    # -- what each queue type decides (#48) ----------------------------------------------------
+    M("quorum_deliveries_without_count", QUORUM,
+      "    rewrites_deliveries: ClassVar[bool] = True\n", "",
+      "a quorum queue's redelivery carries x-delivery-count"),
+    M("quorum_requeue_keeps_position_without_limit", QUORUM,
+      "            if limit is None:\n                # RabbitMQ 3.10",
+      "            if False:\n                # RabbitMQ 3.10",
+      "a quorum queue without a delivery limit returns a message to its back"),
+    M("quorum_reject_publish_dlx_kept", QUORUM,
+      '        if self._overflow == "reject-publish-dlx":\n',
+      '        if False:\n',
+      "reject-publish-dlx is not a quorum overflow: the queue drops its head"),
+    M("stream_takes_global_qos", QUEUE_TYPE,
+      "        if global_prefetch:\n", "        if False:\n",
+      "a stream refuses a consumer on a channel with a global qos"),
+    M("stream_takes_auto_ack", QUEUE_TYPE,
+      "        if no_ack:\n", "        if False:\n",
+      "a stream refuses an automatic-acknowledgement consumer"),
+    M("stream_takes_basic_get", QUEUE_TYPE,
+      '        raise NotImplementedAMQP(f"basic.get not supported by stream queues',
+      '        return\n        raise NotImplementedAMQP(f"basic.get not supported by stream queues',
+      "basic.get on a stream is refused (540)"),
+    M("stream_rolled_back_delivery_requeued", QUEUE_TYPE,
+      "    requeues = False\n", "",
+      "a stream's rolled-back acknowledgements stay unacknowledged: nothing goes back"),
     # -- dead-lettering ------------------------------------------------------------------------
     M("x_death_count_not_incremented", DEADLETTER,
       'updated = {**entry, "count": _wrap_int64(count + 1)}',
@@ -555,7 +583,7 @@ MUTATIONS: list[Mutation] = [
       "        if self.compression:\n            return None\n        data, records, pos",
       "        data, records, pos",
       "a compressed sub-batch's records are not the broker's to read"),
-    M("sub_batch_skipped_under_3_10_too", QUEUE,
+    M("sub_batch_skipped_under_3_10_too", STREAM_QUEUE,
       "if chunk.unparsed and (not rabbitmq4 or chunk.malformed):",
       "if chunk.unparsed and chunk.malformed:",
       "RabbitMQ 3.10's AMQP readers crash (541) on a chunk with a compressed sub-batch"),

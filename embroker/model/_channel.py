@@ -48,6 +48,7 @@ from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
 from ._message import Message, QueuedMessage
 from ._names import REPLY_TO, random_name, reply_name, reserved, without_cr_lf
 from ._outcome import PublishOutcome
+from ._queue_stream import StreamQueue
 from ._stream import MAX_SEGMENT_SIZE, Entry, create_arguments
 from ._tx import HeldPublish, HeldSettlement, Settlement, Transaction
 
@@ -519,10 +520,10 @@ class Channel:
         # unacknowledged again, or (``requeue``) back in their queues; stream queues take no
         # requeue (rabbit_stream_queue:settle/5), theirs stay unacknowledged.
         if requeue:
-            back = [pair for pair in restored if pair[1].queue.stream is None]
+            back = [pair for pair in restored if pair[1].queue.type.requeues]
             if back:
                 self._settle(back, Settlement.REQUEUE, "basic.reject")
-            restored = [pair for pair in restored if pair[1].queue.stream is not None]
+            restored = [pair for pair in restored if not pair[1].queue.type.requeues]
         if restored:
             self._unacked = OrderedDict(sorted([*self._unacked.items(), *restored], key=_by_tag))
 
@@ -564,7 +565,7 @@ class Channel:
         _history.got(self, q.name, entry, tag, no_ack)
         if self.vhost.tracing:
             _firehose.delivered(self, q.name, entry.message, entry.redelivered)
-        message = q.outgoing(entry, get=True) if q.quorum else entry.message
+        message = q.outgoing(entry, get=True) if q.rewrites_deliveries else entry.message
         if self._delivery_faults:
             _faults.delivered(self, entry.message)
         return Delivery(tag, entry.redelivered, message.exchange, message.routing_key, message,
@@ -585,7 +586,7 @@ class Channel:
                            consumer.no_ack)
         if self.vhost.tracing:
             _firehose.delivered(self, queue.name, entry.message, entry.redelivered)
-        message = queue.outgoing(entry) if queue.quorum else entry.message
+        message = queue.outgoing(entry) if queue.rewrites_deliveries else entry.message
         if self.listener is not None:
             self.listener(Delivered(self.number, consumer.tag, tag, entry.redelivered,
                                     message.exchange, message.routing_key, message,
@@ -651,10 +652,13 @@ class Channel:
     # Metadata, Route and Partitions check no permission (RabbitMQ's neither: checked live).
 
     def _stream_log(self, name: str) -> StreamLog:
+        return self._stream_queue(name).log
+
+    def _stream_queue(self, name: str) -> StreamQueue:
         q = self.vhost.queues.get(name)
-        if q is None or q.stream is None:
+        if not isinstance(q, StreamQueue):
             raise NotFound(f"no {self.vhost.resource('queue', name)} (stream)")
-        return q.stream
+        return q
 
     def stream_create(self, name: str, arguments: dict[str, str]) -> bool:
         """Create the stream ``name`` (the stream protocol's Create, its arguments as given:
@@ -775,8 +779,7 @@ class Channel:
             NotFound: (404) no such stream.
         """
         self.connection.access.write_queue(name)
-        self._stream_log(name)
-        return self.vhost.queues[name].append_chunk(messages, raw, filter_values)
+        return self._stream_queue(name).append_chunk(messages, raw, filter_values)
 
     def stream_publish_batch(self, name: str, entries: Sequence[tuple[int, str | None, Entry]],
                              decode: Callable[[bytes], tuple[dict[str, Any], bytes]], *,
@@ -814,7 +817,7 @@ class Channel:
             last = max(last, publishing_id)
             written.append((entry, messages, value, last))
         if written:  # (in the chunks osiris' writer makes of one burst)
-            queue = self.vhost.queues[name]
+            queue = self._stream_queue(name)
             start = 0
             for size in log.batches(len(written)):
                 batch = written[start:start + size]
@@ -869,7 +872,7 @@ class Channel:
         """
         exchange = self.vhost.lookup_exchange(super_stream)
         queues = self.vhost._route(exchange, [routing_key], None)[0]
-        return [q.name for q in queues if q.stream is not None]
+        return [q.name for q in queues if isinstance(q, StreamQueue)]
 
     def super_stream_partitions(self, super_stream: str) -> list[str]:
         """The streams bound to exchange ``super_stream``, by their bindings'
@@ -1262,7 +1265,7 @@ class Channel:
             settlement = Settlement.REQUEUE_FAILED if delivery_failed else Settlement.REQUEUE
         taken = self._take_unacked(delivery_tag, False)
         self._settle_or_hold(taken, settlement, "modified", transaction,
-                             annotations if taken[0][1].queue.quorum else None)
+                             annotations if taken[0][1].queue.keeps_annotations else None)
 
     def _return_to_queues(self, taken: list[tuple[int, Unacked]], cause: str) -> None:
         # A closing channel's deliveries go back, queue by queue, all at once.

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 from ..errors import NotImplementedAMQP, PreconditionFailed
 from . import _arguments  # (a module: it needs QUEUE_TYPES from here)
+from ._policy import Policy, QueueSettings, queue_settings
 from ._stream import parse_offset_spec
 
 if TYPE_CHECKING:
@@ -84,6 +85,8 @@ class QueueType:
     server_named: ClassVar[bool] = False
     #: Whether it replicates (members and a leader) or lives on one node.
     replicated: ClassVar[bool] = True
+    #: Whether a settlement may put a message back (``settle/5``'s requeue).
+    requeues: ClassVar[bool] = True
 
     __slots__ = ()
 
@@ -109,6 +112,13 @@ class QueueType:
 
     def group_size(self, queue: Queue, cluster: int) -> int:
         raise NotImplementedError
+
+    def settings(self, arguments: dict[str, Any], policy: Policy | None = None,
+                 operator_policy: Policy | None = None, *, rabbitmq4: bool) -> QueueSettings:
+        """What applies to a queue of this type with ``arguments`` and these policies: both
+        combined by the type's precedence (``_policy``'s table; a stream: the classic one,
+        then its own retention, :mod:`._queue_stream`)."""
+        return queue_settings(arguments, policy, operator_policy, rabbitmq4=rabbitmq4)
 
     # -- what it refuses (the channel asks before it acts) -------------------------------------
 
@@ -185,6 +195,11 @@ class QuorumQueue(QueueType):
         size = queue.arguments.get("x-quorum-initial-group-size")
         return min(cluster, size if isinstance(size, int) else QUORUM_CLUSTER_SIZE)
 
+    def settings(self, arguments: dict[str, Any], policy: Policy | None = None,
+                 operator_policy: Policy | None = None, *, rabbitmq4: bool) -> QueueSettings:
+        return queue_settings(arguments, policy, operator_policy, quorum=True,
+                              rabbitmq4=rabbitmq4)
+
     def declarable(self, queue: Queue) -> bool:
         from ._cluster import quorate  # (a cycle: _cluster needs the queue)
         return quorate(queue)
@@ -200,6 +215,7 @@ class StreamQueue(QueueType):
                                  "x-stream-max-segment-size-bytes", "x-initial-cluster-size",
                                  "x-queue-leader-locator"))
     consumer_arguments = frozenset(("x-stream-offset", "x-credit"))
+    requeues = False
 
     def group_size(self, queue: Queue, cluster: int) -> int:
         size = _setting(queue, "initial-cluster-size", policy_first=True)
