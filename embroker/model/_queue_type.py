@@ -148,6 +148,17 @@ class QueueType:
         """A publish to ``queue`` while it has no leader: raise if the type answers it with an
         error before the message goes anywhere."""
 
+    # -- what it shows --------------------------------------------------------------------------
+
+    def message_counts(self, queue: Queue, unacked: tuple[int, int],
+                       ) -> tuple[int, int, int, int, int, int]:
+        """What a listing shows of ``queue``'s messages (``info/2``): ready, their bytes,
+        unacknowledged (``unacked``: count and bytes, as the caller counted them), their
+        bytes, persistent ready ones and their bytes (a durable queue's)."""
+        ready = queue.message_count
+        persistent = queue.persistent if queue.durable and ready else (0, 0)
+        return ready, queue.message_bytes, unacked[0], unacked[1], persistent[0], persistent[1]
+
     def __repr__(self) -> str:
         return f"<queue type {self.name}>"
 
@@ -253,6 +264,13 @@ class StreamQueue(QueueType):
     def check_leaderless_publish(self, queue: Queue) -> None:
         from ._cluster import no_majority
         raise no_majority(queue, "publish")
+
+    def message_counts(self, queue: Queue, unacked: tuple[int, int],
+                       ) -> tuple[int, int, int, int, int, int]:
+        # the messages its log keeps, none of them "taken"
+        log = queue.stream
+        assert log is not None
+        return len(log), log.size, 0, 0, 0, 0
 
 
 #: Every queue type by its ``x-queue-type`` name.
