@@ -187,7 +187,7 @@ def _queue_version(value: Any, _args: Mapping[str, Any]) -> str | None:
 
 
 def _queue_type(value: Any, _args: Mapping[str, Any]) -> str | None:
-    if value in ("classic", "quorum", "stream"):
+    if isinstance(value, str) and value in QUEUE_TYPES:
         return None
     if isinstance(value, str):
         return f'"unsupported queue type \'{value}\'"'
@@ -256,13 +256,14 @@ def validate_queue_arguments(resource: str, arguments: Mapping[str, Any], *,
             error = check(arguments[key], arguments)
             if error is not None:
                 raise PreconditionFailed(f"invalid arg '{key}' for {resource}: {error}")
-    if queue_type not in QUEUE_TYPE_ARGUMENTS:
+    kind = QUEUE_TYPES.get(queue_type)
+    if kind is None:
         return  # (the x-queue-type check above refused it)
     for key in arguments:
         if key in _VALIDATORS and key not in takes:
             raise PreconditionFailed(f"invalid arg '{key}' for {resource} of queue type "
-                                     f"rabbit_{queue_type}_queue")
-    if queue_type == "classic":
+                                     f"{kind.module}")
+    if kind.is_compatible(durable=durable, exclusive=exclusive, auto_delete=auto_delete):
         return
     for refused, prop in ((auto_delete, "auto-delete"), (exclusive, "exclusive-owner"),
                           (not durable, "non-durable")):

@@ -41,6 +41,7 @@ from ._names import (
 )
 from ._policy import Policies, dead_letter_cause
 from ._queue import Queue
+from ._queue_type import QUEUE_TYPES
 from ._sessions import RetainedMessages
 from ._trace import RoutingDecision, Visit
 
@@ -324,12 +325,12 @@ class VirtualHost:
             # (v4.1.4 rabbit_amqqueue:augment_declare_args/5; embroker has no vhost default).
             arguments["x-queue-type"] = "classic"
         if not name:
-            if arguments.get("x-queue-type", "classic") != "classic":
+            named = arguments.get("x-queue-type", "classic")
+            kind = QUEUE_TYPES.get(named) if isinstance(named, str) else None
+            if kind is None or not kind.server_named:
                 raise PreconditionFailed(
                     "Cannot declare a server-named queue for type "
-                    f"rabbit_{arguments['x-queue-type']}_queue"
-                    if arguments["x-queue-type"] in ("quorum", "stream") else
-                    f"Cannot declare a server-named queue for type {arguments['x-queue-type']}")
+                    f"{kind.module if kind is not None else named}")
             name = random_name("amq.gen-")
         elif reserved(name):
             raise AccessRefused(f"queue name '{name}' contains reserved prefix 'amq.*'")
