@@ -20,7 +20,8 @@ The features RabbitMQ configures with queue arguments all act on the ready messa
   blocked once it *is* over a limit (so it holds one message more than the limit), and let go
   only when it is back at 80% of the limit (``?LOW_LIMIT``); a publisher new to the queue is
   refused only while it is over (``register_enqueuer``). ``reject-publish-dlx`` is not a quorum
-  overflow: such a queue drops its head (``rabbit_quorum_queue:overflow/3``);
+  overflow: such a queue drops its head (``rabbit_quorum_queue:overflow/3``). What a quorum
+  queue and a stream do differently is theirs: :mod:`._queue_quorum`, :mod:`._queue_stream`;
 - ``x-dead-letter-exchange`` / ``x-dead-letter-routing-key``: where messages go when they are
   rejected, expire or are pushed out by a length limit (see ``_deadletter``);
 - ``x-expires``: the queue deletes itself after that long unused (no consumer, no basic.get, no

@@ -35,6 +35,32 @@ broker's seeded source).
   member leading the fewest queues.
 
 In a cluster of one node every queue lives on it, as before there were nodes.
+
+What each type decides, and where
+---------------------------------
+Nothing outside these types tests a queue's type as a flag: whatever differs by type is asked
+of the type, or done by the queue's class, which ``Queue(...)`` picks by ``x-queue-type``
+(RabbitMQ's split between ``rabbit_queue_type`` modules and the processes behind them).
+
+- Settings (this module): which names exist, the arguments each takes and whether it may be
+  server-named or durable, exclusive, auto-delete (``_arguments`` and the vhost ask at declare
+  time); how its arguments and policies combine (:meth:`QueueType.settings`: the classic or
+  quorum precedence of ``_policy``; a stream then takes its retention alone,
+  :mod:`._queue_stream`); policies match by the type's name.
+- Refusals (this module, asked by the channel before it acts, ``rabbit_stream_queue``'s
+  texts): a stream refuses queue.purge, basic.get, a consumer with ``x-priority``, without a
+  prefetch, with automatic acknowledgement or on a channel with a global qos, basic.nack and
+  basic.reject, a publish while it has no leader, and keeps rolled-back acknowledgements
+  unacknowledged (:attr:`QueueType.requeues`); a quorum queue is not created without a
+  majority of its members (:meth:`QueueType.declarable`).
+- Delivery (the queue's class): a classic queue is :class:`~._queue.Queue` itself, its hot
+  paths free of type tests; :class:`~._queue_quorum.QuorumQueue` counts deliveries
+  (``x-delivery-count``, ``x-delivery-limit``, a requeue to the back without a limit) and
+  blocks its publishers over a limit; :class:`~._queue_stream.StreamQueue` appends to its log
+  and delivers each consumer from its own offset. A channel asks the class's
+  ``rewrites_deliveries`` and ``keeps_annotations`` before it calls ``outgoing``.
+- Listings (this module): what a listing shows of a queue's messages
+  (:meth:`QueueType.message_counts`: a stream's log, none of them taken).
 """
 
 from __future__ import annotations
