@@ -70,7 +70,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 from ..errors import NotImplementedAMQP, PreconditionFailed
-from . import _arguments  # (a module: it needs QUEUE_TYPES from here)
 from ._policy import Policy, QueueSettings, queue_settings
 from ._stream import parse_offset_spec
 
@@ -85,6 +84,9 @@ QUORUM_CLUSTER_SIZE: Final = 3
 _COMMON: Final = ("x-expires", "x-message-ttl", "x-dead-letter-exchange",
                   "x-dead-letter-routing-key", "x-max-length", "x-max-length-bytes",
                   "x-overflow", "x-single-active-consumer", "x-queue-type")
+#: The classic queue's mirroring keys, which neither a quorum queue nor a stream takes.
+_MIRRORING: Final = ("ha-mode", "ha-params", "ha-sync-mode", "ha-promote-on-shutdown",
+                     "ha-promote-on-failure", "queue-master-locator")
 
 
 @final
@@ -109,12 +111,20 @@ class QueueType:
     consumer_arguments: ClassVar[frozenset[str]]
     #: ``server_named``: whether a server-named queue may be of this type.
     server_named: ClassVar[bool] = False
+    #: ``unsupported_policies``: a policy with one of these keys does not apply to a queue of
+    #: this type (RabbitMQ 3.10.8; ``_4``: 4.1.4's).
+    unsupported_policies_3: ClassVar[frozenset[str]]
+    unsupported_policies_4: ClassVar[frozenset[str]]
     #: Whether it replicates (members and a leader) or lives on one node.
     replicated: ClassVar[bool] = True
     #: Whether a settlement may put a message back (``settle/5``'s requeue).
     requeues: ClassVar[bool] = True
 
     __slots__ = ()
+
+    def unsupported_policies(self, *, rabbitmq4: bool) -> frozenset[str]:
+        """The policy keys that make a policy not apply to a queue of this type."""
+        return self.unsupported_policies_4 if rabbitmq4 else self.unsupported_policies_3
 
     def is_compatible(self, *, durable: bool, exclusive: bool, auto_delete: bool) -> bool:
         """``is_compatible/3``: a replicated queue is durable, neither exclusive nor
@@ -164,7 +174,8 @@ class QueueType:
         """``consume/3``: raise for a consumer the type refuses (``arguments`` its
         ``basic.consume`` arguments, ``prefetch`` and ``global_prefetch`` its channel's
         limits, ``link_credit`` whether credit, not a prefetch, meters it)."""
-        _arguments.validate_consumer_arguments(queue.resource, arguments)
+        from ._arguments import validate_consumer_arguments  # (it needs QUEUE_TYPES)
+        validate_consumer_arguments(queue.resource, arguments)
 
     def check_return(self, queue: Queue) -> None:
         """``settle/5`` with a requeue or discard (basic.nack, basic.reject): raise if the
@@ -200,6 +211,15 @@ class ClassicQueue(QueueType):
     consumer_arguments = frozenset(("x-cancel-on-ha-failover", "x-priority", "x-credit"))
     server_named = True
     replicated = False
+    unsupported_policies_3 = frozenset((
+        "max-age", "stream-max-segment-size-bytes", "queue-leader-locator",
+        "initial-cluster-size", "delivery-limit", "dead-letter-strategy"))
+    #: (4.1.4: a classic queue takes queue-leader-locator and refuses the quorum queues'
+    #: in-memory limits and target-group-size)
+    unsupported_policies_4 = frozenset((
+        "max-age", "stream-max-segment-size-bytes", "initial-cluster-size", "delivery-limit",
+        "dead-letter-strategy", "max-in-memory-length", "max-in-memory-bytes",
+        "target-group-size"))
 
     def is_compatible(self, *, durable: bool, exclusive: bool, auto_delete: bool) -> bool:
         return True
@@ -227,6 +247,9 @@ class QuorumQueue(QueueType):
                                  "x-delivery-limit", "x-dead-letter-strategy",
                                  "x-quorum-initial-group-size", "x-queue-leader-locator"))
     consumer_arguments = frozenset(("x-priority", "x-credit"))
+    unsupported_policies_3 = unsupported_policies_4 = frozenset((
+        "max-priority", "queue-mode", "single-active-consumer", *_MIRRORING, "max-age",
+        "stream-max-segment-size-bytes", "initial-cluster-size"))
 
     def group_size(self, queue: Queue, cluster: int) -> int:
         size = queue.arguments.get("x-quorum-initial-group-size")
@@ -252,6 +275,12 @@ class StreamQueue(QueueType):
                                  "x-stream-max-segment-size-bytes", "x-initial-cluster-size",
                                  "x-queue-leader-locator"))
     consumer_arguments = frozenset(("x-stream-offset", "x-credit"))
+    unsupported_policies_3 = frozenset((
+        "expires", "message-ttl", "dead-letter-exchange", "dead-letter-routing-key",
+        "max-length", "max-in-memory-length", "max-in-memory-bytes", "max-priority", "overflow",
+        "queue-mode", "single-active-consumer", "delivery-limit", *_MIRRORING,
+        "dead-letter-strategy"))
+    unsupported_policies_4 = unsupported_policies_3 | {"target-group-size"}
     requeues = False
 
     def group_size(self, queue: Queue, cluster: int) -> int:
