@@ -81,6 +81,7 @@ QUEUE = "embroker/model/_queue.py"
 QUORUM = "embroker/model/_queue_quorum.py"
 STREAM_QUEUE = "embroker/model/_queue_stream.py"
 QUEUE_TYPE = "embroker/model/_queue_type.py"
+STREAM_COMMANDS = "embroker/model/_stream_commands.py"
 VHOST = "embroker/model/_vhost.py"
 EXCHANGE = "embroker/model/_exchange.py"
 DEADLETTER = "embroker/model/_deadletter.py"
@@ -533,57 +534,57 @@ MUTATIONS: list[Mutation] = [
       "        if method.rule is not Rule.ADMIN:\n",
       "every route but /api/auth asks for credentials"),
     # -- the stream operations' check order (permission, then existence) ----------------------
-    M("stream_delete_existence_first", CHANNEL,
+    M("stream_delete_existence_first", STREAM_COMMANDS,
       "        self.connection.access.queue_delete(name)\n        self._stream_log(name)\n",
       "        self._stream_log(name)\n        self.connection.access.queue_delete(name)\n",
       "stream Delete checks configure permission before the stream exists"),
-    M("stream_reader_existence_first", CHANNEL,
+    M("stream_reader_existence_first", STREAM_COMMANDS,
       "        self.connection.access.read_queue(name)\n        return self._stream_log(name)\n\n"
       "    def stream_writer",
       "        log = self._stream_log(name)\n        self.connection.access.read_queue(name)\n"
       "        return log\n\n    def stream_writer",
       "stream Subscribe checks read permission before the stream exists"),
-    M("stream_writer_existence_first", CHANNEL,
+    M("stream_writer_existence_first", STREAM_COMMANDS,
       "        self.connection.access.write_queue(name)\n        if taken:",
       "        self._stream_log(name)\n        self.connection.access.write_queue(name)\n"
       "        if taken:",
       "stream DeclarePublisher checks write permission before the stream exists"),
-    M("stream_writer_taken_after_existence", CHANNEL,
+    M("stream_writer_taken_after_existence", STREAM_COMMANDS,
       "        if taken:\n            raise PreconditionFailed(f\"publisher already declared on "
       "stream '{name}'\")\n        return self._stream_log(name)\n",
       "        log = self._stream_log(name)\n        if taken:\n            raise "
       "PreconditionFailed(f\"publisher already declared on stream '{name}'\")\n        return log\n",
       "stream DeclarePublisher refuses a publisher id in use before it looks for the stream"),
-    M("stream_publish_existence_first", CHANNEL,
+    M("stream_publish_existence_first", STREAM_COMMANDS,
       "        self.connection.access.write_queue(name)\n        log = self._stream_log(name)\n",
       "        log = self._stream_log(name)\n        self.connection.access.write_queue(name)\n",
       "a stream publish checks write permission before the stream exists"),
-    M("stream_query_offset_existence_first", CHANNEL,
+    M("stream_query_offset_existence_first", STREAM_COMMANDS,
       "        self.connection.access.read_queue(name)\n"
       "        return self._stream_log(name).offsets.get(reference)\n",
       "        offsets = self._stream_log(name).offsets\n"
       "        self.connection.access.read_queue(name)\n        return offsets.get(reference)\n",
       "stream QueryOffset checks read permission before the stream exists"),
-    M("stream_store_offset_existence_first", CHANNEL,
+    M("stream_store_offset_existence_first", STREAM_COMMANDS,
       "        self.connection.access.write_queue(name)\n"
       "        self._stream_log(name).store_offset(reference, offset)\n",
       "        log = self._stream_log(name)\n"
       "        self.connection.access.write_queue(name)\n        log.store_offset(reference, offset)\n",
       "stream StoreOffset checks write permission before the stream exists"),
-    M("stream_store_offset_needs_read", CHANNEL,
+    M("stream_store_offset_needs_read", STREAM_COMMANDS,
       "        self.connection.access.write_queue(name)\n"
       "        self._stream_log(name).store_offset(reference, offset)\n",
       "        self.connection.access.read_queue(name)\n"
       "        self._stream_log(name).store_offset(reference, offset)\n",
       "stream StoreOffset needs write permission (RabbitMQ 3.10.8), not read"),
-    M("stream_publisher_sequence_existence_first", CHANNEL,
+    M("stream_publisher_sequence_existence_first", STREAM_COMMANDS,
       "        self.connection.access.read_queue(name)\n"
       "        return max(self._stream_log(name).writers.get(reference, 0), 0)\n",
       "        writers = self._stream_log(name).writers\n"
       "        self.connection.access.read_queue(name)\n"
       "        return max(writers.get(reference, 0), 0)\n",
       "stream QueryPublisherSequence checks read permission before the stream exists"),
-    M("stream_create_arguments_before_permission", CHANNEL,
+    M("stream_create_arguments_before_permission", STREAM_COMMANDS,
       "        self.connection.access.queue_declare(self.vhost, name, {})\n"
       "        declared = create_arguments(arguments)\n",
       "        declared = create_arguments(arguments)\n"
