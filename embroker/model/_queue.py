@@ -219,13 +219,10 @@ class Queue:
                 exclusive_owner: Connection | None = None, auto_delete: bool = False,
                 arguments: dict[str, Any] | None = None) -> Self:
         if cls is Queue:  # the class of its type (x-queue-type)
-            kind = (arguments or {}).get("x-queue-type")
-            if kind == "quorum":
-                from ._queue_quorum import QuorumQueue
-                return cast("Self", object.__new__(QuorumQueue))
-            if kind == "stream":
-                from ._queue_stream import StreamQueue
-                return cast("Self", object.__new__(StreamQueue))
+            named = (arguments or {}).get("x-queue-type", "classic")
+            kind = QUEUE_TYPES.get(named) if isinstance(named, str) else None
+            if kind is not None:
+                return cast("Self", object.__new__(kind.queue_class()))
         return object.__new__(cls)
 
     def __init__(self, vhost: VirtualHost, name: str, *, durable: bool = False,

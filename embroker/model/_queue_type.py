@@ -149,6 +149,12 @@ class QueueType:
     def group_size(self, queue: Queue, cluster: int) -> int:
         raise NotImplementedError
 
+    def queue_class(self) -> type[Queue]:
+        """The class of its queues, which ``Queue(...)`` makes (a classic queue:
+        :class:`~._queue.Queue` itself)."""
+        from ._queue import Queue  # (a cycle: a queue knows its type)
+        return Queue
+
     def settings(self, arguments: dict[str, Any], policy: Policy | None = None,
                  operator_policy: Policy | None = None, *, rabbitmq4: bool) -> QueueSettings:
         """What applies to a queue of this type with ``arguments`` and these policies: both
@@ -201,7 +207,7 @@ class QueueType:
 
 
 @final
-class ClassicQueue(QueueType):
+class ClassicType(QueueType):
     """``rabbit_classic_queue``: one node, its home."""
 
     name = "classic"
@@ -238,7 +244,7 @@ class ClassicQueue(QueueType):
 
 
 @final
-class QuorumQueue(QueueType):
+class QuorumType(QueueType):
     """``rabbit_quorum_queue``: members replicating one log, one of them the leader."""
 
     name = "quorum"
@@ -260,13 +266,17 @@ class QuorumQueue(QueueType):
         return queue_settings(arguments, policy, operator_policy, quorum=True,
                               rabbitmq4=rabbitmq4)
 
+    def queue_class(self) -> type[Queue]:
+        from ._queue_quorum import QuorumQueue
+        return QuorumQueue
+
     def declarable(self, queue: Queue) -> bool:
         from ._cluster import quorate  # (a cycle: _cluster needs the queue)
         return quorate(queue)
 
 
 @final
-class StreamQueue(QueueType):
+class StreamType(QueueType):
     """``rabbit_stream_queue``: a replicated log, one writer (the leader) and its replicas."""
 
     name = "stream"
@@ -286,6 +296,10 @@ class StreamQueue(QueueType):
     def group_size(self, queue: Queue, cluster: int) -> int:
         size = _setting(queue, "initial-cluster-size", policy_first=True)
         return min(cluster, size) if isinstance(size, int) and size > 0 else cluster
+
+    def queue_class(self) -> type[Queue]:
+        from ._queue_stream import StreamQueue
+        return StreamQueue
 
     def check_purge(self, queue: Queue) -> None:
         raise NotImplementedAMQP(f"queue.purge not supported by stream queues {queue.resource}")
@@ -330,7 +344,7 @@ class StreamQueue(QueueType):
 
 #: Every queue type by its ``x-queue-type`` name.
 QUEUE_TYPES: Final[dict[str, QueueType]] = {
-    t.name: t for t in (ClassicQueue(), QuorumQueue(), StreamQueue())}
+    t.name: t for t in (ClassicType(), QuorumType(), StreamType())}
 
 
 def _setting(queue: Queue, key: str, *, policy_first: bool) -> object:
