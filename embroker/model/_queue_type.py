@@ -67,7 +67,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, cast, final
 
 from ..errors import NotImplementedAMQP, PreconditionFailed
 from ._policy import Policy, QueueSettings, queue_settings
@@ -76,6 +76,7 @@ from ._stream import parse_offset_spec
 if TYPE_CHECKING:
     from ._node import Node
     from ._queue import Queue
+    from ._queue_stream import StreamQueue
 
 __all__ = ["QUEUE_TYPES", "Placement", "QueueType"]
 
@@ -322,8 +323,8 @@ class StreamType(QueueType):
                 f"automatic acknowledgement not supported by stream queues {queue.resource}")
         if global_prefetch:
             raise NotImplementedAMQP(f"{queue.resource} does not support global qos")
-        assert queue.stream is not None
-        parse_offset_spec(arguments.get("x-stream-offset"), queue.stream.now_ms())
+        parse_offset_spec(arguments.get("x-stream-offset"),
+                          cast("StreamQueue", queue).log.now_ms())
 
     def check_return(self, queue: Queue) -> None:
         # (settle/5: a stream takes acks only)
@@ -337,8 +338,7 @@ class StreamType(QueueType):
     def message_counts(self, queue: Queue, unacked: tuple[int, int],
                        ) -> tuple[int, int, int, int, int, int]:
         # the messages its log keeps, none of them "taken"
-        log = queue.stream
-        assert log is not None
+        log = cast("StreamQueue", queue).log
         return len(log), log.size, 0, 0, 0, 0
 
 
