@@ -39,14 +39,15 @@ In a cluster of one node every queue lives on it, as before there were nodes.
 What each type decides, and where
 ---------------------------------
 Nothing outside these types tests a queue's type as a flag: whatever differs by type is asked
-of the type, or done by the queue's class, which ``Queue(...)`` picks by ``x-queue-type``
-(RabbitMQ's split between ``rabbit_queue_type`` modules and the processes behind them).
+of the type, or done by the queue's class, which ``Queue(...)`` takes from its type
+(:meth:`QueueType.queue_class`; RabbitMQ's split between the ``rabbit_queue_type`` modules and
+the processes behind them: ``rabbit_fifo``, ``osiris``).
 
 - Settings (this module): which names exist, the arguments each takes and whether it may be
   server-named or durable, exclusive, auto-delete (``_arguments`` and the vhost ask at declare
-  time); how its arguments and policies combine (:meth:`QueueType.settings`: the classic or
-  quorum precedence of ``_policy``; a stream then takes its retention alone,
-  :mod:`._queue_stream`); policies match by the type's name.
+  time); which policies apply (:meth:`QueueType.unsupported_policies`, ``capabilities/0``);
+  how its arguments and policies combine (:meth:`QueueType.settings`: the classic or quorum
+  precedence of ``_policy``; a stream then takes its retention alone, :mod:`._queue_stream`).
 - Refusals (this module, asked by the channel before it acts, ``rabbit_stream_queue``'s
   texts): a stream refuses queue.purge, basic.get, a consumer with ``x-priority``, without a
   prefetch, with automatic acknowledgement or on a channel with a global qos, basic.nack and
