@@ -78,6 +78,10 @@ class StaleMutation(Exception):
 
 CHANNEL = "embroker/model/_channel.py"
 QUEUE = "embroker/model/_queue.py"
+QUORUM = "embroker/model/_queue_quorum.py"
+STREAM_QUEUE = "embroker/model/_queue_stream.py"
+QUEUE_TYPE = "embroker/model/_queue_type.py"
+STREAM_COMMANDS = "embroker/model/_stream_commands.py"
 VHOST = "embroker/model/_vhost.py"
 EXCHANGE = "embroker/model/_exchange.py"
 DEADLETTER = "embroker/model/_deadletter.py"
@@ -180,8 +184,8 @@ MUTATIONS: list[Mutation] = [
       "        if False:\n            raise PreconditionFailed(\"cannot switch from tx",
       "confirm.select on a transactional channel is a 406"),
     M("tx_publish_not_held", CHANNEL,
-      '        if held is not None:\n            vhost.check_routing_headers(message)',
-      '        if False:\n            vhost.check_routing_headers(message)',
+      '            if held is not None:\n                vhost.check_routing_headers(message)',
+      '            if False:\n                vhost.check_routing_headers(message)',
       "a publish in a transaction waits for tx.commit"),
     M("tx_ack_not_held", CHANNEL,
       '        if held is not None:\n            held._hold(HeldSettlement(',
@@ -323,14 +327,14 @@ MUTATIONS: list[Mutation] = [
       "",
       "basic.get restarts the x-expires countdown"),
     M("reject_publish_ignored", QUEUE,
-      "if limited and self._overflow != \"drop-head\" and (",
-      "if False and (",
+      "if limited and self._overflow != \"drop-head\" and self._refuses(",
+      "if False and self._refuses(",
       "x-overflow reject-publish refuses a publish to a full queue"),
-    M("quorum_refuses_at_the_limit", QUEUE,
+    M("quorum_refuses_at_the_limit", QUORUM,
       "            blocked = self._over_limit()\n",
       "            blocked = self._over_limit(1)\n",
       "a quorum queue takes one message over its limit before it blocks a publisher"),
-    M("quorum_lets_go_at_once", QUEUE,
+    M("quorum_lets_go_at_once", QUORUM,
       "len(self._ready) <= int(max_length * _LOW_LIMIT)",
       "len(self._ready) <= max_length",
       "a blocked quorum publisher waits until the queue is at 80% of its limit"),
@@ -356,9 +360,51 @@ MUTATIONS: list[Mutation] = [
       "priority = min(priority, self._max) if isinstance(priority, int) else 0",
       "priority = priority if isinstance(priority, int) else 0",
       "a priority above x-max-priority counts as x-max-priority"),
-    M("quorum_delivery_limit_off_by_one", QUEUE,
+    M("quorum_delivery_limit_off_by_one", QUORUM,
       "entry.delivery_count > limit", "entry.delivery_count >= limit",
       "x-delivery-limit N allows N redeliveries"),
+    # -- what each queue type decides (#48) ----------------------------------------------------
+    M("quorum_deliveries_without_count", QUORUM,
+      "    rewrites_deliveries: ClassVar[bool] = True\n", "",
+      "a quorum queue's redelivery carries x-delivery-count"),
+    M("quorum_requeue_keeps_position_without_limit", QUORUM,
+      "            if limit is None:\n                # RabbitMQ 3.10",
+      "            if False:\n                # RabbitMQ 3.10",
+      "a quorum queue without a delivery limit returns a message to its back"),
+    M("quorum_reject_publish_dlx_kept", QUORUM,
+      '        if self._overflow == "reject-publish-dlx":\n',
+      '        if False:\n',
+      "reject-publish-dlx is not a quorum overflow: the queue drops its head"),
+    M("quorum_policy_change_drops_by_the_old_overflow", QUORUM,
+      "        super()._policies_changed(self._overflow)", "        super()._policies_changed(overflow)",
+      "a quorum queue's policy change drops its head only under the new overflow"),
+    M("stream_retention_waits_for_a_segment", STREAM_QUEUE,
+      "        self.log.apply_retention()  # (osiris", "        pass  # (osiris",
+      "a stream's policy lowering its retention removes old segments at once"),
+    M("stream_takes_global_qos", QUEUE_TYPE,
+      "        if global_prefetch:\n", "        if False:\n",
+      "a stream refuses a consumer on a channel with a global qos"),
+    M("stream_takes_auto_ack", QUEUE_TYPE,
+      "        if no_ack:\n", "        if False:\n",
+      "a stream refuses an automatic-acknowledgement consumer"),
+    M("stream_takes_basic_get", QUEUE_TYPE,
+      '        raise NotImplementedAMQP(f"basic.get not supported by stream queues',
+      '        return\n        raise NotImplementedAMQP(f"basic.get not supported by stream queues',
+      "basic.get on a stream is refused (540)"),
+    M("policy_keys_a_type_refuses_apply", "embroker/model/_policy.py",
+      "if keys & queue_type.unsupported_policies(rabbitmq4=self.rabbitmq4)))",
+      "if keys & frozenset()))",
+      "a policy with a key a queue type refuses does not apply to a queue of that type"),
+    M("stream_listed_as_its_ready_messages", QUEUE_TYPE,
+      "        return len(log), log.size, 0, 0, 0, 0\n",
+      "        return 0, 0, 0, 0, 0, 0\n",
+      "a stream's listing shows the messages its log keeps"),
+    M("quorum_declared_without_a_majority", QUEUE_TYPE,
+      "        return quorate(queue)\n", "        return True\n",
+      "a quorum queue is not created without a majority of its members running"),
+    M("stream_rolled_back_delivery_requeued", QUEUE_TYPE,
+      "    requeues = False\n", "",
+      "a stream's rolled-back acknowledgements stay unacknowledged: nothing goes back"),
     # -- dead-lettering ------------------------------------------------------------------------
     M("x_death_count_not_incremented", DEADLETTER,
       'updated = {**entry, "count": _wrap_int64(count + 1)}',
@@ -494,57 +540,57 @@ MUTATIONS: list[Mutation] = [
       "        if method.rule is not Rule.ADMIN:\n",
       "every route but /api/auth asks for credentials"),
     # -- the stream operations' check order (permission, then existence) ----------------------
-    M("stream_delete_existence_first", CHANNEL,
+    M("stream_delete_existence_first", STREAM_COMMANDS,
       "        self.connection.access.queue_delete(name)\n        self._stream_log(name)\n",
       "        self._stream_log(name)\n        self.connection.access.queue_delete(name)\n",
       "stream Delete checks configure permission before the stream exists"),
-    M("stream_reader_existence_first", CHANNEL,
+    M("stream_reader_existence_first", STREAM_COMMANDS,
       "        self.connection.access.read_queue(name)\n        return self._stream_log(name)\n\n"
       "    def stream_writer",
       "        log = self._stream_log(name)\n        self.connection.access.read_queue(name)\n"
       "        return log\n\n    def stream_writer",
       "stream Subscribe checks read permission before the stream exists"),
-    M("stream_writer_existence_first", CHANNEL,
+    M("stream_writer_existence_first", STREAM_COMMANDS,
       "        self.connection.access.write_queue(name)\n        if taken:",
       "        self._stream_log(name)\n        self.connection.access.write_queue(name)\n"
       "        if taken:",
       "stream DeclarePublisher checks write permission before the stream exists"),
-    M("stream_writer_taken_after_existence", CHANNEL,
+    M("stream_writer_taken_after_existence", STREAM_COMMANDS,
       "        if taken:\n            raise PreconditionFailed(f\"publisher already declared on "
       "stream '{name}'\")\n        return self._stream_log(name)\n",
       "        log = self._stream_log(name)\n        if taken:\n            raise "
       "PreconditionFailed(f\"publisher already declared on stream '{name}'\")\n        return log\n",
       "stream DeclarePublisher refuses a publisher id in use before it looks for the stream"),
-    M("stream_publish_existence_first", CHANNEL,
+    M("stream_publish_existence_first", STREAM_COMMANDS,
       "        self.connection.access.write_queue(name)\n        log = self._stream_log(name)\n",
       "        log = self._stream_log(name)\n        self.connection.access.write_queue(name)\n",
       "a stream publish checks write permission before the stream exists"),
-    M("stream_query_offset_existence_first", CHANNEL,
+    M("stream_query_offset_existence_first", STREAM_COMMANDS,
       "        self.connection.access.read_queue(name)\n"
       "        return self._stream_log(name).offsets.get(reference)\n",
       "        offsets = self._stream_log(name).offsets\n"
       "        self.connection.access.read_queue(name)\n        return offsets.get(reference)\n",
       "stream QueryOffset checks read permission before the stream exists"),
-    M("stream_store_offset_existence_first", CHANNEL,
+    M("stream_store_offset_existence_first", STREAM_COMMANDS,
       "        self.connection.access.write_queue(name)\n"
       "        self._stream_log(name).store_offset(reference, offset)\n",
       "        log = self._stream_log(name)\n"
       "        self.connection.access.write_queue(name)\n        log.store_offset(reference, offset)\n",
       "stream StoreOffset checks write permission before the stream exists"),
-    M("stream_store_offset_needs_read", CHANNEL,
+    M("stream_store_offset_needs_read", STREAM_COMMANDS,
       "        self.connection.access.write_queue(name)\n"
       "        self._stream_log(name).store_offset(reference, offset)\n",
       "        self.connection.access.read_queue(name)\n"
       "        self._stream_log(name).store_offset(reference, offset)\n",
       "stream StoreOffset needs write permission (RabbitMQ 3.10.8), not read"),
-    M("stream_publisher_sequence_existence_first", CHANNEL,
+    M("stream_publisher_sequence_existence_first", STREAM_COMMANDS,
       "        self.connection.access.read_queue(name)\n"
       "        return max(self._stream_log(name).writers.get(reference, 0), 0)\n",
       "        writers = self._stream_log(name).writers\n"
       "        self.connection.access.read_queue(name)\n"
       "        return max(writers.get(reference, 0), 0)\n",
       "stream QueryPublisherSequence checks read permission before the stream exists"),
-    M("stream_create_arguments_before_permission", CHANNEL,
+    M("stream_create_arguments_before_permission", STREAM_COMMANDS,
       "        self.connection.access.queue_declare(self.vhost, name, {})\n"
       "        declared = create_arguments(arguments)\n",
       "        declared = create_arguments(arguments)\n"
@@ -555,7 +601,7 @@ MUTATIONS: list[Mutation] = [
       "        if self.compression:\n            return None\n        data, records, pos",
       "        data, records, pos",
       "a compressed sub-batch's records are not the broker's to read"),
-    M("sub_batch_skipped_under_3_10_too", QUEUE,
+    M("sub_batch_skipped_under_3_10_too", STREAM_QUEUE,
       "if chunk.unparsed and (not rabbitmq4 or chunk.malformed):",
       "if chunk.unparsed and chunk.malformed:",
       "RabbitMQ 3.10's AMQP readers crash (541) on a chunk with a compressed sub-batch"),

@@ -175,15 +175,9 @@ class QueueSnapshot(NamedTuple):
 def queue_snapshot(queue: Queue, unacked: tuple[int, int] | None = None) -> QueueSnapshot:
     """Read ``queue`` (under the broker's lock; ``unacked``: count and bytes of its
     unacknowledged deliveries, :func:`unacked_by_queue`)."""
-    ready = queue.message_count
-    ready_bytes = queue.message_bytes
-    unacked_count, unacked_bytes = unacked if unacked is not None else (queue.unacked, 0)
-    persistent = persistent_bytes = 0
-    if queue.stream is not None:  # a stream: the messages its log keeps (none are "taken")
-        ready, ready_bytes = len(queue.stream), queue.stream.size
-        unacked_count = unacked_bytes = 0
-    elif queue.durable and ready:
-        persistent, persistent_bytes = queue.persistent
+    (ready, ready_bytes, unacked_count, unacked_bytes, persistent,
+     persistent_bytes) = queue.type.message_counts(
+        queue, unacked if unacked is not None else (queue.unacked, 0))
     active = queue.active_consumer if queue.single_active else None
     exclusive_tag = next((c.tag for c in queue.consumers if c.exclusive), None) \
         if queue.consumer_count else None

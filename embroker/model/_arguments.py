@@ -187,7 +187,7 @@ def _queue_version(value: Any, _args: Mapping[str, Any]) -> str | None:
 
 
 def _queue_type(value: Any, _args: Mapping[str, Any]) -> str | None:
-    if value in ("classic", "quorum", "stream"):
+    if isinstance(value, str) and value in QUEUE_TYPES:
         return None
     if isinstance(value, str):
         return f'"unsupported queue type \'{value}\'"'
@@ -256,13 +256,14 @@ def validate_queue_arguments(resource: str, arguments: Mapping[str, Any], *,
             error = check(arguments[key], arguments)
             if error is not None:
                 raise PreconditionFailed(f"invalid arg '{key}' for {resource}: {error}")
-    if queue_type not in QUEUE_TYPE_ARGUMENTS:
+    kind = QUEUE_TYPES.get(queue_type)
+    if kind is None:
         return  # (the x-queue-type check above refused it)
     for key in arguments:
         if key in _VALIDATORS and key not in takes:
             raise PreconditionFailed(f"invalid arg '{key}' for {resource} of queue type "
-                                     f"rabbit_{queue_type}_queue")
-    if queue_type == "classic":
+                                     f"{kind.module}")
+    if kind.is_compatible(durable=durable, exclusive=exclusive, auto_delete=auto_delete):
         return
     for refused, prop in ((auto_delete, "auto-delete"), (exclusive, "exclusive-owner"),
                           (not durable, "non-durable")):
@@ -270,13 +271,10 @@ def validate_queue_arguments(resource: str, arguments: Mapping[str, Any], *,
             raise PreconditionFailed(f"invalid property '{prop}' for {resource}")
 
 
-def validate_consumer_arguments(resource: str, arguments: Mapping[str, Any], *,
-                                stream: bool = False) -> None:
+def validate_consumer_arguments(resource: str, arguments: Mapping[str, Any]) -> None:
     """Raise PreconditionFailed (406) for a basic.consume argument RabbitMQ refuses
-    (``x-priority`` must be an integer; a stream's consumers take none)."""
-    if stream and "x-priority" in arguments:
-        raise PreconditionFailed(f"invalid arg 'x-priority' for {resource} of queue type "
-                                 "rabbit_stream_queue")
+    (``x-priority`` must be an integer; what a queue type refuses besides is its own:
+    :meth:`~._queue_type.QueueType.check_consume`)."""
     if "x-priority" in arguments:
         error = _int(arguments["x-priority"], arguments)
         if error is not None:

@@ -97,7 +97,7 @@ def no_majority(queue: Queue, what: str,
         return InternalError(f"Cannot delete queue '{queue.resource}' on node '{name}': "
                              "{error,coordinator_unavailable} ")
     if what == "declare":
-        if queue.stream is not None:  # (rabbit_stream_queue:declare/2, after 30 s live)
+        if queue.type.name == "stream":  # (rabbit_stream_queue:declare/2, after 30 s live)
             return InternalError(f"Cannot declare a queue '{queue.resource}' on node '{name}': "
                                  "{error,coordinator_unavailable}")
         return InternalError(f"Cannot declare quorum queue '{queue.name}' in vhost "

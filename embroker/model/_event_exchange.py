@@ -142,9 +142,8 @@ class EventPublisher:
         fields: list[tuple[str, Any]] = [("user_who_performed_action", user)]
         owner = queue.exclusive_owner
         arguments = arguments_array(queue.arguments)
-        qtype = queue.arguments.get("x-queue-type", "classic")
-        if qtype in ("quorum", "stream"):
-            fields += [("arguments", arguments), ("type", f"rabbit_{qtype}_queue"),
+        if queue.type.replicated:  # (declared by rabbit_quorum_queue, rabbit_stream_queue)
+            fields += [("arguments", arguments), ("type", queue.type.module),
                        ("exclusive", owner is not None)]
         else:
             fields += [("exclusive", owner is not None),

@@ -320,33 +320,6 @@ def _validators_4(operator: bool, locator_permitted: bool) -> _Validators:
         *(() if operator else ((frozenset(_FEDERATION), _validate_federation),)),
     )
 
-#: Keys a queue type refuses: a policy with one of them does not apply to a queue of that type
-#: (the queue types' ``unsupported_policies`` capability, RabbitMQ 3.10).
-_NOT_FOR: Final = {
-    "classic": frozenset({"max-age", "stream-max-segment-size-bytes", "queue-leader-locator",
-                          "initial-cluster-size", "delivery-limit", "dead-letter-strategy"}),
-    "quorum": frozenset({"max-priority", "queue-mode", "single-active-consumer", *_MIRRORING[:3],
-                         "ha-promote-on-shutdown", "ha-promote-on-failure",
-                         "queue-master-locator", "max-age", "stream-max-segment-size-bytes",
-                         "initial-cluster-size"}),
-    # rabbit_stream_queue:capabilities/0, v3.10.8
-    "stream": frozenset({"expires", "message-ttl", "dead-letter-exchange",
-                         "dead-letter-routing-key", "max-length", "max-in-memory-length",
-                         "max-in-memory-bytes", "max-priority", "overflow", "queue-mode",
-                         "single-active-consumer", "delivery-limit", *_MIRRORING[:3],
-                         "ha-promote-on-shutdown", "ha-promote-on-failure",
-                         "queue-master-locator", "dead-letter-strategy"}),
-}
-#: ... RabbitMQ 4's (v4.1.4 capabilities/0): classic queues take queue-leader-locator and refuse
-#: the quorum queues' in-memory limits and target-group-size.
-_NOT_FOR_4: Final = {
-    "classic": frozenset({"max-age", "stream-max-segment-size-bytes", "initial-cluster-size",
-                          "delivery-limit", "dead-letter-strategy", "max-in-memory-length",
-                          "max-in-memory-bytes", "target-group-size"}),
-    "quorum": _NOT_FOR["quorum"],
-    "stream": _NOT_FOR["stream"] | {"target-group-size"},  # (v4.1.4 capabilities/0)
-}
-
 #: Keys accepted and kept with no effect, that setting warns about, and why.
 _NO_EFFECT_WARNED: Final = {
     **dict.fromkeys(_MIRRORING, "a single embroker node has no mirrors"),
@@ -494,9 +467,11 @@ class Policy:
         object.__setattr__(self, "definition", MappingProxyType(dict(self.definition)))
         object.__setattr__(self, "_regex", _regexes.compile_set(self.pattern))
         keys = set(self.definition)
-        refusing = _NOT_FOR_4 if self.rabbitmq4 else _NOT_FOR
+        from ._queue_type import QUEUE_TYPES  # (a cycle: a queue type's settings are ours)
+        # (a policy with a key a queue type refuses does not apply to a queue of that type)
         object.__setattr__(self, "_not_for", frozenset(
-            qtype for qtype, refused in refusing.items() if keys & refused))
+            name for name, queue_type in QUEUE_TYPES.items()
+            if keys & queue_type.unsupported_policies(rabbitmq4=self.rabbitmq4)))
 
     @property
     def kind(self) -> str:
@@ -836,8 +811,7 @@ class Policies:
     def _match_resource(self, resource: Resource) -> tuple[Policy | None, Policy | None]:
         if resource.kind == "queue":
             queue = cast("Queue", resource)
-            return self.match("queue", queue.name, "stream" if queue.stream is not None
-                              else "quorum" if queue.quorum else "classic")
+            return self.match("queue", queue.name, queue.type.name)
         return self.match("exchange", resource.name)
 
     def attach(self, resource: Resource) -> None:

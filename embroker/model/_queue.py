@@ -20,7 +20,8 @@ The features RabbitMQ configures with queue arguments all act on the ready messa
   blocked once it *is* over a limit (so it holds one message more than the limit), and let go
   only when it is back at 80% of the limit (``?LOW_LIMIT``); a publisher new to the queue is
   refused only while it is over (``register_enqueuer``). ``reject-publish-dlx`` is not a quorum
-  overflow: such a queue drops its head (``rabbit_quorum_queue:overflow/3``);
+  overflow: such a queue drops its head (``rabbit_quorum_queue:overflow/3``). What a quorum
+  queue and a stream do differently is theirs: :mod:`._queue_quorum`, :mod:`._queue_stream`;
 - ``x-dead-letter-exchange`` / ``x-dead-letter-routing-key``: where messages go when they are
   rejected, expire or are pushed out by a length limit (see ``_deadletter``);
 - ``x-expires``: the queue deletes itself after that long unused (no consumer, no basic.get, no
@@ -35,24 +36,18 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, final
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 from weakref import WeakKeyDictionary
 
-from ..errors import InternalError
-from ..fieldtypes import Long
+from typing_extensions import Self
+
 from . import _history
 from ._message import Message, QueuedMessage
 from ._names import resource
-from ._policy import Policy, effective_definition, queue_settings
+from ._policy import Policy, effective_definition
 from ._queue_type import QUEUE_TYPES, Placement, QueueType
 from ._stream import (
-    DEFAULT_SEGMENT_SIZE,
-    Entry,
     StreamLog,
-    chunk_matches,
-    consumer_filter,
-    max_age_ms,
-    parse_offset_spec,
 )
 
 if TYPE_CHECKING:
@@ -147,9 +142,10 @@ class _PriorityReady:
         return all(list(level) == sorted(level, key=_by_seq) for level in self._levels.values())
 
 
-@final
 class Queue:
-    """A queue: its ready messages in order and the consumers that take them in turn.
+    """A queue: its ready messages in order and the consumers that take them in turn (a
+    classic queue; ``Queue(...)`` makes a quorum queue or a stream of the subclass that
+    implements its type, see :mod:`._queue_quorum` and :mod:`._queue_stream`).
 
     Attributes:
         name, durable, auto_delete, arguments: as declared.
@@ -162,6 +158,10 @@ class Queue:
     """
 
     kind: ClassVar[str] = "queue"
+    #: Whether its deliveries carry more than the message as stored (:meth:`outgoing`).
+    rewrites_deliveries: ClassVar[bool] = False
+    #: Whether a ``modified`` outcome's annotations stay with the message.
+    keeps_annotations: ClassVar[bool] = False
 
     __slots__ = (
         "__weakref__",  # a queue dead-lettering into a quorum queue is one of its enqueuers
@@ -206,7 +206,6 @@ class Queue:
         "placement",
         "policy",
         "protocol_state",
-        "quorum",
         "settings",
         "single_active",
         "stream",
@@ -215,6 +214,16 @@ class Queue:
         "unacked",
         "vhost",
     )
+
+    def __new__(cls, vhost: VirtualHost, name: str, *, durable: bool = False,
+                exclusive_owner: Connection | None = None, auto_delete: bool = False,
+                arguments: dict[str, Any] | None = None) -> Self:
+        if cls is Queue:  # the class of its type (x-queue-type)
+            named = (arguments or {}).get("x-queue-type", "classic")
+            kind = QUEUE_TYPES.get(named) if isinstance(named, str) else None
+            if kind is not None:
+                return cast("Self", object.__new__(kind.queue_class()))
+        return object.__new__(cls)
 
     def __init__(self, vhost: VirtualHost, name: str, *, durable: bool = False,
                  exclusive_owner: Connection | None = None, auto_delete: bool = False,
@@ -273,20 +282,15 @@ class Queue:
         #: Whether it is out of reach: a classic queue whose home node is stopped (RabbitMQ
         #: keeps its record: ``state`` ``down``; see :mod:`._cluster`).
         self.down = False
-        #: ``x-queue-type`` quorum: deliveries carry ``x-delivery-count``, ``x-delivery-limit``.
-        self.quorum = args.get("x-queue-type") == "quorum"
-        #: ``x-queue-type`` stream: the log its consumers read from an offset (``_stream``).
-        self.stream: StreamLog | None = None
+        #: A stream's log, its consumers read from an offset (``_stream``); else ``None``.
+        self.stream: StreamLog | None = self._open_log()
         #: A stream's consumers and the offset each reads next.
         self.stream_positions: dict[Consumer, int] = {}
-        if args.get("x-queue-type") == "stream":
-            self.stream = _stream_log(self)
         #: The policy and operator policy that apply to it (set by its vhost's policies).
         self.policy: Policy | None = None
         self.operator_policy: Policy | None = None
         #: Its effective settings: its arguments and policies combined as RabbitMQ does.
-        self.settings = queue_settings(args, quorum=self.quorum,
-                                       rabbitmq4=vhost.broker.profile.rabbitmq4)
+        self.settings = self.type.settings(args, rabbitmq4=vhost.broker.profile.rabbitmq4)
         self._use_settings()
         # A quorum queue's publishers (channels, and queues that dead-letter to it) and whether
         # each is blocked (reject-publish): rabbit_fifo's enqueuers. Weak: a closed channel goes.
@@ -296,56 +300,28 @@ class Queue:
         self.default_route: tuple[Binding]
         self.touch()
 
+    def _open_log(self) -> StreamLog | None:
+        return None
+
+    @property
+    def quorum(self) -> bool:
+        """Whether it is a quorum queue (for callers: the model asks its type)."""
+        return self.type.name == "quorum"
+
     def _use_settings(self) -> None:
         settings = self.settings
         # Length limits count ready messages only, as RabbitMQ's.
         self._max_length: int | None = settings.max_length
         self._max_bytes: int | None = settings.max_length_bytes
-        overflow = settings.overflow
-        if self.quorum and overflow == "reject-publish-dlx":
-            overflow = "drop-head"  # not a quorum overflow: RabbitMQ warns and drops the head
-        self._overflow: str = overflow
+        self._overflow: str = settings.overflow
         ttl = settings.message_ttl
         self._ttl: float | None = ttl / 1000 if ttl is not None else None
         self._expiring = self._expiring or ttl is not None
         expires = settings.expires
         self._expires: float | None = expires / 1000 if expires is not None else None
-        limit = settings.delivery_limit if self.quorum else None
-        if limit is not None and limit < 0 and self.vhost.broker.profile.rabbitmq4:
-            limit = None  # RabbitMQ 4: a negative limit is none (v4.1.4 rabbit_fifo:update_config)
-        self._delivery_limit: int | None = limit
+        self._delivery_limit: int | None = None
         self.dead_letter_exchange: str | None = settings.dead_letter_exchange
         self.dead_letter_routing_key: str | None = settings.dead_letter_routing_key
-        if self.stream is not None:
-            self._use_stream_settings()
-
-    def _use_stream_settings(self) -> None:
-        # A stream takes none of the classic and quorum keys of its policies (its type's
-        # unsupported_policies), and the retention keys from its arguments and policies, the
-        # lowest of each as RabbitMQ 3.10's rabbit_stream_queue:update_stream_conf/2 does.
-        assert self.stream is not None
-        self._max_length = self._max_bytes = self._ttl = self._expires = None
-        self._delivery_limit = None
-        self.dead_letter_exchange = self.dead_letter_routing_key = None
-        definitions = [p.definition for p in (self.policy, self.operator_policy)
-                       if p is not None]
-
-        def lowest(key: str, convert: Any) -> int | None:
-            values = [convert(d[key]) for d in definitions if key in d]
-            values.append(convert(self.arguments.get("x-" + key)))
-            found = [v for v in values if v is not None]
-            return min(found) if found else None
-
-        def as_int(value: Any) -> int | None:
-            return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-        def as_age(value: Any) -> int | None:
-            return max_age_ms(value) if isinstance(value, str) else None
-
-        log = self.stream
-        log.max_bytes = lowest("max-length-bytes", as_int)
-        log.max_age = lowest("max-age", as_age)
-        log.segment_size = lowest("stream-max-segment-size-bytes", as_int) or DEFAULT_SEGMENT_SIZE
 
     def apply_policies(self, policy: Policy | None, operator_policy: Policy | None) -> None:
         """Take the policy and operator policy that now apply (set, changed or cleared) as
@@ -357,20 +333,19 @@ class Queue:
         """
         overflow = self._overflow
         self.policy, self.operator_policy = policy, operator_policy
-        self.settings = queue_settings(self.arguments, policy, operator_policy,
-                                       quorum=self.quorum,
-                                       rabbitmq4=self.vhost.broker.profile.rabbitmq4)
+        self.settings = self.type.settings(self.arguments, policy, operator_policy,
+                                           rabbitmq4=self.vhost.broker.profile.rabbitmq4)
         self._use_settings()
-        if self.deleted:
-            return
-        if self.stream is not None:
-            self.stream.apply_retention()  # (osiris re-evaluates when its retention changes)
-            return
+        if not self.deleted:
+            self._policies_changed(overflow)
+
+    def _policies_changed(self, overflow: str) -> None:
+        # What new settings do at once (``overflow`` the one before).
         if self._expires is None and self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
         self.touch()
-        if self._overflow == "drop-head" or (overflow == "drop-head" and not self.quorum):
+        if self._overflow == "drop-head" or overflow == "drop-head":
             self._drop_over_limit()
         self._evaluate_limit()
         if self._expiring:
@@ -451,8 +426,6 @@ class Queue:
         """The ready messages in delivery order, without consuming them (a snapshot taken
         under the broker's lock: safe while a listener serves clients)."""
         with self.vhost.broker._lock:
-            if self.stream is not None:
-                return self.stream.messages()  # a stream: every message it keeps
             return [entry.message for entry in self._ready]
 
     @property
@@ -475,18 +448,7 @@ class Queue:
     # -- consumers -----------------------------------------------------------------------------
 
     def add_consumer(self, consumer: Consumer) -> None:
-        """Add a consumer; it takes its turn after those of its priority already there. A
-        stream's consumer reads from where its ``x-stream-offset`` argument says.
-
-        Raises:
-            InternalError: (541) a stream consumer's ``x-stream-offset`` is not one (as
-                RabbitMQ 3.10 answers).
-        """
-        position = 0
-        if self.stream is not None:
-            spec = parse_offset_spec(consumer.arguments.get("x-stream-offset"),
-                                     self.stream.now_ms())
-            position = self.stream.start_offset(spec)
+        """Add a consumer; it takes its turn after those of its priority already there."""
         group = self._groups.get(consumer.priority)
         if group is None:
             group = self._groups[consumer.priority] = deque()
@@ -494,8 +456,6 @@ class Queue:
         group.append(consumer)
         self._consumer_count += 1
         self.had_consumers = True
-        if self.stream is not None:
-            self.stream_positions[consumer] = position
         if self.single_active:
             self._registered.append(consumer)
             if self._active is None:
@@ -568,13 +528,8 @@ class Queue:
 
         Runtime complexity: ``O(1)`` amortised.
         """
-        if self.stream is not None:
-            self.append_chunk((message,), writer=self.stream.amqp_writer(publisher))
-            return True
         limited = self._max_length is not None or self._max_bytes is not None
-        if limited and self._overflow != "drop-head" and (
-                self._blocks(publisher) if self.quorum
-                else self._over_limit(1, len(message.body))):
+        if limited and self._overflow != "drop-head" and self._refuses(publisher, message):
             _history.refused(self._clock, self, message, self._overflow)
             if self._overflow == "reject-publish-dlx":
                 self._dead_letter([message], "maxlen")
@@ -609,46 +564,23 @@ class Queue:
 
     def requeue(self, entries: Iterable[QueuedMessage], *, closed: bool = False) -> None:
         """Put delivered messages back at their original positions, marked redelivered;
-        ``closed``: their channel closed (a quorum queue's go back first then, see below).
+        ``closed``: their channel closed (which a quorum queue tells apart:
+        :mod:`._queue_quorum`).
 
         Runtime complexity: ``O(k)`` when they go back to the head (the usual case), ``O(k * n)``
         at worst.
         """
-        if self.stream is not None:  # nothing goes back to a stream: only the credit
-            self.unacked -= sum(1 for _entry in entries)
-            return
         ready = self._ready
-        limit = self._delivery_limit
-        over_limit = []
-        to_back = []
         for entry in sorted(entries, key=_by_seq, reverse=True):  # latest to earliest
             entry.redelivered = True
             self.unacked -= 1
-            if self.quorum:
-                entry.delivery_count += 1
-                if limit is not None and entry.delivery_count > limit:
-                    over_limit.append(entry.message)
-                    _history.left(self._clock, self, (entry.message,), "delivery_limit")
-                    continue
-                if limit is None and not closed:
-                    # RabbitMQ 3.10's quorum queue without a delivery limit returns a message
-                    # to the back of the queue (with one, it comes back first, as below),
-                    # several in their order (rabbit_fifo's return of a consumer's messages).
-                    # Those of a consumer whose channel closed come back first either way
-                    # (v3.10.8 rabbit_fifo: handle_down, return_all/5 into its returns).
-                    to_back.append(entry)
-                    continue
             self._ready_bytes += len(entry.message.body)
             self._count_persistent(entry.message, 1)
             ready.put_back(entry)
-        for entry in reversed(to_back):  # earliest first
-            entry.seq = self._next_seq
-            self._next_seq += 1
-            self._ready_bytes += len(entry.message.body)
-            self._count_persistent(entry.message, 1)
-            ready.append(entry)
-        if over_limit:
-            self._dead_letter(over_limit[::-1], "delivery_limit")
+        self._requeued()
+
+    def _requeued(self) -> None:
+        # Messages came back: they go on to consumers, limits and expiry as a publish's.
         if self._consumer_count:
             self.dispatch()
         if self._max_length is not None or self._max_bytes is not None:
@@ -697,19 +629,9 @@ class Queue:
         return entry
 
     def outgoing(self, entry: QueuedMessage, *, get: bool = False) -> Message:
-        """The message as a quorum queue delivers it: with ``x-delivery-count`` (how many times
-        it came back before) in its headers. As RabbitMQ 3.10, a consumer's first delivery has
-        no such header, while basic.get always shows it; from RabbitMQ 3.12 neither has it
-        (v3.12.0 release notes; v4.1.4 rabbit_fifo_client:add_delivery_count_header/2)."""
-        message = entry.message
-        annotations = entry.annotations
-        get = get and not self.vhost.broker.profile.at_least(3, 12)
-        if not get and not entry.delivery_count and not annotations:
-            return message
-        headers = {**(message.properties.get("headers") or {}), **(annotations or {})}
-        if get or entry.delivery_count:
-            headers["x-delivery-count"] = Long(entry.delivery_count)
-        return message.with_headers(headers)
+        """The message as it is delivered (``get``: to basic.get) when
+        :attr:`rewrites_deliveries`: as stored, here."""
+        return entry.message
 
     def settle(self, count: int = 1) -> None:
         """Forget ``count`` delivered messages that were acknowledged."""
@@ -771,9 +693,6 @@ class Queue:
         """Hand ready messages to consumers with room until one side runs out: the highest
         priority consumers that have room first, taking turns within a priority. A stream's
         consumers each read on from their own offset while they have room."""
-        if self.stream is not None:
-            self._dispatch_stream()
-            return
         ready = self._ready
         if self._expiring:
             self._expire_head()
@@ -840,36 +759,13 @@ class Queue:
                 or (self._max_bytes is not None
                     and self._ready_bytes + extra_bytes > self._max_bytes))
 
-    def _blocks(self, publisher: object | None) -> bool:
-        """Whether a quorum queue refuses ``publisher``'s message (reject-publish): a publisher
-        new to the queue registers, refused only if the queue is over a limit now
-        (``rabbit_fifo`` ``register_enqueuer``); one it knows is refused while blocked."""
-        enqueuers = self._enqueuers
-        blocked = enqueuers.get(publisher) if publisher is not None else None
-        if blocked is None:
-            blocked = self._over_limit()
-            if publisher is not None:
-                enqueuers[publisher] = blocked
-        return blocked
+    def _refuses(self, publisher: object | None, message: Message) -> bool:
+        """Whether a queue with a length limit refuses ``publisher``'s ``message``
+        (reject-publish): if it would take it over the limit."""
+        return self._over_limit(1, len(message.body))
 
     def _evaluate_limit(self) -> None:
-        """A quorum queue with reject-publish after each change (``rabbit_fifo``'s
-        ``evaluate_limit/5``): over a limit, every publisher is blocked; at or below 80% of
-        every limit (``is_below_soft_limit``), every one is let go."""
-        enqueuers = self._enqueuers
-        if not enqueuers or self._overflow != "reject-publish":
-            return
-        if self._over_limit():
-            for publisher in list(enqueuers.keys()):
-                enqueuers[publisher] = True
-        elif self._below_soft_limit():
-            for publisher in list(enqueuers.keys()):
-                enqueuers[publisher] = False
-
-    def _below_soft_limit(self) -> bool:
-        max_length, max_bytes = self._max_length, self._max_bytes
-        return ((max_length is None or len(self._ready) <= int(max_length * _LOW_LIMIT))
-                and (max_bytes is None or self._ready_bytes <= int(max_bytes * _LOW_LIMIT)))
+        """After each change: whether the publishers a quorum queue blocks go on blocked."""
 
     @property
     def blocked_publishers(self) -> int:
@@ -949,70 +845,6 @@ class Queue:
             if timer is not None:
                 timer.cancel()
         self._expiry_timer = self._idle_timer = None
-        if self.stream is not None:
-            self.stream.stop()
-
-    # -- streams -------------------------------------------------------------------------------
-
-    def append_chunk(self, messages: tuple[Message | None, ...],
-                     raw: tuple[Entry, ...] | None = None,
-                     filter_values: tuple[str | None, ...] | None = None, *,
-                     writer: tuple[str, int] | None = None) -> int:
-        """Write messages to a stream as one chunk (one per record, see
-        :class:`~._stream.Chunk`; ``writer`` as :meth:`~._stream.StreamLog.append` takes it)
-        and deliver them to the consumers that have room; returns the offset of the first.
-
-        Runtime complexity: ``O(m + c)`` for ``m`` messages and ``c`` consumers.
-        """
-        assert self.stream is not None
-        if filter_values is None and self.vhost.broker.profile.rabbitmq4:
-            # RabbitMQ 3.13+: an AMQP message's x-stream-filter-value header is its filter value
-            # (v4.1.4 rabbit_stream_queue:stream_message/1)
-            filter_values = tuple(_filter_value(m) for m in messages if m is not None)
-        chunk = self.stream.append(messages, raw, filter_values, writer=writer)
-        if self._consumer_count:
-            self._dispatch_stream()
-        return chunk.first_offset
-
-    def _dispatch_stream(self) -> None:
-        stream = self.stream
-        assert stream is not None
-        positions = self.stream_positions
-        rabbitmq4 = self.vhost.broker.profile.rabbitmq4
-        for consumer in list(positions):
-            # RabbitMQ 3.13+: a consumer's x-stream-filter skips the chunks that do not match
-            spec = consumer_filter(consumer.arguments) if rabbitmq4 else None
-            while consumer in positions and consumer.has_capacity():
-                offset = max(positions[consumer], stream.first_offset)
-                chunk = stream.chunk_at(offset)
-                if chunk is None:
-                    break
-                if not chunk_matches(chunk, spec):
-                    positions[consumer] = chunk.next_offset
-                    continue
-                message = chunk.messages[offset - chunk.first_offset]
-                if chunk.unparsed and (not rabbitmq4 or chunk.malformed):
-                    # a sub-batch it cannot read: RabbitMQ 3.10's reader crashes on the chunk
-                    # (osiris hands it the sub-batch unparsed), 4.x's on a malformed one (v4.1.0
-                    # rabbit_stream_queue:stream_entries/5 parses every sub-batch of a chunk it
-                    # reads), before any of its records goes: the consumer's connection, 541
-                    consumer.channel.connection.close_by_broker(InternalError(""))
-                    break
-                positions[consumer] = offset + 1
-                if message is None:
-                    continue  # nothing there for AMQP readers (a compressed sub-batch...)
-                keep = consumer.message_filter
-                if keep is not None and not keep(message):
-                    continue  # RabbitMQ 4.1+: filtered out per message, no credit taken
-                headers = {**(message.properties.get("headers") or {}),
-                           "x-stream-offset": Long(offset)}
-                copy = message.with_headers(headers)
-                # the message as its protocol wrote it goes with it: a stream keeps an AMQP 1.0
-                # message whole (its subject, to...), the offset added as an annotation
-                copy.native = message.native
-                entry = QueuedMessage(copy, offset)
-                self.unacked += 1
-                consumer.deliver(self, entry)
 
     # -- invariants ----------------------------------------------------------------------------
 
@@ -1024,10 +856,6 @@ class Queue:
             seqs = [entry.seq for entry in ready]
             assert seqs == sorted(seqs), f"{self!r}: ready messages out of order"
         assert self.unacked >= 0, f"{self!r}: negative unacked count"
-        if self.stream is not None:
-            self.stream._check()
-            assert not ready
-            assert set(self.stream_positions) == set(self.consumers)
         assert self._ready_bytes == sum(len(e.message.body) for e in ready)
         persistent = [e.message for e in ready if e.message.properties.get("delivery_mode") == 2]
         assert self.persistent == (len(persistent), sum(len(m.body) for m in persistent))
@@ -1037,27 +865,6 @@ class Queue:
             self._blocked)
         assert all(c.blocked for c in self._blocked)
         assert self._priorities == sorted(self._groups, reverse=True)
-
-
-#: Where a quorum queue lets blocked publishers go: 80% of its limits (rabbit_fifo.hrl).
-_LOW_LIMIT = 0.8
-
-
-def _filter_value(message: Message) -> str | None:
-    value = (message.properties.get("headers") or {}).get("x-stream-filter-value")
-    return value if isinstance(value, str) else None
-
-
-def _stream_log(queue: Queue) -> StreamLog:
-    """A new stream's log, from its arguments (validated when it was declared)."""
-    args = queue.arguments
-    max_bytes = args.get("x-max-length-bytes")
-    max_age = args.get("x-max-age")
-    segment = args.get("x-stream-max-segment-size-bytes")
-    return StreamLog(queue.vhost.broker.clock,
-                     max_bytes=max_bytes if isinstance(max_bytes, int) else None,
-                     max_age=max_age_ms(max_age) if isinstance(max_age, str) else None,
-                     segment_size=segment if isinstance(segment, int) else DEFAULT_SEGMENT_SIZE)
 
 
 def _by_seq(entry: QueuedMessage) -> int:

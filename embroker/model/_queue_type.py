@@ -35,17 +35,49 @@ broker's seeded source).
   member leading the fewest queues.
 
 In a cluster of one node every queue lives on it, as before there were nodes.
+
+What each type decides, and where
+---------------------------------
+Nothing outside these types tests a queue's type as a flag: whatever differs by type is asked
+of the type, or done by the queue's class, which ``Queue(...)`` takes from its type
+(:meth:`QueueType.queue_class`; RabbitMQ's split between the ``rabbit_queue_type`` modules and
+the processes behind them: ``rabbit_fifo``, ``osiris``).
+
+- Settings (this module): which names exist, the arguments each takes and whether it may be
+  server-named or durable, exclusive, auto-delete (``_arguments`` and the vhost ask at declare
+  time); which policies apply (:meth:`QueueType.unsupported_policies`, ``capabilities/0``);
+  how its arguments and policies combine (:meth:`QueueType.settings`: the classic or quorum
+  precedence of ``_policy``; a stream then takes its retention alone, :mod:`._queue_stream`).
+- Refusals (this module, asked by the channel before it acts, ``rabbit_stream_queue``'s
+  texts): a stream refuses queue.purge, basic.get, a consumer with ``x-priority``, without a
+  prefetch, with automatic acknowledgement or on a channel with a global qos, basic.nack and
+  basic.reject, a publish while it has no leader, and keeps rolled-back acknowledgements
+  unacknowledged (:attr:`QueueType.requeues`); a quorum queue is not created without a
+  majority of its members (:meth:`QueueType.declarable`).
+- Delivery (the queue's class): a classic queue is :class:`~._queue.Queue` itself, its hot
+  paths free of type tests; :class:`~._queue_quorum.QuorumQueue` counts deliveries
+  (``x-delivery-count``, ``x-delivery-limit``, a requeue to the back without a limit) and
+  blocks its publishers over a limit; :class:`~._queue_stream.StreamQueue` appends to its log
+  and delivers each consumer from its own offset. A channel asks the class's
+  ``rewrites_deliveries`` and ``keeps_annotations`` before it calls ``outgoing``.
+- Listings (this module): what a listing shows of a queue's messages
+  (:meth:`QueueType.message_counts`: a stream's log, none of them taken).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Final, final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, cast, final
+
+from ..errors import NotImplementedAMQP, PreconditionFailed
+from ._policy import Policy, QueueSettings, queue_settings
+from ._stream import parse_offset_spec
 
 if TYPE_CHECKING:
     from ._node import Node
     from ._queue import Queue
+    from ._queue_stream import StreamQueue
 
 __all__ = ["QUEUE_TYPES", "Placement", "QueueType"]
 
@@ -54,6 +86,9 @@ QUORUM_CLUSTER_SIZE: Final = 3
 _COMMON: Final = ("x-expires", "x-message-ttl", "x-dead-letter-exchange",
                   "x-dead-letter-routing-key", "x-max-length", "x-max-length-bytes",
                   "x-overflow", "x-single-active-consumer", "x-queue-type")
+#: The classic queue's mirroring keys, which neither a quorum queue nor a stream takes.
+_MIRRORING: Final = ("ha-mode", "ha-params", "ha-sync-mode", "ha-promote-on-shutdown",
+                     "ha-promote-on-failure", "queue-master-locator")
 
 
 @final
@@ -80,10 +115,20 @@ class QueueType:
     consumer_arguments: ClassVar[frozenset[str]]
     #: ``server_named``: whether a server-named queue may be of this type.
     server_named: ClassVar[bool] = False
+    #: ``unsupported_policies``: a policy with one of these keys does not apply to a queue of
+    #: this type (RabbitMQ 3.10.8; ``_4``: 4.1.4's).
+    unsupported_policies_3: ClassVar[frozenset[str]]
+    unsupported_policies_4: ClassVar[frozenset[str]]
     #: Whether it replicates (members and a leader) or lives on one node.
     replicated: ClassVar[bool] = True
+    #: Whether a settlement may put a message back (``settle/5``'s requeue).
+    requeues: ClassVar[bool] = True
 
     __slots__ = ()
+
+    def unsupported_policies(self, *, rabbitmq4: bool) -> frozenset[str]:
+        """The policy keys that make a policy not apply to a queue of this type."""
+        return self.unsupported_policies_4 if rabbitmq4 else self.unsupported_policies_3
 
     def is_compatible(self, *, durable: bool, exclusive: bool, auto_delete: bool) -> bool:
         """``is_compatible/3``: a replicated queue is durable, neither exclusive nor
@@ -112,12 +157,70 @@ class QueueType:
         """``stat/1``: the message and consumer counts a queue.declare-ok reports."""
         return queue.message_count, queue.consumer_count
 
+    def queue_class(self) -> type[Queue]:
+        """The class of its queues, which ``Queue(...)`` makes (a classic queue:
+        :class:`~._queue.Queue` itself)."""
+        from ._queue import Queue  # (a cycle: a queue knows its type)
+        return Queue
+
+    def settings(self, arguments: dict[str, Any], policy: Policy | None = None,
+                 operator_policy: Policy | None = None, *, rabbitmq4: bool) -> QueueSettings:
+        """What applies to a queue of this type with ``arguments`` and these policies: both
+        combined by the type's precedence (``_policy``'s table; a stream: the classic one,
+        then its own retention, :mod:`._queue_stream`)."""
+        return queue_settings(arguments, policy, operator_policy, rabbitmq4=rabbitmq4)
+
+    # -- what it refuses (the channel asks before it acts) -------------------------------------
+
+    def declarable(self, queue: Queue) -> bool:
+        """Whether ``queue``, just placed while some node is stopped, may be created
+        (``declare/2``): yes, but for a quorum queue or stream without a majority of its
+        members."""
+        return True
+
+    def check_purge(self, queue: Queue) -> None:
+        """``purge/1``: raise if the type has no purge."""
+
+    def check_delete(self, queue: Queue, node: Node | None) -> None:
+        """``delete/4``, asked on ``node`` while some node is stopped: raise if the type
+        cannot delete ``queue`` now."""
+
+    def check_dequeue(self, queue: Queue) -> None:
+        """``dequeue/5``: raise if the type answers no basic.get."""
+
+    def check_consume(self, queue: Queue, arguments: dict[str, Any], *, no_ack: bool,
+                      prefetch: int, global_prefetch: int, link_credit: bool) -> None:
+        """``consume/3``: raise for a consumer the type refuses (``arguments`` its
+        ``basic.consume`` arguments, ``prefetch`` and ``global_prefetch`` its channel's
+        limits, ``link_credit`` whether credit, not a prefetch, meters it)."""
+        from ._arguments import validate_consumer_arguments  # (it needs QUEUE_TYPES)
+        validate_consumer_arguments(queue.resource, arguments)
+
+    def check_return(self, queue: Queue) -> None:
+        """``settle/5`` with a requeue or discard (basic.nack, basic.reject): raise if the
+        type takes acks only."""
+
+    def check_leaderless_publish(self, queue: Queue) -> None:
+        """A publish to ``queue`` while it has no leader: raise if the type answers it with an
+        error before the message goes anywhere."""
+
+    # -- what it shows --------------------------------------------------------------------------
+
+    def message_counts(self, queue: Queue, unacked: tuple[int, int],
+                       ) -> tuple[int, int, int, int, int, int]:
+        """What a listing shows of ``queue``'s messages (``info/2``): ready, their bytes,
+        unacknowledged (``unacked``: count and bytes, as the caller counted them), their
+        bytes, persistent ready ones and their bytes (a durable queue's)."""
+        ready = queue.message_count
+        persistent = queue.persistent if queue.durable and ready else (0, 0)
+        return ready, queue.message_bytes, unacked[0], unacked[1], persistent[0], persistent[1]
+
     def __repr__(self) -> str:
         return f"<queue type {self.name}>"
 
 
 @final
-class ClassicQueue(QueueType):
+class ClassicType(QueueType):
     """``rabbit_classic_queue``: one node, its home."""
 
     name = "classic"
@@ -127,6 +230,15 @@ class ClassicQueue(QueueType):
     consumer_arguments = frozenset(("x-cancel-on-ha-failover", "x-priority", "x-credit"))
     server_named = True
     replicated = False
+    unsupported_policies_3 = frozenset((
+        "max-age", "stream-max-segment-size-bytes", "queue-leader-locator",
+        "initial-cluster-size", "delivery-limit", "dead-letter-strategy"))
+    #: (4.1.4: a classic queue takes queue-leader-locator and refuses the quorum queues'
+    #: in-memory limits and target-group-size)
+    unsupported_policies_4 = frozenset((
+        "max-age", "stream-max-segment-size-bytes", "initial-cluster-size", "delivery-limit",
+        "dead-letter-strategy", "max-in-memory-length", "max-in-memory-bytes",
+        "target-group-size"))
 
     def is_compatible(self, *, durable: bool, exclusive: bool, auto_delete: bool) -> bool:
         return True
@@ -145,7 +257,7 @@ class ClassicQueue(QueueType):
 
 
 @final
-class QuorumQueue(QueueType):
+class QuorumType(QueueType):
     """``rabbit_quorum_queue``: members replicating one log, one of them the leader."""
 
     name = "quorum"
@@ -154,14 +266,30 @@ class QuorumQueue(QueueType):
                                  "x-delivery-limit", "x-dead-letter-strategy",
                                  "x-quorum-initial-group-size", "x-queue-leader-locator"))
     consumer_arguments = frozenset(("x-priority", "x-credit"))
+    unsupported_policies_3 = unsupported_policies_4 = frozenset((
+        "max-priority", "queue-mode", "single-active-consumer", *_MIRRORING, "max-age",
+        "stream-max-segment-size-bytes", "initial-cluster-size"))
 
     def group_size(self, queue: Queue, cluster: int) -> int:
         size = queue.arguments.get("x-quorum-initial-group-size")
         return min(cluster, size if isinstance(size, int) else QUORUM_CLUSTER_SIZE)
 
+    def settings(self, arguments: dict[str, Any], policy: Policy | None = None,
+                 operator_policy: Policy | None = None, *, rabbitmq4: bool) -> QueueSettings:
+        return queue_settings(arguments, policy, operator_policy, quorum=True,
+                              rabbitmq4=rabbitmq4)
+
+    def queue_class(self) -> type[Queue]:
+        from ._queue_quorum import QuorumQueue
+        return QuorumQueue
+
+    def declarable(self, queue: Queue) -> bool:
+        from ._cluster import quorate  # (a cycle: _cluster needs the queue)
+        return quorate(queue)
+
 
 @final
-class StreamQueue(QueueType):
+class StreamType(QueueType):
     """``rabbit_stream_queue``: a replicated log, one writer (the leader) and its replicas."""
 
     name = "stream"
@@ -170,6 +298,13 @@ class StreamQueue(QueueType):
                                  "x-stream-max-segment-size-bytes", "x-initial-cluster-size",
                                  "x-queue-leader-locator"))
     consumer_arguments = frozenset(("x-stream-offset", "x-credit"))
+    unsupported_policies_3 = frozenset((
+        "expires", "message-ttl", "dead-letter-exchange", "dead-letter-routing-key",
+        "max-length", "max-in-memory-length", "max-in-memory-bytes", "max-priority", "overflow",
+        "queue-mode", "single-active-consumer", "delivery-limit", *_MIRRORING,
+        "dead-letter-strategy"))
+    unsupported_policies_4 = unsupported_policies_3 | {"target-group-size"}
+    requeues = False
 
     def group_size(self, queue: Queue, cluster: int) -> int:
         size = _setting(queue, "initial-cluster-size", policy_first=True)
@@ -180,10 +315,65 @@ class StreamQueue(QueueType):
         # counts no consumers, however many read it.
         return queue.message_count, 0
 
+    def queue_class(self) -> type[Queue]:
+        from ._queue_stream import StreamQueue
+        return StreamQueue
+
+    def check_delete(self, queue: Queue, node: Node | None) -> None:
+        # rabbit_stream_queue:delete/4: the coordinator needs a majority (live, after 30 s)
+        from ._cluster import no_majority, quorate  # (a cycle: _cluster needs the queue)
+        if not quorate(queue):
+            raise no_majority(queue, "delete", node)
+
+    def declarable(self, queue: Queue) -> bool:
+        # rabbit_stream_queue:declare/2: the coordinator needs a majority (live, after 30 s:
+        # 541 {error,coordinator_unavailable}; embroker asks the stream's own members)
+        from ._cluster import quorate  # (a cycle: _cluster needs the queue)
+        return quorate(queue)
+
+    def check_purge(self, queue: Queue) -> None:
+        raise NotImplementedAMQP(f"queue.purge not supported by stream queues {queue.resource}")
+
+    def check_dequeue(self, queue: Queue) -> None:
+        raise NotImplementedAMQP(f"basic.get not supported by stream queues {queue.resource}")
+
+    def check_consume(self, queue: Queue, arguments: dict[str, Any], *, no_ack: bool,
+                      prefetch: int, global_prefetch: int, link_credit: bool) -> None:
+        # rabbit_stream_queue:consume/3 (v3.10.8): these checks in this order; then the
+        # x-stream-offset argument is read when the consumer joins (Queue.add_consumer).
+        if "x-priority" in arguments:
+            raise PreconditionFailed(f"invalid arg 'x-priority' for {queue.resource} of queue "
+                                     "type rabbit_stream_queue")
+        if not prefetch and not link_credit:
+            raise PreconditionFailed(
+                f"consumer prefetch count is not set for '{queue.resource}'")
+        if no_ack:
+            raise NotImplementedAMQP(
+                f"automatic acknowledgement not supported by stream queues {queue.resource}")
+        if global_prefetch:
+            raise NotImplementedAMQP(f"{queue.resource} does not support global qos")
+        parse_offset_spec(arguments.get("x-stream-offset"),
+                          cast("StreamQueue", queue).log.now_ms())
+
+    def check_return(self, queue: Queue) -> None:
+        # (settle/5: a stream takes acks only)
+        raise NotImplementedAMQP("basic.nack and basic.reject not supported by stream "
+                                 f"queues {queue.resource}")
+
+    def check_leaderless_publish(self, queue: Queue) -> None:
+        from ._cluster import no_majority
+        raise no_majority(queue, "publish")
+
+    def message_counts(self, queue: Queue, unacked: tuple[int, int],
+                       ) -> tuple[int, int, int, int, int, int]:
+        # the messages its log keeps, none of them "taken"
+        log = cast("StreamQueue", queue).log
+        return len(log), log.size, 0, 0, 0, 0
+
 
 #: Every queue type by its ``x-queue-type`` name.
 QUEUE_TYPES: Final[dict[str, QueueType]] = {
-    t.name: t for t in (ClassicQueue(), QuorumQueue(), StreamQueue())}
+    t.name: t for t in (ClassicType(), QuorumType(), StreamType())}
 
 
 def _setting(queue: Queue, key: str, *, policy_first: bool) -> object:

@@ -25,7 +25,7 @@ from ._arguments import (
     check_equivalent_queue_arguments,
     validate_queue_arguments,
 )
-from ._cluster import no_majority, quorate
+from ._cluster import no_majority
 from ._deadletter import dead_letter_message, is_dead_letter_cycle
 from ._event_exchange import INTERNAL_USER
 from ._exchange import EXCHANGE_TYPES, Binding, Choice, Exchange, binding_key
@@ -41,6 +41,7 @@ from ._names import (
 )
 from ._policy import Policies, dead_letter_cause
 from ._queue import Queue
+from ._queue_type import QUEUE_TYPES
 from ._sessions import RetainedMessages
 from ._trace import RoutingDecision, Visit
 
@@ -324,12 +325,12 @@ class VirtualHost:
             # (v4.1.4 rabbit_amqqueue:augment_declare_args/5; embroker has no vhost default).
             arguments["x-queue-type"] = "classic"
         if not name:
-            if arguments.get("x-queue-type", "classic") != "classic":
+            named = arguments.get("x-queue-type", "classic")
+            kind = QUEUE_TYPES.get(named) if isinstance(named, str) else None
+            if kind is None or not kind.server_named:
                 raise PreconditionFailed(
                     "Cannot declare a server-named queue for type "
-                    f"rabbit_{arguments['x-queue-type']}_queue"
-                    if arguments["x-queue-type"] in ("quorum", "stream") else
-                    f"Cannot declare a server-named queue for type {arguments['x-queue-type']}")
+                    f"{kind.module if kind is not None else named}")
             name = random_name("amq.gen-")
         elif reserved(name):
             raise AccessRefused(f"queue name '{name}' contains reserved prefix 'amq.*'")
@@ -372,7 +373,7 @@ class VirtualHost:
         self.policies.attach(queue)
         queue.placement = queue.type.place(
             queue, connection.node if connection is not None else self.broker.nodes[0])
-        if self.broker.nodes_down and queue.type.replicated and not quorate(queue):
+        if self.broker.nodes_down and not queue.type.declarable(queue):
             self.delete_queue_object(queue)  # (never created: rabbit_{quorum,stream}_queue:declare/2)
             raise no_majority(queue, "declare")
         events = self.broker.plugins.events
@@ -390,8 +391,8 @@ class VirtualHost:
         if queue.down:
             raise self.unreachable(queue)
         self.check_exclusive_access(queue, connection)
-        if self.broker.nodes_down and queue.stream is not None and not quorate(queue):
-            raise no_majority(queue, "delete", connection.node if connection else None)
+        if self.broker.nodes_down:
+            queue.type.check_delete(queue, connection.node if connection else None)
         if if_unused and queue.consumer_count:
             raise PreconditionFailed(f"{self.resource('queue', name)} in use",
                                      reason=Refusal.IN_USE)

@@ -226,6 +226,24 @@ def test_a_listing_written_row_by_row_is_the_json_of_the_queues_objects() -> Non
         assert json.loads(views.queue_json(row)) == views.queue_info(row), row.name
 
 
+def test_a_streams_row_counts_the_messages_its_log_keeps_and_none_unacknowledged() -> None:
+    """A stream's listing (RabbitMQ 3.10.8 rabbit_stream_queue's info): its messages are those
+    its log keeps, all "ready", none unacknowledged, a consumer's deliveries out or not."""
+    from embroker.management import views
+
+    broker = Broker()
+    channel = broker.connect().channel()
+    channel.queue_declare("s", durable=True, arguments={"x-queue-type": "stream"})
+    for body in (b"1", b"22", b"333"):
+        channel.basic_publish("", "s", body)
+    channel.basic_qos(prefetch_count=10)
+    channel.basic_consume("s", lambda *_: None, arguments={"x-stream-offset": "first"})
+    with broker.locked():
+        info = views.queue_info(views.queue_snapshot(broker.vhost().queues["s"]))
+    assert (info["messages"], info["messages_ready"], info["messages_unacknowledged"],
+            info["consumers"]) == (3, 3, 0, 1)
+
+
 def test_the_console_gets_what_it_shows_in_one_request(served_broker: tuple[Broker, Server]) -> None:
     """GET /api/embroker/console: the graph's objects (at most CONSOLE_OBJECTS of a kind, the
     first by name), exact counts, the decisions after ``since`` with explain() and history,

@@ -194,6 +194,17 @@ def test_max_length_and_reject_publish_set_together_drop_first(broker: Broker,
     assert len(broker.queues["q"]) == 2
 
 
+def test_a_quorum_queue_takes_max_length_and_reject_publish_set_together_without_dropping(
+        broker: Broker, ch: Channel) -> None:
+    """A quorum queue applies its new configuration alone (RabbitMQ 3.10.8 rabbit_fifo:apply/3
+    on update_config, then checkout/4's evaluate_limit under the new overflow): the messages
+    over the lowered limit stay, where a classic queue drops them first (the test above)."""
+    ch.queue_declare("q", durable=True, arguments={"x-queue-type": "quorum"})
+    fill(ch, "q", 5)
+    broker.set_policy("p", "^q$", {"max-length": 2, "overflow": "reject-publish"})
+    assert len(broker.queues["q"]) == 5
+
+
 def test_a_new_ttl_applies_to_new_messages_only(clocked: Broker) -> None:
     ch = clocked.connect().channel()
     ch.queue_declare("q")

@@ -410,6 +410,20 @@ def test_retention_keys_of_a_policy_apply_the_lowest_wins(broker: Broker, ch: Ch
     assert (log.max_bytes, log.segment_size) == (10_000, 500_000_000)
 
 
+def test_a_policys_lower_retention_removes_old_segments_at_once(broker: Broker,
+                                                                 ch: Channel) -> None:
+    """A policy's lower max-length-bytes applies when the policy does, not at the next segment
+    (v3.10.8 rabbit_stream_queue:policy_changed/1, then the coordinator's
+    update_retention action on the stream's writer)."""
+    declare(ch, "s", **{"x-stream-max-segment-size-bytes": 200})
+    publish(ch, *(b"x" * 100 for _ in range(10)))
+    log = broker.queues["s"].stream
+    assert log is not None
+    assert log.first_offset == 0
+    broker.set_policy("ret", "^s$", {"max-length-bytes": 450})
+    assert log.first_offset > 0
+
+
 def test_definitions_keep_a_stream_and_routing_explains_it(broker: Broker, ch: Channel) -> None:
     declare(ch, "s", **{"x-max-age": "1D"})
     ch.queue_bind("s", "amq.fanout")

@@ -121,6 +121,25 @@ def test_rollback_with_requeue_releases_the_settled_deliveries(broker: Broker) -
     assert queue.entries[0].redelivered
 
 
+def test_rollback_with_requeue_keeps_a_streams_deliveries_unacknowledged(
+        broker: Broker) -> None:
+    # A stream takes no requeue (RabbitMQ 3.10.8 rabbit_stream_queue:settle/5): its rolled-back
+    # delivery stays unacknowledged, while a classic queue's goes back (the test above).
+    ch = _channel(broker)
+    ch.queue_declare("s", durable=True, arguments={"x-queue-type": "stream"})
+    ch.basic_qos(prefetch_count=10)
+    ch.basic_consume("s", "c")
+    ch.basic_publish("", "s", b"1")
+    [tag] = ch.unacked_tags
+    txn = ch.transaction()
+    ch.basic_ack(tag, transaction=txn)
+    assert ch.unacked_tags == []
+    txn.rollback(requeue=True)
+    assert (ch.unacked_tags, broker.queues["s"].unacked) == ([tag], 1)
+    ch.basic_ack(tag)
+    assert broker.queues["s"].unacked == 0
+
+
 def test_a_channel_in_confirm_mode_publishes_in_a_transaction(broker: Broker) -> None:
     ch = _channel(broker)
     events: list[ChannelEvent] = []
