@@ -109,6 +109,7 @@ class _Node:
         _watermark: tuple[float | None, int | None]
         _memory_due: float
         _disk_due: float
+        _monitored: dict[str, bool]
         _running: bool
         _app_running: bool
         _ports: list[_Port]
@@ -199,6 +200,7 @@ class _Node:
         # stream protocol's); 0-9-1 clients get their connection.close.
         silent = [client for client in self._clients.values()
                   if client.broker and client.protocol.stops_silently]
+        self._monitored.clear()  # (its alarms end with it: the monitors start afresh)
         with self._locked:
             if len(self.broker.nodes) == 1:
                 self.broker.restart()  # (each broker connection is told: on_restart)
@@ -364,7 +366,13 @@ class _Node:
                                 max(_DISK_MIN_INTERVAL, min(_DISK_MAX_INTERVAL, ideal)))
 
     def _set_alarm(self, resource: str, on: bool) -> None:
-        # (its node's alarm: each node of a cluster watches its own)
+        # (its node's alarm: each node of a cluster watches its own) Only what changes is
+        # told, as rabbit_disk_monitor and vm_memory_monitor set or clear an alarm when the
+        # state they found turns: an alarm raised by other means (broker.set_alarm) stays
+        # until the monitor's own finding turns.
+        if self._monitored.get(resource, False) is on:
+            return
+        self._monitored[resource] = on
         with self._locked:
             if on:
                 self.broker.set_alarm(resource, node=self.node)

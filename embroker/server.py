@@ -499,6 +499,8 @@ class Server(_Views, _Node, _Listener, _Loop):
         self.disk_free: int | None = None
         self._memory_due = 0.0  # (time.monotonic(): when each monitor looks next)
         self._disk_due = 0.0
+        #: What each monitor last found (``"memory"``, ``"disk"``: alarmed or not).
+        self._monitored: dict[str, bool] = {}
         self._constructing = False
         broker.transports.add(self)
 
