@@ -26,7 +26,7 @@ Each fault is recorded where it shows: a nacked publish on its routing decision 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, final
 
 from .errors import ChannelException, ConnectionException, error_for_code
@@ -182,6 +182,23 @@ class Faults:
             served.start_app()
         else:
             self._node(node).start()
+
+    def partition(self, *sides: Iterable[Node | str]) -> None:
+        """Cut the network between the nodes of each of ``sides`` and the rest, as RabbitMQ
+        3.10.8 handles it by default (``ignore``): :meth:`Broker.partition
+        <embroker.model.Broker.partition>`. Every listener serves on; each side's clients see
+        the other side's classic queues down, and quorum queues go on where their majority is.
+
+        Raises:
+            ValueError: a side names no node of the cluster, a node twice, or every node.
+        """
+        self.broker.partition(*sides)
+
+    def heal(self) -> None:
+        """The network is whole again (:meth:`Broker.heal <embroker.model.Broker.heal>`):
+        quorum queues heal; the nodes list each other as partitions until the node of one side
+        restarts (:meth:`stop_node`, :meth:`start_node`)."""
+        self.broker.heal()
 
     def _node(self, node: Node | str) -> Node:
         return self.broker.node_named(node) if isinstance(node, str) else node

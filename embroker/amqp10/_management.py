@@ -303,7 +303,7 @@ class ManagementNode:
         return _decode_segment(segments[1])
 
     def _encode_queue(self, name: str) -> dict[Any, Any]:
-        queue = self.channel.vhost.lookup_queue(name)
+        queue = self.channel.vhost.lookup_queue(name, self.channel.connection.node)
         kind = queue.arguments.get("x-queue-type", "classic")
         return {**_topology(queue),
                 "message_count": ULong(queue.message_count),

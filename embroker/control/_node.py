@@ -387,11 +387,16 @@ class Node:
         """What ``rabbitmqctl cluster_status`` shows (``cluster_status_command.ex``, v3.10.8):
         the cluster's name, its nodes (every one a disc node), the running ones, and of each
         running node its version, maintenance status, alarms and listeners (this node's; the
-        cluster's other nodes have none of their own yet), no partitions, the feature flags."""
+        cluster's other nodes have none of their own yet), the partitions each running node
+        lists (``rabbit_mnesia:status/0``; after a partition, the running nodes are those
+        this node counts), the feature flags."""
         broker = self.broker
         with broker.locked():
             nodes = [node.name for node in broker.nodes]
-            running = views.running_nodes(broker)
+            here = self.server.node
+            running = views.running_nodes(broker, here)
+            partitions = {node.name: [other.name for other in node.partitions]
+                          for node in broker.nodes if node.name in running and node.partitions}
             cluster_name = broker.cluster_name
         version = {"rabbitmq_name": "RabbitMQ", "rabbitmq_version": self.rabbitmq_version,
                    "erlang_version": views.ERLANG_VERSION}
@@ -404,7 +409,7 @@ class Node:
                        if alarm["node"] in running],
             "listeners": {name: listeners if name == self.name else [] for name in running},
             "maintenance_status": dict.fromkeys(running, "not under maintenance"),
-            "partitions": {}, "feature_flags": views.feature_flags(),
+            "partitions": partitions, "feature_flags": views.feature_flags(),
         }
 
     def close_connection(self, connection: Connection, reason: str) -> None:

@@ -168,8 +168,12 @@ def _node(api: ManagementAPI, node: Node) -> dict[str, Any]:
     alarms (``broker.alarms_of(node)``); the management context of the node that answers
     (the server's), none on the others."""
     broker = api.broker
-    if not node.running:
-        return {"name": node.name, "type": "disc", "running": False, "cluster_links": []}
+    with broker.locked():
+        running = broker.network.sees(api.node, node)  # (after a partition: as it counts)
+        partitions = [other.name for other in node.partitions] if node.running else []
+    if not running:
+        return {"name": node.name, "type": "disc", "running": False, "cluster_links": [],
+                **({"partitions": partitions} if partitions else {})}
     served = node is api.node
     with broker.locked():
         held = broker.held_bytes()
@@ -182,7 +186,7 @@ def _node(api: ManagementAPI, node: Node) -> dict[str, Any]:
     for name in ("proc_used", "fd_used", "sockets_used"):
         figures[name] = 0
     return {**figures,
-        "partitions": [], "os_pid": "0", "fd_total": 1024, "sockets_total": 0,
+        "partitions": partitions, "os_pid": "0", "fd_total": 1024, "sockets_total": 0,
         "mem_limit": limit if limit is not None else 0, "mem_alarm": "memory" in alarms,
         "mem_used": held, "mem_used_details": views.rate(),
         "disk_free_limit": disk_limit, "disk_free_alarm": "disk" in alarms,

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         Connection,
         Consumer,
         Exchange,
+        Node,
         Queue,
         VirtualHost,
     )
@@ -461,12 +462,15 @@ def vhost_info(vhost: VirtualHost, metadata: Mapping[str, Any], tracing: bool,
     }
 
 
-def running_nodes(broker: Broker) -> list[str]:
+def running_nodes(broker: Broker, viewer: Node | None = None) -> list[str]:
     """The running nodes' names as RabbitMQ 3.10.8 lists them (``rabbit_mnesia:
     cluster_nodes(running)``: Mnesia's running nodes, the latest to join first; checked live
     on a 3-node cluster, which ``rabbitmqctl cluster_status`` and a vhost's ``cluster_state``
-    list from the third node to the first): the cluster's order, reversed."""
-    return [node.name for node in reversed(broker.nodes) if node.running]
+    list from the third node to the first): the cluster's order, reversed. ``viewer``: the
+    node asked, which after a partition does not count the other side's nodes."""
+    network = broker.network
+    return [node.name for node in reversed(broker.nodes) if node.running
+            and (viewer is None or network.sees(viewer, node))]
 
 
 def cluster_state(broker: Broker) -> dict[str, str]:

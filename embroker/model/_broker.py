@@ -22,6 +22,7 @@ from ._incidents import Incidents
 from ._kinds import DIRECT, AlarmBlocking, ConnectionKind
 from ._node import DEFAULT_NODE, RABBITMQ_NODE, Node, NodeIdentity
 from ._parameters import ParameterCommands
+from ._partition import Network
 from ._plugins import Plugins
 from ._policy import PolicyCommands
 from ._profile import Profile
@@ -196,13 +197,17 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
         node = DEFAULT_NODE if as_rabbitmq is None else RABBITMQ_NODE
         self.server_properties = _server_properties(as_rabbitmq, self.profile, server_properties,
                                                     node)
-        #: Whether any of its nodes is stopped (kept by :class:`~._node.Node`).
+        #: Whether any of its nodes is stopped, or the network between them partitioned (kept
+        #: by :class:`~._node.Node` and :meth:`partition`): the fast paths look no further
+        #: while it is false.
         self.nodes_down = False
         #: The cluster's nodes (:class:`~._node.Node`): one, unless told otherwise.
         self.nodes: list[Node] = [
             Node(self, identity) for identity in _node_identities(
                 nodes, dataclasses.replace(node, cluster_name=str(
                     self.server_properties.get("cluster_name", ""))))]
+        #: Which nodes reach and count each other (:mod:`._partition`).
+        self.network = Network(self)
         self._init_parameters()
         self.max_message_size = max_message_size if max_message_size is not None else (
             DEFAULT_MAX_MESSAGE_SIZE_4 if self.profile.rabbitmq4 else DEFAULT_MAX_MESSAGE_SIZE)
@@ -261,6 +266,33 @@ class Broker(UserAdministration, PolicyCommands, ParameterCommands):
             named = self.nodes[0] if node is None else node
             named.identity = NodeIdentity.named(name,
                                                 cluster_name=named.identity.cluster_name)
+
+    def partition(self, *sides: Iterable[Node | str]) -> None:
+        """Cut the network between the nodes of each of ``sides`` (nodes or their names) and
+        the others (the nodes named on no side form one more): each side's clients see the
+        other side's classic queues down and its nodes stopped, and quorum queues and streams
+        go on where a majority of their members is, as RabbitMQ 3.10.8's default
+        ``cluster_partition_handling = ignore`` has it (:mod:`._partition`).
+        ``broker.partition(["embroker-3@localhost"])`` cuts the third node off.
+
+        Raises:
+            ValueError: a side names no node of the cluster, a node twice, or every node.
+        """
+        from ._partition import partitioned
+
+        with self._lock:
+            partitioned(self, self.network.sides(sides))
+
+    def heal(self) -> None:
+        """The network between the nodes is whole again. Quorum queues and streams heal (their
+        suspected consumers are served again); what each node counts as running does not
+        (``ignore``): the nodes list each other as partitions, and classic queues stay down
+        across, until a node of the other side restarts (``node.stop()``, ``node.start()``).
+        Nothing happens when the network is whole."""
+        from ._partition import healed
+
+        with self._lock:
+            healed(self)
 
     def locked(self) -> AbstractContextManager[object]:
         """Hold the broker still: ``with broker.locked(): ...``. While the block runs, no other

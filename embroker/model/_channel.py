@@ -182,13 +182,14 @@ class Channel(StreamCommands):
         return self.most_recent_queue
 
     def _check_quorate(self, queue: Queue, what: str) -> None:
-        # A quorum queue (or stream) without a majority of its members running answers no get,
-        # consume or purge (:mod:`._cluster`).
-        if self.vhost.broker.nodes_down and queue.type.replicated and not quorate(queue):
+        # A quorum queue (or stream) without a majority of its members running, on this
+        # channel's side of a partition, answers no get, consume or purge (:mod:`._cluster`).
+        if self.vhost.broker.nodes_down and queue.type.replicated and not quorate(
+                queue, self.connection.node):
             raise no_majority(queue, what)
 
     def _queue(self, name: str) -> Queue:
-        queue = self.vhost.lookup_queue(self._queue_name(name))
+        queue = self.vhost.lookup_queue(self._queue_name(name), self.connection.node)
         self.vhost.check_exclusive_access(queue, self.connection)
         return queue
 
@@ -399,9 +400,12 @@ class Channel(StreamCommands):
         if exclude:
             queues = [queue for queue in queues if queue.name not in exclude]
         leaderless: list[Queue] = []
-        if self.vhost.broker.nodes_down:  # (a queue whose node is stopped takes nothing)
-            queues = [queue for queue in queues if not queue.down]
-            leaderless = [q for q in queues if q.type.replicated and not quorate(q)]
+        if self.vhost.broker.nodes_down:  # (a queue whose node is stopped takes nothing,
+            node = self.connection.node    # nor one across a partition: :mod:`._partition`)
+            vhost = self.vhost
+            queues = [queue for queue in queues
+                      if not queue.down and not vhost.across(queue, node)]
+            leaderless = [q for q in queues if q.type.replicated and not quorate(q, node)]
             for queue in leaderless:  # (before anything is enqueued anywhere)
                 queue.type.check_leaderless_publish(queue)
         if self.vhost.tracing:
@@ -453,7 +457,7 @@ class Channel(StreamCommands):
             AccessRefused: (403) no write permission, or the exchange is internal.
         """
         if queue is not None and not self.vhost.is_volatile_queue(queue):
-            self.vhost.lookup_queue(queue)
+            self.vhost.lookup_queue(queue, self.connection.node)
         self.connection.access.write_exchange(exchange)
         self.vhost.target_exchange(exchange)
 
@@ -536,8 +540,8 @@ class Channel(StreamCommands):
         """basic.get; ``None`` when the queue is empty (basic.get-empty)."""
         self.connection.access.read_queue(self._queue_name(queue))
         q = self.vhost.queues.get(queue) if queue else None
-        if q is None or q.down or (q.exclusive_owner is not None and
-                                   q.exclusive_owner is not self.connection):
+        if q is None or q.down or self.vhost.broker.nodes_down or (
+                q.exclusive_owner is not None and q.exclusive_owner is not self.connection):
             q = self._queue(queue)  # raises, or resolves the empty name
         q.type.check_dequeue(q)
         self._check_quorate(q, "get")
@@ -972,6 +976,34 @@ class Channel(StreamCommands):
                 self.vhost.delete_queue_object(queue)
             elif queue.consumer_count:
                 queue.dispatch()
+
+    def release(self, queue: Queue) -> list[QueuedMessage]:
+        """Give ``queue`` back the deliveries of it this channel has not settled, because the
+        queue no longer reaches the channel's node (a partition, :mod:`._partition`: its
+        process saw the channel go down). They are returned, for the caller to requeue; the
+        channel keeps their delivery tags, and settling them later changes nothing (the
+        queue is not told), as a RabbitMQ channel's ack to a queue across a partition."""
+        from ._queue import Queue as Plain  # (a cycle: queues know channels)
+
+        released: list[QueuedMessage] = []
+        consumed = 0
+        stand_in: Queue | None = None
+        for tag, (held, entry, consumer) in self._unacked.items():
+            if held is not queue:
+                continue
+            if stand_in is None:  # (a queue nobody reaches: a settlement of it is nothing)
+                stand_in = Plain(self.vhost, queue.name, durable=queue.durable)
+                stand_in.deleted = True
+            if consumer is not None:
+                consumer.unacked -= 1
+                consumed += 1
+            self._unacked[tag] = Unacked(stand_in, entry, None)
+            released.append(entry)
+        if consumed:
+            self.consumer_unacked -= consumed
+            if self.global_prefetch:
+                self._room_back(consumed)
+        return released
 
     def outstanding(self) -> list[Unacked]:
         """Every delivery not yet settled: unacknowledged, or acknowledged in an open

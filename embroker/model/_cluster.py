@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from ._node import Node
     from ._vhost import VirtualHost
 
-__all__ = ["no_majority", "node_started", "node_stopped", "quorate"]
+__all__ = ["elect", "no_majority", "node_started", "node_stopped", "quorate"]
 
 
 def node_stopped(vhost: VirtualHost, node: Node) -> None:
@@ -72,13 +72,16 @@ def node_stopped(vhost: VirtualHost, node: Node) -> None:
                 vhost.delete_queue_object(queue)
                 _history.left(vhost.broker.clock, queue, lost, "lost")
         elif queue.placement.leader is node:
-            _elect(queue)
+            elect(queue)
 
 
-def quorate(queue: Queue) -> bool:
-    """Whether a majority of ``queue``'s members run (a classic queue: its home runs)."""
-    members = queue.placement.members
-    return sum(1 for node in members if node.running) * 2 > len(members)
+def quorate(queue: Queue, viewer: Node | None = None) -> bool:
+    """Whether a majority of ``queue``'s members run (a classic queue: its home runs), on the
+    side of ``viewer`` (the leader's by default) when the network is partitioned
+    (:mod:`._partition`)."""
+    placement = queue.placement
+    return queue.vhost.broker.network.majority_side(
+        placement.members, placement.leader if viewer is None else viewer)
 
 
 def no_majority(queue: Queue, what: str,
@@ -115,17 +118,23 @@ def node_started(vhost: VirtualHost, node: Node) -> None:
             if queue.consumer_count:
                 queue.dispatch()
         elif queue.type.replicated and not queue.placement.leader.running:
-            _elect(queue)  # (a majority again: a leader again)
+            elect(queue)  # (a majority again: a leader again)
 
 
-def _elect(queue: Queue) -> None:
-    # Its leader's node stopped: with a majority of its members running, the next running
-    # member leads it; without, it has no leader until it has a majority again (the placement
-    # keeps the stopped leader, which the surfaces show as none).
-    if quorate(queue):
-        running = [n for n in queue.placement.members if n.running]
-        queue.placement = Placement(running[0], queue.placement.members,
-                                    queue.placement.term + 1)
+def elect(queue: Queue) -> None:
+    """A replicated queue whose leader's node stopped, or is cut off from a majority of its
+    members (:mod:`._partition`), is led by the next running member with a majority on its
+    side (Ra elects whichever member times out first); without one, it has no leader until it
+    has a majority again (the placement keeps the old leader, which the surfaces show as
+    none). A leader that runs with its majority stays."""
+    placement = queue.placement
+    members = placement.members
+    majority = queue.vhost.broker.network.majority_side
+    if placement.leader.running and majority(members, placement.leader):
+        return
+    running = [n for n in members if n.running and majority(members, n)]
+    if running:
+        queue.placement = Placement(running[0], members, placement.term + 1)
 
 
 def _take_down(vhost: VirtualHost, queue: Queue, out: list[QueuedMessage]) -> None:

@@ -49,7 +49,7 @@ class Consumer:
     """A subscription of a channel to a queue (basic.consume)."""
 
     __slots__ = ("arguments", "blocked", "channel", "credit", "exclusive", "message_filter",
-                 "no_ack", "prefetch", "priority", "queue", "tag", "unacked")
+                 "no_ack", "prefetch", "priority", "queue", "suspected", "tag", "unacked")
 
     def __init__(self, channel: Channel, queue: Queue, tag: str, *, no_ack: bool,
                  exclusive: bool, arguments: dict[str, Any], prefetch: int) -> None:
@@ -73,14 +73,18 @@ class Consumer:
         #: expressions, given by the protocol layer): a message it refuses is skipped, without
         #: taking credit. ``None`` takes every message.
         self.message_filter: Callable[[Message], bool] | None = None
+        #: Its node is cut off from its quorum queue's leader (a partition): it is served
+        #: nothing until the network heals (rabbit_fifo's ``suspected_down``).
+        self.suspected = False
 
     def has_credit(self) -> bool:
         """Whether its own limit lets it take one more message: its prefetch (basic.qos
         global=false), or for an AMQP 1.0 receiving link its link credit (whatever it holds
-        unacknowledged)."""
+        unacknowledged); a suspected one has none."""
         if self.credit is not None:
-            return self.credit > 0
-        return self.no_ack or not self.prefetch or self.unacked < self.prefetch
+            return self.credit > 0 and not self.suspected
+        return (self.no_ack or not self.prefetch or self.unacked < self.prefetch) and (
+            not self.suspected)
 
     def has_capacity(self) -> bool:
         """Whether qos lets this consumer take one more message now: its own prefetch, and its

@@ -82,6 +82,13 @@ class Node:
         return self.identity.name
 
     @property
+    def partitions(self) -> list[Node]:
+        """The nodes it reaches again after a partition but no longer counts as running
+        (``rabbit_node_monitor:partitions/0``; :meth:`Broker.heal
+        <embroker.model.Broker.heal>`), until one of them or it restarts."""
+        return self.broker.network.partitions(self)
+
+    @property
     def connections(self) -> list[Connection]:
         """Its open connections, oldest first (a snapshot)."""
         with self.broker._lock:
@@ -123,7 +130,9 @@ class Node:
                 return
             whole = not any(node.running for node in broker.nodes)
             self.running = True
-            broker.nodes_down = not all(node.running for node in broker.nodes)
+            broker.network.rejoined(self)  # (it counts the nodes it reaches: a partition ends)
+            broker.nodes_down = not all(node.running for node in broker.nodes) or (
+                not broker.network.whole)
             for vhost in broker.vhosts.values():
                 if whole:
                     vhost.restart()

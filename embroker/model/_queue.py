@@ -736,6 +736,23 @@ class Queue:
             self.unblock(channel)
             self.dispatch()
 
+    def suspect(self, consumer: Consumer) -> None:
+        """``consumer``'s node is cut off from the queue (a partition): it is served nothing
+        until :meth:`trust_consumers` (rabbit_fifo's ``{down, Pid, noconnection}``; what it
+        held the caller returns)."""
+        consumer.suspected = True
+
+    def trust_consumers(self) -> None:
+        """The network is whole again (``{nodeup, Node}``): the suspected consumers are served
+        again, behind the others."""
+        trusted = [c for c in self.consumers if c.suspected]
+        for consumer in trusted:
+            consumer.suspected = False
+        for channel in {id(c.channel): c.channel for c in trusted}.values():
+            self.unblock(channel)
+        if trusted:
+            self.dispatch()
+
     def unblock(self, channel: Channel) -> None:
         """``channel`` has room again (an ack, a lifted limit): its consumers passed over here
         that have credit rejoin the rotation, behind the others, in the order they were passed

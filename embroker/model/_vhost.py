@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from ._broker import Broker
     from ._channel import ReplyConsumer
     from ._connection import Connection
+    from ._node import Node
 
 __all__ = ["STANDARD_EXCHANGES", "DeclareOk", "DefaultExchange", "VirtualHost"]
 
@@ -167,17 +168,38 @@ class VirtualHost:
         except KeyError:
             raise self.missing("exchange", name) from None
 
-    def lookup_queue(self, name: str) -> Queue:
+    def lookup_queue(self, name: str, viewer: Node | None = None) -> Queue:
         """The queue ``name``; raises NotFound (404) "no queue 'q' in vhost '/'", or "home node
         'N' of durable queue 'q' in vhost '/' is down or inaccessible" for a queue whose node
-        is stopped (:mod:`._cluster`)."""
+        is stopped (:mod:`._cluster`), or is out of ``viewer``'s reach (a partition:
+        :meth:`check_reach`)."""
         try:
             queue = self.queues[name]
         except KeyError:
             raise self.missing("queue", name) from None
+        if queue.down or self.broker.nodes_down:
+            self.check_reach(queue, viewer)
+        return queue
+
+    def check_reach(self, queue: Queue, viewer: Node | None) -> None:
+        """Raise NotFound (404) if ``queue`` is out of reach for the clients of ``viewer``
+        (``None``: nobody's in particular): down (its home node stopped: "home node ... is
+        down or inaccessible"), or a classic queue whose home ``viewer`` does not count as
+        running after a partition (:mod:`._partition`): a durable one the same, a transient
+        one "no queue ..." (``rabbit_amqqueue:on_node_down/1`` deleted it on this side)."""
         if queue.down:
             raise self.unreachable(queue)
-        return queue
+        if self.across(queue, viewer):
+            if queue.durable and queue.exclusive_owner is None:
+                raise self.unreachable(queue)
+            raise self.missing("queue", queue.name)
+
+    def across(self, queue: Queue, viewer: Node | None) -> bool:
+        """Whether ``queue`` is a classic queue homed on a node ``viewer`` does not count as
+        running (a partition, :mod:`._partition`): out of reach for ``viewer``'s clients."""
+        return viewer is not None and not queue.type.replicated and (
+            not self.broker.network.whole) and (
+            not self.broker.network.sees(viewer, queue.placement.leader))
 
     def unreachable(self, queue: Queue) -> NotFound:
         """RabbitMQ's 404 for a durable queue whose home node is stopped
@@ -314,7 +336,7 @@ class VirtualHost:
         if name == REPLY_TO or (name.startswith(REPLY_TO + ".") and name in self.reply_consumers):
             return DeclareOk(name, 0, 1)  # the direct reply-to pseudo-queue, as RabbitMQ answers
         if passive:
-            found = self.lookup_queue(name)
+            found = self.lookup_queue(name, connection.node if connection is not None else None)
             self.check_exclusive_access(found, connection)
             found.touch()  # a declare renews an x-expires lease
             found.drop_expired()
@@ -340,8 +362,8 @@ class VirtualHost:
         durable = durable and not exclusive
         queue = self.queues.get(name)
         if queue is not None:
-            if queue.down:
-                raise self.unreachable(queue)
+            if queue.down or self.broker.nodes_down:
+                self.check_reach(queue, connection.node if connection is not None else None)
             if queue.exclusive_owner is not owner:  # RabbitMQ's strict exclusive check
                 raise self._locked(queue)
             where = self.resource("queue", name)
@@ -388,8 +410,12 @@ class VirtualHost:
         queue = self.queues.get(name)
         if queue is None:
             return 0
-        if queue.down:
-            raise self.unreachable(queue)
+        if queue.down or self.broker.nodes_down:
+            viewer = connection.node if connection is not None else None
+            if self.across(queue, viewer) and not (
+                    queue.durable and queue.exclusive_owner is None):
+                return 0  # (a transient queue across a partition: none on this side)
+            self.check_reach(queue, viewer)
         self.check_exclusive_access(queue, connection)
         if self.broker.nodes_down:
             queue.type.check_delete(queue, connection.node if connection else None)
@@ -464,8 +490,8 @@ class VirtualHost:
         if dest is None:
             raise self.missing(kind, destination)
         if isinstance(dest, Queue):
-            if dest.down:
-                raise self.unreachable(dest)
+            if dest.down or self.broker.nodes_down:
+                self.check_reach(dest, connection.node if connection is not None else None)
             self.check_exclusive_access(dest, connection)
         return exchange, dest
 
@@ -500,8 +526,9 @@ class VirtualHost:
         if binding is None:
             return
         if isinstance(binding.destination, Queue):
-            if binding.destination.down:
-                raise self.unreachable(binding.destination)
+            if binding.destination.down or self.broker.nodes_down:
+                self.check_reach(binding.destination,
+                                 connection.node if connection is not None else None)
             self.check_exclusive_access(binding.destination, connection)
         self._remove_binding(binding, connection.user if connection else INTERNAL_USER)
 

@@ -284,3 +284,23 @@ def test_check_local_alarms_sees_its_own_node_and_alarms_every_node(three: Node)
     finally:
         broker.clear_alarm("disk")
         broker.clear_alarm("memory")
+
+
+def test_cluster_status_after_a_healed_partition_lists_it_as_rabbitmq_does(three: Node) -> None:
+    """A node cut off and connected again (``ignore``): the tools' node counts only its side
+    as running and lists, for each of them, the node it cannot communicate with (live on a
+    3.10.8 cluster, /work/notes/partition/facts.md: "Node probe1@localhost cannot communicate
+    with probe3@localhost")."""
+    broker = three.broker
+    broker.partition([broker.nodes[2]])
+    broker.heal()
+    code, out = ctl("cluster_status")
+    assert code == 0
+    sections = _sections(out)
+    assert sections["Running Nodes"] == sorted(n.name for n in broker.nodes[:2])
+    assert sections["Network Partitions"] == [
+        f"Node {node.name} cannot communicate with {broker.nodes[2].name}"
+        for node in sorted(broker.nodes[:2], key=lambda n: n.name)]
+    broker.nodes[2].stop()
+    broker.nodes[2].start()
+    assert _sections(ctl("cluster_status")[1])["Network Partitions"] == ["(none)"]

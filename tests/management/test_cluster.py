@@ -272,3 +272,18 @@ def test_node_named_paths_answer_for_the_answering_node_alone() -> None:
             200, {"status": "ok"})
         assert _answering(broker, second, "/healthchecks/node/embroker@localhost")[0] == 404
         assert _answering(broker, second, "/auth/attempts/embroker-2@localhost")[0] == 200
+
+
+def test_api_nodes_after_a_healed_partition_shows_each_nodes_partitions() -> None:
+    """Asked on the first node after the third was cut off and connected again (live on a
+    3.10.8 cluster, /work/notes/partition/facts.md): the third is not running for it, and each
+    node lists the nodes it no longer counts."""
+    broker = Broker(nodes=3)
+    broker.partition([broker.nodes[2]])
+    broker.heal()
+    status, nodes = _get(broker, "/nodes")
+    assert status == 200
+    assert [(n["name"], n["running"], n["partitions"]) for n in nodes] == [
+        ("embroker@localhost", True, ["embroker-3@localhost"]),
+        ("embroker-2@localhost", True, ["embroker-3@localhost"]),
+        ("embroker-3@localhost", False, ["embroker@localhost", "embroker-2@localhost"])]
