@@ -289,7 +289,7 @@ def test_check_local_alarms_sees_its_own_node_and_alarms_every_node(three: Node)
 def test_cluster_status_after_a_healed_partition_lists_it_as_rabbitmq_does(three: Node) -> None:
     """A node cut off and connected again (``ignore``): the tools' node counts only its side
     as running and lists, for each of them, the node it cannot communicate with (live on a
-    3.10.8 cluster, /work/notes/partition/facts.md: "Node probe1@localhost cannot communicate
+    3.10.8 cluster, docs/cluster.md "A network partition": "Node probe1@localhost cannot communicate
     with probe3@localhost")."""
     broker = three.broker
     broker.partition([broker.nodes[2]])

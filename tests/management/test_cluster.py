@@ -276,7 +276,7 @@ def test_node_named_paths_answer_for_the_answering_node_alone() -> None:
 
 def test_api_nodes_after_a_healed_partition_shows_each_nodes_partitions() -> None:
     """Asked on the first node after the third was cut off and connected again (live on a
-    3.10.8 cluster, /work/notes/partition/facts.md): the third is not running for it, and each
+    3.10.8 cluster, docs/cluster.md "A network partition"): the third is not running for it, and each
     node lists the nodes it no longer counts."""
     broker = Broker(nodes=3)
     broker.partition([broker.nodes[2]])
