@@ -10,8 +10,8 @@ the same value, of the same type class, for each argument RabbitMQ compares.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any, Final
 
 from .. import _erlang
 from ..errors import PreconditionFailed
@@ -19,7 +19,7 @@ from ..fieldtypes import field_type
 from ._queue_type import QUEUE_TYPES
 
 __all__ = [
-    "QUEUE_EQUIVALENCE_ARGS", "check_equivalent_arguments", "check_equivalent_field",
+    "check_equivalent_arguments", "check_equivalent_field",
     "check_equivalent_queue_arguments", "parse_expiration",
     "validate_consumer_arguments", "validate_queue_arguments",
 ]
@@ -30,16 +30,6 @@ MAX_PRIORITY = 255
 
 
 # -- equivalence of a new declaration with an existing one ----------------------------------------
-
-#: Queue arguments compared when a queue is declared again (RabbitMQ's declare_args()).
-QUEUE_EQUIVALENCE_ARGS = (
-    "x-expires", "x-message-ttl", "x-dead-letter-exchange", "x-dead-letter-routing-key",
-    "x-max-length", "x-max-length-bytes", "x-max-in-memory-length", "x-max-in-memory-bytes",
-    "x-max-priority", "x-overflow", "x-queue-mode", "x-single-active-consumer", "x-queue-type",
-    "x-quorum-initial-group-size", "x-max-age", "x-stream-max-segment-size-bytes",
-    "x-initial-cluster-size", "x-queue-leader-locator",
-)
-
 
 def _show(value: Any) -> str:
     # How RabbitMQ's rabbit_misc:val/1 prints a value in "inequivalent arg" errors.
@@ -102,13 +92,14 @@ def check_equivalent_arguments(resource: str, current: Mapping[str, Any],
 
 
 def check_equivalent_queue_arguments(resource: str, current: Mapping[str, Any],
-                                     received: Mapping[str, Any]) -> None:
-    """:func:`check_equivalent_arguments` over :data:`QUEUE_EQUIVALENCE_ARGS`. As RabbitMQ, an
-    explicit ``x-queue-type`` of "classic" and no type at all are the same."""
+                                     received: Mapping[str, Any], keys: Iterable[str]) -> None:
+    """:func:`check_equivalent_arguments` over ``keys``, the existing queue's type's
+    (:meth:`~._queue_type.QueueType.equivalence_keys`). As RabbitMQ, an explicit
+    ``x-queue-type`` of "classic" and no type at all are the same."""
     if {current.get("x-queue-type"), received.get("x-queue-type")} == {None, "classic"}:
         current = {k: v for k, v in current.items() if k != "x-queue-type"}
         received = {k: v for k, v in received.items() if k != "x-queue-type"}
-    check_equivalent_arguments(resource, current, received, QUEUE_EQUIVALENCE_ARGS)
+    check_equivalent_arguments(resource, current, received, keys)
 
 
 # -- validation of new declarations ----------------------------------------------------------------
@@ -271,14 +262,24 @@ def validate_queue_arguments(resource: str, arguments: Mapping[str, Any], *,
             raise PreconditionFailed(f"invalid property '{prop}' for {resource}")
 
 
-def validate_consumer_arguments(resource: str, arguments: Mapping[str, Any]) -> None:
-    """Raise PreconditionFailed (406) for a basic.consume argument RabbitMQ refuses
-    (``x-priority`` must be an integer; what a queue type refuses besides is its own:
-    :meth:`~._queue_type.QueueType.check_consume`)."""
-    if "x-priority" in arguments:
-        error = _int(arguments["x-priority"], arguments)
-        if error is not None:
-            raise PreconditionFailed(f"invalid arg 'x-priority' for {resource}: {error}")
+#: ``rabbit_amqqueue:consume_args/0`` (v3.10.8): the basic.consume arguments with a check of
+#: their type and value (``x-stream-offset``'s is the stream's own: the offset's parse).
+_CONSUME_ARGS: Final[dict[str, Callable[[Any, Mapping[str, Any]], str | None]]] = {
+    "x-priority": _int, "x-cancel-on-ha-failover": _bool}
+
+
+def validate_consumer_arguments(resource: str, arguments: Mapping[str, Any],
+                                taken: Collection[str] = ("x-priority",)) -> None:
+    """Raise PreconditionFailed (406) for a basic.consume argument RabbitMQ refuses for its
+    type or value, of those ``taken`` (the queue type's consumer arguments: ``x-priority``
+    must be an integer, ``x-cancel-on-ha-failover`` a boolean;
+    ``rabbit_amqqueue:check_arguments_type_and_value/3``); an argument of another type is the
+    type's refusal (:meth:`~._queue_type.QueueType.check_consume`)."""
+    for key, check in _CONSUME_ARGS.items():
+        if key in arguments and key in taken:
+            error = check(arguments[key], arguments)
+            if error is not None:
+                raise PreconditionFailed(f"invalid arg '{key}' for {resource}: {error}")
 
 
 def parse_expiration(value: Any) -> float:

@@ -83,9 +83,6 @@ __all__ = ["QUEUE_TYPES", "Placement", "QueueType"]
 
 #: ``quorum_cluster_size``: a quorum queue's members without ``x-quorum-initial-group-size``.
 QUORUM_CLUSTER_SIZE: Final = 3
-_COMMON: Final = ("x-expires", "x-message-ttl", "x-dead-letter-exchange",
-                  "x-dead-letter-routing-key", "x-max-length", "x-max-length-bytes",
-                  "x-overflow", "x-single-active-consumer", "x-queue-type")
 #: The classic queue's mirroring keys, which neither a quorum queue nor a stream takes.
 _MIRRORING: Final = ("ha-mode", "ha-params", "ha-sync-mode", "ha-promote-on-shutdown",
                      "ha-promote-on-failure", "queue-master-locator")
@@ -109,7 +106,15 @@ class QueueType:
 
     name: ClassVar[str]
     module: ClassVar[str]
-    #: ``capabilities/0``'s ``queue_arguments``: the ``x-`` arguments it takes.
+    #: ``capabilities/0``'s ``queue_arguments``: the ``x-`` arguments it takes, in RabbitMQ's
+    #: order (:meth:`equivalence_keys`), and as a set.
+    queue_argument_order: ClassVar[tuple[str, ...]]
+    #: What RabbitMQ 4 adds to them.
+    queue_arguments_4: ClassVar[tuple[str, ...]] = ()
+    #: Whether a restart keeps every message, transient ones too (a quorum queue's Raft log
+    #: and a stream's keep them all; live on 3.10.8: a transient message published to a
+    #: quorum queue is there after ``stop_app``, ``start_app``), not only the persistent ones.
+    keeps_every_message: ClassVar[bool] = False
     queue_arguments: ClassVar[frozenset[str]]
     #: ``consumer_arguments``.
     consumer_arguments: ClassVar[frozenset[str]]
@@ -153,6 +158,12 @@ class QueueType:
     def group_size(self, queue: Queue, cluster: int) -> int:
         raise NotImplementedError
 
+    def equivalence_keys(self, *, rabbitmq4: bool) -> tuple[str, ...]:
+        """What a queue.declare of an existing queue of this type must repeat, in the order
+        compared (``rabbit_amqqueue:assert_args_equivalence/2``: the type's queue arguments,
+        in its ``capabilities/0`` order)."""
+        return self.queue_argument_order + (self.queue_arguments_4 if rabbitmq4 else ())
+
     def stat(self, queue: Queue) -> tuple[int, int]:
         """``stat/1``: the message and consumer counts a queue.declare-ok reports."""
         return queue.message_count, queue.consumer_count
@@ -192,9 +203,22 @@ class QueueType:
                       prefetch: int, global_prefetch: int, link_credit: bool) -> None:
         """``consume/3``: raise for a consumer the type refuses (``arguments`` its
         ``basic.consume`` arguments, ``prefetch`` and ``global_prefetch`` its channel's
-        limits, ``link_credit`` whether credit, not a prefetch, meters it)."""
+        limits, ``link_credit`` whether credit, not a prefetch, meters it). The arguments
+        first (:meth:`check_consume_arguments`), then, for a quorum queue, global qos."""
+        self.check_consume_arguments(queue, arguments)
+
+    def check_consume_arguments(self, queue: Queue, arguments: dict[str, Any]) -> None:
+        """``rabbit_amqqueue:check_consume_arguments/3`` (v3.10.8): the type and value of the
+        consumer arguments this type takes, then any argument another type takes and this
+        one does not, in the order given: 406 "invalid arg 'x-stream-offset' for queue 'q'
+        in vhost '/' of queue type rabbit_classic_queue"."""
         from ._arguments import validate_consumer_arguments  # (it needs QUEUE_TYPES)
-        validate_consumer_arguments(queue.resource, arguments)
+        validate_consumer_arguments(queue.resource, arguments, self.consumer_arguments)
+        others = _EVERY_CONSUMER_ARGUMENT - self.consumer_arguments
+        for key in arguments:
+            if key in others:
+                raise PreconditionFailed(f"invalid arg '{key}' for {queue.resource} of queue "
+                                         f"type {self.module}")
 
     def check_return(self, queue: Queue) -> None:
         """``settle/5`` with a requeue or discard (basic.nack, basic.reject): raise if the
@@ -225,8 +249,14 @@ class ClassicType(QueueType):
 
     name = "classic"
     module = "rabbit_classic_queue"
-    queue_arguments = frozenset((*_COMMON, "x-max-priority", "x-queue-mode",
-                                 "x-queue-master-locator", "x-queue-version"))
+    #: capabilities/0's queue_arguments in RabbitMQ 3.10.8's order (a redeclare compares
+    #: them in it; 4.x adds x-queue-leader-locator).
+    queue_argument_order = (
+        "x-expires", "x-message-ttl", "x-dead-letter-exchange", "x-dead-letter-routing-key",
+        "x-max-length", "x-max-length-bytes", "x-max-priority", "x-overflow", "x-queue-mode",
+        "x-queue-version", "x-single-active-consumer", "x-queue-type", "x-queue-master-locator")
+    queue_arguments_4 = ("x-queue-leader-locator",)
+    queue_arguments = frozenset(queue_argument_order)
     consumer_arguments = frozenset(("x-cancel-on-ha-failover", "x-priority", "x-credit"))
     server_named = True
     replicated = False
@@ -262,9 +292,14 @@ class QuorumType(QueueType):
 
     name = "quorum"
     module = "rabbit_quorum_queue"
-    queue_arguments = frozenset((*_COMMON, "x-max-in-memory-length", "x-max-in-memory-bytes",
-                                 "x-delivery-limit", "x-dead-letter-strategy",
-                                 "x-quorum-initial-group-size", "x-queue-leader-locator"))
+    queue_argument_order = (
+        "x-dead-letter-exchange", "x-dead-letter-routing-key", "x-dead-letter-strategy",
+        "x-expires", "x-max-length", "x-max-length-bytes", "x-max-in-memory-length",
+        "x-max-in-memory-bytes", "x-overflow", "x-single-active-consumer", "x-queue-type",
+        "x-quorum-initial-group-size", "x-delivery-limit", "x-message-ttl",
+        "x-queue-leader-locator")
+    queue_arguments = frozenset(queue_argument_order)
+    keeps_every_message = True
     consumer_arguments = frozenset(("x-priority", "x-credit"))
     unsupported_policies_3 = unsupported_policies_4 = frozenset((
         "max-priority", "queue-mode", "single-active-consumer", *_MIRRORING, "max-age",
@@ -287,6 +322,15 @@ class QuorumType(QueueType):
         from ._cluster import quorate  # (a cycle: _cluster needs the queue)
         return quorate(queue)
 
+    def check_consume(self, queue: Queue, arguments: dict[str, Any], *, no_ack: bool,
+                      prefetch: int, global_prefetch: int, link_credit: bool) -> None:
+        # rabbit_quorum_queue:consume/3 (v3.10.8): a channel whose limiter is active (global
+        # qos) is refused, {error, global_qos_not_supported_for_queue_type}, which
+        # rabbit_channel answers 540 (the connection ends)
+        self.check_consume_arguments(queue, arguments)
+        if global_prefetch:
+            raise NotImplementedAMQP(f"{queue.resource} does not support global qos")
+
 
 @final
 class StreamType(QueueType):
@@ -294,9 +338,11 @@ class StreamType(QueueType):
 
     name = "stream"
     module = "rabbit_stream_queue"
-    queue_arguments = frozenset(("x-max-length-bytes", "x-queue-type", "x-max-age",
-                                 "x-stream-max-segment-size-bytes", "x-initial-cluster-size",
-                                 "x-queue-leader-locator"))
+    queue_argument_order = ("x-max-length-bytes", "x-queue-type", "x-max-age",
+                            "x-stream-max-segment-size-bytes", "x-initial-cluster-size",
+                            "x-queue-leader-locator")
+    queue_arguments = frozenset(queue_argument_order)
+    keeps_every_message = True
     consumer_arguments = frozenset(("x-stream-offset", "x-credit"))
     unsupported_policies_3 = frozenset((
         "expires", "message-ttl", "dead-letter-exchange", "dead-letter-routing-key",
@@ -339,11 +385,10 @@ class StreamType(QueueType):
 
     def check_consume(self, queue: Queue, arguments: dict[str, Any], *, no_ack: bool,
                       prefetch: int, global_prefetch: int, link_credit: bool) -> None:
-        # rabbit_stream_queue:consume/3 (v3.10.8): these checks in this order; then the
-        # x-stream-offset argument is read when the consumer joins (Queue.add_consumer).
-        if "x-priority" in arguments:
-            raise PreconditionFailed(f"invalid arg 'x-priority' for {queue.resource} of queue "
-                                     "type rabbit_stream_queue")
+        # rabbit_stream_queue:consume/3 (v3.10.8): after the arguments, these checks in this
+        # order; then the x-stream-offset argument is read when the consumer joins
+        # (Queue.add_consumer).
+        self.check_consume_arguments(queue, arguments)
         if not prefetch and not link_credit:
             raise PreconditionFailed(
                 f"consumer prefetch count is not set for '{queue.resource}'")
@@ -374,6 +419,9 @@ class StreamType(QueueType):
 #: Every queue type by its ``x-queue-type`` name.
 QUEUE_TYPES: Final[dict[str, QueueType]] = {
     t.name: t for t in (ClassicType(), QuorumType(), StreamType())}
+#: ``rabbit_queue_type:arguments(consumer_arguments)``: what any type takes.
+_EVERY_CONSUMER_ARGUMENT: Final = frozenset().union(
+    *(t.consumer_arguments for t in QUEUE_TYPES.values()))
 
 
 def _setting(queue: Queue, key: str, *, policy_first: bool) -> object:

@@ -80,7 +80,9 @@ class StreamCommands:
             try:
                 check_equivalent_field(where, "durable", found.durable, True)
                 check_equivalent_field(where, "auto_delete", found.auto_delete, False)
-                check_equivalent_queue_arguments(where, found.arguments, declared)
+                check_equivalent_queue_arguments(
+                    where, found.arguments, declared,
+                    found.type.equivalence_keys(rabbitmq4=self.vhost.broker.profile.rabbitmq4))
             except ChannelException as exc:
                 raise PreconditionFailed(exc.reply_text) from None
             return False

@@ -369,7 +369,9 @@ class VirtualHost:
             where = self.resource("queue", name)
             check_equivalent_field(where, "durable", queue.durable, durable)
             check_equivalent_field(where, "auto_delete", queue.auto_delete, auto_delete)
-            check_equivalent_queue_arguments(where, queue.arguments, arguments)
+            check_equivalent_queue_arguments(where, queue.arguments, arguments,
+                                             queue.type.equivalence_keys(
+                                                 rabbitmq4=self.broker.profile.rabbitmq4))
             queue.touch()
             queue.drop_expired()
             return DeclareOk(name, *queue.type.stat(queue))
@@ -456,9 +458,12 @@ class VirtualHost:
 
     def restart(self) -> None:
         """What survives a broker restart: durable exchanges and queues, the bindings between
-        them, and the persistent messages of durable queues."""
+        them, and the persistent messages of durable queues (every message of a quorum queue
+        or stream: :attr:`~._queue_type.QueueType.keeps_every_message`)."""
         for queue in list(self.queues.values()):
             if queue.durable:
+                if queue.type.keeps_every_message:
+                    continue
                 _history.left(self.broker.clock, queue, [
                     m for m in queue.messages if m.properties.get("delivery_mode") != 2], "lost")
                 queue.drop_transient()

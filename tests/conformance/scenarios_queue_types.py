@@ -701,3 +701,33 @@ def scenario_queue_types_quorum_overflow_drop_head(s: Session) -> None:
     s.expect([(m.body, m.properties["headers"]["x-first-death-reason"])
               if isinstance(m, Msg) else m for m in got],
              [(b"a", "maxlen"), (b"b", "maxlen"), (b"a", "maxlen"), (b"b", "maxlen")])
+
+
+# --------------------------------------------------------------------------------------------
+# what each queue type refuses
+
+
+def scenario_queue_types_each_type_refuses_what_it_does_not_take(s: Session) -> None:
+    """What a queue type does not take, as RabbitMQ 3.10.8 refuses it: a consumer argument of
+    another type (``x-stream-offset`` on a classic or quorum queue: rabbit_queue_type's
+    ``capabilities/0`` consumer_arguments, checked by rabbit_amqqueue:check_consume_arguments),
+    a redeclare naming an argument the queue was declared without (``x-delivery-limit`` on a
+    quorum queue, ``x-queue-master-locator`` on a classic one: each type's equivalence keys,
+    rabbit_amqqueue:assert_args_equivalence/2), and a consumer of a quorum queue on a channel
+    with global qos (rabbit_quorum_queue:consume/3: 540, which closes the connection)."""
+    classic = _in(s, "classic")
+    quorum = _in(s, "quorum", QUORUM)
+    for q, label in ((classic, "classic"), (quorum, "quorum")):
+        s.expect_error(s.channel().basic_consume(q, arguments={"x-stream-offset": "first"}),
+                       406, scope="channel", what=f"x-stream-offset on a {label} queue")
+    s.expect_error(s.channel().queue_declare(quorum, durable=True, arguments={
+        **QUORUM, "x-delivery-limit": 5}), 406, scope="channel")
+    s.expect_error(s.channel().queue_declare(classic, durable=True, arguments={
+        "x-queue-master-locator": "random"}), 406, scope="channel")
+    ch = s.channel()
+    ch.basic_qos(prefetch_count=10, global_qos=True)
+    s.expect_error(ch.basic_consume(quorum), 540, scope="connection")
+    again = s.connection().channel()
+    s.expect(_counts(again, quorum), (0, 0), "the refused consumer is not there")
+    again.queue_delete(quorum)
+    again.queue_delete(classic)

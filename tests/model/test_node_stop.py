@@ -271,3 +271,20 @@ def test_a_stream_without_a_majority_is_not_deleted(broker: Broker) -> None:
     assert "st" in broker.queues
     broker.nodes[1].start()
     assert _channel(broker, 0).queue_delete("st") == 0
+
+
+def test_a_restart_keeps_a_quorum_queues_transient_messages_and_a_classic_queues_persistent_ones(
+) -> None:
+    # Live on 3.10.8 (one node, stop_app then start_app): a quorum queue keeps its transient
+    # message too (its Raft log keeps every command); a durable classic queue only the
+    # persistent one. (QueueType.keeps_every_message)
+    broker = Broker()
+    channel = broker.open_connection().open_channel(1)
+    channel.queue_declare("qq", durable=True, arguments={"x-queue-type": "quorum"})
+    channel.queue_declare("cq", durable=True)
+    for queue in ("qq", "cq"):
+        channel.basic_publish("", queue, b"transient", {})
+        channel.basic_publish("", queue, b"persistent", {"delivery_mode": 2})
+    broker.restart()
+    assert [m.body for m in broker.queues["qq"].messages] == [b"transient", b"persistent"]
+    assert [m.body for m in broker.queues["cq"].messages] == [b"persistent"]
