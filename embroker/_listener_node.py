@@ -230,6 +230,9 @@ class _Node:
     def _start_app(self) -> None:
         if self._app_running:
             return
+        if self.node not in self.broker.nodes:  # (before a port opens: it would serve nobody)
+            raise RuntimeError(f"inconsistent_cluster: node {self.node} was removed from the "
+                               "cluster (forget_cluster_node): it cannot start in it")
         reopened: list[_Port] = []
         try:
             for port in self._ports:

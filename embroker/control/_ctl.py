@@ -839,6 +839,31 @@ _simple("force_reset", "force_reset", (0, 0),  # (one node: a reset)
         lambda inv: f"Forcefully resetting node {inv.node} ...", "reset", lambda inv: {})
 
 
+@command("join_cluster", "join_cluster [--disc|--ram] <existing_cluster_member>", (1, 1))
+def _join_cluster(inv: Invocation) -> int | None:
+    """As RabbitMQ 3.10.8's (live: a node whose application runs is refused before the banner,
+    64 with the usage; a member of its own cluster is "already a member", 0). embroker's nodes
+    form a cluster in one process: a node of another is refused, 69, with why."""
+    member = inv.arguments[0]
+    try:
+        inv.ask("join_cluster", member=member)
+    except ControlError as exc:
+        if exc.code == EX_USAGE:
+            print(f"Error: {exc.message}\nArguments given:\n\t{' '.join(inv.given)}\n"
+                  f"{usage_text(inv.tool, COMMANDS['join_cluster'])}", end="", file=inv.err)
+            return EX_USAGE
+        inv.say(f"Clustering node {inv.node} with {member}")
+        raise
+    inv.say(f"Clustering node {inv.node} with {member}")
+    inv.say("The node is already a member of this cluster")
+    return None
+
+
+_simple("forget_cluster_node", "forget_cluster_node [--offline] <existing_cluster_member>",
+        (1, 1), lambda inv: f"Removing node {inv.arguments[0]} from the cluster",
+        "forget_cluster_node", lambda inv: {"node": inv.arguments[0]})
+
+
 @command("stop", "stop [--idempotent] [<pidfile>]", (0, 1))
 def _stop(inv: Invocation) -> int | None:
     """As RabbitMQ's (``rabbit:stop_and_halt`` by rpc): it returns once the node is down (its

@@ -89,6 +89,9 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
         "application environment for each running application"),
     "export_definitions": ("Definitions", "Exports definitions in JSON or compressed Erlang Term Format."),
     "force_reset": ("Cluster", "Forcefully returns a RabbitMQ node to its virgin state"),
+    "forget_cluster_node": ("Cluster", "Removes a node from the cluster"),
+    "join_cluster": ("Cluster", "Instructs the node to become a member of the cluster that the "
+                                "specified node is in"),
     "help": ("Help", "Displays usage information for a command"),
     "import_definitions": ("Definitions", "Imports definitions in JSON or compressed Erlang Term Format."),
     "is_enabled": (_MONITORING, "Health check that exits with a non-zero code if provided plugins are not "

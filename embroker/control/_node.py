@@ -436,12 +436,70 @@ class Node:
         except PortInUse as exc:
             raise ControlError(f"{exc}: the port was taken while the application was stopped",
                                70) from None
+        except RuntimeError as exc:  # (a node forget_cluster_node removed)
+            raise ControlError(str(exc), 69) from None
 
     def reset(self) -> None:
+        if self.server.app_running:
+            raise ControlError(APP_RUNNING, 69)
+        if len(self.broker.nodes) > 1:  # (RabbitMQ's node would leave its cluster)
+            raise ControlError(
+                f"node {self.name} is one of a cluster of {len(self.broker.nodes)} nodes in "
+                "one embroker process, which cannot reset one node alone (a RabbitMQ node "
+                "would leave its cluster): forget_cluster_node removes a stopped node, and "
+                "embroker serve --nodes N makes a new cluster", 69)
         try:
             self.server.reset()
         except AppRunning:
             raise ControlError(APP_RUNNING, 69) from None
+
+    def join_cluster(self, member: str) -> bool:
+        """``rabbitmqctl join_cluster MEMBER`` on this node (stopped: else RabbitMQ's usage
+        refusal, 64): a node of its own cluster makes it "already a member" (true); a node
+        of another embroker process cannot be joined (embroker's nodes form a cluster in one
+        process: ``serve --nodes N``), 69 with that said.
+
+        Raises:
+            ControlError: as above.
+        """
+        if self.server.app_running:
+            raise ControlError(APP_RUNNING, 64)
+        with self.broker.locked():
+            names = [node.name for node in self.broker.nodes]
+        if member in names:
+            return True
+        raise ControlError(
+            f"embroker cannot join node {self.name} to {member}: embroker's nodes form a "
+            "cluster within one process (embroker serve --nodes N, Broker(nodes=N)), and "
+            f"{member} is not one of this one's ({', '.join(names)})", 69)
+
+    def forget_cluster_node(self, name: str) -> None:
+        """``rabbitmqctl forget_cluster_node NODE``, asked of this node: the stopped node
+        ``name`` leaves the cluster (:func:`embroker.model._membership.forget_node`).
+
+        Raises:
+            ControlError: RabbitMQ's refusals: it runs (69, "RabbitMQ on node N must be
+                stopped ..."), it is not a node of the cluster (69), it is this node.
+        """
+        from ..model._membership import MembershipRefused, forget_node
+
+        with self.broker.locked():
+            found = next((n for n in self.broker.nodes if n.name == name), None)
+            if found is None:
+                raise ControlError('{not_a_cluster_node,"The node selected is not in the '
+                                   'cluster."}', 69)
+            if found is self.server.node:
+                raise ControlError(f"{{failed_to_remove_node,'{name}',"
+                                   "{mnesia_not_running,...}}: this node cannot forget "
+                                   "itself; ask another node of the cluster", 69)
+            try:
+                forget_node(self.broker, found)
+            except MembershipRefused as refused:
+                if refused.reason == "node_running":
+                    raise ControlError(f"RabbitMQ on node {name} must be stopped with "
+                                       f"'rabbitmqctl -n {name} stop_app' before it can be "
+                                       "removed", 69) from None
+                raise ControlError(refused.reason, 69) from None
 
     def set_vm_memory_high_watermark(self, *, fraction: float | None = None,
                                      absolute: int | None = None) -> None:

@@ -979,3 +979,18 @@ def _apply_plugins(node: Node, arguments: dict[str, Any]) -> Any:
     return node.apply_plugins(enabled)
 
 
+
+
+# -- the cluster's membership: join_cluster, forget_cluster_node --------------------------------
+
+@operation("join_cluster")
+def _join_cluster(node: Node, arguments: dict[str, Any]) -> Any:
+    """``rabbit_mnesia:join_cluster/2`` asked of this node (stopped): a node of its own
+    cluster is already a member; any other is not one embroker can reach."""
+    return node.join_cluster(_text(arguments, "member"))
+
+
+@operation("forget_cluster_node")
+def _forget_cluster_node(node: Node, arguments: dict[str, Any]) -> Any:
+    node.forget_cluster_node(_text(arguments, "node"))
+    return None

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, final
 
 from .. import _regex
+from . import _history
 from ._cluster import quorate
 from ._queue_type import Placement
 
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from ._queue import Queue
 
 __all__ = ["MACHINE_VERSION", "MemberStatus", "MembershipRefused", "add_member",
-           "delete_member", "grow", "quorum_critical", "quorum_status", "rebalance", "shrink",
+           "delete_member", "forget_node", "grow", "quorum_critical", "quorum_status", "rebalance", "shrink",
            "transfer_leadership"]
 
 #: ``rabbit_fifo``'s machine version in RabbitMQ 3.10.8 (``quorum_status``' Machine Version).
@@ -281,3 +282,39 @@ def _migrate_one(by_node: dict[Node, list[tuple[int, Queue, bool]]], desired: in
         return True
     return False
 
+
+
+def forget_node(broker: Broker, node: Node) -> None:
+    """``rabbitmqctl forget_cluster_node``: ``node`` (stopped) leaves the cluster
+    (``rabbit_mnesia:forget_cluster_node/2``, v3.10.8): the durable classic queues homed on it
+    are deleted (``rabbit_amqqueue:forget_all_durable/1``), its member of each quorum queue and
+    stream is removed (``rabbit_quorum_queue:shrink_all/1``; the queue's last member stays),
+    and the node is no longer one of the cluster's. Call it holding the broker still.
+
+    Raises:
+        MembershipRefused: ``node_running``: it runs (stop it first); ``not_a_cluster_node``:
+            it is not one of the cluster's; ``last_node``: it is the cluster's only node.
+    """
+    if node not in broker.nodes:
+        raise MembershipRefused("not_a_cluster_node")
+    if node.running:
+        raise MembershipRefused("node_running")
+    if len(broker.nodes) == 1:
+        raise MembershipRefused("last_node")
+    for vhost in broker.vhosts.values():
+        for queue in list(vhost.queues.values()):
+            placement = queue.placement
+            if node not in placement.members:
+                continue
+            if not queue.type.replicated:
+                lost = queue.messages
+                vhost.delete_queue_object(queue)
+                _history.left(broker.clock, queue, lost, "lost")
+            elif len(placement.members) > 1:
+                members = tuple(n for n in placement.members if n is not node)
+                leader = placement.leader if placement.leader is not node else next(
+                    (n for n in members if n.running), members[0])
+                queue.placement = Placement(leader, members, placement.term + (
+                    leader is not placement.leader))
+    broker.nodes.remove(node)
+    broker.nodes_down = not all(n.running for n in broker.nodes) or not broker.network.whole

@@ -128,6 +128,9 @@ class Node:
         with broker._lock:
             if self.running:
                 return
+            if self not in broker.nodes:  # (forget_cluster_node removed it)
+                raise RuntimeError(f"inconsistent_cluster: node {self.name} was removed from "
+                                   "the cluster (forget_cluster_node): it cannot start in it")
             whole = not any(node.running for node in broker.nodes)
             self.running = True
             broker.network.rejoined(self)  # (it counts the nodes it reaches: a partition ends)

@@ -304,3 +304,52 @@ def test_cluster_status_after_a_healed_partition_lists_it_as_rabbitmq_does(three
     broker.nodes[2].stop()
     broker.nodes[2].start()
     assert _sections(ctl("cluster_status")[1])["Network Partitions"] == ["(none)"]
+
+
+def test_join_cluster_needs_the_app_stopped_and_a_member_of_its_own_cluster_is_joined(
+        three: Node) -> None:
+    """join_cluster_command.ex (v3.10.8, live): a running node is refused before the banner
+    (64, the usage); a member of its own cluster: "The node is already a member of this
+    cluster", 0. A node of another embroker process: 69, and why."""
+    out, err = io.StringIO(), io.StringIO()
+    code = run("rabbitmqctl", ["join_cluster", three.broker.nodes[1].name], out=out, err=err)
+    assert code == 64
+    assert err.getvalue().startswith(
+        "Error: this command requires the 'rabbit' app to be stopped on the target node. "
+        "Stop it with 'rabbitmqctl stop_app'.\nArguments given:\n\tjoin_cluster ")
+    assert "join_cluster [--disc|--ram] <existing_cluster_member>" in err.getvalue()
+    assert out.getvalue() == ""
+    assert ctl("stop_app")[0] == 0
+    assert ctl("join_cluster", three.broker.nodes[1].name) == (0, (
+        f"Clustering node {NODE} with {three.broker.nodes[1].name}\n"
+        "The node is already a member of this cluster\n"))
+    out, err = io.StringIO(), io.StringIO()
+    assert run("rabbitmqctl", ["join_cluster", "rabbit@elsewhere"], out=out, err=err) == 69
+    assert "embroker's nodes form a cluster within one process" in err.getvalue()
+
+
+def test_forget_cluster_node_removes_a_stopped_node_its_classic_queues_and_members(
+        three: Node) -> None:
+    """forget_cluster_node_command.ex (v3.10.8, live): a running node is refused ("RabbitMQ on
+    node N must be stopped with 'rabbitmqctl -n N stop_app' before it can be removed", 69);
+    a stopped one leaves the cluster: its durable classic queues go (forget_all_durable), its
+    quorum members too (shrink_all)."""
+    broker = three.broker
+    second = broker.nodes[1]
+    out, err = io.StringIO(), io.StringIO()
+    assert run("rabbitmqctl", ["forget_cluster_node", second.name], out=out, err=err) == 69
+    assert err.getvalue() == (f"Error:\nRabbitMQ on node {second.name} must be stopped with "
+                              f"'rabbitmqctl -n {second.name} stop_app' before it can be "
+                              "removed\n")
+    second.stop()
+    assert ctl("forget_cluster_node", second.name) == (
+        0, f"Removing node {second.name} from the cluster\n")
+    assert second not in broker.nodes
+    assert "c" not in broker.queues  # (homed on it)
+    assert second not in broker.queues["qq"].placement.members
+    with pytest.raises(RuntimeError, match="inconsistent_cluster"):
+        second.start()
+    assert ctl("stop_app")[0] == 0
+    err = io.StringIO()
+    assert run("rabbitmqctl", ["reset"], out=io.StringIO(), err=err) == 69
+    assert "cannot reset one node alone" in err.getvalue()  # (its cluster would lose it)
