@@ -28,6 +28,16 @@ def test_a_plugin_type_needs_its_plugin(xtype: str) -> None:
     assert broker.exchanges["x"].type == xtype
 
 
+def test_a_disabled_plugins_type_is_invalid_not_unknown() -> None:
+    """A plugin disabled on a running node leaves its type "invalid", not "unknown" (RabbitMQ
+    3.10.8 checked live: tests/control/test_ctl.py drives it through rabbitmq-plugins)."""
+    broker = Broker(plugins=["rabbitmq_consistent_hash_exchange"])
+    assert broker.plugins.disable("rabbitmq_consistent_hash_exchange")
+    with pytest.raises(CommandInvalid) as failed:
+        broker.connect().channel().exchange_declare("x", "x-consistent-hash")
+    assert failed.value.reply_text == "COMMAND_INVALID - invalid exchange type 'x-consistent-hash'"
+
+
 def test_the_modulus_hash_comes_with_rabbitmq_sharding() -> None:
     assert PLUGIN_OF_TYPE["x-modulus-hash"] == "rabbitmq_sharding"
 
