@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from ._node import Node
     from ._queue import Queue
 
-__all__ = ["Network", "healed", "partitioned", "sees_queue"]
+__all__ = ["Network", "healed", "partitioned"]
 
 
 @final
@@ -181,17 +181,6 @@ def healed(broker: Broker) -> None:
             if queue.type.replicated and not queue.deleted:
                 elect(queue)
                 queue.trust_consumers()
-
-
-def sees_queue(viewer: Node, queue: Queue) -> bool:
-    """Whether ``queue`` is up for the clients of ``viewer``: a classic queue whose home
-    ``viewer`` counts as running; a replicated queue whose members have a majority on
-    ``viewer``'s side."""
-    network = viewer.broker.network
-    placement = queue.placement
-    if not queue.type.replicated:
-        return network.sees(viewer, placement.leader)
-    return network.majority_side(placement.members, viewer)
 
 
 def _suspect_unreachable(queue: Queue) -> None:
