@@ -859,7 +859,7 @@ def _join_cluster(inv: Invocation) -> int | None:
     return None
 
 
-_simple("forget_cluster_node", "forget_cluster_node [--offline] <existing_cluster_member>",
+_simple("forget_cluster_node", "forget_cluster_node [--offline] <existing_cluster_member_node>",
         (1, 1), lambda inv: f"Removing node {inv.arguments[0]} from the cluster",
         "forget_cluster_node", lambda inv: {"node": inv.arguments[0]})
 

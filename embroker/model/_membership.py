@@ -287,9 +287,10 @@ def _migrate_one(by_node: dict[Node, list[tuple[int, Queue, bool]]], desired: in
 def forget_node(broker: Broker, node: Node) -> None:
     """``rabbitmqctl forget_cluster_node``: ``node`` (stopped) leaves the cluster
     (``rabbit_mnesia:forget_cluster_node/2``, v3.10.8): the durable classic queues homed on it
-    are deleted (``rabbit_amqqueue:forget_all_durable/1``), its member of each quorum queue and
-    stream is removed (``rabbit_quorum_queue:shrink_all/1``; the queue's last member stays),
-    and the node is no longer one of the cluster's. Call it holding the broker still.
+    are deleted (``rabbit_amqqueue:forget_all_durable/1``), its member of each quorum queue is
+    removed (the tool's ``rabbit_quorum_queue:shrink_all/1``; the queue's last member stays;
+    a stream keeps its member, as 3.10.8's tool shrinks no stream), and the node is no longer
+    one of the cluster's. Call it holding the broker still.
 
     Raises:
         MembershipRefused: ``node_running``: it runs (stop it first); ``not_a_cluster_node``:
@@ -310,7 +311,7 @@ def forget_node(broker: Broker, node: Node) -> None:
                 lost = queue.messages
                 vhost.delete_queue_object(queue)
                 _history.left(broker.clock, queue, lost, "lost")
-            elif len(placement.members) > 1:
+            elif queue.type.name == "quorum" and len(placement.members) > 1:
                 members = tuple(n for n in placement.members if n is not node)
                 leader = placement.leader if placement.leader is not node else next(
                     (n for n in members if n.running), members[0])

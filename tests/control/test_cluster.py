@@ -333,7 +333,7 @@ def test_forget_cluster_node_removes_a_stopped_node_its_classic_queues_and_membe
     """forget_cluster_node_command.ex (v3.10.8, live): a running node is refused ("RabbitMQ on
     node N must be stopped with 'rabbitmqctl -n N stop_app' before it can be removed", 69);
     a stopped one leaves the cluster: its durable classic queues go (forget_all_durable), its
-    quorum members too (shrink_all)."""
+    quorum members too (the tool's rabbit_quorum_queue:shrink_all/1; no stream's)."""
     broker = three.broker
     second = broker.nodes[1]
     out, err = io.StringIO(), io.StringIO()
@@ -347,6 +347,7 @@ def test_forget_cluster_node_removes_a_stopped_node_its_classic_queues_and_membe
     assert second not in broker.nodes
     assert "c" not in broker.queues  # (homed on it)
     assert second not in broker.queues["qq"].placement.members
+    assert second in broker.queues["st"].placement.members  # (the tool shrinks no stream)
     with pytest.raises(RuntimeError, match="inconsistent_cluster"):
         second.start()
     assert ctl("stop_app")[0] == 0
