@@ -116,6 +116,7 @@ class _Loop:
         _stalled: set[_Client]
         _paused: dict[_Client, float]
         _calls: deque[_Call]
+        _turn_calls: deque[_Call]
         _ports: list[_Port]
         _paused_ports: set[_Port]
         _control_pending: deque[_Client]
@@ -239,7 +240,7 @@ class _Loop:
         elif deadline is not None and clock.monotonic() >= deadline:
             self._run_timers()  # expiries fall due between heartbeat ticks
         self._flush()
-        if due:
+        if due or self._turn_calls:
             self._run_calls(due)
             self._flush()
         return next_tick
@@ -609,17 +610,34 @@ class _Loop:
     # -- work from other threads ------------------------------------------------------------------
 
     def _run_calls(self, count: int | None = None) -> None:
-        # The first ``count`` calls (every one when None: the loop's shutdown).
+        # The first ``count`` calls of other threads (every one when None), then those the
+        # loop handed itself this turn.
         while self._calls and (count is None or count > 0):
             if count is not None:
                 count -= 1
-            call = self._calls.popleft()
-            try:
-                call.result = call.function()
-            except Exception as exc:
-                call.error = exc
-            finally:
-                call.done.set()
+            self._call(self._calls.popleft())
+        while self._turn_calls:
+            self._call(self._turn_calls.popleft())
+
+    @staticmethod
+    def _call(call: _Call) -> None:
+        try:
+            call.result = call.function()
+        except Exception as exc:
+            call.error = exc
+        finally:
+            call.done.set()
+
+    def _later(self, function: Callable[[], Any]) -> None:
+        """Run ``function`` on the loop's thread, waiting for nothing: asked on the loop's
+        own thread (a fault armed as it writes a delivery), at the end of this turn, once its
+        output is written and before anything else is read; asked on another, at the end of
+        the turn after the loop's next select (what clients sent before is read first)."""
+        if threading.get_ident() == self._loop_ident:
+            self._turn_calls.append(_Call(function))
+            return
+        self._calls.append(_Call(function))
+        self._wake()
 
     def _soon(self, function: Callable[[], Any], what: str) -> None:
         """Run ``function`` on the loop's thread at its next turn, waiting for nothing (the
@@ -634,8 +652,7 @@ class _Loop:
                 function()
             except Exception as exc:  # (nobody waits for it: the log says so)
                 log.warning("%s failed: %s", what, exc)
-        self._calls.append(_Call(logged))
-        self._wake()
+        self._later(logged)
 
     def _on_loop(self, function: Callable[[], Any], timeout: float = 5.0) -> Any:
         """Run ``function`` on the loop's thread (between two turns) and return its result.

@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, cast, final
 
 from ._listener import _Client, _Port
-from ._listener_loop import _Call, _describe
+from ._listener_loop import _describe
 from ._tls import TLSSocket
 from ._transport import (
     BrokerConnection,
@@ -272,10 +272,9 @@ class _SocketCarrier:
     def drop_after_delivery(self) -> None:
         # (under the broker's lock, on any thread: the loop writes the delivery, then drops)
         server = self._server
-        server._calls.append(_Call(functools.partial(
+        server._later(functools.partial(
             server._kill, self._client, flush=True,
-            reason="dropped by a test after a delivery (embroker.faults)")))
-        server._wake()
+            reason="dropped by a test after a delivery (embroker.faults)"))
 
 
 @final

@@ -406,8 +406,10 @@ class Server(_Views, _Node, _Listener, _Loop):
         #: Which ready clients are read at once and which after a pause (embroker._batching);
         #: its ``one_cpu`` is set as the loop starts.
         self.batching = batching if batching is not None else BatchingPolicy()
-        # Work other threads hand to the loop (faults, settle's questions).
+        # Work other threads hand to the loop (faults, settle's questions), and work the loop
+        # hands itself for the end of its turn (a fault armed by a delivery it writes).
         self._calls: deque[_Call] = deque()
+        self._turn_calls: deque[_Call] = deque()
         self._stalled: set[_Client] = set()  # clients whose output a fault holds back
         #: AMQP 1.0 clients whose output waits after an attach, and until when (``pause_at``).
         self._paused: dict[_Client, float] = {}
