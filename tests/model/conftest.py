@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from embroker import Broker
+from embroker import Broker, model
 from embroker.client import Channel
 
 
@@ -26,3 +26,8 @@ def bodies(ch: Channel, queue: str) -> list[bytes]:
     while (delivery := ch.basic_get(queue, auto_ack=True)) is not None:
         out.append(delivery.body)
     return out
+
+
+def channel_on(broker: model.Broker, index: int) -> model.Channel:
+    """A model channel (number 1) on a new connection to the cluster's node ``index``."""
+    return broker.open_connection(node=broker.nodes[index]).open_channel(1)

@@ -16,13 +16,11 @@ from embroker.errors import (
     ResourceError,
 )
 from embroker.model import Broker, Cancelled
+from tests.model.conftest import channel_on
 
 DOWN = "NOT_FOUND - home node 'embroker-2@localhost' of durable queue 'dq' in vhost '/' is down or " \
        "inaccessible"
 
-
-def _channel(broker: Broker, index: int) -> Any:
-    return broker.open_connection(node=broker.nodes[index]).open_channel(1)
 
 
 @pytest.fixture
@@ -45,9 +43,9 @@ def test_a_stopping_node_closes_its_clients_connections(broker: Broker) -> None:
 
 def test_a_durable_classic_queue_on_a_stopped_node_refuses_everything_with_404(
         broker: Broker) -> None:
-    _channel(broker, 1).queue_declare("dq", durable=True)
+    channel_on(broker, 1).queue_declare("dq", durable=True)
     broker.nodes[1].stop()
-    a = _channel(broker, 0)
+    a = channel_on(broker, 0)
     for attempt in (lambda: a.queue_declare("dq", passive=True),
                     lambda: a.queue_declare("dq", durable=True),
                     lambda: a.queue_declare("dq"),
@@ -62,10 +60,10 @@ def test_a_durable_classic_queue_on_a_stopped_node_refuses_everything_with_404(
 
 
 def test_a_publish_to_a_down_queue_reaches_nothing_and_is_confirmed(broker: Broker) -> None:
-    b = _channel(broker, 1)
+    b = channel_on(broker, 1)
     b.queue_declare("dq", durable=True)
     broker.nodes[1].stop()
-    a = _channel(broker, 0)
+    a = channel_on(broker, 0)
     a.confirm_select()
     outcome = a.basic_publish("", "dq", b"while-down", {"delivery_mode": 2}, mandatory=True)
     assert (outcome.routed, outcome.accepted, outcome.returned) == ((), True, True)
@@ -74,8 +72,8 @@ def test_a_publish_to_a_down_queue_reaches_nothing_and_is_confirmed(broker: Brok
 def test_consumers_elsewhere_are_cancelled_and_the_queue_comes_back_with_its_messages(
         broker: Broker) -> None:
     # (live: c1, c2 delivered and unacknowledged come back first, redelivered; c3 after)
-    _channel(broker, 1).queue_declare("dq", durable=True)
-    a = _channel(broker, 0)
+    channel_on(broker, 1).queue_declare("dq", durable=True)
+    a = channel_on(broker, 0)
     events: list[Any] = []
     a.listener = events.append
     a.basic_qos(prefetch_count=2)
@@ -97,7 +95,7 @@ def test_transient_classic_queues_on_a_stopped_node_are_deleted(broker: Broker) 
     b = broker.open_connection(node=broker.nodes[1]).open_channel(1)
     b.queue_declare("plain", durable=False)
     b.queue_declare("auto", auto_delete=True)
-    _channel(broker, 0).queue_declare("elsewhere")
+    channel_on(broker, 0).queue_declare("elsewhere")
     broker.nodes[1].stop()
     assert "plain" not in broker.queues
     assert "auto" not in broker.queues
@@ -106,12 +104,12 @@ def test_transient_classic_queues_on_a_stopped_node_are_deleted(broker: Broker) 
 
 def test_a_quorum_queue_led_by_a_stopped_node_gets_the_next_running_member(
         broker: Broker) -> None:
-    _channel(broker, 1).queue_declare("qq", durable=True, arguments={"x-queue-type": "quorum"})
+    channel_on(broker, 1).queue_declare("qq", durable=True, arguments={"x-queue-type": "quorum"})
     queue = broker.queues["qq"]
     assert queue.placement.leader is broker.nodes[1]
     broker.nodes[1].stop()
     assert queue.placement.leader is broker.nodes[2]  # (the next member: [2, 3, 1])
-    a = _channel(broker, 0)
+    a = channel_on(broker, 0)
     a.basic_publish("", "qq", b"x")
     assert a.basic_get("qq", no_ack=True).message.body == b"x"
 
@@ -133,12 +131,12 @@ def test_a_quorum_queue_without_a_majority_takes_nothing_until_it_is_back(
         broker: Broker) -> None:
     # (live: get 541 "... noproc", purge and consume 541, a new channel's publish nacked and
     # not enqueued; the majority back, the queue goes on with what it held)
-    a = _channel(broker, 0)
+    a = channel_on(broker, 0)
     a.queue_declare("qq", durable=True, arguments={"x-queue-type": "quorum"})
     a.basic_publish("", "qq", b"before")
     broker.nodes[1].stop()
     broker.nodes[2].stop()
-    publisher = _channel(broker, 0)
+    publisher = channel_on(broker, 0)
     publisher.confirm_select()
     assert not publisher.basic_publish("", "qq", b"lost").accepted
     for attempt, text in ((lambda c: c.basic_get("qq"), "INTERNAL_ERROR - Cannot get a "
@@ -146,16 +144,16 @@ def test_a_quorum_queue_without_a_majority_takes_nothing_until_it_is_back(
                           (lambda c: c.queue_purge("qq"), "INTERNAL_ERROR"),
                           (lambda c: c.basic_consume("qq"), "INTERNAL_ERROR")):
         with pytest.raises(InternalError) as refused:
-            attempt(_channel(broker, 0))
+            attempt(channel_on(broker, 0))
         assert refused.value.reply_text == text
-    assert _channel(broker, 0).queue_declare("qq", passive=True).queue == "qq"
+    assert channel_on(broker, 0).queue_declare("qq", passive=True).queue == "qq"
     broker.nodes[1].start()
     assert [m.body for m in broker.queues["qq"].messages] == [b"before"]
 
 
 def test_a_durable_auto_delete_classic_queue_is_kept_down_not_deleted(broker: Broker) -> None:
     # (live: the transient ones go, a durable auto-delete one survives, down)
-    _channel(broker, 1).queue_declare("da", durable=True, auto_delete=True)
+    channel_on(broker, 1).queue_declare("da", durable=True, auto_delete=True)
     broker.nodes[1].stop()
     assert broker.queues["da"].down
     broker.nodes[1].start()
@@ -164,12 +162,12 @@ def test_a_durable_auto_delete_classic_queue_is_kept_down_not_deleted(broker: Br
 
 def test_a_stream_without_a_majority_refuses_a_publish_with_506(broker: Broker) -> None:
     # (live: 506 "RESOURCE_ERROR - Stream coordinator unavailable for queue 'st' in vhost '/'")
-    a = _channel(broker, 0)
+    a = channel_on(broker, 0)
     a.queue_declare("st", durable=True, arguments={"x-queue-type": "stream"})
     broker.nodes[1].stop()
     broker.nodes[2].stop()
     with pytest.raises(ResourceError) as refused:
-        _channel(broker, 0).basic_publish("", "st", b"x")
+        channel_on(broker, 0).basic_publish("", "st", b"x")
     assert refused.value.reply_text == \
         "RESOURCE_ERROR - Stream coordinator unavailable for queue 'st' in vhost '/'"
 
@@ -179,7 +177,7 @@ def test_a_new_quorum_queue_without_a_majority_is_refused(broker: Broker) -> Non
     broker.nodes[1].stop()
     broker.nodes[2].stop()
     with pytest.raises(InternalError) as refused:
-        _channel(broker, 0).queue_declare("qq.new", durable=True,
+        channel_on(broker, 0).queue_declare("qq.new", durable=True,
                                           arguments={"x-queue-type": "quorum"})
     assert refused.value.reply_text == (
         "INTERNAL_ERROR - Cannot declare quorum queue 'qq.new' in vhost '/' on node "
@@ -189,16 +187,16 @@ def test_a_new_quorum_queue_without_a_majority_is_refused(broker: Broker) -> Non
 
 def test_a_stopped_nodes_consumer_returns_its_quorum_deliveries_counted(broker: Broker) -> None:
     # (live: redelivered, x-delivery-count 1; consumers elsewhere see no cancel)
-    a = _channel(broker, 0)
+    a = channel_on(broker, 0)
     a.queue_declare("qq", durable=True, arguments={"x-queue-type": "quorum"})
-    b = _channel(broker, 1)
+    b = channel_on(broker, 1)
     b.basic_qos(prefetch_count=1)
     b.start_consumer(b.basic_consume("qq"))
     events: list[Any] = []
     a.listener = events.append
     a.start_consumer(a.basic_consume("qq"))
     a.basic_publish("", "qq", b"m")  # (to b's consumer, the first in turn)
-    a.basic_cancel(a.consumers and next(iter(a.consumers)))
+    a.basic_cancel(next(iter(a.consumers)))
     broker.nodes[1].stop()
     got = a.basic_get("qq", no_ack=True)
     assert (got.message.body, got.redelivered, got.message.headers["x-delivery-count"]) == (
@@ -210,7 +208,7 @@ def test_a_quorum_queue_without_a_majority_has_no_leader_until_it_has_one_again(
         broker: Broker) -> None:
     # (live: leader null while a follower is the only member running; a leader again once a
     # majority is back)
-    _channel(broker, 1).queue_declare("qq", durable=True, arguments={"x-queue-type": "quorum"})
+    channel_on(broker, 1).queue_declare("qq", durable=True, arguments={"x-queue-type": "quorum"})
     queue = broker.queues["qq"]
     broker.nodes[0].stop()
     broker.nodes[1].stop()  # (the leader: one member of three left)
@@ -221,7 +219,7 @@ def test_a_quorum_queue_without_a_majority_has_no_leader_until_it_has_one_again(
 
 def test_a_publish_refused_by_a_leaderless_stream_is_enqueued_nowhere(broker: Broker) -> None:
     # (the 506 ends the publish: a classic queue the same exchange routes to gets nothing)
-    a = _channel(broker, 0)
+    a = channel_on(broker, 0)
     a.exchange_declare("fan", "fanout")
     a.queue_declare("st", durable=True, arguments={"x-queue-type": "stream"})
     a.queue_declare("plain")
@@ -230,7 +228,7 @@ def test_a_publish_refused_by_a_leaderless_stream_is_enqueued_nowhere(broker: Br
     broker.nodes[1].stop()
     broker.nodes[2].stop()
     with pytest.raises(ResourceError):
-        _channel(broker, 0).basic_publish("fan", "", b"x")
+        channel_on(broker, 0).basic_publish("fan", "", b"x")
     assert broker.queues["plain"].message_count == 0
 
 
@@ -239,16 +237,16 @@ def test_a_stream_without_a_majority_refuses_a_consumer_and_a_new_stream_541(
     # (live on the reference cluster, each after 30 s: a consume 541 "INTERNAL_ERROR"; a new
     # stream 541 "... {error,coordinator_unavailable}", rabbit_stream_queue:declare/2 v3.10.8;
     # /work/notes/clusterdiff/facts.md)
-    _channel(broker, 0).queue_declare("st", durable=True, arguments={"x-queue-type": "stream"})
+    channel_on(broker, 0).queue_declare("st", durable=True, arguments={"x-queue-type": "stream"})
     broker.nodes[1].stop()
     broker.nodes[2].stop()
-    reader = _channel(broker, 0)
+    reader = channel_on(broker, 0)
     reader.basic_qos(prefetch_count=10)
     with pytest.raises(InternalError) as refused:
         reader.basic_consume("st", arguments={"x-stream-offset": "first"})
     assert refused.value.reply_text == "INTERNAL_ERROR"
     with pytest.raises(InternalError) as refused:
-        _channel(broker, 0).queue_declare("st.new", durable=True,
+        channel_on(broker, 0).queue_declare("st.new", durable=True,
                                           arguments={"x-queue-type": "stream"})
     assert refused.value.reply_text == (
         "INTERNAL_ERROR - Cannot declare a queue 'queue 'st.new' in vhost '/'' on node "
@@ -260,17 +258,17 @@ def test_a_stream_without_a_majority_is_not_deleted(broker: Broker) -> None:
     # (live on the reference cluster, after 30 s: 541 "... Cannot delete queue ... on node
     # 'N': {error,coordinator_unavailable} ", its trailing space included:
     # rabbit_stream_queue:delete/4 v3.10.8; a quorum queue's delete answers)
-    _channel(broker, 0).queue_declare("st", durable=True, arguments={"x-queue-type": "stream"})
+    channel_on(broker, 0).queue_declare("st", durable=True, arguments={"x-queue-type": "stream"})
     broker.nodes[1].stop()
     broker.nodes[2].stop()
     with pytest.raises(InternalError) as refused:
-        _channel(broker, 0).queue_delete("st")
+        channel_on(broker, 0).queue_delete("st")
     assert refused.value.reply_text == (
         "INTERNAL_ERROR - Cannot delete queue 'queue 'st' in vhost '/'' on node "
         "'embroker@localhost': {error,coordinator_unavailable} ")
     assert "st" in broker.queues
     broker.nodes[1].start()
-    assert _channel(broker, 0).queue_delete("st") == 0
+    assert channel_on(broker, 0).queue_delete("st") == 0
 
 
 def test_a_restart_keeps_a_quorum_queues_transient_messages_and_a_classic_queues_persistent_ones(

@@ -13,6 +13,7 @@ import pytest
 
 from embroker.errors import InternalError, NotFound
 from embroker.model import Broker, Cancelled, Delivered
+from tests.model.conftest import channel_on
 
 N1, N2, N3 = "embroker@localhost", "embroker-2@localhost", "embroker-3@localhost"
 
@@ -21,9 +22,6 @@ def _down(queue: str, node: str) -> str:
     return (f"NOT_FOUND - home node '{node}' of durable queue '{queue}' in vhost '/' is down or "
             "inaccessible")
 
-
-def _channel(broker: Broker, index: int) -> Any:
-    return broker.open_connection(node=broker.nodes[index]).open_channel(1)
 
 
 @pytest.fixture
@@ -37,40 +35,40 @@ def _split(broker: Broker) -> None:
 
 def test_each_side_sees_the_other_sides_classic_queues_down_and_its_own_up(
         broker: Broker) -> None:
-    _channel(broker, 2).queue_declare("c3", durable=True)
-    _channel(broker, 0).queue_declare("c1", durable=True)
+    channel_on(broker, 2).queue_declare("c3", durable=True)
+    channel_on(broker, 0).queue_declare("c1", durable=True)
     _split(broker)
     with pytest.raises(NotFound) as refused:
-        _channel(broker, 0).queue_declare("c3", passive=True)
+        channel_on(broker, 0).queue_declare("c3", passive=True)
     assert refused.value.reply_text == _down("c3", N3)
     with pytest.raises(NotFound) as refused:
-        _channel(broker, 2).queue_declare("c1", passive=True)
+        channel_on(broker, 2).queue_declare("c1", passive=True)
     assert refused.value.reply_text == _down("c1", N1)
-    assert _channel(broker, 2).queue_declare("c3", passive=True).message_count == 0
-    assert _channel(broker, 1).queue_declare("c1", passive=True).message_count == 0
+    assert channel_on(broker, 2).queue_declare("c3", passive=True).message_count == 0
+    assert channel_on(broker, 1).queue_declare("c1", passive=True).message_count == 0
 
 
 def test_a_transient_queue_across_the_split_is_gone_for_the_other_side_only(
         broker: Broker) -> None:
     # (rabbit_amqqueue:on_node_down/1 deletes it from the majority's records; its own side
     # keeps it)
-    _channel(broker, 2).queue_declare("t3")
+    channel_on(broker, 2).queue_declare("t3")
     _split(broker)
     with pytest.raises(NotFound) as refused:
-        _channel(broker, 0).queue_declare("t3", passive=True)
+        channel_on(broker, 0).queue_declare("t3", passive=True)
     assert refused.value.reply_text == "NOT_FOUND - no queue 't3' in vhost '/'"
-    assert _channel(broker, 2).queue_declare("t3", passive=True).message_count == 0
+    assert channel_on(broker, 2).queue_declare("t3", passive=True).message_count == 0
 
 
 def test_classic_consumers_across_the_split_are_cancelled_and_their_deliveries_go_back(
         broker: Broker) -> None:
-    _channel(broker, 2).queue_declare("c3", durable=True)
-    far = _channel(broker, 0)
+    channel_on(broker, 2).queue_declare("c3", durable=True)
+    far = channel_on(broker, 0)
     events: list[Any] = []
     far.listener = events.append
     far.basic_qos(prefetch_count=10)
     far.basic_consume("c3", consumer_tag="far")
-    near = _channel(broker, 2)
+    near = channel_on(broker, 2)
     near.basic_publish("", "c3", b"before", {"delivery_mode": 2})
     assert [type(e) for e in events] == [Delivered]
     _split(broker)
@@ -83,10 +81,10 @@ def test_classic_consumers_across_the_split_are_cancelled_and_their_deliveries_g
 
 
 def test_publishes_reach_what_the_publishers_side_sees(broker: Broker) -> None:
-    _channel(broker, 2).queue_declare("c3", durable=True)
-    _channel(broker, 0).queue_declare("c1", durable=True)
+    channel_on(broker, 2).queue_declare("c3", durable=True)
+    channel_on(broker, 0).queue_declare("c1", durable=True)
     _split(broker)
-    a, c = _channel(broker, 0), _channel(broker, 2)
+    a, c = channel_on(broker, 0), channel_on(broker, 2)
     a.confirm_select()
     c.confirm_select()
     returned = a.basic_publish("", "c3", b"m", {"delivery_mode": 2}, mandatory=True)
@@ -100,21 +98,21 @@ def test_publishes_reach_what_the_publishers_side_sees(broker: Broker) -> None:
 def test_a_quorum_queue_goes_on_with_the_majority_and_refuses_the_minority(
         broker: Broker) -> None:
     quorum = {"x-queue-type": "quorum"}
-    _channel(broker, 2).queue_declare("qq3", durable=True, arguments=quorum)
+    channel_on(broker, 2).queue_declare("qq3", durable=True, arguments=quorum)
     assert broker.queues["qq3"].placement.leader is broker.nodes[2]
     _split(broker)
     assert broker.queues["qq3"].placement.leader in broker.nodes[:2]  # (re-elected)
-    a, c = _channel(broker, 0), _channel(broker, 2)
+    a, c = channel_on(broker, 0), channel_on(broker, 2)
     a.confirm_select()
     c.confirm_select()
     assert a.basic_publish("", "qq3", b"m-major", {}).accepted
     assert not c.basic_publish("", "qq3", b"m-minor", {}).accepted  # nacked, not enqueued
     assert [m.body for m in broker.queues["qq3"].messages] == [b"m-major"]
     with pytest.raises(InternalError):
-        _channel(broker, 2).basic_get("qq3")
+        channel_on(broker, 2).basic_get("qq3")
     with pytest.raises(InternalError, match="cluster_not_formed"):
-        _channel(broker, 2).queue_declare("qqnew3", durable=True, arguments=quorum)
-    _channel(broker, 0).queue_declare("qqnew1", durable=True, arguments=quorum)
+        channel_on(broker, 2).queue_declare("qqnew3", durable=True, arguments=quorum)
+    channel_on(broker, 0).queue_declare("qqnew1", durable=True, arguments=quorum)
 
 
 def test_a_quorum_consumer_on_the_minority_side_is_suspected_not_cancelled(
@@ -122,20 +120,20 @@ def test_a_quorum_consumer_on_the_minority_side_is_suspected_not_cancelled(
     # rabbit_fifo {down, Pid, noconnection}: its deliveries go back (delivery count + 1) to
     # the live consumers; {nodeup, Node}: it is served again
     quorum = {"x-queue-type": "quorum"}
-    _channel(broker, 0).queue_declare("qq1", durable=True, arguments=quorum)
-    minor = _channel(broker, 2)
+    channel_on(broker, 0).queue_declare("qq1", durable=True, arguments=quorum)
+    minor = channel_on(broker, 2)
     seen: list[Any] = []
     minor.listener = seen.append
     minor.basic_qos(prefetch_count=10)
     minor.basic_consume("qq1", consumer_tag="minor")
-    _channel(broker, 0).basic_publish("", "qq1", b"one", {})
+    channel_on(broker, 0).basic_publish("", "qq1", b"one", {})
     assert [e.message.body for e in seen if isinstance(e, Delivered)] == [b"one"]
     _split(broker)
     assert not any(isinstance(e, Cancelled) for e in seen)
-    got = _channel(broker, 0).basic_get("qq1", no_ack=True)
+    got = channel_on(broker, 0).basic_get("qq1", no_ack=True)
     assert (got.message.body, got.redelivered) == (b"one", True)
     assert got.message.headers["x-delivery-count"] == 1
-    _channel(broker, 0).basic_publish("", "qq1", b"two", {})
+    channel_on(broker, 0).basic_publish("", "qq1", b"two", {})
     assert [e.message.body for e in seen if isinstance(e, Delivered)] == [b"one"]
     broker.heal()
     assert [e.message.body for e in seen if isinstance(e, Delivered)] == [b"one", b"two"]
@@ -145,30 +143,30 @@ def test_healed_the_partition_stays_for_classic_queues_and_goes_for_quorum_ones(
         broker: Broker) -> None:
     # ignore: mnesia stays partitioned after the network is back, listed as partitions, until
     # the node of the other side restarts; Raft heals on its own
-    _channel(broker, 2).queue_declare("c3", durable=True)
-    _channel(broker, 2).queue_declare("qq3", durable=True, arguments={"x-queue-type": "quorum"})
+    channel_on(broker, 2).queue_declare("c3", durable=True)
+    channel_on(broker, 2).queue_declare("qq3", durable=True, arguments={"x-queue-type": "quorum"})
     _split(broker)
     broker.heal()
     assert [n.name for n in broker.nodes[0].partitions] == [N3]
     assert [n.name for n in broker.nodes[2].partitions] == [N1, N2]
     with pytest.raises(NotFound):
-        _channel(broker, 0).queue_declare("c3", passive=True)
-    c = _channel(broker, 2)
+        channel_on(broker, 0).queue_declare("c3", passive=True)
+    c = channel_on(broker, 2)
     c.confirm_select()
     assert c.basic_publish("", "qq3", b"after-heal", {}).accepted
     broker.nodes[2].stop()
     broker.nodes[2].start()
     assert [n.partitions for n in broker.nodes] == [[], [], []]
-    assert _channel(broker, 0).queue_declare("c3", passive=True).message_count == 0
+    assert channel_on(broker, 0).queue_declare("c3", passive=True).message_count == 0
 
 
 def test_the_restarted_minority_keeps_what_its_classic_queues_took_during_the_split(
         broker: Broker) -> None:
-    c = _channel(broker, 2)
+    c = channel_on(broker, 2)
     c.queue_declare("c3", durable=True)
     c.basic_publish("", "c3", b"before", {"delivery_mode": 2})
     _split(broker)
-    _channel(broker, 2).basic_publish("", "c3", b"m3", {"delivery_mode": 2})
+    channel_on(broker, 2).basic_publish("", "c3", b"m3", {"delivery_mode": 2})
     broker.heal()
     broker.nodes[2].stop()
     broker.nodes[2].start()
