@@ -28,6 +28,10 @@ __all__ = ["Explanation", "Outcome", "RoutingDecision", "Trace", "Visit"]
 #: whether it handed the message to its alternate exchange.
 Visit = tuple["Exchange", tuple["Binding", ...], bool]
 
+#: A routed publish's decision before it is made (:meth:`Trace.routed`): its fields, then the
+#: message's events.
+_Unmade = tuple[Any, ...]
+
 #: What became of a publish: it reached queues (``routed``), reached none (``unroutable``, or
 #: ``returned`` to a mandatory publisher), every queue it reached refused it because it was
 #: full (``overflow``: ``x-overflow`` reject-publish or reject-publish-dlx) or because a test
@@ -515,7 +519,10 @@ class Trace(Sequence[RoutingDecision]):
 
     def __init__(self, maxlen: int = 10_000, max_bytes: int = 64 * 1024 * 1024, *,
                  events: bool = True, lock: threading.RLock | None = None) -> None:
-        self._decisions: deque[RoutingDecision] = deque(maxlen=maxlen)
+        # Oldest first. The newest ``_unmade`` entries are a publish's fields not yet made
+        # into its decision (:meth:`routed`): the first read makes them (:meth:`_made`).
+        self._decisions: deque[RoutingDecision | _Unmade] = deque(maxlen=maxlen)
+        self._unmade = 0
         self._maxlen = maxlen
         self.max_bytes = max_bytes
         #: Whether messages record their lifecycle events (see ``RoutingDecision.history``).
@@ -545,6 +552,7 @@ class Trace(Sequence[RoutingDecision]):
     def record(self, decision: RoutingDecision) -> None:
         """Keep a new decision. The model calls this once per publish, holding the broker's
         lock (so it takes none itself: this is the publish path)."""
+        self._made()
         decisions = self._decisions
         large = self._large
         if large and len(decisions) == self._maxlen and decisions[0] is large[0]:
@@ -564,11 +572,55 @@ class Trace(Sequence[RoutingDecision]):
         elif len(message.body) >= self.LARGE_BODY:
             self._hold(decision, len(message.body))
 
+    def routed(self, vhost: str, exchange: str, message: Message, keys: tuple[str, ...],
+               queues: tuple[str, ...], matched: tuple[Binding, ...],
+               visited: tuple[Visit, ...], mandatory: bool) -> None:
+        """:meth:`record` a routed publish's decision, made only when the trace is first read
+        after it: the publish path keeps the decision's fields (and the message's history, when
+        events are kept), nothing more. A message the byte budget counts is recorded at once."""
+        properties = message.properties
+        if (len(message.body) >= self.LARGE_BODY or properties and "headers" in properties
+                and message_size(message) >= self.LARGE_BODY):
+            self.record(RoutingDecision(vhost, exchange, message, keys, queues, matched,
+                                        visited, mandatory))
+            return
+        decisions = self._decisions
+        large = self._large
+        if large and len(decisions) == self._maxlen and decisions[0] is large[0]:
+            self._bytes -= large.popleft()._size  # the oldest goes, by count
+        events = None
+        if self.events:
+            events = message.history = []
+        decisions.append((vhost, exchange, message, keys, queues, matched, visited,
+                                mandatory, events))
+        self._unmade += 1
+        self.total += 1
+
+    def _made(self) -> deque[RoutingDecision]:
+        """The decisions, each one made (under the broker's lock): O(publishes since the
+        last read)."""
+        decisions = self._decisions
+        unmade = self._unmade
+        if unmade:
+            self._unmade = 0
+            count = min(unmade, len(decisions))  # (the oldest may have gone, by count)
+            fields = [decisions.pop() for _ in range(count)]
+            fields.reverse()
+            for vhost, exchange, message, keys, queues, matched, visited, mandatory, events \
+                    in fields:  # type: ignore[misc]
+                decision = RoutingDecision(vhost, exchange, message, keys, queues, matched,
+                                           visited, mandatory)
+                decision._events = events
+                decision._lock = self._lock
+                decision._trace = self
+                decisions.append(decision)
+        return decisions  # type: ignore[return-value]
+
     def on_node(self, node: str, message: Message | None = None) -> None:
         """Say that the newest decision (``message``'s, when given) happened on node ``node``
         (a cluster of several nodes: the model calls this, under the broker's lock, right
         after recording it)."""
-        decisions = self._decisions
+        decisions = self._made()
         if decisions and (message is None or decisions[-1].message is message):
             decisions[-1]._node = node
 
@@ -590,7 +642,7 @@ class Trace(Sequence[RoutingDecision]):
             IndexError: the trace is empty.
         """
         with self._lock:
-            decision = self._decisions.pop()
+            decision = self._made().pop()
             self.total -= 1
             if self._large and self._large[-1] is decision:
                 self._large.pop()
@@ -603,6 +655,7 @@ class Trace(Sequence[RoutingDecision]):
         :attr:`total` goes on counting."""
         with self._lock:
             self._decisions.clear()
+            self._unmade = 0
             for decision in self._large:
                 decision._size = 0
             self._large.clear()
@@ -626,7 +679,7 @@ class Trace(Sequence[RoutingDecision]):
         nearer end (a step other than 1: the length of the trace).
         """
         with self._lock:
-            decisions = self._decisions
+            decisions = self._made()
             if not isinstance(index, slice):
                 return decisions[index]
             size = len(decisions)
@@ -644,15 +697,15 @@ class Trace(Sequence[RoutingDecision]):
     def __iter__(self) -> Iterator[RoutingDecision]:
         """Iterate over a snapshot: the listener may record decisions meanwhile."""
         with self._lock:
-            return iter(tuple(self._decisions))
+            return iter(tuple(self._made()))
 
     def __reversed__(self) -> Iterator[RoutingDecision]:
         with self._lock:
-            return iter(tuple(reversed(self._decisions)))
+            return iter(tuple(reversed(self._made())))
 
     def __contains__(self, value: object) -> bool:
         with self._lock:
-            return any(decision is value for decision in self._decisions)
+            return any(decision is value for decision in self._made())
 
     def index(self, value: Any, start: int = 0, stop: int = sys.maxsize) -> int:
         """Where ``value`` is in the trace now.
@@ -668,12 +721,12 @@ class Trace(Sequence[RoutingDecision]):
 
     def count(self, value: Any) -> int:
         with self._lock:
-            return sum(1 for decision in self._decisions if decision is value)
+            return sum(1 for decision in self._made() if decision is value)
 
     def snapshot(self) -> list[RoutingDecision]:
         """The decisions now, oldest first, as a list (taken under the broker's lock)."""
         with self._lock:
-            return list(self._decisions)
+            return list(self._made())
 
     def __repr__(self) -> str:
         with self._lock:
@@ -690,7 +743,7 @@ class Trace(Sequence[RoutingDecision]):
     def _check(self) -> None:
         """Assert every internal invariant (for tests)."""
         with self._lock:
-            decisions = self._decisions
+            decisions = self._made()
             assert len(decisions) <= self._maxlen
             assert self.total >= len(decisions)
             kept = {id(decision) for decision in decisions}

@@ -601,10 +601,10 @@ class VirtualHost:
                 visit = exchange._visit
                 if visit is None or visit[0][1] is not snapshot:
                     visit = exchange._visit = ((exchange, snapshot, False),)
-                self._trace.record(RoutingDecision(
+                self._trace.routed(
                     self.name, exchange_name, message,
                     names if len(names) == 1 and names[0] == routing_key else (routing_key,),
-                    names, found if type(found) is tuple else tuple(found), visit, mandatory))
+                    names, found if type(found) is tuple else tuple(found), visit, mandatory)
                 return result
             keys = [message.routing_key]
         else:
