@@ -300,13 +300,18 @@ class CommandReader(_FrameBuffer):
     [b'hi']
     """
 
-    __slots__ = ("_max_body_size", "_partial")
+    __slots__ = ("_last_content", "_last_payload", "_max_body_size", "_partial")
 
     def __init__(self, max_frame_size: int = FRAME_MIN_SIZE,
                  max_body_size: int = MAX_BODY_SIZE) -> None:
         super().__init__(max_frame_size)
         self._partial: dict[int, list[Any]] = {}
         self._max_body_size = max_body_size
+        # The last content method's frame payload and what it decoded to: a publisher sends
+        # the same basic.publish again and again, decoded once (methods are not changed once
+        # decoded, so commands may share one).
+        self._last_payload: bytes | None = None
+        self._last_content: Method | None = None
 
     def feed(self, data: bytes | bytearray | memoryview) -> Iterator[Command]:
         """Add received bytes; iterate over the commands they complete.
@@ -412,13 +417,20 @@ class CommandReader(_FrameBuffer):
                     command = None
                     if frame_type == 1:
                         payload = buf[start:end]
-                        decoder = DECODERS.get(_U32.unpack_from(payload)[0]) if size >= 4 else None
-                        if decoder is None or (not channel) != (payload[1] == 10 and not payload[0]):
-                            raise bad_method(channel, payload)
-                        try:  # decode_arguments, inlined: its error path only on an error
-                            method = decoder(payload)
-                        except SyntaxErrorAMQP:
-                            method = decode_arguments(decoder, payload)  # raises FrameError
+                        if channel and payload == self._last_payload:  # the same publish again
+                            method = self._last_content  # type: ignore[assignment]
+                        else:
+                            decoder = (DECODERS.get(_U32.unpack_from(payload)[0]) if size >= 4
+                                       else None)
+                            if decoder is None or (not channel) != (payload[1] == 10
+                                                                    and not payload[0]):
+                                raise bad_method(channel, payload)
+                            try:  # decode_arguments, inlined: its error path only on an error
+                                method = decoder(payload)
+                            except SyntaxErrorAMQP:
+                                method = decode_arguments(decoder, payload)  # raises FrameError
+                            if method.HAS_CONTENT:
+                                self._last_payload, self._last_content = payload, method
                         if channel in partial:
                             raise _interrupted(partial[channel])
                         if not method.HAS_CONTENT:

@@ -422,7 +422,8 @@ class Channel(StreamCommands):
                     accepted = False  # (no majority: nacked, not enqueued)
                 elif not queue.publish(message, expiration, self):
                     accepted = False
-            return PublishOutcome(0, (*[queue.name for queue in queues], *replies), accepted)
+            return PublishOutcome(0, queues[0].name_only if len(queues) == 1 and not replies
+                                  else (*[queue.name for queue in queues], *replies), accepted)
         if replies:
             return PublishOutcome(0, replies)  # RabbitMQ 4.2: a volatile queue (not returned)
         if not mandatory:

@@ -28,7 +28,7 @@ from embroker.amqp091.methods import (
     BasicPublish,
     BasicQos,
 )
-from embroker.errors import FrameError, UnexpectedFrame
+from embroker.errors import ChannelError, FrameError, UnexpectedFrame
 from tests.strategies import frame_streams
 
 PUBLISH = BasicPublish(exchange="x", routing_key="k")
@@ -256,3 +256,22 @@ def test_command_reader_frame_max_set_between_commands_of_one_chunk() -> None:
     assert next(commands) == Command(1, BasicQos())
     reader.frame_max = 131072
     assert next(commands).body == body
+
+
+def test_the_same_publish_again_is_decoded_once() -> None:
+    reader = CommandReader(4096)
+    data = encode_message(1, PUBLISH, b"a", 4096) + encode_message(2, PUBLISH, b"b", 4096)
+    first, second = reader.feed(data)
+    assert first.method is second.method  # (a method is not changed once decoded)
+    other = BasicPublish(exchange="x", routing_key="other", mandatory=True)
+    (third,) = reader.feed(encode_message(1, other, b"c", 4096))
+    assert third.method == other
+    assert [first, second] == [Command(1, PUBLISH, {}, NO_PROPS, b"a"),
+                               Command(2, PUBLISH, {}, NO_PROPS, b"b")]
+
+
+def test_the_same_publish_again_on_channel_zero_is_still_refused() -> None:
+    reader = CommandReader(4096)
+    assert [c.body for c in reader.feed(encode_message(1, PUBLISH, b"a", 4096))] == [b"a"]
+    with pytest.raises(ChannelError, match="unexpected method in connection state running"):
+        list(reader.feed(PUBLISH.encode_frame(0)))
