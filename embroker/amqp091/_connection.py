@@ -341,7 +341,7 @@ class ServerConnection:
                 count += 1
                 if self.state is ConnectionState.CLOSED:
                     return  # what a client sends after its close (or ours) is discarded
-                if self._held or self.broker.publishers_blocked and self._holds(command):
+                if self._held or (self.broker.publishers_blocked and self._holds(command)):
                     self._held.append(command)  # (read once the alarm clears)
                     continue
                 self._take(command)

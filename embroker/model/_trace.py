@@ -579,8 +579,8 @@ class Trace(Sequence[RoutingDecision]):
         after it: the publish path keeps the decision's fields (and the message's history, when
         events are kept), nothing more. A message the byte budget counts is recorded at once."""
         properties = message.properties
-        if (len(message.body) >= self.LARGE_BODY or properties and "headers" in properties
-                and message_size(message) >= self.LARGE_BODY):
+        if (len(message.body) >= self.LARGE_BODY or (properties and "headers" in properties
+                and message_size(message) >= self.LARGE_BODY)):
             self.record(RoutingDecision(vhost, exchange, message, keys, queues, matched,
                                         visited, mandatory))
             return

@@ -53,7 +53,8 @@ def test_decisions_not_yet_made_go_by_count_like_the_others() -> None:
         ch.basic_publish("", "q", body)
     assert broker.trace.kept_bytes == 0
     assert [d.body for d in broker.trace] == [b"2", b"3", b"4"]
-    assert len(broker.trace) == 3 and broker.trace.total == 5
+    assert len(broker.trace) == 3
+    assert broker.trace.total == 5
     broker.trace._check()
 
 
@@ -67,6 +68,7 @@ def test_pop_and_clear_see_the_decisions_not_yet_made() -> None:
     assert [d.body for d in broker.trace] == [b"1"]
     ch.basic_publish("", "q", b"3")
     broker.trace.clear()
-    assert len(broker.trace) == 0 and list(broker.trace) == []
+    assert len(broker.trace) == 0
+    assert list(broker.trace) == []
     ch.basic_publish("", "q", b"4")
     assert [d.body for d in broker.trace] == [b"4"]
