@@ -418,7 +418,7 @@ class CommandReader(_FrameBuffer):
                     if frame_type == 1:
                         payload = buf[start:end]
                         if channel and payload == self._last_payload:  # the same publish again
-                            method = self._last_content  # type: ignore[assignment]
+                            method: Method = self._last_content  # type: ignore[assignment]
                         else:
                             decoder = (DECODERS.get(_U32.unpack_from(payload)[0]) if size >= 4
                                        else None)

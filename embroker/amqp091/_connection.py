@@ -339,7 +339,7 @@ class ServerConnection:
                 data, self._inbox = bytes(self._inbox[8:]), bytearray()
             for command in self._reader.feed(data):  # heartbeats count as received, nothing more
                 count += 1
-                if self.state is ConnectionState.CLOSED:
+                if self.state is ConnectionState.CLOSED:  # type: ignore[comparison-overlap]
                     return  # what a client sends after its close (or ours) is discarded
                 if self._held or (self.broker.publishers_blocked and self._holds(command)):
                     self._held.append(command)  # (read once the alarm clears)

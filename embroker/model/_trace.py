@@ -604,10 +604,10 @@ class Trace(Sequence[RoutingDecision]):
         if unmade:
             self._unmade = 0
             count = min(unmade, len(decisions))  # (the oldest may have gone, by count)
-            fields = [decisions.pop() for _ in range(count)]
+            fields: list[_Unmade] = [decisions.pop() for _ in range(count)]  # type: ignore[misc]
             fields.reverse()
             for vhost, exchange, message, keys, queues, matched, visited, mandatory, events \
-                    in fields:  # type: ignore[misc]
+                    in fields:
                 decision = RoutingDecision(vhost, exchange, message, keys, queues, matched,
                                            visited, mandatory)
                 decision._events = events
