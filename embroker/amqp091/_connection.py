@@ -58,7 +58,9 @@ from ._frames import (
     HEARTBEAT_FRAME,
     PROTOCOL_HEADER,
     ProtocolHeaderKind,
-    deliver_payload,
+    deliver_head,
+    deliver_payload_from,
+    deliver_tail,
     encode_content,
     encode_message,
     encode_method_frame,
@@ -197,6 +199,10 @@ class ServerConnection:
         self.model: ModelConnection | None = None
         self.channels: dict[int, ModelChannel] = {}
         self._closing_channels: set[int] = set()
+        # The last delivery's consumer tag and its encoding, and its exchange and routing key
+        # and theirs (a basic.deliver payload's head and tail): the next is most often alike.
+        self._deliver_head: tuple[str, bytes | None] = ("", None)
+        self._deliver_tail: tuple[str, str, bytes | None] = ("", "", None)
         # Publish outcomes (delivery tag, accepted) not yet confirmed on the wire, per channel:
         # sent together at the end of each read (see kit.coalesce), or before the channel's next
         # frame.
@@ -785,8 +791,18 @@ class ServerConnection:
             channel, message = event.channel, event.message
             if channel in self._confirms:
                 self._send_confirms(channel)
-            payload = deliver_payload(event.consumer_tag, event.delivery_tag, event.redelivered,
-                                      event.exchange, event.routing_key)
+            consumer_tag, exchange, routing_key = (event.consumer_tag, event.exchange,
+                                                   event.routing_key)
+            head = self._deliver_head
+            if head[0] != consumer_tag or head[1] is None:
+                head = self._deliver_head = (consumer_tag, deliver_head(consumer_tag))
+            tail = self._deliver_tail
+            if tail[1] != routing_key or tail[0] != exchange or tail[2] is None:
+                tail = self._deliver_tail = (exchange, routing_key,
+                                             deliver_tail(exchange, routing_key))
+            payload = (deliver_payload_from(head[1], event.delivery_tag, event.redelivered,
+                                            tail[2])
+                       if head[1] is not None and tail[2] is not None else None)
             if payload is None:  # cannot be encoded: the method says why (raises)
                 payload = BasicDeliver(
                     consumer_tag=event.consumer_tag, delivery_tag=event.delivery_tag,

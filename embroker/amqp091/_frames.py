@@ -669,12 +669,39 @@ def deliver_payload(consumer_tag: str, delivery_tag: int, redelivered: bool, exc
     once per delivery. ``None`` when an argument cannot be encoded (a string over 255 bytes, a
     tag out of range, a wrong type): the caller then encodes the method, which says why.
     """
+    head, tail = deliver_head(consumer_tag), deliver_tail(exchange, routing_key)
+    if head is None or tail is None:
+        return None
+    return deliver_payload_from(head, delivery_tag, redelivered, tail)
+
+
+def deliver_head(consumer_tag: str) -> bytes | None:
+    """A basic.deliver payload up to its delivery tag: the method's ids and the consumer tag
+    (``None``: the tag cannot be encoded)."""
     try:
         tag = consumer_tag.encode("utf-8", "surrogateescape")
+        return b"\x00\x3c\x00\x3c" + _LEN8[len(tag)] + tag
+    except (IndexError, TypeError, AttributeError):
+        return None
+
+
+def deliver_tail(exchange: str, routing_key: str) -> bytes | None:
+    """A basic.deliver payload after its redelivered bit: the exchange and the routing key
+    (``None``: one cannot be encoded)."""
+    try:
         name = exchange.encode("utf-8", "surrogateescape")
         key = routing_key.encode("utf-8", "surrogateescape")
-        return b"".join((b"\x00\x3c\x00\x3c", _LEN8[len(tag)], tag,
-                         _TAG_AND_BIT.pack(delivery_tag, 1 if redelivered else 0),
-                         _LEN8[len(name)], name, _LEN8[len(key)], key))
-    except (IndexError, TypeError, AttributeError, struct.error):
+        return b"".join((_LEN8[len(name)], name, _LEN8[len(key)], key))
+    except (IndexError, TypeError, AttributeError):
+        return None
+
+
+def deliver_payload_from(head: bytes, delivery_tag: int, redelivered: bool,
+                         tail: bytes) -> bytes | None:
+    """:func:`deliver_payload` from its :func:`deliver_head` and :func:`deliver_tail`, which a
+    connection may keep from one delivery to the next (``None``: the delivery tag is out of
+    range or not a number)."""
+    try:
+        return b"".join((head, _TAG_AND_BIT.pack(delivery_tag, 1 if redelivered else 0), tail))
+    except (TypeError, struct.error):
         return None

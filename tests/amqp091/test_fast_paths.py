@@ -126,6 +126,33 @@ def test_deliveries_on_the_wire_are_encode_message() -> None:
     assert conn.data_to_send() == expected
 
 
+def test_deliveries_to_alternating_consumers_and_keys_are_each_encoded() -> None:
+    """A connection keeps the last delivery's consumer tag and exchange and routing key
+    encoded: each delivery that differs in either is encoded afresh."""
+    broker = Broker()
+    conn = _open(broker)
+    for name in ("q1", "q2"):
+        conn.receive_data(encode_method_frame(1, methods.QueueDeclare(queue=name)))
+        conn.receive_data(encode_method_frame(1, methods.QueueBind(
+            queue=name, exchange="amq.topic", routing_key="#")))
+    for tag, name in (("c1", "q1"), ("c2", "q2")):
+        conn.receive_data(encode_method_frame(1, methods.BasicConsume(queue=name,
+                                                                      consumer_tag=tag)))
+    conn.data_to_send()
+    expected = b""
+    delivery_tag = 0
+    for exchange, key in (("amq.topic", "a"), ("amq.topic", "a"), ("amq.topic", "b"),
+                          ("", "q2")):
+        conn.receive_data(encode_message(1, methods.BasicPublish(exchange=exchange,
+                                                                 routing_key=key), b"x", 131072))
+        for tag in (("c1", "c2") if exchange else ("c2",)):
+            delivery_tag += 1
+            expected += encode_message(1, methods.BasicDeliver(
+                consumer_tag=tag, delivery_tag=delivery_tag, exchange=exchange,
+                routing_key=key), b"x", 131072)
+    assert conn.data_to_send() == expected
+
+
 def test_output_its_own_input_caused_is_left_to_the_reader() -> None:
     """on_output is for what the connection did not cause by what it was fed: a delivery
     another connection's publish caused calls it; one its own ack or publish caused does not
