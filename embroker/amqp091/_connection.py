@@ -362,15 +362,6 @@ class ServerConnection:
                 for channel in list(self._confirms):
                     self._send_confirms(channel)
 
-    def _take(self, command: Command) -> None:
-        try:
-            if command.channel in self._closing_channels:
-                self._while_channel_closing(command)
-            else:
-                self._dispatch(command)
-        except AMQPError as exc:
-            self._fail(exc)  # a connection exception: wait for the client's close-ok
-
     def _holds(self, command: Command) -> bool:
         """Whether ``command`` is a publish the broker's resource alarm holds back: as
         RabbitMQ 3.10.8's reader, a connection is blocked when it publishes during an alarm
@@ -470,30 +461,38 @@ class ServerConnection:
 
     # -- dispatch ------------------------------------------------------------------------------
 
-    def _dispatch(self, command: Command) -> None:
+    def _take(self, command: Command) -> None:
+        """Act on one command: a channel exception closes its channel, a connection exception
+        the connection (after the client's close-ok)."""
         method = command.method
         number = command.channel
-        state = self.state
-        if state is not ConnectionState.OPEN:
-            if state is ConnectionState.CLOSING:
-                self._while_closing(method)
-                return
-            expected = _EXPECTED[state]
-            if number != 0 or not isinstance(method, expected):
-                raise CommandInvalid(f"expected '{expected.NAME}', got '{method.NAME}'")
-            self._handshake(method)
-            return
-        if number == 0:
-            self._connection_method(method)
-            return
-        if method.CLASS_ID == 10:
-            raise CommandInvalid(f"connection method '{method.NAME}' on channel {number}")
         try:
-            self._channel_method(number, command)
-        except ChannelException as exc:
-            self._fail(exc.with_method(method.CLASS_ID, method.METHOD_ID), channel=number)
-        except ConnectionException as exc:
-            raise exc.with_method(method.CLASS_ID, method.METHOD_ID) from None
+            if number in self._closing_channels:
+                self._while_channel_closing(command)
+                return
+            state = self.state
+            if state is not ConnectionState.OPEN:
+                if state is ConnectionState.CLOSING:
+                    self._while_closing(method)
+                    return
+                expected = _EXPECTED[state]
+                if number != 0 or not isinstance(method, expected):
+                    raise CommandInvalid(f"expected '{expected.NAME}', got '{method.NAME}'")
+                self._handshake(method)
+                return
+            if number == 0:
+                self._connection_method(method)
+                return
+            if method.CLASS_ID == 10:
+                raise CommandInvalid(f"connection method '{method.NAME}' on channel {number}")
+            try:
+                self._channel_method(number, command)
+            except ChannelException as exc:
+                self._fail(exc.with_method(method.CLASS_ID, method.METHOD_ID), channel=number)
+            except ConnectionException as exc:
+                raise exc.with_method(method.CLASS_ID, method.METHOD_ID) from None
+        except AMQPError as exc:
+            self._fail(exc)  # a connection exception: wait for the client's close-ok
 
     def _channel_method(self, number: int, command: Command) -> None:
         method = command.method

@@ -597,7 +597,9 @@ class VirtualHost:
                 # exchange's visit while its bindings stay the same): the trace keeps one
                 # decision per publish, and every object it keeps is one more for the garbage
                 # collector to walk.
-                snapshot = exchange._snapshot or exchange.snapshot()
+                snapshot = exchange._snapshot
+                if snapshot is None:
+                    snapshot = exchange.snapshot()
                 visit = exchange._visit
                 if visit is None or visit[0][1] is not snapshot:
                     visit = exchange._visit = ((exchange, snapshot, False),)
