@@ -43,6 +43,12 @@ a poll and a dispatch per message). Confirms are counted by delivery tag, honour
 ``multiple=true`` (RabbitMQ coalesces acks; embroker sends one per publish). Connecting, the
 queue declare and ``confirm.select`` happen before the clock starts, the close after it stops.
 
+``--client-process``: every msg/s line runs its pika client in another process (``spawn``, one
+worker for the whole run), as an application's process or a test runner's worker would: embroker
+keeps its listener thread in this process, which no longer shares its interpreter lock with
+pika; RabbitMQ is unchanged. The client's CPU is then the worker's, and embroker's server CPU
+still its listener thread's.
+
 Each msg/s line runs ``--repeat`` times (3) on each side, alternating, and shows the fastest
 run, with the smallest CPU per message seen over the runs (other load on the machine only adds to
 either). On a shared machine the absolute figures drift a lot; the ratio is the sturdier figure.
@@ -72,6 +78,7 @@ import contextlib
 import cProfile
 import functools
 import multiprocessing
+import multiprocessing.pool
 import os
 import statistics
 import threading
@@ -236,6 +243,56 @@ def _counted(server: Server, probe: Probe) -> Iterator[None]:
         yield
     finally:
         server.batching.pacer = pacer
+
+
+class RemoteTarget(Target):
+    """In a worker process (``--client-process``): the broker another process serves, by its
+    URL; the queues a workload names are deleted after it (on RabbitMQ: shared state)."""
+
+    def __init__(self, name: str, url: str) -> None:
+        self.name = name
+        self.url = url
+        self.created: list[str] = []
+
+    @contextlib.contextmanager
+    def session(self, label: str) -> Iterator[tuple[pika.URLParameters, Probe]]:
+        probe = Probe()
+        probe.url = self.url
+        try:
+            yield pika.URLParameters(self.url), probe
+        finally:
+            if self.created:
+                conn = pika.BlockingConnection(pika.URLParameters(self.url))
+                for name in self.created:
+                    conn.channel().queue_delete(name)
+                conn.close()
+                self.created.clear()
+
+    def queue_name(self, label: str) -> str:
+        name = super().queue_name(label)
+        self.created.append(name)
+        return name
+
+
+def _in_worker(workload: Callable[[Target, int], Sample], name: str, url: str,
+               count: int) -> tuple[float, float | None]:
+    """A worker process's part of :func:`elsewhere`: the workload against ``url``; its timed
+    seconds and the worker's CPU seconds meanwhile."""
+    sample = workload(RemoteTarget(name, url), count)
+    return sample.seconds, sample.client_cpu
+
+
+def elsewhere(pool: multiprocessing.pool.Pool, workload: Callable[[Target, int], Sample],
+              target: Target, count: int) -> Sample:
+    """``workload`` with pika in the worker of ``pool`` (``--client-process``); the server's
+    CPU (embroker's listener thread) is read around the worker's whole run, its connection and
+    untimed set-up included."""
+    with target.session("elsewhere") as (params, probe):
+        url = probe.url or target_url(params)
+        server_before = probe.server_cpu()
+        seconds, client_cpu = pool.apply(_in_worker, (workload, target.name, url, count))
+        server_cpu = probe.server_cpu() - server_before if probe.cpu is not None else None
+        return Sample(seconds, count, server_cpu, client_cpu)
 
 
 class RabbitTarget(Target):
@@ -622,6 +679,8 @@ def main() -> None:
                         help="runs of each msg/s line; the best is shown")
     parser.add_argument("--profile", metavar="DIR",
                         help="cProfile the listener thread during publish and consume")
+    parser.add_argument("--client-process", action="store_true",
+                        help="run pika in another process on every msg/s line")
     args = parser.parse_args()
     n, n_get = args.messages, max(args.messages // 4, 1)
     if args.profile:
@@ -641,7 +700,8 @@ def main() -> None:
     rate_lines: list[tuple[str, Callable[[Target, int], Sample], int]] = [
         (f"publish {n:,} x 100 B, no confirms", publish, n),
         (f"publish {n:,}, confirms one by one", publish_confirms, n),
-        ("  the same, pika in another process", publish_confirms_elsewhere, n),
+        *([] if args.client_process else
+          [("  the same, pika in another process", publish_confirms_elsewhere, n)]),
         (f"publish {n:,}, confirms, window {CONFIRM_WINDOW}", publish_confirms_batched, n),
         (f"tx {n_tx // TX_BATCH:,} x ({TX_BATCH} publishes + commit)", publish_tx, n_tx),
     ]
@@ -650,6 +710,11 @@ def main() -> None:
         rate_lines.append((f"consume {count:,}, prefetch {prefetch}, acks",
                            functools.partial(consume, prefetch=prefetch), count))
     rate_lines.append((f"basic.get {n_get:,}, auto-ack", basic_get, n_get))
+    pool = multiprocessing.get_context("spawn").Pool(1) if args.client_process else None
+    if pool is not None:
+        print("pika runs in another process on every msg/s line")
+        rate_lines = [(label, functools.partial(elsewhere, pool, workload), count)
+                      for label, workload, count in rate_lines]
     header = (f"{'workload':40} {'embroker':>11} {'RabbitMQ':>11} {'ratio':>7} "
               f"{'srv CPU':>8} {'cli CPU':>8} {'cli CPU':>8}")
     print(header)
@@ -667,7 +732,7 @@ def main() -> None:
               f"{(f'{e.rate / r.rate:6.2f}x' if r else ''):>7} {_us_per(e.server_cpu, count):>8} "
               f"{_us_per(e.client_cpu, count):>8} "
               f"{(_us_per(r.client_cpu, count) if r else ''):>8}")
-        if workload is publish_tx:  # the same runs, counted in commits
+        if "tx " in label:  # the same runs, counted in commits
             e_c, r_c = e.rate / TX_BATCH, (r.rate / TX_BATCH if r else None)
             print(f"{'  the same, commits/s':40} {e_c:11,.0f} "
                   f"{(f'{r_c:11,.0f}' if r_c else 'skipped'):>11} "
@@ -675,6 +740,9 @@ def main() -> None:
                   f"{_us_per(e.server_cpu, count // TX_BATCH):>8} "
                   f"{_us_per(e.client_cpu, count // TX_BATCH):>8} "
                   f"{(_us_per(r.client_cpu, count // TX_BATCH) if r else ''):>8}")
+    if pool is not None:
+        pool.close()
+        pool.join()
     ms = {t.name: connect_declare_close(t, args.connects) for t in targets}
     e_ms, r_ms = ms["embroker"], ms.get("RabbitMQ")
     print(f"{'connect+declare+close, median ms':40} {e_ms:11.2f} "
@@ -684,7 +752,8 @@ def main() -> None:
     print("\nratio e/R: how many times faster embroker is (rates: embroker/RabbitMQ; "
           "the ms line: RabbitMQ/embroker).")
     print("srv CPU: the embroker listener thread's CPU time per message; cli CPU: pika's "
-          "(this thread) against embroker (e) and RabbitMQ (R).")
+          "(this thread, or the worker's with --client-process) against embroker (e) and "
+          "RabbitMQ (R).")
     print("The commits/s line shows CPU per commit (per message x 100); the batched-confirms "
           "line runs pika's SelectConnection, all others its BlockingConnection.")
 
