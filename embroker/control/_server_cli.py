@@ -47,6 +47,7 @@ from ._plugins_cli import DEFAULT_ENABLED_PLUGINS_FILE
 from ._registry import NodeNameInUse, lookup
 
 if TYPE_CHECKING:
+    from ..management import ManagementAPI
     from ..management._ui import ManagementUI
 
 log = logging.getLogger("embroker.control")
@@ -296,11 +297,6 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
     except (DefinitionsError, AMQPError, OSError, ValueError) as exc:
         _boot_failed(f"embroker: cannot start node {settings.node_name}: {exc}", err)
         return 70
-    if server.management is not None:  # (what /api/nodes names; RabbitMQ's UI at /)
-        server.management.config_files = tuple(os.path.abspath(p)
-                                               for p in settings.config_files)
-        server.management.log_files = (str(log_file),) if log_file is not None else ()
-        server.management.ui = ui
     node = Node(broker, server, settings.node_name,
                 enabled_plugins_file=Path(os.environ.get("RABBITMQ_ENABLED_PLUGINS_FILE")
                                           or DEFAULT_ENABLED_PLUGINS_FILE),
@@ -309,6 +305,15 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
                 plugin_ports=settings.plugin_ports,
                 plugin_tls_ports=settings.plugin_tls_ports,
                 dist=(settings.dist_interface, settings.dist_port, settings.dist_port_given))
+
+    def setup(api: ManagementAPI) -> None:  # (what /api/nodes names; RabbitMQ's UI at /)
+        api.config_files = tuple(os.path.abspath(p) for p in settings.config_files)
+        api.log_files = (str(log_file),) if log_file is not None else ()
+        api.ui = ui
+
+    node.management_setup = setup
+    if server.management is not None:
+        setup(server.management)
     try:
         node.start()
     except NodeNameInUse:
