@@ -29,7 +29,7 @@ from .stomp._settings import StompSettings
 from .tls import TLS_VERSIONS, TLSOptions
 
 if TYPE_CHECKING:
-    from .management._ui import ManagementUI
+    from .management import ManagementUI
 
 
 def _user(text: str) -> tuple[str, str]:
@@ -182,7 +182,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _management_ui(args: argparse.Namespace) -> ManagementUI | None:
     """RabbitMQ's UI from ``--management-ui``'s folders (``None``, said why: it cannot be)."""
-    from .management._ui import ManagementUI
+    from .management import ManagementUI
 
     if args.no_management:
         print("embroker: --management-ui needs the management API (leave out --no-management)",

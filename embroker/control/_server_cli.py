@@ -47,8 +47,7 @@ from ._plugins_cli import DEFAULT_ENABLED_PLUGINS_FILE
 from ._registry import NodeNameInUse, lookup
 
 if TYPE_CHECKING:
-    from ..management import ManagementAPI
-    from ..management._ui import ManagementUI
+    from ..management import ManagementAPI, ManagementUI
 
 log = logging.getLogger("embroker.control")
 
@@ -230,7 +229,7 @@ def _management_ui(environ: Mapping[str, str]) -> ManagementUI | None:
              if part]
     if not given:
         return None
-    from ..management._ui import ManagementUI
+    from ..management import ManagementUI
 
     return ManagementUI(given)
 
