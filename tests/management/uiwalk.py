@@ -236,6 +236,9 @@ def _path(url: str, base: str) -> str:
 #: Cells of the rows that are timing whatever their text: a queue's state (RabbitMQ shows it
 #: idle once it has been for a while, running before).
 TIMING_CELLS = {("queue", 3)}
+#: Cells that hold what others do on a shared reference: the vhosts guest may use (another
+#: test's vhost), amq.topic's rates in and out (another test's traffic).
+SHARED_CELLS = {("guest", 2), ("amq.topic", 3), ("amq.topic", 4)}
 
 
 def masked(walk: Walk, *names: str) -> dict[str, Any]:
@@ -252,8 +255,9 @@ def masked(walk: Walk, *names: str) -> dict[str, Any]:
             return {k: mask(v) for k, v in value.items()}
         return value
     rows = mask(walk.rows)
-    for row, index in TIMING_CELLS:
-        if isinstance(rows.get(row), list) and index < len(rows[row]):
-            rows[row][index] = "<timing>"
+    for cells, shown in ((TIMING_CELLS, "<timing>"), (SHARED_CELLS, "<shared>")):
+        for row, index in cells:
+            if isinstance(rows.get(row), list) and index < len(rows[row]):
+                rows[row][index] = shown
     return {"pages": mask(walk.pages), "rows": rows, "popups": walk.popups,
             "messages": mask(walk.messages)}
