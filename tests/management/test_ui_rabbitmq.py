@@ -112,6 +112,7 @@ def test_rabbitmqs_ui_walks_through_embroker_as_through_rabbitmq(
     assert [e for e in walk.errors if e not in PENDING_ERRORS] == []
     shown = masked(walk, name)
     assert _pending(shown, golden["walk"]) == golden["walk"]
+    assert walk.rows["guest"][2] == "/"  # (masked as shared: the reference's other vhosts)
     assert name not in broker.vhosts["/"].queues  # (the walk deleted it through the UI)
 
 
