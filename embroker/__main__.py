@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from . import Broker, __version__
@@ -26,6 +27,9 @@ from .model._plugins import PLUGINS
 from .server import PortInUse, Server
 from .stomp._settings import StompSettings
 from .tls import TLS_VERSIONS, TLSOptions
+
+if TYPE_CHECKING:
+    from .management import ManagementUI
 
 
 def _user(text: str) -> tuple[str, str]:
@@ -91,6 +95,11 @@ def _serve(args: argparse.Namespace) -> int:
             return 1
     for item in ignored:
         print(f"embroker: ignored from {item}", file=sys.stderr)
+    ui = None
+    if args.management_ui:
+        ui = _management_ui(args)
+        if ui is None:
+            return 1
     for name, _password in args.user or ():
         broker.set_user_tags(name, "administrator")  # as RabbitMQ's default user
     servers: list[Server] = []
@@ -110,7 +119,7 @@ def _serve(args: argparse.Namespace) -> int:
         credentials = quote(user, safe="") + (
             ":guest" if (user, users[user]) == ("guest", "guest") else "") + "@"
     vhost = "/" if "/" in broker.vhosts else next(iter(broker.vhosts), "/")
-    served = [_served(broker, server, args, credentials, vhost) for server in servers]
+    served = [_served(broker, server, args, credentials, vhost, ui) for server in servers]
     plugins = f"; plugins: {', '.join(sorted(broker.plugins.enabled))}" \
         if broker.plugins.enabled else ""
 
@@ -171,10 +180,28 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _management_ui(args: argparse.Namespace) -> ManagementUI | None:
+    """RabbitMQ's UI from ``--management-ui``'s folders (``None``, said why: it cannot be)."""
+    from .management import ManagementUI
+
+    if args.no_management:
+        print("embroker: --management-ui needs the management API (leave out --no-management)",
+              file=sys.stderr)
+        return None
+    try:
+        ui = ManagementUI(args.management_ui)
+    except (UntrustedPath, ValueError, OSError) as exc:
+        print(f"embroker: cannot serve the management UI: {exc}", file=sys.stderr)
+        return None
+    for line in ui.missing():
+        print(f"embroker: {line}", file=sys.stderr)
+    return ui
+
+
 def _served(broker: Broker, server: Server, args: argparse.Namespace, credentials: str,
-            vhost: str) -> tuple[str, str]:
+            vhost: str, ui: ManagementUI | None = None) -> tuple[str, str]:
     """A node's AMQP URL, and what else it serves in words (its management API set up as
-    asked: ``--rabbitmqadmin``, ``--trace-dir``)."""
+    asked: ``--rabbitmqadmin``, ``--trace-dir``, ``--management-ui``)."""
     host = f"[{server.host}]" if ":" in server.host else server.host
     url = (f"amqp://{credentials}{host}:{server.port}/"
            + ("" if vhost == "/" else quote(vhost, safe="")))
@@ -188,11 +215,14 @@ def _served(broker: Broker, server: Server, args: argparse.Namespace, credential
         also += f", the stream protocol over TLS on {server.stream_tls_url}"
     if server.management is not None:
         server.management.rabbitmqadmin = args.rabbitmqadmin
+        server.management.ui = ui
+        server.management.log_files = ("<stderr>",)  # (RabbitMQ's name: logging's stream)
         if args.trace_dir is not None:
             from .management._tracing import Tracing
 
             server.management.tracing = Tracing(broker, args.trace_dir, node=server.node)
-        also += "; management API and console on " + " and ".join(
+        also += ("; management API and RabbitMQ's UI (console under /console/) on "
+                 if ui is not None else "; management API and console on ") + " and ".join(
             url for url in (server.management_port is not None and server.management_url,
                             server.management_tls_port is not None and server.management_tls_url)
             if url)
@@ -647,6 +677,14 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--rabbitmqadmin", type=Path, default=None, metavar="PATH",
                        help="a copy of RabbitMQ's rabbitmqadmin script to serve at "
                             "/cli/rabbitmqadmin (embroker ships none)")
+    serve.add_argument("--management-ui", type=Path, action="append", default=None,
+                       metavar="DIR",
+                       help="serve RabbitMQ's own management UI from DIR at / (embroker's "
+                            "console moves to /console/): its www folder, e.g. a RabbitMQ "
+                            "install's plugins/rabbitmq_management-3.10.8/priv/www, then "
+                            "rabbitmq_tracing-3.10.8/priv/www for its Tracing page "
+                            "(repeatable: the first DIR that has a file serves it; embroker "
+                            "ships none of RabbitMQ's files)")
     serve.add_argument("--trace-dir", type=Path, default=None, metavar="DIR",
                        help="where the tracing plugin's logs go (/api/traces, /api/trace-files; "
                             "default: a temporary directory, removed when embroker stops)")

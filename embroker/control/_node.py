@@ -189,6 +189,10 @@ class Node:
         self.dist = dist
         #: The implied port the control port could not have (taken), when it took another.
         self.dist_moved: int | None = None
+        #: What sets the management API up as its starter wants it (``rabbitmq-server``: the
+        #: files ``/api/nodes`` names, RabbitMQ's UI), again when ``rabbitmq-plugins`` starts
+        #: the management plugin on the running node; ``None``: nothing to set.
+        self.management_setup: Callable[[ManagementAPI], None] | None = None
 
     def __repr__(self) -> str:
         return f"<Node {self.name} control port {self.control_port}>"
@@ -333,6 +337,10 @@ class Node:
                                        EX_SOFTWARE, plain=True) from None
             if listeners:
                 started.append(name)
+        management = self.server.management
+        if "rabbitmq_management" in started and self.management_setup is not None and \
+                management is not None:
+            self.management_setup(management)
         plugins = self.broker.plugins
         started += [n for n in wanted & set(PLUGINS) if plugins.enable(n)]
         stopped = [n for n in set(plugins.enabled) - wanted if plugins.disable(n)]

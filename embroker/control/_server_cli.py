@@ -15,6 +15,10 @@ The control port listens where RabbitMQ's distribution would (``RABBITMQ_DIST_PO
 AMQP port + 20000; on every interface unless ``inet_dist_use_interface`` says otherwise): a port
 ``RABBITMQ_DIST_PORT`` names must be had; one only implied (25672, the machine's RabbitMQ's)
 gives way to a free one, said once, and the registry tells the tools.
+
+``EMBROKER_MANAGEMENT_UI`` (embroker's own variable: RabbitMQ has none) names folders of
+RabbitMQ's management UI, joined by ``os.pathsep``, to serve at ``/`` of the management port, as
+``embroker serve --management-ui DIR`` does (:mod:`embroker.management._ui`).
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from .._broker import Broker
 from .._hostfiles import UntrustedPath, append_file, user_folder, write_file
@@ -40,6 +45,9 @@ from ._ctl import process_alive
 from ._node import Node
 from ._plugins_cli import DEFAULT_ENABLED_PLUGINS_FILE
 from ._registry import NodeNameInUse, lookup
+
+if TYPE_CHECKING:
+    from ..management import ManagementAPI, ManagementUI
 
 log = logging.getLogger("embroker.control")
 
@@ -208,6 +216,24 @@ def build(settings: NodeSettings) -> tuple[Broker, Server]:
     return broker, server
 
 
+def _management_ui(environ: Mapping[str, str]) -> ManagementUI | None:
+    """RabbitMQ's own management UI, served at ``/`` of the management port (embroker's
+    console moves to ``/console/``) from the folders ``EMBROKER_MANAGEMENT_UI`` names, joined
+    by ``os.pathsep`` (embroker's variable: RabbitMQ has none; ``embroker serve
+    --management-ui DIR`` is the same); ``None`` when it names none.
+
+    Raises:
+        UntrustedPath, ValueError, OSError: a folder that cannot be served (said why).
+    """
+    given = [part for part in environ.get("EMBROKER_MANAGEMENT_UI", "").split(os.pathsep)
+             if part]
+    if not given:
+        return None
+    from ..management import ManagementUI
+
+    return ManagementUI(given)
+
+
 def _detach(argv: list[str], err: IO[str]) -> int:
     """``-detached``: the node in a new session of its own, its output to nothing."""
     args = [sys.executable, "-m", "embroker.control", "rabbitmq-server",
@@ -253,6 +279,14 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
         handlers=[logging.StreamHandler(logged[1]) if logged is not None
                   else logging.NullHandler()])
     try:
+        ui = _management_ui(os.environ)
+    except (UntrustedPath, ValueError, OSError) as exc:
+        _boot_failed(f"embroker: cannot serve the management UI (EMBROKER_MANAGEMENT_UI): "
+                     f"{exc}", err)
+        return 78
+    for line in ui.missing() if ui is not None else ():
+        print(f"embroker: {line}", file=err)
+    try:
         broker, server = build(settings)
     except PortInUse as exc:
         _boot_failed(f"embroker: cannot listen: {exc} (held by another broker, a RabbitMQ?); "
@@ -270,6 +304,15 @@ def main(argv: list[str] | None = None, *, out: IO[str] | None = None,
                 plugin_ports=settings.plugin_ports,
                 plugin_tls_ports=settings.plugin_tls_ports,
                 dist=(settings.dist_interface, settings.dist_port, settings.dist_port_given))
+
+    def setup(api: ManagementAPI) -> None:  # (what /api/nodes names; RabbitMQ's UI at /)
+        api.config_files = tuple(os.path.abspath(p) for p in settings.config_files)
+        api.log_files = (str(log_file),) if log_file is not None else ()
+        api.ui = ui
+
+    node.management_setup = setup
+    if server.management is not None:
+        setup(server.management)
     try:
         node.start()
     except NodeNameInUse:

@@ -26,7 +26,10 @@ Before them, the path must decode (cowboy's router: a ``%`` not followed by two 
 400 with no body), and a path that names no route, the console's files' and the API's alike,
 may not hold a NUL, ``/`` or ``\\`` inside a segment (``cowboy_static``: 400, no body; RabbitMQ
 3.10.8 answered both so, checked live). The console's files are looked up among the files the
-console has, never on the file system by the path's text.
+console has, never on the file system by the path's text. With RabbitMQ's own UI
+(:class:`~._ui.ManagementUI`, ``--management-ui DIR``), its files answer at ``/`` (and a path
+under ``/api/`` that names no route, as RabbitMQ's static handler answers ``/api/index.html``),
+and the console, its API calls included, moves under ``/console/``.
 
 Steps 1 to 3 need only the request's headers: :meth:`ManagementAPI.screen` runs them before
 the body is read, so a client that may not use a route never gets a byte of its body buffered;
@@ -65,6 +68,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
+from urllib.parse import quote
 
 from .._untrusted import json_bytes, json_dumps, log_text
 from .._version import __version__
@@ -75,6 +79,7 @@ from ._http import Request, Response
 from ._routes import Call, HttpError, Method, bad_request, find, not_found
 from ._steps import Steps
 from ._tracing import Tracing
+from ._ui import ManagementUI, resolve
 
 if TYPE_CHECKING:
     from ..model import Broker, Channel, Connection, Node, Queue, VirtualHost
@@ -132,11 +137,12 @@ class ManagementAPI:
             ``/cli/rabbitmqadmin`` (embroker ships none; without one that path says where to
             get it).
         trace_dir: where the tracing plugin's logs go (a temporary directory by default).
+        ui: RabbitMQ's management UI to serve at ``/`` (the console moves to ``/console/``).
     """
 
     def __init__(self, broker: Broker, server: Server | None = None, *,
                  rabbitmqadmin: str | Path | None = None,
-                 trace_dir: str | Path | None = None) -> None:
+                 trace_dir: str | Path | None = None, ui: ManagementUI | None = None) -> None:
         from . import _resources  # noqa: F401  (registers the routes)
 
         self.broker = broker
@@ -148,6 +154,14 @@ class ManagementAPI:
         #: in ``trace_dir`` (by default a temporary directory, removed with the listener).
         self.tracing = Tracing(broker, trace_dir,
                                node=server.node if server is not None else None)
+        #: RabbitMQ's UI served at ``/`` (``None``: the console is there).
+        self.ui = ui
+        #: What ``/api/nodes`` names as the node's configuration files and logs (RabbitMQ's
+        #: ``rabbit:config_files/0`` and ``rabbit:log_locations/0``): set by whoever starts the
+        #: node (``rabbitmq-server``: the rabbitmq.conf files read and the log file;
+        #: ``embroker serve``: none, and ``<stderr>``, where it logs).
+        self.config_files: tuple[str, ...] = ()
+        self.log_files: tuple[str, ...] = ()
 
     @property
     def node(self) -> Node:
@@ -175,9 +189,12 @@ class ManagementAPI:
     def begin(self, request: Request) -> Response | Pending:
         """Answer a whole request (the body read), or begin to: a handler that works in steps
         (:mod:`._steps`) is :class:`Pending`, whose steps the caller takes one at a time."""
-        segments = _segments(request)
-        if segments is None:
-            return _bad_request()
+        placed = self._place(request)
+        if isinstance(placed, Response):
+            return placed
+        ui, segments = placed
+        if ui:
+            return self._ui_file(request, segments)
         if not segments or segments[0] != "api":
             return self._static(request, segments)
         try:
@@ -207,14 +224,15 @@ class ManagementAPI:
         its route takes a body (``request.takes_body``): a PUT or a POST of the API; the
         console's files and every other method take none, and the HTTP layer answers them
         without reading one."""
-        segments = _segments(request)
-        if segments is None:
-            return _bad_request()
-        if not segments or segments[0] != "api":
+        placed = self._place(request)
+        if isinstance(placed, Response):
+            return placed
+        ui, segments = placed
+        if ui or not segments or segments[0] != "api":
             if request.method in ("GET", "HEAD"):
                 request.takes_body = False
                 return None
-            return self._static(request, segments)
+            return self._ui_file(request, segments) if ui else self._static(request, segments)
         try:
             admitted = self._admit(request, segments[1:])
         except HttpError as error:
@@ -225,11 +243,28 @@ class ManagementAPI:
         request.takes_body = admitted[0].takes_body
         return None
 
+    def _place(self, request: Request) -> tuple[bool, list[str]] | Response:
+        """Whether the path names a file of RabbitMQ's UI, and its segments (the console's and
+        the API's under ``/console/`` when that UI is served, without it); or the answer: a
+        path that does not decode, ``/console`` (to ``/console/``: its files are relative)."""
+        segments = _segments(request)
+        if segments is None:
+            return _bad_request()
+        if self.ui is None or segments[:1] == ["api"]:
+            return False, segments
+        if segments[:1] != ["console"]:
+            return True, segments
+        if segments == ["console"] and not request.path.endswith("/"):
+            return Response(301, b"", [("location", "/console/")])
+        return False, segments[1:]
+
     def _admit(self, request: Request, segments: list[str]) -> Response | tuple[Method, Call]:
         """Steps 1 to 3 of the module's documentation: the method to run and its call, or the
         answer (OPTIONS, 405)."""
         found = find(segments)
         if found is None:  # (RabbitMQ's static handler's answer: its last route is "/[...]")
+            if self.ui is not None and request.method in ("GET", "HEAD"):
+                return self._ui_file(request, ["api", *segments])
             if _reserved(segments):
                 raise HttpError(400, "", "", empty=True)
             raise not_found()
@@ -343,6 +378,32 @@ class ManagementAPI:
         content_type = _CONTENT_TYPES.get(path.suffix, "application/octet-stream")
         return Response(200, path.read_bytes(), [("content-type", content_type),
                                                  ("cache-control", "no-cache")])
+
+    def _ui_file(self, request: Request, segments: list[str]) -> Response:
+        """A file of RabbitMQ's UI (:mod:`._ui`), as RabbitMQ's static handler answers: a
+        folder with an ``index.html`` is a redirect to it (``/cli`` -> ``/cli/index.html``),
+        another folder 403, a path that names no file 404 (checked on 3.10.8)."""
+        assert self.ui is not None
+        if request.method not in ("GET", "HEAD"):
+            return Response(405, b"", [("allow", "HEAD, GET, OPTIONS")])
+        if _reserved(segments):
+            return _bad_request()
+        name = resolve(segments)
+        if name is None:
+            return self._error(not_found(), segments)
+        if name == "cli/rabbitmqadmin" and (self.rabbitmqadmin is not None or name not in
+                                            self.ui):
+            return self._rabbitmqadmin()
+        if name and self.ui.is_folder(name):
+            if f"{name}/index.html" in self.ui:
+                return Response(301, b"", [("location", f"/{quote(name)}/index.html")])
+            return Response(403, b"")
+        found = self.ui.read(name or "index.html")
+        if found is None:
+            return self._error(not_found(), segments)
+        content, content_type = found
+        return Response(200, content, [("content-type", content_type),
+                                       ("cache-control", "no-cache")])
 
     def _rabbitmqadmin(self) -> Response:
         if self.rabbitmqadmin is not None and self.rabbitmqadmin.is_file():

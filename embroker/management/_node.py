@@ -200,9 +200,13 @@ def _node(api: ManagementAPI, node: Node) -> dict[str, Any]:
                              "enabled": True}],
         "applications": [{"name": "embroker", "description": "embroker",
                           "version": __version__}],
-        "contexts": _contexts(api, node=False) if served else [], "log_files": [],
-        "db_dir": "",
-        "config_files": [], "cluster_links": [],
+        "contexts": _contexts(api, node=False) if served else [],
+        # (rabbit:log_locations/0, rabbit_mnesia:dir/0, rabbit:config_files/0: what the node
+        # started from, as whoever started it told the API; the data folder is the one the
+        # disk monitor watches, rabbitmq-diagnostics status's data_directory)
+        "log_files": list(api.log_files),
+        "db_dir": server.data_dir if server is not None else "",
+        "config_files": list(api.config_files), "cluster_links": [],
         "net_ticktime": 60, "enabled_plugins": ["rabbitmq_management"],
         "mem_calculation_strategy": "none",
         "metrics_gc_queue_length": dict.fromkeys((
@@ -246,9 +250,20 @@ def _auth_attempts_reset(api: ManagementAPI, call: Call) -> Any:
     return Response(204)
 
 
+#: The UI parts of the plugins embroker serves, as RabbitMQ 3.10.8 lists them
+#: (``rabbit_mgmt_wm_extensions``: each ``rabbit_mgmt_extension`` module's ``web_ui/0``, the
+#: management plugin's first, then by application): ``rabbitmq_management``'s router (without
+#: it the UI never starts) and ``rabbitmq_tracing``'s Admin > Tracing page (``/api/traces`` and
+#: ``/api/trace-files`` are always served). ``rabbitmq_stream_management``'s ``stream.js`` is
+#: not listed, as on a RabbitMQ without that plugin: embroker serves no ``/api/stream/*``, and
+#: the UI would load pages that fail. (The reference, with rabbitmq_management and
+#: rabbitmq_tracing on, answered exactly this.)
+EXTENSIONS = ({"javascript": "dispatcher.js"}, {"javascript": "tracing.js"})
+
+
 @route("GET", "extensions", Rule.ANY)
 def _extensions(api: ManagementAPI, call: Call) -> Any:
-    return []
+    return [dict(extension) for extension in EXTENSIONS]
 
 
 @route("GET", "whoami", Rule.ANY)

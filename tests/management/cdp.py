@@ -5,8 +5,9 @@ for tests that click in a page as a person would.
 without a display, a sandbox or a network), finds its DevTools port in the profile's
 ``DevToolsActivePort`` file, and opens a websocket (wsproto, sans-IO, over a plain socket) to
 its first page. :meth:`Browser.call` sends one command and returns its result; events that come
-meanwhile are dropped (the tests ask for state, they do not listen). Everything waits within a
-deadline and raises ``TimeoutError`` past it: nothing here measures time.
+meanwhile are kept in :attr:`Browser.events`, in order, for a test that enabled a domain to read
+(``Runtime.exceptionThrown``, ``Network.loadingFailed``...). Everything waits within a deadline
+and raises ``TimeoutError`` past it: nothing here measures time.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ class Browser:
             self._sock.sendall(self._ws.send(Request(host=f"127.0.0.1:{port}", target=path)))
             self._next_id = 0
             self._pending: list[Any] = []
+            #: The DevTools events received so far (``{"method": ..., "params": ...}``).
+            self.events: list[dict[str, Any]] = []
             self._text: list[str] = []
             while not any(isinstance(e, AcceptConnection) for e in self._pending):
                 self._receive()
@@ -151,8 +154,8 @@ class Browser:
                     if "error" in item:
                         raise RuntimeError(f"{method}: {item['error']}")
                     return item.get("result")
-            self._pending = [p for p in self._pending
-                             if isinstance(p, dict) and "id" in p]  # drop events
+            self.events += [p for p in self._pending if isinstance(p, dict) and "id" not in p]
+            self._pending = [p for p in self._pending if isinstance(p, dict) and "id" in p]
             self._receive()
 
     # -- what a test does ----------------------------------------------------------------------

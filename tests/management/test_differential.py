@@ -24,9 +24,11 @@ REFERENCE = os.environ.get("EMBROKER_REFERENCE_URL")
 #: transcript entry) -> why. Each path is left out of both sides before comparing.
 DELIBERATE: dict[tuple[str, str, str], str] = {
     ("connections_and_consumers", "GET /nodes", "shape.0.config_files"):
-        "embroker reads no configuration file",
+        "a broker served in process reads no configuration file (rabbitmq-server's names the "
+        "rabbitmq.conf it read: tests/management/test_ui_node.py)",
     ("connections_and_consumers", "GET /nodes", "shape.0.log_files"):
-        "embroker writes no log file",
+        "a broker served in process has no log of its own (embroker serve names <stderr>, "
+        "rabbitmq-server its log file)",
     ("connections_and_consumers", "GET /nodes", "shape.0.cluster_links"):
         "the Erlang distribution links of RabbitMQ's node: none, or one while a CLI tool runs "
         "against it (.ci/run's rabbitmq-plugins, say); embroker has none",
