@@ -44,6 +44,7 @@ from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
 from ._message import Message, QueuedMessage
 from ._names import REPLY_TO, random_name, reply_name
 from ._outcome import PublishOutcome
+from ._stats import MessageStats
 from ._stream_commands import StreamCommands
 from ._tx import HeldPublish, HeldSettlement, Settlement, Transaction
 
@@ -125,6 +126,8 @@ class Channel(StreamCommands):
         #: ``multiple`` acks pop from the front.
         self._unacked: OrderedDict[int, Unacked] = OrderedDict()
         self._next_tag = 1
+        #: What it published and took (``message_stats``: :mod:`._stats`).
+        self.stats = MessageStats()
         self.prefetch_count = 0
         self.global_prefetch = 0
         # What the global limit counts (RabbitMQ's limiter "volume"): set to everything unacked
@@ -357,7 +360,10 @@ class Channel(StreamCommands):
             return outcome
         self._publish_seq += 1
         accepted = outcome.accepted
-        if not accepted:
+        if accepted:
+            self.stats.confirm += 1
+            vhost.stats.confirm += 1
+        else:
             _history.confirm_nack(self, message, self._publish_seq)
         if self.listener is not None:
             # RabbitMQ coalesces a nack with everything unconfirmed before it: with nothing else
@@ -415,9 +421,20 @@ class Channel(StreamCommands):
             return PublishOutcome(0, tuple([queue.name for queue in queues]), False)
         replies = (self.vhost.deliver_replies(message) if not message.exchange
                    and message.routing_key.startswith(REPLY_TO) else ())
+        # The statistics of a publish that reached routing (:mod:`._stats`).
+        vstats = self.vhost.stats
+        self.stats.publish += 1
+        vstats.publish += 1
+        exchange = self.vhost.exchanges.get(message.exchange)
+        xstats = exchange.stats if exchange is not None else None
+        if xstats is not None:
+            xstats.publish_in += 1
         if queues:
+            if xstats is not None:
+                xstats.publish_out += len(queues)
             accepted = True
             for queue in queues:
+                queue.stats.publish += 1
                 if leaderless and queue in leaderless:
                     accepted = False  # (no majority: nacked, not enqueued)
                 elif not queue.publish(message, expiration, self):
@@ -427,7 +444,11 @@ class Channel(StreamCommands):
         if replies:
             return PublishOutcome(0, replies)  # RabbitMQ 4.2: a volatile queue (not returned)
         if not mandatory:
+            self.stats.drop_unroutable += 1
+            vstats.drop_unroutable += 1
             return _UNROUTED
+        self.stats.return_unroutable += 1
+        vstats.return_unroutable += 1
         _history.returned(self.vhost.broker.clock, message)
         if self.listener is not None:
             self.listener(Returned(self.number, _NO_ROUTE.reply_code, _NO_ROUTE.reply_text,
@@ -548,9 +569,18 @@ class Channel(StreamCommands):
         self._check_quorate(q, "get")
         entry = q.get()
         if entry is None:
+            for stats in (self.stats, q.stats, self.vhost.stats):
+                stats.get_empty += 1
             return None
         tag = self._next_tag
         self._next_tag = tag + 1
+        for stats in (self.stats, q.stats, self.vhost.stats):
+            if no_ack:
+                stats.get_no_ack += 1
+            else:
+                stats.get += 1
+            if entry.redelivered:
+                stats.redeliver += 1
         if no_ack:
             q.settle()
         else:
@@ -567,9 +597,20 @@ class Channel(StreamCommands):
     def _deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
         tag = self._next_tag
         self._next_tag = tag + 1
+        stats, qstats, vstats = self.stats, queue.stats, self.vhost.stats
+        if entry.redelivered:
+            stats.redeliver += 1
+            qstats.redeliver += 1
+            vstats.redeliver += 1
         if consumer.no_ack:
+            stats.deliver_no_ack += 1
+            qstats.deliver_no_ack += 1
+            vstats.deliver_no_ack += 1
             queue.settle()
         else:
+            stats.deliver += 1
+            qstats.deliver += 1
+            vstats.deliver += 1
             self._unacked[tag] = Unacked(queue, entry, consumer)
             consumer.unacked += 1
             self.consumer_unacked += 1
@@ -792,6 +833,9 @@ class Channel(StreamCommands):
         consumed = 0
         for group in groups:
             queue = group[0][1].queue
+            if settlement is Settlement.ACK:
+                for stats in (self.stats, queue.stats, self.vhost.stats):
+                    stats.ack += len(group)
             regained = False
             for _tag, (_queue, _entry, consumer) in group:
                 if consumer is not None:
@@ -833,6 +877,9 @@ class Channel(StreamCommands):
         # _settle for one acknowledged delivery, without the grouping.
         queue, entry, consumer = unacked
         _history.acked(self, tag, queue, entry)
+        self.stats.ack += 1
+        queue.stats.ack += 1
+        self.vhost.stats.ack += 1
         regained = False
         if consumer is not None:
             regained = consumer.prefetch > 0 and not consumer.no_ack and \

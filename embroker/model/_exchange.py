@@ -27,6 +27,7 @@ from .. import _erlang
 from ..errors import PreconditionFailed
 from ..fieldtypes import field_type, shown
 from ._policy import Policy, alternate_exchange
+from ._stats import MessageStats
 
 if TYPE_CHECKING:
     from ._queue import Queue
@@ -147,6 +148,8 @@ class Exchange:
         #: Bindings whose destination is this exchange (exchange-to-exchange).
         self.incoming: dict[tuple[Any, ...], Binding] = {}
         self._snapshot: tuple[Binding, ...] | None = None
+        #: What was published to it and passed on (``message_stats``: :mod:`._stats`).
+        self.stats = MessageStats()
         #: The policy and operator policy that apply to it (set by its vhost's policies).
         self.policy: Policy | None = None
         self.operator_policy: Policy | None = None

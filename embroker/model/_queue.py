@@ -46,6 +46,7 @@ from ._message import Message, QueuedMessage
 from ._names import resource
 from ._policy import Policy, effective_definition
 from ._queue_type import QUEUE_TYPES, Placement, QueueType
+from ._stats import MessageStats
 from ._stream import (
     StreamLog,
 )
@@ -208,6 +209,7 @@ class Queue:
         "protocol_state",
         "settings",
         "single_active",
+        "stats",
         "stream",
         "stream_positions",
         "type",
@@ -234,6 +236,8 @@ class Queue:
         #: ``(name,)``, shared by the routing decisions that reach this queue alone (one tuple
         #: fewer per publish for the trace to keep).
         self.name_only = (name,)
+        #: What passed through it (``message_stats``: :mod:`._stats`).
+        self.stats = MessageStats()
         #: When it was declared (the clock's ``time()``, seconds since the epoch).
         self.declared_at = self._clock.time()
         self.durable = durable

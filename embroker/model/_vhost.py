@@ -43,6 +43,7 @@ from ._policy import Policies, dead_letter_cause
 from ._queue import Queue
 from ._queue_type import QUEUE_TYPES
 from ._sessions import RetainedMessages
+from ._stats import MessageStats
 from ._trace import RoutingDecision, Visit
 
 if TYPE_CHECKING:
@@ -133,6 +134,8 @@ class VirtualHost:
         self.broker = broker
         self.name = name
         self.exchanges: dict[str, Exchange] = {}
+        #: What passed through it (``message_stats``: :mod:`._stats`).
+        self.stats = MessageStats()
         self.queues: dict[str, Queue] = {}
         self._trace = broker.trace
         #: Direct reply-to addresses and the reply consumers they lead to.
