@@ -70,7 +70,7 @@ from .._untrusted import json_bytes, json_dumps, log_text
 from .._version import __version__
 from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound
 from ..model._access import NO_ITEM, ManagementRefused, Rule, User
-from . import _listing, _steps
+from . import _listing, _samples, _steps
 from ._http import Request, Response
 from ._routes import Call, HttpError, Method, bad_request, find, not_found
 from ._steps import Steps
@@ -148,6 +148,11 @@ class ManagementAPI:
         #: in ``trace_dir`` (by default a temporary directory, removed with the listener).
         self.tracing = Tracing(broker, trace_dir,
                                node=server.node if server is not None else None)
+        #: The statistics' history (:mod:`._samples`), sampled on the broker's clock.
+        with broker.locked():
+            self.sampler = _samples.sampler_of(broker)
+            if server is not None:
+                self.sampler.servers[server.node.name] = server
 
     @property
     def node(self) -> Node:
@@ -156,9 +161,12 @@ class ManagementAPI:
         return self.server.node if self.server is not None else self.broker.nodes[0]
 
     def close(self) -> None:
-        """Stop the traces (the listener stops)."""
+        """Stop the traces and the sampling (the listener stops)."""
         with self.broker.locked():
             self.tracing.close()
+            if not self.sampler.stopped and not getattr(self, "_released", False):
+                self._released = True
+                _samples.release(self.sampler)
 
     # -- the entry points ---------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from ..model._access import NO_ITEM, Rule
+from . import _samples, views
 from . import _steps as steps
-from . import views
 from ._http import Response
 from ._routes import Call, not_found, route
 from ._steps import Steps
@@ -61,7 +61,11 @@ def _channel_get(api: ManagementAPI, call: Call) -> Any:
         if found is None:
             raise not_found()
         channel, connection, name, peer = found
-        info = views.channel_info(channel, name, peer, connection.user, call.user)
+        ranges = _samples.asked(call, api.broker)
+        history = api.sampler.history
+        info = views.channel_info(channel, name, peer, connection.user, call.user,
+                                  msg_rates=history([channel], ranges.msg_rates),
+                                  data_rates=history([channel], ranges.data_rates))
         info["consumer_details"] = [views.consumer_info(c, name, peer, connection.user)
                                     for c in channel.consumers.values()]
     info.update({"deliveries": [], "publishes": []})

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._untrusted import json_bytes
 from ..model._access import Rule
-from . import _listing, views
+from . import _listing, _samples, views
 from . import _steps as steps
 from ._http import Response
 from ._routes import Call, bad_request, not_found, route
@@ -56,7 +56,13 @@ def _queue_get(api: ManagementAPI, call: Call) -> Any:
         if queue.down:
             raise not_found()
         unacked = views.unacked_by_queue(broker.connections.values())
-        info = views.queue_info(queue, unacked.get(id(queue), (0, 0)))
+        # (rabbit_mgmt_wm_queue: range_ceil, the lengths' range ends at or after now)
+        ranges = _samples.asked(call, broker, ceil_lengths=True)
+        history = api.sampler.history
+        info = views.queue_info(queue, unacked.get(id(queue), (0, 0)),
+                                lengths=history([queue], ranges.lengths),
+                                msg_rates=history([queue], ranges.msg_rates),
+                                data_rates=history([queue], ranges.data_rates))
         wire = api.wire()
         details = []
         for consumer in queue.consumers:

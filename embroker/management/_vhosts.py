@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..model import _definitions
 from ..model._access import Rule
+from . import _samples, views
 from . import _steps as steps
-from . import views
 from ._http import Response
 from ._routes import Call, route
 from ._schema import Field, Schema, boolean, text, text_or_list
@@ -29,18 +29,26 @@ def _vhosts(api: ManagementAPI, call: Call) -> Steps[Response]:
     return (yield from api.listing(call, [row for row in rows if row is not None]))  # (few)
 
 
-def _info(api: ManagementAPI, name: str, unacked: dict[int, tuple[int, int]]) -> dict[str, Any]:
+def _info(api: ManagementAPI, name: str, unacked: dict[int, tuple[int, int]],
+          ranges: _samples.Ranges | None = None) -> dict[str, Any]:
     broker = api.broker
     vhost = broker.vhosts[name]
+    if ranges is None:
+        return views.vhost_info(vhost, _definitions.vhost_metadata(broker, name), vhost.tracing,
+                                unacked)
+    history = api.sampler.history
     return views.vhost_info(vhost, _definitions.vhost_metadata(broker, name), vhost.tracing,
-                            unacked)
+                            unacked, lengths=history([vhost], ranges.lengths),
+                            data_rates=history([vhost], ranges.data_rates))
 
 
 @route("GET", "vhosts/{vhost}", Rule.ADMIN)
 def _vhost_get(api: ManagementAPI, call: Call) -> Any:
-    with api.broker.locked():
+    broker = api.broker
+    with broker.locked():
         name = api.vhost(call).name
-        return _info(api, name, views.unacked_by_queue(api.broker.connections.values()))
+        return _info(api, name, views.unacked_by_queue(broker.connections.values()),
+                     _samples.asked(call, broker))
 
 
 def _description(value: Any) -> str:
