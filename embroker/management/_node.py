@@ -82,6 +82,11 @@ def _overview(api: ManagementAPI, call: Call) -> Any:
         ranges = _samples.asked(call, broker)
         lengths = api.sampler.history(vhosts, ranges.lengths)
         msg_rates = api.sampler.history(vhosts, ranges.msg_rates)
+        # The node's churn: RabbitMQ 3.10.8 reads its samples for the msg_rates range and
+        # formats them for the lengths range (rabbit_mgmt_data:overview_data/4,
+        # rabbit_mgmt_db:overview/3): none ({}) for a lengths range alone (checked live).
+        churn = views.stats(_CHURN, api.sampler.history([api.node], ranges.lengths)) \
+            if ranges.lengths is None or ranges.msg_rates is not None else {}
     answer = {
         "management_version": "3.10.8", "rates_mode": "basic",
         "sample_retention_policies": {"global": [600, 3600, 28800, 86400],
@@ -93,9 +98,7 @@ def _overview(api: ManagementAPI, call: Call) -> Any:
         "release_series_support_status": "supported", "disable_stats": False,
         "enable_queue_totals": False,
         "message_stats": views.stats(views.OVERVIEW_STATS, msg_rates),
-        # (RabbitMQ 3.10.8 asks the node's churn for the lengths' range, and finds none
-        # there: {} whenever lengths_age/lengths_incr are asked, checked live)
-        "churn_rates": views.stats(_CHURN) if ranges.lengths is None else {},
+        "churn_rates": churn,
         "queue_totals": {"messages": ready + pending,
                          "messages_details": views.rate(lengths, "messages"),
                          "messages_ready": ready,
