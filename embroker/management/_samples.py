@@ -445,23 +445,24 @@ class Sampler:
         ts = round(broker.clock.time() * 1000)
         self._tick += 1
         tick = self._tick
+        counters = COUNTERS
         unacked: dict[int, int] = {}
         for connection in broker.connections.values():
             for channel in connection.channels.values():
                 for delivery in channel.outstanding():
                     key = id(delivery.queue)
                     unacked[key] = unacked.get(key, 0) + 1
-                self._add(channel, "channel", ts, tick, channel_counters(channel))
-            self._add(connection, "connection", ts, tick, connection_counters(connection))
+                self._add(channel, "channel", ts, tick, counters["channel"](channel))
+            self._add(connection, "connection", ts, tick, counters["connection"](connection))
         for vhost in broker.vhosts.values():
             for queue in vhost.queues.values():
                 self._add(queue, "queue", ts, tick,
-                          queue_counters(queue, unacked.get(id(queue), 0)))
-            self._add(vhost, "vhost", ts, tick, vhost_counters(vhost, unacked))
+                          counters["queue"](queue, unacked.get(id(queue), 0)))
+            self._add(vhost, "vhost", ts, tick, counters["vhost"](vhost, unacked))
         for node in broker.nodes:
             if node.running:
                 self._add(node, "node", ts, tick,
-                          node_counters(broker, node, self.servers.get(node.name)))
+                          counters["node"](broker, node, self.servers.get(node.name)))
         rings = self._rings
         for key in [key for key, ring in rings.items() if ring.seen != tick]:
             del rings[key]  # gone

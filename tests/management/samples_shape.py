@@ -13,6 +13,7 @@ records RabbitMQ's (``EMBROKER_REFERENCE_URL``'s node, management on 15672) into
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import sys
@@ -81,7 +82,7 @@ def detail_shape(details: dict[str, Any], incr: int, after: int) -> dict[str, An
     ends = incr > 0
     incr = abs(incr)
     shape["newest_first_incr_apart"] = all(
-        a - b == incr * 1000 for a, b in zip(stamps, stamps[1:], strict=False))
+        a - b == incr * 1000 for a, b in itertools.pairwise(stamps))
     shape["on_multiples_of_incr"] = all(t % (incr * 1000) == 0 for t in stamps)
     if stamps and ends:
         shape["newest"] = "after the request" if stamps[0] > after else "at or before it"
