@@ -356,3 +356,24 @@ def test_ticks_fall_on_multiples_of_the_interval_of_the_clock_time() -> None:
         assert broker.clock.next_deadline() == 2.5
     finally:
         api.close()
+
+
+def test_the_statistics_benchmark_runs() -> None:
+    """benchmarks/samples.py's workloads, small (the figures are not asserted)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "benchmarks"
+    if str(folder) not in sys.path:  # (its import of processing, as when it runs as a script)
+        sys.path.append(str(folder))
+    spec = importlib.util.spec_from_file_location("benchmarks_samples", folder / "samples.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _runs, objects = module.tick(10, 2, 2)
+    assert objects == 10 + 3 + 3 + 1 + 1  # queues, connections, channels, vhost, node
+    assert set(module.ranged_reads(10, 2, 1)) == {"GET /api/queues/%2F/q0 (ranges)",
+                                                  "GET /api/overview (ranges)"}
+    assert all(workload(2_000) > 0 for _, workload in module.CONDITIONS)
