@@ -406,6 +406,7 @@ class Sampler:
     def __init__(self, broker: Broker, interval: float = INTERVAL) -> None:
         self._broker = weakref.ref(broker)
         self.interval = interval
+        self._step = round(interval * 1000)
         self._rings: dict[int, _Ring] = {}
         self._tick = 0
         self._timer: Timer | None = None
@@ -416,14 +417,19 @@ class Sampler:
         self.servers: weakref.WeakValueDictionary[str, Server] = weakref.WeakValueDictionary()
         self._schedule()
 
-    def _schedule(self) -> None:
+    def _schedule(self, after: int | None = None) -> None:
+        """Wake at the next multiple of the interval on the clock's time (after the tick
+        ``after``, in ms, when one was just taken)."""
         broker = self._broker()
         if broker is None:
             return
         clock = broker.clock
         now = clock.time()
-        wait = self.interval - math.fmod(now, self.interval)
-        self._timer = clock.call_at(clock.monotonic() + wait, self._run)
+        step = self._step
+        target = (math.floor(now * 1000 / step) + 1) * step
+        if after is not None and after + step > now * 1000:
+            target = after + step
+        self._timer = clock.call_at(clock.monotonic() + (target / 1000 - now), self._run)
 
     def stop(self) -> None:
         """Sample no more."""
@@ -437,12 +443,14 @@ class Sampler:
         broker = self._broker()
         if broker is None or self.stopped:
             return
-        self.sample(broker)
-        self._schedule()
+        self._schedule(self.sample(broker))
 
-    def sample(self, broker: Broker) -> None:
-        """Take one sample of every object now (the timer's work; under the broker's lock)."""
-        ts = round(broker.clock.time() * 1000)
+    def sample(self, broker: Broker) -> int:
+        """Take one sample of every object now (the timer's work; under the broker's lock),
+        stamped with the multiple of the interval nearest to the clock's time (a timer a few
+        milliseconds late still stamps its tick's time); returns the stamp."""
+        step = self._step
+        ts = round(broker.clock.time() * 1000 / step) * step
         self._tick += 1
         tick = self._tick
         counters = COUNTERS
@@ -466,6 +474,7 @@ class Sampler:
         rings = self._rings
         for key in [key for key, ring in rings.items() if ring.seen != tick]:
             del rings[key]  # gone
+        return ts
 
     def _add(self, obj: object, kind: str, ts: int, tick: int, values: Values) -> None:
         ring = self._rings.get(id(obj))

@@ -358,6 +358,16 @@ def test_ticks_fall_on_multiples_of_the_interval_of_the_clock_time() -> None:
         api.close()
 
 
+def test_a_sample_is_stamped_with_the_multiple_of_5_seconds_nearest_to_it(
+        setup: Setup) -> None:
+    """(A listener's timer runs a few milliseconds late: its sample still counts for its tick,
+    not for the next point of a range.)"""
+    setup.advance(5.004)
+    assert setup.api.sampler.sample(setup.broker) == _ms(5)
+    setup.advance(4.994)  # 9.998
+    assert setup.api.sampler.sample(setup.broker) == _ms(10)
+
+
 def test_the_statistics_benchmark_runs() -> None:
     """benchmarks/samples.py's workloads, small (the figures are not asserted)."""
     import importlib.util
