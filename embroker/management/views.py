@@ -62,13 +62,15 @@ OVERVIEW_STATS = (*DELIVERY_STATS, "confirm", "disk_reads", "disk_writes", "drop
                   "publish", "return_unroutable")
 
 
-def stats(names: Iterable[str], history: History | None = None) -> dict[str, Any]:
+def stats(names: Iterable[str], history: History | None = None,
+          values: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Counters and rates as RabbitMQ shows them (``{"ack": 0, "ack_details": {"rate":
-    0.0}}``), the counts zero; each ``*_details`` from ``history`` when given (its samples
-    with a range: :class:`~embroker.management._samples.History`)."""
+    0.0}}``): each count from ``values`` (0 when it has none), each ``*_details`` from
+    ``history`` when given (its samples with a range:
+    :class:`~embroker.management._samples.History`)."""
     out: dict[str, Any] = {}
     for name in sorted(names):
-        out[name] = 0
+        out[name] = values.get(name, 0) if values is not None else 0
         out[f"{name}_details"] = rate(history, name)
     return out
 
