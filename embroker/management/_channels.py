@@ -26,12 +26,17 @@ def _channels(api: ManagementAPI, call: Call) -> Steps[Response]:
     with lock:
         wire = api.wire()
         connections = api.listed_connections(call)
+        ranges = _samples.asked(call, api.broker)
+    ranged = ranges != _samples.NO_RANGES
+    history = api.sampler.history
 
     def channels_of(connection: Connection) -> list[dict[str, Any]]:
         name, peer = api.identity(connection, wire)
-        return [views.channel_info(ch, name, peer, connection.user, call.user)
-                for ch in sorted(views.amqp_channels(connection).values(),
-                                 key=lambda c: c.number)]
+        return [views.channel_info(
+            ch, name, peer, connection.user, call.user,
+            msg_rates=history([ch], ranges.msg_rates) if ranged else None,
+            data_rates=history([ch], ranges.data_rates) if ranged else None)
+            for ch in sorted(views.amqp_channels(connection).values(), key=lambda c: c.number)]
     found = yield from steps.each(connections, channels_of, lock)
     return (yield from api.listing(call, list(itertools.chain.from_iterable(found))))
 

@@ -117,8 +117,13 @@ def _connections(api: ManagementAPI, call: Call) -> Steps[Response]:
     with api.broker.locked():
         wire = api.wire()
         connections = api.listed_connections(call)
+        # (rabbit_mgmt_wm_connections: range_ceil)
+        ranges = _samples.asked(call, api.broker, ceil_lengths=True)
+    ranged = ranges != _samples.NO_RANGES
+    history = api.sampler.history
     return (yield from api.listing(call, connections, lambda c: connection_info(
-        api, c, wire, call.user), locked=True))
+        api, c, wire, call.user, history([c], ranges.data_rates) if ranged else None),
+        locked=True))
 
 
 @route("GET", "connections/{name}", Rule.OWNER, owner=_connection_owner)
@@ -181,6 +186,12 @@ def _connection_channels(api: ManagementAPI, call: Call) -> Any:
     with api.broker.locked():
         connection, wire = _named_or_404(api, call)
         name, peer = api.identity(connection, wire)
-        items = [views.channel_info(ch, name, peer, connection.user, call.user)
-                 for ch in views.amqp_channels(connection).values()]
+        ranges = _samples.asked(call, api.broker)
+        ranged = ranges != _samples.NO_RANGES
+        history = api.sampler.history
+        items = [views.channel_info(
+            ch, name, peer, connection.user, call.user,
+            msg_rates=history([ch], ranges.msg_rates) if ranged else None,
+            data_rates=history([ch], ranges.data_rates) if ranged else None)
+            for ch in views.amqp_channels(connection).values()]
     return api.listing(call, items)

@@ -32,6 +32,13 @@ def _queues(api: ManagementAPI, call: Call) -> Steps[Response]:
     with broker.locked():
         unacked = views.unacked_by_queue(broker.connections.values())
         queues = [q for vh in api.listed(call) for q in vh.queues.values()]
+        ranges = _samples.asked(call, broker, ceil_lengths=True)
+    if ranges != _samples.NO_RANGES:  # (each queue's history: rabbit_mgmt_wm_queues)
+        history = api.sampler.history
+        return (yield from api.listing(call, queues, lambda q: views.queue_info(
+            q, unacked.get(id(q), (0, 0)), lengths=history([q], ranges.lengths),
+            msg_rates=history([q], ranges.msg_rates),
+            data_rates=history([q], ranges.data_rates)), locked=True))
     if any(option in call.request.query for option in _listing.OPTIONS):
         return (yield from api.listing(call, queues, lambda q: views.queue_info(
             q, unacked.get(id(q), (0, 0))), locked=True))

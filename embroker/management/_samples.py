@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..model._clock import Timer
     from ..server import Server
 
-__all__ = ["COUNTERS", "INTERVAL", "MAX_RANGE", "POLICIES", "History", "Range", "Ranges",
+__all__ = ["COUNTERS", "INTERVAL", "MAX_RANGE", "NO_RANGES", "POLICIES", "History", "Range", "Ranges",
            "Sampler", "asked", "channel_counters", "connection_counters", "node_counters",
            "parse_ranges", "queue_counters", "release", "sampler_of", "vhost_counters"]
 

@@ -24,7 +24,9 @@ def _vhosts(api: ManagementAPI, call: Call) -> Steps[Response]:
     with lock:
         unacked = views.unacked_by_queue(broker.connections.values())
         names = api.visible(call)
-    rows = yield from steps.each(names, lambda name: _info(api, name, unacked)
+        ranges = _samples.asked(call, broker)
+    asked = ranges if ranges != _samples.NO_RANGES else None
+    rows = yield from steps.each(names, lambda name: _info(api, name, unacked, asked)
                                  if name in broker.vhosts else None, lock)
     return (yield from api.listing(call, [row for row in rows if row is not None]))  # (few)
 

@@ -217,6 +217,32 @@ def test_every_detail_of_the_ui_endpoints_has_samples_when_a_range_is_asked(
             assert len(details["samples"]) == 13, (path, where)
 
 
+def test_the_listings_answer_ranges_too(setup: Setup) -> None:
+    """(rabbit_mgmt_wm_queues, _vhosts, _connections, _channels, _connection_channels: each
+    row's history for the ranges asked.)"""
+    setup.channel.queue_declare("q1")
+    setup.channel.queue_declare("q2")
+    setup.publish("q2", 2)
+    setup.advance(10)
+    ranges = {"lengths_age": 10, "lengths_incr": 5, "msg_rates_age": 10, "msg_rates_incr": 5,
+              "data_rates_age": 10, "data_rates_incr": 5}
+    queues = setup.ok("/queues", **ranges)
+    assert [_series(q["messages_details"]) for q in queues] == [
+        [(10, 0), (5, 0), (0, 0)], [(10, 2), (5, 2), (0, 0)]]
+    assert len(setup.ok("/queues/%2F", sort="name", **ranges)[0]["message_stats"][
+        "ack_details"]["samples"]) == 3
+    vhost = setup.ok("/vhosts", **ranges)[0]
+    assert _series(vhost["messages_details"]) == [(10, 2), (5, 2), (0, 0)]
+    connection = setup.ok("/connections", **ranges)[0]
+    assert len(connection["recv_oct_details"]["samples"]) == 3
+    assert len(setup.ok("/channels", **ranges)[0]["reductions_details"]["samples"]) == 3
+    channels = setup.ok(f"/connections/{connection['name']}/channels", **ranges)
+    assert len(channels[0]["message_stats"]["deliver_get_details"]["samples"]) == 3
+    assert setup.ok("/queues")[0]["messages_details"] == {"rate": 0.0}
+    for path in ("/queues", "/vhosts", "/connections", "/channels"):
+        assert setup.get(path, lengths_age=1, lengths_incr=0)[0] == 400
+
+
 def _details(answer: Any, prefix: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
     for key, value in answer.items():
         if key.endswith("_details") and isinstance(value, dict) and "rate" in value:
