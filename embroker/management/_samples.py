@@ -410,6 +410,7 @@ class Sampler:
         self._rings: dict[int, _Ring] = {}
         self._tick = 0
         self._timer: Timer | None = None
+        self._target = 0  # the time (ms) the timer's tick is for
         self.stopped = False
         #: How many management APIs use it (:func:`release`).
         self.users = 0
@@ -429,6 +430,7 @@ class Sampler:
         target = (math.floor(now * 1000 / step) + 1) * step
         if after is not None and after + step > now * 1000:
             target = after + step
+        self._target = target
         self._timer = clock.call_at(clock.monotonic() + (target / 1000 - now), self._run)
 
     def stop(self) -> None:
@@ -443,14 +445,19 @@ class Sampler:
         broker = self._broker()
         if broker is None or self.stopped:
             return
-        self._schedule(self.sample(broker))
-
-    def sample(self, broker: Broker) -> int:
-        """Take one sample of every object now (the timer's work; under the broker's lock),
-        stamped with the multiple of the interval nearest to the clock's time (a timer a few
-        milliseconds late still stamps its tick's time); returns the stamp."""
+        # Stamped with the tick's own multiple of the interval (a timer that fires a little
+        # early or late on the clock's time), or, when it ran late by more than an interval,
+        # the latest multiple that passed: the values are now's.
         step = self._step
-        ts = round(broker.clock.time() * 1000 / step) * step
+        late = math.floor(broker.clock.time() * 1000 / step) * step
+        self._schedule(self.sample(broker, at=max(self._target, late)))
+
+    def sample(self, broker: Broker, at: int | None = None) -> int:
+        """Take one sample of every object now (the timer's work; under the broker's lock),
+        stamped ``at`` (ms), by default the multiple of the interval nearest to the clock's
+        time; returns the stamp."""
+        step = self._step
+        ts = at if at is not None else round(broker.clock.time() * 1000 / step) * step
         self._tick += 1
         tick = self._tick
         counters = COUNTERS
@@ -490,8 +497,16 @@ class Sampler:
     def history(self, objs: Iterable[object], range_: Range | None) -> History:
         """What ``objs`` (summed) show for ``range_`` (``None``: no range, the instant rate)."""
         broker = self._broker()
-        now = broker.clock.time() if broker is not None else 0.0
-        return History([self.ring(obj) for obj in objs], range_, now, self.interval)
+        if broker is None:
+            return History([], range_, 0.0, self.interval)
+        clock = broker.clock
+        timer = self._timer
+        if timer is not None and timer.deadline <= clock.monotonic():
+            # Nobody ran the clock's timers (a broker with no listener on the system clock):
+            # the tick that is due is taken now.
+            timer.cancel()
+            self._run()
+        return History([self.ring(obj) for obj in objs], range_, clock.time(), self.interval)
 
     def __len__(self) -> int:
         return len(self._rings)

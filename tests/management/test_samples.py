@@ -16,6 +16,7 @@ from embroker import Broker, ManualClock
 from embroker.management import ManagementAPI
 from embroker.management import _samples as samples
 from embroker.management._http import Request
+from embroker.model import Clock
 
 #: A start on a multiple of an hour: the statistics' ticks fall at 5, 10, 15... seconds, and
 #: the minute samples on whole minutes.
@@ -392,6 +393,44 @@ def test_a_sample_is_stamped_with_the_multiple_of_5_seconds_nearest_to_it(
     assert setup.api.sampler.sample(setup.broker) == _ms(5)
     setup.advance(4.994)  # 9.998
     assert setup.api.sampler.sample(setup.broker) == _ms(10)
+
+
+class _UnrunClock(Clock):
+    """A clock whose time moves and whose timers nobody runs (a broker on the system clock
+    with no listener)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return START + self.now
+
+
+def test_a_tick_nobody_ran_is_taken_when_the_history_is_read() -> None:
+    clock = _UnrunClock()
+    broker = Broker(clock=clock)
+    api = ManagementAPI(broker)
+    try:
+        broker.connect().channel().queue_declare("q")
+        clock.now = 7.6
+        answer = api(Request("GET", "/api/queues/%2F/q", {"lengths_age": "5",
+                                                           "lengths_incr": "5"}, dict(_AUTH)))
+        details = json.loads(answer.content())["messages_details"]
+        assert _series(details) == [(10, 0), (5, 0)]  # (taken at 7.6: counts for 5)
+        assert clock.next_deadline() == pytest.approx(10.0)
+        broker.connect().channel().basic_publish("", "q", b"x")
+        clock.now = 31.0  # four ticks missed: one sample, for 30, of what is known now
+        answer = api(Request("GET", "/api/queues/%2F/q", {"lengths_age": "10",
+                                                           "lengths_incr": "5"}, dict(_AUTH)))
+        details = json.loads(answer.content())["messages_details"]
+        assert _series(details) == [(35, 1), (30, 1), (25, 0)]
+        assert clock.next_deadline() == pytest.approx(35.0)
+    finally:
+        api.close()
 
 
 def test_the_statistics_benchmark_runs() -> None:
