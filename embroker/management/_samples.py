@@ -24,6 +24,7 @@ runs only where a management API does.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import weakref
@@ -176,82 +177,100 @@ def parse_ranges(query: Mapping[str, str], now: float, *, ceil_lengths: bool = F
 # -- the rings --------------------------------------------------------------------------------------
 
 Values = dict[str, int]
+_Row = tuple[int, ...]
 
 
 @final
 class _Bucket:
     """One retention bucket of one object (``exometer_slide``): a sample kept at most every
-    ``incr`` ms, for ``size`` ms (and one older, what came before the window). A run of equal
-    samples is kept as one entry ``[from, to, values]`` (the slide's "drop" entries), so an idle
-    object costs one entry whatever its age."""
+    ``incr`` ms, in a ring of slots ``incr`` apart covering ``size`` ms and one more (what came
+    before the window). A slot holds the object's values in its ring's order of names; a slot
+    equal to the one before holds the same tuple (a run of equal samples costs a reference per
+    slot, as the slide's "drop" entries cost nothing), and ticks that were missed are filled
+    with the value before them (as the slide carries it forward)."""
 
-    __slots__ = ("first", "incr", "last", "runs", "size", "total")
+    __slots__ = ("base", "first", "incr", "size", "slots", "total")
 
     def __init__(self, age: int, incr: int) -> None:
         self.incr = incr * 1000
         self.size = (age + incr) * 1000
-        self.runs: deque[list[Any]] = deque()
+        self.slots: deque[_Row] = deque(maxlen=self.size // self.incr + 2)
+        self.base = 0  # the time of slots[0]
         self.first: int | None = None  # the first sample's time
-        self.last: int | None = None  # the last kept sample's time
-        self.total: Values | None = None  # the latest sample, kept or not
+        self.total: _Row | None = None  # the latest sample, kept or not
 
-    def add(self, ts: int, values: Values) -> None:
-        self.total = values
-        if self.last is not None and ts - self.last < self.incr:
+    @property
+    def last(self) -> int | None:
+        """The time of the last kept sample."""
+        return self.base + (len(self.slots) - 1) * self.incr if self.slots else None
+
+    def add(self, ts: int, row: _Row) -> None:
+        self.total = row
+        slots = self.slots
+        if not slots:
+            self.base = self.first = ts
+            slots.append(row)
             return
-        self.last = ts
-        runs = self.runs
-        if runs and runs[-1][2] == values:
-            runs[-1][1] = ts
-        else:
-            runs.append([ts, ts, values])
-            if self.first is None:
-                self.first = ts
-        cutoff = ts - self.size
-        while len(runs) > 1 and runs[1][1] < cutoff:
-            runs.popleft()
-
-    def points(self, start: int, end: int) -> tuple[tuple[int, Values] | None,
-                                                    list[tuple[int, Values]]]:
-        """The samples from ``start`` to ``end`` (oldest first, a run's every ``incr``), and
-        the newest one before ``start`` (``exometer_slide:to_list_from/3``)."""
         incr = self.incr
-        prev: tuple[int, Values] | None = None
-        found: list[tuple[int, Values]] = []
-        for t0, t1, values in self.runs:
-            if t1 < start:
-                prev = (t0 + (t1 - t0) // incr * incr, values)
-                continue
-            if t0 < start:
-                skip = -(-(start - t0) // incr)
-                prev = (t0 + (skip - 1) * incr, values)
-                t0 += skip * incr
-            t = t0
-            while t <= t1 and t <= end:
-                found.append((t, values))
-                t += incr
+        last = self.base + (len(slots) - 1) * incr
+        if ts - last < incr:
+            return
+        previous = slots[-1]
+        if row == previous:
+            row = previous
+        gap = (ts - last) // incr
+        if gap == 1:  # (every tick but a missed one)
+            if len(slots) == slots.maxlen:
+                self.base += incr
+            slots.append(row)
+            return
+        slots.extend([previous] * min(gap - 1, slots.maxlen or 0))
+        slots.append(row)
+        self.base = last + gap * incr - (len(slots) - 1) * incr
+
+    def points(self, start: int, end: int) -> tuple[tuple[int, _Row] | None,
+                                                    list[tuple[int, _Row]]]:
+        """The samples from ``start`` to ``end`` (oldest first), and the newest one before
+        ``start`` (``exometer_slide:to_list_from/3``)."""
+        slots, base, incr = self.slots, self.base, self.incr
+        if not slots:
+            return None, []
+        low = max(0, -(-(start - base) // incr))
+        high = min(len(slots) - 1, (end - base) // incr)
+        before = min(low, len(slots))
+        prev = (base + (before - 1) * incr, slots[before - 1]) if before else None
+        found = [(base + k * incr, row)
+                 for k, row in enumerate(itertools.islice(slots, low, high + 1), low)]
         # (maybe_add_last_sample: the latest sample not kept, once its time would have come)
-        last, total = self.last, self.total
-        if last is not None and total is not None and self.runs \
-                and self.runs[-1][2] != total and end >= last + incr and last + incr >= start:
+        last, total = base + (len(slots) - 1) * incr, self.total
+        if total is not None and slots[-1] != total and end >= last + incr >= start:
             found.append((last + incr, total))
         return prev, found
 
 
 @final
 class _Ring:
-    """An object's history: one bucket per age of its policy."""
+    """An object's history: one bucket per age of its policy, each holding the values of the
+    names its counters gave (in that order)."""
 
-    __slots__ = ("buckets", "obj", "seen")
+    __slots__ = ("buckets", "names", "obj", "policy", "seen")
 
     def __init__(self, obj: object, policy: str) -> None:
         self.obj = obj
+        self.policy = policy
+        self.names: tuple[str, ...] | None = None
         self.buckets = tuple(_Bucket(age, incr) for age, incr in POLICIES[policy])
         self.seen = 0
 
     def add(self, ts: int, values: Values) -> None:
+        names = tuple(values)
+        if names != self.names:
+            # (its counters name other values, or in another order: a history of those starts)
+            self.names = names
+            self.buckets = tuple(_Bucket(age, incr) for age, incr in POLICIES[self.policy])
+        row = tuple(values.values())
         for bucket in self.buckets:
-            bucket.add(ts, values)
+            bucket.add(ts, row)
 
     def bucket_for(self, span: int) -> _Bucket:
         # rabbit_mgmt_data:select_range_sample/2: the smallest age longer than the range,
@@ -261,30 +280,44 @@ class _Ring:
                 return bucket
         return self.buckets[-1]
 
+    def values(self, row: _Row) -> Values:
+        return dict(zip(self.names or (), row, strict=True))
+
 
 def _grid(first: int, last: int, incr: int) -> range:
     return range(first, last + 1, incr)
 
 
-def _normalized(bucket: _Bucket | None, first: int, last: int, incr: int,
+_ZERO: Values = {}
+
+
+def _normalized(ring: _Ring | None, bucket: _Bucket | None, first: int, last: int, incr: int,
                 pad: bool) -> dict[int, Values]:
     """One object's samples on the grid ``first, first + incr, ...`` up to ``last`` rounded up
     to it, each sample on the grid point at or after it (the latest wins), carried forward to
     the points with none, and before its first one: what came before the range, zeros when the
     object did not exist yet (``exometer_slide:to_normalized_list/6``)."""
     end = first + incr * -(-(last - first) // incr)
-    if bucket is None or (bucket.first is None and bucket.total is None):
-        return {t: {} for t in _grid(first, end, incr)} if pad else {}
+    if ring is None or bucket is None or bucket.total is None:
+        return dict.fromkeys(_grid(first, end, incr), _ZERO) if pad else {}
     prev, samples = bucket.points(first, last + incr)
-    lookup: dict[int, Values] = {}
-    for ts, values in samples:
-        lookup[first + incr * -(-(ts - first) // incr)] = values
+    made: dict[int, Values] = {}  # (one dict per distinct row)
+
+    def values(row: _Row) -> Values:
+        found = made.get(id(row))
+        if found is None:
+            found = made[id(row)] = ring.values(row)
+        return found
+
+    lookup: dict[int, _Row] = {}
+    for ts, row in samples:
+        lookup[first + incr * -(-(ts - first) // incr)] = row
     out: dict[int, Values] = {}
     carried: Values | None = None
     for t in _grid(first, end, incr):
         found = lookup.get(t)
         if found is not None:
-            carried = found
+            carried = values(found)
         if carried is not None:
             out[t] = carried
     if not pad:
@@ -293,15 +326,16 @@ def _normalized(bucket: _Bucket | None, first: int, last: int, incr: int,
         oldest = first + incr * -(-(samples[0][0] - first) // incr)
         before: Values | None = None
         if prev is not None:
-            before = prev[1]
+            before = values(prev[1])
         elif bucket.first is not None and first < bucket.first:
-            before = {}
+            before = _ZERO
         if before is not None:
             for t in range(oldest - incr, first - 1, -incr):
                 out[t] = before
     else:
+        total = values(bucket.total)
         for t in _grid(first, end, incr):
-            out[t] = bucket.total or {}
+            out[t] = total
     return out
 
 
@@ -327,24 +361,25 @@ class History:
     def _instant(self, rings: list[_Ring | None], now_ms: int) -> None:
         # format_no_range: the rate between the last two samples of the smallest bucket
         # (summed), if the last is no older than the previous interval.
-        buckets = [ring.buckets[0] for ring in rings if ring is not None]
-        lasts = [b.last for b in buckets if b.last is not None]
+        present = [ring for ring in rings if ring is not None]
+        lasts = [last for ring in present if (last := ring.buckets[0].last) is not None]
         if not lasts:
             return
         newest = max(lasts)
         interval = self._interval
         if newest < now_ms // interval * interval - interval:
             return
-        first = newest - buckets[0].size
-        step = buckets[0].incr
-        summed = _sum([_normalized(b, first, newest, step, pad=False) for b in buckets])
+        fine = present[0].buckets[0]
+        first, step = newest - fine.size, fine.incr
+        summed = _sum([_normalized(ring, ring.buckets[0], first, newest, step, pad=False)
+                       for ring in present])
         if newest not in summed or newest - step not in summed:
             return
         self._rates = _rates(summed[newest], summed[newest - step], step)
 
     def _ranged(self, rings: list[_Ring | None], r: Range) -> None:
         span = r.last - r.first
-        summed = _sum([_normalized(ring.bucket_for(span) if ring is not None else None,
+        summed = _sum([_normalized(ring, ring.bucket_for(span) if ring is not None else None,
                                    r.first, r.last, r.incr, pad=True) for ring in rings])
         self._samples = [(t, summed[t]) for t in sorted(summed) if r.first <= t <= r.last]
         if len(self._samples) >= 2:
