@@ -5,6 +5,8 @@ Run: python benchmarks/samples.py [--queues N] [--connections C] [--messages M] 
 
 - one tick (``Sampler.sample``) on a broker of N queues (10 messages each) and C connections
   with a channel each: µs per tick, and per object sampled;
+- the history's memory per queue (tracemalloc), idle and changing at every tick, after 20
+  minutes of ticks (the 5 s bucket full);
 - a ranged read: ``GET /api/queues/%2F/q?lengths_age=60&lengths_incr=5&msg_rates_age=60&...``
   and ``GET /api/overview?...`` on the same broker after two minutes of ticks, in-process;
 - publish CPU per message (``benchmarks/processing.py``'s publish line: one ``basic.publish``
@@ -21,9 +23,11 @@ from the other scripts of this folder.)
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import time
+import tracemalloc
 from collections.abc import Callable
 
 from processing import FRAME_MAX, HANDSHAKE, PUBLISH  # (this folder, as the scripts run)
@@ -62,6 +66,30 @@ def tick(queues: int, connections: int, repeat: int) -> tuple[list[float], int]:
         sampler.sample(broker)
         runs.append(time.perf_counter() - start)
     return runs, len(sampler)
+
+
+def memory_per_queue(queues: int, changing: bool) -> float:
+    """Bytes the sampler's module holds per queue after 20 minutes of ticks."""
+    broker = Broker(clock=ManualClock())
+    api = ManagementAPI(broker)
+    channel = broker.connect().channel()
+    for i in range(queues):
+        channel.queue_declare(f"q{i}")
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    for _ in range(240):
+        if changing:
+            for i in range(queues):
+                channel.basic_publish("", f"q{i}", b"")
+        broker.clock.advance(5)
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    held = sum(stat.size_diff for stat in after.compare_to(before, "filename")
+               if stat.traceback[0].filename.endswith("_samples.py"))
+    api.close()
+    return held / queues
 
 
 def ranged_reads(queues: int, connections: int, repeat: int) -> dict[str, list[float]]:
@@ -136,6 +164,9 @@ def main() -> None:
               f"{min(runs) * 1e3:10.2f} {statistics.median(runs) * 1e3:10.2f}")
         print(f"{f'  per object, {objects} objects (us)':44} "
               f"{min(runs) / objects * 1e6:10.2f} {statistics.median(runs) / objects * 1e6:10.2f}")
+    for changing in (False, True):
+        label = f"memory per queue, {'changing' if changing else 'idle'} (bytes)"
+        print(f"{label:44} {memory_per_queue(1_000, changing):10.0f}")
     for label, runs in ranged_reads(args.queues, args.connections, args.repeat).items():
         print(f"{label + ' (ms)':44} {min(runs) * 1e3:10.2f} {statistics.median(runs) * 1e3:10.2f}")
     results: dict[str, list[float]] = {label: [] for label, _ in CONDITIONS}

@@ -452,3 +452,4 @@ def test_the_statistics_benchmark_runs() -> None:
     assert set(module.ranged_reads(10, 2, 1)) == {"GET /api/queues/%2F/q0 (ranges)",
                                                   "GET /api/overview (ranges)"}
     assert all(workload(2_000) > 0 for _, workload in module.CONDITIONS)
+    assert module.memory_per_queue(5, True) > 0
