@@ -153,6 +153,7 @@ class ManagementAPI:
             self.sampler = _samples.sampler_of(broker)
             if server is not None:
                 self.sampler.servers[server.node.name] = server
+        self._sampling = True
 
     @property
     def node(self) -> Node:
@@ -164,8 +165,8 @@ class ManagementAPI:
         """Stop the traces and the sampling (the listener stops)."""
         with self.broker.locked():
             self.tracing.close()
-            if not self.sampler.stopped and not getattr(self, "_released", False):
-                self._released = True
+            if self._sampling:
+                self._sampling = False
                 _samples.release(self.sampler)
 
     # -- the entry points ---------------------------------------------------------------------
