@@ -15,7 +15,9 @@ outside (nothing is counted on the publish path here). What is sampled of each o
 from one function per kind (:data:`COUNTERS`: :func:`queue_counters`, :func:`channel_counters`,
 :func:`connection_counters`, :func:`vhost_counters`, :func:`node_counters`), each returning the
 object's current values by name: a counter added there is sampled and answered with no change
-to the sampler. An object that is gone loses its history at the next tick.
+to the sampler (its ``*_details`` read it by name: ``History.details``; the count beside them
+is what the route passes to :func:`views.stats <embroker.management.views.stats>`'s
+``values``). An object that is gone loses its history at the next tick.
 
 Why here and not in ``model/``: the history is what the management plugin keeps (RabbitMQ's
 ``rabbitmq_management_agent``), not the broker's: the model stays free of it, and the sampler
