@@ -15,8 +15,20 @@ from ._routes import Call, not_found, route
 from ._steps import Steps
 
 if TYPE_CHECKING:
-    from ..model import Connection
+    from ..model import Channel, Connection
     from ._api import ManagementAPI
+
+
+def channel_info(api: ManagementAPI, channel: Channel, name: str, peer: tuple[str, int],
+                 user: str, who: str, ranges: _samples.Ranges | None) -> dict[str, Any]:
+    """:func:`views.channel_info` with the channel's history for ``ranges`` (``None``: a
+    listing asked none, rates 0.0), under the lock."""
+    if ranges is None:
+        return views.channel_info(channel, name, peer, user, who)
+    msg_rates, data_rates = api.sampler.histories([channel], ranges.msg_rates,
+                                                  ranges.data_rates)
+    return views.channel_info(channel, name, peer, user, who, msg_rates=msg_rates,
+                              data_rates=data_rates)
 
 
 @route("GET", "channels", Rule.ANY)
@@ -27,16 +39,13 @@ def _channels(api: ManagementAPI, call: Call) -> Steps[Response]:
         wire = api.wire()
         connections = api.listed_connections(call)
         ranges = _samples.asked(call, api.broker)
-    ranged = ranges != _samples.NO_RANGES
-    history = api.sampler.history
+    asked = ranges if ranges != _samples.NO_RANGES else None
 
     def channels_of(connection: Connection) -> list[dict[str, Any]]:
         name, peer = api.identity(connection, wire)
-        return [views.channel_info(
-            ch, name, peer, connection.user, call.user,
-            msg_rates=history([ch], ranges.msg_rates) if ranged else None,
-            data_rates=history([ch], ranges.data_rates) if ranged else None)
-            for ch in sorted(views.amqp_channels(connection).values(), key=lambda c: c.number)]
+        return [channel_info(api, ch, name, peer, connection.user, call.user, asked)
+                for ch in sorted(views.amqp_channels(connection).values(),
+                                 key=lambda c: c.number)]
     found = yield from steps.each(connections, channels_of, lock)
     return (yield from api.listing(call, list(itertools.chain.from_iterable(found))))
 
@@ -66,11 +75,8 @@ def _channel_get(api: ManagementAPI, call: Call) -> Any:
         if found is None:
             raise not_found()
         channel, connection, name, peer = found
-        ranges = _samples.asked(call, api.broker)
-        history = api.sampler.history
-        info = views.channel_info(channel, name, peer, connection.user, call.user,
-                                  msg_rates=history([channel], ranges.msg_rates),
-                                  data_rates=history([channel], ranges.data_rates))
+        info = channel_info(api, channel, name, peer, connection.user, call.user,
+                            _samples.asked(call, api.broker))
         info["consumer_details"] = [views.consumer_info(c, name, peer, connection.user)
                                     for c in channel.consumers.values()]
     info.update({"deliveries": [], "publishes": []})

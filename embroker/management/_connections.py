@@ -14,6 +14,7 @@ from ..model._access import NO_ITEM, Rule
 from ..model._kinds import DIRECT
 from . import _samples, views
 from ._api import split_peer
+from ._channels import channel_info
 from ._http import Response
 from ._routes import Call, not_found, route
 from ._steps import Steps
@@ -187,11 +188,7 @@ def _connection_channels(api: ManagementAPI, call: Call) -> Any:
         connection, wire = _named_or_404(api, call)
         name, peer = api.identity(connection, wire)
         ranges = _samples.asked(call, api.broker)
-        ranged = ranges != _samples.NO_RANGES
-        history = api.sampler.history
-        items = [views.channel_info(
-            ch, name, peer, connection.user, call.user,
-            msg_rates=history([ch], ranges.msg_rates) if ranged else None,
-            data_rates=history([ch], ranges.data_rates) if ranged else None)
-            for ch in views.amqp_channels(connection).values()]
+        asked = ranges if ranges != _samples.NO_RANGES else None
+        items = [channel_info(api, ch, name, peer, connection.user, call.user, asked)
+                 for ch in views.amqp_channels(connection).values()]
     return api.listing(call, items)

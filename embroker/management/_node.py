@@ -80,8 +80,7 @@ def _overview(api: ManagementAPI, call: Call) -> Any:
         listeners = _listeners(api)
         # The visible vhosts' histories summed (rabbit_mgmt_db:overview/3).
         ranges = _samples.asked(call, broker)
-        lengths = api.sampler.history(vhosts, ranges.lengths)
-        msg_rates = api.sampler.history(vhosts, ranges.msg_rates)
+        lengths, msg_rates = api.sampler.histories(vhosts, ranges.lengths, ranges.msg_rates)
         # The node's churn: RabbitMQ 3.10.8 reads its samples for the msg_rates range and
         # formats them for the lengths range (rabbit_mgmt_data:overview_data/4,
         # rabbit_mgmt_db:overview/3): none ({}) for a lengths range alone (checked live).

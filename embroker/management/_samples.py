@@ -545,6 +545,19 @@ class Sampler:
             self._run()
         return History([self.ring(obj) for obj in objs], range_, clock.time(), self.interval)
 
+    def histories(self, objs: Iterable[object], *ranges: Range | None) -> list[History]:
+        """:meth:`history` of ``objs`` for each of ``ranges``, made once for equal ranges (no
+        range for several kinds: one instant rate)."""
+        objs = list(objs)
+        made: dict[Range | None, History] = {}
+        found = []
+        for range_ in ranges:
+            history = made.get(range_)
+            if history is None:
+                history = made[range_] = self.history(objs, range_)
+            found.append(history)
+        return found
+
     def __len__(self) -> int:
         return len(self._rings)
 

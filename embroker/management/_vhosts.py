@@ -38,10 +38,9 @@ def _info(api: ManagementAPI, name: str, unacked: dict[int, tuple[int, int]],
     if ranges is None:
         return views.vhost_info(vhost, _definitions.vhost_metadata(broker, name), vhost.tracing,
                                 unacked)
-    history = api.sampler.history
+    lengths, data_rates = api.sampler.histories([vhost], ranges.lengths, ranges.data_rates)
     return views.vhost_info(vhost, _definitions.vhost_metadata(broker, name), vhost.tracing,
-                            unacked, lengths=history([vhost], ranges.lengths),
-                            data_rates=history([vhost], ranges.data_rates))
+                            unacked, lengths=lengths, data_rates=data_rates)
 
 
 @route("GET", "vhosts/{vhost}", Rule.ADMIN)

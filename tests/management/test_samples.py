@@ -453,3 +453,12 @@ def test_the_statistics_benchmark_runs() -> None:
                                                   "GET /api/overview (ranges)"}
     assert all(workload(2_000) > 0 for _, workload in module.CONDITIONS)
     assert module.memory_per_queue(5, True) > 0
+
+
+def test_kinds_asked_the_same_range_share_one_history(setup: Setup) -> None:
+    setup.channel.queue_declare("q")
+    queue = setup.broker.vhosts["/"].queues["q"]
+    r = samples.Range(_ms(0), _ms(10), 5000)
+    a, b, c = setup.api.sampler.histories([queue], None, r, None)
+    assert a is c
+    assert a is not b
