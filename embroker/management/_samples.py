@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -563,16 +564,18 @@ class Sampler:
 
 
 _SAMPLERS: weakref.WeakKeyDictionary[Broker, Sampler] = weakref.WeakKeyDictionary()
+_SAMPLERS_LOCK = threading.Lock()  # (brokers of other threads start theirs too)
 
 
 def sampler_of(broker: Broker) -> Sampler:
     """``broker``'s sampler (one per broker, whatever the number of nodes that serve the API),
-    started by the first management API that asks."""
-    found = _SAMPLERS.get(broker)
-    if found is None or found.stopped:
-        found = _SAMPLERS[broker] = Sampler(broker)
-    found.users += 1
-    return found
+    started by the first management API that asks (under the broker's lock)."""
+    with _SAMPLERS_LOCK:
+        found = _SAMPLERS.get(broker)
+        if found is None or found.stopped:
+            found = _SAMPLERS[broker] = Sampler(broker)
+        found.users += 1
+        return found
 
 
 def release(sampler: Sampler) -> None:
