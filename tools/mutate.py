@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: route table and the stream permission order first: seconds, and what pins the
 #: authorization mutants; the management API's answers after the model's).
 DEFAULT_TESTS = ("tests/management/test_routes.py", "tests/stream/test_permission_order.py",
+                 "tests/amqp091/test_assembly.py", "tests/amqp091/test_fast_paths.py",
                  "tests/model", "tests/kit", "tests/test_layers.py", "tests/test_seams.py",
                  "tests/control/test_control_port.py",
                  "tests/test_websocket.py", "tests/test_testing.py", "tests/conformance",

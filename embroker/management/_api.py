@@ -74,7 +74,7 @@ from .._untrusted import json_bytes, json_dumps, log_text
 from .._version import __version__
 from ..errors import AccessRefused, AMQPError, NotAllowed, NotFound
 from ..model._access import NO_ITEM, ManagementRefused, Rule, User
-from . import _listing, _steps
+from . import _listing, _samples, _steps
 from ._http import Request, Response
 from ._routes import Call, HttpError, Method, bad_request, find, not_found
 from ._steps import Steps
@@ -162,6 +162,12 @@ class ManagementAPI:
         #: ``embroker serve``: none, and ``<stderr>``, where it logs).
         self.config_files: tuple[str, ...] = ()
         self.log_files: tuple[str, ...] = ()
+        #: The statistics' history (:mod:`._samples`), sampled on the broker's clock.
+        with broker.locked():
+            self.sampler = _samples.sampler_of(broker)
+            if server is not None:
+                self.sampler.servers[server.node.name] = server
+        self._sampling = True
 
     @property
     def node(self) -> Node:
@@ -170,9 +176,12 @@ class ManagementAPI:
         return self.server.node if self.server is not None else self.broker.nodes[0]
 
     def close(self) -> None:
-        """Stop the traces (the listener stops)."""
+        """Stop the traces and the sampling (the listener stops)."""
         with self.broker.locked():
             self.tracing.close()
+            if self._sampling:
+                self._sampling = False
+                _samples.release(self.sampler)
 
     # -- the entry points ---------------------------------------------------------------------
 

@@ -8,15 +8,27 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from ..model._access import NO_ITEM, Rule
+from . import _samples, views
 from . import _steps as steps
-from . import views
 from ._http import Response
 from ._routes import Call, not_found, route
 from ._steps import Steps
 
 if TYPE_CHECKING:
-    from ..model import Connection
+    from ..model import Channel, Connection
     from ._api import ManagementAPI
+
+
+def channel_info(api: ManagementAPI, channel: Channel, name: str, peer: tuple[str, int],
+                 user: str, who: str, ranges: _samples.Ranges | None) -> dict[str, Any]:
+    """:func:`views.channel_info` with the channel's history for ``ranges`` (``None``: a
+    listing asked none, rates 0.0), under the lock."""
+    if ranges is None:
+        return views.channel_info(channel, name, peer, user, who)
+    msg_rates, data_rates = api.sampler.histories([channel], ranges.msg_rates,
+                                                  ranges.data_rates)
+    return views.channel_info(channel, name, peer, user, who, msg_rates=msg_rates,
+                              data_rates=data_rates)
 
 
 @route("GET", "channels", Rule.ANY)
@@ -26,10 +38,12 @@ def _channels(api: ManagementAPI, call: Call) -> Steps[Response]:
     with lock:
         wire = api.wire()
         connections = api.listed_connections(call)
+        ranges = _samples.asked(call, api.broker)
+    asked = ranges if ranges != _samples.NO_RANGES else None
 
     def channels_of(connection: Connection) -> list[dict[str, Any]]:
         name, peer = api.identity(connection, wire)
-        return [views.channel_info(ch, name, peer, connection.user, call.user)
+        return [channel_info(api, ch, name, peer, connection.user, call.user, asked)
                 for ch in sorted(views.amqp_channels(connection).values(),
                                  key=lambda c: c.number)]
     found = yield from steps.each(connections, channels_of, lock)
@@ -61,7 +75,8 @@ def _channel_get(api: ManagementAPI, call: Call) -> Any:
         if found is None:
             raise not_found()
         channel, connection, name, peer = found
-        info = views.channel_info(channel, name, peer, connection.user, call.user)
+        info = channel_info(api, channel, name, peer, connection.user, call.user,
+                            _samples.asked(call, api.broker))
         info["consumer_details"] = [views.consumer_info(c, name, peer, connection.user)
                                     for c in channel.consumers.values()]
     info.update({"deliveries": [], "publishes": []})

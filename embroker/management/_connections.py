@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConnectionForced
 from ..model._access import NO_ITEM, Rule
 from ..model._kinds import DIRECT
-from . import views
+from . import _samples, views
 from ._api import split_peer
+from ._channels import channel_info
 from ._http import Response
 from ._routes import Call, not_found, route
 from ._steps import Steps
@@ -25,10 +26,12 @@ if TYPE_CHECKING:
 
 
 def connection_info(api: ManagementAPI, connection: Connection,
-                     wire: Mapping[int, WireConnection], who: str) -> dict[str, Any]:
+                     wire: Mapping[int, WireConnection], who: str,
+                     data_rates: _samples.History | None = None) -> dict[str, Any]:
     """``connection`` as ``/api/connections`` shows it (``rabbit_mgmt_format``; a stream
     connection with ``rabbit_stream_reader``'s keys), ``wire`` the server's sockets by model
-    connection, ``who`` the user named as the one who asked (``rmq-cli`` for the tools)."""
+    connection, ``who`` the user named as the one who asked (``rmq-cli`` for the tools),
+    ``data_rates`` its history for the range asked (octets and reductions)."""
     carried = wire.get(id(connection))
     name, (peer_host, peer_port) = api.identity(connection, wire)
     here = split_peer(carried.local) if carried is not None else ("", 0)
@@ -72,9 +75,11 @@ def connection_info(api: ManagementAPI, connection: Connection,
         "peer_host": peer_host, "peer_port": peer_port, "port": here[1],
         # (its kind's; embroker lists its in-process connections as 0-9-1 ones)
         "protocol": "AMQP 0-9-1" if connection.kind is DIRECT else connection.kind.protocol,
-        "recv_cnt": 0, "recv_oct": 0, "recv_oct_details": views.rate(), "reductions": 0,
-        "reductions_details": views.rate(), "send_cnt": 0, "send_oct": 0,
-        "send_oct_details": views.rate(), "send_pend": 0, "ssl": False, "ssl_cipher": None,
+        "recv_cnt": 0, "recv_oct": 0, "recv_oct_details": views.rate(data_rates, "recv_oct"),
+        "reductions": 0, "reductions_details": views.rate(data_rates, "reductions"),
+        "send_cnt": 0, "send_oct": 0,
+        "send_oct_details": views.rate(data_rates, "send_oct"), "send_pend": 0, "ssl": False,
+        "ssl_cipher": None,
         "ssl_hash": None, "ssl_key_exchange": None, "ssl_protocol": None,
         "state": "blocked" if carried is not None and carried.blocked else "running",
         "timeout": carried.heartbeat if carried is not None else 0,
@@ -113,15 +118,24 @@ def _connections(api: ManagementAPI, call: Call) -> Steps[Response]:
     with api.broker.locked():
         wire = api.wire()
         connections = api.listed_connections(call)
+        # (rabbit_mgmt_wm_connections: range_ceil)
+        ranges = _samples.asked(call, api.broker, ceil_lengths=True)
+    ranged = ranges != _samples.NO_RANGES
+    history = api.sampler.history
     return (yield from api.listing(call, connections, lambda c: connection_info(
-        api, c, wire, call.user), locked=True))
+        api, c, wire, call.user, history([c], ranges.data_rates) if ranged else None),
+        locked=True))
 
 
 @route("GET", "connections/{name}", Rule.OWNER, owner=_connection_owner)
 def _connection_get(api: ManagementAPI, call: Call) -> Any:
-    with api.broker.locked():
+    broker = api.broker
+    with broker.locked():
         connection, wire = _named_or_404(api, call)
-        return connection_info(api, connection, wire, call.user)
+        # (rabbit_mgmt_wm_connection: range_ceil)
+        ranges = _samples.asked(call, broker, ceil_lengths=True)
+        return connection_info(api, connection, wire, call.user,
+                               api.sampler.history([connection], ranges.data_rates))
 
 
 @route("DELETE", "connections/{name}", Rule.OWNER, owner=_connection_owner)
@@ -173,6 +187,8 @@ def _connection_channels(api: ManagementAPI, call: Call) -> Any:
     with api.broker.locked():
         connection, wire = _named_or_404(api, call)
         name, peer = api.identity(connection, wire)
-        items = [views.channel_info(ch, name, peer, connection.user, call.user)
+        ranges = _samples.asked(call, api.broker)
+        asked = ranges if ranges != _samples.NO_RANGES else None
+        items = [channel_info(api, ch, name, peer, connection.user, call.user, asked)
                  for ch in views.amqp_channels(connection).values()]
     return api.listing(call, items)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._untrusted import json_dumps
 from .._version import __version__
 from ..model._access import Rule
-from . import views
+from . import _samples, views
 from ._http import Response
 from ._routes import Call, bad_request, not_found, route
 from ._schema import Field, Schema, text
@@ -78,6 +78,14 @@ def _overview(api: ManagementAPI, call: Call) -> Any:
         if monitor:
             totals["consumers"] = sum(q.consumer_count for q in queues)
         listeners = _listeners(api)
+        # The visible vhosts' histories summed (rabbit_mgmt_db:overview/3).
+        ranges = _samples.asked(call, broker)
+        lengths, msg_rates = api.sampler.histories(vhosts, ranges.lengths, ranges.msg_rates)
+        # The node's churn: RabbitMQ 3.10.8 reads its samples for the msg_rates range and
+        # formats them for the lengths range (rabbit_mgmt_data:overview_data/4,
+        # rabbit_mgmt_db:overview/3): none ({}) for a lengths range alone (checked live).
+        churn = views.stats(_CHURN, api.sampler.history([api.node], ranges.lengths)) \
+            if ranges.lengths is None or ranges.msg_rates is not None else {}
     answer = {
         "management_version": "3.10.8", "rates_mode": "basic",
         "sample_retention_policies": {"global": [600, 3600, 28800, 86400],
@@ -87,12 +95,16 @@ def _overview(api: ManagementAPI, call: Call) -> Any:
         "cluster_name": cluster_name(api),
         "erlang_version": views.ERLANG_VERSION, "erlang_full_version": "none",
         "release_series_support_status": "supported", "disable_stats": False,
-        "enable_queue_totals": False, "message_stats": views.stats(views.OVERVIEW_STATS),
-        "churn_rates": views.stats(_CHURN),
-        "queue_totals": {"messages": ready + pending, "messages_details": views.rate(),
-                         "messages_ready": ready, "messages_ready_details": views.rate(),
+        "enable_queue_totals": False,
+        "message_stats": views.stats(views.OVERVIEW_STATS, msg_rates),
+        "churn_rates": churn,
+        "queue_totals": {"messages": ready + pending,
+                         "messages_details": views.rate(lengths, "messages"),
+                         "messages_ready": ready,
+                         "messages_ready_details": views.rate(lengths, "messages_ready"),
                          "messages_unacknowledged": pending,
-                         "messages_unacknowledged_details": views.rate()},
+                         "messages_unacknowledged_details": views.rate(
+                             lengths, "messages_unacknowledged")},
         "object_totals": totals, "statistics_db_event_queue": 0,
     }
     if monitor:
@@ -148,7 +160,8 @@ def _nodes(api: ManagementAPI, call: Call) -> Any:
     a disc node, running or not)."""
     with api.broker.locked():
         nodes = list(api.broker.nodes)
-    return [_node(api, node) for node in nodes]
+        ranges = _samples.asked(call, api.broker, ceil_lengths=True)
+    return [_node(api, node, ranges.node_stats) for node in nodes]
 
 
 @route("GET", "nodes/{node}", Rule.MONITOR)
@@ -157,16 +170,20 @@ def _node_one(api: ManagementAPI, call: Call) -> Any:
         found = [node for node in api.broker.nodes if node.name == call.params["node"]]
     if not found:
         raise not_found()
-    return _node(api, found[0])
+    with api.broker.locked():
+        ranges = _samples.asked(call, api.broker, ceil_lengths=True)
+    return _node(api, found[0], ranges.node_stats)
 
 
-def _node(api: ManagementAPI, node: Node) -> dict[str, Any]:
+def _node(api: ManagementAPI, node: Node, node_stats: _samples.Range | None = None
+          ) -> dict[str, Any]:
     """A node as ``/api/nodes`` shows it. A node whose RabbitMQ is stopped has no statistics:
     its name, type, ``running`` and no cluster links (checked live on a 3.10.8 cluster,
     ``rabbitmqctl stop_app`` on one node). A running node has the figures embroker keeps: the
     memory the broker holds and the server's disk figures (one process, one disk); its own
     alarms (``broker.alarms_of(node)``); the management context of the node that answers
-    (the server's), none on the others."""
+    (the server's), none on the others. Its figures' ``*_details`` from its history
+    (``node_stats``: the range asked)."""
     broker = api.broker
     with broker.locked():
         running = broker.network.sees(api.node, node)  # (after a partition: as it counts)
@@ -178,20 +195,21 @@ def _node(api: ManagementAPI, node: Node) -> dict[str, Any]:
     with broker.locked():
         held = broker.held_bytes()
         alarms = broker.alarms_of(node)
+        history = api.sampler.history([node], node_stats)
     limit = broker.memory_high_watermark
     server = api.server  # (the node's monitors, when served: rabbitmqctl set_*_limit)
     disk_limit = server.disk_free_limit if server is not None else 0
     disk_free = (server.disk_free or 0) if server is not None else 0
-    figures = views.stats(_NODE_FIGURES)
+    figures = views.stats(_NODE_FIGURES, history)
     for name in ("proc_used", "fd_used", "sockets_used"):
         figures[name] = 0
     return {**figures,
         "partitions": partitions, "os_pid": "0", "fd_total": 1024, "sockets_total": 0,
         "mem_limit": limit if limit is not None else 0, "mem_alarm": "memory" in alarms,
-        "mem_used": held, "mem_used_details": views.rate(),
+        "mem_used": held, "mem_used_details": views.rate(history, "mem_used"),
         "disk_free_limit": disk_limit, "disk_free_alarm": "disk" in alarms,
         "disk_free": disk_free,
-        "disk_free_details": views.rate(), "proc_total": 0, "proc_used": 0,
+        "disk_free_details": views.rate(history, "disk_free"), "proc_total": 0, "proc_used": 0,
         "rates_mode": "basic", "uptime": int((time.time() - api._started) * 1000),
         "run_queue": 0, "processors": 1, "exchange_types": _exchange_types(api),
         "auth_mechanisms": [{"name": "PLAIN", "description": "SASL PLAIN authentication "

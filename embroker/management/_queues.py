@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._untrusted import json_bytes
 from ..model._access import Rule
-from . import _listing, views
+from . import _listing, _samples, views
 from . import _steps as steps
 from ._http import Response
 from ._routes import Call, bad_request, not_found, route
@@ -32,6 +32,10 @@ def _queues(api: ManagementAPI, call: Call) -> Steps[Response]:
     with broker.locked():
         unacked = views.unacked_by_queue(broker.connections.values())
         queues = [q for vh in api.listed(call) for q in vh.queues.values()]
+        ranges = _samples.asked(call, broker, ceil_lengths=True)
+    if ranges != _samples.NO_RANGES:  # (each queue's history: rabbit_mgmt_wm_queues)
+        return (yield from api.listing(call, queues, lambda q: _with_history(
+            api, q, unacked.get(id(q), (0, 0)), ranges), locked=True))
     if any(option in call.request.query for option in _listing.OPTIONS):
         return (yield from api.listing(call, queues, lambda q: views.queue_info(
             q, unacked.get(id(q), (0, 0))), locked=True))
@@ -56,7 +60,9 @@ def _queue_get(api: ManagementAPI, call: Call) -> Any:
         if queue.down:
             raise not_found()
         unacked = views.unacked_by_queue(broker.connections.values())
-        info = views.queue_info(queue, unacked.get(id(queue), (0, 0)))
+        # (rabbit_mgmt_wm_queue: range_ceil, the lengths' range ends at or after now)
+        ranges = _samples.asked(call, broker, ceil_lengths=True)
+        info = _with_history(api, queue, unacked.get(id(queue), (0, 0)), ranges)
         wire = api.wire()
         details = []
         for consumer in queue.consumers:
@@ -65,6 +71,15 @@ def _queue_get(api: ManagementAPI, call: Call) -> Any:
             details.append(views.consumer_info(consumer, name, peer, connection.user))
     info.update({"consumer_details": details, "deliveries": [], "incoming": []})
     return dict(sorted(info.items()))
+
+
+def _with_history(api: ManagementAPI, queue: Queue, unacked: tuple[int, int],
+                  ranges: _samples.Ranges) -> dict[str, Any]:
+    """:func:`views.queue_info` with the queue's history for ``ranges`` (under the lock)."""
+    lengths, msg_rates, data_rates = api.sampler.histories(
+        [queue], ranges.lengths, ranges.msg_rates, ranges.data_rates)
+    return views.queue_info(queue, unacked, lengths=lengths, msg_rates=msg_rates,
+                            data_rates=data_rates)
 
 
 _QUEUE = Schema({"durable": Field(boolean, False), "auto_delete": Field(boolean, False),

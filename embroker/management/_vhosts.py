@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..model import _definitions
 from ..model._access import Rule
+from . import _samples, views
 from . import _steps as steps
-from . import views
 from ._http import Response
 from ._routes import Call, route
 from ._schema import Field, Schema, boolean, text, text_or_list
@@ -24,23 +24,32 @@ def _vhosts(api: ManagementAPI, call: Call) -> Steps[Response]:
     with lock:
         unacked = views.unacked_by_queue(broker.connections.values())
         names = api.visible(call)
-    rows = yield from steps.each(names, lambda name: _info(api, name, unacked)
+        ranges = _samples.asked(call, broker)
+    asked = ranges if ranges != _samples.NO_RANGES else None
+    rows = yield from steps.each(names, lambda name: _info(api, name, unacked, asked)
                                  if name in broker.vhosts else None, lock)
     return (yield from api.listing(call, [row for row in rows if row is not None]))  # (few)
 
 
-def _info(api: ManagementAPI, name: str, unacked: dict[int, tuple[int, int]]) -> dict[str, Any]:
+def _info(api: ManagementAPI, name: str, unacked: dict[int, tuple[int, int]],
+          ranges: _samples.Ranges | None = None) -> dict[str, Any]:
     broker = api.broker
     vhost = broker.vhosts[name]
+    if ranges is None:
+        return views.vhost_info(vhost, _definitions.vhost_metadata(broker, name), vhost.tracing,
+                                unacked)
+    lengths, data_rates = api.sampler.histories([vhost], ranges.lengths, ranges.data_rates)
     return views.vhost_info(vhost, _definitions.vhost_metadata(broker, name), vhost.tracing,
-                            unacked)
+                            unacked, lengths=lengths, data_rates=data_rates)
 
 
 @route("GET", "vhosts/{vhost}", Rule.ADMIN)
 def _vhost_get(api: ManagementAPI, call: Call) -> Any:
-    with api.broker.locked():
+    broker = api.broker
+    with broker.locked():
         name = api.vhost(call).name
-        return _info(api, name, views.unacked_by_queue(api.broker.connections.values()))
+        return _info(api, name, views.unacked_by_queue(broker.connections.values()),
+                     _samples.asked(call, broker))
 
 
 def _description(value: Any) -> str:

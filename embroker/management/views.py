@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         Queue,
         VirtualHost,
     )
+    from ._samples import History
 
 __all__ = ["ERLANG_VERSION", "FEATURE_FLAGS", "NODE", "QueueSnapshot", "binding_info",
            "cluster_state", "exchange_info", "feature_flags", "json_value", "placement_names",
@@ -61,19 +62,26 @@ OVERVIEW_STATS = (*DELIVERY_STATS, "confirm", "disk_reads", "disk_writes", "drop
                   "publish", "return_unroutable")
 
 
-def stats(names: Iterable[str]) -> dict[str, Any]:
+def stats(names: Iterable[str], history: History | None = None,
+          values: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Counters and rates as RabbitMQ shows them (``{"ack": 0, "ack_details": {"rate":
-    0.0}}``), all zero."""
+    0.0}}``): each count from ``values`` (0 when it has none), each ``*_details`` from
+    ``history`` when given (its samples with a range:
+    :class:`~embroker.management._samples.History`)."""
     out: dict[str, Any] = {}
     for name in sorted(names):
-        out[name] = 0
-        out[f"{name}_details"] = rate()
+        out[name] = values.get(name, 0) if values is not None else 0
+        out[f"{name}_details"] = rate(history, name)
     return out
 
 
-def rate() -> dict[str, float]:
-    """A sampled rate as RabbitMQ shows it (``{"rate": 0.0}``): embroker samples none."""
-    return dict(_RATE)
+def rate(history: History | None = None, name: str = "") -> dict[str, Any]:
+    """A sampled figure's ``*_details`` as RabbitMQ shows it: ``{"rate": r}`` (r from the last
+    two samples), and with a range asked its ``samples``, ``avg`` and ``avg_rate``; without a
+    ``history``, ``{"rate": 0.0}``."""
+    if history is None:
+        return dict(_RATE)
+    return history.details(name)
 
 
 def iso_time(epoch: float) -> str:
@@ -214,8 +222,9 @@ def placement_names(queue: Queue) -> tuple[str, tuple[str, ...], tuple[str, ...]
     return leader.name, members, online, leader.name if leader.running else ""
 
 
-def queue_info(queue: Queue | QueueSnapshot,
-               unacked: tuple[int, int] | None = None) -> dict[str, Any]:
+def queue_info(queue: Queue | QueueSnapshot, unacked: tuple[int, int] | None = None, *,
+               lengths: History | None = None, msg_rates: History | None = None,
+               data_rates: History | None = None) -> dict[str, Any]:
     """A queue as ``GET /api/queues/{vhost}`` lists it, from the queue (under the broker's lock)
     or its :class:`QueueSnapshot` (anywhere). :func:`queue_json` writes the same object's
     JSON text faster.
@@ -246,16 +255,18 @@ def queue_info(queue: Queue | QueueSnapshot,
         "message_bytes": q.ready_bytes + q.unacked_bytes, "message_bytes_paged_out": 0,
         "message_bytes_persistent": q.persistent_bytes, "message_bytes_ram": q.ready_bytes,
         "message_bytes_ready": q.ready_bytes, "message_bytes_unacknowledged": q.unacked_bytes,
-        "message_stats": stats(_QUEUE_STATS),
-        "messages": q.ready + q.unacked, "messages_details": rate(),
+        "message_stats": stats(_QUEUE_STATS, msg_rates),
+        "messages": q.ready + q.unacked, "messages_details": rate(lengths, "messages"),
         "messages_paged_out": 0, "messages_persistent": q.persistent,
         "messages_ram": q.ready + q.unacked, "messages_ready": q.ready,
-        "messages_ready_details": rate(), "messages_ready_ram": q.ready,
-        "messages_unacknowledged": q.unacked, "messages_unacknowledged_details": rate(),
+        "messages_ready_details": rate(lengths, "messages_ready"),
+        "messages_ready_ram": q.ready, "messages_unacknowledged": q.unacked,
+        "messages_unacknowledged_details": rate(lengths, "messages_unacknowledged"),
         "messages_unacknowledged_ram": q.unacked,
         "name": q.name, "node": q.node,
         "operator_policy": q.operator_policy, "policy": q.policy,
-        "recoverable_slaves": None, "reductions": 0, "reductions_details": rate(),
+        "recoverable_slaves": None, "reductions": 0,
+        "reductions_details": rate(data_rates, "reductions"),
         "single_active_consumer_tag": q.active_tag,
         "state": "running", "type": q.type, "vhost": q.vhost,
     })
@@ -424,7 +435,10 @@ def consumer_info(consumer: Consumer, connection_name: str, peer: tuple[str, int
 
 
 def channel_info(channel: Channel, connection_name: str, peer: tuple[str, int], user: str,
-                 who: str) -> dict[str, Any]:
+                 who: str, *, msg_rates: History | None = None,
+                 data_rates: History | None = None) -> dict[str, Any]:
+    """A channel as ``/api/channels`` shows it; ``msg_rates``, ``data_rates``: its history for
+    the ranges asked (``message_stats``, ``reductions``)."""
     outstanding = channel.outstanding()
     return {
         "acks_uncommitted": 0, "confirm": channel.confirm_mode,
@@ -432,13 +446,14 @@ def channel_info(channel: Channel, connection_name: str, peer: tuple[str, int], 
                                "peer_port": peer[1]},
         "consumer_count": len(channel.consumers), "garbage_collection": dict(_GC),
         "global_prefetch_count": channel.global_prefetch,
-        "idle_since": iso_time(time.time()), "message_stats": stats(DELIVERY_STATS),
+        "idle_since": iso_time(time.time()), "message_stats": stats(DELIVERY_STATS, msg_rates),
         "messages_unacknowledged": len(outstanding), "messages_uncommitted": 0,
         "messages_unconfirmed": 0, "name": channel_name(connection_name, channel.number),
         "node": channel.connection.node.name, "number": channel.number,
         "pending_raft_commands": 0,
         "prefetch_count": channel.prefetch_count, "reductions": 0,
-        "reductions_details": rate(), "state": "running", "transactional": channel.tx_mode,
+        "reductions_details": rate(data_rates, "reductions"), "state": "running",
+        "transactional": channel.tx_mode,
         "user": user, "user_who_performed_action": who, "vhost": channel.vhost.name,
     }
 
@@ -446,19 +461,24 @@ def channel_info(channel: Channel, connection_name: str, peer: tuple[str, int], 
 # -- vhosts -----------------------------------------------------------------------------------------
 
 def vhost_info(vhost: VirtualHost, metadata: Mapping[str, Any], tracing: bool,
-               unacked: Mapping[int, tuple[int, int]]) -> dict[str, Any]:
+               unacked: Mapping[int, tuple[int, int]], *, lengths: History | None = None,
+               data_rates: History | None = None) -> dict[str, Any]:
+    """A vhost as ``/api/vhosts`` shows it; ``lengths``, ``data_rates``: its history for the
+    ranges asked (the counts' details, ``recv_oct``/``send_oct``'s)."""
     ready = sum(q.message_count for q in vhost.queues.values())
     pending = sum(unacked.get(id(q), (0, 0))[0] for q in vhost.queues.values())
     description = str(metadata.get("description", ""))
     tags = list(metadata.get("tags", []))
     return {
         "cluster_state": cluster_state(vhost.broker), "default_queue_type": "undefined",
-        "description": description, "messages": ready + pending, "messages_details": rate(),
-        "messages_ready": ready, "messages_ready_details": rate(),
-        "messages_unacknowledged": pending, "messages_unacknowledged_details": rate(),
+        "description": description, "messages": ready + pending,
+        "messages_details": rate(lengths, "messages"),
+        "messages_ready": ready, "messages_ready_details": rate(lengths, "messages_ready"),
+        "messages_unacknowledged": pending,
+        "messages_unacknowledged_details": rate(lengths, "messages_unacknowledged"),
         "metadata": {"description": description, "tags": tags}, "name": vhost.name,
-        "recv_oct": 0, "recv_oct_details": rate(), "send_oct": 0, "send_oct_details": rate(),
-        "tags": tags, "tracing": tracing,
+        "recv_oct": 0, "recv_oct_details": rate(data_rates, "recv_oct"), "send_oct": 0,
+        "send_oct_details": rate(data_rates, "send_oct"), "tags": tags, "tracing": tracing,
     }
 
 
