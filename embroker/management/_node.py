@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._untrusted import json_dumps
 from .._version import __version__
 from ..model._access import Rule
+from ..model._stats import MessageStats
 from . import _samples, views
 from ._http import Response
 from ._routes import Call, bad_request, not_found, route
@@ -77,6 +78,9 @@ def _overview(api: ManagementAPI, call: Call) -> Any:
                   "queues": len(queues)}
         if monitor:
             totals["consumers"] = sum(q.consumer_count for q in queues)
+        message_totals = MessageStats()  # (the visible vhosts', as its histories)
+        for vhost in vhosts:
+            message_totals.add(vhost.stats)
         listeners = _listeners(api)
         # The visible vhosts' histories summed (rabbit_mgmt_db:overview/3).
         ranges = _samples.asked(call, broker)
@@ -96,7 +100,8 @@ def _overview(api: ManagementAPI, call: Call) -> Any:
         "erlang_version": views.ERLANG_VERSION, "erlang_full_version": "none",
         "release_series_support_status": "supported", "disable_stats": False,
         "enable_queue_totals": False,
-        "message_stats": views.stats(views.OVERVIEW_STATS, msg_rates),
+        "message_stats": views.stats(views.OVERVIEW_STATS, msg_rates,
+                                     views.counted(message_totals)),
         "churn_rates": churn,
         "queue_totals": {"messages": ready + pending,
                          "messages_details": views.rate(lengths, "messages"),

@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
 
+from . import views
 from ._routes import bad_request
 
 if TYPE_CHECKING:
@@ -67,16 +68,17 @@ _POLICY_OF = {"queue": "basic", "channel": "basic", "connection": "basic", "vhos
 # -- the seam: what is sampled of each object ----------------------------------------------------
 
 def queue_counters(queue: Queue, unacked: int) -> dict[str, int]:
-    """A queue's values by name: its lengths (``queue_msg_stats``). Message counters (publish,
-    deliver_get, ack...) are added here when the model counts them."""
+    """A queue's values by name: its lengths (``queue_msg_stats``) and its message counts
+    (``queue_stats``' publish, deliver_get, ack...: :func:`views.counted
+    <embroker.management.views.counted>`)."""
     ready = queue.message_count
     return {"messages": ready + unacked, "messages_ready": ready,
-            "messages_unacknowledged": unacked}
+            "messages_unacknowledged": unacked, **views.counted(queue.stats)}
 
 
 def channel_counters(channel: Channel) -> dict[str, int]:
-    """A channel's values by name: none yet (its message counters go here)."""
-    return {}
+    """A channel's values by name: its message counts."""
+    return views.counted(channel.stats)
 
 
 def connection_counters(connection: Connection) -> dict[str, int]:
@@ -92,7 +94,7 @@ def vhost_counters(vhost: VirtualHost, unacked: Mapping[int, int]) -> dict[str, 
         ready += queue.message_count
         pending += unacked.get(id(queue), 0)
     return {"messages": ready + pending, "messages_ready": ready,
-            "messages_unacknowledged": pending}
+            "messages_unacknowledged": pending, **views.counted(vhost.stats)}
 
 
 def node_counters(broker: Broker, node: Node, server: Server | None) -> dict[str, int]:

@@ -38,9 +38,11 @@ def _info(api: ManagementAPI, name: str, unacked: dict[int, tuple[int, int]],
     if ranges is None:
         return views.vhost_info(vhost, _definitions.vhost_metadata(broker, name), vhost.tracing,
                                 unacked)
-    lengths, data_rates = api.sampler.histories([vhost], ranges.lengths, ranges.data_rates)
+    lengths, msg_rates, data_rates = api.sampler.histories(
+        [vhost], ranges.lengths, ranges.msg_rates, ranges.data_rates)
     return views.vhost_info(vhost, _definitions.vhost_metadata(broker, name), vhost.tracing,
-                            unacked, lengths=lengths, data_rates=data_rates)
+                            unacked, lengths=lengths, msg_rates=msg_rates,
+                            data_rates=data_rates)
 
 
 @route("GET", "vhosts/{vhost}", Rule.ADMIN)

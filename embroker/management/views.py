@@ -24,6 +24,7 @@ from urllib.parse import quote_plus
 from ..fieldtypes import json_value
 from ..model._kinds import STREAM
 from ..model._names import NODE
+from ..model._stats import MessageStats
 
 if TYPE_CHECKING:
     from ..model import (
@@ -54,12 +55,47 @@ _GC = {"fullsweep_after": 0, "max_heap_size": 0, "min_bin_vheap_size": 0, "min_h
        "minor_gcs": 0}
 
 
-#: The message statistics RabbitMQ keeps per queue, channel, vhost and node: embroker keeps
-#: none, and shows each as 0 with a rate of 0.0 (its counts of messages are exact instead).
+#: The message statistics RabbitMQ 3.10.8 keeps in two groups (``rabbit_core_metrics``'
+#: tables): what a channel took from queues (``channel_queue_metrics``) and what it published
+#: (``channel_exchange_metrics``). An object shows a group once something counted in it; a
+#: vhost both, once anything did; the overview every one, always (checked live).
 DELIVERY_STATS = ("ack", "deliver", "deliver_get", "deliver_no_ack", "get", "get_empty",
                   "get_no_ack", "redeliver")
-OVERVIEW_STATS = (*DELIVERY_STATS, "confirm", "disk_reads", "disk_writes", "drop_unroutable",
-                  "publish", "return_unroutable")
+PUBLISH_STATS = ("confirm", "drop_unroutable", "publish", "return_unroutable")
+VHOST_STATS = (*DELIVERY_STATS, *PUBLISH_STATS)
+OVERVIEW_STATS = (*VHOST_STATS, "disk_reads", "disk_writes")
+#: What 3.10.8's API shows as 0 whatever its channel counted (live: after an empty basic.get
+#: and unroutable publishes, on every object; its statistics collector does not sum them).
+_SHOWN_AS_ZERO = ("drop_unroutable", "get_empty")
+
+
+def counted(counts: MessageStats) -> dict[str, int]:
+    """Every message count of ``counts`` by the API's name (``deliver_get`` summed), as the
+    API shows them (:data:`_SHOWN_AS_ZERO` at 0)."""
+    values = {name: getattr(counts, name) for name in MessageStats.__slots__}
+    values["deliver_get"] = counts.deliver_get
+    for name in _SHOWN_AS_ZERO:
+        values[name] = 0
+    return values
+
+
+def stat_names(counts: MessageStats, kind: str) -> tuple[str, ...]:
+    """The ``message_stats`` keys RabbitMQ shows for an object of ``kind`` (``channel``,
+    ``queue``, ``exchange``, ``vhost``) with these counts: none while nothing was counted."""
+    if kind == "vhost":
+        return VHOST_STATS if counts.published or counts.took else ()
+    if kind == "exchange":
+        return ("publish_in", "publish_out") if counts.publish_out else (
+            ("publish_in",) if counts.publish_in else ())
+    published = ("publish",) if kind == "queue" else PUBLISH_STATS
+    return ((published if counts.published else ()) + (DELIVERY_STATS if counts.took else ()))
+
+
+def message_stats(counts: MessageStats, kind: str,
+                  history: History | None = None) -> dict[str, Any] | None:
+    """An object's ``message_stats`` (:func:`stat_names`), or ``None`` when it shows none."""
+    names = stat_names(counts, kind)
+    return stats(names, history, counted(counts)) if names else None
 
 
 def stats(names: Iterable[str], history: History | None = None,
@@ -179,6 +215,9 @@ class QueueSnapshot(NamedTuple):
     leader: str = NODE
     #: Whether its home node is stopped (:attr:`Queue.down <embroker.model.Queue.down>`).
     down: bool = False
+    #: Its ``message_stats`` keys (:func:`stat_names`) and its counts (:func:`counted`).
+    stat_names: tuple[str, ...] = ()
+    counts: Mapping[str, int] | None = None
 
 
 def queue_snapshot(queue: Queue, unacked: tuple[int, int] | None = None) -> QueueSnapshot:
@@ -200,7 +239,8 @@ def queue_snapshot(queue: Queue, unacked: tuple[int, int] | None = None) -> Queu
         queue.policy.name if queue.policy else None,
         queue.operator_policy.name if queue.operator_policy else None,
         json_value(queue.effective_policy_definition), queue.declared_at,
-        *placement_names(queue), queue.down)
+        *placement_names(queue), queue.down, stat_names(queue.stats, "queue"),
+        counted(queue.stats))
 
 
 def placement_names(queue: Queue) -> tuple[str, tuple[str, ...], tuple[str, ...], str]:
@@ -255,7 +295,7 @@ def queue_info(queue: Queue | QueueSnapshot, unacked: tuple[int, int] | None = N
         "message_bytes": q.ready_bytes + q.unacked_bytes, "message_bytes_paged_out": 0,
         "message_bytes_persistent": q.persistent_bytes, "message_bytes_ram": q.ready_bytes,
         "message_bytes_ready": q.ready_bytes, "message_bytes_unacknowledged": q.unacked_bytes,
-        "message_stats": stats(_QUEUE_STATS, msg_rates),
+        "message_stats": stats(q.stat_names, msg_rates, q.counts),
         "messages": q.ready + q.unacked, "messages_details": rate(lengths, "messages"),
         "messages_paged_out": 0, "messages_persistent": q.persistent,
         "messages_ram": q.ready + q.unacked, "messages_ready": q.ready,
@@ -270,6 +310,8 @@ def queue_info(queue: Queue | QueueSnapshot, unacked: tuple[int, int] | None = N
         "single_active_consumer_tag": q.active_tag,
         "state": "running", "type": q.type, "vhost": q.vhost,
     })
+    if not q.stat_names:  # (nothing passed through it yet: RabbitMQ shows no statistics)
+        del info["message_stats"]
     if q.owner is not None:
         info["owner_pid_details"] = {"name": q.owner}
     if q.type == "quorum":
@@ -319,9 +361,6 @@ def _quorum(info: dict[str, Any], q: QueueSnapshot) -> dict[str, Any]:
     return dict(sorted(found.items()))
 
 
-_QUEUE_STATS = (*DELIVERY_STATS, "publish")
-
-
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _STRING: Any = json.encoder.encode_basestring  # C when it can
 
@@ -340,7 +379,6 @@ def _fragment(value: Any) -> str:
 _BACKING = _fragment({"avg_ack_egress_rate": 0.0, "avg_ack_ingress_rate": 0.0,
                       "avg_egress_rate": 0.0, "avg_ingress_rate": 0.0,
                       "delta": ["delta", "undefined", 0, 0, "undefined"]})[:-1]
-_QUEUE_STATS_JSON = _fragment(stats(_QUEUE_STATS))
 _GC_JSON = _fragment(_GC)
 _RATE_JSON = _fragment(_RATE)
 
@@ -372,7 +410,8 @@ def queue_json(q: QueueSnapshot) -> str:
         ',"message_bytes_paged_out":0,"message_bytes_persistent":', str(q.persistent_bytes),
         ',"message_bytes_ram":', str(q.ready_bytes), ',"message_bytes_ready":',
         str(q.ready_bytes), ',"message_bytes_unacknowledged":', str(q.unacked_bytes),
-        ',"message_stats":', _QUEUE_STATS_JSON,
+        *([',"message_stats":', dump(stats(q.stat_names, values=q.counts))]
+          if q.stat_names else []),
         ',"messages":', str(total), ',"messages_details":', _RATE_JSON,
         ',"messages_paged_out":0,"messages_persistent":', str(q.persistent),
         ',"messages_ram":', str(total), ',"messages_ready":', str(q.ready),
@@ -399,6 +438,9 @@ def exchange_info(exchange: Exchange, user: str) -> dict[str, Any]:
         "arguments": json_value(exchange.arguments), "auto_delete": exchange.auto_delete,
         "durable": exchange.durable, "internal": exchange.internal, "name": exchange.name,
     }
+    found = message_stats(exchange.stats, "exchange")
+    if found is not None:
+        info["message_stats"] = found
     if exchange.policy is not None:
         info["policy"] = exchange.policy.name
     info.update({"type": exchange.type, "user_who_performed_action": user,
@@ -440,13 +482,13 @@ def channel_info(channel: Channel, connection_name: str, peer: tuple[str, int], 
     """A channel as ``/api/channels`` shows it; ``msg_rates``, ``data_rates``: its history for
     the ranges asked (``message_stats``, ``reductions``)."""
     outstanding = channel.outstanding()
-    return {
+    info = {
         "acks_uncommitted": 0, "confirm": channel.confirm_mode,
         "connection_details": {"name": connection_name, "peer_host": peer[0],
                                "peer_port": peer[1]},
         "consumer_count": len(channel.consumers), "garbage_collection": dict(_GC),
         "global_prefetch_count": channel.global_prefetch,
-        "idle_since": iso_time(time.time()), "message_stats": stats(DELIVERY_STATS, msg_rates),
+        "idle_since": iso_time(time.time()),
         "messages_unacknowledged": len(outstanding), "messages_uncommitted": 0,
         "messages_unconfirmed": 0, "name": channel_name(connection_name, channel.number),
         "node": channel.connection.node.name, "number": channel.number,
@@ -456,20 +498,26 @@ def channel_info(channel: Channel, connection_name: str, peer: tuple[str, int], 
         "transactional": channel.tx_mode,
         "user": user, "user_who_performed_action": who, "vhost": channel.vhost.name,
     }
+    found = message_stats(channel.stats, "channel", msg_rates)
+    if found is not None:
+        info["message_stats"] = found
+    return info
 
 
 # -- vhosts -----------------------------------------------------------------------------------------
 
 def vhost_info(vhost: VirtualHost, metadata: Mapping[str, Any], tracing: bool,
                unacked: Mapping[int, tuple[int, int]], *, lengths: History | None = None,
+               msg_rates: History | None = None,
                data_rates: History | None = None) -> dict[str, Any]:
-    """A vhost as ``/api/vhosts`` shows it; ``lengths``, ``data_rates``: its history for the
-    ranges asked (the counts' details, ``recv_oct``/``send_oct``'s)."""
+    """A vhost as ``/api/vhosts`` shows it; ``lengths``, ``msg_rates``, ``data_rates``: its
+    history for the ranges asked (the counts' details, ``message_stats``',
+    ``recv_oct``/``send_oct``'s)."""
     ready = sum(q.message_count for q in vhost.queues.values())
     pending = sum(unacked.get(id(q), (0, 0))[0] for q in vhost.queues.values())
     description = str(metadata.get("description", ""))
     tags = list(metadata.get("tags", []))
-    return {
+    info = {
         "cluster_state": cluster_state(vhost.broker), "default_queue_type": "undefined",
         "description": description, "messages": ready + pending,
         "messages_details": rate(lengths, "messages"),
@@ -480,6 +528,10 @@ def vhost_info(vhost: VirtualHost, metadata: Mapping[str, Any], tracing: bool,
         "recv_oct": 0, "recv_oct_details": rate(data_rates, "recv_oct"), "send_oct": 0,
         "send_oct_details": rate(data_rates, "send_oct"), "tags": tags, "tracing": tracing,
     }
+    found = message_stats(vhost.stats, "vhost", msg_rates)
+    if found is not None:
+        info["message_stats"] = found
+    return info
 
 
 def running_nodes(broker: Broker, viewer: Node | None = None) -> list[str]:

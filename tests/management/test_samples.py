@@ -107,6 +107,7 @@ def test_message_rates_end_at_or_before_now_and_lengths_at_or_after(setup: Setup
     """rabbit_mgmt_util: range/1 takes the floor of now to the increment, range_ceil/1 (a
     queue's endpoint) the ceiling for the lengths."""
     setup.channel.queue_declare("q")
+    setup.publish("q")  # (a queue nothing passed through shows no message_stats)
     setup.advance(12)
     queue = setup.ok("/queues/%2F/q", lengths_age=10, lengths_incr=5, msg_rates_age=10,
                      msg_rates_incr=5)
@@ -230,15 +231,15 @@ def test_the_listings_answer_ranges_too(setup: Setup) -> None:
     queues = setup.ok("/queues", **ranges)
     assert [_series(q["messages_details"]) for q in queues] == [
         [(10, 0), (5, 0), (0, 0)], [(10, 2), (5, 2), (0, 0)]]
-    assert len(setup.ok("/queues/%2F", sort="name", **ranges)[0]["message_stats"][
-        "ack_details"]["samples"]) == 3
+    assert len(setup.ok("/queues/%2F", sort="name", **ranges)[1]["message_stats"][
+        "publish_details"]["samples"]) == 3
     vhost = setup.ok("/vhosts", **ranges)[0]
     assert _series(vhost["messages_details"]) == [(10, 2), (5, 2), (0, 0)]
     connection = setup.ok("/connections", **ranges)[0]
     assert len(connection["recv_oct_details"]["samples"]) == 3
     assert len(setup.ok("/channels", **ranges)[0]["reductions_details"]["samples"]) == 3
     channels = setup.ok(f"/connections/{connection['name']}/channels", **ranges)
-    assert len(channels[0]["message_stats"]["deliver_get_details"]["samples"]) == 3
+    assert len(channels[0]["message_stats"]["publish_details"]["samples"]) == 3
     assert setup.ok("/queues")[0]["messages_details"] == {"rate": 0.0}
     for path in ("/queues", "/vhosts", "/connections", "/channels"):
         assert setup.get(path, lengths_age=1, lengths_incr=0)[0] == 400
@@ -342,27 +343,20 @@ def test_an_idle_queue_keeps_one_sample_shared_by_its_slots(setup: Setup) -> Non
     assert len({id(row) for bucket in ring.buckets for row in bucket.slots}) == 1
 
 
-def test_a_counter_plugged_into_the_seam_is_sampled_and_answered(
-        setup: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
-    """What the lead's message counters will do: a kind's function returns one more name, and
-    its details carry samples, with no change to the sampler."""
-    published: dict[int, int] = {}
-    monkeypatch.setitem(samples.COUNTERS, "channel",
-                        lambda channel: {"publish": published.get(id(channel), 0)})
+def test_a_channels_message_counts_are_sampled_and_answered(setup: Setup) -> None:
+    """The model's message counters through the seam (``channel_counters``): a channel's
+    publishes between two ticks are its samples' difference."""
     setup.channel.queue_declare("q")
-    model_channel = next(iter(setup.broker.connections.values())).channels[1]
     setup.advance(5)
-    published[id(model_channel)] = 10
+    setup.publish("q", 10)
     setup.advance(5)
     connection = setup.ok("/connections")[0]["name"]
     answer = setup.ok(f"/channels/{connection} (1)", msg_rates_age=10, msg_rates_incr=5)
-    # (publish is not among a channel's delivery statistics today: the history has it)
-    history = setup.api.sampler.history([model_channel], samples.Range(
-        _ms(0), _ms(10), 5000))
-    assert history.details("publish")["samples"] == [
+    assert answer["message_stats"]["publish"] == 10
+    assert answer["message_stats"]["publish_details"]["samples"] == [
         {"sample": 10, "timestamp": _ms(10)}, {"sample": 0, "timestamp": _ms(5)},
         {"sample": 0, "timestamp": _ms(0)}]
-    assert answer["message_stats"]["ack_details"]["samples"][0]["sample"] == 0
+    assert answer["message_stats"]["publish_details"]["rate"] == 2.0
 
 
 def test_the_sampler_stops_with_the_last_api_of_its_broker() -> None:

@@ -24,15 +24,7 @@ _AUTH = {"authorization": "Basic Z3Vlc3Q6Z3Vlc3Q="}  # guest:guest
 
 #: Paths RabbitMQ answers that embroker does not have, by request label ("*": every request):
 #: why. (The shapes of the paths both have are compared.)
-NOT_SHOWN: dict[tuple[str, str], str] = {
-    ("*", "message_stats.confirm_details"):
-        "embroker counts no message statistics yet (issue 50 part 3): a channel's and a "
-        "vhost's message_stats are the delivery ones, or none",
-    ("*", "message_stats.drop_unroutable_details"): "(the same)",
-    ("*", "message_stats.return_unroutable_details"): "(the same)",
-    ("channel 60/5", "message_stats.publish_details"): "(the same)",
-    ("vhost 60/5", "message_stats.*"): "(the same)",
-}
+NOT_SHOWN: dict[tuple[str, str], str] = {}
 def _not_shown(label: str, path: str) -> bool:
     for (where, what), _why in NOT_SHOWN.items():
         if where in ("*", label) and (what == path or (
@@ -112,4 +104,11 @@ def test_a_range_answers_rabbitmqs_shape(label: str, golden: dict[str, Any],
 @pytest.mark.skipif(not REFERENCE, reason="needs a reference RabbitMQ (EMBROKER_REFERENCE_URL)")
 def test_the_reference_still_answers_the_golden_shapes(golden: dict[str, Any]) -> None:
     assert REFERENCE is not None
-    assert record(REFERENCE) == golden
+    # How many samples a range holds depends on where RabbitMQ's own 5 s ticks fall against
+    # the request's second (a sample on the range's edge is in or out): a fresh recording
+    # equals the golden file within three tries.
+    for _ in range(3):
+        recorded = record(REFERENCE)
+        if recorded == golden:
+            break
+    assert recorded == golden
