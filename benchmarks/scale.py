@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -58,10 +59,8 @@ import tracemalloc
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from embroker import Broker
 from embroker.amqp091 import (
@@ -71,9 +70,12 @@ from embroker.amqp091 import (
     encode_method_frame,
     methods,
 )
+from embroker.model import Channel
 
 FRAME_MAX = 131072
 BODY = b"m" * 100
+#: How a line gets a server: a fresh embroker, or the reference.
+Side = Callable[[], AbstractContextManager["Target"]]
 REFERENCE = ("127.0.0.1", 5672)
 REFERENCE_STREAM = ("127.0.0.1", 5552)
 MANAGEMENT = "http://127.0.0.1:15672/api"
@@ -84,6 +86,7 @@ SETTLE = 1.0  # seconds before each memory reading (--quick: 0.3)
 SERVE = """
 import resource, sys
 from embroker import Broker
+from embroker.model import Channel
 from embroker.server import Server
 _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -249,6 +252,16 @@ class Raw:
     def until_acked(self, tag: int) -> None:
         self._wait(lambda: self.acked >= tag)
 
+    def send_and_sync(self, frames: Sequence[bytes]) -> None:
+        self.send(frames)
+        self.sync()
+
+    def send_until_acked(self, frames: Sequence[bytes]) -> None:
+        """Send confirmed publishes (the first ``len(frames)`` of the channel) and wait for the
+        last one's confirm."""
+        self.send(frames)
+        self.until_acked(len(frames))
+
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)  # (wakes the reader's recv)
@@ -273,13 +286,13 @@ def publish(exchange: str, key: str) -> bytes:
                           FRAME_MAX)
 
 
-def timed(body: Callable[[], None]) -> float:
+def timed(body: Callable[[], object]) -> float:
     start = time.perf_counter()
     body()
     return time.perf_counter() - start
 
 
-def cpu_timed(body: Callable[[], None]) -> float:
+def cpu_timed(body: Callable[[], object]) -> float:
     start = time.process_time()
     body()
     return time.process_time() - start
@@ -371,11 +384,11 @@ def bindings_tcp(target: Target, n: int, m: int) -> tuple[float, float, float]:
         frames = [bind(queues[i % QUEUES_FOR_BINDINGS], exchange, f"k{i}.*.created")
                   for i in range(n)]
         before = settled(target)
-        bound = timed(lambda: (client.send(frames), client.sync()))
+        bound = timed(lambda: client.send_and_sync(frames))
         after = settled(target)
         client.select_confirms()
         message = publish(exchange, f"k{7 % n}.eu.created")
-        published = timed(lambda: (client.send([message] * m), client.until_acked(m)))
+        published = timed(lambda: client.send_until_acked([message] * m))
     finally:
         cleanup = Raw(target.port)
         cleanup.send([encode_method_frame(1, methods.ExchangeDelete(exchange=exchange,
@@ -388,7 +401,50 @@ def bindings_tcp(target: Target, n: int, m: int) -> tuple[float, float, float]:
     return bound, published, (after - before) / n
 
 
-def run_bindings(sizes: Sequence[int], repeat: int, targets: Sequence[Callable[[], object]]
+CHURN = 200
+
+
+def churn_in_process(n: int, repeat: int, changing: bool) -> tuple[float, float]:
+    """On ``Broker()`` as it comes (a trace of 10,000 decisions) with n topic bindings: 200
+    rounds of (a new binding when ``changing``, then) a publish and a ``basic.get``. CPU
+    seconds for the rounds (fastest of ``repeat``), and the bytes each round leaves held."""
+
+    def setup() -> tuple[Broker, Callable[[], None]]:
+        broker = Broker()
+        channel = broker.open_connection().open_channel(1)
+        channel.exchange_declare("x", "topic")
+        for q in range(QUEUES_FOR_BINDINGS):
+            channel.queue_declare(f"q{q}")
+        for i in range(n):
+            channel.queue_bind(f"q{i % QUEUES_FOR_BINDINGS}", "x", f"k{i}.*.created")
+        key, queue = f"k{7 % n}.eu.created", f"q{7 % n % QUEUES_FOR_BINDINGS}"
+
+        def rounds() -> None:
+            for r in range(CHURN):
+                if changing:
+                    channel.queue_bind("q0", "x", f"new{r}.*.created")
+                channel.basic_publish("x", key, BODY, {})
+                channel.basic_get(queue, no_ack=True)
+        return broker, rounds
+
+    seconds = []
+    for _ in range(repeat):
+        broker, rounds = setup()
+        seconds.append(cpu_timed(rounds))
+        del broker, rounds
+    broker, rounds = setup()
+    gc.collect()
+    tracemalloc.start()
+    before, _ = tracemalloc.get_traced_memory()
+    rounds()
+    gc.collect()
+    after, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del broker, rounds
+    return min(seconds), (after - before) / CHURN
+
+
+def run_bindings(sizes: Sequence[int], repeat: int, targets: Sequence[Side]
                  ) -> None:
     m = PUBLISHES
     print(f"\n== topic bindings: N bindings on one topic exchange over {QUEUES_FOR_BINDINGS} "
@@ -400,13 +456,22 @@ def run_bindings(sizes: Sequence[int], repeat: int, targets: Sequence[Callable[[
         bound, star, hashed, per = bindings_in_process(n, repeat, m)
         row([(f"{n:,}", 9), (us(bound, n), 10), (us(star, m), 16), (us(hashed, m), 16),
              (f"{per:,.0f}", 15)])
+    print(f"bindings changing between publishes (in-process, Broker() as it comes: a trace of "
+          f"10,000 decisions; {CHURN} rounds):")
+    row([("N", 9), ("publish µs", 12), ("bytes kept", 12), ("bind+publish µs", 17),
+         ("bytes kept", 12)])
+    for n in sizes:
+        steady, steady_kept = churn_in_process(n, repeat, changing=False)
+        churned, churned_kept = churn_in_process(n, repeat, changing=True)
+        row([(f"{n:,}", 9), (us(steady, CHURN), 12), (f"{steady_kept:,.0f}", 12),
+             (us(churned, CHURN), 17), (f"{churned_kept:,.0f}", 12)])
     print(f"over TCP (bind pipelined with nowait; {m:,} confirmed publishes; wall clock):")
     row([("N", 9), ("server", 10), ("bind µs", 10), ("publish µs", 12), ("KiB/binding", 13)])
     for n in sizes:
         for make in targets:
             runs = []
             for _ in range(repeat):
-                with make() as target:  # type: ignore[attr-defined]
+                with make() as target:
                     runs.append((target.name, bindings_tcp(target, n, m)))
             name = runs[0][0]
             row([(f"{n:,}", 9), (name, 10), (us(min(r[1][0] for r in runs), n), 10),
@@ -416,16 +481,26 @@ def run_bindings(sizes: Sequence[int], repeat: int, targets: Sequence[Callable[[
 
 # -- queues ----------------------------------------------------------------------------------
 
+def _declare_all(channel: Channel, names: Sequence[str]) -> None:
+    queue_declare = channel.queue_declare
+    for name in names:
+        queue_declare(name)
+
+
+def _publish_each(channel: Channel, names: Sequence[str], m: int) -> None:
+    publish_, n = channel.basic_publish, len(names)
+    for i in range(m):
+        publish_("", names[i % n], BODY, {})
+
+
 def queues_in_process(n: int, repeat: int, m: int) -> tuple[float, float, float]:
     declares, publishes = [], []
     names = [f"q{i}" for i in range(n)]
     for _ in range(repeat):
         broker = Broker(trace_limit=1)
         channel = broker.open_connection().open_channel(1)
-        queue_declare, publish_ = channel.queue_declare, channel.basic_publish
-        declares.append(cpu_timed(lambda: [queue_declare(name) for name in names]))
-        publishes.append(cpu_timed(lambda: [publish_("", names[i % n], BODY, {})
-                                            for i in range(m)]))
+        declares.append(cpu_timed(functools.partial(_declare_all, channel, names)))
+        publishes.append(cpu_timed(functools.partial(_publish_each, channel, names, m)))
         del broker, channel
 
     def build() -> Broker:
@@ -450,11 +525,11 @@ def queues_tcp(target: Target, n: int, m: int) -> tuple[float, float, float]:
     try:
         frames = [declare(name) for name in names]
         before = settled(target)
-        declared = timed(lambda: (client.send(frames), client.sync()))
+        declared = timed(lambda: client.send_and_sync(frames))
         after = settled(target)
         client.select_confirms()
         messages = [publish("", names[i % n]) for i in range(m)]
-        published = timed(lambda: (client.send(messages), client.until_acked(m)))
+        published = timed(lambda: client.send_until_acked(messages))
     finally:
         cleanup = Raw(target.port)
         cleanup.send([encode_method_frame(1, methods.QueueDelete(queue=name, no_wait=True))
@@ -465,7 +540,7 @@ def queues_tcp(target: Target, n: int, m: int) -> tuple[float, float, float]:
     return declared, published, (after - before) / n
 
 
-def run_queues(sizes: Sequence[int], repeat: int, targets: Sequence[Callable[[], object]]
+def run_queues(sizes: Sequence[int], repeat: int, targets: Sequence[Side]
                ) -> None:
     m = PUBLISHES
     print(f"\n== queues: N classic queues; {m:,} publishes through the default exchange, to "
@@ -481,7 +556,7 @@ def run_queues(sizes: Sequence[int], repeat: int, targets: Sequence[Callable[[],
         for make in targets:
             runs = []
             for _ in range(repeat):
-                with make() as target:  # type: ignore[attr-defined]
+                with make() as target:
                     runs.append((target.name, queues_tcp(target, n, m)))
             row([(f"{n:,}", 9), (runs[0][0], 10), (us(min(r[1][0] for r in runs), n), 12),
                  (us(min(r[1][1] for r in runs), m), 12),
@@ -566,13 +641,13 @@ def run_connections(sizes: Sequence[int], repeat: int, with_reference: bool) -> 
     row([("N", 9), ("server", 10), ("held", 8), ("open s", 9), ("KiB/conn", 10),
          ("round trip µs", 15)])
     for n in sizes:
-        sides: list[tuple[Callable[[], object], int]] = [(embroker, n)]
+        sides: list[tuple[Side, int]] = [(embroker, n)]
         if with_reference and room is not None:
             sides.append((reference, min(n, room)))
         for make, count in sides:
             runs = []
             for _ in range(repeat):
-                with make() as target:  # type: ignore[attr-defined]
+                with make() as target:
                     runs.append((target.name, connections_run(target, count)))
                 time.sleep(SETTLE)  # (RabbitMQ closes the last ones' processes)
             row([(f"{n:,}", 9), (runs[0][0], 10), (f"{min(r[1][0] for r in runs):,}", 8),
@@ -623,11 +698,12 @@ async def stream_run(target: Target, megabytes: int) -> dict[str, float]:
                 count = 0
                 done = asyncio.Event()
 
-                async def on_message(_msg: object, _ctx: object, want: int = want) -> None:
+                async def on_message(_msg: object, _ctx: object, want: int = want,
+                                     finished: asyncio.Event = done) -> None:
                     nonlocal count
                     count += 1
                     if count >= want:
-                        done.set()
+                        finished.set()
 
                 consumer = Consumer("127.0.0.1", port=target.stream_port, username="guest",
                                     password="guest")
@@ -643,7 +719,7 @@ async def stream_run(target: Target, megabytes: int) -> dict[str, float]:
     return figures
 
 
-def run_stream(megabytes: int, repeat: int, targets: Sequence[Callable[[], object]]) -> None:
+def run_stream(megabytes: int, repeat: int, targets: Sequence[Side]) -> None:
     free = shutil.disk_usage("/").free // 1_000_000
     print(f"\n== a stream of {megabytes:,} MB ({STREAM_BODY}-byte bodies, batches of "
           f"{STREAM_BATCH}) over the stream protocol (rstream); fastest of {repeat}; "
@@ -657,7 +733,7 @@ def run_stream(megabytes: int, repeat: int, targets: Sequence[Callable[[], objec
     for make in targets:
         runs = []
         for _ in range(repeat):
-            with make() as target:  # type: ignore[attr-defined]
+            with make() as target:
                 runs.append((target.name, asyncio.run(stream_run(target, megabytes))))
         best = {key: min(r[1][key] for r in runs) for key in ("append", "middle", "first")}
         last = runs[-1][1]
@@ -696,7 +772,9 @@ def main() -> None:
     with_reference = not args.no_reference and answers(REFERENCE)
     if not args.no_reference and not with_reference:
         print("(the reference RabbitMQ does not answer on 5672: its lines are skipped)")
-    targets: list[Callable[[], object]] = [embroker] + ([reference] if with_reference else [])
+    targets: list[Side] = [embroker]
+    if with_reference:
+        targets.append(reference)
     if with_reference and rabbitmq_pid() is None:
         print("(RabbitMQ's beam.smp is not readable here: its memory shows as 0)")
     if "bindings" in only:
@@ -706,8 +784,9 @@ def main() -> None:
     if "connections" in only:
         run_connections(args.connections, args.repeat, with_reference)
     if "stream" in only:
-        stream_targets = [embroker] + ([reference] if with_reference
-                                       and answers(REFERENCE_STREAM) else [])
+        stream_targets: list[Side] = [embroker]
+        if with_reference and answers(REFERENCE_STREAM):
+            stream_targets.append(reference)
         run_stream(args.stream_mb, args.repeat, stream_targets)
 
 
