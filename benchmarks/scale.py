@@ -23,10 +23,12 @@ one least disturbed. Nothing here is asserted: it prints tables.
   N queues.
 - **connections**: N AMQP connections (handshake done, one channel open; raw sockets from
   this process), the server's RSS growth per connection, the seconds to open them, then the
-  µs per round trip (``basic.qos``) on one more connection while the N stay open (a listener
-  whose turn walked every connection would show it here). The reference holds only as many
-  as its file-descriptor limit lets it (``sockets_total`` of ``/api/nodes``, 832 of 1024 on
-  the project's machine): fewer are opened there, and the table says how many.
+  µs per round trip (``basic.qos``) on one more connection while the N stay open, and the
+  server's CPU while they idle (3 seconds, ``/proc/<pid>/stat``; heartbeats off): embroker's
+  loop looks at every connection each half second (``_tick``), which shows here. The
+  reference holds only as many as its file-descriptor limit lets it (``sockets_total`` of
+  ``/api/nodes``, 832 of 1024 on the project's machine): fewer are opened there, and the
+  table says how many.
 - **stream**: ``--stream-mb`` (1024) megabytes appended to a new stream over the stream
   protocol (rstream, bodies of 4,000 bytes in batches of 100, until all are confirmed), then
   read back by a consumer from the middle offset and from ``first``; seconds, MB/s and the
@@ -115,6 +117,15 @@ def rss_kib(pid: int | None) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise RuntimeError("no VmRSS")
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """The user and system CPU seconds process ``pid`` has run (``/proc/<pid>/stat``)."""
+    if pid is None:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def settled(target: Target) -> int:
@@ -610,17 +621,23 @@ def round_trip_us(port: int, k: int = 300) -> float:
     return best * 1e6
 
 
-def connections_run(target: Target, n: int) -> tuple[int, float, float, float]:
+IDLE = 3.0  # seconds the idle CPU is measured over (--quick: 1)
+
+
+def connections_run(target: Target, n: int) -> tuple[int, float, float, float, float]:
     before = settled(target)
     socks: list[socket.socket] = []
     try:
         seconds = timed(lambda: socks.extend(open_connections(target.port, n)))
         after = settled(target)
+        cpu = cpu_seconds(target.pid)
+        time.sleep(IDLE)
+        idle = (cpu_seconds(target.pid) - cpu) / IDLE
         trip = round_trip_us(target.port)
     finally:
         for sock in socks:
             sock.close()
-    return len(socks), seconds, (after - before) / max(len(socks), 1), trip
+    return len(socks), seconds, (after - before) / max(len(socks), 1), trip, idle
 
 
 def run_connections(sizes: Sequence[int], repeat: int, with_reference: bool) -> None:
@@ -639,7 +656,7 @@ def run_connections(sizes: Sequence[int], repeat: int, with_reference: bool) -> 
         except OSError as error:
             print(f"(RabbitMQ's management API does not answer: {error})")
     row([("N", 9), ("server", 10), ("held", 8), ("open s", 9), ("KiB/conn", 10),
-         ("round trip µs", 15)])
+         ("round trip µs", 15), ("idle CPU %", 12)])
     for n in sizes:
         sides: list[tuple[Side, int]] = [(embroker, n)]
         if with_reference and room is not None:
@@ -653,7 +670,8 @@ def run_connections(sizes: Sequence[int], repeat: int, with_reference: bool) -> 
             row([(f"{n:,}", 9), (runs[0][0], 10), (f"{min(r[1][0] for r in runs):,}", 8),
                  (f"{min(r[1][1] for r in runs):,.1f}", 9),
                  (f"{min(r[1][2] for r in runs):,.1f}", 10),
-                 (f"{min(r[1][3] for r in runs):,.0f}", 15)])
+                 (f"{min(r[1][3] for r in runs):,.0f}", 15),
+                 (f"{min(r[1][4] for r in runs) * 100:,.1f}", 12)])
 
 
 # -- a stream --------------------------------------------------------------------------------
@@ -765,9 +783,9 @@ def main() -> None:
                              "connections, a 10 MB stream, 2,000 publishes a line; once each")
     args = parser.parse_args()
     if args.quick:
-        global PUBLISHES, SETTLE
+        global PUBLISHES, SETTLE, IDLE
         args.bindings, args.queues, args.connections = [1000, 3000], [100, 1000], [100, 300]
-        args.stream_mb, args.repeat, PUBLISHES, SETTLE = 10, 1, 2000, 0.3
+        args.stream_mb, args.repeat, PUBLISHES, SETTLE, IDLE = 10, 1, 2000, 0.3, 1.0
     only = set(args.only.split(","))
     with_reference = not args.no_reference and answers(REFERENCE)
     if not args.no_reference and not with_reference:
