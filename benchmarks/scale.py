@@ -36,9 +36,11 @@ one least disturbed. Nothing here is asserted: it prints tables.
   The free disk space (``df``) is checked first; with too little, say a smaller
   ``--stream-mb``.
 
-RabbitMQ's memory is the RSS of its ``beam.smp`` process (``/proc``), read as embroker's is;
-both settle a second before each reading. The reference is ``127.0.0.1:5672`` (5552 for
-streams), guest/guest; every name declared there is unique and deleted after.
+Memory is the server's resident set (``/proc/<pid>/status``), except RabbitMQ's for bindings
+and queues: ``erlang:memory(total)`` (``rabbitmqctl eval``), since the RSS of its VM moves by
+hundreds of MB as its allocators keep and return memory. Each reading waits a second first.
+The reference is ``127.0.0.1:5672`` (5552 for streams), guest/guest; every name declared there
+is unique and deleted after.
 """
 
 from __future__ import annotations
@@ -106,7 +108,9 @@ class Target:
     port: int
     stream_port: int
     pid: int | None  # whose RSS is read; None: not readable here
-    memory: Callable[[], int]  # the server's RSS in KiB
+    #: KiB the server holds (bindings and queues): embroker's RSS; RabbitMQ's
+    #: ``erlang:memory(total)`` when ``rabbitmqctl`` answers, else its RSS
+    memory: Callable[[], int]
 
 
 def rss_kib(pid: int | None) -> int:
@@ -167,10 +171,29 @@ def rabbitmq_pid() -> int | None:
     return pids[0] if pids and os.access(f"/proc/{pids[0]}/status", os.R_OK) else None
 
 
+def erlang_memory_kib() -> int:
+    """RabbitMQ's ``erlang:memory(total)``, in KiB: what its VM holds allocated. Its RSS is no
+    measure of a few MB more: the VM's allocators keep what earlier work freed and give it
+    back in steps of their own, so the RSS moves by hundreds of MB either way."""
+    out = subprocess.run(["rabbitmqctl", "eval", "erlang:memory(total)."], capture_output=True,
+                         text=True, timeout=60, check=True)
+    return int(out.stdout.split()[-1]) // 1024
+
+
+def rabbitmq_memory() -> tuple[str, Callable[[], int]]:
+    """How RabbitMQ's memory is read here (for bindings and queues), and the reading."""
+    try:
+        erlang_memory_kib()
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        pid = rabbitmq_pid()
+        return "the RSS of its beam.smp", lambda: rss_kib(pid)
+    return "erlang:memory(total), by rabbitmqctl eval", erlang_memory_kib
+
+
 @contextmanager
 def reference() -> Iterator[Target]:
-    pid = rabbitmq_pid()
-    yield Target("RabbitMQ", REFERENCE[1], REFERENCE_STREAM[1], pid, lambda: rss_kib(pid))
+    yield Target("RabbitMQ", REFERENCE[1], REFERENCE_STREAM[1], rabbitmq_pid(),
+                 rabbitmq_memory()[1])
 
 
 def node_status() -> dict[str, object]:
@@ -625,11 +648,13 @@ IDLE = 3.0  # seconds the idle CPU is measured over (--quick: 1)
 
 
 def connections_run(target: Target, n: int) -> tuple[int, float, float, float, float]:
-    before = settled(target)
+    time.sleep(SETTLE)
+    before = rss_kib(target.pid)
     socks: list[socket.socket] = []
     try:
         seconds = timed(lambda: socks.extend(open_connections(target.port, n)))
-        after = settled(target)
+        time.sleep(SETTLE)
+        after = rss_kib(target.pid)
         cpu = cpu_seconds(target.pid)
         time.sleep(IDLE)
         idle = (cpu_seconds(target.pid) - cpu) / IDLE
@@ -700,7 +725,7 @@ async def stream_run(target: Target, megabytes: int) -> dict[str, float]:
                 if confirmed >= n:
                     all_confirmed.set()
 
-            figures["rss_before"] = target.memory()
+            figures["rss_before"] = rss_kib(target.pid)
             start = time.perf_counter()
             batch = [body] * STREAM_BATCH
             for i in range(0, n, STREAM_BATCH):
@@ -709,7 +734,7 @@ async def stream_run(target: Target, megabytes: int) -> dict[str, float]:
             await asyncio.wait_for(all_confirmed.wait(), 3600)
             figures["append"] = time.perf_counter() - start
             await asyncio.sleep(1.0)
-            figures["rss_appended"] = target.memory()
+            figures["rss_appended"] = rss_kib(target.pid)
             for label, spec, want in (
                     ("middle", ConsumerOffsetSpecification(OffsetType.OFFSET, n // 2), n - n // 2),
                     ("first", ConsumerOffsetSpecification(OffsetType.FIRST, None), n)):
@@ -730,7 +755,7 @@ async def stream_run(target: Target, megabytes: int) -> dict[str, float]:
                 await consumer.subscribe(stream, on_message, offset_specification=spec)
                 await asyncio.wait_for(done.wait(), 3600)
                 figures[label] = time.perf_counter() - start
-                figures[f"rss_{label}"] = target.memory()
+                figures[f"rss_{label}"] = rss_kib(target.pid)
                 await consumer.close()
         finally:
             await producer.delete_stream(stream)
@@ -793,8 +818,11 @@ def main() -> None:
     targets: list[Side] = [embroker]
     if with_reference:
         targets.append(reference)
-    if with_reference and rabbitmq_pid() is None:
-        print("(RabbitMQ's beam.smp is not readable here: its memory shows as 0)")
+    if with_reference:
+        print(f"(memory: embroker's RSS; RabbitMQ's {rabbitmq_memory()[0]} for bindings and "
+              "queues, the RSS of its beam.smp for connections and the stream)")
+        if rabbitmq_pid() is None:
+            print("(RabbitMQ's beam.smp is not readable here: its RSS shows as 0)")
     if "bindings" in only:
         run_bindings(args.bindings, args.repeat, targets)
     if "queues" in only:
