@@ -15,10 +15,11 @@ one least disturbed. Nothing here is asserted: it prints tables.
   ``k<i>.*.created`` (the ``*`` line) or ``#.k<i>`` (the ``#`` line); bytes per binding
   (tracemalloc). Then, on ``Broker()`` as it comes (a trace of 10,000 decisions), 200 rounds
   of a publish, or of a new binding then a publish: µs a round and the bytes each leaves kept
-  (a publish after a change copies the exchange's N bindings for the trace). Over TCP (``embroker.Server`` in a process of its own, as RabbitMQ is, and the
-  reference): the same N ``queue.bind`` sent pipelined with ``nowait`` then one round trip
-  (µs per binding, wall clock); 10,000 confirmed publishes of a key matching one ``*`` binding
-  (µs per publish, until the last confirm); the server's resident memory growth per binding.
+  (a publish after a change copies the exchange's N bindings for the trace). Over TCP
+  (``embroker.Server`` in a process of its own, as RabbitMQ is, and the reference): the same
+  N ``queue.bind`` sent pipelined with ``nowait`` then one round trip (µs per binding, wall
+  clock); 10,000 confirmed publishes of a key matching one ``*`` binding (µs per publish,
+  until the last confirm); the server's memory growth per binding.
 - **queues**: N classic queues. In-process: µs per ``queue.declare``, bytes per queue, µs per
   publish through the default exchange to each queue in turn. Over TCP: N ``queue.declare``
   pipelined with ``nowait``, RSS growth per queue, 10,000 confirmed publishes spread over the
