@@ -35,6 +35,7 @@ processing = _benchmark("processing")
 listener_turns = _benchmark("listener_turns")
 stomp_rates = _benchmark("stomp_rates")
 mqtt_rates = _benchmark("mqtt_rates")
+scale = _benchmark("scale")
 
 
 @pytest.mark.parametrize("workload", [workload for _, workload in processing.LINES],
@@ -94,3 +95,28 @@ def test_cluster_benchmark_stops_and_starts_a_node_with_its_queues() -> None:
     assert all(node.running for node in broker.nodes)
     assert not [q for q in broker.vhosts["/"].queues.values() if q.down]
     assert broker.queues["q0"].message_count + broker.queues["q0"].unacked == 2
+
+
+def test_scale_lines_run_in_process_and_over_tcp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``benchmarks/scale.py``'s lines at small sizes: in-process (a publish whose message does
+    not reach its queue raises), and over TCP against an in-process listener (each waits for
+    its round trip or its last confirm, and a channel closed by an error raises), cleaning up
+    what they declared."""
+    import os
+
+    from embroker import Broker
+    from embroker.server import Server
+
+    monkeypatch.setattr(scale, "SETTLE", 0.0)
+    monkeypatch.setattr(scale, "IDLE", 0.01)
+    assert scale.bindings_in_process(50, 1, 20)[0] > 0
+    assert scale.churn_in_process(50, 1, changing=True)[0] > 0
+    assert scale.queues_in_process(20, 1, 20)[0] > 0
+    broker = Broker()
+    with Server(broker, heartbeat=0) as server:
+        target = scale.Target("embroker", server.port, 0, os.getpid(), lambda: 0)
+        assert scale.bindings_tcp(target, 50, 20)[0] > 0
+        assert scale.queues_tcp(target, 20, 20)[0] > 0
+        assert scale.connections_run(target, 5)[0] == 5
+        assert server.errors == []
+    assert not [name for name in broker.queues if name.startswith("scale-")]
