@@ -556,7 +556,8 @@ class Queue:
                 return True
         self._ready.append(entry)
         self._ready_bytes += len(message.body)
-        self._count_persistent(message, 1)
+        if message.properties:  # (none: not persistent, and no call on the hot path)
+            self._count_persistent(message, 1)
         if self._consumer_count:
             self.dispatch()
         if limited:
@@ -597,8 +598,10 @@ class Queue:
 
     def _take(self) -> QueuedMessage:
         entry = self._ready.popleft()
-        self._ready_bytes -= len(entry.message.body)
-        self._count_persistent(entry.message, -1)
+        message = entry.message
+        self._ready_bytes -= len(message.body)
+        if message.properties:  # (as publish)
+            self._count_persistent(message, -1)
         return entry
 
     def _count_persistent(self, message: Message, sign: int) -> None:
