@@ -60,7 +60,10 @@ def open_connections(port: int, n: int) -> list[socket.socket]:
             sock.sendall(handshake)
             got = b""
             while b"\x00\x14\x00\x0b" not in got:  # channel.open-ok
-                got += sock.recv(65536)
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise OSError("closed")
+                got += chunk
         except OSError:  # the server stopped answering (its own limits): report what it held
             sock.close()
             break

@@ -688,8 +688,9 @@ def main() -> None:
 
     embroker = EmbrokerTarget(args.profile)
     reference_url = os.environ.get("EMBROKER_REFERENCE_URL", DEFAULT_REFERENCE)
-    rabbit: RabbitTarget | None = RabbitTarget(reference_url)
-    why_not = rabbit.available()
+    reference = RabbitTarget(reference_url)
+    why_not = reference.available()
+    rabbit: RabbitTarget | None = reference
     if why_not is not None:
         print(f"note: the reference RabbitMQ at {reference_url} did not answer ({why_not}); "
               "its column is skipped")

@@ -69,6 +69,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _rates import answers
+from connections import open_connections
+
 from embroker import Broker
 from embroker.amqp091 import (
     PROTOCOL_HEADER,
@@ -157,14 +161,6 @@ def embroker() -> Iterator[Target]:
         assert process.stdin is not None
         process.stdin.close()
         process.wait(30)
-
-
-def answers(address: tuple[str, int]) -> bool:
-    try:
-        socket.create_connection(address, timeout=1).close()
-    except OSError:
-        return False
-    return True
 
 
 def rabbitmq_pid() -> int | None:
@@ -601,37 +597,6 @@ def run_queues(sizes: Sequence[int], repeat: int, targets: Sequence[Side]
 
 
 # -- connections -----------------------------------------------------------------------------
-
-def open_connections(port: int, n: int) -> list[socket.socket]:
-    """N connections, handshake done and channel 1 open; fewer if the server stops answering
-    (its own limits)."""
-    start_ok = encode_method_frame(0, methods.ConnectionStartOk(
-        client_properties={}, mechanism="PLAIN", response="\0guest\0guest", locale="en_US"))
-    rest = (encode_method_frame(0, methods.ConnectionTuneOk(channel_max=10, frame_max=FRAME_MAX,
-                                                            heartbeat=0))
-            + encode_method_frame(0, methods.ConnectionOpen(virtual_host="/"))
-            + encode_method_frame(1, methods.ChannelOpen()))
-    socks = []
-    for _ in range(n):
-        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-        try:
-            sock.sendall(PROTOCOL_HEADER)
-            sock.recv(65536)
-            sock.sendall(start_ok)
-            sock.recv(65536)
-            sock.sendall(rest)
-            got = b""
-            while b"\x00\x14\x00\x0b" not in got:  # channel.open-ok
-                chunk = sock.recv(65536)
-                if not chunk:
-                    raise OSError("closed")
-                got += chunk
-        except OSError:
-            sock.close()
-            break
-        socks.append(sock)
-    return socks
-
 
 def round_trip_us(port: int, k: int = 300) -> float:
     client = Raw(port)
