@@ -26,7 +26,7 @@ __all__ = ["Explanation", "Outcome", "RoutingDecision", "Trace", "Visit"]
 
 #: An exchange a message passed through, the bindings it had then (an immutable snapshot), and
 #: whether it handed the message to its alternate exchange.
-Visit = tuple["Exchange", tuple["Binding", ...], bool]
+Visit = tuple["Exchange", Sequence["Binding"], bool]
 
 #: A routed publish's decision before it is made (:meth:`Trace.routed`): its fields, then the
 #: message's events.
@@ -89,7 +89,7 @@ class RoutingDecision(MessageFields):
     _node: str
 
     def __init__(self, vhost: str, exchange: str, message: Message, keys: tuple[str, ...],
-                 queues: tuple[str, ...] = (), matched: tuple[Binding, ...] = (),
+                 queues: tuple[str, ...] = (), matched: Sequence[Binding] = (),
                  visited: tuple[Visit, ...] = (), mandatory: bool = False,
                  error: AMQPError | None = None,
                  dead_letter: tuple[str, str] | None = None, cause: str | None = None,
@@ -401,7 +401,7 @@ class RoutingDecision(MessageFields):
         return (f"queue '{fate.queue}' on node '{node}'" + (" (down)" if down else "")
                 + f": {_history.fate_text(fate)}")
 
-    def _explain_exchange(self, exchange: Exchange, bindings: tuple[Binding, ...],
+    def _explain_exchange(self, exchange: Exchange, bindings: Sequence[Binding],
                           matched: set[int], suggest: bool) -> list[str]:
         if exchange.name == "":
             hit = [b for b in self.matched if b.source is exchange]
@@ -573,7 +573,7 @@ class Trace(Sequence[RoutingDecision]):
             self._hold(decision, len(message.body))
 
     def routed(self, vhost: str, exchange: str, message: Message, keys: tuple[str, ...],
-               queues: tuple[str, ...], matched: tuple[Binding, ...],
+               queues: tuple[str, ...], matched: Sequence[Binding],
                visited: tuple[Visit, ...], mandatory: bool) -> None:
         """:meth:`record` a routed publish's decision, made only when the trace is first read
         after it: the publish path keeps the decision's fields (and the message's history, when

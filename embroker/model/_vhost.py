@@ -28,7 +28,7 @@ from ._arguments import (
 from ._cluster import no_majority
 from ._deadletter import dead_letter_message, is_dead_letter_cycle
 from ._event_exchange import INTERNAL_USER
-from ._exchange import EXCHANGE_TYPES, Binding, Choice, Exchange, binding_key
+from ._exchange import EXCHANGE_TYPES, Binding, Bindings, Choice, Exchange, binding_key
 from ._message import Message
 from ._names import (
     REPLY_TO,
@@ -609,7 +609,8 @@ class VirtualHost:
                 self._trace.routed(
                     self.name, exchange_name, message,
                     names if len(names) == 1 and names[0] == routing_key else (routing_key,),
-                    names, found if type(found) is tuple else tuple(found), visit, mandatory)
+                    names, found if type(found) is tuple or type(found) is Bindings
+                    else tuple(found), visit, mandatory)
                 return result
             keys = [message.routing_key]
         else:
