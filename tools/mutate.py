@@ -130,8 +130,10 @@ MUTATIONS: list[Mutation] = [
       "higher x-priority consumers get messages first"),
     # -- acknowledgements ----------------------------------------------------------------------
     M("auto_ack_get_takes_no_delivery_tag", CHANNEL,
-      '        self._next_tag = tag + 1\n        if no_ack:',
-      '        self._next_tag = tag + (0 if no_ack else 1)\n        if no_ack:',
+      '        self._next_tag = tag + 1\n        for stats in (self.stats, q.stats, '
+      'self.vhost.stats):\n            if no_ack:',
+      '        self._next_tag = tag + (0 if no_ack else 1)\n        for stats in (self.stats, '
+      'q.stats, self.vhost.stats):\n            if no_ack:',
       "every basic.get-ok takes a delivery tag, auto-ack or not"),
     M("ack_multiple_zero_is_unknown", CHANNEL,
       "            if delivery_tag == 0:\n                taken = list(unacked.items())",
@@ -207,8 +209,8 @@ MUTATIONS: list[Mutation] = [
       "a transaction commits its publishes and settlements in the order they were given"),
     # -- publishing and consumers --------------------------------------------------------------
     M("mandatory_unroutable_not_returned", CHANNEL,
-      '        if not mandatory:\n            return _UNROUTED\n',
-      '        if True:\n            return _UNROUTED\n',
+      '        if not mandatory:\n            self.stats.drop_unroutable += 1\n',
+      '        if True:\n            self.stats.drop_unroutable += 1\n',
       "a mandatory message that reaches no queue is returned (312 NO_ROUTE)"),
     M("user_id_not_checked", CHANNEL,
       'if user_id is not None and user_id != self.connection.user and \\',
