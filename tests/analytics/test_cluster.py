@@ -147,7 +147,11 @@ def test_the_command_runs_on_spark_connect(spark: Any, tmp_path: Path, bare_pyth
          "--remote", "local[1]", "--conf", f"spark.driver.extraJavaOptions={FAST_JVM}",
          "--conf", "spark.sql.shuffle.partitions=1"],
         check=False, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
+    # (on a failure, the lines that say why first: Java's stack traces bury them)
+    why = [line for line in result.stderr.splitlines()
+           if any(word in line for word in ("Error", "Exception", "bind", "Address"))
+           and not line.lstrip().startswith("at ")]
+    assert result.returncode == 0, "\n".join(why[:20]) + "\n...\n" + result.stderr[-2000:]
     assert "35 of 35 recorded routes agree (100.0 %)" in result.stdout
     assert "routing each distinct input" in result.stderr  # progress shown
     routes = read_routes(spark, out)
