@@ -21,33 +21,30 @@ management API's (:mod:`embroker.management.views`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import final
 
 __all__ = ["MessageStats"]
 
 
 @final
+@dataclass(slots=True, eq=False, repr=False)
 class MessageStats:
     """One object's counts (see the module's documentation for where each is counted)."""
 
-    __slots__ = ("ack", "confirm", "deliver", "deliver_no_ack", "drop_unroutable", "get",
-                 "get_empty", "get_no_ack", "publish", "publish_in", "publish_out",
-                 "redeliver", "return_unroutable")
-
-    def __init__(self) -> None:
-        self.publish = 0
-        self.confirm = 0
-        self.return_unroutable = 0
-        self.drop_unroutable = 0
-        self.deliver = 0
-        self.deliver_no_ack = 0
-        self.get = 0
-        self.get_no_ack = 0
-        self.get_empty = 0
-        self.redeliver = 0
-        self.ack = 0
-        self.publish_in = 0
-        self.publish_out = 0
+    publish: int = 0
+    confirm: int = 0
+    return_unroutable: int = 0
+    drop_unroutable: int = 0
+    deliver: int = 0
+    deliver_no_ack: int = 0
+    get: int = 0
+    get_no_ack: int = 0
+    get_empty: int = 0
+    redeliver: int = 0
+    ack: int = 0
+    publish_in: int = 0
+    publish_out: int = 0
 
     @property
     def published(self) -> bool:

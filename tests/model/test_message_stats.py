@@ -69,3 +69,16 @@ def test_deliveries_gets_redeliveries_and_acks_count_on_channel_queue_and_vhost(
         assert (stats.get_no_ack, stats.get, stats.deliver, stats.redeliver, stats.ack,
                 stats.get_empty, stats.deliver_get) == (1, 1, 2, 1, 2, 1, 4)
     assert ch.stats.took
+
+
+def test_a_publish_in_a_transaction_counts_at_commit() -> None:
+    """(RabbitMQ 3.10.8, checked live: no message_stats on the channel before tx.commit, a
+    publish of 1 after it.)"""
+    broker = Broker()
+    ch = _channel(broker)
+    ch.queue_declare("q")
+    ch.tx_select()
+    ch.basic_publish("", "q", b"x")
+    assert not ch.stats.published
+    ch.tx_commit()
+    assert (ch.stats.publish, broker.queues["q"].stats.publish) == (1, 1)
