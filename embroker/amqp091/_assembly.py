@@ -281,6 +281,10 @@ class ContentAssembler:
         return Command(channel, state[_METHOD], properties, raw, data)
 
 
+#: A content header's properties when none is set: the flag word alone.
+_NO_PROPERTIES: Final = b"\x00\x00"
+
+
 @final
 class CommandReader(_FrameBuffer):
     """Bytes in, commands out: :class:`FrameParser` and :class:`ContentAssembler` in one loop.
@@ -362,14 +366,17 @@ class CommandReader(_FrameBuffer):
                 or buf[end] != 0xCE or size > self._max_payload or class_id != method.CLASS_ID
                 or weight or body_size > self._max_body_size):
             return None
-        reader = PROPERTY_READERS.get(flags)
-        if reader is None:
-            return None
-        raw = buf[pos + 19:end]
-        try:
-            properties = reader(raw, 2)
-        except (struct.error, IndexError):
-            raise SyntaxErrorAMQP("content header properties truncated") from None
+        if not flags and end == pos + 21:  # no properties (pika's plain basic_publish)
+            raw, properties = _NO_PROPERTIES, {}
+        else:
+            reader = PROPERTY_READERS.get(flags)
+            if reader is None:
+                return None
+            raw = buf[pos + 19:end]
+            try:
+                properties = reader(raw, 2)
+            except (struct.error, IndexError):
+                raise SyntaxErrorAMQP("content header properties truncated") from None
         if not body_size:
             self._pos = end + 1
             return Command(channel, method, properties, raw, b"")

@@ -22,7 +22,7 @@ What a channel keeps:
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, final
 
 from ..errors import (
@@ -405,27 +405,27 @@ class Channel(StreamCommands):
         queues = self._route(message.exchange, message, mandatory)
         if exclude:
             queues = [queue for queue in queues if queue.name not in exclude]
-        leaderless: list[Queue] = []
-        if self.vhost.broker.nodes_down:  # (a queue whose node is stopped takes nothing,
-            node = self.connection.node    # nor one across a partition: :mod:`._partition`)
-            vhost = self.vhost
+        vhost = self.vhost
+        leaderless: Sequence[Queue] = ()
+        if vhost.broker.nodes_down:  # (a queue whose node is stopped takes nothing,
+            node = self.connection.node  # nor one across a partition: :mod:`._partition`)
             queues = [queue for queue in queues
                       if not queue.down and not vhost.across(queue, node)]
             leaderless = [q for q in queues if q.type.replicated and not quorate(q, node)]
             for queue in leaderless:  # (before anything is enqueued anywhere)
                 queue.type.check_leaderless_publish(queue)
-        if self.vhost.tracing:
+        if vhost.tracing:
             _firehose.published(self, message, queues)
         if self.confirm_mode and self._publish_faults and _faults.nack(
                 self, message, queues):  # a test injected a nack (embroker.faults)
             return PublishOutcome(0, tuple([queue.name for queue in queues]), False)
-        replies = (self.vhost.deliver_replies(message) if not message.exchange
+        replies = (vhost.deliver_replies(message) if not message.exchange
                    and message.routing_key.startswith(REPLY_TO) else ())
         # The statistics of a publish that reached routing (:mod:`._stats`).
-        vstats = self.vhost.stats
+        vstats = vhost.stats
         self.stats.publish += 1
         vstats.publish += 1
-        exchange = self.vhost.exchanges.get(message.exchange)
+        exchange = vhost.exchanges.get(message.exchange)
         xstats = exchange.stats if exchange is not None else None
         if xstats is not None:
             xstats.publish_in += 1
