@@ -808,6 +808,10 @@ MUTATIONS: list[Mutation] = [
       "                                self._last_payload, self._last_content = payload, method\n"
       "                                self._last_payload = payload[:-1] + bytes([payload[-1] ^ 1])",
       "a publish that differs from the last one (in its flags) is decoded afresh"),
+    M("no_properties_header_takes_extra_bytes", "embroker/amqp091/_assembly.py",
+      "if not flags and end == pos + 21:",
+      "if not flags and end >= pos + 21:",
+      "a content header with bytes after a zero flag word is a syntax error (502)"),
     M("unmade_decision_loses_its_history", "embroker/model/_trace.py",
       "                decision._events = events\n",
       "",

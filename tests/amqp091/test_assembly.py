@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import pytest
@@ -28,7 +29,7 @@ from embroker.amqp091.methods import (
     BasicPublish,
     BasicQos,
 )
-from embroker.errors import ChannelError, FrameError, UnexpectedFrame
+from embroker.errors import ChannelError, FrameError, SyntaxErrorAMQP, UnexpectedFrame
 from tests.strategies import frame_streams
 
 PUBLISH = BasicPublish(exchange="x", routing_key="k")
@@ -276,3 +277,23 @@ def test_the_same_publish_again_on_channel_zero_is_still_refused() -> None:
     assert [c.body for c in reader.feed(encode_message(1, PUBLISH, b"a", 4096))] == [b"a"]
     with pytest.raises(ChannelError, match="unexpected method in connection state running"):
         list(reader.feed(PUBLISH.encode_frame(0)))
+
+
+@pytest.mark.parametrize("extra", [b"", b"\x00", b"\x00" * 5])
+def test_a_header_with_no_properties_is_read_as_the_general_path_reads_it(extra: bytes) -> None:
+    """(The reader takes a header whose flag word is 0 and holds nothing else without a
+    property reader; anything after the flag word is the general path's error.)"""
+    method = PUBLISH.encode_frame(1)
+    payload = struct.pack(">HHQ", 60, 0, 1) + b"\x00\x00" + extra
+    header_frame = struct.pack(">BHI", 2, 1, len(payload)) + payload + b"\xce"
+    body = struct.pack(">BHI", 3, 1, 1) + b"x\xce"
+    data = method + header_frame + body
+    layered = ContentAssembler().feed(FrameParser(4096).feed(data))
+    if extra:
+        with pytest.raises(SyntaxErrorAMQP, match="unexpected bytes after the content header"):
+            list(layered)
+        with pytest.raises(SyntaxErrorAMQP, match="unexpected bytes after the content header"):
+            list(CommandReader(4096).feed(data))
+    else:
+        assert list(CommandReader(4096).feed(data)) == list(layered) == [
+            Command(1, PUBLISH, {}, NO_PROPS, b"x")]
