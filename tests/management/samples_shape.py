@@ -113,12 +113,12 @@ def answer_shape(status: int, body: Any, incr: int, after: int) -> dict[str, Any
     if status != 200:
         return {"status": status, "body": body}
     shapes = {path: detail_shape(details, incr, after) for path, details in walk(body)}
-    for path, shape in shapes.items():
+    for path, masked in shapes.items():
         if path.endswith("_avg_time_details"):
             # (rabbit_mgmt_stats:avg_time_details/1: an operation's average time, whose avg
             # and rates are no function of its samples)
             for key in ("avg_is_mean", "avg_rate_is_slope", "rate_is_last_slope_or_0"):
-                shape.pop(key, None)
+                masked.pop(key, None)
     shape: dict[str, Any] = {"status": status, "details": shapes}
     if "churn_rates" in body:
         shape["churn_rates_empty"] = not body["churn_rates"]

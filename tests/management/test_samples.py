@@ -26,12 +26,13 @@ _AUTH = {"authorization": "Basic Z3Vlc3Q6Z3Vlc3Q="}
 
 class Setup:
     def __init__(self) -> None:
-        self.broker = Broker(clock=ManualClock(start=START))
+        self.clock = ManualClock(start=START)
+        self.broker = Broker(clock=self.clock)
         self.api = ManagementAPI(self.broker)
         self.channel = self.broker.connect().channel()
 
     def advance(self, seconds: float) -> None:
-        self.broker.clock.advance(seconds)
+        self.clock.advance(seconds)
 
     def publish(self, queue: str, count: int = 1) -> None:
         for _ in range(count):

@@ -37,7 +37,8 @@ def embroker_shapes() -> dict[str, Any]:
     """The scenario of samples_shape.record on embroker, on a manual clock (a few seconds
     after a statistics tick, and between two seconds, as RabbitMQ's objects are at any
     moment)."""
-    broker = Broker(clock=ManualClock(start=1_700_000_002.25))
+    clock = ManualClock(start=1_700_000_002.25)
+    broker = Broker(clock=clock)
     api = ManagementAPI(broker)
     try:
         connection = broker.connect(client_properties={"connection_name": "samples-shape"})
@@ -45,7 +46,7 @@ def embroker_shapes() -> dict[str, Any]:
         channel.queue_declare("samples-q")
         for _ in range(3):
             channel.basic_publish("", "samples-q", b"x")
-        broker.clock.advance(WAIT_SECONDS)
+        clock.advance(WAIT_SECONDS)
 
         def get(target: str) -> tuple[int, Any]:
             path, _, query = target.partition("?")
