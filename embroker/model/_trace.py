@@ -591,8 +591,8 @@ class Trace(Sequence[RoutingDecision]):
         events = None
         if self.events:
             events = message.history = []
-        decisions.append((vhost, exchange, message, keys, queues, matched, visited,
-                                mandatory, events))
+        decisions.append((vhost, exchange, message, keys, queues, matched, visited, mandatory,
+                          events))
         self._unmade += 1
         self.total += 1
 
