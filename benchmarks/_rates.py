@@ -8,6 +8,7 @@ message) and the command line that prints it (amqp10.py takes the CPU time). Imp
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import glob
 import socket
@@ -27,6 +28,21 @@ with Server(Broker(), listeners={{"{kind}": 0}}) as server:
     print(server.url, server.listener_port("{kind}"), flush=True)
     sys.stdin.read()
 """
+
+
+class Countdown:
+    """A callback that counts its calls and sets :attr:`done` at the ``n``-th (rstream's
+    publish confirms, in the stream benchmarks)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.count = 0
+        self.done = asyncio.Event()
+
+    def __call__(self, *_args: object) -> None:
+        self.count += 1
+        if self.count >= self.n:
+            self.done.set()
 
 
 @dataclass

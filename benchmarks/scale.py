@@ -70,7 +70,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _rates import answers
+from _rates import Countdown, answers
 from connections import open_connections
 
 from embroker import Broker
@@ -684,22 +684,14 @@ async def stream_run(target: Target, megabytes: int) -> dict[str, float]:
                         password="guest") as producer:
         await producer.create_stream(stream)
         try:
-            confirmed = 0
-            all_confirmed = asyncio.Event()
-
-            def on_confirm(_status: object) -> None:
-                nonlocal confirmed
-                confirmed += 1
-                if confirmed >= n:
-                    all_confirmed.set()
-
+            confirmed = Countdown(n)
             figures["rss_before"] = rss_kib(target.pid)
             start = time.perf_counter()
             batch = [body] * STREAM_BATCH
             for i in range(0, n, STREAM_BATCH):
                 await producer.send_batch(stream, batch[:min(STREAM_BATCH, n - i)],
-                                          on_publish_confirm=on_confirm)
-            await asyncio.wait_for(all_confirmed.wait(), 3600)
+                                          on_publish_confirm=confirmed)
+            await asyncio.wait_for(confirmed.done.wait(), 3600)
             figures["append"] = time.perf_counter() - start
             await asyncio.sleep(1.0)
             figures["rss_appended"] = rss_kib(target.pid)

@@ -29,6 +29,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from rstream import (
     AMQPMessage,
@@ -38,6 +39,9 @@ from rstream import (
     OffsetType,
     Producer,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # (benchmarks/, as the others)
+from _rates import Countdown
 
 BODY = b"x" * 100
 BATCH = 100
@@ -68,21 +72,13 @@ async def one_run(host: str, port: int, n: int) -> tuple[float, float, float, fl
     stream = f"embroker-bench-{uuid.uuid4().hex[:8]}"
     async with Producer(host, port=port, username="guest", password="guest") as producer:
         await producer.create_stream(stream)
-        confirmed = 0
-        all_confirmed = asyncio.Event()
-
-        def on_confirm(_status: object) -> None:
-            nonlocal confirmed
-            confirmed += 1
-            if confirmed >= n:
-                all_confirmed.set()
-
+        confirmed = Countdown(n)
         start, cpu = time.perf_counter(), time.process_time()
         for i in range(0, n, BATCH):
             await producer.send_batch(stream, [AMQPMessage(body=BODY)
                                                for _ in range(min(BATCH, n - i))],
-                                      on_publish_confirm=on_confirm)
-        await asyncio.wait_for(all_confirmed.wait(), 120)
+                                      on_publish_confirm=confirmed)
+        await asyncio.wait_for(confirmed.done.wait(), 120)
         published, published_cpu = time.perf_counter() - start, time.process_time() - cpu
         done = asyncio.Event()
         count = 0
