@@ -6,6 +6,7 @@ creation order. Pids, ports and memory vary from run to run and are masked."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -685,6 +686,23 @@ def _tool(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
+@contextlib.contextmanager
+def _node_then_management(env: dict[str, str], tmp_path: Path) -> Iterator[None]:
+    """A CI job's start: ``rabbitmq-server -detached`` with no plugin, then ``rabbitmq-plugins
+    enable rabbitmq_management`` on the running node; ``rabbitmqctl stop`` after, which must
+    succeed."""
+    (tmp_path / "enabled_plugins").write_text("[].\n")
+    assert _tool(env, "rabbitmq-server", "-detached").returncode == 0
+    try:
+        assert _tool(env, "rabbitmqctl", "await_startup", "--timeout", "20").returncode == 0
+        enabled = _tool(env, "rabbitmq-plugins", "enable", "rabbitmq_management")
+        assert enabled.returncode == 0, enabled.stderr
+        yield
+    finally:
+        stopped = _tool(env, "rabbitmqctl", "stop")
+    assert stopped.returncode == 0, stopped.stderr
+
+
 def test_rabbitmq_server_enables_a_plugin_at_run_time_on_its_configured_port(
         tmp_path: Path) -> None:
     """A CI job's steps (issue 44): rabbitmq-server -detached with management.tcp.port and
@@ -701,12 +719,7 @@ def test_rabbitmq_server_enables_a_plugin_at_run_time_on_its_configured_port(
         stream = holder.getsockname()[1]
         env = _shims_env(tmp_path, f"management.tcp.port = {management}\n"
                                    f"stream.listeners.tcp.default = {stream}\n")
-        (tmp_path / "enabled_plugins").write_text("[].\n")
-        assert _tool(env, "rabbitmq-server", "-detached").returncode == 0
-        try:
-            assert _tool(env, "rabbitmqctl", "await_startup", "--timeout", "20").returncode == 0
-            enabled = _tool(env, "rabbitmq-plugins", "enable", "rabbitmq_management")
-            assert enabled.returncode == 0, enabled.stderr
+        with _node_then_management(env, tmp_path):
             listeners = _tool(env, "rabbitmq-diagnostics", "listeners").stdout
             assert f"port: {management}, protocol: http" in listeners
             refused = _tool(env, "rabbitmq-plugins", "enable", "rabbitmq_stream")
@@ -716,9 +729,6 @@ def test_rabbitmq_server_enables_a_plugin_at_run_time_on_its_configured_port(
             assert _tool(env, "rabbitmqctl", "list_vhosts", "-s").stdout == "/\n"
             assert "protocol: stream" not in _tool(env, "rabbitmq-diagnostics",
                                                    "listeners").stdout
-        finally:
-            stopped = _tool(env, "rabbitmqctl", "stop")
-        assert stopped.returncode == 0, stopped.stderr
         assert lookup(env["RABBITMQ_NODENAME"]) is None
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from embroker.server import Server
 
-from ..control.test_ctl import _shims_env, _tool
+from ..control.test_ctl import _node_then_management, _shims_env
 from .record import reference_base
 from .test_ui_static import _www
 
@@ -111,12 +111,7 @@ def test_rabbitmq_server_names_its_conf_and_log_and_serves_the_ui_from_its_varia
     port = _free_port()
     env = {**_shims_env(tmp_path, f"management.tcp.port = {port}\n", name="uinode"),
            "EMBROKER_MANAGEMENT_UI": str(www), "PYTHONPATH": str(ROOT)}
-    (tmp_path / "enabled_plugins").write_text("[].\n")
-    assert _tool(env, "rabbitmq-server", "-detached").returncode == 0
-    try:
-        assert _tool(env, "rabbitmqctl", "await_startup", "--timeout", "20").returncode == 0
-        enabled = _tool(env, "rabbitmq-plugins", "enable", "rabbitmq_management")
-        assert enabled.returncode == 0, enabled.stderr
+    with _node_then_management(env, tmp_path):
         base = f"http://127.0.0.1:{port}/"
         (entry,) = _json(base + "api/nodes")
         log = tmp_path / "log" / f"{env['RABBITMQ_NODENAME']}.log"
@@ -125,6 +120,3 @@ def test_rabbitmq_server_names_its_conf_and_log_and_serves_the_ui_from_its_varia
         assert entry["db_dir"] == str(tmp_path)  # (the nearest folder that exists on the
         assert _text(base) == (www / "index.html").read_text()  # way to the data folder)
         assert "console.js" in _text(base + "console/")
-    finally:
-        stopped = _tool(env, "rabbitmqctl", "stop")
-    assert stopped.returncode == 0, stopped.stderr
