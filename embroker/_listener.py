@@ -150,8 +150,8 @@ class _Client:
     connection, sniffed: 0-9-1 or 1.0; the management API's HTTP; the stream protocol...)."""
 
     __slots__ = ("answered", "bound", "carrying", "conn", "connected_at", "events", "heard_at",
-                 "held", "kind", "locked", "peer", "port", "sock", "stalled_until", "streams", "tls",
-                 "wbuf", "written")
+                 "held", "kind", "locked", "peer", "port", "sock", "stalled_until", "streams",
+                 "tick_at", "tls", "wbuf", "written")
 
     def __init__(self, sock: socket.socket | TLSSocket, peer: str,
                  connection: Callable[[_Client], Any], port: _Port | None = None) -> None:
@@ -176,6 +176,11 @@ class _Client:
         self.answered = True
         self.streams = False
         self.held = 0
+        #: The loop's heartbeat look passes it by until then (the broker clock's monotonic
+        #: time): what its connection's ``tick()`` said it has nothing to do before, for a
+        #: connection that keeps that promise (``tick_keeps_deadlines``); 0.0, looked at every
+        #: time. A read or a write for it sets it back to 0.0 (see ``_Loop._tick``).
+        self.tick_at = 0.0
         #: Told how much of its output is not written yet, after each write (a stream
         #: connection: it pauses its readers while too much waits).
         self.written: Callable[[int], None] | None = None

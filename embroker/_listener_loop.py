@@ -47,6 +47,7 @@ log = logging.getLogger("embroker.server")  # (the listener's one logger, whiche
 #: about 10 µs a read, more than the rest of a paced publish costs.
 _READ_SIZE = 262_144
 _TICK = 0.5  # at most this long between looks at heartbeats, handshakes and timers
+_NEVER = float("inf")  # (a connection with no deadline: looked at once it reads or writes)
 #: How long one turn of the loop spends on the steps of management answers worked out in steps
 #: (a listing, an export: embroker.management._steps), across every HTTP client that waits for
 #: one, taken in turn: so that however many requests a dashboard or a hostile client sends, the
@@ -305,6 +306,7 @@ class _Loop:
             size = 0
         if size:
             client.heard_at = time.monotonic()
+        client.tick_at = 0.0  # (what it read may move its deadlines: _tick looks again)
         data = buffer[:size].tobytes()
         if client.tls is not None and client.tls.unsent:
             self._dirty.add(client)  # (the handshake's answer the socket did not take)
@@ -356,8 +358,9 @@ class _Loop:
         self._bug(exc, "a timer")
 
     def _tick(self) -> None:
+        blocked = self.broker.publishers_blocked
         with self._locked:
-            self.broker.clock.run_due(on_error=self._timer_failed)
+            ran = self.broker.clock.run_due(on_error=self._timer_failed)
             self.broker.check_resources()
         if self._app_running:
             try:
@@ -366,17 +369,29 @@ class _Loop:
                 self._bug(exc, "the resource monitors")
         manual = isinstance(self.broker.clock, ManualClock)
         now = time.monotonic()
+        clock_now = self.broker.clock.monotonic()
         for client in list(self._clients.values()):
+            if client.tick_at > clock_now:
+                continue  # (an idle connection costs this comparison until its deadline)
+            conn = client.conn
             with self._isolated(client), self._locked:
                 if manual:
                     self._excuse_silence(client, now)
-                client.conn.tick()
+                wanted = conn.tick()
+                # A connection that keeps its tick's promise is looked at again when it said,
+                # or once it reads or writes (None: nothing due until then); on a ManualClock
+                # at every look, as a test moves the time.
+                if not manual and getattr(conn, "tick_keeps_deadlines", False):
+                    client.tick_at = _NEVER if wanted is None else wanted
+                if conn.has_output:
+                    self._dirty.add(client)
         for http in list(self._http_clients.values()):
             with self._isolated(http):
                 http.conn.tick()
             if http.conn.has_output or http.conn.should_close:
                 self._dirty.add(http)
-        self._mark_output()
+        if ran or blocked != self.broker.publishers_blocked:
+            self._mark_output()  # (what the timers or an alarm did may be anyone's output)
 
     @staticmethod
     def _excuse_silence(client: _Client, now: float) -> None:
@@ -448,6 +463,7 @@ class _Loop:
         conn: Any = client.conn
         if client.carrying and conn.passthrough:
             conn = conn.inner
+        client.tick_at = 0.0  # (as _read: what it writes moves its heartbeat's deadline)
         tls = client.tls
         if tls is not None and tls.unsent:
             tls.flush()

@@ -122,6 +122,10 @@ class SniffingConnection:
     def tick(self) -> float | None:
         return self.inner.tick()
 
+    @property
+    def tick_keeps_deadlines(self) -> bool:
+        return getattr(self.inner, "tick_keeps_deadlines", False)
+
     def close(self, error: Any) -> None:
         self.inner.close(error)
 

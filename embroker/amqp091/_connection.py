@@ -171,6 +171,9 @@ class ServerConnection:
     held_by_alarm = False
     #: At stop_app it writes its connection.close (rabbit_reader's shutdown).
     stops_silently = False
+    #: :meth:`tick` has nothing to do before the time it returns (``None``: nothing until the
+    #: connection reads or writes): the listener leaves an idle connection alone until then.
+    tick_keeps_deadlines = True
 
     def __init__(self, broker: Broker, *, peer: str = "", on_output: Callable[[], None] | None = None,
                  heartbeat: int = HEARTBEAT, frame_max: int = FRAME_MAX,
