@@ -39,11 +39,18 @@ from ._arguments import (
     parse_expiration,
 )
 from ._cluster import no_majority, quorate
-from ._consumer import Browser, Consumer, Credited, Delivery, Unacked
-from ._events import Cancelled, Confirmed, Delivered, Listener, Returned
+from ._consumer import Browser, Consumer, Credited, Delivery, Unacked, new_unacked
+from ._events import (
+    Cancelled,
+    Delivered,
+    Listener,
+    Returned,
+    new_confirmed,
+    new_delivered,
+)
 from ._message import Message, QueuedMessage
 from ._names import REPLY_TO, random_name, reply_name
-from ._outcome import PublishOutcome
+from ._outcome import PublishOutcome, new_outcome
 from ._stats import MessageStats
 from ._stream_commands import StreamCommands
 from ._tx import HeldPublish, HeldSettlement, Settlement, Transaction
@@ -368,8 +375,8 @@ class Channel(StreamCommands):
         if self.listener is not None:
             # RabbitMQ coalesces a nack with everything unconfirmed before it: with nothing else
             # outstanding, that is multiple=true for this one message.
-            self.listener(Confirmed(self.number, self._publish_seq, not accepted, accepted))
-        return PublishOutcome(self._publish_seq, outcome.routed, accepted, outcome.returned)
+            self.listener(new_confirmed((self.number, self._publish_seq, not accepted, accepted)))
+        return new_outcome((self._publish_seq, outcome.routed, accepted, outcome.returned, False))
 
     def _check_properties(self, message: Message) -> float | None:
         # user_id must be the connection's user; expiration must parse (returned, in seconds);
@@ -439,8 +446,9 @@ class Channel(StreamCommands):
                     accepted = False  # (no majority: nacked, not enqueued)
                 elif not queue.publish(message, expiration, self):
                     accepted = False
-            return PublishOutcome(0, queues[0].name_only if len(queues) == 1 and not replies
-                                  else (*[queue.name for queue in queues], *replies), accepted)
+            return new_outcome((0, queues[0].name_only if len(queues) == 1 and not replies
+                                else (*[queue.name for queue in queues], *replies), accepted,
+                                False, False))
         if replies:
             return PublishOutcome(0, replies)  # RabbitMQ 4.2: a volatile queue (not returned)
         if not mandatory:
@@ -584,7 +592,7 @@ class Channel(StreamCommands):
         if no_ack:
             q.settle()
         else:
-            self._unacked[tag] = Unacked(q, entry, None)
+            self._unacked[tag] = new_unacked((q, entry, None))
         _history.got(self, q.name, entry, tag, no_ack)
         if self.vhost.tracing:
             _firehose.delivered(self, q.name, entry.message, entry.redelivered)
@@ -611,7 +619,7 @@ class Channel(StreamCommands):
             stats.deliver += 1
             qstats.deliver += 1
             vstats.deliver += 1
-            self._unacked[tag] = Unacked(queue, entry, consumer)
+            self._unacked[tag] = new_unacked((queue, entry, consumer))
             consumer.unacked += 1
             self.consumer_unacked += 1
             if self.global_prefetch:
@@ -622,9 +630,9 @@ class Channel(StreamCommands):
             _firehose.delivered(self, queue.name, entry.message, entry.redelivered)
         message = queue.outgoing(entry) if queue.rewrites_deliveries else entry.message
         if self.listener is not None:
-            self.listener(Delivered(self.number, consumer.tag, tag, entry.redelivered,
-                                    message.exchange, message.routing_key, message,
-                                    entry.failures))
+            self.listener(new_delivered((self.number, consumer.tag, tag, entry.redelivered,
+                                         message.exchange, message.routing_key, message,
+                                         entry.failures)))
         if self._delivery_faults:
             _faults.delivered(self, entry.message)
 

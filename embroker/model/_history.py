@@ -257,7 +257,11 @@ def acked(channel: Channel, tag: int, queue: Queue, entry: QueuedMessage) -> Non
     """One delivery acknowledged (``settled`` for one, on a consumer's hot path)."""
     events = entry.message.history
     if events is not None:
-        _append(events, (ACKED, queue.name, channel._clock.monotonic(), channel, tag))
+        event = (ACKED, queue.name, channel._clock.monotonic(), channel, tag)
+        if len(events) < LIMIT:
+            events.append(event)
+        else:
+            _append(events, event)
 
 
 def requeued(clock: Clock, queue: Queue, entries: Iterable[QueuedMessage], cause: str) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ._events import made_whole
+
 __all__ = ["PublishOutcome"]
 
 
@@ -44,3 +46,8 @@ class PublishOutcome(NamedTuple):
     returned: bool = False
     #: In a transaction: held until tx.commit, so nothing is routed yet.
     held: bool = False
+
+
+#: :class:`PublishOutcome` from all five of its fields (``_events.made_whole``: once per
+#: publish).
+new_outcome = made_whole(PublishOutcome)
