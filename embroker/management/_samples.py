@@ -233,6 +233,24 @@ class _Bucket:
         slots.append(row)
         self.base = last + gap * incr - (len(slots) - 1) * incr
 
+    def carry(self, ts: int) -> None:
+        """Take the samples equal to the last one (:attr:`total`) that came at every tick up to
+        ``ts`` and were not added (:meth:`_Ring.add`): a slot for each time a slot was due,
+        each that row, as adding each would have made."""
+        slots, row = self.slots, self.total
+        if not slots or row is None:
+            return
+        incr = self.incr
+        last = self.base + (len(slots) - 1) * incr
+        gap = (ts - last) // incr
+        if gap <= 0:
+            return
+        previous = slots[-1]
+        if row == previous:
+            row = previous
+        slots.extend([row] * min(gap, slots.maxlen or 0))
+        self.base = last + gap * incr - (len(slots) - 1) * incr
+
     def points(self, start: int, end: int) -> tuple[tuple[int, _Row] | None,
                                                     list[tuple[int, _Row]]]:
         """The samples from ``start`` to ``end`` (oldest first), and the newest one before
@@ -258,7 +276,7 @@ class _Ring:
     """An object's history: one bucket per age of its policy, each holding the values of the
     names its counters gave (in that order)."""
 
-    __slots__ = ("buckets", "names", "obj", "policy", "seen")
+    __slots__ = ("at", "buckets", "kept", "names", "obj", "policy", "row", "seen")
 
     def __init__(self, obj: object, policy: str) -> None:
         self.obj = obj
@@ -266,16 +284,37 @@ class _Ring:
         self.names: tuple[str, ...] | None = None
         self.buckets = tuple(_Bucket(age, incr) for age, incr in POLICIES[policy])
         self.seen = 0
+        #: The last sample's values, its time, and the time of the last one the buckets took:
+        #: a sample equal to the one before, one tick later, is only noted (``at``), and the
+        #: buckets take the run of them when they are read or before the next change
+        #: (:meth:`catch_up`). An idle object costs a comparison a tick.
+        self.row: _Row = ()
+        self.at = self.kept = 0
 
-    def add(self, ts: int, values: Values) -> None:
+    def add(self, ts: int, values: Values, step: int) -> None:
+        """Take the sample of time ``ts`` (ms), ``step`` ms after the sampler's tick before."""
         names = tuple(values)
-        if names != self.names:
+        row = tuple(values.values())
+        if names == self.names:
+            if row == self.row and ts - self.at == step:
+                self.at = ts
+                return
+            self.catch_up()
+        else:
             # (its counters name other values, or in another order: a history of those starts)
             self.names = names
             self.buckets = tuple(_Bucket(age, incr) for age, incr in POLICIES[self.policy])
-        row = tuple(values.values())
+        self.row = row
+        self.at = self.kept = ts
         for bucket in self.buckets:
             bucket.add(ts, row)
+
+    def catch_up(self) -> None:
+        """Give the buckets the samples :meth:`add` only noted."""
+        if self.at != self.kept:
+            for bucket in self.buckets:
+                bucket.carry(self.at)
+            self.kept = self.at
 
     def bucket_for(self, span: int) -> _Bucket:
         # rabbit_mgmt_data:select_range_sample/2: the smallest age longer than the range,
@@ -528,11 +567,14 @@ class Sampler:
         if ring is None or ring.obj is not obj:
             ring = self._rings[id(obj)] = _Ring(obj, _POLICY_OF[kind])
         ring.seen = tick
-        ring.add(ts, values)
+        ring.add(ts, values, self._step)
 
     def ring(self, obj: object) -> _Ring | None:
         ring = self._rings.get(id(obj))
-        return ring if ring is not None and ring.obj is obj else None
+        if ring is None or ring.obj is not obj:
+            return None
+        ring.catch_up()
+        return ring
 
     def history(self, objs: Iterable[object], range_: Range | None) -> History:
         """What ``objs`` (summed) show for ``range_`` (``None``: no range, the instant rate)."""

@@ -16,6 +16,7 @@ import base64
 import hashlib
 import json
 import json.encoder
+import operator
 import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
@@ -69,13 +70,16 @@ OVERVIEW_STATS = (*VHOST_STATS, "disk_reads", "disk_writes")
 _SHOWN_AS_ZERO = ("drop_unroutable", "get_empty")
 
 
+_COUNTS = operator.attrgetter(*MessageStats.__slots__)  # (one call: sampled every 5 s)
+_ZEROES = dict.fromkeys(_SHOWN_AS_ZERO, 0)
+
+
 def counted(counts: MessageStats) -> dict[str, int]:
     """Every message count of ``counts`` by the API's name (``deliver_get`` summed), as the
     API shows them (:data:`_SHOWN_AS_ZERO` at 0)."""
-    values = {name: getattr(counts, name) for name in MessageStats.__slots__}
+    values = dict(zip(MessageStats.__slots__, _COUNTS(counts), strict=True))
     values["deliver_get"] = counts.deliver_get
-    for name in _SHOWN_AS_ZERO:
-        values[name] = 0
+    values.update(_ZEROES)
     return values
 
 

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from embroker import Broker, ManualClock
 from embroker.management import ManagementAPI
@@ -457,3 +459,55 @@ def test_kinds_asked_the_same_range_share_one_history(setup: Setup) -> None:
     a, b, c = setup.api.sampler.histories([queue], None, r, None)
     assert a is c
     assert a is not b
+
+
+# -- an idle object's samples, taken lazily -------------------------------------------------------
+
+_STEP = 5000
+
+
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(1, 80),
+                          st.sampled_from([1, 1, 1, 1, 1, 2, 13, 25]), st.booleans()),
+                max_size=40),
+       st.sampled_from(["basic", "global"]))
+@example([(0, 13, 1, False), (1, 2, 1, False), (1, 1, 25, False)], "basic")  # (a late tick
+# after a change the minute bucket has not kept: the slots it missed take the value before)
+@settings(max_examples=200, deadline=None)
+def test_a_ring_that_notes_repeated_samples_holds_what_adding_each_would_hold(
+        runs: list[tuple[int, int, int, bool]], policy: str) -> None:
+    """_Ring.add only notes a sample equal to the one before, one tick later, and its buckets
+    take the run when read (catch_up): they then hold what adding every sample to them would
+    (the slots, their times, the latest sample), whatever the values, the runs of equal ones,
+    the missed ticks (a timer late by several intervals) and the reads in between."""
+    ring = samples._Ring(object(), policy)
+    eager = [samples._Bucket(age, incr) for age, incr in samples.POLICIES[policy]]
+    ts = 3_600_000
+    for value, repeat, steps, read in runs:
+        for tick in range(repeat):
+            ts += (steps if tick == 0 else 1) * _STEP
+            ring.add(ts, {"messages": value}, _STEP)
+            for bucket in eager:
+                bucket.add(ts, (value,))
+        if read:
+            ring.catch_up()
+            _assert_same(ring.buckets, eager)
+    ring.catch_up()
+    _assert_same(ring.buckets, eager)
+
+
+def _assert_same(lazy: tuple[samples._Bucket, ...], eager: list[samples._Bucket]) -> None:
+    for mine, theirs in zip(lazy, eager, strict=True):
+        assert (list(mine.slots), mine.base, mine.first, mine.total) == (
+            list(theirs.slots), theirs.base, theirs.first, theirs.total)
+        assert mine.points(0, 10**12) == theirs.points(0, 10**12)
+
+
+def test_an_idle_ring_takes_a_tick_without_its_buckets() -> None:
+    ring = samples._Ring(object(), "global")
+    ring.add(0, {"messages": 1}, _STEP)
+    slots = [list(bucket.slots) for bucket in ring.buckets]
+    for tick in range(1, 100):
+        ring.add(tick * _STEP, {"messages": 1}, _STEP)
+    assert [list(bucket.slots) for bucket in ring.buckets] == slots  # (only noted)
+    ring.catch_up()
+    assert len(ring.buckets[0].slots) == 100
