@@ -4,7 +4,8 @@ reads every object each 5 s of the broker's clock, outside the publish path.
 Run: python benchmarks/samples.py [--queues N] [--connections C] [--messages M] [--repeat R]
 
 - one tick (``Sampler.sample``) on a broker of N queues (10 messages each) and C connections
-  with a channel each: µs per tick, and per object sampled;
+  with a channel each, idle (each tick stamped 5 s after the one before, as the timer stamps
+  them): µs per tick, and per object sampled;
 - the history's memory per queue (tracemalloc), idle and changing at every tick, after 20
   minutes of ticks (the 5 s bucket full);
 - a ranged read: ``GET /api/queues/%2F/q?lengths_age=60&lengths_incr=5&msg_rates_age=60&...``
@@ -63,9 +64,11 @@ def tick(queues: int, connections: int, repeat: int) -> tuple[list[float], int]:
     broker, api = populated(queues, connections)
     sampler = api.sampler
     runs = []
+    stamp = sampler.sample(broker)
     for _ in range(repeat):
+        stamp += round(sampler.interval * 1000)
         start = time.process_time()
-        sampler.sample(broker)
+        sampler.sample(broker, at=stamp)
         runs.append(time.process_time() - start)
     return runs, len(sampler)
 
