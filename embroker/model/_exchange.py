@@ -19,6 +19,7 @@ import datetime
 import decimal
 import functools
 import itertools
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, final, overload
 
@@ -402,11 +403,13 @@ T = TypeVar("T")
 
 
 class _TrieNode(Generic[T]):
+    # A node makes its dict of children and its list of values only when it first needs one
+    # (a leaf has no children, a branch usually no values): None until then.
     __slots__ = ("children", "values")
 
     def __init__(self) -> None:
-        self.children: dict[str, _TrieNode[T]] = {}
-        self.values: list[T] = []
+        self.children: dict[str, _TrieNode[T]] | None = None
+        self.values: list[T] | None = None
 
 
 @final
@@ -425,27 +428,45 @@ class TopicTrie(Generic[T]):
 
     def __init__(self) -> None:
         self._root: _TrieNode[T] = _TrieNode()
+        self._root.children = {}
 
     def add(self, pattern: str, value: T) -> None:
         node = self._root
         for word in split_topic(pattern):
-            nxt = node.children.get(word)
+            children = node.children
+            if children is None:
+                children = node.children = {}
+            nxt = children.get(word)
             if nxt is None:
-                nxt = node.children[word] = _TrieNode()
+                nxt = children[sys.intern(word)] = _TrieNode()
             node = nxt
-        node.values.append(value)
+        if node.values is None:
+            node.values = [value]
+        else:
+            node.values.append(value)
 
     def remove(self, pattern: str, value: T) -> None:
         path = [self._root]
         words = split_topic(pattern)
         for word in words:
-            path.append(path[-1].children[word])
-        path[-1].values.remove(value)
+            children = path[-1].children
+            if children is None:
+                raise KeyError(word)
+            path.append(children[word])
+        end = path[-1]
+        if end.values is None:
+            raise ValueError(f"{value!r} is not bound with {pattern!r}")
+        end.values.remove(value)
+        if not end.values:
+            end.values = None
         for depth in range(len(words), 0, -1):  # prune empty branches
             node = path[depth]
             if node.values or node.children:
                 break
-            del path[depth - 1].children[words[depth - 1]]
+            parent = path[depth - 1]
+            del parent.children[words[depth - 1]]  # type: ignore[union-attr]
+            if not parent.children and depth > 1:
+                parent.children = None
 
     def match(self, key: str) -> list[T]:
         """The values of every pattern ``key`` matches (a value twice if two patterns match)."""
@@ -458,6 +479,10 @@ class TopicTrie(Generic[T]):
 def _trie_match(node: _TrieNode[T], words: list[str], i: int, n: int, out: list[T],
                 seen: set[tuple[int, int]]) -> None:
     children = node.children
+    if children is None:
+        if i == n and node.values is not None:
+            out.extend(node.values)
+        return
     hash_node = children.get("#")
     if hash_node is not None:
         # '#' swallows zero or more words: continue below it from every later position (once
@@ -468,7 +493,8 @@ def _trie_match(node: _TrieNode[T], words: list[str], i: int, n: int, out: list[
                 seen.add(mark)
                 _trie_match(hash_node, words, j, n, out, seen)
     if i == n:
-        out.extend(node.values)
+        if node.values is not None:
+            out.extend(node.values)
         return
     child = children.get(words[i])
     if child is not None:
