@@ -545,12 +545,40 @@ def _check_node(node: _TrieNode[T], root: bool = False) -> int:
 
 
 def _trie_match(node: _TrieNode[T], words: list[str], i: int, n: int, out: list[T],
-                seen: set[tuple[int, ...]]) -> None:
-    if node.tail:
-        _tail_match(node, 0, words, i, n, out, seen)
-        return
+                seen: set[tuple[int, ...]], p: int = 0) -> None:
     children = node.children
     if children is None:
+        # A leaf: do what matching would do on the chain of nodes its tail stands for, from
+        # the tail's p-th word on (each of those nodes has the one child tail[p] and no values),
+        # for the same values in the same order. The node after tail[p - 1] is known as
+        # (id(node), p, ...) in ``seen``.
+        tail = node.tail
+        if not tail:
+            if i == n:
+                out.extend(node.values)  # type: ignore[arg-type]
+            return
+        k = len(tail)
+        while p < k:
+            word = tail[p]
+            p += 1
+            if word == "#":
+                for j in range(i, n + 1):
+                    mark = (id(node), p, j)
+                    if mark not in seen:
+                        seen.add(mark)
+                        _trie_match(node, words, j, n, out, seen, p)
+                if i < n and words[i] == "#":  # (the key's word '#' names the '#' child too)
+                    _trie_match(node, words, i + 1, n, out, seen, p)
+                return
+            if i == n:
+                return
+            key_word = words[i]
+            i += 1
+            if word == "*":
+                if key_word == "*":  # (the key's word '*' names the '*' child, then '*' again)
+                    _trie_match(node, words, i, n, out, seen, p)
+            elif word != key_word:
+                return
         if i == n:
             out.extend(node.values)  # type: ignore[arg-type]
         return
@@ -573,38 +601,6 @@ def _trie_match(node: _TrieNode[T], words: list[str], i: int, n: int, out: list[
     star = children.get("*")
     if star is not None:
         _trie_match(star, words, i + 1, n, out, seen)
-
-
-def _tail_match(node: _TrieNode[T], p: int, words: list[str], i: int, n: int, out: list[T],
-                seen: set[tuple[int, ...]]) -> None:
-    # What _trie_match would do on the chain of nodes the tail stands for, from its p-th word
-    # on (each of those nodes has the one child, tail[p], and no values): the same values in
-    # the same order. The node after tail[p - 1] is known as (id(node), p) in ``seen``.
-    tail = node.tail
-    k = len(tail)
-    while p < k:
-        word = tail[p]
-        p += 1
-        if word == "#":
-            for j in range(i, n + 1):
-                mark = (id(node), p, j)
-                if mark not in seen:
-                    seen.add(mark)
-                    _tail_match(node, p, words, j, n, out, seen)
-            if i < n and words[i] == "#":  # (the key's word '#' names the '#' child too)
-                _tail_match(node, p, words, i + 1, n, out, seen)
-            return
-        if i == n:
-            return
-        key_word = words[i]
-        i += 1
-        if word == "*":
-            if key_word == "*":  # (the key's word '*' names the '*' child, then '*' matches it)
-                _tail_match(node, p, words, i, n, out, seen)
-        elif word != key_word:
-            return
-    if i == n:
-        out.extend(node.values)  # type: ignore[arg-type]
 
 
 @functools.lru_cache(maxsize=1024)
