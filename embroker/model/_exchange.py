@@ -563,7 +563,7 @@ def _trie_match(node: _TrieNode[T], words: list[str], i: int, n: int, out: list[
             p += 1
             if word == "#":
                 for j in range(i, n + 1):
-                    mark = (id(node), p, j)
+                    mark: tuple[int, ...] = (id(node), p, j)
                     if mark not in seen:
                         seen.add(mark)
                         _trie_match(node, words, j, n, out, seen, p)
