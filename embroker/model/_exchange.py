@@ -85,16 +85,23 @@ class Binding:
     Bindings are identified, as in RabbitMQ, by source, destination, routing key *and* arguments.
     """
 
-    __slots__ = ("arguments", "destination", "key", "routing_key", "source")
+    __slots__ = ("_arguments", "destination", "key", "routing_key", "source")
 
     def __init__(self, source: Exchange, destination: Destination, routing_key: str,
                  arguments: dict[str, Any]) -> None:
         self.source = source
         self.destination = destination
         self.routing_key = routing_key
-        self.arguments = arguments
+        # Most bindings have no arguments: no empty dict is kept for them (64 bytes each).
+        self._arguments = arguments or None
         self.key = binding_key(source.name, destination.kind, destination.name, routing_key,
                                arguments)
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The arguments it was bound with (a new empty dict each time when there are none)."""
+        arguments = self._arguments
+        return {} if arguments is None else arguments
 
     def describe(self) -> str:
         """``"exchange 'x' -> queue 'q' with key 'a.b'"``, and the arguments when there are any."""
