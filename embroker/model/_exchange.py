@@ -19,6 +19,7 @@ import datetime
 import decimal
 import functools
 import itertools
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union, final, overload
 
@@ -84,16 +85,23 @@ class Binding:
     Bindings are identified, as in RabbitMQ, by source, destination, routing key *and* arguments.
     """
 
-    __slots__ = ("arguments", "destination", "key", "routing_key", "source")
+    __slots__ = ("_arguments", "destination", "key", "routing_key", "source")
 
     def __init__(self, source: Exchange, destination: Destination, routing_key: str,
                  arguments: dict[str, Any]) -> None:
         self.source = source
         self.destination = destination
         self.routing_key = routing_key
-        self.arguments = arguments
+        # Most bindings have no arguments: no empty dict is kept for them (64 bytes each).
+        self._arguments = arguments or None
         self.key = binding_key(source.name, destination.kind, destination.name, routing_key,
                                arguments)
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The arguments it was bound with (a new empty dict each time when there are none)."""
+        arguments = self._arguments
+        return {} if arguments is None else arguments
 
     def describe(self) -> str:
         """``"exchange 'x' -> queue 'q' with key 'a.b'"``, and the arguments when there are any."""
@@ -402,11 +410,21 @@ T = TypeVar("T")
 
 
 class _TrieNode(Generic[T]):
-    __slots__ = ("children", "values")
+    # ``tail``: the words below this node that only one pattern has, kept here rather than as a
+    # node each until a second pattern branches from them (then the first becomes a node of its
+    # own); a node with a tail has no children. ``children`` and ``values`` are None until the
+    # node needs one (a leaf has no children, a branch usually no values), and are never empty
+    # but in the root (whose children stay a dict).
+    __slots__ = ("children", "tail", "values")
 
-    def __init__(self) -> None:
-        self.children: dict[str, _TrieNode[T]] = {}
-        self.values: list[T] = []
+    def __init__(self, tail: tuple[str, ...] = (), values: list[T] | None = None) -> None:
+        self.children: dict[str, _TrieNode[T]] | None = None
+        self.tail = tail
+        self.values = values
+
+
+def _words_kept(words: list[str]) -> tuple[str, ...]:
+    return tuple(map(sys.intern, words))
 
 
 @final
@@ -414,6 +432,11 @@ class TopicTrie(Generic[T]):
     """Topic patterns (``*`` is exactly one word, ``#`` zero or more) in a trie of words, as
     RabbitMQ's ``rabbit_db_topic_exchange`` keeps them: matching a key costs what the patterns
     that could match cost, not what all of them do. The one topic matcher of embroker.
+
+    The words of a pattern that no other pattern shares are kept together in one node (a
+    compressed trie), interned: a binding costs a node, not one per word. (A new branch's own
+    word is not interned: it is usually the word that makes the pattern unique, and interning
+    it would only add to the interpreter's table.)
 
     >>> trie = TopicTrie[str]()
     >>> trie.add("order.*", "any order"); trie.add("#.eu", "europe")
@@ -425,27 +448,74 @@ class TopicTrie(Generic[T]):
 
     def __init__(self) -> None:
         self._root: _TrieNode[T] = _TrieNode()
+        self._root.children = {}
 
     def add(self, pattern: str, value: T) -> None:
-        node = self._root
-        for word in split_topic(pattern):
-            nxt = node.children.get(word)
-            if nxt is None:
-                nxt = node.children[word] = _TrieNode()
-            node = nxt
-        node.values.append(value)
+        words = split_topic(pattern)
+        n = len(words)
+        node, i = self._root, 0
+        while True:
+            tail = node.tail
+            if tail:
+                if tail == tuple(words[i:]):
+                    node.values.append(value)  # type: ignore[union-attr]
+                    return
+                # A second pattern branches from this tail: its first word becomes a node.
+                node.children = {tail[0]: _TrieNode(tail[1:], node.values)}
+                node.tail, node.values = (), None
+            if i == n:
+                if node.values is None:
+                    node.values = [value]
+                else:
+                    node.values.append(value)
+                return
+            children = node.children
+            if children is None:
+                children = node.children = {}
+            word = words[i]
+            child = children.get(word)
+            if child is None:
+                children[word] = _TrieNode(_words_kept(words[i + 1:]), [value])
+                return
+            node, i = child, i + 1
 
     def remove(self, pattern: str, value: T) -> None:
-        path = [self._root]
         words = split_topic(pattern)
-        for word in words:
-            path.append(path[-1].children[word])
-        path[-1].values.remove(value)
-        for depth in range(len(words), 0, -1):  # prune empty branches
-            node = path[depth]
-            if node.values or node.children:
-                break
-            del path[depth - 1].children[words[depth - 1]]
+        n = len(words)
+        path: list[_TrieNode[T]] = []  # the nodes above ``node``, the root first
+        node, i = self._root, 0
+        while i < n and not node.tail:
+            child = node.children.get(words[i]) if node.children is not None else None
+            if child is None:
+                raise KeyError(pattern)
+            path.append(node)
+            node, i = child, i + 1
+        if node.tail != tuple(words[i:]) or node.values is None:
+            raise KeyError(pattern)
+        node.values.remove(value)
+        if node.values:
+            return
+        node.values = None
+        # Prune the branch left empty; the key of the node at depth d is words[d - 1].
+        while path and node.children is None and node.values is None:
+            parent = path.pop()
+            del parent.children[words[len(path)]]  # type: ignore[union-attr]
+            if not parent.children and path:
+                parent.children = None
+            node = parent
+        # Then keep the trie compressed: a node with no values and one child that has no
+        # children takes that child's words (its parent then may take its own).
+        while path:
+            children = node.children
+            if children is not None:
+                if node.values is not None or len(children) != 1:
+                    break
+                (word, child), = children.items()
+                if child.children is not None:
+                    break
+                node.tail = (sys.intern(word), *child.tail)
+                node.values, node.children = child.values, None
+            node = path.pop()
 
     def match(self, key: str) -> list[T]:
         """The values of every pattern ``key`` matches (a value twice if two patterns match)."""
@@ -454,10 +524,71 @@ class TopicTrie(Generic[T]):
         _trie_match(self._root, words, 0, len(words), out, set())
         return out
 
+    def _check(self) -> int:
+        """Assert the trie's invariants (for tests); the number of values it holds."""
+        root = self._root
+        assert not root.tail
+        assert root.children is not None
+        assert root.values is None or root.values
+        return _check_node(root, True)
+
+
+def _check_node(node: _TrieNode[T], root: bool = False) -> int:
+    children, values = node.children, node.values
+    assert values is None or values, "an empty list of values is kept"
+    if not root:
+        assert children is None or children, "an empty dict of children is kept"
+        assert children is not None or values, "an empty node is kept"
+        assert not (node.tail and children is not None), "a node with a tail has children"
+        if values is None and children is not None and len(children) == 1:
+            only = next(iter(children.values()))
+            assert only.children is not None, "a chain of single children is not compressed"
+    for word in node.tail:
+        assert word is sys.intern(word), f"word {word!r} not interned"
+    count = len(values or ())
+    for child in (children or {}).values():
+        count += _check_node(child)
+    return count
+
 
 def _trie_match(node: _TrieNode[T], words: list[str], i: int, n: int, out: list[T],
-                seen: set[tuple[int, int]]) -> None:
+                seen: set[tuple[int, ...]], p: int = 0) -> None:
     children = node.children
+    if children is None:
+        # A leaf: do what matching would do on the chain of nodes its tail stands for, from
+        # the tail's p-th word on (each of those nodes has the one child tail[p] and no values),
+        # for the same values in the same order. The node after tail[p - 1] is known as
+        # (id(node), p, ...) in ``seen``.
+        tail = node.tail
+        if not tail:
+            if i == n:
+                out.extend(node.values)  # type: ignore[arg-type]
+            return
+        k = len(tail)
+        while p < k:
+            word = tail[p]
+            p += 1
+            if word == "#":
+                for j in range(i, n + 1):
+                    mark: tuple[int, ...] = (id(node), p, j)
+                    if mark not in seen:
+                        seen.add(mark)
+                        _trie_match(node, words, j, n, out, seen, p)
+                if i < n and words[i] == "#":  # (the key's word '#' names the '#' child too)
+                    _trie_match(node, words, i + 1, n, out, seen, p)
+                return
+            if i == n:
+                return
+            key_word = words[i]
+            i += 1
+            if word == "*":
+                if key_word == "*":  # (the key's word '*' names the '*' child, then '*' again)
+                    _trie_match(node, words, i, n, out, seen, p)
+            elif word != key_word:
+                return
+        if i == n:
+            out.extend(node.values)  # type: ignore[arg-type]
+        return
     hash_node = children.get("#")
     if hash_node is not None:
         # '#' swallows zero or more words: continue below it from every later position (once
@@ -468,7 +599,8 @@ def _trie_match(node: _TrieNode[T], words: list[str], i: int, n: int, out: list[
                 seen.add(mark)
                 _trie_match(hash_node, words, j, n, out, seen)
     if i == n:
-        out.extend(node.values)
+        if node.values is not None:
+            out.extend(node.values)
         return
     child = children.get(words[i])
     if child is not None:
@@ -512,6 +644,10 @@ class TopicExchange(Exchange):
     @override
     def _unbound(self, binding: Binding) -> None:
         self._trie.remove(binding.routing_key, binding)
+
+    @override
+    def _check(self) -> None:
+        assert self._trie._check() == len(self.bindings), "the trie and the bindings differ"
 
     @override
     def route(self, routing_key: str, headers: Mapping[str, Any] | None) -> Sequence[Binding]:
