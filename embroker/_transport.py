@@ -86,7 +86,12 @@ class SansIOConnection(Protocol):
 
     def tick(self) -> float | None:
         """Timers: heartbeats, handshake and idle timeouts; when it wants its next tick (the
-        broker clock's monotonic time), or ``None``."""
+        broker clock's monotonic time), or ``None``.
+
+        A connection whose class sets ``tick_keeps_deadlines = True`` promises that nothing
+        falls due before that time (``None``: nothing until it reads or writes): the listener
+        then leaves it alone until then (AMQP 0-9-1's; ``embroker._listener_loop._Loop._tick``).
+        Without it, the listener calls ``tick()`` at every look, every half second."""
         ...
 
     def internal_error(self, error: InternalError) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -62,7 +63,7 @@ class Rig:
         (self.client,) = self.server._clients.values()
 
     def turn(self) -> None:
-        self.server._turn(self.clock.now + 3600)  # (no tick of the turn's own)
+        self.server._turn(time.monotonic() + 3600)  # (no look at heartbeats of the turn's own)
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
@@ -130,7 +131,7 @@ def test_a_connection_with_heartbeats_is_looked_at_when_its_heartbeat_falls_due(
 
 
 @pytest.mark.parametrize("rig", [1], indirect=True)
-def test_a_silent_client_is_still_dropped_at_two_intervals(rig: Rig, ticks: list[float]) -> None:
+def test_a_silent_client_is_still_dropped_at_two_intervals(rig: Rig) -> None:
     start = rig.clock.now
     while rig.server._clients and rig.clock.now < start + 10:
         rig.clock.now += 0.25
@@ -139,7 +140,6 @@ def test_a_silent_client_is_still_dropped_at_two_intervals(rig: Rig, ticks: list
     assert not rig.server._clients
     assert rig.clock.now == start + 2.25  # (more than two intervals: 2 s of silence, then
     # the first look after)
-    assert len(ticks) < 10  # (not at each of the 9 looks: only when a heartbeat fell due)
 
 
 @pytest.mark.parametrize("rig", [0], indirect=True)
