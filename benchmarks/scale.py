@@ -68,6 +68,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _rates import Countdown, answers
@@ -343,6 +344,23 @@ def traced_bytes(build: Callable[[], object]) -> float:
     return after - before
 
 
+R = TypeVar("R")
+
+
+def runs_on(make: Side, repeat: int, measure: Callable[[Target], R],
+            settle: float = 0.0) -> tuple[str, list[R]]:
+    """``measure`` run ``repeat`` times, each on a fresh target of ``make`` (``settle`` seconds
+    after each): the target's name and the results in order."""
+    name, results = "", []
+    for _ in range(repeat):
+        with make() as target:
+            name = target.name
+            results.append(measure(target))
+        if settle:
+            time.sleep(settle)
+    return name, results
+
+
 def row(cells: Sequence[tuple[str, int]]) -> None:
     print("".join(f"{text:>{width}}" for text, width in cells), flush=True)
 
@@ -502,14 +520,9 @@ def run_bindings(sizes: Sequence[int], repeat: int, targets: Sequence[Side]
     row([("N", 9), ("server", 10), ("bind µs", 10), ("publish µs", 12), ("KiB/binding", 13)])
     for n in sizes:
         for make in targets:
-            runs = []
-            for _ in range(repeat):
-                with make() as target:
-                    runs.append((target.name, bindings_tcp(target, n, m)))
-            name = runs[0][0]
-            row([(f"{n:,}", 9), (name, 10), (us(min(r[1][0] for r in runs), n), 10),
-                 (us(min(r[1][1] for r in runs), m), 12),
-                 (f"{min(r[1][2] for r in runs):,.2f}", 13)])
+            name, runs = runs_on(make, repeat, functools.partial(bindings_tcp, n=n, m=m))
+            row([(f"{n:,}", 9), (name, 10), (us(min(r[0] for r in runs), n), 10),
+                 (us(min(r[1] for r in runs), m), 12), (f"{min(r[2] for r in runs):,.2f}", 13)])
 
 
 # -- queues ----------------------------------------------------------------------------------
@@ -587,13 +600,9 @@ def run_queues(sizes: Sequence[int], repeat: int, targets: Sequence[Side]
     row([("N", 9), ("server", 10), ("declare µs", 12), ("publish µs", 12), ("KiB/queue", 11)])
     for n in sizes:
         for make in targets:
-            runs = []
-            for _ in range(repeat):
-                with make() as target:
-                    runs.append((target.name, queues_tcp(target, n, m)))
-            row([(f"{n:,}", 9), (runs[0][0], 10), (us(min(r[1][0] for r in runs), n), 12),
-                 (us(min(r[1][1] for r in runs), m), 12),
-                 (f"{min(r[1][2] for r in runs):,.1f}", 11)])
+            name, runs = runs_on(make, repeat, functools.partial(queues_tcp, n=n, m=m))
+            row([(f"{n:,}", 9), (name, 10), (us(min(r[0] for r in runs), n), 12),
+                 (us(min(r[1] for r in runs), m), 12), (f"{min(r[2] for r in runs):,.1f}", 11)])
 
 
 # -- connections -----------------------------------------------------------------------------
@@ -655,16 +664,13 @@ def run_connections(sizes: Sequence[int], repeat: int, with_reference: bool) -> 
         if with_reference and room is not None:
             sides.append((reference, min(n, room)))
         for make, count in sides:
-            runs = []
-            for _ in range(repeat):
-                with make() as target:
-                    runs.append((target.name, connections_run(target, count)))
-                time.sleep(SETTLE)  # (RabbitMQ closes the last ones' processes)
-            row([(f"{n:,}", 9), (runs[0][0], 10), (f"{min(r[1][0] for r in runs):,}", 8),
-                 (f"{min(r[1][1] for r in runs):,.1f}", 9),
-                 (f"{min(r[1][2] for r in runs):,.1f}", 10),
-                 (f"{min(r[1][3] for r in runs):,.0f}", 15),
-                 (f"{min(r[1][4] for r in runs) * 100:,.1f}", 12)])
+            # (settled after each: RabbitMQ closes the last ones' processes)
+            name, runs = runs_on(make, repeat, functools.partial(connections_run, n=count),
+                                 settle=SETTLE)
+            row([(f"{n:,}", 9), (name, 10), (f"{min(r[0] for r in runs):,}", 8),
+                 (f"{min(r[1] for r in runs):,.1f}", 9), (f"{min(r[2] for r in runs):,.1f}", 10),
+                 (f"{min(r[3] for r in runs):,.0f}", 15),
+                 (f"{min(r[4] for r in runs) * 100:,.1f}", 12)])
 
 
 # -- a stream --------------------------------------------------------------------------------
@@ -734,14 +740,12 @@ def run_stream(megabytes: int, repeat: int, targets: Sequence[Side]) -> None:
          ("read all s", 12), ("MB/s", 8), ("RSS MiB: before", 17), ("appended", 10),
          ("read", 8)])
     for make in targets:
-        runs = []
-        for _ in range(repeat):
-            with make() as target:
-                runs.append((target.name, asyncio.run(stream_run(target, megabytes))))
-        best = {key: min(r[1][key] for r in runs) for key in ("append", "middle", "first")}
-        last = runs[-1][1]
+        name, runs = runs_on(make, repeat,
+                             lambda target: asyncio.run(stream_run(target, megabytes)))
+        best = {key: min(r[key] for r in runs) for key in ("append", "middle", "first")}
+        last = runs[-1]
         mb = last["messages"] * STREAM_BODY / 1e6
-        row([(runs[0][0], 10), (f"{best['append']:,.1f}", 10), (f"{mb / best['append']:,.0f}", 8),
+        row([(name, 10), (f"{best['append']:,.1f}", 10), (f"{mb / best['append']:,.0f}", 8),
              (f"{best['middle']:,.1f}", 13), (f"{mb / 2 / best['middle']:,.0f}", 8),
              (f"{best['first']:,.1f}", 12), (f"{mb / best['first']:,.0f}", 8),
              (f"{last['rss_before'] / 1024:,.0f}", 17), (f"{last['rss_appended'] / 1024:,.0f}", 10),
