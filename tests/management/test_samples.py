@@ -18,7 +18,8 @@ from embroker import Broker, ManualClock
 from embroker.management import ManagementAPI
 from embroker.management import _samples as samples
 from embroker.management._http import Request
-from embroker.model import Clock
+
+from ..clocks import SteppedClock
 
 #: A start on a multiple of an hour: the statistics' ticks fall at 5, 10, 15... seconds, and
 #: the minute samples on whole minutes.
@@ -392,23 +393,9 @@ def test_a_sample_is_stamped_with_the_multiple_of_5_seconds_nearest_to_it(
     assert setup.api.sampler.sample(setup.broker) == _ms(10)
 
 
-class _UnrunClock(Clock):
-    """A clock whose time moves and whose timers nobody runs (a broker on the system clock
-    with no listener)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.now = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def time(self) -> float:
-        return START + self.now
-
-
 def test_a_tick_nobody_ran_is_taken_when_the_history_is_read() -> None:
-    clock = _UnrunClock()
+    clock = SteppedClock(start=START)  # (its timers: nobody runs them, as a broker on the
+    # system clock with no listener)
     broker = Broker(clock=clock)
     api = ManagementAPI(broker)
     try:

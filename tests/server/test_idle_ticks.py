@@ -21,29 +21,17 @@ from embroker.amqp091 import PROTOCOL_HEADER, encode_method_frame
 from embroker.amqp091._connection import ServerConnection
 from embroker.amqp091.methods import ConnectionOpen, ConnectionStartOk, ConnectionTuneOk
 from embroker.errors import ConnectionForced
-from embroker.model._clock import Clock
 from embroker.server import Server
 
+from ..clocks import SteppedClock
+
 HEARTBEAT_FRAME = b"\x08\x00\x00\x00\x00\x00\x00\xce"
-
-
-class SteppedClock(Clock):
-    """A clock that moves only when told, but is not a ManualClock."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def time(self) -> float:
-        return self.now
 
 
 class Rig:
     def __init__(self, heartbeat: int) -> None:
         self.clock = SteppedClock()
+        self.clock.now = 1000.0
         self.broker = Broker(clock=self.clock)
         self.server = Server(self.broker, batching=BatchingPolicy(enabled=False))
         self.server._prepare()

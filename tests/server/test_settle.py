@@ -9,29 +9,13 @@ import time
 import aio_pika
 import pika
 import pytest
-from typing_extensions import override
 
 from embroker import Broker
 from embroker._settle import SettleTimeout
 from embroker.faults import Faults
-from embroker.model import Clock
 from embroker.server import Server
 
-
-class SteppedClock(Clock):
-    """A clock that moves when told, and runs nothing by itself (unlike ManualClock)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.now = 0.0
-
-    @override
-    def monotonic(self) -> float:
-        return self.now
-
-    @override
-    def time(self) -> float:
-        return 1_700_000_000 + self.now
+from ..clocks import SteppedClock
 
 
 def test_publishes_are_routed_when_settle_returns(broker: Broker, server: Server) -> None:
